@@ -1,0 +1,46 @@
+package conn
+
+import "errors"
+
+// Errors returned by this package. Compare with errors.Is; they are wrapped
+// with the operation and path that failed.
+var (
+	// ErrClosed is returned by every call made after Close.
+	ErrClosed = errors.New("conn: session closed")
+
+	// ErrEpochEnded is returned by an operation bound to an epoch that has
+	// ended. The error also matches the reason: ErrSessionExpired,
+	// ErrSessionTimeout or ErrClosed.
+	ErrEpochEnded = errors.New("conn: session epoch ended")
+
+	// ErrSessionExpired: the server confirmed that the ZooKeeper session
+	// expired; its ephemeral nodes are gone.
+	ErrSessionExpired = errors.New("conn: session expired (confirmed by the server)")
+
+	// ErrSessionTimeout: the client was disconnected for the negotiated
+	// session timeout, so the session must be taken as lost even though the
+	// server could not confirm it.
+	ErrSessionTimeout = errors.New("conn: disconnected for the session timeout; session taken as lost")
+
+	// ErrConnectionLoss: the connection broke while a request that is not
+	// retried blindly (a sequential create, a multi) was in flight. The
+	// request may or may not have been applied.
+	ErrConnectionLoss = errors.New("conn: connection lost; the request may or may not have been applied")
+
+	// ErrInvalidPath: a path is not a valid absolute ZooKeeper path.
+	ErrInvalidPath = errors.New("conn: invalid path")
+
+	// ErrReservedPath: a path lies in the /zookeeper tree, which the server
+	// reserves for itself.
+	ErrReservedPath = errors.New("conn: path in the reserved /zookeeper tree")
+
+	// ErrInvalidOption: an option was given an invalid value.
+	ErrInvalidOption = errors.New("conn: invalid option")
+
+	// ErrNoServers: Connect was given no server address.
+	ErrNoServers = errors.New("conn: no ZooKeeper server given")
+
+	// ErrConnectTimeout: no session could be established within the connect
+	// timeout.
+	ErrConnectTimeout = errors.New("conn: no session established within the connect timeout")
+)

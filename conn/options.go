@@ -1,0 +1,149 @@
+package conn
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+)
+
+// Option configures a Session. Each option documents its default and what an
+// invalid value does: Connect rejects it with an error matching
+// ErrInvalidOption.
+type Option func(*config) error
+
+type config struct {
+	sessionTimeout  time.Duration
+	connectTimeout  time.Duration
+	logger          *zap.Logger
+	digest          []string // "user:password" entries; never logged
+	dialer          zk.Dialer
+	namespace       string
+	retry           RetryPolicy
+	acl             []zk.ACL
+	suspendedAsLost bool
+}
+
+func defaultConfig() config {
+	return config{
+		sessionTimeout: 10 * time.Second,
+		connectTimeout: 15 * time.Second,
+		logger:         zap.NewNop(),
+		retry:          DefaultRetryPolicy(),
+		acl:            zk.WorldACL(zk.PermAll),
+	}
+}
+
+// WithSessionTimeout sets the session timeout asked of the server (default
+// 10s). The server clamps it to [2, 20] ticks; the negotiated value is what
+// the local timer uses (Epoch.Timeout). Values below 100ms are invalid.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 100*time.Millisecond {
+			return fmt.Errorf("%w: session timeout %v is below 100ms", ErrInvalidOption, d)
+		}
+		c.sessionTimeout = d
+		return nil
+	}
+}
+
+// WithConnectTimeout bounds how long Connect waits for the first session
+// (default 15s), in addition to Connect's context. Zero or negative is
+// invalid.
+func WithConnectTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: connect timeout %v must be positive", ErrInvalidOption, d)
+		}
+		c.connectTimeout = d
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default zap.NewNop(): silent). go-zookeeper's
+// own log lines are routed through it at Debug level. nil is invalid.
+func WithLogger(l *zap.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithDigestAuth adds digest credentials, sent to the server at the start of
+// every session before the session is handed to callers (default: none). An
+// empty user is invalid. The password is never logged.
+func WithDigestAuth(user, password string) Option {
+	return func(c *config) error {
+		if user == "" {
+			return fmt.Errorf("%w: digest auth needs a user name", ErrInvalidOption)
+		}
+		c.digest = append(c.digest, user+":"+password)
+		return nil
+	}
+}
+
+// WithDialer sets how TCP connections to the servers are made, for TLS or a
+// proxy (default: net.DialTimeout). nil is invalid.
+func WithDialer(d zk.Dialer) Option {
+	return func(c *config) error {
+		if d == nil {
+			return fmt.Errorf("%w: nil dialer", ErrInvalidOption)
+		}
+		c.dialer = d
+		return nil
+	}
+}
+
+// WithNamespace prefixes every path with ns, a chroot that callers never see
+// (default: none). ns must be a valid absolute path other than "/".
+func WithNamespace(ns string) Option {
+	return func(c *config) error {
+		if err := ValidatePath(ns); err != nil {
+			return fmt.Errorf("%w: namespace: %w", ErrInvalidOption, err)
+		}
+		if ns == "/" {
+			ns = ""
+		}
+		c.namespace = ns
+		return nil
+	}
+}
+
+// WithRetryPolicy sets how idempotent operations are retried on connection
+// loss (default DefaultRetryPolicy()). See RetryPolicy for invalid values.
+func WithRetryPolicy(p RetryPolicy) Option {
+	return func(c *config) error {
+		if err := p.validate(); err != nil {
+			return err
+		}
+		c.retry = p
+		return nil
+	}
+}
+
+// WithACL sets the ACL of the nodes the recipes create (default
+// zk.WorldACL(zk.PermAll): anyone may do anything). An empty ACL is invalid.
+func WithACL(acl []zk.ACL) Option {
+	return func(c *config) error {
+		if len(acl) == 0 {
+			return fmt.Errorf("%w: empty ACL", ErrInvalidOption)
+		}
+		c.acl = append([]zk.ACL(nil), acl...)
+		return nil
+	}
+}
+
+// WithSuspendedAsLost is the error policy. With true, a lock holder is told
+// its lock is lost as soon as the connection is Suspended; with false (the
+// default), only when the epoch ends (Lost), which the local timer signals no
+// later than the session timeout after the last reply from the server.
+func WithSuspendedAsLost(v bool) Option {
+	return func(c *config) error {
+		c.suspendedAsLost = v
+		return nil
+	}
+}

@@ -1,0 +1,429 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+)
+
+var errRetired = errors.New("conn: connection retired")
+
+// Session is the root object: one logical client of a ZooKeeper ensemble
+// that lives across many ZooKeeper sessions (epochs). It reconnects, notices
+// expiry (told by the server, or by its own timer while cut off), opens a new
+// ZooKeeper session after one is lost, and tells subscribers about every
+// transition. Recipes take a *Session, never a raw *zk.Conn.
+//
+// Every epoch gets its own *zk.Conn, so a request made in one ZooKeeper
+// session can never be carried out in the next.
+//
+// Safe for concurrent use.
+type Session struct {
+	cfg     config
+	servers []string
+	log     *zap.Logger
+	stats   *counters
+
+	inbox   inbox         // events from go-zookeeper callbacks and helpers, for run
+	closing chan struct{} // closed by Close (once); run then shuts down
+	done    chan struct{} // closed by run when shutdown is complete
+	once    sync.Once
+	helpers sync.WaitGroup // goroutines started by run: closers, auth, event drains
+
+	mu    sync.Mutex                 // guards the fields below
+	state State                      // last transition
+	cur   *Epoch                     // the live epoch, nil between epochs
+	ready chan struct{}              // closed when an epoch becomes live; replaced when it ends
+	subs  map[*Subscription]struct{} // nil once Closed was sent
+
+	// Owned by the run goroutine.
+	active *zkLink     // the zk.Conn of the current (or next) epoch
+	timer  *time.Timer // local expiry timer while Suspended
+	redial *time.Timer // retry after a failed dial
+}
+
+// zkLink is one zk.Conn and what run knows of it.
+type zkLink struct {
+	*link
+	zc        *zk.Conn
+	epoch     *Epoch // set when its session begins
+	live      bool   // epoch handed to callers (auth done)
+	suspended bool
+	drained   chan struct{} // closed when go-zookeeper's event loop has ended
+}
+
+// Connect starts a session and waits, bounded by ctx and the connect timeout,
+// until the first ZooKeeper session is established.
+func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
+	if len(servers) == 0 {
+		return nil, ErrNoServers
+	}
+	for _, srv := range servers {
+		if _, _, err := net.SplitHostPort(srv); err != nil {
+			return nil, fmt.Errorf("%w: server address %q: %w", ErrInvalidOption, srv, err)
+		}
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	s := &Session{
+		cfg:     cfg,
+		servers: append([]string(nil), servers...),
+		log:     cfg.logger,
+		stats:   newCounters(),
+		inbox:   newInbox(),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+		ready:   make(chan struct{}),
+		subs:    make(map[*Subscription]struct{}),
+	}
+	if err := s.dial(); err != nil {
+		return nil, err
+	}
+	go s.run()
+
+	wctx, cancel := context.WithTimeoutCause(ctx, cfg.connectTimeout, ErrConnectTimeout)
+	defer cancel()
+	if _, err := s.Epoch(wctx); err != nil {
+		s.Close()
+		if cause := context.Cause(wctx); errors.Is(cause, ErrConnectTimeout) {
+			err = fmt.Errorf("%w (%v, servers %v)", ErrConnectTimeout, cfg.connectTimeout, servers)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// State is the last transition.
+func (s *Session) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// Logger is the session's logger, for the recipes built on it.
+func (s *Session) Logger() *zap.Logger { return s.log }
+
+// ACL is the ACL recipes give the nodes they create (WithACL).
+func (s *Session) ACL() []zk.ACL { return s.cfg.acl }
+
+// Stats is a snapshot of the requests and watch events so far.
+func (s *Session) Stats() Stats { return s.stats.snapshot() }
+
+// Epoch returns the live epoch, waiting (bounded by ctx) while there is none
+// because the last one was lost and the next has not begun.
+func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
+	for {
+		s.mu.Lock()
+		ep, ready := s.cur, s.ready
+		s.mu.Unlock()
+		if ep != nil && ep.ctx.Err() == nil {
+			return ep, nil
+		}
+		select {
+		case <-ready:
+		case <-s.closing:
+			return nil, ErrClosed
+		case <-ctx.Done():
+			return nil, fmt.Errorf("conn: waiting for a ZooKeeper session: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// Close ends the current epoch (its ephemeral nodes go with it), closes the
+// connection and stops every goroutine of the session. Idempotent; returns
+// within about a second even when no server is reachable.
+func (s *Session) Close() error {
+	s.once.Do(func() { close(s.closing) })
+	<-s.done
+	return nil
+}
+
+// run owns the state machine: it alone begins and ends epochs and sends
+// transitions.
+func (s *Session) run() {
+	defer close(s.done)
+	for {
+		var timerC, redialC <-chan time.Time
+		if s.timer != nil {
+			timerC = s.timer.C
+		}
+		if s.redial != nil {
+			redialC = s.redial.C
+		}
+		select {
+		case <-s.inbox.signal:
+			for _, m := range s.inbox.drain() {
+				s.handle(m)
+			}
+		case <-timerC:
+			s.timer = nil
+			s.log.Warn("disconnected for the session timeout; taking the session as lost",
+				zap.Int64("session", s.active.epoch.sessionID), zap.Duration("timeout", s.active.epoch.timeout))
+			s.loseEpoch(ErrSessionTimeout)
+		case <-redialC:
+			s.redial = nil
+			if err := s.dial(); err != nil {
+				s.log.Warn("dial failed; retrying", zap.Error(err))
+				s.redial = time.NewTimer(time.Second)
+			}
+		case <-s.closing:
+			s.shutdown()
+			return
+		}
+	}
+}
+
+// message is what arrives in the inbox.
+type message struct {
+	l       *zkLink
+	ev      zk.Event
+	authErr error
+	authed  bool // AddAuth finished (authErr says how)
+}
+
+func (s *Session) handle(m message) {
+	l := m.l
+	if l != s.active {
+		return // a retired zk.Conn
+	}
+	if m.authed {
+		if m.authErr != nil {
+			s.log.Warn("sending credentials failed; opening a new session", zap.Error(m.authErr))
+			s.retire(l)
+			s.redial = time.NewTimer(0)
+			return
+		}
+		s.beginEpoch(l)
+		return
+	}
+	switch m.ev.State {
+	case zk.StateHasSession:
+		switch {
+		case l.epoch == nil:
+			l.epoch = newEpoch(s, l.zc, l.handshake())
+			if len(s.cfg.digest) == 0 {
+				s.beginEpoch(l)
+				return
+			}
+			s.helpers.Add(1)
+			go func() {
+				defer s.helpers.Done()
+				var err error
+				for _, cred := range s.cfg.digest {
+					s.stats.count(OpAuth)
+					if err = l.zc.AddAuth("digest", []byte(cred)); err != nil {
+						break
+					}
+				}
+				s.inbox.put(message{l: l, authed: true, authErr: err})
+			}()
+		case l.suspended:
+			l.suspended = false
+			s.stopTimer()
+			l.epoch.resume()
+			s.log.Info("reconnected", zap.Int64("session", l.epoch.sessionID))
+			s.transition(Reconnected, l.epoch, nil)
+		}
+	case zk.StateDisconnected:
+		if !l.live || l.suspended || l.epoch.ctx.Err() != nil {
+			return
+		}
+		l.suspended = true
+		ep := l.epoch
+		ep.suspend()
+		lastHeard := time.Unix(0, l.lastHeard.Load())
+		wait := time.Until(lastHeard.Add(ep.timeout))
+		s.timer = time.NewTimer(max(wait, 0))
+		s.log.Info("suspended", zap.Int64("session", ep.sessionID), zap.Duration("lost_in", wait))
+		s.transition(Suspended, ep, nil)
+	case zk.StateExpired:
+		s.log.Warn("session expired", zap.Int64("session", l.zc.SessionID()))
+		s.loseEpoch(ErrSessionExpired)
+	}
+}
+
+// beginEpoch hands l's epoch to callers.
+func (s *Session) beginEpoch(l *zkLink) {
+	l.live = true
+	s.mu.Lock()
+	s.cur = l.epoch
+	close(s.ready)
+	s.mu.Unlock()
+	s.log.Debug("session established", zap.Int64("session", l.epoch.sessionID), zap.Duration("timeout", l.epoch.timeout))
+	s.transition(Connected, l.epoch, nil)
+}
+
+// loseEpoch ends the active epoch and opens the next session.
+func (s *Session) loseEpoch(cause error) {
+	l := s.active
+	s.endEpoch(l, cause, Lost)
+	s.retire(l)
+	if err := s.dial(); err != nil {
+		s.log.Warn("dial failed; retrying", zap.Error(err))
+		s.redial = time.NewTimer(time.Second)
+	}
+}
+
+func (s *Session) endEpoch(l *zkLink, cause error, st State) {
+	s.stopTimer()
+	ep := l.epoch
+	if ep == nil || ep.ctx.Err() != nil {
+		if st == Closed {
+			s.transition(Closed, ep, ErrClosed)
+		}
+		return
+	}
+	ep.end(cause)
+	s.mu.Lock()
+	if s.cur == ep {
+		s.cur = nil
+		s.ready = make(chan struct{})
+	}
+	s.mu.Unlock()
+	if l.live || st == Closed {
+		s.transition(st, ep, cause)
+	}
+}
+
+func (s *Session) stopTimer() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+}
+
+// dial opens a new zk.Conn; its first session will be the next epoch.
+func (s *Session) dial() error {
+	base := s.cfg.dialer
+	if base == nil {
+		base = net.DialTimeout
+	}
+	l := &zkLink{link: &link{dial: base}, drained: make(chan struct{})}
+	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
+		zk.WithDialer(l.dialer),
+		zk.WithLogger(zkLogger{s.log.Sugar()}),
+		zk.WithLogInfo(false),
+		zk.WithEventCallback(func(ev zk.Event) { s.onEvent(l, ev) }),
+	)
+	if err != nil {
+		return fmt.Errorf("conn: connecting to %v: %w", s.servers, err)
+	}
+	l.zc = zc
+	s.active = l
+	s.helpers.Add(1)
+	go func() {
+		defer s.helpers.Done()
+		defer close(l.drained)
+		for range events { // closed when go-zookeeper's loop ends
+		}
+	}()
+	return nil
+}
+
+// onEvent runs on go-zookeeper's goroutine and must not block.
+func (s *Session) onEvent(l *zkLink, ev zk.Event) {
+	switch {
+	case ev.Type == zk.EventSession:
+		if ev.State == zk.StateExpired {
+			l.retired.Store(true) // no new session on this zk.Conn, ever
+		}
+		switch ev.State {
+		case zk.StateHasSession, zk.StateDisconnected, zk.StateExpired:
+			s.inbox.put(message{l: l, ev: ev})
+		}
+	case ev.Type != zk.EventNotWatching:
+		s.stats.watchEvents.Add(1)
+	}
+}
+
+// retire closes a zk.Conn in the background; run never waits for it.
+func (s *Session) retire(l *zkLink) {
+	l.retired.Store(true)
+	s.helpers.Add(1)
+	go func() {
+		defer s.helpers.Done()
+		closeLink(l)
+	}()
+}
+
+// closeLink closes the session on the server if it can, then the sockets, and
+// waits for go-zookeeper's goroutines to end.
+func closeLink(l *zkLink) {
+	l.retired.Store(true)
+	l.zc.Close() // at most ~1s when the server is unreachable
+	l.closeAll()
+	<-l.drained
+}
+
+func (s *Session) shutdown() {
+	if s.redial != nil {
+		s.redial.Stop()
+	}
+	l := s.active
+	s.endEpoch(l, ErrClosed, Closed)
+	s.stopTimer()
+	closeLink(l)
+	s.helpers.Wait()
+	s.mu.Lock()
+	s.subs = nil // every subscriber has had its Closed event
+	s.mu.Unlock()
+}
+
+// transition records st and tells every subscriber.
+func (s *Session) transition(st State, ep *Epoch, cause error) {
+	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state = st
+	for sub := range s.subs {
+		sub.push(ev, st == Closed)
+	}
+}
+
+// zkLogger routes go-zookeeper's log lines to zap at Debug.
+type zkLogger struct{ l *zap.SugaredLogger }
+
+func (z zkLogger) Printf(format string, args ...any) { z.l.Debugf("zk: "+format, args...) }
+
+// inbox is an unbounded queue with a wake-up signal, so go-zookeeper's
+// callback never blocks and no event is dropped.
+type inbox struct {
+	signal chan struct{} // capacity 1
+	mu     *sync.Mutex
+	items  *[]message
+}
+
+func newInbox() inbox {
+	return inbox{signal: make(chan struct{}, 1), mu: new(sync.Mutex), items: new([]message)}
+}
+
+func (q inbox) put(m message) {
+	q.mu.Lock()
+	*q.items = append(*q.items, m)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (q inbox) drain() []message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := *q.items
+	*q.items = nil
+	return items
+}

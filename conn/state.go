@@ -1,0 +1,68 @@
+package conn
+
+import (
+	"fmt"
+	"time"
+)
+
+// State is the state of a Session as lock holders see it. The names are
+// Curator's.
+type State int32
+
+const (
+	// Connected: a new epoch (ZooKeeper session) has begun. Sent for the
+	// first session and for every session opened after one was lost.
+	Connected State = iota + 1
+	// Suspended: the connection broke; the session may still be alive on
+	// the server. Holders keep their locks unless the error policy says
+	// otherwise (WithSuspendedAsLost).
+	Suspended
+	// Reconnected: the connection is back and the same session survived.
+	Reconnected
+	// Lost: the epoch ended: the server confirmed expiry, or the client was
+	// disconnected for the whole session timeout. Every lock of the epoch
+	// is gone.
+	Lost
+	// Closed: Close was called. Final.
+	Closed
+)
+
+func (s State) String() string {
+	switch s {
+	case Connected:
+		return "Connected"
+	case Suspended:
+		return "Suspended"
+	case Reconnected:
+		return "Reconnected"
+	case Lost:
+		return "Lost"
+	case Closed:
+		return "Closed"
+	}
+	return fmt.Sprintf("State(%d)", int32(s))
+}
+
+// Event is one state transition of a Session.
+type Event struct {
+	State State
+	// Epoch is the epoch the transition belongs to: the new one for
+	// Connected, the one that ended for Lost and Closed.
+	Epoch *Epoch
+	// Err says why the epoch ended, for Lost and Closed: it matches
+	// ErrSessionExpired, ErrSessionTimeout or ErrClosed.
+	Err error
+	// Time is when the session manager saw the transition.
+	Time time.Time
+}
+
+func (e Event) String() string {
+	id := int64(0)
+	if e.Epoch != nil {
+		id = e.Epoch.SessionID()
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("%s(session 0x%x: %v)", e.State, id, e.Err)
+	}
+	return fmt.Sprintf("%s(session 0x%x)", e.State, id)
+}

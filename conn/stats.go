@@ -1,0 +1,72 @@
+package conn
+
+import "sync/atomic"
+
+// Operation names used as keys of Stats.Requests.
+const (
+	OpCreate   = "create"
+	OpDelete   = "delete"
+	OpGet      = "get"
+	OpGetW     = "getw"
+	OpChildren = "children"
+	OpExists   = "exists"
+	OpSet      = "set"
+	OpMulti    = "multi"
+	OpSync     = "sync"
+	OpAuth     = "auth"
+)
+
+var opNames = []string{OpCreate, OpDelete, OpGet, OpGetW, OpChildren, OpExists, OpSet, OpMulti, OpSync, OpAuth}
+
+// Stats is a snapshot of what a Session has asked of ZooKeeper, over all its
+// epochs. Every attempt counts, retries included.
+type Stats struct {
+	// Requests by operation (the Op* names).
+	Requests map[string]int64
+	// WatchEvents is the number of watch notifications the servers sent
+	// (node created, deleted, data or children changed).
+	WatchEvents int64
+}
+
+// TotalRequests is the sum of Requests.
+func (s Stats) TotalRequests() int64 {
+	var n int64
+	for _, v := range s.Requests {
+		n += v
+	}
+	return n
+}
+
+// Sub returns s minus an earlier snapshot, for measuring one stretch of work.
+func (s Stats) Sub(earlier Stats) Stats {
+	d := Stats{Requests: make(map[string]int64, len(s.Requests)), WatchEvents: s.WatchEvents - earlier.WatchEvents}
+	for k, v := range s.Requests {
+		d.Requests[k] = v - earlier.Requests[k]
+	}
+	return d
+}
+
+// counters are the live counts behind Stats. The map is filled once at
+// construction and only read after, so it needs no lock.
+type counters struct {
+	requests    map[string]*atomic.Int64
+	watchEvents atomic.Int64
+}
+
+func newCounters() *counters {
+	c := &counters{requests: make(map[string]*atomic.Int64, len(opNames))}
+	for _, op := range opNames {
+		c.requests[op] = new(atomic.Int64)
+	}
+	return c
+}
+
+func (c *counters) count(op string) { c.requests[op].Add(1) }
+
+func (c *counters) snapshot() Stats {
+	s := Stats{Requests: make(map[string]int64, len(c.requests)), WatchEvents: c.watchEvents.Load()}
+	for k, v := range c.requests {
+		s.Requests[k] = v.Load()
+	}
+	return s
+}
