@@ -1,0 +1,83 @@
+// Package zktest gives a test — ours or a user's — a real ZooKeeper, like
+// net/http/httptest gives it a real HTTP server. It never fakes ZooKeeper.
+//
+//	func TestLock(t *testing.T) {
+//		c := zktest.New(t) // one server, stopped in t.Cleanup
+//		conn, _, err := zk.Connect(c.Servers(), 5*time.Second)
+//		...
+//		path := c.Root() + "/lock" // unique per cluster
+//		...
+//	}
+//
+// A Cluster is one standalone server (the default) or a three-server ensemble
+// (WithServers(3)), with a tickTime of 500ms by default so that sessions of
+// 1–10 s are allowed. Fault controls act on one server: Kill (SIGKILL),
+// Restart (same client port and data), Pause (SIGSTOP) and Resume; Leader,
+// FourLetter, Mntr and WaitServing observe the servers. ExpireSession ends
+// any client's session on the server side, and Proxy sits between one client
+// and the servers to cut, blackhole, delay or lose responses.
+//
+// # Backends
+//
+// Start and New use the first backend available, unless WithBackend or the
+// environment variable ZK_BACKEND (docker, local or external) forces one:
+//
+//  1. external: the servers listed in ZK_SERVERS (comma-separated host:port).
+//     They are shared, so fault controls return ErrUnsupported, Stop leaves
+//     them as they are, and tests keep apart only through Root.
+//  2. docker: one container per server, created with testcontainers-go, from
+//     the image ZK_IMAGE (default "zookeeper:3.9", the official image) which
+//     must already be present locally: zktest never pulls. Without a
+//     registry, build one from Debian packages with scripts/zk-image.sh and
+//     set ZK_IMAGE=zkrecipes/zookeeper:3.8-debian. The reaper of
+//     testcontainers-go is disabled (TESTCONTAINERS_RYUK_DISABLED=true, unless
+//     set otherwise), so Stop removes containers and networks itself; they
+//     carry the label org.zkrecipes.zktest for manual cleanup.
+//  3. local: each server is a child java process, from ZOOKEEPER_HOME (an
+//     unpacked Apache ZooKeeper release) or Debian's zookeeper package
+//     (/usr/share/java/zookeeper.jar), with its configuration and data in a
+//     temporary directory.
+//
+// # Guarantees
+//
+//   - Start returns only when every server answers `srvr` with a Mode: line
+//     and, for an ensemble, one server is leader; Restart only when the
+//     restarted server answers.
+//   - Client addresses are 127.0.0.1:port (docker and local) and do not
+//     change across Kill and Restart.
+//   - The four-letter words are all enabled (docker and local) and the admin
+//     server is off.
+//   - Stop (and New's cleanup) kills every server and removes containers,
+//     networks, processes and directories. Local servers run in their own
+//     process group and, on Linux, are killed by the kernel if the test
+//     binary dies first (a panic, a timeout, a SIGKILL).
+//   - Root is unique per Cluster; nothing is created under it for you.
+//
+// It does not guarantee that ports stay free between the moment zktest picks
+// them and the moment a server binds them, nor that an external ensemble is
+// empty or reachable from other hosts.
+//
+// # Missing prerequisites
+//
+// New fails the test (t.Fatal) with what to install if no backend is
+// available. Tests that prefer to skip on a developer machine use Start and
+// RequireOrSkip, which skips — except under CI=true, where a missing
+// prerequisite is a failure.
+//
+// # Errors
+//
+// Errors wrap the sentinels of this package; compare with errors.Is:
+//
+//   - ErrNoBackend: no backend is available; wraps the reasons below and
+//     says what to install.
+//   - ErrDockerUnavailable, ErrImageNotFound, ErrLocalUnavailable: a backend
+//     (forced or tried) cannot run.
+//   - ErrBadOption: an invalid Option or ZK_BACKEND value.
+//   - ErrNotServing: a server did not come up in time (60 s docker, 30 s
+//     local) or no leader was found; the error holds the tail of its log.
+//   - ErrUnsupported: the backend cannot do it (faults on an external
+//     ensemble).
+//   - ErrNoServer: the server index is out of range.
+//   - ErrStopped: the Cluster was stopped.
+//   - ErrExpire: ExpireSession could not close the session.
+package zktest

@@ -1,0 +1,99 @@
+package zktest
+
+import (
+	"fmt"
+	"time"
+)
+
+// Backend names where the ZooKeeper servers of a Cluster come from.
+type Backend string
+
+// The backends, in the order Start tries them unless WithBackend or the
+// ZK_BACKEND environment variable forces one.
+const (
+	// BackendExternal uses the servers listed in ZK_SERVERS (comma-separated
+	// host:port). They are shared: no fault controls, and tests stay apart
+	// only through Root.
+	BackendExternal Backend = "external"
+	// BackendDocker runs one container per server from ZK_IMAGE (default
+	// DefaultImage) with testcontainers-go. The image must exist locally.
+	BackendDocker Backend = "docker"
+	// BackendLocal runs each server as a child java process, from
+	// ZOOKEEPER_HOME or Debian's zookeeper package.
+	BackendLocal Backend = "local"
+)
+
+// DefaultImage is the Docker image used when ZK_IMAGE is not set.
+const DefaultImage = "zookeeper:3.9"
+
+// Defaults.
+const (
+	defaultTickTime = 500 * time.Millisecond
+	dockerReady     = 60 * time.Second // readiness timeout of a container
+	localReady      = 30 * time.Second // readiness timeout of a java process
+)
+
+// Option configures Start and New.
+type Option func(*config)
+
+type config struct {
+	servers  int
+	backend  Backend // "" = choose
+	tickTime time.Duration
+	err      error // first invalid option
+}
+
+func defaultConfig() config {
+	return config{servers: 1, tickTime: defaultTickTime}
+}
+
+func (c *config) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: "+format, append([]any{ErrBadOption}, args...)...)
+	}
+}
+
+// WithServers sets the number of servers: 1 (the default, a standalone
+// server) or 3 (an ensemble). Any other value makes Start fail with
+// ErrBadOption.
+func WithServers(n int) Option {
+	return func(c *config) {
+		if n != 1 && n != 3 {
+			c.fail("WithServers(%d): want 1 or 3", n)
+			return
+		}
+		c.servers = n
+	}
+}
+
+// WithBackend forces a backend instead of choosing the first one available.
+// It takes precedence over ZK_BACKEND. An unknown backend makes Start fail
+// with ErrBadOption; an unavailable one makes it fail with the reason
+// (ErrDockerUnavailable, ErrImageNotFound, ErrLocalUnavailable).
+func WithBackend(b Backend) Option {
+	return func(c *config) {
+		if !b.valid() {
+			c.fail("WithBackend(%q): want %q, %q or %q", b, BackendExternal, BackendDocker, BackendLocal)
+			return
+		}
+		c.backend = b
+	}
+}
+
+// WithTickTime sets ZooKeeper's tickTime, default 500ms. The server accepts
+// session timeouts from 2 to 20 ticks, so the default allows sessions of
+// 1–10 s. A value below 1ms or not a whole number of milliseconds makes
+// Start fail with ErrBadOption. It has no effect on an external ensemble.
+func WithTickTime(d time.Duration) Option {
+	return func(c *config) {
+		if d < time.Millisecond || d%time.Millisecond != 0 {
+			c.fail("WithTickTime(%v): want a whole number of milliseconds ≥ 1ms", d)
+			return
+		}
+		c.tickTime = d
+	}
+}
+
+func (b Backend) valid() bool {
+	return b == BackendExternal || b == BackendDocker || b == BackendLocal
+}

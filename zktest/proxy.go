@@ -1,0 +1,337 @@
+package zktest
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Proxy is an in-process TCP proxy between one client and the servers of a
+// cluster, for fault tests: one listener on 127.0.0.1 per target, each
+// connection forwarded to its listener's target. Its methods are safe for
+// concurrent use.
+//
+// Faults apply to the whole proxy (all listeners):
+//
+//   - Cut resets every current connection; new ones are forwarded normally.
+//   - Blackhole keeps connections open but forwards nothing, in either
+//     direction; new connections are accepted and get nothing either. The
+//     data is dropped, and a close by the server is not passed on.
+//   - Heal ends a blackhole by resetting the blackholed connections. They are
+//     not resumed: bytes were dropped, so the stream has lost its framing,
+//     just as a real path that comes back after the peer gave up finds no
+//     connection. The client reconnects through the proxy.
+//   - SetLatency delays every forwarded chunk.
+//   - CutAfterNextWrite loses the response of the next request.
+type Proxy struct {
+	targets []string
+	lns     []net.Listener
+	addrs   []string
+	wg      sync.WaitGroup // accept loops and pumps; Close waits for them
+
+	mu        sync.Mutex // guards the fields below and the guarded fields of each link
+	links     map[*link]struct{}
+	blackhole bool
+	latency   time.Duration
+	cutArmed  bool
+	closed    bool
+}
+
+// link is one proxied connection.
+type link struct {
+	client net.Conn
+	done   chan struct{} // closed by Proxy.closeLink
+	once   sync.Once
+
+	// Guarded by Proxy.mu.
+	server      net.Conn // nil until dialled; never dialled if accepted during a blackhole
+	blackholed  bool
+	dropReplies bool // CutAfterNextWrite fired: the link is being cut
+	closed      bool
+}
+
+type direction int
+
+const (
+	toServer direction = iota
+	toClient
+)
+
+const proxyDialTimeout = 5 * time.Second
+
+// NewProxy starts a Proxy to targets (usually Cluster.Servers()) and closes
+// it in t.Cleanup. It calls t.Fatal if a listener cannot be opened.
+func NewProxy(t testing.TB, targets []string) *Proxy {
+	t.Helper()
+	p, err := StartProxy(targets)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// StartProxy starts a Proxy to targets. Call Close when done.
+func StartProxy(targets []string) (*Proxy, error) {
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("%w: proxy without targets", ErrBadOption)
+	}
+	p := &Proxy{targets: append([]string(nil), targets...), links: make(map[*link]struct{})}
+	for range targets {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			for _, l := range p.lns {
+				l.Close()
+			}
+			return nil, fmt.Errorf("zktest: proxy: %w", err)
+		}
+		p.lns = append(p.lns, ln)
+		p.addrs = append(p.addrs, ln.Addr().String())
+	}
+	for i, ln := range p.lns {
+		p.wg.Add(1)
+		go p.accept(ln, p.targets[i])
+	}
+	return p, nil
+}
+
+// Addrs returns the proxy's addresses; index i forwards to target i. Give
+// them to the client instead of the servers' addresses.
+func (p *Proxy) Addrs() []string { return append([]string(nil), p.addrs...) }
+
+// Cut resets all current connections. New connections are accepted and
+// forwarded normally.
+func (p *Proxy) Cut() {
+	for _, l := range p.snapshot(func(*link) bool { return true }) {
+		p.closeLink(l, true)
+	}
+}
+
+// Blackhole stops forwarding: existing and new connections stay open, but
+// every byte, in both directions, is dropped until Heal.
+func (p *Proxy) Blackhole() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.blackhole = true
+	for l := range p.links {
+		l.blackholed = true
+	}
+}
+
+// Heal ends a blackhole: it resets every blackholed connection (see the
+// type's documentation for why they are not resumed); new connections are
+// forwarded normally.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	p.blackhole = false
+	p.mu.Unlock()
+	for _, l := range p.snapshot(func(l *link) bool { return l.blackholed }) {
+		p.closeLink(l, true)
+	}
+}
+
+// SetLatency delays each forwarded chunk by d; 0 (or less) turns it off.
+// Chunks keep their order within a direction, so a chunk also waits for the
+// ones before it.
+func (p *Proxy) SetLatency(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latency = max(d, 0)
+}
+
+// CutAfterNextWrite arms a one-shot fault: the next chunk from a client to a
+// server is forwarded, then its connection is reset before any byte of the
+// response reaches the client. The server executes the request (a create
+// succeeds) but the client never learns the result. Chunks that are only a
+// ZooKeeper ping do not fire it; a reconnect handshake does. Arm it right
+// before the request whose response should be lost.
+func (p *Proxy) CutAfterNextWrite() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutArmed = true
+}
+
+// Close stops the listeners, closes every connection and waits for the
+// proxy's goroutines. It is idempotent.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	already := p.closed
+	p.closed = true
+	p.mu.Unlock()
+	if !already {
+		for _, ln := range p.lns {
+			ln.Close()
+		}
+		for _, l := range p.snapshot(func(*link) bool { return true }) {
+			p.closeLink(l, false)
+		}
+	}
+	p.wg.Wait()
+}
+
+// snapshot returns the open links that match keep.
+func (p *Proxy) snapshot(keep func(*link) bool) []*link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ls []*link
+	for l := range p.links {
+		if keep(l) {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
+// accept runs one listener's accept loop until the listener is closed.
+func (p *Proxy) accept(ln net.Listener, target string) {
+	defer p.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return // closed
+		}
+		p.wg.Add(1)
+		go p.serve(c, target)
+	}
+}
+
+// serve dials the target for a new client connection and starts the pumps.
+func (p *Proxy) serve(c net.Conn, target string) {
+	defer p.wg.Done()
+	l := &link{client: c, done: make(chan struct{})}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		c.Close()
+		return
+	}
+	p.links[l] = struct{}{}
+	l.blackholed = p.blackhole
+	p.mu.Unlock()
+
+	if !l.blackholed {
+		s, err := net.DialTimeout("tcp", target, proxyDialTimeout)
+		if err != nil { // like a refused connection
+			p.closeLink(l, true)
+			return
+		}
+		p.mu.Lock()
+		l.server = s
+		closed := l.closed
+		p.mu.Unlock()
+		if closed {
+			s.Close()
+			return
+		}
+		p.wg.Add(1)
+		go p.pump(l, toClient, s, c)
+	}
+	p.wg.Add(1)
+	go p.pump(l, toServer, c, nil)
+}
+
+// pump copies chunks from src in one direction until the link closes. dst is
+// the client for toClient; for toServer it is looked up per chunk.
+func (p *Proxy) pump(l *link, dir direction, src, dst net.Conn) {
+	defer p.wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.forward(l, dir, buf[:n], dst) {
+			return
+		}
+		if err != nil {
+			p.mu.Lock()
+			silent := l.blackholed && dir == toClient
+			p.mu.Unlock()
+			if silent { // the server's close must not cross the blackhole
+				src.Close()
+				return
+			}
+			p.closeLink(l, false)
+			return
+		}
+	}
+}
+
+// forward delivers one chunk, or drops it, and reports whether the pump
+// should go on.
+func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool {
+	p.mu.Lock()
+	delay := p.latency
+	p.mu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-l.done:
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+
+	p.mu.Lock()
+	switch {
+	case l.closed:
+		p.mu.Unlock()
+		return false
+	case l.blackholed, dir == toClient && l.dropReplies:
+		p.mu.Unlock()
+		return true // dropped
+	}
+	cut := false
+	if dir == toServer {
+		dst = l.server
+		if p.cutArmed && !isPing(chunk) {
+			p.cutArmed = false
+			l.dropReplies = true
+			cut = true
+		}
+	}
+	p.mu.Unlock()
+
+	_, err := dst.Write(chunk)
+	if cut || err != nil {
+		p.closeLink(l, cut)
+		return false
+	}
+	return true
+}
+
+// closeLink closes both sides of l once; reset sends an RST instead of a FIN.
+func (p *Proxy) closeLink(l *link, reset bool) {
+	l.once.Do(func() {
+		p.mu.Lock()
+		l.closed = true
+		delete(p.links, l)
+		s := l.server
+		p.mu.Unlock()
+		close(l.done)
+		for _, c := range []net.Conn{l.client, s} {
+			if c == nil {
+				continue
+			}
+			if tc, ok := c.(*net.TCPConn); ok && reset {
+				_ = tc.SetLinger(0)
+			}
+			c.Close()
+		}
+	})
+}
+
+// isPing reports whether chunk is exactly one ZooKeeper ping request:
+// length 8, xid -2, type 11.
+func isPing(chunk []byte) bool {
+	return len(chunk) == 12 &&
+		binary.BigEndian.Uint32(chunk[0:4]) == 8 &&
+		int32(binary.BigEndian.Uint32(chunk[4:8])) == -2 &&
+		binary.BigEndian.Uint32(chunk[8:12]) == 11
+}
