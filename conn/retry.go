@@ -3,7 +3,9 @@ package conn
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -47,6 +49,9 @@ func (p RetryPolicy) delay(attempt int) time.Duration {
 
 // isConnectionLoss reports whether err means the request's fate is unknown
 // because the connection dropped.
+// go-zookeeper hands back raw socket errors when a write fails.
 func isConnectionLoss(err error) bool {
-	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)
+	var ne net.Error
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

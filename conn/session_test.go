@@ -1,0 +1,471 @@
+package conn_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+func connect(t *testing.T, servers []string, opts ...conn.Option) *conn.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := conn.Connect(ctx, servers, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func epoch(t *testing.T, s *conn.Session) *conn.Epoch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ep, err := s.Epoch(ctx)
+	require.NoError(t, err)
+	return ep
+}
+
+// next returns the next transition, failing the test if none comes in time.
+func next(t *testing.T, sub *conn.Subscription, within time.Duration) conn.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	ev, err := sub.Next(ctx)
+	require.NoError(t, err, "no state transition within %v", within)
+	return ev
+}
+
+func expect(t *testing.T, sub *conn.Subscription, within time.Duration, want conn.State) conn.Event {
+	t.Helper()
+	ev := next(t, sub, within)
+	require.Equal(t, want, ev.State, "got %v", ev)
+	return ev
+}
+
+// expectPast is expect, passing over Suspended and Reconnected on the way.
+func expectPast(t *testing.T, sub *conn.Subscription, within time.Duration, want conn.State) conn.Event {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ev := next(t, sub, time.Until(deadline))
+		if ev.State == want {
+			return ev
+		}
+		require.Contains(t, []conn.State{conn.Suspended, conn.Reconnected}, ev.State, "waiting for %v, got %v", want, ev)
+	}
+}
+
+func TestServerRestartKeepsSession(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers(), conn.WithSessionTimeout(8*time.Second))
+	ep := epoch(t, s)
+	sub := s.Subscribe()
+	defer sub.Close()
+
+	require.NoError(t, c.Kill(0))
+	ev := expect(t, sub, 10*time.Second, conn.Suspended)
+	assert.Same(t, ep, ev.Epoch)
+	require.NoError(t, c.Restart(0))
+	ev = expect(t, sub, 20*time.Second, conn.Reconnected)
+	assert.Same(t, ep, ev.Epoch)
+	assert.NoError(t, ep.Err(), "the epoch survives a server restart")
+
+	ep2 := epoch(t, s)
+	assert.Same(t, ep, ep2)
+	_, _, err := ep2.Children(context.Background(), "/")
+	assert.NoError(t, err)
+}
+
+func TestServerConfirmedExpiry(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
+	ctx := context.Background()
+	ep := epoch(t, s)
+	node := c.Root() + "-expiry"
+	_, err := ep.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	require.NoError(t, err)
+	sub := s.Subscribe()
+	defer sub.Close()
+
+	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+
+	// The server drops the connection (Suspended), then refuses the session.
+	lost := expectPast(t, sub, 20*time.Second, conn.Lost)
+	assert.Same(t, ep, lost.Epoch)
+	assert.ErrorIs(t, lost.Err, conn.ErrSessionExpired)
+	select {
+	case <-ep.Done():
+	default:
+		t.Fatal("the old epoch must be over once Lost is sent")
+	}
+	assert.ErrorIs(t, ep.Err(), conn.ErrEpochEnded)
+	assert.ErrorIs(t, ep.Err(), conn.ErrSessionExpired)
+	_, _, err = ep.Get(ctx, "/")
+	assert.ErrorIs(t, err, conn.ErrEpochEnded, "operations on an ended epoch fail")
+
+	conn2 := expect(t, sub, 20*time.Second, conn.Connected)
+	assert.NotEqual(t, ep.SessionID(), conn2.Epoch.SessionID(), "a new epoch is a new ZooKeeper session")
+	ep2 := epoch(t, s)
+	assert.Same(t, conn2.Epoch, ep2)
+	ok, _, err := ep2.Exists(ctx, node)
+	require.NoError(t, err)
+	assert.False(t, ok, "the ephemeral node of the expired session is gone")
+}
+
+// TestPartitionLocalTimer cuts the client off with a blackhole longer than the
+// session timeout: the server cannot tell the client, so Lost must come from
+// the local timer, no later than the session timeout after the cut.
+func TestPartitionLocalTimer(t *testing.T) {
+	c := zktest.New(t)
+	p := zktest.NewProxy(t, c.Servers())
+	const timeout = 2 * time.Second
+	s := connect(t, p.Addrs(), conn.WithSessionTimeout(timeout))
+	ep := epoch(t, s)
+	require.Equal(t, timeout, ep.Timeout())
+	sub := s.Subscribe()
+	defer sub.Close()
+
+	cut := time.Now()
+	p.Blackhole()
+	expect(t, sub, 2*timeout, conn.Suspended)
+	lost := expect(t, sub, 2*timeout, conn.Lost)
+	delay := lost.Time.Sub(cut)
+	t.Logf("Lost signalled %v after the blackhole began (session timeout %v)", delay, timeout)
+	assert.ErrorIs(t, lost.Err, conn.ErrSessionTimeout)
+	assert.LessOrEqual(t, delay, timeout+50*time.Millisecond, "the local timer fires no later than the session timeout after the disconnect")
+	assert.GreaterOrEqual(t, delay, timeout/2, "not absurdly early either")
+
+	p.Heal()
+	next := expect(t, sub, 20*time.Second, conn.Connected)
+	assert.NotEqual(t, ep.SessionID(), next.Epoch.SessionID())
+}
+
+func TestLeaderKillKeepsSession(t *testing.T) {
+	c := zktest.New(t, zktest.WithServers(3))
+	s := connect(t, c.Servers(), conn.WithSessionTimeout(8*time.Second))
+	ctx := context.Background()
+	ep := epoch(t, s)
+	node := c.Root() + "-leader"
+	_, err := ep.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	require.NoError(t, err)
+	sub := s.Subscribe()
+	defer sub.Close()
+
+	leader, err := c.Leader()
+	require.NoError(t, err)
+	require.NoError(t, c.Kill(leader))
+	// Every server drops its clients while a new leader is elected.
+	expect(t, sub, 10*time.Second, conn.Suspended)
+	expect(t, sub, 20*time.Second, conn.Reconnected)
+	assert.NoError(t, ep.Err())
+	ok, _, err := ep.Exists(ctx, node)
+	require.NoError(t, err)
+	assert.True(t, ok, "the ephemeral node survives the leader's death")
+	assert.Same(t, ep, epoch(t, s))
+}
+
+// A subscriber that reads nothing while many transitions happen still gets
+// every one of them, in order.
+func TestSlowSubscriberMissesNothing(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
+	sub := s.Subscribe()
+	defer sub.Close()
+	ctx := context.Background()
+
+	var ids []int64
+	for i := 0; i < 3; i++ {
+		ep := epoch(t, s)
+		ids = append(ids, ep.SessionID())
+		require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+		waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		<-ep.Done()
+		_, err := s.Epoch(waitCtx) // the next epoch has begun
+		cancel()
+		require.NoError(t, err)
+	}
+	for _, id := range ids {
+		lost := expectPast(t, sub, time.Second, conn.Lost)
+		assert.Equal(t, id, lost.Epoch.SessionID())
+		connected := expect(t, sub, time.Second, conn.Connected)
+		assert.NotEqual(t, id, connected.Epoch.SessionID())
+	}
+	s.Close()
+	expect(t, sub, time.Second, conn.Closed)
+	_, err := sub.Next(ctx)
+	assert.ErrorIs(t, err, conn.ErrClosed)
+}
+
+func TestCloseIsPromptAndIdempotentWithServerDown(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers(), conn.WithSessionTimeout(8*time.Second))
+	ep := epoch(t, s)
+	sub := s.Subscribe()
+	require.NoError(t, c.Kill(0))
+	expect(t, sub, 10*time.Second, conn.Suspended)
+
+	start := time.Now()
+	require.NoError(t, s.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close returns within 2 s with the ensemble down")
+	require.NoError(t, s.Close(), "Close is idempotent")
+	ev := expect(t, sub, time.Second, conn.Closed)
+	assert.ErrorIs(t, ev.Err, conn.ErrClosed)
+
+	assert.ErrorIs(t, ep.Err(), conn.ErrClosed)
+	_, err := s.Epoch(context.Background())
+	assert.ErrorIs(t, err, conn.ErrClosed)
+	_, _, err = ep.Children(context.Background(), "/")
+	assert.ErrorIs(t, err, conn.ErrEpochEnded)
+	assert.Equal(t, conn.Closed, s.State())
+}
+
+func TestOperationsRetryAcrossAConnectionCut(t *testing.T) {
+	c := zktest.New(t)
+	p := zktest.NewProxy(t, c.Servers())
+	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second), conn.WithNamespace(c.Root()))
+	ctx := context.Background()
+	ep := epoch(t, s)
+	require.NoError(t, ep.CreateParents(ctx, "/a/b"))
+	_, err := ep.Create(ctx, "/a/b", []byte("v"), zk.FlagPersistent, s.ACL())
+	require.NoError(t, err)
+
+	before := s.Stats()
+	p.Cut()
+	data, _, err := ep.Get(ctx, "/a/b")
+	require.NoError(t, err, "a read is retried across a connection cut")
+	assert.Equal(t, "v", string(data))
+	assert.NoError(t, ep.Err(), "same epoch")
+	d := s.Stats().Sub(before)
+	assert.GreaterOrEqual(t, d.Requests[conn.OpGet], int64(1))
+
+	// The namespace is invisible to the caller and real on the server.
+	raw := connect(t, c.Servers())
+	ok, _, err := epoch(t, raw).Exists(ctx, c.Root()+"/a/b")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	names, _, err := ep.Children(ctx, "/a")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b"}, names)
+}
+
+func TestOperationsHonourContextWhileDisconnected(t *testing.T) {
+	c := zktest.New(t)
+	p := zktest.NewProxy(t, c.Servers())
+	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second))
+	ep := epoch(t, s)
+	p.Blackhole()
+	defer p.Heal()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, err := ep.Get(ctx, "/")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 2*time.Second)
+}
+
+func TestSuspendedAsLostPolicy(t *testing.T) {
+	c := zktest.New(t)
+	p := zktest.NewProxy(t, c.Servers())
+	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second), conn.WithSuspendedAsLost(true))
+	ep := epoch(t, s)
+	sig := ep.LostSignal()
+	sub := s.Subscribe()
+	defer sub.Close()
+	p.Cut()
+	expect(t, sub, 10*time.Second, conn.Suspended)
+	select {
+	case <-sig:
+	case <-time.After(time.Second):
+		t.Fatal("with WithSuspendedAsLost(true), Suspended counts as lost for holders")
+	}
+	expect(t, sub, 10*time.Second, conn.Reconnected)
+	assert.NoError(t, ep.Err(), "the epoch itself lives on")
+	select {
+	case <-ep.LostSignal():
+		t.Fatal("a lock taken after Reconnected starts with a fresh signal")
+	default:
+	}
+
+	// Default policy: a cut is not a loss.
+	s2 := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second))
+	ep2 := epoch(t, s2)
+	sub2 := s2.Subscribe()
+	defer sub2.Close()
+	p.Cut()
+	expect(t, sub2, 10*time.Second, conn.Suspended)
+	select {
+	case <-ep2.LostSignal():
+		t.Fatal("by default only the end of the epoch counts as lost")
+	default:
+	}
+	expect(t, sub2, 10*time.Second, conn.Reconnected)
+}
+
+func TestDigestAuth(t *testing.T) {
+	c := zktest.New(t)
+	ctx := context.Background()
+	acl := zk.DigestACL(zk.PermAll, "alice", "secret")
+	alice := connect(t, c.Servers(), conn.WithDigestAuth("alice", "secret"), conn.WithACL(acl))
+	parent, child := c.Root()+"-acl", c.Root()+"-acl/c"
+	aep := epoch(t, alice)
+	_, err := aep.Create(ctx, parent, []byte("x"), zk.FlagPersistent, alice.ACL())
+	require.NoError(t, err)
+	_, err = aep.Create(ctx, child, nil, zk.FlagEphemeral, alice.ACL())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		aep.Delete(context.Background(), child, -1)
+		aep.Delete(context.Background(), parent, -1)
+	})
+
+	mallory := connect(t, c.Servers())
+	mep := epoch(t, mallory)
+	// Deleting needs DELETE on the parent; reading needs READ on the node.
+	err = mep.Delete(ctx, child, -1)
+	assert.ErrorIs(t, err, zk.ErrNoAuth)
+	_, _, err = mep.Get(ctx, parent)
+	assert.ErrorIs(t, err, zk.ErrNoAuth)
+	_, err = mep.Create(ctx, parent+"/m", nil, zk.FlagEphemeral, mallory.ACL())
+	assert.ErrorIs(t, err, zk.ErrNoAuth)
+	data, _, err := aep.Get(ctx, parent)
+	require.NoError(t, err)
+	assert.Equal(t, "x", string(data))
+}
+
+func TestConnectErrors(t *testing.T) {
+	ctx := context.Background()
+	_, err := conn.Connect(ctx, nil)
+	assert.ErrorIs(t, err, conn.ErrNoServers)
+	_, err = conn.Connect(ctx, []string{"no-port"})
+	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+
+	for name, opt := range map[string]conn.Option{
+		"nil option":          nil,
+		"short timeout":       conn.WithSessionTimeout(time.Millisecond),
+		"zero connect":        conn.WithConnectTimeout(0),
+		"nil logger":          conn.WithLogger(nil),
+		"empty user":          conn.WithDigestAuth("", "pw"),
+		"nil dialer":          conn.WithDialer(nil),
+		"relative namespace":  conn.WithNamespace("ns"),
+		"reserved namespace":  conn.WithNamespace("/zookeeper"),
+		"bad retry":           conn.WithRetryPolicy(conn.RetryPolicy{}),
+		"retry max below min": conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: time.Second, MaxDelay: time.Millisecond}),
+		"empty acl":           conn.WithACL(nil),
+	} {
+		_, err := conn.Connect(ctx, []string{"127.0.0.1:1"}, opt)
+		assert.ErrorIs(t, err, conn.ErrInvalidOption, name)
+	}
+
+	// Nothing listens: the connect timeout ends the wait with a clear error.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	start := time.Now()
+	_, err = conn.Connect(ctx, []string{addr}, conn.WithConnectTimeout(500*time.Millisecond))
+	assert.ErrorIs(t, err, conn.ErrConnectTimeout)
+	assert.Less(t, time.Since(start), 3*time.Second)
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = conn.Connect(cctx, []string{addr})
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestBadPathsAreRefusedBeforeTheServer(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers())
+	ep := epoch(t, s)
+	ctx := context.Background()
+	before := s.Stats().TotalRequests()
+	_, err := ep.Create(ctx, "rel", nil, 0, s.ACL())
+	assert.ErrorIs(t, err, conn.ErrInvalidPath)
+	_, _, err = ep.Get(ctx, "/a/")
+	assert.ErrorIs(t, err, conn.ErrInvalidPath)
+	err = ep.Delete(ctx, "/zookeeper/config", -1)
+	assert.ErrorIs(t, err, conn.ErrReservedPath)
+	_, err = ep.Multi(ctx, &zk.DeleteRequest{Path: "//x"})
+	assert.ErrorIs(t, err, conn.ErrInvalidPath)
+	_, err = ep.Multi(ctx, "not an op")
+	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.Equal(t, before, s.Stats().TotalRequests(), "bad input never reaches the server")
+}
+
+func TestStatsCountWatchEvents(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers(), conn.WithLogger(zap.NewNop()))
+	ctx := context.Background()
+	ep := epoch(t, s)
+	node := c.Root() + "-watch"
+	_, err := ep.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	require.NoError(t, err)
+	before := s.Stats()
+	_, _, ch, err := ep.GetW(ctx, node)
+	require.NoError(t, err)
+	require.NoError(t, ep.Delete(ctx, node, -1))
+	select {
+	case ev := <-ch:
+		assert.Equal(t, zk.EventNodeDeleted, ev.Type)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch event")
+	}
+	d := s.Stats().Sub(before)
+	assert.Equal(t, int64(1), d.WatchEvents)
+	assert.Equal(t, int64(1), d.Requests[conn.OpGetW])
+	assert.Equal(t, int64(1), d.Requests[conn.OpDelete])
+}
+
+func TestLeaseGuardedWrite(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers())
+	ctx := context.Background()
+	ep := epoch(t, s)
+	node, err := ep.Create(ctx, c.Root()+"-lease", nil, zk.FlagEphemeral, s.ACL())
+	require.NoError(t, err)
+	data := c.Root() + "-data"
+	_, err = ep.Create(ctx, data, []byte("0"), zk.FlagPersistent, s.ACL())
+	require.NoError(t, err)
+	t.Cleanup(func() { epoch(t, s).Delete(context.Background(), data, -1) })
+
+	l := ep.NewLease(node)
+	tok, err := l.Token(ctx)
+	require.NoError(t, err)
+	assert.Positive(t, tok)
+	_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("1"), Version: -1})
+	require.NoError(t, err)
+	lost := l.Lost()
+
+	// Someone else deletes our node: the lease is lost and writes are refused.
+	other := connect(t, c.Servers())
+	require.NoError(t, epoch(t, other).Delete(ctx, node, -1))
+	select {
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost not closed after the node was deleted")
+	}
+	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost)
+	_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("2"), Version: -1})
+	assert.ErrorIs(t, err, conn.ErrLeaseLost)
+	got, _, err := ep.Get(ctx, data)
+	require.NoError(t, err)
+	assert.Equal(t, "1", string(got), "the refused write changed nothing")
+
+	// A caller's own failing op is not mistaken for a lost lease.
+	node2, err := ep.Create(ctx, c.Root()+"-lease2", nil, zk.FlagEphemeral, s.ACL())
+	require.NoError(t, err)
+	l2 := ep.NewLease(node2)
+	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("3"), Version: 99})
+	assert.ErrorIs(t, err, zk.ErrBadVersion)
+	assert.NotErrorIs(t, err, conn.ErrLeaseLost)
+	l2.Released()
+	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("4"), Version: -1})
+	assert.ErrorIs(t, err, conn.ErrLeaseLost)
+}
