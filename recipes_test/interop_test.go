@@ -1,0 +1,196 @@
+package recipes_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// Debian's jars for Curator 5.4 and ZooKeeper 3.8 (libcurator-recipes-java,
+// zookeeper).
+var curatorJars = []string{"curator-recipes", "curator-framework", "curator-client", "zookeeper",
+	"zookeeper-jute", "guava", "slf4j-api", "slf4j-nop", "netty-all"}
+
+// need fails the test under CI=true and skips it elsewhere when a peer
+// library or tool is missing.
+func need(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if zktest.InCI() {
+		t.Fatalf("%s is missing: %v (CI=true: a missing prerequisite is a failure, not a skip)", what, err)
+	}
+	t.Skipf("%s is missing: %v", what, err)
+}
+
+func curatorClasspath(t *testing.T) string {
+	var cp []string
+	for _, j := range curatorJars {
+		p := filepath.Join("/usr/share/java", j+".jar")
+		_, err := os.Stat(p)
+		need(t, "Curator (apt-get install libcurator-recipes-java zookeeper)", err)
+		cp = append(cp, p)
+	}
+	return strings.Join(cp, ":")
+}
+
+// hold is one stretch of time a contender held the lock.
+type hold struct {
+	who        string
+	start, end int64 // unix nanoseconds
+}
+
+// TestInteropWithCuratorAndKazoo runs our mutex, Curator's InterProcessMutex
+// and kazoo's Lock on one lock path at once: no two holders ever overlap.
+func TestInteropWithCuratorAndKazoo(t *testing.T) {
+	_, err := exec.LookPath("javac")
+	need(t, "javac (apt-get install default-jdk-headless)", err)
+	cp := curatorClasspath(t)
+	err = exec.Command("/usr/bin/python3", "-c", "import kazoo.recipe.lock").Run()
+	need(t, "kazoo (apt-get install python3-kazoo)", err)
+
+	classes := t.TempDir()
+	out, err := exec.Command("javac", "-cp", cp, "-d", classes, "testdata/interop/CuratorMutex.java").CombinedOutput()
+	require.NoError(t, err, "javac: %s", out)
+
+	c := zktest.New(t)
+	servers := strings.Join(c.Servers(), ",")
+	lockPath := c.Root() + "/interop/lock"
+	guard := c.Root() + "-guard"
+	const rounds, holdMillis = 15, 5
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var (
+		mu         sync.Mutex
+		holds      []hold
+		violations int
+		wg         sync.WaitGroup
+		errs       = make(chan error, 8)
+	)
+	record := func(h hold, violated bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		holds = append(holds, h)
+		if violated {
+			violations++
+		}
+	}
+
+	peer := func(name string, cmd *exec.Cmd) {
+		defer wg.Done()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			errs <- err
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			errs <- fmt.Errorf("%s: %w", name, err)
+			return
+		}
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			switch {
+			case len(f) == 1 && f[0] == "violation":
+				record(hold{who: name}, true)
+			case len(f) == 3 && f[0] == "hold":
+				s, _ := strconv.ParseInt(f[1], 10, 64)
+				e, _ := strconv.ParseInt(f[2], 10, 64)
+				record(hold{who: name, start: s, end: e}, false)
+			}
+		}
+		if err := cmd.Wait(); err != nil {
+			errs <- fmt.Errorf("%s: %w: %s", name, err, stderr.String())
+		}
+	}
+	args := []string{servers, lockPath, guard, strconv.Itoa(rounds), strconv.Itoa(holdMillis)}
+	wg.Add(2)
+	go peer("curator", exec.CommandContext(ctx, "java", append([]string{"-cp", cp + ":" + classes, "CuratorMutex"}, args...)...))
+	go peer("kazoo", exec.CommandContext(ctx, "/usr/bin/python3", append([]string{"testdata/interop/kazoo_lock.py"}, args...)...))
+
+	for g := 0; g < 2; g++ {
+		s, err := conn.Connect(ctx, c.Servers())
+		require.NoError(t, err)
+		defer s.Close()
+		m, err := mutex.New(s, lockPath)
+		require.NoError(t, err)
+		wg.Add(1)
+		go func(name string) {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				if err := goRound(ctx, name, s, m, guard, holdMillis, record); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(fmt.Sprintf("zkrecipes-%d", g))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	assert.Zero(t, violations, "a holder found someone else inside")
+	perPeer := map[string]int{}
+	for _, h := range holds {
+		perPeer[strings.SplitN(h.who, "-", 2)[0]]++
+	}
+	assert.Equal(t, map[string]int{"curator": rounds, "kazoo": rounds, "zkrecipes": 2 * rounds}, perPeer)
+	sort.Slice(holds, func(i, j int) bool { return holds[i].start < holds[j].start })
+	for i := 1; i < len(holds); i++ {
+		if holds[i].start < holds[i-1].end {
+			t.Errorf("overlap: %s held [%d, %d] and %s from %d", holds[i-1].who, holds[i-1].start, holds[i-1].end, holds[i].who, holds[i].start)
+		}
+	}
+	t.Logf("%d holds by %v, no overlap", len(holds), perPeer)
+}
+
+func goRound(ctx context.Context, name string, s *conn.Session, m *mutex.InterProcessMutex, guard string, holdMillis int, record func(hold, bool)) error {
+	lease, err := m.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: acquire: %w", name, err)
+	}
+	start := time.Now().UnixNano()
+	ep := lease.Epoch()
+	_, err = ep.Create(ctx, guard, nil, zk.FlagEphemeral, s.ACL())
+	violated := errors.Is(err, zk.ErrNodeExists)
+	if err != nil && !violated {
+		return fmt.Errorf("%s: guard: %w", name, err)
+	}
+	time.Sleep(time.Duration(holdMillis) * time.Millisecond) // the critical section
+	if !violated {
+		if err := ep.Delete(ctx, guard, -1); err != nil {
+			return fmt.Errorf("%s: guard: %w", name, err)
+		}
+	}
+	end := time.Now().UnixNano()
+	record(hold{who: name, start: start, end: end}, violated)
+	if err := m.Release(ctx); err != nil {
+		return fmt.Errorf("%s: release: %w", name, err)
+	}
+	return nil
+}
