@@ -1,0 +1,53 @@
+// Package exclusive is the naive ZooKeeper lock, kept for comparison with
+// the sequential-node recipes (packages mutex, semaphoremutex and rwlock),
+// which you should use instead.
+//
+// Every contender tries to create the one ephemeral node <path>/lock. The
+// one that succeeds holds the lock. Every other one reads the node with a
+// watch and, when the node is deleted, tries again, all at once.
+//
+// # What it guarantees
+//
+//   - Never two holders: ZooKeeper lets only one create of a path succeed,
+//     and the node is ephemeral, so it goes when its session ends.
+//   - Acquire blocks until the lock is held or ctx ends; on cancel, timeout
+//     or error nothing of ours is left on the server. When a create's answer
+//     is lost (the connection dropped, or ctx ended with it in flight), the
+//     node is checked against our session id and the unique id in its data,
+//     and deleted if it is ours.
+//   - A holder learns that its lock is no longer safe from the returned
+//     conn.Lease (Lost, Err), and can fence its writes with Lease.Token and
+//     Lease.GuardedWrite. Holding is a lease on the session, not a promise.
+//   - Release deletes the node with a version check; when the delete's fate
+//     is unknown it keeps deleting in the background until the node is gone
+//     or the session epoch ends, and says so (ErrReleasePending).
+//
+// # What it does not guarantee
+//
+// Fairness: the lock goes to whichever contender's create reaches the
+// leader first, not to the one that waited longest; a contender can starve.
+//
+// Efficiency: this is the herd effect. With N waiters, each release wakes
+// all N (N watch notifications), and all N send a create, of which N-1 fail
+// with NodeExists. A failed create is still a write: it goes through the
+// leader and the quorum like a successful one. Then N-1 read the node again
+// to set a new watch. So one release costs O(N) notifications and quorum
+// writes, and draining a queue of N waiters costs O(N²). The sequential
+// recipes (mutex, semaphoremutex, rwlock) wake only the next waiter: one
+// notification and one read per release, flat in N. The herd test in this
+// package measures both figures per acquire, with 5 and 20 waiters.
+//
+// Reentrancy: a handle is owned by whoever holds it, like sync.Mutex, and
+// any goroutine may release it. A second Acquire on a handle that holds the
+// lock waits for the Release (bounded by its ctx); it does not deadlock the
+// handle, since Release needs no lock that Acquire holds.
+//
+// # Errors
+//
+// Sentinels, compared with errors.Is: ErrNilSession, ErrInvalidPath (also
+// matching conn.ErrInvalidPath or conn.ErrReservedPath), ErrInvalidOption,
+// ErrNotHeld, ErrReleasePending. Acquire and TryAcquire return an error
+// matching ctx.Err() when ctx ends, and conn's errors (conn.ErrClosed, ...)
+// or go-zookeeper's (zk.ErrNoAuth, ...) wrapped otherwise. Losing a session
+// while waiting is not an error: the wait goes on in the next session.
+package exclusive

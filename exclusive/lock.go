@@ -1,0 +1,218 @@
+package exclusive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
+
+// nodeName is the one node every contender tries to create under the lock
+// path.
+const nodeName = "lock"
+
+// Lock is the naive exclusive lock on one path: whoever creates the
+// ephemeral node <path>/lock holds it; everyone else watches that node and,
+// when it is deleted, all of them race to create it again. It never lets two
+// holders in, but it is unfair and herd-prone (see the package doc); it is
+// kept to measure against the sequential recipes.
+//
+// A Lock is a handle owned by whoever holds it, like sync.Mutex: it is not
+// reentrant (a second Acquire on a handle that holds the lock waits for the
+// Release, bounded by its ctx), and any goroutine may Release. Holding the
+// lock is a lease on the ZooKeeper session, not a promise: watch the
+// returned Lease's Lost channel, and use Lease.Token or Lease.GuardedWrite
+// for writes that must happen only under the lock.
+//
+// Safe for concurrent use.
+type Lock struct {
+	sess *conn.Session
+	path string // the lock path, as given to New
+	node string // path + "/lock"
+	log  *zap.Logger
+
+	mu   sync.Mutex // guards held
+	held *grant     // what this handle holds; nil when nothing
+}
+
+// grant is one successful Acquire.
+type grant struct {
+	ep      *conn.Epoch
+	lease   *conn.Lease
+	id      string // the unique id in the node's data
+	version int32  // the node's data version when we got it
+}
+
+// New returns a handle on the exclusive lock at path. Nothing is sent to
+// ZooKeeper until Acquire or TryAcquire; the path's missing ancestors are
+// then created as container nodes.
+func New(sess *conn.Session, path string, opts ...Option) (*Lock, error) {
+	if sess == nil {
+		return nil, ErrNilSession
+	}
+	if err := conn.ValidatePath(path); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidPath, err)
+	}
+	cfg := config{logger: sess.Logger()}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	return &Lock{
+		sess: sess,
+		path: path,
+		node: conn.JoinPath(path, nodeName),
+		log:  cfg.logger.With(zap.String("lock", path)),
+	}, nil
+}
+
+// Path is the lock path given to New. The lock node is Path()+"/lock".
+func (l *Lock) Path() string { return l.path }
+
+// Acquire blocks until this handle holds the lock or ctx ends. On success
+// it returns the lease on the lock node. When ctx ends first it returns an
+// error matching ctx.Err() (context.Canceled or context.DeadlineExceeded)
+// and leaves no node of ours behind; if the lock was granted at the very
+// moment ctx ended, the grant is undone and the ctx error returned. A lost
+// session while waiting is not an error: Acquire carries on in the next one.
+func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
+	id := newID()
+	data := nodeData(id)
+	for {
+		if ctx.Err() != nil {
+			return nil, l.ctxErr("acquire", ctx)
+		}
+		ep, err := l.sess.Epoch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, l.ctxErr("acquire", ctx)
+			}
+			return nil, fmt.Errorf("exclusive: acquire %s: %w", l.path, err)
+		}
+		out, err := l.create(ctx, ep, data, id)
+		switch out {
+		case created:
+			return l.grant(ctx, ep, id, 0)
+		case epochEnded:
+			continue
+		case failed:
+			return nil, l.wrap("acquire", ctx, err)
+		}
+		// taken: watch the node, unless it is ours after all (a create
+		// whose first answer was lost had made it).
+		got, st, ch, err := ep.GetW(ctx, l.node)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			continue // released in between: race again
+		case err != nil && ep.Err() != nil:
+			continue
+		case err != nil:
+			// A create retried after a lost answer reports NodeExists for
+			// its own node, so "taken" may be ours too.
+			l.settle(ep, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+			return nil, l.wrap("acquire", ctx, err)
+		case ours(ep, got, st, id):
+			return l.grant(ctx, ep, id, st.Version)
+		}
+		l.log.Debug("lock taken; waiting for its deletion", zap.Int64("holder_session", st.EphemeralOwner))
+		select {
+		case <-ch: // deleted or changed, or the watch was dropped: look again
+		case <-ep.Done():
+		case <-ctx.Done():
+			return nil, l.ctxErr("acquire", ctx)
+		}
+	}
+}
+
+// TryAcquire makes one attempt. It returns the lease and true if this
+// handle now holds the lock; nil, false and a nil error if someone else
+// (or this very handle) holds it. Errors as for Acquire.
+func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	id := newID()
+	for {
+		if ctx.Err() != nil {
+			return nil, false, l.ctxErr("try acquire", ctx)
+		}
+		ep, err := l.sess.Epoch(ctx)
+		if err != nil {
+			return nil, false, l.wrap("try acquire", ctx, err)
+		}
+		out, err := l.create(ctx, ep, nodeData(id), id)
+		switch out {
+		case created:
+			lease, err := l.grant(ctx, ep, id, 0)
+			return lease, err == nil, err
+		case epochEnded:
+			continue // no session right now; one attempt in the next
+		case failed:
+			return nil, false, l.wrap("try acquire", ctx, err)
+		}
+		got, st, err := ep.Get(ctx, l.node)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return nil, false, nil // it was held when we tried
+		case err != nil && ep.Err() != nil:
+			return nil, false, nil // our node, if any, went with the session
+		case err != nil:
+			l.settle(ep, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+			return nil, false, l.wrap("try acquire", ctx, err)
+		case ours(ep, got, st, id):
+			lease, err := l.grant(ctx, ep, id, st.Version)
+			return lease, err == nil, err
+		}
+		return nil, false, nil
+	}
+}
+
+// grant records the lock node as held by this handle, unless ctx ended at
+// the same moment: then the node is deleted again and ctx's error returned.
+func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, version int32) (*conn.Lease, error) {
+	if ctx.Err() != nil {
+		l.log.Debug("granted as ctx ended; undoing the grant")
+		l.settle(ep, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+		return nil, l.ctxErr("acquire", ctx)
+	}
+	g := &grant{ep: ep, lease: ep.NewLease(l.node), id: id, version: version}
+	l.mu.Lock()
+	stale := l.held
+	l.held = g
+	l.mu.Unlock()
+	if stale != nil {
+		// Only possible when the old grant's node is already gone (we just
+		// created or found the node as ours): its epoch ended, or someone
+		// deleted it.
+		l.log.Warn("replacing a grant that was never released; its node was gone",
+			zap.Int64("old_session", stale.ep.SessionID()))
+		stale.lease.Released()
+	}
+	l.log.Debug("acquired", zap.Int64("session", ep.SessionID()))
+	return g.lease, nil
+}
+
+// ours reports whether the node read as data and st is the one the Acquire
+// call with id created in ep.
+func ours(ep *conn.Epoch, data []byte, st *zk.Stat, id string) bool {
+	return st.EphemeralOwner == ep.SessionID() && hasID(data, id)
+}
+
+func (l *Lock) ctxErr(op string, ctx context.Context) error {
+	return fmt.Errorf("exclusive: %s %s: %w", op, l.path, ctx.Err())
+}
+
+// wrap makes the error of a failed acquire; when ctx has ended, the error
+// matches ctx.Err() whatever the operation reported.
+func (l *Lock) wrap(op string, ctx context.Context, err error) error {
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("exclusive: %s %s: %w (%w)", op, l.path, ctx.Err(), err)
+	}
+	return fmt.Errorf("exclusive: %s %s: %w", op, l.path, err)
+}

@@ -1,0 +1,91 @@
+package exclusive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
+
+// Release gives the lock up: the lease is marked released (its Lost channel
+// closes) and the lock node is deleted, checking the version we got it at.
+// Any goroutine may call it. Release on a handle that holds nothing returns
+// ErrNotHeld. If the session epoch the lock was taken in has ended, the node
+// went with it and Release returns nil.
+//
+// If the delete's fate cannot be learnt (ctx ended or the connection
+// dropped with it in flight), Release returns an error matching
+// ErrReleasePending and keeps deleting in the background until the node is
+// gone or the epoch ends. The handle holds nothing either way.
+func (l *Lock) Release(ctx context.Context) error {
+	l.mu.Lock()
+	g := l.held
+	l.held = nil
+	l.mu.Unlock()
+	if g == nil {
+		return fmt.Errorf("exclusive: release %s: %w", l.path, ErrNotHeld)
+	}
+	g.lease.Released()
+	if g.ep.Err() != nil {
+		l.log.Debug("released; the node went with its session", zap.Error(g.ep.Err()))
+		return nil
+	}
+	err := l.deleteHeld(ctx, g)
+	switch {
+	case err == nil:
+		l.log.Debug("released")
+		return nil
+	case g.ep.Err() != nil:
+		return nil // the epoch ended: the node is gone with it
+	case ctx.Err() != nil || errors.Is(err, conn.ErrConnectionLoss):
+		go l.deleteInBackground(g)
+		return fmt.Errorf("exclusive: release %s: %w: %w", l.path, ErrReleasePending, err)
+	}
+	return fmt.Errorf("exclusive: release %s: %w", l.path, err)
+}
+
+// deleteHeld deletes our lock node with a version check. If the version no
+// longer matches (someone changed our node's data), it reads the node again
+// and deletes it only if it is still ours. A node that is gone is fine.
+func (l *Lock) deleteHeld(ctx context.Context, g *grant) error {
+	err := g.ep.Delete(ctx, l.node, g.version)
+	switch {
+	case err == nil, errors.Is(err, zk.ErrNoNode):
+		return nil
+	case errors.Is(err, zk.ErrBadVersion):
+		return l.deleteIfOurs(ctx, g.ep, g.id)
+	}
+	return err
+}
+
+// deleteInBackground retries the deletion of g's node until it is gone or
+// g's epoch ends (then the node is gone with it). It runs on its own
+// goroutine, which ends with the epoch at the latest.
+func (l *Lock) deleteInBackground(g *grant) {
+	ctx := g.ep.Context()
+	delay := 50 * time.Millisecond
+	for {
+		err := l.deleteIfOurs(ctx, g.ep, g.id)
+		if err == nil {
+			l.log.Warn("lock node deleted in the background after an unconfirmed release")
+			return
+		}
+		if g.ep.Err() != nil {
+			return
+		}
+		l.log.Warn("deleting the lock node in the background failed; retrying", zap.Error(err), zap.Duration("in", delay))
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		delay = min(2*delay, time.Second)
+	}
+}

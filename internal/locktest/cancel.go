@@ -1,0 +1,114 @@
+package locktest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testCancelledBefore: with ctx already ended, Acquire and TryAcquire fail
+// with ctx's error and leave nothing.
+func (s *suite) testCancelledBefore(t *testing.T) {
+	path := UniquePath(s.cluster, "cancelled")
+	sess := Connect(t, s.cluster.Servers(), s.cfg.sessionTimeout)
+	lk := s.newLock(t, sess, path)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l, err := lk.Acquire(ctx)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, l)
+	l, ok, err := lk.TryAcquire(ctx)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, ok)
+	assert.Nil(t, l)
+	assert.Empty(t, ephemeralsOrFail(t, sess, path), "nothing created with a cancelled ctx")
+
+	lease := mustAcquire(t, lk, 10*time.Second)
+	assert.NotNil(t, lease)
+	mustRelease(t, lk, 10*time.Second)
+}
+
+// testAbandonWhileQueued: a waiter whose deadline passes (or whose ctx is
+// cancelled) while another holds gets ctx's error, and its node is gone
+// when Acquire returns; afterwards it acquires normally.
+func (s *suite) testAbandonWhileQueued(t *testing.T, cancelIt bool) {
+	path := UniquePath(s.cluster, "abandon")
+	sessions := ConnectN(t, s.cluster.Servers(), s.cfg.sessionTimeout, 2)
+	holder := s.newLock(t, sessions[0], path)
+	waiter := s.newLock(t, sessions[1], path)
+	hl := mustAcquire(t, holder, 10*time.Second)
+	held := ephemeralsOrFail(t, sessions[0], path)
+	require.NotEmpty(t, OwnedBy(held, hl.Epoch().SessionID()), "the holder has a node")
+
+	var (
+		ctx    context.Context
+		cancel context.CancelFunc
+		want   error
+	)
+	if cancelIt {
+		ctx, cancel = context.WithCancel(context.Background())
+		want = context.Canceled
+	} else {
+		ctx, cancel = context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		want = context.DeadlineExceeded
+	}
+	defer cancel()
+	before := watchRequests(sessions[1])
+	res := acquireAsync(ctx, waiter)
+	queued := WaitQueued(t, sessions[1], before, 10*time.Second)
+	if cancelIt {
+		cancel()
+	} else if queued {
+		assert.NoError(t, ctx.Err(), "the waiter queued well before its deadline")
+	}
+	r, ok := await(t, res, 15*time.Second, "abandoned Acquire")
+	require.True(t, ok)
+	assert.ErrorIs(t, r.err, want)
+	assert.Nil(t, r.lease)
+	if !cancelIt {
+		_, hasDeadline := ctx.Deadline()
+		require.True(t, hasDeadline)
+	}
+
+	// Only the holder's nodes remain, right away.
+	after := ephemeralsOrFail(t, sessions[0], path)
+	assert.Empty(t, OwnedBy(after, sessionID(t, sessions[1])), "the abandoned waiter left a node")
+	assert.Equal(t, held, after, "only the holder's nodes remain, unchanged")
+	assert.False(t, isClosed(hl.Lost()), "the holder still holds")
+
+	// Later acquires work: the same waiter handle gets the lock once the
+	// holder lets go.
+	before = watchRequests(sessions[1])
+	res = acquireAsync(Ctx(t, 30*time.Second), waiter)
+	WaitQueued(t, sessions[1], before, 10*time.Second)
+	mustRelease(t, holder, 10*time.Second)
+	r, ok = await(t, res, 20*time.Second, "Acquire after an abandoned one")
+	require.True(t, ok)
+	require.NoError(t, r.err)
+	assert.NotNil(t, r.lease)
+	mustRelease(t, waiter, 10*time.Second)
+	assert.Empty(t, ephemeralsOrFail(t, sessions[0], path), "nothing left")
+}
+
+// testReleaseNotHeld: Release on a handle that holds nothing, or a second
+// Release, is an error, not a panic, and does not disturb the holder.
+func (s *suite) testReleaseNotHeld(t *testing.T) {
+	path := UniquePath(s.cluster, "notheld")
+	sessions := ConnectN(t, s.cluster.Servers(), s.cfg.sessionTimeout, 2)
+	holder := s.newLock(t, sessions[0], path)
+	other := s.newLock(t, sessions[1], path)
+	ctx := Ctx(t, 10*time.Second)
+
+	assert.Error(t, other.Release(ctx), "release before any acquire")
+	hl := mustAcquire(t, holder, 10*time.Second)
+	assert.Error(t, other.Release(ctx), "release by a handle that does not hold the lock")
+	assert.False(t, isClosed(hl.Lost()), "a foreign release does not disturb the holder")
+	assert.NotEmpty(t, OwnedBy(ephemeralsOrFail(t, sessions[0], path), hl.Epoch().SessionID()))
+	require.NoError(t, holder.Release(ctx))
+	assert.Error(t, holder.Release(ctx), "a second release")
+	assert.Empty(t, ephemeralsOrFail(t, sessions[0], path))
+}

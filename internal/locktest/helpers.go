@@ -1,0 +1,276 @@
+package locktest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// Connect opens a session on servers with the given session timeout and
+// closes it in t.Cleanup. It fails t if no session comes within 30 s.
+func Connect(t testing.TB, servers []string, sessionTimeout time.Duration) *conn.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := conn.Connect(ctx, servers, conn.WithSessionTimeout(sessionTimeout))
+	if err != nil {
+		t.Fatalf("locktest: connect to %v: %v", servers, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// ConnectN opens n sessions at once, as Connect does.
+func ConnectN(t testing.TB, servers []string, sessionTimeout time.Duration, n int) []*conn.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out := make([]*conn.Session, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = conn.Connect(ctx, servers, conn.WithSessionTimeout(sessionTimeout))
+		}()
+	}
+	wg.Wait()
+	for _, s := range out {
+		if s != nil {
+			t.Cleanup(func() { s.Close() })
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("locktest: connect %d sessions to %v: %v", n, servers, err)
+	}
+	return out
+}
+
+// UniquePath returns a fresh path under the cluster's Root for one test.
+func UniquePath(c *zktest.Cluster, name string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%s-%s", c.Root(), name, hex.EncodeToString(b[:]))
+}
+
+// Ctx returns a context ending after d, cancelled in t.Cleanup.
+func Ctx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// WaitFor polls cond every 10ms until it holds, and fails t (Errorf) and
+// returns false if it does not within timeout. For waiting on observable
+// state (node counts, request counts), never as a bare sleep.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Errorf("locktest: timed out after %v waiting for %s", timeout, what)
+			return false
+		}
+		<-tick.C
+	}
+	return true
+}
+
+// Ephemerals returns every ephemeral node under path (path included), with
+// the session that owns it. A missing path gives an empty map.
+func Ephemerals(ctx context.Context, s *conn.Session, path string) (map[string]int64, error) {
+	ep, err := s.Epoch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64)
+	var walk func(p string) error
+	walk = func(p string) error {
+		ok, st, err := ep.Exists(ctx, p)
+		if err != nil || !ok {
+			return err
+		}
+		if st.EphemeralOwner != 0 {
+			out[p] = st.EphemeralOwner
+		}
+		if st.NumChildren == 0 {
+			return nil
+		}
+		kids, _, err := ep.Children(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, k := range kids {
+			if err := walk(conn.JoinPath(p, k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk(path)
+}
+
+// OwnedBy returns the nodes of m (from Ephemerals) owned by session id.
+func OwnedBy(m map[string]int64, id int64) []string {
+	var out []string
+	for p, o := range m {
+		if o == id {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Exists reports whether node exists, failing t on an error.
+func Exists(t testing.TB, s *conn.Session, node string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ep, err := s.Epoch(ctx)
+	if err == nil {
+		var ok bool
+		ok, _, err = ep.Exists(ctx, node)
+		if err == nil {
+			return ok
+		}
+	}
+	t.Errorf("locktest: exists %s: %v", node, err)
+	return false
+}
+
+// ephemeralsOrFail is Ephemerals bounded by 10 s, failing t on an error.
+func ephemeralsOrFail(t testing.TB, s *conn.Session, path string) map[string]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := Ephemerals(ctx, s, path)
+	if err != nil {
+		t.Errorf("locktest: listing ephemeral nodes under %s: %v", path, err)
+	}
+	return m
+}
+
+// watchRequests is how many watching reads (GetW, Exists) s has sent.
+func watchRequests(s *conn.Session) int64 {
+	st := s.Stats()
+	return st.Requests[conn.OpGetW] + st.Requests[conn.OpExists]
+}
+
+// WaitQueued waits until session s has sent a watching read (GetW or
+// Exists) since it had sent before of them: the sign that a contender
+// found the lock taken and is waiting for a change. Every recipe of this
+// module watches before it waits.
+func WaitQueued(t testing.TB, s *conn.Session, before int64, timeout time.Duration) bool {
+	t.Helper()
+	return WaitFor(t, timeout, "a contender to queue (send a watching read)", func() bool {
+		return watchRequests(s) > before
+	})
+}
+
+// WaitState waits on sub for a transition to one of want, passing over any
+// other, and returns it; it fails t (Errorf) and returns false after
+// timeout.
+func WaitState(t testing.TB, sub *conn.Subscription, timeout time.Duration, want ...conn.State) (conn.Event, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Errorf("locktest: waiting for %v: %v", want, err)
+			return ev, false
+		}
+		for _, w := range want {
+			if ev.State == w {
+				return ev, true
+			}
+		}
+	}
+}
+
+// result is what a background Acquire came to.
+type result struct {
+	lease *conn.Lease
+	err   error
+	at    time.Time
+}
+
+// acquireAsync runs lk.Acquire(ctx) on a goroutine; the channel gets one
+// result.
+func acquireAsync(ctx context.Context, lk Locker) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		l, err := lk.Acquire(ctx)
+		ch <- result{lease: l, err: err, at: time.Now()}
+	}()
+	return ch
+}
+
+// await waits for a background result up to timeout; ok is false (and t
+// has failed) if none came.
+func await(t testing.TB, ch <-chan result, timeout time.Duration, what string) (result, bool) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r, true
+	case <-time.After(timeout):
+		t.Errorf("locktest: %s: no answer within %v", what, timeout)
+		return result{}, false
+	}
+}
+
+// mustAcquire acquires lk within timeout or fails t.
+func mustAcquire(t testing.TB, lk Locker, timeout time.Duration) *conn.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	l, err := lk.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("locktest: acquire %s: %v", lk.Path(), err)
+	}
+	if l == nil {
+		t.Fatalf("locktest: acquire %s: nil lease without an error", lk.Path())
+	}
+	return l
+}
+
+// mustRelease releases lk within timeout or fails t.
+func mustRelease(t testing.TB, lk Locker, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := lk.Release(ctx); err != nil {
+		t.Errorf("locktest: release %s: %v", lk.Path(), err)
+	}
+}
+
+// isClosed reports whether ch is closed, without blocking.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// ctxFor is context.WithTimeout on the background context.
+func ctxFor(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

@@ -1,0 +1,113 @@
+package locktest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// Locker is the method set every lock of this module has, and what the
+// suite tests.
+type Locker interface {
+	// Acquire blocks until held or ctx ends (ctx's error wrapped).
+	Acquire(ctx context.Context) (*conn.Lease, error)
+	// TryAcquire makes one attempt; (nil, false, nil) when someone else
+	// holds the lock.
+	TryAcquire(ctx context.Context) (*conn.Lease, bool, error)
+	Release(ctx context.Context) error
+	Path() string
+}
+
+// NewLockFunc returns a new handle on the lock at path over session s. The
+// suite calls it once per contender, each with its own session; failing to
+// build the handle should fail t.
+type NewLockFunc func(t *testing.T, s *conn.Session, path string) Locker
+
+// Option configures Run.
+type Option func(*config)
+
+type config struct {
+	fifo           bool
+	cluster        *zktest.Cluster
+	contenders     int
+	rounds         int
+	sessionTimeout time.Duration
+	ensemble       bool
+}
+
+func defaultConfig() config {
+	return config{contenders: 20, rounds: 5, sessionTimeout: 8 * time.Second, ensemble: true}
+}
+
+// WithFIFO makes the suite check that contenders that queued one after
+// another are granted in queue order (default false: the naive lock is
+// unfair).
+func WithFIFO(v bool) Option { return func(c *config) { c.fifo = v } }
+
+// WithCluster runs the suite on c instead of a fresh single server started
+// with zktest.New. The suite kills and restarts server 0 (skipped on an
+// external ensemble), so c must not be shared with tests running in
+// parallel. Default: nil (start one). The leader-kill test always starts
+// its own three-server ensemble.
+func WithCluster(c *zktest.Cluster) Option { return func(cfg *config) { cfg.cluster = c } }
+
+// WithContenders sets the number of contenders (each on its own session) of
+// the mutual-exclusion test (default 20). Values below 2 are raised to 2.
+func WithContenders(n int) Option { return func(c *config) { c.contenders = max(n, 2) } }
+
+// WithRounds sets how many times each contender of the mutual-exclusion
+// test acquires and releases (default 5). Values below 1 are raised to 1.
+func WithRounds(n int) Option { return func(c *config) { c.rounds = max(n, 1) } }
+
+// WithSessionTimeout sets the session timeout of every contender's session
+// (default 8s, long enough for a local server restart to keep sessions
+// alive; the server clamps it to 20 ticks, 10 s with zktest's default).
+// Values below 1s are raised to 1s.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(c *config) { c.sessionTimeout = max(d, time.Second) }
+}
+
+// WithEnsemble says whether to run the leader-kill test on a three-server
+// ensemble, which costs a few seconds to start (default true; it is skipped
+// under -short either way).
+func WithEnsemble(v bool) Option { return func(c *config) { c.ensemble = v } }
+
+// suite is one Run.
+type suite struct {
+	cfg     config
+	cluster *zktest.Cluster
+	newLock NewLockFunc
+}
+
+// Run runs the contract suite against the lock type newLock builds, as
+// subtests of t, one after another (never in parallel: some restart the
+// server). Each subtest works on its own path under the cluster's Root.
+func Run(t *testing.T, newLock NewLockFunc, opts ...Option) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c := cfg.cluster
+	if c == nil {
+		c = zktest.New(t)
+	}
+	s := &suite{cfg: cfg, cluster: c, newLock: newLock}
+	t.Run("MutualExclusion", s.testMutualExclusion)
+	if cfg.fifo {
+		t.Run("FIFO", s.testFIFO)
+	}
+	t.Run("TryAcquireRace", s.testTryAcquireRace)
+	t.Run("CancelledBeforeAcquire", s.testCancelledBefore)
+	t.Run("TimeoutWhileQueued", func(t *testing.T) { s.testAbandonWhileQueued(t, false) })
+	t.Run("CancelWhileQueued", func(t *testing.T) { s.testAbandonWhileQueued(t, true) })
+	t.Run("ReleaseNotHeld", s.testReleaseNotHeld)
+	t.Run("HolderSessionExpired", s.testHolderExpired)
+	t.Run("RestartWhileQueued", s.testRestartWhileQueued)
+	t.Run("RestartWhileHolding", s.testRestartWhileHolding)
+	if cfg.ensemble {
+		t.Run("LeaderKill", s.testLeaderKill)
+	}
+}
