@@ -1,0 +1,192 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
+	"github.com/zkrecipes/zkrecipes/conn"
+	"go.uber.org/zap"
+)
+
+// attempt is one acquire within one epoch. Owned by the goroutine that
+// calls run.
+type attempt struct {
+	q    *Queue
+	ep   *conn.Epoch
+	id   string // unique acquire id: in our node's name or data
+	node string // our node's name, once created
+
+	// cs is the cache: the contenders in queue order, from our first
+	// listing, minus those seen gone since. See the package documentation
+	// for why it never needs refreshing.
+	cs []Contender
+
+	lossy bool // a create's answer was lost: look out for a ghost of ours
+}
+
+func newID() string { return uuid.NewString() }
+
+// run acquires our node in a.ep. Errors: errRestart when the epoch ended
+// (our node went with it); otherwise our node has been deleted first.
+func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
+	if err := a.create(ctx); err != nil {
+		return nil, a.abort(ctx, err)
+	}
+	if err := a.list(ctx); err != nil {
+		return nil, a.abort(ctx, err)
+	}
+	for {
+		self := index(a.cs, a.node)
+		if self < 0 {
+			return nil, a.abort(ctx, a.missing())
+		}
+		ok, watch := a.q.cfg.Decide(a.cs, self)
+		if ok {
+			return a.grant(ctx)
+		}
+		if w := index(a.cs, watch); w < 0 || w >= self {
+			return nil, a.abort(ctx, fmt.Errorf("%w: predicate named %q to watch from %q", ErrBadRecipe, watch, a.node))
+		}
+		if !wait {
+			a.drop(ctx)
+			return nil, nil
+		}
+		if err := a.await(ctx, watch); err != nil {
+			return nil, a.abort(ctx, err)
+		}
+	}
+}
+
+// list lists the children once and fills the cache.
+func (a *attempt) list(ctx context.Context) error {
+	names, _, err := a.ep.Children(ctx, a.q.path)
+	if err != nil {
+		return err
+	}
+	a.cs = Parse(a.q.cfg.Schema, names)
+	return a.dropGhosts(ctx)
+}
+
+// missing explains why our node is not among the contenders.
+func (a *attempt) missing() error {
+	if _, ok := a.q.cfg.Schema.Parse(a.node); !ok {
+		return fmt.Errorf("%w: schema does not recognise its own node %q", ErrBadRecipe, a.node)
+	}
+	// Deleted by someone else while the session lives: start over.
+	a.q.log.Warn("our lock node was deleted by someone else; queueing again", zap.String("node", a.node))
+	a.node = ""
+	return errRestart
+}
+
+// await waits until watch, a contender before ours, is gone, and updates
+// the cache. A data change re-arms the watch; nothing else is read.
+func (a *attempt) await(ctx context.Context, watch string) error {
+	p := conn.JoinPath(a.q.path, watch)
+	for {
+		_, _, ch, err := a.ep.GetW(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return a.gone(ctx, watch)
+		}
+		if err != nil {
+			return err
+		}
+		select {
+		case ev := <-ch:
+			switch ev.Type {
+			case zk.EventNodeDeleted:
+				return a.gone(ctx, watch)
+			case zk.EventNotWatching: // the session's watches were dropped
+				if err := a.waitEpochEnd(ctx); err != nil {
+					return err
+				}
+			}
+		case <-ctx.Done():
+			return ctxErr(ctx)
+		case <-a.ep.Done():
+			return a.ep.Err()
+		}
+	}
+}
+
+// waitEpochEnd follows a "not watching" event: go-zookeeper drops watches
+// when its session expired or it is closing, so the epoch ends very soon.
+// If it does not within the session timeout, the watch is set again.
+func (a *attempt) waitEpochEnd(ctx context.Context) error {
+	t := time.NewTimer(a.ep.Timeout())
+	defer t.Stop()
+	select {
+	case <-a.ep.Done():
+		return a.ep.Err()
+	case <-ctx.Done():
+		return ctxErr(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// gone records that contender name has left the queue.
+func (a *attempt) gone(ctx context.Context, name string) error {
+	if a.q.cfg.Relist {
+		return a.list(ctx)
+	}
+	a.cs = remove(a.cs, name)
+	return nil
+}
+
+// grant hands out our node as a lease, unless ctx ended at this very moment
+// (then the grant is given up) or the epoch did (start over).
+func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
+	if ctx.Err() != nil {
+		return nil, a.abort(ctx, ctxErr(ctx))
+	}
+	if a.ep.Err() != nil {
+		return nil, errRestart
+	}
+	p := conn.JoinPath(a.q.path, a.node)
+	a.q.log.Debug("acquired", zap.String("node", a.node))
+	return a.ep.NewLease(p), nil
+}
+
+// abort ends a failed attempt: errRestart if the epoch ended (our node goes
+// with its session); otherwise our node is deleted and err returned.
+func (a *attempt) abort(ctx context.Context, err error) error {
+	if errors.Is(err, errRestart) || a.ep.Err() != nil {
+		return errRestart
+	}
+	a.drop(ctx)
+	return err
+}
+
+// drop deletes our node, if any, with a context of its own: ctx may be the
+// reason we are giving up.
+func (a *attempt) drop(ctx context.Context) {
+	if a.node == "" {
+		return
+	}
+	dctx, cancel := cleanupContext(ctx, a.ep)
+	defer cancel()
+	if err := a.q.deleteNode(dctx, a.ep, conn.JoinPath(a.q.path, a.node)); err != nil {
+		a.q.log.Warn("could not delete our node after giving up", zap.String("node", a.node), zap.Error(err))
+	}
+	a.node = ""
+}
+
+// cleanupContext is for deleting our own node after ctx ended: it keeps
+// ctx's values, not its cancellation, and is bounded by the session timeout
+// (the epoch bounds every operation as well).
+func cleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), ep.Timeout())
+}
+
+// ctxErr is ctx's error, and its cause too when one was given.
+func ctxErr(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || cause == err {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, cause)
+}

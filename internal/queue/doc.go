@@ -1,0 +1,80 @@
+// Package queue is the engine of every sequential-node recipe: the mutex,
+// the read/write lock and the semaphore's internal lock. A recipe is a
+// Queue with a Config; the engine does the rest.
+//
+// # How a recipe plugs in
+//
+// A recipe supplies two values:
+//
+//   - a Schema: how its nodes are named (Prefix) and which children count
+//     as contenders (Parse). ProtectedSchema is Curator's
+//     "_c_<uuid>-<name>-<seq>" (mutex: Name "lock"), which also recognises
+//     kazoo's and go-zookeeper's lock nodes; HostKindSchema is the
+//     read/write lock's "<host>-R-<seq>" / "<host>-W-<seq>".
+//   - a Predicate: the pure function that decides, from the contenders in
+//     queue order and our index, whether we hold the lock and whom to watch.
+//     First (mutex, writer) and NoneBefore("W") (reader) are here.
+//
+// For example, the read side of a read/write lock:
+//
+//	q, err := queue.New(sess, path, queue.Config{
+//		Schema: queue.HostKindSchema{Host: queue.Hostname(), Kind: "R"},
+//		Decide: queue.NoneBefore("W"),
+//	})
+//	lease, err := q.Acquire(ctx) // ... q.Release(ctx, lease)
+//
+// A Queue keeps no state between acquires; reentrancy and ownership are the
+// recipe's.
+//
+// # The algorithm
+//
+//  1. Create an ephemeral sequential node under the lock path, named by the
+//     schema with a fresh unique acquire id; its data (NodeData, JSON) says
+//     host, pid and id. A missing lock path is created, with its parents,
+//     as container nodes, and the create retried once. If the create's
+//     answer is lost with the connection, the node is looked for by its id
+//     (after a sync) before creating again.
+//  2. List the children once, keep those the schema recognises, sorted by
+//     sequence number (Before: serial-number order, which survives the
+//     32-bit counter wrapping to negative numbers).
+//  3. Ask the predicate. Acquired: return a conn.Lease (Epoch.NewLease).
+//     Otherwise GetW the node it names: if it is already gone (zk.ErrNoNode)
+//     or its deletion is notified, drop it from the cached list and go to 3;
+//     any other event sets the watch again.
+//  4. On cancel, timeout or error, delete our node with a context of its own
+//     (not the caller's, which may be the one that ended); if the epoch ends
+//     while waiting, our node went with it: go to 1 in the next epoch.
+//
+// # Why one listing is enough
+//
+// Curator and go-zookeeper's zk.Lock list the children again after every
+// notification. We do not, and a handoff costs the holder's delete and one
+// notification to the next waiter, nothing more. The argument:
+//
+//   - The server gives sequence numbers in the order it applies creates, so
+//     every node that sorts before ours was created before ours. Our listing
+//     comes after our create in our session's order, so it shows every node
+//     before ours that still exists. No node can later join the part of the
+//     queue before ours: that part can only shrink.
+//   - A predicate that meets Predicate's two conditions decides from the set
+//     of nodes before ours only, and names one of them that blocks us. Our
+//     cached list is a superset of that set, exact except for nodes that
+//     left unnoticed. Any node the predicate relies on is checked when it is
+//     watched: GetW on a node that left answers zk.ErrNoNode, and we drop it
+//     and decide again. So the decision "not acquired, watch X" is only acted
+//     on while X exists, and X existing keeps us out whatever else left; and
+//     "acquired" is reached only when every node that could block us has
+//     been seen gone (it was the watched one, or was skipped over by a GetW
+//     that found it gone, or does not block us by the predicate).
+//   - Hence the cache gives the same grants as re-listing would, in the same
+//     order, with one GetW per node we actually wait for.
+//
+// Config.Relist restores the Curator behaviour, for comparison.
+//
+// # What the engine does not notice
+//
+// A node of ours deleted by a third party (an operator) while we wait is
+// not noticed until we are granted; the lease then reports it (Token and
+// GuardedWrite fail with conn.ErrLeaseLost; Lost closes once watched).
+// Re-listing would notice it; the cost is a getChildren per handoff.
+package queue

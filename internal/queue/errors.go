@@ -1,0 +1,25 @@
+package queue
+
+import "errors"
+
+// Errors returned by this package, compared with errors.Is. Errors of the
+// session (conn.ErrClosed, conn.ErrConnectionLoss, ...) and of the caller's
+// context are returned wrapped as they are.
+var (
+	// ErrReleasePending: deleting our node failed in a way that leaves its
+	// fate unknown (the connection was lost or ctx ended mid-request) while
+	// the session still lives. The node may still exist, so the lock may
+	// still be held by us in the eyes of the other contenders; a goroutine
+	// keeps deleting it until it is gone or the session ends, whichever
+	// comes first.
+	ErrReleasePending = errors.New("queue: release pending (node may still exist; deleting in the background)")
+
+	// ErrBadRecipe: the recipe's Schema does not recognise the names it
+	// makes, or its Predicate named a node to watch that is not a contender
+	// before ours. A bug in the recipe, never a runtime condition.
+	ErrBadRecipe = errors.New("queue: recipe bug")
+)
+
+// errRestart: the epoch ended under an attempt; our node went (or goes)
+// with its session. Start over in the next epoch. Never returned to callers.
+var errRestart = errors.New("queue: epoch ended; restart")

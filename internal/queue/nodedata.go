@@ -1,0 +1,54 @@
+package queue
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"unicode/utf8"
+)
+
+// NodeData is what the engine writes into each node it creates, as JSON:
+// who is queued or holds the lock.
+type NodeData struct {
+	ID   string `json:"id"`   // the unique acquire id (the uuid of a protected name)
+	Host string `json:"host"` // os.Hostname of the process
+	PID  int    `json:"pid"`  // process id
+}
+
+// self is this process, computed once.
+var self = func() NodeData {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return NodeData{Host: host, PID: os.Getpid()}
+}()
+
+// Hostname is the host name the engine writes into node data; recipes that
+// put the host into names (HostKindSchema) use it.
+func Hostname() string { return self.Host }
+
+func encodeData(id string) []byte {
+	d := self
+	d.ID = id
+	b, _ := json.Marshal(d) // cannot fail: strings and an int
+	return b
+}
+
+// decodeData reads node data written by this engine. Anything else is
+// described as well as it can be: Curator writes the client's IP address as
+// text by default, which becomes Host. ok is false for data that says
+// nothing useful.
+func decodeData(b []byte) (d NodeData, ok bool) {
+	if len(b) == 0 {
+		return NodeData{}, false
+	}
+	if json.Unmarshal(b, &d) == nil {
+		return d, d.ID != "" || d.Host != ""
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" || len(s) > 255 || !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return NodeData{}, false
+	}
+	return NodeData{Host: s}, true
+}

@@ -1,0 +1,65 @@
+package queue
+
+import (
+	"slices"
+	"strings"
+)
+
+// Before reports whether sequence number a comes before b in the queue. The
+// server's counter is a signed 32-bit integer that wraps from 2147483647 to
+// -2147483648, so numbers are compared as serial numbers (RFC 1982): a is
+// before b when b-a, computed with wrap-around, is positive. This is the
+// order of creation for any set of live nodes created within 2^31 changes
+// of the parent's children, which every real queue is. Before the counter
+// has wrapped it is plain integer order.
+//
+// Interoperability note: Curator and kazoo compare the sequence text, so at
+// the very moment the parent's counter wraps while nodes are queued, they
+// and this package can disagree on who is first. That takes 2^31 child
+// changes of one lock path without the container being reaped.
+func Before(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
+
+// Parse returns the children that schema recognises as contenders, sorted
+// in queue order (Before; equal numbers, which one parent never hands out
+// twice, by name).
+func Parse(schema Schema, names []string) []Contender {
+	cs := make([]Contender, 0, len(names))
+	for _, n := range names {
+		if c, ok := schema.Parse(n); ok {
+			cs = append(cs, c)
+		}
+	}
+	Sort(cs)
+	return cs
+}
+
+// Sort sorts contenders in queue order.
+func Sort(cs []Contender) {
+	slices.SortStableFunc(cs, func(a, b Contender) int {
+		switch {
+		case a.Seq == b.Seq:
+			return strings.Compare(a.Name, b.Name)
+		case Before(a.Seq, b.Seq):
+			return -1
+		}
+		return 1
+	})
+}
+
+// index returns the position of the contender named name, or -1.
+func index(cs []Contender, name string) int {
+	for i, c := range cs {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// remove returns cs without the contender named name (in place).
+func remove(cs []Contender, name string) []Contender {
+	if i := index(cs, name); i >= 0 {
+		return slices.Delete(cs, i, i+1)
+	}
+	return cs
+}

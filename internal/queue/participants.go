@@ -1,0 +1,59 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/conn"
+)
+
+// Participant is one contender as Participants reports it.
+type Participant struct {
+	Contender
+	// Host and PID say which process queued the node, and ID its acquire
+	// id (from the data, else from the name). Known is false when the data
+	// could not be read as this engine's or as a host name (a foreign
+	// client's node): then only the name-derived fields are set.
+	Host  string
+	PID   int
+	Known bool
+}
+
+// Participants lists the contenders in queue order with who they are. For
+// the recipes built on First, the first one holds the lock. Nodes that
+// leave while they are being read are left out.
+func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
+	ep, err := q.sess.Epoch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("queue: participants %s: %w", q.path, err)
+	}
+	names, _, err := ep.Children(ctx, q.path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: participants %s: %w", q.path, err)
+	}
+	cs := Parse(q.cfg.Schema, names)
+	out := make([]Participant, 0, len(cs))
+	for _, c := range cs {
+		b, _, err := ep.Get(ctx, conn.JoinPath(q.path, c.Name))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue: participants %s: %w", q.path, err)
+		}
+		p := Participant{Contender: c}
+		if d, ok := decodeData(b); ok {
+			p.Host, p.PID, p.Known = d.Host, d.PID, true
+			if d.ID != "" {
+				p.ID = d.ID
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

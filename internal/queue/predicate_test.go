@@ -1,0 +1,186 @@
+package queue
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestBefore(t *testing.T) {
+	assert.True(t, Before(1, 2))
+	assert.False(t, Before(2, 1))
+	assert.False(t, Before(5, 5))
+	assert.True(t, Before(-3, -2))
+	// The counter wraps from MaxInt32 to MinInt32: the wrapped node is newer.
+	assert.True(t, Before(math.MaxInt32, math.MinInt32))
+	assert.False(t, Before(math.MinInt32, math.MaxInt32))
+	assert.True(t, Before(math.MaxInt32-1, -2147483647))
+}
+
+// names of a mixed queue, in no particular order.
+var mixed = []string{
+	"_c_" + uuid1 + "-lock-0000000007",
+	"hello",
+	hex1 + "__lock__0000000003",
+	"_c_" + hex1 + "-lock-0000000005",
+	"zookeeper",
+	"_c_" + uuid1 + "-lease-0000000001",
+	"_c_" + uuid1 + "-lock-0000000004",
+}
+
+func TestParseSortsAndIgnoresForeignNames(t *testing.T) {
+	cs := Parse(ProtectedSchema{Name: "lock"}, mixed)
+	var seqs []int32
+	for _, c := range cs {
+		seqs = append(seqs, c.Seq)
+	}
+	assert.Equal(t, []int32{3, 4, 5, 7}, seqs)
+}
+
+func TestParseAcrossWrap(t *testing.T) {
+	s := ProtectedSchema{Name: "lock"}
+	names := []string{
+		s.Prefix(uuid1) + "-2147483647", // created third
+		s.Prefix(uuid1) + "2147483646",  // first
+		s.Prefix(uuid1) + "-2147483648", // second
+		s.Prefix(uuid1) + "2147483647",  // before the wrap
+	}
+	cs := Parse(s, names)
+	var seqs []int32
+	for _, c := range cs {
+		seqs = append(seqs, c.Seq)
+	}
+	assert.Equal(t, []int32{2147483646, 2147483647, -2147483648, -2147483647}, seqs)
+}
+
+func contenders(spec ...string) []Contender {
+	cs := make([]Contender, len(spec))
+	for i, k := range spec {
+		cs[i] = Contender{Name: k + string(rune('a'+i)), Seq: int32(i), Kind: k}
+	}
+	return cs
+}
+
+func TestFirst(t *testing.T) {
+	cs := contenders("", "", "")
+	for i, want := range []struct {
+		ok    bool
+		watch string
+	}{{true, ""}, {false, "a"}, {false, "b"}} {
+		ok, watch := First(cs, i)
+		assert.Equal(t, want.ok, ok, "self %d", i)
+		assert.Equal(t, want.watch, watch, "self %d", i)
+	}
+}
+
+func TestNoneBeforeW(t *testing.T) {
+	reader := NoneBefore("W")
+	tests := []struct {
+		queue []string
+		self  int
+		ok    bool
+		watch string
+	}{
+		{[]string{"R"}, 0, true, ""},
+		{[]string{"R", "R", "R"}, 2, true, ""},         // readers share
+		{[]string{"W", "R"}, 1, false, "Wa"},           // a writer ahead
+		{[]string{"W", "R", "R"}, 2, false, "Wa"},      // watch the writer, not the reader
+		{[]string{"R", "W", "R", "R"}, 3, false, "Wb"}, // nearest writer
+		{[]string{"W", "W", "R", "R"}, 3, false, "Wb"}, // nearest of two writers
+		{[]string{"R", "R", "W"}, 1, true, ""},         // writers behind us do not count
+		{[]string{"X", "R"}, 1, true, ""},              // unknown kinds do not block
+	}
+	for _, tt := range tests {
+		ok, watch := reader(contenders(tt.queue...), tt.self)
+		assert.Equal(t, tt.ok, ok, "%v self %d", tt.queue, tt.self)
+		assert.Equal(t, tt.watch, watch, "%v self %d", tt.queue, tt.self)
+	}
+	// A writer is First: it waits for its immediate predecessor, reader or not.
+	ok, watch := First(contenders("W", "R", "W"), 2)
+	assert.False(t, ok)
+	assert.Equal(t, "Rb", watch)
+}
+
+// TestCacheMatchesRelist replays every order of departures of the
+// contenders before ours and checks that deciding from the first listing
+// minus the departures seen (the engine's cache) grants at exactly the
+// moment a fresh listing would.
+func TestCacheMatchesRelist(t *testing.T) {
+	for _, spec := range [][]string{
+		{"", "", "", ""},
+		{"W", "R", "W", "R", "R"},
+		{"R", "R", "W", "R"},
+		{"W", "W", "W", "R"},
+	} {
+		for _, pred := range []Predicate{First, NoneBefore("W")} {
+			all := contenders(spec...)
+			self := len(all) - 1
+			permute(self, func(order []int) {
+				live := map[string]bool{}
+				for _, c := range all {
+					live[c.Name] = true
+				}
+				cache := append([]Contender(nil), all...)
+				for _, gone := range order {
+					// A fresh listing's view.
+					var fresh []Contender
+					for _, c := range all {
+						if live[c.Name] {
+							fresh = append(fresh, c)
+						}
+					}
+					wantOK, _ := pred(fresh, index(fresh, all[self].Name))
+					// The cache's view: watch until the watched node is gone.
+					gotOK := false
+					for {
+						ok, watch := pred(cache, index(cache, all[self].Name))
+						if ok {
+							gotOK = true
+							break
+						}
+						if live[watch] {
+							break
+						}
+						cache = remove(cache, watch)
+					}
+					if gotOK != wantOK {
+						t.Fatalf("%v order %v: cache says %v, fresh listing %v", spec, order, gotOK, wantOK)
+					}
+					if gotOK {
+						return
+					}
+					live[all[gone].Name] = false
+				}
+				if ok, _ := pred(cache, index(cache, all[self].Name)); !ok {
+					for _, c := range cache[:index(cache, all[self].Name)] {
+						if live[c.Name] {
+							t.Fatalf("%v order %v: all gone but %s in the cache", spec, order, c.Name)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// permute calls f with every permutation of 0..n-1.
+func permute(n int, f func([]int)) {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	var rec func(k int)
+	rec = func(k int) {
+		if k == n {
+			f(append([]int(nil), p...))
+			return
+		}
+		for i := k; i < n; i++ {
+			p[k], p[i] = p[i], p[k]
+			rec(k + 1)
+			p[k], p[i] = p[i], p[k]
+		}
+	}
+	rec(0)
+}

@@ -1,0 +1,105 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"go.uber.org/zap"
+)
+
+// Config is what a recipe plugs into the engine.
+type Config struct {
+	// Schema names our nodes and recognises contenders. Required.
+	Schema Schema
+	// Decide is the recipe's predicate. Required; see Predicate for the
+	// conditions it must meet.
+	Decide Predicate
+	// Relist makes a waiter list the children again after every
+	// notification instead of deciding from its cached first listing, as
+	// Curator and go-zookeeper's zk.Lock do. It costs one getChildren per
+	// wake-up (whose reply grows with the queue) and buys nothing for First
+	// or NoneBefore; it is there for predicates whose decision depends on
+	// more than the set of contenders before ours, and to measure the
+	// difference. Default false.
+	Relist bool
+}
+
+// Queue is one sequential-node queue: a lock path and the recipe's Config.
+// It keeps no state between acquires: every Acquire is a new node, and what
+// a recipe remembers about its grants (reentrancy counts, owners) is its own
+// business. Safe for concurrent use.
+type Queue struct {
+	sess *conn.Session
+	path string
+	cfg  Config
+	log  *zap.Logger
+}
+
+// New returns the queue of the lock at path. Path must be a valid absolute
+// path (conn.ValidatePath); it and its parents are created on first use as
+// container nodes, which ZooKeeper removes when they are empty.
+func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
+	switch {
+	case sess == nil:
+		return nil, errors.New("queue: nil session")
+	case cfg.Schema == nil || cfg.Decide == nil:
+		return nil, fmt.Errorf("%w: Config needs a Schema and a Predicate", ErrBadRecipe)
+	}
+	if err := conn.ValidatePath(path); err != nil {
+		return nil, fmt.Errorf("queue: lock path: %w", err)
+	}
+	return &Queue{sess: sess, path: path, cfg: cfg, log: sess.Logger().With(zap.String("lock", path))}, nil
+}
+
+// Path is the lock path: the parent of the contenders' nodes.
+func (q *Queue) Path() string { return q.path }
+
+// Session is the session the queue's nodes are created in.
+func (q *Queue) Session() *conn.Session { return q.sess }
+
+// Acquire queues a new node and waits until the predicate grants it or ctx
+// ends. On success the caller holds the returned lease until it calls
+// Release or the lease is lost. On error the caller holds nothing: our node
+// has been deleted (or, if the connection is down, is being deleted in the
+// background, or went with the session).
+//
+// If the epoch ends while we wait, Acquire starts over in the next one. A
+// grant found at the moment ctx ended is given up: the error is ctx's and
+// the node is deleted, as golang.org/x/sync/semaphore does. Cancelling ctx
+// while our create request is in flight waits for its answer (a round trip;
+// at most until the session is lost), so that no node is ever left behind.
+func (q *Queue) Acquire(ctx context.Context) (*conn.Lease, error) {
+	return q.acquire(ctx, true)
+}
+
+// TryAcquire makes one attempt: it queues a node, lists the contenders
+// once, and returns the lease if the predicate grants it at once;
+// otherwise it deletes the node and returns (nil, false, nil).
+func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	l, err := q.acquire(ctx, false)
+	return l, l != nil, err
+}
+
+func (q *Queue) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("queue: acquire %s: %w", q.path, ctxErr(ctx))
+		}
+		ep, err := q.sess.Epoch(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("queue: acquire %s: %w", q.path, err)
+		}
+		a := &attempt{q: q, ep: ep, id: newID()}
+		l, err := a.run(ctx, wait)
+		if errors.Is(err, errRestart) {
+			q.log.Debug("session lost while acquiring; starting over", zap.Int64("session", ep.SessionID()))
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue: acquire %s: %w", q.path, err)
+		}
+		return l, nil
+	}
+}

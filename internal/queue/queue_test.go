@@ -1,0 +1,241 @@
+package queue
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
+
+func TestAcquireReleaseUncontended(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	path := lockPath(t, c)
+	q := mutexQueue(t, s, path)
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	before := requests(s)
+	l, err := q.Acquire(ctx) // the path does not exist yet: create fails, parents, create
+	require.NoError(t, err)
+	first := requests(s) - before
+	names := children(t, s, path)
+	require.Len(t, names, 1)
+	assert.Equal(t, path+"/"+names[0], l.Path())
+	assert.NoError(t, l.Err())
+	require.NoError(t, q.Release(ctx, l))
+	assert.Empty(t, children(t, s, path))
+	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "a released lease is no longer held")
+
+	before = requests(s)
+	l, err = q.Acquire(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, requests(s)-before, "create + getChildren")
+	before = requests(s)
+	require.NoError(t, q.Release(ctx, l))
+	assert.EqualValues(t, 1, requests(s)-before, "delete")
+	t.Logf("first acquire on a missing path: %d requests", first)
+}
+
+// TestHandoffCostsNoRelist: a waiter lists the children once; the handoff
+// is the holder's delete and one notification.
+func TestHandoffCostsNoRelist(t *testing.T) {
+	for _, relist := range []bool{false, true} {
+		t.Run(map[bool]string{false: "cache", true: "relist"}[relist], func(t *testing.T) {
+			c := cluster(t)
+			path := lockPath(t, c)
+			holder := mutexQueue(t, connect(t, c.Servers()), path)
+			ws := connect(t, c.Servers())
+			waiter, err := New(ws, path, Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, Relist: relist})
+			require.NoError(t, err)
+			ctx := ctxTimeout(t, 30*time.Second)
+
+			hl, err := holder.Acquire(ctx)
+			require.NoError(t, err)
+			before := ws.Stats()
+			got := make(chan error, 1)
+			var wl *conn.Lease
+			go func() {
+				var err error
+				wl, err = waiter.Acquire(ctx)
+				got <- err
+			}()
+			eventually(t, 10*time.Second, func() bool { return ws.Stats().Requests[conn.OpGetW] > before.Requests[conn.OpGetW] }, "waiter watching")
+			require.NoError(t, holder.Release(ctx, hl))
+			require.NoError(t, <-got)
+			after := ws.Stats()
+			want := int64(3) // create, getChildren, getW
+			if relist {
+				want = 4 // and getChildren again
+			}
+			assert.Equal(t, want, after.TotalRequests()-before.TotalRequests(), "requests %v", after.Requests)
+			assert.EqualValues(t, 1, after.WatchEvents-before.WatchEvents)
+			require.NoError(t, waiter.Release(ctx, wl))
+		})
+	}
+}
+
+func TestFIFOAndForeignChildren(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	path := lockPath(t, c)
+	q := mutexQueue(t, s, path)
+	ctx := ctxTimeout(t, 30*time.Second)
+	ep := epoch(t, s)
+	require.NoError(t, ep.CreateParents(ctx, path+"/x"))
+	acl := s.ACL()
+
+	// Foreign nodes: not a contender, kazoo's and go-zookeeper's lock nodes
+	// (contenders, queued before us), a Curator node of another recipe.
+	_, err := ep.Create(ctx, path+"/hello", []byte("hi"), 0, acl)
+	require.NoError(t, err)
+	kazoo, err := ep.Create(ctx, path+"/"+hex1+"__lock__", nil, zk.FlagSequence, acl)
+	require.NoError(t, err)
+	gozk, err := ep.Create(ctx, path+"/_c_"+hex1+"-lock-", []byte("10.1.2.3"), zk.FlagSequence, acl)
+	require.NoError(t, err)
+	_, err = ep.Create(ctx, path+"/_c_"+uuid1+"-lease-", nil, zk.FlagSequence, acl)
+	require.NoError(t, err)
+
+	l, ok, err := q.TryAcquire(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "two foreign contenders are queued before us")
+	assert.Nil(t, l)
+	assert.Len(t, children(t, s, path), 4, "TryAcquire left no node")
+
+	got := make(chan *conn.Lease, 1)
+	go func() {
+		l, err := q.Acquire(ctx)
+		assert.NoError(t, err)
+		got <- l
+	}()
+	eventually(t, 10*time.Second, func() bool { return len(children(t, s, path)) == 5 }, "our node queued")
+	ps, err := q.Participants(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 3)
+	assert.Equal(t, hex1, ps[0].ID)
+	assert.False(t, ps[0].Known, "kazoo's node has no data we can read")
+	assert.Equal(t, "10.1.2.3", ps[1].Host)
+	assert.True(t, ps[2].Known)
+	assert.Equal(t, Hostname(), ps[2].Host)
+
+	require.NoError(t, ep.Delete(ctx, gozk, -1)) // not the one we watch: no grant
+	select {
+	case <-got:
+		t.Fatal("acquired while kazoo's node is queued before us")
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.NoError(t, ep.Delete(ctx, kazoo, -1))
+	select {
+	case l = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not acquired after the contenders before us left")
+	}
+	require.NoError(t, q.Release(ctx, l))
+	assert.ElementsMatch(t, []string{"hello", children(t, s, path)[1]}, children(t, s, path))
+}
+
+func TestParentReaped(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	path := lockPath(t, c)
+	q := mutexQueue(t, s, path)
+	ctx := ctxTimeout(t, 30*time.Second)
+	for i := 0; i < 2; i++ {
+		l, err := q.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, q.Release(ctx, l))
+		// What the container reaper does to an empty lock path.
+		require.NoError(t, epoch(t, s).Delete(ctx, path, -1))
+	}
+}
+
+// TestReadWriteQueue shows a second recipe on the engine: readers share,
+// a writer waits for the readers before it, a reader after the writer waits.
+func TestReadWriteQueue(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	path := lockPath(t, c)
+	ctx := ctxTimeout(t, 30*time.Second)
+	newQ := func(kind string, p Predicate) *Queue {
+		q, err := New(s, path, Config{Schema: HostKindSchema{Host: "host-a", Kind: kind}, Decide: p})
+		require.NoError(t, err)
+		return q
+	}
+	reader, writer := newQ("R", NoneBefore("W")), newQ("W", First)
+
+	r1, err := reader.Acquire(ctx)
+	require.NoError(t, err)
+	r2, err := reader.Acquire(ctx)
+	require.NoError(t, err, "readers share")
+	_, ok, err := writer.TryAcquire(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	wgot := make(chan *conn.Lease, 1)
+	go func() {
+		l, err := writer.Acquire(ctx)
+		assert.NoError(t, err)
+		wgot <- l
+	}()
+	eventually(t, 10*time.Second, func() bool { return len(children(t, s, path)) == 3 }, "writer queued")
+	_, ok, err = reader.TryAcquire(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "a reader queues behind a writer")
+
+	require.NoError(t, reader.Release(ctx, r2))
+	require.NoError(t, reader.Release(ctx, r1))
+	var w *conn.Lease
+	select {
+	case w = <-wgot:
+	case <-time.After(10 * time.Second):
+		t.Fatal("writer not granted")
+	}
+	require.NoError(t, writer.Release(ctx, w))
+	assert.Empty(t, children(t, s, path))
+}
+
+// TestCancelWhileQueued: the waiter's node is deleted before Acquire
+// returns, with the context's error.
+func TestCancelWhileQueued(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	path := lockPath(t, c)
+	q := mutexQueue(t, s, path)
+	ctx := ctxTimeout(t, 30*time.Second)
+	l, err := q.Acquire(ctx)
+	require.NoError(t, err)
+
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = q.Acquire(tctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Len(t, children(t, s, path), 1, "only the holder's node")
+
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.Acquire(cctx)
+		done <- err
+	}()
+	eventually(t, 10*time.Second, func() bool { return len(children(t, s, path)) == 2 }, "queued")
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+	assert.Len(t, children(t, s, path), 1, "only the holder's node")
+	require.NoError(t, q.Release(ctx, l))
+}
+
+func TestNewValidates(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First}
+	_, err := New(nil, "/a", cfg)
+	assert.Error(t, err)
+	_, err = New(s, "a/b", cfg)
+	assert.ErrorIs(t, err, conn.ErrInvalidPath)
+	_, err = New(s, "/a", Config{Decide: First})
+	assert.ErrorIs(t, err, ErrBadRecipe)
+}
