@@ -50,7 +50,8 @@ type link struct {
 	// Guarded by Proxy.mu.
 	server      net.Conn // nil until dialled; never dialled if accepted during a blackhole
 	blackholed  bool
-	dropReplies bool // CutAfterNextWrite fired: the link is being cut
+	dropReplies bool        // CutAfterNextWrite fired: the link is being cut
+	cutTimer    *time.Timer // resets the link if the server does not answer
 	closed      bool
 }
 
@@ -61,7 +62,10 @@ const (
 	toClient
 )
 
-const proxyDialTimeout = 5 * time.Second
+const (
+	proxyDialTimeout = 5 * time.Second
+	cutFallback      = 5 * time.Second // CutAfterNextWrite without a response
+)
 
 // NewProxy starts a Proxy to targets (usually Cluster.Servers()) and closes
 // it in t.Cleanup. It calls t.Fatal if a listener cannot be opened.
@@ -107,7 +111,7 @@ func (p *Proxy) Addrs() []string { return append([]string(nil), p.addrs...) }
 // forwarded normally.
 func (p *Proxy) Cut() {
 	for _, l := range p.snapshot(func(*link) bool { return true }) {
-		p.closeLink(l, true)
+		p.closeLink(l, closeRST)
 	}
 }
 
@@ -130,7 +134,7 @@ func (p *Proxy) Heal() {
 	p.blackhole = false
 	p.mu.Unlock()
 	for _, l := range p.snapshot(func(l *link) bool { return l.blackholed }) {
-		p.closeLink(l, true)
+		p.closeLink(l, closeRST)
 	}
 }
 
@@ -146,9 +150,14 @@ func (p *Proxy) SetLatency(d time.Duration) {
 // CutAfterNextWrite arms a one-shot fault: the next chunk from a client to a
 // server is forwarded, then its connection is reset before any byte of the
 // response reaches the client. The server executes the request (a create
-// succeeds) but the client never learns the result. Chunks that are only a
-// ZooKeeper ping do not fire it; a reconnect handshake does. Arm it right
-// before the request whose response should be lost.
+// succeeds) but the client never learns the result.
+//
+// To be sure the server executes it (ZooKeeper drops requests still queued
+// when their connection closes), the proxy holds the connection open,
+// forwarding nothing more from the client, until the server's first response
+// arrives — which it drops — or 5 s have passed, and then resets both sides.
+// Chunks that are only a ZooKeeper ping do not fire it; a reconnect handshake
+// does. Arm it right before the request whose response should be lost.
 func (p *Proxy) CutAfterNextWrite() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -167,7 +176,7 @@ func (p *Proxy) Close() {
 			ln.Close()
 		}
 		for _, l := range p.snapshot(func(*link) bool { return true }) {
-			p.closeLink(l, false)
+			p.closeLink(l, closeFIN)
 		}
 	}
 	p.wg.Wait()
@@ -215,12 +224,13 @@ func (p *Proxy) serve(c net.Conn, target string) {
 	}
 	p.links[l] = struct{}{}
 	l.blackholed = p.blackhole
+	dial := !l.blackholed
 	p.mu.Unlock()
 
-	if !l.blackholed {
+	if dial {
 		s, err := net.DialTimeout("tcp", target, proxyDialTimeout)
 		if err != nil { // like a refused connection
-			p.closeLink(l, true)
+			p.closeLink(l, closeRST)
 			return
 		}
 		p.mu.Lock()
@@ -256,7 +266,7 @@ func (p *Proxy) pump(l *link, dir direction, src, dst net.Conn) {
 				src.Close()
 				return
 			}
-			p.closeLink(l, false)
+			p.closeLink(l, closeFIN)
 			return
 		}
 	}
@@ -283,9 +293,18 @@ func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool
 	case l.closed:
 		p.mu.Unlock()
 		return false
-	case l.blackholed, dir == toClient && l.dropReplies:
+	case l.blackholed:
 		p.mu.Unlock()
 		return true // dropped
+	case l.dropReplies && dir == toClient:
+		// The response to the request forwarded by CutAfterNextWrite: the
+		// server has executed it; drop it and reset the connection.
+		p.mu.Unlock()
+		p.closeLink(l, closeRST)
+		return false
+	case l.dropReplies:
+		p.mu.Unlock()
+		return true // the client is not heard any more
 	}
 	cut := false
 	if dir == toServer {
@@ -298,33 +317,54 @@ func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool
 	}
 	p.mu.Unlock()
 
-	_, err := dst.Write(chunk)
-	if cut || err != nil {
-		p.closeLink(l, cut)
+	if _, err := dst.Write(chunk); err != nil {
+		p.closeLink(l, closeFIN)
 		return false
+	}
+	if cut {
+		// Normally the server's response ends the link (above); if none
+		// comes, reset it anyway.
+		t := time.AfterFunc(cutFallback, func() { p.closeLink(l, closeRST) })
+		p.mu.Lock()
+		l.cutTimer = t
+		p.mu.Unlock()
 	}
 	return true
 }
 
-// closeLink closes both sides of l once; reset sends an RST instead of a FIN.
-func (p *Proxy) closeLink(l *link, reset bool) {
+// How closeLink ends a link.
+type closeMode int
+
+const (
+	closeFIN closeMode = iota // plain close of both sides
+	closeRST                  // reset both sides (linger 0): unread data is lost
+)
+
+// closeLink closes both sides of l, once.
+func (p *Proxy) closeLink(l *link, how closeMode) {
 	l.once.Do(func() {
 		p.mu.Lock()
 		l.closed = true
 		delete(p.links, l)
-		s := l.server
+		s, t := l.server, l.cutTimer
 		p.mu.Unlock()
+		if t != nil {
+			t.Stop()
+		}
 		close(l.done)
-		for _, c := range []net.Conn{l.client, s} {
-			if c == nil {
-				continue
-			}
-			if tc, ok := c.(*net.TCPConn); ok && reset {
-				_ = tc.SetLinger(0)
-			}
-			c.Close()
+		reset(l.client, how == closeRST)
+		if s != nil {
+			reset(s, how == closeRST)
 		}
 	})
+}
+
+// reset closes c, with an RST instead of a FIN if rst.
+func reset(c net.Conn, rst bool) {
+	if tc, ok := c.(*net.TCPConn); ok && rst {
+		_ = tc.SetLinger(0)
+	}
+	c.Close()
 }
 
 // isPing reports whether chunk is exactly one ZooKeeper ping request:
