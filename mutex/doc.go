@@ -1,0 +1,71 @@
+// Package mutex is a distributed lock over ZooKeeper: InterProcessMutex,
+// the counterpart of Apache Curator's InterProcessMutex, with which it
+// shares a lock path (same node names, same queue).
+//
+//	m, err := mutex.New(sess, "/locks/orders")
+//	lease, err := m.Acquire(ctx) // blocks; ctx's deadline is the timeout
+//	if err != nil { ... }
+//	defer m.Release(context.WithoutCancel(ctx))
+//	select {
+//	case <-lease.Lost(): // the session ended: stop working
+//	default:
+//	}
+//	_, err = lease.GuardedWrite(ctx, &zk.SetDataRequest{...}) // only while held
+//
+// # How it works
+//
+// Each acquire creates an ephemeral sequential node
+// "_c_<uuid>-lock-<seq>" under the lock path (its data: host, pid, uuid).
+// The node with the lowest sequence number holds the lock; every other
+// contender watches only its immediate predecessor, so a release wakes one
+// waiter (no herd), and a waiter lists the children only once: a handoff
+// is the holder's delete and one notification.
+//
+// # What it guarantees
+//
+//   - Mutual exclusion among all processes using the lock path (Curator's
+//     InterProcessMutex, and the lock nodes of kazoo and go-zookeeper,
+//     count as contenders), as long as each holder's session lives.
+//   - Fairness: contenders are granted in the order their nodes were
+//     created (FIFO).
+//   - Reentrancy per goroutine, counted locally: the holding goroutine's
+//     further Acquire calls return the same *conn.Lease at once, and it must
+//     call Release as many times. Another goroutine of the same process is
+//     a separate contender and waits. Release from any goroutine but the
+//     holder is an error, never a panic. (package semaphoremutex offers the
+//     opposite: not reentrant, releasable from any goroutine.)
+//   - Nothing is left behind: a failed, timed-out or cancelled acquire
+//     deletes its node (with a context of its own), including a node whose
+//     create answer was lost with the connection; a release whose outcome
+//     is unknown keeps deleting in the background until the node is gone
+//     or the session ends.
+//   - The holder can always learn that the lock is no longer safe:
+//     Lease.Lost closes when the session's epoch ends (expiry, or the local
+//     timer while cut off), when the node is deleted by someone else, or on
+//     Release.
+//   - A fencing token per grant (Lease.Token, the node's czxid, growing
+//     with every holder) and guarded writes (Lease.GuardedWrite: a
+//     transaction that commits only while our node exists).
+//
+// # What it does not guarantee
+//
+// Holding the mutex is a lease on the ZooKeeper session, not a promise.
+// Between the moment the server expires a session and the moment its client
+// learns it, that client may still believe it holds the lock while another
+// already does; the local timer narrows the window, Lost reports its end,
+// and only fencing (Token, GuardedWrite) closes it for writes. Waiting is
+// not bounded unless ctx is. A lock node deleted by a third party while its
+// owner is queued is noticed only once granted, through the lease.
+// Reentrancy is per goroutine and per handle: a goroutine's acquires
+// through two handles on one path are two contenders (and deadlock).
+//
+// # Errors
+//
+// Sentinels, compared with errors.Is: ErrNotOwner, ErrNotHeld (Release by a
+// goroutine that does not hold the mutex), ErrReleasePending (deletion of
+// the node not confirmed; continuing in the background), ErrNilSession.
+// Errors of the caller's context (context.DeadlineExceeded,
+// context.Canceled) and of the session (conn.ErrClosed after Close,
+// conn.ErrLeaseLost for a re-entry on a lost lease, conn.ErrInvalidPath)
+// are wrapped.
+package mutex

@@ -1,0 +1,194 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/petermattis/goid"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
+)
+
+// InterProcessMutex is a fair, reentrant lock shared by every process that
+// uses the same lock path on the same ZooKeeper ensemble, Curator's
+// InterProcessMutex included. Reentrancy is per goroutine: the goroutine
+// that acquired it may acquire it again (counted, without asking
+// ZooKeeper) and must release it as often; any other goroutine, of this
+// process or another, is a separate contender and waits its turn.
+//
+// Holding it is a lease on the ZooKeeper session, not a promise: watch
+// Lease.Lost, and use Lease.Token or Lease.GuardedWrite where a stale holder
+// must not write.
+//
+// Safe for concurrent use.
+type InterProcessMutex struct {
+	q *queue.Queue
+
+	mu    sync.Mutex      // guards owned
+	owned map[int64]*hold // by goroutine id; an entry exists while held
+}
+
+// hold is one goroutine's grant.
+type hold struct {
+	lease *conn.Lease
+	count int // re-entries; >= 1
+}
+
+// New returns a handle on the mutex at path. Nothing is created until the
+// first acquire; the lock path and its parents are then created as
+// container nodes, which ZooKeeper removes when they are empty. path must be
+// valid (conn.ValidatePath).
+func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, error) {
+	if sess == nil {
+		return nil, ErrNilSession
+	}
+	cfg := config{}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("mutex: %w: nil option", conn.ErrInvalidOption)
+		}
+		o(&cfg)
+	}
+	if err := conn.ValidatePath(path); err != nil {
+		return nil, fmt.Errorf("mutex: %w", err)
+	}
+	q, err := queue.New(sess, path, queue.Config{
+		Schema: queue.ProtectedSchema{Name: "lock"},
+		Decide: queue.First,
+		Relist: cfg.relist,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mutex: %w", err)
+	}
+	return &InterProcessMutex{q: q, owned: make(map[int64]*hold)}, nil
+}
+
+// Path is the lock path.
+func (m *InterProcessMutex) Path() string { return m.q.Path() }
+
+// Acquire blocks until the calling goroutine holds the mutex or ctx ends;
+// a deadline on ctx is the timeout. On error the caller holds nothing, and
+// the error wraps ctx's (or the session's) error. A goroutine that already
+// holds the mutex gets the same lease back at once, without a ZooKeeper
+// call, unless the lease is lost: then the error matches conn.ErrLeaseLost
+// and the count is unchanged (release it, then acquire again).
+//
+// A grant that comes at the moment ctx ends is given up: the error is
+// ctx's.
+func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
+	gid := goid.Get()
+	if l, ok, err := m.reenter(gid); ok {
+		return l, err
+	}
+	l, err := m.q.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mutex: %w", err)
+	}
+	m.record(gid, l)
+	return l, nil
+}
+
+// TryAcquire makes one attempt and does not wait: it queues a node, and if
+// another contender is ahead of it, deletes it and returns (nil, false,
+// nil). Re-entry works as for Acquire.
+func (m *InterProcessMutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	gid := goid.Get()
+	if l, ok, err := m.reenter(gid); ok {
+		return l, err == nil, err
+	}
+	l, ok, err := m.q.TryAcquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("mutex: %w", err)
+	}
+	if ok {
+		m.record(gid, l)
+	}
+	return l, ok, nil
+}
+
+// reenter counts a re-entry if goroutine gid holds the mutex (ok true).
+func (m *InterProcessMutex) reenter(gid int64) (l *conn.Lease, ok bool, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.owned[gid]
+	if h == nil {
+		return nil, false, nil
+	}
+	if err := h.lease.Err(); err != nil {
+		return nil, true, fmt.Errorf("mutex: re-entering %s: %w", m.Path(), err)
+	}
+	h.count++
+	return h.lease, true, nil
+}
+
+func (m *InterProcessMutex) record(gid int64, l *conn.Lease) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.owned[gid] = &hold{lease: l, count: 1}
+}
+
+// Release undoes one Acquire of the calling goroutine. The last one deletes
+// the lock node. Errors:
+//
+//   - ErrNotOwner or ErrNotHeld when the calling goroutine does not hold
+//     the mutex; nothing changes.
+//   - ErrReleasePending when the node's deletion could not be confirmed
+//     (the connection is down or ctx ended) while the session lives: the
+//     goroutine no longer holds the mutex, but other processes may see it
+//     held until the background deletion succeeds or the session ends.
+//   - Any other error (the server refused the delete) leaves the mutex held
+//     by the caller, with a count of one: call Release again.
+//
+// A lease lost while held (the session expired) releases without error.
+func (m *InterProcessMutex) Release(ctx context.Context) error {
+	gid := goid.Get()
+	m.mu.Lock()
+	h := m.owned[gid]
+	switch {
+	case h == nil && len(m.owned) > 0:
+		m.mu.Unlock()
+		return fmt.Errorf("%w: %s is held by another goroutine", ErrNotOwner, m.Path())
+	case h == nil:
+		m.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrNotHeld, m.Path())
+	case h.count > 1:
+		h.count--
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.Unlock()
+
+	// Only this goroutine touches owned[gid]: no lock is needed while the
+	// node is deleted.
+	err := m.q.Release(ctx, h.lease)
+	if err != nil && !errors.Is(err, queue.ErrReleasePending) {
+		return fmt.Errorf("mutex: %w", err)
+	}
+	m.mu.Lock()
+	delete(m.owned, gid)
+	m.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+	}
+	return nil
+}
+
+// IsAcquiredInThisProcess reports whether any goroutine of this process
+// holds the mutex through this handle.
+func (m *InterProcessMutex) IsAcquiredInThisProcess() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.owned) > 0
+}
+
+// IsOwnedByCurrentGoroutine reports whether the calling goroutine holds
+// the mutex through this handle.
+func (m *InterProcessMutex) IsOwnedByCurrentGoroutine() bool {
+	gid := goid.Get()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.owned[gid] != nil
+}
