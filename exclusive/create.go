@@ -15,7 +15,7 @@ import (
 // removal of a node it may have created before it returns and lets the
 // removal finish in the background (bounded by the epoch). In normal
 // operation the removal takes one or two round trips.
-const settleWait = time.Second
+const settleWait = 250 * time.Millisecond
 
 // outcome is what one create of the lock node came to.
 type outcome int
