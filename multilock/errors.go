@@ -1,0 +1,26 @@
+package multilock
+
+import "errors"
+
+// Errors returned by this package. Compare with errors.Is; the errors of
+// the locks underneath are wrapped with their path and joined
+// (errors.Join), so errors.Is also finds them (context.DeadlineExceeded,
+// conn.ErrLeaseLost, ...).
+var (
+	// ErrNoLocks: New was given no lock.
+	ErrNoLocks = errors.New("multilock: no locks given")
+
+	// ErrNilLock: New was given a nil lock.
+	ErrNilLock = errors.New("multilock: nil lock")
+
+	// ErrDuplicatePath: New was given two locks with the same Path; taking
+	// both would deadlock on itself (or be meaningless).
+	ErrDuplicatePath = errors.New("multilock: two locks on the same path")
+
+	// ErrBusy: Acquire was called while this MultiLock is held, or being
+	// acquired or released by another call.
+	ErrBusy = errors.New("multilock: already held, or being acquired or released")
+
+	// ErrNotHeld: Release was called on a MultiLock that is not held.
+	ErrNotHeld = errors.New("multilock: not held")
+)

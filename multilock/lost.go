@@ -1,0 +1,44 @@
+package multilock
+
+import "reflect"
+
+// closed is returned by Lost when nothing is held.
+var closed = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// Lost returns a channel that is closed when any lease of the current grant
+// is lost (see conn.Lease.Lost), or when the MultiLock is released. When
+// the MultiLock is not held, the channel is already closed. The channel is
+// closed, never sent on.
+//
+// The first call after an Acquire starts one goroutine that watches every
+// lease (and arms each lease's node watch, one request per lease); it ends
+// when a lease is lost or on Release, so none is left behind.
+func (m *MultiLock) Lost() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.state != held {
+		return closed
+	}
+	if !m.watching {
+		m.watching = true
+		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(m.stop)}}
+		for _, l := range m.leases {
+			if l != nil {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(l.Lost())})
+			}
+		}
+		go watch(cases, m.lost)
+	}
+	return m.lost
+}
+
+// watch closes lost as soon as any of cases (the stop channel and each
+// lease's Lost) is closed. It owns lost for the grant it was started for.
+func watch(cases []reflect.SelectCase, lost chan struct{}) {
+	reflect.Select(cases)
+	close(lost)
+}

@@ -1,0 +1,212 @@
+package multilock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/multilock"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+const sessionTimeout = 8 * time.Second
+
+func newExclusive(t *testing.T, s *conn.Session, path string) *exclusive.Lock {
+	t.Helper()
+	l, err := exclusive.New(s, path)
+	require.NoError(t, err)
+	return l
+}
+
+func newMulti(t *testing.T, locks ...multilock.Locker) *multilock.MultiLock {
+	t.Helper()
+	m, err := multilock.New(locks...)
+	require.NoError(t, err)
+	return m
+}
+
+// TestZooKeeper runs the multilock's properties against real ZooKeeper,
+// with exclusive locks underneath.
+func TestZooKeeper(t *testing.T) {
+	c := zktest.New(t)
+
+	// Workers on separate sessions take A then B, or B then A, as fast as
+	// they can. Ordered by path, they can never deadlock; every round
+	// finishes well within the overall timeout, and never two inside.
+	t.Run("ABBANeverDeadlocks", func(t *testing.T) {
+		const workers, rounds = 6, 15
+		a, b := locktest.UniquePath(c, "A"), locktest.UniquePath(c, "B")
+		sessions := locktest.ConnectN(t, c.Servers(), sessionTimeout, workers+1)
+		ctx := locktest.Ctx(t, 60*time.Second)
+		var (
+			inside atomic.Int32
+			mu     sync.Mutex
+			errs   []error
+			wg     sync.WaitGroup
+		)
+		fail := func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, err)
+		}
+		begin := time.Now()
+		for w := range workers {
+			first, second := a, b
+			if w%2 == 1 {
+				first, second = b, a
+			}
+			m := newMulti(t, newExclusive(t, sessions[w], first), newExclusive(t, sessions[w], second))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for r := range rounds {
+					if _, err := m.Acquire(ctx); err != nil {
+						fail(fmt.Errorf("worker %d round %d: acquire: %w", w, r, err))
+						return
+					}
+					if n := inside.Add(1); n > 1 {
+						fail(fmt.Errorf("worker %d round %d: %d inside", w, r, n))
+					}
+					inside.Add(-1)
+					if err := m.Release(ctx); err != nil {
+						fail(fmt.Errorf("worker %d round %d: release: %w", w, r, err))
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			t.Error(err)
+		}
+		t.Logf("%d workers × %d rounds over A,B / B,A in %v", workers, rounds, time.Since(begin).Round(time.Millisecond))
+		for _, p := range []string{a, b} {
+			m, err := locktest.Ephemerals(locktest.Ctx(t, 10*time.Second), sessions[workers], p)
+			require.NoError(t, err)
+			assert.Empty(t, m, "nothing left under %s", p)
+		}
+	})
+
+	// The second lock is held elsewhere: Acquire fails at the deadline, and
+	// the first lock's node is gone from the server when it returns.
+	t.Run("FailureOnSecondReleasesFirst", func(t *testing.T) {
+		a, b := locktest.UniquePath(c, "A"), locktest.UniquePath(c, "B")
+		sessions := locktest.ConnectN(t, c.Servers(), sessionTimeout, 2)
+		other := newExclusive(t, sessions[1], b)
+		_, err := other.Acquire(locktest.Ctx(t, 10*time.Second))
+		require.NoError(t, err)
+
+		m := newMulti(t, newExclusive(t, sessions[0], b), newExclusive(t, sessions[0], a))
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		leases, err := m.Acquire(ctx)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Contains(t, err.Error(), b)
+		assert.Nil(t, leases)
+		assert.False(t, locktest.Exists(t, sessions[1], a+"/lock"), "the first lock's node is gone")
+		assert.True(t, locktest.Exists(t, sessions[1], b+"/lock"), "the other holder keeps the second")
+
+		require.NoError(t, other.Release(locktest.Ctx(t, 10*time.Second)))
+		_, err = m.Acquire(locktest.Ctx(t, 10*time.Second))
+		require.NoError(t, err, "all of it can be taken once free")
+		require.NoError(t, m.Release(locktest.Ctx(t, 10*time.Second)))
+	})
+
+	// One sub-release fails for real (the lock was already released behind
+	// the MultiLock's back): the others are released all the same and the
+	// failure is reported.
+	t.Run("FailingSubReleaseDoesNotStopOthers", func(t *testing.T) {
+		s := locktest.Connect(t, c.Servers(), sessionTimeout)
+		p1, p2, p3 := locktest.UniquePath(c, "1"), locktest.UniquePath(c, "2"), locktest.UniquePath(c, "3")
+		l1, l2, l3 := newExclusive(t, s, p1), newExclusive(t, s, p2), newExclusive(t, s, p3)
+		m := newMulti(t, l3, l1, l2)
+		paths := m.Paths()
+		_, err := m.Acquire(locktest.Ctx(t, 10*time.Second))
+		require.NoError(t, err)
+
+		// Release the middle one (in path order) directly.
+		var middle *exclusive.Lock
+		for _, l := range []*exclusive.Lock{l1, l2, l3} {
+			if l.Path() == paths[1] {
+				middle = l
+			}
+		}
+		require.NoError(t, middle.Release(locktest.Ctx(t, 10*time.Second)))
+
+		err = m.Release(locktest.Ctx(t, 10*time.Second))
+		assert.ErrorIs(t, err, exclusive.ErrNotHeld)
+		assert.Contains(t, err.Error(), paths[1])
+		for _, p := range paths {
+			assert.False(t, locktest.Exists(t, s, p+"/lock"), "%s released", p)
+		}
+	})
+
+	// Three locks, the last held elsewhere: the whole Acquire ends at the
+	// one deadline, and the first two are released.
+	t.Run("OverallDeadline", func(t *testing.T) {
+		sessions := locktest.ConnectN(t, c.Servers(), sessionTimeout, 2)
+		p := locktest.UniquePath(c, "deadline")
+		paths := []string{p + "-1", p + "-2", p + "-3"}
+		other := newExclusive(t, sessions[1], paths[2])
+		_, err := other.Acquire(locktest.Ctx(t, 10*time.Second))
+		require.NoError(t, err)
+		m := newMulti(t, newExclusive(t, sessions[0], paths[0]), newExclusive(t, sessions[0], paths[1]), newExclusive(t, sessions[0], paths[2]))
+
+		const deadline = time.Second
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		begin := time.Now()
+		_, err = m.Acquire(ctx)
+		took := time.Since(begin)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, took, deadline+time.Second, "one overall deadline")
+		t.Logf("Acquire gave up after %v (deadline %v)", took, deadline)
+		for _, p := range paths[:2] {
+			assert.False(t, locktest.Exists(t, sessions[1], p+"/lock"), "%s rolled back", p)
+		}
+		require.NoError(t, other.Release(locktest.Ctx(t, 10*time.Second)))
+	})
+
+	// Lost closes when one of the sessions under the MultiLock expires, and
+	// its goroutine ends (goleak checks).
+	t.Run("LostWhenOneLeaseIsLost", func(t *testing.T) {
+		sessions := locktest.ConnectN(t, c.Servers(), sessionTimeout, 2)
+		p := locktest.UniquePath(c, "lost")
+		m := newMulti(t, newExclusive(t, sessions[0], p+"-a"), newExclusive(t, sessions[1], p+"-b"))
+		ctx := locktest.Ctx(t, 30*time.Second)
+		leases, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		require.Len(t, leases, 2)
+		before := sessions[1].Stats().Requests[conn.OpExists]
+		lost := m.Lost()
+		assert.False(t, isClosed(lost))
+
+		// Let the lease's node watch be set before the session is expired:
+		// conn's operations race (go test -race) when an epoch ends with a
+		// request in flight (reported to conn's owner). The watch request
+		// is sent, and a later request's answer means it was answered too.
+		ep := leases[1].Epoch()
+		locktest.WaitFor(t, 10*time.Second, "the lease's watch request", func() bool {
+			return sessions[1].Stats().Requests[conn.OpExists] > before
+		})
+		require.NoError(t, ep.Sync(ctx, "/"))
+		require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+		select {
+		case <-lost:
+		case <-ctx.Done():
+			t.Fatal("Lost did not close when a lease was lost")
+		}
+		assert.False(t, isClosed(leases[0].Lost()), "the other lease is still held")
+		assert.NoError(t, m.Release(ctx), "releasing a lost exclusive lock is not an error")
+		assert.False(t, locktest.Exists(t, sessions[0], p+"-a/lock"))
+	})
+}
