@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,11 +65,25 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	b, err := chooseBackend(ctx, &cfg)
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, &cfg)
+		if err == nil || attempt == startAttempts || !isPortClash(err) || ctx.Err() != nil {
+			return c, err
+		}
+		// Another process took a port between freePorts and the server's
+		// bind: try again with new ports.
+	}
+}
+
+// startAttempts bounds the retries of Start after a port clash.
+const startAttempts = 3
+
+func start(ctx context.Context, cfg *config) (*Cluster, error) {
+	b, err := chooseBackend(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	drv, servers, err := b.start(ctx, &cfg)
+	drv, servers, err := b.start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +98,13 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
+}
+
+// isPortClash reports whether err says a server could not bind its port:
+// Docker's "port is already allocated", Java's BindException in the log tail.
+func isPortClash(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "already allocated") || strings.Contains(msg, "ddress already in use")
 }
 
 // New starts a cluster for the test t, as Start does, and stops it in

@@ -93,8 +93,12 @@ func startDocker(ctx context.Context, cfg *config, cli *client.Client, image str
 	if err != nil {
 		return nil, nil, err
 	}
+	reapOrphans(ctx, cli)
 	id := randomHex(6)
 	labels := map[string]string{labelCluster: id}
+	for k, v := range ownerLabels() {
+		labels[k] = v
+	}
 
 	tick := int(cfg.tickTime / time.Millisecond)
 	initLimit, syncLimit := limits(cfg.tickTime)
@@ -128,16 +132,14 @@ func startDocker(ctx context.Context, cfg *config, cli *client.Client, image str
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			cenv := map[string]string{"ZOO_MY_ID": strconv.Itoa(i + 1)}
-			for k, v := range env {
-				cenv[k] = v
-			}
+			cenv := copyMap(env)
+			cenv["ZOO_MY_ID"] = strconv.Itoa(i + 1)
 			req := testcontainers.ContainerRequest{
 				Image:        image,
 				Name:         fmt.Sprintf("zktest-%s-zk%d", id, i+1),
 				Hostname:     fmt.Sprintf("zk%d", i+1),
 				Env:          cenv,
-				Labels:       map[string]string{labelCluster: id},
+				Labels:       copyMap(labels), // testcontainers-go adds its own
 				ExposedPorts: []string{"2181/tcp"},
 				HostConfigModifier: func(hc *container.HostConfig) {
 					hc.PortBindings = nat.PortMap{"2181/tcp": {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(ports[i])}}}
@@ -254,3 +256,11 @@ func (d *dockerDriver) stop(ctx context.Context) error {
 }
 
 func (d *dockerDriver) readyTimeout() time.Duration { return dockerReady }
+
+func copyMap(m map[string]string) map[string]string {
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
