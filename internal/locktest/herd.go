@@ -1,8 +1,10 @@
 package locktest
 
 import (
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +32,11 @@ type HerdFigures struct {
 	TotalRequests float64
 	// WatchEvents per acquire: watch notifications the servers sent.
 	WatchEvents float64
+	// ServerPacketsReceived and ServerPacketsSent per acquire, from the
+	// servers' `mntr` (zk_packets_received, zk_packets_sent, summed over
+	// the servers, pings included); -1 when mntr is not available. Only
+	// meaningful when nothing else uses the cluster meanwhile.
+	ServerPacketsReceived, ServerPacketsSent float64
 }
 
 func (h HerdFigures) String() string {
@@ -38,8 +45,9 @@ func (h HerdFigures) String() string {
 		ops = append(ops, fmt.Sprintf("%s=%.2f", op, v))
 	}
 	sort.Strings(ops)
-	return fmt.Sprintf("%d waiters, hold %v: per acquire %.2f requests (%s), %.2f watch events; %d acquires in %v",
-		h.Waiters, h.Hold, h.TotalRequests, strings.Join(ops, " "), h.WatchEvents, h.Acquires, h.Elapsed.Round(time.Millisecond))
+	return fmt.Sprintf("%d waiters, hold %v: per acquire %.2f requests (%s), %.2f watch events; server packets in/out %.1f/%.1f; %d acquires in %v",
+		h.Waiters, h.Hold, h.TotalRequests, strings.Join(ops, " "), h.WatchEvents,
+		h.ServerPacketsReceived, h.ServerPacketsSent, h.Acquires, h.Elapsed.Round(time.Millisecond))
 }
 
 // MeasureHerd measures the herd effect of a lock type: one holder and
@@ -101,11 +109,16 @@ func MeasureHerd(t *testing.T, c *zktest.Cluster, newLock NewLockFunc, waiters i
 	}
 
 	before := sumStats(sessions)
+	inBefore, outBefore, mntrErr := serverPackets(c)
 	begin := time.Now()
 	mustRelease(t, holder, 10*time.Second)
 	wg.Wait()
 	elapsed := time.Since(begin)
 	d := sumStats(sessions).Sub(before)
+	inAfter, outAfter, err := serverPackets(c)
+	if mntrErr == nil {
+		mntrErr = err
+	}
 
 	for _, err := range errs {
 		t.Error(err)
@@ -121,7 +134,34 @@ func MeasureHerd(t *testing.T, c *zktest.Cluster, newLock NewLockFunc, waiters i
 			h.Requests[op] = float64(v) / n
 		}
 	}
+	h.ServerPacketsReceived, h.ServerPacketsSent = -1, -1
+	if mntrErr == nil {
+		h.ServerPacketsReceived = float64(inAfter-inBefore) / n
+		h.ServerPacketsSent = float64(outAfter-outBefore) / n
+	} else {
+		t.Logf("locktest: herd: no server packet counts: %v", mntrErr)
+	}
 	return h
+}
+
+// serverPackets sums zk_packets_received and zk_packets_sent over c's
+// servers.
+func serverPackets(c *zktest.Cluster) (in, out int64, err error) {
+	ctx, cancel := ctxFor(10 * time.Second)
+	defer cancel()
+	for i := range c.Servers() {
+		m, err := c.Mntr(ctx, i)
+		if err != nil {
+			return 0, 0, err
+		}
+		r, err1 := strconv.ParseInt(m["zk_packets_received"], 10, 64)
+		s, err2 := strconv.ParseInt(m["zk_packets_sent"], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return 0, 0, fmt.Errorf("mntr on server %d: %w", i, err)
+		}
+		in, out = in+r, out+s
+	}
+	return in, out, nil
 }
 
 // sumStats adds up the Stats of every session.
