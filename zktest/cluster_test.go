@@ -276,6 +276,9 @@ func TestServerIndex(t *testing.T) {
 	if _, err := c.FourLetter(context.Background(), -1, "srvr"); !errors.Is(err, zktest.ErrNoServer) {
 		t.Errorf("FourLetter(-1) = %v, want ErrNoServer", err)
 	}
+	if out, err := zktest.FourLetterAt(context.Background(), c.Servers()[0], "ruok"); err != nil || out != "imok" {
+		t.Errorf("FourLetterAt ruok = %q, %v; want imok", out, err)
+	}
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -30,13 +30,29 @@ func (c *Cluster) FourLetter(ctx context.Context, i int, cmd string) (string, er
 // Mntr runs `mntr` on server i and returns its key/value pairs, such as
 // "zk_server_state" and "zk_packets_sent".
 func (c *Cluster) Mntr(ctx context.Context, i int) (map[string]string, error) {
-	out, err := c.FourLetter(ctx, i, "mntr")
+	if i < 0 || i >= len(c.servers) {
+		return nil, fmt.Errorf("zktest: mntr on server %d: %w (the cluster has %d)", i, ErrNoServer, len(c.servers))
+	}
+	return MntrAt(ctx, c.servers[i])
+}
+
+// FourLetterAt sends the four-letter word cmd to the server at addr
+// ("host:port", any ZooKeeper server, not only a Cluster's) and returns the
+// whole reply. Without a deadline in ctx the exchange is limited to 5 s.
+func FourLetterAt(ctx context.Context, addr, cmd string) (string, error) {
+	return fourLetter(ctx, addr, cmd)
+}
+
+// MntrAt runs `mntr` on the server at addr and returns its key/value pairs.
+// The server must allow mntr (4lw.commands.whitelist).
+func MntrAt(ctx context.Context, addr string) (map[string]string, error) {
+	out, err := fourLetter(ctx, addr, "mntr")
 	if err != nil {
 		return nil, err
 	}
 	m := parseMntr(out)
 	if len(m) == 0 {
-		return nil, fmt.Errorf("zktest: mntr on server %d: unexpected reply %q", i, truncate(out, 200))
+		return nil, fmt.Errorf("zktest: mntr on %s: unexpected reply %q", addr, truncate(out, 200))
 	}
 	return m, nil
 }
