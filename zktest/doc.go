@@ -13,7 +13,8 @@
 // (WithServers(3)), with a tickTime of 500ms by default so that sessions of
 // 1–10 s are allowed. Fault controls act on one server: Kill (SIGKILL),
 // Restart (same client port and data), Pause (SIGSTOP) and Resume; Leader,
-// FourLetter, Mntr and WaitServing observe the servers. ExpireSession ends
+// FourLetter, Mntr and WaitServing observe the servers (FourLetterAt and
+// MntrAt do the same for any address). ExpireSession ends
 // any client's session on the server side, and Proxy sits between one client
 // and the servers to cut, blackhole, delay or lose responses.
 //
