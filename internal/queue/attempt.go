@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -128,13 +129,29 @@ func (a *attempt) waitEpochEnd(ctx context.Context) error {
 	}
 }
 
-// gone records that contender name has left the queue.
+// gone records that contender name has left the queue, and makes sure the
+// next decision costs at most one request. The rest of the cache is what
+// our first listing saw; entries may have left since without our knowing.
+// If the predicate now grants, no entry matters. If it names one entry to
+// watch and would grant once that one is gone, the next GetW checks it (and
+// watches it if it is still there). If more than one entry still blocks us,
+// checking them one by one would cost a request each (in a FIFO handoff
+// they are all gone: our predecessor held the lock), so we list the
+// children once instead.
 func (a *attempt) gone(ctx context.Context, name string) error {
+	a.cs = remove(a.cs, name)
 	if a.q.cfg.Relist {
 		return a.list(ctx)
 	}
-	a.cs = remove(a.cs, name)
-	return nil
+	ok, watch := a.q.cfg.Decide(a.cs, index(a.cs, a.node))
+	if ok {
+		return nil
+	}
+	rest := remove(slices.Clone(a.cs), watch)
+	if ok, _ := a.q.cfg.Decide(rest, index(rest, a.node)); ok {
+		return nil
+	}
+	return a.list(ctx)
 }
 
 // grant hands out our node as a lease, unless ctx ended at this very moment

@@ -39,37 +39,43 @@
 //     32-bit counter wrapping to negative numbers).
 //  3. Ask the predicate. Acquired: return a conn.Lease (Epoch.NewLease).
 //     Otherwise GetW the node it names: if it is already gone (zk.ErrNoNode)
-//     or its deletion is notified, drop it from the cached list and go to 3;
-//     any other event sets the watch again.
+//     or its deletion is notified, drop it from the cached list and go to 3
+//     (see below for when the list is refreshed); any other event sets the
+//     watch again.
 //  4. On cancel, timeout or error, delete our node with a context of its own
 //     (not the caller's, which may be the one that ended); if the epoch ends
 //     while waiting, our node went with it: go to 1 in the next epoch.
 //
-// # Why one listing is enough
+// # Deciding from the first listing
 //
 // Curator and go-zookeeper's zk.Lock list the children again after every
-// notification. We do not, and a handoff costs the holder's delete and one
-// notification to the next waiter, nothing more. The argument:
+// notification. The engine keeps its first listing instead, which is
+// correct for every predicate that meets Predicate's conditions:
 //
 //   - The server gives sequence numbers in the order it applies creates, so
 //     every node that sorts before ours was created before ours. Our listing
 //     comes after our create in our session's order, so it shows every node
 //     before ours that still exists. No node can later join the part of the
-//     queue before ours: that part can only shrink.
-//   - A predicate that meets Predicate's two conditions decides from the set
-//     of nodes before ours only, and names one of them that blocks us. Our
-//     cached list is a superset of that set, exact except for nodes that
-//     left unnoticed. Any node the predicate relies on is checked when it is
-//     watched: GetW on a node that left answers zk.ErrNoNode, and we drop it
-//     and decide again. So the decision "not acquired, watch X" is only acted
-//     on while X exists, and X existing keeps us out whatever else left; and
-//     "acquired" is reached only when every node that could block us has
-//     been seen gone (it was the watched one, or was skipped over by a GetW
-//     that found it gone, or does not block us by the predicate).
-//   - Hence the cache gives the same grants as re-listing would, in the same
-//     order, with one GetW per node we actually wait for.
+//     queue before ours: that part can only shrink, and the cached list is
+//     always a superset of it.
+//   - A decision "not acquired, watch X" is acted on only while X exists
+//     (GetW on a node that left answers zk.ErrNoNode, and X is dropped), and
+//     X existing keeps us out whatever else has left. A decision "acquired"
+//     made on a superset of the live nodes before ours is the decision the
+//     live set gives, since removing nodes can only turn "not acquired"
+//     into "acquired" for these predicates.
 //
-// Config.Relist restores the Curator behaviour, for comparison.
+// What it costs: when the watched node goes, the other cached entries may
+// have left unnoticed. If none of them can block us (the predicate grants
+// now), we are granted with no request: a waiter that queued right behind
+// the holder takes over on the holder's delete and one notification. If
+// exactly one can (the predicate would grant without it), the next GetW
+// checks it and watches it if it is still there. If several can, checking
+// them one by one would cost a request each (in a FIFO handoff they have
+// all left: our predecessor held the lock), so the children are listed
+// once and the fresh list replaces the cache. Every wake-up therefore costs
+// at most one request before the next watch; a re-listing engine always
+// pays one. Config.Relist restores the Curator behaviour, for comparison.
 //
 // # What the engine does not notice
 //

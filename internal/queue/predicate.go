@@ -6,21 +6,22 @@ package queue
 // supplies besides its Schema.
 //
 // For the engine's cached waiting (see the package documentation) to be
-// correct, a predicate must satisfy two conditions:
+// correct, a predicate must satisfy three conditions:
 //
-//  1. Its decision depends only on the contenders before ours (self is
-//     always the last element that matters).
-//  2. When it says "not acquired", the node it names to watch is a
+//  1. Its decision depends only on the contenders before ours.
+//  2. Removing contenders before ours never turns "acquired" into "not
+//     acquired".
+//  3. When it says "not acquired", the node it names to watch is a
 //     contender before ours whose presence alone keeps us from acquiring:
 //     as long as it exists, the answer stays "not acquired" whatever else
 //     leaves.
 //
-// First and NoneBefore satisfy both. A counting predicate ("fewer than N
-// before us", an N-lease semaphore) violates the second: any of the nodes
+// First and NoneBefore satisfy all three. A counting predicate ("fewer than N
+// before us", an N-lease semaphore) violates the third: any of the nodes
 // before us may leave first and admit us, so no single watched node can
 // tell us. Such a recipe needs a watch on the children (as Curator's
 // InterProcessSemaphoreV2 keeps under its internal lock), not this engine's
-// single predecessor watch. Config.Relist does not lift condition 2.
+// single predecessor watch. Config.Relist does not lift condition 3.
 //
 // If not acquired, watch must name an element of contenders other than
 // ours; the engine treats anything else as a bug and fails the acquire.

@@ -216,12 +216,13 @@ func TestCancelWhileQueued(t *testing.T) {
 	assert.Len(t, children(t, s, path), 1, "only the holder's node")
 
 	cctx, cancel := context.WithCancel(ctx)
+	gets := getWs(s)
 	done := make(chan error, 1)
 	go func() {
 		_, err := q.Acquire(cctx)
 		done <- err
 	}()
-	eventually(t, 10*time.Second, func() bool { return len(children(t, s, path)) == 2 }, "queued")
+	watching(t, s, gets)
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
 	assert.Len(t, children(t, s, path), 1, "only the holder's node")
@@ -238,4 +239,78 @@ func TestNewValidates(t *testing.T) {
 	assert.ErrorIs(t, err, conn.ErrInvalidPath)
 	_, err = New(s, "/a", Config{Decide: First})
 	assert.ErrorIs(t, err, ErrBadRecipe)
+}
+
+// TestStaleCacheAfterAbandon: waiters ahead of us give up while the holder
+// still holds. Our cache says they are gone and others may be; we must keep
+// waiting for the holder, paying at most one request per wake-up before
+// the next watch.
+func TestStaleCacheAfterAbandon(t *testing.T) {
+	c := cluster(t)
+	path := lockPath(t, c)
+	hs, ws, ms := connect(t, c.Servers()), connect(t, c.Servers()), connect(t, c.Servers())
+	holder, others, me := mutexQueue(t, hs, path), mutexQueue(t, ws, path), mutexQueue(t, ms, path)
+	ctx := ctxTimeout(t, time.Minute)
+	hl, err := holder.Acquire(ctx)
+	require.NoError(t, err)
+
+	// Two waiters ahead of us, each cancellable.
+	var cancels []context.CancelFunc
+	done := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		wctx, cancel := context.WithCancel(ctx)
+		cancels = append(cancels, cancel)
+		gets := getWs(ws)
+		go func() {
+			_, err := others.Acquire(wctx)
+			done <- err
+		}()
+		watching(t, ws, gets)
+	}
+	got := make(chan *conn.Lease, 1)
+	go func() {
+		l, err := me.Acquire(ctx)
+		assert.NoError(t, err)
+		got <- l
+	}()
+	watching(t, ms, 0)
+	require.Len(t, children(t, hs, path), 4)
+
+	// Our predecessor leaves: two entries before us are left in the cache
+	// (holder, first waiter): one listing, then a watch on the first waiter.
+	before := requests(ms)
+	cancels[1]()
+	require.ErrorIs(t, <-done, context.Canceled)
+	eventually(t, 5*time.Second, func() bool { return requests(ms)-before >= 2 }, "relist + getW")
+	watching(t, ms, 0)
+	assert.EqualValues(t, 2, requests(ms)-before, "relist + getW")
+	assert.EqualValues(t, 2, ms.Stats().Requests[conn.OpChildren], "the first listing and one re-list")
+
+	// The first waiter leaves: the holder is the one entry left: one getW.
+	before = requests(ms)
+	gets := getWs(ms)
+	cancels[0]()
+	require.ErrorIs(t, <-done, context.Canceled)
+	watching(t, ms, gets)
+	select {
+	case <-got:
+		t.Fatal("acquired while the holder holds")
+	case <-time.After(100 * time.Millisecond):
+	}
+	assert.EqualValues(t, 1, requests(ms)-before, "one getW on the holder")
+
+	// The holder releases: granted with no request.
+	before = requests(ms)
+	require.NoError(t, holder.Release(ctx, hl))
+	var l *conn.Lease
+	select {
+	case l = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not granted")
+	}
+	assert.EqualValues(t, 0, requests(ms)-before)
+	require.NoError(t, me.Release(ctx, l))
+	for _, cancel := range cancels {
+		cancel()
+	}
 }

@@ -1,0 +1,120 @@
+package mutex_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/mutex"
+)
+
+// reportZK reports the ZooKeeper requests and watch events per acquisition
+// across sessions, from their Stats before and after.
+func reportZK(b *testing.B, sessions []*conn.Session, before []conn.Stats, acquisitions int) {
+	var reqs, events int64
+	for i, s := range sessions {
+		after := s.Stats()
+		reqs += after.TotalRequests() - before[i].TotalRequests()
+		events += after.WatchEvents - before[i].WatchEvents
+	}
+	b.ReportMetric(float64(reqs)/float64(acquisitions), "zkreqs/op")
+	b.ReportMetric(float64(events)/float64(acquisitions), "watchevents/op")
+}
+
+func stats(sessions []*conn.Session) []conn.Stats {
+	out := make([]conn.Stats, len(sessions))
+	for i, s := range sessions {
+		out[i] = s.Stats()
+	}
+	return out
+}
+
+// BenchmarkUncontended is one acquire and release with nobody else around.
+func BenchmarkUncontended(b *testing.B) {
+	c := cluster(b)
+	s := connect(b, c.Servers())
+	m := newMutex(b, s, lockPath(b, c))
+	ctx := context.Background()
+	if _, err := m.Acquire(ctx); err != nil { // make the lock path
+		b.Fatal(err)
+	}
+	if err := m.Release(ctx); err != nil {
+		b.Fatal(err)
+	}
+	before := stats([]*conn.Session{s})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := m.Acquire(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportZK(b, []*conn.Session{s}, before, b.N)
+}
+
+// BenchmarkContended10 is 10 sessions taking turns on one lock with an empty
+// critical section; an op is one acquisition (and its release). "relist"
+// is the same with waiters listing the children after every notification,
+// as Curator and zk.Lock do.
+func BenchmarkContended10(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		opts []mutex.Option
+	}{{"cache", nil}, {"relist", []mutex.Option{mutex.WithRelist(true)}}} {
+		b.Run(v.name, func(b *testing.B) { contended(b, 10, v.opts...) })
+	}
+}
+
+func contended(b *testing.B, n int, opts ...mutex.Option) {
+	c := cluster(b)
+	path := lockPath(b, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sessions := make([]*conn.Session, n)
+	ms := make([]*mutex.InterProcessMutex, n)
+	for i := range ms {
+		sessions[i] = connect(b, c.Servers())
+		ms[i] = newMutex(b, sessions[i], path, opts...)
+	}
+	if _, err := ms[0].Acquire(ctx); err != nil { // make the lock path
+		b.Fatal(err)
+	}
+	if err := ms[0].Release(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	before := stats(sessions)
+	b.ResetTimer()
+	for _, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				if _, err := m.Acquire(ctx); err != nil {
+					errs <- err
+					return
+				}
+				if err := m.Release(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	reportZK(b, sessions, before, b.N)
+}

@@ -1,0 +1,202 @@
+package mutex_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/mutex"
+)
+
+func TestNewValidates(t *testing.T) {
+	_, err := mutex.New(nil, "/a")
+	assert.ErrorIs(t, err, mutex.ErrNilSession)
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	for _, p := range []string{"", "a", "/a/", "/a//b", "/zookeeper/x"} {
+		_, err := mutex.New(s, p)
+		assert.Error(t, err, "%q", p)
+	}
+	_, err = mutex.New(s, "/a", nil)
+	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	m := newMutex(t, s, "/a/b")
+	assert.Equal(t, "/a/b", m.Path())
+}
+
+func TestUncontended(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	path := lockPath(t, c)
+	m := newMutex(t, s, path)
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	assert.False(t, m.IsAcquiredInThisProcess())
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	assert.True(t, m.IsAcquiredInThisProcess())
+	assert.True(t, m.IsOwnedByCurrentGoroutine())
+	names := children(t, s, path)
+	require.Len(t, names, 1)
+	assert.Regexp(t, `^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$`, names[0])
+	assert.Equal(t, path+"/"+names[0], l.Path())
+
+	ps, err := m.Participants(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	assert.Equal(t, l.Path(), ps[0].Node)
+	assert.True(t, ps[0].Known)
+	assert.NotZero(t, ps[0].PID)
+	assert.Contains(t, names[0], ps[0].ID)
+
+	tok, err := l.Token(ctx)
+	require.NoError(t, err)
+	assert.Positive(t, tok)
+
+	require.NoError(t, m.Release(ctx))
+	assert.False(t, m.IsAcquiredInThisProcess())
+	assert.Empty(t, children(t, s, path))
+	// Err, not Lost: Lost would arm a node watch whose request Close may
+	// abandon in flight, which trips a data race inside conn.Epoch.await.
+	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "a released lease reports itself lost")
+}
+
+func TestReentrant(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	path := lockPath(t, c)
+	m := newMutex(t, s, path)
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	l1, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	before := requests(s)
+	l2, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	l3, ok, err := m.TryAcquire(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Same(t, l1, l2)
+	assert.Same(t, l1, l3)
+	assert.Equal(t, before, requests(s), "re-entry asks nothing of ZooKeeper")
+	assert.Len(t, children(t, s, path), 1)
+
+	require.NoError(t, m.Release(ctx))
+	require.NoError(t, m.Release(ctx))
+	assert.Len(t, children(t, s, path), 1, "still held once")
+	assert.True(t, m.IsAcquiredInThisProcess())
+	require.NoError(t, m.Release(ctx))
+	assert.Empty(t, children(t, s, path))
+	assert.ErrorIs(t, m.Release(ctx), mutex.ErrNotHeld, "released more often than acquired")
+}
+
+func TestReleaseByAnotherGoroutine(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	path := lockPath(t, c)
+	m := newMutex(t, s, path)
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	assert.ErrorIs(t, m.Release(ctx), mutex.ErrNotHeld, "never acquired")
+	_, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() { errc <- m.Release(ctx) }()
+	assert.ErrorIs(t, <-errc, mutex.ErrNotOwner)
+	assert.Len(t, children(t, s, path), 1, "nothing changed")
+	assert.True(t, m.IsOwnedByCurrentGoroutine())
+	owned := make(chan bool, 1)
+	go func() { owned <- m.IsOwnedByCurrentGoroutine() }()
+	assert.False(t, <-owned)
+	require.NoError(t, m.Release(ctx))
+}
+
+// TestOtherGoroutineWaits: another goroutine of the same process is a
+// separate contender with its own node.
+func TestOtherGoroutineWaits(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	path := lockPath(t, c)
+	m := newMutex(t, s, path)
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	_, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	release := make(chan struct{})
+	go func() {
+		_, err := m.Acquire(ctx)
+		got <- err
+		if err == nil {
+			<-release
+			got <- m.Release(ctx)
+		}
+	}()
+	eventually(t, 10*time.Second, func() bool { return len(children(t, s, path)) == 2 }, "second goroutine queued")
+	_, ok, err := m.TryAcquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	assert.True(t, ok, "the holder re-enters")
+	require.NoError(t, m.Release(ctx))
+	select {
+	case <-got:
+		t.Fatal("granted while the first goroutine still holds")
+	case <-time.After(100 * time.Millisecond):
+	}
+	require.NoError(t, m.Release(ctx))
+	require.NoError(t, <-got)
+	close(release)
+	require.NoError(t, <-got)
+	assert.Empty(t, children(t, s, path))
+}
+
+func TestAcquireAfterClose(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	m := newMutex(t, s, lockPath(t, c))
+	require.NoError(t, s.Close())
+	ctx := ctxTimeout(t, 10*time.Second)
+	_, err := m.Acquire(ctx)
+	assert.ErrorIs(t, err, conn.ErrClosed)
+	_, _, err = m.TryAcquire(ctx)
+	assert.ErrorIs(t, err, conn.ErrClosed)
+	assert.False(t, m.IsAcquiredInThisProcess())
+}
+
+func TestTimeoutAndCancelWhileQueued(t *testing.T) {
+	c := cluster(t)
+	path := lockPath(t, c)
+	hs, ws := connect(t, c.Servers()), connect(t, c.Servers())
+	holder, waiter := newMutex(t, hs, path), newMutex(t, ws, path)
+	ctx := ctxTimeout(t, 30*time.Second)
+	_, err := holder.Acquire(ctx)
+	require.NoError(t, err)
+
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = waiter.Acquire(tctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Len(t, children(t, hs, path), 1, "the waiter's node is gone")
+	assert.False(t, waiter.IsAcquiredInThisProcess())
+
+	cctx, cancel := context.WithCancel(ctx)
+	gets := getWs(ws)
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Acquire(cctx)
+		done <- err
+	}()
+	watching(t, ws, gets)
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+	assert.Len(t, children(t, hs, path), 1, "the waiter's node is gone")
+
+	require.NoError(t, holder.Release(ctx))
+	_, err = waiter.Acquire(ctx)
+	require.NoError(t, err, "the waiter acquires normally afterwards")
+	require.NoError(t, waiter.Release(ctx))
+}
