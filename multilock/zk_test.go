@@ -176,10 +176,10 @@ func TestZooKeeper(t *testing.T) {
 		require.NoError(t, other.Release(locktest.Ctx(t, 10*time.Second)))
 	})
 
-	// Lost closes when one of the sessions under the MultiLock expires, and
-	// its goroutine ends (goleak checks).
+	// Lost closes when one of the leases under the MultiLock is lost (here:
+	// its node deleted by someone else), and its goroutine ends (goleak).
 	t.Run("LostWhenOneLeaseIsLost", func(t *testing.T) {
-		sessions := locktest.ConnectN(t, c.Servers(), sessionTimeout, 2)
+		sessions := locktest.ConnectN(t, c.Servers(), sessionTimeout, 3)
 		p := locktest.UniquePath(c, "lost")
 		m := newMulti(t, newExclusive(t, sessions[0], p+"-a"), newExclusive(t, sessions[1], p+"-b"))
 		ctx := locktest.Ctx(t, 30*time.Second)
@@ -190,23 +190,25 @@ func TestZooKeeper(t *testing.T) {
 		lost := m.Lost()
 		assert.False(t, isClosed(lost))
 
-		// Let the lease's node watch be set before the session is expired:
-		// conn's operations race (go test -race) when an epoch ends with a
-		// request in flight (reported to conn's owner). The watch request
-		// is sent, and a later request's answer means it was answered too.
-		ep := leases[1].Epoch()
+		// Once the lease's node watch is set (its request sent, and a later
+		// request of the same session answered), an administrator deletes
+		// the second lock's node.
 		locktest.WaitFor(t, 10*time.Second, "the lease's watch request", func() bool {
 			return sessions[1].Stats().Requests[conn.OpExists] > before
 		})
-		require.NoError(t, ep.Sync(ctx, "/"))
-		require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+		require.NoError(t, leases[1].Epoch().Sync(ctx, "/"))
+		admin, err := sessions[2].Epoch(ctx)
+		require.NoError(t, err)
+		require.NoError(t, admin.Delete(ctx, p+"-b/lock", -1))
 		select {
 		case <-lost:
 		case <-ctx.Done():
 			t.Fatal("Lost did not close when a lease was lost")
 		}
+		assert.ErrorIs(t, leases[1].Err(), conn.ErrLeaseLost)
 		assert.False(t, isClosed(leases[0].Lost()), "the other lease is still held")
-		assert.NoError(t, m.Release(ctx), "releasing a lost exclusive lock is not an error")
+		assert.NoError(t, m.Release(ctx), "releasing an exclusive lock whose node is gone is not an error")
 		assert.False(t, locktest.Exists(t, sessions[0], p+"-a/lock"))
+		assert.True(t, isClosed(leases[0].Lost()), "released")
 	})
 }

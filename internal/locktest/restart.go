@@ -48,7 +48,6 @@ func (s *suite) testRestartWhileQueued(t *testing.T) {
 	hl := mustAcquire(t, holder, 10*time.Second)
 	hStart, err := mon.enter(ctx, 0, hl)
 	require.NoError(t, err)
-	lost := hl.Lost()
 	before := watchRequests(sessions[1])
 	res := acquireAsync(ctx, waiter)
 	require.True(t, WaitQueued(t, sessions[1], before, 10*time.Second))
@@ -59,7 +58,9 @@ func (s *suite) testRestartWhileQueued(t *testing.T) {
 	states := s.restart(t, subH, subW)
 	t.Logf("after the restart: holder %v, waiter %v", states[0], states[1])
 
-	if states[0] == conn.Reconnected && !isClosed(lost) {
+	// hl.Lost() is not armed before the restart: see testHolderExpired.
+	survived := states[0] == conn.Reconnected && hl.Epoch().Err() == nil
+	if survived {
 		// The holder's session survived: it still holds, so the waiter
 		// must still be waiting.
 		_, err := hl.GuardedWrite(ctx, &zk.SetDataRequest{Path: mon.guard, Data: []byte("0"), Version: -1})
@@ -73,7 +74,7 @@ func (s *suite) testRestartWhileQueued(t *testing.T) {
 		t.Logf("the holder's session did not survive the restart; its lease: %v", hl.Err())
 	}
 	assert.NoError(t, mon.exit(ctx, 0, hl, hStart))
-	if err := holder.Release(ctx); err != nil && !isClosed(lost) {
+	if err := holder.Release(ctx); err != nil && survived {
 		t.Errorf("release after the restart: %v", err)
 	}
 
@@ -101,7 +102,6 @@ func (s *suite) testRestartWhileHolding(t *testing.T) {
 	ctx := Ctx(t, 90*time.Second)
 
 	hl := mustAcquire(t, holder, 10*time.Second)
-	lost := hl.Lost()
 	token, err := hl.Token(ctx)
 	require.NoError(t, err)
 
@@ -109,20 +109,24 @@ func (s *suite) testRestartWhileHolding(t *testing.T) {
 	defer sub.Close()
 	states := s.restart(t, sub)
 
+	// hl.Lost() is armed only after the restart: see testHolderExpired.
 	if states[0] == conn.Reconnected {
-		assert.False(t, isClosed(lost), "a surviving session keeps its lock: %v", hl.Err())
+		assert.NoError(t, hl.Epoch().Err(), "the session survived")
+		assert.NoError(t, hl.Err(), "a surviving session keeps its lock")
+		lost := hl.Lost()
 		_, err := hl.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-written", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 		assert.NoError(t, err, "guarded write after the restart")
 		t2, err := hl.Token(ctx)
 		assert.NoError(t, err)
 		assert.Equal(t, token, t2, "same node, same fencing token")
+		assert.False(t, isClosed(lost), "not lost: %v", hl.Err())
 		assert.NoError(t, holder.Release(ctx))
 	} else {
 		t.Logf("the holder's session did not survive the restart (%v)", states[0])
-		WaitFor(t, 10*time.Second, "the lease of a lost session to be Lost", func() bool { return isClosed(lost) })
+		WaitFor(t, 10*time.Second, "the lease of a lost session to be Lost", func() bool { return isClosed(hl.Lost()) })
 		_ = holder.Release(ctx)
 	}
-	assert.True(t, isClosed(lost), "a released lease is Lost")
+	assert.True(t, isClosed(hl.Lost()), "a released lease is Lost")
 
 	other := s.newLock(t, sessions[1], path)
 	mustAcquire(t, other, 20*time.Second)
