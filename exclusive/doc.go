@@ -37,7 +37,9 @@
 // notification and one read per release, flat in N. TestHerdEffect in this
 // package measures requests and watch events per acquire with 5 and 20
 // waiters (each holding for 20ms): about (N+1)/2 watch events and (N+1)/2
-// creates per acquire, i.e. 3 and 10.5.
+// creates per acquire, i.e. 3 and 10.5; recipes_test's TestHerdEffect puts
+// the mutex beside it, at one watch event and two requests per acquire for
+// both.
 //
 // Reentrancy: a handle is owned by whoever holds it, like sync.Mutex, and
 // any goroutine may release it. A second Acquire on a handle that holds the

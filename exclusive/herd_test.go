@@ -10,6 +10,11 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
+// herdHold is each holder's critical section in the herd test: long enough
+// for the woken waiters to fail their creates and watch again, as they
+// would behind any real work.
+const herdHold = 20 * time.Millisecond
+
 // TestHerdEffect measures the naive lock with 5 and 20 waiters draining a
 // queue: it stays correct (MeasureHerd checks that), and its per-acquire
 // watch events and requests grow with the number of waiters, because every
@@ -19,11 +24,6 @@ import (
 // two requests per acquire) is recipes_test/herd_test.go, which measures
 // every lock type with the same locktest.MeasureHerd call; add new recipes
 // to its herdSubjects.
-// herdHold is each holder's critical section in the herd test: long enough
-// for the woken waiters to fail their creates and watch again, as they
-// would behind any real work.
-const herdHold = 20 * time.Millisecond
-
 func TestHerdEffect(t *testing.T) {
 	c := zktest.New(t)
 	small := locktest.MeasureHerd(t, c, newLock, 5, herdHold)
