@@ -21,9 +21,9 @@ type attempt struct {
 	id   string // unique acquire id: in our node's name or data
 	node string // our node's name, once created
 
-	// cs is the cache: the contenders in queue order, from our first
-	// listing, minus those seen gone since. See the package documentation
-	// for why it never needs refreshing.
+	// cs is the cache: the contenders in queue order, from our last
+	// listing, minus those seen gone since. See "Deciding from the first
+	// listing" in the package documentation.
 	cs []Contender
 
 	lossy bool // a create's answer was lost: look out for a ghost of ours

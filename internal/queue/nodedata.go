@@ -15,8 +15,8 @@ type NodeData struct {
 	PID  int    `json:"pid"`  // process id
 }
 
-// self is this process, computed once.
-var self = func() NodeData {
+// local is this process, computed once.
+var local = func() NodeData {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown"
@@ -26,10 +26,10 @@ var self = func() NodeData {
 
 // Hostname is the host name the engine writes into node data; recipes that
 // put the host into names (HostKindSchema) use it.
-func Hostname() string { return self.Host }
+func Hostname() string { return local.Host }
 
 func encodeData(id string) []byte {
-	d := self
+	d := local
 	d.ID = id
 	b, _ := json.Marshal(d) // cannot fail: strings and an int
 	return b
