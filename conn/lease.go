@@ -117,13 +117,7 @@ func (l *Lease) watchNode() {
 }
 
 func (l *Lease) existsW(ctx context.Context) (bool, *zk.Stat, <-chan zk.Event, error) {
-	var ok bool
-	var st *zk.Stat
-	var ch <-chan zk.Event
-	err := l.ep.call(ctx, OpExists, l.path, true, func(zc *zk.Conn, p string) (err error) {
-		ok, st, ch, err = zc.ExistsW(p)
-		return err
-	})
+	ok, st, ch, err := l.ep.ExistsW(ctx, l.path)
 	if ok {
 		l.mu.Lock()
 		l.czxid = st.Czxid

@@ -19,69 +19,68 @@ import (
 
 // Get reads a node's data. Retried on connection loss.
 func (e *Epoch) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	var data []byte
-	var st *zk.Stat
-	err := e.call(ctx, OpGet, path, true, func(zc *zk.Conn, p string) (err error) {
-		data, st, err = zc.Get(p)
-		return err
+	r, err := call(ctx, e, OpGet, path, true, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], error) {
+		data, st, err := zc.Get(p)
+		return res3[[]byte, *zk.Stat, struct{}]{data, st, struct{}{}}, err
 	})
-	return data, st, err
+	return r.a, r.b, err
 }
 
 // GetW reads a node's data and leaves a data watch on it. The channel gets
 // one event (the node changed or was deleted, or the watch was dropped
 // because the epoch ended) and is then closed. Retried on connection loss.
 func (e *Epoch) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	var data []byte
-	var st *zk.Stat
-	var ch <-chan zk.Event
-	err := e.call(ctx, OpGetW, path, true, func(zc *zk.Conn, p string) (err error) {
-		data, st, ch, err = zc.GetW(p)
-		return err
+	r, err := call(ctx, e, OpGetW, path, true, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, <-chan zk.Event], error) {
+		data, st, ch, err := zc.GetW(p)
+		return res3[[]byte, *zk.Stat, <-chan zk.Event]{data, st, ch}, err
 	})
-	return data, st, ch, err
+	return r.a, r.b, r.c, err
 }
 
 // Children lists a node's children (names, not paths). Retried.
 func (e *Epoch) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	var names []string
-	var st *zk.Stat
-	err := e.call(ctx, OpChildren, path, true, func(zc *zk.Conn, p string) (err error) {
-		names, st, err = zc.Children(p)
-		return err
+	r, err := call(ctx, e, OpChildren, path, true, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], error) {
+		names, st, err := zc.Children(p)
+		return res3[[]string, *zk.Stat, struct{}]{names, st, struct{}{}}, err
 	})
-	return names, st, err
+	return r.a, r.b, err
 }
 
 // Exists tells whether a node exists. Retried.
 func (e *Epoch) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	var ok bool
-	var st *zk.Stat
-	err := e.call(ctx, OpExists, path, true, func(zc *zk.Conn, p string) (err error) {
-		ok, st, err = zc.Exists(p)
-		return err
+	r, err := call(ctx, e, OpExists, path, true, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], error) {
+		ok, st, err := zc.Exists(p)
+		return res3[bool, *zk.Stat, struct{}]{ok, st, struct{}{}}, err
 	})
-	return ok, st, err
+	return r.a, r.b, err
+}
+
+// ExistsW tells whether a node exists and leaves a watch on it (created,
+// changed or deleted). Retried.
+func (e *Epoch) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	r, err := call(ctx, e, OpExists, path, true, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, <-chan zk.Event], error) {
+		ok, st, ch, err := zc.ExistsW(p)
+		return res3[bool, *zk.Stat, <-chan zk.Event]{ok, st, ch}, err
+	})
+	return r.a, r.b, r.c, err
 }
 
 // Set writes a node's data if its version matches (-1: any). Retried only
 // with a real version, since an unversioned set could overwrite a later one.
 func (e *Epoch) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	var st *zk.Stat
-	err := e.call(ctx, OpSet, path, version >= 0, func(zc *zk.Conn, p string) (err error) {
-		st, err = zc.Set(p, data, version)
-		return err
+	return call(ctx, e, OpSet, path, version >= 0, func(zc *zk.Conn, p string) (*zk.Stat, error) {
+		return zc.Set(p, data, version)
 	})
-	return st, err
 }
 
 // Delete deletes a node if its version matches (-1: any). Retried; a retry
 // that finds the node gone returns zk.ErrNoNode, which after a retry may mean
 // the first attempt succeeded.
 func (e *Epoch) Delete(ctx context.Context, path string, version int32) error {
-	return e.call(ctx, OpDelete, path, true, func(zc *zk.Conn, p string) error {
-		return zc.Delete(p, version)
+	_, err := call(ctx, e, OpDelete, path, true, func(zc *zk.Conn, p string) (struct{}, error) {
+		return struct{}{}, zc.Delete(p, version)
 	})
+	return err
 }
 
 // Create creates a node and returns its path (with the sequence number for
@@ -89,15 +88,12 @@ func (e *Epoch) Delete(ctx context.Context, path string, version int32) error {
 // return zk.ErrNodeExists. Sequential creates are not retried: on connection
 // loss the error matches ErrConnectionLoss and the node may exist.
 func (e *Epoch) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	var created string
 	retry := flags&zk.FlagSequence == 0
-	err := e.call(ctx, OpCreate, path, retry, func(zc *zk.Conn, p string) (err error) {
+	created, err := call(ctx, e, OpCreate, path, retry, func(zc *zk.Conn, p string) (string, error) {
 		if flags == zk.FlagContainer {
-			created, err = zc.CreateContainer(p, data, flags, acl)
-		} else {
-			created, err = zc.Create(p, data, flags, acl)
+			return zc.CreateContainer(p, data, flags, acl)
 		}
-		return err
+		return zc.Create(p, data, flags, acl)
 	})
 	return e.s.strip(created), err
 }
@@ -114,9 +110,8 @@ func (e *Epoch) CreateParents(ctx context.Context, path string) error {
 		if full[i] != '/' {
 			continue
 		}
-		err := e.callAbs(ctx, OpCreate, full[:i], true, func(zc *zk.Conn, p string) error {
-			_, err := zc.CreateContainer(p, nil, zk.FlagContainer, e.s.cfg.acl)
-			return err
+		_, err := callAbs(ctx, e, OpCreate, full[:i], true, func(zc *zk.Conn, p string) (string, error) {
+			return zc.CreateContainer(p, nil, zk.FlagContainer, e.s.cfg.acl)
 		})
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
@@ -137,10 +132,8 @@ func (e *Epoch) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 			return nil, err
 		}
 	}
-	var res []zk.MultiResponse
-	err := e.callAbs(ctx, OpMulti, "(multi)", false, func(zc *zk.Conn, _ string) (err error) {
-		res, err = zc.Multi(abs...)
-		return err
+	res, err := callAbs(ctx, e, OpMulti, "(multi)", false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
+		return zc.Multi(abs...)
 	})
 	for i := range res {
 		res[i].String = e.s.strip(res[i].String)
@@ -157,65 +150,86 @@ func (e *Epoch) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 
 // Sync makes the server this epoch talks to catch up with the leader.
 func (e *Epoch) Sync(ctx context.Context, path string) error {
-	return e.call(ctx, OpSync, path, true, func(zc *zk.Conn, p string) error {
-		_, err := zc.Sync(p)
-		return err
+	_, err := call(ctx, e, OpSync, path, true, func(zc *zk.Conn, p string) (string, error) {
+		return zc.Sync(p)
 	})
+	return err
+}
+
+// res3 carries up to three results of a go-zookeeper call.
+type res3[A, B, C any] struct {
+	a A
+	b B
+	c C
 }
 
 // call validates and namespaces path, then runs f under callAbs.
-func (e *Epoch) call(ctx context.Context, op, path string, retry bool, f func(*zk.Conn, string) error) error {
+func call[T any](ctx context.Context, e *Epoch, op, path string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
 	if err := ValidatePath(path); err != nil {
-		return fmt.Errorf("conn: %s: %w", op, err)
+		var zero T
+		return zero, fmt.Errorf("conn: %s: %w", op, err)
 	}
-	return e.callAbs(ctx, op, e.s.abs(path), retry, f)
+	return callAbs(ctx, e, op, e.s.abs(path), retry, f)
 }
 
 // callAbs runs f against the epoch's connection, retrying on connection loss
 // when retry is set, as the retry policy allows.
-func (e *Epoch) callAbs(ctx context.Context, op, full string, retry bool, f func(*zk.Conn, string) error) error {
+func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
+	var zero T
 	policy := e.s.cfg.retry
 	for attempt := 1; ; attempt++ {
 		if err := e.Err(); err != nil {
-			return fmt.Errorf("conn: %s %s: %w", op, full, err)
+			return zero, fmt.Errorf("conn: %s %s: %w", op, full, err)
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("conn: %s %s: %w", op, full, err)
+			return zero, fmt.Errorf("conn: %s %s: %w", op, full, err)
 		}
 		e.s.stats.count(op)
-		err := e.await(ctx, func() error { return f(e.zc, full) })
+		v, err := await(ctx, e, func() (T, error) { return f(e.zc, full) })
 		if err == nil {
-			return nil
+			return v, nil
 		}
 		if !isConnectionLoss(err) || errors.Is(err, ErrEpochEnded) || ctx.Err() != nil {
-			return fmt.Errorf("conn: %s %s: %w", op, full, err)
+			return v, fmt.Errorf("conn: %s %s: %w", op, full, err)
 		}
 		if e.Err() != nil {
-			return fmt.Errorf("conn: %s %s: %w: %w", op, full, ErrConnectionLoss, e.Err())
+			return zero, fmt.Errorf("conn: %s %s: %w: %w", op, full, ErrConnectionLoss, e.Err())
 		}
 		if !retry || policy.MaxAttempts > 0 && attempt >= policy.MaxAttempts {
-			return fmt.Errorf("conn: %s %s: %w: %w", op, full, ErrConnectionLoss, err)
+			return zero, fmt.Errorf("conn: %s %s: %w: %w", op, full, ErrConnectionLoss, err)
 		}
 		e.s.log.Sugar().Debugf("retrying %s %s after connection loss (attempt %d)", op, full, attempt)
 		if err := sleep(ctx, e.ctx, policy.delay(attempt)); err != nil {
-			return fmt.Errorf("conn: %s %s: %w", op, full, err)
+			return zero, fmt.Errorf("conn: %s %s: %w", op, full, err)
 		}
 	}
 }
 
+// outcome is one finished go-zookeeper call.
+type outcome[T any] struct {
+	v   T
+	err error
+}
+
 // await runs f, which blocks while go-zookeeper is disconnected, and stops
-// waiting when ctx or the epoch ends. When the epoch ends with the request in
-// flight, the error matches both ErrEpochEnded and ErrConnectionLoss.
-func (e *Epoch) await(ctx context.Context, f func() error) error {
-	res := make(chan error, 1) // buffered: f may finish after we stopped waiting
-	go func() { res <- f() }()
+// waiting when ctx or the epoch ends; the results travel only through the
+// channel, so a call that finishes late touches nothing of the caller's.
+// When the epoch ends with the request in flight, the error matches both
+// ErrEpochEnded and ErrConnectionLoss.
+func await[T any](ctx context.Context, e *Epoch, f func() (T, error)) (T, error) {
+	res := make(chan outcome[T], 1) // buffered: f may finish after we stopped waiting
+	go func() {
+		v, err := f()
+		res <- outcome[T]{v, err}
+	}()
+	var zero T
 	select {
-	case err := <-res:
-		return err
+	case r := <-res:
+		return r.v, r.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return zero, ctx.Err()
 	case <-e.ctx.Done():
-		return fmt.Errorf("%w: %w", ErrConnectionLoss, e.Err())
+		return zero, fmt.Errorf("%w: %w", ErrConnectionLoss, e.Err())
 	}
 }
 
