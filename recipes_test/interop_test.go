@@ -166,7 +166,14 @@ func TestInteropWithCuratorAndKazoo(t *testing.T) {
 			t.Errorf("overlap: %s held [%d, %d] and %s from %d", holds[i-1].who, holds[i-1].start, holds[i-1].end, holds[i].who, holds[i].start)
 		}
 	}
-	t.Logf("%d holds by %v, no overlap", len(holds), perPeer)
+	switches := 0
+	for i := 1; i < len(holds); i++ {
+		if holds[i].who != holds[i-1].who {
+			switches++
+		}
+	}
+	assert.Greater(t, switches, 10, "the peers really contended: the lock passed between them")
+	t.Logf("%d holds by %v, %d handoffs between different contenders, no overlap", len(holds), perPeer, switches)
 }
 
 func goRound(ctx context.Context, name string, s *conn.Session, m *mutex.InterProcessMutex, guard string, holdMillis int, record func(hold, bool)) error {

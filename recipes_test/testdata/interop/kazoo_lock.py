@@ -4,16 +4,18 @@ and Curator's InterProcessMutex. Run by recipes_test/interop_test.go.
 
 Two settings make the three agree on the queue order. kazoo is told to
 recognise "-lock-" names as contenders (extra_lock_patterns). And its own
-nodes are named "<32hex>-lock-<seq>" instead of "<32hex>__lock__<seq>":
-Curator sorts children by what follows the last "lock-" and would sort a
-"__lock__" name by its random prefix, so it could think itself first while
-a kazoo node with a lower sequence number still holds the lock.
+nodes are named "_c_<32hex>-lock-<seq>" (go-zookeeper's protected names,
+which zkrecipes recognises) instead of "<32hex>__lock__<seq>": Curator sorts
+children by what follows the last "lock-" and would sort a "__lock__" name
+by its random prefix, so it could think itself first while a kazoo node with
+a lower sequence number still holds the lock.
 
 Args: servers lock_path guard_path rounds hold_millis
 Prints "hold <start_unix_ns> <end_unix_ns>" per round, "violation" when the
 guard node already existed."""
 import sys
 import time
+import uuid
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError
@@ -21,7 +23,10 @@ from kazoo.recipe.lock import Lock
 
 
 class CuratorOrderedLock(Lock):
-    _NODE_NAME = "-lock-"
+    def __init__(self, client, path, **kw):
+        super().__init__(client, path, **kw)
+        self.prefix = "_c_" + uuid.uuid4().hex + "-lock-"
+        self.create_path = self.path + "/" + self.prefix
 
 
 servers, lock_path, guard = sys.argv[1], sys.argv[2], sys.argv[3]
