@@ -67,7 +67,7 @@ func TestStandalone(t *testing.T) {
 			if out, err := srvr(addr, 5*time.Second); err != nil || !strings.Contains(out, "Mode:") {
 				t.Fatalf("srvr after restart = %q, %v", out, err)
 			}
-			conn2, _ := connect(t, c.Servers(), 4*time.Second, nil)
+			conn2, _ := connect(t, c.Servers(), 10*time.Second, nil) // outlives the pause below
 			data, _, err := conn2.Get(path)
 			if err != nil || string(data) != "kept" {
 				t.Fatalf("Get(%s) after restart = %q, %v; want \"kept\"", path, data, err)
