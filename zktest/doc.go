@@ -51,11 +51,14 @@
 //   - Stop (and New's cleanup) kills every server and removes containers,
 //     networks, processes and directories. Local servers run in their own
 //     process group and, on Linux, are killed by the kernel if the test
-//     binary dies first (a panic, a timeout, a SIGKILL).
+//     binary dies first (a panic, a timeout, a SIGKILL). Containers of a test
+//     binary that died that way are removed by the next docker cluster started
+//     on the same machine (same PID namespace).
 //   - Root is unique per Cluster; nothing is created under it for you.
 //
-// It does not guarantee that ports stay free between the moment zktest picks
-// them and the moment a server binds them, nor that an external ensemble is
+// Ports are picked free and bound by the servers a moment later; Start retries
+// with new ports if another process took one meanwhile, but a port taken
+// while its server is killed makes Restart fail. It does not guarantee that an external ensemble is
 // empty or reachable from other hosts.
 //
 // # Missing prerequisites
