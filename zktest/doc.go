@@ -58,8 +58,8 @@
 //
 // Ports are picked free and bound by the servers a moment later; Start retries
 // with new ports if another process took one meanwhile, but a port taken
-// while its server is killed makes Restart fail. It does not guarantee that an external ensemble is
-// empty or reachable from other hosts.
+// while its server is killed makes Restart fail. Nothing guarantees that an
+// external ensemble is empty or reachable from other hosts.
 //
 // # Missing prerequisites
 //
