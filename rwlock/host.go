@@ -1,0 +1,42 @@
+package rwlock
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
+)
+
+// defaultHost is the machine's host name made fit for a node name: every
+// character ZooKeeper rejects in a path, and '/', becomes '_'.
+func defaultHost() string {
+	return sanitizeHost(queue.Hostname())
+}
+
+func sanitizeHost(h string) string {
+	h = strings.Map(func(r rune) rune {
+		if r == '/' || conn.ValidatePath("/x"+string(r)) != nil {
+			return '_'
+		}
+		return r
+	}, h)
+	if h == "" {
+		return "unknown"
+	}
+	return h
+}
+
+// validateHost checks that host makes valid node names under path.
+func validateHost(path, host string) error {
+	switch {
+	case host == "":
+		return fmt.Errorf("%w: %w: empty", ErrInvalidHost, conn.ErrInvalidOption)
+	case strings.Contains(host, "/"):
+		return fmt.Errorf("%w: %w: %q contains '/'", ErrInvalidHost, conn.ErrInvalidOption, host)
+	}
+	if err := conn.ValidatePath(conn.JoinPath(path, host+"-W-0000000000")); err != nil {
+		return fmt.Errorf("%w: %w: %q: %w", ErrInvalidHost, conn.ErrInvalidOption, host, err)
+	}
+	return nil
+}

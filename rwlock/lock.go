@@ -1,0 +1,238 @@
+package rwlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/petermattis/goid"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
+)
+
+// Lock is one side of an RWLock: its read lock or its write lock. It has
+// the method set of the module's other locks, so multilock and the shared
+// contract suite take it. Ownership and reentrancy are per goroutine and
+// per RWLock handle. Safe for concurrent use.
+type Lock struct {
+	rw    *RWLock
+	write bool
+}
+
+// Path is the lock path shared by both sides.
+func (k *Lock) Path() string { return k.rw.path }
+
+// RWLock is the lock this side belongs to.
+func (k *Lock) RWLock() *RWLock { return k.rw }
+
+// String says which side of which lock this is.
+func (k *Lock) String() string {
+	if k.write {
+		return "write lock " + k.rw.path
+	}
+	return "read lock " + k.rw.path
+}
+
+// Acquire blocks until the calling goroutine holds this side or ctx ends;
+// a deadline on ctx is the timeout. On error the caller holds nothing new,
+// and the error wraps ctx's (or the session's) error.
+//
+//   - A goroutine that already holds this side gets the same lease back at
+//     once, without a ZooKeeper call, unless the lease is lost: then the
+//     error matches conn.ErrLeaseLost and the count is unchanged.
+//   - Write lock, by a goroutine that holds only the read lock: ErrUpgrade
+//     at once.
+//   - Read lock, by a goroutine that holds the write lock (downgrade): a
+//     read node is queued and granted at once; the write lock stays held
+//     until released. See the package documentation.
+//
+// A grant that comes at the moment ctx ends is given up: the error is
+// ctx's.
+func (k *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
+	l, _, err := k.acquire(ctx, true)
+	return l, err
+}
+
+// TryAcquire makes one attempt and does not wait: it queues a node, and if
+// the lock cannot be granted at once, deletes it and returns (nil, false,
+// nil). Re-entry, upgrade and downgrade work as for Acquire.
+func (k *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	return k.acquire(ctx, false)
+}
+
+func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error) {
+	rw := k.rw
+	gid := goid.Get()
+
+	rw.mu.Lock()
+	o := rw.owners[gid]
+	var own, wr *hold // own: this side's hold; wr: our write hold
+	if o != nil {
+		own, wr = o.side(k.write), o.w
+	}
+	switch {
+	case own != nil:
+		defer rw.mu.Unlock()
+		if err := own.lease.Err(); err != nil {
+			return nil, false, fmt.Errorf("rwlock: re-entering %v: %w", k, err)
+		}
+		own.count++
+		return own.lease, true, nil
+	case k.write && o != nil && (o.r != nil || o.kept != nil):
+		rw.mu.Unlock()
+		return nil, false, fmt.Errorf("%w: %s", ErrUpgrade, rw.path)
+	}
+	rw.mu.Unlock()
+
+	var (
+		l   *conn.Lease
+		err error
+	)
+	switch {
+	case wr != nil: // read lock under our own write lock
+		l, err = rw.downgrade(ctx, wr.lease)
+	case k.write && wait:
+		l, err = rw.wq.Acquire(ctx)
+	case k.write:
+		l, _, err = rw.wq.TryAcquire(ctx)
+	case wait:
+		l, err = rw.rq.Acquire(ctx)
+	default:
+		l, _, err = rw.rq.TryAcquire(ctx)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("rwlock: %v: %w", k, err)
+	}
+	if l == nil {
+		return nil, false, nil
+	}
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if o = rw.owners[gid]; o == nil {
+		o = &owner{}
+		rw.owners[gid] = o
+	}
+	if k.write {
+		o.w = &hold{lease: l, count: 1}
+	} else {
+		o.r = &hold{lease: l, count: 1}
+	}
+	return l, true, nil
+}
+
+// Release undoes one Acquire of this side by the calling goroutine. The
+// last one deletes the side's node (and, after a downgrade, see the
+// package documentation). Errors:
+//
+//   - ErrNotOwner or ErrNotHeld when the calling goroutine does not hold
+//     this side; nothing changes.
+//   - ErrReleasePending when the node's deletion could not be confirmed
+//     (the connection is down or ctx ended) while the session lives: the
+//     goroutine no longer holds this side, but other processes may see it
+//     held until the background deletion succeeds or the session ends.
+//   - Any other error (the server refused the delete) leaves this side
+//     held by the caller, with a count of one: call Release again.
+//
+// A lease lost while held (the session expired) releases without error.
+func (k *Lock) Release(ctx context.Context) error {
+	rw := k.rw
+	gid := goid.Get()
+	rw.mu.Lock()
+	o := rw.owners[gid]
+	var h *hold
+	if o != nil {
+		h = o.side(k.write)
+	}
+	switch {
+	case h == nil && rw.heldBy(k.write):
+		rw.mu.Unlock()
+		return fmt.Errorf("%w: %v is held by another goroutine", ErrNotOwner, k)
+	case h == nil:
+		rw.mu.Unlock()
+		return fmt.Errorf("%w: %v", ErrNotHeld, k)
+	case h.count > 1:
+		h.count--
+		rw.mu.Unlock()
+		return nil
+	}
+	rw.mu.Unlock()
+
+	// Only this goroutine changes o: no lock is needed to read it while
+	// nodes are deleted.
+	if k.write {
+		return rw.releaseWrite(ctx, gid, o)
+	}
+	return rw.releaseRead(ctx, gid, o)
+}
+
+// releaseWrite ends goroutine gid's write hold. If the goroutine also holds
+// the read lock (it downgraded) and another writer is queued between our
+// write node and our read node, the write node is kept until the read lock
+// is released.
+func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
+	l := o.w.lease
+	if o.r != nil && rw.mustKeep(ctx, l, o.r.lease) {
+		l.Released()
+		rw.mu.Lock()
+		o.w, o.kept = nil, l
+		rw.mu.Unlock()
+		rw.wq.Session().Logger().Debug("write lock released; its node kept until the read lock is released (a writer is queued behind it)")
+		return nil
+	}
+	err := rw.wq.Release(ctx, l)
+	if err != nil && !errors.Is(err, queue.ErrReleasePending) {
+		return fmt.Errorf("rwlock: %w", err)
+	}
+	rw.mu.Lock()
+	o.w = nil
+	rw.tidy(gid, o)
+	rw.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+	}
+	return nil
+}
+
+// releaseRead ends goroutine gid's read hold: our read node is deleted,
+// then the write node kept since a downgrade, if any.
+func (rw *RWLock) releaseRead(ctx context.Context, gid int64, o *owner) error {
+	err := rw.rq.Release(ctx, o.r.lease)
+	if err != nil && !errors.Is(err, queue.ErrReleasePending) {
+		return fmt.Errorf("rwlock: %w", err)
+	}
+	if o.kept != nil {
+		kerr := rw.wq.Release(ctx, o.kept)
+		if kerr != nil && !errors.Is(kerr, queue.ErrReleasePending) {
+			// Still held (count 1): Release again deletes what is left.
+			return fmt.Errorf("rwlock: write node kept since a downgrade: %w", kerr)
+		}
+		err = errors.Join(err, kerr)
+	}
+	rw.mu.Lock()
+	o.r, o.kept = nil, nil
+	rw.tidy(gid, o)
+	rw.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+	}
+	return nil
+}
+
+// IsAcquiredInThisProcess reports whether any goroutine of this process
+// holds this side through this handle.
+func (k *Lock) IsAcquiredInThisProcess() bool {
+	k.rw.mu.Lock()
+	defer k.rw.mu.Unlock()
+	return k.rw.heldBy(k.write)
+}
+
+// IsOwnedByCurrentGoroutine reports whether the calling goroutine holds
+// this side through this handle.
+func (k *Lock) IsOwnedByCurrentGoroutine() bool {
+	gid := goid.Get()
+	k.rw.mu.Lock()
+	defer k.rw.mu.Unlock()
+	o := k.rw.owners[gid]
+	return o != nil && o.side(k.write) != nil
+}

@@ -1,0 +1,150 @@
+package rwlock
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
+)
+
+// RWLock is a fair read/write lock shared by every process that uses the
+// same lock path on the same ZooKeeper ensemble: any number of readers
+// hold it together, a writer holds it alone. ReadLock and WriteLock are its
+// two sides; each has the method set of the module's other locks (Acquire,
+// TryAcquire, Release, Path).
+//
+// Both sides are reentrant per goroutine: the goroutine that holds a side
+// may acquire it again (counted, without asking ZooKeeper) and must
+// release it as often. A goroutine holding the write lock may take the
+// read lock too (downgrade); a goroutine holding only the read lock may
+// not take the write lock (ErrUpgrade). Any other goroutine, of this
+// process or another, is a separate contender and waits its turn.
+//
+// Holding either side is a lease on the ZooKeeper session, not a promise:
+// watch Lease.Lost, and use Lease.Token or Lease.GuardedWrite where a stale
+// holder must not write.
+//
+// Safe for concurrent use.
+type RWLock struct {
+	path string
+	host string
+
+	rq *queue.Queue // readers: "<host>-R-<seq>", NoneBefore("W")
+	wq *queue.Queue // writers: "<host>-W-<seq>", First
+	dq *queue.Queue // downgrades: "<host>-R-<seq>", granted at once
+
+	read, write Lock
+
+	mu     sync.Mutex       // guards owners and every field of the owners
+	owners map[int64]*owner // by goroutine id; an entry exists while non-empty
+}
+
+// owner is what one goroutine holds through the handle. Only that
+// goroutine changes it (under RWLock.mu); others only read it (under mu).
+type owner struct {
+	r, w *hold // nil when that side is not held
+
+	// kept is our write node after the write lock was released in a
+	// downgrade while another writer was queued between it and our read
+	// node: it stays until the read lock is released, so that writer does
+	// not get in while we read. Its lease is marked released.
+	kept *conn.Lease
+}
+
+func (o *owner) side(write bool) *hold {
+	if write {
+		return o.w
+	}
+	return o.r
+}
+
+func (o *owner) empty() bool { return o.r == nil && o.w == nil && o.kept == nil }
+
+// hold is one goroutine's grant of one side.
+type hold struct {
+	lease *conn.Lease
+	count int // re-entries; >= 1
+}
+
+// New returns a handle on the read/write lock at path. Nothing is created
+// until the first acquire; the lock path and its parents are then created
+// as container nodes, which ZooKeeper removes when they are empty. path
+// must be valid (conn.ValidatePath); see WithHost for the host part of the
+// node names.
+func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
+	if sess == nil {
+		return nil, ErrNilSession
+	}
+	cfg := config{}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("rwlock: %w: nil option", conn.ErrInvalidOption)
+		}
+		o(&cfg)
+	}
+	if err := conn.ValidatePath(path); err != nil {
+		return nil, fmt.Errorf("rwlock: %w", err)
+	}
+	host := cfg.host
+	if !cfg.hostSet {
+		host = defaultHost()
+	}
+	if err := validateHost(path, host); err != nil {
+		return nil, err
+	}
+	rw := &RWLock{path: path, host: host, owners: make(map[int64]*owner)}
+	for _, q := range []struct {
+		q      **queue.Queue
+		kind   string
+		decide queue.Predicate
+	}{
+		{&rw.rq, "R", queue.NoneBefore("W")},
+		{&rw.wq, "W", queue.First},
+		{&rw.dq, "R", downgraded},
+	} {
+		var err error
+		*q.q, err = queue.New(sess, path, queue.Config{
+			Schema: queue.HostKindSchema{Host: host, Kind: q.kind},
+			Decide: q.decide,
+			Relist: cfg.relist,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("rwlock: %w", err)
+		}
+	}
+	rw.read = Lock{rw: rw, write: false}
+	rw.write = Lock{rw: rw, write: true}
+	return rw, nil
+}
+
+// ReadLock is the shared side: held by any number of readers at once,
+// never together with another process's write lock.
+func (rw *RWLock) ReadLock() *Lock { return &rw.read }
+
+// WriteLock is the exclusive side: held by one writer, with no reader.
+func (rw *RWLock) WriteLock() *Lock { return &rw.write }
+
+// Path is the lock path: the parent of the contenders' nodes.
+func (rw *RWLock) Path() string { return rw.path }
+
+// Host is the host part of this handle's node names.
+func (rw *RWLock) Host() string { return rw.host }
+
+// tidy drops goroutine gid's entry once it holds nothing. Called with mu.
+func (rw *RWLock) tidy(gid int64, o *owner) {
+	if o.empty() {
+		delete(rw.owners, gid)
+	}
+}
+
+// heldBy reports whether any goroutine holds the given side through this
+// handle. Called with mu.
+func (rw *RWLock) heldBy(write bool) bool {
+	for _, o := range rw.owners {
+		if o.side(write) != nil {
+			return true
+		}
+	}
+	return false
+}
