@@ -1,0 +1,146 @@
+package semaphoremutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
+
+// Mutex is a lock shared by every process that uses the same path on the
+// same ZooKeeper ensemble: the semaphore with one lease, as Curator's
+// InterProcessSemaphoreMutex (with which it shares the path).
+//
+// It is NOT reentrant and is owned by the handle, not by a goroutine, like
+// sync.Mutex: while the handle holds it, a further Acquire on the same
+// handle, from any goroutine, waits for the release (bounded by its
+// context), and any goroutine may call Release. (mutex.InterProcessMutex is
+// the opposite: reentrant per goroutine, released by its holder.)
+//
+// Holding it is a lease on the ZooKeeper session, not a promise: watch
+// Lease.Lost, and use Lease.Token or Lease.GuardedWrite where a stale holder
+// must not write. A lease that is lost still counts as held by the handle
+// until Release.
+//
+// Safe for concurrent use.
+type Mutex struct {
+	sem *Semaphore
+
+	// gate has room for one token, put in by Acquire (or TryAcquire) before
+	// it asks ZooKeeper and taken out by Release, or by the Acquire itself
+	// when it fails: a full gate means held by the handle or being
+	// acquired through it. Never closed.
+	gate chan struct{}
+
+	mu    sync.Mutex  // guards lease
+	lease *conn.Lease // non-nil while held
+}
+
+// New returns a handle on the mutex at path. Nothing is created until the
+// first acquire. Errors: ErrNilSession, an error matching
+// conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
+// matching conn.ErrInvalidOption for a nil option.
+func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
+	s, err := NewSemaphore(sess, path, 1, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Mutex{sem: s, gate: make(chan struct{}, 1)}, nil
+}
+
+// Path is the mutex's path, the parent of locks/ and leases/.
+func (m *Mutex) Path() string { return m.sem.Path() }
+
+// Semaphore is the one-lease semaphore behind the mutex.
+func (m *Mutex) Semaphore() *Semaphore { return m.sem }
+
+// Acquire blocks until the handle holds the mutex or ctx ends; a deadline
+// on ctx is the timeout. If the handle already holds it (or another
+// goroutine is acquiring it through the handle), Acquire first waits for
+// that to end. On error nothing is held and nothing is left on the server
+// (see Semaphore.Acquire); the error wraps ctx's or the session's.
+func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), ctxErr(ctx))
+	}
+	select {
+	case m.gate <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), ctxErr(ctx))
+	}
+	l, err := m.sem.Acquire(ctx)
+	if err != nil {
+		<-m.gate
+		return nil, err
+	}
+	m.mu.Lock()
+	m.lease = l
+	m.mu.Unlock()
+	return l, nil
+}
+
+// TryAcquire makes one attempt and does not wait: (nil, false, nil) when
+// the handle already holds the mutex (or is acquiring it), when another
+// contender holds it, or when another contender is taking it at that
+// moment (see Semaphore.TryAcquire).
+func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), ctxErr(ctx))
+	}
+	select {
+	case m.gate <- struct{}{}:
+	default:
+		return nil, false, nil
+	}
+	l, ok, err := m.sem.TryAcquire(ctx)
+	if err != nil || !ok {
+		<-m.gate
+		return nil, false, err
+	}
+	m.mu.Lock()
+	m.lease = l
+	m.mu.Unlock()
+	return l, true, nil
+}
+
+// Release releases the mutex; any goroutine may call it. Errors:
+//
+//   - ErrNotHeld when the handle does not hold the mutex (never acquired,
+//     already released, or an Acquire still under way); nothing changes.
+//   - ErrReleasePending when the lease node's deletion could not be
+//     confirmed (the connection is down or ctx ended) while the session
+//     lives: the handle no longer holds the mutex, but other processes may
+//     see it held until the background deletion succeeds or the session
+//     ends.
+//   - Any other error (the server refused the delete) leaves the mutex
+//     held: call Release again.
+//
+// A lease lost while held (the session ended) is released without error.
+func (m *Mutex) Release(ctx context.Context) error {
+	m.mu.Lock()
+	l := m.lease
+	m.lease = nil
+	m.mu.Unlock()
+	if l == nil {
+		return fmt.Errorf("%w: %s is not held through this handle", ErrNotHeld, m.Path())
+	}
+	err := m.sem.Release(ctx, l)
+	if err != nil && !errors.Is(err, ErrReleasePending) {
+		m.mu.Lock()
+		m.lease = l
+		m.mu.Unlock()
+		return err
+	}
+	<-m.gate
+	return err
+}
+
+// IsAcquired reports whether the handle holds the mutex (its lease may
+// have been lost since; see Lease.Lost).
+func (m *Mutex) IsAcquired() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lease != nil
+}

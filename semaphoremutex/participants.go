@@ -1,0 +1,87 @@
+package semaphoremutex
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
+)
+
+// Participant is one contender: a lease holder (its lease node) or a
+// contender queued on the internal lock (its lock node), ours or a foreign
+// client's (Curator's InterProcessSemaphoreV2 / InterProcessSemaphoreMutex).
+type Participant struct {
+	// Node is the lease node's path for a holder, the internal lock node's
+	// path for a waiter.
+	Node string
+	// Holding is true for a lease holder.
+	Holding bool
+	// Seq is the sequence number the server gave the node.
+	Seq int32
+	// ID is the contender's unique acquire id (the uuid in the name).
+	ID string
+	// Host and PID say which process it is, when its node's data tells
+	// (Curator writes only an address, which becomes Host).
+	Host string
+	PID  int
+	// Known is false when the node's data could not be read as who it is;
+	// then only Node, Holding, Seq and ID are set.
+	Known bool
+}
+
+// Holders lists the lease holders, oldest first: the first Leases() lease
+// nodes. A snapshot (one listing, and a read per node); nodes that leave
+// while it is taken are left out.
+func (s *Semaphore) Holders(ctx context.Context) ([]Participant, error) {
+	ps, err := s.leases.Participants(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("semaphoremutex: holders of %s: %w", s.path, err)
+	}
+	if len(ps) > s.max {
+		ps = ps[:s.max] // the rest is the contender checking under the internal lock
+	}
+	return convert(s.leasesPath, ps, true), nil
+}
+
+// Participants lists the holders (as Holders), then the contenders queued
+// on the internal lock, in the order they will be served. The two lists
+// are read one after the other, not atomically; a foreign contender that is
+// just taking a lease may show up in both.
+func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
+	holders, err := s.Holders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	waiting, err := s.lock.Participants(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("semaphoremutex: participants of %s: %w", s.path, err)
+	}
+	ids := make(map[string]bool, len(holders))
+	for _, h := range holders {
+		ids[h.ID] = true
+	}
+	out := holders
+	for _, w := range convert(conn.JoinPath(s.path, locksDir), waiting, false) {
+		if !ids[w.ID] { // our lease node carries our lock node's id
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// Participants lists the holder, if any, then the contenders waiting for
+// the mutex in the order they will be served (see Semaphore.Participants).
+// An empty list means nobody holds or wants it.
+func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
+	return m.sem.Participants(ctx)
+}
+
+func convert(dir string, ps []queue.Participant, holding bool) []Participant {
+	out := make([]Participant, len(ps))
+	for i, p := range ps {
+		out[i] = Participant{Node: conn.JoinPath(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
+			Host: p.Host, PID: p.PID, Known: p.Known}
+	}
+	return out
+}

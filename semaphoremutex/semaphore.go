@@ -1,0 +1,245 @@
+package semaphoremutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
+)
+
+// Node names, as Curator's InterProcessSemaphoreV2 lays them out under the
+// semaphore's path.
+const (
+	locksDir  = "locks"  // the internal mutex: "_c_<uuid>-lock-<seq>"
+	leasesDir = "leases" // the leases: "_c_<uuid>-lease-<seq>"
+)
+
+var (
+	lockSchema  = queue.ProtectedSchema{Name: "lock"}
+	leaseSchema = queue.ProtectedSchema{Name: "lease"}
+)
+
+// Semaphore is a counting semaphore: at most Leases() holders at a time
+// among every process that uses the same path on the same ZooKeeper
+// ensemble, Curator's InterProcessSemaphoreV2 included. Each Acquire takes
+// one lease, returned with Release; any goroutine may return a lease the
+// handle granted.
+//
+// Holding a lease is a lease on the ZooKeeper session, not a promise: watch
+// Lease.Lost, and use Lease.Token or Lease.GuardedWrite where a stale holder
+// must not write.
+//
+// Safe for concurrent use.
+type Semaphore struct {
+	path       string
+	leasesPath string
+	max        int
+	sess       *conn.Session
+	log        *zap.Logger
+
+	// lock is the internal mutex at <path>/locks. Only its holder creates
+	// a lease node and waits for a free lease.
+	lock *queue.Queue
+	// leases is the engine's queue over <path>/leases, used only for what
+	// needs no predicate: Release (delete, or keep deleting in the
+	// background) and Participants. Its Acquire is never called: waiting
+	// for one of N leases needs watches on several nodes (see acquire.go),
+	// which the engine's single-predecessor wait cannot do.
+	leases *queue.Queue
+
+	mu   sync.Mutex               // guards held
+	held map[*conn.Lease]struct{} // granted by this handle and not yet released
+}
+
+// NewSemaphore returns a handle on the semaphore at path with the given
+// number of leases. Every process using the path must agree on that number;
+// nothing checks it (as in Curator). Nothing is created until the first
+// acquire; the path, <path>/locks and <path>/leases are then created as
+// container nodes, which ZooKeeper removes when they are empty.
+//
+// Errors: ErrNilSession, ErrInvalidLeases (leases < 1), an error matching
+// conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
+// matching conn.ErrInvalidOption for a nil option.
+func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (*Semaphore, error) {
+	if sess == nil {
+		return nil, ErrNilSession
+	}
+	if leases < 1 {
+		return nil, fmt.Errorf("%w: got %d", ErrInvalidLeases, leases)
+	}
+	cfg := config{}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("semaphoremutex: %w: nil option", conn.ErrInvalidOption)
+		}
+		o(&cfg)
+	}
+	if err := conn.ValidatePath(path); err != nil {
+		return nil, fmt.Errorf("semaphoremutex: %w", err)
+	}
+	lock, err := queue.New(sess, conn.JoinPath(path, locksDir), queue.Config{
+		Schema: lockSchema,
+		Decide: queue.First,
+		Relist: cfg.relist,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("semaphoremutex: %w", err)
+	}
+	leasesPath := conn.JoinPath(path, leasesDir)
+	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First})
+	if err != nil {
+		return nil, fmt.Errorf("semaphoremutex: %w", err)
+	}
+	return &Semaphore{
+		path:       path,
+		leasesPath: leasesPath,
+		max:        leases,
+		sess:       sess,
+		log:        sess.Logger().With(zap.String("semaphore", path)),
+		lock:       lock,
+		leases:     lq,
+		held:       make(map[*conn.Lease]struct{}),
+	}, nil
+}
+
+// Path is the semaphore's path, the parent of locks/ and leases/.
+func (s *Semaphore) Path() string { return s.path }
+
+// Leases is the number of leases the handle was made with.
+func (s *Semaphore) Leases() int { return s.max }
+
+// Acquire blocks until the caller holds one lease or ctx ends; a deadline
+// on ctx is the timeout. The lease is the lease node's (Lease.Path), held
+// until Release or until it is lost. On error the caller holds nothing:
+// the lease node and the internal lock node have been deleted (or, with
+// the connection down, are being deleted in the background, or went with
+// the session); the error wraps ctx's or the session's.
+//
+// If the session's epoch ends while waiting, Acquire starts over in the
+// next one. A lease found free at the moment ctx ended is given up: the
+// error is ctx's.
+func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
+	l, err := s.acquire(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// TryAcquire makes one attempt and does not wait: it returns (nil, false,
+// nil) when every lease is taken, and also, as Curator's acquire with a
+// zero timeout does, when another contender holds the internal lock at
+// that moment (it is taking or waiting for a lease).
+func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	l, err := s.acquire(ctx, false)
+	if err != nil {
+		return nil, false, err
+	}
+	return l, l != nil, nil
+}
+
+// Release returns a lease this handle granted: it deletes the lease node
+// and marks the lease released (Lost closes; guarded writes through it are
+// refused from then on). Errors:
+//
+//   - ErrNotHeld when the lease is nil, was not granted by this handle, or
+//     was already released; nothing changes.
+//   - ErrReleasePending when the node's deletion could not be confirmed
+//     (the connection is down or ctx ended) while the session lives: the
+//     handle no longer holds the lease, but other processes may count it
+//     until the background deletion succeeds or the session ends.
+//   - Any other error (the server refused the delete) leaves the lease
+//     held: call Release again.
+//
+// A lease lost while held (the session ended) is released without error.
+func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
+	if lease == nil {
+		return fmt.Errorf("%w: nil lease", ErrNotHeld)
+	}
+	s.mu.Lock()
+	_, ok := s.held[lease]
+	delete(s.held, lease)
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: lease %s was not granted by this handle on %s, or was already released",
+			ErrNotHeld, lease.Path(), s.path)
+	}
+	err := s.leases.Release(ctx, lease)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, queue.ErrReleasePending):
+		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+	}
+	s.mu.Lock()
+	s.held[lease] = struct{}{}
+	s.mu.Unlock()
+	return fmt.Errorf("semaphoremutex: %w", err)
+}
+
+// acquire takes the internal lock, then a lease under it, and releases the
+// internal lock whatever happened. With wait false it takes neither if
+// either is taken (nil lease, nil error).
+func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, ctxErr(ctx))
+		}
+		var (
+			lk  *conn.Lease
+			err error
+		)
+		if wait {
+			lk, err = s.lock.Acquire(ctx)
+		} else {
+			var ok bool
+			lk, ok, err = s.lock.TryAcquire(ctx)
+			if err == nil && !ok {
+				return nil, nil
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("semaphoremutex: acquire %s: internal lock: %w", s.path, err)
+		}
+		a := &attempt{s: s, ep: lk.Epoch(), id: attemptID(lk)}
+		l, err := a.run(ctx, wait)
+		s.unlock(ctx, lk)
+		switch {
+		case errors.Is(err, errRestart):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
+		case l != nil:
+			s.mu.Lock()
+			s.held[l] = struct{}{}
+			s.mu.Unlock()
+		}
+		return l, nil
+	}
+}
+
+// unlock releases the internal lock, on a context of its own: ctx may be
+// the reason we are giving up. A pending release goes on in the background
+// (the engine's); it delays the next contender, nobody's safety.
+func (s *Semaphore) unlock(ctx context.Context, lk *conn.Lease) {
+	rctx, cancel := cleanupContext(ctx, lk.Epoch())
+	defer cancel()
+	if err := s.lock.Release(rctx, lk); err != nil {
+		s.log.Warn("releasing the internal lock", zap.String("node", lk.Path()), zap.Error(err))
+	}
+}
+
+// attemptID is the unique id of the internal lock node, which our lease
+// node carries too, so that Participants can tell the two apart for one
+// contender. A fresh id if the name cannot be read (it always can).
+func attemptID(lk *conn.Lease) string {
+	if c, ok := lockSchema.Parse(conn.BaseName(lk.Path())); ok && c.ID != "" {
+		return c.ID
+	}
+	return newID()
+}
