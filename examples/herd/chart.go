@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// drawChart draws packets per handoff against N, one line per lock, into
+// path; the format follows its extension (.png, .svg, .pdf, ...). Without
+// packet counts (no mntr) it draws requests per acquire instead.
+func drawChart(path string, subjects []subject, all []figures, hold time.Duration) error {
+	cost, unit := func(f figures) float64 { return f.packets }, "server packets per handoff (mntr, in + out)"
+	for _, f := range all {
+		if math.IsNaN(f.packets) {
+			cost, unit = func(f figures) float64 { return f.requests }, "client requests per acquire"
+			break
+		}
+	}
+
+	// A sans-serif face (of the fonts gonum embeds) reads better on screen.
+	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
+	plot.DefaultFont, plotter.DefaultFont = sans, sans
+
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Herd effect: ZooKeeper traffic per lock handoff\nN waiters queued, each holding the lock %v", hold)
+	p.Title.Padding = vg.Points(8)
+	p.Title.TextStyle.Font.Size = vg.Points(14)
+	p.X.Label.Text = "waiters queued (N)"
+	p.Y.Label.Text = unit
+	p.X.Min, p.Y.Min = 0, 0
+	grid := plotter.NewGrid()
+	grid.Vertical.Color = nil // the ticks mark the values of N
+	p.Add(grid)
+
+	var ticks []plot.Tick
+	seen := map[int]bool{}
+	for _, f := range all {
+		if !seen[f.waiters] {
+			seen[f.waiters] = true
+			ticks = append(ticks, plot.Tick{Value: float64(f.waiters), Label: strconv.Itoa(f.waiters)})
+		}
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+
+	for i, s := range subjects {
+		var xys plotter.XYs
+		for _, f := range all {
+			if f.subject == s.name {
+				xys = append(xys, plotter.XY{X: float64(f.waiters), Y: cost(f)})
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return err
+		}
+		line.Color = plotutil.Color(i)
+		line.Width = vg.Points(2)
+		line.Dashes = plotutil.Dashes(i)
+		points.Color = plotutil.Color(i)
+		points.Shape = plotutil.Shape(i)
+		points.Radius = vg.Points(3.5)
+
+		// The value at the largest N, beside its point.
+		end := xys[len(xys)-1:]
+		labels, err := plotter.NewLabels(plotter.XYLabels{XYs: end, Labels: []string{fmt.Sprintf("%.0f", end[0].Y)}})
+		if err != nil {
+			return err
+		}
+		labels.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(4)}
+		labels.TextStyle[0].Color = plotutil.Color(i)
+
+		p.Add(line, points, labels)
+		p.Legend.Add(s.name+": "+s.legend, line, points)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(10), vg.Points(-10)
+	p.X.Max *= 1.08 // room for the last labels
+	return save(p, path)
+}
+
+// save writes p to path, in the format of its extension; a PNG at 150 dpi.
+func save(p *plot.Plot, path string) error {
+	const w, h = 8 * vg.Inch, 5 * vg.Inch
+	if strings.ToLower(filepath.Ext(path)) != ".png" {
+		return p.Save(w, h, path)
+	}
+	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(150))
+	p.Draw(draw.New(c))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
