@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,10 +56,13 @@ func cluster(t testing.TB) *zktest.Cluster {
 	return shared.c
 }
 
-// lockPath is a path unique to the test.
+// lockPath is a path unique to the test (and to each call: -count=N
+// reuses the cluster).
 func lockPath(t testing.TB, c *zktest.Cluster) string {
-	return c.Root() + "/" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "/lock"
+	return fmt.Sprintf("%s/%s-%d/lock", c.Root(), strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()), pathSeq.Add(1))
 }
+
+var pathSeq atomic.Int64
 
 func connect(t testing.TB, servers []string, opts ...conn.Option) *conn.Session {
 	t.Helper()
