@@ -285,3 +285,41 @@ func TestParentReaped(t *testing.T) {
 	require.True(t, ok)
 	assert.NotZero(t, st.EphemeralOwner == 0, "parents are plain containers")
 }
+
+// TestCutBetweenCreateAndChildren: the connection is cut once the create is
+// on its way, losing the answer of the create or of the listing that
+// follows, whichever the cut catches. Either way: one node, ours, and no
+// orphan after the release.
+func TestCutBetweenCreateAndChildren(t *testing.T) {
+	c := cluster(t)
+	path := lockPath(t, c)
+	p := zktest.NewProxy(t, c.Servers())
+	s := connect(t, p.Addrs())
+	obs := connect(t, c.Servers())
+	m := newMutex(t, s, path)
+	ctx := ctxTimeout(t, time.Minute)
+	_, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.Release(ctx))
+
+	p.SetLatency(50 * time.Millisecond)
+	creates := s.Stats().Requests[conn.OpCreate]
+	got := make(chan error, 2)
+	release := make(chan struct{})
+	go func() { // the acquiring goroutine owns the mutex and releases it
+		_, err := m.Acquire(ctx)
+		got <- err
+		if err == nil {
+			<-release
+			got <- m.Release(ctx)
+		}
+	}()
+	eventually(t, 10*time.Second, func() bool { return s.Stats().Requests[conn.OpCreate] > creates }, "create sent")
+	p.CutAfterNextWrite()
+	require.NoError(t, <-got)
+	p.SetLatency(0)
+	assert.Len(t, children(t, obs, path), 1, "one node")
+	close(release)
+	require.NoError(t, <-got)
+	assert.Empty(t, children(t, obs, path), "no orphan")
+}
