@@ -1,0 +1,416 @@
+package recipes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// faultConfig is one fault run's parameters.
+type faultConfig struct {
+	seed           uint64
+	duration       time.Duration // of the fault phase
+	clients        int
+	sessionTimeout time.Duration // of every client's session
+	liveness       time.Duration // bound on each acquire once the faults stopped
+}
+
+// faultRun is one run: a fault phase, a liveness phase, then the checks.
+type faultRun struct {
+	t        *testing.T
+	cfg      faultConfig
+	c        *zktest.Cluster
+	lockRoot string // every lock of the run lives under it
+	dataRoot string // counters and ledgers, written only by guarded writes
+	admin    *conn.Session
+	clients  []*faultClient
+
+	watchers sync.WaitGroup // one per grant, waiting for its lost signal
+
+	mu        sync.Mutex // guards the fields below
+	stats     runStats
+	intervals []*interval
+	writes    []*writeRec
+}
+
+// interval is one hold. start, release and the fields before are set by
+// the holding client; lost by the grant's watcher (read only after
+// watchers.Wait).
+type interval struct {
+	client  int
+	recipe  string
+	domain  string
+	mode    holdMode
+	start   time.Time // Acquire returned
+	release time.Time // Release is about to be called
+	lost    time.Time // the grant's lost signal fired (zero: never seen)
+
+	lostFirst bool // the lost signal had fired when Release was called
+}
+
+// end is when the hold ended in the eyes of a careful holder: at the
+// release, or earlier when it was told the lock was lost.
+func (iv *interval) end() time.Time {
+	e := iv.release
+	if !iv.lost.IsZero() && iv.lost.Before(e) {
+		e = iv.lost
+	}
+	if e.Before(iv.start) {
+		e = iv.start
+	}
+	return e
+}
+
+// writeRec is one guarded write (or, for readers, one guarded check).
+type writeRec struct {
+	client  int
+	recipe  string
+	domain  string
+	check   bool   // a reader's version check, not a write
+	ledger  string // the ledger node the write creates
+	start   time.Time
+	outcome outcome
+	err     error
+	hold    *interval
+}
+
+// runStats are the figures of one run (or, summed, of several).
+type runStats struct {
+	runs            int
+	duration        time.Duration
+	faults          map[string]int
+	faultsSkipped   int
+	acquisitions    map[string]int
+	acquireTimeouts int
+	acquireStopped  int
+	acquireErrors   map[string]int
+	holdsLost       int // holds whose lost signal fired before their release
+	writes          [4]int
+	checks          [4]int
+	releasePending  int
+	releaseFailed   int
+	liveness        map[string]time.Duration // slowest acquire per recipe once faults stopped
+	violations      []string
+}
+
+func newRunStats() runStats {
+	return runStats{faults: map[string]int{}, acquisitions: map[string]int{}, acquireErrors: map[string]int{},
+		liveness: map[string]time.Duration{}}
+}
+
+func (s *runStats) add(o runStats) {
+	s.runs += o.runs
+	s.duration += o.duration
+	for k, v := range o.faults {
+		s.faults[k] += v
+	}
+	s.faultsSkipped += o.faultsSkipped
+	for k, v := range o.acquisitions {
+		s.acquisitions[k] += v
+	}
+	s.acquireTimeouts += o.acquireTimeouts
+	s.acquireStopped += o.acquireStopped
+	for k, v := range o.acquireErrors {
+		s.acquireErrors[k] += v
+	}
+	s.holdsLost += o.holdsLost
+	for i := range s.writes {
+		s.writes[i] += o.writes[i]
+		s.checks[i] += o.checks[i]
+	}
+	s.releasePending += o.releasePending
+	s.releaseFailed += o.releaseFailed
+	for k, v := range o.liveness {
+		s.liveness[k] = max(s.liveness[k], v)
+	}
+	s.violations = append(s.violations, o.violations...)
+}
+
+// log writes the summary.
+func (s *runStats) log(t *testing.T, seed uint64) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "fault run summary (seed %d): %d run(s), %v of faults\n", seed, s.runs, s.duration.Round(time.Second))
+	total := 0
+	for _, k := range faultKinds {
+		total += s.faults[k]
+	}
+	fmt.Fprintf(&b, "  faults injected: %d (%d could not be applied)\n", total, s.faultsSkipped)
+	for _, k := range faultKinds {
+		fmt.Fprintf(&b, "    %-32s %d\n", k, s.faults[k])
+	}
+	acq := 0
+	for _, r := range faultRecipes {
+		acq += s.acquisitions[r.name]
+	}
+	fmt.Fprintf(&b, "  acquisitions: %d (timeouts under faults %d, cancelled at the end %d, other errors %d)\n",
+		acq, s.acquireTimeouts, s.acquireStopped, sumValues(s.acquireErrors))
+	for _, r := range faultRecipes {
+		fmt.Fprintf(&b, "    %-14s %6d   slowest once faults stopped: %v\n", r.name, s.acquisitions[r.name],
+			s.liveness[r.name].Round(time.Millisecond))
+	}
+	for _, k := range sortedKeys(s.acquireErrors) {
+		fmt.Fprintf(&b, "    acquire error x%d: %s\n", s.acquireErrors[k], k)
+	}
+	fmt.Fprintf(&b, "  holds told lost before their release: %d\n", s.holdsLost)
+	fmt.Fprintf(&b, "  guarded writes: ok %d, rejected (lock lost) %d, unknown (connection lost) %d, other errors %d\n",
+		s.writes[outOK], s.writes[outRejected], s.writes[outUnknown], s.writes[outOther])
+	fmt.Fprintf(&b, "  guarded read checks: ok %d, rejected (lock lost) %d, unknown %d, other errors %d\n",
+		s.checks[outOK], s.checks[outRejected], s.checks[outUnknown], s.checks[outOther])
+	fmt.Fprintf(&b, "  releases pending in the background: %d, failed: %d\n", s.releasePending, s.releaseFailed)
+	fmt.Fprintf(&b, "  violations: %d", len(s.violations))
+	t.Log(b.String())
+}
+
+func sumValues(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// runFaults makes one run on c and returns its figures. Violations have
+// failed t already.
+func runFaults(t *testing.T, c *zktest.Cluster, cfg faultConfig, tag string) runStats {
+	r := newFaultRun(t, c, cfg, tag)
+	begin := time.Now()
+
+	stop, cancel := context.WithCancel(context.Background())
+	var clients sync.WaitGroup
+	stopClients := sync.OnceFunc(func() {
+		cancel()
+		clients.Wait()
+	})
+	t.Cleanup(stopClients) // on a failure midway
+	for _, cl := range r.clients {
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			cl.loop(stop)
+		}()
+	}
+	r.schedule(rand.New(rand.NewPCG(cfg.seed, 0)), begin.Add(cfg.duration))
+	stopClients()
+	r.stats.duration = time.Since(begin)
+	t.Logf("fault run: faults stopped after %v; liveness phase", r.stats.duration.Round(time.Second))
+
+	r.liveness()
+	r.closeClients()
+	r.watchers.Wait()
+	r.verify()
+	r.deleteData()
+	r.hygiene()
+	r.stats.runs = 1
+	return r.stats
+}
+
+// newFaultRun connects the admin session and the clients and makes the
+// counters and ledgers.
+func newFaultRun(t *testing.T, c *zktest.Cluster, cfg faultConfig, tag string) *faultRun {
+	r := &faultRun{t: t, cfg: cfg, c: c, stats: newRunStats(),
+		lockRoot: c.Root() + "/faultrun-" + tag, dataRoot: c.Root() + "/faultdata-" + tag}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	admin, err := conn.Connect(ctx, c.Servers(), conn.WithSessionTimeout(10*time.Second))
+	if err != nil {
+		t.Fatalf("fault run: admin session: %v", err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	r.admin = admin
+	if err := r.makeData(ctx); err != nil {
+		t.Fatalf("fault run: making counters and ledgers under %s: %v", r.dataRoot, err)
+	}
+
+	r.clients = make([]*faultClient, cfg.clients)
+	errs := make([]error, cfg.clients)
+	var wg sync.WaitGroup
+	for i := range r.clients {
+		proxy := zktest.NewProxy(t, c.Servers())
+		cl := &faultClient{id: i, run: r, proxy: proxy, rng: rand.New(rand.NewPCG(cfg.seed, uint64(i)+1))}
+		r.clients[i] = cl
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl.sess, errs[i] = conn.Connect(ctx, proxy.Addrs(), conn.WithSessionTimeout(cfg.sessionTimeout))
+		}()
+	}
+	wg.Wait()
+	for i, cl := range r.clients {
+		if cl.sess != nil {
+			t.Cleanup(func() { cl.sess.Close() })
+		}
+		if errs[i] != nil {
+			t.Fatalf("fault run: client %d: connect: %v", i, errs[i])
+		}
+		if cl.recipes, err = openRecipes(cl.sess, r.lockRoot); err != nil {
+			t.Fatalf("fault run: client %d: %v", i, err)
+		}
+	}
+	return r
+}
+
+func (r *faultRun) counterPath(domain string) string { return r.dataRoot + "/counter-" + domain }
+func (r *faultRun) ledgerPath(domain string) string  { return r.dataRoot + "/ledger-" + domain }
+
+// makeData creates, as persistent nodes, the data root, a counter "0" and
+// an empty ledger per domain.
+func (r *faultRun) makeData(ctx context.Context) error {
+	ep, err := r.admin.Epoch(ctx)
+	if err != nil {
+		return err
+	}
+	if err := ep.CreateParents(ctx, r.dataRoot); err != nil {
+		return err
+	}
+	world := zk.WorldACL(zk.PermAll)
+	if _, err := ep.Create(ctx, r.dataRoot, nil, 0, world); err != nil {
+		return err
+	}
+	for _, d := range faultDomains() {
+		if _, err := ep.Create(ctx, r.counterPath(d), []byte("0"), 0, world); err != nil {
+			return err
+		}
+		if _, err := ep.Create(ctx, r.ledgerPath(d), nil, 0, world); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// count adds one to a field of r.stats.
+func (r *faultRun) count(field *int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*field++
+}
+
+func (r *faultRun) countFault(kind string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.faults[kind]++
+}
+
+// violate records a broken guarantee and fails the test.
+func (r *faultRun) violate(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	r.stats.violations = append(r.stats.violations, msg)
+	n := len(r.stats.violations)
+	r.mu.Unlock()
+	if n <= 25 {
+		r.t.Errorf("fault run: VIOLATION: %s", msg)
+	}
+}
+
+func (r *faultRun) acquired(client int, rec faultRecipe) *interval {
+	iv := &interval{client: client, recipe: rec.name, domain: rec.domain, mode: rec.mode, start: time.Now()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.acquisitions[rec.name]++
+	r.intervals = append(r.intervals, iv)
+	return iv
+}
+
+// watchLost records when the grant's lost signal fires. It closes at the
+// latest when the grant is released or its session ends.
+func (r *faultRun) watchLost(iv *interval, lost <-chan struct{}) {
+	r.watchers.Add(1)
+	go func() {
+		defer r.watchers.Done()
+		<-lost
+		iv.lost = time.Now()
+	}()
+}
+
+func (r *faultRun) acquireFailed(client int, rec faultRecipe, err error, stopped bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case stopped:
+		r.stats.acquireStopped++
+	case errors.Is(err, context.DeadlineExceeded):
+		r.stats.acquireTimeouts++
+	default:
+		key := fmt.Sprintf("%s: %v", rec.name, err)
+		if r.stats.acquireErrors[key] == 0 {
+			r.t.Logf("fault run: client %d: acquire %s: %v", client, rec.name, err)
+		}
+		r.stats.acquireErrors[key]++
+	}
+}
+
+func (r *faultRun) releaseFailed(client int, rec faultRecipe, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.releaseFailed++
+	r.t.Logf("fault run: client %d: release %s: %v", client, rec.name, err)
+}
+
+func (r *faultRun) recordWrite(w *writeRec) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes = append(r.writes, w)
+}
+
+// liveness: once the faults have stopped, every client acquires (and
+// releases) every recipe within the bound.
+func (r *faultRun) liveness() {
+	var wg sync.WaitGroup
+	for _, cl := range r.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			order := cl.rng.Perm(len(faultRecipes))
+			for _, i := range order {
+				rec := faultRecipes[i]
+				begin := time.Now()
+				err := cl.once(context.Background(), rec, r.cfg.liveness)
+				took := time.Since(begin)
+				if err != nil {
+					r.violate("liveness: client %d could not acquire %s within %v after the faults stopped: %v",
+						cl.id, rec.name, r.cfg.liveness, err)
+					continue
+				}
+				r.mu.Lock()
+				r.stats.liveness[rec.name] = max(r.stats.liveness[rec.name], took)
+				r.mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// closeClients closes every client's session, at once.
+func (r *faultRun) closeClients() {
+	var wg sync.WaitGroup
+	for _, cl := range r.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl.sess.Close()
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,194 @@
+package recipes_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// The kinds of fault the schedule injects. At most one server is down
+// (killed or paused) at any time, so the ensemble keeps its quorum; a fault
+// is undone before the next one starts.
+const (
+	faultLeaderKill     = "leader-kill-restart"
+	faultFollowerKill   = "follower-kill-restart"
+	faultPause          = "server-pause-resume"
+	faultBlackholeLong  = "blackhole-longer-than-session"
+	faultBlackholeShort = "blackhole-shorter-than-session"
+	faultExpire         = "session-expire"
+	faultCut            = "cut-after-create" // counted when the client arms it
+)
+
+var faultKinds = []string{faultLeaderKill, faultFollowerKill, faultPause, faultBlackholeLong,
+	faultBlackholeShort, faultExpire, faultCut}
+
+// schedule injects random faults, drawn from rng, until the deadline, and
+// returns once the last one is undone and every server serves again.
+func (r *faultRun) schedule(rng *rand.Rand, deadline time.Time) {
+	t := r.t
+	begin := time.Now()
+	for time.Now().Before(deadline) {
+		gap := 300*time.Millisecond + time.Duration(rng.Int64N(int64(1700*time.Millisecond)))
+		time.Sleep(min(gap, max(time.Until(deadline), 0)))
+		if !time.Now().Before(deadline) {
+			break
+		}
+		kind := faultKinds[rng.IntN(len(faultKinds))]
+		at := time.Since(begin).Round(100 * time.Millisecond)
+		desc, err := r.inject(rng, kind)
+		if err != nil {
+			// A fault that could not be applied is not a failure of the
+			// recipes; say so and go on.
+			t.Logf("fault run: +%v %s: not applied: %v", at, kind, err)
+			r.count(&r.stats.faultsSkipped)
+			continue
+		}
+		if kind != faultCut {
+			r.countFault(kind)
+		}
+		t.Logf("fault run: +%v %s %s", at, kind, desc)
+	}
+	r.heal()
+}
+
+// inject applies one fault of the given kind and undoes it, except
+// faultCut, which the chosen client arms itself before its next acquire.
+func (r *faultRun) inject(rng *rand.Rand, kind string) (string, error) {
+	c := r.c
+	st := r.cfg.sessionTimeout
+	switch kind {
+	case faultLeaderKill, faultFollowerKill:
+		i, err := r.pickServer(rng, kind == faultLeaderKill)
+		if err != nil {
+			return "", err
+		}
+		down := time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
+		if err := c.Kill(i); err != nil {
+			return "", err
+		}
+		time.Sleep(down)
+		if err := r.restart(i); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("server %d down for %v", i, down.Round(time.Millisecond)), r.waitServing()
+
+	case faultPause:
+		i := rng.IntN(len(c.Servers()))
+		d := 500*time.Millisecond + time.Duration(rng.Int64N(int64(2500*time.Millisecond)))
+		if err := c.Pause(i); err != nil {
+			return "", err
+		}
+		time.Sleep(d)
+		if err := c.Resume(i); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("server %d paused for %v", i, d.Round(time.Millisecond)), r.waitServing()
+
+	case faultBlackholeLong, faultBlackholeShort:
+		cl := r.pickClient(rng)
+		var d time.Duration
+		if kind == faultBlackholeLong {
+			d = st + time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
+		} else {
+			d = st/4 + time.Duration(rng.Int64N(int64(st/4)))
+		}
+		cl.proxy.Blackhole()
+		time.Sleep(d)
+		cl.proxy.Heal()
+		return fmt.Sprintf("client %d for %v (session timeout %v)", cl.id, d.Round(time.Millisecond), st), nil
+
+	case faultExpire:
+		cl := r.pickClient(rng)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		ep, err := cl.sess.Epoch(ctx)
+		if err != nil {
+			return "", fmt.Errorf("client %d has no live session: %w", cl.id, err)
+		}
+		srv := c.Servers()[rng.IntN(len(c.Servers()))]
+		if err := zktest.ExpireSession(ctx, srv, ep.SessionID(), ep.SessionPassword()); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("client %d session 0x%x via %s", cl.id, ep.SessionID(), srv), nil
+
+	case faultCut:
+		cl := r.clients[rng.IntN(len(r.clients))]
+		cl.cut.Store(true)
+		return fmt.Sprintf("armed for client %d's next acquire", cl.id), nil
+	}
+	return "", fmt.Errorf("unknown fault kind %q", kind)
+}
+
+// restart starts killed server i again. It tries three times, and fails
+// the test if the server stays down: the next fault could cost the quorum.
+func (r *faultRun) restart(i int) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = r.c.Restart(i); err == nil {
+			return nil
+		}
+	}
+	r.t.Fatalf("fault run: server %d does not restart: %v", i, err)
+	return err
+}
+
+// pickClient picks the client to fault: three times in four one that
+// holds a lock at that moment, if any does, so that holders lose their
+// locks; otherwise any client (which may be waiting in a queue).
+func (r *faultRun) pickClient(rng *rand.Rand) *faultClient {
+	var holders []*faultClient
+	for _, cl := range r.clients {
+		if cl.holding.Load() {
+			holders = append(holders, cl)
+		}
+	}
+	if len(holders) > 0 && rng.IntN(4) != 0 {
+		return holders[rng.IntN(len(holders))]
+	}
+	return r.clients[rng.IntN(len(r.clients))]
+}
+
+// pickServer returns the leader, or a random follower.
+func (r *faultRun) pickServer(rng *rand.Rand, leader bool) (int, error) {
+	l, err := r.c.Leader()
+	if err != nil {
+		return -1, err
+	}
+	if leader {
+		return l, nil
+	}
+	var followers []int
+	for i := range r.c.Servers() {
+		if i != l {
+			followers = append(followers, i)
+		}
+	}
+	return followers[rng.IntN(len(followers))], nil
+}
+
+// waitServing waits until every server serves and one leads.
+func (r *faultRun) waitServing() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	return r.c.WaitServing(ctx)
+}
+
+// heal ends every fault: proxies forward again, every server runs and the
+// ensemble has a leader.
+func (r *faultRun) heal() {
+	for _, cl := range r.clients {
+		cl.proxy.Heal()
+		cl.cut.Store(false)
+	}
+	for i := range r.c.Servers() {
+		if err := r.c.Resume(i); err != nil {
+			r.t.Errorf("fault run: resume server %d: %v", i, err)
+		}
+	}
+	if err := r.waitServing(); err != nil {
+		r.t.Errorf("fault run: the ensemble does not serve after the faults: %v", err)
+	}
+}
