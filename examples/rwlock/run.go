@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// run tells the story against servers.
+func run(ctx context.Context, servers []string, out io.Writer) (err error) {
+	root := fmt.Sprintf("/zkrecipes-examples/rwlock-%x", time.Now().UnixNano())
+	lockPath, catalog := root+"/lock", root+"/catalog"
+	ws := map[string]*worker{}
+	for _, name := range []string{"r1", "r2", "r3", "w"} {
+		w, err := newWorker(ctx, name, servers, lockPath)
+		if err != nil {
+			return err
+		}
+		defer w.close()
+		ws[name] = w
+	}
+	r1, r2, r3, w := ws["r1"], ws["r2"], ws["r3"], ws["w"]
+	if err := createNodes(ctx, r1.sess, catalog); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, deleteNodes(r1.sess, catalog)) }()
+	fmt.Fprintln(out, "A catalog node, read under the read lock and written under the write lock;")
+	fmt.Fprintln(out, "readers r1, r2, r3 and writer w each on their own session.")
+
+	// 1. Readers share.
+	fmt.Fprintln(out, "\n1. Readers share:")
+	t1, err := readLock(ctx, r1)
+	if err != nil {
+		return err
+	}
+	t2, err := readLock(ctx, r2)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "   r1 and r2 hold the read lock at once (tokens %d, %d)\n", t1, t2)
+
+	// 2. A writer waits; a reader behind it waits too.
+	fmt.Fprintln(out, "\n2. A writer waits:")
+	var (
+		wLease *conn.Lease
+		wErr   error
+	)
+	queued := watchRequests(w.sess)
+	wGranted := w.async(func() { wLease, wErr = w.rw.WriteLock().Acquire(ctx) })
+	if err := waitFor(ctx, 10*time.Second, func() bool { return watchRequests(w.sess) > queued }); err != nil {
+		return fmt.Errorf("w did not queue: %w", err)
+	}
+	fmt.Fprintln(out, "   w's Acquire of the write lock queues behind the two readers")
+	var got bool
+	r3.do(func() {
+		if _, got, err = r3.rw.ReadLock().TryAcquire(ctx); got {
+			err = errors.Join(err, r3.rw.ReadLock().Release(ctx))
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("r3: %w", err)
+	}
+	fmt.Fprintf(out, "   r3's TryAcquire of the read lock: %v (w queued first; writers do not starve)\n", got)
+	if got {
+		return errors.New("r3 overtook the writer queued before it")
+	}
+	var r3Err error
+	queued = watchRequests(r3.sess)
+	r3Granted := r3.async(func() { _, r3Err = r3.rw.ReadLock().Acquire(ctx) })
+	if err := waitFor(ctx, 10*time.Second, func() bool { return watchRequests(r3.sess) > queued }); err != nil {
+		return fmt.Errorf("r3 did not queue: %w", err)
+	}
+	fmt.Fprintln(out, "   r3's Acquire queues behind w")
+	if granted(wGranted) {
+		return errors.New("w got the write lock while readers held it")
+	}
+	if err := errors.Join(readUnlock(ctx, r1), readUnlock(ctx, r2)); err != nil {
+		return err
+	}
+	<-wGranted
+	if wErr != nil {
+		return fmt.Errorf("w: %w", wErr)
+	}
+	var tw int64
+	entry := ""
+	w.do(func() {
+		if tw, err = wLease.Token(ctx); err != nil {
+			return
+		}
+		entry = fmt.Sprintf("price 12, by w (token %d)", tw)
+		_, err = wLease.GuardedWrite(ctx, &zk.SetDataRequest{Path: catalog, Data: []byte(entry), Version: -1})
+	})
+	if err != nil {
+		return fmt.Errorf("w: %w", err)
+	}
+	fmt.Fprintf(out, "   r1 and r2 release; w gets the write lock (token %d) and writes %q\n", tw, entry)
+	if tw <= max(t1, t2) {
+		return fmt.Errorf("the writer's token %d is not above the readers' %d, %d", tw, t1, t2)
+	}
+	if granted(r3Granted) {
+		return errors.New("r3 got the read lock while w held the write lock")
+	}
+
+	// 3. Downgrade.
+	fmt.Fprintln(out, "\n3. Downgrade:")
+	w.do(func() { _, err = w.rw.ReadLock().Acquire(ctx) })
+	if err != nil {
+		return fmt.Errorf("w: downgrade: %w", err)
+	}
+	fmt.Fprintln(out, "   w takes the read lock while it holds the write lock: granted at once")
+	w.do(func() { err = w.rw.WriteLock().Release(ctx) })
+	if err != nil {
+		return fmt.Errorf("w: %w", err)
+	}
+	<-r3Granted
+	if r3Err != nil {
+		return fmt.Errorf("r3: %w", r3Err)
+	}
+	var seenW, seenR3 string
+	w.do(func() { seenW, err = read(ctx, w.sess, catalog) })
+	if err == nil {
+		r3.do(func() { seenR3, err = read(ctx, r3.sess, catalog) })
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "   w lets go of the write lock: r3 gets in beside w; both read %q\n", seenR3)
+	if seenW != entry || seenR3 != entry {
+		return fmt.Errorf("after the downgrade w reads %q and r3 %q, want %q", seenW, seenR3, entry)
+	}
+	if err := errors.Join(readUnlock(ctx, w), readUnlock(ctx, r3)); err != nil {
+		return err
+	}
+
+	// 4. The writer's session ends while it holds the lock.
+	fmt.Fprintln(out, "\n4. Lost lock:")
+	w.do(func() { wLease, err = w.rw.WriteLock().Acquire(ctx) })
+	if err != nil {
+		return fmt.Errorf("w: %w", err)
+	}
+	tw2, err := wLease.Token(ctx)
+	if err != nil {
+		return err
+	}
+	lost := wLease.Lost()
+	ep := wLease.Epoch()
+	fmt.Fprintf(out, "   w takes the write lock again (token %d); the server expires w's session\n", tw2)
+	if err := zktest.ExpireSession(ctx, servers[0], ep.SessionID(), ep.SessionPassword()); err != nil {
+		return err
+	}
+	select {
+	case <-lost:
+		fmt.Fprintf(out, "   w's lease.Lost() closes: %v\n", wLease.Err())
+	case <-time.After(30 * time.Second):
+		return errors.New("w's lease.Lost() did not close")
+	}
+	w.do(func() {
+		_, err = wLease.GuardedWrite(ctx, &zk.SetDataRequest{Path: catalog, Data: []byte("price 99, by w"), Version: -1})
+	})
+	if !errors.Is(err, conn.ErrLeaseLost) {
+		return fmt.Errorf("w's guarded write on a lost lock: got %v, want conn.ErrLeaseLost", err)
+	}
+	fmt.Fprintln(out, "   w's guarded write is refused (conn.ErrLeaseLost)")
+	w.do(func() { err = w.rw.WriteLock().Release(ctx) })
+	if err != nil {
+		return fmt.Errorf("w: release of the lost lock: %w", err)
+	}
+
+	t3, err := readLock(ctx, r1)
+	if err != nil {
+		return err
+	}
+	var seen string
+	r1.do(func() { seen, err = read(ctx, r1.sess, catalog) })
+	if err == nil {
+		err = readUnlock(ctx, r1)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "   r1 reads under the read lock (token %d > %d): %q, unchanged\n", t3, tw2, seen)
+	switch {
+	case t3 <= tw2:
+		return fmt.Errorf("r1's token %d is not above w's %d", t3, tw2)
+	case seen != entry:
+		return fmt.Errorf("the catalog says %q, want %q", seen, entry)
+	}
+	return nil
+}
+
+// readLock takes w's read lock on w's goroutine and returns the lease's
+// fencing token.
+func readLock(ctx context.Context, w *worker) (token int64, err error) {
+	w.do(func() {
+		var l *conn.Lease
+		if l, err = w.rw.ReadLock().Acquire(ctx); err == nil {
+			token, err = l.Token(ctx)
+		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", w.name, err)
+	}
+	return token, nil
+}
+
+// readUnlock releases w's read lock on w's goroutine.
+func readUnlock(ctx context.Context, w *worker) (err error) {
+	w.do(func() { err = w.rw.ReadLock().Release(ctx) })
+	if err != nil {
+		return fmt.Errorf("%s: %w", w.name, err)
+	}
+	return nil
+}
+
+// granted reports whether done is closed.
+func granted(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
