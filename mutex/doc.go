@@ -57,7 +57,10 @@
 // not bounded unless ctx is. A lock node deleted by a third party while its
 // owner is queued is noticed only once granted, through the lease.
 // Reentrancy is per goroutine and per handle: a goroutine's acquires
-// through two handles on one path are two contenders (and deadlock).
+// through two handles on one path are two contenders (and deadlock). A
+// goroutine that ends while holding the mutex leaves it held: no other
+// goroutine may release it, so it stays held until the session is closed
+// or lost.
 //
 // # Errors
 //
