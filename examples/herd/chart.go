@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +57,7 @@ func drawChart(path string, subjects []subject, all []figures, hold time.Duratio
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 
+	var ends []endLabel
 	for i, s := range subjects {
 		var xys plotter.XYs
 		for _, f := range all {
@@ -75,22 +78,17 @@ func drawChart(path string, subjects []subject, all []figures, hold time.Duratio
 		points.Color = plotutil.Color(i)
 		points.Shape = plotutil.Shape(i)
 		points.Radius = vg.Points(3.5)
-
-		// The value at the largest N, beside its point.
-		end := xys[len(xys)-1:]
-		labels, err := plotter.NewLabels(plotter.XYLabels{XYs: end, Labels: []string{fmt.Sprintf("%.0f", end[0].Y)}})
-		if err != nil {
-			return err
-		}
-		labels.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(4)}
-		labels.TextStyle[0].Color = plotutil.Color(i)
-
-		p.Add(line, points, labels)
+		p.Add(line, points)
 		p.Legend.Add(s.name+": "+s.legend, line, points)
+		ends = append(ends, endLabel{i, s.name, xys[len(xys)-1]})
+	}
+	if err := addEndLabels(p, ends); err != nil {
+		return err
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs, p.Legend.YOffs = vg.Points(10), vg.Points(-10)
-	p.X.Max *= 1.08 // room for the last labels
+	p.Y.Max *= 1.08 // room for the labels above the last points
+	p.X.Max *= 1.02 // and for the last points
 	return save(p, path)
 }
 
@@ -111,4 +109,43 @@ func save(p *plot.Plot, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// endLabel is the value of one line at its largest N.
+type endLabel struct {
+	i    int // the line's index, for its colour
+	name string
+	at   plotter.XY
+}
+
+// addEndLabels writes each line's value at its largest N just above and to
+// the left of the point; labels of lines ending close together (flat lines
+// often do) are stacked instead of drawn over each other.
+func addEndLabels(p *plot.Plot, ends []endLabel) error {
+	slices.SortFunc(ends, func(a, b endLabel) int { return cmp.Compare(a.at.Y, b.at.Y) })
+	top := 0.0
+	for _, e := range ends {
+		top = max(top, e.at.Y)
+	}
+	stack, prev := 0, math.Inf(-1)
+	for _, e := range ends {
+		if e.at.Y-prev < 0.06*top {
+			stack++
+		} else {
+			stack = 0
+		}
+		prev = e.at.Y
+		l, err := plotter.NewLabels(plotter.XYLabels{
+			XYs:    plotter.XYs{e.at},
+			Labels: []string{fmt.Sprintf("%s %.1f", e.name, e.at.Y)},
+		})
+		if err != nil {
+			return err
+		}
+		l.TextStyle[0].Color = plotutil.Color(e.i)
+		l.TextStyle[0].XAlign = draw.XRight
+		l.Offset = vg.Point{X: vg.Points(-8), Y: vg.Points(6 + 13*float64(stack))}
+		p.Add(l)
+	}
+	return nil
 }

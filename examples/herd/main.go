@@ -2,37 +2,49 @@
 // how the sequential-node recipes avoid it, with numbers measured on a real
 // ZooKeeper:
 //
-//	go run ./examples/herd                  # N = 5, 10, 25, 50, 100; about a minute
+//	go run ./examples/herd                  # N = 5, 10, 25, 50, 100; well under a minute
 //	go run ./examples/herd -quick           # N = 5, 10; a few seconds (CI smoke)
-//	go run ./examples/herd -n 10,200 -hold 10ms -out herd.svg -servers 127.0.0.1:2181
+//	go run ./examples/herd -n 10,200 -hold 20ms -out herd.svg -servers 127.0.0.1:2181
 //
 // For each number of waiters N and each lock — exclusive (every contender
 // races to create one node and watches it), mutex (a queue of sequential
-// nodes, each watching only its predecessor) and, once it is available,
-// rwlock (readers and writers, one in ten a writer) — one holder takes the
-// lock, N waiters queue up behind it, each on its own ZooKeeper session,
-// and then the queue drains: every waiter takes the lock once, holds it for
-// -hold (its critical section) and releases it. Measured over the drain:
+// nodes, each watching only its predecessor) and rwlock (the same queue
+// with readers and writers: the first holder and one waiter in ten are
+// writers) — one holder takes the lock, N waiters queue up behind it, each
+// on its own ZooKeeper session, and then the queue drains: every waiter
+// takes the lock once, holds it for -hold (its critical section) and
+// releases it. Measured over the drain:
 //
 //   - server packets per handoff: zk_packets_received + zk_packets_sent
-//     from the server's `mntr`, before and after, divided by N;
+//     from the server's `mntr`, before and after, divided by N (pings
+//     included: the sessions ask for long timeouts, so they ping rarely);
 //   - requests and watch events per acquire, counted by every session
 //     (conn.Session.Stats);
 //   - handoff latency, p50 and p99: from the moment a holder starts its
-//     release to the moment the next holder's Acquire returns.
+//     release to the moment the next holder's Acquire returns (for readers
+//     let in together, the release of the writer before them).
 //
 // With the naive lock every release wakes all the waiters; each sends a
 // create (a write that goes through the leader and fails for all but one)
 // and reads the node again to watch it: the cost of a handoff grows with N
-// and draining the queue costs O(N²). The mutex wakes only the next waiter:
-// its cost per handoff stays flat.
+// and draining the queue costs O(N²). The mutex wakes only the next waiter,
+// the read/write lock only the waiters that may proceed: their cost per
+// handoff stays flat.
+//
+// The hold matters: with an empty critical section, waiters woken by a
+// release often find the lock free again before they have set their
+// watch, and the herd hides in the noise. 10ms shows it plainly and keeps
+// the whole run short.
 //
 // The results are printed as a table (stdout), drawn as a chart of packets
 // per handoff against N (-out; .png, .svg or .pdf), and the exact command
 // to reproduce them is printed last. Progress goes to stderr. Without
 // -servers or ZK_SERVERS it starts its own ZooKeeper (zktest: Docker or a
-// local install; see package zktest). It exits non-zero if a lock ever let
-// two holders in at once.
+// local install; see package zktest). ZooKeeper takes at most 60
+// connections from one address by default (maxClientCnxns); against a
+// server on 127.0.0.1 the sessions are spread over several loopback source
+// addresses, elsewhere the server must allow N+1. It exits non-zero if a
+// lock ever let two holders in at once.
 package main
 
 import (

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -51,8 +52,12 @@ func printSummary(out io.Writer, subjects []subject, all []figures) {
 		fmt.Fprintf(out, "  %-10s %7.1f → %7.1f  (×%.1f)  %s\n", s.name, a, b, b/a, s.note)
 	}
 	naive := cost(last[subjects[0].name])
+	var parts []string
 	for _, s := range subjects[1:] {
-		fmt.Fprintf(out, "At N=%d, %s costs %.0f× what %s does.\n", hi, subjects[0].name, naive/cost(last[s.name]), s.name)
+		parts = append(parts, fmt.Sprintf("%.0f× what %s does", naive/cost(last[s.name]), s.name))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(out, "At N=%d, %s costs %s.\n", hi, subjects[0].name, strings.Join(parts, " and "))
 	}
 }
 

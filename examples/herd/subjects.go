@@ -4,6 +4,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
 // subjects are the locks compared, in the order of the table.
@@ -20,6 +21,18 @@ func subjects() []subject {
 				// the per-goroutine reentrant mutex requires.
 				m, err := mutex.New(s, path)
 				return m, true, err
+			}},
+		{"rwlock", "readers wake together when the writer ahead of them leaves",
+			"1 in 10 a writer; readers watch the writer ahead", func(s *conn.Session, path string, i int) (locker, bool, error) {
+				rw, err := rwlock.New(s, path)
+				if err != nil {
+					return nil, false, err
+				}
+				// The first holder and one waiter in ten are writers.
+				if write := i%10 == 5 || i == 0; write {
+					return rw.WriteLock(), true, nil
+				}
+				return rw.ReadLock(), false, nil
 			}},
 	}
 }
