@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,9 +55,12 @@ func cluster(t testing.TB) *zktest.Cluster {
 	return shared.c
 }
 
-// lockPath is a path unique to the test.
+var paths atomic.Int64
+
+// lockPath is a path unique to the call (tests may run with -count=N).
 func lockPath(t testing.TB, c *zktest.Cluster) string {
-	return c.Root() + "/" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "/lock"
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	return fmt.Sprintf("%s/%s-%d/lock", c.Root(), name, paths.Add(1))
 }
 
 func connect(t testing.TB, servers []string, opts ...conn.Option) *conn.Session {
