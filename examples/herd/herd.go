@@ -54,6 +54,9 @@ type figures struct {
 // sessions ping rarely.
 const sessionTimeout = 40 * time.Second
 
+// connectTimeout bounds the wait for each session.
+const connectTimeout = 10 * time.Second
+
 // queueTimeout bounds the wait for one waiter to queue up.
 const queueTimeout = 30 * time.Second
 
@@ -116,30 +119,56 @@ func run(ctx context.Context, cfg config, servers []string, out io.Writer, prog 
 	return nil
 }
 
-// connectAll opens n sessions, a few at a time.
+// connectAll opens n sessions, a few at a time, and gives up at the first
+// that fails.
 func connectAll(ctx context.Context, servers []string, n int, prog *progress) ([]*conn.Session, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	sessions := make([]*conn.Session, n)
-	errs := make([]error, n)
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
+	var (
+		sem      = make(chan struct{}, 8)
+		wg       sync.WaitGroup
+		mu       sync.Mutex // guards firstErr
+		firstErr error
+	)
 	for i := range sessions {
-		wg.Add(1)
 		sem <- struct{}{}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			sessions[i], errs[i] = conn.Connect(ctx, servers, conn.WithSessionTimeout(sessionTimeout), conn.WithDialer(spreadDialer(i)))
+			s, err := conn.Connect(ctx, servers,
+				conn.WithSessionTimeout(sessionTimeout), conn.WithConnectTimeout(connectTimeout), conn.WithDialer(spreadDialer(i)))
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				cancel()
+				return
+			}
+			sessions[i] = s
 			prog.add(1)
 		}()
 	}
 	wg.Wait()
-	live := sessions[:0]
+	live := make([]*conn.Session, 0, n)
 	for _, s := range sessions {
 		if s != nil {
 			live = append(live, s)
 		}
 	}
-	return live, errors.Join(errs...)
+	if firstErr != nil {
+		return live, fmt.Errorf("%d of %d sessions connected, then: %w\n"+
+			"A ZooKeeper server takes at most maxClientCnxns connections from one client address (60 by default);\n"+
+			"behind Docker's port forwarding they all come from one address. Measure fewer waiters (-n),\n"+
+			"use ZK_BACKEND=local, or a server with maxClientCnxns=0", len(live), n, firstErr)
+	}
+	return live, nil
 }
 
 // measure queues len(sessions)-1 waiters behind a holder on path, drains the
