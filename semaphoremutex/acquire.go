@@ -18,47 +18,48 @@ import (
 // the epoch the internal lock was taken in. Owned by the goroutine that
 // calls run.
 //
-// Under the internal lock nobody else creates a lease node, so the lease
-// nodes that sort before ours can only leave (a server hands out sequence
-// numbers in creation order, and our listing follows our create). The
-// attempt therefore lists once and keeps the result: before is a superset
-// of the live nodes ahead of ours, and we hold a lease as soon as it has
-// fewer than max entries.
+// Under the internal lock nobody else creates a lease node (every client,
+// Curator's included, creates its lease node only while holding it), so
+// the lease nodes can only leave while we hold it. The attempt therefore
+// lists them once and keeps the result: before is a superset of the live
+// lease nodes, and a lease is free as soon as it has fewer than max
+// entries. Our own lease node is created only then, in the transaction
+// that releases the internal lock (take): a waiter has no lease node, and
+// giving up leaves only the lock node to delete.
 //
-// While not admitted, it keeps a data watch on max entries of before (all
-// of them in the usual case, where before is exactly the max holders): if
-// the unwatched ones all left unnoticed, the watched ones alone still keep
-// us out, so a release that can admit us is always notified. When a watched
-// node goes we drop it: fewer than max entries left means admitted with no
-// request; otherwise one more entry is watched (a getW; one that is already
-// gone is dropped the same way).
+// While no lease is free, the attempt keeps a data watch on max entries of
+// before (all of them in the usual case, where before is exactly the max
+// holders): if the unwatched ones all left unnoticed, the watched ones
+// alone would still fill every lease, so a release that frees one for us
+// is always notified. When a watched node goes we drop it: fewer than max
+// entries left means free, with no request; otherwise one more entry is
+// watched (a getW; one that is already gone is dropped the same way).
 type attempt struct {
-	s    *Semaphore
-	ep   *conn.Epoch
-	id   string // the unique id in our lease node's name
-	node string // our lease node's name, once created
+	s  *Semaphore
+	ep *conn.Epoch
+	lk *conn.Lease // the internal lock, until released (then nil)
+	id string      // the internal lock node's id, which our lease node carries
 
-	before  []queue.Contender          // lease nodes ahead of ours, in queue order
+	before  []queue.Contender          // lease nodes from our listing, minus those seen gone
 	watches map[string]<-chan zk.Event // data watches set on entries of before
-	lossy   bool                       // a create's answer was lost: look out for a ghost of ours
+	noDir   bool                       // leases/ did not exist when we listed
+	lossy   bool                       // a transaction's answer was lost
+	node    string                     // our lease node's name, once created
 }
 
 func newID() string { return uuid.NewString() }
 
-// run takes a lease, or with wait false takes one only if it is free now
-// (nil lease, nil error otherwise). Errors: errRestart when the epoch ended
-// or our node vanished (our node is gone); otherwise our node has been
-// deleted first.
+// run takes a lease, or with wait false takes one only if one is free now
+// (nil lease, nil error otherwise). The internal lock is released when run
+// returns. Errors: errRestart when the epoch ended or a node of ours
+// vanished; otherwise nothing of ours is left.
 func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
-	if err := a.create(ctx); err != nil {
-		return nil, a.abort(ctx, err)
-	}
 	if err := a.list(ctx); err != nil {
 		return nil, a.abort(ctx, err)
 	}
 	for len(a.before) >= a.s.max {
 		if !wait {
-			a.drop(ctx)
+			a.unlock(ctx)
 			return nil, nil
 		}
 		if err := a.watch(ctx); err != nil {
@@ -71,51 +72,25 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 			return nil, a.abort(ctx, err)
 		}
 	}
+	if ctx.Err() != nil {
+		return nil, a.abort(ctx, ctxErr(ctx))
+	}
+	if err := a.take(ctx); err != nil {
+		return nil, a.abort(ctx, err)
+	}
 	return a.grant(ctx)
 }
 
-// list lists the lease nodes once and keeps those ahead of ours.
+// list lists the lease nodes once.
 func (a *attempt) list(ctx context.Context) error {
 	names, _, err := a.ep.Children(ctx, a.s.leasesPath)
-	if err != nil {
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		a.noDir = true
+	case err != nil:
 		return err
 	}
-	cs := queue.Parse(leaseSchema, names)
-	self := -1
-	for i, c := range cs {
-		if c.Name == a.node {
-			self = i
-			break
-		}
-	}
-	if self < 0 {
-		// Deleted by someone else while our session lives (an operator):
-		// start over, as Curator does.
-		a.s.log.Warn("our lease node was deleted by someone else; starting over", zap.String("node", a.node))
-		a.node = ""
-		return errRestart
-	}
-	a.before = append([]queue.Contender(nil), cs[:self]...)
-	return a.dropGhosts(ctx)
-}
-
-// dropGhosts deletes any lease node of our id other than ours: a create
-// whose lost answer was applied after all. It would hold a lease until our
-// session ended. The id is in the name, so looking costs nothing.
-func (a *attempt) dropGhosts(ctx context.Context) error {
-	if !a.lossy {
-		return nil
-	}
-	for _, c := range append([]queue.Contender(nil), a.before...) {
-		if c.ID != a.id {
-			continue
-		}
-		a.s.log.Warn("deleting a ghost of our own lease node", zap.String("node", c.Name))
-		if err := a.ep.Delete(ctx, conn.JoinPath(a.s.leasesPath, c.Name), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		a.forget(c.Name)
-	}
+	a.before = queue.Parse(leaseSchema, names)
 	return nil
 }
 
@@ -192,7 +167,7 @@ func (a *attempt) forget(name string) {
 	}
 }
 
-// grant hands out our node as a lease, unless ctx ended at this very moment
+// grant hands out our lease node, unless ctx ended at this very moment
 // (then the lease is given up) or the epoch did (start over).
 func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
 	if ctx.Err() != nil {
@@ -205,20 +180,38 @@ func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
 	return a.ep.NewLease(conn.JoinPath(a.s.leasesPath, a.node)), nil
 }
 
-// abort ends a failed attempt: errRestart if the epoch ended (our node goes
-// with its session); otherwise our node is deleted and err returned.
+// abort ends a failed attempt: errRestart if the epoch ended (our nodes go
+// with its session); otherwise our lease node, if any, and the internal
+// lock, if still held, are released, and err (errRestart included) is
+// returned.
 func (a *attempt) abort(ctx context.Context, err error) error {
-	if errors.Is(err, errRestart) || a.ep.Err() != nil {
+	if a.ep.Err() != nil {
 		return errRestart
 	}
 	a.drop(ctx)
+	a.unlock(ctx)
 	return err
 }
 
-// drop deletes our lease node, if any, with a context of its own: ctx may
-// be the reason we are giving up. The engine's Release does the deleting,
-// so a delete whose outcome is unknown goes on in the background until the
-// node is gone or the epoch ends.
+// unlock releases the internal lock if we still hold it, on a context of
+// its own: ctx may be the reason we are giving up. A pending release goes
+// on in the background (the engine's); it delays the next contender,
+// nobody's safety.
+func (a *attempt) unlock(ctx context.Context) {
+	if a.lk == nil {
+		return
+	}
+	rctx, cancel := cleanupContext(ctx, a.ep)
+	defer cancel()
+	if err := a.s.lock.Release(rctx, a.lk); err != nil {
+		a.s.log.Warn("releasing the internal lock", zap.String("node", a.lk.Path()), zap.Error(err))
+	}
+	a.lk = nil
+}
+
+// drop deletes our lease node, if any, with a context of its own. The
+// engine's Release does the deleting, so a delete whose outcome is unknown
+// goes on in the background until the node is gone or the epoch ends.
 func (a *attempt) drop(ctx context.Context) {
 	if a.node == "" {
 		return

@@ -61,12 +61,23 @@ func semPath(t testing.TB, c *zktest.Cluster) string {
 	return c.Root() + "/" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "/sem"
 }
 
-func connect(t testing.TB, c *zktest.Cluster, opts ...conn.Option) *conn.Session {
+// connectOption changes how connect connects.
+type connectOption func(*[]string)
+
+// withServers connects to addrs (a proxy's) instead of the cluster's.
+func withServers(addrs []string) connectOption {
+	return func(s *[]string) { *s = addrs }
+}
+
+func connect(t testing.TB, c *zktest.Cluster, opts ...connectOption) *conn.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts = append([]conn.Option{conn.WithSessionTimeout(8 * time.Second)}, opts...)
-	s, err := conn.Connect(ctx, c.Servers(), opts...)
+	servers := c.Servers()
+	for _, o := range opts {
+		o(&servers)
+	}
+	s, err := conn.Connect(ctx, servers, conn.WithSessionTimeout(8*time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s

@@ -182,8 +182,8 @@ func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 	return fmt.Errorf("semaphoremutex: %w", err)
 }
 
-// acquire takes the internal lock, then a lease under it, and releases the
-// internal lock whatever happened. With wait false it takes neither if
+// acquire takes the internal lock, then a lease under it; the internal lock
+// is released whatever happened. With wait false it takes neither if
 // either is taken (nil lease, nil error).
 func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
 	for {
@@ -206,11 +206,11 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 		if err != nil {
 			return nil, fmt.Errorf("semaphoremutex: acquire %s: internal lock: %w", s.path, err)
 		}
-		a := &attempt{s: s, ep: lk.Epoch(), id: attemptID(lk)}
+		a := &attempt{s: s, ep: lk.Epoch(), lk: lk, id: attemptID(lk)}
 		l, err := a.run(ctx, wait)
-		s.unlock(ctx, lk)
 		switch {
 		case errors.Is(err, errRestart):
+			s.log.Debug("starting over", zap.Int64("session", a.ep.SessionID()))
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
@@ -220,17 +220,6 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 			s.mu.Unlock()
 		}
 		return l, nil
-	}
-}
-
-// unlock releases the internal lock, on a context of its own: ctx may be
-// the reason we are giving up. A pending release goes on in the background
-// (the engine's); it delays the next contender, nobody's safety.
-func (s *Semaphore) unlock(ctx context.Context, lk *conn.Lease) {
-	rctx, cancel := cleanupContext(ctx, lk.Epoch())
-	defer cancel()
-	if err := s.lock.Release(rctx, lk); err != nil {
-		s.log.Warn("releasing the internal lock", zap.String("node", lk.Path()), zap.Error(err))
 	}
 }
 

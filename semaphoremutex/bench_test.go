@@ -1,0 +1,129 @@
+package semaphoremutex_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+)
+
+// report reports the ZooKeeper requests and watch events per acquisition
+// across sessions, from their Stats before and after, and the acquisitions
+// per second.
+func report(b *testing.B, sessions []*conn.Session, before []conn.Stats, acquisitions int) {
+	var reqs, events int64
+	for i, s := range sessions {
+		after := s.Stats()
+		reqs += after.TotalRequests() - before[i].TotalRequests()
+		events += after.WatchEvents - before[i].WatchEvents
+	}
+	b.ReportMetric(float64(reqs)/float64(acquisitions), "zkreqs/op")
+	b.ReportMetric(float64(events)/float64(acquisitions), "watchevents/op")
+	b.ReportMetric(float64(acquisitions)/b.Elapsed().Seconds(), "acquires/s")
+}
+
+func stats(sessions []*conn.Session) []conn.Stats {
+	out := make([]conn.Stats, len(sessions))
+	for i, s := range sessions {
+		out[i] = s.Stats()
+	}
+	return out
+}
+
+// BenchmarkMutexUncontended is one acquire and release with nobody else
+// around.
+func BenchmarkMutexUncontended(b *testing.B) {
+	c := cluster(b)
+	s := connect(b, c)
+	m := newMutex(b, s, semPath(b, c))
+	ctx := context.Background()
+	if _, err := m.Acquire(ctx); err != nil { // make the paths
+		b.Fatal(err)
+	}
+	if err := m.Release(ctx); err != nil {
+		b.Fatal(err)
+	}
+	before := stats([]*conn.Session{s})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := m.Acquire(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	report(b, []*conn.Session{s}, before, b.N)
+}
+
+// BenchmarkMutexContended10 is 10 sessions taking turns on one mutex with
+// an empty critical section; an op is one acquisition (and its release).
+func BenchmarkMutexContended10(b *testing.B) {
+	contended(b, 10, 1)
+}
+
+// BenchmarkSemaphore3Contended10 is 10 sessions sharing 3 leases, each
+// releasing at once.
+func BenchmarkSemaphore3Contended10(b *testing.B) {
+	contended(b, 10, 3)
+}
+
+func contended(b *testing.B, n, leases int) {
+	c := cluster(b)
+	path := semPath(b, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sessions := connectN(b, c, n)
+	sems := make([]*semaphoremutex.Semaphore, n)
+	for i := range sems {
+		sems[i] = newSemaphore(b, sessions[i], path, leases)
+	}
+	l, err := sems[0].Acquire(ctx) // make the paths
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := sems[0].Release(ctx, l); err != nil {
+		b.Fatal(err)
+	}
+	before := stats(sessions)
+	b.ResetTimer()
+	hammer(b, ctx, sems, b.N)
+	b.StopTimer()
+	report(b, sessions, before, b.N)
+}
+
+// hammer has every semaphore acquire and release at once, until total
+// acquisitions have been made.
+func hammer(b testing.TB, ctx context.Context, sems []*semaphoremutex.Semaphore, total int) {
+	var left atomic.Int64
+	left.Store(int64(total))
+	errs := make(chan error, len(sems))
+	var wg sync.WaitGroup
+	for _, sem := range sems {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				l, err := sem.Acquire(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := sem.Release(ctx, l); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
