@@ -103,10 +103,8 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 
 	var got bool
 	bob.do(func() {
-		var l *conn.Lease
-		if l, got, err = bob.lock.TryAcquire(ctx); got {
-			_ = l
-			err = errors.Join(err, bob.lock.Release(ctx))
+		if _, got, err = bob.lock.TryAcquire(ctx); got {
+			err = bob.lock.Release(ctx)
 		}
 	})
 	if err != nil {

@@ -61,12 +61,13 @@ func (w *worker) async(f func()) <-chan struct{} {
 // do runs f on the worker's goroutine and waits for it.
 func (w *worker) do(f func()) { <-w.async(f) }
 
-// close ends the goroutine (after the calls already queued) and the
-// session.
+// close ends the session, then the goroutine, once the calls already
+// queued have returned (a call still waiting on the lock returns at once,
+// with conn.ErrClosed).
 func (w *worker) close() {
+	w.sess.Close()
 	close(w.calls)
 	<-w.done
-	w.sess.Close()
 }
 
 // createNodes creates the data nodes (and their parents, as containers).
