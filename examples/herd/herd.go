@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,7 +67,7 @@ func run(ctx context.Context, cfg config, servers []string, out io.Writer, prog 
 	subjects := subjects()
 	maxN := slices.Max(cfg.waiters)
 	fmt.Fprintf(out, "Herd effect: one holder, N waiters queued behind it (one ZooKeeper session each),\n")
-	fmt.Fprintf(out, "then the queue drains, every waiter holding the lock for %v. ZooKeeper: %v\n", cfg.hold, servers)
+	fmt.Fprintf(out, "then the queue drains, every waiter holding the lock for %v. ZooKeeper: %s\n", cfg.hold, strings.Join(servers, ","))
 	fmt.Fprintf(out, "Per handoff: server packets (mntr, in+out); per acquire: client requests, watch events.\n\n")
 
 	total := 0
