@@ -88,6 +88,7 @@ func drawChart(path string, subjects []subject, all []figures, hold time.Duratio
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs, p.Legend.YOffs = vg.Points(10), vg.Points(-10)
 	p.Y.Max *= 1.08 // room for the labels above the last points
+	p.Y.Tick.Marker = plot.TickerFunc(roundTicks)
 	p.X.Max *= 1.02 // and for the last points
 	return save(p, path)
 }
@@ -148,4 +149,25 @@ func addEndLabels(p *plot.Plot, ends []endLabel) error {
 		p.Add(l)
 	}
 	return nil
+}
+
+// roundTicks marks round values (1, 2 or 5 times a power of ten apart)
+// from lo to hi, at most seven of them.
+func roundTicks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return nil
+	}
+	step := math.Pow(10, math.Floor(math.Log10((hi-lo)/7)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if (hi-lo)/(step*m) <= 7 {
+			step *= m
+			break
+		}
+	}
+	decimals := max(0, -int(math.Floor(math.Log10(step))))
+	var ticks []plot.Tick
+	for i := math.Ceil(lo / step); i*step <= hi*(1+1e-9); i++ {
+		ticks = append(ticks, plot.Tick{Value: i * step, Label: strconv.FormatFloat(i*step, 'f', decimals, 64)})
+	}
+	return ticks
 }
