@@ -136,6 +136,7 @@ func startLocal(ctx context.Context, cfg *config, java, cp string) (_ driver, _ 
 		b.WriteString("clientPortAddress=127.0.0.1\n")
 		b.WriteString("admin.enableServer=false\n")
 		b.WriteString("4lw.commands.whitelist=*\n")
+		b.WriteString("maxClientCnxns=0\n") // no limit on sessions from one address
 		node.main = "org.apache.zookeeper.server.ZooKeeperServerMain"
 		if n > 1 {
 			node.main = "org.apache.zookeeper.server.quorum.QuorumPeerMain"

@@ -40,11 +40,10 @@
 // per handoff against N (-out; .png, .svg or .pdf), and the exact command
 // to reproduce them is printed last. Progress goes to stderr. Without
 // -servers or ZK_SERVERS it starts its own ZooKeeper (zktest: Docker or a
-// local install; see package zktest). ZooKeeper takes at most 60
-// connections from one address by default (maxClientCnxns); against a
-// server on 127.0.0.1 the sessions are spread over several loopback source
-// addresses, elsewhere the server must allow N+1. It exits non-zero if a
-// lock ever let two holders in at once.
+// local install; see package zktest), which takes any number of
+// connections from one address; a server of your own must allow N+1
+// (ZooKeeper's default maxClientCnxns is 60). It exits non-zero if a lock
+// ever let two holders in at once.
 package main
 
 import (
