@@ -100,7 +100,9 @@ func (e *Epoch) Create(ctx context.Context, path string, data []byte, flags int3
 
 // CreateParents creates every missing ancestor of path (and of the
 // namespace) as a container node, which the server removes once it is empty.
-// Nodes that exist already are fine.
+// Nodes that exist already are fine, also under a parent we may not create
+// in (the server checks that permission before it looks whether the node
+// exists, so it answers zk.ErrNoAuth, not zk.ErrNodeExists).
 func (e *Epoch) CreateParents(ctx context.Context, path string) error {
 	if err := ValidatePath(path); err != nil {
 		return err
@@ -113,6 +115,15 @@ func (e *Epoch) CreateParents(ctx context.Context, path string) error {
 		_, err := callAbs(ctx, e, OpCreate, full[:i], true, func(zc *zk.Conn, p string) (string, error) {
 			return zc.CreateContainer(p, nil, zk.FlagContainer, e.s.cfg.acl)
 		})
+		if errors.Is(err, zk.ErrNoAuth) {
+			ok, xerr := callAbs(ctx, e, OpExists, full[:i], true, func(zc *zk.Conn, p string) (bool, error) {
+				ok, _, err := zc.Exists(p) // needs no permission
+				return ok, err
+			})
+			if xerr == nil && ok {
+				err = nil
+			}
+		}
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}

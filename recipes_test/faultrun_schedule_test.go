@@ -26,17 +26,26 @@ var faultKinds = []string{faultLeaderKill, faultFollowerKill, faultPause, faultB
 	faultBlackholeShort, faultExpire, faultCut}
 
 // schedule injects random faults, drawn from rng, until the deadline, and
-// returns once the last one is undone and every server serves again.
+// returns once the last one is undone and every server serves again. The
+// kinds come in rounds, each a shuffle of all of them, so that every kind
+// occurs in any run of a few rounds.
 func (r *faultRun) schedule(rng *rand.Rand, deadline time.Time) {
 	t := r.t
 	begin := time.Now()
+	var bag []string
 	for time.Now().Before(deadline) {
 		gap := 300*time.Millisecond + time.Duration(rng.Int64N(int64(1700*time.Millisecond)))
 		time.Sleep(min(gap, max(time.Until(deadline), 0)))
 		if !time.Now().Before(deadline) {
 			break
 		}
-		kind := faultKinds[rng.IntN(len(faultKinds))]
+		if len(bag) == 0 {
+			for _, i := range rng.Perm(len(faultKinds)) {
+				bag = append(bag, faultKinds[i])
+			}
+		}
+		kind := bag[0]
+		bag = bag[1:]
 		at := time.Since(begin).Round(100 * time.Millisecond)
 		desc, err := r.inject(rng, kind)
 		if err != nil {
