@@ -97,7 +97,7 @@ func (cl *faultClient) once(parent context.Context, r faultRecipe, timeout time.
 		cl.run.acquireFailed(cl.id, r, err, parent.Err() != nil)
 		return err
 	}
-	iv := cl.run.acquired(cl.id, r)
+	iv := cl.run.acquired(cl.id, r, g)
 	cl.run.watchLost(iv, g.lost)
 	cl.holding.Store(true)
 	defer cl.holding.Store(false)

@@ -104,10 +104,11 @@ func (r *faultRun) inject(rng *rand.Rand, kind string) (string, error) {
 		} else {
 			d = st/4 + time.Duration(rng.Int64N(int64(st/4)))
 		}
+		holding := cl.holding.Load()
 		cl.proxy.Blackhole()
 		time.Sleep(d)
 		cl.proxy.Heal()
-		return fmt.Sprintf("client %d for %v (session timeout %v)", cl.id, d.Round(time.Millisecond), st), nil
+		return fmt.Sprintf("client %d for %v (session timeout %v; holding a lock: %v)", cl.id, d.Round(time.Millisecond), st, holding), nil
 
 	case faultExpire:
 		cl := r.pickClient(rng)
@@ -118,10 +119,14 @@ func (r *faultRun) inject(rng *rand.Rand, kind string) (string, error) {
 			return "", fmt.Errorf("client %d has no live session: %w", cl.id, err)
 		}
 		srv := c.Servers()[rng.IntN(len(c.Servers()))]
+		holding := cl.holding.Load()
+		r.mu.Lock()
+		r.expired[ep.SessionID()] = time.Now()
+		r.mu.Unlock()
 		if err := zktest.ExpireSession(ctx, srv, ep.SessionID(), ep.SessionPassword()); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("client %d session 0x%x via %s", cl.id, ep.SessionID(), srv), nil
+		return fmt.Sprintf("client %d session 0x%x via %s (holding a lock: %v)", cl.id, ep.SessionID(), srv, holding), nil
 
 	case faultCut:
 		cl := r.clients[rng.IntN(len(r.clients))]

@@ -16,6 +16,10 @@ func TestHoldConflicts(t *testing.T) {
 		}
 		return v
 	}
+	expired := func(v *interval, ms int) *interval {
+		v.expired = at(ms)
+		return v
+	}
 	for _, tc := range []struct {
 		name     string
 		capacity int
@@ -34,12 +38,19 @@ func TestHoldConflicts(t *testing.T) {
 		{"reader under a writer", 1, []*interval{iv(0, modeExclusive, 0, 10, -1), iv(1, modeRead, 5, 20, -1)}, 1},
 		{"three leases of three", 3, []*interval{iv(0, modeShared, 0, 10, -1), iv(1, modeShared, 1, 10, -1), iv(2, modeShared, 2, 10, -1)}, 0},
 		{"four leases of three", 3, []*interval{iv(0, modeShared, 0, 10, -1), iv(1, modeShared, 1, 10, -1), iv(2, modeShared, 2, 10, -1), iv(3, modeShared, 3, 10, -1)}, 3},
+		{"expired before the next grant", 1, []*interval{expired(iv(0, modeExclusive, 0, 50, 12), 8), iv(1, modeExclusive, 9, 20, -1)}, 0},
+		{"expired after the next grant", 1, []*interval{expired(iv(0, modeExclusive, 0, 50, 12), 10), iv(1, modeExclusive, 9, 20, -1)}, 1},
+		{"expired before the grant", 1, []*interval{expired(iv(0, modeExclusive, 5, 50, 12), 3), iv(1, modeExclusive, 9, 20, -1)}, 0},
 		{"lease freed in time", 3, []*interval{iv(0, modeShared, 0, 3, -1), iv(1, modeShared, 1, 10, -1), iv(2, modeShared, 2, 10, -1), iv(3, modeShared, 3, 10, -1)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := holdConflicts(tc.ivs, tc.capacity)
+			got := holdConflicts(tc.ivs, tc.capacity, (*interval).end)
 			if len(got) != tc.want {
 				t.Errorf("holdConflicts = %d conflicts, want %d: %q", len(got), tc.want, got)
+			}
+			strict := holdConflicts(tc.ivs, tc.capacity, (*interval).strictEnd)
+			if len(strict) < len(got) {
+				t.Errorf("the strict end finds fewer conflicts (%d) than the end with expiries (%d)", len(strict), len(got))
 			}
 		})
 	}
