@@ -304,6 +304,7 @@ func TestHostileInput(t *testing.T) {
 			t.Run("EphemeralParent", func(t *testing.T) { testHostileEphemeralParent(t, env, ours, rec) })
 		})
 	}
+	t.Run("OwnershipErrors", func(t *testing.T) { testHostileOwnership(t, env, ours) })
 	t.Run("MultilockBadCalls", func(t *testing.T) { testHostileMultilockCalls(t, env, ours) })
 	t.Run("MultilockRollbackOnEphemeralParent", func(t *testing.T) { testHostileMultilockRollback(t, env, ours) })
 	t.Run("SemaphoreForeignLease", func(t *testing.T) { testHostileSemaphoreRelease(t, env, ours) })
@@ -499,11 +500,25 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 	require.True(t, ok, "foreign children are not contenders")
 	_, err = l.GuardedWrite(ctx, &zk.CheckVersionRequest{Path: path, Version: 0})
 	assert.NoError(t, err, "a guarded write through the grant")
-	if m, isMutex := lk.(*mutex.InterProcessMutex); isMutex {
+	switch m := lk.(type) {
+	case *mutex.InterProcessMutex:
 		ps, err := m.Participants(ctx)
 		require.NoError(t, err)
 		require.Len(t, ps, 1, "only our node is a participant")
 		assert.Equal(t, l.Path(), ps[0].Node)
+	case *semaphoremutex.Mutex:
+		ps, err := m.Participants(ctx)
+		require.NoError(t, err)
+		require.Len(t, ps, 1, "only our lease is a participant")
+		assert.Equal(t, l.Path(), ps[0].Node)
+	case *semaphoreLock:
+		for _, list := range []func(context.Context) ([]semaphoremutex.Participant, error){m.s.Holders, m.s.Participants} {
+			ps, err := list(ctx)
+			require.NoError(t, err)
+			require.Len(t, ps, 1, "only our lease is listed")
+			assert.Equal(t, l.Path(), ps[0].Node)
+			assert.True(t, ps[0].Holding)
+		}
 	}
 	require.NoError(t, lk.Release(ctx))
 
@@ -689,6 +704,72 @@ func testHostileEphemeralParent(t *testing.T, env *hostileEnv, s *conn.Session, 
 		assert.ErrorIs(t, lk.Release(ctx), rec.notHeld)
 	}
 	noneOf(t, env.foreign, s, eph)
+}
+
+// testHostileOwnership: the per-goroutine locks refuse a release from a
+// goroutine that does not hold them (ErrNotOwner) and an upgrade from read
+// to write (ErrUpgrade), at once and without changing anything; the
+// handle-owned locks may be released from any goroutine.
+func testHostileOwnership(t *testing.T, env *hostileEnv, s *conn.Session) {
+	ctx := locktest.Ctx(t, 60*time.Second)
+	path := locktest.UniquePath(env.c, "hostile/owner")
+	m, err := mutex.New(s, path+"/mutex")
+	require.NoError(t, err)
+	rw, err := rwlock.New(s, path+"/rw")
+	require.NoError(t, err)
+
+	// inOther runs f on a goroutine of its own and waits for it.
+	inOther := func(f func()) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f()
+		}()
+		<-done
+	}
+	for _, lk := range []struct {
+		name     string
+		lock     hostileLock
+		notOwner error
+	}{{"mutex", m, mutex.ErrNotOwner}, {"write lock", rw.WriteLock(), rwlock.ErrNotOwner}, {"read lock", rw.ReadLock(), rwlock.ErrNotOwner}} {
+		l, err := lk.lock.Acquire(ctx)
+		require.NoError(t, err, lk.name)
+		var otherErr error
+		inOther(func() { otherErr = lk.lock.Release(ctx) })
+		assert.ErrorIs(t, otherErr, lk.notOwner, "%s released by another goroutine", lk.name)
+		select {
+		case <-l.Lost():
+			t.Errorf("%s: a refused release lost the lease", lk.name)
+		default:
+		}
+		require.NoError(t, lk.lock.Release(ctx), "%s released by its holder", lk.name)
+	}
+
+	_, err = rw.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	begin := time.Now()
+	l, err := rw.WriteLock().Acquire(ctx)
+	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
+	assert.Nil(t, l)
+	_, ok, err := rw.WriteLock().TryAcquire(ctx)
+	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
+	assert.False(t, ok)
+	assert.Less(t, time.Since(begin), 5*time.Second, "refused at once")
+	require.NoError(t, rw.ReadLock().Release(ctx))
+
+	// Handle-owned: any goroutine releases.
+	sm, err := semaphoremutex.New(s, path+"/semmutex")
+	require.NoError(t, err)
+	ex, err := exclusive.New(s, path+"/excl")
+	require.NoError(t, err)
+	for _, lk := range []hostileLock{sm, ex} {
+		_, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		var otherErr error
+		inOther(func() { otherErr = lk.Release(ctx) })
+		assert.NoError(t, otherErr, "%T released by another goroutine", lk)
+	}
+	noneOf(t, env.foreign, s, path)
 }
 
 // testHostileMultilockCalls: calls in the wrong state.
