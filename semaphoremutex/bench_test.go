@@ -61,60 +61,81 @@ func BenchmarkMutexUncontended(b *testing.B) {
 	report(b, []*conn.Session{s}, before, b.N)
 }
 
-// BenchmarkMutexContended10 is 10 sessions taking turns on one mutex with
+// BenchmarkMutexContended10 is 10 sessions taking turns on one Mutex with
 // an empty critical section; an op is one acquisition (and its release).
 func BenchmarkMutexContended10(b *testing.B) {
-	contended(b, 10, 1)
+	contended(b, 10, func(s *conn.Session, path string) locker { return newMutex(b, s, path) })
 }
 
 // BenchmarkSemaphore3Contended10 is 10 sessions sharing 3 leases, each
-// releasing at once.
+// returning its lease at once.
 func BenchmarkSemaphore3Contended10(b *testing.B) {
-	contended(b, 10, 3)
+	contended(b, 10, func(s *conn.Session, path string) locker {
+		return &semLocker{sem: newSemaphore(b, s, path, 3)}
+	})
 }
 
-func contended(b *testing.B, n, leases int) {
+// locker is what the contended benchmarks drive.
+type locker interface {
+	Acquire(ctx context.Context) (*conn.Lease, error)
+	Release(ctx context.Context) error
+}
+
+// semLocker gives a Semaphore the Mutex's method set, for one goroutine:
+// Release returns the lease its last Acquire took.
+type semLocker struct {
+	sem   *semaphoremutex.Semaphore
+	lease *conn.Lease
+}
+
+func (l *semLocker) Acquire(ctx context.Context) (*conn.Lease, error) {
+	var err error
+	l.lease, err = l.sem.Acquire(ctx)
+	return l.lease, err
+}
+
+func (l *semLocker) Release(ctx context.Context) error { return l.sem.Release(ctx, l.lease) }
+
+func contended(b *testing.B, n int, newLocker func(*conn.Session, string) locker) {
 	c := cluster(b)
 	path := semPath(b, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sessions := connectN(b, c, n)
-	sems := make([]*semaphoremutex.Semaphore, n)
-	for i := range sems {
-		sems[i] = newSemaphore(b, sessions[i], path, leases)
+	locks := make([]locker, n)
+	for i := range locks {
+		locks[i] = newLocker(sessions[i], path)
 	}
-	l, err := sems[0].Acquire(ctx) // make the paths
-	if err != nil {
+	if _, err := locks[0].Acquire(ctx); err != nil { // make the paths
 		b.Fatal(err)
 	}
-	if err := sems[0].Release(ctx, l); err != nil {
+	if err := locks[0].Release(ctx); err != nil {
 		b.Fatal(err)
 	}
 	before := stats(sessions)
 	b.ResetTimer()
-	hammer(b, ctx, sems, b.N)
+	hammer(b, ctx, locks, b.N)
 	b.StopTimer()
 	report(b, sessions, before, b.N)
 }
 
-// hammer has every semaphore acquire and release at once, until total
+// hammer has every lock acquire and release, all at once, until total
 // acquisitions have been made.
-func hammer(b testing.TB, ctx context.Context, sems []*semaphoremutex.Semaphore, total int) {
+func hammer(b testing.TB, ctx context.Context, locks []locker, total int) {
 	var left atomic.Int64
 	left.Store(int64(total))
-	errs := make(chan error, len(sems))
+	errs := make(chan error, len(locks))
 	var wg sync.WaitGroup
-	for _, sem := range sems {
+	for _, lk := range locks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for left.Add(-1) >= 0 {
-				l, err := sem.Acquire(ctx)
-				if err != nil {
+				if _, err := lk.Acquire(ctx); err != nil {
 					errs <- err
 					return
 				}
-				if err := sem.Release(ctx, l); err != nil {
+				if err := lk.Release(ctx); err != nil {
 					errs <- err
 					return
 				}
