@@ -64,7 +64,8 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 
 // Lost returns a channel closed when the lease must be taken as lost: the
 // epoch ended (or, with WithSuspendedAsLost, the connection was suspended),
-// the node was deleted by someone else, or the lease was released. The first
+// the node was deleted or its data changed by someone else, or the lease
+// was released. The first
 // call sets a watch on the node (one request, in the background); before
 // that, a deletion by someone else is noticed only by Token and
 // GuardedWrite. The channel is closed, never sent on.
@@ -93,7 +94,7 @@ func (l *Lease) Err() error {
 
 func (l *Lease) watchNode() {
 	for {
-		ok, _, ch, err := l.existsW(l.ep.ctx)
+		ok, st, ch, err := l.existsW(l.ep.ctx)
 		switch {
 		case err != nil && l.ep.ctx.Err() != nil:
 			return // watchEpoch reports it
@@ -103,13 +104,14 @@ func (l *Lease) watchNode() {
 		case !ok:
 			l.closeLost(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
 			return
+		case st.Version != 0:
+			// Recipes never change a held node; a release marks and
+			// deletes it in one transaction, so this is someone else.
+			l.closeLost(fmt.Errorf("%w: node %s was changed by someone else", ErrLeaseLost, l.path))
+			return
 		}
 		select {
-		case ev := <-ch:
-			if ev.Type == zk.EventNodeDeleted {
-				l.closeLost(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
-				return
-			}
+		case <-ch: // deleted or changed: look again
 		case <-l.lost:
 			return // the watch fires and is gone when our node is deleted
 		}

@@ -465,6 +465,20 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("3"), Version: 99})
 	assert.ErrorIs(t, err, zk.ErrBadVersion)
 	assert.NotErrorIs(t, err, conn.ErrLeaseLost)
+
+	// Someone else changes our node's data: that breaks the lock too.
+	lost2 := l2.Lost()
+	_, err = epoch(t, other).Set(ctx, node2, []byte("mine now"), -1)
+	require.NoError(t, err)
+	select {
+	case <-lost2:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost not closed after the node was changed by someone else")
+	}
+	assert.ErrorContains(t, l2.Err(), "changed by someone else")
+	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("4"), Version: -1})
+	assert.ErrorIs(t, err, conn.ErrLeaseLost)
+
 	l2.Released()
 	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("4"), Version: -1})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost)

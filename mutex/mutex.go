@@ -56,9 +56,10 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
 	q, err := queue.New(sess, path, queue.Config{
-		Schema: queue.ProtectedSchema{Name: "lock"},
-		Decide: queue.First,
-		Relist: cfg.relist,
+		Schema:      queue.ProtectedSchema{Name: "lock"},
+		Decide:      queue.First,
+		Relist:      cfg.relist,
+		MarkRelease: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)

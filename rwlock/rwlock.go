@@ -100,14 +100,15 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 		decide queue.Predicate
 	}{
 		{&rw.rq, "R", queue.NoneBefore("W")},
-		{&rw.wq, "W", queue.First},
+		{&rw.wq, "W", queue.First}, // the only First queue: its releases hand over
 		{&rw.dq, "R", downgraded},
 	} {
 		var err error
 		*q.q, err = queue.New(sess, path, queue.Config{
-			Schema: queue.HostKindSchema{Host: host, Kind: q.kind},
-			Decide: q.decide,
-			Relist: cfg.relist,
+			Schema:      queue.HostKindSchema{Host: host, Kind: q.kind},
+			Decide:      q.decide,
+			Relist:      cfg.relist,
+			MarkRelease: q.kind == "W",
 		})
 		if err != nil {
 			return nil, fmt.Errorf("rwlock: %w", err)

@@ -84,7 +84,17 @@ func (a *attempt) missing() error {
 }
 
 // await waits until watch, a contender before ours, is gone, and updates
-// the cache. A data change re-arms the watch; nothing else is read.
+// the cache. Nothing else is read.
+//
+// A data change of a contender's node is how a First holder's release
+// (HandoverOps) looks to the one watcher behind it: the node is marked and
+// deleted in one transaction, and the data watch fires on the mark. The
+// holder had nothing before it, and nothing can join the queue before a
+// node that exists, so every cached contender before it is gone too.
+// Recipes never change a contender's data otherwise; a third party that
+// does breaks the lock for the holder as a deletion would, and the holder
+// is told (its lease's Lost, Token and GuardedWrite: the node is no longer
+// as it was created).
 func (a *attempt) await(ctx context.Context, watch string) error {
 	p := conn.JoinPath(a.q.path, watch)
 	for {
@@ -100,6 +110,8 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 			switch ev.Type {
 			case zk.EventNodeDeleted:
 				return a.gone(ctx, watch)
+			case zk.EventNodeDataChanged:
+				return a.handedOver(ctx, watch)
 			case zk.EventNotWatching: // the session's watches were dropped
 				if err := a.waitEpochEnd(ctx); err != nil {
 					return err
@@ -152,6 +164,15 @@ func (a *attempt) gone(ctx context.Context, name string) error {
 		return nil
 	}
 	return a.list(ctx)
+}
+
+// handedOver records that holder, a contender before ours granted by First,
+// released: it and every contender before it are gone.
+func (a *attempt) handedOver(ctx context.Context, holder string) error {
+	if i := index(a.cs, holder); i > 0 {
+		a.cs = a.cs[i:]
+	}
+	return a.gone(ctx, holder)
 }
 
 // grant hands out our node as a lease, unless ctx ended at this very moment

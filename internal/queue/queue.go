@@ -24,6 +24,16 @@ type Config struct {
 	// more than the set of contenders before ours, and to measure the
 	// difference. Default false.
 	Relist bool
+	// MarkRelease says that this queue's grants are mutual exclusion
+	// grants: a holder had no contender of any kind before it (First). Its
+	// Release then marks the node in the same transaction that deletes it
+	// (HandoverOps), and the waiter watching it, told by the data change
+	// that a First holder left, knows that nothing before it is left
+	// either: it takes over without listing the children again. Set it
+	// only for queues whose Decide is First; leave it off for any queue
+	// that grants by another rule (a reader, a downgrade), whose release
+	// must look like an ordinary delete. Default false.
+	MarkRelease bool
 }
 
 // Queue is one sequential-node queue: a lock path and the recipe's Config.

@@ -73,7 +73,9 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 				want = 4 // and getChildren again
 			}
 			assert.Equal(t, want, after.TotalRequests()-before.TotalRequests(), "requests %v", after.Requests)
-			assert.EqualValues(t, 1, after.WatchEvents-before.WatchEvents)
+			// One notification, or none if the release overtook the getW
+			// (it then answers zk.ErrNoNode, for the same cost).
+			assert.LessOrEqual(t, after.WatchEvents-before.WatchEvents, int64(1))
 			require.NoError(t, waiter.Release(ctx, wl))
 		})
 	}

@@ -26,7 +26,12 @@ func (q *Queue) Release(ctx context.Context, l *conn.Lease) error {
 	if l == nil {
 		return errors.New("queue: release: nil lease")
 	}
-	err := q.deleteNode(ctx, l.Epoch(), l.Path())
+	var err error
+	if q.cfg.MarkRelease {
+		err = q.handOver(ctx, l.Epoch(), l.Path())
+	} else {
+		err = q.deleteNode(ctx, l.Epoch(), l.Path())
+	}
 	if err != nil && !errors.Is(err, ErrReleasePending) {
 		return fmt.Errorf("queue: release %s: %w", l.Path(), err)
 	}
@@ -36,6 +41,40 @@ func (q *Queue) Release(ctx context.Context, l *conn.Lease) error {
 	}
 	q.log.Debug("released", zap.String("node", conn.BaseName(l.Path())))
 	return nil
+}
+
+// handoverMark is the data a First holder's node is given in the
+// transaction that deletes it.
+var handoverMark = []byte("released")
+
+// HandoverOps are the operations that release a First holder's node p in a
+// multi: mark it (version 0: the node as we created it), then delete it.
+// The data change is what the waiter behind p is notified of, and it tells
+// that waiter that p held the lock, so everything before p is gone. A
+// recipe that releases its node inside a transaction of its own uses these
+// instead of a plain delete.
+func HandoverOps(p string) []any {
+	return []any{
+		&zk.SetDataRequest{Path: p, Data: handoverMark, Version: 0},
+		&zk.DeleteRequest{Path: p, Version: -1},
+	}
+}
+
+// handOver releases a First holder's node with HandoverOps. If the node is
+// not as we created it (someone else changed it), it falls back to a plain
+// delete; the outcome is then that of deleteNode.
+func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) error {
+	_, err := ep.Multi(ctx, HandoverOps(p)...)
+	switch {
+	case err == nil || errors.Is(err, zk.ErrNoNode):
+		return nil
+	case ep.Err() != nil:
+		return nil // ephemeral: it goes with the session
+	case errors.Is(err, conn.ErrConnectionLoss) || ctx.Err() != nil:
+		go q.deleteInBackground(ep, p)
+		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+	}
+	return q.deleteNode(ctx, ep, p)
 }
 
 // deleteNode deletes node p of epoch ep: nil when it is gone (or goes with

@@ -1,0 +1,95 @@
+package queue
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
+
+// TestHandoverSkipsStaleEntries: H holds, W1 and W2 queue behind it, so W2's
+// only listing shows H before W1. When H and then W1 release, W2 is told by
+// W1's handover mark that W1 held the lock, so H's stale entry cannot block
+// it: it takes over with no request. Without the mark it must look at H's
+// entry first (one getW that finds it gone; with more stale entries, one
+// getChildren).
+func TestHandoverSkipsStaleEntries(t *testing.T) {
+	for _, mark := range []bool{true, false} {
+		t.Run(map[bool]string{true: "marked", false: "plain delete"}[mark], func(t *testing.T) {
+			c := cluster(t)
+			path := lockPath(t, c)
+			ctx := ctxTimeout(t, 30*time.Second)
+			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: mark}
+			var sessions []*conn.Session
+			var queues []*Queue
+			for i := 0; i < 3; i++ {
+				s := connect(t, c.Servers())
+				q, err := New(s, path, cfg)
+				require.NoError(t, err)
+				sessions, queues = append(sessions, s), append(queues, q)
+			}
+			h, w1, w2 := queues[0], queues[1], queues[2]
+
+			hl, err := h.Acquire(ctx)
+			require.NoError(t, err)
+			acquire := func(q *Queue, n int) <-chan *conn.Lease {
+				got := make(chan *conn.Lease, 1)
+				go func() {
+					l, err := q.Acquire(ctx)
+					assert.NoError(t, err)
+					got <- l
+				}()
+				eventually(t, 10*time.Second, func() bool { return len(children(t, sessions[0], path)) == n }, "%d queued", n)
+				return got
+			}
+			got1 := acquire(w1, 2)
+			eventually(t, 10*time.Second, func() bool { return sessions[1].Stats().Requests[conn.OpGetW] == 1 }, "W1 watching")
+			got2 := acquire(w2, 3)
+			eventually(t, 10*time.Second, func() bool { return sessions[2].Stats().Requests[conn.OpGetW] == 1 }, "W2 watching")
+
+			require.NoError(t, h.Release(ctx, hl))
+			l1 := <-got1
+			require.NotNil(t, l1)
+			before := sessions[2].Stats()
+			require.NoError(t, w1.Release(ctx, l1))
+			l2 := <-got2
+			require.NotNil(t, l2)
+			d := sessions[2].Stats().Sub(before)
+			if mark {
+				assert.Zero(t, d.TotalRequests(), "a marked handover costs the next holder no request: %v", d.Requests)
+			} else {
+				assert.EqualValues(t, 1, d.TotalRequests(), "a plain delete leaves W2 to check H's stale entry: %v", d.Requests)
+			}
+			assert.EqualValues(t, 1, d.WatchEvents)
+			assert.Equal(t, []string{conn.BaseName(l2.Path())}, children(t, sessions[0], path), "W2 alone holds")
+			require.NoError(t, w2.Release(context.Background(), l2))
+			assert.Empty(t, children(t, sessions[0], path))
+		})
+	}
+}
+
+// TestHandoverMarkNeedsTheNodeAsCreated: a holder whose node was changed by
+// someone else still releases (with a plain delete), and its lease reports
+// the change.
+func TestHandoverMarkNeedsTheNodeAsCreated(t *testing.T) {
+	c := cluster(t)
+	path := lockPath(t, c)
+	ctx := ctxTimeout(t, 30*time.Second)
+	s := connect(t, c.Servers())
+	q, err := New(s, path, Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true})
+	require.NoError(t, err)
+	l, err := q.Acquire(ctx)
+	require.NoError(t, err)
+	ep, err := s.Epoch(ctx)
+	require.NoError(t, err)
+	_, err = ep.Set(ctx, l.Path(), []byte("tampered"), -1)
+	require.NoError(t, err)
+	_, tokErr := l.GuardedWrite(ctx)
+	assert.ErrorIs(t, tokErr, conn.ErrLeaseLost)
+	require.NoError(t, q.Release(ctx, l))
+	assert.Empty(t, children(t, s, path))
+}
