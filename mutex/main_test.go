@@ -127,14 +127,8 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 func getWs(s *conn.Session) int64 { return s.Stats().Requests[conn.OpGetW] }
 
 // watching waits until session s has sent a getW since it had sent before
-// of them: its waiter is parked on a watch, not in the middle of a request.
-// The count moves when the request is sent and its answer comes within a
-// loopback round trip, so a short pause follows: ending a session or a
-// context while a request is in flight trips a data race inside
-// conn.Epoch.await (it returns while the request's goroutine still writes
-// the results), which -race reports in whatever test happens to hit it.
+// of them: its waiter is parked on a watch.
 func watching(t testing.TB, s *conn.Session, before int64) {
 	t.Helper()
 	eventually(t, 10*time.Second, func() bool { return getWs(s) > before }, "waiter watching")
-	time.Sleep(50 * time.Millisecond)
 }
