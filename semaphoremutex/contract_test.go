@@ -5,6 +5,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -22,3 +23,9 @@ func newLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
 func TestContract(t *testing.T) {
 	locktest.Run(t, newLock, locktest.WithFIFO(true), locktest.WithCluster(cluster(t)))
 }
+
+// The Mutex is a lock of this module like any other.
+var (
+	_ locktest.Locker  = (*semaphoremutex.Mutex)(nil)
+	_ multilock.Locker = (*semaphoremutex.Mutex)(nil)
+)

@@ -471,3 +471,86 @@ func TestParticipants(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ps)
 }
+
+// TestSemaphoreAnyReleaseAdmits: with every lease taken, the release of any
+// holder, not only the oldest, lets the waiter in.
+func TestSemaphoreAnyReleaseAdmits(t *testing.T) {
+	const leases = 3
+	for _, which := range []int{0, leases - 1} {
+		t.Run(fmt.Sprintf("release=%d", which), func(t *testing.T) {
+			c := cluster(t)
+			path := semPath(t, c)
+			sessions := connectN(t, c, leases+1)
+			ctx := ctxTimeout(t, 30*time.Second)
+			sems := make([]*semaphoremutex.Semaphore, leases+1)
+			held := make([]*conn.Lease, leases)
+			for i := range sems {
+				sems[i] = newSemaphore(t, sessions[i], path, leases)
+			}
+			for i := range held {
+				l, err := sems[i].Acquire(ctx)
+				require.NoError(t, err)
+				held[i] = l
+			}
+			w := sessions[leases]
+			before := getWs(w)
+			r := acquireAsync(ctx, sems[leases].Acquire)
+			eventually(t, 10*time.Second, func() bool { return getWs(w) >= before+leases }, "the waiter watches every holder")
+			select {
+			case got := <-r:
+				t.Fatalf("acquired while every lease is taken: %+v", got)
+			case <-time.After(100 * time.Millisecond):
+			}
+			require.NoError(t, sems[which].Release(ctx, held[which]))
+			got := await(t, r, 10*time.Second, "waiter after a release")
+			require.NoError(t, got.err)
+			hs, err := sems[0].Holders(ctx)
+			require.NoError(t, err)
+			assert.Len(t, hs, leases)
+			require.NoError(t, sems[leases].Release(ctx, got.lease))
+			for i, l := range held {
+				if i != which {
+					require.NoError(t, sems[i].Release(ctx, l))
+				}
+			}
+			assert.Empty(t, ephemerals(t, w, path))
+		})
+	}
+}
+
+// TestWaiterSessionExpired: the session of a contender waiting for a lease
+// expires. It starts over in its next session and gets the lease once the
+// holder lets go.
+func TestWaiterSessionExpired(t *testing.T) {
+	c := cluster(t)
+	path := semPath(t, c)
+	sessions := connectN(t, c, 2)
+	hs, ws := sessions[0], sessions[1]
+	ctx := ctxTimeout(t, time.Minute)
+	holder, waiter := newMutex(t, hs, path), newMutex(t, ws, path)
+	_, err := holder.Acquire(ctx)
+	require.NoError(t, err)
+
+	before := getWs(ws)
+	r := acquireAsync(ctx, waiter.Acquire)
+	watching(t, ws, before)
+	ep := epoch(t, ws)
+	before = getWs(ws)
+	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+	select {
+	case <-ep.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter's epoch has not ended within 20s")
+	}
+	watching(t, ws, before) // waiting again, in the next session
+	next := epoch(t, ws)
+	assert.NotEqual(t, ep.SessionID(), next.SessionID())
+	assert.Len(t, locktest.OwnedBy(ephemerals(t, hs, path), next.SessionID()), 1, "queued again: its new lock node")
+
+	require.NoError(t, holder.Release(ctx))
+	got := await(t, r, 20*time.Second, "waiter after its session expired")
+	require.NoError(t, got.err)
+	assert.Equal(t, next.SessionID(), got.lease.Epoch().SessionID())
+	require.NoError(t, waiter.Release(ctx))
+	assert.Empty(t, ephemerals(t, hs, path))
+}
