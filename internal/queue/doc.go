@@ -92,7 +92,15 @@
 // notification, the release), against 11 for Curator's or go-zookeeper's
 // re-listing waiters. Curator and kazoo waiters watching a marked node
 // simply wake up and list again, as they do on a deletion; Curator and
-// kazoo holders delete plainly, and our waiters then check as above.
+// kazoo holders delete plainly, and our waiters then check as above. A
+// holder whose transaction's answer is lost with the connection falls back
+// to a plain (retried) delete.
+//
+// The mark assumes that nobody else changes a contender's data. Curator's
+// Revoker does (it writes "__REVOKE__" into a lock node to ask its owner to
+// release): our waiter behind a node revoked that way would take the write
+// for a handover. Do not use Curator's revocation on a path our waiters
+// share.
 //
 // # What the engine does not notice
 //

@@ -60,9 +60,13 @@ func HandoverOps(p string) []any {
 	}
 }
 
-// handOver releases a First holder's node with HandoverOps. If the node is
-// not as we created it (someone else changed it), it falls back to a plain
-// delete; the outcome is then that of deleteNode.
+// handOver releases a First holder's node with HandoverOps. It falls back
+// to a plain delete, whose outcome it then returns, when the node is not as
+// we created it (someone else changed it), and when the connection was lost
+// under the transaction: conn never retries a multi, but it retries a
+// delete, which finds the node gone if the transaction was applied after
+// all. The waiter behind then sees a plain deletion and checks its cache,
+// as it does for any foreign holder.
 func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) error {
 	_, err := ep.Multi(ctx, HandoverOps(p)...)
 	switch {
@@ -70,7 +74,7 @@ func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) error {
 		return nil
 	case ep.Err() != nil:
 		return nil // ephemeral: it goes with the session
-	case errors.Is(err, conn.ErrConnectionLoss) || ctx.Err() != nil:
+	case ctx.Err() != nil:
 		go q.deleteInBackground(ep, p)
 		return fmt.Errorf("%w: %w", ErrReleasePending, err)
 	}
