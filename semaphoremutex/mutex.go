@@ -53,9 +53,6 @@ func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 // Path is the mutex's path, the parent of locks/ and leases/.
 func (m *Mutex) Path() string { return m.sem.Path() }
 
-// Semaphore is the one-lease semaphore behind the mutex.
-func (m *Mutex) Semaphore() *Semaphore { return m.sem }
-
 // Acquire blocks until the handle holds the mutex or ctx ends; a deadline
 // on ctx is the timeout. If the handle already holds it (or another
 // goroutine is acquiring it through the handle), Acquire first waits for

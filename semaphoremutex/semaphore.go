@@ -116,9 +116,9 @@ func (s *Semaphore) Leases() int { return s.max }
 // Acquire blocks until the caller holds one lease or ctx ends; a deadline
 // on ctx is the timeout. The lease is the lease node's (Lease.Path), held
 // until Release or until it is lost. On error the caller holds nothing:
-// the lease node and the internal lock node have been deleted (or, with
-// the connection down, are being deleted in the background, or went with
-// the session); the error wraps ctx's or the session's.
+// its internal lock node has been deleted (a waiter has no lease node),
+// or is being deleted in the background if the connection is down, or
+// went with the session; the error wraps ctx's or the session's.
 //
 // If the session's epoch ends while waiting, Acquire starts over in the
 // next one. A lease found free at the moment ctx ended is given up: the
