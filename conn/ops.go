@@ -200,6 +200,19 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 		if err == nil {
 			return v, nil
 		}
+		if errors.Is(err, zk.ErrSessionExpired) && e.ctx.Err() == nil {
+			// The server confirms the session is gone: end the epoch (see
+			// Session.handle) before returning, so that the error matches
+			// ErrEpochEnded and callers start over in the next one.
+			e.s.inbox.put(message{expired: e})
+			select {
+			case <-e.ctx.Done():
+				return v, fmt.Errorf("conn: %s %s: %w: %w", op, full, err, e.Err())
+			case <-ctx.Done():
+			case <-e.s.closing:
+			}
+			return v, fmt.Errorf("conn: %s %s: %w", op, full, err)
+		}
 		if !isConnectionLoss(err) || errors.Is(err, ErrEpochEnded) || ctx.Err() != nil {
 			return v, fmt.Errorf("conn: %s %s: %w", op, full, err)
 		}

@@ -191,10 +191,25 @@ type message struct {
 	l       *zkLink
 	ev      zk.Event
 	authErr error
-	authed  bool // AddAuth finished (authErr says how)
+	authed  bool   // AddAuth finished (authErr says how)
+	expired *Epoch // a request of this epoch was answered "session expired"
 }
 
 func (s *Session) handle(m message) {
+	if ep := m.expired; ep != nil {
+		// go-zookeeper passes a request's "session expired" to the caller
+		// only; it ends the session only when a handshake says so. The
+		// server can keep a connection open, and answer its pings, for a
+		// session closed under it (a close sent by another connection of
+		// the session racing the owner's reconnect). Nothing else would
+		// end this epoch.
+		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
+			s.log.Warn("a request was answered 'session expired'; taking the session as lost",
+				zap.Int64("session", ep.sessionID))
+			s.loseEpoch(ErrSessionExpired)
+		}
+		return
+	}
 	l := m.l
 	if l != s.active {
 		return // a retired zk.Conn
