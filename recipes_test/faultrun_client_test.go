@@ -121,11 +121,13 @@ func (cl *faultClient) once(parent context.Context, r faultRecipe, timeout time.
 	return nil
 }
 
-// release gives g back, again while the recipe says it is still held.
+// release gives g back. A recipe that could not delete its node keeps the
+// lock held and asks to be called again: so it is, until the release
+// succeeds or goes on in the background, or faultReleaseTimeout passes.
 func (cl *faultClient) release(r faultRecipe, g *grant) {
 	ctx, cancel := context.WithTimeout(context.Background(), faultReleaseTimeout)
 	defer cancel()
-	for attempt := 1; ; attempt++ {
+	for {
 		err := g.release(ctx)
 		switch {
 		case err == nil:
@@ -133,13 +135,13 @@ func (cl *faultClient) release(r faultRecipe, g *grant) {
 		case isReleasePending(err):
 			cl.run.count(&cl.run.stats.releasePending)
 			return
-		case isNotHeld(err) || attempt == 3 || ctx.Err() != nil:
+		case isNotHeld(err) || ctx.Err() != nil:
 			cl.run.releaseFailed(cl.id, r, err)
 			return
 		}
-		select { // the recipe keeps it held; try again
+		select {
 		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
