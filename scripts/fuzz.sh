@@ -36,6 +36,11 @@ if ((${#targets[@]} == 0)); then
   exit 1
 fi
 
+# corpus lists the files of a target's corpus directory (crashers land there).
+corpus() { ls -1 "$1/testdata/fuzz/$2" 2>/dev/null || true; }
+
+fuzz() { go test -run '^$' -fuzz "^${2}\$" -fuzztime "$fuzztime" "./$1"; }
+
 failed=()
 ran=0
 for entry in "${targets[@]}"; do
@@ -43,7 +48,18 @@ for entry in "${targets[@]}"; do
   wanted "$target" || continue
   ran=$((ran + 1))
   echo "=== fuzz.sh: $target in ./$dir for $fuzztime"
-  if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "./$dir"; then
+  before=$(corpus "$dir" "$target")
+  if fuzz "$dir" "$target"; then
+    continue
+  fi
+  if [[ $(corpus "$dir" "$target") != "$before" ]]; then
+    failed+=("./$dir $target (new crasher in $dir/testdata/fuzz/$target)")
+    continue
+  fi
+  # No input was written: the fuzzing engine itself failed (a worker killed
+  # or hung on a loaded machine), or a seed failed, which fails again.
+  echo "=== fuzz.sh: $target failed without a new crasher; running it once more"
+  if ! fuzz "$dir" "$target"; then
     failed+=("./$dir $target")
   fi
 done
