@@ -205,11 +205,14 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 			// Session.handle) before returning, so that the error matches
 			// ErrEpochEnded and callers start over in the next one.
 			e.s.inbox.put(message{expired: e})
+			t := time.NewTimer(e.timeout) // bound: the run loop ends it at once
+			defer t.Stop()
 			select {
 			case <-e.ctx.Done():
 				return v, fmt.Errorf("conn: %s %s: %w: %w", op, full, err, e.Err())
 			case <-ctx.Done():
 			case <-e.s.closing:
+			case <-t.C:
 			}
 			return v, fmt.Errorf("conn: %s %s: %w", op, full, err)
 		}
