@@ -83,9 +83,10 @@ func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
 	lock, err := queue.New(sess, conn.JoinPath(path, locksDir), queue.Config{
-		Schema: lockSchema,
-		Decide: queue.First,
-		Relist: cfg.relist,
+		Schema:      lockSchema,
+		Decide:      queue.First,
+		Relist:      cfg.relist,
+		MarkRelease: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)

@@ -15,7 +15,9 @@ import (
 )
 
 // take creates our lease node and releases the internal lock in one
-// transaction: delete our lock node, create "_c_<id>-lease-<seq>". It
+// transaction: hand our lock node over (queue.HandoverOps: mark and delete
+// it, so the next contender takes the internal lock with no request), and
+// create "_c_<id>-lease-<seq>". It
 // commits only while our lock node exists, i.e. while we hold the internal
 // lock, so no lease node of ours is ever created outside it.
 //
@@ -39,14 +41,15 @@ func (a *attempt) take(ctx context.Context) error {
 		}
 	}
 	for tries := 0; ; tries++ {
-		res, err := a.ep.Multi(cctx,
-			&zk.DeleteRequest{Path: a.lk.Path(), Version: -1},
+		ops := append(queue.HandoverOps(a.lk.Path()),
 			&zk.CreateRequest{Path: p, Data: data, Acl: a.s.sess.ACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
+		create := len(ops) - 1
+		res, err := a.ep.Multi(cctx, ops...)
 		switch {
 		case err == nil:
-			a.taken(conn.BaseName(res[1].String))
+			a.taken(conn.BaseName(res[create].String))
 			return nil
-		case opFailed(res, 1, zk.ErrNoNode) && tries == 0:
+		case opFailed(res, create, zk.ErrNoNode) && tries == 0:
 			// leases/ was reaped between our listing and now.
 			if err := a.ep.CreateParents(ctx, p); err != nil {
 				return err
