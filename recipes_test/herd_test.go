@@ -10,6 +10,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -17,10 +19,13 @@ import (
 type herdSubject struct {
 	name    string
 	newLock locktest.NewLockFunc
+	// watches is how many watch events an acquire should cost whatever the
+	// number of waiters: one per queue the recipe waits in.
+	watches float64
 }
 
-// herdSubjects are the lock types compared. Add the other recipes here
-// (semaphoremutex, rwlock's write lock) as they land.
+// herdSubjects are the lock types compared: the naive lock and every
+// exclusive sequential recipe.
 var herdSubjects = []herdSubject{
 	{"exclusive", func(t *testing.T, s *conn.Session, path string) locktest.Locker {
 		l, err := exclusive.New(s, path)
@@ -28,7 +33,7 @@ var herdSubjects = []herdSubject{
 			t.Fatalf("exclusive.New: %v", err)
 		}
 		return l
-	}},
+	}, 0},
 	{"mutex", func(t *testing.T, s *conn.Session, path string) locktest.Locker {
 		// MeasureHerd acquires and releases each handle on one goroutine,
 		// as the per-goroutine mutex requires.
@@ -37,7 +42,21 @@ var herdSubjects = []herdSubject{
 			t.Fatalf("mutex.New: %v", err)
 		}
 		return m
-	}},
+	}, 1},
+	{"rwlock-w", func(t *testing.T, s *conn.Session, path string) locktest.Locker {
+		rw, err := rwlock.New(s, path)
+		if err != nil {
+			t.Fatalf("rwlock.New: %v", err)
+		}
+		return rw.WriteLock()
+	}, 1},
+	{"semmutex", func(t *testing.T, s *conn.Session, path string) locktest.Locker {
+		m, err := semaphoremutex.New(s, path)
+		if err != nil {
+			t.Fatalf("semaphoremutex.New: %v", err)
+		}
+		return m
+	}, 2}, // the internal lock's handover, then the lease holder's release
 }
 
 // herdHold is each holder's critical section: long enough for the waiters
@@ -63,12 +82,15 @@ func TestHerdEffect(t *testing.T) {
 		}
 	}
 
-	ex, mu := figures["exclusive"], figures["mutex"]
+	ex := figures["exclusive"]
 	assert.Greater(t, ex[20].WatchEvents, 2*ex[5].WatchEvents, "exclusive: watch events per acquire grow with the waiters")
 	assert.Greater(t, ex[20].TotalRequests, 2*ex[5].TotalRequests, "exclusive: requests per acquire grow with the waiters")
-	for _, n := range waiters {
-		assert.LessOrEqual(t, mu[n].WatchEvents, 1.5, "mutex: about one watch event per acquire with %d waiters", n)
+	for _, sub := range herdSubjects[1:] {
+		f := figures[sub.name]
+		for _, n := range waiters {
+			assert.LessOrEqual(t, f[n].WatchEvents, sub.watches+0.5, "%s: about %v watch events per acquire with %d waiters", sub.name, sub.watches, n)
+		}
+		assert.Less(t, f[20].TotalRequests, 1.5*f[5].TotalRequests, "%s: requests per acquire stay flat", sub.name)
+		assert.Greater(t, ex[20].WatchEvents, 2*f[20].WatchEvents, "with 20 waiters the naive lock costs several times %s", sub.name)
 	}
-	assert.Less(t, mu[20].TotalRequests, 1.5*mu[5].TotalRequests, "mutex: requests per acquire stay flat")
-	assert.Greater(t, ex[20].WatchEvents, 3*mu[20].WatchEvents, "with 20 waiters the naive lock costs several times the mutex")
 }
