@@ -60,12 +60,17 @@ func (a *attempt) create(ctx context.Context) error {
 
 // find looks for a node of ours, after a create whose answer was lost. It
 // syncs first, so that a server that lags behind the leader shows every
-// node our session created. It returns "" if there is none.
+// node our session created. It returns "" if there is none, also when the
+// lock path itself does not exist (the lost answer was NoNode: first use,
+// or its container was reaped), so that the create makes it.
 func (a *attempt) find(ctx context.Context, prefix string) (string, error) {
-	if err := a.ep.Sync(ctx, a.q.path); err != nil {
+	if err := a.ep.Sync(ctx, a.q.path); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return "", err
 	}
 	names, _, err := a.ep.Children(ctx, a.q.path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", nil
+	}
 	if err != nil {
 		return "", err
 	}
