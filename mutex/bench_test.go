@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
@@ -34,9 +35,9 @@ func stats(sessions []*conn.Session) []conn.Stats {
 
 // BenchmarkUncontended is one acquire and release with nobody else around.
 func BenchmarkUncontended(b *testing.B) {
-	c := cluster(b)
-	s := connect(b, c.Servers())
-	m := newMutex(b, s, lockPath(b, c))
+	c := testzk.Shared(b)
+	s := testzk.Connect(b, c.Servers())
+	m := newMutex(b, s, testzk.Path(b, c, "lock"))
 	ctx := context.Background()
 	if _, err := m.Acquire(ctx); err != nil { // make the lock path
 		b.Fatal(err)
@@ -72,14 +73,14 @@ func BenchmarkContended10(b *testing.B) {
 }
 
 func contended(b *testing.B, n int, opts ...mutex.Option) {
-	c := cluster(b)
-	path := lockPath(b, c)
+	c := testzk.Shared(b)
+	path := testzk.Path(b, c, "lock")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sessions := make([]*conn.Session, n)
 	ms := make([]*mutex.InterProcessMutex, n)
 	for i := range ms {
-		sessions[i] = connect(b, c.Servers())
+		sessions[i] = testzk.Connect(b, c.Servers())
 		ms[i] = newMutex(b, sessions[i], path, opts...)
 	}
 	if _, err := ms[0].Acquire(ctx); err != nil { // make the lock path
@@ -134,11 +135,11 @@ func BenchmarkHandoff2(b *testing.B) {
 }
 
 func handoff2(b *testing.B, opts ...mutex.Option) {
-	c := cluster(b)
-	path := lockPath(b, c)
+	c := testzk.Shared(b)
+	path := testzk.Path(b, c, "lock")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	sessions := []*conn.Session{connect(b, c.Servers()), connect(b, c.Servers())}
+	sessions := []*conn.Session{testzk.Connect(b, c.Servers()), testzk.Connect(b, c.Servers())}
 	ms := []*mutex.InterProcessMutex{newMutex(b, sessions[0], path, opts...), newMutex(b, sessions[1], path, opts...)}
 	if _, err := ms[0].Acquire(ctx); err != nil { // make the lock path
 		b.Fatal(err)
@@ -168,11 +169,11 @@ func handoff2(b *testing.B, opts ...mutex.Option) {
 				// Hand off only to a waiter: wait until the other has set a
 				// watch since its last release (or has stopped), and for
 				// that request's answer to come back.
-				for getWs(sessions[o]) <= relGetWs[o].Load() && !done[o].Load() {
+				for testzk.GetWs(sessions[o]) <= relGetWs[o].Load() && !done[o].Load() {
 					time.Sleep(20 * time.Microsecond)
 				}
 				time.Sleep(300 * time.Microsecond)
-				relGetWs[i].Store(getWs(sessions[i]))
+				relGetWs[i].Store(testzk.GetWs(sessions[i]))
 				if err := ms[i].Release(ctx); err != nil {
 					errs <- err
 					return

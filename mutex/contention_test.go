@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
@@ -21,10 +22,10 @@ import (
 // holder must create), and grants come in queue order.
 func TestMutualExclusion(t *testing.T) {
 	const sessions, rounds = 10, 20
-	c := cluster(t)
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
 	guard := path + "-guard"
-	ctx := ctxTimeout(t, 2*time.Minute)
+	ctx := testzk.Ctx(t, 2*time.Minute)
 
 	var inside atomic.Int32
 	var mu sync.Mutex // guards grants
@@ -32,7 +33,7 @@ func TestMutualExclusion(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, sessions)
 	for i := 0; i < sessions; i++ {
-		s := connect(t, c.Servers())
+		s := testzk.Connect(t, c.Servers())
 		m := newMutex(t, s, path)
 		wg.Add(1)
 		go func() {
@@ -53,7 +54,7 @@ func TestMutualExclusion(t *testing.T) {
 	for i := 1; i < len(grants); i++ {
 		require.True(t, queue.Before(grants[i-1], grants[i]), "grant %d: sequence %d after %d: not FIFO", i, grants[i], grants[i-1])
 	}
-	assert.Empty(t, children(t, connect(t, c.Servers()), path))
+	assert.Empty(t, testzk.Children(t, testzk.Connect(t, c.Servers()), path))
 }
 
 // contend is one contender's rounds; record is called inside the lock.
@@ -86,17 +87,17 @@ func contend(ctx context.Context, m *mutex.InterProcessMutex, rounds int, guard 
 // TestFIFO: waiters that queued one after another are granted in that order.
 func TestFIFO(t *testing.T) {
 	const waiters = 5
-	c := cluster(t)
-	path := lockPath(t, c)
-	hs := connect(t, c.Servers())
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	hs := testzk.Connect(t, c.Servers())
 	holder := newMutex(t, hs, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	_, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 
 	order := make(chan int, waiters)
 	for i := 0; i < waiters; i++ {
-		m := newMutex(t, connect(t, c.Servers()), path)
+		m := newMutex(t, testzk.Connect(t, c.Servers()), path)
 		go func() {
 			if _, err := m.Acquire(ctx); err != nil {
 				order <- -1
@@ -105,7 +106,7 @@ func TestFIFO(t *testing.T) {
 			order <- i
 			_ = m.Release(ctx)
 		}()
-		eventually(t, 10*time.Second, func() bool { return len(children(t, hs, path)) == i+2 }, "waiter %d queued", i)
+		testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, hs, path)) == i+2 }, "waiter %d queued", i)
 	}
 	require.NoError(t, holder.Release(ctx))
 	for i := 0; i < waiters; i++ {
@@ -117,12 +118,12 @@ func TestFIFO(t *testing.T) {
 // and the others leave no node.
 func TestTryAcquireExactlyOne(t *testing.T) {
 	const n = 10
-	c := cluster(t)
-	path := lockPath(t, c)
-	ctx := ctxTimeout(t, time.Minute)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
 	ms := make([]*mutex.InterProcessMutex, n)
 	for i := range ms {
-		ms[i] = newMutex(t, connect(t, c.Servers()), path)
+		ms[i] = newMutex(t, testzk.Connect(t, c.Servers()), path)
 	}
 	// Make the lock path first so that every try is a single create.
 	_, err := ms[0].Acquire(ctx)
@@ -157,9 +158,9 @@ func TestTryAcquireExactlyOne(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, winners)
-	s := connect(t, c.Servers())
-	assert.Len(t, children(t, s, path), 1, "losers left no node")
+	s := testzk.Connect(t, c.Servers())
+	assert.Len(t, testzk.Children(t, s, path), 1, "losers left no node")
 	close(release)
 	require.NoError(t, <-released)
-	assert.Empty(t, children(t, s, path))
+	assert.Empty(t, testzk.Children(t, s, path))
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
@@ -59,5 +60,5 @@ func newLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
 
 // The mutex passes the shared contract, FIFO included.
 func TestContract(t *testing.T) {
-	locktest.Run(t, newLock, locktest.WithFIFO(true), locktest.WithCluster(cluster(t)))
+	locktest.Run(t, newLock, locktest.WithFIFO(true), locktest.WithCluster(testzk.Shared(t)))
 }

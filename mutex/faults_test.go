@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -18,15 +19,15 @@ import (
 // holder learns it (Lost), a waiter acquires, and the old holder can no
 // longer write under the lock.
 func TestHolderSessionExpired(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
 	data := path + "-data"
-	hs := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
-	ws := connect(t, c.Servers())
+	hs := testzk.Connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
+	ws := testzk.Connect(t, c.Servers())
 	holder, waiter := newMutex(t, hs, path), newMutex(t, ws, path)
-	ctx := ctxTimeout(t, time.Minute)
-	require.NoError(t, epoch(t, ws).CreateParents(ctx, data))
-	_, err := epoch(t, ws).Create(ctx, data, nil, 0, ws.ACL())
+	ctx := testzk.Ctx(t, time.Minute)
+	require.NoError(t, testzk.Epoch(t, ws).CreateParents(ctx, data))
+	_, err := testzk.Epoch(t, ws).Create(ctx, data, nil, 0, ws.ACL())
 	require.NoError(t, err)
 
 	l, err := holder.Acquire(ctx)
@@ -39,7 +40,7 @@ func TestHolderSessionExpired(t *testing.T) {
 		_, err := waiter.Acquire(ctx)
 		got <- err
 	}()
-	eventually(t, 10*time.Second, func() bool { return len(children(t, ws, path)) == 2 }, "waiter queued")
+	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, ws, path)) == 2 }, "waiter queued")
 
 	ep := l.Epoch()
 	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
@@ -65,8 +66,8 @@ func TestHolderSessionExpired(t *testing.T) {
 	// The waiter's goroutine is gone; it held the lock in it. Its session
 	// closing releases it.
 	require.NoError(t, ws.Close())
-	eventually(t, 10*time.Second, func() bool { return len(children(t, hs, path)) == 0 }, "waiter's node gone with its session")
-	b, _, err := epoch(t, hs).Get(ctx, data)
+	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, hs, path)) == 0 }, "waiter's node gone with its session")
+	b, _, err := testzk.Epoch(t, hs).Get(ctx, data)
 	require.NoError(t, err)
 	assert.Equal(t, "holder", string(b))
 }
@@ -74,12 +75,12 @@ func TestHolderSessionExpired(t *testing.T) {
 // TestWaiterSessionExpired: a waiter whose session ends starts over in the
 // next one and acquires when the holder releases, leaving nothing behind.
 func TestWaiterSessionExpired(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
-	hs := connect(t, c.Servers())
-	ws := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	hs := testzk.Connect(t, c.Servers())
+	ws := testzk.Connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
 	holder, waiter := newMutex(t, hs, path), newMutex(t, ws, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	_, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 	got := make(chan error, 2)
@@ -94,12 +95,12 @@ func TestWaiterSessionExpired(t *testing.T) {
 			got <- waiter.Release(ctx)
 		}
 	}()
-	watching(t, ws, 0)
-	ep := epoch(t, ws)
+	testzk.Watching(t, ws, 0)
+	ep := testzk.Epoch(t, ws)
 	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
-	eventually(t, 20*time.Second, func() bool {
+	testzk.Eventually(t, 20*time.Second, func() bool {
 		e, err := ws.Epoch(ctx)
-		return err == nil && e != ep && len(children(t, hs, path)) == 2
+		return err == nil && e != ep && len(testzk.Children(t, hs, path)) == 2
 	}, "waiter queued again in a new session")
 	select {
 	case err := <-got:
@@ -109,20 +110,20 @@ func TestWaiterSessionExpired(t *testing.T) {
 	require.NoError(t, holder.Release(ctx))
 	require.NoError(t, <-got)
 	require.NoError(t, <-got)
-	assert.Empty(t, children(t, hs, path))
+	assert.Empty(t, testzk.Children(t, hs, path))
 }
 
 // TestLostCreateAnswer: the answer to our create is lost with the
 // connection (the server applied it). The mutex finds its node by its id:
 // one node, no orphan, and the lock is ours.
 func TestLostCreateAnswer(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, p.Addrs())
-	obs := connect(t, c.Servers())
+	s := testzk.Connect(t, p.Addrs())
+	obs := testzk.Connect(t, c.Servers())
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	_, err := m.Acquire(ctx) // makes the lock path, so the next acquire is one create
 	require.NoError(t, err)
 	require.NoError(t, m.Release(ctx))
@@ -132,23 +133,23 @@ func TestLostCreateAnswer(t *testing.T) {
 	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	assert.Greater(t, s.Stats().Requests[conn.OpSync], syncs, "the create's answer was lost and the node looked for")
-	names := children(t, obs, path)
+	names := testzk.Children(t, obs, path)
 	require.Len(t, names, 1, "no orphan")
 	assert.Equal(t, path+"/"+names[0], l.Path())
 	require.NoError(t, m.Release(ctx))
-	assert.Empty(t, children(t, obs, path))
+	assert.Empty(t, testzk.Children(t, obs, path))
 }
 
 // TestLostCreateAnswerWhileQueued: the same while another holds the lock:
 // we do not queue behind our own node.
 func TestLostCreateAnswerWhileQueued(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, p.Addrs())
-	hs := connect(t, c.Servers())
+	s := testzk.Connect(t, p.Addrs())
+	hs := testzk.Connect(t, c.Servers())
 	holder, m := newMutex(t, hs, path), newMutex(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	_, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 
@@ -161,29 +162,29 @@ func TestLostCreateAnswerWhileQueued(t *testing.T) {
 			got <- m.Release(ctx)
 		}
 	}()
-	eventually(t, 10*time.Second, func() bool { return len(children(t, hs, path)) == 2 }, "queued")
+	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, hs, path)) == 2 }, "queued")
 	select {
 	case err := <-got:
 		t.Fatalf("acquired while held: %v", err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	assert.Len(t, children(t, hs, path), 2, "one node of ours")
+	assert.Len(t, testzk.Children(t, hs, path), 2, "one node of ours")
 	require.NoError(t, holder.Release(ctx))
 	require.NoError(t, <-got)
 	require.NoError(t, <-got)
-	assert.Empty(t, children(t, hs, path))
+	assert.Empty(t, testzk.Children(t, hs, path))
 }
 
 // TestCancelDuringCreate: ctx ends while the create is on the wire; the
 // node it makes is deleted before Acquire returns.
 func TestCancelDuringCreate(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, p.Addrs())
-	obs := connect(t, c.Servers())
+	s := testzk.Connect(t, p.Addrs())
+	obs := testzk.Connect(t, c.Servers())
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	_, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, m.Release(ctx))
@@ -193,7 +194,7 @@ func TestCancelDuringCreate(t *testing.T) {
 	defer cancel()
 	_, err = m.Acquire(tctx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Empty(t, children(t, obs, path), "no orphan")
+	assert.Empty(t, testzk.Children(t, obs, path), "no orphan")
 	assert.False(t, m.IsAcquiredInThisProcess())
 	p.SetLatency(0)
 }
@@ -201,13 +202,13 @@ func TestCancelDuringCreate(t *testing.T) {
 // TestReleaseWithConnectionCut: a release whose delete cannot be confirmed
 // is not reported as done, and the node goes once the connection is back.
 func TestReleaseWithConnectionCut(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, p.Addrs())
-	obs := connect(t, c.Servers())
+	s := testzk.Connect(t, p.Addrs())
+	obs := testzk.Connect(t, c.Servers())
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
 
@@ -219,20 +220,20 @@ func TestReleaseWithConnectionCut(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.False(t, m.IsAcquiredInThisProcess(), "the caller no longer holds it")
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "no guarded write after release")
-	assert.Len(t, children(t, obs, path), 1, "the node is still there")
+	assert.Len(t, testzk.Children(t, obs, path), 1, "the node is still there")
 
 	p.Heal()
-	eventually(t, 20*time.Second, func() bool { return len(children(t, obs, path)) == 0 }, "pending delete done")
-	assert.NoError(t, epoch(t, s).Err(), "within the same session")
+	testzk.Eventually(t, 20*time.Second, func() bool { return len(testzk.Children(t, obs, path)) == 0 }, "pending delete done")
+	assert.NoError(t, testzk.Epoch(t, s).Err(), "within the same session")
 }
 
 func TestForeignChildren(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
-	ep := epoch(t, s)
+	ctx := testzk.Ctx(t, time.Minute)
+	ep := testzk.Epoch(t, s)
 	require.NoError(t, ep.CreateParents(ctx, path+"/x"))
 	hex := "9f86d081884c7d659a2feaa0c55ad015"
 	for _, n := range []string{"hello", "lock-0000000001"} { // ignored
@@ -259,24 +260,24 @@ func TestForeignChildren(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok, "the names that are no contenders do not count")
 	require.NoError(t, m.Release(ctx))
-	assert.ElementsMatch(t, []string{"hello", "lock-0000000001"}, children(t, s, path))
+	assert.ElementsMatch(t, []string{"hello", "lock-0000000001"}, testzk.Children(t, s, path))
 }
 
 // TestParentReaped: the lock path disappears between acquires (ZooKeeper
 // reaps empty containers); the next acquire makes it again.
 func TestParentReaped(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	for i := 0; i < 3; i++ {
 		_, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		require.NoError(t, m.Release(ctx))
-		require.NoError(t, epoch(t, s).Delete(ctx, path, -1), "round %d", i)
+		require.NoError(t, testzk.Epoch(t, s).Delete(ctx, path, -1), "round %d", i)
 	}
-	ok, st, err := epoch(t, s).Exists(ctx, conn.ParentPath(path))
+	ok, st, err := testzk.Epoch(t, s).Exists(ctx, conn.ParentPath(path))
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.NotZero(t, st.EphemeralOwner == 0, "parents are plain containers")
@@ -287,13 +288,13 @@ func TestParentReaped(t *testing.T) {
 // follows, whichever the cut catches. Either way: one node, ours, and no
 // orphan after the release.
 func TestCutBetweenCreateAndChildren(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, p.Addrs())
-	obs := connect(t, c.Servers())
+	s := testzk.Connect(t, p.Addrs())
+	obs := testzk.Connect(t, c.Servers())
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	_, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, m.Release(ctx))
@@ -310,12 +311,12 @@ func TestCutBetweenCreateAndChildren(t *testing.T) {
 			got <- m.Release(ctx)
 		}
 	}()
-	eventually(t, 10*time.Second, func() bool { return s.Stats().Requests[conn.OpCreate] > creates }, "create sent")
+	testzk.Eventually(t, 10*time.Second, func() bool { return s.Stats().Requests[conn.OpCreate] > creates }, "create sent")
 	p.CutAfterNextWrite()
 	require.NoError(t, <-got)
 	p.SetLatency(0)
-	assert.Len(t, children(t, obs, path), 1, "one node")
+	assert.Len(t, testzk.Children(t, obs, path), 1, "one node")
 	close(release)
 	require.NoError(t, <-got)
-	assert.Empty(t, children(t, obs, path), "no orphan")
+	assert.Empty(t, testzk.Children(t, obs, path), "no orphan")
 }

@@ -9,14 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
 func TestNewValidates(t *testing.T) {
 	_, err := mutex.New(nil, "/a")
 	assert.ErrorIs(t, err, mutex.ErrNilSession)
-	c := cluster(t)
-	s := connect(t, c.Servers())
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
 	for _, p := range []string{"", "a", "/a/", "/a//b", "/zookeeper/x"} {
 		_, err := mutex.New(s, p)
 		assert.Error(t, err, "%q", p)
@@ -28,18 +29,18 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestUncontended(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 
 	assert.False(t, m.IsAcquiredInThisProcess())
 	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	assert.True(t, m.IsAcquiredInThisProcess())
 	assert.True(t, m.IsOwnedByCurrentGoroutine())
-	names := children(t, s, path)
+	names := testzk.Children(t, s, path)
 	require.Len(t, names, 1)
 	assert.Regexp(t, `^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$`, names[0])
 	assert.Equal(t, path+"/"+names[0], l.Path())
@@ -58,7 +59,7 @@ func TestUncontended(t *testing.T) {
 
 	require.NoError(t, m.Release(ctx))
 	assert.False(t, m.IsAcquiredInThisProcess())
-	assert.Empty(t, children(t, s, path))
+	assert.Empty(t, testzk.Children(t, s, path))
 	select {
 	case <-l.Lost():
 	default:
@@ -68,15 +69,15 @@ func TestUncontended(t *testing.T) {
 }
 
 func TestReentrant(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 
 	l1, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	before := requests(s)
+	before := testzk.Requests(s)
 	l2, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	l3, ok, err := m.TryAcquire(ctx)
@@ -84,24 +85,24 @@ func TestReentrant(t *testing.T) {
 	require.True(t, ok)
 	assert.Same(t, l1, l2)
 	assert.Same(t, l1, l3)
-	assert.Equal(t, before, requests(s), "re-entry asks nothing of ZooKeeper")
-	assert.Len(t, children(t, s, path), 1)
+	assert.Equal(t, before, testzk.Requests(s), "re-entry asks nothing of ZooKeeper")
+	assert.Len(t, testzk.Children(t, s, path), 1)
 
 	require.NoError(t, m.Release(ctx))
 	require.NoError(t, m.Release(ctx))
-	assert.Len(t, children(t, s, path), 1, "still held once")
+	assert.Len(t, testzk.Children(t, s, path), 1, "still held once")
 	assert.True(t, m.IsAcquiredInThisProcess())
 	require.NoError(t, m.Release(ctx))
-	assert.Empty(t, children(t, s, path))
+	assert.Empty(t, testzk.Children(t, s, path))
 	assert.ErrorIs(t, m.Release(ctx), mutex.ErrNotHeld, "released more often than acquired")
 }
 
 func TestReleaseByAnotherGoroutine(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 
 	assert.ErrorIs(t, m.Release(ctx), mutex.ErrNotHeld, "never acquired")
 	_, err := m.Acquire(ctx)
@@ -109,7 +110,7 @@ func TestReleaseByAnotherGoroutine(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- m.Release(ctx) }()
 	assert.ErrorIs(t, <-errc, mutex.ErrNotOwner)
-	assert.Len(t, children(t, s, path), 1, "nothing changed")
+	assert.Len(t, testzk.Children(t, s, path), 1, "nothing changed")
 	assert.True(t, m.IsOwnedByCurrentGoroutine())
 	owned := make(chan bool, 1)
 	go func() { owned <- m.IsOwnedByCurrentGoroutine() }()
@@ -120,11 +121,11 @@ func TestReleaseByAnotherGoroutine(t *testing.T) {
 // TestOtherGoroutineWaits: another goroutine of the same process is a
 // separate contender with its own node.
 func TestOtherGoroutineWaits(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 
 	_, err := m.Acquire(ctx)
 	require.NoError(t, err)
@@ -138,8 +139,8 @@ func TestOtherGoroutineWaits(t *testing.T) {
 			got <- m.Release(ctx)
 		}
 	}()
-	eventually(t, 10*time.Second, func() bool { return len(children(t, s, path)) == 2 }, "second goroutine queued")
-	_, ok, err := m.TryAcquire(ctxTimeout(t, 10*time.Second))
+	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, s, path)) == 2 }, "second goroutine queued")
+	_, ok, err := m.TryAcquire(testzk.Ctx(t, 10*time.Second))
 	require.NoError(t, err)
 	assert.True(t, ok, "the holder re-enters")
 	require.NoError(t, m.Release(ctx))
@@ -152,15 +153,15 @@ func TestOtherGoroutineWaits(t *testing.T) {
 	require.NoError(t, <-got)
 	close(release)
 	require.NoError(t, <-got)
-	assert.Empty(t, children(t, s, path))
+	assert.Empty(t, testzk.Children(t, s, path))
 }
 
 func TestAcquireAfterClose(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	m := newMutex(t, s, lockPath(t, c))
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	m := newMutex(t, s, testzk.Path(t, c, "lock"))
 	require.NoError(t, s.Close())
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := testzk.Ctx(t, 10*time.Second)
 	_, err := m.Acquire(ctx)
 	assert.ErrorIs(t, err, conn.ErrClosed)
 	_, _, err = m.TryAcquire(ctx)
@@ -169,11 +170,11 @@ func TestAcquireAfterClose(t *testing.T) {
 }
 
 func TestTimeoutAndCancelWhileQueued(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
-	hs, ws := connect(t, c.Servers()), connect(t, c.Servers())
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	hs, ws := testzk.Connect(t, c.Servers()), testzk.Connect(t, c.Servers())
 	holder, waiter := newMutex(t, hs, path), newMutex(t, ws, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	_, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 
@@ -183,20 +184,20 @@ func TestTimeoutAndCancelWhileQueued(t *testing.T) {
 	_, err = waiter.Acquire(tctx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 5*time.Second)
-	assert.Len(t, children(t, hs, path), 1, "the waiter's node is gone")
+	assert.Len(t, testzk.Children(t, hs, path), 1, "the waiter's node is gone")
 	assert.False(t, waiter.IsAcquiredInThisProcess())
 
 	cctx, cancel := context.WithCancel(ctx)
-	gets := getWs(ws)
+	gets := testzk.GetWs(ws)
 	done := make(chan error, 1)
 	go func() {
 		_, err := waiter.Acquire(cctx)
 		done <- err
 	}()
-	watching(t, ws, gets)
+	testzk.Watching(t, ws, gets)
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
-	assert.Len(t, children(t, hs, path), 1, "the waiter's node is gone")
+	assert.Len(t, testzk.Children(t, hs, path), 1, "the waiter's node is gone")
 
 	require.NoError(t, holder.Release(ctx))
 	_, err = waiter.Acquire(ctx)

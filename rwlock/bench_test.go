@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
@@ -39,11 +40,11 @@ func BenchmarkReadContended10(b *testing.B) {
 }
 
 func contended(b *testing.B, n int, side func(*rwlock.RWLock) *rwlock.Lock) {
-	c := cluster(b)
-	path := lockPath(b, c)
+	c := testzk.Shared(b)
+	path := testzk.Path(b, c, "lock")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	sessions := connectN(b, c.Servers(), n)
+	sessions := testzk.ConnectN(b, c.Servers(), n)
 	locks := make([]*rwlock.Lock, n)
 	for i := range locks {
 		locks[i] = side(newRW(b, sessions[i], path))

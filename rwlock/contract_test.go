@@ -6,6 +6,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
@@ -64,5 +65,5 @@ func newWriteLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
 
 // The write lock passes the shared contract, FIFO included.
 func TestContractWriteLock(t *testing.T) {
-	locktest.Run(t, newWriteLock, locktest.WithFIFO(true), locktest.WithCluster(cluster(t)))
+	locktest.Run(t, newWriteLock, locktest.WithFIFO(true), locktest.WithCluster(testzk.Shared(t)))
 }

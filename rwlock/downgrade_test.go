@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
@@ -17,23 +18,23 @@ import (
 // read, and gets in after our read release. An upgrade attempt in between
 // fails at once.
 func TestDowngradeWithWriterQueued(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
-	as, bs, obs := connect(t, c.Servers()), connect(t, c.Servers()), connect(t, c.Servers())
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	as, bs, obs := testzk.Connect(t, c.Servers()), testzk.Connect(t, c.Servers()), testzk.Connect(t, c.Servers())
 	a, b := newRW(t, as, path), newRW(t, bs, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 
 	wl, err := a.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
-	gets := getWs(bs)
+	gets := testzk.GetWs(bs)
 	cb := start(ctx, b.WriteLock())
-	watching(t, bs, gets)
+	testzk.WatchingAnswered(t, bs, gets)
 
 	begin := time.Now()
 	rl, err := a.ReadLock().Acquire(ctx)
 	require.NoError(t, err, "the read lock is granted under our own write lock")
 	assert.Less(t, time.Since(begin), 2*time.Second)
-	assert.Len(t, children(t, obs, path), 3, "our W, the queued writer's W, our real R node")
+	assert.Len(t, testzk.Children(t, obs, path), 3, "our W, the queued writer's W, our real R node")
 	assert.NotEqual(t, wl.Path(), rl.Path())
 	assert.True(t, a.WriteLock().IsOwnedByCurrentGoroutine())
 	assert.True(t, a.ReadLock().IsOwnedByCurrentGoroutine())
@@ -47,12 +48,12 @@ func TestDowngradeWithWriterQueued(t *testing.T) {
 	settled(t, bs, path)
 	assert.Equal(t, bEvents, events(bs), "the queued writer was not woken")
 	assert.False(t, cb.holds(), "the queued writer got in while we hold the read lock")
-	assert.Contains(t, children(t, obs, path), conn.BaseName(wl.Path()), "our write node is kept while we read")
+	assert.Contains(t, testzk.Children(t, obs, path), conn.BaseName(wl.Path()), "our write node is kept while we read")
 
-	before := requests(as)
+	before := testzk.Requests(as)
 	_, err = a.WriteLock().Acquire(ctx)
 	assert.ErrorIs(t, err, rwlock.ErrUpgrade, "write again while holding only the read lock")
-	assert.Equal(t, before, requests(as))
+	assert.Equal(t, before, testzk.Requests(as))
 
 	// Re-entry of the read lock still works and costs nothing.
 	rl2, err := a.ReadLock().Acquire(ctx)
@@ -63,9 +64,9 @@ func TestDowngradeWithWriterQueued(t *testing.T) {
 
 	require.NoError(t, a.ReadLock().Release(ctx))
 	cb.wait(t, 10*time.Second, "queued writer")
-	assert.Len(t, children(t, obs, path), 1, "only the writer's node is left")
+	assert.Len(t, testzk.Children(t, obs, path), 1, "only the writer's node is left")
 	cb.done(t, "queued writer")
-	assert.Empty(t, children(t, obs, path))
+	assert.Empty(t, testzk.Children(t, obs, path))
 	assert.ErrorIs(t, a.ReadLock().Release(ctx), rwlock.ErrNotHeld)
 	assert.ErrorIs(t, a.WriteLock().Release(ctx), rwlock.ErrNotHeld)
 }
@@ -75,46 +76,46 @@ func TestDowngradeWithWriterQueued(t *testing.T) {
 // write node: the reader joins us. A writer that queues afterwards waits
 // for both readers.
 func TestDowngradeLetsReadersIn(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
-	as, rs, ws := connect(t, c.Servers()), connect(t, c.Servers()), connect(t, c.Servers())
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	as, rs, ws := testzk.Connect(t, c.Servers()), testzk.Connect(t, c.Servers()), testzk.Connect(t, c.Servers())
 	a := newRW(t, as, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 
 	_, err := a.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
-	gets := getWs(rs)
+	gets := testzk.GetWs(rs)
 	cr := start(ctx, newRW(t, rs, path).ReadLock())
-	watching(t, rs, gets)
+	testzk.WatchingAnswered(t, rs, gets)
 	_, err = a.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
 	assert.False(t, cr.holds(), "the reader waits for our write lock")
 
 	require.NoError(t, a.WriteLock().Release(ctx))
 	cr.wait(t, 10*time.Second, "queued reader")
-	assert.Len(t, children(t, as, path), 2, "our read node and the other reader's")
+	assert.Len(t, testzk.Children(t, as, path), 2, "our read node and the other reader's")
 	assert.True(t, a.ReadLock().IsOwnedByCurrentGoroutine())
 
-	gets = getWs(ws)
+	gets = testzk.GetWs(ws)
 	cw := start(ctx, newRW(t, ws, path).WriteLock())
-	watching(t, ws, gets)
+	testzk.WatchingAnswered(t, ws, gets)
 	require.NoError(t, a.ReadLock().Release(ctx))
 	settled(t, ws, path)
 	assert.False(t, cw.holds(), "the writer waits for the other reader")
 	cr.done(t, "queued reader")
 	cw.wait(t, 10*time.Second, "writer")
 	cw.done(t, "writer")
-	assert.Empty(t, children(t, as, path))
+	assert.Empty(t, testzk.Children(t, as, path))
 }
 
 // TestDowngradeReleaseReadFirst: write, read, release read, release write:
 // plain nesting, nothing kept.
 func TestDowngradeReleaseReadFirst(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
-	s := connect(t, c.Servers())
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	s := testzk.Connect(t, c.Servers())
 	a := newRW(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	for range 2 {
 		_, err := a.WriteLock().Acquire(ctx)
 		require.NoError(t, err)
@@ -124,9 +125,9 @@ func TestDowngradeReleaseReadFirst(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, a.WriteLock().Release(ctx))
 		require.NoError(t, a.ReadLock().Release(ctx))
-		assert.Len(t, children(t, s, path), 1)
+		assert.Len(t, testzk.Children(t, s, path), 1)
 		assert.True(t, a.WriteLock().IsOwnedByCurrentGoroutine())
 		require.NoError(t, a.WriteLock().Release(ctx))
-		assert.Empty(t, children(t, s, path))
+		assert.Empty(t, testzk.Children(t, s, path))
 	}
 }

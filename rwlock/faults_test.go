@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -18,13 +19,13 @@ import (
 // acquire id, so it is found again by its data: one node, no orphan, and
 // the lock is ours; after the release nothing is left.
 func TestLostCreateAnswer(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, p.Addrs())
-	obs := connect(t, c.Servers())
+	s := testzk.Connect(t, p.Addrs())
+	obs := testzk.Connect(t, c.Servers())
 	rw := newRW(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	_, err := rw.WriteLock().Acquire(ctx) // makes the lock path, so the next acquire is one create
 	require.NoError(t, err)
 	require.NoError(t, rw.WriteLock().Release(ctx))
@@ -37,11 +38,11 @@ func TestLostCreateAnswer(t *testing.T) {
 		st := s.Stats()
 		assert.Greater(t, st.Requests[conn.OpSync], syncs, "%v: the create's answer was lost and the node looked for", lk)
 		assert.Greater(t, st.Requests[conn.OpGet], gets, "%v: found by the id in its data", lk)
-		names := children(t, obs, path)
+		names := testzk.Children(t, obs, path)
 		require.Len(t, names, 1, "%v: no orphan", lk)
 		assert.Equal(t, path+"/"+names[0], l.Path())
 		require.NoError(t, lk.Release(ctx))
-		assert.Empty(t, children(t, obs, path), "%v: nothing left after release", lk)
+		assert.Empty(t, testzk.Children(t, obs, path), "%v: nothing left after release", lk)
 	}
 }
 
@@ -50,25 +51,25 @@ func TestLostCreateAnswer(t *testing.T) {
 // not our id, and we do not take it for ours; nor do we queue behind our
 // own node.
 func TestLostCreateAnswerWhileQueued(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, p.Addrs())
-	hs := connect(t, c.Servers())
+	s := testzk.Connect(t, p.Addrs())
+	hs := testzk.Connect(t, c.Servers())
 	holder, rw := newRW(t, hs, path, rwlock.WithHost("same")), newRW(t, s, path, rwlock.WithHost("same"))
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	_, err := holder.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
 
 	for _, lk := range []*rwlock.Lock{rw.WriteLock(), rw.ReadLock()} {
-		gets, syncs := getWs(s), s.Stats().Requests[conn.OpSync]
+		gets, syncs := testzk.GetWs(s), s.Stats().Requests[conn.OpSync]
 		p.CutAfterNextWrite()
 		cw := start(ctx, lk)
-		eventually(t, 10*time.Second, func() bool { return len(children(t, hs, path)) == 2 }, "%v queued", lk)
-		watching(t, s, gets)
+		testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, hs, path)) == 2 }, "%v queued", lk)
+		testzk.WatchingAnswered(t, s, gets)
 		assert.Greater(t, s.Stats().Requests[conn.OpSync], syncs, "%v: the create's answer was lost", lk)
 		assert.False(t, cw.holds(), "%v acquired while the holder holds", lk)
-		assert.Len(t, children(t, hs, path), 2, "%v: one node of ours", lk)
+		assert.Len(t, testzk.Children(t, hs, path), 2, "%v: one node of ours", lk)
 		require.NoError(t, holder.WriteLock().Release(ctx))
 		cw.wait(t, 10*time.Second, lk.String())
 		_, ok, err := holder.WriteLock().TryAcquire(ctx)
@@ -79,22 +80,22 @@ func TestLostCreateAnswerWhileQueued(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, holder.WriteLock().Release(ctx))
-	assert.Empty(t, children(t, hs, path))
+	assert.Empty(t, testzk.Children(t, hs, path))
 }
 
 // TestReaderSessionExpired: the server expires a reader's session; the
 // reader learns it (Lost), its guarded write is refused, a queued writer
 // gets in with a greater fencing token.
 func TestReaderSessionExpired(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
 	data := path + "-data"
-	rs := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
-	ws := connect(t, c.Servers())
+	rs := testzk.Connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
+	ws := testzk.Connect(t, c.Servers())
 	r, w := newRW(t, rs, path), newRW(t, ws, path)
-	ctx := ctxTimeout(t, time.Minute)
-	require.NoError(t, epoch(t, ws).CreateParents(ctx, data))
-	_, err := epoch(t, ws).Create(ctx, data, nil, 0, ws.ACL())
+	ctx := testzk.Ctx(t, time.Minute)
+	require.NoError(t, testzk.Epoch(t, ws).CreateParents(ctx, data))
+	_, err := testzk.Epoch(t, ws).Create(ctx, data, nil, 0, ws.ACL())
 	require.NoError(t, err)
 
 	l, err := r.ReadLock().Acquire(ctx)
@@ -103,16 +104,16 @@ func TestReaderSessionExpired(t *testing.T) {
 	require.NoError(t, err)
 	_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("reader"), Version: -1})
 	require.NoError(t, err)
-	gets := getWs(ws)
+	gets := testzk.GetWs(ws)
 	cw := start(ctx, w.WriteLock())
-	watching(t, ws, gets)
+	testzk.WatchingAnswered(t, ws, gets)
 
 	ep := l.Epoch()
 	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
 	// Err is polled rather than Lost armed before the expiry (see mutex's
 	// TestHolderSessionExpired: an armed Lost has a request in flight when
 	// the epoch ends).
-	eventually(t, 20*time.Second, func() bool { return l.Err() != nil }, "the reader was not told")
+	testzk.Eventually(t, 20*time.Second, func() bool { return l.Err() != nil }, "the reader was not told")
 	<-l.Lost()
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost)
 	wl := cw.wait(t, 10*time.Second, "writer").lease
@@ -126,26 +127,26 @@ func TestReaderSessionExpired(t *testing.T) {
 	require.NoError(t, r.ReadLock().Release(ctx), "releasing a lost lease")
 	assert.False(t, r.ReadLock().IsAcquiredInThisProcess())
 	cw.done(t, "writer")
-	b, _, err := epoch(t, ws).Get(ctx, data)
+	b, _, err := testzk.Epoch(t, ws).Get(ctx, data)
 	require.NoError(t, err)
 	assert.Equal(t, "reader", string(b))
-	assert.Empty(t, children(t, ws, path))
+	assert.Empty(t, testzk.Children(t, ws, path))
 }
 
 // TestDowngradeOnLostWriteLease: a goroutine whose write lease was lost
 // (session expired) cannot take the read lock by the downgrade shortcut.
 func TestDowngradeOnLostWriteLease(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
-	s := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
-	obs := connect(t, c.Servers())
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	s := testzk.Connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
+	obs := testzk.Connect(t, c.Servers())
 	rw := newRW(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	l, err := rw.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
 	ep := l.Epoch()
 	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
-	eventually(t, 20*time.Second, func() bool { return l.Err() != nil }, "the writer was not told")
+	testzk.Eventually(t, 20*time.Second, func() bool { return l.Err() != nil }, "the writer was not told")
 	_, err = rw.ReadLock().Acquire(ctx)
 	assert.ErrorIs(t, err, conn.ErrLeaseLost)
 	assert.False(t, rw.ReadLock().IsOwnedByCurrentGoroutine())
@@ -153,5 +154,5 @@ func TestDowngradeOnLostWriteLease(t *testing.T) {
 	_, err = rw.ReadLock().Acquire(ctx)
 	require.NoError(t, err, "a plain read acquire in the new session")
 	require.NoError(t, rw.ReadLock().Release(ctx))
-	assert.Empty(t, children(t, obs, path))
+	assert.Empty(t, testzk.Children(t, obs, path))
 }

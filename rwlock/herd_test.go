@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
@@ -17,7 +18,7 @@ import (
 // writers drain stays flat: one notification and a couple of requests per
 // handoff, whatever the queue's length.
 func TestHerdWriters(t *testing.T) {
-	c := cluster(t)
+	c := testzk.Shared(t)
 	newLock := func(t *testing.T, s *conn.Session, path string) locktest.Locker {
 		rw, err := rwlock.New(s, path)
 		if err != nil {
@@ -39,13 +40,13 @@ func TestHerdWriters(t *testing.T) {
 // release — each exactly once, since each can proceed — and hold together;
 // per reader, the whole acquire and release costs the same for 5 and 20.
 func TestHerdReaders(t *testing.T) {
-	c := cluster(t)
+	c := testzk.Shared(t)
 	type fig struct{ requests, events, fromRelease float64 }
 	figs := map[int]fig{}
 	for _, n := range []int{5, 20} {
-		path := lockPath(t, c) + fmt.Sprint(n)
-		sessions := connectN(t, c.Servers(), n+1)
-		ctx := ctxTimeout(t, time.Minute)
+		path := testzk.Path(t, c, "lock") + fmt.Sprint(n)
+		sessions := testzk.ConnectN(t, c.Servers(), n+1)
+		ctx := testzk.Ctx(t, time.Minute)
 		w := newRW(t, sessions[n], path)
 		_, err := w.WriteLock().Acquire(ctx)
 		require.NoError(t, err)
@@ -54,7 +55,7 @@ func TestHerdReaders(t *testing.T) {
 		for i := range readers {
 			before[i] = sessions[i].Stats()
 			readers[i] = start(ctx, newRW(t, sessions[i], path).ReadLock())
-			watching(t, sessions[i], before[i].Requests[conn.OpGetW])
+			testzk.WatchingAnswered(t, sessions[i], before[i].Requests[conn.OpGetW])
 		}
 		atRelease := make([]conn.Stats, n)
 		for i := range readers {
@@ -64,7 +65,7 @@ func TestHerdReaders(t *testing.T) {
 		for i, r := range readers {
 			r.wait(t, 10*time.Second, fmt.Sprintf("reader %d", i))
 		}
-		require.Len(t, children(t, sessions[n], path), n, "all %d readers hold together", n)
+		require.Len(t, testzk.Children(t, sessions[n], path), n, "all %d readers hold together", n)
 		for i, r := range readers {
 			r.done(t, fmt.Sprintf("reader %d", i))
 		}

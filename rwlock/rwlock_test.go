@@ -12,14 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
 func TestNewValidates(t *testing.T) {
 	_, err := rwlock.New(nil, "/a")
 	assert.ErrorIs(t, err, rwlock.ErrNilSession)
-	c := cluster(t)
-	s := connect(t, c.Servers())
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
 	for _, p := range []string{"", "a", "/a/", "/a//b", "/a/./b"} {
 		_, err := rwlock.New(s, p)
 		assert.ErrorIs(t, err, conn.ErrInvalidPath, "%q", p)
@@ -43,11 +44,11 @@ func TestNewValidates(t *testing.T) {
 
 // TestNodes: the node names and data, for both sides.
 func TestNodes(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
 	rw := newRW(t, s, path, rwlock.WithHost("app-7-W-x")) // dashes and a kind letter: names parse from the right
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	hostname, _ := os.Hostname()
 
 	for _, side := range []struct {
@@ -56,11 +57,11 @@ func TestNodes(t *testing.T) {
 	}{{rw.ReadLock(), "R"}, {rw.WriteLock(), "W"}} {
 		l, err := side.lk.Acquire(ctx)
 		require.NoError(t, err)
-		names := children(t, s, path)
+		names := testzk.Children(t, s, path)
 		require.Len(t, names, 1)
 		assert.Regexp(t, regexp.MustCompile(`^app-7-W-x-`+side.kind+`-\d{10}$`), names[0])
 		assert.Equal(t, path+"/"+names[0], l.Path())
-		b, _, err := epoch(t, s).Get(ctx, l.Path())
+		b, _, err := testzk.Epoch(t, s).Get(ctx, l.Path())
 		require.NoError(t, err)
 		var d struct {
 			ID   string `json:"id"`
@@ -77,7 +78,7 @@ func TestNodes(t *testing.T) {
 		assert.True(t, side.lk.IsOwnedByCurrentGoroutine())
 		assert.True(t, side.lk.IsAcquiredInThisProcess())
 		require.NoError(t, side.lk.Release(ctx))
-		assert.Empty(t, children(t, s, path))
+		assert.Empty(t, testzk.Children(t, s, path))
 		assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "a released lease reports itself lost")
 		assert.False(t, side.lk.IsAcquiredInThisProcess())
 	}
@@ -86,16 +87,16 @@ func TestNodes(t *testing.T) {
 // TestReentrant: three acquires of each side, one node, no request, three
 // releases; the fourth is an error.
 func TestReentrant(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
 	rw := newRW(t, s, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	for _, lk := range []*rwlock.Lock{rw.ReadLock(), rw.WriteLock()} {
 		t.Run(lk.String(), func(t *testing.T) {
 			l1, err := lk.Acquire(ctx)
 			require.NoError(t, err)
-			before := requests(s)
+			before := testzk.Requests(s)
 			l2, err := lk.Acquire(ctx)
 			require.NoError(t, err)
 			l3, ok, err := lk.TryAcquire(ctx)
@@ -103,17 +104,17 @@ func TestReentrant(t *testing.T) {
 			require.True(t, ok)
 			assert.Same(t, l1, l2)
 			assert.Same(t, l1, l3)
-			assert.Equal(t, before, requests(s), "re-entry asks nothing of ZooKeeper")
-			assert.Len(t, children(t, s, path), 1)
+			assert.Equal(t, before, testzk.Requests(s), "re-entry asks nothing of ZooKeeper")
+			assert.Len(t, testzk.Children(t, s, path), 1)
 
 			require.NoError(t, lk.Release(ctx))
 			require.NoError(t, lk.Release(ctx))
-			assert.Len(t, children(t, s, path), 1, "still held once")
+			assert.Len(t, testzk.Children(t, s, path), 1, "still held once")
 			assert.True(t, lk.IsOwnedByCurrentGoroutine())
 			require.NoError(t, lk.Release(ctx))
-			assert.Empty(t, children(t, s, path))
+			assert.Empty(t, testzk.Children(t, s, path))
 			assert.ErrorIs(t, lk.Release(ctx), rwlock.ErrNotHeld, "released more often than acquired")
-			assert.Empty(t, children(t, s, path))
+			assert.Empty(t, testzk.Children(t, s, path))
 		})
 	}
 }
@@ -121,11 +122,11 @@ func TestReentrant(t *testing.T) {
 // TestReleaseByAnotherGoroutine: only the goroutine that holds a side may
 // release it; anything else is an error and changes nothing.
 func TestReleaseByAnotherGoroutine(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
 	rw := newRW(t, s, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	other := func(f func() error) error {
 		errc := make(chan error, 1)
 		go func() { errc <- f() }()
@@ -137,13 +138,13 @@ func TestReleaseByAnotherGoroutine(t *testing.T) {
 			_, err := lk.Acquire(ctx)
 			require.NoError(t, err)
 			assert.ErrorIs(t, other(func() error { return lk.Release(ctx) }), rwlock.ErrNotOwner)
-			assert.Len(t, children(t, s, path), 1, "nothing changed")
+			assert.Len(t, testzk.Children(t, s, path), 1, "nothing changed")
 			assert.True(t, lk.IsOwnedByCurrentGoroutine())
 			owned := make(chan bool, 1)
 			go func() { owned <- lk.IsOwnedByCurrentGoroutine() }()
 			assert.False(t, <-owned)
 			require.NoError(t, lk.Release(ctx))
-			assert.Empty(t, children(t, s, path))
+			assert.Empty(t, testzk.Children(t, s, path))
 		})
 	}
 	// The other side is not held: releasing it is ErrNotHeld, not a release
@@ -158,14 +159,14 @@ func TestReleaseByAnotherGoroutine(t *testing.T) {
 // TestUpgradeRefused: asking for the write lock while holding only the
 // read lock fails at once, without a request, and changes nothing.
 func TestUpgradeRefused(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
 	rw := newRW(t, s, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	_, err := rw.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
-	before := requests(s)
+	before := testzk.Requests(s)
 	begin := time.Now()
 	_, err = rw.WriteLock().Acquire(ctx)
 	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
@@ -174,28 +175,28 @@ func TestUpgradeRefused(t *testing.T) {
 	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
 	assert.False(t, ok)
 	assert.Less(t, time.Since(begin), time.Second)
-	assert.Equal(t, before, requests(s), "refused without asking ZooKeeper")
-	assert.Len(t, children(t, s, path), 1)
+	assert.Equal(t, before, testzk.Requests(s), "refused without asking ZooKeeper")
+	assert.Len(t, testzk.Children(t, s, path), 1)
 	assert.False(t, rw.WriteLock().IsAcquiredInThisProcess())
 
 	// Another goroutine of the process is a separate contender: its write
 	// acquire is no upgrade, it waits for our read lock.
-	gets := getWs(s)
+	gets := testzk.GetWs(s)
 	cw := start(ctx, rw.WriteLock())
-	watching(t, s, gets)
+	testzk.WatchingAnswered(t, s, gets)
 	assert.False(t, cw.holds())
 	require.NoError(t, rw.ReadLock().Release(ctx))
 	cw.wait(t, 10*time.Second, "writer of another goroutine")
 	cw.done(t, "writer of another goroutine")
-	assert.Empty(t, children(t, s, path))
+	assert.Empty(t, testzk.Children(t, s, path))
 }
 
 func TestAcquireAfterClose(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	rw := newRW(t, s, lockPath(t, c))
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	rw := newRW(t, s, testzk.Path(t, c, "lock"))
 	require.NoError(t, s.Close())
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := testzk.Ctx(t, 10*time.Second)
 	for _, lk := range []*rwlock.Lock{rw.ReadLock(), rw.WriteLock()} {
 		_, err := lk.Acquire(ctx)
 		assert.ErrorIs(t, err, conn.ErrClosed, "%v", lk)
@@ -209,11 +210,11 @@ func TestAcquireAfterClose(t *testing.T) {
 // TestTimeoutWhileQueued: a reader behind a writer times out, leaves no
 // node, and acquires normally afterwards.
 func TestTimeoutWhileQueued(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
-	ws, rs := connect(t, c.Servers()), connect(t, c.Servers())
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	ws, rs := testzk.Connect(t, c.Servers()), testzk.Connect(t, c.Servers())
 	w, r := newRW(t, ws, path), newRW(t, rs, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	_, err := w.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
 	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -223,7 +224,7 @@ func TestTimeoutWhileQueued(t *testing.T) {
 	_, ok, err := r.ReadLock().TryAcquire(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok, "a reader cannot get in beside a writer")
-	assert.Len(t, children(t, ws, path), 1, "the reader's nodes are gone")
+	assert.Len(t, testzk.Children(t, ws, path), 1, "the reader's nodes are gone")
 	assert.False(t, r.ReadLock().IsAcquiredInThisProcess())
 	require.NoError(t, w.WriteLock().Release(ctx))
 	_, err = r.ReadLock().Acquire(ctx)

@@ -12,16 +12,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
 // TestReadersShare: ten readers, each on its own session, hold the lock at
 // once; a writer gets in only after the last one left.
 func TestReadersShare(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
-	sessions := connectN(t, c.Servers(), 11)
-	ctx := ctxTimeout(t, time.Minute)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	sessions := testzk.ConnectN(t, c.Servers(), 11)
+	ctx := testzk.Ctx(t, time.Minute)
 
 	readers := make([]*contender, 10)
 	for i := range readers {
@@ -30,32 +31,32 @@ func TestReadersShare(t *testing.T) {
 	for i, r := range readers {
 		r.wait(t, 10*time.Second, fmt.Sprintf("reader %d", i))
 	}
-	assert.Len(t, children(t, sessions[10], path), 10, "ten readers hold the lock together")
+	assert.Len(t, testzk.Children(t, sessions[10], path), 10, "ten readers hold the lock together")
 
 	w := newRW(t, sessions[10], path).WriteLock()
 	_, ok, err := w.TryAcquire(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok, "no writer while readers hold")
-	gets := getWs(sessions[10])
+	gets := testzk.GetWs(sessions[10])
 	cw := start(ctx, w)
-	watching(t, sessions[10], gets)
+	testzk.WatchingAnswered(t, sessions[10], gets)
 	for i, r := range readers {
 		assert.False(t, cw.holds(), "writer in while reader %d still holds", i)
 		r.done(t, fmt.Sprintf("reader %d", i))
 	}
 	cw.wait(t, 10*time.Second, "writer")
-	assert.Len(t, children(t, sessions[10], path), 1)
+	assert.Len(t, testzk.Children(t, sessions[10], path), 1)
 	cw.done(t, "writer")
-	assert.Empty(t, children(t, sessions[10], path))
+	assert.Empty(t, testzk.Children(t, sessions[10], path))
 }
 
 // TestWriterExcludes: while a writer holds the lock, neither a reader nor
 // another writer gets in, by TryAcquire or by waiting; they do after.
 func TestWriterExcludes(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
-	sessions := connectN(t, c.Servers(), 3)
-	ctx := ctxTimeout(t, time.Minute)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	sessions := testzk.ConnectN(t, c.Servers(), 3)
+	ctx := testzk.Ctx(t, time.Minute)
 	w := newRW(t, sessions[0], path)
 	r, w2 := newRW(t, sessions[1], path), newRW(t, sessions[2], path)
 	_, err := w.WriteLock().Acquire(ctx)
@@ -66,11 +67,11 @@ func TestWriterExcludes(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok, "%v beside a writer", lk)
 	}
-	gr, gw := getWs(sessions[1]), getWs(sessions[2])
+	gr, gw := testzk.GetWs(sessions[1]), testzk.GetWs(sessions[2])
 	cr := start(ctx, r.ReadLock())
-	watching(t, sessions[1], gr)
+	testzk.WatchingAnswered(t, sessions[1], gr)
 	cw := start(ctx, w2.WriteLock())
-	watching(t, sessions[2], gw)
+	testzk.WatchingAnswered(t, sessions[2], gw)
 	assert.False(t, cr.holds())
 	assert.False(t, cw.holds())
 	require.NoError(t, w.WriteLock().Release(ctx))
@@ -80,7 +81,7 @@ func TestWriterExcludes(t *testing.T) {
 	cr.done(t, "reader")
 	cw.wait(t, 10*time.Second, "second writer")
 	cw.done(t, "second writer")
-	assert.Empty(t, children(t, sessions[0], path))
+	assert.Empty(t, testzk.Children(t, sessions[0], path))
 }
 
 // span is one hold in the mixed-load history.
@@ -127,10 +128,10 @@ func TestMixedLoad(t *testing.T) {
 		n     = 8
 		total = 320
 	)
-	c := cluster(t)
-	path := lockPath(t, c)
-	sessions := connectN(t, c.Servers(), n)
-	ctx := ctxTimeout(t, time.Minute)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	sessions := testzk.ConnectN(t, c.Servers(), n)
+	ctx := testzk.Ctx(t, time.Minute)
 	var (
 		left             atomic.Int64
 		readers, writers atomic.Int32
@@ -207,7 +208,7 @@ func TestMixedLoad(t *testing.T) {
 		t.Errorf("overlap: %+v and %+v", p[0], p[1])
 	}
 	assert.Greater(t, maxReaders.Load(), int32(1), "readers shared the lock")
-	assert.Empty(t, children(t, sessions[0], path), "nothing left behind")
+	assert.Empty(t, testzk.Children(t, sessions[0], path), "nothing left behind")
 	t.Logf("%d acquisitions (%d writes) over %d sessions in %v; up to %d readers at once",
 		total, nw, n, time.Since(begin).Round(time.Millisecond), maxReaders.Load())
 }

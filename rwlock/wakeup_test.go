@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 )
 
 // TestWakeups: the queue W1 (holding), R1, W2, R2, R3, each on its own
@@ -18,12 +19,12 @@ import (
 //	release R1 → W2 (1 event); R2, R3 hear nothing
 //	release W2 → R2 and R3 (1 event each), who then hold together
 func TestWakeups(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
 	names := []string{"W1", "R1", "W2", "R2", "R3"}
-	sessions := connectN(t, c.Servers(), len(names))
-	obs := connect(t, c.Servers())
-	ctx := ctxTimeout(t, time.Minute)
+	sessions := testzk.ConnectN(t, c.Servers(), len(names))
+	obs := testzk.Connect(t, c.Servers())
+	ctx := testzk.Ctx(t, time.Minute)
 
 	cs := make([]*contender, len(names))
 	for i, name := range names {
@@ -32,14 +33,14 @@ func TestWakeups(t *testing.T) {
 		if name[0] == 'W' {
 			lk = rw.WriteLock()
 		}
-		gets := getWs(sessions[i])
+		gets := testzk.GetWs(sessions[i])
 		cs[i] = start(ctx, lk)
 		if i == 0 {
 			cs[0].wait(t, 10*time.Second, "W1")
 			continue
 		}
-		eventually(t, 10*time.Second, func() bool { return len(children(t, obs, path)) == i+1 }, "%s queued", name)
-		watching(t, sessions[i], gets)
+		testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, obs, path)) == i+1 }, "%s queued", name)
+		testzk.WatchingAnswered(t, sessions[i], gets)
 	}
 	for i, name := range names[1:] {
 		assert.False(t, cs[i+1].holds(), "%s holds too early", name)
@@ -78,11 +79,11 @@ func TestWakeups(t *testing.T) {
 	cs[2].done(t, "W2")
 	cs[3].wait(t, 10*time.Second, "R2")
 	cs[4].wait(t, 10*time.Second, "R3")
-	require.Len(t, children(t, obs, path), 2, "R2 and R3 hold together")
+	require.Len(t, testzk.Children(t, obs, path), 2, "R2 and R3 hold together")
 	afterW2 := got()
 	assert.Equal(t, map[string]int64{"R1": 1, "W2": 1, "R2": 1, "R3": 1}, afterW2, "release of W2")
 	cs[3].done(t, "R2")
 	cs[4].done(t, "R3")
-	assert.Empty(t, children(t, obs, path))
+	assert.Empty(t, testzk.Children(t, obs, path))
 	t.Logf("watch events per waiter (cumulative): after W1's release %v; after R1's %v; after W2's %v", afterW1, afterR1, afterW2)
 }

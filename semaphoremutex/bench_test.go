@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -37,9 +38,9 @@ func stats(sessions []*conn.Session) []conn.Stats {
 // BenchmarkMutexUncontended is one acquire and release with nobody else
 // around.
 func BenchmarkMutexUncontended(b *testing.B) {
-	c := cluster(b)
-	s := connect(b, c)
-	m := newMutex(b, s, semPath(b, c))
+	c := testzk.Shared(b)
+	s := testzk.Connect(b, c.Servers())
+	m := newMutex(b, s, testzk.Path(b, c, "sem"))
 	ctx := context.Background()
 	if _, err := m.Acquire(ctx); err != nil { // make the paths
 		b.Fatal(err)
@@ -97,11 +98,11 @@ func (l *semLocker) Acquire(ctx context.Context) (*conn.Lease, error) {
 func (l *semLocker) Release(ctx context.Context) error { return l.sem.Release(ctx, l.lease) }
 
 func contended(b *testing.B, n int, newLocker func(*conn.Session, string) locker) {
-	c := cluster(b)
-	path := semPath(b, c)
+	c := testzk.Shared(b)
+	path := testzk.Path(b, c, "sem")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	sessions := connectN(b, c, n)
+	sessions := testzk.ConnectN(b, c.Servers(), n)
 	locks := make([]locker, n)
 	for i := range locks {
 		locks[i] = newLocker(sessions[i], path)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -21,7 +22,7 @@ func newLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
 // The mutex passes the shared contract, FIFO included: contenders are
 // served in the order of the internal lock's queue.
 func TestContract(t *testing.T) {
-	locktest.Run(t, newLock, locktest.WithFIFO(true), locktest.WithCluster(cluster(t)))
+	locktest.Run(t, newLock, locktest.WithFIFO(true), locktest.WithCluster(testzk.Shared(t)))
 }
 
 // The Mutex is a lock of this module like any other.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -17,13 +18,13 @@ import (
 // is not reported as done, and the lease node goes once the connection is
 // back, in the same session.
 func TestReleaseWithConnectionCut(t *testing.T) {
-	c := cluster(t)
-	path := semPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "sem")
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, c, withServers(p.Addrs()))
-	obs := connect(t, c)
+	s := testzk.Connect(t, p.Addrs())
+	obs := testzk.Connect(t, c.Servers())
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
 
@@ -35,11 +36,11 @@ func TestReleaseWithConnectionCut(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.False(t, m.IsAcquired(), "the handle no longer holds it")
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "no guarded write after release")
-	assert.Len(t, children(t, obs, path+"/leases"), 1, "the lease node is still there")
+	assert.Len(t, testzk.Children(t, obs, path+"/leases"), 1, "the lease node is still there")
 
 	p.Heal()
-	eventually(t, 20*time.Second, func() bool { return len(children(t, obs, path+"/leases")) == 0 }, "pending delete done")
-	assert.NoError(t, epoch(t, s).Err(), "within the same session")
+	testzk.Eventually(t, 20*time.Second, func() bool { return len(testzk.Children(t, obs, path+"/leases")) == 0 }, "pending delete done")
+	assert.NoError(t, testzk.Epoch(t, s).Err(), "within the same session")
 }
 
 // TestLostTransactionAnswer: the answer to the transaction that creates
@@ -47,19 +48,19 @@ func TestReleaseWithConnectionCut(t *testing.T) {
 // connection. The waiter finds its lease node by its id: it holds the
 // lease, with exactly one node, and the internal lock is free.
 func TestLostTransactionAnswer(t *testing.T) {
-	c := cluster(t)
-	path := semPath(t, c)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "sem")
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, c, withServers(p.Addrs()))
-	hs := connect(t, c)
+	s := testzk.Connect(t, p.Addrs())
+	hs := testzk.Connect(t, c.Servers())
 	holder, m := newMutex(t, hs, path), newMutex(t, s, path)
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	_, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 
-	before := getWs(s)
+	before := testzk.GetWs(s)
 	r := acquireAsync(ctx, m.Acquire)
-	watching(t, s, before) // parked on a watch: its next request is the transaction
+	testzk.WatchingAnswered(t, s, before) // parked on a watch: its next request is the transaction
 	syncs := s.Stats().Requests[conn.OpSync]
 	multis := s.Stats().Requests[conn.OpMulti]
 	p.CutAfterNextWrite()
@@ -68,10 +69,10 @@ func TestLostTransactionAnswer(t *testing.T) {
 	require.NoError(t, got.err)
 	assert.Equal(t, multis+1, s.Stats().Requests[conn.OpMulti], "one transaction")
 	assert.Greater(t, s.Stats().Requests[conn.OpSync], syncs, "the answer was lost and the node looked for")
-	leases := children(t, hs, path+"/leases")
+	leases := testzk.Children(t, hs, path+"/leases")
 	require.Len(t, leases, 1, "one lease node: ours")
 	assert.Equal(t, path+"/leases/"+leases[0], got.lease.Path())
-	assert.Empty(t, children(t, hs, path+"/locks"), "the internal lock was released with the create")
+	assert.Empty(t, testzk.Children(t, hs, path+"/locks"), "the internal lock was released with the create")
 	require.NoError(t, m.Release(ctx))
 	assert.Empty(t, ephemerals(t, hs, path))
 }

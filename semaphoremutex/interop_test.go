@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -64,12 +65,12 @@ func curator(t *testing.T) []string {
 // turns.
 func TestInteropWithCurator(t *testing.T) {
 	java := curator(t)
-	c := cluster(t)
+	c := testzk.Shared(t)
 	for _, leases := range []int{1, 2} {
 		t.Run(fmt.Sprintf("leases=%d", leases), func(t *testing.T) {
 			const peers, rounds, holdMillis = 2, 20, 5
-			path := semPath(t, c)
-			ctx := ctxTimeout(t, 2*time.Minute)
+			path := testzk.Path(t, c, "sem")
+			ctx := testzk.Ctx(t, 2*time.Minute)
 			var (
 				mu    sync.Mutex
 				holds []hold
@@ -98,7 +99,7 @@ func TestInteropWithCurator(t *testing.T) {
 				_ = cmd.Wait()
 				t.Fatalf("curator did not start: %q %s", sc.Text(), stderr.String())
 			}
-			sessions := connectN(t, c, peers)
+			sessions := testzk.ConnectN(t, c.Servers(), peers)
 			wg.Add(1)
 			go func() { // Curator's holds are who = -1
 				defer wg.Done()
@@ -162,7 +163,7 @@ func TestInteropWithCurator(t *testing.T) {
 			}
 			assert.Greater(t, switches, 3, "Curator's clients and ours really took turns")
 			t.Logf("%d holds, %d switches between Curator and zkrecipes, at most %d at once", len(holds), switches, maxOverlap(holds))
-			assert.Empty(t, ephemerals(t, connect(t, c), path), "nothing left")
+			assert.Empty(t, ephemerals(t, testzk.Connect(t, c.Servers()), path), "nothing left")
 		})
 	}
 }

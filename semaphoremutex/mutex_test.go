@@ -9,17 +9,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
 // TestMutexReleaseFromAnotherGoroutine: the handle owns the lock, not the
 // goroutine that took it.
 func TestMutexReleaseFromAnotherGoroutine(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c)
-	path := semPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "sem")
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	assert.True(t, m.IsAcquired())
@@ -36,11 +37,11 @@ func TestMutexReleaseFromAnotherGoroutine(t *testing.T) {
 // release, bounded by its context, and asks nothing of ZooKeeper while it
 // waits; TryAcquire on a held handle says no at once.
 func TestMutexNotReentrant(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c)
-	path := semPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "sem")
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	first, err := m.Acquire(ctx)
 	require.NoError(t, err)
 
@@ -76,11 +77,11 @@ func TestMutexNotReentrant(t *testing.T) {
 // TestMutexReleaseNotHeld: Release without a hold is an error and changes
 // nothing.
 func TestMutexReleaseNotHeld(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c)
-	path := semPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "sem")
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	err := m.Release(ctx)
 	assert.ErrorIs(t, err, semaphoremutex.ErrNotHeld)
 	assert.Contains(t, err.Error(), path)
@@ -97,18 +98,18 @@ func TestMutexReleaseNotHeld(t *testing.T) {
 // internal lock node is left, and an uncontended acquire and release cost
 // five requests.
 func TestMutexNothingLeft(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c)
-	path := semPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "sem")
 	m := newMutex(t, s, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	_, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	assert.Len(t, children(t, s, path+"/leases"), 1, "the lease node")
-	assert.Empty(t, children(t, s, path+"/locks"), "the internal lock is released on acquire")
+	assert.Len(t, testzk.Children(t, s, path+"/leases"), 1, "the lease node")
+	assert.Empty(t, testzk.Children(t, s, path+"/locks"), "the internal lock is released on acquire")
 	require.NoError(t, m.Release(ctx))
-	assert.Empty(t, children(t, s, path+"/leases"))
-	assert.Empty(t, children(t, s, path+"/locks"))
+	assert.Empty(t, testzk.Children(t, s, path+"/leases"))
+	assert.Empty(t, testzk.Children(t, s, path+"/locks"))
 	assert.Empty(t, ephemerals(t, s, path))
 
 	before := s.Stats()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -57,11 +58,11 @@ func maxOverlap(hs []hold) int {
 // nothing is left on the server.
 func TestSemaphoreNeverMoreThanLeases(t *testing.T) {
 	const clients, leases, rounds = 10, 3, 5
-	c := cluster(t)
-	path := semPath(t, c)
-	sessions := connectN(t, c, clients+1)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "sem")
+	sessions := testzk.ConnectN(t, c.Servers(), clients+1)
 	observer := sessions[clients]
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 
 	var (
 		inside, most atomic.Int32
@@ -124,11 +125,11 @@ func TestSemaphoreNeverMoreThanLeases(t *testing.T) {
 // TestSemaphoreExpiredLeasesComeBack: the leases of a session that the
 // server expires go with it; waiters get them.
 func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
-	c := cluster(t)
-	path := semPath(t, c)
-	sessions := connectN(t, c, 4)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "sem")
+	sessions := testzk.ConnectN(t, c.Servers(), 4)
 	a, b, w1, w2 := sessions[0], sessions[1], sessions[2], sessions[3]
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	semA, semB := newSemaphore(t, a, path, 3), newSemaphore(t, b, path, 3)
 	semW1, semW2 := newSemaphore(t, w1, path, 3), newSemaphore(t, w2, path, 3)
 
@@ -144,11 +145,11 @@ func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, holders, 3, "every lease taken")
 
-	before := getWs(w1)
+	before := testzk.GetWs(w1)
 	r1 := acquireAsync(ctx, semW1.Acquire)
-	watching(t, w1, before) // w1 holds the internal lock and watches the leases
+	testzk.WatchingAnswered(t, w1, before) // w1 holds the internal lock and watches the leases
 	r2 := acquireAsync(ctx, semW2.Acquire)
-	eventually(t, 10*time.Second, func() bool { return len(children(t, b, path+"/locks")) == 2 }, "w2 queued on the internal lock")
+	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, b, path+"/locks")) == 2 }, "w2 queued on the internal lock")
 
 	ep := aLeases[0].Epoch()
 	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
@@ -199,10 +200,10 @@ func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
 // TestSemaphoreRelease: only leases the handle granted and still holds can
 // be released.
 func TestSemaphoreRelease(t *testing.T) {
-	c := cluster(t)
-	path := semPath(t, c)
-	s := connect(t, c)
-	ctx := ctxTimeout(t, 30*time.Second)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "sem")
+	s := testzk.Connect(t, c.Servers())
+	ctx := testzk.Ctx(t, 30*time.Second)
 	sem, other := newSemaphore(t, s, path, 2), newSemaphore(t, s, path, 2)
 
 	assert.ErrorIs(t, sem.Release(ctx, nil), semaphoremutex.ErrNotHeld, "nil lease")
@@ -221,10 +222,10 @@ func TestSemaphoreRelease(t *testing.T) {
 // TestSemaphoreTryAcquire: TryAcquire takes a free lease and refuses,
 // leaving nothing behind, when none is free.
 func TestSemaphoreTryAcquire(t *testing.T) {
-	c := cluster(t)
-	path := semPath(t, c)
-	sessions := connectN(t, c, 2)
-	ctx := ctxTimeout(t, 30*time.Second)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "sem")
+	sessions := testzk.ConnectN(t, c.Servers(), 2)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	sem, other := newSemaphore(t, sessions[0], path, 2), newSemaphore(t, sessions[1], path, 2)
 
 	l1, ok, err := sem.TryAcquire(ctx)
@@ -251,9 +252,9 @@ func TestSemaphoreTryAcquire(t *testing.T) {
 
 // TestNewErrors: bad arguments are refused with clear errors.
 func TestNewErrors(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c)
-	path := semPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "sem")
 
 	_, err := semaphoremutex.NewSemaphore(nil, path, 1)
 	assert.ErrorIs(t, err, semaphoremutex.ErrNilSession)
@@ -283,13 +284,13 @@ func TestNewErrors(t *testing.T) {
 // TestAcquireAfterClose: a closed session refuses acquires with
 // conn.ErrClosed.
 func TestAcquireAfterClose(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c)
-	path := semPath(t, c)
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "sem")
 	m := newMutex(t, s, path)
 	sem := newSemaphore(t, s, path, 2)
 	require.NoError(t, s.Close())
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := testzk.Ctx(t, 10*time.Second)
 	_, err := m.Acquire(ctx)
 	assert.ErrorIs(t, err, conn.ErrClosed)
 	_, _, err = m.TryAcquire(ctx)
@@ -308,11 +309,11 @@ func TestAcquireAfterClose(t *testing.T) {
 func TestAbandonWhileWaitingForLease(t *testing.T) {
 	for _, cancelIt := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cancel=%v", cancelIt), func(t *testing.T) {
-			c := cluster(t)
-			path := semPath(t, c)
-			sessions := connectN(t, c, 3)
+			c := testzk.Shared(t)
+			path := testzk.Path(t, c, "sem")
+			sessions := testzk.ConnectN(t, c.Servers(), 3)
 			hs, ws, ns := sessions[0], sessions[1], sessions[2]
-			ctx := ctxTimeout(t, time.Minute)
+			ctx := testzk.Ctx(t, time.Minute)
 			holder, waiter, next := newMutex(t, hs, path), newMutex(t, ws, path), newMutex(t, ns, path)
 			hl, err := holder.Acquire(ctx)
 			require.NoError(t, err)
@@ -325,29 +326,29 @@ func TestAbandonWhileWaitingForLease(t *testing.T) {
 				defer cancel()
 				want = context.Canceled
 			}
-			before := getWs(ws)
+			before := testzk.GetWs(ws)
 			r := acquireAsync(wctx, waiter.Acquire)
-			watching(t, ws, before) // holds the internal lock, watches the lease
-			assert.Len(t, locktest.OwnedBy(ephemerals(t, hs, path), epoch(t, ws).SessionID()), 1, "the waiter's lock node")
+			testzk.WatchingAnswered(t, ws, before) // holds the internal lock, watches the lease
+			assert.Len(t, locktest.OwnedBy(ephemerals(t, hs, path), testzk.Epoch(t, ws).SessionID()), 1, "the waiter's lock node")
 
 			// A second waiter queues on the internal lock behind it.
-			before = getWs(ns)
+			before = testzk.GetWs(ns)
 			rn := acquireAsync(ctx, next.Acquire)
-			watching(t, ns, before)
+			testzk.WatchingAnswered(t, ns, before)
 			if cancelIt {
 				cancel()
 			}
 			got := await(t, r, 10*time.Second, "abandoned acquire")
 			assert.ErrorIs(t, got.err, want)
 			assert.Nil(t, got.lease)
-			assert.Empty(t, locktest.OwnedBy(ephemerals(t, hs, path), epoch(t, ws).SessionID()),
+			assert.Empty(t, locktest.OwnedBy(ephemerals(t, hs, path), testzk.Epoch(t, ws).SessionID()),
 				"the waiter's nodes are gone when Acquire returns")
 			assert.NoError(t, hl.Err(), "the holder still holds")
 			assert.False(t, waiter.IsAcquired())
 
 			// The next contender took the internal lock over and gets the
 			// lease once the holder lets go.
-			eventually(t, 10*time.Second, func() bool { return len(children(t, hs, path+"/locks")) == 1 }, "next holds the internal lock")
+			testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, hs, path+"/locks")) == 1 }, "next holds the internal lock")
 			require.NoError(t, holder.Release(ctx))
 			gn := await(t, rn, 10*time.Second, "next contender")
 			require.NoError(t, gn.err)
@@ -360,25 +361,25 @@ func TestAbandonWhileWaitingForLease(t *testing.T) {
 // TestAbandonWhileQueuedOnInternalLock: a contender queued behind another
 // on the internal lock gives up; its lock node goes at once.
 func TestAbandonWhileQueuedOnInternalLock(t *testing.T) {
-	c := cluster(t)
-	path := semPath(t, c)
-	sessions := connectN(t, c, 3)
-	ctx := ctxTimeout(t, time.Minute)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "sem")
+	sessions := testzk.ConnectN(t, c.Servers(), 3)
+	ctx := testzk.Ctx(t, time.Minute)
 	holder, first, second := newMutex(t, sessions[0], path), newMutex(t, sessions[1], path), newMutex(t, sessions[2], path)
 	_, err := holder.Acquire(ctx)
 	require.NoError(t, err)
-	before := getWs(sessions[1])
+	before := testzk.GetWs(sessions[1])
 	r1 := acquireAsync(ctx, first.Acquire)
-	watching(t, sessions[1], before)
-	before = getWs(sessions[2])
+	testzk.WatchingAnswered(t, sessions[1], before)
+	before = testzk.GetWs(sessions[2])
 	sctx, cancel := context.WithCancel(ctx)
 	r2 := acquireAsync(sctx, second.Acquire)
-	watching(t, sessions[2], before)
-	require.Len(t, children(t, sessions[0], path+"/locks"), 2)
+	testzk.WatchingAnswered(t, sessions[2], before)
+	require.Len(t, testzk.Children(t, sessions[0], path+"/locks"), 2)
 	cancel()
 	got := await(t, r2, 10*time.Second, "abandoned acquire")
 	assert.ErrorIs(t, got.err, context.Canceled)
-	assert.Len(t, children(t, sessions[0], path+"/locks"), 1, "its lock node is gone")
+	assert.Len(t, testzk.Children(t, sessions[0], path+"/locks"), 1, "its lock node is gone")
 
 	require.NoError(t, holder.Release(ctx))
 	g1 := await(t, r1, 10*time.Second, "first waiter")
@@ -390,12 +391,12 @@ func TestAbandonWhileQueuedOnInternalLock(t *testing.T) {
 // TestLeaseFencing: the lease is the lease node's: tokens grow with every
 // holder, guarded writes commit only while it is held.
 func TestLeaseFencing(t *testing.T) {
-	c := cluster(t)
-	path := semPath(t, c)
-	s := connect(t, c)
-	ctx := ctxTimeout(t, 30*time.Second)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "sem")
+	s := testzk.Connect(t, c.Servers())
+	ctx := testzk.Ctx(t, 30*time.Second)
 	m := newMutex(t, s, path)
-	ep := epoch(t, s)
+	ep := testzk.Epoch(t, s)
 	target := path + "-data"
 	require.NoError(t, ep.CreateParents(ctx, target))
 	_, err := ep.Create(ctx, target, nil, 0, s.ACL())
@@ -423,10 +424,10 @@ func TestLeaseFencing(t *testing.T) {
 // TestParticipants: holders first, then the contenders queued on the
 // internal lock in the order they will be served.
 func TestParticipants(t *testing.T) {
-	c := cluster(t)
-	path := semPath(t, c)
-	sessions := connectN(t, c, 4)
-	ctx := ctxTimeout(t, 30*time.Second)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "sem")
+	sessions := testzk.ConnectN(t, c.Servers(), 4)
+	ctx := testzk.Ctx(t, 30*time.Second)
 	sems := make([]*semaphoremutex.Semaphore, 4)
 	for i := range sems {
 		sems[i] = newSemaphore(t, sessions[i], path, 2)
@@ -441,9 +442,9 @@ func TestParticipants(t *testing.T) {
 	require.NoError(t, err)
 	var rs []<-chan result
 	for i := 2; i < 4; i++ {
-		before := getWs(sessions[i])
+		before := testzk.GetWs(sessions[i])
 		rs = append(rs, acquireAsync(ctx, sems[i].Acquire))
-		watching(t, sessions[i], before)
+		testzk.WatchingAnswered(t, sessions[i], before)
 	}
 	hs, err := sems[0].Holders(ctx)
 	require.NoError(t, err)
@@ -478,10 +479,10 @@ func TestSemaphoreAnyReleaseAdmits(t *testing.T) {
 	const leases = 3
 	for _, which := range []int{0, leases - 1} {
 		t.Run(fmt.Sprintf("release=%d", which), func(t *testing.T) {
-			c := cluster(t)
-			path := semPath(t, c)
-			sessions := connectN(t, c, leases+1)
-			ctx := ctxTimeout(t, 30*time.Second)
+			c := testzk.Shared(t)
+			path := testzk.Path(t, c, "sem")
+			sessions := testzk.ConnectN(t, c.Servers(), leases+1)
+			ctx := testzk.Ctx(t, 30*time.Second)
 			sems := make([]*semaphoremutex.Semaphore, leases+1)
 			held := make([]*conn.Lease, leases)
 			for i := range sems {
@@ -493,9 +494,9 @@ func TestSemaphoreAnyReleaseAdmits(t *testing.T) {
 				held[i] = l
 			}
 			w := sessions[leases]
-			before := getWs(w)
+			before := testzk.GetWs(w)
 			r := acquireAsync(ctx, sems[leases].Acquire)
-			eventually(t, 10*time.Second, func() bool { return getWs(w) >= before+leases }, "the waiter watches every holder")
+			testzk.Eventually(t, 10*time.Second, func() bool { return testzk.GetWs(w) >= before+leases }, "the waiter watches every holder")
 			select {
 			case got := <-r:
 				t.Fatalf("acquired while every lease is taken: %+v", got)
@@ -522,28 +523,28 @@ func TestSemaphoreAnyReleaseAdmits(t *testing.T) {
 // expires. It starts over in its next session and gets the lease once the
 // holder lets go.
 func TestWaiterSessionExpired(t *testing.T) {
-	c := cluster(t)
-	path := semPath(t, c)
-	sessions := connectN(t, c, 2)
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "sem")
+	sessions := testzk.ConnectN(t, c.Servers(), 2)
 	hs, ws := sessions[0], sessions[1]
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := testzk.Ctx(t, time.Minute)
 	holder, waiter := newMutex(t, hs, path), newMutex(t, ws, path)
 	_, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 
-	before := getWs(ws)
+	before := testzk.GetWs(ws)
 	r := acquireAsync(ctx, waiter.Acquire)
-	watching(t, ws, before)
-	ep := epoch(t, ws)
-	before = getWs(ws)
+	testzk.WatchingAnswered(t, ws, before)
+	ep := testzk.Epoch(t, ws)
+	before = testzk.GetWs(ws)
 	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
 	select {
 	case <-ep.Done():
 	case <-time.After(20 * time.Second):
 		t.Fatal("the waiter's epoch has not ended within 20s")
 	}
-	watching(t, ws, before) // waiting again, in the next session
-	next := epoch(t, ws)
+	testzk.WatchingAnswered(t, ws, before) // waiting again, in the next session
+	next := testzk.Epoch(t, ws)
 	assert.NotEqual(t, ep.SessionID(), next.SessionID())
 	assert.Len(t, locktest.OwnedBy(ephemerals(t, hs, path), next.SessionID()), 1, "queued again: its new lock node")
 

@@ -1,0 +1,103 @@
+package testzk
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
+
+// SessionTimeout is the session timeout Connect and ConnectN ask for
+// unless an option says otherwise.
+const SessionTimeout = 8 * time.Second
+
+// Connect opens a session on servers (SessionTimeout, then opts) and
+// closes it in t.Cleanup. It fails t if no session comes within 30 s.
+func Connect(t testing.TB, servers []string, opts ...conn.Option) *conn.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts = append([]conn.Option{conn.WithSessionTimeout(SessionTimeout)}, opts...)
+	s, err := conn.Connect(ctx, servers, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// ConnectN opens n sessions at once, as Connect does.
+func ConnectN(t testing.TB, servers []string, n int, opts ...conn.Option) []*conn.Session {
+	t.Helper()
+	out := make([]*conn.Session, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts = append([]conn.Option{conn.WithSessionTimeout(SessionTimeout)}, opts...)
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = conn.Connect(ctx, servers, opts...)
+		}()
+	}
+	wg.Wait()
+	for _, s := range out {
+		if s != nil {
+			t.Cleanup(func() { s.Close() })
+		}
+	}
+	require.NoError(t, errors.Join(errs...))
+	return out
+}
+
+// Epoch returns s's current epoch, failing t if none comes within 30 s.
+func Epoch(t testing.TB, s *conn.Session) *conn.Epoch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ep, err := s.Epoch(ctx)
+	require.NoError(t, err)
+	return ep
+}
+
+// Children lists path's children ([] if it does not exist).
+func Children(t testing.TB, s *conn.Session, path string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names, _, err := Epoch(t, s).Children(ctx, path)
+	if !errors.Is(err, zk.ErrNoNode) {
+		require.NoError(t, err)
+	}
+	return names
+}
+
+// Requests is the number of requests s has sent so far.
+func Requests(s *conn.Session) int64 { return s.Stats().TotalRequests() }
+
+// GetWs is the number of getW requests s has sent so far.
+func GetWs(s *conn.Session) int64 { return s.Stats().Requests[conn.OpGetW] }
+
+// Watching waits (up to 10 s, else fails t) until session s has sent more
+// getW requests than the before it had already sent: its waiter is parked
+// on a watch.
+func Watching(t testing.TB, s *conn.Session, before int64) {
+	t.Helper()
+	Eventually(t, 10*time.Second, func() bool { return GetWs(s) > before }, "waiter watching")
+}
+
+// WatchingAnswered is Watching followed by a 50 ms pause, so that the
+// getW's answer has come back and nothing is in flight when the test then
+// ends a session or a context (conn.Epoch.await has a data race when a
+// caller stops waiting mid-request; see mutex's tests).
+func WatchingAnswered(t testing.TB, s *conn.Session, before int64) {
+	t.Helper()
+	Watching(t, s, before)
+	time.Sleep(50 * time.Millisecond)
+}
