@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -27,16 +28,16 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	defer alice.close()
+	defer alice.Close()
 	bob, err := newWorker(ctx, "bob", servers, lockPath)
 	if err != nil {
 		return err
 	}
-	defer bob.close()
-	if err := createNodes(ctx, bob.sess, counter, ledger); err != nil {
+	defer bob.Close()
+	if err := demo.CreateNodes(ctx, bob.Sess, counter, ledger); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, deleteNodes(bob.sess, counter, ledger)) }()
+	defer func() { err = errors.Join(err, demo.DeleteNodes(bob.Sess, counter, ledger)) }()
 
 	// 1. Contention.
 	fmt.Fprintf(out, "1. Contention: alice and bob each add 1 to a counter %d times, each time under the lock.\n", increments)
@@ -44,7 +45,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	errs := make([]error, 2)
 	for i, w := range []*worker{alice, bob} {
 		wg.Add(1)
-		w.async(func() {
+		w.Async(func() {
 			defer wg.Done()
 			for range increments {
 				if errs[i] = increment(ctx, w, counter); errs[i] != nil {
@@ -57,7 +58,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	n, err := readInt(ctx, bob.sess, counter)
+	n, err := readInt(ctx, bob.Sess, counter)
 	if err != nil {
 		return err
 	}
@@ -73,11 +74,11 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		t1           int64
 		stillHeld    bool
 	)
-	alice.do(func() {
-		if lease, err = alice.lock.Acquire(ctx); err != nil {
+	alice.Do(func() {
+		if lease, err = alice.Lock.Acquire(ctx); err != nil {
 			return
 		}
-		if again, err = alice.lock.Acquire(ctx); err != nil {
+		if again, err = alice.Lock.Acquire(ctx); err != nil {
 			return
 		}
 		t1, err = lease.Token(ctx)
@@ -89,9 +90,9 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	if lease != again {
 		return errors.New("a re-entry returned a different lease")
 	}
-	alice.do(func() {
-		err = alice.lock.Release(ctx)
-		stillHeld = alice.lock.IsOwnedByCurrentGoroutine()
+	alice.Do(func() {
+		err = alice.Lock.Release(ctx)
+		stillHeld = alice.Lock.IsOwnedByCurrentGoroutine()
 	})
 	if err != nil {
 		return fmt.Errorf("alice: %w", err)
@@ -102,9 +103,9 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	}
 
 	var got bool
-	bob.do(func() {
-		if _, got, err = bob.lock.TryAcquire(ctx); got {
-			err = bob.lock.Release(ctx)
+	bob.Do(func() {
+		if _, got, err = bob.Lock.TryAcquire(ctx); got {
+			err = bob.Lock.Release(ctx)
 		}
 	})
 	if err != nil {
@@ -118,15 +119,15 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		bobLease *conn.Lease
 		bobErr   error
 	)
-	queued := watchRequests(bob.sess)
-	bobGranted := bob.async(func() { bobLease, bobErr = bob.lock.Acquire(ctx) })
-	if err := waitFor(ctx, 10*time.Second, func() bool { return watchRequests(bob.sess) > queued }); err != nil {
+	queued := demo.WatchRequests(bob.Sess)
+	bobGranted := bob.Async(func() { bobLease, bobErr = bob.Lock.Acquire(ctx) })
+	if err := demo.WaitFor(ctx, 10*time.Second, func() bool { return demo.WatchRequests(bob.Sess) > queued }); err != nil {
 		return fmt.Errorf("bob did not queue: %w", err)
 	}
 	fmt.Fprintln(out, "   bob's Acquire queues behind alice")
 
 	stored := &fencedStore{}
-	alice.do(func() {
+	alice.Do(func() {
 		_, err = lease.GuardedWrite(ctx, setData(ledger, fmt.Sprintf("alice, token %d", t1)))
 	})
 	if err != nil {
@@ -149,7 +150,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	case <-time.After(30 * time.Second):
 		return errors.New("alice's lease.Lost() did not close")
 	}
-	alice.do(func() {
+	alice.Do(func() {
 		_, err = lease.GuardedWrite(ctx, setData(ledger, fmt.Sprintf("alice again, token %d", t1)))
 	})
 	if !errors.Is(err, conn.ErrLeaseLost) {
@@ -166,7 +167,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		return fmt.Errorf("bob: %w", bobErr)
 	}
 	var t2 int64
-	bob.do(func() {
+	bob.Do(func() {
 		if t2, err = bobLease.Token(ctx); err != nil {
 			return
 		}
@@ -190,17 +191,17 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		fmt.Fprintf(out, "   alice's late write to the store with token %d: %v\n", t1, err)
 	}
 
-	alice.do(func() { err = alice.lock.Release(ctx) })
+	alice.Do(func() { err = alice.Lock.Release(ctx) })
 	if err != nil {
 		return fmt.Errorf("alice: release of the lost lock: %w", err)
 	}
 	fmt.Fprintln(out, "   alice releases her lost lock: no error, nothing to delete")
-	bob.do(func() { err = bob.lock.Release(ctx) })
+	bob.Do(func() { err = bob.Lock.Release(ctx) })
 	if err != nil {
 		return fmt.Errorf("bob: %w", err)
 	}
 
-	final, err := read(ctx, bob.sess, ledger)
+	final, err := demo.Read(ctx, bob.Sess, ledger)
 	if err != nil {
 		return err
 	}
@@ -215,22 +216,22 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 // back through the lease, so that the write commits only while w holds
 // the lock.
 func increment(ctx context.Context, w *worker, counter string) (err error) {
-	lease, err := w.lock.Acquire(ctx)
+	lease, err := w.Lock.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: %w", w.name, err)
+		return fmt.Errorf("%s: %w", w.Name, err)
 	}
 	defer func() {
-		if rerr := w.lock.Release(context.WithoutCancel(ctx)); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("%s: %w", w.name, rerr))
+		if rerr := w.Lock.Release(context.WithoutCancel(ctx)); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("%s: %w", w.Name, rerr))
 		}
 	}()
-	n, err := readInt(ctx, w.sess, counter)
+	n, err := readInt(ctx, w.Sess, counter)
 	if err != nil {
 		return err
 	}
 	time.Sleep(time.Millisecond) // widen the window the lock must guard
 	if _, err := lease.GuardedWrite(ctx, setData(counter, strconv.Itoa(n+1))); err != nil {
-		return fmt.Errorf("%s: %w", w.name, err)
+		return fmt.Errorf("%s: %w", w.Name, err)
 	}
 	return nil
 }

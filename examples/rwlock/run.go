@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -23,14 +24,14 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		if err != nil {
 			return err
 		}
-		defer w.close()
+		defer w.Close()
 		ws[name] = w
 	}
 	r1, r2, r3, w := ws["r1"], ws["r2"], ws["r3"], ws["w"]
-	if err := createNodes(ctx, r1.sess, catalog); err != nil {
+	if err := demo.CreateNodes(ctx, r1.Sess, catalog); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, deleteNodes(r1.sess, catalog)) }()
+	defer func() { err = errors.Join(err, demo.DeleteNodes(r1.Sess, catalog)) }()
 	fmt.Fprintln(out, "A catalog node, read under the read lock and written under the write lock;")
 	fmt.Fprintln(out, "readers r1, r2, r3 and writer w each on their own session.")
 
@@ -52,16 +53,16 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		wLease *conn.Lease
 		wErr   error
 	)
-	queued := watchRequests(w.sess)
-	wGranted := w.async(func() { wLease, wErr = w.rw.WriteLock().Acquire(ctx) })
-	if err := waitFor(ctx, 10*time.Second, func() bool { return watchRequests(w.sess) > queued }); err != nil {
+	queued := demo.WatchRequests(w.Sess)
+	wGranted := w.Async(func() { wLease, wErr = w.Lock.WriteLock().Acquire(ctx) })
+	if err := demo.WaitFor(ctx, 10*time.Second, func() bool { return demo.WatchRequests(w.Sess) > queued }); err != nil {
 		return fmt.Errorf("w did not queue: %w", err)
 	}
 	fmt.Fprintln(out, "   w's Acquire of the write lock queues behind the two readers")
 	var got bool
-	r3.do(func() {
-		if _, got, err = r3.rw.ReadLock().TryAcquire(ctx); got {
-			err = errors.Join(err, r3.rw.ReadLock().Release(ctx))
+	r3.Do(func() {
+		if _, got, err = r3.Lock.ReadLock().TryAcquire(ctx); got {
+			err = errors.Join(err, r3.Lock.ReadLock().Release(ctx))
 		}
 	})
 	if err != nil {
@@ -72,9 +73,9 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		return errors.New("r3 overtook the writer queued before it")
 	}
 	var r3Err error
-	queued = watchRequests(r3.sess)
-	r3Granted := r3.async(func() { _, r3Err = r3.rw.ReadLock().Acquire(ctx) })
-	if err := waitFor(ctx, 10*time.Second, func() bool { return watchRequests(r3.sess) > queued }); err != nil {
+	queued = demo.WatchRequests(r3.Sess)
+	r3Granted := r3.Async(func() { _, r3Err = r3.Lock.ReadLock().Acquire(ctx) })
+	if err := demo.WaitFor(ctx, 10*time.Second, func() bool { return demo.WatchRequests(r3.Sess) > queued }); err != nil {
 		return fmt.Errorf("r3 did not queue: %w", err)
 	}
 	fmt.Fprintln(out, "   r3's Acquire queues behind w")
@@ -90,7 +91,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	}
 	var tw int64
 	entry := ""
-	w.do(func() {
+	w.Do(func() {
 		if tw, err = wLease.Token(ctx); err != nil {
 			return
 		}
@@ -110,12 +111,12 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 
 	// 3. Downgrade.
 	fmt.Fprintln(out, "\n3. Downgrade:")
-	w.do(func() { _, err = w.rw.ReadLock().Acquire(ctx) })
+	w.Do(func() { _, err = w.Lock.ReadLock().Acquire(ctx) })
 	if err != nil {
 		return fmt.Errorf("w: downgrade: %w", err)
 	}
 	fmt.Fprintln(out, "   w takes the read lock while it holds the write lock: granted at once")
-	w.do(func() { err = w.rw.WriteLock().Release(ctx) })
+	w.Do(func() { err = w.Lock.WriteLock().Release(ctx) })
 	if err != nil {
 		return fmt.Errorf("w: %w", err)
 	}
@@ -124,9 +125,9 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		return fmt.Errorf("r3: %w", r3Err)
 	}
 	var seenW, seenR3 string
-	w.do(func() { seenW, err = read(ctx, w.sess, catalog) })
+	w.Do(func() { seenW, err = demo.Read(ctx, w.Sess, catalog) })
 	if err == nil {
-		r3.do(func() { seenR3, err = read(ctx, r3.sess, catalog) })
+		r3.Do(func() { seenR3, err = demo.Read(ctx, r3.Sess, catalog) })
 	}
 	if err != nil {
 		return err
@@ -141,7 +142,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 
 	// 4. The writer's session ends while it holds the lock.
 	fmt.Fprintln(out, "\n4. Lost lock:")
-	w.do(func() { wLease, err = w.rw.WriteLock().Acquire(ctx) })
+	w.Do(func() { wLease, err = w.Lock.WriteLock().Acquire(ctx) })
 	if err != nil {
 		return fmt.Errorf("w: %w", err)
 	}
@@ -161,14 +162,14 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	case <-time.After(30 * time.Second):
 		return errors.New("w's lease.Lost() did not close")
 	}
-	w.do(func() {
+	w.Do(func() {
 		_, err = wLease.GuardedWrite(ctx, &zk.SetDataRequest{Path: catalog, Data: []byte("price 99, by w"), Version: -1})
 	})
 	if !errors.Is(err, conn.ErrLeaseLost) {
 		return fmt.Errorf("w's guarded write on a lost lock: got %v, want conn.ErrLeaseLost", err)
 	}
 	fmt.Fprintln(out, "   w's guarded write is refused (conn.ErrLeaseLost)")
-	w.do(func() { err = w.rw.WriteLock().Release(ctx) })
+	w.Do(func() { err = w.Lock.WriteLock().Release(ctx) })
 	if err != nil {
 		return fmt.Errorf("w: release of the lost lock: %w", err)
 	}
@@ -178,7 +179,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		return err
 	}
 	var seen string
-	r1.do(func() { seen, err = read(ctx, r1.sess, catalog) })
+	r1.Do(func() { seen, err = demo.Read(ctx, r1.Sess, catalog) })
 	if err == nil {
 		err = readUnlock(ctx, r1)
 	}
@@ -198,23 +199,23 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 // readLock takes w's read lock on w's goroutine and returns the lease's
 // fencing token.
 func readLock(ctx context.Context, w *worker) (token int64, err error) {
-	w.do(func() {
+	w.Do(func() {
 		var l *conn.Lease
-		if l, err = w.rw.ReadLock().Acquire(ctx); err == nil {
+		if l, err = w.Lock.ReadLock().Acquire(ctx); err == nil {
 			token, err = l.Token(ctx)
 		}
 	})
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", w.name, err)
+		return 0, fmt.Errorf("%s: %w", w.Name, err)
 	}
 	return token, nil
 }
 
 // readUnlock releases w's read lock on w's goroutine.
 func readUnlock(ctx context.Context, w *worker) (err error) {
-	w.do(func() { err = w.rw.ReadLock().Release(ctx) })
+	w.Do(func() { err = w.Lock.ReadLock().Release(ctx) })
 	if err != nil {
-		return fmt.Errorf("%s: %w", w.name, err)
+		return fmt.Errorf("%s: %w", w.Name, err)
 	}
 	return nil
 }

@@ -21,28 +21,6 @@
 // inside, two leases share a token, or a lost lease's write gets through.
 package main
 
-import (
-	"context"
-	"fmt"
-	"os"
-	"time"
-)
+import "github.com/zkrecipes/zkrecipes/examples/internal/demo"
 
-func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	servers, stop, err := zookeeper(ctx)
-	if err != nil {
-		fail(err)
-	}
-	err = run(ctx, servers, os.Stdout)
-	stop()
-	if err != nil {
-		fail(err)
-	}
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "semaphore:", err)
-	os.Exit(1)
-}
+func main() { demo.Main("semaphore", run) }

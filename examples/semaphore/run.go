@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -174,13 +175,13 @@ func lose(ctx context.Context, servers []string, ws []*worker, records string, o
 		l3    *conn.Lease
 		l3Err error
 	)
-	queued := watchRequests(w3.sess)
+	queued := demo.WatchRequests(w3.sess)
 	granted := make(chan struct{})
 	go func() {
 		defer close(granted)
 		l3, l3Err = w3.sem.Acquire(ctx)
 	}()
-	if err := waitFor(ctx, 10*time.Second, func() bool { return watchRequests(w3.sess) > queued }); err != nil {
+	if err := demo.WaitFor(ctx, 10*time.Second, func() bool { return demo.WatchRequests(w3.sess) > queued }); err != nil {
 		return fmt.Errorf("w3 did not queue: %w", err)
 	}
 
@@ -285,25 +286,4 @@ func children(ctx context.Context, s *conn.Session, path string) ([]string, erro
 func count(ctx context.Context, s *conn.Session, path string) (int, error) {
 	names, err := children(ctx, s, path)
 	return len(names), err
-}
-
-// watchRequests counts the watching reads of s: a contender that finds no
-// lease free sets a watch before it waits, so one more means it queued.
-func watchRequests(s *conn.Session) int64 {
-	st := s.Stats()
-	return st.Requests[conn.OpGetW] + st.Requests[conn.OpExists]
-}
-
-// waitFor polls cond until it holds, ctx ends or timeout passes.
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	return nil
 }

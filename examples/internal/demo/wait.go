@@ -1,0 +1,30 @@
+package demo
+
+import (
+	"context"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
+
+// WatchRequests counts the watching reads (getW, exists) of s: a contender
+// that finds the lock taken sets a watch before it waits, so one more means
+// it queued.
+func WatchRequests(s *conn.Session) int64 {
+	st := s.Stats()
+	return st.Requests[conn.OpGetW] + st.Requests[conn.OpExists]
+}
+
+// WaitFor polls cond every 5 ms until it holds, ctx ends or timeout passes.
+func WaitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}

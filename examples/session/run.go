@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// run tells the story against servers, on stdout-like out; it fails if the
+// ephemeral node outlives its session.
+func run(ctx context.Context, servers []string, out io.Writer) error {
+	fmt.Fprintf(out, "ZooKeeper at %v\n", servers)
+
+	sess, err := conn.Connect(ctx, servers, conn.WithSessionTimeout(4*time.Second))
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	sub := sess.Subscribe()
+	defer sub.Close()
+
+	ep, err := sess.Epoch(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "epoch 1: session 0x%x, timeout %v\n", ep.SessionID(), ep.Timeout())
+	node := fmt.Sprintf("/zkrecipes-examples-session-%x-hello", time.Now().UnixNano())
+	if _, err := ep.Create(ctx, node, []byte("hi"), zk.FlagEphemeral, sess.ACL()); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "created ephemeral %s\n", node)
+
+	fmt.Fprintln(out, "asking the server to expire the session...")
+	if err := zktest.ExpireSession(ctx, servers[0], ep.SessionID(), ep.SessionPassword()); err != nil {
+		return err
+	}
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "transition: %v\n", ev)
+		if ev.State == conn.Connected {
+			break
+		}
+	}
+	<-ep.Done()
+	fmt.Fprintf(out, "epoch 1 ended: %v\n", ep.Err())
+
+	ep2, err := sess.Epoch(ctx)
+	if err != nil {
+		return err
+	}
+	ok, _, err := ep2.Exists(ctx, node)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "epoch 2: session 0x%x; %s exists: %v\n", ep2.SessionID(), node, ok)
+	if ok {
+		return fmt.Errorf("the ephemeral node outlived its session")
+	}
+	fmt.Fprintf(out, "requests so far: %v\n", sess.Stats().Requests)
+	return nil
+}
