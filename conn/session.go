@@ -273,12 +273,14 @@ func (s *Session) handle(m message) {
 // beginEpoch hands l's epoch to callers.
 func (s *Session) beginEpoch(l *zkLink) {
 	l.live = true
+	s.log.Debug("session established", zap.Int64("session", l.epoch.sessionID), zap.Duration("timeout", l.epoch.timeout))
+	// One critical section: whoever sees the epoch (Epoch, State) is
+	// subscribed after its Connected event, never half-way.
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.cur = l.epoch
 	close(s.ready)
-	s.mu.Unlock()
-	s.log.Debug("session established", zap.Int64("session", l.epoch.sessionID), zap.Duration("timeout", l.epoch.timeout))
-	s.transition(Connected, l.epoch, nil)
+	s.transitionLocked(Connected, l.epoch, nil)
 }
 
 // loseEpoch ends the active epoch and opens the next session.
@@ -303,13 +305,13 @@ func (s *Session) endEpoch(l *zkLink, cause error, st State) {
 	}
 	ep.end(cause)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.cur == ep {
 		s.cur = nil
 		s.ready = make(chan struct{})
 	}
-	s.mu.Unlock()
 	if l.live || st == Closed {
-		s.transition(st, ep, cause)
+		s.transitionLocked(st, ep, cause)
 	}
 }
 
@@ -399,9 +401,14 @@ func (s *Session) shutdown() {
 
 // transition records st and tells every subscriber.
 func (s *Session) transition(st State, ep *Epoch, cause error) {
-	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.transitionLocked(st, ep, cause)
+}
+
+// transitionLocked is transition with s.mu held.
+func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
+	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
 	for sub := range s.subs {
 		sub.push(ev, st == Closed)

@@ -483,3 +483,20 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("4"), Version: -1})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost)
 }
+
+// Connect returns after the Connected transition: State says so, and a
+// subscription made then does not get that Connected again.
+func TestConnectedBeforeConnectReturns(t *testing.T) {
+	c := zktest.New(t)
+	for i := 0; i < 5; i++ {
+		s := connect(t, c.Servers())
+		assert.Equal(t, conn.Connected, s.State())
+		sub := s.Subscribe()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ev, err := sub.Next(ctx)
+		cancel()
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "unexpected %v", ev)
+		sub.Close()
+		s.Close()
+	}
+}
