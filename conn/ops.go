@@ -75,7 +75,11 @@ func (e *Epoch) Set(ctx context.Context, path string, data []byte, version int32
 
 // Delete deletes a node if its version matches (-1: any). Retried; a retry
 // that finds the node gone returns zk.ErrNoNode, which after a retry may mean
-// the first attempt succeeded.
+// the first attempt succeeded. Retrying is safe for a node no one else can
+// create again at the same path (a sequential node). For a path that others
+// may re-create, a retry after a lost answer could delete their new node
+// (a new node has version 0 again): send a single delete through Multi,
+// which is never retried, and read the node before trying again.
 func (e *Epoch) Delete(ctx context.Context, path string, version int32) error {
 	_, err := call(ctx, e, OpDelete, path, true, func(zc *zk.Conn, p string) (struct{}, error) {
 		return struct{}{}, zc.Delete(p, version)

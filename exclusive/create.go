@@ -87,7 +87,10 @@ func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) erro
 
 // deleteIfOurs deletes the lock node if the Acquire call with id created
 // it in ep. ZooKeeper answers a session's requests in order, so called after
-// the create has answered (or failed), it sees the create's effect.
+// the create has answered (or failed), it sees the create's effect. The
+// read-then-delete is safe on the shared path: while our node exists no one
+// else can create the lock node, and only we delete ours (one delete at a
+// time, each read again after a lost answer).
 func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) error {
 	for i := 0; ; i++ {
 		data, st, err := ep.Get(ctx, l.node)
@@ -99,13 +102,15 @@ func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) erro
 		case !ours(ep, data, st, id):
 			return nil
 		}
-		err = ep.Delete(ctx, l.node, st.Version)
+		err = l.deleteOnce(ctx, ep, st.Version)
 		switch {
 		case err == nil:
-			l.log.Debug("deleted the node of an abandoned acquire")
+			l.log.Debug("deleted our lock node")
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
 			return nil
+		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil && ctx.Err() == nil:
+			continue // the delete's fate is unknown: read the node again
 		case !errors.Is(err, zk.ErrBadVersion) || i == 3:
 			return err
 		}

@@ -50,16 +50,27 @@ func (l *Lock) Release(ctx context.Context) error {
 }
 
 // deleteHeld deletes our lock node with a version check. If the version no
-// longer matches (someone changed our node's data), it reads the node again
-// and deletes it only if it is still ours. A node that is gone is fine.
+// longer matches (someone changed our node's data), or the delete's answer
+// was lost, it reads the node again and deletes it only if it is still
+// ours. A node that is gone is fine.
 func (l *Lock) deleteHeld(ctx context.Context, g *grant) error {
-	err := g.ep.Delete(ctx, l.node, g.version)
+	err := l.deleteOnce(ctx, g.ep, g.version)
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNoNode):
 		return nil
-	case errors.Is(err, zk.ErrBadVersion):
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, conn.ErrConnectionLoss) && g.ep.Err() == nil && ctx.Err() == nil:
 		return l.deleteIfOurs(ctx, g.ep, g.id)
 	}
+	return err
+}
+
+// deleteOnce sends one delete of the lock node, never retried. The lock
+// path is shared: a delete retried after a lost answer, when the first one
+// had worked, could remove the next holder's node, whose version is 0 as
+// ours was. Whoever sees ErrConnectionLoss must read the node before trying
+// again (deleteIfOurs).
+func (l *Lock) deleteOnce(ctx context.Context, ep *conn.Epoch, version int32) error {
+	_, err := ep.Multi(ctx, &zk.DeleteRequest{Path: l.node, Version: version})
 	return err
 }
 

@@ -115,20 +115,27 @@ func (m *monitor) exit(ctx context.Context, who int, lease *conn.Lease, start ti
 	m.history = append(m.history, Interval{Who: who, Start: start, End: end})
 	m.mu.Unlock()
 	ep := lease.Epoch()
-	_, st, err := ep.Get(ctx, m.guard)
-	switch {
-	case errors.Is(err, zk.ErrNoNode) || ep.Err() != nil:
-		return nil // gone with our session
-	case err != nil:
+	for {
+		_, st, err := ep.Get(ctx, m.guard)
+		switch {
+		case errors.Is(err, zk.ErrNoNode) || ep.Err() != nil:
+			return nil // gone with our session
+		case err != nil:
+			return err
+		case st.EphemeralOwner != ep.SessionID():
+			return nil // not ours: our epoch ended and someone else is inside
+		}
+		// One delete, never retried blindly: the guard path is shared, and a
+		// retry after a lost answer could remove the next holder's guard.
+		_, err = ep.Multi(ctx, &zk.DeleteRequest{Path: m.guard, Version: st.Version})
+		switch {
+		case err == nil || errors.Is(err, zk.ErrNoNode) || ep.Err() != nil:
+			return nil
+		case errors.Is(err, conn.ErrConnectionLoss) && ctx.Err() == nil:
+			continue // fate unknown: read the guard again
+		}
 		return err
-	case st.EphemeralOwner != ep.SessionID():
-		return nil // not ours: our epoch ended and someone else is inside
 	}
-	err = ep.Delete(ctx, m.guard, st.Version)
-	if errors.Is(err, zk.ErrNoNode) || ep.Err() != nil {
-		return nil
-	}
-	return err
 }
 
 // report fails t with every violation and overlap seen.
