@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"time"
 )
 
 // process is a child process in its own process group. Its Wait runs in a
@@ -57,5 +58,10 @@ func (p *process) kill(ctx context.Context) error {
 	}
 }
 
-func (p *process) stopSignal() error { return signalGroup(p.cmd.Process.Pid, sigStop) }
+func (p *process) stopSignal() error {
+	if err := signalGroup(p.cmd.Process.Pid, sigStop); err != nil {
+		return err
+	}
+	return waitStopped(p.cmd.Process.Pid, 2*time.Second)
+}
 func (p *process) contSignal() error { return signalGroup(p.cmd.Process.Pid, sigCont) }

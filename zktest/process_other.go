@@ -5,6 +5,7 @@ package zktest
 import (
 	"errors"
 	"syscall"
+	"time"
 )
 
 // The local backend needs process groups and signals.
@@ -22,3 +23,5 @@ func signalGroup(int, int) error { return errors.New("zktest: signals are not su
 
 // processAlive cannot tell; it says yes so that nothing is reaped.
 func processAlive(int) bool { return true }
+
+func waitStopped(int, time.Duration) error { return nil }
