@@ -30,7 +30,7 @@ type Session struct {
 	log     *zap.Logger
 	stats   *counters
 
-	inbox   inbox         // events from go-zookeeper callbacks and helpers, for run
+	inbox   *inbox        // events from go-zookeeper callbacks and helpers, for run
 	closing chan struct{} // closed by Close (once); run then shuts down
 	done    chan struct{} // closed by run when shutdown is complete
 	once    sync.Once
@@ -424,17 +424,17 @@ func (z zkLogger) Printf(format string, args ...any) { z.l.Debugf("zk: "+format,
 // callback never blocks and no event is dropped.
 type inbox struct {
 	signal chan struct{} // capacity 1
-	mu     *sync.Mutex
-	items  *[]message
+	mu     sync.Mutex    // guards items
+	items  []message
 }
 
-func newInbox() inbox {
-	return inbox{signal: make(chan struct{}, 1), mu: new(sync.Mutex), items: new([]message)}
+func newInbox() *inbox {
+	return &inbox{signal: make(chan struct{}, 1)}
 }
 
-func (q inbox) put(m message) {
+func (q *inbox) put(m message) {
 	q.mu.Lock()
-	*q.items = append(*q.items, m)
+	q.items = append(q.items, m)
 	q.mu.Unlock()
 	select {
 	case q.signal <- struct{}{}:
@@ -442,10 +442,10 @@ func (q inbox) put(m message) {
 	}
 }
 
-func (q inbox) drain() []message {
+func (q *inbox) drain() []message {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	items := *q.items
-	*q.items = nil
+	items := q.items
+	q.items = nil
 	return items
 }
