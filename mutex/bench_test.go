@@ -12,51 +12,11 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
-// reportZK reports the ZooKeeper requests and watch events per acquisition
-// across sessions, from their Stats before and after.
-func reportZK(b *testing.B, sessions []*conn.Session, before []conn.Stats, acquisitions int) {
-	var reqs, events int64
-	for i, s := range sessions {
-		after := s.Stats()
-		reqs += after.TotalRequests() - before[i].TotalRequests()
-		events += after.WatchEvents - before[i].WatchEvents
-	}
-	b.ReportMetric(float64(reqs)/float64(acquisitions), "zkreqs/op")
-	b.ReportMetric(float64(events)/float64(acquisitions), "watchevents/op")
-}
-
-func stats(sessions []*conn.Session) []conn.Stats {
-	out := make([]conn.Stats, len(sessions))
-	for i, s := range sessions {
-		out[i] = s.Stats()
-	}
-	return out
-}
-
 // BenchmarkUncontended is one acquire and release with nobody else around.
 func BenchmarkUncontended(b *testing.B) {
 	c := testzk.Shared(b)
 	s := testzk.Connect(b, c.Servers())
-	m := newMutex(b, s, testzk.Path(b, c, "lock"))
-	ctx := context.Background()
-	if _, err := m.Acquire(ctx); err != nil { // make the lock path
-		b.Fatal(err)
-	}
-	if err := m.Release(ctx); err != nil {
-		b.Fatal(err)
-	}
-	before := stats([]*conn.Session{s})
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := m.Acquire(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if err := m.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	reportZK(b, []*conn.Session{s}, before, b.N)
+	testzk.BenchUncontended(b, s, newMutex(b, s, testzk.Path(b, c, "lock")))
 }
 
 // BenchmarkContended10 is 10 sessions taking turns on one lock with an empty
@@ -75,49 +35,12 @@ func BenchmarkContended10(b *testing.B) {
 func contended(b *testing.B, n int, opts ...mutex.Option) {
 	c := testzk.Shared(b)
 	path := testzk.Path(b, c, "lock")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	sessions := make([]*conn.Session, n)
-	ms := make([]*mutex.InterProcessMutex, n)
-	for i := range ms {
-		sessions[i] = testzk.Connect(b, c.Servers())
-		ms[i] = newMutex(b, sessions[i], path, opts...)
+	sessions := testzk.ConnectN(b, c.Servers(), n)
+	locks := make([]testzk.Locker, n)
+	for i, s := range sessions {
+		locks[i] = newMutex(b, s, path, opts...)
 	}
-	if _, err := ms[0].Acquire(ctx); err != nil { // make the lock path
-		b.Fatal(err)
-	}
-	if err := ms[0].Release(ctx); err != nil {
-		b.Fatal(err)
-	}
-	var left atomic.Int64
-	left.Store(int64(b.N))
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	before := stats(sessions)
-	b.ResetTimer()
-	for _, m := range ms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for left.Add(-1) >= 0 {
-				if _, err := m.Acquire(ctx); err != nil {
-					errs <- err
-					return
-				}
-				if err := m.Release(ctx); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	reportZK(b, sessions, before, b.N)
+	testzk.BenchContended(b, sessions, locks)
 }
 
 // BenchmarkHandoff2 is two sessions handing the lock to each other: each
@@ -153,7 +76,10 @@ func handoff2(b *testing.B, opts ...mutex.Option) {
 	var done [2]atomic.Bool      // each one's loop is over
 	errs := make(chan error, 2)
 	var wg sync.WaitGroup
-	before := stats(sessions)
+	before := make([]conn.Stats, len(sessions))
+	for i, s := range sessions {
+		before[i] = s.Stats()
+	}
 	b.ResetTimer()
 	for i := range ms {
 		wg.Add(1)
@@ -187,5 +113,5 @@ func handoff2(b *testing.B, opts ...mutex.Option) {
 	for err := range errs {
 		b.Fatal(err)
 	}
-	reportZK(b, sessions, before, b.N)
+	testzk.ReportZK(b, sessions, before, b.N)
 }
