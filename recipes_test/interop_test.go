@@ -6,9 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,38 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
-
-// Debian's jars for Curator 5.4 and ZooKeeper 3.8 (libcurator-recipes-java,
-// zookeeper).
-var curatorJars = []string{"curator-recipes", "curator-framework", "curator-client", "zookeeper",
-	"zookeeper-jute", "guava", "slf4j-api", "slf4j-nop", "netty-all"}
-
-// need fails the test under CI=true and skips it elsewhere when a peer
-// library or tool is missing.
-func need(t *testing.T, what string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if zktest.InCI() {
-		t.Fatalf("%s is missing: %v (CI=true: a missing prerequisite is a failure, not a skip)", what, err)
-	}
-	t.Skipf("%s is missing: %v", what, err)
-}
-
-func curatorClasspath(t *testing.T) string {
-	var cp []string
-	for _, j := range curatorJars {
-		p := filepath.Join("/usr/share/java", j+".jar")
-		_, err := os.Stat(p)
-		need(t, "Curator (apt-get install libcurator-recipes-java zookeeper)", err)
-		cp = append(cp, p)
-	}
-	return strings.Join(cp, ":")
-}
 
 // hold is one stretch of time a contender held the lock.
 type hold struct {
@@ -63,15 +33,9 @@ type hold struct {
 // TestInteropWithCuratorAndKazoo runs our mutex, Curator's InterProcessMutex
 // and kazoo's Lock on one lock path at once: no two holders ever overlap.
 func TestInteropWithCuratorAndKazoo(t *testing.T) {
-	_, err := exec.LookPath("javac")
-	need(t, "javac (apt-get install default-jdk-headless)", err)
-	cp := curatorClasspath(t)
-	err = exec.Command("/usr/bin/python3", "-c", "import kazoo.recipe.lock").Run()
-	need(t, "kazoo (apt-get install python3-kazoo)", err)
-
-	classes := t.TempDir()
-	out, err := exec.Command("javac", "-cp", cp, "-d", classes, "testdata/interop/CuratorMutex.java").CombinedOutput()
-	require.NoError(t, err, "javac: %s", out)
+	cp := testzk.CompileCurator(t, "testdata/interop/CuratorMutex.java")
+	err := exec.Command("/usr/bin/python3", "-c", "import kazoo.recipe.lock").Run()
+	testzk.Need(t, "kazoo (apt-get install python3-kazoo)", err)
 
 	c := zktest.New(t)
 	servers := strings.Join(c.Servers(), ",")
@@ -128,7 +92,7 @@ func TestInteropWithCuratorAndKazoo(t *testing.T) {
 	}
 	args := []string{servers, lockPath, guard, strconv.Itoa(rounds), strconv.Itoa(holdMillis)}
 	wg.Add(2)
-	go peer("curator", exec.CommandContext(ctx, "java", append([]string{"-cp", cp + ":" + classes, "CuratorMutex"}, args...)...))
+	go peer("curator", exec.CommandContext(ctx, "java", append([]string{"-cp", cp, "CuratorMutex"}, args...)...))
 	go peer("kazoo", exec.CommandContext(ctx, "/usr/bin/python3", append([]string{"testdata/interop/kazoo_lock.py"}, args...)...))
 
 	for g := 0; g < 2; g++ {

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,44 +17,14 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
-
-// Debian's jars for Curator 5.4 and ZooKeeper 3.8 (libcurator-recipes-java,
-// zookeeper).
-var curatorJars = []string{"curator-recipes", "curator-framework", "curator-client", "zookeeper",
-	"zookeeper-jute", "guava", "slf4j-api", "slf4j-nop", "netty-all"}
-
-// need fails the test under CI=true and skips it elsewhere when a peer
-// library or tool is missing.
-func need(t *testing.T, what string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if zktest.InCI() {
-		t.Fatalf("%s is missing: %v (CI=true: a missing prerequisite is a failure, not a skip)", what, err)
-	}
-	t.Skipf("%s is missing: %v", what, err)
-}
 
 // curator compiles the Curator contender once and returns the java
 // arguments that run it.
 func curator(t *testing.T) []string {
 	t.Helper()
-	_, err := exec.LookPath("javac")
-	need(t, "javac (apt-get install default-jdk-headless)", err)
-	var cp []string
-	for _, j := range curatorJars {
-		p := filepath.Join("/usr/share/java", j+".jar")
-		_, err := os.Stat(p)
-		need(t, "Curator (apt-get install libcurator-recipes-java zookeeper)", err)
-		cp = append(cp, p)
-	}
-	classes := t.TempDir()
-	out, err := exec.Command("javac", "-cp", strings.Join(cp, ":"), "-d", classes, "testdata/CuratorSemaphore.java").CombinedOutput()
-	require.NoError(t, err, "javac: %s", out)
-	return []string{"-Xms16m", "-Xmx128m", "-XX:+UseSerialGC", "-cp", strings.Join(append(cp, classes), ":"), "CuratorSemaphore"}
+	cp := testzk.CompileCurator(t, "testdata/CuratorSemaphore.java")
+	return []string{"-Xms16m", "-Xmx128m", "-XX:+UseSerialGC", "-cp", cp, "CuratorSemaphore"}
 }
 
 // TestInteropWithCurator: Curator's InterProcessSemaphoreMutex (1 lease)
