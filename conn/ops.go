@@ -34,6 +34,9 @@ func (e *Epoch) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan
 		data, st, ch, err := zc.GetW(p)
 		return res3[[]byte, *zk.Stat, <-chan zk.Event]{data, st, ch}, err
 	})
+	if err == nil {
+		e.s.stats.watchesSet.Add(1)
+	}
 	return r.a, r.b, r.c, err
 }
 
@@ -62,6 +65,9 @@ func (e *Epoch) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-cha
 		ok, st, ch, err := zc.ExistsW(p)
 		return res3[bool, *zk.Stat, <-chan zk.Event]{ok, st, ch}, err
 	})
+	if err == nil {
+		e.s.stats.watchesSet.Add(1)
+	}
 	return r.a, r.b, r.c, err
 }
 

@@ -26,6 +26,11 @@ type Stats struct {
 	// WatchEvents is the number of watch notifications the servers sent
 	// (node created, deleted, data or children changed).
 	WatchEvents int64
+	// WatchesSet is the number of watches the servers confirmed: GetW and
+	// ExistsW calls that returned without error. Unlike Requests, which
+	// count a request when it is sent, this counts only once the watch is
+	// in place on the server.
+	WatchesSet int64
 }
 
 // TotalRequests is the sum of Requests.
@@ -39,7 +44,11 @@ func (s Stats) TotalRequests() int64 {
 
 // Sub returns s minus an earlier snapshot, for measuring one stretch of work.
 func (s Stats) Sub(earlier Stats) Stats {
-	d := Stats{Requests: make(map[string]int64, len(s.Requests)), WatchEvents: s.WatchEvents - earlier.WatchEvents}
+	d := Stats{
+		Requests:    make(map[string]int64, len(s.Requests)),
+		WatchEvents: s.WatchEvents - earlier.WatchEvents,
+		WatchesSet:  s.WatchesSet - earlier.WatchesSet,
+	}
 	for k, v := range s.Requests {
 		d.Requests[k] = v - earlier.Requests[k]
 	}
@@ -51,6 +60,7 @@ func (s Stats) Sub(earlier Stats) Stats {
 type counters struct {
 	requests    map[string]*atomic.Int64
 	watchEvents atomic.Int64
+	watchesSet  atomic.Int64
 }
 
 func newCounters() *counters {
@@ -64,7 +74,11 @@ func newCounters() *counters {
 func (c *counters) count(op string) { c.requests[op].Add(1) }
 
 func (c *counters) snapshot() Stats {
-	s := Stats{Requests: make(map[string]int64, len(c.requests)), WatchEvents: c.watchEvents.Load()}
+	s := Stats{
+		Requests:    make(map[string]int64, len(c.requests)),
+		WatchEvents: c.watchEvents.Load(),
+		WatchesSet:  c.watchesSet.Load(),
+	}
 	for k, v := range c.requests {
 		s.Requests[k] = v.Load()
 	}

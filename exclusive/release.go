@@ -21,7 +21,9 @@ import (
 // If the delete's fate cannot be learnt (ctx ended or the connection
 // dropped with it in flight), Release returns an error matching
 // ErrReleasePending and keeps deleting in the background until the node is
-// gone or the epoch ends. The handle holds nothing either way.
+// gone or the epoch ends; the handle holds nothing. Any other error (the
+// server refused the delete, e.g. for lack of permission) leaves the lock
+// held, lease and all: call Release again.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	g := l.held
@@ -30,22 +32,28 @@ func (l *Lock) Release(ctx context.Context) error {
 	if g == nil {
 		return fmt.Errorf("exclusive: release %s: %w", l.path, ErrNotHeld)
 	}
-	g.lease.Released()
 	if g.ep.Err() != nil {
+		g.lease.Released()
 		l.log.Debug("released; the node went with its session", zap.Error(g.ep.Err()))
 		return nil
 	}
 	err := l.deleteHeld(ctx, g)
 	switch {
 	case err == nil:
+		g.lease.Released()
 		l.log.Debug("released")
 		return nil
 	case g.ep.Err() != nil:
+		g.lease.Released()
 		return nil // the epoch ended: the node is gone with it
 	case ctx.Err() != nil || errors.Is(err, conn.ErrConnectionLoss):
+		g.lease.Released()
 		go l.deleteInBackground(g)
 		return fmt.Errorf("exclusive: release %s: %w: %w", l.path, ErrReleasePending, err)
 	}
+	l.mu.Lock()
+	l.held = g // still ours: nobody else could have taken it meanwhile
+	l.mu.Unlock()
 	return fmt.Errorf("exclusive: release %s: %w", l.path, err)
 }
 

@@ -20,8 +20,14 @@
 //     on the caller's possibly cancelled one, before Acquire returns.
 //   - Release releases every lock in reverse order and goes on past a
 //     failure; all failures are reported together (errors.Join).
-//   - Lost closes when any lease is lost or on Release; the one goroutine
-//     behind it ends then.
+//   - Nothing is forgotten: a lock whose Release fails in a way that leaves
+//     it held (anything but nil, a "release pending" error, which matches
+//     conn.ErrReleasePending, or a "not held" one, which matches
+//     conn.ErrNotHeld) keeps the MultiLock held, by the locks left only.
+//     Release then fails with ErrPartlyReleased, Acquire with ErrBusy,
+//     until a later Release, which retries just those locks, succeeds.
+//   - Lost closes when any lease is lost or on the first Release, even one
+//     that leaves locks held; the one goroutine behind it ends then.
 //
 // # What it does not guarantee
 //
@@ -34,11 +40,16 @@
 // deadlock with a MultiLock.
 //
 // A MultiLock is not reentrant: Acquire while held fails with ErrBusy.
+// Any goroutine may call Release, but the locks that must be released by
+// the goroutine that took them (mutex, rwlock) refuse another one and stay
+// held: release a MultiLock over them from the goroutine that acquired it.
 //
 // # Errors
 //
 // Sentinels, compared with errors.Is: ErrNoLocks, ErrNilLock,
-// ErrDuplicatePath (from New), ErrBusy, ErrNotHeld. Errors of the locks
+// ErrDuplicatePath (from New), ErrBusy, ErrNotHeld, ErrPartlyReleased
+// (Release left some locks held: call it again). Errors of the locks
 // underneath are wrapped with their path and joined, so errors.Is finds
-// them too (context.DeadlineExceeded, conn.ErrLeaseLost, ...).
+// them too (context.DeadlineExceeded, conn.ErrLeaseLost,
+// conn.ErrReleasePending, conn.ErrNotHeld, ...).
 package multilock

@@ -17,10 +17,21 @@ var (
 	// both would deadlock on itself (or be meaningless).
 	ErrDuplicatePath = errors.New("multilock: two locks on the same path")
 
-	// ErrBusy: Acquire was called while this MultiLock is held, or being
-	// acquired or released by another call.
+	// ErrBusy: Acquire was called while this MultiLock is held (wholly, or
+	// partly: see ErrPartlyReleased), or being acquired or released by
+	// another call.
 	ErrBusy = errors.New("multilock: already held, or being acquired or released")
 
-	// ErrNotHeld: Release was called on a MultiLock that is not held.
+	// ErrNotHeld: Release was called on a MultiLock that is not held, or
+	// while another call is acquiring or releasing it.
 	ErrNotHeld = errors.New("multilock: not held")
+
+	// ErrPartlyReleased: Release could not release every lock. At least one
+	// lock's Release failed in a way that leaves it held (the server
+	// refused the delete; a mutex or rwlock lock released from a goroutine
+	// other than the one that took it, ...). The MultiLock is still held,
+	// by those locks only: call Release again (for a mutex or rwlock lock,
+	// from the goroutine that took it), which retries just them. The error
+	// names the locks still held and is joined with each failure.
+	ErrPartlyReleased = errors.New("multilock: partly released (call Release again)")
 )

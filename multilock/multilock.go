@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,8 +34,9 @@ type state int
 const (
 	idle state = iota
 	acquiring
-	held
-	releasing
+	held       // every lock held
+	releasing  // a Release is under way
+	partlyHeld // a Release left some locks held; Release again retries them
 )
 
 // MultiLock takes several locks as one, all or nothing.
@@ -47,16 +50,20 @@ const (
 // Holding a MultiLock is holding every lease it returned: a lease on each
 // lock's session, not a promise. Lost closes when any of them is lost.
 //
-// A MultiLock is not reentrant: Acquire while it is held fails with
-// ErrBusy. Any goroutine may Release it. Safe for concurrent use.
+// A MultiLock is not reentrant: Acquire while it is held, wholly or
+// partly, fails with ErrBusy. Any goroutine may Release it, but a lock
+// that must be released by the goroutine that took it (mutex, rwlock)
+// stays held if released from another one, and so does the MultiLock (see
+// Release). Safe for concurrent use.
 type MultiLock struct {
 	locks []Locker // sorted by Path; fixed by New
 
 	mu       sync.Mutex    // guards the fields below
 	state    state         // see the constants
-	leases   []*conn.Lease // in lock order, while held
-	lost     chan struct{} // made on each grant; closed once: by the watcher if started, else by Release
-	stop     chan struct{} // made on each grant; closed by Release to end the watcher
+	holding  []Locker      // the locks held, in path order: all of them once acquired, those a Release left held after it; nil otherwise
+	leases   []*conn.Lease // holding's leases, in the same order
+	lost     chan struct{} // made on each grant; closed once: by the watcher if started, else by the first Release
+	stop     chan struct{} // made on each grant; closed by the first Release to end the watcher
 	watching bool          // the watcher goroutine was started for this grant
 }
 
@@ -111,7 +118,10 @@ func (m *MultiLock) Paths() []string {
 // released in reverse order, on a fresh context bounded by RollbackTimeout,
 // and the error says which lock failed (wrapping its error, so
 // errors.Is(err, context.DeadlineExceeded) works) joined with any error of
-// the rollback.
+// the rollback. The MultiLock holds nothing afterwards; a lock whose
+// rollback release failed with an error other than a pending one
+// (conn.ErrReleasePending) is still held by its own handle, named in the
+// error: release it through that handle.
 func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	m.mu.Lock()
 	if m.state != idle {
@@ -134,6 +144,7 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	}
 	m.mu.Lock()
 	m.state = held
+	m.holding = m.locks
 	m.leases = leases
 	m.lost = make(chan struct{})
 	m.stop = make(chan struct{})
@@ -159,33 +170,77 @@ func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	return errors.Join(errs...)
 }
 
-// Release releases every lock in reverse path order with ctx, going on past
-// a failure, and returns every failure joined (errors.Join), each wrapped
-// with its lock's path. Lost is closed. A MultiLock that is not held gives
-// ErrNotHeld.
+// Release releases the locks held, in reverse path order, with ctx, going
+// on past a failure, and returns every failure joined (errors.Join), each
+// wrapped with its lock's path.
+//
+// A lock counts as released when its Release returns nil, an error
+// matching conn.ErrReleasePending (the handle no longer holds it; its node
+// is deleted in the background), or one matching conn.ErrNotHeld (the
+// handle did not hold it, e.g. it was released behind the MultiLock's
+// back: there is nothing to retry). Any other error leaves that lock held,
+// as the locks' Release contracts say (the server refused the delete; a
+// mutex or rwlock lock released from a goroutine other than the one that
+// took it). If any lock is left held, so is the MultiLock, by those locks only:
+// the error also matches ErrPartlyReleased and names them, Acquire fails
+// with ErrBusy, and Release must be called again (for a mutex or rwlock
+// lock, from the goroutine that took it); it retries only those locks.
+//
+// Lost is closed by the first Release, whatever its outcome: a partly
+// released set is no longer whole. A MultiLock that is not held, or that
+// another call is acquiring or releasing, gives ErrNotHeld.
 func (m *MultiLock) Release(ctx context.Context) error {
 	m.mu.Lock()
-	if m.state != held {
+	switch m.state {
+	case held:
+		if m.watching {
+			close(m.stop) // the watcher closes lost
+		} else {
+			close(m.lost)
+		}
+	case partlyHeld: // lost was closed by the first Release
+	default:
 		m.mu.Unlock()
 		return ErrNotHeld
 	}
 	m.state = releasing
-	m.leases = nil
-	if m.watching {
-		close(m.stop) // the watcher closes lost
-	} else {
-		close(m.lost)
-	}
+	locks, leases := m.holding, m.leases
 	m.mu.Unlock()
 
-	var errs []error
-	for j := len(m.locks) - 1; j >= 0; j-- {
-		if err := m.locks[j].Release(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("multilock: release %s: %w", m.locks[j].Path(), err))
+	var (
+		errs       []error
+		kept       []Locker // in reverse path order
+		keptLeases []*conn.Lease
+	)
+	for j := len(locks) - 1; j >= 0; j-- {
+		err := locks[j].Release(ctx)
+		if err == nil {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("multilock: release %s: %w", locks[j].Path(), err))
+		if !errors.Is(err, conn.ErrReleasePending) && !errors.Is(err, conn.ErrNotHeld) {
+			kept = append(kept, locks[j])
+			keptLeases = append(keptLeases, leases[j])
 		}
 	}
-	m.setState(idle)
-	return errors.Join(errs...)
+	slices.Reverse(kept)
+	slices.Reverse(keptLeases)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(kept) == 0 {
+		m.state = idle
+		m.holding, m.leases = nil, nil
+		return errors.Join(errs...)
+	}
+	m.state = partlyHeld
+	m.holding, m.leases = kept, keptLeases
+	paths := make([]string, len(kept))
+	for i, l := range kept {
+		paths[i] = l.Path()
+	}
+	partly := fmt.Errorf("%w: %d of %d locks still held: %s", ErrPartlyReleased, len(kept), len(m.locks), strings.Join(paths, ", "))
+	return errors.Join(append([]error{partly}, errs...)...)
 }
 
 func (m *MultiLock) setState(s state) {

@@ -3,6 +3,8 @@ package multilock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/multilock"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
 // These tests use small fakes of the Locker interface (not of ZooKeeper) for
@@ -248,52 +255,121 @@ func TestReleaseGoesOnPastFailuresAndJoinsThem(t *testing.T) {
 	assert.Contains(t, err.Error(), "/a")
 	assert.False(t, fs[1].isHeld(), "the middle lock was released despite the failure before it")
 	assert.Equal(t, []string{"acquire /a", "acquire /b", "acquire /c", "release /c", "release /b", "release /a"}, rec.get())
-
-	assert.ErrorIs(t, m.Release(context.Background()), multilock.ErrNotHeld, "released, even if with errors")
 }
 
-func TestBusyAndNotHeld(t *testing.T) {
+// A lock whose Release fails (other than "pending") is still held, and so
+// is the MultiLock, by the locks left only: Acquire is busy, Lost is
+// closed, and each later Release retries just those locks until they go.
+func TestPartlyReleasedIsRetried(t *testing.T) {
 	rec := &recorder{}
-	fs := fakes(rec, "/a", "/b")
+	fs := fakes(rec, "/a", "/b", "/c", "/d")
 	m, err := multilock.New(lockers(fs)...)
 	require.NoError(t, err)
-	assert.ErrorIs(t, m.Release(context.Background()), multilock.ErrNotHeld)
-
-	_, err = m.Acquire(context.Background())
-	require.NoError(t, err)
-	_, err = m.Acquire(context.Background())
-	assert.ErrorIs(t, err, multilock.ErrBusy, "not reentrant")
-	require.NoError(t, m.Release(context.Background()))
-
-	// Busy while another call is acquiring.
-	fs[1].block = true
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := m.Acquire(ctx)
-		done <- err
-	}()
-	waitFor(t, func() bool { return len(rec.get()) >= 6 }) // the second round is at /b
-	_, err = m.Acquire(context.Background())
-	assert.ErrorIs(t, err, multilock.ErrBusy)
-	assert.ErrorIs(t, m.Release(context.Background()), multilock.ErrNotHeld, "nothing held while acquiring")
-	cancel()
-	assert.ErrorIs(t, <-done, context.Canceled)
-}
-
-func TestLostWithoutLeases(t *testing.T) {
-	rec := &recorder{}
-	m, err := multilock.New(lockers(fakes(rec, "/a"))...)
-	require.NoError(t, err)
-	assert.True(t, isClosed(m.Lost()), "nothing held: closed")
-	_, err = m.Acquire(context.Background())
+	ctx := context.Background()
+	_, err = m.Acquire(ctx)
 	require.NoError(t, err)
 	lost := m.Lost()
-	assert.False(t, isClosed(lost))
-	assert.Equal(t, lost, m.Lost(), "one channel per grant")
-	require.NoError(t, m.Release(context.Background()))
+
+	fs[3].releaseErr = errThird
+	fs[2].releaseErr = fmt.Errorf("%w: %w", mutex.ErrReleasePending, context.DeadlineExceeded)
+	fs[0].releaseErr = errFirst
+	err = m.Release(ctx)
+	assert.ErrorIs(t, err, multilock.ErrPartlyReleased)
+	assert.ErrorIs(t, err, errThird)
+	assert.ErrorIs(t, err, errFirst)
+	assert.ErrorIs(t, err, conn.ErrReleasePending, "a pending release is reported too")
+	assert.Contains(t, err.Error(), "2 of 4 locks still held: /a, /d")
+	assert.True(t, fs[0].isHeld())
+	assert.False(t, fs[1].isHeld())
+	assert.True(t, fs[3].isHeld())
 	waitFor(t, func() bool { return isClosed(lost) })
-	assert.True(t, isClosed(m.Lost()))
+	assert.True(t, isClosed(m.Lost()), "partly held: no longer whole")
+	_, err = m.Acquire(ctx)
+	assert.ErrorIs(t, err, multilock.ErrBusy, "partly held")
+
+	// /a goes, /d is refused again.
+	fs[0].releaseErr = nil
+	err = m.Release(ctx)
+	assert.ErrorIs(t, err, multilock.ErrPartlyReleased)
+	assert.ErrorIs(t, err, errThird)
+	assert.NotErrorIs(t, err, errFirst)
+	assert.Contains(t, err.Error(), "1 of 4 locks still held: /d")
+	assert.False(t, fs[0].isHeld())
+
+	fs[3].releaseErr = nil
+	require.NoError(t, m.Release(ctx))
+	assert.False(t, fs[3].isHeld())
+	assert.Equal(t, []string{
+		"acquire /a", "acquire /b", "acquire /c", "acquire /d",
+		"release /d", "release /c", "release /b", "release /a",
+		"release /d", "release /a",
+		"release /d",
+	}, rec.get(), "each retry releases only what is left, in reverse order")
+	assert.ErrorIs(t, m.Release(ctx), multilock.ErrNotHeld)
+
+	// Whole again.
+	fs[2].releaseErr = nil
+	_, err = m.Acquire(ctx)
+	require.NoError(t, err)
+	assert.False(t, isClosed(m.Lost()))
+	require.NoError(t, m.Release(ctx))
+}
+
+// Every lock's "release pending" error matches conn.ErrReleasePending and
+// its "not held" error conn.ErrNotHeld, and a MultiLock counts such a lock
+// as released: the handle no longer holds it (its node goes in the
+// background), or never did, so a retry would have nothing to do.
+func TestPendingAndNotHeldCountAsReleased(t *testing.T) {
+	tests := []struct {
+		pkg            string
+		sentinel, root error
+	}{
+		{"queue", queue.ErrReleasePending, conn.ErrReleasePending},
+		{"mutex", mutex.ErrReleasePending, conn.ErrReleasePending},
+		{"rwlock", rwlock.ErrReleasePending, conn.ErrReleasePending},
+		{"semaphoremutex", semaphoremutex.ErrReleasePending, conn.ErrReleasePending},
+		{"exclusive", exclusive.ErrReleasePending, conn.ErrReleasePending},
+		{"conn", conn.ErrReleasePending, conn.ErrReleasePending},
+		{"mutex", mutex.ErrNotHeld, conn.ErrNotHeld},
+		{"rwlock", rwlock.ErrNotHeld, conn.ErrNotHeld},
+		{"semaphoremutex", semaphoremutex.ErrNotHeld, conn.ErrNotHeld},
+		{"exclusive", exclusive.ErrNotHeld, conn.ErrNotHeld},
+		{"conn", conn.ErrNotHeld, conn.ErrNotHeld},
+	}
+	for _, tc := range tests {
+		name := tc.pkg + " pending"
+		if tc.root == conn.ErrNotHeld {
+			name = tc.pkg + " not held"
+		}
+		t.Run(name, func(t *testing.T) {
+			assert.ErrorIs(t, tc.sentinel, tc.root)
+			assert.True(t, strings.HasPrefix(tc.sentinel.Error(), tc.pkg+": "), "keeps its own message: %q", tc.sentinel)
+
+			rec := &recorder{}
+			fs := fakes(rec, "/a", "/b")
+			fs[0].releaseErr = fmt.Errorf("%s: release: %w: %w", tc.pkg, tc.sentinel, context.Canceled)
+			m, err := multilock.New(lockers(fs)...)
+			require.NoError(t, err)
+			_, err = m.Acquire(context.Background())
+			require.NoError(t, err)
+
+			err = m.Release(context.Background())
+			assert.ErrorIs(t, err, tc.sentinel, "reported all the same")
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.NotErrorIs(t, err, multilock.ErrPartlyReleased)
+			assert.ErrorIs(t, m.Release(context.Background()), multilock.ErrNotHeld, "released")
+			_, err = m.Acquire(context.Background())
+			require.NoError(t, err, "can be taken again")
+			fs[0].releaseErr = nil
+			require.NoError(t, m.Release(context.Background()))
+		})
+	}
+}
+
+// Not-owner errors are not "not held": the lock stays held by its owner.
+func TestNotOwnerIsNotNotHeld(t *testing.T) {
+	assert.NotErrorIs(t, mutex.ErrNotOwner, conn.ErrNotHeld)
+	assert.NotErrorIs(t, rwlock.ErrNotOwner, conn.ErrNotHeld)
 }
 
 func isClosed(ch <-chan struct{}) bool {

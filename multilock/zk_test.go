@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/multilock"
+	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -25,6 +27,21 @@ func newExclusive(t *testing.T, s *conn.Session, path string) *exclusive.Lock {
 	l, err := exclusive.New(s, path)
 	require.NoError(t, err)
 	return l
+}
+
+func newMutex(t *testing.T, s *conn.Session, path string) *mutex.InterProcessMutex {
+	t.Helper()
+	m, err := mutex.New(s, path)
+	require.NoError(t, err)
+	return m
+}
+
+// nodes returns the ephemeral nodes under path, failing t on an error.
+func nodes(t *testing.T, s *conn.Session, path string) map[string]int64 {
+	t.Helper()
+	m, err := locktest.Ephemerals(locktest.Ctx(t, 10*time.Second), s, path)
+	require.NoError(t, err)
+	return m
 }
 
 func newMulti(t *testing.T, locks ...multilock.Locker) *multilock.MultiLock {
@@ -123,7 +140,8 @@ func TestZooKeeper(t *testing.T) {
 
 	// One sub-release fails for real (the lock was already released behind
 	// the MultiLock's back): the others are released all the same and the
-	// failure is reported.
+	// failure is reported. The lock is not held (conn.ErrNotHeld), so the
+	// MultiLock is not left partly held: a retry could never succeed.
 	t.Run("FailingSubReleaseDoesNotStopOthers", func(t *testing.T) {
 		s := locktest.Connect(t, c.Servers(), sessionTimeout)
 		p1, p2, p3 := locktest.UniquePath(c, "1"), locktest.UniquePath(c, "2"), locktest.UniquePath(c, "3")
@@ -144,10 +162,16 @@ func TestZooKeeper(t *testing.T) {
 
 		err = m.Release(locktest.Ctx(t, 10*time.Second))
 		assert.ErrorIs(t, err, exclusive.ErrNotHeld)
+		assert.ErrorIs(t, err, conn.ErrNotHeld)
+		assert.NotErrorIs(t, err, multilock.ErrPartlyReleased, "a lock not held has nothing left to release")
 		assert.Contains(t, err.Error(), paths[1])
 		for _, p := range paths {
 			assert.False(t, locktest.Exists(t, s, p+"/lock"), "%s released", p)
 		}
+		assert.ErrorIs(t, m.Release(locktest.Ctx(t, 10*time.Second)), multilock.ErrNotHeld, "released, even if with errors")
+		_, err = m.Acquire(locktest.Ctx(t, 10*time.Second))
+		require.NoError(t, err, "not stuck: it can be taken again")
+		require.NoError(t, m.Release(locktest.Ctx(t, 10*time.Second)))
 	})
 
 	// Three locks, the last held elsewhere: the whole Acquire ends at the
@@ -174,6 +198,103 @@ func TestZooKeeper(t *testing.T) {
 			assert.False(t, locktest.Exists(t, sessions[1], p+"/lock"), "%s rolled back", p)
 		}
 		require.NoError(t, other.Release(locktest.Ctx(t, 10*time.Second)))
+	})
+
+	// The server refuses to delete a mutex's node (an administrator took
+	// the DELETE permission from its parent): the mutex stays held, and so
+	// does the MultiLock, by the mutex only, until a later Release, with
+	// the permission back, deletes it.
+	t.Run("RefusedReleaseIsRetried", func(t *testing.T) {
+		s := locktest.Connect(t, c.Servers(), sessionTimeout)
+		pm, pe := locktest.UniquePath(c, "refused-m"), locktest.UniquePath(c, "refused-e")
+		mu := newMutex(t, s, pm)
+		m := newMulti(t, mu, newExclusive(t, s, pe))
+		ctx := locktest.Ctx(t, 30*time.Second)
+		_, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		lost := m.Lost()
+
+		locktest.SetACL(t, c.Servers(), pm, zk.WorldACL(zk.PermAll&^zk.PermDelete))
+		err = m.Release(ctx)
+		assert.ErrorIs(t, err, multilock.ErrPartlyReleased)
+		assert.ErrorIs(t, err, zk.ErrNoAuth)
+		assert.Contains(t, err.Error(), "1 of 2 locks still held: "+pm)
+		assert.True(t, mu.IsOwnedByCurrentGoroutine(), "the mutex is still held")
+		assert.Len(t, nodes(t, s, pm), 1, "its node is still there")
+		assert.False(t, locktest.Exists(t, s, pe+"/lock"), "the exclusive lock was released")
+		locktest.WaitFor(t, 5*time.Second, "Lost closed", func() bool { return isClosed(lost) })
+		_, err = m.Acquire(ctx)
+		assert.ErrorIs(t, err, multilock.ErrBusy)
+
+		locktest.SetACL(t, c.Servers(), pm, zk.WorldACL(zk.PermAll))
+		require.NoError(t, m.Release(ctx), "the retry releases the mutex")
+		assert.False(t, mu.IsAcquiredInThisProcess())
+		assert.Empty(t, nodes(t, s, pm), "its node is gone")
+		assert.ErrorIs(t, m.Release(ctx), multilock.ErrNotHeld)
+
+		_, err = m.Acquire(ctx)
+		require.NoError(t, err, "whole again")
+		require.NoError(t, m.Release(ctx))
+	})
+
+	// A mutex released from a goroutine other than the one that took it
+	// refuses (mutex.ErrNotOwner) and stays held, and so does the
+	// MultiLock; Release from the owner finishes the job.
+	t.Run("NotOwnerIsRetriedByTheOwner", func(t *testing.T) {
+		s := locktest.Connect(t, c.Servers(), sessionTimeout)
+		pm, pe := locktest.UniquePath(c, "owner-m"), locktest.UniquePath(c, "owner-e")
+		mu := newMutex(t, s, pm)
+		m := newMulti(t, mu, newExclusive(t, s, pe))
+		ctx := locktest.Ctx(t, 30*time.Second)
+		_, err := m.Acquire(ctx)
+		require.NoError(t, err)
+
+		done := make(chan error, 1)
+		go func() { done <- m.Release(ctx) }()
+		err = <-done
+		assert.ErrorIs(t, err, multilock.ErrPartlyReleased)
+		assert.ErrorIs(t, err, mutex.ErrNotOwner)
+		assert.Contains(t, err.Error(), pm)
+		assert.True(t, mu.IsOwnedByCurrentGoroutine(), "the mutex is still held by its owner")
+		assert.Len(t, nodes(t, s, pm), 1, "its node is still there")
+		assert.False(t, locktest.Exists(t, s, pe+"/lock"), "the exclusive lock was released")
+		_, err = m.Acquire(ctx)
+		assert.ErrorIs(t, err, multilock.ErrBusy)
+
+		require.NoError(t, m.Release(ctx), "the owner releases what is left")
+		assert.False(t, mu.IsAcquiredInThisProcess())
+		assert.Empty(t, nodes(t, s, pm), "its node is gone")
+		assert.ErrorIs(t, m.Release(ctx), multilock.ErrNotHeld)
+	})
+
+	// On a dead context no deletion can be confirmed: every lock reports a
+	// pending release (conn.ErrReleasePending), which counts as released;
+	// the nodes go in the background.
+	t.Run("PendingCountsAsReleased", func(t *testing.T) {
+		s := locktest.Connect(t, c.Servers(), sessionTimeout)
+		pm, pe := locktest.UniquePath(c, "pending-m"), locktest.UniquePath(c, "pending-e")
+		mu := newMutex(t, s, pm)
+		m := newMulti(t, mu, newExclusive(t, s, pe))
+		ctx := locktest.Ctx(t, 30*time.Second)
+		_, err := m.Acquire(ctx)
+		require.NoError(t, err)
+
+		dead, cancel := context.WithCancel(ctx)
+		cancel()
+		err = m.Release(dead)
+		assert.ErrorIs(t, err, conn.ErrReleasePending)
+		assert.ErrorIs(t, err, mutex.ErrReleasePending)
+		assert.ErrorIs(t, err, exclusive.ErrReleasePending)
+		assert.NotErrorIs(t, err, multilock.ErrPartlyReleased)
+		assert.False(t, mu.IsAcquiredInThisProcess())
+		assert.ErrorIs(t, m.Release(ctx), multilock.ErrNotHeld, "released")
+		locktest.WaitFor(t, 10*time.Second, "the background deletes", func() bool {
+			return len(nodes(t, s, pm)) == 0 && !locktest.Exists(t, s, pe+"/lock")
+		})
+
+		_, err = m.Acquire(ctx)
+		require.NoError(t, err, "can be taken again")
+		require.NoError(t, m.Release(ctx))
 	})
 
 	// Lost closes when one of the leases under the MultiLock is lost (here:

@@ -95,11 +95,11 @@ func handoff2(b *testing.B, opts ...mutex.Option) {
 				// Hand off only to a waiter: wait until the other has set a
 				// watch since its last release (or has stopped), and for
 				// that request's answer to come back.
-				for testzk.GetWs(sessions[o]) <= relGetWs[o].Load() && !done[o].Load() {
+				for testzk.WatchesSet(sessions[o]) <= relGetWs[o].Load() && !done[o].Load() {
 					time.Sleep(20 * time.Microsecond)
 				}
 				time.Sleep(300 * time.Microsecond)
-				relGetWs[i].Store(testzk.GetWs(sessions[i]))
+				relGetWs[i].Store(testzk.WatchesSet(sessions[i]))
 				if err := ms[i].Release(ctx); err != nil {
 					errs <- err
 					return

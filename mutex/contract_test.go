@@ -20,7 +20,21 @@ func newLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
 	return locktest.Pin(t, m)
 }
 
+// suiteOptions are what both suites know of the mutex.
+func suiteOptions(t *testing.T) []locktest.Option {
+	return []locktest.Option{
+		locktest.WithCluster(testzk.Shared(t)),
+		locktest.WithReentrant(true),
+		locktest.WithErrors(mutex.ErrNotHeld, mutex.ErrReleasePending),
+	}
+}
+
 // The mutex passes the shared contract, FIFO included.
 func TestContract(t *testing.T) {
-	locktest.Run(t, newLock, locktest.WithFIFO(true), locktest.WithCluster(testzk.Shared(t)))
+	locktest.Run(t, newLock, append(suiteOptions(t), locktest.WithFIFO(true))...)
+}
+
+// The mutex survives the shared faults.
+func TestFaults(t *testing.T) {
+	locktest.RunFaults(t, newLock, suiteOptions(t)...)
 }

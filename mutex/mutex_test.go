@@ -1,7 +1,6 @@
 package mutex_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -154,53 +153,4 @@ func TestOtherGoroutineWaits(t *testing.T) {
 	close(release)
 	require.NoError(t, <-got)
 	assert.Empty(t, testzk.Children(t, s, path))
-}
-
-func TestAcquireAfterClose(t *testing.T) {
-	c := testzk.Shared(t)
-	s := testzk.Connect(t, c.Servers())
-	m := newMutex(t, s, testzk.Path(t, c, "lock"))
-	require.NoError(t, s.Close())
-	ctx := testzk.Ctx(t, 10*time.Second)
-	_, err := m.Acquire(ctx)
-	assert.ErrorIs(t, err, conn.ErrClosed)
-	_, _, err = m.TryAcquire(ctx)
-	assert.ErrorIs(t, err, conn.ErrClosed)
-	assert.False(t, m.IsAcquiredInThisProcess())
-}
-
-func TestTimeoutAndCancelWhileQueued(t *testing.T) {
-	c := testzk.Shared(t)
-	path := testzk.Path(t, c, "lock")
-	hs, ws := testzk.Connect(t, c.Servers()), testzk.Connect(t, c.Servers())
-	holder, waiter := newMutex(t, hs, path), newMutex(t, ws, path)
-	ctx := testzk.Ctx(t, 30*time.Second)
-	_, err := holder.Acquire(ctx)
-	require.NoError(t, err)
-
-	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err = waiter.Acquire(tctx)
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Less(t, time.Since(start), 5*time.Second)
-	assert.Len(t, testzk.Children(t, hs, path), 1, "the waiter's node is gone")
-	assert.False(t, waiter.IsAcquiredInThisProcess())
-
-	cctx, cancel := context.WithCancel(ctx)
-	gets := testzk.GetWs(ws)
-	done := make(chan error, 1)
-	go func() {
-		_, err := waiter.Acquire(cctx)
-		done <- err
-	}()
-	testzk.Watching(t, ws, gets)
-	cancel()
-	assert.ErrorIs(t, <-done, context.Canceled)
-	assert.Len(t, testzk.Children(t, hs, path), 1, "the waiter's node is gone")
-
-	require.NoError(t, holder.Release(ctx))
-	_, err = waiter.Acquire(ctx)
-	require.NoError(t, err, "the waiter acquires normally afterwards")
-	require.NoError(t, waiter.Release(ctx))
 }

@@ -12,11 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/multilock"
-	"github.com/zkrecipes/zkrecipes/mutex"
-	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -293,13 +289,10 @@ func classifyWrite(err error) outcome {
 
 // isReleasePending: a release whose delete is going on in the background.
 func isReleasePending(err error) bool {
-	return errors.Is(err, mutex.ErrReleasePending) || errors.Is(err, rwlock.ErrReleasePending) ||
-		errors.Is(err, semaphoremutex.ErrReleasePending) || errors.Is(err, exclusive.ErrReleasePending)
+	return errors.Is(err, conn.ErrReleasePending) // every lock's ErrReleasePending wraps it
 }
 
 // isNotHeld: a release of something no longer held through the handle.
 func isNotHeld(err error) bool {
-	return errors.Is(err, mutex.ErrNotHeld) || errors.Is(err, rwlock.ErrNotHeld) ||
-		errors.Is(err, semaphoremutex.ErrNotHeld) || errors.Is(err, exclusive.ErrNotHeld) ||
-		errors.Is(err, multilock.ErrNotHeld)
+	return errors.Is(err, conn.ErrNotHeld) || errors.Is(err, multilock.ErrNotHeld)
 }

@@ -56,7 +56,7 @@ var herdSubjects = []herdSubject{
 			t.Fatalf("semaphoremutex.New: %v", err)
 		}
 		return m
-	}, 2}, // the internal lock's handover, then the lease holder's release
+	}, 1}, // one lease: the internal lock is the lease (no second queue)
 }
 
 // herdHold is each holder's critical section: long enough for the waiters

@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestDowngradeWithWriterQueued: write, read, release write, with another
@@ -26,7 +27,7 @@ func TestDowngradeWithWriterQueued(t *testing.T) {
 
 	wl, err := a.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
-	gets := testzk.GetWs(bs)
+	gets := testzk.WatchesSet(bs)
 	cb := start(ctx, b.WriteLock())
 	testzk.WatchingAnswered(t, bs, gets)
 
@@ -84,7 +85,7 @@ func TestDowngradeLetsReadersIn(t *testing.T) {
 
 	_, err := a.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
-	gets := testzk.GetWs(rs)
+	gets := testzk.WatchesSet(rs)
 	cr := start(ctx, newRW(t, rs, path).ReadLock())
 	testzk.WatchingAnswered(t, rs, gets)
 	_, err = a.ReadLock().Acquire(ctx)
@@ -96,7 +97,7 @@ func TestDowngradeLetsReadersIn(t *testing.T) {
 	assert.Len(t, testzk.Children(t, as, path), 2, "our read node and the other reader's")
 	assert.True(t, a.ReadLock().IsOwnedByCurrentGoroutine())
 
-	gets = testzk.GetWs(ws)
+	gets = testzk.WatchesSet(ws)
 	cw := start(ctx, newRW(t, ws, path).WriteLock())
 	testzk.WatchingAnswered(t, ws, gets)
 	require.NoError(t, a.ReadLock().Release(ctx))
@@ -130,4 +131,28 @@ func TestDowngradeReleaseReadFirst(t *testing.T) {
 		require.NoError(t, a.WriteLock().Release(ctx))
 		assert.Empty(t, testzk.Children(t, s, path))
 	}
+}
+
+// TestDowngradeOnLostWriteLease: a goroutine whose write lease was lost
+// (session expired) cannot take the read lock by the downgrade shortcut.
+func TestDowngradeOnLostWriteLease(t *testing.T) {
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	s := testzk.Connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
+	obs := testzk.Connect(t, c.Servers())
+	rw := newRW(t, s, path)
+	ctx := testzk.Ctx(t, time.Minute)
+	l, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	ep := l.Epoch()
+	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+	testzk.Eventually(t, 20*time.Second, func() bool { return l.Err() != nil }, "the writer was not told")
+	_, err = rw.ReadLock().Acquire(ctx)
+	assert.ErrorIs(t, err, conn.ErrLeaseLost)
+	assert.False(t, rw.ReadLock().IsOwnedByCurrentGoroutine())
+	require.NoError(t, rw.WriteLock().Release(ctx))
+	_, err = rw.ReadLock().Acquire(ctx)
+	require.NoError(t, err, "a plain read acquire in the new session")
+	require.NoError(t, rw.ReadLock().Release(ctx))
+	assert.Empty(t, testzk.Children(t, obs, path))
 }

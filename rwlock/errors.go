@@ -1,6 +1,11 @@
 package rwlock
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
 
 // Errors returned by this package, compared with errors.Is. Errors of the
 // session (conn.ErrClosed, conn.ErrLeaseLost, conn.ErrInvalidPath, ...) and
@@ -20,16 +25,18 @@ var (
 
 	// ErrNotHeld: Release was called while no goroutine of this process
 	// holds that lock through the handle: it was never acquired, or it was
-	// released as often as it was acquired. Nothing changed.
-	ErrNotHeld = errors.New("rwlock: not held")
+	// released as often as it was acquired. Nothing changed. It also
+	// matches conn.ErrNotHeld, the root shared by every lock of this module.
+	ErrNotHeld = fmt.Errorf("rwlock: not held: %w", conn.ErrNotHeld)
 
 	// ErrReleasePending: the last Release could not confirm that the lock
 	// node is gone (the connection was lost, or ctx ended mid-request)
 	// while the session lives. The caller no longer holds the lock and its
 	// lease is marked released, but other processes may still see the
 	// node; it is deleted in the background until it is gone or the
-	// session ends. The error also matches the cause.
-	ErrReleasePending = errors.New("rwlock: release pending (lock node may still exist; deleting in the background)")
+	// session ends. The error also matches the cause, and
+	// conn.ErrReleasePending, the root shared by every lock of this module.
+	ErrReleasePending = fmt.Errorf("rwlock: release pending (lock node may still exist; deleting in the background): %w", conn.ErrReleasePending)
 
 	// ErrNilSession: New was given a nil session.
 	ErrNilSession = errors.New("rwlock: nil session")

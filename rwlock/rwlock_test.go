@@ -1,7 +1,6 @@
 package rwlock_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"regexp"
@@ -181,7 +180,7 @@ func TestUpgradeRefused(t *testing.T) {
 
 	// Another goroutine of the process is a separate contender: its write
 	// acquire is no upgrade, it waits for our read lock.
-	gets := testzk.GetWs(s)
+	gets := testzk.WatchesSet(s)
 	cw := start(ctx, rw.WriteLock())
 	testzk.WatchingAnswered(t, s, gets)
 	assert.False(t, cw.holds())
@@ -189,45 +188,4 @@ func TestUpgradeRefused(t *testing.T) {
 	cw.wait(t, 10*time.Second, "writer of another goroutine")
 	cw.done(t, "writer of another goroutine")
 	assert.Empty(t, testzk.Children(t, s, path))
-}
-
-func TestAcquireAfterClose(t *testing.T) {
-	c := testzk.Shared(t)
-	s := testzk.Connect(t, c.Servers())
-	rw := newRW(t, s, testzk.Path(t, c, "lock"))
-	require.NoError(t, s.Close())
-	ctx := testzk.Ctx(t, 10*time.Second)
-	for _, lk := range []*rwlock.Lock{rw.ReadLock(), rw.WriteLock()} {
-		_, err := lk.Acquire(ctx)
-		assert.ErrorIs(t, err, conn.ErrClosed, "%v", lk)
-		_, ok, err := lk.TryAcquire(ctx)
-		assert.ErrorIs(t, err, conn.ErrClosed, "%v", lk)
-		assert.False(t, ok)
-		assert.False(t, lk.IsAcquiredInThisProcess())
-	}
-}
-
-// TestTimeoutWhileQueued: a reader behind a writer times out, leaves no
-// node, and acquires normally afterwards.
-func TestTimeoutWhileQueued(t *testing.T) {
-	c := testzk.Shared(t)
-	path := testzk.Path(t, c, "lock")
-	ws, rs := testzk.Connect(t, c.Servers()), testzk.Connect(t, c.Servers())
-	w, r := newRW(t, ws, path), newRW(t, rs, path)
-	ctx := testzk.Ctx(t, 30*time.Second)
-	_, err := w.WriteLock().Acquire(ctx)
-	require.NoError(t, err)
-	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer cancel()
-	_, err = r.ReadLock().Acquire(tctx)
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	_, ok, err := r.ReadLock().TryAcquire(ctx)
-	require.NoError(t, err)
-	assert.False(t, ok, "a reader cannot get in beside a writer")
-	assert.Len(t, testzk.Children(t, ws, path), 1, "the reader's nodes are gone")
-	assert.False(t, r.ReadLock().IsAcquiredInThisProcess())
-	require.NoError(t, w.WriteLock().Release(ctx))
-	_, err = r.ReadLock().Acquire(ctx)
-	require.NoError(t, err)
-	require.NoError(t, r.ReadLock().Release(ctx))
 }

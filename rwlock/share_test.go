@@ -37,7 +37,7 @@ func TestReadersShare(t *testing.T) {
 	_, ok, err := w.TryAcquire(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok, "no writer while readers hold")
-	gets := testzk.GetWs(sessions[10])
+	gets := testzk.WatchesSet(sessions[10])
 	cw := start(ctx, w)
 	testzk.WatchingAnswered(t, sessions[10], gets)
 	for i, r := range readers {
@@ -67,7 +67,7 @@ func TestWriterExcludes(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok, "%v beside a writer", lk)
 	}
-	gr, gw := testzk.GetWs(sessions[1]), testzk.GetWs(sessions[2])
+	gr, gw := testzk.WatchesSet(sessions[1]), testzk.WatchesSet(sessions[2])
 	cr := start(ctx, r.ReadLock())
 	testzk.WatchingAnswered(t, sessions[1], gr)
 	cw := start(ctx, w2.WriteLock())

@@ -33,7 +33,7 @@ func TestWakeups(t *testing.T) {
 		if name[0] == 'W' {
 			lk = rw.WriteLock()
 		}
-		gets := testzk.GetWs(sessions[i])
+		gets := testzk.WatchesSet(sessions[i])
 		cs[i] = start(ctx, lk)
 		if i == 0 {
 			cs[0].wait(t, 10*time.Second, "W1")

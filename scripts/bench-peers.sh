@@ -13,16 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=${1:-10} cycles=${2:-100} rounds=${3:-3} recipes=${4:-"mutex semmutex write read"}
-peers=${PEERS_DIR:-$(cd .. && pwd)/shared/peers}
-[[ -x $peers/run.sh ]] || { echo "peer benchmarks not found in $peers (set PEERS_DIR)" >&2; exit 1; }
-
-bash "$peers/setup.sh" >&2
-port=$((20000 + RANDOM % 20000))
-pid=$(timeout 60 "$peers/zk-standalone.sh" "$port" </dev/null)
-trap 'kill -9 $pid 2>/dev/null || true' EXIT
-servers=127.0.0.1:$port
-bin=$(mktemp -d)/zkbench
-go build -o "$bin" ./examples/bench
+. scripts/bench-setup.sh
 
 results=$(mktemp)
 echo "# $(date -u +%FT%TZ) $(nproc) cores; ZooKeeper $(cd /usr/share/java && ls zookeeper-3*.jar 2>/dev/null | head -1); server $servers; $clients clients x $cycles cycles, $rounds rounds" | tee "$results"

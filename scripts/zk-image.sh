@@ -10,7 +10,9 @@
 #
 # Environment:
 #   ZK_IMAGE          image name to build   (default zkrecipes/zookeeper:3.8-debian)
-#   ZK_ROOTFS         where to build the rootfs (default /tmp/zkrecipes-zk-rootfs; removed afterwards)
+#   ZK_ROOTFS         where to build the rootfs (default: a new directory under
+#                     ${TMPDIR:-/tmp}; removed afterwards, file systems mounted
+#                     inside it by an interrupted debootstrap unmounted first)
 #   DEBIAN_MIRROR     Debian mirror URL     (default: taken from this machine's apt sources)
 #
 # The image honours ZOO_MY_ID, ZOO_SERVERS ("server.1=zk1:2888:3888;2181 ..."),
@@ -21,13 +23,13 @@
 set -euo pipefail
 
 image=${ZK_IMAGE:-zkrecipes/zookeeper:3.8-debian}
-rootfs=${ZK_ROOTFS:-/tmp/zkrecipes-zk-rootfs}
+rootfs=${ZK_ROOTFS:-}
 force=false
 
 for arg in "$@"; do
   case $arg in
     --force) force=true ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "zk-image.sh: unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
@@ -70,9 +72,31 @@ if [[ $(id -u) -ne 0 ]]; then
   log "debootstrap needs root"; exit 1
 fi
 
-cleanup() { rm -rf --one-file-system "$rootfs"; }
+# unmount_below unmounts every file system mounted at or below directory $1,
+# deepest first. debootstrap mounts /proc (and sometimes /sys) inside the
+# rootfs; when it is killed those mounts stay, and a plain `rm -rf` of the
+# rootfs would then fail or, without --one-file-system, reach into them.
+unmount_below() {
+  local dir mounts m
+  dir=$(realpath -m "$1")
+  mounts=$(awk -v d="$dir" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r)
+  for m in $mounts; do
+    umount "$m" 2>/dev/null || umount -l "$m" || log "cannot unmount $m"
+  done
+}
+cleanup() {
+  if [[ -n $rootfs && -e $rootfs ]]; then
+    unmount_below "$rootfs"
+    rm -rf --one-file-system "$rootfs"
+  fi
+  rm -f "$rootfs.log"
+}
+if [[ -z $rootfs ]]; then
+  rootfs=$(mktemp -d "${TMPDIR:-/tmp}/zkrecipes-zk-rootfs.XXXXXX")
+else
+  cleanup # a rootfs left by an earlier, interrupted build
+fi
 trap cleanup EXIT
-cleanup
 
 start=$SECONDS
 log "debootstrap bookworm from $mirror_url into $rootfs"
@@ -168,7 +192,6 @@ tar -C "$rootfs" -c . | docker import \
   -c 'EXPOSE 2181 2888 3888' \
   -m "zkrecipes: ZooKeeper from Debian bookworm packages (scripts/zk-image.sh)" \
   - "$image" >/dev/null
-rm -f "$rootfs.log"
 new_id=$(docker image inspect --format '{{.Id}}' "$image")
 if [[ -n $old_id && $old_id != "$new_id" ]]; then
   docker image rm "$old_id" >/dev/null 2>&1 || true # the replaced image, unless a container uses it

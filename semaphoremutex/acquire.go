@@ -3,7 +3,6 @@ package semaphoremutex
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -40,6 +39,7 @@ type attempt struct {
 	lk *conn.Lease // the internal lock, until released (then nil)
 	id string      // the internal lock node's id, which our lease node carries
 
+	free    bool                       // no lease node can exist: skip the listing (see soleLeaseTag)
 	before  []queue.Contender          // lease nodes from our listing, minus those seen gone
 	watches map[string]<-chan zk.Event // data watches set on entries of before
 	noDir   bool                       // leases/ did not exist when we listed
@@ -54,8 +54,10 @@ func newID() string { return uuid.NewString() }
 // returns. Errors: errRestart when the epoch ended or a node of ours
 // vanished; otherwise nothing of ours is left.
 func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
-	if err := a.list(ctx); err != nil {
-		return nil, a.abort(ctx, err)
+	if !a.free {
+		if err := a.list(ctx); err != nil {
+			return nil, a.abort(ctx, err)
+		}
 	}
 	for len(a.before) >= a.s.max {
 		if !wait {
@@ -73,12 +75,33 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 		}
 	}
 	if ctx.Err() != nil {
-		return nil, a.abort(ctx, ctxErr(ctx))
+		return nil, a.abort(ctx, queue.CtxErr(ctx))
+	}
+	if a.s.max == 1 {
+		return a.keep(ctx)
 	}
 	if err := a.take(ctx); err != nil {
 		return nil, a.abort(ctx, err)
 	}
 	return a.grant(ctx)
+}
+
+// keep makes the internal lock our lease, for a semaphore with one lease:
+// no lease node exists and none can be created while we hold the internal
+// lock, so holding it is holding the lease (see soleLeaseTag). Unless ctx
+// ended at this very moment (then it is given up) or the epoch did (start
+// over).
+func (a *attempt) keep(ctx context.Context) (*conn.Lease, error) {
+	if ctx.Err() != nil {
+		return nil, a.abort(ctx, queue.CtxErr(ctx))
+	}
+	if a.ep.Err() != nil {
+		return nil, errRestart
+	}
+	l := a.lk
+	a.lk = nil
+	a.s.log.Debug("lease acquired: the internal lock", zap.String("node", l.Path()))
+	return l, nil
 }
 
 // list lists the lease nodes once.
@@ -150,7 +173,7 @@ func (a *attempt) waitEpochEnd(ctx context.Context) error {
 	case <-a.ep.Done():
 		return a.ep.Err()
 	case <-ctx.Done():
-		return ctxErr(ctx)
+		return queue.CtxErr(ctx)
 	case <-t.C:
 		return nil
 	}
@@ -171,7 +194,7 @@ func (a *attempt) forget(name string) {
 // (then the lease is given up) or the epoch did (start over).
 func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
 	if ctx.Err() != nil {
-		return nil, a.abort(ctx, ctxErr(ctx))
+		return nil, a.abort(ctx, queue.CtxErr(ctx))
 	}
 	if a.ep.Err() != nil {
 		return nil, errRestart
@@ -194,16 +217,18 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 }
 
 // unlock releases the internal lock if we still hold it, on a context of
-// its own: ctx may be the reason we are giving up. A pending release goes
-// on in the background (the engine's); it delays the next contender,
-// nobody's safety.
+// its own: ctx may be the reason we are giving up. It is a plain delete
+// (queue.Withdraw): a handover mark from a one-lease contender tells the
+// next that no lease node exists, which is not known here. A pending
+// release goes on in the background (the engine's); it delays the next
+// contender, nobody's safety.
 func (a *attempt) unlock(ctx context.Context) {
 	if a.lk == nil {
 		return
 	}
-	rctx, cancel := cleanupContext(ctx, a.ep)
+	rctx, cancel := queue.CleanupContext(ctx, a.ep)
 	defer cancel()
-	if err := a.s.lock.Release(rctx, a.lk); err != nil {
+	if err := a.s.lock.Withdraw(rctx, a.lk); err != nil {
 		a.s.log.Warn("releasing the internal lock", zap.String("node", a.lk.Path()), zap.Error(err))
 	}
 	a.lk = nil
@@ -216,26 +241,10 @@ func (a *attempt) drop(ctx context.Context) {
 	if a.node == "" {
 		return
 	}
-	dctx, cancel := cleanupContext(ctx, a.ep)
+	dctx, cancel := queue.CleanupContext(ctx, a.ep)
 	defer cancel()
 	if err := a.s.leases.Release(dctx, a.ep.NewLease(conn.JoinPath(a.s.leasesPath, a.node))); err != nil {
 		a.s.log.Warn("could not delete our lease node after giving up", zap.String("node", a.node), zap.Error(err))
 	}
 	a.node = ""
-}
-
-// cleanupContext is for deleting our own nodes after ctx ended: it keeps
-// ctx's values, not its cancellation, and is bounded by the session timeout
-// (the epoch bounds every operation as well).
-func cleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), ep.Timeout())
-}
-
-// ctxErr is ctx's error, and its cause too when one was given.
-func ctxErr(ctx context.Context) error {
-	err, cause := ctx.Err(), context.Cause(ctx)
-	if cause == nil || cause == err {
-		return err
-	}
-	return fmt.Errorf("%w: %w", err, cause)
 }

@@ -40,12 +40,35 @@
 // transaction commits only while our internal lock node exists, i.e. while
 // we still hold the mutex. Curator's clients and ours can share a path.
 //
+// # One lease: the internal mutex is the lease
+//
+// With one lease (Mutex, or NewSemaphore with 1), nobody can take a lease
+// while someone holds it, so a contender that holds the internal mutex and
+// finds no lease node simply keeps the internal mutex as its lease and
+// creates no lease node; releasing the lease releases the internal mutex.
+// Curator's contenders then wait in the internal mutex's queue instead of
+// on the lease nodes, which is where they wait anyway while a Curator
+// contender checks the leases; the count of holders is still at most one.
+// Its internal lock node's data carries a tag saying so, and it marks its
+// release as the mutex does (a transaction that sets the node's data and
+// deletes it). The waiter behind it, woken by the mark of a node with that
+// tag, knows that the holder has just left and that no lease node can
+// exist: it holds the mutex without a request. A contender that gives up
+// before holding deletes its node plainly, and a Curator contender's node
+// carries no tag, so the next one lists the lease nodes as above. A handoff
+// then costs what the mutex's costs: the holder's transaction and one
+// notification. One difference shows: Curator's getParticipantNodes lists
+// lease nodes only, so it does not see our one-lease holder (Holders and
+// Participants here do).
+//
 // Costs, in ZooKeeper requests: an uncontended acquire and release is five
-// (create and list the internal lock; list the leases; the transaction; the
-// lease node's delete), three of them writes. Under contention a contender
-// also waits on the internal mutex: a getW, a notification and one listing
-// when its turn comes; about seven requests per acquisition with 10
-// clients (see the benchmarks).
+// with several leases (create and list the internal lock; list the leases;
+// the transaction; the lease node's delete), four with one (create and list
+// the internal lock; list the leases; the release). Under contention a
+// contender also waits on the internal mutex: a getW and a notification.
+// With one lease, a contender handed over to by one of ours skips the
+// listing of the leases: three requests to acquire, one to release, as the
+// mutex.
 //
 // # What it guarantees
 //
@@ -72,11 +95,12 @@
 //     and the waiter watching them is notified.
 //   - The holder can always learn that its lease is no longer safe:
 //     Lease.Lost closes when the session's epoch ends (expiry, or the local
-//     timer while cut off), when the lease node is deleted by someone else,
-//     or on Release.
-//   - A fencing token per grant (Lease.Token, the lease node's czxid,
+//     timer while cut off), when the lease's node is deleted by someone
+//     else, or on Release.
+//   - A fencing token per grant (Lease.Token, the czxid of the lease's
+//     node: the lease node, or the internal lock node with one lease;
 //     growing with every grant) and guarded writes (Lease.GuardedWrite: a
-//     transaction that commits only while our lease node exists).
+//     transaction that commits only while that node is as we created it).
 //
 // # Not reentrant, on purpose
 //
@@ -104,6 +128,9 @@
 // Curator, not this package) would break the count, as would a third party
 // deleting a contender's internal lock node; a lease node deleted by a
 // third party is noticed through the lease (Lost, Token, GuardedWrite).
+// So would a third party writing into an internal lock node (Curator's
+// Revoker does): the waiter behind it takes a data change for a handover,
+// and with one lease for the promise that no lease node exists.
 //
 // # Errors
 //

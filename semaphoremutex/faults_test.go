@@ -14,29 +14,31 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestReleaseWithConnectionCut: a release whose delete cannot be confirmed
-// is not reported as done, and the lease node goes once the connection is
-// back, in the same session.
+// TestReleaseWithConnectionCut: a semaphore's release whose delete cannot
+// be confirmed is not reported as done, and its lease node goes once the
+// connection is back, in the same session. (The mutex's, whose lease is its
+// internal lock node: locktest.RunFaults.)
 func TestReleaseWithConnectionCut(t *testing.T) {
 	c := testzk.Shared(t)
 	path := testzk.Path(t, c, "sem")
 	p := zktest.NewProxy(t, c.Servers())
 	s := testzk.Connect(t, p.Addrs())
 	obs := testzk.Connect(t, c.Servers())
-	m := newMutex(t, s, path)
+	sem := newSemaphore(t, s, path, 2)
 	ctx := testzk.Ctx(t, time.Minute)
-	l, err := m.Acquire(ctx)
+	l, err := sem.Acquire(ctx)
 	require.NoError(t, err)
+	require.Len(t, testzk.Children(t, obs, path+"/leases"), 1, "the lease's node")
 
 	p.Blackhole()
 	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	err = m.Release(rctx)
+	err = sem.Release(rctx, l)
 	assert.ErrorIs(t, err, semaphoremutex.ErrReleasePending)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.False(t, m.IsAcquired(), "the handle no longer holds it")
+	assert.ErrorIs(t, sem.Release(ctx, l), semaphoremutex.ErrNotHeld, "the handle no longer holds it")
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "no guarded write after release")
-	assert.Len(t, testzk.Children(t, obs, path+"/leases"), 1, "the lease node is still there")
+	assert.Len(t, testzk.Children(t, obs, path+"/leases"), 1, "the node is still there")
 
 	p.Heal()
 	testzk.Eventually(t, 20*time.Second, func() bool { return len(testzk.Children(t, obs, path+"/leases")) == 0 }, "pending delete done")
@@ -46,33 +48,37 @@ func TestReleaseWithConnectionCut(t *testing.T) {
 // TestLostTransactionAnswer: the answer to the transaction that creates
 // our lease node and releases the internal lock is lost with the
 // connection. The waiter finds its lease node by its id: it holds the
-// lease, with exactly one node, and the internal lock is free.
+// lease, with exactly one node, and the internal lock is free. (Two
+// leases: a one-lease semaphore creates no lease node.)
 func TestLostTransactionAnswer(t *testing.T) {
 	c := testzk.Shared(t)
 	path := testzk.Path(t, c, "sem")
 	p := zktest.NewProxy(t, c.Servers())
 	s := testzk.Connect(t, p.Addrs())
 	hs := testzk.Connect(t, c.Servers())
-	holder, m := newMutex(t, hs, path), newMutex(t, s, path)
+	holder, sem := newSemaphore(t, hs, path, 2), newSemaphore(t, s, path, 2)
 	ctx := testzk.Ctx(t, time.Minute)
-	_, err := holder.Acquire(ctx)
+	h1, err := holder.Acquire(ctx)
+	require.NoError(t, err)
+	h2, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 
-	before := testzk.GetWs(s)
-	r := acquireAsync(ctx, m.Acquire)
-	testzk.WatchingAnswered(t, s, before) // parked on a watch: its next request is the transaction
+	before := testzk.WatchesSet(s)
+	r := acquireAsync(ctx, sem.Acquire)
+	testzk.WatchingAnswered(t, s, before+1) // watching both leases: its next request is the transaction
 	syncs := s.Stats().Requests[conn.OpSync]
 	multis := s.Stats().Requests[conn.OpMulti]
 	p.CutAfterNextWrite()
-	require.NoError(t, holder.Release(ctx))
+	require.NoError(t, holder.Release(ctx, h1))
 	got := await(t, r, 20*time.Second, "acquire after a lost answer")
 	require.NoError(t, got.err)
 	assert.Equal(t, multis+1, s.Stats().Requests[conn.OpMulti], "one transaction")
 	assert.Greater(t, s.Stats().Requests[conn.OpSync], syncs, "the answer was lost and the node looked for")
 	leases := testzk.Children(t, hs, path+"/leases")
-	require.Len(t, leases, 1, "one lease node: ours")
-	assert.Equal(t, path+"/leases/"+leases[0], got.lease.Path())
+	require.Len(t, leases, 2, "two lease nodes: the other holder's and ours")
+	assert.Contains(t, []string{path + "/leases/" + leases[0], path + "/leases/" + leases[1]}, got.lease.Path())
 	assert.Empty(t, testzk.Children(t, hs, path+"/locks"), "the internal lock was released with the create")
-	require.NoError(t, m.Release(ctx))
+	require.NoError(t, sem.Release(ctx, got.lease))
+	require.NoError(t, holder.Release(ctx, h2))
 	assert.Empty(t, ephemerals(t, hs, path))
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
 // Mutex is a lock shared by every process that uses the same path on the
@@ -60,12 +61,12 @@ func (m *Mutex) Path() string { return m.sem.Path() }
 // (see Semaphore.Acquire); the error wraps ctx's or the session's.
 func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), ctxErr(ctx))
+		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), queue.CtxErr(ctx))
 	}
 	select {
 	case m.gate <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), ctxErr(ctx))
+		return nil, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), queue.CtxErr(ctx))
 	}
 	l, err := m.sem.Acquire(ctx)
 	if err != nil {
@@ -84,7 +85,7 @@ func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 // moment (see Semaphore.TryAcquire).
 func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), ctxErr(ctx))
+		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), queue.CtxErr(ctx))
 	}
 	select {
 	case m.gate <- struct{}{}:
@@ -106,7 +107,7 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 //
 //   - ErrNotHeld when the handle does not hold the mutex (never acquired,
 //     already released, or an Acquire still under way); nothing changes.
-//   - ErrReleasePending when the lease node's deletion could not be
+//   - ErrReleasePending when the lease's node's deletion could not be
 //     confirmed (the connection is down or ctx ended) while the session
 //     lives: the handle no longer holds the mutex, but other processes may
 //     see it held until the background deletion succeeds or the session

@@ -94,19 +94,21 @@ func TestMutexReleaseNotHeld(t *testing.T) {
 	require.NoError(t, m.Release(ctx))
 }
 
-// TestMutexNothingLeft: after a release neither the lease node nor the
-// internal lock node is left, and an uncontended acquire and release cost
-// five requests.
+// TestMutexNothingLeft: the mutex's lease is its internal lock node (a
+// one-lease semaphore creates no lease node); after a release nothing is
+// left, and an uncontended acquire and release cost four requests.
 func TestMutexNothingLeft(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "sem")
 	m := newMutex(t, s, path)
 	ctx := testzk.Ctx(t, 30*time.Second)
-	_, err := m.Acquire(ctx)
+	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	assert.Len(t, testzk.Children(t, s, path+"/leases"), 1, "the lease node")
-	assert.Empty(t, testzk.Children(t, s, path+"/locks"), "the internal lock is released on acquire")
+	assert.Empty(t, testzk.Children(t, s, path+"/leases"), "no lease node")
+	locks := testzk.Children(t, s, path+"/locks")
+	require.Len(t, locks, 1, "our internal lock node")
+	assert.Equal(t, path+"/locks/"+locks[0], l.Path(), "is the lease")
 	require.NoError(t, m.Release(ctx))
 	assert.Empty(t, testzk.Children(t, s, path+"/leases"))
 	assert.Empty(t, testzk.Children(t, s, path+"/locks"))
@@ -118,7 +120,38 @@ func TestMutexNothingLeft(t *testing.T) {
 	require.NoError(t, m.Release(ctx))
 	d := s.Stats().Sub(before)
 	t.Logf("uncontended acquire and release: %v", d.Requests)
-	// lock create + lock children + lease children + multi (lease create,
-	// lock delete) + lease delete.
-	assert.EqualValues(t, 5, d.TotalRequests())
+	// lock create + lock children + lease children + release (handover
+	// transaction).
+	assert.EqualValues(t, 4, d.TotalRequests())
+	assert.EqualValues(t, 2, d.Requests[conn.OpChildren])
+	assert.EqualValues(t, 1, d.Requests[conn.OpMulti])
+}
+
+// TestMutexHandoff: a waiter handed the internal lock by a holder of the
+// mutex knows that no lease node exists: it takes the mutex with no
+// listing of the leases and no request after the notification. Its whole
+// acquire is three requests: create, list the internal lock, watch the
+// holder's node.
+func TestMutexHandoff(t *testing.T) {
+	c := testzk.Shared(t)
+	sessions := testzk.ConnectN(t, c.Servers(), 2)
+	hs, ws := sessions[0], sessions[1]
+	path := testzk.Path(t, c, "sem")
+	holder, waiter := newMutex(t, hs, path), newMutex(t, ws, path)
+	ctx := testzk.Ctx(t, 30*time.Second)
+	_, err := holder.Acquire(ctx)
+	require.NoError(t, err)
+
+	before := ws.Stats()
+	r := acquireAsync(ctx, waiter.Acquire)
+	testzk.WatchingAnswered(t, ws, before.WatchesSet)
+	require.NoError(t, holder.Release(ctx))
+	got := await(t, r, 10*time.Second, "waiter")
+	require.NoError(t, got.err)
+	d := ws.Stats().Sub(before)
+	t.Logf("waiter's acquire: %v", d.Requests)
+	assert.EqualValues(t, 3, d.TotalRequests(), "create, children, getW")
+	assert.EqualValues(t, 1, d.Requests[conn.OpChildren], "the leases are not listed")
+	require.NoError(t, waiter.Release(ctx))
+	assert.Empty(t, ephemerals(t, hs, path))
 }

@@ -31,7 +31,10 @@ type Participant struct {
 }
 
 // Holders lists the lease holders, oldest first: the first Leases() lease
-// nodes. A snapshot (one listing, and a read per node); nodes that leave
+// nodes. With one lease, when no lease node exists, the holder may be ours
+// holding the internal lock as its lease (see "How it works" in the
+// package documentation): then it is listed with its internal lock node.
+// A snapshot (a listing or two, and a read per node); nodes that leave
 // while it is taken are left out.
 func (s *Semaphore) Holders(ctx context.Context) ([]Participant, error) {
 	ps, err := s.leases.Participants(ctx)
@@ -41,7 +44,17 @@ func (s *Semaphore) Holders(ctx context.Context) ([]Participant, error) {
 	if len(ps) > s.max {
 		ps = ps[:s.max] // the rest is the contender checking under the internal lock
 	}
-	return convert(s.leasesPath, ps, true), nil
+	if len(ps) > 0 || s.max > 1 {
+		return convert(s.leasesPath, ps, true), nil
+	}
+	locks, err := s.lock.Participants(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("semaphoremutex: holders of %s: %w", s.path, err)
+	}
+	if len(locks) == 0 || locks[0].Tag != soleLeaseTag {
+		return convert(s.leasesPath, ps, true), nil // none
+	}
+	return convert(conn.JoinPath(s.path, locksDir), locks[:1], true), nil
 }
 
 // Participants lists the holders (as Holders), then the contenders queued

@@ -24,6 +24,17 @@ var (
 	leaseSchema = queue.ProtectedSchema{Name: "lease"}
 )
 
+// soleLeaseTag is the queue tag (queue.Config.Tag) of the internal lock
+// nodes of one-lease semaphores. Such a contender, once it holds the
+// internal lock with no lease node left, keeps the internal lock as its
+// lease and creates no lease node; it marks its internal lock node's
+// release (queue.HandoverOps) only when it releases that lease, so the
+// next one-lease contender, handed over to by a node with this tag, knows
+// that no lease node exists and takes the lease with no request. Giving up
+// before holding is a plain delete (queue.Withdraw), which promises
+// nothing.
+const soleLeaseTag = "sole-lease"
+
 // Semaphore is a counting semaphore: at most Leases() holders at a time
 // among every process that uses the same path on the same ZooKeeper
 // ensemble, Curator's InterProcessSemaphoreV2 included. Each Acquire takes
@@ -43,7 +54,8 @@ type Semaphore struct {
 	log        *zap.Logger
 
 	// lock is the internal mutex at <path>/locks. Only its holder creates
-	// a lease node and waits for a free lease.
+	// a lease node and waits for a free lease; with one lease, its holder
+	// holding no lease node holds the lease (see soleLeaseTag).
 	lock *queue.Queue
 	// leases is the engine's queue over <path>/leases, used only for what
 	// needs no predicate: Release (delete, or keep deleting in the
@@ -82,11 +94,16 @@ func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
+	tag := ""
+	if leases == 1 {
+		tag = soleLeaseTag
+	}
 	lock, err := queue.New(sess, conn.JoinPath(path, locksDir), queue.Config{
 		Schema:      lockSchema,
 		Decide:      queue.First,
 		Relist:      cfg.relist,
 		MarkRelease: true,
+		Tag:         tag,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
@@ -115,8 +132,9 @@ func (s *Semaphore) Path() string { return s.path }
 func (s *Semaphore) Leases() int { return s.max }
 
 // Acquire blocks until the caller holds one lease or ctx ends; a deadline
-// on ctx is the timeout. The lease is the lease node's (Lease.Path), held
-// until Release or until it is lost. On error the caller holds nothing:
+// on ctx is the timeout. The lease is its node's (Lease.Path: the lease
+// node, or with one lease the internal lock node), held until Release or
+// until it is lost. On error the caller holds nothing:
 // its internal lock node has been deleted (a waiter has no lease node),
 // or is being deleted in the background if the connection is down, or
 // went with the session; the error wraps ctx's or the session's.
@@ -144,7 +162,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, l != nil, nil
 }
 
-// Release returns a lease this handle granted: it deletes the lease node
+// Release returns a lease this handle granted: it deletes the lease's node
 // and marks the lease released (Lost closes; guarded writes through it are
 // refused from then on). Errors:
 //
@@ -170,7 +188,11 @@ func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 		return fmt.Errorf("%w: lease %s was not granted by this handle on %s, or was already released",
 			ErrNotHeld, lease.Path(), s.path)
 	}
-	err := s.leases.Release(ctx, lease)
+	q := s.leases
+	if s.max == 1 {
+		q = s.lock // the lease is the internal lock node: hand it over
+	}
+	err := q.Release(ctx, lease)
 	switch {
 	case err == nil:
 		return nil
@@ -189,25 +211,18 @@ func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, ctxErr(ctx))
+			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, queue.CtxErr(ctx))
 		}
-		var (
-			lk  *conn.Lease
-			err error
-		)
-		if wait {
-			lk, err = s.lock.Acquire(ctx)
-		} else {
-			var ok bool
-			lk, ok, err = s.lock.TryAcquire(ctx)
-			if err == nil && !ok {
-				return nil, nil
-			}
-		}
+		g, err := s.lock.AcquireGrant(ctx, wait)
 		if err != nil {
 			return nil, fmt.Errorf("semaphoremutex: acquire %s: internal lock: %w", s.path, err)
 		}
-		a := &attempt{s: s, ep: lk.Epoch(), lk: lk, id: attemptID(lk)}
+		lk := g.Lease
+		if lk == nil {
+			return nil, nil // TryAcquire: the internal lock is taken
+		}
+		a := &attempt{s: s, ep: lk.Epoch(), lk: lk, id: attemptID(lk),
+			free: s.max == 1 && g.HandedOver && g.From.Tag == soleLeaseTag}
 		l, err := a.run(ctx, wait)
 		switch {
 		case errors.Is(err, errRestart):

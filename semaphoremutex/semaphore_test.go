@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -145,7 +146,7 @@ func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, holders, 3, "every lease taken")
 
-	before := testzk.GetWs(w1)
+	before := testzk.WatchesSet(w1)
 	r1 := acquireAsync(ctx, semW1.Acquire)
 	testzk.WatchingAnswered(t, w1, before) // w1 holds the internal lock and watches the leases
 	r2 := acquireAsync(ctx, semW2.Acquire)
@@ -281,31 +282,28 @@ func TestNewErrors(t *testing.T) {
 	assert.Equal(t, 4, sem.Leases())
 }
 
-// TestAcquireAfterClose: a closed session refuses acquires with
-// conn.ErrClosed.
+// TestAcquireAfterClose: a closed session refuses a semaphore's acquires
+// with conn.ErrClosed (the mutex's: locktest.RunFaults).
 func TestAcquireAfterClose(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
-	path := testzk.Path(t, c, "sem")
-	m := newMutex(t, s, path)
-	sem := newSemaphore(t, s, path, 2)
+	sem := newSemaphore(t, s, testzk.Path(t, c, "sem"), 2)
 	require.NoError(t, s.Close())
 	ctx := testzk.Ctx(t, 10*time.Second)
-	_, err := m.Acquire(ctx)
+	_, err := sem.Acquire(ctx)
 	assert.ErrorIs(t, err, conn.ErrClosed)
-	_, _, err = m.TryAcquire(ctx)
+	_, ok, err := sem.TryAcquire(ctx)
 	assert.ErrorIs(t, err, conn.ErrClosed)
-	_, err = sem.Acquire(ctx)
-	assert.ErrorIs(t, err, conn.ErrClosed)
-	assert.False(t, m.IsAcquired())
-	_, err = m.Acquire(ctx) // the failed acquire left the handle free
-	assert.ErrorIs(t, err, conn.ErrClosed)
+	assert.False(t, ok)
 }
 
 // TestAbandonWhileWaitingForLease: a waiter that holds the internal lock
 // and waits for a lease gives up on its deadline or on cancel; its internal
 // lock node goes (it has no lease node while waiting), the next contender
-// takes its place, and the holder is undisturbed.
+// takes its place, and the holder is undisturbed. The holder is a foreign
+// client's lease node (as Curator's InterProcessSemaphoreMutex makes it):
+// the waiter's plain delete must not tell the next one-lease contender
+// that the lease is free, so that one waits for the lease node as well.
 func TestAbandonWhileWaitingForLease(t *testing.T) {
 	for _, cancelIt := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cancel=%v", cancelIt), func(t *testing.T) {
@@ -314,9 +312,8 @@ func TestAbandonWhileWaitingForLease(t *testing.T) {
 			sessions := testzk.ConnectN(t, c.Servers(), 3)
 			hs, ws, ns := sessions[0], sessions[1], sessions[2]
 			ctx := testzk.Ctx(t, time.Minute)
-			holder, waiter, next := newMutex(t, hs, path), newMutex(t, ws, path), newMutex(t, ns, path)
-			hl, err := holder.Acquire(ctx)
-			require.NoError(t, err)
+			waiter, next := newMutex(t, ws, path), newMutex(t, ns, path)
+			held := foreignLease(t, hs, path)
 
 			wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
@@ -326,13 +323,13 @@ func TestAbandonWhileWaitingForLease(t *testing.T) {
 				defer cancel()
 				want = context.Canceled
 			}
-			before := testzk.GetWs(ws)
+			before := testzk.WatchesSet(ws)
 			r := acquireAsync(wctx, waiter.Acquire)
 			testzk.WatchingAnswered(t, ws, before) // holds the internal lock, watches the lease
 			assert.Len(t, locktest.OwnedBy(ephemerals(t, hs, path), testzk.Epoch(t, ws).SessionID()), 1, "the waiter's lock node")
 
 			// A second waiter queues on the internal lock behind it.
-			before = testzk.GetWs(ns)
+			before = testzk.WatchesSet(ns)
 			rn := acquireAsync(ctx, next.Acquire)
 			testzk.WatchingAnswered(t, ns, before)
 			if cancelIt {
@@ -343,19 +340,38 @@ func TestAbandonWhileWaitingForLease(t *testing.T) {
 			assert.Nil(t, got.lease)
 			assert.Empty(t, locktest.OwnedBy(ephemerals(t, hs, path), testzk.Epoch(t, ws).SessionID()),
 				"the waiter's nodes are gone when Acquire returns")
-			assert.NoError(t, hl.Err(), "the holder still holds")
 			assert.False(t, waiter.IsAcquired())
 
-			// The next contender took the internal lock over and gets the
-			// lease once the holder lets go.
-			testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, hs, path+"/locks")) == 1 }, "next holds the internal lock")
-			require.NoError(t, holder.Release(ctx))
+			// The next contender took the internal lock over, listed the
+			// leases and now watches the foreign lease node; it gets the
+			// lease once that node goes.
+			testzk.WatchingAnswered(t, ns, before+1)
+			select {
+			case g := <-rn:
+				t.Fatalf("next acquired while the foreign lease is held: %v", g.err)
+			default:
+			}
+			assert.Len(t, testzk.Children(t, hs, path+"/locks"), 1, "next holds the internal lock")
+			require.NoError(t, testzk.Epoch(t, hs).Delete(ctx, held, -1))
 			gn := await(t, rn, 10*time.Second, "next contender")
 			require.NoError(t, gn.err)
 			require.NoError(t, next.Release(ctx))
 			assert.Empty(t, ephemerals(t, hs, path), "nothing left")
 		})
 	}
+}
+
+// foreignLease creates a lease node as a foreign client (Curator) holding
+// the lease would, in session s, and returns its path.
+func foreignLease(t testing.TB, s *conn.Session, path string) string {
+	t.Helper()
+	ctx := testzk.Ctx(t, 10*time.Second)
+	ep := testzk.Epoch(t, s)
+	p := path + "/leases/_c_" + uuid.NewString() + "-lease-"
+	require.NoError(t, ep.CreateParents(ctx, p))
+	created, err := ep.Create(ctx, p, []byte("10.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, s.ACL())
+	require.NoError(t, err)
+	return created
 }
 
 // TestAbandonWhileQueuedOnInternalLock: a contender queued behind another
@@ -368,18 +384,18 @@ func TestAbandonWhileQueuedOnInternalLock(t *testing.T) {
 	holder, first, second := newMutex(t, sessions[0], path), newMutex(t, sessions[1], path), newMutex(t, sessions[2], path)
 	_, err := holder.Acquire(ctx)
 	require.NoError(t, err)
-	before := testzk.GetWs(sessions[1])
+	before := testzk.WatchesSet(sessions[1])
 	r1 := acquireAsync(ctx, first.Acquire)
 	testzk.WatchingAnswered(t, sessions[1], before)
-	before = testzk.GetWs(sessions[2])
+	before = testzk.WatchesSet(sessions[2])
 	sctx, cancel := context.WithCancel(ctx)
 	r2 := acquireAsync(sctx, second.Acquire)
 	testzk.WatchingAnswered(t, sessions[2], before)
-	require.Len(t, testzk.Children(t, sessions[0], path+"/locks"), 2)
+	require.Len(t, testzk.Children(t, sessions[0], path+"/locks"), 3, "the holder's (its lease) and two waiters'")
 	cancel()
 	got := await(t, r2, 10*time.Second, "abandoned acquire")
 	assert.ErrorIs(t, got.err, context.Canceled)
-	assert.Len(t, testzk.Children(t, sessions[0], path+"/locks"), 1, "its lock node is gone")
+	assert.Len(t, testzk.Children(t, sessions[0], path+"/locks"), 2, "its lock node is gone")
 
 	require.NoError(t, holder.Release(ctx))
 	g1 := await(t, r1, 10*time.Second, "first waiter")
@@ -388,36 +404,44 @@ func TestAbandonWhileQueuedOnInternalLock(t *testing.T) {
 	assert.Empty(t, ephemerals(t, sessions[0], path))
 }
 
-// TestLeaseFencing: the lease is the lease node's: tokens grow with every
+// TestLeaseFencing: the lease is its node's, the internal lock node for a
+// one-lease semaphore and the lease node otherwise: tokens grow with every
 // holder, guarded writes commit only while it is held.
 func TestLeaseFencing(t *testing.T) {
-	c := testzk.Shared(t)
-	path := testzk.Path(t, c, "sem")
-	s := testzk.Connect(t, c.Servers())
-	ctx := testzk.Ctx(t, 30*time.Second)
-	m := newMutex(t, s, path)
-	ep := testzk.Epoch(t, s)
-	target := path + "-data"
-	require.NoError(t, ep.CreateParents(ctx, target))
-	_, err := ep.Create(ctx, target, nil, 0, s.ACL())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ep.Delete(context.Background(), target, -1) })
+	for _, tc := range []struct {
+		leases    int
+		dir, kind string
+	}{{1, "/locks/_c_", "-lock-"}, {2, "/leases/_c_", "-lease-"}} {
+		t.Run(fmt.Sprintf("leases=%d", tc.leases), func(t *testing.T) {
+			c := testzk.Shared(t)
+			path := testzk.Path(t, c, "sem")
+			s := testzk.Connect(t, c.Servers())
+			ctx := testzk.Ctx(t, 30*time.Second)
+			sem := newSemaphore(t, s, path, tc.leases)
+			ep := testzk.Epoch(t, s)
+			target := path + "-data"
+			require.NoError(t, ep.CreateParents(ctx, target))
+			_, err := ep.Create(ctx, target, nil, 0, s.ACL())
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = ep.Delete(context.Background(), target, -1) })
 
-	var last int64
-	for i := 0; i < 3; i++ {
-		l, err := m.Acquire(ctx)
-		require.NoError(t, err)
-		assert.Contains(t, l.Path(), path+"/leases/_c_")
-		assert.Contains(t, l.Path(), "-lease-")
-		tok, err := l.Token(ctx)
-		require.NoError(t, err)
-		assert.Greater(t, tok, last, "tokens grow")
-		last = tok
-		_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: target, Data: []byte(fmt.Sprint(tok)), Version: -1})
-		assert.NoError(t, err, "guarded write while held")
-		require.NoError(t, m.Release(ctx))
-		_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: target, Data: []byte("stale"), Version: -1})
-		assert.ErrorIs(t, err, conn.ErrLeaseLost, "guarded write after release")
+			var last int64
+			for i := 0; i < 3; i++ {
+				l, err := sem.Acquire(ctx)
+				require.NoError(t, err)
+				assert.Contains(t, l.Path(), path+tc.dir)
+				assert.Contains(t, l.Path(), tc.kind)
+				tok, err := l.Token(ctx)
+				require.NoError(t, err)
+				assert.Greater(t, tok, last, "tokens grow")
+				last = tok
+				_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: target, Data: []byte(fmt.Sprint(tok)), Version: -1})
+				assert.NoError(t, err, "guarded write while held")
+				require.NoError(t, sem.Release(ctx, l))
+				_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: target, Data: []byte("stale"), Version: -1})
+				assert.ErrorIs(t, err, conn.ErrLeaseLost, "guarded write after release")
+			}
+		})
 	}
 }
 
@@ -442,7 +466,7 @@ func TestParticipants(t *testing.T) {
 	require.NoError(t, err)
 	var rs []<-chan result
 	for i := 2; i < 4; i++ {
-		before := testzk.GetWs(sessions[i])
+		before := testzk.WatchesSet(sessions[i])
 		rs = append(rs, acquireAsync(ctx, sems[i].Acquire))
 		testzk.WatchingAnswered(t, sessions[i], before)
 	}
@@ -494,9 +518,9 @@ func TestSemaphoreAnyReleaseAdmits(t *testing.T) {
 				held[i] = l
 			}
 			w := sessions[leases]
-			before := testzk.GetWs(w)
+			before := testzk.WatchesSet(w)
 			r := acquireAsync(ctx, sems[leases].Acquire)
-			testzk.Eventually(t, 10*time.Second, func() bool { return testzk.GetWs(w) >= before+leases }, "the waiter watches every holder")
+			testzk.Eventually(t, 10*time.Second, func() bool { return testzk.WatchesSet(w) >= before+leases }, "the waiter watches every holder")
 			select {
 			case got := <-r:
 				t.Fatalf("acquired while every lease is taken: %+v", got)
@@ -517,41 +541,4 @@ func TestSemaphoreAnyReleaseAdmits(t *testing.T) {
 			assert.Empty(t, ephemerals(t, w, path))
 		})
 	}
-}
-
-// TestWaiterSessionExpired: the session of a contender waiting for a lease
-// expires. It starts over in its next session and gets the lease once the
-// holder lets go.
-func TestWaiterSessionExpired(t *testing.T) {
-	c := testzk.Shared(t)
-	path := testzk.Path(t, c, "sem")
-	sessions := testzk.ConnectN(t, c.Servers(), 2)
-	hs, ws := sessions[0], sessions[1]
-	ctx := testzk.Ctx(t, time.Minute)
-	holder, waiter := newMutex(t, hs, path), newMutex(t, ws, path)
-	_, err := holder.Acquire(ctx)
-	require.NoError(t, err)
-
-	before := testzk.GetWs(ws)
-	r := acquireAsync(ctx, waiter.Acquire)
-	testzk.WatchingAnswered(t, ws, before)
-	ep := testzk.Epoch(t, ws)
-	before = testzk.GetWs(ws)
-	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
-	select {
-	case <-ep.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the waiter's epoch has not ended within 20s")
-	}
-	testzk.WatchingAnswered(t, ws, before) // waiting again, in the next session
-	next := testzk.Epoch(t, ws)
-	assert.NotEqual(t, ep.SessionID(), next.SessionID())
-	assert.Len(t, locktest.OwnedBy(ephemerals(t, hs, path), next.SessionID()), 1, "queued again: its new lock node")
-
-	require.NoError(t, holder.Release(ctx))
-	got := await(t, r, 20*time.Second, "waiter after its session expired")
-	require.NoError(t, got.err)
-	assert.Equal(t, next.SessionID(), got.lease.Epoch().SessionID())
-	require.NoError(t, waiter.Release(ctx))
-	assert.Empty(t, ephemerals(t, hs, path))
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
 // next waits until one of the attempt's watches fires, ctx ends or the
@@ -17,7 +19,7 @@ func (a *attempt) next(ctx context.Context) (string, zk.Event, error) {
 			case ev, ok := <-ch:
 				return name, event(ev, ok), nil
 			case <-ctx.Done():
-				return "", zk.Event{}, ctxErr(ctx)
+				return "", zk.Event{}, queue.CtxErr(ctx)
 			case <-a.ep.Done():
 				return "", zk.Event{}, a.ep.Err()
 			}
@@ -35,7 +37,7 @@ func (a *attempt) next(ctx context.Context) (string, zk.Event, error) {
 	i, v, ok := reflect.Select(cases)
 	switch i {
 	case 0:
-		return "", zk.Event{}, ctxErr(ctx)
+		return "", zk.Event{}, queue.CtxErr(ctx)
 	case 1:
 		return "", zk.Event{}, a.ep.Err()
 	}

@@ -2,11 +2,15 @@ package locktest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
 )
 
 // testCancelledBefore: with ctx already ended, Acquire and TryAcquire fail
@@ -33,12 +37,14 @@ func (s *suite) testCancelledBefore(t *testing.T) {
 }
 
 // testAbandonWhileQueued: a waiter whose deadline passes (or whose ctx is
-// cancelled) while another holds gets ctx's error, and its node is gone
-// when Acquire returns; afterwards it acquires normally.
+// cancelled) while another (the rival) holds gets ctx's error promptly,
+// and its node is gone when Acquire returns; it holds nothing, its
+// TryAcquire says no while the other holds, and afterwards it acquires
+// normally.
 func (s *suite) testAbandonWhileQueued(t *testing.T, cancelIt bool) {
 	path := UniquePath(s.cluster, "abandon")
 	sessions := ConnectN(t, s.cluster.Servers(), s.cfg.sessionTimeout, 2)
-	holder := s.newLock(t, sessions[0], path)
+	holder := s.newRival(t, sessions[0], path)
 	waiter := s.newLock(t, sessions[1], path)
 	hl := mustAcquire(t, holder, 10*time.Second)
 	held := ephemeralsOrFail(t, sessions[0], path)
@@ -70,8 +76,9 @@ func (s *suite) testAbandonWhileQueued(t *testing.T, cancelIt bool) {
 	assert.ErrorIs(t, r.err, want)
 	assert.Nil(t, r.lease)
 	if !cancelIt {
-		_, hasDeadline := ctx.Deadline()
+		deadline, hasDeadline := ctx.Deadline()
 		require.True(t, hasDeadline)
+		assert.Less(t, r.at.Sub(deadline), 5*time.Second, "Acquire returns promptly at its deadline")
 	}
 
 	// Only the holder's nodes remain, right away.
@@ -79,6 +86,12 @@ func (s *suite) testAbandonWhileQueued(t *testing.T, cancelIt bool) {
 	assert.Empty(t, OwnedBy(after, sessionID(t, sessions[1])), "the abandoned waiter left a node")
 	assert.Equal(t, held, after, "only the holder's nodes remain, unchanged")
 	assert.False(t, isClosed(hl.Lost()), "the holder still holds")
+	assert.ErrorIs(t, waiter.Release(Ctx(t, 10*time.Second)), s.cfg.errNotHeld, "the abandoned waiter holds nothing")
+	l, ok, err := waiter.TryAcquire(Ctx(t, 10*time.Second))
+	assert.NoError(t, err)
+	assert.False(t, ok, "TryAcquire while the other holds")
+	assert.Nil(t, l)
+	assert.Equal(t, held, ephemeralsOrFail(t, sessions[0], path), "a failed TryAcquire leaves nothing")
 
 	// Later acquires work: the same waiter handle gets the lock once the
 	// holder lets go.
@@ -111,4 +124,31 @@ func (s *suite) testReleaseNotHeld(t *testing.T) {
 	require.NoError(t, holder.Release(ctx))
 	assert.Error(t, holder.Release(ctx), "a second release")
 	assert.Empty(t, ephemeralsOrFail(t, sessions[0], path))
+}
+
+// testRefusedRelease: a release the server refuses (no permission to
+// delete in the node's parent) returns the server's error, neither "not
+// held" nor "pending", and changes nothing: the lease is not lost, the
+// node is still there, and a later Release, once allowed, releases it.
+func (s *suite) testRefusedRelease(t *testing.T) {
+	path := UniquePath(s.cluster, "refused")
+	sess := Connect(t, s.cluster.Servers(), s.cfg.sessionTimeout)
+	lk := s.newLock(t, sess, path)
+	ctx := Ctx(t, 20*time.Second)
+	l := mustAcquire(t, lk, 10*time.Second)
+	parent := l.Path()[:strings.LastIndexByte(l.Path(), '/')]
+
+	SetACL(t, s.cluster.Servers(), parent, zk.WorldACL(zk.PermAll&^zk.PermDelete))
+	err := lk.Release(ctx)
+	assert.ErrorIs(t, err, zk.ErrNoAuth)
+	assert.NotErrorIs(t, err, conn.ErrReleasePending)
+	assert.NotErrorIs(t, err, conn.ErrNotHeld)
+	assert.NoError(t, l.Err(), "the lease is still good")
+	assert.False(t, isClosed(l.Lost()))
+	assert.True(t, Exists(t, sess, l.Path()), "the node is still there")
+
+	SetACL(t, s.cluster.Servers(), parent, zk.WorldACL(zk.PermAll))
+	require.NoError(t, lk.Release(ctx), "the lock was still held: the second release releases it")
+	assert.False(t, Exists(t, sess, l.Path()))
+	assert.Empty(t, ephemeralsOrFail(t, sess, path))
 }

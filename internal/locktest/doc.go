@@ -15,14 +15,39 @@
 //   - TryAcquire by many at once: exactly one wins, the losers leave no node,
 //     and after the release no ephemeral node is left under the path.
 //   - Timeout and cancel while queued: the error matches the context's
-//     (errors.Is), the waiter's node is gone before Acquire returns, and the
-//     handle acquires normally afterwards.
+//     (errors.Is), the waiter's node is gone before Acquire returns, it
+//     holds nothing, and the handle acquires normally afterwards.
 //   - Holder's session expired by the server: the holder's lease is Lost, a
-//     waiter acquires, and the old holder's GuardedWrite fails with
-//     conn.ErrLeaseLost.
+//     waiter acquires, the old holder's GuardedWrite fails with
+//     conn.ErrLeaseLost (and so does re-entering it, for a reentrant lock),
+//     and its Release returns nil.
 //   - A server restart while a waiter is queued and while a holder holds, and
 //     a leader kill in a three-server ensemble: nothing hangs, never two
 //     holders.
+//
+// RunFaults is the second suite, the faults every sequential recipe
+// survives, with its session through a zktest.Proxy where the fault is the
+// network's:
+//
+//   - The answer to our create lost with the connection (also while another
+//     holds, and a cut that catches the create or the listing after it): the
+//     lock finds its node again, leaves no orphan and does not queue behind
+//     its own node.
+//   - ctx ending while the create is on the wire: the node is gone when
+//     Acquire returns.
+//   - A release whose delete cannot be confirmed: the lock's release-pending
+//     error, the handle holds nothing, the node goes once the connection is
+//     back, in the same session.
+//   - A waiter's session expired: it queues again in the next session and
+//     acquires there.
+//   - The lock path reaped between acquires, and a closed session.
+//
+// Node counts are of ephemeral nodes under the lock's path, and the node a
+// lock holds is its lease's Path, so that both suites hold for any layout.
+// What differs between locks is said by options: WithReentrant,
+// WithFindByData, WithErrors, and WithRival for a lock that shares with its
+// own kind (a read lock), which then runs the contract's queued tests in
+// RunFaults with the rival as the other party.
 //
 // MeasureHerd measures the ZooKeeper requests and watch events per acquire
 // while N waiters drain, for the herd-effect comparison between the naive

@@ -13,9 +13,10 @@ import (
 )
 
 // testHolderExpired: the server expires the holder's session. The holder's
-// lease is Lost, a queued waiter acquires, the old holder's guarded write is
-// refused with ErrLeaseLost, and the old holder's handle works again in its
-// next session.
+// lease is Lost, a queued waiter (the rival) acquires, the old holder's
+// guarded write is refused with ErrLeaseLost (and re-entering its lost
+// lease too, for a reentrant lock), its Release returns nil at once, and
+// the old holder's handle works again in its next session.
 func (s *suite) testHolderExpired(t *testing.T) {
 	path := UniquePath(s.cluster, "expiry")
 	sessions := ConnectN(t, s.cluster.Servers(), s.cfg.sessionTimeout, 3)
@@ -23,7 +24,7 @@ func (s *suite) testHolderExpired(t *testing.T) {
 	mon, err := newMonitor(Ctx(t, 10*time.Second), observer, path)
 	require.NoError(t, err)
 	holder := s.newLock(t, sessions[0], path)
-	waiter := s.newLock(t, sessions[1], path)
+	waiter := s.newRival(t, sessions[1], path)
 	ctx := Ctx(t, 60*time.Second)
 
 	hl := mustAcquire(t, holder, 10*time.Second)
@@ -65,19 +66,28 @@ func (s *suite) testHolderExpired(t *testing.T) {
 
 	_, err = hl.GuardedWrite(ctx, &zk.SetDataRequest{Path: mon.guard, Data: []byte("stale"), Version: -1})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost, "the old holder's guarded write is refused")
+	if oep, err := observer.Epoch(ctx); assert.NoError(t, err) {
+		b, _, err := oep.Get(ctx, mon.guard)
+		assert.NoError(t, err)
+		assert.NotEqual(t, "stale", string(b), "and not applied")
+	}
 	_, err = r.lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: mon.guard, Data: []byte("1"), Version: -1})
 	assert.NoError(t, err, "the new holder's guarded write goes through")
 	wToken, err := r.lease.Token(ctx)
 	require.NoError(t, err)
 	assert.Greater(t, wToken, token, "fencing tokens grow")
 
-	// The old holder's release must not hang, nor touch the new holder's
-	// node.
-	relCtx := Ctx(t, 10*time.Second)
-	if err := holder.Release(relCtx); err != nil {
-		t.Logf("release after expiry: %v", err)
+	if s.cfg.reentrant {
+		_, err = holder.Acquire(ctx)
+		assert.ErrorIs(t, err, conn.ErrLeaseLost, "re-entering a lost lease is refused")
 	}
+
+	// The old holder's release must not hang, nor fail, nor touch the new
+	// holder's node.
+	relCtx := Ctx(t, 10*time.Second)
+	assert.NoError(t, holder.Release(relCtx), "releasing a lost lease")
 	assert.NoError(t, relCtx.Err(), "release after expiry returns promptly")
+	assert.ErrorIs(t, holder.Release(ctx), s.cfg.errNotHeld, "a second release")
 	assert.False(t, isClosed(r.lease.Lost()), "the old holder's release does not disturb the new holder")
 	assert.NotEmpty(t, OwnedBy(ephemeralsOrFail(t, observer, path), r.lease.Epoch().SessionID()))
 
@@ -94,4 +104,48 @@ func (s *suite) testHolderExpired(t *testing.T) {
 	mustRelease(t, holder, 10*time.Second)
 	mon.report(t)
 	assert.Empty(t, ephemeralsOrFail(t, observer, path), "nothing left")
+}
+
+// testWaiterExpired: the server expires the session of a waiter queued
+// behind the rival. The waiter starts over in its session's next epoch
+// (one node, in the new session), still waits while the holder holds, and
+// acquires in the new session once the holder lets go, leaving nothing.
+func (s *suite) testWaiterExpired(t *testing.T) {
+	path := UniquePath(s.cluster, "waiter-expiry")
+	sessions := ConnectN(t, s.cluster.Servers(), s.cfg.sessionTimeout, 2)
+	hs, ws := sessions[0], sessions[1]
+	holder, waiter := s.newRival(t, hs, path), s.newLock(t, ws, path)
+	ctx := Ctx(t, time.Minute)
+	mustAcquire(t, holder, 10*time.Second)
+
+	watches := watchRequests(ws)
+	res := acquireAsync(ctx, waiter)
+	require.True(t, WaitQueued(t, ws, watches, 10*time.Second))
+	ep, err := ws.Epoch(ctx)
+	require.NoError(t, err)
+	watches = watchRequests(ws)
+	require.NoError(t, zktest.ExpireSession(ctx, s.cluster.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+	select {
+	case <-ep.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter's epoch has not ended within 20s")
+	}
+	require.True(t, WaitQueued(t, ws, watches, 20*time.Second), "waiting again, in the next session")
+	next := sessionID(t, ws)
+	assert.NotEqual(t, ep.SessionID(), next)
+	assert.Len(t, OwnedBy(ephemeralsOrFail(t, hs, path), next), 1, "queued again: its new node")
+	select {
+	case r := <-res:
+		t.Fatalf("the waiter returned while the lock is held: %+v", r)
+	default:
+	}
+
+	mustRelease(t, holder, 10*time.Second)
+	r, ok := await(t, res, 20*time.Second, "waiter after its session expired")
+	require.True(t, ok)
+	require.NoError(t, r.err)
+	assert.Equal(t, next, r.lease.Epoch().SessionID(), "holds in the new session")
+	assert.NoError(t, r.lease.Err())
+	mustRelease(t, waiter, 10*time.Second)
+	assert.Empty(t, ephemeralsOrFail(t, hs, path), "nothing left")
 }

@@ -166,11 +166,9 @@ func ephemeralsOrFail(t testing.TB, s *conn.Session, path string) map[string]int
 	return m
 }
 
-// watchRequests is how many watching reads (GetW, Exists) s has sent.
-func watchRequests(s *conn.Session) int64 {
-	st := s.Stats()
-	return st.Requests[conn.OpGetW] + st.Requests[conn.OpExists]
-}
+// watchRequests is how many watches (GetW, ExistsW) the server has
+// confirmed to s: counted on the answer, so the watch is in place.
+func watchRequests(s *conn.Session) int64 { return s.Stats().WatchesSet }
 
 // WaitQueued waits until session s has sent a watching read (GetW or
 // Exists) since it had sent before of them: the sign that a contender
@@ -274,3 +272,22 @@ func isClosed(ch <-chan struct{}) bool {
 func ctxFor(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
+
+// SetACL sets node's ACL with a go-zookeeper connection of its own (conn
+// has no SetACL: recipes never change ACLs), failing t on error.
+func SetACL(t testing.TB, servers []string, node string, acl []zk.ACL) {
+	t.Helper()
+	zc, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatalf("connect to set the ACL of %s: %v", node, err)
+	}
+	defer zc.Close()
+	if _, err := zc.SetACL(node, acl, -1); err != nil {
+		t.Fatalf("set the ACL of %s: %v", node, err)
+	}
+}
+
+// quiet keeps go-zookeeper's own logging out of the test output.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}

@@ -26,7 +26,8 @@ type Locker interface {
 // build the handle should fail t.
 type NewLockFunc func(t *testing.T, s *conn.Session, path string) Locker
 
-// Option configures Run.
+// Option configures Run and RunFaults; each suite ignores the options
+// that do not concern it.
 type Option func(*config)
 
 type config struct {
@@ -36,10 +37,16 @@ type config struct {
 	rounds         int
 	sessionTimeout time.Duration
 	ensemble       bool
+	rival          NewLockFunc // nil: the lock under test
+	reentrant      bool
+	findByData     bool
+	errNotHeld     error
+	errPending     error
 }
 
 func defaultConfig() config {
-	return config{contenders: 20, rounds: 5, sessionTimeout: 8 * time.Second, ensemble: true}
+	return config{contenders: 20, rounds: 5, sessionTimeout: 8 * time.Second, ensemble: true,
+		errNotHeld: conn.ErrNotHeld, errPending: conn.ErrReleasePending}
 }
 
 // WithFIFO makes the suite check that contenders that queued one after
@@ -75,17 +82,59 @@ func WithSessionTimeout(d time.Duration) Option {
 // under -short either way).
 func WithEnsemble(v bool) Option { return func(c *config) { c.ensemble = v } }
 
-// suite is one Run.
+// WithRival sets the contender that the tests where one holds and another
+// waits put against the lock under test: it holds while the tested lock
+// queues, and queues while the tested lock holds. Default: nil, the lock
+// under test itself. A lock that shares with its own kind (a read lock)
+// needs one that excludes it (the write lock).
+func WithRival(f NewLockFunc) Option { return func(c *config) { c.rival = f } }
+
+// WithReentrant says that the lock is reentrant per goroutine (as the suite
+// drives it: Pin gives every handle one goroutine), so that the suite
+// checks that re-entering a lease that was lost is refused with
+// conn.ErrLeaseLost (default false: a further Acquire on a held handle
+// waits).
+func WithReentrant(v bool) Option { return func(c *config) { c.reentrant = v } }
+
+// WithFindByData says that the lock's node names do not carry the acquire
+// id, so that a contender whose create answer was lost finds its node by
+// reading candidates' data; RunFaults then checks that it did (default
+// false).
+func WithFindByData(v bool) Option { return func(c *config) { c.findByData = v } }
+
+// WithErrors sets the lock's own sentinels that the suites expect, with
+// errors.Is, from a Release of nothing (notHeld) and from a Release whose
+// delete could not be confirmed (pending). Default: their roots,
+// conn.ErrNotHeld and conn.ErrReleasePending; a nil argument keeps the
+// default.
+func WithErrors(notHeld, pending error) Option {
+	return func(c *config) {
+		if notHeld != nil {
+			c.errNotHeld = notHeld
+		}
+		if pending != nil {
+			c.errPending = pending
+		}
+	}
+}
+
+// suite is one Run or RunFaults.
 type suite struct {
 	cfg     config
 	cluster *zktest.Cluster
 	newLock NewLockFunc
 }
 
-// Run runs the contract suite against the lock type newLock builds, as
-// subtests of t, one after another (never in parallel: some restart the
-// server). Each subtest works on its own path under the cluster's Root.
-func Run(t *testing.T, newLock NewLockFunc, opts ...Option) {
+// newRival returns the rival's handle (see WithRival) on path over sess.
+func (s *suite) newRival(t *testing.T, sess *conn.Session, path string) Locker {
+	if s.cfg.rival != nil {
+		return s.cfg.rival(t, sess, path)
+	}
+	return s.newLock(t, sess, path)
+}
+
+// newSuite applies opts and starts a cluster unless one was given.
+func newSuite(t *testing.T, newLock NewLockFunc, opts []Option) *suite {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
@@ -94,9 +143,16 @@ func Run(t *testing.T, newLock NewLockFunc, opts ...Option) {
 	if c == nil {
 		c = zktest.New(t)
 	}
-	s := &suite{cfg: cfg, cluster: c, newLock: newLock}
+	return &suite{cfg: cfg, cluster: c, newLock: newLock}
+}
+
+// Run runs the contract suite against the lock type newLock builds, as
+// subtests of t, one after another (never in parallel: some restart the
+// server). Each subtest works on its own path under the cluster's Root.
+func Run(t *testing.T, newLock NewLockFunc, opts ...Option) {
+	s := newSuite(t, newLock, opts)
 	t.Run("MutualExclusion", s.testMutualExclusion)
-	if cfg.fifo {
+	if s.cfg.fifo {
 		t.Run("FIFO", s.testFIFO)
 	}
 	t.Run("TryAcquireRace", s.testTryAcquireRace)
@@ -104,10 +160,11 @@ func Run(t *testing.T, newLock NewLockFunc, opts ...Option) {
 	t.Run("TimeoutWhileQueued", func(t *testing.T) { s.testAbandonWhileQueued(t, false) })
 	t.Run("CancelWhileQueued", func(t *testing.T) { s.testAbandonWhileQueued(t, true) })
 	t.Run("ReleaseNotHeld", s.testReleaseNotHeld)
+	t.Run("RefusedRelease", s.testRefusedRelease)
 	t.Run("HolderSessionExpired", s.testHolderExpired)
 	t.Run("RestartWhileQueued", s.testRestartWhileQueued)
 	t.Run("RestartWhileHolding", s.testRestartWhileHolding)
-	if cfg.ensemble {
+	if s.cfg.ensemble {
 		t.Run("LeaderKill", s.testLeaderKill)
 	}
 }

@@ -27,37 +27,42 @@ type attempt struct {
 	cs []Contender
 
 	lossy bool // a create's answer was lost: look out for a ghost of ours
+
+	// from is the data of the node whose handover (a data change) woke us
+	// last, nil when the last wake-up was anything else.
+	from *NodeData
 }
 
 func newID() string { return uuid.NewString() }
 
-// run acquires our node in a.ep. Errors: errRestart when the epoch ended
+// run acquires our node in a.ep (with wait false: only if granted at
+// once; a zero Grant otherwise). Errors: errRestart when the epoch ended
 // (our node went with it); otherwise our node has been deleted first.
-func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
+func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
 	if err := a.create(ctx); err != nil {
-		return nil, a.abort(ctx, err)
+		return Grant{}, a.abort(ctx, err)
 	}
 	if err := a.list(ctx); err != nil {
-		return nil, a.abort(ctx, err)
+		return Grant{}, a.abort(ctx, err)
 	}
 	for {
 		self := index(a.cs, a.node)
 		if self < 0 {
-			return nil, a.abort(ctx, a.missing())
+			return Grant{}, a.abort(ctx, a.missing())
 		}
 		ok, watch := a.q.cfg.Decide(a.cs, self)
 		if ok {
 			return a.grant(ctx)
 		}
 		if w := index(a.cs, watch); w < 0 || w >= self {
-			return nil, a.abort(ctx, fmt.Errorf("%w: predicate named %q to watch from %q", ErrBadRecipe, watch, a.node))
+			return Grant{}, a.abort(ctx, fmt.Errorf("%w: predicate named %q to watch from %q", ErrBadRecipe, watch, a.node))
 		}
 		if !wait {
 			a.drop(ctx)
-			return nil, nil
+			return Grant{}, nil
 		}
 		if err := a.await(ctx, watch); err != nil {
-			return nil, a.abort(ctx, err)
+			return Grant{}, a.abort(ctx, err)
 		}
 	}
 }
@@ -97,8 +102,9 @@ func (a *attempt) missing() error {
 // as it was created).
 func (a *attempt) await(ctx context.Context, watch string) error {
 	p := conn.JoinPath(a.q.path, watch)
+	a.from = nil
 	for {
-		_, _, ch, err := a.ep.GetW(ctx, p)
+		data, _, ch, err := a.ep.GetW(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return a.gone(ctx, watch)
 		}
@@ -111,6 +117,8 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 			case zk.EventNodeDeleted:
 				return a.gone(ctx, watch)
 			case zk.EventNodeDataChanged:
+				d, _ := decodeData(data)
+				a.from = &d
 				return a.handedOver(ctx, watch)
 			case zk.EventNotWatching: // the session's watches were dropped
 				if err := a.waitEpochEnd(ctx); err != nil {
@@ -118,7 +126,7 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 				}
 			}
 		case <-ctx.Done():
-			return ctxErr(ctx)
+			return CtxErr(ctx)
 		case <-a.ep.Done():
 			return a.ep.Err()
 		}
@@ -135,7 +143,7 @@ func (a *attempt) waitEpochEnd(ctx context.Context) error {
 	case <-a.ep.Done():
 		return a.ep.Err()
 	case <-ctx.Done():
-		return ctxErr(ctx)
+		return CtxErr(ctx)
 	case <-t.C:
 		return nil
 	}
@@ -177,16 +185,25 @@ func (a *attempt) handedOver(ctx context.Context, holder string) error {
 
 // grant hands out our node as a lease, unless ctx ended at this very moment
 // (then the grant is given up) or the epoch did (start over).
-func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
+//
+// A grant decided right after a handover (a.from set) follows that
+// holder's release with nobody in between: the holder was granted by
+// First, we watched the node right before ours, and nothing joins the queue
+// before a node that exists. Any other wake-up clears a.from.
+func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	if ctx.Err() != nil {
-		return nil, a.abort(ctx, ctxErr(ctx))
+		return Grant{}, a.abort(ctx, CtxErr(ctx))
 	}
 	if a.ep.Err() != nil {
-		return nil, errRestart
+		return Grant{}, errRestart
 	}
 	p := conn.JoinPath(a.q.path, a.node)
 	a.q.log.Debug("acquired", zap.String("node", a.node))
-	return a.ep.NewLease(p), nil
+	g := Grant{Lease: a.ep.NewLease(p)}
+	if a.from != nil {
+		g.HandedOver, g.From = true, *a.from
+	}
+	return g, nil
 }
 
 // abort ends a failed attempt: errRestart if the epoch ended (our node goes
@@ -205,7 +222,7 @@ func (a *attempt) drop(ctx context.Context) {
 	if a.node == "" {
 		return
 	}
-	dctx, cancel := cleanupContext(ctx, a.ep)
+	dctx, cancel := CleanupContext(ctx, a.ep)
 	defer cancel()
 	if err := a.q.deleteNode(dctx, a.ep, conn.JoinPath(a.q.path, a.node)); err != nil {
 		a.q.log.Warn("could not delete our node after giving up", zap.String("node", a.node), zap.Error(err))
@@ -213,15 +230,15 @@ func (a *attempt) drop(ctx context.Context) {
 	a.node = ""
 }
 
-// cleanupContext is for deleting our own node after ctx ended: it keeps
+// CleanupContext is for deleting our own nodes after ctx ended: it keeps
 // ctx's values, not its cancellation, and is bounded by the session timeout
 // (the epoch bounds every operation as well).
-func cleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, context.CancelFunc) {
+func CleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), ep.Timeout())
 }
 
-// ctxErr is ctx's error, and its cause too when one was given.
-func ctxErr(ctx context.Context) error {
+// CtxErr is ctx's error, and its cause too when one was given.
+func CtxErr(ctx context.Context) error {
 	err, cause := ctx.Err(), context.Cause(ctx)
 	if cause == nil || cause == err {
 		return err

@@ -21,12 +21,12 @@ import (
 func (a *attempt) create(ctx context.Context) error {
 	prefix := a.q.cfg.Schema.Prefix(a.id)
 	p := conn.JoinPath(a.q.path, prefix)
-	data := encodeData(a.id)
+	data := encodeData(a.id, a.q.cfg.Tag)
 	cctx := context.WithoutCancel(ctx)
 	parentsMade := false
 	for {
 		if err := ctx.Err(); err != nil {
-			return ctxErr(ctx)
+			return CtxErr(ctx)
 		}
 		created, err := a.ep.Create(cctx, p, data, zk.FlagEphemeral|zk.FlagSequence, a.q.sess.ACL())
 		switch {

@@ -96,6 +96,14 @@
 // holder whose transaction's answer is lost with the connection falls back
 // to a plain (retried) delete.
 //
+// A recipe can promise more to its own kind through the mark: every node
+// carries Config.Tag in its data, the waiter reads its predecessor's data
+// when it sets its watch, and AcquireGrant reports the tag of the holder
+// whose mark granted it (Grant.From). The semaphore's one-lease contenders
+// use it to say "no lease node is left" (package semaphoremutex). A holder
+// that cannot keep its kind's promise gives its node back with Withdraw, a
+// plain delete.
+//
 // The mark assumes that nobody else changes a contender's data. Curator's
 // Revoker does (it writes "__REVOKE__" into a lock node to ask its owner to
 // release): our waiter behind a node revoked that way would take the write

@@ -1,6 +1,11 @@
 package queue
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
 
 // Errors returned by this package, compared with errors.Is. Errors of the
 // session (conn.ErrClosed, conn.ErrConnectionLoss, ...) and of the caller's
@@ -11,8 +16,9 @@ var (
 	// the session still lives. The node may still exist, so the lock may
 	// still be held by us in the eyes of the other contenders; a goroutine
 	// keeps deleting it until it is gone or the session ends, whichever
-	// comes first.
-	ErrReleasePending = errors.New("queue: release pending (node may still exist; deleting in the background)")
+	// comes first. It also matches conn.ErrReleasePending, the root shared
+	// with the recipes' own sentinels.
+	ErrReleasePending = fmt.Errorf("queue: release pending (node may still exist; deleting in the background): %w", conn.ErrReleasePending)
 
 	// ErrBadRecipe: the recipe's Schema does not recognise the names it
 	// makes, or its Predicate named a node to watch that is not a contender

@@ -47,9 +47,9 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 				return got
 			}
 			got1 := acquire(w1, 2)
-			eventually(t, 10*time.Second, func() bool { return sessions[1].Stats().Requests[conn.OpGetW] == 1 }, "W1 watching")
+			eventually(t, 10*time.Second, func() bool { return sessions[1].Stats().WatchesSet == 1 }, "W1 watching")
 			got2 := acquire(w2, 3)
-			eventually(t, 10*time.Second, func() bool { return sessions[2].Stats().Requests[conn.OpGetW] == 1 }, "W2 watching")
+			eventually(t, 10*time.Second, func() bool { return sessions[2].Stats().WatchesSet == 1 }, "W2 watching")
 
 			require.NoError(t, h.Release(ctx, hl))
 			l1 := <-got1
@@ -92,4 +92,55 @@ func TestHandoverMarkNeedsTheNodeAsCreated(t *testing.T) {
 	assert.ErrorIs(t, tokErr, conn.ErrLeaseLost)
 	require.NoError(t, q.Release(ctx, l))
 	assert.Empty(t, children(t, s, path))
+}
+
+// TestGrantFrom: a waiter granted by its predecessor's handover mark learns
+// that holder's node data, tag included (Grant.From); a waiter granted
+// after a Withdraw (a plain delete), or granted at once, learns nothing.
+func TestGrantFrom(t *testing.T) {
+	for _, withdraw := range []bool{false, true} {
+		t.Run(map[bool]string{false: "release", true: "withdraw"}[withdraw], func(t *testing.T) {
+			c := cluster(t)
+			path := lockPath(t, c)
+			ctx := ctxTimeout(t, 30*time.Second)
+			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Tag: "kind-a"}
+			hs, ws := connect(t, c.Servers()), connect(t, c.Servers())
+			h, err := New(hs, path, cfg)
+			require.NoError(t, err)
+			w, err := New(ws, path, cfg)
+			require.NoError(t, err)
+
+			hg, err := h.AcquireGrant(ctx, true)
+			require.NoError(t, err)
+			assert.False(t, hg.HandedOver, "granted at once")
+			got := make(chan Grant, 1)
+			go func() {
+				g, err := w.AcquireGrant(ctx, true)
+				assert.NoError(t, err)
+				got <- g
+			}()
+			eventually(t, 10*time.Second, func() bool { return ws.Stats().WatchesSet == 1 }, "waiter watching")
+			holderID := ProtectedSchema{Name: "lock"}
+			hc, ok := holderID.Parse(conn.BaseName(hg.Lease.Path()))
+			require.True(t, ok)
+
+			if withdraw {
+				require.NoError(t, h.Withdraw(ctx, hg.Lease))
+			} else {
+				require.NoError(t, h.Release(ctx, hg.Lease))
+			}
+			g := <-got
+			require.NotNil(t, g.Lease)
+			if withdraw {
+				assert.False(t, g.HandedOver, "a plain delete promises nothing")
+				assert.Zero(t, g.From)
+			} else {
+				assert.True(t, g.HandedOver)
+				assert.Equal(t, "kind-a", g.From.Tag)
+				assert.Equal(t, hc.ID, g.From.ID, "the holder's acquire id")
+			}
+			require.NoError(t, w.Release(ctx, g.Lease))
+			assert.Empty(t, children(t, hs, path))
+		})
+	}
 }

@@ -24,7 +24,7 @@ var (
 	eventually = testzk.Eventually
 	requests   = testzk.Requests
 	ctxTimeout = testzk.Ctx
-	getWs      = testzk.GetWs
+	watchesSet = testzk.WatchesSet
 	watching   = testzk.Watching
 )
 

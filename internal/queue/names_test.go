@@ -122,7 +122,7 @@ func TestHostKindSchemaParse(t *testing.T) {
 }
 
 func TestDecodeData(t *testing.T) {
-	d, ok := decodeData(encodeData(uuid1))
+	d, ok := decodeData(encodeData(uuid1, ""))
 	assert.True(t, ok)
 	assert.Equal(t, uuid1, d.ID)
 	assert.Equal(t, Hostname(), d.Host)

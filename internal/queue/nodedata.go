@@ -13,6 +13,9 @@ type NodeData struct {
 	ID   string `json:"id"`   // the unique acquire id (the uuid of a protected name)
 	Host string `json:"host"` // os.Hostname of the process
 	PID  int    `json:"pid"`  // process id
+	// Tag is the queue's Config.Tag: what kind of contender queued the
+	// node, for the waiter it hands over to. Empty for most recipes.
+	Tag string `json:"tag,omitempty"`
 }
 
 // local is this process, computed once.
@@ -28,9 +31,9 @@ var local = func() NodeData {
 // put the host into names (HostKindSchema) use it.
 func Hostname() string { return local.Host }
 
-func encodeData(id string) []byte {
+func encodeData(id, tag string) []byte {
 	d := local
-	d.ID = id
+	d.ID, d.Tag = id, tag
 	b, _ := json.Marshal(d) // cannot fail: strings and an int
 	return b
 }

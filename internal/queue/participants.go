@@ -19,6 +19,9 @@ type Participant struct {
 	Host  string
 	PID   int
 	Known bool
+	// Tag is the Config.Tag of the queue that created the node (engine
+	// nodes only).
+	Tag string
 }
 
 // Participants lists the contenders in queue order with who they are. For
@@ -48,7 +51,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 		}
 		p := Participant{Contender: c}
 		if d, ok := decodeData(b); ok {
-			p.Host, p.PID, p.Known = d.Host, d.PID, true
+			p.Host, p.PID, p.Known, p.Tag = d.Host, d.PID, true, d.Tag
 			if d.ID != "" {
 				p.ID = d.ID
 			}

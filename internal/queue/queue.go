@@ -34,6 +34,25 @@ type Config struct {
 	// that grants by another rule (a reader, a downgrade), whose release
 	// must look like an ordinary delete. Default false.
 	MarkRelease bool
+	// Tag is written into the data of every node the queue creates
+	// (NodeData.Tag). It says what kind of contender queued the node, and
+	// a waiter granted by a handover learns the tag of the holder that
+	// handed over (Grant.From): a recipe can promise something to its own
+	// kind with it (semaphoremutex: "no lease node is left"). Default "".
+	Tag string
+}
+
+// Grant is a granted node and how it was granted.
+type Grant struct {
+	// Lease is the granted node's.
+	Lease *conn.Lease
+	// HandedOver is true when the grant followed a First holder's release
+	// (HandoverOps) of the node right before ours, with nobody holding in
+	// between; From is then that node's data, read when we began to watch
+	// it. False for any other grant: first in line at our listing, or
+	// after a plain deletion.
+	HandedOver bool
+	From       NodeData
 }
 
 // Queue is one sequential-node queue: a lock path and the recipe's Config.
@@ -81,35 +100,38 @@ func (q *Queue) Session() *conn.Session { return q.sess }
 // while our create request is in flight waits for its answer (a round trip;
 // at most until the session is lost), so that no node is ever left behind.
 func (q *Queue) Acquire(ctx context.Context) (*conn.Lease, error) {
-	return q.acquire(ctx, true)
+	g, err := q.AcquireGrant(ctx, true)
+	return g.Lease, err
 }
 
 // TryAcquire makes one attempt: it queues a node, lists the contenders
 // once, and returns the lease if the predicate grants it at once;
 // otherwise it deletes the node and returns (nil, false, nil).
 func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	l, err := q.acquire(ctx, false)
-	return l, l != nil, err
+	g, err := q.AcquireGrant(ctx, false)
+	return g.Lease, g.Lease != nil, err
 }
 
-func (q *Queue) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
+// AcquireGrant is Acquire (wait true) or TryAcquire (wait false, a zero
+// Grant when not granted at once) that also says how the node was granted.
+func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (Grant, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("queue: acquire %s: %w", q.path, ctxErr(ctx))
+			return Grant{}, fmt.Errorf("queue: acquire %s: %w", q.path, CtxErr(ctx))
 		}
 		ep, err := q.sess.Epoch(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("queue: acquire %s: %w", q.path, err)
+			return Grant{}, fmt.Errorf("queue: acquire %s: %w", q.path, err)
 		}
 		a := &attempt{q: q, ep: ep, id: newID()}
-		l, err := a.run(ctx, wait)
+		g, err := a.run(ctx, wait)
 		if errors.Is(err, errRestart) {
 			q.log.Debug("session lost while acquiring; starting over", zap.Int64("session", ep.SessionID()))
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("queue: acquire %s: %w", q.path, err)
+			return Grant{}, fmt.Errorf("queue: acquire %s: %w", q.path, err)
 		}
-		return l, nil
+		return g, nil
 	}
 }

@@ -64,7 +64,7 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 				wl, err = waiter.Acquire(ctx)
 				got <- err
 			}()
-			eventually(t, 10*time.Second, func() bool { return ws.Stats().Requests[conn.OpGetW] > before.Requests[conn.OpGetW] }, "waiter watching")
+			eventually(t, 10*time.Second, func() bool { return ws.Stats().WatchesSet > before.WatchesSet }, "waiter watching")
 			require.NoError(t, holder.Release(ctx, hl))
 			require.NoError(t, <-got)
 			after := ws.Stats()
@@ -218,7 +218,7 @@ func TestCancelWhileQueued(t *testing.T) {
 	assert.Len(t, children(t, s, path), 1, "only the holder's node")
 
 	cctx, cancel := context.WithCancel(ctx)
-	gets := getWs(s)
+	gets := watchesSet(s)
 	done := make(chan error, 1)
 	go func() {
 		_, err := q.Acquire(cctx)
@@ -262,7 +262,7 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		wctx, cancel := context.WithCancel(ctx)
 		cancels = append(cancels, cancel)
-		gets := getWs(ws)
+		gets := watchesSet(ws)
 		go func() {
 			_, err := others.Acquire(wctx)
 			done <- err
@@ -290,7 +290,7 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 
 	// The first waiter leaves: the holder is the one entry left: one getW.
 	before = requests(ms)
-	gets := getWs(ms)
+	gets := watchesSet(ms)
 	cancels[0]()
 	require.ErrorIs(t, <-done, context.Canceled)
 	watching(t, ms, gets)

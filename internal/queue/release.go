@@ -23,11 +23,23 @@ import (
 // server refused the delete, e.g. for lack of permission) leaves the node,
 // the lease and the lock as they were.
 func (q *Queue) Release(ctx context.Context, l *conn.Lease) error {
+	return q.release(ctx, l, q.cfg.MarkRelease)
+}
+
+// Withdraw is Release without the handover mark, whatever
+// Config.MarkRelease says: the waiter behind sees a plain deletion, and
+// learns nothing from it. For a holder that gives its grant back without
+// having done what its Config.Tag promises to the next of its kind.
+func (q *Queue) Withdraw(ctx context.Context, l *conn.Lease) error {
+	return q.release(ctx, l, false)
+}
+
+func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 	if l == nil {
 		return errors.New("queue: release: nil lease")
 	}
 	var err error
-	if q.cfg.MarkRelease {
+	if mark {
 		err = q.handOver(ctx, l.Epoch(), l.Path())
 	} else {
 		err = q.deleteNode(ctx, l.Epoch(), l.Path())

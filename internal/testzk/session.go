@@ -81,15 +81,19 @@ func Children(t testing.TB, s *conn.Session, path string) []string {
 // Requests is the number of requests s has sent so far.
 func Requests(s *conn.Session) int64 { return s.Stats().TotalRequests() }
 
-// GetWs is the number of getW requests s has sent so far.
-func GetWs(s *conn.Session) int64 { return s.Stats().Requests[conn.OpGetW] }
+// WatchesSet is the number of watches the server has confirmed to s so far
+// (conn.Stats.WatchesSet): a getW counts once its answer is back, so the
+// watch is in place on the server.
+func WatchesSet(s *conn.Session) int64 { return s.Stats().WatchesSet }
 
-// Watching waits (up to 10 s, else fails t) until session s has sent more
-// getW requests than the before it had already sent: its waiter is parked
-// on a watch.
+// Watching waits (up to 10 s, else fails t) until the server has confirmed
+// more watches to session s than the before it had: its waiter is parked
+// on a watch that is in place. (Counting getW requests instead races: a
+// request is counted when sent, and a node deleted before the request
+// arrives is never watched.)
 func Watching(t testing.TB, s *conn.Session, before int64) {
 	t.Helper()
-	Eventually(t, 10*time.Second, func() bool { return GetWs(s) > before }, "waiter watching")
+	Eventually(t, 10*time.Second, func() bool { return WatchesSet(s) > before }, "waiter watching")
 }
 
 // WatchingAnswered is Watching followed by a 50 ms pause, so that the
