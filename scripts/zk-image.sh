@@ -93,6 +93,7 @@ cleanup() {
 }
 if [[ -z $rootfs ]]; then
   rootfs=$(mktemp -d "${TMPDIR:-/tmp}/zkrecipes-zk-rootfs.XXXXXX")
+  chmod 0755 "$rootfs" # it becomes the image's /; mktemp makes it 0700
 else
   cleanup # a rootfs left by an earlier, interrupted build
 fi
