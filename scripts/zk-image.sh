@@ -87,7 +87,7 @@ unmount_below() {
 cleanup() {
   if [[ -n $rootfs && -e $rootfs ]]; then
     unmount_below "$rootfs"
-    rm -rf --one-file-system "$rootfs"
+    rm -rf --one-file-system "$rootfs" || log "cannot remove all of $rootfs"
   fi
   rm -f "$rootfs.log"
 }
