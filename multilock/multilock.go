@@ -61,7 +61,7 @@ type MultiLock struct {
 	mu       sync.Mutex    // guards the fields below
 	state    state         // see the constants
 	holding  []Locker      // the locks held, in path order: all of them once acquired, those a Release left held after it; nil otherwise
-	leases   []*conn.Lease // holding's leases, in the same order
+	leases   []*conn.Lease // the grant's leases, in lock order, while held (for Lost)
 	lost     chan struct{} // made on each grant; closed once: by the watcher if started, else by the first Release
 	stop     chan struct{} // made on each grant; closed by the first Release to end the watcher
 	watching bool          // the watcher goroutine was started for this grant
@@ -204,13 +204,12 @@ func (m *MultiLock) Release(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	m.state = releasing
-	locks, leases := m.holding, m.leases
+	locks := m.holding
 	m.mu.Unlock()
 
 	var (
-		errs       []error
-		kept       []Locker // in reverse path order
-		keptLeases []*conn.Lease
+		errs []error
+		kept []Locker // in reverse path order
 	)
 	for j := len(locks) - 1; j >= 0; j-- {
 		err := locks[j].Release(ctx)
@@ -220,21 +219,20 @@ func (m *MultiLock) Release(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("multilock: release %s: %w", locks[j].Path(), err))
 		if !errors.Is(err, conn.ErrReleasePending) && !errors.Is(err, conn.ErrNotHeld) {
 			kept = append(kept, locks[j])
-			keptLeases = append(keptLeases, leases[j])
 		}
 	}
 	slices.Reverse(kept)
-	slices.Reverse(keptLeases)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.leases = nil // Lost is closed from the first Release on
 	if len(kept) == 0 {
 		m.state = idle
-		m.holding, m.leases = nil, nil
+		m.holding = nil
 		return errors.Join(errs...)
 	}
 	m.state = partlyHeld
-	m.holding, m.leases = kept, keptLeases
+	m.holding = kept
 	paths := make([]string, len(kept))
 	for i, l := range kept {
 		paths[i] = l.Path()

@@ -78,7 +78,7 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 		return nil, a.abort(ctx, queue.CtxErr(ctx))
 	}
 	if a.s.max == 1 {
-		return a.keep(ctx)
+		return a.keep()
 	}
 	if err := a.take(ctx); err != nil {
 		return nil, a.abort(ctx, err)
@@ -88,13 +88,9 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 
 // keep makes the internal lock our lease, for a semaphore with one lease:
 // no lease node exists and none can be created while we hold the internal
-// lock, so holding it is holding the lease (see soleLeaseTag). Unless ctx
-// ended at this very moment (then it is given up) or the epoch did (start
-// over).
-func (a *attempt) keep(ctx context.Context) (*conn.Lease, error) {
-	if ctx.Err() != nil {
-		return nil, a.abort(ctx, queue.CtxErr(ctx))
-	}
+// lock, so holding it is holding the lease (see soleLeaseTag). Unless the
+// epoch ended (start over); run has just checked ctx.
+func (a *attempt) keep() (*conn.Lease, error) {
 	if a.ep.Err() != nil {
 		return nil, errRestart
 	}
