@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 )
 
 // verify checks what the run recorded: hold intervals per domain, writes
@@ -168,57 +169,11 @@ func (r *faultRun) deleteData() {
 	defer cancel()
 	ep, err := r.admin.Epoch(ctx)
 	if err == nil {
-		err = deleteTree(ctx, ep, r.dataRoot)
+		err = locktest.DeleteTree(ctx, ep, r.dataRoot)
 	}
 	if err != nil {
 		r.t.Errorf("fault run: deleting %s: %v", r.dataRoot, err)
 	}
-}
-
-// deleteTree deletes path and everything under it, in batches.
-func deleteTree(ctx context.Context, ep *conn.Epoch, path string) error {
-	kids, _, err := ep.Children(ctx, path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var batch []any
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		_, err := ep.Multi(ctx, batch...)
-		batch = batch[:0]
-		return err
-	}
-	for _, k := range kids {
-		p := conn.JoinPath(path, k)
-		ok, st, err := ep.Exists(ctx, p)
-		if err != nil {
-			return err
-		}
-		if ok && st.NumChildren > 0 {
-			if err := deleteTree(ctx, ep, p); err != nil {
-				return err
-			}
-			continue
-		}
-		batch = append(batch, &zk.DeleteRequest{Path: p, Version: -1})
-		if len(batch) == 200 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if err := ep.Delete(ctx, path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return err
-	}
-	return nil
 }
 
 // leftovers lists every node under root that is not one of the lock paths

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -212,7 +213,7 @@ func measure(ctx context.Context, sub subject, sessions []*conn.Session, servers
 		if err != nil {
 			return stop(err)
 		}
-		before := watchRequests(sessions[i])
+		before := demo.WatchRequests(sessions[i])
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -237,7 +238,7 @@ func measure(ctx context.Context, sub subject, sessions []*conn.Session, servers
 			prog.add(1)
 		}()
 		// Queued: it found the lock taken and set a watch.
-		if err := waitFor(ctx, queueTimeout, func() bool { return watchRequests(sessions[i]) > before }); err != nil {
+		if err := demo.WaitFor(ctx, queueTimeout, func() bool { return demo.WatchRequests(sessions[i]) > before }); err != nil {
 			return stop(fmt.Errorf("waiter %d did not queue: %w", i, err))
 		}
 		prog.add(1)
@@ -317,27 +318,6 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	}
 	i := (len(sorted)*p + 99) / 100 // ceil(len·p/100)
 	return sorted[max(i, 1)-1]
-}
-
-// watchRequests counts the watching reads of s: every recipe sets a watch
-// before it waits, so one more means a waiter has queued.
-func watchRequests(s *conn.Session) int64 {
-	st := s.Stats()
-	return st.Requests[conn.OpGetW] + st.Requests[conn.OpExists]
-}
-
-// waitFor polls cond until it holds, ctx ends or timeout passes.
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
-	}
-	return nil
 }
 
 // sumStats adds up the Stats of sessions.

@@ -63,7 +63,7 @@ func (s *suite) testAbandonWhileQueued(t *testing.T, cancelIt bool) {
 		want = context.DeadlineExceeded
 	}
 	defer cancel()
-	before := watchRequests(sessions[1])
+	before := watchesSet(sessions[1])
 	res := acquireAsync(ctx, waiter)
 	queued := WaitQueued(t, sessions[1], before, 10*time.Second)
 	if cancelIt {
@@ -95,7 +95,7 @@ func (s *suite) testAbandonWhileQueued(t *testing.T, cancelIt bool) {
 
 	// Later acquires work: the same waiter handle gets the lock once the
 	// holder lets go.
-	before = watchRequests(sessions[1])
+	before = watchesSet(sessions[1])
 	res = acquireAsync(Ctx(t, 30*time.Second), waiter)
 	WaitQueued(t, sessions[1], before, 10*time.Second)
 	mustRelease(t, holder, 10*time.Second)

@@ -101,7 +101,7 @@ func (s *suite) testFIFO(t *testing.T) {
 	)
 	for i := 1; i <= k; i++ {
 		lk := s.newLock(t, sessions[i], path)
-		before := watchRequests(sessions[i])
+		before := watchesSet(sessions[i])
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

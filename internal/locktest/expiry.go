@@ -33,7 +33,7 @@ func (s *suite) testHolderExpired(t *testing.T) {
 	token, err := hl.Token(ctx)
 	require.NoError(t, err)
 
-	before := watchRequests(sessions[1])
+	before := watchesSet(sessions[1])
 	res := acquireAsync(ctx, waiter)
 	require.True(t, WaitQueued(t, sessions[1], before, 10*time.Second))
 
@@ -92,7 +92,7 @@ func (s *suite) testHolderExpired(t *testing.T) {
 	assert.NotEmpty(t, OwnedBy(ephemeralsOrFail(t, observer, path), r.lease.Epoch().SessionID()))
 
 	// The old holder's handle acquires again, in its session's next epoch.
-	before = watchRequests(sessions[0])
+	before = watchesSet(sessions[0])
 	res = acquireAsync(ctx, holder)
 	WaitQueued(t, sessions[0], before, 10*time.Second)
 	assert.NoError(t, mon.exit(ctx, 1, r.lease, wStart))
@@ -118,12 +118,12 @@ func (s *suite) testWaiterExpired(t *testing.T) {
 	ctx := Ctx(t, time.Minute)
 	mustAcquire(t, holder, 10*time.Second)
 
-	watches := watchRequests(ws)
+	watches := watchesSet(ws)
 	res := acquireAsync(ctx, waiter)
 	require.True(t, WaitQueued(t, ws, watches, 10*time.Second))
 	ep, err := ws.Epoch(ctx)
 	require.NoError(t, err)
-	watches = watchRequests(ws)
+	watches = watchesSet(ws)
 	require.NoError(t, zktest.ExpireSession(ctx, s.cluster.Servers()[0], ep.SessionID(), ep.SessionPassword()))
 	select {
 	case <-ep.Done():

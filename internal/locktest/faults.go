@@ -1,11 +1,9 @@
 package locktest
 
 import (
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -67,29 +65,14 @@ func (s *suite) testParentReaped(t *testing.T) {
 	assert.Empty(t, ephemeralsOrFail(t, sess, path), "nothing left")
 }
 
-// deleteTree deletes path and everything below it, children first, failing
-// t on an error other than ErrNoNode.
+// deleteTree is DeleteTree on s, failing t on error.
 func deleteTree(t testing.TB, s *conn.Session, path string) {
 	t.Helper()
 	ctx, cancel := ctxFor(10 * time.Second)
 	defer cancel()
 	ep, err := s.Epoch(ctx)
 	require.NoError(t, err)
-	var del func(p string)
-	del = func(p string) {
-		kids, _, err := ep.Children(ctx, p)
-		if errors.Is(err, zk.ErrNoNode) {
-			return
-		}
-		require.NoError(t, err, "children of %s", p)
-		for _, k := range kids {
-			del(conn.JoinPath(p, k))
-		}
-		if err := ep.Delete(ctx, p, -1); !errors.Is(err, zk.ErrNoNode) {
-			require.NoError(t, err, "delete %s", p)
-		}
-	}
-	del(path)
+	require.NoError(t, DeleteTree(ctx, ep, path), "delete %s", path)
 }
 
 // testAcquireAfterClose: on a closed session Acquire and TryAcquire fail

@@ -166,18 +166,18 @@ func ephemeralsOrFail(t testing.TB, s *conn.Session, path string) map[string]int
 	return m
 }
 
-// watchRequests is how many watches (GetW, ExistsW) the server has
+// watchesSet is how many watches (GetW, ExistsW) the server has
 // confirmed to s: counted on the answer, so the watch is in place.
-func watchRequests(s *conn.Session) int64 { return s.Stats().WatchesSet }
+func watchesSet(s *conn.Session) int64 { return s.Stats().WatchesSet }
 
-// WaitQueued waits until session s has sent a watching read (GetW or
-// Exists) since it had sent before of them: the sign that a contender
+// WaitQueued waits until the server has confirmed more watches to session
+// s than the before it had (see watchesSet): the sign that a contender
 // found the lock taken and is waiting for a change. Every recipe of this
 // module watches before it waits.
 func WaitQueued(t testing.TB, s *conn.Session, before int64, timeout time.Duration) bool {
 	t.Helper()
-	return WaitFor(t, timeout, "a contender to queue (send a watching read)", func() bool {
-		return watchRequests(s) > before
+	return WaitFor(t, timeout, "a contender to queue (a watch set)", func() bool {
+		return watchesSet(s) > before
 	})
 }
 
@@ -291,3 +291,51 @@ func SetACL(t testing.TB, servers []string, node string, acl []zk.ACL) {
 type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
+
+// DeleteTree deletes path and everything under it, children first, in
+// batches of 200 deletes per transaction; a path that is not there is no
+// error.
+func DeleteTree(ctx context.Context, ep *conn.Epoch, path string) error {
+	kids, _, err := ep.Children(ctx, path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var batch []any
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := ep.Multi(ctx, batch...)
+		batch = batch[:0]
+		return err
+	}
+	for _, k := range kids {
+		p := conn.JoinPath(path, k)
+		ok, st, err := ep.Exists(ctx, p)
+		if err != nil {
+			return err
+		}
+		if ok && st.NumChildren > 0 {
+			if err := DeleteTree(ctx, ep, p); err != nil {
+				return err
+			}
+			continue
+		}
+		batch = append(batch, &zk.DeleteRequest{Path: p, Version: -1})
+		if len(batch) == 200 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if err := ep.Delete(ctx, path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
+}

@@ -79,7 +79,7 @@ func MeasureHerd(t *testing.T, c *zktest.Cluster, newLock NewLockFunc, waiters i
 	)
 	for i := 1; i <= waiters; i++ {
 		lk := newLock(t, sessions[i], path)
-		before := watchRequests(sessions[i])
+		before := watchesSet(sessions[i])
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -42,10 +42,10 @@ func (s *suite) testLostCreateWhileQueued(t *testing.T) {
 	mustAcquire(t, holder, 10*time.Second)
 	held := ephemeralsOrFail(t, f.direct, f.path)
 
-	before, watches := f.sess.Stats(), watchRequests(f.sess)
+	before := f.sess.Stats()
 	f.proxy.CutAfterNextWrite()
 	res := acquireAsync(ctx, f.lk)
-	require.True(t, WaitQueued(t, f.sess, watches, 20*time.Second))
+	require.True(t, WaitQueued(t, f.sess, before.WatchesSet, 20*time.Second))
 	assert.Positive(t, f.sess.Stats().Sub(before).Requests[conn.OpSync], "the create's answer was lost and the node looked for")
 	select {
 	case r := <-res:

@@ -48,7 +48,7 @@ func (s *suite) testRestartWhileQueued(t *testing.T) {
 	hl := mustAcquire(t, holder, 10*time.Second)
 	hStart, err := mon.enter(ctx, 0, hl)
 	require.NoError(t, err)
-	before := watchRequests(sessions[1])
+	before := watchesSet(sessions[1])
 	res := acquireAsync(ctx, waiter)
 	require.True(t, WaitQueued(t, sessions[1], before, 10*time.Second))
 
