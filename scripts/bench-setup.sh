@@ -1,14 +1,105 @@
 # Sourced by the benchmark scripts (bench-peers.sh, bench-traffic.sh), from
-# the repository's root: finds and builds the peer benchmarks
-# (../shared/peers, or PEERS_DIR), starts a standalone ZooKeeper on a random
-# port (killed when the script exits) and builds examples/bench. Sets peers,
-# servers and bin.
-peers=${PEERS_DIR:-$(cd .. && pwd)/shared/peers}
-[[ -x $peers/run.sh ]] || { echo "peer benchmarks not found in $peers (set PEERS_DIR)" >&2; exit 1; }
-bash "$peers/setup.sh" >&2
-port=$((20000 + RANDOM % 20000))
-pid=$(scripts/zk-standalone.sh "$port" </dev/null)
-trap 'kill -9 $pid 2>/dev/null || true' EXIT
-servers=127.0.0.1:$port
-bin=$(mktemp -d)/zkbench
-go build -o "$bin" ./examples/bench
+# the repository's root, with $ensemble set to 0 (one standalone server) or
+# 1 (a three-node ensemble). It
+#  - installs what is missing from Debian's packages, and says so: zookeeper,
+#    libcurator-recipes-java, python3-kazoo, default-jdk-headless (javac);
+#  - builds into a temporary directory the peer benchmarks of bench/peers
+#    (Curator: javac against /usr/share/java; go-zookeeper: go build; kazoo
+#    runs as it is), bench/limit and examples/bench;
+#  - starts ZooKeeper on random free ports (scripts/zk-standalone.sh or
+#    scripts/zk-ensemble.sh), killed with the build directory when the
+#    script exits.
+# It sets servers and scenario and defines run_lib, run_limit and packets.
+
+# The Debian packages the peers need, and the jars Curator runs with (as
+# internal/testzk's CompileCurator).
+bench_pkgs="zookeeper libcurator-recipes-java python3-kazoo default-jdk-headless"
+bench_jars="curator-recipes curator-framework curator-client zookeeper zookeeper-jute guava slf4j-api slf4j-nop netty-all"
+
+missing=()
+for p in $bench_pkgs; do
+  [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing Debian packages: ${missing[*]}" >&2
+  sudo=(); ((EUID == 0)) || sudo=(sudo)
+  "${sudo[@]}" apt-get install -y -q "${missing[@]}" >&2 ||
+    { "${sudo[@]}" apt-get update -q >&2 && "${sudo[@]}" apt-get install -y -q "${missing[@]}" >&2; }
+fi
+
+build=$(mktemp -d /tmp/zkrecipes-bench-XXXX)
+zk_pids=""
+trap 'kill -9 $zk_pids 2>/dev/null || true; rm -rf "$build"' EXIT
+
+echo "building the benchmarks in $build" >&2
+classpath=$(for j in $bench_jars; do printf '/usr/share/java/%s.jar:' "$j"; done)$build/curator
+mkdir -p "$build/curator"
+javac -nowarn -cp "$classpath" -d "$build/curator" bench/peers/curator/CuratorBench.java >&2
+go build -o "$build/gozk" ./bench/peers/gozk
+go build -o "$build/limit" ./bench/limit
+go build -o "$build/zkbench" ./examples/bench
+
+# free PORT COUNT: true when nothing answers on 127.0.0.1:PORT..PORT+COUNT-1.
+free() {
+  local p
+  for ((p = $1; p < $1 + $2; p++)); do
+    timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null && return 1
+  done
+  return 0
+}
+for _ in 1 2 3; do
+  port=$((20000 + RANDOM % 20000))
+  if ((ensemble)); then
+    free "$port" 16 || continue
+    zk_pids=$(scripts/zk-ensemble.sh "$port" </dev/null) || continue
+    servers=127.0.0.1:$port,127.0.0.1:$((port + 1)),127.0.0.1:$((port + 2))
+    scenario="3-node ensemble"
+  else
+    free "$port" 1 || continue
+    zk_pids=$(scripts/zk-standalone.sh "$port" </dev/null) || continue
+    servers=127.0.0.1:$port
+    scenario="standalone server"
+  fi
+  break
+done
+[[ -n $zk_pids ]] || { echo "could not start ZooKeeper" >&2; exit 1; }
+
+# run_lib LIBRARY RECIPE CLIENTS CYCLES: one run of one library (zkrecipes,
+# curator, kazoo or gozk) on RECIPE (mutex, semmutex, write or read); its
+# result line on stdout, its stderr in $build/LIBRARY-RECIPE.log. Fails
+# when the program fails or runs for more than 15 minutes.
+run_lib() {
+  local lib=$1 recipe=$2 n=$3 cycles=$4 log=$build/$1-$2.log
+  case $lib in
+    zkrecipes)
+      local ours=$recipe
+      [[ $recipe == semmutex ]] && ours=semaphoremutex
+      timeout 900 "$build/zkbench" -recipe "$ours" -clients "$n" -cycles "$cycles" -servers "$servers" 2>"$log" |
+        sed "s/^zkrecipes semaphoremutex /zkrecipes semmutex /" ;;
+    curator) timeout 900 java -cp "$classpath" CuratorBench "$servers" "$recipe" "$n" "$cycles" 2>"$log" ;;
+    kazoo) timeout 900 /usr/bin/python3 bench/peers/kazoo/kazoo_bench.py "$servers" "$recipe" "$n" "$cycles" 2>"$log" ;;
+    gozk) timeout 900 "$build/gozk" "$servers" "$recipe" "$n" "$cycles" 2>"$log" ;;
+    *) echo "unknown library $lib" >&2; return 2 ;;
+  esac
+}
+
+# libs_for RECIPE: the libraries that have RECIPE (go-zookeeper only a mutex).
+libs_for() {
+  if [[ $1 == mutex ]]; then echo "curator kazoo gozk zkrecipes"; else echo "curator kazoo zkrecipes"; fi
+}
+
+# run_limit OPS: the server's sequential rate, one client (bench/limit): two
+# lines, limit setdata and limit createdelete.
+run_limit() { timeout 900 "$build/limit" "$servers" "$1" 2>"$build/limit.log"; }
+
+# packets: the sum over the servers of mntr's zk_packets_sent and
+# zk_packets_received.
+packets() {
+  local s sum=0 v
+  for s in ${servers//,/ }; do
+    v=$(timeout 5 bash -c "exec 3<>/dev/tcp/${s%:*}/${s#*:} && echo mntr >&3 && cat <&3" |
+      awk '$1 == "zk_packets_sent" || $1 == "zk_packets_received" { n += $2 } END { print n + 0 }')
+    sum=$((sum + v))
+  done
+  echo "$sum"
+}

@@ -1,6 +1,7 @@
 // Command bench measures lock handoffs under contention, in the format of
-// the peer benchmarks in shared/peers (Curator, kazoo, go-zookeeper's
-// zk.Lock), so results can be compared line by line:
+// the peer benchmarks in bench/peers (Curator, kazoo, go-zookeeper's
+// zk.Lock; scripts/bench-peers.sh runs them all side by side), so results
+// can be compared line by line:
 //
 //	go run ./examples/bench -recipe mutex -clients 10 -cycles 100 [-servers host:port,...]
 //
