@@ -30,7 +30,7 @@ clients=${args[0]:-10} cycles=${args[1]:-100} rounds=${args[2]:-3} recipes=${arg
 . scripts/bench-setup.sh
 
 results=$build/results
-echo "# $(date -u +%FT%TZ) $(nproc) cores; ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper) $scenario $servers; $clients clients x $cycles cycles, $rounds rounds"
+echo "# $(date -u +%FT%TZ) $(nproc) cores; ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper) $scenario $servers; $clients clients x $cycles cycles; rounds: $rounds"
 failed=0
 for ((r = 1; r <= rounds; r++)); do
   if out=$(run_limit $((clients * cycles))); then

@@ -43,6 +43,10 @@ public final class CuratorBench {
         }
         String servers = args[0], recipe = args[1];
         int clients = Integer.parseInt(args[2]), cycles = Integer.parseInt(args[3]);
+        if (!List.of("mutex", "semmutex", "write", "read").contains(recipe)) {
+            System.err.println("CuratorBench: unknown recipe " + recipe + " (want mutex, semmutex, write or read)");
+            System.exit(2);
+        }
         if (clients < 1 || cycles < 1) {
             System.err.println("CuratorBench: CLIENTS and CYCLES must be at least 1");
             System.exit(2);
