@@ -23,8 +23,9 @@ done
 if ((${#missing[@]})); then
   echo "installing Debian packages: ${missing[*]}" >&2
   sudo=(); ((EUID == 0)) || sudo=(sudo)
-  "${sudo[@]}" apt-get install -y -q "${missing[@]}" >&2 ||
-    { "${sudo[@]}" apt-get update -q >&2 && "${sudo[@]}" apt-get install -y -q "${missing[@]}" >&2; }
+  apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q)
+  "${apt[@]}" install -y "${missing[@]}" >&2 ||
+    { "${apt[@]}" update >&2 && "${apt[@]}" install -y "${missing[@]}" >&2; }
 fi
 
 build=$(mktemp -d /tmp/zkrecipes-bench-XXXX)

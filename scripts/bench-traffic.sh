@@ -41,7 +41,7 @@ for recipe in $recipes; do
       before=$(packets)
       if line=$(run_lib "$lib" "$recipe" "$n" "$cycles") && [[ $line == *violations=0* ]]; then
         after=$(packets)
-        printf ' %s |' "$(python3 -c "print('%.1f' % (($after - $before) / ($n * $cycles)))")"
+        printf ' %s |' "$(/usr/bin/python3 -c "print('%.1f' % (($after - $before) / ($n * $cycles)))")"
       else
         printf ' failed |'
         echo "$lib $recipe $n clients: failed: $line $(tail -3 "$build/$lib-$recipe.log")" >&2

@@ -32,13 +32,21 @@ RECIPES = {
 }
 
 
+def usage(msg):
+    print(msg, file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     if len(sys.argv) != 5 or sys.argv[2] not in RECIPES:
-        sys.exit("usage: kazoo_bench.py SERVERS mutex|semmutex|write|read CLIENTS CYCLES")
+        usage("usage: kazoo_bench.py SERVERS mutex|semmutex|write|read CLIENTS CYCLES")
     servers, recipe = sys.argv[1], sys.argv[2]
-    clients, cycles = int(sys.argv[3]), int(sys.argv[4])
+    try:
+        clients, cycles = int(sys.argv[3]), int(sys.argv[4])
+    except ValueError:
+        clients = cycles = 0
     if clients < 1 or cycles < 1:
-        sys.exit("kazoo_bench.py: CLIENTS and CYCLES must be at least 1")
+        usage("kazoo_bench.py: CLIENTS and CYCLES must be integers, at least 1")
     path = "/bench-kazoo-%s-%d" % (recipe, time.time_ns())
 
     sessions = []

@@ -1,0 +1,151 @@
+// Package bench_test checks that the benchmark programs under bench/ run and
+// print the lines scripts/bench-peers.sh parses.
+package bench_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// The patterns summarize.py matches (there with the round number in
+// front), anchored here at both ends.
+var (
+	handoffLine = regexp.MustCompile(`^(\w+) (\w+) clients=\d+ cycles=\d+ secs=[\d.]+ handoffs_per_s=([\d.]+) p50_ms=([\d.]+) p99_ms=([\d.]+) violations=(\d+)$`)
+	limitLine   = regexp.MustCompile(`^limit (\w+) clients=1 ops=\d+ secs=[\d.]+ ops_per_s=([\d.]+) p50_ms=([\d.]+) p99_ms=([\d.]+)$`)
+)
+
+// output runs cmd and returns its stdout as lines, failing t with its
+// stderr if it fails.
+func output(t *testing.T, cmd *exec.Cmd) []string {
+	t.Helper()
+	out, err := cmd.Output()
+	var stderr []byte
+	if ee, ok := err.(*exec.ExitError); ok {
+		stderr = ee.Stderr
+	}
+	require.NoError(t, err, "%s: %s", cmd, stderr)
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// goBuild builds the main package pkg into dir and returns the binary.
+func goBuild(t *testing.T, dir, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+	require.NoError(t, err, "go build %s: %s", pkg, out)
+	return bin
+}
+
+// TestPeerPrograms runs every peer program on every recipe it has, with a
+// small load, and checks its one line: the library, the recipe, no
+// violation.
+func TestPeerPrograms(t *testing.T) {
+	cp := testzk.CompileCurator(t, "peers/curator/CuratorBench.java")
+	testzk.Need(t, "kazoo (apt-get install python3-kazoo)",
+		exec.Command("/usr/bin/python3", "-c", "import kazoo.recipe.lock").Run())
+	gozk := goBuild(t, t.TempDir(), "./peers/gozk")
+	servers := strings.Join(zktest.New(t).Servers(), ",")
+
+	peers := map[string]func(recipe string) *exec.Cmd{
+		"curator": func(r string) *exec.Cmd { return exec.Command("java", "-cp", cp, "CuratorBench", servers, r, "3", "4") },
+		"kazoo": func(r string) *exec.Cmd {
+			return exec.Command("/usr/bin/python3", "peers/kazoo/kazoo_bench.py", servers, r, "3", "4")
+		},
+		"gozk": func(r string) *exec.Cmd { return exec.Command(gozk, servers, r, "3", "4") },
+	}
+	for _, lib := range []string{"curator", "kazoo", "gozk"} {
+		recipes := []string{"mutex", "semmutex", "write", "read"}
+		if lib == "gozk" {
+			recipes = []string{"mutex"}
+		}
+		for _, recipe := range recipes {
+			t.Run(lib+"/"+recipe, func(t *testing.T) {
+				lines := output(t, peers[lib](recipe))
+				require.Len(t, lines, 1, "one line on stdout")
+				m := handoffLine.FindStringSubmatch(lines[0])
+				require.NotNil(t, m, "line %q", lines[0])
+				require.Equal(t, []string{lib, recipe}, m[1:3], "line %q", lines[0])
+				require.Equal(t, "0", m[6], "violations in %q", lines[0])
+			})
+		}
+	}
+}
+
+// TestPeerProgramsRejectUnknownRecipe: a recipe a peer does not have is a
+// usage error (exit status 2), not a run of some other lock.
+func TestPeerProgramsRejectUnknownRecipe(t *testing.T) {
+	cp := testzk.CompileCurator(t, "peers/curator/CuratorBench.java")
+	gozk := goBuild(t, t.TempDir(), "./peers/gozk")
+	for name, cmd := range map[string]*exec.Cmd{
+		"curator": exec.Command("java", "-cp", cp, "CuratorBench", "127.0.0.1:1", "semaphore", "1", "1"),
+		"kazoo":   exec.Command("/usr/bin/python3", "peers/kazoo/kazoo_bench.py", "127.0.0.1:1", "semaphore", "1", "1"),
+		"gozk":    exec.Command(gozk, "127.0.0.1:1", "write", "1", "1"),
+	} {
+		err := cmd.Run()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, name)
+		require.Equal(t, 2, ee.ExitCode(), name)
+	}
+}
+
+// TestLimitProgram runs bench/limit and checks its two lines: set-data
+// writes, then create+delete pairs.
+func TestLimitProgram(t *testing.T) {
+	limit := goBuild(t, t.TempDir(), "./limit")
+	servers := strings.Join(zktest.New(t).Servers(), ",")
+	lines := output(t, exec.Command(limit, servers, "20"))
+	require.Len(t, lines, 2)
+	for i, kind := range []string{"setdata", "createdelete"} {
+		m := limitLine.FindStringSubmatch(lines[i])
+		require.NotNil(t, m, "line %q", lines[i])
+		require.Equal(t, kind, m[1])
+		require.Contains(t, lines[i], " ops=20 ")
+	}
+}
+
+// TestSummarize feeds summarize.py two rounds with known figures and checks
+// the medians, the spreads and the ratios it prints, and its exit status.
+func TestSummarize(t *testing.T) {
+	line := func(round, lib, recipe, hps, violations string) string {
+		return round + " " + lib + " " + recipe + " clients=2 cycles=3 secs=1.000 handoffs_per_s=" + hps +
+			" p50_ms=1.000 p99_ms=2.000 violations=" + violations + "\n"
+	}
+	results := filepath.Join(t.TempDir(), "results")
+	write := func(content string) {
+		require.NoError(t, os.WriteFile(results, []byte(content), 0o644))
+	}
+	rounds := "1 limit setdata clients=1 ops=6 secs=1.000 ops_per_s=1000.0 p50_ms=1.000 p99_ms=2.000\n" +
+		"1 limit createdelete clients=1 ops=6 secs=1.000 ops_per_s=200.0 p50_ms=4.000 p99_ms=6.000\n" +
+		line("1", "curator", "mutex", "200.0", "0") + line("1", "zkrecipes", "mutex", "300.0", "0") +
+		"2 limit setdata clients=1 ops=6 secs=1.000 ops_per_s=500.0 p50_ms=1.000 p99_ms=2.000\n" +
+		"2 limit createdelete clients=1 ops=6 secs=1.000 ops_per_s=250.0 p50_ms=4.000 p99_ms=6.000\n" +
+		line("2", "zkrecipes", "mutex", "500.0", "0") + line("2", "curator", "mutex", "200.0", "0")
+	write(rounds)
+	out := strings.Join(output(t, exec.Command("/usr/bin/python3", "summarize.py", results)), "\n")
+	for _, want := range []string{
+		"| set-data writes | 750 (500–1000) | 1.00 | 2.00 |",
+		"| create+delete pairs | 225 (200–250) | 4.00 | 6.00 |",
+		// zkrecipes ÷ curator: 1.5 in round 1, 2.5 in round 2; curator ÷
+		// set-data: 0.2 and 0.4; ÷ pairs: 1.0 and 0.8.
+		"| mutex | curator | 200 (200–200) | 1.00 | 2.00 | 0 | 2.00× (1.50×–2.50×) | 0.30 (0.20–0.40) | 0.90 (0.80–1.00) |",
+		// zkrecipes ÷ set-data: 0.3 and 1.0; ÷ pairs: 1.5 and 2.0.
+		"| mutex | zkrecipes | 400 (300–500) | 1.00 | 2.00 | 0 | — | 0.65 (0.30–1.00) | 1.75 (1.50–2.00) |",
+	} {
+		require.Contains(t, out, want)
+	}
+
+	write(rounds + line("3", "curator", "mutex", "100.0", "1"))
+	err := exec.Command("/usr/bin/python3", "summarize.py", results).Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "a violation makes summarize.py fail")
+	require.Equal(t, 1, ee.ExitCode())
+}
