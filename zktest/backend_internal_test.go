@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"strings"
 	"testing"
+
+	"github.com/testcontainers/testcontainers-go"
 )
 
 // fakeProbes stands for a machine: what Docker has (none, the daemon
@@ -157,5 +161,22 @@ func TestNoBackendSaysWhatToDo(t *testing.T) {
 	}
 	if strings.Index(msg, "apt-get install zookeeper") > strings.Index(msg, "zk-image.sh") {
 		t.Errorf("the local install (faster) should come first:\n%s", msg)
+	}
+}
+
+// TestTestcontainersSilenced: once zktest has started a container,
+// testcontainers-go's package logger (its banner on `go test -v`) writes
+// nowhere, since ZK_VERBOSE is not set.
+func TestTestcontainersSilenced(t *testing.T) {
+	t.Setenv(envVerbose, "")
+	c, err := Start(context.Background(), WithBackend(BackendDocker))
+	RequireOrSkip(t, err)
+	defer c.Stop()
+	l, ok := testcontainers.Logger.(*log.Logger)
+	if !ok || l.Writer() != io.Discard {
+		t.Errorf("testcontainers.Logger = %#v, want a logger to io.Discard", testcontainers.Logger)
+	}
+	if !strings.HasPrefix(c.Source(), "docker image ") {
+		t.Errorf("Source() = %q, want docker image NAME", c.Source())
 	}
 }
