@@ -29,7 +29,7 @@ timed() {
   local t0=$SECONDS
   echo "=== test.sh: $*"
   "$@"
-  echo "=== test.sh: $1 done in $((SECONDS - t0)) s"
+  echo "=== test.sh: $* done in $((SECONDS - t0)) s"
 }
 (
   cd "$(dirname "$0")/.."
