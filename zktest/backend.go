@@ -21,7 +21,7 @@ const (
 )
 
 // howToInstall is appended to ErrNoBackend: the commands, fastest first.
-const howToInstall = `to run ZooKeeper for tests, do one of these:
+const howToInstall = `to get a ZooKeeper, do one of these:
   - install Java and ZooKeeper (fastest: a server starts in about a second):
         sudo apt-get install zookeeper default-jre-headless
     or unpack an Apache ZooKeeper release and export ZOOKEEPER_HOME=/path/to/it;
@@ -30,7 +30,8 @@ const howToInstall = `to run ZooKeeper for tests, do one of these:
     checkout of github.com/zkrecipes/zkrecipes:
         sudo scripts/zk-image.sh && export ZK_IMAGE=zkrecipes/zookeeper:3.8-debian
   - use an existing ensemble: export ZK_SERVERS=host:port,host:port,...
-In a checkout of github.com/zkrecipes/zkrecipes, scripts/prereqs.sh installs what is missing.`
+In a checkout of github.com/zkrecipes/zkrecipes, scripts/prereqs.sh --demo installs a ZooKeeper,
+scripts/prereqs.sh all that the project's tests need.`
 
 // candidate is a backend that is available; start starts the servers.
 type candidate struct {
