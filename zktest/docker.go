@@ -61,14 +61,15 @@ func probeDocker(ctx context.Context, pull bool) (_ candidate, err error) {
 		if !client.IsErrNotFound(err) {
 			return candidate{}, fmt.Errorf("%w: inspect image %q: %w", ErrDockerUnavailable, image, err)
 		}
+		build := fmt.Sprintf("without a registry, build one with scripts/zk-image.sh and set %s=zkrecipes/zookeeper:3.8-debian",
+			envImage)
 		if !pull {
-			return candidate{}, fmt.Errorf("%w: image %q is not present locally; "+
-				"build one with scripts/zk-image.sh and set %s=zkrecipes/zookeeper:3.8-debian, or docker pull/load %q",
-				ErrImageNotFound, image, envImage, image)
+			return candidate{}, fmt.Errorf("%w: image %q is not present locally; %s, or docker pull/load %q",
+				ErrImageNotFound, image, build, image)
 		}
 		if err := pullImage(ctx, cli, image); err != nil {
-			return candidate{}, fmt.Errorf("%w: image %q is not present locally and pulling it failed (%s=never turns pulling off): %w",
-				ErrImageNotFound, image, envPull, err)
+			return candidate{}, fmt.Errorf("%w: image %q is not present locally and pulling it failed (%s=never turns pulling off; %s): %w",
+				ErrImageNotFound, image, envPull, build, err)
 		}
 		source += " (pulled)"
 	}
