@@ -14,6 +14,30 @@
 # unfixed in the latest release), not in this module. It runs in a second
 # step without the race detector, so that race cannot fail CI at random.
 set -euo pipefail
+
+# Before the tests:
+#   1. scripts/prereqs.sh installs or builds what is missing (Debian packages,
+#      the image zkrecipes/zookeeper:3.8-debian, Go modules) and says what it
+#      did; SKIP_PREREQS=1 skips it;
+#   2. go vet ./...;
+#   3. scripts/fuzz.sh: every fuzz target for FUZZTIME (default 10s), unless
+#      FUZZTIME=0 or arguments for go test are given (a focused run).
+# ZK_IMAGE defaults to the image prereqs.sh builds, so that the docker
+# backend has an image without a registry.
+export ZK_IMAGE=${ZK_IMAGE:-zkrecipes/zookeeper:3.8-debian}
+timed() {
+  local t0=$SECONDS
+  echo "=== test.sh: $*"
+  "$@"
+  echo "=== test.sh: $* done in $((SECONDS - t0)) s"
+}
+(
+  cd "$(dirname "$0")/.."
+  if [[ ${SKIP_PREREQS:-} != 1 ]]; then timed scripts/prereqs.sh; fi
+  timed go vet ./...
+  if [[ ${FUZZTIME:-10s} != 0 && $# -eq 0 ]]; then timed scripts/fuzz.sh; fi
+)
+echo "=== test.sh: go test"
 cd "$(dirname "$0")/.."
 go test -race -count=1 -timeout 45m -skip '^TestFaultRun$' "$@" ./...
 go test -count=1 -timeout 20m -run '^TestFaultRun$' "$@" ./recipes_test/

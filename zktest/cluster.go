@@ -41,6 +41,7 @@ const (
 // are safe for concurrent use.
 type Cluster struct {
 	backend Backend
+	source  string
 	servers []string // client addresses; fixed for the life of the cluster
 	root    string
 	drv     driver
@@ -89,6 +90,7 @@ func start(ctx context.Context, cfg *config) (*Cluster, error) {
 	}
 	c := &Cluster{
 		backend: b.name,
+		source:  b.source,
 		servers: servers,
 		root:    "/zktest-" + randomHex(8),
 		drv:     drv,
@@ -121,7 +123,7 @@ func New(t testing.TB, opts ...Option) *Cluster {
 			t.Errorf("zktest: stop: %v", err)
 		}
 	})
-	t.Logf("zktest: %s backend, servers %v, root %s", c.backend, c.servers, c.root)
+	t.Logf("zktest: %s, servers %v, root %s", c.source, c.servers, c.root)
 	return c
 }
 
@@ -159,6 +161,12 @@ func (c *Cluster) Root() string { return c.root }
 
 // Backend returns the backend the cluster runs on.
 func (c *Cluster) Backend() Backend { return c.backend }
+
+// Source says, for people, where the servers come from: "external
+// ZK_SERVERS=host:port,...", "docker image NAME" (with " (pulled)" if
+// Start pulled it), or "local install at PATH (java PATH)", PATH being
+// ZOOKEEPER_HOME or Debian's /usr/share/java/zookeeper.jar.
+func (c *Cluster) Source() string { return c.source }
 
 // Kill kills server i at once (SIGKILL, or docker kill): no clean shutdown,
 // its sessions stay until they expire. Killing a killed server does nothing.

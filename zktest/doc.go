@@ -26,18 +26,30 @@
 //  1. external: the servers listed in ZK_SERVERS (comma-separated host:port).
 //     They are shared, so fault controls return ErrUnsupported, Stop leaves
 //     them as they are, and tests keep apart only through Root.
-//  2. docker: one container per server, created with testcontainers-go, from
-//     the image ZK_IMAGE (default "zookeeper:3.9", the official image) which
-//     must already be present locally: zktest never pulls. Without a
-//     registry, build one from Debian packages with scripts/zk-image.sh and
-//     set ZK_IMAGE=zkrecipes/zookeeper:3.8-debian. The reaper of
+//  2. docker, if the image ZK_IMAGE (default "zookeeper:3.9", the official
+//     image) is present locally: one container per server, created with
+//     testcontainers-go. Without a registry, build an image from Debian
+//     packages with scripts/zk-image.sh (several minutes) and set
+//     ZK_IMAGE=zkrecipes/zookeeper:3.8-debian. The reaper of
 //     testcontainers-go is disabled (TESTCONTAINERS_RYUK_DISABLED=true, unless
 //     set otherwise), so Stop removes containers and networks itself; they
 //     carry the label org.zkrecipes.zktest for manual cleanup.
 //  3. local: each server is a child java process, from ZOOKEEPER_HOME (an
 //     unpacked Apache ZooKeeper release) or Debian's zookeeper package
 //     (/usr/share/java/zookeeper.jar), with its configuration and data in a
-//     temporary directory.
+//     temporary directory. A standalone server is up in about a second: the
+//     fastest backend where Java is installed.
+//  4. docker with the image pulled, as testcontainers does where a registry
+//     exists: the last resort, when the daemon answers but neither the image
+//     nor a local install is present. ZK_PULL=never turns pulling off (set it
+//     where there is no registry, as the project's CI does). A forced docker
+//     backend (ZK_BACKEND=docker) pulls a missing image too, unless
+//     ZK_PULL=never.
+//
+// Cluster.Source says which one a cluster runs on. testcontainers-go's own
+// log, including the banner it prints to `go test -v`, is silenced: zktest
+// sets testcontainers.Logger when it starts its first container. Set
+// ZK_VERBOSE=true to see it (and the pull) on stderr.
 //
 // # Guarantees
 //
@@ -73,10 +85,10 @@
 // Errors wrap the sentinels of this package; compare with errors.Is:
 //
 //   - ErrNoBackend: no backend is available; wraps the reasons below and
-//     says what to install.
+//     gives the commands that provide one, the fastest first.
 //   - ErrDockerUnavailable, ErrImageNotFound, ErrLocalUnavailable: a backend
 //     (forced or tried) cannot run.
-//   - ErrBadOption: an invalid Option or ZK_BACKEND value.
+//   - ErrBadOption: an invalid Option, ZK_BACKEND or ZK_PULL value.
 //   - ErrNotServing: a server did not come up in time (60 s docker, 30 s
 //     local) or no leader was found; the error holds the tail of its log.
 //   - ErrUnsupported: the backend cannot do it (faults on an external

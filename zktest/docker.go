@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-connections/nat"
 	"github.com/testcontainers/testcontainers-go"
@@ -33,8 +35,9 @@ const labelCluster = "org.zkrecipes.zktest"
 const envRyukDisabled = "TESTCONTAINERS_RYUK_DISABLED"
 
 // probeDocker checks that a Docker daemon answers and that the image is
-// present locally.
-func probeDocker(ctx context.Context) (_ candidate, err error) {
+// present locally; with pull, a missing image is pulled instead (once, no
+// retries: without a registry that fails at once).
+func probeDocker(ctx context.Context, pull bool) (_ candidate, err error) {
 	image := os.Getenv(envImage)
 	if image == "" {
 		image = DefaultImage
@@ -53,20 +56,60 @@ func probeDocker(ctx context.Context) (_ candidate, err error) {
 	if _, err := cli.Ping(pctx); err != nil {
 		return candidate{}, fmt.Errorf("%w: %w", ErrDockerUnavailable, err)
 	}
+	source := "docker image " + image
 	if _, _, err := cli.ImageInspectWithRaw(pctx, image); err != nil {
-		if client.IsErrNotFound(err) {
-			return candidate{}, fmt.Errorf("%w: image %q is not present locally and zktest never pulls; "+
-				"build one with scripts/zk-image.sh and set %s=zkrecipes/zookeeper:3.8-debian, or docker pull/load %q",
-				ErrImageNotFound, image, envImage, image)
+		if !client.IsErrNotFound(err) {
+			return candidate{}, fmt.Errorf("%w: inspect image %q: %w", ErrDockerUnavailable, image, err)
 		}
-		return candidate{}, fmt.Errorf("%w: inspect image %q: %w", ErrDockerUnavailable, image, err)
+		build := fmt.Sprintf("without a registry, build one with scripts/zk-image.sh and set %s=zkrecipes/zookeeper:3.8-debian",
+			envImage)
+		if !pull {
+			return candidate{}, fmt.Errorf("%w: image %q is not present locally; %s, or docker pull/load %q",
+				ErrImageNotFound, image, build, image)
+		}
+		if err := pullImage(ctx, cli, image); err != nil {
+			return candidate{}, fmt.Errorf("%w: image %q is not present locally and pulling it failed (%s=never turns pulling off; %s): %w",
+				ErrImageNotFound, image, envPull, build, err)
+		}
+		source += " (pulled)"
 	}
 	return candidate{
-		name: BackendDocker,
+		name:   BackendDocker,
+		source: source,
 		start: func(ctx context.Context, cfg *config) (driver, []string, error) {
 			return startDocker(ctx, cfg, cli, image)
 		},
 	}, nil
+}
+
+// pullImage pulls image and waits until it is stored; the daemon reports
+// a failure in the stream, not only in the response.
+func pullImage(ctx context.Context, cli *client.Client, ref string) error {
+	if verbose() {
+		fmt.Fprintf(os.Stderr, "zktest: pulling %s\n", ref)
+	}
+	rc, err := cli.ImagePull(ctx, ref, image.PullOptions{})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return jsonmessage.DisplayJSONMessagesStream(rc, io.Discard, 0, false, nil)
+}
+
+// silenceTestcontainers sets testcontainers-go's package logger once: to
+// stderr with ZK_VERBOSE=true, else to nothing. Left alone, it prints a
+// banner (the Docker daemon's details) to every `go test -v`.
+var silenceTestcontainers = sync.OnceFunc(func() {
+	testcontainers.Logger = tcLogger()
+})
+
+// tcLogger is the logger zktest gives testcontainers-go: stderr with
+// ZK_VERBOSE=true, else nothing.
+func tcLogger() testcontainers.Logging {
+	if verbose() {
+		return log.New(os.Stderr, "testcontainers: ", log.LstdFlags)
+	}
+	return log.New(io.Discard, "", 0)
 }
 
 // dockerDriver runs one container per server. Containers are created and
@@ -82,6 +125,7 @@ func startDocker(ctx context.Context, cfg *config, cli *client.Client, image str
 	if _, ok := os.LookupEnv(envRyukDisabled); !ok {
 		os.Setenv(envRyukDisabled, "true")
 	}
+	silenceTestcontainers()
 	n := cfg.servers
 	d := &dockerDriver{cli: cli, ids: make([]string, n)}
 	defer func() {
@@ -178,7 +222,7 @@ func createContainer(ctx context.Context, req testcontainers.ContainerRequest) (
 	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: req,
 		Started:          true,
-		Logger:           log.New(io.Discard, "", 0),
+		Logger:           tcLogger(),
 	})
 	if c != nil {
 		id = c.GetContainerID()

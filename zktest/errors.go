@@ -18,7 +18,8 @@ var (
 	ErrDockerUnavailable = errors.New("zktest: docker unavailable")
 
 	// ErrImageNotFound: the ZooKeeper image (ZK_IMAGE) is not present
-	// locally. zktest never pulls; build it with scripts/zk-image.sh.
+	// locally, and pulling it failed or is turned off (ZK_PULL=never);
+	// without a registry, build it with scripts/zk-image.sh.
 	ErrImageNotFound = errors.New("zktest: zookeeper image not found locally")
 
 	// ErrLocalUnavailable: no java executable or no ZooKeeper jars

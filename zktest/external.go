@@ -23,7 +23,8 @@ func probeExternal(cfg *config) (candidate, error) {
 		return candidate{}, fmt.Errorf("%w: %d servers wanted but %s lists %d", ErrUnsupported, cfg.servers, envServers, len(servers))
 	}
 	return candidate{
-		name: BackendExternal,
+		name:   BackendExternal,
+		source: "external " + envServers + "=" + strings.Join(servers, ","),
 		start: func(context.Context, *config) (driver, []string, error) {
 			return externalDriver{}, servers, nil
 		},

@@ -42,8 +42,13 @@ func probeLocal() (candidate, error) {
 	if err != nil {
 		return candidate{}, err
 	}
+	install := debianJar
+	if home := os.Getenv(envZKHome); home != "" {
+		install = home
+	}
 	return candidate{
-		name: BackendLocal,
+		name:   BackendLocal,
+		source: fmt.Sprintf("local install at %s (java %s)", install, java),
 		start: func(ctx context.Context, cfg *config) (driver, []string, error) {
 			return startLocal(ctx, cfg, java, cp)
 		},

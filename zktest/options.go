@@ -9,14 +9,16 @@ import (
 type Backend string
 
 // The backends, in the order Start tries them unless WithBackend or the
-// ZK_BACKEND environment variable forces one.
+// ZK_BACKEND environment variable forces one (docker is tried a second
+// time, pulling the image, after local: see the package documentation).
 const (
 	// BackendExternal uses the servers listed in ZK_SERVERS (comma-separated
 	// host:port). They are shared: no fault controls, and tests stay apart
 	// only through Root.
 	BackendExternal Backend = "external"
 	// BackendDocker runs one container per server from ZK_IMAGE (default
-	// DefaultImage) with testcontainers-go. The image must exist locally.
+	// DefaultImage) with testcontainers-go. A missing image is pulled
+	// unless ZK_PULL=never.
 	BackendDocker Backend = "docker"
 	// BackendLocal runs each server as a child java process, from
 	// ZOOKEEPER_HOME or Debian's zookeeper package.

@@ -21,7 +21,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -31,6 +30,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -43,15 +43,20 @@ type config struct {
 	sessionTimeout time.Duration
 }
 
+// what is the summary -h prints.
+const what = "Lock handoffs under contention: N sessions, M acquire/release rounds each on one\n" +
+	"path; one line on stdout in the format of the peer benchmarks (Curator, kazoo, zk.Lock)."
+
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.recipe, "recipe", "mutex", "one of "+strings.Join(recipeNames(), ", "))
-	flag.IntVar(&cfg.clients, "clients", 10, "sessions contending for the lock")
-	flag.IntVar(&cfg.cycles, "cycles", 100, "acquire/release rounds per session")
-	flag.IntVar(&cfg.leases, "leases", 2, "leases of the semaphore (recipe semaphore)")
-	flag.StringVar(&cfg.servers, "servers", "", "ZooKeeper servers host:port,...; default: ZK_SERVERS, or start one")
-	flag.DurationVar(&cfg.sessionTimeout, "session-timeout", 30*time.Second, "session timeout")
-	flag.Parse()
+	fs := demo.Flags("bench", what)
+	fs.StringVar(&cfg.recipe, "recipe", "mutex", "one of "+strings.Join(recipeNames(), ", "))
+	fs.IntVar(&cfg.clients, "clients", 10, "sessions contending for the lock")
+	fs.IntVar(&cfg.cycles, "cycles", 100, "acquire/release rounds per session")
+	fs.IntVar(&cfg.leases, "leases", 2, "leases of the semaphore (recipe semaphore)")
+	fs.StringVar(&cfg.servers, "servers", "", "ZooKeeper servers host:port,...; default: ZK_SERVERS, or start one")
+	fs.DurationVar(&cfg.sessionTimeout, "session-timeout", 30*time.Second, "session timeout")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: exits 0 on -h, 2 on a bad flag
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -186,19 +191,14 @@ func perOp(d conn.Stats, n int) string {
 	return "(" + strings.Join(ops, " ") + ")"
 }
 
-// zookeeper returns the servers to use, starting a ZooKeeper if none is given.
+// zookeeper returns the servers to use, starting a ZooKeeper if none is
+// given; its first line to stderr says which.
 func zookeeper(ctx context.Context, flagServers string) ([]string, func(), error) {
+	var servers []string
 	if flagServers != "" {
-		return strings.Split(flagServers, ","), func() {}, nil
+		servers = strings.Split(flagServers, ",")
 	}
-	if os.Getenv("ZK_SERVERS") == "" {
-		fmt.Fprintln(os.Stderr, "starting ZooKeeper (pass -servers or set ZK_SERVERS to use your own)...")
-	}
-	c, err := zktest.Start(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return c.Servers(), func() { c.Stop() }, nil
+	return demo.Start(ctx, servers, os.Stderr)
 }
 
 // packets sums zk_packets_sent and zk_packets_received over the servers.

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { demo.RunTests(m, main) }
+
+// TestHelp: -h prints the usage, with the environment, and runs nothing.
+func TestHelp(t *testing.T) { demo.TestHelp(t, "n", "hold", "out", "servers", "quick") }
 
 // TestRun runs the -quick measurement against a fresh ZooKeeper: it must
 // find no violation, print a row per lock and N, and write the chart.

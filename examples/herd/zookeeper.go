@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -15,19 +15,10 @@ import (
 const tickTime = 2 * time.Second
 
 // zookeeper returns the servers to use: the given ones, else ZK_SERVERS,
-// else a ZooKeeper started here (stopped by the returned func).
+// else a ZooKeeper started here (stopped by the returned func). Its first
+// line to stderr says which.
 func zookeeper(ctx context.Context, servers []string) ([]string, func(), error) {
-	if servers != nil {
-		return servers, func() {}, nil
-	}
-	if os.Getenv("ZK_SERVERS") == "" {
-		fmt.Fprintln(os.Stderr, "starting ZooKeeper (pass -servers or set ZK_SERVERS to use your own)...")
-	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	c, err := zktest.Start(ctx, zktest.WithTickTime(tickTime))
-	if err != nil {
-		return nil, nil, err
-	}
-	return c.Servers(), func() { c.Stop() }, nil
+	return demo.Start(ctx, servers, os.Stderr, zktest.WithTickTime(tickTime))
 }

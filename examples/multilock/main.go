@@ -20,10 +20,15 @@
 //	go run ./examples/multilock
 //
 // It starts its own ZooKeeper (zktest: Docker or a local install) unless
-// ZK_SERVERS is set. It exits non-zero if money is created or lost, if a
+// ZK_SERVERS is set; its first line (stderr) says which; -h lists the
+// environment variables. It exits non-zero if money is created or lost, if a
 // failed MultiLock keeps a lock, or if a lost lock's write gets through.
 package main
 
 import "github.com/zkrecipes/zkrecipes/examples/internal/demo"
 
-func main() { demo.Main("multilock", run) }
+// what is the summary -h prints.
+const what = "Tellers move money between two accounts: one lock at a time deadlocks,\n" +
+	"multilock.MultiLock (path order, all or nothing) does not; money is conserved."
+
+func main() { demo.Main("multilock", what, run) }

@@ -17,11 +17,16 @@
 //	go run ./examples/mutex
 //
 // It starts its own ZooKeeper (zktest: Docker or a local install) unless
-// ZK_SERVERS is set. Progress goes to stderr, the story to stdout. It exits
+// ZK_SERVERS is set; its first line (stderr) says which; -h lists the
+// environment variables. Progress goes to stderr, the story to stdout. It exits
 // non-zero if an invariant is violated: a lost update, a write that got
 // through without the lock, or a fencing token that did not grow.
 package main
 
 import "github.com/zkrecipes/zkrecipes/examples/internal/demo"
 
-func main() { demo.Main("mutex", run) }
+// what is the summary -h prints.
+const what = "Two workers share a counter under mutex.InterProcessMutex: contention, reentrancy,\n" +
+	"and a lock lost to an expired session (guarded write refused, fencing token grows)."
+
+func main() { demo.Main("mutex", what, run) }

@@ -20,11 +20,16 @@
 //	go run ./examples/rwlock
 //
 // It starts its own ZooKeeper (zktest: Docker or a local install) unless
-// ZK_SERVERS is set. It exits non-zero if a writer ever shares the lock, a
+// ZK_SERVERS is set; its first line (stderr) says which; -h lists the
+// environment variables. It exits non-zero if a writer ever shares the lock, a
 // queued reader overtakes a writer, a lost lock's write gets through or a
 // fencing token does not grow.
 package main
 
 import "github.com/zkrecipes/zkrecipes/examples/internal/demo"
 
-func main() { demo.Main("rwlock", run) }
+// what is the summary -h prints.
+const what = "Three readers and a writer around a catalog with rwlock.RWLock: readers share,\n" +
+	"a writer waits (fair), downgrade, and a write lock lost to an expired session."
+
+func main() { demo.Main("rwlock", what, run) }

@@ -19,10 +19,15 @@
 //	go run ./examples/seckill
 //
 // It starts its own ZooKeeper (zktest: Docker or a local install) unless
-// ZK_SERVERS is set. It exits non-zero if the locked sale sells more or
+// ZK_SERVERS is set; its first line (stderr) says which; -h lists the
+// environment variables. It exits non-zero if the locked sale sells more or
 // less than the stock.
 package main
 
 import "github.com/zkrecipes/zkrecipes/examples/internal/demo"
 
-func main() { demo.Main("seckill", run) }
+// what is the summary -h prints.
+const what = "The flash sale (秒杀): without a lock the workers oversell; with the mutex and guarded\n" +
+	"writes they sell exactly the stock, even when a worker's session expires mid-sale."
+
+func main() { demo.Main("seckill", what, run) }

@@ -17,10 +17,15 @@
 //	go run ./examples/semaphore
 //
 // It starts its own ZooKeeper (zktest: Docker or a local install) unless
-// ZK_SERVERS is set. It exits non-zero if more than two workers are ever
+// ZK_SERVERS is set; its first line (stderr) says which; -h lists the
+// environment variables. It exits non-zero if more than two workers are ever
 // inside, two leases share a token, or a lost lease's write gets through.
 package main
 
 import "github.com/zkrecipes/zkrecipes/examples/internal/demo"
 
-func main() { demo.Main("semaphore", run) }
+// what is the summary -h prints.
+const what = "Five workers share two leases of semaphoremutex.Semaphore; one lease is lost to an\n" +
+	"expired session and handed on with a higher fencing token."
+
+func main() { demo.Main("semaphore", what, run) }

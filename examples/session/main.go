@@ -9,4 +9,8 @@ package main
 
 import "github.com/zkrecipes/zkrecipes/examples/internal/demo"
 
-func main() { demo.Main("session", run) }
+// what is the summary -h prints.
+const what = "Connects, creates an ephemeral node, has the server expire the session and prints\n" +
+	"every state transition: the epoch that held the node ends, a new one begins, the node is gone."
+
+func main() { demo.Main("session", what, run) }

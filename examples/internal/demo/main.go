@@ -2,9 +2,11 @@ package demo
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -14,26 +16,76 @@ import (
 // error means an invariant was violated or ZooKeeper failed.
 type RunFunc func(ctx context.Context, servers []string, out io.Writer) error
 
-// ZooKeeper returns the servers in ZK_SERVERS, or starts a ZooKeeper and
-// returns its servers and how to stop it.
-func ZooKeeper(ctx context.Context) ([]string, func(), error) {
-	if os.Getenv("ZK_SERVERS") == "" {
-		fmt.Fprintln(os.Stderr, "starting ZooKeeper (set ZK_SERVERS to use your own)...")
+// Environment is the help on the environment variables every example reads
+// (through package zktest), printed by -h after the flags.
+const Environment = `environment:
+  ZK_SERVERS=host:port,...  use this ZooKeeper instead of starting one
+  ZK_BACKEND=NAME           start it with docker, local or external (ZK_SERVERS) only;
+                            default: the first available of ZK_SERVERS, a docker image
+                            present locally, a local install, a docker image pulled
+  ZK_IMAGE=NAME             docker image (default ` + zktest.DefaultImage + `; without a registry
+                            build zkrecipes/zookeeper:3.8-debian with scripts/zk-image.sh)
+  ZK_PULL=never             do not pull a missing docker image
+  ZOOKEEPER_HOME=DIR        local backend: an unpacked Apache ZooKeeper release
+                            (default: Debian's zookeeper package); needs java
+  ZK_VERBOSE=true           testcontainers' log on stderr (as -v)
+`
+
+// Flags returns the flag set of the example name: ExitOnError, -v
+// (testcontainers' log), and a usage that prints "usage: go run
+// ./examples/NAME [flags]", what, the flags and Environment to stderr.
+func Flags(name, what string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
+	fs.BoolFunc("v", "verbose: testcontainers' log on stderr (sets ZK_VERBOSE=true)", func(string) error {
+		return os.Setenv("ZK_VERBOSE", "true")
+	})
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: go run ./examples/%s [flags]\n\n%s\n\nflags:\n", name, what)
+		fs.PrintDefaults()
+		fmt.Fprintln(w)
+		fmt.Fprint(w, Environment)
 	}
-	c, err := zktest.Start(ctx)
+	return fs
+}
+
+// Start returns the servers to use and how to let them go: servers if not
+// nil (a -servers flag), else ZK_SERVERS, else a ZooKeeper it starts with
+// zktest (opts apply to that one). Its first line to log says which.
+func Start(ctx context.Context, servers []string, log io.Writer, opts ...zktest.Option) ([]string, func(), error) {
+	if servers != nil {
+		fmt.Fprintf(log, "ZooKeeper: external -servers %s\n", strings.Join(servers, ","))
+		return servers, func() {}, nil
+	}
+	c, err := zktest.Start(ctx, opts...)
 	if err != nil {
 		return nil, nil, err
+	}
+	if c.Backend() == zktest.BackendExternal {
+		fmt.Fprintf(log, "ZooKeeper: %s\n", c.Source())
+	} else {
+		fmt.Fprintf(log, "ZooKeeper: %s, started for this run at %s (set ZK_SERVERS to use yours; -h for more)\n",
+			c.Source(), strings.Join(c.Servers(), ","))
 	}
 	return c.Servers(), func() { c.Stop() }, nil
 }
 
-// Main runs run on stdout within 2 minutes, against ZooKeeper, and exits
-// with status 1, the error printed to stderr after the command's name, if
-// either fails.
-func Main(name string, run RunFunc) {
+// Main is the main of the examples without flags of their own: -h prints
+// the usage (what the example shows, -v, Environment); otherwise it runs
+// run on stdout within 2 minutes, against ZooKeeper (its first line, on
+// stderr, says which), and exits with status 1, the error printed to
+// stderr after the command's name, if either fails.
+func Main(name, what string, run RunFunc) {
+	fs := Flags(name, what)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: exits 0 on -h, 2 on a bad flag
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "%s: unexpected arguments %q\n", name, fs.Args())
+		fs.Usage()
+		os.Exit(2)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	servers, stop, err := ZooKeeper(ctx)
+	servers, stop, err := Start(ctx, nil, os.Stderr)
 	if err != nil {
 		Fail(name, err)
 	}
