@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -189,7 +190,7 @@ func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 			ErrNotHeld, lease.Path(), s.path)
 	}
 	q := s.leases
-	if s.max == 1 {
+	if s.max == 1 && !strings.HasPrefix(lease.Path(), s.leasesPath+"/") {
 		q = s.lock // the lease is the internal lock node: hand it over
 	}
 	err := q.Release(ctx, lease)
