@@ -44,6 +44,9 @@ type faultClient struct {
 	// holding is true while the client holds a grant; the schedule aims
 	// most client faults at holders.
 	holding atomic.Bool
+	// node is the grant's first lock node while the client holds it (nil
+	// otherwise): where a third-party write goes.
+	node atomic.Pointer[string]
 
 	writeSeq int // ledger names; owned by the client's goroutine
 }
@@ -97,6 +100,9 @@ func (cl *faultClient) once(parent context.Context, r faultRecipe, timeout time.
 	cl.run.watchLost(iv, g.lost)
 	cl.holding.Store(true)
 	defer cl.holding.Store(false)
+	node := g.leases[0].Path()
+	cl.node.Store(&node)
+	defer cl.node.Store(nil)
 
 	holdFor := faultHoldMin + time.Duration(cl.rng.Int64N(int64(faultHoldMax-faultHoldMin)))
 	writes := 1 + cl.rng.IntN(3)
