@@ -47,6 +47,11 @@ type faultClient struct {
 	// node is the grant's first lock node while the client holds it (nil
 	// otherwise): where a third-party write goes.
 	node atomic.Pointer[string]
+	// want is the recipe the client is acquiring (nil otherwise): a
+	// third-party write goes preferably to a holder someone waits behind.
+	want atomic.Pointer[faultRecipe]
+	// holds is the recipe of the grant held, set with node.
+	holds atomic.Pointer[faultRecipe]
 
 	writeSeq int // ledger names; owned by the client's goroutine
 }
@@ -90,7 +95,9 @@ func (cl *faultClient) once(parent context.Context, r faultRecipe, timeout time.
 		cl.run.countFault(faultCut)
 	}
 	ctx, cancel := context.WithTimeout(parent, timeout)
+	cl.want.Store(&r)
 	g, err := cl.recipes[r.name](ctx)
+	cl.want.Store(nil)
 	cancel()
 	if err != nil {
 		cl.run.acquireFailed(cl.id, r, err, parent.Err() != nil)
@@ -101,6 +108,8 @@ func (cl *faultClient) once(parent context.Context, r faultRecipe, timeout time.
 	cl.holding.Store(true)
 	defer cl.holding.Store(false)
 	node := g.leases[0].Path()
+	cl.holds.Store(&r)
+	defer cl.holds.Store(nil)
 	cl.node.Store(&node)
 	defer cl.node.Store(nil)
 

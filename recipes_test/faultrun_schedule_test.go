@@ -254,10 +254,10 @@ func (r *faultRun) thirdPartyWrite(rng *rand.Rand) (string, error) {
 		switch {
 		case err == nil:
 			r.count(&r.stats.thirdPartyAccepted)
-			return fmt.Sprintf("into client %d's %s: accepted", cl.id, node), nil
+			return fmt.Sprintf("into client %d's %s (%s): accepted", cl.id, node, recipeOf(cl)), nil
 		case errors.Is(err, zk.ErrNoAuth):
 			r.count(&r.stats.thirdPartyRefused)
-			return fmt.Sprintf("into client %d's %s: refused (%v)", cl.id, node, err), nil
+			return fmt.Sprintf("into client %d's %s (%s): refused (%v)", cl.id, node, recipeOf(cl), err), nil
 		case errors.Is(err, zk.ErrNoNode):
 			last = fmt.Errorf("client %d's %s was already gone", cl.id, node) // released: pick again
 		default:
@@ -268,27 +268,46 @@ func (r *faultRun) thirdPartyWrite(rng *rand.Rand) (string, error) {
 }
 
 // pickHolder returns a client that holds a grant and its grant's first
-// lock node, waiting up to thirdPartyWait for one ("" if none).
+// lock node, waiting up to thirdPartyWait for one ("" if none). It prefers
+// an exclusive holder that another client is waiting behind (acquiring a
+// recipe of the same domain), whom a forged handover would let in; after
+// the wait, any holder.
 func (r *faultRun) pickHolder(rng *rand.Rand) (*faultClient, string) {
 	deadline := time.Now().Add(thirdPartyWait)
 	for {
-		var holders []*faultClient
+		waiting := map[string]bool{}
 		for _, cl := range r.clients {
-			if cl.node.Load() != nil {
-				holders = append(holders, cl)
+			if w := cl.want.Load(); w != nil && w.mode == modeExclusive {
+				waiting[w.domain] = true
 			}
 		}
-		if len(holders) > 0 {
-			cl := holders[rng.IntN(len(holders))]
+		var holders, blocking []*faultClient
+		for _, cl := range r.clients {
+			h := cl.holds.Load()
+			if h == nil || cl.node.Load() == nil {
+				continue
+			}
+			holders = append(holders, cl)
+			if h.mode == modeExclusive && waiting[h.domain] {
+				blocking = append(blocking, cl)
+			}
+		}
+		late := time.Now().After(deadline)
+		pick := blocking
+		if len(pick) == 0 && late {
+			pick = holders
+		}
+		if len(pick) > 0 {
+			cl := pick[rng.IntN(len(pick))]
 			if p := cl.node.Load(); p != nil {
 				return cl, *p
 			}
 			continue
 		}
-		if time.Now().After(deadline) {
+		if late {
 			return nil, ""
 		}
-		time.Sleep(10 * time.Millisecond) // polling the clients' state, not hiding a race
+		time.Sleep(5 * time.Millisecond) // polling the clients' state, not hiding a race
 	}
 }
 
@@ -307,4 +326,12 @@ func awaitSession(ctx context.Context, events <-chan zk.Event) error {
 			return fmt.Errorf("no session: %w", ctx.Err())
 		}
 	}
+}
+
+// recipeOf names the recipe cl holds, for the log.
+func recipeOf(cl *faultClient) string {
+	if h := cl.holds.Load(); h != nil {
+		return h.name
+	}
+	return "released since"
 }
