@@ -109,7 +109,7 @@
 //     timer while cut off), when the lease's node is deleted by someone
 //     else, or on Release.
 //   - A fencing token per grant (Lease.Token, the czxid of the lease's
-//     node: the lease node, or the internal lock node with one lease)
+//     node: the lease node, or the internal lock node kept as the lease)
 //     and guarded writes (Lease.GuardedWrite: a transaction that commits
 //     only while that node is as we created it). With one lease the
 //     tokens grow strictly in grant order, Curator's holders' (their
