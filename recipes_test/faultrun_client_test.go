@@ -50,8 +50,10 @@ type faultClient struct {
 	// want is the recipe the client is acquiring (nil otherwise): a
 	// third-party write goes preferably to a holder someone waits behind.
 	want atomic.Pointer[faultRecipe]
-	// holds is the recipe of the grant held, set with node.
+	// holds is the recipe of the grant held, and hold its interval, set
+	// with node.
 	holds atomic.Pointer[faultRecipe]
+	hold  atomic.Pointer[interval]
 
 	writeSeq int // ledger names; owned by the client's goroutine
 }
@@ -104,12 +106,14 @@ func (cl *faultClient) once(parent context.Context, r faultRecipe, timeout time.
 		return err
 	}
 	iv := cl.run.acquired(cl.id, r, g)
-	cl.run.watchLost(iv, g.lost)
+	cl.run.watchLost(iv, g.lost, g.leases[0].Epoch().Done())
 	cl.holding.Store(true)
 	defer cl.holding.Store(false)
 	node := g.leases[0].Path()
 	cl.holds.Store(&r)
 	defer cl.holds.Store(nil)
+	cl.hold.Store(iv)
+	defer cl.hold.Store(nil)
 	cl.node.Store(&node)
 	defer cl.node.Store(nil)
 

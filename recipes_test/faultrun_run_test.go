@@ -44,6 +44,18 @@ type faultRun struct {
 	writes    []*writeRec
 	expired   map[int64]time.Time // session id -> when ExpireSession was called on it
 	over      bool                // the fault phase is over (acquisitions count apart)
+
+	thirdParty []thirdPartyRec // third-party writes that reached a holder's node
+}
+
+// thirdPartyRec is a third-party write into the lock node of hold, sent
+// at at. The node existed then and exists until the holder releases it
+// (after hold.release) or its session ends (after a forced expiry, or
+// around hold.ended), so no other grant of the domain may start in
+// between.
+type thirdPartyRec struct {
+	hold *interval
+	at   time.Time
 }
 
 // interval is one hold. start, release and the fields before are set by
@@ -58,6 +70,7 @@ type interval struct {
 	start   time.Time // Acquire returned
 	release time.Time // Release is about to be called
 	lost    time.Time // the grant's lost signal fired (zero: never seen)
+	ended   time.Time // the grant's epoch ended (its session expired, was lost or closed)
 
 	lostFirst bool // the lost signal had fired when Release was called
 
@@ -391,14 +404,20 @@ func (r *faultRun) acquired(client int, rec faultRecipe, g *grant) *interval {
 	return iv
 }
 
-// watchLost records when the grant's lost signal fires. It closes at the
-// latest when the grant is released or its session ends.
-func (r *faultRun) watchLost(iv *interval, lost <-chan struct{}) {
-	r.watchers.Add(1)
+// watchLost records when the grant's lost signal fires (it closes at the
+// latest when the grant is released or its session ends) and when the
+// grant's epoch ends (at the latest when its session is closed).
+func (r *faultRun) watchLost(iv *interval, lost <-chan struct{}, epoch <-chan struct{}) {
+	r.watchers.Add(2)
 	go func() {
 		defer r.watchers.Done()
 		<-lost
 		iv.lost = time.Now()
+	}()
+	go func() {
+		defer r.watchers.Done()
+		<-epoch // closed when the session ends at the latest
+		iv.ended = time.Now()
 	}()
 }
 

@@ -246,18 +246,19 @@ func (r *faultRun) thirdPartyWrite(rng *rand.Rand) (string, error) {
 	}
 	var last error
 	for try := 0; try < thirdPartyTries; try++ {
-		cl, node := r.pickHolder(rng)
+		cl, node, iv := r.pickHolder(rng)
 		if node == "" {
-			return "", errors.New("no client held a lock")
+			return "", errors.New("no client held an exclusive lock")
 		}
+		at := time.Now()
 		_, err := zc.Set(node, []byte("third-party write"), -1)
 		switch {
 		case err == nil:
-			r.count(&r.stats.thirdPartyAccepted)
-			return fmt.Sprintf("into client %d's %s (%s): accepted", cl.id, node, recipeOf(cl)), nil
+			r.thirdPartyWrote(iv, at, &r.stats.thirdPartyAccepted)
+			return fmt.Sprintf("into client %d's %s (%s): accepted", cl.id, node, iv.recipe), nil
 		case errors.Is(err, zk.ErrNoAuth):
-			r.count(&r.stats.thirdPartyRefused)
-			return fmt.Sprintf("into client %d's %s (%s): refused (%v)", cl.id, node, recipeOf(cl), err), nil
+			r.thirdPartyWrote(iv, at, &r.stats.thirdPartyRefused)
+			return fmt.Sprintf("into client %d's %s (%s): refused (%v)", cl.id, node, iv.recipe, err), nil
 		case errors.Is(err, zk.ErrNoNode):
 			last = fmt.Errorf("client %d's %s was already gone", cl.id, node) // released: pick again
 		default:
@@ -267,28 +268,37 @@ func (r *faultRun) thirdPartyWrite(rng *rand.Rand) (string, error) {
 	return "", last
 }
 
-// pickHolder returns a client that holds a grant and its grant's first
-// lock node, waiting up to thirdPartyWait for one ("" if none). It prefers
-// an exclusive holder that another client is waiting behind (acquiring a
-// recipe of the same domain), whom a forged handover would let in; after
-// the wait, any holder.
-func (r *faultRun) pickHolder(rng *rand.Rand) (*faultClient, string) {
+// thirdPartyWrote records a third-party write that reached the node of
+// hold iv at (or just after) at, and counts it.
+func (r *faultRun) thirdPartyWrote(iv *interval, at time.Time, count *int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*count++
+	r.thirdParty = append(r.thirdParty, thirdPartyRec{hold: iv, at: at})
+}
+
+// pickHolder returns a client that holds an exclusive grant, its grant's
+// first lock node and its hold, waiting up to thirdPartyWait for one (""
+// if none). It prefers a holder that another client is waiting behind
+// (acquiring a recipe of the same domain), whom a forged handover would
+// let in.
+func (r *faultRun) pickHolder(rng *rand.Rand) (*faultClient, string, *interval) {
 	deadline := time.Now().Add(thirdPartyWait)
 	for {
 		waiting := map[string]bool{}
 		for _, cl := range r.clients {
-			if w := cl.want.Load(); w != nil && w.mode == modeExclusive {
+			if w := cl.want.Load(); w != nil {
 				waiting[w.domain] = true
 			}
 		}
 		var holders, blocking []*faultClient
 		for _, cl := range r.clients {
 			h := cl.holds.Load()
-			if h == nil || cl.node.Load() == nil {
+			if h == nil || h.mode != modeExclusive {
 				continue
 			}
 			holders = append(holders, cl)
-			if h.mode == modeExclusive && waiting[h.domain] {
+			if waiting[h.domain] {
 				blocking = append(blocking, cl)
 			}
 		}
@@ -299,13 +309,14 @@ func (r *faultRun) pickHolder(rng *rand.Rand) (*faultClient, string) {
 		}
 		if len(pick) > 0 {
 			cl := pick[rng.IntN(len(pick))]
-			if p := cl.node.Load(); p != nil {
-				return cl, *p
+			p, iv := cl.node.Load(), cl.hold.Load()
+			if p != nil && iv != nil && cl.holds.Load() != nil {
+				return cl, *p, iv
 			}
-			continue
+			continue // it released meanwhile
 		}
 		if late {
-			return nil, ""
+			return nil, "", nil
 		}
 		time.Sleep(5 * time.Millisecond) // polling the clients' state, not hiding a race
 	}
@@ -326,12 +337,4 @@ func awaitSession(ctx context.Context, events <-chan zk.Event) error {
 			return fmt.Errorf("no session: %w", ctx.Err())
 		}
 	}
-}
-
-// recipeOf names the recipe cl holds, for the log.
-func recipeOf(cl *faultClient) string {
-	if h := cl.holds.Load(); h != nil {
-		return h.name
-	}
-	return "released since"
 }
