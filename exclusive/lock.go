@@ -78,6 +78,10 @@ func New(sess *conn.Session, path string, opts ...Option) (*Lock, error) {
 // Path is the lock path given to New. The lock node is Path()+"/lock".
 func (l *Lock) Path() string { return l.path }
 
+// Session is the session the lock's node is created in; with Path it
+// identifies the lock (multilock.Locker).
+func (l *Lock) Session() *conn.Session { return l.sess }
+
 // Acquire blocks until this handle holds the lock or ctx ends. On success
 // it returns the lease on the lock node. When ctx ends first it returns an
 // error matching ctx.Err() (context.Canceled or context.DeadlineExceeded)

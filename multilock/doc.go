@@ -1,6 +1,6 @@
 // Package multilock takes several locks as one, all or nothing, in the
 // spirit of Curator's InterProcessMultiLock, minus its deadlock: the locks
-// are always taken in the order of their paths.
+// are always taken in the order of their full paths.
 //
 //	m, err := multilock.New(accountA, accountB) // any Lockers, any order
 //	leases, err := m.Acquire(ctx)               // one deadline for all
@@ -9,10 +9,17 @@
 //
 // # What it guarantees
 //
-//   - Fixed order: locks are taken in ascending Path order, whatever the
-//     order given to New. Two MultiLocks over overlapping sets (A,B and B,A)
-//     take the shared locks in the same order, so neither can hold one while
-//     waiting for one the other holds.
+//   - Fixed order: locks are taken in ascending order of their full path
+//     (the lock's Session's namespace followed by its Path), then of their
+//     ensemble (conn.Session.Ensemble), whatever the order given to New
+//     and whatever namespaces the sessions have. Two MultiLocks over
+//     overlapping sets (A,B and B,A) take the shared locks in the same
+//     order, so neither can hold one while waiting for one the other holds.
+//   - One lock is one lock: two Lockers with the same full path on the
+//     same ensemble (through sessions with different namespaces, say) are
+//     refused by New (ErrDuplicatePath), rather than a MultiLock that waits
+//     on itself. The ensemble is named by the addresses given to
+//     conn.Connect: one reached through other addresses is not recognised.
 //   - One deadline: Acquire's ctx bounds the whole acquisition, not each
 //     lock.
 //   - All or nothing: if any lock cannot be taken, those already taken are

@@ -13,8 +13,9 @@ var (
 	// ErrNilLock: New was given a nil lock.
 	ErrNilLock = errors.New("multilock: nil lock")
 
-	// ErrDuplicatePath: New was given two locks with the same Path; taking
-	// both would deadlock on itself (or be meaningless).
+	// ErrDuplicatePath: New was given two locks with the same full path
+	// (namespace included) on the same ensemble (see Locker); taking both
+	// would deadlock on itself (or be meaningless).
 	ErrDuplicatePath = errors.New("multilock: two locks on the same path")
 
 	// ErrBusy: Acquire was called while this MultiLock is held (wholly, or

@@ -13,7 +13,8 @@ import (
 // mutex.New, ...).
 type printLock string
 
-func (p printLock) Path() string { return string(p) }
+func (p printLock) Path() string           { return string(p) }
+func (p printLock) Session() *conn.Session { return nil } // a stand-in: identified by Path alone
 func (p printLock) Acquire(context.Context) (*conn.Lease, error) {
 	fmt.Println("acquire", p)
 	return nil, nil

@@ -16,12 +16,52 @@ import (
 
 // Locker is what a MultiLock is made of: every lock of this module
 // (exclusive, mutex, semaphoremutex, rwlock's read and write locks) is one.
+//
+// A lock is identified by where it is on the servers: its Session's
+// ensemble (conn.Session.Ensemble) and its full path, the Session's
+// namespace followed by Path (conn.Session.FullPath). MultiLock orders the
+// locks by full path, then ensemble, and refuses two locks with the same
+// identity, so one lock reached through sessions with different namespaces
+// is recognised, and is taken in the same place in every process.
 type Locker interface {
 	// Acquire blocks until held or ctx ends.
 	Acquire(ctx context.Context) (*conn.Lease, error)
 	Release(ctx context.Context) error
-	// Path orders the locks; no two locks of a MultiLock may share one.
+	// Path is the lock's path in its Session (without the namespace).
 	Path() string
+	// Session is the session the lock's nodes are created in. A nil
+	// Session (a stand-in that is not a ZooKeeper lock) makes Path alone,
+	// on no ensemble, the lock's identity.
+	Session() *conn.Session
+}
+
+// identity is what identifies a lock physically: its full path (namespace
+// included) and its ensemble.
+type identity struct {
+	path     string
+	ensemble string
+}
+
+func identify(l Locker) identity {
+	s := l.Session()
+	if s == nil {
+		return identity{path: l.Path()}
+	}
+	return identity{path: s.FullPath(l.Path()), ensemble: s.Ensemble()}
+}
+
+func (a identity) less(b identity) bool {
+	if a.path != b.path {
+		return a.path < b.path
+	}
+	return a.ensemble < b.ensemble
+}
+
+func (a identity) String() string {
+	if a.ensemble == "" {
+		return a.path
+	}
+	return a.path + " on " + a.ensemble
 }
 
 // RollbackTimeout bounds the release of the locks already taken when an
@@ -41,9 +81,10 @@ const (
 
 // MultiLock takes several locks as one, all or nothing.
 //
-// The locks are always taken in the order of their paths, whatever the
-// order given to New, so two MultiLocks over overlapping sets take the
-// shared locks in the same order and cannot deadlock each other. One context
+// The locks are always taken in the order of their full paths (namespace
+// included; see Locker), whatever the order given to New, so two
+// MultiLocks over overlapping sets take the shared locks in the same order
+// and cannot deadlock each other. One context
 // bounds the whole Acquire, not each lock. If a lock cannot be taken, the
 // ones already taken are released in reverse order before Acquire returns.
 //
@@ -56,7 +97,7 @@ const (
 // stays held if released from another one, and so does the MultiLock (see
 // Release). Safe for concurrent use.
 type MultiLock struct {
-	locks []Locker // sorted by Path; fixed by New
+	locks []Locker // sorted by identity (full path, then ensemble); fixed by New
 
 	mu       sync.Mutex    // guards the fields below
 	state    state         // see the constants
@@ -68,23 +109,30 @@ type MultiLock struct {
 }
 
 // New returns a MultiLock over locks. It fails with ErrNoLocks, ErrNilLock
-// or ErrDuplicatePath.
+// or ErrDuplicatePath (two locks with the same identity: the same full
+// path on the same ensemble, whatever their sessions' namespaces).
 func New(locks ...Locker) (*MultiLock, error) {
 	if len(locks) == 0 {
 		return nil, ErrNoLocks
 	}
-	sorted := make([]Locker, len(locks))
+	type entry struct {
+		l  Locker
+		id identity
+	}
+	es := make([]entry, len(locks))
 	for i, l := range locks {
 		if isNil(l) {
 			return nil, fmt.Errorf("%w: lock %d of %d", ErrNilLock, i+1, len(locks))
 		}
-		sorted[i] = l
+		es[i] = entry{l, identify(l)}
 	}
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Path() < sorted[j].Path() })
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i].Path() == sorted[i-1].Path() {
-			return nil, fmt.Errorf("%w: %q", ErrDuplicatePath, sorted[i].Path())
+	sort.SliceStable(es, func(i, j int) bool { return es[i].id.less(es[j].id) })
+	sorted := make([]Locker, len(es))
+	for i, e := range es {
+		if i > 0 && es[i-1].id == e.id {
+			return nil, fmt.Errorf("%w: %q and %q are both %s", ErrDuplicatePath, es[i-1].l.Path(), e.l.Path(), e.id)
 		}
+		sorted[i] = e.l
 	}
 	return &MultiLock{locks: sorted}, nil
 }
@@ -102,8 +150,8 @@ func isNil(l Locker) bool {
 	return false
 }
 
-// Paths returns the locks' paths in the order they are taken, which is the
-// order of the leases Acquire returns.
+// Paths returns the locks' paths (Locker.Path, without namespace) in the
+// order they are taken, which is the order of the leases Acquire returns.
 func (m *MultiLock) Paths() []string {
 	out := make([]string, len(m.locks))
 	for i, l := range m.locks {
@@ -112,7 +160,7 @@ func (m *MultiLock) Paths() []string {
 	return out
 }
 
-// Acquire takes every lock, in path order, within ctx: one deadline for
+// Acquire takes every lock, in order of identity (see Locker), within ctx: one deadline for
 // all of them. It returns the leases in that order (see Paths). If a lock
 // cannot be taken (ctx ended, or an error), the locks already taken are
 // released in reverse order, on a fresh context bounded by RollbackTimeout,

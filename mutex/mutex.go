@@ -70,6 +70,10 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 // Path is the lock path.
 func (m *InterProcessMutex) Path() string { return m.q.Path() }
 
+// Session is the session the mutex's nodes are created in; with Path it
+// identifies the lock (multilock.Locker).
+func (m *InterProcessMutex) Session() *conn.Session { return m.q.Session() }
+
 // Acquire blocks until the calling goroutine holds the mutex or ctx ends;
 // a deadline on ctx is the timeout. On error the caller holds nothing, and
 // the error wraps ctx's (or the session's) error. A goroutine that already

@@ -26,6 +26,9 @@ func (r *faultRun) verify() {
 			r.stats.holdsLost++
 		}
 	}
+	for _, v := range thirdPartyConflicts(r.thirdParty, r.intervals) {
+		r.violate("%s", v)
+	}
 	for _, d := range faultDomains() {
 		for _, v := range holdConflicts(byDomain[d], domainCapacity(d), (*interval).end) {
 			r.violate("%s: %s", d, v)
@@ -54,6 +57,34 @@ func (r *faultRun) verify() {
 		}
 	}
 	r.checkLedgers()
+}
+
+// thirdPartyConflicts describes every grant that started while the node of
+// a holder written into by a third party still existed, in ZooKeeper's
+// view: after the write was sent and before the holder began to release
+// (its node is deleted only after that) or its session ended. Whether the holder had been told
+// its lock was lost does not matter: a write by anyone but the holder must
+// not admit a waiter. Pure, for table tests.
+func thirdPartyConflicts(recs []thirdPartyRec, ivs []*interval) []string {
+	var out []string
+	for _, rec := range recs {
+		h := rec.hold
+		end := h.release
+		for _, e := range []time.Time{h.ended, h.expired} {
+			if !e.IsZero() && e.Before(end) {
+				end = e
+			}
+		}
+		for _, iv := range ivs {
+			if iv == h || iv.domain != h.domain || !iv.start.After(rec.at) || !iv.start.Before(end) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: client %d (%s) was granted at %s while client %d's node (%s), written by a third party at %s, existed (released at %s)",
+				h.domain, iv.client, iv.recipe, iv.start.Format(time.StampMicro), h.client, h.recipe,
+				rec.at.Format(time.StampMicro), h.release.Format(time.StampMicro)))
+		}
+	}
+	return out
 }
 
 // holdConflicts sweeps one domain's intervals in time order, each ending at

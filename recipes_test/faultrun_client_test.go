@@ -44,6 +44,16 @@ type faultClient struct {
 	// holding is true while the client holds a grant; the schedule aims
 	// most client faults at holders.
 	holding atomic.Bool
+	// node is the grant's first lock node while the client holds it (nil
+	// otherwise): where a third-party write goes.
+	node atomic.Pointer[string]
+	// want is the recipe the client is acquiring (nil otherwise): a
+	// third-party write goes preferably to a holder someone waits behind.
+	want atomic.Pointer[faultRecipe]
+	// holds is the recipe of the grant held, and hold its interval, set
+	// with node.
+	holds atomic.Pointer[faultRecipe]
+	hold  atomic.Pointer[interval]
 
 	writeSeq int // ledger names; owned by the client's goroutine
 }
@@ -87,16 +97,25 @@ func (cl *faultClient) once(parent context.Context, r faultRecipe, timeout time.
 		cl.run.countFault(faultCut)
 	}
 	ctx, cancel := context.WithTimeout(parent, timeout)
+	cl.want.Store(&r)
 	g, err := cl.recipes[r.name](ctx)
+	cl.want.Store(nil)
 	cancel()
 	if err != nil {
 		cl.run.acquireFailed(cl.id, r, err, parent.Err() != nil)
 		return err
 	}
 	iv := cl.run.acquired(cl.id, r, g)
-	cl.run.watchLost(iv, g.lost)
+	cl.run.watchLost(iv, g.lost, g.leases[0].Epoch().Done())
 	cl.holding.Store(true)
 	defer cl.holding.Store(false)
+	node := g.leases[0].Path()
+	cl.holds.Store(&r)
+	defer cl.holds.Store(nil)
+	cl.hold.Store(iv)
+	defer cl.hold.Store(nil)
+	cl.node.Store(&node)
+	defer cl.node.Store(nil)
 
 	holdFor := faultHoldMin + time.Duration(cl.rng.Int64N(int64(faultHoldMax-faultHoldMin)))
 	writes := 1 + cl.rng.IntN(3)

@@ -43,6 +43,19 @@ type faultRun struct {
 	intervals []*interval
 	writes    []*writeRec
 	expired   map[int64]time.Time // session id -> when ExpireSession was called on it
+	over      bool                // the fault phase is over (acquisitions count apart)
+
+	thirdParty []thirdPartyRec // third-party writes that reached a holder's node
+}
+
+// thirdPartyRec is a third-party write into the lock node of hold, sent
+// at at. The node existed then and exists until the holder releases it
+// (after hold.release) or its session ends (after a forced expiry, or
+// around hold.ended), so no other grant of the domain may start in
+// between.
+type thirdPartyRec struct {
+	hold *interval
+	at   time.Time
 }
 
 // interval is one hold. start, release and the fields before are set by
@@ -57,6 +70,7 @@ type interval struct {
 	start   time.Time // Acquire returned
 	release time.Time // Release is about to be called
 	lost    time.Time // the grant's lost signal fired (zero: never seen)
+	ended   time.Time // the grant's epoch ended (its session expired, was lost or closed)
 
 	lostFirst bool // the lost signal had fired when Release was called
 
@@ -118,25 +132,32 @@ type writeRec struct {
 type runStats struct {
 	runs            int
 	duration        time.Duration
-	faults          map[string]int
+	faults          map[string]int // applied, per kind
 	faultsSkipped   int
-	acquisitions    map[string]int
+	notApplied      map[string]int // per kind
+	acquisitions    map[string]int // per recipe, liveness phase included
+	underFaults     map[string]int // per recipe, during the fault phase
 	acquireTimeouts int
 	acquireStopped  int
-	acquireErrors   map[string]int
-	holdsLost       int // holds whose lost signal fired before their release
-	expiryOverlaps  int // overlaps by the holders' own signals that a forced expiry explains
+	acquireErrors   map[string]int // unexpected ones (see acquireFailed), by recipe and error
+	holdsLost       int            // holds whose lost signal fired before their release
+	expiryOverlaps  int            // overlaps by the holders' own signals that a forced expiry explains
 	writes          [4]int
 	checks          [4]int
 	releasePending  int
 	releaseFailed   int
 	liveness        map[string]time.Duration // slowest acquire per recipe once faults stopped
 	violations      []string
+
+	// Third-party writes into a holder's node that reached it: accepted
+	// (the node was writable by anyone) or refused with zk.ErrNoAuth.
+	thirdPartyAccepted int
+	thirdPartyRefused  int
 }
 
 func newRunStats() runStats {
-	return runStats{faults: map[string]int{}, acquisitions: map[string]int{}, acquireErrors: map[string]int{},
-		liveness: map[string]time.Duration{}}
+	return runStats{faults: map[string]int{}, notApplied: map[string]int{}, acquisitions: map[string]int{},
+		underFaults: map[string]int{}, acquireErrors: map[string]int{}, liveness: map[string]time.Duration{}}
 }
 
 func (s *runStats) add(o runStats) {
@@ -146,9 +167,17 @@ func (s *runStats) add(o runStats) {
 		s.faults[k] += v
 	}
 	s.faultsSkipped += o.faultsSkipped
+	for k, v := range o.notApplied {
+		s.notApplied[k] += v
+	}
 	for k, v := range o.acquisitions {
 		s.acquisitions[k] += v
 	}
+	for k, v := range o.underFaults {
+		s.underFaults[k] += v
+	}
+	s.thirdPartyAccepted += o.thirdPartyAccepted
+	s.thirdPartyRefused += o.thirdPartyRefused
 	s.acquireTimeouts += o.acquireTimeouts
 	s.acquireStopped += o.acquireStopped
 	for k, v := range o.acquireErrors {
@@ -179,20 +208,22 @@ func (s *runStats) log(t *testing.T, seed uint64) {
 	}
 	fmt.Fprintf(&b, "  faults injected: %d (%d could not be applied)\n", total, s.faultsSkipped)
 	for _, k := range faultKinds {
-		fmt.Fprintf(&b, "    %-32s %d\n", k, s.faults[k])
+		fmt.Fprintf(&b, "    %-36s applied %3d, not applied %3d\n", k, s.faults[k], s.notApplied[k])
 	}
+	fmt.Fprintf(&b, "  third-party writes into a holder's node: accepted %d, refused with NoAuth %d\n",
+		s.thirdPartyAccepted, s.thirdPartyRefused)
 	acq := 0
 	for _, r := range faultRecipes {
 		acq += s.acquisitions[r.name]
 	}
-	fmt.Fprintf(&b, "  acquisitions: %d (timeouts under faults %d, cancelled at the end %d, other errors %d)\n",
+	fmt.Fprintf(&b, "  acquisitions: %d (timeouts under faults %d, cancelled at the end %d, unexpected errors %d)\n",
 		acq, s.acquireTimeouts, s.acquireStopped, sumValues(s.acquireErrors))
 	for _, r := range faultRecipes {
-		fmt.Fprintf(&b, "    %-14s %6d   slowest once faults stopped: %v\n", r.name, s.acquisitions[r.name],
-			s.liveness[r.name].Round(time.Millisecond))
+		fmt.Fprintf(&b, "    %-14s %6d (under faults %6d)   slowest once faults stopped: %v\n", r.name, s.acquisitions[r.name],
+			s.underFaults[r.name], s.liveness[r.name].Round(time.Millisecond))
 	}
 	for _, k := range sortedKeys(s.acquireErrors) {
-		fmt.Fprintf(&b, "    acquire error x%d: %s\n", s.acquireErrors[k], k)
+		fmt.Fprintf(&b, "    unexpected acquire error x%d: %s\n", s.acquireErrors[k], k)
 	}
 	fmt.Fprintf(&b, "  holds told lost before their release: %d\n", s.holdsLost)
 	fmt.Fprintf(&b, "  overlaps only a forced expiry explains (granted before the expired holder could know): %d\n", s.expiryOverlaps)
@@ -244,6 +275,9 @@ func runFaults(t *testing.T, c *zktest.Cluster, cfg faultConfig, tag string) run
 	}
 	r.schedule(rand.New(rand.NewPCG(cfg.seed, 0)), begin.Add(cfg.duration))
 	stopClients()
+	r.mu.Lock()
+	r.over = true
+	r.mu.Unlock()
 	r.stats.duration = time.Since(begin)
 	t.Logf("fault run: faults stopped after %v; liveness phase", r.stats.duration.Round(time.Second))
 
@@ -254,6 +288,7 @@ func runFaults(t *testing.T, c *zktest.Cluster, cfg faultConfig, tag string) run
 	r.deleteData()
 	r.hygiene()
 	r.stats.runs = 1
+	r.requireFigures()
 	return r.stats
 }
 
@@ -362,18 +397,27 @@ func (r *faultRun) acquired(client int, rec faultRecipe, g *grant) *interval {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.acquisitions[rec.name]++
+	if !r.over {
+		r.stats.underFaults[rec.name]++
+	}
 	r.intervals = append(r.intervals, iv)
 	return iv
 }
 
-// watchLost records when the grant's lost signal fires. It closes at the
-// latest when the grant is released or its session ends.
-func (r *faultRun) watchLost(iv *interval, lost <-chan struct{}) {
-	r.watchers.Add(1)
+// watchLost records when the grant's lost signal fires (it closes at the
+// latest when the grant is released or its session ends) and when the
+// grant's epoch ends (at the latest when its session is closed).
+func (r *faultRun) watchLost(iv *interval, lost <-chan struct{}, epoch <-chan struct{}) {
+	r.watchers.Add(2)
 	go func() {
 		defer r.watchers.Done()
 		<-lost
 		iv.lost = time.Now()
+	}()
+	go func() {
+		defer r.watchers.Done()
+		<-epoch // closed when the session ends at the latest
+		iv.ended = time.Now()
 	}()
 }
 
@@ -388,7 +432,7 @@ func (r *faultRun) acquireFailed(client int, rec faultRecipe, err error, stopped
 	default:
 		key := fmt.Sprintf("%s: %v", rec.name, err)
 		if r.stats.acquireErrors[key] == 0 {
-			r.t.Logf("fault run: client %d: acquire %s: %v", client, rec.name, err)
+			r.t.Logf("fault run: client %d: acquire %s: unexpected error (fails the run): %v", client, rec.name, err)
 		}
 		r.stats.acquireErrors[key]++
 	}
@@ -446,4 +490,58 @@ func (r *faultRun) closeClients() {
 		}()
 	}
 	wg.Wait()
+}
+
+// The acquire errors a fault run expects; any other fails it
+// (acquireFailed):
+//
+//   - context.DeadlineExceeded: an acquire is bounded (faultAcquireTimeout
+//     under faults, faultConfig.liveness after), and a waiter behind a
+//     holder that is cut off, paused or killed may wait out the holder's
+//     session timeout and its reconnect, or its turn in a long queue.
+//   - the fault phase ending (stopped): the client loops' context is
+//     cancelled, which ends the acquires under way.
+//
+// A session that expires, a lost connection or a killed server are not
+// among them: an acquire starts over in the next epoch, and only its
+// deadline ends it.
+
+// Minimum figures of a run, so that a run whose faults do not apply or
+// whose clients do not get their locks cannot pass. Per fault kind: at
+// least one applied per full minute of faults (at least one), and at least
+// as many applied as not applied. Per recipe: at least
+// minAcquisitionsPerMinute acquisitions under faults per minute of faults
+// (the default 90 s run makes hundreds per recipe).
+const minAcquisitionsPerMinute = 20
+
+// requireFigures fails the run below the minimum figures.
+func (r *faultRun) requireFigures() {
+	for _, p := range figureProblems(r.cfg.duration, r.stats) {
+		r.t.Errorf("fault run: %s", p)
+	}
+}
+
+// figureProblems says where the figures s of a run whose faults lasted
+// duration fall below the minimums. Pure, for table tests.
+func figureProblems(duration time.Duration, s runStats) []string {
+	minutes := int(duration / time.Minute)
+	minFaults := max(1, minutes)
+	minAcq := max(minAcquisitionsPerMinute, minAcquisitionsPerMinute*minutes)
+	var out []string
+	for _, k := range faultKinds {
+		applied, missed := s.faults[k], s.notApplied[k]
+		if applied < minFaults || applied < missed {
+			out = append(out, fmt.Sprintf("fault %s applied %d times, not applied %d times: want at least %d, and at least as many as not applied",
+				k, applied, missed, minFaults))
+		}
+	}
+	for _, rec := range faultRecipes {
+		if n := s.underFaults[rec.name]; n < minAcq {
+			out = append(out, fmt.Sprintf("%s acquired %d times under faults: want at least %d", rec.name, n, minAcq))
+		}
+	}
+	for _, k := range sortedKeys(s.acquireErrors) {
+		out = append(out, fmt.Sprintf("unexpected acquire error x%d: %s", s.acquireErrors[k], k))
+	}
+	return out
 }

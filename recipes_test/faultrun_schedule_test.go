@@ -2,9 +2,12 @@ package recipes_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -20,10 +23,11 @@ const (
 	faultBlackholeShort = "blackhole-shorter-than-session"
 	faultExpire         = "session-expire"
 	faultCut            = "cut-after-create" // counted when the client arms it
+	faultThirdParty     = "third-party-write-into-holder-node"
 )
 
 var faultKinds = []string{faultLeaderKill, faultFollowerKill, faultPause, faultBlackholeLong,
-	faultBlackholeShort, faultExpire, faultCut}
+	faultBlackholeShort, faultExpire, faultCut, faultThirdParty}
 
 // schedule injects random faults, drawn from rng, until the deadline, and
 // returns once the last one is undone and every server serves again. The
@@ -50,9 +54,13 @@ func (r *faultRun) schedule(rng *rand.Rand, deadline time.Time) {
 		desc, err := r.inject(rng, kind)
 		if err != nil {
 			// A fault that could not be applied is not a failure of the
-			// recipes; say so and go on.
+			// recipes, but a run whose faults do not apply proves nothing:
+			// requireFigures fails it below a minimum per kind.
 			t.Logf("fault run: +%v %s: not applied: %v", at, kind, err)
-			r.count(&r.stats.faultsSkipped)
+			r.mu.Lock()
+			r.stats.faultsSkipped++
+			r.stats.notApplied[kind]++
+			r.mu.Unlock()
 			continue
 		}
 		if kind != faultCut {
@@ -132,6 +140,9 @@ func (r *faultRun) inject(rng *rand.Rand, kind string) (string, error) {
 		cl := r.clients[rng.IntN(len(r.clients))]
 		cl.cut.Store(true)
 		return fmt.Sprintf("armed for client %d's next acquire", cl.id), nil
+
+	case faultThirdParty:
+		return r.thirdPartyWrite(rng)
 	}
 	return "", fmt.Errorf("unknown fault kind %q", kind)
 }
@@ -204,5 +215,126 @@ func (r *faultRun) heal() {
 	}
 	if err := r.waitServing(); err != nil {
 		r.t.Errorf("fault run: the ensemble does not serve after the faults: %v", err)
+	}
+}
+
+// Third-party writes: how long to look for a holder, and how many holders
+// to try (one may release between being picked and being written to).
+const (
+	thirdPartyWait  = 3 * time.Second
+	thirdPartyTries = 5
+)
+
+// thirdPartyWrite is a raw go-zookeeper client of its own, not a client of
+// the run, setting the data of a current holder's lock node (the first
+// lease of its grant) with version -1, as a careless tool or Curator's
+// Revoker would. It is applied when the write reached an existing holder
+// node: accepted (the node was writable) or refused with zk.ErrNoAuth (the
+// node is writable by its creator only); both are counted. The client
+// connects for the one write and closes: it holds no watch and never
+// reconnects.
+func (r *faultRun) thirdPartyWrite(rng *rand.Rand) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	zc, events, err := zk.Connect(r.c.Servers(), 10*time.Second, zk.WithLogger(quietLogger{}))
+	if err != nil {
+		return "", fmt.Errorf("raw client: %w", err)
+	}
+	defer zc.Close()
+	if err := awaitSession(ctx, events); err != nil {
+		return "", fmt.Errorf("raw client: %w", err)
+	}
+	var last error
+	for try := 0; try < thirdPartyTries; try++ {
+		cl, node, iv := r.pickHolder(rng)
+		if node == "" {
+			return "", errors.New("no client held an exclusive lock")
+		}
+		at := time.Now()
+		_, err := zc.Set(node, []byte("third-party write"), -1)
+		switch {
+		case err == nil:
+			r.thirdPartyWrote(iv, at, &r.stats.thirdPartyAccepted)
+			return fmt.Sprintf("into client %d's %s (%s): accepted", cl.id, node, iv.recipe), nil
+		case errors.Is(err, zk.ErrNoAuth):
+			r.thirdPartyWrote(iv, at, &r.stats.thirdPartyRefused)
+			return fmt.Sprintf("into client %d's %s (%s): refused (%v)", cl.id, node, iv.recipe, err), nil
+		case errors.Is(err, zk.ErrNoNode):
+			last = fmt.Errorf("client %d's %s was already gone", cl.id, node) // released: pick again
+		default:
+			return "", fmt.Errorf("set %s: %w", node, err)
+		}
+	}
+	return "", last
+}
+
+// thirdPartyWrote records a third-party write that reached the node of
+// hold iv at (or just after) at, and counts it.
+func (r *faultRun) thirdPartyWrote(iv *interval, at time.Time, count *int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*count++
+	r.thirdParty = append(r.thirdParty, thirdPartyRec{hold: iv, at: at})
+}
+
+// pickHolder returns a client that holds an exclusive grant, its grant's
+// first lock node and its hold, waiting up to thirdPartyWait for one (""
+// if none). It prefers a holder that another client is waiting behind
+// (acquiring a recipe of the same domain), whom a forged handover would
+// let in.
+func (r *faultRun) pickHolder(rng *rand.Rand) (*faultClient, string, *interval) {
+	deadline := time.Now().Add(thirdPartyWait)
+	for {
+		waiting := map[string]bool{}
+		for _, cl := range r.clients {
+			if w := cl.want.Load(); w != nil {
+				waiting[w.domain] = true
+			}
+		}
+		var holders, blocking []*faultClient
+		for _, cl := range r.clients {
+			h := cl.holds.Load()
+			if h == nil || h.mode != modeExclusive {
+				continue
+			}
+			holders = append(holders, cl)
+			if waiting[h.domain] {
+				blocking = append(blocking, cl)
+			}
+		}
+		late := time.Now().After(deadline)
+		pick := blocking
+		if len(pick) == 0 && late {
+			pick = holders
+		}
+		if len(pick) > 0 {
+			cl := pick[rng.IntN(len(pick))]
+			p, iv := cl.node.Load(), cl.hold.Load()
+			if p != nil && iv != nil && cl.holds.Load() != nil {
+				return cl, *p, iv
+			}
+			continue // it released meanwhile
+		}
+		if late {
+			return nil, "", nil
+		}
+		time.Sleep(5 * time.Millisecond) // polling the clients' state, not hiding a race
+	}
+}
+
+// awaitSession waits for a raw client's session.
+func awaitSession(ctx context.Context, events <-chan zk.Event) error {
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return errors.New("closed before a session was established")
+			}
+			if ev.State == zk.StateHasSession {
+				return nil
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("no session: %w", ctx.Err())
+		}
 	}
 }

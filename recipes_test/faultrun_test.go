@@ -38,10 +38,15 @@ func defaultFaultConfig() faultConfig {
 // multilock over two mutexes, while a seeded random schedule injects faults:
 // leader and follower kills and restarts, server pauses, one client's
 // connection blackholed for longer or shorter than its session timeout,
-// forced session expiry and a connection reset right after a create. Then
-// it checks mutual exclusion (hold intervals, guarded writes, counters
-// against ledgers), liveness once the faults stop, and that nothing is left
-// behind (nodes, watches; goroutines in TestMain).
+// forced session expiry, a connection reset right after a create, and a
+// third-party write (a raw go-zookeeper client of its own setting the data
+// of a holder's lock node). Then it checks mutual exclusion (hold
+// intervals, guarded writes, counters against ledgers), liveness once the
+// faults stop, and that nothing is left behind (nodes, watches; goroutines
+// in TestMain). It cannot pass by doing nothing: it fails when a fault kind
+// was applied too rarely, a recipe acquired too rarely under faults, or an
+// acquire failed with an error other than the expected ones (see
+// requireFigures and acquireFailed).
 //
 // The seed is fixed (ZKRECIPES_FAULT_SEED overrides it) and printed, so a
 // failure can be replayed; ZKRECIPES_FAULT_DURATION sets the length of the
@@ -49,7 +54,7 @@ func defaultFaultConfig() faultConfig {
 // depends on timing, so a replay draws the same schedule, not the same run.
 func TestFaultRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("fault run: skipped under -short")
+		skipOrFail(t, "fault run: skipped under -short")
 	}
 	cfg := defaultFaultConfig()
 	cfg.seed = envSeed(t, defaultFaultSeed)
@@ -95,13 +100,25 @@ func TestFaultRunLong(t *testing.T) {
 }
 
 // faultCluster starts the three-server ensemble of a fault run; an
-// external ensemble, which cannot be faulted, skips the test.
+// external ensemble, which cannot be faulted, skips the test (fails it
+// under CI=true).
 func faultCluster(t *testing.T) *zktest.Cluster {
 	c := zktest.New(t, zktest.WithServers(3))
 	if c.Backend() == zktest.BackendExternal {
-		t.Skipf("fault run: the %s backend cannot kill, pause or restart servers (ZK_BACKEND=docker or local can)", c.Backend())
+		skipOrFail(t, fmt.Sprintf("fault run: the %s backend cannot kill, pause or restart servers (ZK_BACKEND=docker or local can)", c.Backend()))
 	}
 	return c
+}
+
+// skipOrFail skips the fault run, or fails it under CI=true, where a fault
+// run that does not run must not pass. (TestFaultRunLong's opt-in is not a
+// missing prerequisite: CI does not opt in, and it skips there too.)
+func skipOrFail(t *testing.T, why string) {
+	t.Helper()
+	if zktest.InCI() {
+		t.Fatalf("%s (CI=true: a fault run that does not run is a failure, not a skip)", why)
+	}
+	t.Skip(why)
 }
 
 func envSeed(t *testing.T, def uint64) uint64 {

@@ -23,6 +23,10 @@ type Lock struct {
 // Path is the lock path shared by both sides.
 func (k *Lock) Path() string { return k.rw.path }
 
+// Session is the session the lock's nodes are created in; with Path it
+// identifies the lock (multilock.Locker).
+func (k *Lock) Session() *conn.Session { return k.rw.wq.Session() }
+
 // RWLock is the lock this side belongs to.
 func (k *Lock) RWLock() *RWLock { return k.rw }
 

@@ -43,6 +43,7 @@ type attempt struct {
 	before  []queue.Contender          // lease nodes from our listing, minus those seen gone
 	watches map[string]<-chan zk.Event // data watches set on entries of before
 	noDir   bool                       // leases/ did not exist when we listed
+	pzxid   int64                      // leases/'s pzxid at our listing (0 if not listed or no leases/)
 	lossy   bool                       // a transaction's answer was lost
 	node    string                     // our lease node's name, once created
 }
@@ -78,7 +79,17 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 		return nil, a.abort(ctx, queue.CtxErr(ctx))
 	}
 	if a.s.max == 1 {
-		return a.keep()
+		sole, err := a.soleLeaseFresh(ctx)
+		if err != nil {
+			return nil, a.abort(ctx, err)
+		}
+		if sole {
+			return a.keep()
+		}
+		// A lease node was made since we queued: our internal lock node's
+		// czxid would be a token older than that grant's. Take a lease
+		// node, whose czxid is fresh (see soleLeaseFresh).
+		a.s.log.Debug("a lease was granted since we queued: taking a lease node", zap.String("node", a.lk.Path()))
 	}
 	if err := a.take(ctx); err != nil {
 		return nil, a.abort(ctx, err)
@@ -100,14 +111,63 @@ func (a *attempt) keep() (*conn.Lease, error) {
 	return l, nil
 }
 
+// soleLeaseFresh reports whether, with one lease, the internal lock node
+// may be kept as the lease (keep) with the fencing token promise kept: its
+// czxid, the token, must be above every earlier grant's. Earlier grants of
+// the kind are our predecessors' internal lock nodes, made before ours;
+// the others are lease nodes (Curator's, or ours from take below), made
+// when granted, which may be after we queued. So the internal lock node is
+// kept only when no lease node was made since it was:
+//
+//   - handed over by a one-lease holder of ours (a.free): it kept its own
+//     internal lock node, made before ours, and nobody was granted since;
+//     no request.
+//   - otherwise when leases/'s pzxid at our listing (the zxid of its last
+//     child created or deleted; none is created while we hold the internal
+//     lock) is below our node's czxid; if leases/ did not exist, the
+//     semaphore node's pzxid (leases/ created or deleted) stands for it.
+//     One request (our node's czxid, which Lease.Token then has cached),
+//     two without leases/.
+//
+// Else a lease node is taken (take), and its czxid is the token. A delete
+// of an old lease node after we queued counts as a creation (pzxid cannot
+// tell them apart): the lease node is then taken for nothing, never the
+// other way round.
+func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
+	if a.free {
+		return true, nil
+	}
+	czxid, err := a.lk.Token(ctx)
+	if errors.Is(err, conn.ErrLeaseLost) {
+		return false, errRestart // our internal lock node is gone
+	}
+	if err != nil {
+		return false, err
+	}
+	pzxid := a.pzxid
+	if a.noDir {
+		ok, st, err := a.ep.Exists(ctx, a.s.path)
+		switch {
+		case err != nil:
+			return false, err
+		case !ok:
+			return false, errRestart // cannot be: our internal lock node is under it
+		}
+		pzxid = st.Pzxid
+	}
+	return pzxid < czxid, nil
+}
+
 // list lists the lease nodes once.
 func (a *attempt) list(ctx context.Context) error {
-	names, _, err := a.ep.Children(ctx, a.s.leasesPath)
+	names, st, err := a.ep.Children(ctx, a.s.leasesPath)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		a.noDir = true
 	case err != nil:
 		return err
+	default:
+		a.pzxid = st.Pzxid
 	}
 	a.before = queue.Parse(leaseSchema, names)
 	return nil

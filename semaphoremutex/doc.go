@@ -44,8 +44,15 @@
 //
 // With one lease (Mutex, or NewSemaphore with 1), nobody can take a lease
 // while someone holds it, so a contender that holds the internal mutex and
-// finds no lease node simply keeps the internal mutex as its lease and
-// creates no lease node; releasing the lease releases the internal mutex.
+// finds no lease node may keep the internal mutex as its lease and create
+// no lease node; releasing the lease releases the internal mutex. It does
+// so only when no lease node was made since its internal lock node was
+// (leases/'s pzxid, or the semaphore node's when leases/ does not exist,
+// is below that node's czxid): the lease's fencing token is that node's
+// czxid, and a lease granted in between (Curator's, whose lease node is
+// made when granted) would have a greater one. Otherwise it takes a lease
+// node as with several leases, and releases the internal mutex with a
+// plain delete, so that the next contender lists the lease nodes.
 // Curator's contenders then wait in the internal mutex's queue instead of
 // on the lease nodes, which is where they wait anyway while a Curator
 // contender checks the leases; the count of holders is still at most one.
@@ -63,12 +70,16 @@
 //
 // Costs, in ZooKeeper requests: an uncontended acquire and release is five
 // with several leases (create and list the internal lock; list the leases;
-// the transaction; the lease node's delete), four with one (create and list
-// the internal lock; list the leases; the release). Under contention a
-// contender also waits on the internal mutex: a getW and a notification.
-// With one lease, a contender handed over to by one of ours skips the
-// listing of the leases: three requests to acquire, one to release, as the
-// mutex.
+// the transaction; the lease node's delete), six with one (create and list
+// the internal lock; list the leases; read our internal lock node's czxid,
+// which Lease.Token then has cached, and, when leases/ does not exist, the
+// semaphore node's pzxid; the release). Under contention a contender also
+// waits on the internal mutex: a getW and a notification. With one lease,
+// a contender handed over to by one of ours that kept its internal lock
+// node skips the listing and the reads: three requests to acquire, one to
+// release, as the mutex. On a path where Curator's contenders take turns
+// with ours, ours take lease nodes as Curator's do (TestTokensGrowWithCurator
+// logs the requests per grant).
 //
 // # What it guarantees
 //
@@ -98,9 +109,11 @@
 //     timer while cut off), when the lease's node is deleted by someone
 //     else, or on Release.
 //   - A fencing token per grant (Lease.Token, the czxid of the lease's
-//     node: the lease node, or the internal lock node with one lease;
-//     growing with every grant) and guarded writes (Lease.GuardedWrite: a
-//     transaction that commits only while that node is as we created it).
+//     node: the lease node, or the internal lock node kept as the lease)
+//     and guarded writes (Lease.GuardedWrite: a transaction that commits
+//     only while that node is as we created it). With one lease the
+//     tokens grow strictly in grant order, Curator's holders' (their
+//     lease nodes' czxids) included.
 //
 // # Not reentrant, on purpose
 //

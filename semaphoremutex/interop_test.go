@@ -73,7 +73,7 @@ func TestInteropWithCurator(t *testing.T) {
 				defer wg.Done()
 				for sc.Scan() {
 					f := strings.Fields(sc.Text())
-					if len(f) == 3 && f[0] == "hold" {
+					if len(f) == 4 && f[0] == "hold" {
 						s, _ := strconv.ParseInt(f[1], 10, 64)
 						e, _ := strconv.ParseInt(f[2], 10, 64)
 						record(-1, time.Unix(0, s), time.Unix(0, e))

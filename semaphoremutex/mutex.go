@@ -54,6 +54,10 @@ func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 // Path is the mutex's path, the parent of locks/ and leases/.
 func (m *Mutex) Path() string { return m.sem.Path() }
 
+// Session is the session the mutex's nodes are created in; with Path it
+// identifies the lock (multilock.Locker).
+func (m *Mutex) Session() *conn.Session { return m.sem.sess }
+
 // Acquire blocks until the handle holds the mutex or ctx ends; a deadline
 // on ctx is the timeout. If the handle already holds it (or another
 // goroutine is acquiring it through the handle), Acquire first waits for

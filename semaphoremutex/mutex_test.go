@@ -120,10 +120,13 @@ func TestMutexNothingLeft(t *testing.T) {
 	require.NoError(t, m.Release(ctx))
 	d := s.Stats().Sub(before)
 	t.Logf("uncontended acquire and release: %v", d.Requests)
-	// lock create + lock children + lease children + release (handover
-	// transaction).
-	assert.EqualValues(t, 4, d.TotalRequests())
+	// lock create + lock children + lease children (none: leases/ does not
+	// exist) + our lock node's czxid and the semaphore node's pzxid (no
+	// lease granted since we queued: keep the lock node as the lease) +
+	// release (handover transaction).
+	assert.EqualValues(t, 6, d.TotalRequests())
 	assert.EqualValues(t, 2, d.Requests[conn.OpChildren])
+	assert.EqualValues(t, 2, d.Requests[conn.OpExists])
 	assert.EqualValues(t, 1, d.Requests[conn.OpMulti])
 }
 

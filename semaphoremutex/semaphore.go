@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -133,8 +134,9 @@ func (s *Semaphore) Leases() int { return s.max }
 
 // Acquire blocks until the caller holds one lease or ctx ends; a deadline
 // on ctx is the timeout. The lease is its node's (Lease.Path: the lease
-// node, or with one lease the internal lock node), held until Release or
-// until it is lost. On error the caller holds nothing:
+// node, or with one lease the internal lock node when it is kept as the
+// lease; see the package documentation), held until Release or until it
+// is lost. On error the caller holds nothing:
 // its internal lock node has been deleted (a waiter has no lease node),
 // or is being deleted in the background if the connection is down, or
 // went with the session; the error wraps ctx's or the session's.
@@ -189,7 +191,7 @@ func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 			ErrNotHeld, lease.Path(), s.path)
 	}
 	q := s.leases
-	if s.max == 1 {
+	if s.max == 1 && !strings.HasPrefix(lease.Path(), s.leasesPath+"/") {
 		q = s.lock // the lease is the internal lock node: hand it over
 	}
 	err := q.Release(ctx, lease)

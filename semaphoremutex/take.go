@@ -41,7 +41,7 @@ func (a *attempt) take(ctx context.Context) error {
 		}
 	}
 	for tries := 0; ; tries++ {
-		ops := append(queue.HandoverOps(a.lk.Path()),
+		ops := append(a.unlockOps(),
 			&zk.CreateRequest{Path: p, Data: data, Acl: a.s.sess.ACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
 		create := len(ops) - 1
 		res, err := a.ep.Multi(cctx, ops...)
@@ -89,6 +89,18 @@ func (a *attempt) take(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// unlockOps release the internal lock in take's transaction: the handover
+// (mark and delete), except with one lease, where a marked internal lock
+// node of ours tells the next contender that no lease node exists (see
+// soleLeaseTag), which is false once we have taken one: a plain delete,
+// after which the next lists the lease nodes.
+func (a *attempt) unlockOps() []any {
+	if a.s.max == 1 {
+		return []any{&zk.DeleteRequest{Path: a.lk.Path(), Version: -1}}
+	}
+	return queue.HandoverOps(a.lk.Path())
 }
 
 // taken records that the transaction committed: our lease node is node and

@@ -2,10 +2,14 @@
 // or InterProcessSemaphoreV2 on a path shared with zkrecipes'
 // semaphoremutex. Compiled and run by semaphoremutex/interop_test.go.
 //
-// Args: servers path leases threads rounds holdMillis
+// Args: servers path leases threads rounds holdMillis [v2]
+// With leases = 1 it uses InterProcessSemaphoreMutex, unless "v2" is given.
 // Each thread has its own client (session). Prints "ready" once every
 // client is connected, then reads one line from stdin before starting, and
-// one line per hold: "hold <startUnixNanos> <endUnixNanos>".
+// one line per hold: "hold <startUnixNanos> <endUnixNanos> <token>", where
+// token is the czxid of the hold's lease node, read with the raw client
+// while holding (InterProcessSemaphoreMutex hides its lease: with one
+// lease, the holder's is the oldest lease node).
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.time.Instant;
@@ -29,6 +33,7 @@ public class CuratorSemaphore {
     String servers = a[0], path = a[1];
     int leases = Integer.parseInt(a[2]), threads = Integer.parseInt(a[3]), rounds = Integer.parseInt(a[4]);
     long holdMillis = Long.parseLong(a[5]);
+    boolean v2 = a.length > 6 && a[6].equals("v2");
     List<Thread> ts = new ArrayList<>();
     List<Exception> errs = new ArrayList<>();
     CountDownLatch connected = new CountDownLatch(threads), go = new CountDownLatch(1);
@@ -44,21 +49,35 @@ public class CuratorSemaphore {
           InterProcessSemaphoreV2 s = new InterProcessSemaphoreV2(cf, path, leases);
           for (int i = 0; i < rounds; i++) {
             Lease l = null;
-            if (leases == 1) {
+            if (leases == 1 && !v2) {
               m.acquire();
             } else {
               l = s.acquire();
             }
             long start = now();
+            long token = -1;
+            if (l != null) {
+              String n = l.getNodeName();
+              if (!n.startsWith("/")) {
+                n = path + "/leases/" + n;
+              }
+              token = cf.checkExists().forPath(n).getCzxid();
+            } else {
+              // The holder's lease node is the oldest: a contender
+              // checking under the internal lock may have made one since.
+              List<String> ns = new ArrayList<>(cf.getChildren().forPath(path + "/leases"));
+              ns.sort(java.util.Comparator.comparing((String n) -> n.substring(n.lastIndexOf('-') + 1)));
+              token = cf.checkExists().forPath(path + "/leases/" + ns.get(0)).getCzxid();
+            }
             Thread.sleep(holdMillis);
             long end = now();
-            if (leases == 1) {
+            if (leases == 1 && !v2) {
               m.release();
             } else {
               s.returnLease(l);
             }
             synchronized (System.out) {
-              System.out.println("hold " + start + " " + end);
+              System.out.println("hold " + start + " " + end + " " + token);
             }
           }
         } catch (Exception e) {
