@@ -230,17 +230,14 @@ func (a *attempt) unlock(ctx context.Context) {
 	a.lk = nil
 }
 
-// drop deletes our lease node, if any, with a context of its own. The
-// engine's Release does the deleting, so a delete whose outcome is unknown
-// goes on in the background until the node is gone or the epoch ends.
+// drop deletes our lease node, if any, in the background under the epoch
+// (queue.Settle): ctx may be the reason we are giving up, and its caller
+// waits for the delete only until queue.Grace after ctx ended.
 func (a *attempt) drop(ctx context.Context) {
 	if a.node == "" {
 		return
 	}
-	dctx, cancel := queue.CleanupContext(ctx, a.ep)
-	defer cancel()
-	if err := a.s.leases.Release(dctx, a.ep.NewLease(conn.JoinPath(a.s.leasesPath, a.node))); err != nil {
-		a.s.log.Warn("could not delete our lease node after giving up", zap.String("node", a.node), zap.Error(err))
-	}
+	node := a.node
 	a.node = ""
+	queue.Settle(ctx, a.ep, a.s.log, func(ectx context.Context) error { return a.s.leases.Delete(ectx, a.ep, node) })
 }

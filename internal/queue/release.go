@@ -110,6 +110,15 @@ func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error 
 	return err
 }
 
+// Delete deletes node name (a child of the queue's path) of epoch ep, one
+// of ours that no lease stands for (an abandoned acquire's): nil when it
+// is gone or goes with the ended epoch; ErrReleasePending when the outcome
+// is unknown and a background deleter took over; the server's error
+// otherwise.
+func (q *Queue) Delete(ctx context.Context, ep *conn.Epoch, name string) error {
+	return q.deleteNode(ctx, ep, conn.JoinPath(q.path, name))
+}
+
 // deleteInBackground keeps deleting p until it is gone or ep ends. It is
 // bound to the epoch's context, so it stops when the session is lost or
 // closed: no goroutine outlives its session.
