@@ -27,6 +27,8 @@ import (
 //     connection. The client reconnects through the proxy.
 //   - SetLatency delays every forwarded chunk.
 //   - CutAfterNextWrite loses the response of the next request.
+//   - BlackholeAfterNextWrite forwards the next request, then blackholes:
+//     the server executes it, and its response is lost in the blackhole.
 type Proxy struct {
 	targets []string
 	lns     []net.Listener
@@ -38,6 +40,7 @@ type Proxy struct {
 	blackhole bool
 	latency   time.Duration
 	cutArmed  bool
+	holeArmed bool
 	closed    bool
 }
 
@@ -162,6 +165,20 @@ func (p *Proxy) CutAfterNextWrite() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cutArmed = true
+}
+
+// BlackholeAfterNextWrite arms a one-shot fault: the next chunk from a
+// client to a server is forwarded, and the proxy blackholes (as Blackhole)
+// at that very moment, before any byte of the response can reach the
+// client. The connection stays open, so the server executes the request (a
+// create succeeds), but the client learns nothing until Heal, and then
+// only that its connection is gone. Chunks that are only a ZooKeeper ping
+// do not fire it. Arm it right before the request whose response should
+// be lost.
+func (p *Proxy) BlackholeAfterNextWrite() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holeArmed = true
 }
 
 // Close stops the listeners, closes every connection and waits for the
@@ -309,10 +326,19 @@ func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool
 	cut := false
 	if dir == toServer {
 		dst = l.server
-		if p.cutArmed && !isPing(chunk) {
+		switch {
+		case p.cutArmed && !isPing(chunk):
 			p.cutArmed = false
 			l.dropReplies = true
 			cut = true
+		case p.holeArmed && !isPing(chunk):
+			// Blackhole now, under the lock, so that no response can
+			// pass; this chunk still goes through (it is written below).
+			p.holeArmed = false
+			p.blackhole = true
+			for o := range p.links {
+				o.blackholed = true
+			}
 		}
 	}
 	p.mu.Unlock()

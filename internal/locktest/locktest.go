@@ -42,6 +42,7 @@ type config struct {
 	findByData     bool
 	errNotHeld     error
 	errPending     error
+	noTry          bool
 }
 
 func defaultConfig() config {
@@ -117,6 +118,11 @@ func WithErrors(notHeld, pending error) Option {
 		}
 	}
 }
+
+// WithoutTryAcquire says that the lock has no TryAcquire of its own (its
+// Locker's TryAcquire is not to be called), so that RunDeadlines skips
+// the TryAcquire cases (default false).
+func WithoutTryAcquire() Option { return func(c *config) { c.noTry = true } }
 
 // suite is one Run or RunFaults.
 type suite struct {

@@ -26,7 +26,8 @@ func GraceContext(ctx context.Context, limit time.Duration) (context.Context, co
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	if d, ok := ctx.Deadline(); ok {
 		c2, cancel2 := context.WithDeadline(c, d.Add(Grace))
-		c, cancel = c2, func() { cancel2(); cancel() }
+		outer := cancel
+		c, cancel = c2, func() { cancel2(); outer() }
 	}
 	stop := context.AfterFunc(ctx, func() {
 		t := time.NewTimer(Grace)
