@@ -41,8 +41,13 @@ func (l *multiLocker) Release(ctx context.Context) error { return l.m.Release(ct
 func (l *multiLocker) Path() string { return l.path }
 
 // A MultiLock's Acquire keeps its deadline across a blackhole, and leaves
-// no node once the connection or the session recovers.
+// no node once the connection or the session recovers: blackholed at the
+// first lock's create, or at the second's (its 3rd request: create and
+// list for the first lock), when the first, held, is rolled back.
 func TestDeadlines(t *testing.T) {
-	locktest.RunDeadlines(t, newMultiLocker, locktest.WithoutTryAcquire(),
-		locktest.WithErrors(multilock.ErrNotHeld, nil))
+	opts := []locktest.Option{locktest.WithoutTryAcquire(), locktest.WithErrors(multilock.ErrNotHeld, nil)}
+	t.Run("FirstLock", func(t *testing.T) { locktest.RunDeadlines(t, newMultiLocker, opts...) })
+	t.Run("SecondLock", func(t *testing.T) {
+		locktest.RunDeadlines(t, newMultiLocker, append(opts, locktest.WithLostWrite(3))...)
+	})
 }

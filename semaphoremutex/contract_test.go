@@ -49,13 +49,17 @@ var (
 
 // A semaphore with two leases keeps its deadlines across a blackhole as
 // the mutex does (TestFaults): both the internal lock's create and the
-// lease transaction are resolved in the background.
+// lease transaction (its 4th request: create, list the locks, list the
+// leases, the transaction) are resolved in the background.
 func TestSemaphoreDeadlines(t *testing.T) {
 	newSem := func(t *testing.T, s *conn.Session, path string) locktest.Locker {
 		t.Helper()
 		return &semLock{sem: newSemaphore(t, s, path, 2)}
 	}
-	locktest.RunDeadlines(t, newSem, suiteOptions(t)...)
+	t.Run("InternalLock", func(t *testing.T) { locktest.RunDeadlines(t, newSem, suiteOptions(t)...) })
+	t.Run("LeaseTransaction", func(t *testing.T) {
+		locktest.RunDeadlines(t, newSem, append(suiteOptions(t), locktest.WithLostWrite(4))...)
+	})
 }
 
 // semLock is a Semaphore as a locktest.Locker: it holds at most one of

@@ -28,7 +28,8 @@ import (
 //   - SetLatency delays every forwarded chunk.
 //   - CutAfterNextWrite loses the response of the next request.
 //   - BlackholeAfterNextWrite forwards the next request, then blackholes:
-//     the server executes it, and its response is lost in the blackhole.
+//     the server executes it, and its response is lost in the blackhole
+//     (BlackholeAfterWrites: the same after the next n requests).
 type Proxy struct {
 	targets []string
 	lns     []net.Listener
@@ -40,7 +41,7 @@ type Proxy struct {
 	blackhole bool
 	latency   time.Duration
 	cutArmed  bool
-	holeArmed bool
+	holeAfter int // BlackholeAfterWrites: writes to let through before the blackhole; 0: disarmed
 	closed    bool
 }
 
@@ -175,10 +176,17 @@ func (p *Proxy) CutAfterNextWrite() {
 // only that its connection is gone. Chunks that are only a ZooKeeper ping
 // do not fire it. Arm it right before the request whose response should
 // be lost.
-func (p *Proxy) BlackholeAfterNextWrite() {
+func (p *Proxy) BlackholeAfterNextWrite() { p.BlackholeAfterWrites(1) }
+
+// BlackholeAfterWrites is BlackholeAfterNextWrite for the n-th of the next
+// chunks from a client to a server (pings not counted): the n-1 before it
+// are forwarded and answered normally. For a client that sends one request
+// at a time and waits for its answer, that is its n-th request. n < 1
+// disarms it.
+func (p *Proxy) BlackholeAfterWrites(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.holeArmed = true
+	p.holeAfter = max(n, 0)
 }
 
 // Close stops the listeners, closes every connection and waits for the
@@ -331,10 +339,13 @@ func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool
 			p.cutArmed = false
 			l.dropReplies = true
 			cut = true
-		case p.holeArmed && !isPing(chunk):
+		case p.holeAfter > 0 && !isPing(chunk):
+			p.holeAfter--
+			if p.holeAfter > 0 {
+				break
+			}
 			// Blackhole now, under the lock, so that no response can
 			// pass; this chunk still goes through (it is written below).
-			p.holeArmed = false
 			p.blackhole = true
 			for o := range p.links {
 				o.blackholed = true

@@ -2,6 +2,7 @@ package locktest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,9 +49,12 @@ func (s *suite) runDeadlines(t *testing.T) {
 			if try {
 				name = "TryAcquire"
 			}
-			if mid {
+			switch {
+			case mid && s.cfg.lostWrite == 1:
 				name += "BlackholedAfterCreate"
-			} else {
+			case mid:
+				name += fmt.Sprintf("BlackholedAfterWrite%d", s.cfg.lostWrite)
+			default:
 				name += "BlackholedBeforeCreate"
 			}
 			t.Run("Deadline"+name, func(t *testing.T) { s.testDeadlineHealed(t, try, mid) })
@@ -82,14 +86,15 @@ func (s *suite) partitioned(t *testing.T, name string, sessionTimeout time.Durat
 }
 
 // blackholedAcquire blackholes f's proxy before the acquire's create (mid
-// false) or right after it is written (mid true), runs Acquire (or
+// false) or right after it is written (mid true; WithLostWrite: after
+// another of its requests), runs Acquire (or
 // TryAcquire) with a partitionDeadline deadline, and checks that it
 // returns in time with ctx's error. With mid, it also waits until the
 // server has the node, so that the test is about a node that exists.
 func (s *suite) blackholedAcquire(t *testing.T, f partitioned, try, mid bool) {
 	t.Helper()
 	if mid {
-		f.proxy.BlackholeAfterNextWrite()
+		f.proxy.BlackholeAfterWrites(s.cfg.lostWrite)
 	} else {
 		f.proxy.Blackhole()
 	}
