@@ -134,9 +134,12 @@ func (s *suite) blackholedAcquire(t *testing.T, f partitioned, try, mid bool) {
 	assert.LessOrEqual(t, past, PastDeadline, "returned within its deadline plus %v", PastDeadline)
 	assert.ErrorIs(t, f.lk.Release(Ctx(t, 10*time.Second)), s.cfg.errNotHeld, "the handle holds nothing")
 	if mid {
+		var nodes []string
 		WaitFor(t, 10*time.Second, "the server made the node whose answer is lost", func() bool {
-			return len(s.ownNodes(t, f)) > 0
+			nodes = s.ownNodes(t, f)
+			return len(nodes) > 0
 		})
+		t.Logf("nodes of the session across the blackhole: %v", nodes)
 	}
 }
 
