@@ -40,11 +40,16 @@ func RunDeadlines(t *testing.T, newLock NewLockFunc, opts ...Option) {
 }
 
 func (s *suite) runDeadlines(t *testing.T) {
+	// With WithLostWrite, only the cases that depend on it.
+	later := s.cfg.lostWrite != 1
 	for _, try := range []bool{false, true} {
 		if try && s.cfg.noTry {
 			continue
 		}
 		for _, mid := range []bool{false, true} {
+			if later && !mid {
+				continue
+			}
 			name := "Acquire"
 			if try {
 				name = "TryAcquire"
@@ -59,6 +64,9 @@ func (s *suite) runDeadlines(t *testing.T) {
 			}
 			t.Run("Deadline"+name, func(t *testing.T) { s.testDeadlineHealed(t, try, mid) })
 		}
+	}
+	if !later {
+		t.Run("DeadlineBlackholedWhileQueued", s.testDeadlineWhileQueued)
 	}
 	t.Run("DeadlineBlackholeNeverHeals", s.testDeadlineNeverHeals)
 }
@@ -186,4 +194,70 @@ func (s *suite) testDeadlineNeverHeals(t *testing.T) {
 	mustRelease(t, rival, 10*time.Second)
 	f.proxy.Heal()
 	assert.Empty(t, ephemeralsOrFail(t, f.direct, f.path), "nothing left")
+}
+
+// testDeadlineWhileQueued: the acquire waits behind holders (rivals on the
+// direct session) when the blackhole begins; it returns in time at its
+// deadline, and its node, which it could not delete across the blackhole,
+// is deleted in the background once the blackhole heals, while the
+// holders still hold.
+func (s *suite) testDeadlineWhileQueued(t *testing.T) {
+	f := s.partitioned(t, "deadline-queued", s.cfg.sessionTimeout)
+	rivals := s.holdAll(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	before := watchesSet(f.sess)
+	res := acquireAsync(ctx, f.lk)
+	if !WaitQueued(t, f.sess, before, 10*time.Second) {
+		return
+	}
+	f.proxy.Blackhole()
+	r, ok := await(t, res, 3*s.cfg.sessionTimeout, "Acquire across the blackhole")
+	if !ok {
+		f.proxy.Heal()
+		r = <-res
+	}
+	past := r.at.Sub(deadline)
+	t.Logf("returned %v past its deadline, waiting behind %d holder(s)", past.Round(time.Millisecond), len(rivals))
+	assert.ErrorIs(t, r.err, context.DeadlineExceeded)
+	assert.Nil(t, r.lease)
+	assert.LessOrEqual(t, past, PastDeadline, "returned within its deadline plus %v", PastDeadline)
+
+	f.proxy.Heal()
+	WaitFor(t, 20*time.Second, "no node of the abandoned acquire's session", func() bool {
+		return len(s.ownNodes(t, f)) == 0
+	})
+	for _, r := range rivals {
+		mustRelease(t, r, 10*time.Second)
+	}
+	mustAcquire(t, f.lk, 20*time.Second)
+	mustRelease(t, f.lk, 10*time.Second)
+	assert.Empty(t, ephemeralsOrFail(t, f.direct, f.path), "nothing left")
+}
+
+// holdAll makes rivals on f's direct session acquire until the lock is
+// full: until another handle's TryAcquire says no (one rival for a lock
+// without TryAcquire). It returns them, holding.
+func (s *suite) holdAll(t *testing.T, f partitioned) []Locker {
+	t.Helper()
+	var rivals []Locker
+	for range 4 {
+		r := s.newRival(t, f.direct, f.path)
+		mustAcquire(t, r, 10*time.Second)
+		rivals = append(rivals, r)
+		if s.cfg.noTry {
+			break
+		}
+		probe := s.newLock(t, f.direct, f.path)
+		_, ok, err := probe.TryAcquire(Ctx(t, 10*time.Second))
+		if err != nil {
+			t.Fatalf("locktest: probe: %v", err)
+		}
+		if !ok {
+			break
+		}
+		mustRelease(t, probe, 10*time.Second)
+	}
+	return rivals
 }

@@ -130,7 +130,8 @@ func WithoutTryAcquire() Option { return func(c *config) { c.noTry = true } }
 // connection right after, in its "blackholed after" cases: 1, the default,
 // is the create; a later one reaches a lock's later writes (a semaphore's
 // lease transaction, a multilock's second create). Values below 1 are
-// raised to 1.
+// raised to 1. With a value above 1, RunDeadlines runs only the cases
+// that depend on it.
 func WithLostWrite(n int) Option { return func(c *config) { c.lostWrite = max(n, 1) } }
 
 // suite is one Run or RunFaults.
