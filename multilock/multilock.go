@@ -157,7 +157,8 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	return append([]*conn.Lease(nil), leases...), nil
 }
 
-// rollback releases locks[n-1] down to locks[0] on a fresh context and
+// rollback releases locks[n-1] down to locks[0] on a context of its own
+// (queue.GraceContext: 100 ms past ctx's end, RollbackTimeout at most) and
 // joins their errors.
 func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	if n == 0 {

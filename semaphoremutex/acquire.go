@@ -213,7 +213,8 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 }
 
 // unlock releases the internal lock if we still hold it, on a context of
-// its own: ctx may be the reason we are giving up. It is a plain delete
+// its own (queue.CleanupContext: ctx may be the reason we are giving up;
+// it ends queue.Grace after ctx does). It is a plain delete
 // (queue.Withdraw): a handover mark from a one-lease contender tells the
 // next that no lease node exists, which is not known here. A pending
 // release goes on in the background (the engine's); it delays the next
