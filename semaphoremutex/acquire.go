@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -47,7 +46,7 @@ type attempt struct {
 	node    string                     // our lease node's name, once created
 }
 
-func newID() string { return uuid.NewString() }
+func newID() string { return queue.NewID() }
 
 // run takes a lease, or with wait false takes one only if one is free now
 // (nil lease, nil error otherwise). The internal lock is released when run

@@ -2,9 +2,7 @@ package semaphoremutex
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -145,7 +143,4 @@ func opFailed(res []zk.MultiResponse, i int, want error) bool {
 
 // nodeData is what a lease node says about its holder: the engine's
 // NodeData (host, pid, id) as JSON.
-func nodeData(id string) []byte {
-	b, _ := json.Marshal(queue.NodeData{ID: id, Host: queue.Hostname(), PID: os.Getpid()}) // cannot fail
-	return b
-}
+func nodeData(id string) []byte { return queue.EncodeData(id, "") }

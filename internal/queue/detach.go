@@ -119,3 +119,32 @@ func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 	var zero T
 	return zero, true, CtxErr(ctx)
 }
+
+// RetryUntilDone calls f under ep's context until f returns nil or the
+// epoch ends (what f removes then went with the session), backing off from
+// 50 ms to 1 s between tries, and logs each failure as what. Run it on a
+// goroutine of its own: it ends with the epoch at the latest, so no
+// goroutine outlives its session.
+func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context.Context) error) {
+	ctx := ep.Context()
+	delay := 50 * time.Millisecond
+	for {
+		err := f(ctx)
+		switch {
+		case err == nil:
+			log.Info(what + ": done")
+			return
+		case ep.Err() != nil:
+			return
+		}
+		log.Warn(what+": failed; retrying", zap.Error(err), zap.Duration("in", delay))
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
