@@ -22,3 +22,9 @@ func newLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
 func TestContract(t *testing.T) {
 	locktest.Run(t, newLock, locktest.WithFIFO(false))
 }
+
+// The naive lock keeps its deadlines across a blackhole, and leaves no
+// node once the connection or the session recovers.
+func TestDeadlines(t *testing.T) {
+	locktest.RunDeadlines(t, newLock)
+}

@@ -3,19 +3,11 @@ package exclusive
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/zap"
-
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
-
-// settleWait bounds how long Acquire, after its ctx ended, waits for the
-// removal of a node it may have created before it returns and lets the
-// removal finish in the background (bounded by the epoch). In normal
-// operation the removal takes one or two round trips.
-const settleWait = 250 * time.Millisecond
 
 // outcome is what one create of the lock node came to.
 type outcome int
@@ -43,31 +35,25 @@ func classify(ep *conn.Epoch, err error) outcome {
 }
 
 // create makes one attempt to create the lock node in ep. The request runs
-// detached from ctx, so that its fate is always learnt: if ctx ends first,
-// create returns ctx's error at once and, when the answer comes, deletes the
-// node if this attempt made it (waiting up to settleWait for that).
+// detached from ctx (queue.Detach), so that its fate is always learnt and
+// ctx never waits for it past its end: if ctx ends first, create returns
+// ctx's error and, when the answer comes (or, if it is lost, once the node
+// can be read again), deletes the node if this attempt made it, in the
+// background bounded by the epoch.
 func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id string) (outcome, error) {
-	res := make(chan error, 1) // buffered: the answer may come after we stopped waiting
-	go func() { res <- l.createNode(context.WithoutCancel(ctx), ep, data) }()
-	select {
-	case err := <-res:
-		return classify(ep, err), err
-	case <-ctx.Done():
+	_, detached, err := queue.Detach(ctx, ep, l.log,
+		func(_, ectx context.Context) (struct{}, error) { return struct{}{}, l.createNode(ectx, ep, data) },
+		func(ectx context.Context, _ struct{}, err error) error {
+			switch classify(ep, err) {
+			case created, taken, unknown:
+				return l.deleteIfOurs(ectx, ep, id)
+			}
+			return nil
+		})
+	if detached {
+		return failed, err
 	}
-	l.settle(ep, func(c context.Context) error {
-		var err error
-		select {
-		case err = <-res:
-		case <-c.Done():
-			return nil // the epoch ended: the node, if any, went with it
-		}
-		switch classify(ep, err) {
-		case created, taken, unknown:
-			return l.deleteIfOurs(c, ep, id)
-		}
-		return nil
-	})
-	return failed, ctx.Err()
+	return classify(ep, err), err
 }
 
 // createNode creates the ephemeral lock node, and the lock path's missing
@@ -115,25 +101,5 @@ func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) erro
 			return err
 		}
 		// Someone changed our node's data in between; read it again.
-	}
-}
-
-// settle runs f, which removes what an abandoned attempt may have left,
-// under the epoch's context. It waits up to settleWait for f, then lets f
-// finish in the background; f ends at the latest when the epoch ends.
-func (l *Lock) settle(ep *conn.Epoch, f func(context.Context) error) {
-	done := make(chan struct{}) // closed by the goroutine below when f returns
-	go func() {
-		defer close(done)
-		if err := f(ep.Context()); err != nil && ep.Err() == nil {
-			l.log.Warn("removing the node of an abandoned acquire failed", zap.Error(err))
-		}
-	}()
-	t := time.NewTimer(settleWait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		l.log.Debug("removal of an abandoned node goes on in the background")
 	}
 }

@@ -10,11 +10,16 @@
 //
 //   - Never two holders: ZooKeeper lets only one create of a path succeed,
 //     and the node is ephemeral, so it goes when its session ends.
-//   - Acquire blocks until the lock is held or ctx ends; on cancel, timeout
-//     or error nothing of ours is left on the server. When a create's answer
-//     is lost (the connection dropped, or ctx ended with it in flight), the
-//     node is checked against our session id and the unique id in its data,
-//     and deleted if it is ours.
+//   - Acquire blocks until the lock is held or ctx ends, and returns at the
+//     latest 100 ms after ctx ends (plus scheduling; the tests allow
+//     250 ms), even when the connection is blackholed before or during the
+//     create; on cancel, timeout or error nothing of ours is left on the
+//     server once the connection or the session recovers. When a create's
+//     answer is lost (the connection dropped, or ctx ended with it in
+//     flight), the node is checked against our session id and the unique
+//     id in its data, and deleted if it is ours, in the background if need
+//     be, on a goroutine that ends with the session (an expired session
+//     takes the node with it).
 //   - A holder learns that its lock is no longer safe from the returned
 //     conn.Lease (Lost, Err), and can fence its writes with Lease.Token and
 //     Lease.GuardedWrite. Holding is a lease on the session, not a promise.

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
 // nodeName is the one node every contender tries to create under the lock
@@ -122,7 +123,7 @@ func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 		case err != nil:
 			// A create retried after a lost answer reports NodeExists for
 			// its own node, so "taken" may be ours too.
-			l.settle(ep, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+			l.settle(ctx, ep, id)
 			return nil, l.wrap("acquire", ctx, err)
 		case ours(ep, got, st, id):
 			return l.grant(ctx, ep, id, st.Version)
@@ -167,7 +168,7 @@ func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 		case err != nil && ep.Err() != nil:
 			return nil, false, nil // our node, if any, went with the session
 		case err != nil:
-			l.settle(ep, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+			l.settle(ctx, ep, id)
 			return nil, false, l.wrap("try acquire", ctx, err)
 		case ours(ep, got, st, id):
 			lease, err := l.grant(ctx, ep, id, st.Version)
@@ -182,7 +183,7 @@ func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, version int32) (*conn.Lease, error) {
 	if ctx.Err() != nil {
 		l.log.Debug("granted as ctx ended; undoing the grant")
-		l.settle(ep, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+		l.settle(ctx, ep, id)
 		return nil, l.ctxErr("acquire", ctx)
 	}
 	g := &grant{ep: ep, lease: ep.NewLease(l.node), id: id, version: version}
@@ -219,4 +220,11 @@ func (l *Lock) wrap(op string, ctx context.Context, err error) error {
 		return fmt.Errorf("exclusive: %s %s: %w (%w)", op, l.path, ctx.Err(), err)
 	}
 	return fmt.Errorf("exclusive: %s %s: %w", op, l.path, err)
+}
+
+// settle deletes the lock node if the Acquire call with id created it in
+// ep, in the background under the epoch (queue.Settle): the caller waits
+// only until queue.Grace after ctx ended.
+func (l *Lock) settle(ctx context.Context, ep *conn.Epoch, id string) {
+	queue.Settle(ctx, ep, l.log, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
 }

@@ -2,7 +2,7 @@ package exclusive_test
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -64,10 +64,16 @@ func TestLock(t *testing.T) {
 		data, st, err := ep.Get(ctx, path+"/lock")
 		require.NoError(t, err)
 		assert.Equal(t, ep.SessionID(), st.EphemeralOwner, "an ephemeral node of our session")
+		var d struct {
+			ID   string `json:"id"`
+			Host string `json:"host"`
+			PID  int    `json:"pid"`
+		}
+		require.NoError(t, json.Unmarshal(data, &d), "the engine's node data: %s", data)
 		host, _ := os.Hostname()
-		assert.Contains(t, string(data), "host="+host)
-		assert.Contains(t, string(data), fmt.Sprintf("pid=%d", os.Getpid()))
-		assert.Regexp(t, ` id=[0-9a-f]{32}$`, string(data))
+		assert.Equal(t, host, d.Host)
+		assert.Equal(t, os.Getpid(), d.PID)
+		assert.Regexp(t, `^[0-9a-f-]{36}$`, d.ID)
 		tok, err := lease.Token(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, st.Czxid, tok, "the fencing token is the node's czxid")

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
 // Release gives the lock up: the lease is marked released (its Lost channel
@@ -83,28 +83,10 @@ func (l *Lock) deleteOnce(ctx context.Context, ep *conn.Epoch, version int32) er
 }
 
 // deleteInBackground retries the deletion of g's node until it is gone or
-// g's epoch ends (then the node is gone with it). It runs on its own
-// goroutine, which ends with the epoch at the latest.
+// g's epoch ends (then the node is gone with it): queue.RetryUntilDone. It
+// runs on its own goroutine, which ends with the epoch at the latest.
 func (l *Lock) deleteInBackground(g *grant) {
-	ctx := g.ep.Context()
-	delay := 50 * time.Millisecond
-	for {
-		err := l.deleteIfOurs(ctx, g.ep, g.id)
-		if err == nil {
-			l.log.Warn("lock node deleted in the background after an unconfirmed release")
-			return
-		}
-		if g.ep.Err() != nil {
-			return
-		}
-		l.log.Warn("deleting the lock node in the background failed; retrying", zap.Error(err), zap.Duration("in", delay))
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-		delay = min(2*delay, time.Second)
-	}
+	queue.RetryUntilDone(g.ep, l.log, "deleting the lock node after an unconfirmed release", func(ctx context.Context) error {
+		return l.deleteIfOurs(ctx, g.ep, g.id)
+	})
 }

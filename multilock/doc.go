@@ -21,10 +21,14 @@
 //     on itself. The ensemble is named by the addresses given to
 //     conn.Connect: one reached through other addresses is not recognised.
 //   - One deadline: Acquire's ctx bounds the whole acquisition, not each
-//     lock.
+//     lock, rollback included: Acquire returns at the latest 100 ms after
+//     ctx ended, even with the connection down.
 //   - All or nothing: if any lock cannot be taken, those already taken are
-//     released, in reverse order, on a fresh context (RollbackTimeout), not
-//     on the caller's possibly cancelled one, before Acquire returns.
+//     released, in reverse order, on a context of their own that ends
+//     100 ms after the caller's ended (RollbackTimeout at most), before
+//     Acquire returns; a release that cannot finish by then (the
+//     connection is down) goes on in the background until the node is gone
+//     or its session ends.
 //   - Release releases every lock in reverse order and goes on past a
 //     failure; all failures are reported together (errors.Join).
 //   - Nothing is forgotten: a lock whose Release fails in a way that leaves

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
 // Locker is what a MultiLock is made of: every lock of this module
@@ -65,8 +66,11 @@ func (a identity) String() string {
 }
 
 // RollbackTimeout bounds the release of the locks already taken when an
-// Acquire fails. The rollback runs on a fresh context (the caller's may be
-// the reason for the failure), so it needs a bound of its own.
+// Acquire fails for a reason other than its ctx. The rollback runs on a
+// context of its own (the caller's may be the reason for the failure),
+// which ends 100 ms after the caller's ctx ended, and at the latest after
+// RollbackTimeout; a release that cannot finish by then goes on in the
+// background (its error matches conn.ErrReleasePending).
 const RollbackTimeout = 10 * time.Second
 
 type state int
@@ -163,8 +167,8 @@ func (m *MultiLock) Paths() []string {
 // Acquire takes every lock, in order of identity (see Locker), within ctx: one deadline for
 // all of them. It returns the leases in that order (see Paths). If a lock
 // cannot be taken (ctx ended, or an error), the locks already taken are
-// released in reverse order, on a fresh context bounded by RollbackTimeout,
-// and the error says which lock failed (wrapping its error, so
+// released in reverse order, on a context of their own that ends 100 ms
+// after ctx ended (RollbackTimeout at most; see there), and the error says which lock failed (wrapping its error, so
 // errors.Is(err, context.DeadlineExceeded) works) joined with any error of
 // the rollback. The MultiLock holds nothing afterwards; a lock whose
 // rollback release failed with an error other than a pending one
@@ -201,13 +205,14 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	return append([]*conn.Lease(nil), leases...), nil
 }
 
-// rollback releases locks[n-1] down to locks[0] on a fresh context and
+// rollback releases locks[n-1] down to locks[0] on a context of its own
+// (queue.GraceContext: 100 ms past ctx's end, RollbackTimeout at most) and
 // joins their errors.
 func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RollbackTimeout)
+	rctx, cancel := queue.GraceContext(ctx, RollbackTimeout)
 	defer cancel()
 	var errs []error
 	for j := n - 1; j >= 0; j-- {

@@ -34,11 +34,18 @@
 //     a separate contender and waits. Release from any goroutine but the
 //     holder is an error, never a panic. (package semaphoremutex offers the
 //     opposite: not reentrant, releasable from any goroutine.)
+//   - A deadline is kept: Acquire and TryAcquire return at the latest
+//     100 ms after ctx ends (plus scheduling; the tests allow 250 ms), even
+//     when the connection is blackholed before or during the create.
 //   - Nothing is left behind: a failed, timed-out or cancelled acquire
-//     deletes its node (with a context of its own), including a node whose
-//     create answer was lost with the connection; a release whose outcome
-//     is unknown keeps deleting in the background until the node is gone
-//     or the session ends.
+//     deletes its node, including a node whose create answer was lost with
+//     the connection. What cannot be done within those 100 ms goes on in
+//     the background, on a goroutine that ends with the session: a create
+//     still in flight is resolved (its answer, or, when the answer is lost,
+//     our node looked for by its unique id once the connection is back)
+//     and its node deleted; a delete is retried until the node is gone. If
+//     the session expires first, the node goes with it. A release whose
+//     outcome is unknown keeps deleting in the background the same way.
 //   - The holder can always learn that the lock is no longer safe:
 //     Lease.Lost closes when the session's epoch ends (expiry, or the local
 //     timer while cut off), when the node is deleted by someone else, or on

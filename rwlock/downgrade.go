@@ -30,7 +30,9 @@ func (rw *RWLock) downgrade(ctx context.Context, w *conn.Lease) (*conn.Lease, er
 		return nil, fmt.Errorf("downgrade: %w", err)
 	}
 	if l.Epoch() != w.Epoch() || w.Err() != nil {
-		_ = rw.dq.Release(context.WithoutCancel(ctx), l)
+		rctx, cancel := queue.CleanupContext(ctx, l.Epoch())
+		_ = rw.dq.Release(rctx, l)
+		cancel()
 		return nil, fmt.Errorf("downgrade: %w: the write lock's session ended", conn.ErrLeaseLost)
 	}
 	return l, nil

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -48,7 +47,7 @@ type attempt struct {
 	node    string                     // our lease node's name, once created
 }
 
-func newID() string { return uuid.NewString() }
+func newID() string { return queue.NewID() }
 
 // run takes a lease, or with wait false takes one only if one is free now
 // (nil lease, nil error otherwise). The internal lock is released when run
@@ -273,7 +272,8 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 }
 
 // unlock releases the internal lock if we still hold it, on a context of
-// its own: ctx may be the reason we are giving up. It is a plain delete
+// its own (queue.CleanupContext: ctx may be the reason we are giving up;
+// it ends queue.Grace after ctx does). It is a plain delete
 // (queue.Withdraw): a handover mark from a one-lease contender tells the
 // next that no lease node exists, which is not known here. A pending
 // release goes on in the background (the engine's); it delays the next
@@ -290,17 +290,14 @@ func (a *attempt) unlock(ctx context.Context) {
 	a.lk = nil
 }
 
-// drop deletes our lease node, if any, with a context of its own. The
-// engine's Release does the deleting, so a delete whose outcome is unknown
-// goes on in the background until the node is gone or the epoch ends.
+// drop deletes our lease node, if any, in the background under the epoch
+// (queue.Settle): ctx may be the reason we are giving up, and its caller
+// waits for the delete only until queue.Grace after ctx ended.
 func (a *attempt) drop(ctx context.Context) {
 	if a.node == "" {
 		return
 	}
-	dctx, cancel := queue.CleanupContext(ctx, a.ep)
-	defer cancel()
-	if err := a.s.leases.Release(dctx, a.ep.NewLease(conn.JoinPath(a.s.leasesPath, a.node))); err != nil {
-		a.s.log.Warn("could not delete our lease node after giving up", zap.String("node", a.node), zap.Error(err))
-	}
+	node := a.node
 	a.node = ""
+	queue.Settle(ctx, a.ep, a.s.log, func(ectx context.Context) error { return a.s.leases.Delete(ectx, a.ep, node) })
 }

@@ -1,6 +1,8 @@
 package semaphoremutex_test
 
 import (
+	"context"
+	"sync"
 	"testing"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -44,3 +46,56 @@ var (
 	_ locktest.Locker  = (*semaphoremutex.Mutex)(nil)
 	_ multilock.Locker = (*semaphoremutex.Mutex)(nil)
 )
+
+// A semaphore with two leases keeps its deadlines across a blackhole as
+// the mutex does (TestFaults): both the internal lock's create and the
+// lease transaction (its 4th request: create, list the locks, list the
+// leases, the transaction) are resolved in the background.
+func TestSemaphoreDeadlines(t *testing.T) {
+	newSem := func(t *testing.T, s *conn.Session, path string) locktest.Locker {
+		t.Helper()
+		return &semLock{sem: newSemaphore(t, s, path, 2)}
+	}
+	t.Run("InternalLock", func(t *testing.T) { locktest.RunDeadlines(t, newSem, suiteOptions(t)...) })
+	t.Run("LeaseTransaction", func(t *testing.T) {
+		locktest.RunDeadlines(t, newSem, append(suiteOptions(t), locktest.WithLostWrite(4))...)
+	})
+}
+
+// semLock is a Semaphore as a locktest.Locker: it holds at most one of
+// the semaphore's leases.
+type semLock struct {
+	sem *semaphoremutex.Semaphore
+	mu  sync.Mutex
+	l   *conn.Lease
+}
+
+func (s *semLock) Acquire(ctx context.Context) (*conn.Lease, error) {
+	l, err := s.sem.Acquire(ctx)
+	if err == nil {
+		s.mu.Lock()
+		s.l = l
+		s.mu.Unlock()
+	}
+	return l, err
+}
+
+func (s *semLock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	l, ok, err := s.sem.TryAcquire(ctx)
+	if ok {
+		s.mu.Lock()
+		s.l = l
+		s.mu.Unlock()
+	}
+	return l, ok, err
+}
+
+func (s *semLock) Release(ctx context.Context) error {
+	s.mu.Lock()
+	l := s.l
+	s.l = nil
+	s.mu.Unlock()
+	return s.sem.Release(ctx, l)
+}
+
+func (s *semLock) Path() string { return s.sem.Path() }

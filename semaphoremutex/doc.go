@@ -95,12 +95,21 @@
 //     waiter admitted by one release leaves its watches on the other
 //     holders' nodes; each fires once when its node goes, an event with no
 //     request.)
+//   - A deadline is kept: Acquire and TryAcquire (Mutex and Semaphore)
+//     return at the latest 100 ms after ctx ends (plus scheduling; the
+//     tests allow 250 ms), even when the connection is blackholed during
+//     the internal lock's create or the lease transaction.
 //   - Nothing is left behind: a failed, timed-out or cancelled acquire
-//     deletes its internal lock node (a waiter has no lease node) with a
-//     context of its own, and a transaction whose answer was lost with the
-//     connection is resolved by looking for our lease node by its id; a
-//     release whose outcome is unknown keeps deleting in the background
-//     until the node is gone or the session ends, and says so
+//     deletes its internal lock node (a waiter has no lease node), and a
+//     transaction whose answer was lost with the connection is resolved by
+//     looking for our lease node by its id. What cannot be done within
+//     those 100 ms goes on in the background, on a goroutine that ends
+//     with the session: a create or transaction still in flight is
+//     resolved once its answer comes or the connection is back, and what
+//     it made is deleted (the lease node, or the internal lock node if the
+//     transaction did not commit); if the session expires first, the nodes
+//     go with it. A release whose outcome is unknown keeps deleting in the
+//     background until the node is gone or the session ends, and says so
 //     (ErrReleasePending).
 //   - Leases of a session that ends come back: lease nodes are ephemeral,
 //     and the waiter watching them is notified.

@@ -2,10 +2,7 @@ package semaphoremutex
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
-	"strings"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -15,100 +12,139 @@ import (
 )
 
 // take creates our lease node and releases the internal lock in one
-// transaction: hand our lock node over (queue.HandoverOps: mark and delete
-// it, so the next contender takes the internal lock with no request), and
-// create "_c_<id>-lease-<seq>". It
-// commits only while our lock node exists, i.e. while we hold the internal
-// lock, so no lease node of ours is ever created outside it.
+// transaction: release our lock node (unlockOps), and create
+// "_c_<id>-lease-<seq>". It commits only while our lock node exists, i.e.
+// while we hold the internal lock, so no lease node of ours is ever
+// created outside it.
 //
-// The transaction is never abandoned while in flight: it runs under a
-// context that ctx's cancellation does not reach (the epoch still bounds
-// it), so we always learn whether it committed. When its answer is lost
-// with the connection, our lease node is looked for by our id (in its name)
-// before trying again; the lock node's delete makes the transaction
-// one-shot, so a late commit of a first try and a second try can never
-// both create a node.
+// The transaction runs detached from ctx (queue.Detach): it is never
+// abandoned while in flight, and ctx never waits for it past its end. If
+// ctx ends first, take returns ctx's error and the outcome is resolved in
+// the background: a lease node the transaction made is deleted, or, if it
+// did not commit, the internal lock is released (withdrawn); if the
+// session ends first, both go with it.
 func (a *attempt) take(ctx context.Context) error {
-	prefix := leaseSchema.Prefix(a.id)
-	p := conn.JoinPath(a.s.leasesPath, prefix)
-	data := nodeData(a.id)
-	cctx := context.WithoutCancel(ctx)
-	if a.noDir {
+	lk, id, noDir, lossy := a.lk, a.id, a.noDir, a.lossy
+	r, detached, err := queue.Detach(ctx, a.ep, a.s.log,
+		func(ctx, ectx context.Context) (took, error) {
+			return a.s.commit(ctx, ectx, a.ep, lk, id, noDir, lossy)
+		},
+		func(ectx context.Context, r took, _ error) error {
+			switch {
+			case r.node != "": // the lock node went in the same transaction
+				a.s.log.Info("deleting the lease node of an abandoned acquire", zap.String("node", r.node))
+				return a.s.leases.Delete(ectx, a.ep, r.node)
+			case r.lockGone:
+				return nil
+			}
+			return a.s.lock.Withdraw(ectx, lk)
+		})
+	if detached {
+		a.lk = nil // the background owns it now
+		return err
+	}
+	a.lossy = r.lossy
+	switch {
+	case r.node != "":
+		a.node = r.node
+		a.lk.Released()
+		a.lk = nil
+		return nil
+	case r.lockGone:
+		// Deleted by someone else: we no longer hold the internal lock, so
+		// we may not create a lease node. Start over.
+		a.s.log.Warn("our internal lock node was deleted by someone else; starting over", zap.String("node", a.lk.Path()))
+		a.lk.Released()
+		a.lk = nil
+		return errRestart
+	}
+	return err
+}
+
+// took is what a lease transaction came to: our lease node ("" if none;
+// it committed, releasing lk, when there is one), lockGone when lk's node
+// was found gone without a lease node of ours (someone else deleted it),
+// lossy when an answer was lost on the way.
+type took struct {
+	node     string
+	lockGone bool
+	lossy    bool
+}
+
+// commit runs the lease transaction of take, with requests under ectx (the
+// epoch's), until it commits or cannot; ctx is the caller's, checked
+// before each try. When its answer is lost with the connection, our lease
+// node is looked for by our id (s.leases.Find) before trying again; the
+// lock node's delete makes the transaction one-shot, so a late commit of a
+// first try and a second try can never both create a node.
+func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
+	r := took{lossy: lossy}
+	p := conn.JoinPath(s.leasesPath, leaseSchema.Prefix(id))
+	data := nodeData(id)
+	if noDir {
 		// leases/ does not exist yet (first use, or its container was
 		// reaped): make it, or the transaction fails.
-		if err := a.ep.CreateParents(ctx, p); err != nil {
-			return err
+		if err := ep.CreateParents(ectx, p); err != nil {
+			return r, err
 		}
 	}
 	for tries := 0; ; tries++ {
-		ops := append(a.unlockOps(),
-			&zk.CreateRequest{Path: p, Data: data, Acl: a.s.sess.ACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
+		if ctx.Err() != nil {
+			return r, queue.CtxErr(ctx)
+		}
+		ops := append(s.unlockOps(lk),
+			&zk.CreateRequest{Path: p, Data: data, Acl: s.sess.ACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
 		create := len(ops) - 1
-		res, err := a.ep.Multi(cctx, ops...)
+		res, err := ep.Multi(ectx, ops...)
 		switch {
 		case err == nil:
-			a.taken(conn.BaseName(res[create].String))
-			return nil
+			r.node = conn.BaseName(res[create].String)
+			return r, nil
 		case opFailed(res, create, zk.ErrNoNode) && tries == 0:
 			// leases/ was reaped between our listing and now.
-			if err := a.ep.CreateParents(ctx, p); err != nil {
-				return err
+			if err := ep.CreateParents(ectx, p); err != nil {
+				return r, err
 			}
 		case opFailed(res, 0, zk.ErrNoNode):
 			// Our lock node is gone. After a lost answer, that may be our
 			// own first try having committed late.
-			if a.lossy {
-				node, ferr := a.find(cctx, prefix)
+			if r.lossy {
+				node, ferr := s.leases.Find(ectx, ep, id)
 				if ferr != nil {
-					return ferr
+					return r, ferr
 				}
-				if node != "" {
-					a.taken(node)
-					return nil
-				}
+				r.node = node
 			}
-			// Deleted by someone else: we no longer hold the internal
-			// lock, so we may not create a lease node. Start over.
-			a.s.log.Warn("our internal lock node was deleted by someone else; starting over", zap.String("node", a.lk.Path()))
-			a.lk.Released()
-			a.lk = nil
-			return errRestart
-		case errors.Is(err, conn.ErrConnectionLoss) && a.ep.Err() == nil:
-			a.lossy = true
-			node, ferr := a.find(cctx, prefix)
+			r.lockGone = r.node == ""
+			return r, nil
+		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil:
+			r.lossy = true
+			node, ferr := s.leases.Find(ectx, ep, id)
 			if ferr != nil {
-				return ferr
+				return r, ferr
 			}
 			if node != "" {
-				a.s.log.Warn("found our lease node after the answer was lost", zap.String("node", node))
-				a.taken(node)
-				return nil
+				s.log.Warn("found our lease node after the answer was lost", zap.String("node", node))
+				r.node = node
+				return r, nil
 			}
-			a.s.log.Info("lease transaction was not applied before the connection was lost; trying again")
+			s.log.Info("lease transaction was not applied before the connection was lost")
 		default:
-			return err
+			return r, err
 		}
 	}
 }
 
-// unlockOps release the internal lock in take's transaction: the handover
-// (mark and delete), except with one lease, where a marked internal lock
-// node of ours tells the next contender that no lease node exists (see
-// soleLeaseTag), which is false once we have taken one: a plain delete,
-// after which the next lists the lease nodes.
-func (a *attempt) unlockOps() []any {
-	if a.s.max == 1 {
-		return []any{&zk.DeleteRequest{Path: a.lk.Path(), Version: -1}}
+// unlockOps release the internal lock in the lease transaction: the
+// handover (mark and delete), except with one lease, where a marked
+// internal lock node of ours tells the next contender that no lease node
+// exists (see soleLeaseTag), which is false once we have taken one: a plain
+// delete, after which the next lists the lease nodes.
+func (s *Semaphore) unlockOps(lk *conn.Lease) []any {
+	if s.max == 1 {
+		return []any{&zk.DeleteRequest{Path: lk.Path(), Version: -1}}
 	}
-	return queue.HandoverOps(a.lk.Path())
-}
-
-// taken records that the transaction committed: our lease node is node and
-// the internal lock is released.
-func (a *attempt) taken(node string) {
-	a.node = node
-	a.lk.Released()
-	a.lk = nil
+	return queue.HandoverOps(lk.Path())
 }
 
 // opFailed reports whether op i of a failed transaction failed with want.
@@ -116,30 +152,6 @@ func opFailed(res []zk.MultiResponse, i int, want error) bool {
 	return i < len(res) && errors.Is(res[i].Error, want)
 }
 
-// find looks for our lease node after a transaction whose answer was lost,
-// syncing first so that a lagging server shows what our session did.
-func (a *attempt) find(ctx context.Context, prefix string) (string, error) {
-	if err := a.ep.Sync(ctx, a.s.leasesPath); err != nil {
-		return "", err
-	}
-	names, _, err := a.ep.Children(ctx, a.s.leasesPath)
-	if errors.Is(err, zk.ErrNoNode) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	for _, n := range names {
-		if _, ok := leaseSchema.Parse(n); ok && strings.HasPrefix(n, prefix) {
-			return n, nil
-		}
-	}
-	return "", nil
-}
-
 // nodeData is what a lease node says about its holder: the engine's
 // NodeData (host, pid, id) as JSON.
-func nodeData(id string) []byte {
-	b, _ := json.Marshal(queue.NodeData{ID: id, Host: queue.Hostname(), PID: os.Getpid()}) // cannot fail
-	return b
-}
+func nodeData(id string) []byte { return queue.EncodeData(id, "") }

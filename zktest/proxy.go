@@ -27,6 +27,9 @@ import (
 //     connection. The client reconnects through the proxy.
 //   - SetLatency delays every forwarded chunk.
 //   - CutAfterNextWrite loses the response of the next request.
+//   - BlackholeAfterNextWrite forwards the next request, then blackholes:
+//     the server executes it, and its response is lost in the blackhole
+//     (BlackholeAfterWrites: the same after the next n requests).
 type Proxy struct {
 	targets []string
 	lns     []net.Listener
@@ -38,6 +41,7 @@ type Proxy struct {
 	blackhole bool
 	latency   time.Duration
 	cutArmed  bool
+	holeAfter int // BlackholeAfterWrites: writes to let through before the blackhole; 0: disarmed
 	closed    bool
 }
 
@@ -162,6 +166,27 @@ func (p *Proxy) CutAfterNextWrite() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cutArmed = true
+}
+
+// BlackholeAfterNextWrite arms a one-shot fault: the next chunk from a
+// client to a server is forwarded, and the proxy blackholes (as Blackhole)
+// at that very moment, before any byte of the response can reach the
+// client. The connection stays open, so the server executes the request (a
+// create succeeds), but the client learns nothing until Heal, and then
+// only that its connection is gone. Chunks that are only a ZooKeeper ping
+// do not fire it. Arm it right before the request whose response should
+// be lost.
+func (p *Proxy) BlackholeAfterNextWrite() { p.BlackholeAfterWrites(1) }
+
+// BlackholeAfterWrites is BlackholeAfterNextWrite for the n-th of the next
+// chunks from a client to a server (pings not counted): the n-1 before it
+// are forwarded and answered normally. For a client that sends one request
+// at a time and waits for its answer, that is its n-th request. n < 1
+// disarms it.
+func (p *Proxy) BlackholeAfterWrites(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holeAfter = max(n, 0)
 }
 
 // Close stops the listeners, closes every connection and waits for the
@@ -309,10 +334,22 @@ func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool
 	cut := false
 	if dir == toServer {
 		dst = l.server
-		if p.cutArmed && !isPing(chunk) {
+		switch {
+		case p.cutArmed && !isPing(chunk):
 			p.cutArmed = false
 			l.dropReplies = true
 			cut = true
+		case p.holeAfter > 0 && !isPing(chunk):
+			p.holeAfter--
+			if p.holeAfter > 0 {
+				break
+			}
+			// Blackhole now, under the lock, so that no response can
+			// pass; this chunk still goes through (it is written below).
+			p.blackhole = true
+			for o := range p.links {
+				o.blackholed = true
+			}
 		}
 	}
 	p.mu.Unlock()

@@ -13,7 +13,8 @@ import (
 // RunFaults runs the fault suite against the lock type newLock builds, as
 // subtests of t, one after another: answers lost with the connection and
 // connections cut (through a zktest.Proxy per test), a waiter's session
-// expired, the lock path reaped, the session closed. Each subtest works on
+// expired, the lock path reaped, the session closed, and the deadline
+// suite (RunDeadlines) under a blackhole. Each subtest works on
 // its own path under the cluster's Root; none restarts a server, so a
 // cluster shared by the package's tests will do (WithCluster).
 //
@@ -32,6 +33,7 @@ func RunFaults(t *testing.T, newLock NewLockFunc, opts ...Option) {
 	t.Run("WaiterSessionExpired", s.testWaiterExpired)
 	t.Run("ParentReaped", s.testParentReaped)
 	t.Run("AcquireAfterClose", s.testAcquireAfterClose)
+	s.runDeadlines(t)
 	if s.cfg.rival != nil {
 		t.Run("TimeoutWhileQueued", func(t *testing.T) { s.testAbandonWhileQueued(t, false) })
 		t.Run("CancelWhileQueued", func(t *testing.T) { s.testAbandonWhileQueued(t, true) })

@@ -42,11 +42,13 @@ type config struct {
 	findByData     bool
 	errNotHeld     error
 	errPending     error
+	noTry          bool
+	lostWrite      int
 }
 
 func defaultConfig() config {
 	return config{contenders: 20, rounds: 5, sessionTimeout: 8 * time.Second, ensemble: true,
-		errNotHeld: conn.ErrNotHeld, errPending: conn.ErrReleasePending}
+		errNotHeld: conn.ErrNotHeld, errPending: conn.ErrReleasePending, lostWrite: 1}
 }
 
 // WithFIFO makes the suite check that contenders that queued one after
@@ -117,6 +119,20 @@ func WithErrors(notHeld, pending error) Option {
 		}
 	}
 }
+
+// WithoutTryAcquire says that the lock has no TryAcquire of its own (its
+// Locker's TryAcquire is not to be called), so that RunDeadlines skips
+// the TryAcquire cases (default false).
+func WithoutTryAcquire() Option { return func(c *config) { c.noTry = true } }
+
+// WithLostWrite says which request of an acquire (counted from its first,
+// on an uncontended lock whose paths exist) RunDeadlines blackholes the
+// connection right after, in its "blackholed after" cases: 1, the default,
+// is the create; a later one reaches a lock's later writes (a semaphore's
+// lease transaction, a multilock's second create). Values below 1 are
+// raised to 1. With a value above 1, RunDeadlines runs only the cases
+// that depend on it.
+func WithLostWrite(n int) Option { return func(c *config) { c.lostWrite = max(n, 1) } }
 
 // suite is one Run or RunFaults.
 type suite struct {

@@ -91,9 +91,10 @@ func (s *suite) testCutAfterCreate(t *testing.T) {
 	assert.Empty(t, ephemeralsOrFail(t, f.direct, f.path), "no orphan")
 }
 
-// testCancelDuringCreate: ctx ends while the create is on the wire; the
-// node it makes is deleted before Acquire returns, the handle holds
-// nothing, and it acquires normally afterwards.
+// testCancelDuringCreate: ctx ends while the create is on the wire (a slow
+// link): Acquire returns within PastDeadline of its deadline, the handle
+// holds nothing, the node the create makes is deleted in the background
+// once its answer comes, and the handle acquires normally afterwards.
 func (s *suite) testCancelDuringCreate(t *testing.T) {
 	f := s.proxied(t, "cancel-create")
 	warm(t, f.lk)
@@ -101,11 +102,20 @@ func (s *suite) testCancelDuringCreate(t *testing.T) {
 	f.proxy.SetLatency(300 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
 	l, err := f.lk.Acquire(ctx)
+	past := time.Since(deadline)
+	t.Logf("returned %v past its deadline", past.Round(time.Millisecond))
+	assert.LessOrEqual(t, past, PastDeadline, "Acquire does not wait for the create's answer")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Nil(t, l)
-	assert.Empty(t, ephemeralsOrFail(t, f.direct, f.path), "no orphan when Acquire returns")
 	assert.ErrorIs(t, f.lk.Release(Ctx(t, 10*time.Second)), s.cfg.errNotHeld, "nothing held")
+	WaitFor(t, 10*time.Second, "the create on the slow link made its node", func() bool {
+		return len(ephemeralsOrFail(t, f.direct, f.path)) > 0
+	})
+	WaitFor(t, 20*time.Second, "no orphan: the node of the abandoned create deleted", func() bool {
+		return len(ephemeralsOrFail(t, f.direct, f.path)) == 0
+	})
 	f.proxy.SetLatency(0)
 	warm(t, f.lk)
 	assert.Empty(t, ephemeralsOrFail(t, f.direct, f.path), "nothing left")

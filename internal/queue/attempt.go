@@ -216,25 +216,16 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 	return err
 }
 
-// drop deletes our node, if any, with a context of its own: ctx may be the
-// reason we are giving up.
+// drop deletes our node, if any, in the background under the epoch
+// (Settle): ctx may be the reason we are giving up, and its caller waits
+// for the delete only until Grace after ctx ended.
 func (a *attempt) drop(ctx context.Context) {
 	if a.node == "" {
 		return
 	}
-	dctx, cancel := CleanupContext(ctx, a.ep)
-	defer cancel()
-	if err := a.q.deleteNode(dctx, a.ep, conn.JoinPath(a.q.path, a.node)); err != nil {
-		a.q.log.Warn("could not delete our node after giving up", zap.String("node", a.node), zap.Error(err))
-	}
+	node := a.node
 	a.node = ""
-}
-
-// CleanupContext is for deleting our own nodes after ctx ended: it keeps
-// ctx's values, not its cancellation, and is bounded by the session timeout
-// (the epoch bounds every operation as well).
-func CleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), ep.Timeout())
+	Settle(ctx, a.ep, a.q.log, func(ectx context.Context) error { return a.q.Delete(ectx, a.ep, node) })
 }
 
 // CtxErr is ctx's error, and its cause too when one was given.

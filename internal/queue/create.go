@@ -10,72 +10,113 @@ import (
 	"go.uber.org/zap"
 )
 
+// created is what a create came to: our node's name ("" when none is
+// ours) and whether an answer was lost on the way (then a ghost of ours
+// may turn up: see dropGhosts).
+type created struct {
+	node  string
+	lossy bool
+}
+
 // create makes our ephemeral sequential node and sets a.node.
 //
-// The create is never abandoned while in flight: it runs under a context
-// that ctx's cancellation does not reach (the epoch still bounds it), so
-// that we always learn whether it was applied, and delete the node if ctx
-// ended meanwhile. When the answer is lost with the connection, the node
-// may exist: we look for it by our unique id before creating again, so a
-// lost answer leaves no orphan and we never queue behind our own ghost.
+// The create is never abandoned while in flight, and ctx never waits for
+// it past its end: it runs detached (Detach). If ctx ends first, create
+// returns ctx's error and the create is resolved in the background: when
+// its answer comes, or, if the answer was lost, once our node has been
+// looked for by our unique id after the connection is back, the node is
+// deleted; if the session ends first, the node goes with it.
 func (a *attempt) create(ctx context.Context) error {
-	prefix := a.q.cfg.Schema.Prefix(a.id)
-	p := conn.JoinPath(a.q.path, prefix)
-	data := encodeData(a.id, a.q.cfg.Tag)
-	cctx := context.WithoutCancel(ctx)
+	c, detached, err := Detach(ctx, a.ep, a.q.log,
+		func(ctx, ectx context.Context) (created, error) { return a.q.createNode(ctx, ectx, a.ep, a.id) },
+		func(ectx context.Context, c created, _ error) error {
+			if c.node == "" {
+				return nil
+			}
+			a.q.log.Info("deleting the node of an abandoned acquire", zap.String("node", c.node))
+			return a.q.Delete(ectx, a.ep, c.node)
+		})
+	if detached {
+		return err
+	}
+	a.lossy = c.lossy
+	if err != nil {
+		return err
+	}
+	a.node = c.node
+	return nil
+}
+
+// createNode creates the node of acquire id in ep, with requests under
+// ectx (the epoch's context); ctx is the caller's, checked before each
+// create so that none is sent for a caller that gave up. When an answer is
+// lost with the connection, the node may exist: it is looked for by id
+// (Find) before creating again, so a lost answer leaves no orphan and we
+// never queue behind our own ghost.
+func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string) (created, error) {
+	prefix := q.cfg.Schema.Prefix(id)
+	p := conn.JoinPath(q.path, prefix)
+	data := encodeData(id, q.cfg.Tag)
+	var c created
 	parentsMade := false
 	for {
 		if err := ctx.Err(); err != nil {
-			return CtxErr(ctx)
+			return c, CtxErr(ctx)
 		}
-		created, err := a.ep.Create(cctx, p, data, zk.FlagEphemeral|zk.FlagSequence, a.q.sess.ACL())
+		name, err := ep.Create(ectx, p, data, zk.FlagEphemeral|zk.FlagSequence, q.sess.ACL())
 		switch {
 		case err == nil:
-			a.node = conn.BaseName(created)
-			return nil
+			c.node = conn.BaseName(name)
+			return c, nil
 		case errors.Is(err, zk.ErrNoNode) && !parentsMade:
 			// The lock path (or a parent) does not exist, or its container
 			// was reaped: make the parents and try once more.
 			parentsMade = true
-			if err := a.ep.CreateParents(ctx, p); err != nil {
-				return err
+			if err := ep.CreateParents(ectx, p); err != nil {
+				return c, err
 			}
-		case errors.Is(err, conn.ErrConnectionLoss) && a.ep.Err() == nil:
-			a.lossy = true
-			node, ferr := a.find(cctx, prefix)
+		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil:
+			c.lossy = true
+			node, ferr := q.Find(ectx, ep, id)
 			if ferr != nil {
-				return ferr
+				return c, ferr
 			}
 			if node != "" {
-				a.q.log.Warn("found our node after its create answer was lost", zap.String("node", node))
-				a.node = node
-				return nil
+				q.log.Warn("found our node after its create answer was lost", zap.String("node", node))
+				c.node = node
+				return c, nil
 			}
-			a.q.log.Info("create was not applied before the connection was lost; creating again")
+			q.log.Info("create was not applied before the connection was lost")
 		default:
-			return err
+			return c, err
 		}
 	}
 }
 
-// find looks for a node of ours, after a create whose answer was lost. It
-// syncs first, so that a server that lags behind the leader shows every
-// node our session created. It returns "" if there is none, also when the
-// lock path itself does not exist (the lost answer was NoNode: first use,
-// or its container was reaped), so that the create makes it.
-func (a *attempt) find(ctx context.Context, prefix string) (string, error) {
-	if err := a.ep.Sync(ctx, a.q.path); err != nil && !errors.Is(err, zk.ErrNoNode) {
+// Find looks for the node of acquire id under the queue's path in ep,
+// after a write that may have created it lost its answer with the
+// connection; called before any new attempt, and after the lost answer
+// (ZooKeeper answers a session's requests in order), it sees that write's
+// effect. It syncs first, so that a server that lags behind the leader
+// shows every node our session created. It returns "" if there is none,
+// also when the path itself does not exist (the lost answer was NoNode:
+// first use, or its container was reaped). Nodes are recognised by the
+// schema's prefix for id, and by the id in their data when the prefix does
+// not carry it.
+func (q *Queue) Find(ctx context.Context, ep *conn.Epoch, id string) (string, error) {
+	if err := ep.Sync(ctx, q.path); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return "", err
 	}
-	names, _, err := a.ep.Children(ctx, a.q.path)
+	names, _, err := ep.Children(ctx, q.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
+	prefix := q.cfg.Schema.Prefix(id)
 	for _, n := range names {
-		ok, err := a.ours(ctx, prefix, n)
+		ok, err := q.ours(ctx, ep, id, prefix, n)
 		if err != nil {
 			return "", err
 		}
@@ -86,19 +127,19 @@ func (a *attempt) find(ctx context.Context, prefix string) (string, error) {
 	return "", nil
 }
 
-// ours reports whether child name is a node created for our acquire id: by
+// ours reports whether child name is a node created for acquire id: by
 // its name when the schema puts the id in it, else by its data.
-func (a *attempt) ours(ctx context.Context, prefix, name string) (bool, error) {
+func (q *Queue) ours(ctx context.Context, ep *conn.Epoch, id, prefix, name string) (bool, error) {
 	if !strings.HasPrefix(name, prefix) {
 		return false, nil
 	}
-	if _, ok := a.q.cfg.Schema.Parse(name); !ok {
+	if _, ok := q.cfg.Schema.Parse(name); !ok {
 		return false, nil
 	}
-	if strings.Contains(prefix, a.id) {
+	if strings.Contains(prefix, id) {
 		return true, nil
 	}
-	b, _, err := a.ep.Get(ctx, conn.JoinPath(a.q.path, name))
+	b, _, err := ep.Get(ctx, conn.JoinPath(q.path, name))
 	if errors.Is(err, zk.ErrNoNode) {
 		return false, nil
 	}
@@ -106,12 +147,12 @@ func (a *attempt) ours(ctx context.Context, prefix, name string) (bool, error) {
 		return false, err
 	}
 	d, _ := decodeData(b)
-	return d.ID == a.id, nil
+	return d.ID == id, nil
 }
 
 // dropGhosts deletes, from the server and the cache, any node of our
 // acquire id other than a.node: a create whose lost answer was applied after
-// all. ZooKeeper's ordering makes this next to impossible (find syncs), but
+// all. ZooKeeper's ordering makes this next to impossible (Find syncs), but
 // queueing behind a ghost of our own would wait for our session to end. For
 // schemas that keep the id in the name this costs nothing; for others it
 // reads data, and only after a lost answer.
@@ -124,7 +165,7 @@ func (a *attempt) dropGhosts(ctx context.Context) error {
 		if c.Name == a.node {
 			continue
 		}
-		ok, err := a.ours(ctx, prefix, c.Name)
+		ok, err := a.q.ours(ctx, a.ep, a.id, prefix, c.Name)
 		if err != nil {
 			return err
 		}

@@ -42,9 +42,13 @@
 //     or its deletion is notified, drop it from the cached list and go to 3
 //     (see below for when the list is refreshed); any other event sets the
 //     watch again.
-//  4. On cancel, timeout or error, delete our node with a context of its own
-//     (not the caller's, which may be the one that ended); if the epoch ends
-//     while waiting, our node went with it: go to 1 in the next epoch.
+//  4. On cancel, timeout or error, delete our node (Settle: on the epoch's
+//     context, not the caller's, which may be the one that ended; the
+//     caller waits for it until Grace after ctx ended); if the epoch ends
+//     while waiting, our node went with it: go to 1 in the next epoch. The
+//     create itself runs detached (Detach): ctx never waits for it past
+//     its end, and a create abandoned in flight is resolved and its node
+//     deleted in the background, bound to the epoch.
 //
 // # Deciding from the first listing
 //

@@ -31,6 +31,18 @@ var local = func() NodeData {
 // put the host into names (HostKindSchema) use it.
 func Hostname() string { return local.Host }
 
+// NewID returns a new unique acquire id (a random UUID), for recipes that
+// make their own nodes the engine's way.
+func NewID() string { return newID() }
+
+// EncodeData is the data of a node made for acquire id, with tag (see
+// NodeData), as the engine writes it.
+func EncodeData(id, tag string) []byte { return encodeData(id, tag) }
+
+// DecodeData reads node data; see NodeData. ok is false for data that says
+// nothing useful.
+func DecodeData(b []byte) (d NodeData, ok bool) { return decodeData(b) }
+
 func encodeData(id, tag string) []byte {
 	d := local
 	d.ID, d.Tag = id, tag

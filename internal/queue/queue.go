@@ -96,9 +96,12 @@ func (q *Queue) Session() *conn.Session { return q.sess }
 //
 // If the epoch ends while we wait, Acquire starts over in the next one. A
 // grant found at the moment ctx ended is given up: the error is ctx's and
-// the node is deleted, as golang.org/x/sync/semaphore does. Cancelling ctx
-// while our create request is in flight waits for its answer (a round trip;
-// at most until the session is lost), so that no node is ever left behind.
+// the node is deleted, as golang.org/x/sync/semaphore does. Acquire returns
+// at the latest Grace after ctx ended, whatever the connection does: a
+// create still in flight, or a delete that cannot finish by then, is
+// resolved in the background (Detach, Settle), bound to the epoch, so that
+// no node is left once the connection comes back, and none outlives the
+// session.
 func (q *Queue) Acquire(ctx context.Context) (*conn.Lease, error) {
 	g, err := q.AcquireGrant(ctx, true)
 	return g.Lease, err

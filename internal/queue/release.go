@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -110,29 +109,22 @@ func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error 
 	return err
 }
 
-// deleteInBackground keeps deleting p until it is gone or ep ends. It is
-// bound to the epoch's context, so it stops when the session is lost or
-// closed: no goroutine outlives its session.
+// Delete deletes node name (a child of the queue's path) of epoch ep, one
+// of ours that no lease stands for (an abandoned acquire's): nil when it
+// is gone or goes with the ended epoch; ErrReleasePending when the outcome
+// is unknown and a background deleter took over; the server's error
+// otherwise.
+func (q *Queue) Delete(ctx context.Context, ep *conn.Epoch, name string) error {
+	return q.deleteNode(ctx, ep, conn.JoinPath(q.path, name))
+}
+
+// deleteInBackground keeps deleting p until it is gone or ep ends
+// (RetryUntilDone): no goroutine outlives its session.
 func (q *Queue) deleteInBackground(ep *conn.Epoch, p string) {
-	ctx := ep.Context()
-	delay := 50 * time.Millisecond
-	for {
-		err := ep.Delete(ctx, p, -1)
-		switch {
-		case err == nil || errors.Is(err, zk.ErrNoNode):
-			q.log.Info("pending delete done", zap.String("node", p))
-			return
-		case ep.Err() != nil:
-			return
+	RetryUntilDone(ep, q.log.With(zap.String("node", p)), "pending delete", func(ctx context.Context) error {
+		if err := ep.Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
 		}
-		q.log.Warn("pending delete failed; retrying", zap.String("node", p), zap.Error(err))
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-		delay = min(2*delay, ep.Timeout())
-	}
+		return nil
+	})
 }

@@ -1,0 +1,150 @@
+package queue
+
+import (
+	"context"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"go.uber.org/zap"
+)
+
+// Grace is how long an acquire whose ctx has ended still waits for the
+// cleanup of what it may have written (a round trip in normal operation)
+// before it returns and leaves that cleanup to a goroutine bound to the
+// session's epoch. Every Acquire and TryAcquire returns at the latest
+// Grace after its ctx ended (plus scheduling), even when the connection
+// is down; a cleanup that goes on in the background ends when it is done
+// or when the epoch ends, whose ephemeral nodes go with the session.
+const Grace = 100 * time.Millisecond
+
+// GraceContext keeps ctx's values, not its cancellation: it ends Grace
+// after ctx ends (for a deadline, Grace after the deadline), and at the
+// latest after limit. It is for removing what an acquire leaves behind
+// once ctx is the reason we are giving up: the removal gets Grace, and the
+// caller's return is bounded by ctx plus Grace.
+func GraceContext(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	if d, ok := ctx.Deadline(); ok {
+		c2, cancel2 := context.WithDeadline(c, d.Add(Grace))
+		outer := cancel
+		c, cancel = c2, func() { cancel2(); outer() }
+	}
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(Grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-c.Done():
+		}
+	})
+	return c, func() { stop(); cancel() }
+}
+
+// CleanupContext is GraceContext bounded by the session timeout: for
+// deleting our own nodes after ctx ended, or while giving up for another
+// reason (the epoch bounds every operation as well).
+func CleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, context.CancelFunc) {
+	return GraceContext(ctx, ep.Timeout())
+}
+
+// Settle runs f, which removes what an acquire leaves behind, on a
+// goroutine under ep's context (so f ends with the epoch at the latest:
+// no goroutine outlives its session), and waits until f returns or until
+// Grace after ctx ended, whichever comes first. An error of f while the
+// epoch lives is logged. f should keep trying until it is done or its
+// context ends: nobody waits for it once Settle returns.
+func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context.Context) error) {
+	done := make(chan struct{}) // closed when f returns
+	go func() {
+		defer close(done)
+		if err := f(ep.Context()); err != nil && ep.Err() == nil {
+			log.Warn("removing what an abandoned acquire left failed", zap.Error(err))
+		}
+	}()
+	gctx, cancel := GraceContext(ctx, ep.Timeout())
+	defer cancel()
+	select {
+	case <-done:
+	case <-gctx.Done():
+		log.Debug("removal of what an abandoned acquire left goes on in the background")
+	}
+}
+
+// Detach runs op, a write whose outcome must be learnt (a create whose
+// lost answer may have made a node, a transaction), so that ctx never
+// waits for it past its end. op runs on a goroutine under ep's context,
+// not ctx's: its requests are never abandoned mid-flight, and it ends
+// with the epoch at the latest. op gets ctx too, to check before each
+// new write that the caller still wants it.
+//
+// If op returns while ctx lives, Detach returns its result, and
+// detached is false: the caller owns what op made. Once ctx has ended,
+// Detach returns ctx's error with detached true, and undo owns the outcome:
+// it is called with op's result once op returns (in the background if
+// need be: see Settle, which bounds the wait by Grace after ctx ended),
+// and must remove whatever op made.
+func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
+	op func(ctx, ectx context.Context) (T, error),
+	undo func(ectx context.Context, v T, err error) error,
+) (v T, detached bool, err error) {
+	type result struct {
+		v   T
+		err error
+	}
+	if ctx.Done() == nil { // ctx never ends: nothing to detach from
+		v, err := op(ctx, ep.Context())
+		return v, false, err
+	}
+	res := make(chan result, 1) // buffered: the answer may come after we stopped waiting
+	go func() {
+		v, err := op(ctx, ep.Context())
+		res <- result{v, err}
+	}()
+	select {
+	case r := <-res:
+		if ctx.Err() == nil {
+			return r.v, false, r.err
+		}
+		res <- r // ctx ended too: undo owns it
+	case <-ctx.Done():
+	}
+	Settle(ctx, ep, log, func(ectx context.Context) error {
+		r := <-res // op ends with the epoch at the latest
+		if ep.Err() != nil {
+			return nil // what op made went with the session
+		}
+		return undo(ectx, r.v, r.err)
+	})
+	var zero T
+	return zero, true, CtxErr(ctx)
+}
+
+// RetryUntilDone calls f under ep's context until f returns nil or the
+// epoch ends (what f removes then went with the session), backing off from
+// 50 ms to 1 s between tries, and logs each failure as what. Run it on a
+// goroutine of its own: it ends with the epoch at the latest, so no
+// goroutine outlives its session.
+func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context.Context) error) {
+	ctx := ep.Context()
+	delay := 50 * time.Millisecond
+	for {
+		err := f(ctx)
+		switch {
+		case err == nil:
+			log.Info(what + ": done")
+			return
+		case ep.Err() != nil:
+			return
+		}
+		log.Warn(what+": failed; retrying", zap.Error(err), zap.Duration("in", delay))
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
