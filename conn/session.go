@@ -40,7 +40,7 @@ type Session struct {
 	state State                      // last transition
 	cur   *Epoch                     // the live epoch, nil between epochs
 	ready chan struct{}              // closed when an epoch becomes live; replaced when it ends
-	subs  map[*Subscription]struct{} // nil once Closed was sent
+	subs  map[*Subscription]struct{} // nil from the step that sent Closed on
 
 	// Owned by the run goroutine.
 	active *zkLink     // the zk.Conn of the current (or next) epoch
@@ -394,9 +394,6 @@ func (s *Session) shutdown() {
 	s.stopTimer()
 	closeLink(l)
 	s.helpers.Wait()
-	s.mu.Lock()
-	s.subs = nil // every subscriber has had its Closed event
-	s.mu.Unlock()
 }
 
 // transition records st and tells every subscriber.
@@ -406,12 +403,18 @@ func (s *Session) transition(st State, ep *Epoch, cause error) {
 	s.transitionLocked(st, ep, cause)
 }
 
-// transitionLocked is transition with s.mu held.
+// transitionLocked is transition with s.mu held. Closed is the last event:
+// the step that sends it also marks the session closed for Subscribe (subs
+// nil), so a subscription made after it gets ErrClosed at once and none made
+// before it misses the event.
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
 	for sub := range s.subs {
 		sub.push(ev, st == Closed)
+	}
+	if st == Closed {
+		s.subs = nil
 	}
 }
 
