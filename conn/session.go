@@ -328,7 +328,7 @@ func (s *Session) dial() error {
 	if base == nil {
 		base = net.DialTimeout
 	}
-	l := &zkLink{link: &link{dial: base}, drained: make(chan struct{})}
+	l := &zkLink{link: &link{dial: base, stats: s.stats}, drained: make(chan struct{})}
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithLogger(zkLogger{s.log.Sugar()}),
