@@ -118,3 +118,64 @@ func TestReconnectWithWatchesIsRaceFree(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchFiresForAChangeMadeWhileCutOff: a node watched before a cut and
+// changed by someone else during it fires the watch after the reconnect,
+// although requests queued across the reconnect are answered (with newer
+// zxids) before go-zookeeper's set-watches request is written. The
+// set-watches request must carry the last zxid read before the cut: one
+// read on the new connection would tell the server the client has seen the
+// change, and the server would drop the event.
+func TestWatchFiresForAChangeMadeWhileCutOff(t *testing.T) {
+	const rounds, workers = 5, 16
+	c := zktest.New(t)
+	p := zktest.NewProxy(t, c.Servers())
+	addrs := append(p.Addrs(), p.Addrs()...)
+	s := connect(t, addrs, conn.WithSessionTimeout(10*time.Second), conn.WithDialer(slowMultiDialer))
+	other := connect(t, c.Servers())
+	ep, oep := epoch(t, s), epoch(t, other)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	path := c.Root() + "/changed-while-cut/node"
+	require.NoError(t, ep.CreateParents(ctx, path))
+	_, err := ep.Create(ctx, path, nil, zk.FlagPersistent, s.ACL())
+	require.NoError(t, err)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = ep.Multi(ctx, &zk.CheckVersionRequest{Path: path, Version: -1})
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	sub := s.Subscribe()
+	defer sub.Close()
+	for i := 0; i < rounds; i++ {
+		_, _, ch, err := ep.GetW(ctx, path)
+		require.NoError(t, err)
+		p.Blackhole() // new connections stay silent until Heal
+		p.Cut()
+		expect(t, sub, 10*time.Second, conn.Suspended)
+		_, err = oep.Set(ctx, path, []byte{byte(i)}, -1)
+		require.NoError(t, err)
+		p.Heal()
+		expect(t, sub, 10*time.Second, conn.Reconnected)
+		select {
+		case ev := <-ch:
+			assert.Equal(t, zk.EventNodeDataChanged, ev.Type, "round %d", i)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the watch set before the cut did not fire for the change made during it", i)
+		}
+	}
+}

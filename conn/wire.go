@@ -55,7 +55,11 @@ type handshake struct {
 // any response on it: the last zxid read on the previous connections,
 // which is what the server must compare watched nodes against.
 // TestReconnectWithWatchesIsRaceFree reproduces the race without this
-// (under -race) and checks that no watch is lost across reconnects.
+// (under -race); TestWatchFiresForAChangeMadeWhileCutOff checks that a watch
+// still fires for a change made while the client was cut off, with newer
+// zxids read on the new connection before the set-watches request is
+// written (it fails if set-watches carries the zxid of the last response
+// read when it is written).
 type wireConn struct {
 	net.Conn
 	link *link
