@@ -328,7 +328,7 @@ func (s *Session) dial() error {
 	if base == nil {
 		base = net.DialTimeout
 	}
-	l := &zkLink{link: &link{dial: base, stats: s.stats}, drained: make(chan struct{})}
+	l := &zkLink{link: newLink(base, s.stats), drained: make(chan struct{})}
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithLogger(zkLogger{s.log.Sugar()}),
@@ -357,6 +357,9 @@ func (s *Session) onEvent(l *zkLink, ev zk.Event) {
 		if ev.State == zk.StateExpired {
 			l.retired.Store(true) // no new session on this zk.Conn, ever
 		}
+		if ev.State == zk.StateDisconnected {
+			l.readerBack() // go-zookeeper's reader has ended (see link.beginClose)
+		}
 		switch ev.State {
 		case zk.StateHasSession, zk.StateDisconnected, zk.StateExpired:
 			s.inbox.put(message{l: l, ev: ev})
@@ -380,6 +383,7 @@ func (s *Session) retire(l *zkLink) {
 // waits for go-zookeeper's goroutines to end.
 func closeLink(l *zkLink) {
 	l.retired.Store(true)
+	l.beginClose()
 	l.zc.Close() // at most ~1s when the server is unreachable
 	l.closeAll()
 	<-l.drained

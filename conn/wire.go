@@ -70,6 +70,9 @@ type wireConn struct {
 	rbuf   []byte
 	rerr   error // the network's read error, returned once in is empty
 	parsed bool  // the connect response has been read
+	handed bool  // a frame was handed over whole; the reader is busy with it
+
+	outHandshake bool // out is the connect response (read by go-zookeeper's connect loop)
 
 	// Only the writing goroutines (go-zookeeper's, one at a time) touch it.
 	sentConnect bool // the connect request has been written
@@ -77,8 +80,11 @@ type wireConn struct {
 	relZxid atomic.Int64 // the link's last zxid when this connection's handshake was read
 }
 
-// go-zookeeper's opcode for set-watches.
-const opSetWatches = 101
+// go-zookeeper's opcodes for set-watches and close.
+const (
+	opSetWatches = 101
+	opClose      = -11
+)
 
 // Write passes one frame on (go-zookeeper writes each frame with one Write),
 // with the link's last zxid written into the connect request and the
@@ -93,6 +99,8 @@ func (w *wireConn) Write(p []byte) (int, error) {
 			binary.BigEndian.PutUint64(q[8:], uint64(w.link.lastZxid.Load()))
 			return w.Conn.Write(q)
 		}
+	case len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:])) == opClose:
+		w.link.closeXid.Store(int64(int32(binary.BigEndian.Uint32(p[4:]))) + 1)
 	case len(p) >= 20 && int32(binary.BigEndian.Uint32(p[8:])) == opSetWatches:
 		// int32 length, int32 xid, int32 opcode, int64 relativeZxid, ...
 		q := append([]byte(nil), p...)
@@ -108,13 +116,23 @@ func (w *wireConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if w.handed {
+		w.handed = false
+		w.link.readerBack() // done with the last frame
+	}
 	for len(w.out) == 0 {
 		if err := w.nextFrame(); err != nil {
 			return 0, err
 		}
+		if w.out != nil && !w.outHandshake && !w.link.hand(w.out) {
+			w.out = nil // dropped: the zk.Conn is being closed
+		}
 	}
 	n := copy(p, w.out)
 	w.out = w.out[n:]
+	if len(w.out) == 0 && !w.outHandshake {
+		w.handed = true
+	}
 	return n, nil
 }
 
@@ -129,7 +147,7 @@ func (w *wireConn) nextFrame() error {
 				if len(w.in) == 0 {
 					w.in = nil
 				}
-				w.frame(f)
+				w.outHandshake = w.frame(f)
 				w.out = f
 				return nil
 			}
@@ -155,7 +173,7 @@ func (w *wireConn) nextFrame() error {
 // response first; then responses and watch events (int32 length, int32
 // xid, int64 zxid, int32 err, body; xid -1 for a watch event, -2 for a
 // ping), whose zxid it takes over (see wireConn).
-func (w *wireConn) frame(f []byte) {
+func (w *wireConn) frame(f []byte) (handshake bool) {
 	if !w.parsed {
 		w.parsed = true
 		if hs, ok := parseConnectResponse(f); ok {
@@ -165,18 +183,19 @@ func (w *wireConn) frame(f []byte) {
 			w.link.setHandshake(hs)
 		}
 		w.relZxid.Store(w.link.lastZxid.Load())
-		return
+		return true
 	}
 	if len(f) < 16 {
-		return // go-zookeeper will fail on it
+		return false // go-zookeeper will fail on it
 	}
 	if int32(binary.BigEndian.Uint32(f[4:])) < 0 {
-		return // go-zookeeper ignores the zxid of events and pings
+		return false // go-zookeeper ignores the zxid of events and pings
 	}
 	if zxid := int64(binary.BigEndian.Uint64(f[8:])); zxid > 0 {
 		w.link.lastZxid.Store(zxid)
 		binary.BigEndian.PutUint64(f[8:], 0)
 	}
+	return false
 }
 
 // parseConnectResponse decodes int32 length, int32 protocolVersion,
@@ -212,9 +231,22 @@ type link struct {
 	lastHeard atomic.Int64 // unix nanoseconds
 	lastZxid  atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
 
+	// Closing a zk.Conn with answers on the wire: see beginClose.
+	gate     sync.Mutex
+	idle     sync.Cond    // on gate: busy became false
+	busy     bool         // the reader has a frame it has not finished with
+	closing  bool         // beginClose was called: hand over no more answers
+	closeXid atomic.Int64 // xid of go-zookeeper's close request + 1; 0 until written
+
 	mu    sync.Mutex
 	hs    handshake
 	conns map[*wireConn]struct{} // open connections, closed by closeAll
+}
+
+func newLink(dial func(network, addr string, timeout time.Duration) (net.Conn, error), stats *counters) *link {
+	l := &link{dial: dial, stats: stats}
+	l.idle.L = &l.gate
+	return l
 }
 
 func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, error) {
@@ -255,6 +287,52 @@ func (l *link) handshake() handshake {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.hs
+}
+
+// beginClose is called right before zk.Conn.Close. go-zookeeper v1.0.4's
+// request calls give up when Close is called, and CreateContainer then
+// reads its response struct, while the reader goes on decoding answers
+// into those structs until the close request is answered: a data race in
+// go-zookeeper (TestCloseWithContainerCreatesInFlight reproduces it under
+// -race). So from here on the wire hands the reader no answer but the one to
+// the close request (watch events and pings still pass), and beginClose
+// first waits until the reader has finished with the last frame it was
+// handed (it asks for the next one, or go-zookeeper reports the connection
+// down); that takes no longer than go-zookeeper takes to process one frame,
+// which never blocks. The requests whose answers are dropped fail with
+// go-zookeeper's ErrClosing; their callers have already been told the
+// epoch ended.
+func (l *link) beginClose() {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	l.closing = true
+	for l.busy {
+		l.idle.Wait()
+	}
+}
+
+// hand is called by the reader before it hands over frame f; false means
+// drop it.
+func (l *link) hand(f []byte) bool {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	if l.closing && len(f) >= 8 {
+		xid := int32(binary.BigEndian.Uint32(f[4:]))
+		if xid >= 0 && int64(xid)+1 != l.closeXid.Load() {
+			return false
+		}
+	}
+	l.busy = true
+	return true
+}
+
+// readerBack: the reader is done with its frame (it asks for the next one,
+// or go-zookeeper's reader has ended: the connection is reported down).
+func (l *link) readerBack() {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	l.busy = false
+	l.idle.Broadcast()
 }
 
 // closeAll closes every open TCP connection, which unblocks go-zookeeper's
