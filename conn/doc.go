@@ -52,14 +52,17 @@
 // tokens (Lease.Token) and guarded writes (Lease.GuardedWrite), which the
 // ensemble refuses once the session is gone, whatever the client believes.
 //
-// # go-zookeeper's data race on reconnect
+// # go-zookeeper's data races
 //
-// go-zookeeper v1.0.4 has a data race (and a possible lost watch event) when
-// it reconnects with watches set: its reader writes the last zxid while its
-// connect loop reads it for the set-watches request. The session manager
-// owns the dialer and so the wire, and keeps that zxid itself, so the race
-// cannot happen; wire.go explains how. The whole test suite runs under the
-// race detector.
+// go-zookeeper v1.0.4 has two data races this package triggers: on a
+// reconnect with watches set, its reader writes the last zxid while its
+// connect loop reads it for the set-watches request (which can also lose a
+// watch event); and on Close, CreateContainer reads its response while the
+// reader may still decode a late answer into it. The session manager owns
+// the dialer and so the wire: it keeps the last zxid itself, and hands the
+// reader no late answer once a close has begun, so neither race can happen
+// (wireConn and link.beginClose in wire.go say how; the tests reproduce
+// both without it). The whole test suite runs under the race detector.
 //
 // # Errors
 //
