@@ -46,7 +46,7 @@
 // follower stopped answering. Measured by
 // TestFollowerCutOffFromQuorumKeepsAnsweringPings (tickTime 500 ms,
 // syncLimit 5, session timeout 1 s, the other two servers frozen): pings
-// answered for 2.5 s, Lost by the local timer 3.4 s after the freeze. With
+// answered for 2.5 s, Lost by the local timer 3.3–3.4 s after the freeze (3 runs). With
 // ZooKeeper's sample configuration (tickTime 2 s, syncLimit 5) the follower
 // answers for up to 10 s. Only the resource can close the window: fencing
 // tokens (Lease.Token) and guarded writes (Lease.GuardedWrite), which the
