@@ -34,10 +34,35 @@
 //
 // A Lease (a held lock node) is a lease on a session, not a promise: between
 // the moment the server expires a session and the moment the client learns
-// it, the client may still believe it holds a lock. The local timer narrows
-// that window to the one-way network delay; fencing tokens (Lease.Token) and
-// guarded writes (Lease.GuardedWrite) close it for writes that go through
-// ZooKeeper.
+// it, the client may still believe it holds a lock, and another client may
+// already hold it. The local timer bounds that window only from the last
+// byte the client heard, and a server can keep talking to a client whose
+// session the ensemble has expired: a follower cut off from the leader
+// answers its clients' pings until it notices, syncLimit × tickTime after
+// the leader's last packet, while the leader's side expires the session one
+// session timeout after the follower stopped passing its pings on. The
+// client then hears nothing wrong for about syncLimit × tickTime after its
+// session ended, and its local timer fires one session timeout after the
+// follower stopped answering. Measured by
+// TestFollowerCutOffFromQuorumKeepsAnsweringPings (tickTime 500 ms,
+// syncLimit 5, session timeout 1 s, the other two servers frozen): pings
+// answered for 2.5 s, Lost by the local timer 3.3–3.4 s after the freeze (3 runs). With
+// ZooKeeper's sample configuration (tickTime 2 s, syncLimit 5) the follower
+// answers for up to 10 s. Only the resource can close the window: fencing
+// tokens (Lease.Token) and guarded writes (Lease.GuardedWrite), which the
+// ensemble refuses once the session is gone, whatever the client believes.
+//
+// # go-zookeeper's data races
+//
+// go-zookeeper v1.0.4 has two data races this package triggers: on a
+// reconnect with watches set, its reader writes the last zxid while its
+// connect loop reads it for the set-watches request (which can also lose a
+// watch event); and on Close, CreateContainer reads its response while the
+// reader may still decode a late answer into it. The session manager owns
+// the dialer and so the wire: it keeps the last zxid itself, and hands the
+// reader no late answer once a close has begun, so neither race can happen
+// (wireConn and link.beginClose in wire.go say how; the tests reproduce
+// both without it). The whole test suite runs under the race detector.
 //
 // # Errors
 //

@@ -99,14 +99,16 @@ func WithDialer(d zk.Dialer) Option {
 }
 
 // WithNamespace prefixes every path with ns, a chroot that callers never see
-// (default: none). ns must be a valid absolute path other than "/".
+// (default: none). ns must be a valid absolute path (ValidatePath) other
+// than "/" and outside /zookeeper; anything else fails Connect with an
+// error matching ErrInvalidOption.
 func WithNamespace(ns string) Option {
 	return func(c *config) error {
+		if ns == "/" {
+			return fmt.Errorf("%w: namespace: %q is the root, which is no namespace (leave WithNamespace out)", ErrInvalidOption, ns)
+		}
 		if err := ValidatePath(ns); err != nil {
 			return fmt.Errorf("%w: namespace: %w", ErrInvalidOption, err)
-		}
-		if ns == "/" {
-			ns = ""
 		}
 		c.namespace = ns
 		return nil

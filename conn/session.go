@@ -40,7 +40,7 @@ type Session struct {
 	state State                      // last transition
 	cur   *Epoch                     // the live epoch, nil between epochs
 	ready chan struct{}              // closed when an epoch becomes live; replaced when it ends
-	subs  map[*Subscription]struct{} // nil once Closed was sent
+	subs  map[*Subscription]struct{} // nil from the step that sent Closed on
 
 	// Owned by the run goroutine.
 	active *zkLink     // the zk.Conn of the current (or next) epoch
@@ -328,7 +328,7 @@ func (s *Session) dial() error {
 	if base == nil {
 		base = net.DialTimeout
 	}
-	l := &zkLink{link: &link{dial: base}, drained: make(chan struct{})}
+	l := &zkLink{link: newLink(base, s.stats), drained: make(chan struct{})}
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithLogger(zkLogger{s.log.Sugar()}),
@@ -357,6 +357,9 @@ func (s *Session) onEvent(l *zkLink, ev zk.Event) {
 		if ev.State == zk.StateExpired {
 			l.retired.Store(true) // no new session on this zk.Conn, ever
 		}
+		if ev.State == zk.StateDisconnected {
+			l.readerBack() // go-zookeeper's reader has ended (see link.beginClose)
+		}
 		switch ev.State {
 		case zk.StateHasSession, zk.StateDisconnected, zk.StateExpired:
 			s.inbox.put(message{l: l, ev: ev})
@@ -380,6 +383,7 @@ func (s *Session) retire(l *zkLink) {
 // waits for go-zookeeper's goroutines to end.
 func closeLink(l *zkLink) {
 	l.retired.Store(true)
+	l.beginClose()
 	l.zc.Close() // at most ~1s when the server is unreachable
 	l.closeAll()
 	<-l.drained
@@ -394,9 +398,6 @@ func (s *Session) shutdown() {
 	s.stopTimer()
 	closeLink(l)
 	s.helpers.Wait()
-	s.mu.Lock()
-	s.subs = nil // every subscriber has had its Closed event
-	s.mu.Unlock()
 }
 
 // transition records st and tells every subscriber.
@@ -406,12 +407,18 @@ func (s *Session) transition(st State, ep *Epoch, cause error) {
 	s.transitionLocked(st, ep, cause)
 }
 
-// transitionLocked is transition with s.mu held.
+// transitionLocked is transition with s.mu held. Closed is the last event:
+// the step that sends it also marks the session closed for Subscribe (subs
+// nil), so a subscription made after it gets ErrClosed at once and none made
+// before it misses the event.
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
 	for sub := range s.subs {
 		sub.push(ev, st == Closed)
+	}
+	if st == Closed {
+		s.subs = nil
 	}
 }
 

@@ -380,6 +380,42 @@ func TestConnectErrors(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
+// TestNamespaceValidation: every form WithNamespace's doc calls invalid fails
+// Connect with ErrInvalidOption before anything is dialed; valid ones pass
+// the option check (and then time out: nothing listens).
+func TestNamespaceValidation(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		ns    string
+		valid bool
+	}{
+		{"/", false},
+		{"", false},
+		{"ns", false},
+		{"/a/", false},
+		{"//a", false},
+		{"/a//b", false},
+		{"/a/./b", false},
+		{"/a/../b", false},
+		{"/a\x00b", false},
+		{"/a\u0001b", false},
+		{"/zookeeper", false},
+		{"/zookeeper/quota", false},
+		{"/a", true},
+		{"/a/b", true},
+		{"/zookeeperish", true},
+	} {
+		_, err := conn.Connect(ctx, []string{"127.0.0.1:1"}, conn.WithNamespace(tc.ns),
+			conn.WithConnectTimeout(50*time.Millisecond))
+		if tc.valid {
+			assert.NotErrorIs(t, err, conn.ErrInvalidOption, "namespace %q", tc.ns)
+			assert.ErrorIs(t, err, conn.ErrConnectTimeout, "namespace %q", tc.ns)
+		} else {
+			assert.ErrorIs(t, err, conn.ErrInvalidOption, "namespace %q", tc.ns)
+		}
+	}
+}
+
 func TestBadPathsAreRefusedBeforeTheServer(t *testing.T) {
 	c := zktest.New(t)
 	s := connect(t, c.Servers())

@@ -61,6 +61,9 @@ type counters struct {
 	requests    map[string]*atomic.Int64
 	watchEvents atomic.Int64
 	watchesSet  atomic.Int64
+	// set-watches requests written (go-zookeeper re-sending watches after
+	// a reconnect); not in Stats, read by tests
+	setWatchesSent atomic.Int64
 }
 
 func newCounters() *counters {

@@ -19,52 +19,183 @@ type handshake struct {
 }
 
 // wireConn wraps one TCP connection of a zk.Conn: it records when the server
-// was last heard from and decodes the connect response, the first frame the
-// server sends.
+// was last heard from, decodes the connect response (the first frame the
+// server sends), and keeps go-zookeeper's last zxid for it (see below). It
+// hands go-zookeeper's reader whole frames, in the order the server sent
+// them.
+//
+// # go-zookeeper's lastZxid race, and why it cannot happen here
+//
+// go-zookeeper v1.0.4 (conn.go) keeps the zxid of the last response it read
+// in Conn.lastZxid: its reader goroutine writes it for every response with a
+// zxid (recvLoop), and its connect loop reads it twice per connection: for
+// the connect request (authenticate, before the reader starts: ordered) and,
+// when it holds watches, for the set-watches request (sendSetWatches), which
+// it builds after it has started the new reader and queues behind the
+// requests queued while it was disconnected. Nothing orders that read and
+// the new reader's writes: a response read before the set-watches request
+// is built is a data race in go-zookeeper itself (upstream go-zookeeper/zk
+// PR #35, samuel/go-zookeeper #178 and #260, never merged), and, when the
+// write wins, the set-watches request carries the zxid of a response read
+// on the new connection: the server then takes the client for up to date
+// to that zxid and drops the events of watched nodes changed before it
+// while the client was away (the Java client sends set-watches first for
+// that reason).
+//
+// Since this package owns the dialer, it owns the wire, and it keeps that
+// zxid itself instead: every response handed to go-zookeeper carries zxid
+// 0 in its header (go-zookeeper reads nothing else from it: the zxid a
+// request call returns is dropped by every API), so go-zookeeper's reader
+// never writes Conn.lastZxid and the race cannot happen. The link records
+// the zxid of every response as go-zookeeper would have (last one > 0; 0
+// again after an expired handshake), and writes it into the two requests
+// that carry it: the connect request (LastZxidSeen, so a server behind the
+// client still refuses it) and each set-watches request (RelativeZxid),
+// with the value it had when this connection's handshake was read, before
+// any response on it: the last zxid read on the previous connections,
+// which is what the server must compare watched nodes against.
+// TestReconnectWithWatchesIsRaceFree reproduces the race without this
+// (under -race); TestWatchFiresForAChangeMadeWhileCutOff checks that a watch
+// still fires for a change made while the client was cut off, with newer
+// zxids read on the new connection before the set-watches request is
+// written (it fails if set-watches carries the zxid of the last response
+// read when it is written).
 type wireConn struct {
 	net.Conn
 	link *link
 
 	// Only the reading goroutine (go-zookeeper's) touches these.
-	head   []byte
-	parsed bool
+	in     []byte // read from the network, not yet a whole frame
+	out    []byte // the frame being handed to the reader
+	rbuf   []byte
+	rerr   error // the network's read error, returned once in is empty
+	parsed bool  // the connect response has been read
+	handed bool  // a frame was handed over whole; the reader is busy with it
 
-	// writes orders each Write before every Read that returns after it, as
-	// TCP does in fact: a response is read after its request was written.
-	// go-zookeeper v1.0.4 relies on that order without telling Go: on a
-	// reconnect with watches set, its connect loop reads Conn.lastZxid for
-	// the set-watches request while the new reader goroutine writes it on
-	// the first response, with no synchronisation between the two. The
-	// set-watches request is written after that read; a response read after
-	// that write now happens after it, so neither the memory model nor the
-	// race detector sees two unordered accesses there. Left open: a
-	// response to a request queued before the set-watches request and read
-	// before that request was written, which takes a server round trip
-	// shorter than a few instructions of the sender.
-	writes atomic.Uint64
+	outHandshake bool // out is the connect response (read by go-zookeeper's connect loop)
+
+	// Only the writing goroutines (go-zookeeper's, one at a time) touch it.
+	sentConnect bool // the connect request has been written
+
+	relZxid atomic.Int64 // the link's last zxid when this connection's handshake was read
 }
 
-// Write counts the write before sending it: a Read that sees the count
-// happens after everything the writer did before writing.
+// go-zookeeper's opcodes for set-watches and close.
+const (
+	opSetWatches = 101
+	opClose      = -11
+)
+
+// Write passes one frame on (go-zookeeper writes each frame with one Write),
+// with the link's last zxid written into the connect request and the
+// set-watches requests.
 func (w *wireConn) Write(p []byte) (int, error) {
-	w.writes.Add(1)
+	switch {
+	case !w.sentConnect:
+		// int32 length, int32 protocolVersion, int64 lastZxidSeen, ...
+		w.sentConnect = true
+		if len(p) >= 16 {
+			q := append([]byte(nil), p...)
+			binary.BigEndian.PutUint64(q[8:], uint64(w.link.lastZxid.Load()))
+			return w.Conn.Write(q)
+		}
+	case len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:])) == opClose:
+		w.link.closeXid.Store(int64(int32(binary.BigEndian.Uint32(p[4:]))) + 1)
+	case len(p) >= 20 && int32(binary.BigEndian.Uint32(p[8:])) == opSetWatches:
+		// int32 length, int32 xid, int32 opcode, int64 relativeZxid, ...
+		q := append([]byte(nil), p...)
+		binary.BigEndian.PutUint64(q[12:], uint64(w.relZxid.Load()))
+		w.link.stats.setWatchesSent.Add(1)
+		return w.Conn.Write(q)
+	}
 	return w.Conn.Write(p)
 }
 
+// Read hands over the next frame, in as many Reads as the reader asks for.
 func (w *wireConn) Read(p []byte) (int, error) {
-	n, err := w.Conn.Read(p)
-	w.writes.Load() // see writes
-	if n > 0 {
-		w.link.lastHeard.Store(time.Now().UnixNano())
-		if !w.parsed {
-			w.head = append(w.head, p[:n]...)
-			if hs, ok := parseConnectResponse(w.head); ok {
-				w.parsed, w.head = true, nil
-				w.link.setHandshake(hs)
-			}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if w.handed {
+		w.handed = false
+		w.link.readerBack() // done with the last frame
+	}
+	for len(w.out) == 0 {
+		if err := w.nextFrame(); err != nil {
+			return 0, err
+		}
+		if w.out != nil && !w.outHandshake && !w.link.hand(w.out) {
+			w.out = nil // dropped: the zk.Conn is being closed
 		}
 	}
-	return n, err
+	n := copy(p, w.out)
+	w.out = w.out[n:]
+	if len(w.out) == 0 && !w.outHandshake {
+		w.handed = true
+	}
+	return n, nil
+}
+
+// nextFrame reads until a whole frame is in, and makes it out.
+func (w *wireConn) nextFrame() error {
+	for {
+		if len(w.in) >= 4 {
+			size := 4 + int64(binary.BigEndian.Uint32(w.in))
+			if int64(len(w.in)) >= size {
+				f := w.in[:size:size]
+				w.in = w.in[size:]
+				if len(w.in) == 0 {
+					w.in = nil
+				}
+				w.outHandshake = w.frame(f)
+				w.out = f
+				return nil
+			}
+		}
+		if w.rerr != nil {
+			return w.rerr
+		}
+		if w.rbuf == nil {
+			w.rbuf = make([]byte, 4096)
+		}
+		n, err := w.Conn.Read(w.rbuf)
+		if n > 0 {
+			w.link.lastHeard.Store(time.Now().UnixNano())
+			w.in = append(w.in, w.rbuf[:n]...)
+		}
+		if err != nil {
+			w.rerr = err
+		}
+	}
+}
+
+// frame reads one whole frame f before go-zookeeper does: the connect
+// response first; then responses and watch events (int32 length, int32
+// xid, int64 zxid, int32 err, body; xid -1 for a watch event, -2 for a
+// ping), whose zxid it takes over (see wireConn).
+func (w *wireConn) frame(f []byte) (handshake bool) {
+	if !w.parsed {
+		w.parsed = true
+		if hs, ok := parseConnectResponse(f); ok {
+			if hs.sessionID == 0 {
+				w.link.lastZxid.Store(0) // expired; go-zookeeper starts over too
+			}
+			w.link.setHandshake(hs)
+		}
+		w.relZxid.Store(w.link.lastZxid.Load())
+		return true
+	}
+	if len(f) < 16 {
+		return false // go-zookeeper will fail on it
+	}
+	if int32(binary.BigEndian.Uint32(f[4:])) < 0 {
+		return false // go-zookeeper ignores the zxid of events and pings
+	}
+	if zxid := int64(binary.BigEndian.Uint64(f[8:])); zxid > 0 {
+		w.link.lastZxid.Store(zxid)
+		binary.BigEndian.PutUint64(f[8:], 0)
+	}
+	return false
 }
 
 // parseConnectResponse decodes int32 length, int32 protocolVersion,
@@ -95,12 +226,27 @@ func parseConnectResponse(b []byte) (handshake, bool) {
 // retired zk.Conn can never open a new session behind our back.
 type link struct {
 	dial      func(network, addr string, timeout time.Duration) (net.Conn, error)
+	stats     *counters
 	retired   atomic.Bool
 	lastHeard atomic.Int64 // unix nanoseconds
+	lastZxid  atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
+
+	// Closing a zk.Conn with answers on the wire: see beginClose.
+	gate     sync.Mutex
+	idle     sync.Cond    // on gate: busy became false
+	busy     bool         // the reader has a frame it has not finished with
+	closing  bool         // beginClose was called: hand over no more answers
+	closeXid atomic.Int64 // xid of go-zookeeper's close request + 1; 0 until written
 
 	mu    sync.Mutex
 	hs    handshake
 	conns map[*wireConn]struct{} // open connections, closed by closeAll
+}
+
+func newLink(dial func(network, addr string, timeout time.Duration) (net.Conn, error), stats *counters) *link {
+	l := &link{dial: dial, stats: stats}
+	l.idle.L = &l.gate
+	return l
 }
 
 func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, error) {
@@ -141,6 +287,52 @@ func (l *link) handshake() handshake {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.hs
+}
+
+// beginClose is called right before zk.Conn.Close. go-zookeeper v1.0.4's
+// request calls give up when Close is called, and CreateContainer then
+// reads its response struct, while the reader goes on decoding answers
+// into those structs until the close request is answered: a data race in
+// go-zookeeper (TestCloseWithContainerCreatesInFlight reproduces it under
+// -race). So from here on the wire hands the reader no answer but the one to
+// the close request (watch events and pings still pass), and beginClose
+// first waits until the reader has finished with the last frame it was
+// handed (it asks for the next one, or go-zookeeper reports the connection
+// down); that takes no longer than go-zookeeper takes to process one frame,
+// which never blocks. The requests whose answers are dropped fail with
+// go-zookeeper's ErrClosing; their callers have already been told the
+// epoch ended.
+func (l *link) beginClose() {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	l.closing = true
+	for l.busy {
+		l.idle.Wait()
+	}
+}
+
+// hand is called by the reader before it hands over frame f; false means
+// drop it.
+func (l *link) hand(f []byte) bool {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	if l.closing && len(f) >= 8 {
+		xid := int32(binary.BigEndian.Uint32(f[4:]))
+		if xid >= 0 && int64(xid)+1 != l.closeXid.Load() {
+			return false
+		}
+	}
+	l.busy = true
+	return true
+}
+
+// readerBack: the reader is done with its frame (it asks for the next one,
+// or go-zookeeper's reader has ended: the connection is reported down).
+func (l *link) readerBack() {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	l.busy = false
+	l.idle.Broadcast()
 }
 
 // closeAll closes every open TCP connection, which unblocks go-zookeeper's

@@ -215,17 +215,15 @@ func TestLock(t *testing.T) {
 		lease, err := l.Acquire(ctx)
 		require.NoError(t, err)
 		ep := lease.Epoch()
+		lost := lease.Lost() // armed across the expiry
 		require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
-		// Not lease.Lost() before the epoch ends: arming the node watch
-		// across an expiry trips a data race inside conn (see locktest's
-		// testHolderExpired).
 		select {
 		case <-ep.Done():
 		case <-ctx.Done():
 			t.Fatal("epoch not ended after expiry")
 		}
 		select {
-		case <-lease.Lost():
+		case <-lost:
 		case <-ctx.Done():
 			t.Fatal("lease not lost after expiry")
 		}

@@ -29,7 +29,7 @@ func TestDowngradeWithWriterQueued(t *testing.T) {
 	require.NoError(t, err)
 	gets := testzk.WatchesSet(bs)
 	cb := start(ctx, b.WriteLock())
-	testzk.WatchingAnswered(t, bs, gets)
+	testzk.Watching(t, bs, gets)
 
 	begin := time.Now()
 	rl, err := a.ReadLock().Acquire(ctx)
@@ -87,7 +87,7 @@ func TestDowngradeLetsReadersIn(t *testing.T) {
 	require.NoError(t, err)
 	gets := testzk.WatchesSet(rs)
 	cr := start(ctx, newRW(t, rs, path).ReadLock())
-	testzk.WatchingAnswered(t, rs, gets)
+	testzk.Watching(t, rs, gets)
 	_, err = a.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
 	assert.False(t, cr.holds(), "the reader waits for our write lock")
@@ -99,7 +99,7 @@ func TestDowngradeLetsReadersIn(t *testing.T) {
 
 	gets = testzk.WatchesSet(ws)
 	cw := start(ctx, newRW(t, ws, path).WriteLock())
-	testzk.WatchingAnswered(t, ws, gets)
+	testzk.Watching(t, ws, gets)
 	require.NoError(t, a.ReadLock().Release(ctx))
 	settled(t, ws, path)
 	assert.False(t, cw.holds(), "the writer waits for the other reader")

@@ -55,7 +55,7 @@ func TestHerdReaders(t *testing.T) {
 		for i := range readers {
 			before[i] = sessions[i].Stats()
 			readers[i] = start(ctx, newRW(t, sessions[i], path).ReadLock())
-			testzk.WatchingAnswered(t, sessions[i], before[i].WatchesSet)
+			testzk.Watching(t, sessions[i], before[i].WatchesSet)
 		}
 		atRelease := make([]conn.Stats, n)
 		for i := range readers {

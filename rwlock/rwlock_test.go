@@ -182,7 +182,7 @@ func TestUpgradeRefused(t *testing.T) {
 	// acquire is no upgrade, it waits for our read lock.
 	gets := testzk.WatchesSet(s)
 	cw := start(ctx, rw.WriteLock())
-	testzk.WatchingAnswered(t, s, gets)
+	testzk.Watching(t, s, gets)
 	assert.False(t, cw.holds())
 	require.NoError(t, rw.ReadLock().Release(ctx))
 	cw.wait(t, 10*time.Second, "writer of another goroutine")

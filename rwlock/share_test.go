@@ -39,7 +39,7 @@ func TestReadersShare(t *testing.T) {
 	assert.False(t, ok, "no writer while readers hold")
 	gets := testzk.WatchesSet(sessions[10])
 	cw := start(ctx, w)
-	testzk.WatchingAnswered(t, sessions[10], gets)
+	testzk.Watching(t, sessions[10], gets)
 	for i, r := range readers {
 		assert.False(t, cw.holds(), "writer in while reader %d still holds", i)
 		r.done(t, fmt.Sprintf("reader %d", i))
@@ -69,9 +69,9 @@ func TestWriterExcludes(t *testing.T) {
 	}
 	gr, gw := testzk.WatchesSet(sessions[1]), testzk.WatchesSet(sessions[2])
 	cr := start(ctx, r.ReadLock())
-	testzk.WatchingAnswered(t, sessions[1], gr)
+	testzk.Watching(t, sessions[1], gr)
 	cw := start(ctx, w2.WriteLock())
-	testzk.WatchingAnswered(t, sessions[2], gw)
+	testzk.Watching(t, sessions[2], gw)
 	assert.False(t, cr.holds())
 	assert.False(t, cw.holds())
 	require.NoError(t, w.WriteLock().Release(ctx))

@@ -40,7 +40,7 @@ func TestWakeups(t *testing.T) {
 			continue
 		}
 		testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, obs, path)) == i+1 }, "%s queued", name)
-		testzk.WatchingAnswered(t, sessions[i], gets)
+		testzk.Watching(t, sessions[i], gets)
 	}
 	for i, name := range names[1:] {
 		assert.False(t, cs[i+1].holds(), "%s holds too early", name)

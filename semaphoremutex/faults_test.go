@@ -65,7 +65,7 @@ func TestLostTransactionAnswer(t *testing.T) {
 
 	before := testzk.WatchesSet(s)
 	r := acquireAsync(ctx, sem.Acquire)
-	testzk.WatchingAnswered(t, s, before+1) // watching both leases: its next request is the transaction
+	testzk.Watching(t, s, before+1) // watching both leases: its next request is the transaction
 	syncs := s.Stats().Requests[conn.OpSync]
 	multis := s.Stats().Requests[conn.OpMulti]
 	p.CutAfterNextWrite()

@@ -147,7 +147,7 @@ func TestMutexHandoff(t *testing.T) {
 
 	before := ws.Stats()
 	r := acquireAsync(ctx, waiter.Acquire)
-	testzk.WatchingAnswered(t, ws, before.WatchesSet)
+	testzk.Watching(t, ws, before.WatchesSet)
 	require.NoError(t, holder.Release(ctx))
 	got := await(t, r, 10*time.Second, "waiter")
 	require.NoError(t, got.err)

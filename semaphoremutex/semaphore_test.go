@@ -148,7 +148,7 @@ func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
 
 	before := testzk.WatchesSet(w1)
 	r1 := acquireAsync(ctx, semW1.Acquire)
-	testzk.WatchingAnswered(t, w1, before) // w1 holds the internal lock and watches the leases
+	testzk.Watching(t, w1, before) // w1 holds the internal lock and watches the leases
 	r2 := acquireAsync(ctx, semW2.Acquire)
 	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, b, path+"/locks")) == 2 }, "w2 queued on the internal lock")
 
@@ -325,13 +325,13 @@ func TestAbandonWhileWaitingForLease(t *testing.T) {
 			}
 			before := testzk.WatchesSet(ws)
 			r := acquireAsync(wctx, waiter.Acquire)
-			testzk.WatchingAnswered(t, ws, before) // holds the internal lock, watches the lease
+			testzk.Watching(t, ws, before) // holds the internal lock, watches the lease
 			assert.Len(t, locktest.OwnedBy(ephemerals(t, hs, path), testzk.Epoch(t, ws).SessionID()), 1, "the waiter's lock node")
 
 			// A second waiter queues on the internal lock behind it.
 			before = testzk.WatchesSet(ns)
 			rn := acquireAsync(ctx, next.Acquire)
-			testzk.WatchingAnswered(t, ns, before)
+			testzk.Watching(t, ns, before)
 			if cancelIt {
 				cancel()
 			}
@@ -345,7 +345,7 @@ func TestAbandonWhileWaitingForLease(t *testing.T) {
 			// The next contender took the internal lock over, listed the
 			// leases and now watches the foreign lease node; it gets the
 			// lease once that node goes.
-			testzk.WatchingAnswered(t, ns, before+1)
+			testzk.Watching(t, ns, before+1)
 			select {
 			case g := <-rn:
 				t.Fatalf("next acquired while the foreign lease is held: %v", g.err)
@@ -386,11 +386,11 @@ func TestAbandonWhileQueuedOnInternalLock(t *testing.T) {
 	require.NoError(t, err)
 	before := testzk.WatchesSet(sessions[1])
 	r1 := acquireAsync(ctx, first.Acquire)
-	testzk.WatchingAnswered(t, sessions[1], before)
+	testzk.Watching(t, sessions[1], before)
 	before = testzk.WatchesSet(sessions[2])
 	sctx, cancel := context.WithCancel(ctx)
 	r2 := acquireAsync(sctx, second.Acquire)
-	testzk.WatchingAnswered(t, sessions[2], before)
+	testzk.Watching(t, sessions[2], before)
 	require.Len(t, testzk.Children(t, sessions[0], path+"/locks"), 3, "the holder's (its lease) and two waiters'")
 	cancel()
 	got := await(t, r2, 10*time.Second, "abandoned acquire")
@@ -468,7 +468,7 @@ func TestParticipants(t *testing.T) {
 	for i := 2; i < 4; i++ {
 		before := testzk.WatchesSet(sessions[i])
 		rs = append(rs, acquireAsync(ctx, sems[i].Acquire))
-		testzk.WatchingAnswered(t, sessions[i], before)
+		testzk.Watching(t, sessions[i], before)
 	}
 	hs, err := sems[0].Holders(ctx)
 	require.NoError(t, err)

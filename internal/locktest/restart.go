@@ -52,19 +52,20 @@ func (s *suite) testRestartWhileQueued(t *testing.T) {
 	res := acquireAsync(ctx, waiter)
 	require.True(t, WaitQueued(t, sessions[1], before, 10*time.Second))
 
+	lost := hl.Lost() // armed across the restart
 	subH, subW := sessions[0].Subscribe(), sessions[1].Subscribe()
 	defer subH.Close()
 	defer subW.Close()
 	states := s.restart(t, subH, subW)
 	t.Logf("after the restart: holder %v, waiter %v", states[0], states[1])
 
-	// hl.Lost() is not armed before the restart: see testHolderExpired.
 	survived := states[0] == conn.Reconnected && hl.Epoch().Err() == nil
 	if survived {
 		// The holder's session survived: it still holds, so the waiter
 		// must still be waiting.
 		_, err := hl.GuardedWrite(ctx, &zk.SetDataRequest{Path: mon.guard, Data: []byte("0"), Version: -1})
 		assert.NoError(t, err, "the holder's lock survives a restart within the session timeout")
+		assert.False(t, isClosed(lost), "not lost: %v", hl.Err())
 		select {
 		case r := <-res:
 			t.Fatalf("the waiter got in while the holder still held: %+v", r)
@@ -105,15 +106,14 @@ func (s *suite) testRestartWhileHolding(t *testing.T) {
 	token, err := hl.Token(ctx)
 	require.NoError(t, err)
 
+	lost := hl.Lost() // armed across the restart
 	sub := sessions[0].Subscribe()
 	defer sub.Close()
 	states := s.restart(t, sub)
 
-	// hl.Lost() is armed only after the restart: see testHolderExpired.
 	if states[0] == conn.Reconnected {
 		assert.NoError(t, hl.Epoch().Err(), "the session survived")
 		assert.NoError(t, hl.Err(), "a surviving session keeps its lock")
-		lost := hl.Lost()
 		_, err := hl.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-written", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 		assert.NoError(t, err, "guarded write after the restart")
 		t2, err := hl.Token(ctx)
@@ -123,7 +123,7 @@ func (s *suite) testRestartWhileHolding(t *testing.T) {
 		assert.NoError(t, holder.Release(ctx))
 	} else {
 		t.Logf("the holder's session did not survive the restart (%v)", states[0])
-		WaitFor(t, 10*time.Second, "the lease of a lost session to be Lost", func() bool { return isClosed(hl.Lost()) })
+		WaitFor(t, 10*time.Second, "the lease of a lost session to be Lost", func() bool { return isClosed(lost) })
 		_ = holder.Release(ctx)
 	}
 	assert.True(t, isClosed(hl.Lost()), "a released lease is Lost")

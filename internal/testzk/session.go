@@ -95,13 +95,3 @@ func Watching(t testing.TB, s *conn.Session, before int64) {
 	t.Helper()
 	Eventually(t, 10*time.Second, func() bool { return WatchesSet(s) > before }, "waiter watching")
 }
-
-// WatchingAnswered is Watching followed by a 50 ms pause, so that the
-// getW's answer has come back and nothing is in flight when the test then
-// ends a session or a context (conn.Epoch.await has a data race when a
-// caller stops waiting mid-request; see mutex's tests).
-func WatchingAnswered(t testing.TB, s *conn.Session, before int64) {
-	t.Helper()
-	Watching(t, s, before)
-	time.Sleep(50 * time.Millisecond)
-}

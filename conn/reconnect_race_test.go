@@ -1,0 +1,181 @@
+package conn_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// slowMultiDialer dials TCP connections whose writes of multi requests take
+// 2 ms longer: after a reconnect, go-zookeeper writes the requests queued
+// while it was disconnected before its set-watches request, and the answers
+// to the first ones come back while it is still writing the others. The
+// race does not depend on this delay (nothing orders the two accesses); the
+// delay only makes the detector see both in most reconnects.
+func slowMultiDialer(network, addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return slowMultiConn{c}, nil
+}
+
+type slowMultiConn struct{ net.Conn }
+
+func (c slowMultiConn) Write(p []byte) (int, error) {
+	const opMulti = 14
+	if len(p) >= 12 && binary.BigEndian.Uint32(p[8:]) == opMulti {
+		time.Sleep(2 * time.Millisecond)
+	}
+	return c.Conn.Write(p)
+}
+
+// TestReconnectWithWatchesIsRaceFree is the reproducer of go-zookeeper
+// v1.0.4's lastZxid race (see wire.go): the connection is reset many times
+// while watches are set and requests are in flight, so that on every
+// reconnect go-zookeeper re-sends the watches (reading Conn.lastZxid) while
+// responses to the requests queued across the reconnect arrive (its reader
+// writes Conn.lastZxid). Run under -race. Afterwards every watch still
+// fires once.
+func TestReconnectWithWatchesIsRaceFree(t *testing.T) {
+	const watches, workers, cuts = 100, 48, 40
+	c := zktest.New(t)
+	p := zktest.NewProxy(t, c.Servers())
+	// The proxy's address twice: go-zookeeper then reconnects at once to
+	// the "next" server instead of pausing a second after a full round.
+	addrs := append(p.Addrs(), p.Addrs()...)
+	s := connect(t, addrs, conn.WithSessionTimeout(10*time.Second), conn.WithDialer(slowMultiDialer))
+	ep := epoch(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	root := c.Root() + "/reconnect-watches"
+	require.NoError(t, ep.CreateParents(ctx, root+"/x"))
+	events := make([]<-chan zk.Event, watches)
+	for i := range events {
+		path := fmt.Sprintf("%s/n%03d", root, i)
+		_, err := ep.Create(ctx, path, nil, zk.FlagPersistent, s.ACL())
+		require.NoError(t, err)
+		_, _, events[i], err = ep.GetW(ctx, path)
+		require.NoError(t, err)
+	}
+
+	// Requests that are never retried by conn (Multi), so that callers
+	// queue new ones while the connection is down and go-zookeeper writes
+	// them the moment it is back, ahead of the set-watches request.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = ep.Multi(ctx, &zk.CheckVersionRequest{Path: root, Version: -1})
+			}
+		}()
+	}
+
+	sub := s.Subscribe()
+	defer sub.Close()
+	for i := 0; i < cuts; i++ {
+		p.Cut()
+		expect(t, sub, 10*time.Second, conn.Suspended)
+		expect(t, sub, 10*time.Second, conn.Reconnected)
+	}
+	close(stop)
+	wg.Wait()
+	require.NoError(t, ep.Err(), "one session throughout")
+	sent := conn.SetWatchesSent(s)
+	t.Logf("%d reconnects, %d set-watches requests written", cuts, sent)
+	assert.GreaterOrEqual(t, sent, int64(cuts), "every reconnect re-sent the watches")
+
+	// The watches survived every reconnect: each fires once on a change.
+	for i := range events {
+		_, err := ep.Set(ctx, fmt.Sprintf("%s/n%03d", root, i), []byte("x"), 0)
+		require.NoError(t, err)
+	}
+	for i, ch := range events {
+		select {
+		case ev := <-ch:
+			assert.Equal(t, zk.EventNodeDataChanged, ev.Type, "watch %d", i)
+		case <-ctx.Done():
+			t.Fatalf("watch %d did not fire", i)
+		}
+	}
+}
+
+// TestWatchFiresForAChangeMadeWhileCutOff: a node watched before a cut and
+// changed by someone else during it fires the watch after the reconnect,
+// although requests queued across the reconnect are answered (with newer
+// zxids) before go-zookeeper's set-watches request is written. The
+// set-watches request must carry the last zxid read before the cut: one
+// read on the new connection would tell the server the client has seen the
+// change, and the server would drop the event.
+func TestWatchFiresForAChangeMadeWhileCutOff(t *testing.T) {
+	const rounds, workers = 5, 16
+	c := zktest.New(t)
+	p := zktest.NewProxy(t, c.Servers())
+	addrs := append(p.Addrs(), p.Addrs()...)
+	s := connect(t, addrs, conn.WithSessionTimeout(10*time.Second), conn.WithDialer(slowMultiDialer))
+	other := connect(t, c.Servers())
+	ep, oep := epoch(t, s), epoch(t, other)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	path := c.Root() + "/changed-while-cut/node"
+	require.NoError(t, ep.CreateParents(ctx, path))
+	_, err := ep.Create(ctx, path, nil, zk.FlagPersistent, s.ACL())
+	require.NoError(t, err)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = ep.Multi(ctx, &zk.CheckVersionRequest{Path: path, Version: -1})
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	sub := s.Subscribe()
+	defer sub.Close()
+	for i := 0; i < rounds; i++ {
+		_, _, ch, err := ep.GetW(ctx, path)
+		require.NoError(t, err)
+		p.Blackhole() // new connections stay silent until Heal
+		p.Cut()
+		expect(t, sub, 10*time.Second, conn.Suspended)
+		_, err = oep.Set(ctx, path, []byte{byte(i)}, -1)
+		require.NoError(t, err)
+		p.Heal()
+		expect(t, sub, 10*time.Second, conn.Reconnected)
+		select {
+		case ev := <-ch:
+			assert.Equal(t, zk.EventNodeDataChanged, ev.Type, "round %d", i)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the watch set before the cut did not fire for the change made during it", i)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package conn_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestFollowerCutOffFromQuorumKeepsAnsweringPings measures the unsafe
+// window of docs/safety.md: a client connected to a follower that loses the
+// rest of the ensemble keeps hearing pings until the follower notices that
+// it lost the leader, syncLimit × tickTime after the leader's last packet
+// (zktest: tickTime 500 ms, syncLimit 5 ticks, so 2.5 s), longer than the
+// session timeout (1 s here). The other two servers are paused (zktest can
+// freeze servers, not cut the links between them), so here nobody expires
+// the session; in a real partition the leader's side would have expired it
+// about one session timeout after the cut, while this client still heard
+// nothing wrong.
+func TestFollowerCutOffFromQuorumKeepsAnsweringPings(t *testing.T) {
+	const timeout = time.Second // the server's minimum: 2 ticks
+	c := zktest.New(t, zktest.WithServers(3))
+	leader, err := c.Leader()
+	require.NoError(t, err)
+	f := (leader + 1) % 3
+	s := connect(t, []string{c.Servers()[f]}, conn.WithSessionTimeout(timeout))
+	ep := epoch(t, s)
+	require.Equal(t, timeout, ep.Timeout())
+	sub := s.Subscribe()
+	defer sub.Close()
+
+	cut := time.Now()
+	for i := range 3 {
+		if i != f {
+			require.NoError(t, c.Pause(i))
+			t.Cleanup(func() { _ = c.Resume(i) })
+		}
+	}
+	paused := time.Since(cut)
+	ev := expect(t, sub, 30*time.Second, conn.Suspended)
+	suspended := ev.Time.Sub(cut)
+	ev = expect(t, sub, 30*time.Second, conn.Lost)
+	lost := ev.Time.Sub(cut)
+	assert.ErrorIs(t, ev.Err, conn.ErrSessionTimeout)
+	t.Logf("quorum paused in %v; client Suspended %v after the pause began, Lost (local timer) after %v; session timeout %v",
+		paused, suspended, lost, timeout)
+	// go-zookeeper drops a connection that is silent for 2/3 of the
+	// session timeout: being Suspended only later means the follower kept
+	// answering its pings for longer than a whole session timeout.
+	assert.Greater(t, suspended, timeout+paused, "the follower answered pings for longer than the session timeout")
+	_, _, err = ep.Exists(context.Background(), "/")
+	assert.ErrorIs(t, err, conn.ErrEpochEnded)
+}
