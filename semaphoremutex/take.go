@@ -15,7 +15,7 @@ import (
 )
 
 // take creates our lease node and releases the internal lock in one
-// transaction: hand our lock node over (queue.HandoverOps: mark and delete
+// transaction: hand our lock node over (Queue.ReleaseOps: mark and delete
 // it, so the next contender takes the internal lock with no request), and
 // create "_c_<id>-lease-<seq>". It
 // commits only while our lock node exists, i.e. while we hold the internal
@@ -41,8 +41,8 @@ func (a *attempt) take(ctx context.Context) error {
 		}
 	}
 	for tries := 0; ; tries++ {
-		ops := append(queue.HandoverOps(a.lk.Path()),
-			&zk.CreateRequest{Path: p, Data: data, Acl: a.s.sess.ACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
+		ops := append(a.s.lock.ReleaseOps(a.lk.Path()),
+			&zk.CreateRequest{Path: p, Data: data, Acl: a.s.lock.NodeACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
 		create := len(ops) - 1
 		res, err := a.ep.Multi(cctx, ops...)
 		switch {

@@ -21,14 +21,14 @@ import (
 func (a *attempt) create(ctx context.Context) error {
 	prefix := a.q.cfg.Schema.Prefix(a.id)
 	p := conn.JoinPath(a.q.path, prefix)
-	data := encodeData(a.id, a.q.cfg.Tag)
+	data := encodeData(a.id, a.q.cfg.Tag, a.q.Sealed())
 	cctx := context.WithoutCancel(ctx)
 	parentsMade := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return CtxErr(ctx)
 		}
-		created, err := a.ep.Create(cctx, p, data, zk.FlagEphemeral|zk.FlagSequence, a.q.sess.ACL())
+		created, err := a.ep.Create(cctx, p, data, zk.FlagEphemeral|zk.FlagSequence, a.q.NodeACL())
 		switch {
 		case err == nil:
 			a.node = conn.BaseName(created)

@@ -16,6 +16,11 @@ type NodeData struct {
 	// Tag is the queue's Config.Tag: what kind of contender queued the
 	// node, for the waiter it hands over to. Empty for most recipes.
 	Tag string `json:"tag,omitempty"`
+	// Sealed says that the node was created sealed (only its creator may
+	// change it; Queue.NodeACL), so that a change of its data is its
+	// holder's release (the handover mark). False on revocable nodes and
+	// on every foreign client's node.
+	Sealed bool `json:"sealed,omitempty"`
 }
 
 // local is this process, computed once.
@@ -31,9 +36,9 @@ var local = func() NodeData {
 // put the host into names (HostKindSchema) use it.
 func Hostname() string { return local.Host }
 
-func encodeData(id, tag string) []byte {
+func encodeData(id, tag string, sealed bool) []byte {
 	d := local
-	d.ID, d.Tag = id, tag
+	d.ID, d.Tag, d.Sealed = id, tag, sealed
 	b, _ := json.Marshal(d) // cannot fail: strings and an int
 	return b
 }
