@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -16,14 +17,16 @@ import (
 // W1's handover mark that W1 held the lock, so H's stale entry cannot block
 // it: it takes over with no request. Without the mark it must look at H's
 // entry first (one getW that finds it gone; with more stale entries, one
-// getChildren).
+// getChildren). Revocable nodes are released without the mark.
 func TestHandoverSkipsStaleEntries(t *testing.T) {
-	for _, mark := range []bool{true, false} {
-		t.Run(map[bool]string{true: "marked", false: "plain delete"}[mark], func(t *testing.T) {
+	for _, mode := range []string{"marked", "plain delete", "revocable"} {
+		mark := mode == "marked"
+		t.Run(mode, func(t *testing.T) {
 			c := cluster(t)
 			path := lockPath(t, c)
 			ctx := ctxTimeout(t, 30*time.Second)
-			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: mark}
+			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: mode != "plain delete",
+				Revocable: mode == "revocable"}
 			var sessions []*conn.Session
 			var queues []*Queue
 			for i := 0; i < 3; i++ {
@@ -72,26 +75,51 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 	}
 }
 
-// TestHandoverMarkNeedsTheNodeAsCreated: a holder whose node was changed by
-// someone else still releases (with a plain delete), and its lease reports
-// the change.
-func TestHandoverMarkNeedsTheNodeAsCreated(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
-	ctx := ctxTimeout(t, 30*time.Second)
-	s := connect(t, c.Servers())
-	q, err := New(s, path, Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true})
-	require.NoError(t, err)
-	l, err := q.Acquire(ctx)
-	require.NoError(t, err)
-	ep, err := s.Epoch(ctx)
-	require.NoError(t, err)
-	_, err = ep.Set(ctx, l.Path(), []byte("tampered"), -1)
-	require.NoError(t, err)
-	_, tokErr := l.GuardedWrite(ctx)
-	assert.ErrorIs(t, tokErr, conn.ErrLeaseLost)
-	require.NoError(t, q.Release(ctx, l))
-	assert.Empty(t, children(t, s, path))
+// TestRevokeRequest: another session's write into a sealed node fails with
+// zk.ErrNoAuth, and Revoke says conn.ErrNotRevocable; into a revocable node
+// it succeeds, closes the holder's Revoked, and the holder still holds
+// (guarded writes pass although the data version is no longer 0) and
+// releases.
+func TestRevokeRequest(t *testing.T) {
+	for _, revocable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sealed", true: "revocable"}[revocable], func(t *testing.T) {
+			c := cluster(t)
+			path := lockPath(t, c)
+			ctx := ctxTimeout(t, 30*time.Second)
+			s, other := connect(t, c.Servers()), connect(t, c.Servers())
+			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
+			q, err := New(s, path, cfg)
+			require.NoError(t, err)
+			oq, err := New(other, path, cfg)
+			require.NoError(t, err)
+			l, err := q.Acquire(ctx)
+			require.NoError(t, err)
+			revoked := l.Revoked()
+			oep, err := other.Epoch(ctx)
+			require.NoError(t, err)
+			_, err = oep.Set(ctx, l.Path(), []byte("tampered"), -1)
+			err2 := oq.Revoke(ctx, conn.BaseName(l.Path()))
+			if revocable {
+				require.NoError(t, err)
+				require.NoError(t, err2)
+				select {
+				case <-revoked:
+				case <-ctx.Done():
+					t.Fatal("Revoked not closed")
+				}
+			} else {
+				assert.ErrorIs(t, err, zk.ErrNoAuth)
+				assert.ErrorIs(t, err2, conn.ErrNotRevocable)
+				assert.ErrorIs(t, err2, zk.ErrNoAuth)
+			}
+			_, err = l.GuardedWrite(ctx)
+			assert.NoError(t, err, "still held")
+			assert.NoError(t, l.Err())
+			require.NoError(t, q.Release(ctx, l))
+			assert.Empty(t, children(t, s, path))
+			assert.NoError(t, oq.Revoke(ctx, conn.BaseName(l.Path())), "nothing left to revoke")
+		})
+	}
 }
 
 // TestGrantFrom: a waiter granted by its predecessor's handover mark learns
