@@ -269,12 +269,14 @@ func (s *Session) handle(m message) {
 		switch {
 		case m.authErr == nil:
 			s.beginEpoch(l)
-		case l.suspended && l.epoch.ctx.Err() == nil && isConnectionLoss(m.authErr):
+		case l.epoch.ctx.Err() == nil && isConnectionLoss(m.authErr):
 			// Cut off mid-way: go-zookeeper keeps the session and re-sends
 			// the credentials it accepted; the rest follow on reconnect,
-			// unless the local timer (started on the disconnect) ends the
-			// session first.
+			// unless the local timer ends the session first. (A request
+			// that fails on a broken connection can be answered before
+			// the disconnect is reported.)
 			l.authWait = true
+			s.disconnected(l)
 		default:
 			s.log.Warn("sending credentials failed; opening a new session", zap.Error(m.authErr))
 			s.retire(l)
@@ -305,29 +307,34 @@ func (s *Session) handle(m message) {
 			s.transition(Reconnected, l.epoch, nil)
 		}
 	case zk.StateDisconnected:
-		if l.epoch == nil || l.suspended || l.epoch.ctx.Err() != nil {
-			return
-		}
-		l.suspended = true
-		ep := l.epoch
-		lastHeard := time.Unix(0, l.lastHeard.Load())
-		wait := time.Until(lastHeard.Add(ep.timeout))
-		s.timer = time.NewTimer(max(wait, 0))
-		if !l.live {
-			// Cut off while authenticating: the epoch has not been handed
-			// out (no Suspended to send), but the local timer runs as for
-			// a live one, so a session that cannot come back is given up
-			// and the next one opened.
-			s.log.Info("disconnected while authenticating", zap.Int64("session", ep.sessionID), zap.Duration("lost_in", wait))
-			return
-		}
-		ep.suspend()
-		s.log.Info("suspended", zap.Int64("session", ep.sessionID), zap.Duration("lost_in", wait))
-		s.transition(Suspended, ep, nil)
+		s.disconnected(l)
 	case zk.StateExpired:
 		s.log.Warn("session expired", zap.Int64("session", l.zc.SessionID()))
 		s.loseEpoch(ErrSessionExpired)
 	}
+}
+
+// disconnected suspends l's epoch and starts the local expiry timer.
+func (s *Session) disconnected(l *zkLink) {
+	if l.epoch == nil || l.suspended || l.epoch.ctx.Err() != nil {
+		return
+	}
+	l.suspended = true
+	ep := l.epoch
+	lastHeard := time.Unix(0, l.lastHeard.Load())
+	wait := time.Until(lastHeard.Add(ep.timeout))
+	s.timer = time.NewTimer(max(wait, 0))
+	if !l.live {
+		// Cut off while authenticating: the epoch has not been handed
+		// out (no Suspended to send), but the local timer runs as for
+		// a live one, so a session that cannot come back is given up
+		// and the next one opened.
+		s.log.Info("disconnected while authenticating", zap.Int64("session", ep.sessionID), zap.Duration("lost_in", wait))
+		return
+	}
+	ep.suspend()
+	s.log.Info("suspended", zap.Int64("session", ep.sessionID), zap.Duration("lost_in", wait))
+	s.transition(Suspended, ep, nil)
 }
 
 // authenticate sends the credentials l has not had accepted yet (the
