@@ -9,7 +9,11 @@
 // # What it guarantees
 //
 //   - Never two holders: ZooKeeper lets only one create of a path succeed,
-//     and the node is ephemeral, so it goes when its session ends.
+//     and the node is ephemeral, so it goes when its session ends. A
+//     change of the node's data wakes the waiters, which only try to
+//     create it again; and the node is sealed (its ACL is the session's
+//     without WRITE and ADMIN, plus the session's own identity with ALL),
+//     so a third party's set-data fails with zk.ErrNoAuth.
 //   - Acquire blocks until the lock is held or ctx ends; on cancel, timeout
 //     or error nothing of ours is left on the server. When a create's answer
 //     is lost (the connection dropped, or ctx ended with it in flight), the
