@@ -80,6 +80,7 @@
 //
 // # Errors
 //
+// Revoke refuses a sealed node with an error matching conn.ErrNotRevocable.
 // Sentinels, compared with errors.Is: ErrNotOwner, ErrNotHeld (Release by a
 // goroutine that does not hold the mutex), ErrReleasePending (deletion of
 // the node not confirmed; continuing in the background), ErrNilSession.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -253,9 +254,10 @@ func TestThirdPartyWrite(t *testing.T) {
 	}
 }
 
-// TestForeignPredecessorDataChange: our waiter queued behind a foreign
-// client's node (go-zookeeper's zk.Lock naming, world-writable) is not
-// granted when that node's data changes, only when it is deleted.
+// TestForeignPredecessorDataChange: our waiter queued behind foreign
+// clients' nodes (Curator's and go-zookeeper's names, world-writable) is
+// not granted when their data changes, even to our own handover mark, only
+// once they are deleted.
 func TestForeignPredecessorDataChange(t *testing.T) {
 	c := zktest.New(t)
 	raw := rawClient(t, c.Servers())
@@ -263,20 +265,36 @@ func TestForeignPredecessorDataChange(t *testing.T) {
 	path := locktest.UniquePath(c, "foreign-data")
 	s := dial(t, c.Servers())
 	require.NoError(t, epochOf(t, s).CreateParents(ctx, path+"/x"))
-	foreign, err := raw.Create(path+"/_c_"+hex32()+"-lock-", []byte("10.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
+	// go-zookeeper's name, then Curator's: our waiter watches the second.
+	var foreign []string
+	for _, name := range []string{"_c_" + hex32() + "-lock-", "_c_" + uuid.NewString() + "-lock-"} {
+		f, err := raw.Create(path+"/"+name, []byte("10.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+		foreign = append(foreign, f)
+	}
 	m, err := mutex.New(s, path)
 	require.NoError(t, err)
 	before := s.Stats().WatchesSet
 	w := acquireAsync(ctx, m)
 	before = watching(t, s, before)
+	for _, f := range foreign {
+		for _, data := range []string{"__REVOKE__", "released"} {
+			_, err = raw.Set(f, []byte(data), -1)
+			require.NoError(t, err)
+			if f == foreign[1] {
+				before = watching(t, s, before) // it read the node again
+			}
+		}
+	}
+	// A delete of the first leaves the second: still not ours.
+	require.NoError(t, raw.Delete(foreign[0], -1))
 	for _, data := range []string{"__REVOKE__", "released"} {
-		_, err = raw.Set(foreign, []byte(data), -1)
+		_, err = raw.Set(foreign[1], []byte(data), -1)
 		require.NoError(t, err)
 		before = watching(t, s, before)
 		assert.False(t, w.granted(), "granted on a data change of a foreign node (%q): %v", data, w.err)
 	}
-	require.NoError(t, raw.Delete(foreign, -1))
+	require.NoError(t, raw.Delete(foreign[1], -1))
 	select {
 	case <-w.done:
 	case <-ctx.Done():
