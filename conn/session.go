@@ -271,12 +271,16 @@ func (s *Session) handle(m message) {
 			s.beginEpoch(l)
 		case l.epoch.ctx.Err() == nil && isConnectionLoss(m.authErr):
 			// Cut off mid-way: go-zookeeper keeps the session and re-sends
-			// the credentials it accepted; the rest follow on reconnect,
-			// unless the local timer ends the session first. (A request
-			// that fails on a broken connection can be answered before
-			// the disconnect is reported.)
-			l.authWait = true
-			s.disconnected(l)
+			// the credentials it accepted; the rest follow on reconnect
+			// (the local timer runs meanwhile, see disconnected). A request
+			// that fails on a broken connection can be answered before the
+			// disconnect is reported, or after the reconnect: then send
+			// the rest now (go-zookeeper queues it until it is connected).
+			if l.suspended {
+				l.authWait = true
+			} else {
+				s.authenticate(l)
+			}
 		default:
 			s.log.Warn("sending credentials failed; opening a new session", zap.Error(m.authErr))
 			s.retire(l)
