@@ -44,6 +44,9 @@ type faultClient struct {
 	// holding is true while the client holds a grant; the schedule aims
 	// most client faults at holders.
 	holding atomic.Bool
+	// held is the paths of the current grant's lease nodes while holding
+	// (nil otherwise), for the third-party-write fault.
+	held atomic.Pointer[[]string]
 
 	writeSeq int // ledger names; owned by the client's goroutine
 }
@@ -95,8 +98,16 @@ func (cl *faultClient) once(parent context.Context, r faultRecipe, timeout time.
 	}
 	iv := cl.run.acquired(cl.id, r, g)
 	cl.run.watchLost(iv, g.lost)
+	paths := make([]string, 0, len(g.leases))
+	for _, l := range g.leases {
+		if l != nil {
+			paths = append(paths, l.Path())
+		}
+	}
+	cl.held.Store(&paths)
 	cl.holding.Store(true)
 	defer cl.holding.Store(false)
+	defer cl.held.Store(nil)
 
 	holdFor := faultHoldMin + time.Duration(cl.rng.Int64N(int64(faultHoldMax-faultHoldMin)))
 	writes := 1 + cl.rng.IntN(3)

@@ -2,9 +2,12 @@ package recipes_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -20,10 +23,11 @@ const (
 	faultBlackholeShort = "blackhole-shorter-than-session"
 	faultExpire         = "session-expire"
 	faultCut            = "cut-after-create" // counted when the client arms it
+	faultForeignWrite   = "third-party-write"
 )
 
 var faultKinds = []string{faultLeaderKill, faultFollowerKill, faultPause, faultBlackholeLong,
-	faultBlackholeShort, faultExpire, faultCut}
+	faultBlackholeShort, faultExpire, faultCut, faultForeignWrite}
 
 // schedule injects random faults, drawn from rng, until the deadline, and
 // returns once the last one is undone and every server serves again. The
@@ -132,6 +136,38 @@ func (r *faultRun) inject(rng *rand.Rand, kind string) (string, error) {
 		cl := r.clients[rng.IntN(len(r.clients))]
 		cl.cut.Store(true)
 		return fmt.Sprintf("armed for client %d's next acquire", cl.id), nil
+
+	case faultForeignWrite:
+		// The admin session writes Curator's revoke request into a
+		// holder's nodes. They are sealed: the server must refuse it, and
+		// the exclusion check sees whether anyone got in anyway.
+		var paths []string
+		for _, cl := range r.clients {
+			if p := cl.held.Load(); p != nil && cl.holding.Load() {
+				paths = *p
+				break
+			}
+		}
+		if len(paths) == 0 {
+			return "", fmt.Errorf("no client holds a lock")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ep, err := r.admin.Epoch(ctx)
+		if err != nil {
+			return "", err
+		}
+		refused := 0
+		for _, p := range paths {
+			_, err := ep.Set(ctx, p, []byte("__REVOKE__"), -1)
+			switch {
+			case errors.Is(err, zk.ErrNoAuth):
+				refused++
+			case err == nil:
+				r.t.Errorf("fault run: a third party's write into the sealed lock node %s was accepted", p)
+			}
+		}
+		return fmt.Sprintf("into %d lock nodes, %d refused (NoAuth)", len(paths), refused), nil
 	}
 	return "", fmt.Errorf("unknown fault kind %q", kind)
 }
