@@ -46,7 +46,11 @@ func TestCuratorRevoker(t *testing.T) {
 				hs, ws := dial(t, c.Servers()), dial(t, c.Servers())
 				holder, err := rec.open(hs, path, revocable)
 				require.NoError(t, err)
-				waiter, err := rec.open(ws, path, revocable)
+				openWaiter := rec.open
+				if rec.openWaiter != nil {
+					openWaiter = rec.openWaiter
+				}
+				waiter, err := openWaiter(ws, path, revocable)
 				require.NoError(t, err)
 				hl, err := holder.Acquire(ctx)
 				require.NoError(t, err)

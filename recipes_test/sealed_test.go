@@ -29,9 +29,11 @@ type exclusiveRecipe struct {
 	name string
 	// open makes a handle; revocable asks for WithRevocable (only when
 	// canRevoke).
-	open      func(s *conn.Session, path string, revocable bool) (hostileLock, error)
-	canRevoke bool
-	revoke    func(s *conn.Session, path, node string) error // our Revoke API; nil without canRevoke
+	open func(s *conn.Session, path string, revocable bool) (hostileLock, error)
+	// openWaiter makes the waiter's handle; nil: open.
+	openWaiter func(s *conn.Session, path string, revocable bool) (hostileLock, error)
+	canRevoke  bool
+	revoke     func(s *conn.Session, path, node string) error // our Revoke API; nil without canRevoke
 }
 
 func exclusiveRecipes() []exclusiveRecipe {
@@ -71,6 +73,32 @@ func exclusiveRecipes() []exclusiveRecipe {
 		{
 			name: "rwlock-write",
 			open: func(s *conn.Session, p string, rev bool) (hostileLock, error) {
+				rw, err := rwlock.New(s, p, rwOpts(rev)...)
+				if err != nil {
+					return nil, err
+				}
+				return rw.WriteLock(), nil
+			},
+			canRevoke: true,
+			revoke: func(s *conn.Session, p, node string) error {
+				rw, err := rwlock.New(s, p)
+				if err != nil {
+					return err
+				}
+				return rw.Revoke(context.Background(), node)
+			},
+		},
+		{
+			// A reader holds, a writer waits behind it.
+			name: "rwlock-read",
+			open: func(s *conn.Session, p string, rev bool) (hostileLock, error) {
+				rw, err := rwlock.New(s, p, rwOpts(rev)...)
+				if err != nil {
+					return nil, err
+				}
+				return rw.ReadLock(), nil
+			},
+			openWaiter: func(s *conn.Session, p string, rev bool) (hostileLock, error) {
 				rw, err := rwlock.New(s, p, rwOpts(rev)...)
 				if err != nil {
 					return nil, err
@@ -194,7 +222,11 @@ func TestThirdPartyWrite(t *testing.T) {
 				hs, ws := dial(t, c.Servers()), dial(t, c.Servers())
 				holder, err := rec.open(hs, path, revocable)
 				require.NoError(t, err)
-				waiter, err := rec.open(ws, path, revocable)
+				openWaiter := rec.open
+				if rec.openWaiter != nil {
+					openWaiter = rec.openWaiter
+				}
+				waiter, err := openWaiter(ws, path, revocable)
 				require.NoError(t, err)
 
 				hl, err := holder.Acquire(ctx)
