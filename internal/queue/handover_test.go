@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestHandoverSkipsStaleEntries: H holds, W1 and W2 queue behind it, so W2's
@@ -171,4 +172,52 @@ func TestGrantFrom(t *testing.T) {
 			assert.Empty(t, children(t, hs, path))
 		})
 	}
+}
+
+// TestHandoverAfterReconnect: a holder's connection breaks and comes back
+// on the same session before it releases. go-zookeeper sends the session's
+// identity again on the new connection, so the holder can still mark its
+// sealed node: the release is one transaction (no fallback to a plain
+// delete), and the waiter behind is handed over to with no request.
+func TestHandoverAfterReconnect(t *testing.T) {
+	c := cluster(t)
+	proxy := zktest.NewProxy(t, c.Servers())
+	path := lockPath(t, c)
+	ctx := ctxTimeout(t, 60*time.Second)
+	cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true}
+	hs, ws := connect(t, proxy.Addrs()), connect(t, c.Servers())
+	h, err := New(hs, path, cfg)
+	require.NoError(t, err)
+	w, err := New(ws, path, cfg)
+	require.NoError(t, err)
+	hl, err := h.Acquire(ctx)
+	require.NoError(t, err)
+	got := make(chan Grant, 1)
+	go func() {
+		g, err := w.AcquireGrant(ctx, true)
+		assert.NoError(t, err)
+		got <- g
+	}()
+	watching(t, ws, 0)
+
+	sub := hs.Subscribe()
+	defer sub.Close()
+	proxy.Cut()
+	for {
+		ev, err := sub.Next(ctx)
+		require.NoError(t, err)
+		if ev.State == conn.Reconnected {
+			break
+		}
+		require.NotEqual(t, conn.Lost, ev.State, "the session survives the cut")
+	}
+	before := hs.Stats()
+	require.NoError(t, h.Release(ctx, hl))
+	d := hs.Stats().Sub(before)
+	assert.EqualValues(t, 1, d.Requests[conn.OpMulti], "the mark and the delete: %v", d.Requests)
+	assert.Zero(t, d.Requests[conn.OpDelete], "no fallback to a plain delete: %v", d.Requests)
+	g := <-got
+	require.NotNil(t, g.Lease)
+	assert.True(t, g.HandedOver, "the waiter was handed over to")
+	require.NoError(t, w.Release(ctx, g.Lease))
 }
