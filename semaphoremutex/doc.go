@@ -100,7 +100,7 @@
 //   - A fencing token per grant (Lease.Token, the czxid of the lease's
 //     node: the lease node, or the internal lock node with one lease;
 //     growing with every grant) and guarded writes (Lease.GuardedWrite: a
-//     transaction that commits only while that node is as we created it).
+//     transaction that commits only while that node exists).
 //
 // # Not reentrant, on purpose
 //

@@ -104,7 +104,8 @@ const revokeMessage = "__REVOKE__"
 
 // handOver releases a First holder's node with ReleaseOps. It falls back
 // to a plain delete, whose outcome it then returns, when the node is not as
-// we created it (someone else changed it), and when the connection was lost
+// we created it (a sealed node can only have been changed by our own
+// session, outside the recipes), and when the connection was lost
 // under the transaction: conn never retries a multi, but it retries a
 // delete, which finds the node gone if the transaction was applied after
 // all. The waiter behind then sees a plain deletion and checks its cache,
