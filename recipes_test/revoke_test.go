@@ -11,9 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -145,4 +147,64 @@ func TestRevokeCuratorHolder(t *testing.T) {
 	require.NoError(t, w.err)
 	require.NoError(t, w.Release(ctx))
 	require.NoError(t, cmd.Wait(), "curator: %s", stderr.String())
+}
+
+// TestSemaphoreRevoke: with two leases, both held and a third contender
+// waiting on the lease nodes, Revoke on a revocable holder's lease node
+// closes that holder's Revoked and admits nobody; its release does. On a
+// sealed lease node Revoke fails with conn.ErrNotRevocable.
+func TestSemaphoreRevoke(t *testing.T) {
+	c := zktest.New(t)
+	for _, revocable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sealed", true: "revocable"}[revocable], func(t *testing.T) {
+			ctx := locktest.Ctx(t, 60*time.Second)
+			path := locktest.UniquePath(c, "sem-revoke")
+			var opts []semaphoremutex.Option
+			if revocable {
+				opts = append(opts, semaphoremutex.WithRevocable())
+			}
+			sessions := []*conn.Session{dial(t, c.Servers()), dial(t, c.Servers()), dial(t, c.Servers())}
+			var sems []*semaphoremutex.Semaphore
+			for _, s := range sessions {
+				sem, err := semaphoremutex.NewSemaphore(s, path, 2, opts...)
+				require.NoError(t, err)
+				sems = append(sems, sem)
+			}
+			a, err := sems[0].Acquire(ctx)
+			require.NoError(t, err)
+			b, err := sems[1].Acquire(ctx)
+			require.NoError(t, err)
+			revoked := a.Revoked()
+			before := sessions[2].Stats().WatchesSet
+			w := acquireAsync(ctx, &semaphoreLock{s: sems[2]})
+			// The waiter holds the internal lock and watches both lease
+			// nodes (two confirmed watches).
+			before = watching(t, sessions[2], before+1)
+
+			err = sems[2].Revoke(ctx, a.Path())
+			if !revocable {
+				require.ErrorIs(t, err, conn.ErrNotRevocable)
+				assert.False(t, isClosed(revoked))
+			} else {
+				require.NoError(t, err)
+				select {
+				case <-revoked:
+				case <-ctx.Done():
+					t.Fatal("Revoked not closed")
+				}
+				watching(t, sessions[2], before) // the waiter watches the node again
+			}
+			assert.False(t, w.granted(), "a third holder got in: %v", w.err)
+			assert.NoError(t, a.Err())
+			require.NoError(t, sems[0].Release(ctx, a))
+			select {
+			case <-w.done:
+			case <-ctx.Done():
+				t.Fatal("the waiter was not granted after a release")
+			}
+			require.NoError(t, w.err)
+			require.NoError(t, w.Release(ctx))
+			require.NoError(t, sems[1].Release(ctx, b))
+		})
+	}
 }
