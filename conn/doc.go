@@ -27,6 +27,10 @@
 //     the epoch. Sequential creates and multis are never retried blindly.
 //   - Paths are validated (ValidatePath) and prefixed with the namespace.
 //   - Requests and watch events are counted (Stats).
+//   - Each Session has a random digest identity of its own, added (one
+//     AddAuth) to every ZooKeeper session before it is handed out, so that
+//     the recipes can create lock nodes only that session may change
+//     (sealed; see WithACL).
 //   - Close is idempotent, returns promptly even when no server answers, and
 //     leaves no goroutine behind.
 //
@@ -69,6 +73,8 @@
 // Sentinels, compared with errors.Is: ErrClosed, ErrEpochEnded (with the
 // reason: ErrSessionExpired, ErrSessionTimeout, ErrClosed), ErrConnectionLoss
 // (a request's fate is unknown), ErrInvalidPath, ErrReservedPath,
-// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrLeaseLost. Errors from
-// the server are wrapped and match go-zookeeper's (zk.ErrNoNode, ...).
+// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrLeaseLost; and the
+// roots of the recipes' errors, which this package never returns itself:
+// ErrReleasePending, ErrNotHeld, ErrNotRevocable. Errors from the server are
+// wrapped and match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

@@ -65,4 +65,12 @@ var (
 	// (mutex.ErrNotOwner, rwlock.ErrNotOwner): that one stays held. This
 	// package never returns it itself.
 	ErrNotHeld = errors.New("conn: not held")
+
+	// ErrNotRevocable: a request to revoke a lock (the recipes' Revoke
+	// methods) was refused because the holder's node is sealed (the
+	// default: only its owner may change it; zk.ErrNoAuth). Only holders
+	// that created their nodes revocable (the recipes' WithRevocable
+	// option) can be asked to release. This package never returns it
+	// itself.
+	ErrNotRevocable = errors.New("conn: lock node is sealed, not revocable")
 )

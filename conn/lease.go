@@ -13,6 +13,10 @@ import (
 // else) or the lease was released, so a guarded write was refused.
 var ErrLeaseLost = errors.New("conn: lease lost")
 
+// revokeMessage is what Curator's Revoker.attemptRevoke writes into a lock
+// node to ask its holder to release (LockInternals.REVOKE_MESSAGE).
+const revokeMessage = "__REVOKE__"
+
 // Lease is a lock node held in one epoch: what every recipe hands out on a
 // grant. Holding a lease is a lease on the ZooKeeper session, not a promise:
 // the session can end at any time (expiry, partition), and the holder learns
@@ -27,16 +31,19 @@ type Lease struct {
 	lost     chan struct{} // closed once by closeLost; never sent on
 	lostOnce sync.Once
 
+	revoked     chan struct{} // closed once when the node's data is revokeMessage; never sent on
+	revokedOnce sync.Once
+
 	mu     sync.Mutex // guards the fields below
 	czxid  int64      // 0 until fetched
-	armed  bool       // the deletion watch has been set
+	armed  bool       // the node watch has been started
 	reason error      // why lost was closed
 }
 
 // NewLease makes a lease for node path, which this epoch's session created
 // and holds. Recipes call it when they acquire.
 func (e *Epoch) NewLease(path string) *Lease {
-	l := &Lease{ep: e, path: path, lost: make(chan struct{})}
+	l := &Lease{ep: e, path: path, lost: make(chan struct{}), revoked: make(chan struct{})}
 	go l.watchEpoch(e.LostSignal())
 	return l
 }
@@ -64,12 +71,41 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 
 // Lost returns a channel closed when the lease must be taken as lost: the
 // epoch ended (or, with WithSuspendedAsLost, the connection was suspended),
-// the node was deleted or its data changed by someone else, or the lease
-// was released. The first
-// call sets a watch on the node (one request, in the background); before
-// that, a deletion by someone else is noticed only by Token and
-// GuardedWrite. The channel is closed, never sent on.
+// the node was deleted by someone else, or the lease was released. A
+// change of the node's data is not a loss: the recipes seal their nodes
+// (nobody else can change them), and on a revocable node it is a request
+// to release (Revoked).
+//
+// The first call of Lost or Revoked on a lease that is not lost yet sets
+// a data watch on the node (one request, in the background); before that,
+// a deletion by someone else is noticed only by Token and GuardedWrite. No
+// watch is ever set once the lease is lost or released, and the one set
+// goes with the node: our release's delete consumes it. The channel is
+// closed, never sent on.
 func (l *Lease) Lost() <-chan struct{} {
+	l.arm()
+	return l.lost
+}
+
+// Revoked returns a channel closed when someone asked the holder to give
+// the lock up: the node's data became "__REVOKE__", as Curator's
+// Revoker.attemptRevoke and the recipes' Revoke methods write it. Only a
+// revocable node (the recipes' WithRevocable option) can be asked; a
+// sealed one (the default) refuses the write, and its channel never
+// closes. A request is not a loss: the lock stays held, and nobody else
+// gets it, until the holder releases it (or its session ends). The first
+// call arms the node's watch as Lost does. The channel is closed, never
+// sent on.
+func (l *Lease) Revoked() <-chan struct{} {
+	l.arm()
+	return l.revoked
+}
+
+// arm starts the node watch once, unless the lease is already lost.
+func (l *Lease) arm() {
+	if l.isLost() {
+		return
+	}
 	l.mu.Lock()
 	arm := !l.armed
 	l.armed = true
@@ -77,7 +113,15 @@ func (l *Lease) Lost() <-chan struct{} {
 	if arm {
 		go l.watchNode()
 	}
-	return l.lost
+}
+
+func (l *Lease) isLost() bool {
+	select {
+	case <-l.lost:
+		return true
+	default:
+		return false
+	}
 }
 
 // Err is nil while the lease holds, and says why once Lost is closed.
@@ -92,40 +136,42 @@ func (l *Lease) Err() error {
 	}
 }
 
+// watchNode follows the node with data watches until the lease is lost.
+// A data watch (GetW) is never left on a node that is gone: the server
+// answers NoNode and sets nothing, unlike an exists watch, which would
+// wait for a creation that never comes. A watch set on our node is
+// consumed by its deletion (our release, or the session's end).
 func (l *Lease) watchNode() {
-	for {
-		ok, st, ch, err := l.existsW(l.ep.ctx)
+	for !l.isLost() {
+		data, st, ch, err := l.ep.GetW(l.ep.ctx, l.path)
 		switch {
 		case err != nil && l.ep.ctx.Err() != nil:
 			return // watchEpoch reports it
+		case errors.Is(err, zk.ErrNoNode):
+			l.closeLost(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
+			return
 		case err != nil:
 			l.closeLost(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, l.path, err))
 			return
-		case !ok:
-			l.closeLost(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
-			return
-		case st.Version != 0:
-			// Recipes never change a held node; a release marks and
-			// deletes it in one transaction, so this is someone else.
-			l.closeLost(fmt.Errorf("%w: node %s was changed by someone else", ErrLeaseLost, l.path))
-			return
 		}
-		select {
-		case <-ch: // deleted or changed: look again
-		case <-l.lost:
-			return // the watch fires and is gone when our node is deleted
-		}
-	}
-}
-
-func (l *Lease) existsW(ctx context.Context) (bool, *zk.Stat, <-chan zk.Event, error) {
-	ok, st, ch, err := l.ep.ExistsW(ctx, l.path)
-	if ok {
 		l.mu.Lock()
 		l.czxid = st.Czxid
 		l.mu.Unlock()
+		if string(data) == revokeMessage {
+			l.revokedOnce.Do(func() { close(l.revoked) })
+		}
+		select {
+		case ev := <-ch:
+			if ev.Type == zk.EventNodeDeleted {
+				l.closeLost(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
+				return
+			}
+			// Data changed (a revoke request, or our own release's mark),
+			// or the watch was dropped (the epoch is ending): look again.
+		case <-l.lost:
+			return // the watch is consumed when our node is deleted
+		}
 	}
-	return ok, st, ch, err
 }
 
 // Token is the fencing token: the lock node's czxid, which grows with every
@@ -154,17 +200,26 @@ func (l *Lease) Token(ctx context.Context) (int64, error) {
 }
 
 // GuardedWrite runs ops (see Epoch.Multi) in one transaction behind a check
-// that our lock node still exists unchanged, so they commit only while the
-// lock is ours. A refused check returns an error matching ErrLeaseLost (and
+// that our lock node still exists, so they commit only while the lock is
+// ours. A refused check returns an error matching ErrLeaseLost (and
 // nothing was written); a connection loss returns ErrConnectionLoss (the
-// writes may or may not have been applied).
+// writes may or may not have been applied). Ops may not set the data of
+// the lock node itself (ErrInvalidOption): a change of a held node's data
+// is how its release tells the waiter behind to enter.
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	select {
 	case <-l.lost:
 		return nil, l.Err()
 	default:
 	}
-	all := append([]any{&zk.CheckVersionRequest{Path: l.path, Version: 0}}, ops...)
+	for _, op := range ops {
+		if sd, ok := op.(*zk.SetDataRequest); ok && sd.Path == l.path {
+			return nil, fmt.Errorf("%w: a guarded write may not set the data of its own lock node %s", ErrInvalidOption, l.path)
+		}
+	}
+	// Version -1: the node exists, whatever its data version (a revocable
+	// node's data may have been changed by a revoke request).
+	all := append([]any{&zk.CheckVersionRequest{Path: l.path, Version: -1}}, ops...)
 	res, err := l.ep.Multi(ctx, all...)
 	switch {
 	case err == nil:
@@ -175,8 +230,8 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 		return nil, fmt.Errorf("%w: %w", ErrLeaseLost, err)
 	case errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion):
 		// The server names no failing op; tell ours from the caller's.
-		ok, st, xerr := l.ep.Exists(ctx, l.path)
-		if xerr == nil && (!ok || st.Version != 0) {
+		ok, _, xerr := l.ep.Exists(ctx, l.path)
+		if xerr == nil && !ok {
 			lost := fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, l.path)
 			l.closeLost(lost)
 			return nil, lost

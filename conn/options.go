@@ -74,8 +74,11 @@ func WithLogger(l *zap.Logger) Option {
 }
 
 // WithDigestAuth adds digest credentials, sent to the server at the start of
-// every session before the session is handed to callers (default: none). An
-// empty user is invalid. The password is never logged.
+// every session before the session is handed to callers (default: none),
+// before the session's own identity (see WithACL), which is always sent. A
+// connection cut while they are sent keeps the session: the rest is sent
+// on reconnect, unless the local timer ends the session first. An empty
+// user is invalid. The password is never logged.
 func WithDigestAuth(user, password string) Option {
 	return func(c *config) error {
 		if user == "" {
@@ -128,7 +131,11 @@ func WithRetryPolicy(p RetryPolicy) Option {
 }
 
 // WithACL sets the ACL of the nodes the recipes create (default
-// zk.WorldACL(zk.PermAll): anyone may do anything). An empty ACL is invalid.
+// zk.WorldACL(zk.PermAll): anyone may do anything). Lock nodes get it
+// sealed unless a recipe is asked for revocable nodes: every entry without
+// WRITE and ADMIN, plus the session's own digest identity (random, made by
+// Connect and added to every ZooKeeper session of it) with ALL, so that
+// only their own session can change them. An empty ACL is invalid.
 func WithACL(acl []zk.ACL) Option {
 	return func(c *config) error {
 		if len(acl) == 0 {

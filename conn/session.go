@@ -2,6 +2,8 @@ package conn
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -10,7 +12,13 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 )
+
+func init() {
+	connhook.SealedACL = func(s any) []zk.ACL { return s.(*Session).sealedACL() }
+}
 
 var errRetired = errors.New("conn: connection retired")
 
@@ -27,6 +35,8 @@ var errRetired = errors.New("conn: connection retired")
 type Session struct {
 	cfg     config
 	servers []string
+	creds   []string // digest "user:password" entries sent at the start of every epoch: cfg.digest, then ident
+	sealed  []zk.ACL // see sealedACL
 	log     *zap.Logger
 	stats   *counters
 
@@ -52,9 +62,11 @@ type Session struct {
 type zkLink struct {
 	*link
 	zc        *zk.Conn
-	epoch     *Epoch // set when its session begins
-	live      bool   // epoch handed to callers (auth done)
-	suspended bool
+	epoch     *Epoch        // set when its session begins
+	live      bool          // epoch handed to callers (auth done)
+	suspended bool          // disconnected; also while authenticating (then with no transition)
+	authed    int           // credentials accepted so far (go-zookeeper re-sends these on reconnect)
+	authWait  bool          // authentication was cut by a disconnect: resume it on reconnect
 	drained   chan struct{} // closed when go-zookeeper's event loop has ended
 }
 
@@ -78,9 +90,15 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 			return nil, err
 		}
 	}
+	ident, err := newIdentity()
+	if err != nil {
+		return nil, err
+	}
 	s := &Session{
 		cfg:     cfg,
 		servers: append([]string(nil), servers...),
+		creds:   append(append([]string(nil), cfg.digest...), ident.user+":"+ident.password),
+		sealed:  sealACL(cfg.acl, ident),
 		log:     cfg.logger,
 		stats:   newCounters(),
 		inbox:   newInbox(),
@@ -116,8 +134,39 @@ func (s *Session) State() State {
 // Logger is the session's logger, for the recipes built on it.
 func (s *Session) Logger() *zap.Logger { return s.log }
 
-// ACL is the ACL recipes give the nodes they create (WithACL).
-func (s *Session) ACL() []zk.ACL { return s.cfg.acl }
+// ACL is the ACL recipes give the nodes they create (WithACL), apart from
+// their sealed lock nodes (see the recipes' documentation). It returns a
+// copy: changing it changes nothing.
+func (s *Session) ACL() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
+
+// sealedACL is the ACL of a lock node only this session may change: every
+// entry of the session's ACL without WRITE and ADMIN (entries left with no
+// permission are dropped), plus the session's own digest identity with
+// ALL. Others may still read it and, as the parent's ACL allows, delete it.
+// A copy.
+func (s *Session) sealedACL() []zk.ACL { return append([]zk.ACL(nil), s.sealed...) }
+
+// identity is a session's own digest identity, added to every epoch's
+// connection: random, never logged, never shown.
+type identity struct{ user, password string }
+
+func newIdentity() (identity, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return identity{}, fmt.Errorf("conn: making the session's identity: %w", err)
+	}
+	return identity{user: "zkrecipes-" + hex.EncodeToString(b[:8]), password: hex.EncodeToString(b[8:])}, nil
+}
+
+func sealACL(acl []zk.ACL, id identity) []zk.ACL {
+	out := make([]zk.ACL, 0, len(acl)+1)
+	for _, a := range acl {
+		if a.Perms &^= zk.PermWrite | zk.PermAdmin; a.Perms != 0 {
+			out = append(out, a)
+		}
+	}
+	return append(out, zk.DigestACL(zk.PermAll, id.user, id.password)...)
+}
 
 // Stats is a snapshot of the requests and watch events so far.
 func (s *Session) Stats() Stats { return s.stats.snapshot() }
@@ -192,6 +241,7 @@ type message struct {
 	ev      zk.Event
 	authErr error
 	authed  bool   // AddAuth finished (authErr says how)
+	authN   int    // with authed: credentials accepted
 	expired *Epoch // a request of this epoch was answered "session expired"
 }
 
@@ -215,13 +265,27 @@ func (s *Session) handle(m message) {
 		return // a retired zk.Conn
 	}
 	if m.authed {
-		if m.authErr != nil {
+		l.authed = m.authN
+		switch {
+		case m.authErr == nil:
+			s.beginEpoch(l)
+		case l.epoch.ctx.Err() == nil && isConnectionLoss(m.authErr):
+			// Cut off mid-way: go-zookeeper keeps the session and re-sends
+			// the credentials it accepted; the rest follow on reconnect
+			// (the local timer runs meanwhile, see disconnected). A request
+			// that fails on a broken connection can be answered before the
+			// disconnect is reported, or after the reconnect: then send
+			// the rest now (go-zookeeper queues it until it is connected).
+			if l.suspended {
+				l.authWait = true
+			} else {
+				s.authenticate(l)
+			}
+		default:
 			s.log.Warn("sending credentials failed; opening a new session", zap.Error(m.authErr))
 			s.retire(l)
 			s.redial = time.NewTimer(0)
-			return
 		}
-		s.beginEpoch(l)
 		return
 	}
 	switch m.ev.State {
@@ -229,22 +293,16 @@ func (s *Session) handle(m message) {
 		switch {
 		case l.epoch == nil:
 			l.epoch = newEpoch(s, l.zc, l.handshake())
-			if len(s.cfg.digest) == 0 {
-				s.beginEpoch(l)
-				return
+			s.authenticate(l)
+		case l.suspended && !l.live:
+			// Reconnected while authenticating: nobody has seen the
+			// epoch, so there is no transition to tell.
+			l.suspended = false
+			s.stopTimer()
+			if l.authWait {
+				l.authWait = false
+				s.authenticate(l)
 			}
-			s.helpers.Add(1)
-			go func() {
-				defer s.helpers.Done()
-				var err error
-				for _, cred := range s.cfg.digest {
-					s.stats.count(OpAuth)
-					if err = l.zc.AddAuth("digest", []byte(cred)); err != nil {
-						break
-					}
-				}
-				s.inbox.put(message{l: l, authed: true, authErr: err})
-			}()
 		case l.suspended:
 			l.suspended = false
 			s.stopTimer()
@@ -253,21 +311,54 @@ func (s *Session) handle(m message) {
 			s.transition(Reconnected, l.epoch, nil)
 		}
 	case zk.StateDisconnected:
-		if !l.live || l.suspended || l.epoch.ctx.Err() != nil {
-			return
-		}
-		l.suspended = true
-		ep := l.epoch
-		ep.suspend()
-		lastHeard := time.Unix(0, l.lastHeard.Load())
-		wait := time.Until(lastHeard.Add(ep.timeout))
-		s.timer = time.NewTimer(max(wait, 0))
-		s.log.Info("suspended", zap.Int64("session", ep.sessionID), zap.Duration("lost_in", wait))
-		s.transition(Suspended, ep, nil)
+		s.disconnected(l)
 	case zk.StateExpired:
 		s.log.Warn("session expired", zap.Int64("session", l.zc.SessionID()))
 		s.loseEpoch(ErrSessionExpired)
 	}
+}
+
+// disconnected suspends l's epoch and starts the local expiry timer.
+func (s *Session) disconnected(l *zkLink) {
+	if l.epoch == nil || l.suspended || l.epoch.ctx.Err() != nil {
+		return
+	}
+	l.suspended = true
+	ep := l.epoch
+	lastHeard := time.Unix(0, l.lastHeard.Load())
+	wait := time.Until(lastHeard.Add(ep.timeout))
+	s.timer = time.NewTimer(max(wait, 0))
+	if !l.live {
+		// Cut off while authenticating: the epoch has not been handed
+		// out (no Suspended to send), but the local timer runs as for
+		// a live one, so a session that cannot come back is given up
+		// and the next one opened.
+		s.log.Info("disconnected while authenticating", zap.Int64("session", ep.sessionID), zap.Duration("lost_in", wait))
+		return
+	}
+	ep.suspend()
+	s.log.Info("suspended", zap.Int64("session", ep.sessionID), zap.Duration("lost_in", wait))
+	s.transition(Suspended, ep, nil)
+}
+
+// authenticate sends the credentials l has not had accepted yet (the
+// session's own identity last), then reports to run. It runs on a helper
+// goroutine: AddAuth waits for the server.
+func (s *Session) authenticate(l *zkLink) {
+	from := l.authed
+	s.helpers.Add(1)
+	go func() {
+		defer s.helpers.Done()
+		n, err := from, error(nil)
+		for _, cred := range s.creds[from:] {
+			s.stats.count(OpAuth)
+			if err = l.zc.AddAuth("digest", []byte(cred)); err != nil {
+				break
+			}
+			n++
+		}
+		s.inbox.put(message{l: l, authed: true, authN: n, authErr: err})
+	}()
 }
 
 // beginEpoch hands l's epoch to callers.

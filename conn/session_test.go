@@ -502,22 +502,60 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	assert.ErrorIs(t, err, zk.ErrBadVersion)
 	assert.NotErrorIs(t, err, conn.ErrLeaseLost)
 
-	// Someone else changes our node's data: that breaks the lock too.
-	lost2 := l2.Lost()
+	// A guarded write may not set the lock node's own data.
+	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: node2, Data: []byte("x"), Version: -1})
+	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+
+	// Someone else changes our (unsealed) node's data: not a loss. A
+	// revoke request closes Revoked; guarded writes still go through (the
+	// check does not need version 0).
+	lost2, revoked2 := l2.Lost(), l2.Revoked()
+	watches := s.Stats().WatchesSet
+	require.Eventually(t, func() bool { return s.Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond)
+	watches = s.Stats().WatchesSet
 	_, err = epoch(t, other).Set(ctx, node2, []byte("mine now"), -1)
 	require.NoError(t, err)
+	require.Eventually(t, func() bool { return s.Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond,
+		"the lease reads its node again after the change")
+	watches = s.Stats().WatchesSet
+	assert.False(t, isClosed(lost2), "a data change is not a loss: %v", l2.Err())
+	assert.False(t, isClosed(revoked2), "only __REVOKE__ is a revoke request")
+	_, err = epoch(t, other).Set(ctx, node2, []byte("__REVOKE__"), -1)
+	require.NoError(t, err)
 	select {
-	case <-lost2:
+	case <-revoked2:
 	case <-time.After(10 * time.Second):
-		t.Fatal("Lost not closed after the node was changed by someone else")
+		t.Fatal("Revoked not closed after __REVOKE__ was written")
 	}
-	assert.ErrorContains(t, l2.Err(), "changed by someone else")
+	require.Eventually(t, func() bool { return s.Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond)
+	assert.False(t, isClosed(lost2), "a revoke request is not a loss: %v", l2.Err())
 	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("4"), Version: -1})
-	assert.ErrorIs(t, err, conn.ErrLeaseLost)
+	require.NoError(t, err, "still held: the guarded write goes through")
 
 	l2.Released()
-	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("4"), Version: -1})
+	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("5"), Version: -1})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost)
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestACLIsACopy: changing what Session.ACL returns changes nothing: not
+// the next call's result, not the ACL of the nodes created after.
+func TestACLIsACopy(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers())
+	acl := s.ACL()
+	require.Equal(t, zk.WorldACL(zk.PermAll), acl)
+	acl[0].Perms = zk.PermRead
+	acl[0].Scheme = "digest"
+	assert.Equal(t, zk.WorldACL(zk.PermAll), s.ACL())
 }
 
 // Connect returns after the Connected transition: State says so, and a

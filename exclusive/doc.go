@@ -9,7 +9,11 @@
 // # What it guarantees
 //
 //   - Never two holders: ZooKeeper lets only one create of a path succeed,
-//     and the node is ephemeral, so it goes when its session ends.
+//     and the node is ephemeral, so it goes when its session ends. A
+//     change of the node's data wakes the waiters, which only try to
+//     create it again; and the node is sealed (its ACL is the session's
+//     without WRITE and ADMIN, plus the session's own identity with ALL),
+//     so a third party's set-data fails with zk.ErrNoAuth.
 //   - Acquire blocks until the lock is held or ctx ends, and returns at the
 //     latest 100 ms after ctx ends (plus scheduling; the tests allow
 //     250 ms), even when the connection is blackholed before or during the

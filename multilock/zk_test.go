@@ -311,17 +311,15 @@ func TestZooKeeper(t *testing.T) {
 		leases, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		require.Len(t, leases, 2)
-		before := sessions[1].Stats().Requests[conn.OpExists]
+		before := sessions[1].Stats().WatchesSet
 		lost := m.Lost()
 		assert.False(t, isClosed(lost))
 
-		// Once the lease's node watch is set (its request sent, and a later
-		// request of the same session answered), an administrator deletes
-		// the second lock's node.
-		locktest.WaitFor(t, 10*time.Second, "the lease's watch request", func() bool {
-			return sessions[1].Stats().Requests[conn.OpExists] > before
+		// Once the lease's node watch is in place (confirmed by the
+		// server), an administrator deletes the second lock's node.
+		locktest.WaitFor(t, 10*time.Second, "the lease's watch", func() bool {
+			return sessions[1].Stats().WatchesSet > before
 		})
-		require.NoError(t, leases[1].Epoch().Sync(ctx, "/"))
 		admin, err := sessions[2].Epoch(ctx)
 		require.NoError(t, err)
 		require.NoError(t, admin.Delete(ctx, p+"-b/lock", -1))

@@ -50,6 +50,22 @@
 //     Lease.Lost closes when the session's epoch ends (expiry, or the local
 //     timer while cut off), when the node is deleted by someone else, or on
 //     Release.
+//   - No write into the holder's node lets anyone else in. Lock nodes are
+//     sealed: their ACL is the session's (conn.WithACL) without WRITE and
+//     ADMIN, plus the session's own random identity with ALL, so a third
+//     party's set-data (a raw client, Curator's Revoker) fails with
+//     zk.ErrNoAuth, and a waiter trusts a data change as its predecessor's
+//     release only on a node that was sealed when it read it. A foreign
+//     client's node (Curator, kazoo, go-zookeeper) whose data changes is
+//     read again, never taken as released. Deleting a holder's node is up
+//     to the parent's ACL: it lets the next waiter in, and the holder's
+//     Lost closes.
+//   - Cooperative revocation, as Curator's: with WithRevocable the nodes
+//     keep the session's ACL as it is, Curator's Revoker or Revoke can ask
+//     the holder to release (Lease.Revoked closes on "__REVOKE__"), and
+//     the holder keeps the mutex until it releases it. Revoke also reaches
+//     a Curator holder that called makeRevocable. Revoke on a sealed node
+//     fails with an error matching conn.ErrNotRevocable.
 //   - A fencing token per grant (Lease.Token, the node's czxid, growing
 //     with every holder) and guarded writes (Lease.GuardedWrite: a
 //     transaction that commits only while our node exists).
@@ -71,6 +87,7 @@
 //
 // # Errors
 //
+// Revoke refuses a sealed node with an error matching conn.ErrNotRevocable.
 // Sentinels, compared with errors.Is: ErrNotOwner, ErrNotHeld (Release by a
 // goroutine that does not hold the mutex), ErrReleasePending (deletion of
 // the node not confirmed; continuing in the background), ErrNilSession.

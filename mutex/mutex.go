@@ -60,6 +60,7 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 		Decide:      queue.First,
 		Relist:      cfg.relist,
 		MarkRelease: true,
+		Revocable:   cfg.revocable,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
@@ -196,4 +197,33 @@ func (m *InterProcessMutex) IsOwnedByCurrentGoroutine() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.owned[gid] != nil
+}
+
+// Revoke asks the holder of node, a contender's node under the lock path
+// (Participant.Node), to release the mutex: it writes "__REVOKE__" into the
+// node, as Curator's Revoker.attemptRevoke does. A holder of this package
+// that acquired through a WithRevocable handle learns it from its lease's
+// Revoked channel; a Curator holder that called makeRevocable, from its
+// listener. Nobody else gets the mutex until the holder releases it. A
+// sealed node (the default) refuses: the error matches
+// conn.ErrNotRevocable. A node that is gone is nil.
+func (m *InterProcessMutex) Revoke(ctx context.Context, node string) error {
+	if err := revokable(m.Path(), node); err != nil {
+		return fmt.Errorf("mutex: %w", err)
+	}
+	if err := m.q.Revoke(ctx, conn.BaseName(node)); err != nil {
+		return fmt.Errorf("mutex: %w", err)
+	}
+	return nil
+}
+
+// revokable checks that node is a child of the lock path.
+func revokable(path, node string) error {
+	if err := conn.ValidatePath(node); err != nil {
+		return fmt.Errorf("revoke: %w", err)
+	}
+	if node != conn.JoinPath(path, conn.BaseName(node)) {
+		return fmt.Errorf("revoke: %w: %s is not a node under the lock path %s", conn.ErrInvalidPath, node, path)
+	}
+	return nil
 }

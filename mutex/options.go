@@ -4,7 +4,8 @@ package mutex
 type Option func(*config)
 
 type config struct {
-	relist bool
+	relist    bool
+	revocable bool
 }
 
 // WithRelist(true) makes waiters list the lock's children again after every
@@ -14,4 +15,21 @@ type config struct {
 // queue. It exists to measure the difference.
 func WithRelist(v bool) Option {
 	return func(c *config) { c.relist = v }
+}
+
+// WithRevocable makes the nodes this handle creates revocable instead of
+// sealed (default: sealed). A sealed node can be changed by its own
+// session only (its ACL is the session's, conn.WithACL, without WRITE and
+// ADMIN, plus the session's own identity with ALL): nobody else can forge
+// the mark its release leaves for the next waiter, and a foreign write
+// fails with zk.ErrNoAuth. A revocable node carries the session's ACL as
+// it is, so that others can ask its holder to release, as Curator's
+// Revoker does: they write "__REVOKE__" into it (Revoke), and the holder's
+// Lease.Revoked channel closes. The lock is not taken from the holder: the
+// next waiter still enters only once the holder releases. The cost: a
+// revocable holder releases with a plain delete (no handover mark), so the
+// waiter behind it may list the children again, and it reads the node
+// again after every data change (one request each).
+func WithRevocable() Option {
+	return func(c *config) { c.revocable = true }
 }

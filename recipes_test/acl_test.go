@@ -73,8 +73,9 @@ func TestACL(t *testing.T) {
 	t.Run("CredentialsNeverLogged", func(t *testing.T) { testACLNotLogged(t, c, base) })
 }
 
-// testACLDefault: without WithACL, lock nodes and the lock path are
-// world:anyone ALL, as conn.WithACL documents.
+// testACLDefault: without WithACL, the lock path is world:anyone ALL, as
+// conn.WithACL documents, and lock nodes are sealed: world:anyone without
+// WRITE and ADMIN, plus the session's own digest identity with ALL.
 func testACLDefault(t *testing.T, c *zktest.Cluster, admin *conn.Session, base string) {
 	s := dial(t, c.Servers())
 	path := locktest.UniquePath(c, "acl/default")
@@ -83,10 +84,39 @@ func testACLDefault(t *testing.T, c *zktest.Cluster, admin *conn.Session, base s
 	ctx := locktest.Ctx(t, 30*time.Second)
 	l, err := lk.Acquire(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, zk.WorldACL(zk.PermAll), rawACL(t, c.Servers(), l.Path()))
+	assertSealed(t, zk.WorldACL(zk.PermAll), rawACL(t, c.Servers(), l.Path()))
 	assert.Equal(t, zk.WorldACL(zk.PermAll), rawACL(t, c.Servers(), path))
 	assert.Equal(t, zk.WorldACL(zk.PermAll), s.ACL())
 	require.NoError(t, lk.Release(ctx))
+}
+
+// assertSealed asserts that got is base sealed: every entry without WRITE
+// and ADMIN, plus one digest identity of the session's own with ALL.
+func assertSealed(t *testing.T, base, got []zk.ACL) {
+	t.Helper()
+	var want []zk.ACL
+	for _, a := range base {
+		a.Perms &^= zk.PermWrite | zk.PermAdmin
+		want = append(want, a)
+	}
+	require.Len(t, got, len(want)+1, "%v", got)
+	own := got[len(got)-1]
+	assert.Equal(t, "digest", own.Scheme)
+	assert.True(t, strings.HasPrefix(own.ID, "zkrecipes-"), "the session's own identity: %v", own)
+	assert.Equal(t, int32(zk.PermAll), own.Perms)
+	// Without ADMIN on the node, the server hides digest hashes from
+	// getACL ("user:x"): compare digest identities by user.
+	user := func(acl []zk.ACL) []zk.ACL {
+		out := make([]zk.ACL, len(acl))
+		for i, a := range acl {
+			if a.Scheme == "digest" {
+				a.ID, _, _ = strings.Cut(a.ID, ":")
+			}
+			out[i] = a
+		}
+		return out
+	}
+	assert.ElementsMatch(t, user(want), user(got[:len(got)-1]))
 }
 
 // testACLNoTakeover: alice holds a lock whose nodes carry her digest ACL.
@@ -101,7 +131,7 @@ func testACLNoTakeover(t *testing.T, c *zktest.Cluster, admin *conn.Session, bas
 	require.NoError(t, err)
 	l, err := lk.Acquire(ctx)
 	require.NoError(t, err)
-	assert.ElementsMatch(t, aliceOnly(), rawACL(t, c.Servers(), l.Path()), "the lock node carries the ACL")
+	assertSealed(t, aliceOnly(), rawACL(t, c.Servers(), l.Path())) // the lock node carries the ACL, sealed
 	assert.ElementsMatch(t, aliceOnly(), rawACL(t, c.Servers(), path), "so does the lock path")
 	lost := l.Lost()
 

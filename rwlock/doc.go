@@ -114,6 +114,15 @@
 //     Lease.Lost closes when the session's epoch ends (expiry, or the local
 //     timer while cut off), when the node is deleted by someone else, or on
 //     Release.
+//   - No write into a holder's node lets anyone else in: the nodes are
+//     sealed (only their own session may change them; a third party's
+//     set-data fails with zk.ErrNoAuth), and a waiter trusts a data change
+//     as a writer's release only on a node that was sealed when it read
+//     it (see package mutex). With WithRevocable the nodes keep the
+//     session's ACL as it is, so that Revoke (or Curator's Revoker) can
+//     ask a holder to release (Lease.Revoked); the holder keeps the lock
+//     until it releases it. Revoke on a sealed node fails with an error
+//     matching conn.ErrNotRevocable.
 //   - A fencing token per grant (Lease.Token, the node's czxid, growing
 //     with every node created) and guarded writes (Lease.GuardedWrite: a
 //     transaction that commits only while our node exists). Readers get

@@ -1,6 +1,7 @@
 package rwlock
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -109,6 +110,7 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 			Decide:      q.decide,
 			Relist:      cfg.relist,
 			MarkRelease: q.kind == "W",
+			Revocable:   cfg.revocable,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("rwlock: %w", err)
@@ -148,4 +150,24 @@ func (rw *RWLock) heldBy(write bool) bool {
 		}
 	}
 	return false
+}
+
+// Revoke asks the holder of node, a reader's or writer's node under the
+// lock path, to release: it writes "__REVOKE__" into the node, as Curator's
+// Revoker.attemptRevoke does. A holder of this package that acquired
+// through a WithRevocable handle learns it from its lease's Revoked
+// channel. Nobody else gets in because of it: the lock is held until the
+// holder releases it. A sealed node (the default) refuses: the error
+// matches conn.ErrNotRevocable. A node that is gone is nil.
+func (rw *RWLock) Revoke(ctx context.Context, node string) error {
+	if err := conn.ValidatePath(node); err != nil {
+		return fmt.Errorf("rwlock: revoke: %w", err)
+	}
+	if node != conn.JoinPath(rw.path, conn.BaseName(node)) {
+		return fmt.Errorf("rwlock: revoke: %w: %s is not a node under the lock path %s", conn.ErrInvalidPath, node, rw.path)
+	}
+	if err := rw.wq.Revoke(ctx, conn.BaseName(node)); err != nil {
+		return fmt.Errorf("rwlock: %w", err)
+	}
+	return nil
 }

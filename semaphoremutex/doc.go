@@ -120,9 +120,9 @@
 //   - A fencing token per grant (Lease.Token, the czxid of the lease's
 //     node: the lease node, or the internal lock node kept as the lease)
 //     and guarded writes (Lease.GuardedWrite: a transaction that commits
-//     only while that node is as we created it). With one lease the
-//     tokens grow strictly in grant order, Curator's holders' (their
-//     lease nodes' czxids) included.
+//     only while that node exists). With one lease the tokens grow
+//     strictly in grant order, Curator's holders' (their lease nodes'
+//     czxids) included.
 //
 // # Not reentrant, on purpose
 //
@@ -150,9 +150,19 @@
 // Curator, not this package) would break the count, as would a third party
 // deleting a contender's internal lock node; a lease node deleted by a
 // third party is noticed through the lease (Lost, Token, GuardedWrite).
-// So would a third party writing into an internal lock node (Curator's
-// Revoker does): the waiter behind it takes a data change for a handover,
-// and with one lease for the promise that no lease node exists.
+//
+// # Sealed nodes, and revocation
+//
+// The internal lock nodes and lease nodes are sealed by default: only the
+// session that created one can change its data (a third party's write,
+// Curator's Revoker included, fails with zk.ErrNoAuth), so the handover
+// mark, and with one lease its promise that no lease node exists, cannot
+// be forged; a waiter trusts a data change as a handover only on a node
+// that was sealed when it read it (see package mutex's documentation).
+// With WithRevocable the nodes carry the session's ACL as it is: Curator's
+// Revoker, or Revoke, can then ask the holder to release (Lease.Revoked),
+// the holder keeps its lease until it releases, and the handoff is a plain
+// delete (the next contender lists the lease nodes).
 //
 // # Errors
 //

@@ -146,3 +146,7 @@ func (m *Mutex) IsAcquired() bool {
 	defer m.mu.Unlock()
 	return m.lease != nil
 }
+
+// Revoke asks the holder of node (Participant.Node) to release the mutex;
+// see Semaphore.Revoke.
+func (m *Mutex) Revoke(ctx context.Context, node string) error { return m.sem.Revoke(ctx, node) }

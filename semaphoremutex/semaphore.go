@@ -29,7 +29,7 @@ var (
 // nodes of one-lease semaphores. Such a contender, once it holds the
 // internal lock with no lease node left, keeps the internal lock as its
 // lease and creates no lease node; it marks its internal lock node's
-// release (queue.HandoverOps) only when it releases that lease, so the
+// release (Queue.ReleaseOps) only when it releases that lease, so the
 // next one-lease contender, handed over to by a node with this tag, knows
 // that no lease node exists and takes the lease with no request. Giving up
 // before holding is a plain delete (queue.Withdraw), which promises
@@ -105,12 +105,13 @@ func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (
 		Relist:      cfg.relist,
 		MarkRelease: true,
 		Tag:         tag,
+		Revocable:   cfg.revocable,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
 	leasesPath := conn.JoinPath(path, leasesDir)
-	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First})
+	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First, Revocable: cfg.revocable})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
@@ -249,4 +250,29 @@ func attemptID(lk *conn.Lease) string {
 		return c.ID
 	}
 	return newID()
+}
+
+// Revoke asks the holder of node, a lease node or an internal lock node
+// (Participant.Node), to release: it writes "__REVOKE__" into the node, as
+// Curator's Revoker.attemptRevoke does. A holder of this package that
+// acquired through a WithRevocable handle learns it from its lease's
+// Revoked channel. Nobody else gets the lease until the holder releases
+// it. A sealed node (the default) refuses: the error matches
+// conn.ErrNotRevocable. A node that is gone is nil.
+func (s *Semaphore) Revoke(ctx context.Context, node string) error {
+	if err := conn.ValidatePath(node); err != nil {
+		return fmt.Errorf("semaphoremutex: revoke: %w", err)
+	}
+	q := s.leases
+	switch node {
+	case conn.JoinPath(s.leasesPath, conn.BaseName(node)):
+	case conn.JoinPath(s.lock.Path(), conn.BaseName(node)):
+		q = s.lock
+	default:
+		return fmt.Errorf("semaphoremutex: revoke: %w: %s is not a node of the semaphore %s", conn.ErrInvalidPath, node, s.path)
+	}
+	if err := q.Revoke(ctx, conn.BaseName(node)); err != nil {
+		return fmt.Errorf("semaphoremutex: %w", err)
+	}
+	return nil
 }

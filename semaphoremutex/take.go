@@ -93,7 +93,7 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 			return r, queue.CtxErr(ctx)
 		}
 		ops := append(s.unlockOps(lk),
-			&zk.CreateRequest{Path: p, Data: data, Acl: s.sess.ACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
+			&zk.CreateRequest{Path: p, Data: data, Acl: s.lock.NodeACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
 		create := len(ops) - 1
 		res, err := ep.Multi(ectx, ops...)
 		switch {
@@ -136,7 +136,8 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 }
 
 // unlockOps release the internal lock in the lease transaction: the
-// handover (mark and delete), except with one lease, where a marked
+// engine's release (Queue.ReleaseOps: on sealed nodes the handover mark
+// and the delete), except with one lease, where a marked
 // internal lock node of ours tells the next contender that no lease node
 // exists (see soleLeaseTag), which is false once we have taken one: a plain
 // delete, after which the next lists the lease nodes.
@@ -144,7 +145,7 @@ func (s *Semaphore) unlockOps(lk *conn.Lease) []any {
 	if s.max == 1 {
 		return []any{&zk.DeleteRequest{Path: lk.Path(), Version: -1}}
 	}
-	return queue.HandoverOps(lk.Path())
+	return s.lock.ReleaseOps(lk.Path())
 }
 
 // opFailed reports whether op i of a failed transaction failed with want.
@@ -154,4 +155,4 @@ func opFailed(res []zk.MultiResponse, i int, want error) bool {
 
 // nodeData is what a lease node says about its holder: the engine's
 // NodeData (host, pid, id) as JSON.
-func nodeData(id string) []byte { return queue.EncodeData(id, "") }
+func nodeData(id string) []byte { return queue.EncodeData(id, "", false) }

@@ -91,35 +91,43 @@ func (a *attempt) missing() error {
 // await waits until watch, a contender before ours, is gone, and updates
 // the cache. Nothing else is read.
 //
-// A data change of a contender's node is how a First holder's release
-// (HandoverOps) looks to the one watcher behind it: the node is marked and
+// A data change of a sealed node is how a First holder's release
+// (ReleaseOps) looks to the one watcher behind it: the node is marked and
 // deleted in one transaction, and the data watch fires on the mark. The
 // holder had nothing before it, and nothing can join the queue before a
-// node that exists, so every cached contender before it is gone too.
-// Recipes never change a contender's data otherwise; a third party that
-// does breaks the lock for the holder as a deletion would, and the holder
-// is told (its lease's Lost, Token and GuardedWrite: the node is no longer
-// as it was created).
+// node that exists, so every cached contender before it is gone too. Only
+// the node's own session can change a sealed node (NodeACL), and recipes
+// change a node only in that release, so the mark cannot come from anyone
+// else. The node is trusted as sealed only if, when we read it with the
+// watch, its data was ours with the sealed flag and its data version 0
+// (nothing had changed it). Any other node (revocable, or a foreign
+// client's: Curator, kazoo, zk.Lock) may be written by anyone, e.g.
+// Curator's Revoker: a data change there only means "look again", and the
+// node is watched again if it still exists (one more request).
 func (a *attempt) await(ctx context.Context, watch string) error {
 	p := conn.JoinPath(a.q.path, watch)
 	a.from = nil
 	for {
-		data, _, ch, err := a.ep.GetW(ctx, p)
+		data, st, ch, err := a.ep.GetW(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return a.gone(ctx, watch)
 		}
 		if err != nil {
 			return err
 		}
+		d, _ := decodeData(data)
+		sealed := d.Sealed && st.Version == 0
 		select {
 		case ev := <-ch:
 			switch ev.Type {
 			case zk.EventNodeDeleted:
 				return a.gone(ctx, watch)
 			case zk.EventNodeDataChanged:
-				d, _ := decodeData(data)
-				a.from = &d
-				return a.handedOver(ctx, watch)
+				if sealed {
+					a.from = &d
+					return a.handedOver(ctx, watch)
+				}
+				// Not a handover we can trust: look again.
 			case zk.EventNotWatching: // the session's watches were dropped
 				if err := a.waitEpochEnd(ctx); err != nil {
 					return err

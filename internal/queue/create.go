@@ -56,14 +56,14 @@ func (a *attempt) create(ctx context.Context) error {
 func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string) (created, error) {
 	prefix := q.cfg.Schema.Prefix(id)
 	p := conn.JoinPath(q.path, prefix)
-	data := encodeData(id, q.cfg.Tag)
+	data := encodeData(id, q.cfg.Tag, q.Sealed())
 	var c created
 	parentsMade := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return c, CtxErr(ctx)
 		}
-		name, err := ep.Create(ectx, p, data, zk.FlagEphemeral|zk.FlagSequence, q.sess.ACL())
+		name, err := ep.Create(ectx, p, data, zk.FlagEphemeral|zk.FlagSequence, q.NodeACL())
 		switch {
 		case err == nil:
 			c.node = conn.BaseName(name)

@@ -86,12 +86,38 @@
 // In a FIFO handoff our predecessor held the lock, so the stale entries
 // before it are all gone, but a plain deletion cannot tell us that. A
 // mutual exclusion holder (Config.MarkRelease, for First queues) therefore
-// releases with HandoverOps: one transaction that sets its node's data and
+// releases with ReleaseOps: one transaction that sets its node's data and
 // deletes it. The waiter's data watch fires on the data change, which says
 // "the node before you held the lock": nothing before it existed when it
 // was granted, and nothing can join the queue before a node that exists,
 // so the waiter drops every cached entry up to it and decides with no
-// request at all. A handoff is then the holder's one transaction and one
+// request at all.
+//
+// The mark must not be forgeable: a write into a holder's node by anyone
+// else would otherwise admit the waiter while the holder still holds. So
+// the engine's nodes are sealed (NodeACL): their ACL is the session's
+// without WRITE and ADMIN, plus the session's own random digest identity
+// (conn adds it to every epoch's connection) with ALL. Only the node's own
+// session can set its data or its ACL; a foreign set-data fails with
+// zk.ErrNoAuth. The node's data says it is sealed (NodeData.Sealed), and a
+// waiter trusts a data change as the mark only if, when it set its watch,
+// the node's data was ours with that flag and its data version 0. On any
+// other node (a revocable one, see below, or a foreign client's) a data
+// change only means "look again": the waiter reads the node again (one
+// request) and keeps watching it while it exists. What sealing costs: one
+// AddAuth per epoch, before the epoch is handed out; nothing per acquire
+// or per handoff. Deleting a node is governed by its parent's ACL, so a
+// third party can still delete a holder's node: that is a "gone" like any
+// other, the next waiter enters, and the holder learns it from its lease
+// (Lost).
+//
+// Config.Revocable makes a queue's nodes revocable instead: they carry the
+// session's ACL as it is, so that Curator's Revoker, or Revoke, can write
+// "__REVOKE__" into them, and the holder learns it from its lease
+// (conn.Lease.Revoked) without losing the lock. Its release is then a
+// plain delete (ReleaseOps), since a data change of such a node proves
+// nothing: the waiter behind decides as after any deletion (at most one
+// request), and pays one read per revoke request while it waits. A handoff is then the holder's one transaction and one
 // notification: about 9 server packets (create, getChildren, getW, the
 // notification, the release), against 11 for Curator's or go-zookeeper's
 // re-listing waiters. Curator and kazoo waiters watching a marked node
@@ -107,12 +133,6 @@
 // use it to say "no lease node is left" (package semaphoremutex). A holder
 // that cannot keep its kind's promise gives its node back with Withdraw, a
 // plain delete.
-//
-// The mark assumes that nobody else changes a contender's data. Curator's
-// Revoker does (it writes "__REVOKE__" into a lock node to ask its owner to
-// release): our waiter behind a node revoked that way would take the write
-// for a handover. Do not use Curator's revocation on a path our waiters
-// share.
 //
 // # What the engine does not notice
 //

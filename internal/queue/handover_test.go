@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestHandoverSkipsStaleEntries: H holds, W1 and W2 queue behind it, so W2's
@@ -16,14 +18,16 @@ import (
 // W1's handover mark that W1 held the lock, so H's stale entry cannot block
 // it: it takes over with no request. Without the mark it must look at H's
 // entry first (one getW that finds it gone; with more stale entries, one
-// getChildren).
+// getChildren). Revocable nodes are released without the mark.
 func TestHandoverSkipsStaleEntries(t *testing.T) {
-	for _, mark := range []bool{true, false} {
-		t.Run(map[bool]string{true: "marked", false: "plain delete"}[mark], func(t *testing.T) {
+	for _, mode := range []string{"marked", "plain delete", "revocable"} {
+		mark := mode == "marked"
+		t.Run(mode, func(t *testing.T) {
 			c := cluster(t)
 			path := lockPath(t, c)
 			ctx := ctxTimeout(t, 30*time.Second)
-			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: mark}
+			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: mode != "plain delete",
+				Revocable: mode == "revocable"}
 			var sessions []*conn.Session
 			var queues []*Queue
 			for i := 0; i < 3; i++ {
@@ -72,26 +76,51 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 	}
 }
 
-// TestHandoverMarkNeedsTheNodeAsCreated: a holder whose node was changed by
-// someone else still releases (with a plain delete), and its lease reports
-// the change.
-func TestHandoverMarkNeedsTheNodeAsCreated(t *testing.T) {
-	c := cluster(t)
-	path := lockPath(t, c)
-	ctx := ctxTimeout(t, 30*time.Second)
-	s := connect(t, c.Servers())
-	q, err := New(s, path, Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true})
-	require.NoError(t, err)
-	l, err := q.Acquire(ctx)
-	require.NoError(t, err)
-	ep, err := s.Epoch(ctx)
-	require.NoError(t, err)
-	_, err = ep.Set(ctx, l.Path(), []byte("tampered"), -1)
-	require.NoError(t, err)
-	_, tokErr := l.GuardedWrite(ctx)
-	assert.ErrorIs(t, tokErr, conn.ErrLeaseLost)
-	require.NoError(t, q.Release(ctx, l))
-	assert.Empty(t, children(t, s, path))
+// TestRevokeRequest: another session's write into a sealed node fails with
+// zk.ErrNoAuth, and Revoke says conn.ErrNotRevocable; into a revocable node
+// it succeeds, closes the holder's Revoked, and the holder still holds
+// (guarded writes pass although the data version is no longer 0) and
+// releases.
+func TestRevokeRequest(t *testing.T) {
+	for _, revocable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sealed", true: "revocable"}[revocable], func(t *testing.T) {
+			c := cluster(t)
+			path := lockPath(t, c)
+			ctx := ctxTimeout(t, 30*time.Second)
+			s, other := connect(t, c.Servers()), connect(t, c.Servers())
+			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
+			q, err := New(s, path, cfg)
+			require.NoError(t, err)
+			oq, err := New(other, path, cfg)
+			require.NoError(t, err)
+			l, err := q.Acquire(ctx)
+			require.NoError(t, err)
+			revoked := l.Revoked()
+			oep, err := other.Epoch(ctx)
+			require.NoError(t, err)
+			_, err = oep.Set(ctx, l.Path(), []byte("tampered"), -1)
+			err2 := oq.Revoke(ctx, conn.BaseName(l.Path()))
+			if revocable {
+				require.NoError(t, err)
+				require.NoError(t, err2)
+				select {
+				case <-revoked:
+				case <-ctx.Done():
+					t.Fatal("Revoked not closed")
+				}
+			} else {
+				assert.ErrorIs(t, err, zk.ErrNoAuth)
+				assert.ErrorIs(t, err2, conn.ErrNotRevocable)
+				assert.ErrorIs(t, err2, zk.ErrNoAuth)
+			}
+			_, err = l.GuardedWrite(ctx)
+			assert.NoError(t, err, "still held")
+			assert.NoError(t, l.Err())
+			require.NoError(t, q.Release(ctx, l))
+			assert.Empty(t, children(t, s, path))
+			assert.NoError(t, oq.Revoke(ctx, conn.BaseName(l.Path())), "nothing left to revoke")
+		})
+	}
 }
 
 // TestGrantFrom: a waiter granted by its predecessor's handover mark learns
@@ -143,4 +172,52 @@ func TestGrantFrom(t *testing.T) {
 			assert.Empty(t, children(t, hs, path))
 		})
 	}
+}
+
+// TestHandoverAfterReconnect: a holder's connection breaks and comes back
+// on the same session before it releases. go-zookeeper sends the session's
+// identity again on the new connection, so the holder can still mark its
+// sealed node: the release is one transaction (no fallback to a plain
+// delete), and the waiter behind is handed over to with no request.
+func TestHandoverAfterReconnect(t *testing.T) {
+	c := cluster(t)
+	proxy := zktest.NewProxy(t, c.Servers())
+	path := lockPath(t, c)
+	ctx := ctxTimeout(t, 60*time.Second)
+	cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true}
+	hs, ws := connect(t, proxy.Addrs()), connect(t, c.Servers())
+	h, err := New(hs, path, cfg)
+	require.NoError(t, err)
+	w, err := New(ws, path, cfg)
+	require.NoError(t, err)
+	hl, err := h.Acquire(ctx)
+	require.NoError(t, err)
+	got := make(chan Grant, 1)
+	go func() {
+		g, err := w.AcquireGrant(ctx, true)
+		assert.NoError(t, err)
+		got <- g
+	}()
+	watching(t, ws, 0)
+
+	sub := hs.Subscribe()
+	defer sub.Close()
+	proxy.Cut()
+	for {
+		ev, err := sub.Next(ctx)
+		require.NoError(t, err)
+		if ev.State == conn.Reconnected {
+			break
+		}
+		require.NotEqual(t, conn.Lost, ev.State, "the session survives the cut")
+	}
+	before := hs.Stats()
+	require.NoError(t, h.Release(ctx, hl))
+	d := hs.Stats().Sub(before)
+	assert.EqualValues(t, 1, d.Requests[conn.OpMulti], "the mark and the delete: %v", d.Requests)
+	assert.Zero(t, d.Requests[conn.OpDelete], "no fallback to a plain delete: %v", d.Requests)
+	g := <-got
+	require.NotNil(t, g.Lease)
+	assert.True(t, g.HandedOver, "the waiter was handed over to")
+	require.NoError(t, w.Release(ctx, g.Lease))
 }

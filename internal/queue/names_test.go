@@ -122,8 +122,9 @@ func TestHostKindSchemaParse(t *testing.T) {
 }
 
 func TestDecodeData(t *testing.T) {
-	d, ok := decodeData(encodeData(uuid1, ""))
+	d, ok := decodeData(encodeData(uuid1, "", true))
 	assert.True(t, ok)
+	assert.True(t, d.Sealed)
 	assert.Equal(t, uuid1, d.ID)
 	assert.Equal(t, Hostname(), d.Host)
 	assert.NotZero(t, d.PID)

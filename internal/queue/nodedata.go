@@ -16,6 +16,11 @@ type NodeData struct {
 	// Tag is the queue's Config.Tag: what kind of contender queued the
 	// node, for the waiter it hands over to. Empty for most recipes.
 	Tag string `json:"tag,omitempty"`
+	// Sealed says that the node was created sealed (only its creator may
+	// change it; Queue.NodeACL), so that a change of its data is its
+	// holder's release (the handover mark). False on revocable nodes and
+	// on every foreign client's node.
+	Sealed bool `json:"sealed,omitempty"`
 }
 
 // local is this process, computed once.
@@ -35,17 +40,17 @@ func Hostname() string { return local.Host }
 // make their own nodes the engine's way.
 func NewID() string { return newID() }
 
-// EncodeData is the data of a node made for acquire id, with tag (see
-// NodeData), as the engine writes it.
-func EncodeData(id, tag string) []byte { return encodeData(id, tag) }
+// EncodeData is the data of a node made for acquire id, with tag and the
+// sealed flag (see NodeData), as the engine writes it.
+func EncodeData(id, tag string, sealed bool) []byte { return encodeData(id, tag, sealed) }
 
 // DecodeData reads node data; see NodeData. ok is false for data that says
 // nothing useful.
 func DecodeData(b []byte) (d NodeData, ok bool) { return decodeData(b) }
 
-func encodeData(id, tag string) []byte {
+func encodeData(id, tag string, sealed bool) []byte {
 	d := local
-	d.ID, d.Tag = id, tag
+	d.ID, d.Tag, d.Sealed = id, tag, sealed
 	b, _ := json.Marshal(d) // cannot fail: strings and an int
 	return b
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"go.uber.org/zap"
 )
 
@@ -27,7 +29,7 @@ type Config struct {
 	// MarkRelease says that this queue's grants are mutual exclusion
 	// grants: a holder had no contender of any kind before it (First). Its
 	// Release then marks the node in the same transaction that deletes it
-	// (HandoverOps), and the waiter watching it, told by the data change
+	// (ReleaseOps), and the waiter watching it, told by the data change
 	// that a First holder left, knows that nothing before it is left
 	// either: it takes over without listing the children again. Set it
 	// only for queues whose Decide is First; leave it off for any queue
@@ -40,6 +42,14 @@ type Config struct {
 	// handed over (Grant.From): a recipe can promise something to its own
 	// kind with it (semaphoremutex: "no lease node is left"). Default "".
 	Tag string
+	// Revocable makes the queue's nodes revocable instead of sealed: they
+	// get the session's ACL as it is (conn.WithACL), so that others can
+	// write "__REVOKE__" into them (Revoke, Curator's Revoker) and the
+	// holder learns it (conn.Lease.Revoked). A revocable node's data
+	// change proves nothing, so its release is a plain delete (no
+	// handover mark) and the waiter behind it reads it again after any
+	// data change. Default false: sealed nodes (see NodeACL).
+	Revocable bool
 }
 
 // Grant is a granted node and how it was granted.
@@ -47,7 +57,7 @@ type Grant struct {
 	// Lease is the granted node's.
 	Lease *conn.Lease
 	// HandedOver is true when the grant followed a First holder's release
-	// (HandoverOps) of the node right before ours, with nobody holding in
+	// (ReleaseOps) of the node right before ours, with nobody holding in
 	// between; From is then that node's data, read when we began to watch
 	// it. False for any other grant: first in line at our listing, or
 	// after a plain deletion.
@@ -84,6 +94,26 @@ func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 
 // Path is the lock path: the parent of the contenders' nodes.
 func (q *Queue) Path() string { return q.path }
+
+// Sealed reports whether the queue's nodes are sealed (not
+// Config.Revocable).
+func (q *Queue) Sealed() bool { return !q.cfg.Revocable }
+
+// NodeACL is the ACL of the nodes the queue creates. Sealed (the default):
+// the session's ACL without WRITE and ADMIN, plus the session's own
+// identity with ALL, so that nobody but our session can change a node's
+// data (the handover mark cannot be forged: a foreign set-data fails with
+// zk.ErrNoAuth) or its ACL. Others can still read it, and delete it as the
+// parent's ACL allows: a deletion is a "gone", which admits the next
+// waiter, and the holder's lease reports it (Lost). Revocable: the
+// session's ACL as it is. Recipes give the same ACL to the other nodes a
+// holder keeps (semaphoremutex's lease nodes).
+func (q *Queue) NodeACL() []zk.ACL {
+	if q.cfg.Revocable {
+		return q.sess.ACL()
+	}
+	return connhook.SealedACL(q.sess)
+}
 
 // Session is the session the queue's nodes are created in.
 func (q *Queue) Session() *conn.Session { return q.sess }

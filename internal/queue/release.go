@@ -22,7 +22,7 @@ import (
 // server refused the delete, e.g. for lack of permission) leaves the node,
 // the lease and the lock as they were.
 func (q *Queue) Release(ctx context.Context, l *conn.Lease) error {
-	return q.release(ctx, l, q.cfg.MarkRelease)
+	return q.release(ctx, l, q.cfg.MarkRelease && q.Sealed())
 }
 
 // Withdraw is Release without the handover mark, whatever
@@ -58,28 +58,59 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 // transaction that deletes it.
 var handoverMark = []byte("released")
 
-// HandoverOps are the operations that release a First holder's node p in a
-// multi: mark it (version 0: the node as we created it), then delete it.
-// The data change is what the waiter behind p is notified of, and it tells
-// that waiter that p held the lock, so everything before p is gone. A
-// recipe that releases its node inside a transaction of its own uses these
-// instead of a plain delete.
-func HandoverOps(p string) []any {
-	return []any{
-		&zk.SetDataRequest{Path: p, Data: handoverMark, Version: 0},
-		&zk.DeleteRequest{Path: p, Version: -1},
+// ReleaseOps are the operations that release the queue's First holder's
+// node p in a multi. Sealed nodes: mark it (version 0: the node as we
+// created it), then delete it. The data change is what the waiter behind
+// p is notified of, and it tells that waiter that p held the lock, so
+// everything before p is gone. Revocable nodes: a plain delete (a data
+// change of a revocable node proves nothing to the waiter, and a revoke
+// request may have changed its version). The first op fails with
+// zk.ErrNoNode when p is gone. A recipe that releases its node inside a
+// transaction of its own uses these instead of Release.
+func (q *Queue) ReleaseOps(p string) []any {
+	del := &zk.DeleteRequest{Path: p, Version: -1}
+	if !q.Sealed() {
+		return []any{del}
 	}
+	return []any{&zk.SetDataRequest{Path: p, Data: handoverMark, Version: 0}, del}
 }
 
-// handOver releases a First holder's node with HandoverOps. It falls back
+// Revoke asks the holder of node (a child of the lock path, by name) to
+// release: it writes "__REVOKE__" into the node's data, as Curator's
+// Revoker.attemptRevoke does; the holder learns it from its lease's
+// Revoked channel (a Curator holder, from its RevocationListener). The
+// lock is not taken from it: nobody else enters until it releases. A
+// sealed node (the default) refuses the write: the error matches
+// conn.ErrNotRevocable (and zk.ErrNoAuth). A node that is gone is nil:
+// nothing is left to revoke.
+func (q *Queue) Revoke(ctx context.Context, node string) error {
+	ep, err := q.sess.Epoch(ctx)
+	if err != nil {
+		return fmt.Errorf("queue: revoke %s: %w", node, err)
+	}
+	_, err = ep.Set(ctx, conn.JoinPath(q.path, node), []byte(revokeMessage), -1)
+	switch {
+	case err == nil || errors.Is(err, zk.ErrNoNode):
+		return nil
+	case errors.Is(err, zk.ErrNoAuth):
+		return fmt.Errorf("queue: revoke %s: %w: %w", node, conn.ErrNotRevocable, err)
+	}
+	return fmt.Errorf("queue: revoke %s: %w", node, err)
+}
+
+// revokeMessage is Curator's LockInternals.REVOKE_MESSAGE.
+const revokeMessage = "__REVOKE__"
+
+// handOver releases a First holder's node with ReleaseOps. It falls back
 // to a plain delete, whose outcome it then returns, when the node is not as
-// we created it (someone else changed it), and when the connection was lost
+// we created it (a sealed node can only have been changed by our own
+// session, outside the recipes), and when the connection was lost
 // under the transaction: conn never retries a multi, but it retries a
 // delete, which finds the node gone if the transaction was applied after
 // all. The waiter behind then sees a plain deletion and checks its cache,
 // as it does for any foreign holder.
 func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) error {
-	_, err := ep.Multi(ctx, HandoverOps(p)...)
+	_, err := ep.Multi(ctx, q.ReleaseOps(p)...)
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
 		return nil

@@ -1,0 +1,15 @@
+// Package connhook lets the module's recipes reach what package conn keeps
+// out of its public API. Package conn fills the variables in its init;
+// they take and return conn's types as any, because conn imports this
+// package and this package cannot import conn.
+//
+// It is internal so that users do not depend on it.
+package connhook
+
+import "github.com/go-zookeeper/zk"
+
+// SealedACL returns the ACL a recipe gives the lock nodes it seals, for a
+// *conn.Session: the session's ACL (conn.WithACL) with WRITE and ADMIN
+// removed from every entry, plus the session's own digest identity with
+// ALL. Only that session can then change the node's data or its ACL.
+var SealedACL func(sess any) []zk.ACL
