@@ -22,6 +22,9 @@ func (a *attempt) create(ctx context.Context) error {
 	prefix := a.q.cfg.Schema.Prefix(a.id)
 	p := conn.JoinPath(a.q.path, prefix)
 	data := encodeData(a.id, a.q.cfg.Tag)
+	if a.q.cfg.Data != nil {
+		data = a.q.cfg.Data
+	}
 	cctx := context.WithoutCancel(ctx)
 	parentsMade := false
 	for {

@@ -40,6 +40,12 @@ type Config struct {
 	// handed over (Grant.From): a recipe can promise something to its own
 	// kind with it (semaphoremutex: "no lease node is left"). Default "".
 	Tag string
+	// Data, when not nil, is written into every node the queue creates
+	// instead of the engine's NodeData: a recipe whose peers read the node
+	// data as something else (Curator's LeaderLatch: the participant id)
+	// writes theirs. The schema must then carry the acquire id in the name
+	// (ProtectedSchema does), and Tag is not written. Default nil.
+	Data []byte
 }
 
 // Grant is a granted node and how it was granted.
