@@ -345,3 +345,32 @@ func TestObserve(t *testing.T) {
 	assert.NoError(t, testzk.Epoch(t, ss[3]).Err())
 	require.NoError(t, es[2].Resign(ctx))
 }
+
+// A cancelled Campaign leaves no node and no goroutine. What it leaves is
+// the engine's data watch on its predecessor, until that node changes:
+// this test pins that down, so that the package documentation stays true.
+func TestCampaignCancelledLeavesWatchOnPredecessor(t *testing.T) {
+	c := testzk.Shared(t)
+	ss := testzk.ConnectN(t, c.Servers(), 2)
+	path := testzk.Path(t, c, "election")
+	e0 := newElection(t, ss[0], path, "a")
+	e1 := newElection(t, ss[1], path, "b")
+	ctx := testzk.Ctx(t, 30*time.Second)
+	_, err := e0.Campaign(ctx)
+	require.NoError(t, err)
+	who, err := e0.Leader(ctx)
+	require.NoError(t, err)
+
+	before := testzk.WatchesSet(ss[1])
+	cctx, cancel := context.WithCancel(ctx)
+	res := make(chan error, 1)
+	go func() { _, err := e1.Campaign(cctx); res <- err }()
+	testzk.Watching(t, ss[1], before)
+	cancel()
+	assert.ErrorIs(t, <-res, context.Canceled)
+	assert.Len(t, testzk.Children(t, ss[0], path), 1, "the follower's node is gone")
+	sid := testzk.Epoch(t, ss[1]).SessionID()
+	assert.Equal(t, 1, watchesOn(t, c, sid, who.Node), "the watch on the predecessor stays")
+	require.NoError(t, e0.Resign(ctx))
+	testzk.Eventually(t, 10*time.Second, func() bool { return watchesOn(t, c, sid, who.Node) == 0 }, "fired by the leader's resign")
+}
