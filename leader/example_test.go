@@ -40,7 +40,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	err = e.Run(ctx, func(ctx context.Context) error {
-		lease := e.Leading()
+		lease := leader.LeaseFrom(ctx) // this term's leadership
 		token, err := lease.Token(ctx)
 		if err != nil {
 			return err

@@ -139,6 +139,9 @@ func runTerm(t *testing.T, ctx context.Context, e *leader.Election) (context.Con
 	res := make(chan error, 1)
 	go func() {
 		res <- e.Run(ctx, func(fctx context.Context) error {
+			if l := leader.LeaseFrom(fctx); l == nil || l != e.Leading() {
+				t.Errorf("LeaseFrom(fn's ctx) = %p, want the term's lease %p", l, e.Leading())
+			}
 			started <- fctx
 			<-fctx.Done()
 			return fctx.Err()
@@ -268,6 +271,27 @@ func TestRunRequeue(t *testing.T) {
 	err := e2.Run(testzk.Ctx(t, 30*time.Second), func(context.Context) error { return boom })
 	assert.ErrorIs(t, err, boom)
 	assert.Empty(t, testzk.Children(t, ss[1], path), "resigned after the function's error")
+}
+
+// Observe's channel closes when the session is closed.
+func TestObserveSessionClosed(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	ch := newElection(t, s, testzk.Path(t, c, "election"), "observer").Observe(context.Background())
+	select {
+	case p := <-ch:
+		assert.Equal(t, leader.Participant{}, p)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no first value within 20s")
+	}
+	require.NoError(t, s.Close())
+	select {
+	case _, ok := <-ch:
+		assert.False(t, ok, "closed with the session")
+	case <-time.After(10 * time.Second):
+		t.Fatal("not closed within 10s of the session's close")
+	}
+	assert.Nil(t, leader.LeaseFrom(context.Background()))
 }
 
 // Observe: the current leader first, then changes; a slow reader gets the

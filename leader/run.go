@@ -17,7 +17,8 @@ import (
 // matching ErrLeadershipLost; or when Run's ctx ends. fn must return
 // promptly once its ctx is done: until it returns, it may still be running
 // while another participant leads, so writes that must not overlap go
-// through the lease's GuardedWrite (the lease is what Leading returns).
+// through the term's lease (LeaseFrom(ctx)): its GuardedWrite, or its Token
+// as a fencing token.
 //
 // When fn returns, Run resigns (with a context of its own, bounded by the
 // session timeout, so that a cancelled ctx still deletes our node). Run
@@ -52,7 +53,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 
 // term runs fn under lease l and resigns.
 func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.Context) error) error {
-	fctx, cancel := context.WithCancelCause(ctx)
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, l))
 	defer cancel(nil)
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -82,4 +83,16 @@ func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.
 		return fmt.Errorf("%w: %s: %w", ErrLeadershipLost, e.Path(), lost)
 	}
 	return errors.Join(ferr, rerr)
+}
+
+// leaseKey is the context key of a term's lease.
+type leaseKey struct{}
+
+// LeaseFrom returns the lease of the term whose function Run called with
+// ctx (or a context derived from it), or nil if ctx is no term's. The lease
+// is what the function writes through: GuardedWrite commits only while the
+// term's node exists, and Token is its fencing token.
+func LeaseFrom(ctx context.Context) *conn.Lease {
+	l, _ := ctx.Value(leaseKey{}).(*conn.Lease)
+	return l
 }

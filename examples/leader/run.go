@@ -68,7 +68,7 @@ func (p *participant) close() {
 func (p *participant) run(ctx context.Context) {
 	go func() {
 		p.done <- p.e.Run(ctx, func(fctx context.Context) error {
-			p.terms <- term{lease: p.e.Leading(), ctx: fctx}
+			p.terms <- term{lease: leader.LeaseFrom(fctx), ctx: fctx}
 			<-fctx.Done()
 			return fctx.Err()
 		})
