@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"go.uber.org/zap"
@@ -48,6 +49,9 @@ type Config struct {
 	Data []byte
 }
 
+// dataProbe is an acquire id New looks for in a schema's prefix.
+const dataProbe = "00000000-0000-4000-8000-000000000000"
+
 // Grant is a granted node and how it was granted.
 type Grant struct {
 	// Lease is the granted node's.
@@ -81,6 +85,8 @@ func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 		return nil, errors.New("queue: nil session")
 	case cfg.Schema == nil || cfg.Decide == nil:
 		return nil, fmt.Errorf("%w: Config needs a Schema and a Predicate", ErrBadRecipe)
+	case cfg.Data != nil && !strings.Contains(cfg.Schema.Prefix(dataProbe), dataProbe):
+		return nil, fmt.Errorf("%w: Config.Data needs a Schema that puts the acquire id in the name", ErrBadRecipe)
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("queue: lock path: %w", err)
