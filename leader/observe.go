@@ -116,17 +116,19 @@ func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (Participant, <-
 	for {
 		names, _, w, err := ep.ChildrenW(ctx, e.Path())
 		if errors.Is(err, zk.ErrNoNode) {
-			ok, _, w, err := ep.ExistsW(ctx, e.Path())
-			if err != nil || ok {
-				if ok {
-					e.drain(ctx, ep, w)
-				}
-				if err != nil {
-					return Participant{}, nil, false, err
-				}
-				continue // created meanwhile: list it
+			ok, st, w, err := ep.ExistsW(ctx, e.Path())
+			if err != nil {
+				return Participant{}, nil, false, err
 			}
-			return Participant{}, w, false, nil
+			if !ok {
+				return Participant{}, w, false, nil
+			}
+			// Created meanwhile: our watch is now a data watch on the path,
+			// which would fire only when the path changes. Make it fire
+			// (a set of the path's data, as it is, at its version), then
+			// list the path.
+			e.fire(ctx, ep, st.Version, w)
+			continue
 		}
 		if err != nil {
 			return Participant{}, nil, false, err
@@ -141,6 +143,24 @@ func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (Participant, <-
 		}
 		return ps[0], w, true, nil
 	}
+}
+
+// fire makes w, a data watch on the existing election path at version v,
+// fire: it sets the path's (empty) data at that version. If the set fails,
+// the path changed or went, and the watch fired anyway.
+func (e *Election) fire(ctx context.Context, ep *conn.Epoch, v int32, w <-chan zk.Event) {
+	cctx, cancel := queue.CleanupContext(ctx, ep)
+	defer cancel()
+	data, _, err := ep.Get(cctx, e.Path())
+	if err == nil {
+		_, err = ep.Set(cctx, e.Path(), data, v)
+	}
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+		e.sess.Logger().Info("leader: could not clear the observer's watch; it stays until the path changes",
+			zap.String("path", e.Path()), zap.Error(err))
+		return
+	}
+	e.drain(cctx, ep, w)
 }
 
 // drain waits, bounded, for a watch that is known to fire soon.

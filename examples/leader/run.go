@@ -23,6 +23,18 @@ type participant struct {
 	e     *leader.Election
 	terms chan term // one per term, when it starts
 	done  chan error
+
+	started bool  // run was called
+	ended   bool  // Run's result has been taken from done
+	result  error // Run's result, once ended
+}
+
+// wait returns Run's result, waiting for it the first time.
+func (p *participant) wait() error {
+	if !p.ended {
+		p.result, p.ended = <-p.done, true
+	}
+	return p.result
 }
 
 // term is one stretch of leadership as its function saw it.
@@ -66,6 +78,7 @@ func (p *participant) close() {
 // run leads while it may: the function announces its term and works until
 // its ctx is cancelled.
 func (p *participant) run(ctx context.Context) {
+	p.started = true
 	go func() {
 		p.done <- p.e.Run(ctx, func(fctx context.Context) error {
 			p.terms <- term{lease: leader.LeaseFrom(fctx), ctx: fctx}
@@ -140,7 +153,9 @@ func run(ctx context.Context, servers []string, w io.Writer) (err error) {
 	defer func() {
 		cancel()
 		for _, p := range ps {
-			<-p.done
+			if p.started {
+				_ = p.wait()
+			}
 		}
 		wg.Wait()
 	}()
@@ -206,8 +221,9 @@ func run(ctx context.Context, servers []string, w io.Writer) (err error) {
 		return fmt.Errorf("alice's stale write was not refused: %v", err)
 	}
 	fmt.Fprintf(out, "   alice's late guarded write is refused: %v\n", err)
-	<-alice.done
-	alice.done <- nil // for the deferred wait
+	if err := alice.wait(); !errors.Is(err, leader.ErrLeadershipLost) {
+		return fmt.Errorf("alice's Run: %v, want leadership lost", err)
+	}
 
 	// 3. bob is cut off.
 	fmt.Fprintln(out, "3. bob is cut off from ZooKeeper (as if his process were killed).")
