@@ -214,6 +214,17 @@ func TestRunCancelled(t *testing.T) {
 		assert.Empty(t, testzk.Children(t, s, path))
 	})
 
+	t.Run("SuspendedAsLost", func(t *testing.T) {
+		p := zktest.NewProxy(t, c.Servers())
+		s := testzk.Connect(t, p.Addrs(), conn.WithSuspendedAsLost(true))
+		e := newElection(t, s, testzk.Path(t, c, "election"), "a")
+		ctx := testzk.Ctx(t, 60*time.Second)
+		fctx, res := runTerm(t, ctx, e)
+		p.Cut() // the session survives; the connection is suspended
+		waitCancelled(t, fctx, 10*time.Second)
+		assert.ErrorIs(t, <-res, leader.ErrLeadershipLost)
+	})
+
 	t.Run("LocalTimerBlackhole", func(t *testing.T) {
 		p := zktest.NewProxy(t, c.Servers())
 		s := testzk.Connect(t, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
