@@ -29,6 +29,10 @@ func TestNewBadInput(t *testing.T) {
 		_, err = leader.New(s, p, "id")
 		assert.ErrorIs(t, err, leader.ErrInvalidPath, "path %q", p)
 	}
+	_, err = leader.New(s, "a", "id")
+	assert.ErrorIs(t, err, conn.ErrInvalidPath, "the session's reason is wrapped")
+	_, err = leader.New(s, "/zookeeper/x", "id")
+	assert.ErrorIs(t, err, conn.ErrReservedPath)
 	_, err = leader.New(s, "/a", "id", nil)
 	assert.ErrorIs(t, err, conn.ErrInvalidOption)
 }
@@ -365,6 +369,15 @@ func TestObserve(t *testing.T) {
 		}
 		return got.ID == "c"
 	}, "latest leader c")
+
+	// Resigning and campaigning again is a change, even with the same id.
+	require.NoError(t, es[2].Resign(ctx))
+	assert.Equal(t, leader.Participant{}, next(), "nobody leads")
+	_, err = es[2].Campaign(ctx)
+	require.NoError(t, err)
+	again := next()
+	assert.Equal(t, "c", again.ID)
+	assert.NotEqual(t, got.Node, again.Node, "a new node")
 
 	// wchc lists data watches only; mntr's zk_watch_count counts child
 	// watches too. Nothing else on this server changes its watches now.
