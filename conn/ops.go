@@ -49,6 +49,21 @@ func (e *Epoch) Children(ctx context.Context, path string) ([]string, *zk.Stat, 
 	return r.a, r.b, err
 }
 
+// ChildrenW lists a node's children and leaves a child watch on it. The
+// channel gets one event (a child was created or deleted, the node was
+// deleted, or the watch was dropped because the epoch ended) and is then
+// closed. Counted as OpChildren. Retried on connection loss.
+func (e *Epoch) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	r, err := call(ctx, e, OpChildren, path, true, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, <-chan zk.Event], error) {
+		names, st, ch, err := zc.ChildrenW(p)
+		return res3[[]string, *zk.Stat, <-chan zk.Event]{names, st, ch}, err
+	})
+	if err == nil {
+		e.s.stats.watchesSet.Add(1)
+	}
+	return r.a, r.b, r.c, err
+}
+
 // Exists tells whether a node exists. Retried.
 func (e *Epoch) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
 	r, err := call(ctx, e, OpExists, path, true, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], error) {

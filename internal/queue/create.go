@@ -57,6 +57,9 @@ func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string)
 	prefix := q.cfg.Schema.Prefix(id)
 	p := conn.JoinPath(q.path, prefix)
 	data := encodeData(id, q.cfg.Tag, q.Sealed())
+	if q.cfg.Data != nil {
+		data = q.cfg.Data
+	}
 	var c created
 	parentsMade := false
 	for {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -50,7 +51,16 @@ type Config struct {
 	// handover mark) and the waiter behind it reads it again after any
 	// data change. Default false: sealed nodes (see NodeACL).
 	Revocable bool
+	// Data, when not nil, is written into every node the queue creates
+	// instead of the engine's NodeData: a recipe whose peers read the node
+	// data as something else (Curator's LeaderLatch: the participant id)
+	// writes theirs. The schema must then carry the acquire id in the name
+	// (ProtectedSchema does), and Tag is not written. Default nil.
+	Data []byte
 }
+
+// dataProbe is an acquire id New looks for in a schema's prefix.
+const dataProbe = "00000000-0000-4000-8000-000000000000"
 
 // Grant is a granted node and how it was granted.
 type Grant struct {
@@ -85,6 +95,8 @@ func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 		return nil, errors.New("queue: nil session")
 	case cfg.Schema == nil || cfg.Decide == nil:
 		return nil, fmt.Errorf("%w: Config needs a Schema and a Predicate", ErrBadRecipe)
+	case cfg.Data != nil && !strings.Contains(cfg.Schema.Prefix(dataProbe), dataProbe):
+		return nil, fmt.Errorf("%w: Config.Data needs a Schema that puts the acquire id in the name", ErrBadRecipe)
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("queue: lock path: %w", err)

@@ -1,0 +1,71 @@
+// Package leader is leader election over ZooKeeper: Election, on the same
+// queue engine and session manager as the locks of this module, and on the
+// same path as Apache Curator's LeaderLatch (same node names, same data).
+//
+//	e, err := leader.New(sess, "/services/billing/leader", "host-1")
+//	err = e.Run(ctx, func(ctx context.Context) error {
+//		// We lead. ctx is cancelled the moment that is no longer safe.
+//		return work(ctx)
+//	})
+//
+// or, step by step:
+//
+//	lease, err := e.Campaign(ctx) // blocks until we lead
+//	defer e.Resign(context.WithoutCancel(ctx))
+//	<-lease.Lost()                 // leadership no longer safe: stop
+//
+// # How it works
+//
+// Each participant creates an ephemeral sequential node
+// "_c_<uuid>-latch-<seq>" under the election path, with its participant id
+// as data (Curator's LeaderLatch does the same). The lowest sequence number
+// leads; every other participant watches only its immediate predecessor, so
+// a leader's departure wakes one participant (no herd). Resign deletes the
+// node plainly: a LeaderLatch follower reacts to its predecessor's deletion
+// only.
+//
+// # What it guarantees
+//
+//   - At most one leader among all participants on the path (ours and
+//     Curator LeaderLatch's) whose sessions live: leadership is a lease on
+//     the participant's ZooKeeper session.
+//   - The leader always learns that leadership is no longer safe: the
+//     lease's Lost closes, and Run cancels its function's ctx (cause:
+//     ErrLeadershipLost), when the session's epoch ends (the server expired
+//     it, or the local timer ran out while cut off), when our node is
+//     deleted by someone else, on Resign, or when the session's suspension
+//     policy (conn.WithSuspendedAsLost) counts a suspended connection as
+//     lost.
+//   - A fencing token per term (Lease.Token, the node's czxid, growing with
+//     every leader) and guarded writes (Lease.GuardedWrite: a transaction
+//     that commits only while our node exists), so that a stale leader's
+//     writes are refused.
+//   - Nothing is left behind: a cancelled or timed-out Campaign deletes its
+//     node, including one whose create answer was lost with the connection;
+//     Run resigns when its function returns, even after its ctx ended.
+//     Observe's watch is made to fire when it ends (see Observe).
+//   - Participants become leader in the order they campaigned.
+//
+// # What it does not guarantee
+//
+// Between the moment the server expires a leader's session and the moment
+// that leader learns it, the old leader may still act while a new one does;
+// the local timer narrows the window, Lost and Run's ctx report its end,
+// and only fencing closes it for writes. A function that ignores its ctx
+// keeps running after leadership is lost. Leader, Participants and Observe
+// are snapshots: the leader may have changed by the time they return. A
+// cancelled Campaign that was waiting leaves the server's watch on its
+// predecessor until that node changes (the queue engine's waiting).
+//
+// # Errors
+//
+// Sentinels, compared with errors.Is: ErrNilSession, ErrEmptyID,
+// ErrInvalidPath (bad input to New), ErrCampaigning (a handle campaigns
+// or leads already), ErrNotLeader (Resign without leading; matches
+// conn.ErrNotHeld), ErrNoLeader (Leader on an empty election),
+// ErrLeadershipLost (Run's term ended because leadership was lost; matches
+// conn.ErrLeaseLost), ErrReleasePending (Resign not confirmed; deleting in
+// the background; matches conn.ErrReleasePending). Errors of the caller's
+// context and of the session (conn.ErrClosed, conn.ErrInvalidOption, ...)
+// are wrapped.
+package leader

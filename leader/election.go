@@ -1,0 +1,255 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
+)
+
+// schema is the naming of the election's nodes: Curator LeaderLatch's
+// protected sequential "_c_<uuid>-latch-<seq>".
+var schema = queue.ProtectedSchema{Name: "latch"}
+
+// Election is one participant in the leader election at a path, shared by
+// every process that elects on the same path of the same ensemble, Curator's
+// LeaderLatch included. One handle is one participant: it campaigns, leads
+// and resigns at most once at a time. Safe for concurrent use.
+type Election struct {
+	sess *conn.Session
+	q    *queue.Queue
+	id   string
+	cfg  config
+
+	mu    sync.Mutex  // guards the fields below
+	busy  bool        // a Campaign or Resign is under way
+	lease *conn.Lease // while we lead (possibly lost: see Lost)
+}
+
+// Participant is one node in the election: a contender, ours or a foreign
+// client's.
+type Participant struct {
+	// ID is the participant id: the node's data, as Curator's LeaderLatch
+	// writes it.
+	ID string
+	// Node is the node's path.
+	Node string
+	// Seq is the sequence number the server gave the node; the lowest
+	// leads.
+	Seq int32
+}
+
+// New returns participant id's handle on the election at path. Nothing is
+// created until Campaign; the path and its parents are then created as
+// container nodes, which ZooKeeper removes when they are empty. id is
+// written into our node (Curator's LeaderLatch id) and is what Leader and
+// Participants report; it need not be unique, but should be.
+func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error) {
+	if sess == nil {
+		return nil, ErrNilSession
+	}
+	if id == "" {
+		return nil, ErrEmptyID
+	}
+	cfg := config{}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("leader: %w: nil option", conn.ErrInvalidOption)
+		}
+		o(&cfg)
+	}
+	if err := conn.ValidatePath(path); err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrInvalidPath, path, err)
+	}
+	// No handover mark (MarkRelease): Curator's LeaderLatch waiter reacts
+	// to the deletion of its predecessor only, and a mark would consume its
+	// one-shot watch with a data change it ignores.
+	q, err := queue.New(sess, path, queue.Config{
+		Schema: schema,
+		Decide: queue.First,
+		Data:   []byte(id),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leader: %w", err)
+	}
+	return &Election{sess: sess, q: q, id: id, cfg: cfg}, nil
+}
+
+// Path is the election path.
+func (e *Election) Path() string { return e.q.Path() }
+
+// ID is our participant id.
+func (e *Election) ID() string { return e.id }
+
+// Campaign queues our node and blocks until we lead or ctx ends; a deadline
+// on ctx is the timeout. It returns the leadership as a lease: watch Lost
+// (closed the moment leadership is no longer safe), use Token as a fencing
+// token and GuardedWrite for writes that must commit only while we lead.
+// Resign ends it.
+//
+// On error nothing is left behind: our node has been deleted (or is being
+// deleted in the background while the connection is down, or went with the
+// session), and no goroutine of ours runs. The error wraps ctx's or the
+// session's. ErrCampaigning when this handle already campaigns or leads.
+func (e *Election) Campaign(ctx context.Context) (*conn.Lease, error) {
+	return e.campaign(ctx, true)
+}
+
+// campaign is Campaign, or with wait false one attempt (nil, nil when
+// someone else leads).
+func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error) {
+	if err := e.begin(ctx); err != nil {
+		return nil, err
+	}
+	g, err := e.q.AcquireGrant(ctx, wait)
+	e.mu.Lock()
+	e.busy = false
+	if err == nil && g.Lease != nil {
+		e.lease = g.Lease
+	}
+	e.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("leader: campaign: %w", err)
+	}
+	return g.Lease, nil
+}
+
+// begin marks a campaign under way. A lost leadership still recorded is
+// dropped (its node deleted if it is still there).
+func (e *Election) begin(ctx context.Context) error {
+	e.mu.Lock()
+	if e.busy || e.lease != nil && e.lease.Err() == nil {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrCampaigning, e.Path())
+	}
+	stale := e.lease
+	e.lease = nil
+	e.busy = true
+	e.mu.Unlock()
+	if stale != nil {
+		_ = e.q.Release(ctx, stale) // lost: gone, or deleted now (or in the background)
+	}
+	return nil
+}
+
+// Resign gives up leadership: our node is deleted and the lease's Lost
+// closes (a Run in progress sees its function's ctx cancelled). The next
+// participant in line takes over. ErrNotLeader when this handle does not
+// lead; ErrReleasePending when the deletion could not be confirmed (see
+// there: the handle no longer leads). Any other error (the server refused
+// the delete) leaves us leading: call Resign again.
+func (e *Election) Resign(ctx context.Context) error {
+	return e.resign(ctx, nil)
+}
+
+// resign releases the recorded lease if it is want (any lease when want is
+// nil). With want set and no longer recorded (someone called Resign), it
+// returns nil.
+func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
+	e.mu.Lock()
+	l := e.lease
+	switch {
+	case want != nil && l != want:
+		e.mu.Unlock()
+		return nil
+	case l == nil || e.busy:
+		e.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrNotLeader, e.Path())
+	}
+	e.lease, e.busy = nil, true
+	e.mu.Unlock()
+
+	err := e.q.Release(ctx, l)
+	e.mu.Lock()
+	e.busy = false
+	if err != nil && !errors.Is(err, queue.ErrReleasePending) {
+		e.lease = l // the node is still ours
+	}
+	e.mu.Unlock()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, queue.ErrReleasePending):
+		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+	}
+	return fmt.Errorf("leader: resign: %w", err)
+}
+
+// Leading returns our leadership's lease while this handle leads (it may
+// already be lost: check its Err), or nil.
+func (e *Election) Leading() *conn.Lease {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lease
+}
+
+// Leader returns the current leader: the participant with the lowest
+// sequence number, ours or a foreign client's. ErrNoLeader when there is
+// none. It is a snapshot: the leader may have changed by the time it
+// returns.
+func (e *Election) Leader(ctx context.Context) (Participant, error) {
+	ep, err := e.sess.Epoch(ctx)
+	if err != nil {
+		return Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
+	}
+	ps, err := e.list(ctx, ep, 1)
+	if err != nil {
+		return Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
+	}
+	if len(ps) == 0 {
+		return Participant{}, fmt.Errorf("%w: %s", ErrNoLeader, e.Path())
+	}
+	return ps[0], nil
+}
+
+// Participants lists the participants in order: the first leads, the
+// others follow in the order they will take over. It is a snapshot; nodes
+// that leave while it is taken are left out. Empty when nobody campaigns.
+func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
+	ep, err := e.sess.Epoch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("leader: participants of %s: %w", e.Path(), err)
+	}
+	ps, err := e.list(ctx, ep, -1)
+	if err != nil {
+		return nil, fmt.Errorf("leader: participants of %s: %w", e.Path(), err)
+	}
+	return ps, nil
+}
+
+// list reads up to n participants (all when n < 0).
+func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]Participant, error) {
+	names, _, err := ep.Children(ctx, e.Path())
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.read(ctx, ep, names, n)
+}
+
+// read reads the data of up to n contenders among names, in queue order.
+func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n int) ([]Participant, error) {
+	var out []Participant
+	for _, c := range queue.Parse(schema, names) {
+		if n >= 0 && len(out) >= n {
+			break
+		}
+		p := conn.JoinPath(e.Path(), c.Name)
+		b, _, err := ep.Get(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // left meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Participant{ID: string(b), Node: p, Seq: c.Seq})
+	}
+	return out, nil
+}

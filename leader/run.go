@@ -1,0 +1,98 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
+)
+
+// Run campaigns, then runs fn while we lead. fn's ctx is cancelled the
+// moment leadership is no longer safe: the lease's Lost closes (the
+// session's epoch ended, by expiry or by the local timer while cut off; our
+// node was deleted by someone else; Resign was called; or the session's
+// suspension policy counts a suspended connection as lost), with a cause
+// matching ErrLeadershipLost; or when Run's ctx ends. fn must return
+// promptly once its ctx is done: until it returns, it may still be running
+// while another participant leads, so writes that must not overlap go
+// through the term's lease (LeaseFrom(ctx)): its GuardedWrite, or its Token
+// as a fencing token.
+//
+// When fn returns, Run resigns (with a context of its own, bounded by the
+// session timeout, so that a cancelled ctx still deletes our node). Run
+// returns:
+//
+//   - the campaign's error, if we never led (ctx ended, session closed);
+//   - an error matching ErrLeadershipLost (and conn.ErrLeaseLost) if the
+//     term ended because leadership was lost; it also wraps fn's error when
+//     that is not just its ctx's;
+//   - otherwise fn's error, joined with a resign error if there was one
+//     (ErrReleasePending).
+//
+// With WithRequeue(true), Run campaigns again after a term that ended with
+// fn returning nil or with leadership lost, as long as ctx lives; it then
+// returns ctx's error, or fn's non-nil error from a term that was still
+// safe. ErrCampaigning when this handle already campaigns or leads.
+func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) error {
+	for {
+		l, err := e.Campaign(ctx)
+		if err != nil {
+			return err
+		}
+		err = e.term(ctx, l, fn)
+		if !e.cfg.requeue || ctx.Err() != nil {
+			return err
+		}
+		if err != nil && !errors.Is(err, ErrLeadershipLost) {
+			return err
+		}
+	}
+}
+
+// term runs fn under lease l and resigns.
+func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.Context) error) error {
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, l))
+	defer cancel(nil)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-l.Lost():
+			cancel(fmt.Errorf("%w: %w", ErrLeadershipLost, l.Err()))
+		case <-stop:
+		}
+	}()
+	ferr := fn(fctx)
+	close(stop)
+	<-done
+	lost := l.Err() // before our own resign closes Lost
+
+	rctx, rcancel := queue.CleanupContext(ctx, l.Epoch())
+	defer rcancel()
+	rerr := e.resign(rctx, l)
+	if errors.Is(rerr, ErrReleasePending) {
+		e.sess.Logger().Info("leader: resign after the term is pending")
+	}
+	switch {
+	case lost != nil && ferr != nil && !errors.Is(ferr, context.Canceled):
+		return fmt.Errorf("%w: %s: %w (fn: %w)", ErrLeadershipLost, e.Path(), lost, ferr)
+	case lost != nil:
+		return fmt.Errorf("%w: %s: %w", ErrLeadershipLost, e.Path(), lost)
+	}
+	return errors.Join(ferr, rerr)
+}
+
+// leaseKey is the context key of a term's lease.
+type leaseKey struct{}
+
+// LeaseFrom returns the lease of the term whose function Run called with
+// ctx (or a context derived from it), or nil if ctx is no term's. The lease
+// is what the function writes through: GuardedWrite commits only while the
+// term's node exists, and Token is its fencing token.
+func LeaseFrom(ctx context.Context) *conn.Lease {
+	l, _ := ctx.Value(leaseKey{}).(*conn.Lease)
+	return l
+}
