@@ -6,6 +6,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -43,6 +44,7 @@ var faultRecipes = []faultRecipe{
 	{name: "multilock", domain: "multilock", mode: modeExclusive, weight: 2},
 	{name: "semmutex", domain: "semmutex", mode: modeExclusive, weight: 1},
 	{name: "exclusive", domain: "exclusive", mode: modeExclusive, weight: 1},
+	{name: "leader", domain: "leader", mode: modeExclusive, weight: 2},
 }
 
 // semaphoreLeases is the capacity of the "semaphore" domain.
@@ -73,7 +75,7 @@ func domainCapacity(domain string) int {
 // the nodes between them and root) that openRecipes uses under root.
 func faultLockPaths(root string) []string {
 	var out []string
-	for _, p := range []string{"/mutex", "/rw", "/ml-a", "/excl"} {
+	for _, p := range []string{"/mutex", "/rw", "/ml-a", "/excl", "/leader"} {
 		out = append(out, root+p)
 	}
 	for _, p := range []string{"/sem", "/ml-b", "/semmutex"} { // semaphoremutex: locks/ and leases/ below
@@ -98,7 +100,7 @@ type acquirer func(ctx context.Context) (*grant, error)
 // openRecipes makes one client's handles on every recipe under root. Each
 // handle is used by the client's one goroutine only (the mutex and the
 // read/write lock are owned per goroutine).
-func openRecipes(sess *conn.Session, root string) (map[string]acquirer, error) {
+func openRecipes(sess *conn.Session, root string, client int) (map[string]acquirer, error) {
 	m, err := mutex.New(sess, root+"/mutex")
 	if err != nil {
 		return nil, err
@@ -131,6 +133,10 @@ func openRecipes(sess *conn.Session, root string) (map[string]acquirer, error) {
 	if err != nil {
 		return nil, err
 	}
+	el, err := leader.New(sess, root+"/leader", fmt.Sprintf("client-%d", client))
+	if err != nil {
+		return nil, err
+	}
 
 	// single adapts a lock with one lease and a Release(ctx).
 	type single interface {
@@ -152,6 +158,7 @@ func openRecipes(sess *conn.Session, root string) (map[string]acquirer, error) {
 		"rwlock-write": one(rw.WriteLock()),
 		"semmutex":     one(sm),
 		"exclusive":    one(ex),
+		"leader":       one(campaigner{el}),
 		"semaphore": func(ctx context.Context) (*grant, error) {
 			l, err := sem.Acquire(ctx)
 			if err != nil {
@@ -175,3 +182,10 @@ func openRecipes(sess *conn.Session, root string) (map[string]acquirer, error) {
 	}
 	return out, nil
 }
+
+// campaigner makes an election one of the fault run's locks: a term is a
+// grant (at most one leader at any instant, like a mutex's holder).
+type campaigner struct{ e *leader.Election }
+
+func (c campaigner) Acquire(ctx context.Context) (*conn.Lease, error) { return c.e.Campaign(ctx) }
+func (c campaigner) Release(ctx context.Context) error                { return c.e.Resign(ctx) }

@@ -331,7 +331,7 @@ func newFaultRun(t *testing.T, c *zktest.Cluster, cfg faultConfig, tag string) *
 		if errs[i] != nil {
 			t.Fatalf("fault run: client %d: connect: %v", i, errs[i])
 		}
-		if cl.recipes, err = openRecipes(cl.sess, r.lockRoot); err != nil {
+		if cl.recipes, err = openRecipes(cl.sess, r.lockRoot, cl.id); err != nil {
 			t.Fatalf("fault run: client %d: %v", i, err)
 		}
 	}
