@@ -3,14 +3,10 @@ package main
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { demo.RunTests(m, main) }
 
 // TestHelp: -h prints the usage, with the environment, and runs nothing.
 func TestHelp(t *testing.T) { demo.TestHelp(t) }
