@@ -36,6 +36,16 @@
 // Fairness: the lock goes to whichever contender's create reaches the
 // leader first, not to the one that waited longest; a contender can starve.
 //
+// A guarded write after a third-party delete: Lease.GuardedWrite checks that
+// the lock node exists, and every holder's node has the same path. If a
+// third party deletes our node (nobody else can change it: it is sealed)
+// and another contender creates it, our guarded write's check passes on the
+// new holder's node until our lease has noticed the deletion (Lost closes
+// as soon as the deletion's notification arrives, if Lost was called). The
+// sequential recipes do not have this gap: their nodes' names are never
+// reused. Fence with Lease.Token (the czxid of the node we created), which
+// the new holder's node exceeds.
+//
 // Efficiency: this is the herd effect. With N waiters, each release wakes
 // all N (N watch notifications), and all N send a create, of which N-1 fail
 // with NodeExists. A failed create is still a write: it goes through the
