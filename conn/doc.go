@@ -32,7 +32,10 @@
 //     the recipes can create lock nodes only that session may change
 //     (sealed; see WithACL).
 //   - Close is idempotent, returns promptly even when no server answers, and
-//     leaves no goroutine behind.
+//     leaves no goroutine behind; its wait for go-zookeeper's goroutines is
+//     bounded (about 10 s; ones held by a dialer that never returns are left
+//     behind, logged at Error), so Close never hangs
+//     (TestCloseIsBoundedWhenGoZookeeperIsStuck).
 //
 // # What it does not guarantee
 //
@@ -67,6 +70,12 @@
 // reader no late answer once a close has begun, so neither race can happen
 // (wireConn and link.beginClose in wire.go say how; the tests reproduce
 // both without it). The whole test suite runs under the race detector.
+//
+// It also has a hang this package avoids: a failed write answers a request
+// twice, and after a reconnect (its credentials re-sent on channels of
+// capacity 1) that blocks its loop forever; the zk.Conn never reconnects.
+// The wire reports no write error and drops the connection instead
+// (writeFailConn; TestCredentialsResendWriteFailureKeepsSession).
 //
 // # Errors
 //
