@@ -31,10 +31,10 @@
 //     AddAuth) to every ZooKeeper session before it is handed out, so that
 //     the recipes can create lock nodes only that session may change
 //     (sealed; see WithACL).
-//   - Close is idempotent, returns promptly even when no server answers, and
-//     leaves no goroutine behind; its wait for go-zookeeper's goroutines is
-//     bounded (about 10 s; ones held by a dialer that never returns are left
-//     behind, logged at Error), so Close never hangs
+//   - Close is idempotent, returns promptly even when no server answers,
+//     never hangs (it waits at most about 10 s for go-zookeeper's
+//     goroutines), and leaves no goroutine behind unless a dialer's Write
+//     never returns: those are left behind, logged at Error
 //     (TestCloseIsBoundedWhenGoZookeeperIsStuck).
 //
 // # What it does not guarantee

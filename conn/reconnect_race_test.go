@@ -47,7 +47,11 @@ func (c slowMultiConn) Write(p []byte) (int, error) {
 // reconnect go-zookeeper re-sends the watches (reading Conn.lastZxid) while
 // responses to the requests queued across the reconnect arrive (its reader
 // writes Conn.lastZxid). Run under -race. Afterwards every watch still
-// fires once.
+// fires once. Each cut waits until the connection has written its
+// set-watches request: without the wire's zxid rewrite, the detector then
+// reports the race 12–13 times a run (4 runs of 4, 20 cuts); cut at once,
+// before go-zookeeper has re-sent its credentials, a connection carries no
+// answer and only the last one races (3 runs of 6, 40 cuts, 48 workers).
 //
 // One session throughout: go-zookeeper reconnects at once after each cut,
 // so the session is lost only if it does not reconnect within the session
@@ -56,7 +60,7 @@ func (c slowMultiConn) Write(p []byte) (int, error) {
 // failed write wedged it, see writeFailConn), and the test fails with the
 // Lost event.
 func TestReconnectWithWatchesIsRaceFree(t *testing.T) {
-	const watches, workers, cuts = 100, 48, 40
+	const watches, workers, cuts = 100, 16, 20
 	const timeout = 20 * time.Second
 	c := zktest.New(t, zktest.WithTickTime(time.Second))
 	p := zktest.NewProxy(t, c.Servers())
@@ -92,16 +96,15 @@ func TestReconnectWithWatchesIsRaceFree(t *testing.T) {
 		// Longer than the session timeout: a reconnect that hangs shows
 		// as Lost, not as a missing event.
 		expect(t, sub, timeout+10*time.Second, conn.Reconnected)
+		// Cut only once this connection has written its set-watches
+		// request, behind the multis queued while it was down, whose
+		// answers race with it: a connection cut at once, before
+		// go-zookeeper has re-sent its credentials, carries no answer.
+		require.Eventually(t, func() bool { return conn.SetWatchesSent(s) > int64(i) }, timeout, time.Millisecond,
+			"reconnect %d: the set-watches request is written", i)
 	}
 	stopWorkers()
 	require.NoError(t, ep.Err(), "one session throughout")
-	// go-zookeeper builds one set-watches request per reconnect (reading
-	// the last zxid: the race) and queues it behind the requests queued
-	// meanwhile; a reconnect cut short before it is written leaves it
-	// queued, and a later connection writes it. All are written once the
-	// connection stays up.
-	assert.Eventually(t, func() bool { return conn.SetWatchesSent(s) >= cuts }, 30*time.Second, 10*time.Millisecond,
-		"every reconnect's set-watches request is written")
 	t.Logf("%d reconnects, %d set-watches requests written", cuts, conn.SetWatchesSent(s))
 
 	// The watches survived every reconnect: each fires once on a change.
