@@ -492,8 +492,12 @@ func (s *Session) closeLink(l *zkLink) {
 	select {
 	case <-l.drained:
 	case <-t.C:
-		s.log.Error("go-zookeeper's goroutines did not end after the connection was closed; leaving them behind",
-			zap.Duration("waited", s.cfg.closeWait))
+		select {
+		case <-l.drained: // both ready: select picked the timer
+		default:
+			s.log.Error("go-zookeeper's goroutines did not end after the connection was closed; leaving them behind",
+				zap.Duration("waited", s.cfg.closeWait))
+		}
 	}
 }
 
