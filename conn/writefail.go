@@ -18,9 +18,11 @@ import "net"
 // flush then blocks forever. The zk.Conn never reconnects (the epoch is lost
 // to the local timer) and its goroutines never end. Under load a reset
 // right after a handshake, while the credentials are written, is enough
-// (TestCredentialsResendWriteFailureKeepsSession reproduces it). A write
-// that never reports an error answers every request at most once by the
-// write path (the flush), so no channel overflows; callers see
+// (TestCredentialsResendWriteFailureKeepsSession reproduces it). With no
+// write error reported, a written request gets one answer from the wire
+// or from the flush, never both (plus, for requests made through its
+// public calls, whose channels hold 2, the one go-zookeeper gives a
+// request queued as Close begins), so no channel overflows; callers see
 // zk.ErrConnectionClosed, a connection loss, as for any dropped connection.
 type writeFailConn struct{ net.Conn }
 
