@@ -31,8 +31,11 @@
 //     AddAuth) to every ZooKeeper session before it is handed out, so that
 //     the recipes can create lock nodes only that session may change
 //     (sealed; see WithACL).
-//   - Close is idempotent, returns promptly even when no server answers, and
-//     leaves no goroutine behind.
+//   - Close is idempotent, returns promptly even when no server answers,
+//     never hangs (it waits at most about 10 s for go-zookeeper's
+//     goroutines), and leaves no goroutine behind unless a dialer's Write
+//     never returns: those are left behind, logged at Error
+//     (TestCloseIsBoundedWhenGoZookeeperIsStuck).
 //
 // # What it does not guarantee
 //
@@ -67,6 +70,12 @@
 // reader no late answer once a close has begun, so neither race can happen
 // (wireConn and link.beginClose in wire.go say how; the tests reproduce
 // both without it). The whole test suite runs under the race detector.
+//
+// It also has a hang this package avoids: a failed write answers a request
+// twice, and after a reconnect (its credentials re-sent on channels of
+// capacity 1) that blocks its loop forever; the zk.Conn never reconnects.
+// The wire reports no write error and drops the connection instead
+// (writeFailConn; TestCredentialsResendWriteFailureKeepsSession).
 //
 // # Errors
 //

@@ -3,3 +3,7 @@ package conn
 // SetWatchesSent is the number of set-watches requests session s has
 // written: go-zookeeper re-sends its watches after each reconnect.
 func SetWatchesSent(s *Session) int64 { return s.stats.setWatchesSent.Load() }
+
+// WithCloseWait sets how long closing a zk.Conn waits for go-zookeeper's
+// goroutines (default 10s).
+var WithCloseWait = withCloseWait

@@ -23,6 +23,7 @@ type config struct {
 	retry           RetryPolicy
 	acl             []zk.ACL
 	suspendedAsLost bool
+	closeWait       time.Duration // how long closing a zk.Conn waits for go-zookeeper's goroutines
 }
 
 func defaultConfig() config {
@@ -32,6 +33,17 @@ func defaultConfig() config {
 		logger:         zap.NewNop(),
 		retry:          DefaultRetryPolicy(),
 		acl:            zk.WorldACL(zk.PermAll),
+		closeWait:      10 * time.Second,
+	}
+}
+
+// withCloseWait sets how long closing a zk.Conn waits for go-zookeeper's
+// goroutines to end before it leaves them behind (default 10s; see
+// Session.closeLink). For tests.
+func withCloseWait(d time.Duration) Option {
+	return func(c *config) error {
+		c.closeWait = d
+		return nil
 	}
 }
 

@@ -60,11 +60,16 @@ func TestRequestsInFlightWhenTheEpochEnds(t *testing.T) {
 	for round := 0; round < 6; round++ {
 		s, err := conn.Connect(context.Background(), c.Servers(), conn.WithSessionTimeout(4*time.Second))
 		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
 		ep := epoch(t, s)
 		path := c.Root() + fmt.Sprintf("/inflight-%d", round)
 		require.NoError(t, ep.CreateParents(context.Background(), path+"/x"))
 		stop := make(chan struct{})
 		wg := busy(ep, path, stop)
+		// Runs before the Close above if a requirement below fails: the
+		// workers would spin on the ended epoch.
+		stopBusy := sync.OnceFunc(func() { close(stop); wg.Wait() })
+		t.Cleanup(stopBusy)
 		time.Sleep(20 * time.Millisecond) // let requests pile up; no race is hidden by it
 		if round%2 == 0 {
 			require.NoError(t, zktest.ExpireSession(context.Background(), c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
@@ -75,8 +80,7 @@ func TestRequestsInFlightWhenTheEpochEnds(t *testing.T) {
 			}
 		}
 		s.Close()
-		close(stop)
-		wg.Wait()
+		stopBusy()
 		assert.ErrorIs(t, ep.Err(), conn.ErrEpochEnded)
 	}
 }

@@ -47,16 +47,29 @@ func (c slowMultiConn) Write(p []byte) (int, error) {
 // reconnect go-zookeeper re-sends the watches (reading Conn.lastZxid) while
 // responses to the requests queued across the reconnect arrive (its reader
 // writes Conn.lastZxid). Run under -race. Afterwards every watch still
-// fires once.
+// fires once. Each cut waits until the connection has written its
+// set-watches request: without the wire's zxid rewrite, the detector then
+// reports the race 12–13 times a run (4 runs of 4, 20 cuts); cut at once,
+// before go-zookeeper has re-sent its credentials, a connection carries no
+// answer and only the last one races (3 runs of 6, 40 cuts, 48 workers).
+//
+// One session throughout: go-zookeeper reconnects at once after each cut,
+// so the session is lost only if it does not reconnect within the session
+// timeout (20 s, the most a tickTime of 1 s allows, to leave a loaded
+// machine room): then a reconnect hung (as go-zookeeper's loop did when a
+// failed write wedged it, see writeFailConn), and the test fails with the
+// Lost event.
 func TestReconnectWithWatchesIsRaceFree(t *testing.T) {
-	const watches, workers, cuts = 100, 48, 40
-	c := zktest.New(t)
+	const watches, workers, cuts = 100, 16, 20
+	const timeout = 20 * time.Second
+	c := zktest.New(t, zktest.WithTickTime(time.Second))
 	p := zktest.NewProxy(t, c.Servers())
 	// The proxy's address twice: go-zookeeper then reconnects at once to
 	// the "next" server instead of pausing a second after a full round.
 	addrs := append(p.Addrs(), p.Addrs()...)
-	s := connect(t, addrs, conn.WithSessionTimeout(10*time.Second), conn.WithDialer(slowMultiDialer))
+	s := connect(t, addrs, conn.WithSessionTimeout(timeout), conn.WithDialer(slowMultiDialer))
 	ep := epoch(t, s)
+	require.Equal(t, timeout, ep.Timeout(), "negotiated session timeout")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	root := c.Root() + "/reconnect-watches"
@@ -73,36 +86,26 @@ func TestReconnectWithWatchesIsRaceFree(t *testing.T) {
 	// Requests that are never retried by conn (Multi), so that callers
 	// queue new ones while the connection is down and go-zookeeper writes
 	// them the moment it is back, ahead of the set-watches request.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_, _ = ep.Multi(ctx, &zk.CheckVersionRequest{Path: root, Version: -1})
-			}
-		}()
-	}
+	stopWorkers := startMultiWorkers(t, ep, workers, root)
 
 	sub := s.Subscribe()
 	defer sub.Close()
 	for i := 0; i < cuts; i++ {
 		p.Cut()
 		expect(t, sub, 10*time.Second, conn.Suspended)
-		expect(t, sub, 10*time.Second, conn.Reconnected)
+		// Longer than the session timeout: a reconnect that hangs shows
+		// as Lost, not as a missing event.
+		expect(t, sub, timeout+10*time.Second, conn.Reconnected)
+		// Cut only once this connection has written its set-watches
+		// request, behind the multis queued while it was down, whose
+		// answers race with it: a connection cut at once, before
+		// go-zookeeper has re-sent its credentials, carries no answer.
+		require.Eventually(t, func() bool { return conn.SetWatchesSent(s) > int64(i) }, timeout, time.Millisecond,
+			"reconnect %d: the set-watches request is written", i)
 	}
-	close(stop)
-	wg.Wait()
+	stopWorkers()
 	require.NoError(t, ep.Err(), "one session throughout")
-	sent := conn.SetWatchesSent(s)
-	t.Logf("%d reconnects, %d set-watches requests written", cuts, sent)
-	assert.GreaterOrEqual(t, sent, int64(cuts), "every reconnect re-sent the watches")
+	t.Logf("%d reconnects, %d set-watches requests written", cuts, conn.SetWatchesSent(s))
 
 	// The watches survived every reconnect: each fires once on a change.
 	for i := range events {
@@ -141,23 +144,7 @@ func TestWatchFiresForAChangeMadeWhileCutOff(t *testing.T) {
 	_, err := ep.Create(ctx, path, nil, zk.FlagPersistent, s.ACL())
 	require.NoError(t, err)
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_, _ = ep.Multi(ctx, &zk.CheckVersionRequest{Path: path, Version: -1})
-			}
-		}()
-	}
-	defer func() { close(stop); wg.Wait() }()
+	startMultiWorkers(t, ep, workers, path)
 
 	sub := s.Subscribe()
 	defer sub.Close()
@@ -178,4 +165,31 @@ func TestWatchFiresForAChangeMadeWhileCutOff(t *testing.T) {
 			t.Fatalf("round %d: the watch set before the cut did not fire for the change made during it", i)
 		}
 	}
+}
+
+// startMultiWorkers starts n goroutines sending check multis on path through
+// ep until the returned stop is called, the test ends (a cleanup registered
+// now runs before the session's, made earlier, is closed: a failed
+// requirement cannot leave them running) or ep ends (a Multi on an ended
+// epoch fails at once: they would spin). stop waits for them; it may be
+// called more than once.
+func startMultiWorkers(t *testing.T, ep *conn.Epoch, n int, path string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && ep.Err() == nil {
+				_, _ = ep.Multi(ctx, &zk.CheckVersionRequest{Path: path, Version: -1})
+			}
+		}()
+	}
+	stop = func() {
+		cancel()
+		wg.Wait()
+	}
+	t.Cleanup(stop)
+	return stop
 }

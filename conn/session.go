@@ -193,7 +193,10 @@ func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 
 // Close ends the current epoch (its ephemeral nodes go with it), closes the
 // connection and stops every goroutine of the session. Idempotent; returns
-// within about a second even when no server is reachable.
+// within about a second even when no server is reachable. It never waits
+// more than about 10 s for go-zookeeper's goroutines: ones that do not end
+// by then (a dialer whose Write never returns) are left behind, logged at
+// Error.
 func (s *Session) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done
@@ -431,9 +434,8 @@ func (s *Session) dial() error {
 	}
 	l.zc = zc
 	s.active = l
-	s.helpers.Add(1)
+	// Not one of s.helpers: closeLink waits for it, bounded.
 	go func() {
-		defer s.helpers.Done()
 		defer close(l.drained)
 		for range events { // closed when go-zookeeper's loop ends
 		}
@@ -466,18 +468,37 @@ func (s *Session) retire(l *zkLink) {
 	s.helpers.Add(1)
 	go func() {
 		defer s.helpers.Done()
-		closeLink(l)
+		s.closeLink(l)
 	}()
 }
 
 // closeLink closes the session on the server if it can, then the sockets, and
-// waits for go-zookeeper's goroutines to end.
-func closeLink(l *zkLink) {
+// waits for go-zookeeper's goroutines to end: at most cfg.closeWait in all
+// (plus go-zookeeper's Close, at most ~3s). They end at once when the sockets
+// are closed; if they have not by then, something holds them forever (a
+// dialer whose Write never returns; go-zookeeper blocked on its own
+// channels, see writeFailConn), and waiting longer would make Close hang:
+// they are left behind, retired (their zk.Conn can never dial again).
+func (s *Session) closeLink(l *zkLink) {
+	deadline := time.Now().Add(s.cfg.closeWait)
 	l.retired.Store(true)
-	l.beginClose()
-	l.zc.Close() // at most ~1s when the server is unreachable
+	if !l.beginClose(deadline) {
+		s.log.Error("go-zookeeper's reader did not finish its frame; closing anyway")
+	}
+	l.zc.Close() // at most ~3s when the server is unreachable
 	l.closeAll()
-	<-l.drained
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-l.drained:
+	case <-t.C:
+		select {
+		case <-l.drained: // both ready: select picked the timer
+		default:
+			s.log.Error("go-zookeeper's goroutines did not end after the connection was closed; leaving them behind",
+				zap.Duration("waited", s.cfg.closeWait))
+		}
+	}
 }
 
 func (s *Session) shutdown() {
@@ -487,7 +508,7 @@ func (s *Session) shutdown() {
 	l := s.active
 	s.endEpoch(l, ErrClosed, Closed)
 	s.stopTimer()
-	closeLink(l)
+	s.closeLink(l)
 	s.helpers.Wait()
 }
 

@@ -257,7 +257,7 @@ func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	w := &wireConn{Conn: c, link: l}
+	w := &wireConn{Conn: writeFailConn{c}, link: l}
 	l.mu.Lock()
 	if l.conns == nil {
 		l.conns = make(map[*wireConn]struct{})
@@ -301,14 +301,22 @@ func (l *link) handshake() handshake {
 // down); that takes no longer than go-zookeeper takes to process one frame,
 // which never blocks. The requests whose answers are dropped fail with
 // go-zookeeper's ErrClosing; their callers have already been told the
-// epoch ended.
-func (l *link) beginClose() {
+// epoch ended. It waits until deadline at most (false: the reader is still
+// busy), so that a stuck reader cannot make Close hang.
+func (l *link) beginClose(deadline time.Time) bool {
+	t := time.AfterFunc(time.Until(deadline), func() {
+		l.gate.Lock()
+		defer l.gate.Unlock()
+		l.idle.Broadcast()
+	})
+	defer t.Stop()
 	l.gate.Lock()
 	defer l.gate.Unlock()
 	l.closing = true
-	for l.busy {
+	for l.busy && time.Now().Before(deadline) {
 		l.idle.Wait()
 	}
+	return !l.busy
 }
 
 // hand is called by the reader before it hands over frame f; false means
