@@ -54,6 +54,7 @@ func newID() string { return queue.NewID() }
 // returns. Errors: errRestart when the epoch ended or a node of ours
 // vanished; otherwise nothing of ours is left.
 func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
+	defer a.unwatch()
 	if !a.free {
 		if err := a.list(ctx); err != nil {
 			return nil, a.abort(ctx, err)
@@ -234,6 +235,15 @@ func (a *attempt) waitEpochEnd(ctx context.Context) error {
 	}
 }
 
+// unwatch stops waiting on the watches still set (given up, or admitted
+// before they fired), so that none of ours is left on the server.
+func (a *attempt) unwatch() {
+	for name, ch := range a.watches {
+		queue.Unwatch(a.ep, ch)
+		delete(a.watches, name)
+	}
+}
+
 // forget drops name from before (and from the watches).
 func (a *attempt) forget(name string) {
 	delete(a.watches, name)
@@ -266,6 +276,7 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 	if a.ep.Err() != nil {
 		return errRestart
 	}
+	a.unwatch() // written before the deletes below
 	a.drop(ctx)
 	a.unlock(ctx)
 	return err
