@@ -54,7 +54,6 @@ func newID() string { return queue.NewID() }
 // returns. Errors: errRestart when the epoch ended or a node of ours
 // vanished; otherwise nothing of ours is left.
 func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
-	defer a.unwatch()
 	if !a.free {
 		if err := a.list(ctx); err != nil {
 			return nil, a.abort(ctx, err)
@@ -235,8 +234,10 @@ func (a *attempt) waitEpochEnd(ctx context.Context) error {
 	}
 }
 
-// unwatch stops waiting on the watches still set (given up, or admitted
-// before they fired), so that none of ours is left on the server.
+// unwatch stops waiting on the watches still set when giving up, so that
+// none of ours is left on the server. (Admitted, we keep them: each fires
+// once when its node goes, an event with no request; see the package
+// documentation.)
 func (a *attempt) unwatch() {
 	for name, ch := range a.watches {
 		queue.Unwatch(a.ep, ch)
