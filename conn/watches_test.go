@@ -117,3 +117,57 @@ func TestUnwatchSharedAndReconnect(t *testing.T) {
 	}
 	assert.Empty(t, testzk.DataWatches(t, c, sid))
 }
+
+// A lease lost at a Suspended (WithSuspendedAsLost) while its node lives
+// leaves no watch on it once the same session is back (before, the
+// set-watches of the reconnect set it again); a lease lost with its epoch
+// (expiry) leaves none of either session once the next epoch is open.
+func TestLostLeaseLeavesNoWatch(t *testing.T) {
+	c := zktest.New(t)
+	p := zktest.NewProxy(t, c.Servers())
+	s := connect(t, p.Addrs(), conn.WithSessionTimeout(10*time.Second), conn.WithSuspendedAsLost(true))
+	ep := epoch(t, s)
+	ctx := testzk.Ctx(t, 60*time.Second)
+	root := c.Root() + "/lease"
+	require.NoError(t, ep.CreateParents(ctx, root+"/n"))
+	node, err := ep.Create(ctx, root+"/n", nil, zk.FlagEphemeral, s.ACL())
+	require.NoError(t, err)
+	sid := ep.SessionID()
+	l := ep.NewLease(node)
+	before := testzk.WatchesSet(s)
+	lost := l.Lost()
+	testzk.Watching(t, s, before)
+	require.Equal(t, []string{node}, testzk.DataWatches(t, c, sid))
+
+	sw := conn.SetWatchesSent(s)
+	p.Cut()
+	select {
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease was not lost at the Suspended")
+	}
+	p.Heal()
+	testzk.Eventually(t, 20*time.Second, func() bool {
+		e, err := s.Epoch(ctx)
+		return err == nil && e == ep && conn.SetWatchesSent(s) > sw
+	}, "the same session back")
+	ok, _, err := ep.Exists(ctx, node)
+	require.NoError(t, err)
+	require.True(t, ok, "our node lives")
+	assert.Empty(t, testzk.DataWatches(t, c, sid), "no watch on our node")
+
+	// Lost with the epoch.
+	s2 := connect(t, c.Servers())
+	ep2 := epoch(t, s2)
+	node2, err := ep2.Create(ctx, root+"/m", nil, zk.FlagEphemeral, s2.ACL())
+	require.NoError(t, err)
+	l2 := ep2.NewLease(node2)
+	before = testzk.WatchesSet(s2)
+	lost = l2.Lost()
+	testzk.Watching(t, s2, before)
+	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep2.SessionID(), ep2.SessionPassword()))
+	<-lost
+	next := epoch(t, s2)
+	assert.Empty(t, testzk.DataWatches(t, c, ep2.SessionID()))
+	assert.Empty(t, testzk.DataWatches(t, c, next.SessionID()))
+}
