@@ -108,7 +108,6 @@ type watchSet struct {
 	queue   []*removal                    // not written yet
 	pending map[int32]*removal            // written, answer not read
 	next    uint32                        // xid counter
-	wake    chan struct{}                 // capacity 1: a queued removal waits for a writer
 }
 
 // register counts a watcher in before its request can be written.
