@@ -36,6 +36,13 @@
 //     goroutines), and leaves no goroutine behind unless a dialer's Write
 //     never returns: those are left behind, logged at Error
 //     (TestCloseIsBoundedWhenGoZookeeperIsStuck).
+//   - A watch nobody waits on any more is removed from the server. The
+//     recipes tell the epoch when a waiter gives up (an internal hook);
+//     when no other watcher of the session waits on that path and kind
+//     (data: GetW, ExistsW; child: ChildrenW), and the watch has not
+//     fired, the server's watch is removed with removeWatches (ZooKeeper
+//     3.5 and later), which go-zookeeper v1.0.4 cannot send, and it does
+//     not come back on a reconnect. See "What conn adds on the wire".
 //
 // # What it does not guarantee
 //
@@ -76,6 +83,22 @@
 // capacity 1) that blocks its loop forever; the zk.Conn never reconnects.
 // The wire reports no write error and drops the connection instead
 // (writeFailConn; TestCredentialsResendWriteFailureKeepsSession).
+//
+// # What conn adds on the wire
+//
+// The session manager owns the dialer, so every byte between go-zookeeper
+// and the server passes through it (wire.go, watches.go). It reads whole
+// frames and: keeps the last zxid itself (above); hands the reader no late
+// answer once a close has begun (above); writes removeWatches requests of
+// its own, each as one frame between go-zookeeper's own writes (which are
+// one Write each) with an xid go-zookeeper never uses, takes their answers
+// off the wire before go-zookeeper's reader sees them, and writes them
+// before any later request of go-zookeeper's, so a watch set again later
+// is not removed; and rewrites go-zookeeper's set-watches requests after a
+// reconnect without the paths no watcher of ours waits on (go-zookeeper
+// still records a removed watch, until another watch on the path fires or
+// the epoch's zk.Conn is closed when the epoch ends). Tests:
+// TestUnwatchRemovesServerWatch, TestUnwatchSharedAndReconnect.
 //
 // # Errors
 //

@@ -7,3 +7,7 @@ func SetWatchesSent(s *Session) int64 { return s.stats.setWatchesSent.Load() }
 // WithCloseWait sets how long closing a zk.Conn waits for go-zookeeper's
 // goroutines (default 10s).
 var WithCloseWait = withCloseWait
+
+// WatchesRemoved is the number of removeWatches requests session s has
+// written (see watches.go).
+func WatchesRemoved(s *Session) int64 { return s.stats.watchesRemoved.Load() }

@@ -60,8 +60,12 @@ func (l *Lease) epochReason() error {
 	if err := l.ep.Err(); err != nil {
 		return err
 	}
-	return errors.New("connection suspended (error policy: suspended counts as lost)")
+	return errSuspendedLost
 }
+
+// errSuspendedLost is why a lease is lost at a Suspended under
+// WithSuspendedAsLost(true): the session may come back, with our node.
+var errSuspendedLost = errors.New("connection suspended (error policy: suspended counts as lost)")
 
 // Path is the lock node's path.
 func (l *Lease) Path() string { return l.path }
@@ -169,7 +173,16 @@ func (l *Lease) watchNode() {
 			// Data changed (a revoke request, or our own release's mark),
 			// or the watch was dropped (the epoch is ending): look again.
 		case <-l.lost:
-			return // the watch is consumed when our node is deleted
+			// The watch is consumed when our node is deleted (a release, a
+			// deletion by someone else) or goes with the session. Lost
+			// at a Suspended, the session and our node may come back:
+			// remove the watch (it is not set again on the reconnect).
+			if errors.Is(l.Err(), errSuspendedLost) {
+				done, cancel := context.WithCancel(context.Background())
+				cancel() // send, do not wait
+				_ = l.ep.unwatch(done, ch)
+			}
+			return
 		}
 	}
 }

@@ -30,14 +30,11 @@ func (e *Epoch) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) 
 // one event (the node changed or was deleted, or the watch was dropped
 // because the epoch ended) and is then closed. Retried on connection loss.
 func (e *Epoch) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	r, err := call(ctx, e, OpGetW, path, true, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, <-chan zk.Event], error) {
+	r, ch, err := watchCall(ctx, e, OpGetW, path, kindData, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		data, st, ch, err := zc.GetW(p)
-		return res3[[]byte, *zk.Stat, <-chan zk.Event]{data, st, ch}, err
+		return res3[[]byte, *zk.Stat, struct{}]{data, st, struct{}{}}, ch, err
 	})
-	if err == nil {
-		e.s.stats.watchesSet.Add(1)
-	}
-	return r.a, r.b, r.c, err
+	return r.a, r.b, ch, err
 }
 
 // Children lists a node's children (names, not paths). Retried.
@@ -54,14 +51,11 @@ func (e *Epoch) Children(ctx context.Context, path string) ([]string, *zk.Stat, 
 // deleted, or the watch was dropped because the epoch ended) and is then
 // closed. Counted as OpChildren. Retried on connection loss.
 func (e *Epoch) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	r, err := call(ctx, e, OpChildren, path, true, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, <-chan zk.Event], error) {
+	r, ch, err := watchCall(ctx, e, OpChildren, path, kindChild, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		names, st, ch, err := zc.ChildrenW(p)
-		return res3[[]string, *zk.Stat, <-chan zk.Event]{names, st, ch}, err
+		return res3[[]string, *zk.Stat, struct{}]{names, st, struct{}{}}, ch, err
 	})
-	if err == nil {
-		e.s.stats.watchesSet.Add(1)
-	}
-	return r.a, r.b, r.c, err
+	return r.a, r.b, ch, err
 }
 
 // Exists tells whether a node exists. Retried.
@@ -76,14 +70,11 @@ func (e *Epoch) Exists(ctx context.Context, path string) (bool, *zk.Stat, error)
 // ExistsW tells whether a node exists and leaves a watch on it (created,
 // changed or deleted). Retried.
 func (e *Epoch) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	r, err := call(ctx, e, OpExists, path, true, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, <-chan zk.Event], error) {
+	r, ch, err := watchCall(ctx, e, OpExists, path, kindData, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		ok, st, ch, err := zc.ExistsW(p)
-		return res3[bool, *zk.Stat, <-chan zk.Event]{ok, st, ch}, err
+		return res3[bool, *zk.Stat, struct{}]{ok, st, struct{}{}}, ch, err
 	})
-	if err == nil {
-		e.s.stats.watchesSet.Add(1)
-	}
-	return r.a, r.b, r.c, err
+	return r.a, r.b, ch, err
 }
 
 // Set writes a node's data if its version matches (-1: any). Retried only

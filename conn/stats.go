@@ -64,6 +64,8 @@ type counters struct {
 	// set-watches requests written (go-zookeeper re-sending watches after
 	// a reconnect); not in Stats, read by tests
 	setWatchesSent atomic.Int64
+	// removeWatches requests written (watches.go); not in Stats, read by tests
+	watchesRemoved atomic.Int64
 }
 
 func newCounters() *counters {

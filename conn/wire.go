@@ -73,6 +73,7 @@ type wireConn struct {
 	handed bool  // a frame was handed over whole; the reader is busy with it
 
 	outHandshake bool // out is the connect response (read by go-zookeeper's connect loop)
+	outOurs      bool // out answers a request this package injected (see watches.go)
 
 	// Only the writing goroutines (go-zookeeper's, one at a time) touch it.
 	sentConnect bool // the connect request has been written
@@ -89,7 +90,19 @@ const (
 // Write passes one frame on (go-zookeeper writes each frame with one Write),
 // with the link's last zxid written into the connect request and the
 // set-watches requests.
+//
+// Every other frame is preceded by the removeWatches requests queued so far
+// (see watches.go), and set-watches requests lose the paths no watcher of
+// ours waits on. Injected frames are written under link.wmu like
+// go-zookeeper's, each with one Write, so no two frames interleave.
 func (w *wireConn) Write(p []byte) (int, error) {
+	w.link.wmu.Lock()
+	defer w.link.wmu.Unlock()
+	if w.sentConnect {
+		if err := w.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
 	switch {
 	case !w.sentConnect:
 		// int32 length, int32 protocolVersion, int64 lastZxidSeen, ...
@@ -103,10 +116,16 @@ func (w *wireConn) Write(p []byte) (int, error) {
 		w.link.closeXid.Store(int64(int32(binary.BigEndian.Uint32(p[4:]))) + 1)
 	case len(p) >= 20 && int32(binary.BigEndian.Uint32(p[8:])) == opSetWatches:
 		// int32 length, int32 xid, int32 opcode, int64 relativeZxid, ...
-		q := append([]byte(nil), p...)
+		q := w.link.filterSetWatches(p)
+		if len(q) == len(p) {
+			q = append([]byte(nil), p...)
+		}
 		binary.BigEndian.PutUint64(q[12:], uint64(w.relZxid.Load()))
 		w.link.stats.setWatchesSent.Add(1)
-		return w.Conn.Write(q)
+		if _, err := w.Conn.Write(q); err != nil {
+			return 0, err
+		}
+		return len(p), nil
 	}
 	return w.Conn.Write(p)
 }
@@ -123,6 +142,9 @@ func (w *wireConn) Read(p []byte) (int, error) {
 	for len(w.out) == 0 {
 		if err := w.nextFrame(); err != nil {
 			return 0, err
+		}
+		if w.out != nil && w.outOurs {
+			w.out = nil // the answer to an injected request: taken
 		}
 		if w.out != nil && !w.outHandshake && !w.link.hand(w.out) {
 			w.out = nil // dropped: the zk.Conn is being closed
@@ -147,7 +169,7 @@ func (w *wireConn) nextFrame() error {
 				if len(w.in) == 0 {
 					w.in = nil
 				}
-				w.outHandshake = w.frame(f)
+				w.outHandshake, w.outOurs = w.frame(f)
 				w.out = f
 				return nil
 			}
@@ -165,6 +187,7 @@ func (w *wireConn) nextFrame() error {
 		}
 		if err != nil {
 			w.rerr = err
+			w.link.connGone(w)
 		}
 	}
 }
@@ -173,7 +196,8 @@ func (w *wireConn) nextFrame() error {
 // response first; then responses and watch events (int32 length, int32
 // xid, int64 zxid, int32 err, body; xid -1 for a watch event, -2 for a
 // ping), whose zxid it takes over (see wireConn).
-func (w *wireConn) frame(f []byte) (handshake bool) {
+// An answer to a request this package injected (ours) is taken instead.
+func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	if !w.parsed {
 		w.parsed = true
 		if hs, ok := parseConnectResponse(f); ok {
@@ -181,21 +205,29 @@ func (w *wireConn) frame(f []byte) (handshake bool) {
 				w.link.lastZxid.Store(0) // expired; go-zookeeper starts over too
 			}
 			w.link.setHandshake(hs)
+			if hs.sessionID != 0 {
+				w.link.cur.Store(w) // removals may be written on it
+			}
 		}
 		w.relZxid.Store(w.link.lastZxid.Load())
-		return true
+		return true, false
 	}
 	if len(f) < 16 {
-		return false // go-zookeeper will fail on it
+		return false, false // go-zookeeper will fail on it
 	}
-	if int32(binary.BigEndian.Uint32(f[4:])) < 0 {
-		return false // go-zookeeper ignores the zxid of events and pings
+	if xid := int32(binary.BigEndian.Uint32(f[4:])); isRemovalXid(xid) {
+		if len(f) >= 20 {
+			w.link.answered(xid, f)
+		}
+		return false, true
+	} else if xid < 0 {
+		return false, false // go-zookeeper ignores the zxid of events and pings
 	}
 	if zxid := int64(binary.BigEndian.Uint64(f[8:])); zxid > 0 {
 		w.link.lastZxid.Store(zxid)
 		binary.BigEndian.PutUint64(f[8:], 0)
 	}
-	return false
+	return false, false
 }
 
 // parseConnectResponse decodes int32 length, int32 protocolVersion,
@@ -241,6 +273,11 @@ type link struct {
 	mu    sync.Mutex
 	hs    handshake
 	conns map[*wireConn]struct{} // open connections, closed by closeAll
+
+	// Watch removal (watches.go).
+	wmu     sync.Mutex               // held for every frame written, go-zookeeper's and injected
+	cur     atomic.Pointer[wireConn] // the connection with a session, nil while there is none
+	watches watchSet
 }
 
 func newLink(dial func(network, addr string, timeout time.Duration) (net.Conn, error), stats *counters) *link {
@@ -271,6 +308,7 @@ func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, er
 type trackedConn struct{ *wireConn }
 
 func (t *trackedConn) Close() error {
+	t.link.connGone(t.wireConn)
 	t.link.mu.Lock()
 	delete(t.link.conns, t.wireConn)
 	t.link.mu.Unlock()

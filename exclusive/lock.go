@@ -133,6 +133,7 @@ func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 		case <-ch: // deleted or changed, or the watch was dropped: look again
 		case <-ep.Done():
 		case <-ctx.Done():
+			queue.Unwatch(ep, ch) // no watch of ours is left on the server
 			return nil, l.ctxErr("acquire", ctx)
 		}
 	}

@@ -43,7 +43,8 @@
 //   - Nothing is left behind: a cancelled or timed-out Campaign deletes its
 //     node, including one whose create answer was lost with the connection;
 //     Run resigns when its function returns, even after its ctx ended.
-//     Observe's watch is made to fire when it ends (see Observe).
+//     A cancelled Campaign that was waiting, and Observe when it ends,
+//     remove their watch from the server (see package conn).
 //   - Participants become leader in the order they campaigned.
 //
 // # What it does not guarantee
@@ -53,9 +54,7 @@
 // the local timer narrows the window, Lost and Run's ctx report its end,
 // and only fencing closes it for writes. A function that ignores its ctx
 // keeps running after leadership is lost. Leader, Participants and Observe
-// are snapshots: the leader may have changed by the time they return. A
-// cancelled Campaign that was waiting leaves the server's watch on its
-// predecessor until that node changes (the queue engine's waiting).
+// are snapshots: the leader may have changed by the time they return.
 //
 // # Errors
 //

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -27,10 +27,9 @@ import (
 // The channel is closed when ctx ends or the session is closed. Observing
 // costs one child watch on the election path (or, while the path does not
 // exist, one watch on its creation), set again after every change of the
-// participants; when ctx ends, that watch is made to fire (one transaction
-// that creates and deletes a child nobody can list) so that no watch is
-// left on the server; a session without write access to the path keeps it
-// until the participants next change.
+// participants; when ctx ends, that watch is removed from the server (one
+// removeWatches request, which needs no write access), so that no watch is
+// left there.
 func (e *Election) Observe(ctx context.Context) <-chan Participant {
 	ch := make(chan Participant, 1)
 	go e.observe(ctx, ch)
@@ -55,7 +54,7 @@ func (e *Election) observe(ctx context.Context, ch chan Participant) {
 func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan Participant, last **Participant) bool {
 	delay := 50 * time.Millisecond
 	for {
-		cur, w, exists, err := e.leaderW(ctx, ep)
+		cur, w, _, err := e.leaderW(ctx, ep)
 		if err != nil {
 			// No watch is left behind by a failed leaderW.
 			switch {
@@ -88,7 +87,7 @@ func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan Par
 		case <-ep.Done():
 			return true
 		case <-ctx.Done():
-			e.unwatch(ctx, ep, w, exists)
+			e.unwatch(ctx, ep, w)
 			return false
 		}
 	}
@@ -116,7 +115,7 @@ func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (Participant, <-
 	for {
 		names, _, w, err := ep.ChildrenW(ctx, e.Path())
 		if errors.Is(err, zk.ErrNoNode) {
-			ok, st, w, err := ep.ExistsW(ctx, e.Path())
+			ok, _, w, err := ep.ExistsW(ctx, e.Path())
 			if err != nil {
 				return Participant{}, nil, false, err
 			}
@@ -124,10 +123,9 @@ func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (Participant, <-
 				return Participant{}, w, false, nil
 			}
 			// Created meanwhile: our watch is now a data watch on the path,
-			// which would fire only when the path changes. Make it fire
-			// (a set of the path's data, as it is, at its version), then
+			// which would fire only when the path changes. Remove it, then
 			// list the path.
-			e.fire(ctx, ep, st.Version, w)
+			e.unwatch(ctx, ep, w)
 			continue
 		}
 		if err != nil {
@@ -135,7 +133,7 @@ func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (Participant, <-
 		}
 		ps, err := e.read(ctx, ep, names, 1)
 		if err != nil {
-			e.unwatch(ctx, ep, w, true)
+			e.unwatch(ctx, ep, w)
 			return Participant{}, nil, false, err
 		}
 		if len(ps) == 0 {
@@ -145,87 +143,14 @@ func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (Participant, <-
 	}
 }
 
-// fire makes w, a data watch on the existing election path at version v,
-// fire: it sets the path's (empty) data at that version. If the set fails,
-// the path changed or went, and the watch fired anyway.
-func (e *Election) fire(ctx context.Context, ep *conn.Epoch, v int32, w <-chan zk.Event) {
+// unwatch removes our pending watch w from the server (conn's
+// removeWatches; nothing if it fired already), waiting for the answer for
+// at most queue.Grace after ctx ended.
+func (e *Election) unwatch(ctx context.Context, ep *conn.Epoch, w <-chan zk.Event) {
 	cctx, cancel := queue.CleanupContext(ctx, ep)
 	defer cancel()
-	data, _, err := ep.Get(cctx, e.Path())
-	if err == nil {
-		_, err = ep.Set(cctx, e.Path(), data, v)
-	}
-	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
-		e.sess.Logger().Info("leader: could not clear the observer's watch; it stays until the path changes",
+	if err := connhook.Unwatch(cctx, ep, w); err != nil && ep.Err() == nil {
+		e.sess.Logger().Info("leader: could not remove the observer's watch; it stays until the participants change",
 			zap.String("path", e.Path()), zap.Error(err))
-		return
 	}
-	e.drain(cctx, ep, w)
-}
-
-// drain waits, bounded, for a watch that is known to fire soon.
-func (e *Election) drain(ctx context.Context, ep *conn.Epoch, w <-chan zk.Event) {
-	t := time.NewTimer(ep.Timeout())
-	defer t.Stop()
-	select {
-	case <-w:
-	case <-ep.Done():
-	case <-t.C:
-	}
-}
-
-// unwatch makes our pending watch w fire, so that none is left on the
-// server: a child watch fires on a transaction that creates and deletes a
-// child (which nobody can list: it exists only inside the transaction); a
-// watch on the path's creation fires on a transaction that creates the
-// path (and its missing parents) and deletes them again. If the path
-// changed meanwhile, the watch has fired anyway.
-func (e *Election) unwatch(ctx context.Context, ep *conn.Epoch, w <-chan zk.Event, child bool) {
-	select {
-	case <-w:
-		return
-	default:
-	}
-	cctx, cancel := queue.CleanupContext(ctx, ep)
-	defer cancel()
-	var levels []string // the paths to create, top first
-	if child {
-		levels = []string{conn.JoinPath(e.Path(), "observe-"+uuid.NewString())}
-	} else {
-		for p := e.Path(); p != "/"; p = parent(p) {
-			levels = append([]string{p}, levels...)
-		}
-	}
-	// Create as few levels as exist: try the deepest alone, then one more
-	// parent each time the server says a parent is missing.
-	for k := len(levels) - 1; k >= 0; k-- {
-		var ops []any
-		for _, p := range levels[k:] {
-			ops = append(ops, &zk.CreateRequest{Path: p, Acl: e.sess.ACL()})
-		}
-		for i := len(levels) - 1; i >= k; i-- {
-			ops = append(ops, &zk.DeleteRequest{Path: levels[i], Version: -1})
-		}
-		_, err := ep.Multi(cctx, ops...)
-		if errors.Is(err, zk.ErrNoNode) && k > 0 {
-			continue
-		}
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			e.sess.Logger().Info("leader: could not clear the observer's watch; it stays until the participants change",
-				zap.String("path", e.Path()), zap.Error(err))
-			return
-		}
-		break
-	}
-	e.drain(cctx, ep, w)
-}
-
-// parent is p's parent path.
-func parent(p string) string {
-	for i := len(p) - 1; i > 0; i-- {
-		if p[i] == '/' {
-			return p[:i]
-		}
-	}
-	return "/"
 }

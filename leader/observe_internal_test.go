@@ -7,29 +7,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 )
 
-// closedSoon reports whether watch channel w is closed (its one event
-// taken) within a second.
-func closedSoon(w <-chan zk.Event) bool {
-	for {
-		select {
-		case _, ok := <-w:
-			if !ok {
-				return true
-			}
-		case <-time.After(time.Second):
-			return false
-		}
-	}
-}
-
-// Observe's watch on a missing election path is cleared when it ends, even
-// when the path's parents are missing too: the transaction creates the
-// missing levels and deletes them again, and leaves nothing.
+// Observe's watch on a missing election path is removed from the server
+// when it ends (removeWatches), with nothing created.
 func TestUnwatchMissingPath(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
@@ -42,16 +24,17 @@ func TestUnwatchMissingPath(t *testing.T) {
 	ok, _, w, err := ep.ExistsW(ctx, path)
 	require.NoError(t, err)
 	require.False(t, ok)
-	e.unwatch(ctx, ep, w, false)
-	assert.True(t, closedSoon(w), "the watch fired")
+	require.Equal(t, []string{path}, testzk.DataWatches(t, c, ep.SessionID()))
+	e.unwatch(ctx, ep, w)
+	assert.Empty(t, testzk.DataWatches(t, c, ep.SessionID()), "no watch left")
 	ok, _, err = ep.Exists(ctx, base)
 	require.NoError(t, err)
-	assert.False(t, ok, "nothing left behind")
+	assert.False(t, ok, "nothing created")
 }
 
 // A data watch left on an election path that appeared between listing
-// and watching is made to fire.
-func TestFireExistingPath(t *testing.T) {
+// and watching is removed, with no write.
+func TestUnwatchExistingPath(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "election")
@@ -63,6 +46,9 @@ func TestFireExistingPath(t *testing.T) {
 	ok, st, w, err := ep.ExistsW(ctx, path)
 	require.NoError(t, err)
 	require.True(t, ok)
-	e.fire(ctx, ep, st.Version, w)
-	assert.True(t, closedSoon(w), "the watch fired")
+	e.unwatch(ctx, ep, w)
+	assert.Empty(t, testzk.DataWatches(t, c, ep.SessionID()), "no watch left")
+	_, st2, err := ep.Get(ctx, path)
+	require.NoError(t, err)
+	assert.Equal(t, st.Mzxid, st2.Mzxid, "the path was not written")
 }

@@ -51,3 +51,9 @@ func TestDeadlines(t *testing.T) {
 		locktest.RunDeadlines(t, newMultiLocker, append(opts, locktest.WithLostWrite(3))...)
 	})
 }
+
+// A MultiLock's waiter that gives up leaves no watch on the server (nor
+// node), while the holder holds and the sessions are open.
+func TestAbandonLeavesNoWatch(t *testing.T) {
+	locktest.RunAbandon(t, newMultiLocker, locktest.WithoutTryAcquire(), locktest.WithErrors(multilock.ErrNotHeld, nil))
+}

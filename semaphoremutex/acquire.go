@@ -234,6 +234,17 @@ func (a *attempt) waitEpochEnd(ctx context.Context) error {
 	}
 }
 
+// unwatch stops waiting on the watches still set when giving up, so that
+// none of ours is left on the server. (Admitted, we keep them: each fires
+// once when its node goes, an event with no request; see the package
+// documentation.)
+func (a *attempt) unwatch() {
+	for name, ch := range a.watches {
+		queue.Unwatch(a.ep, ch)
+		delete(a.watches, name)
+	}
+}
+
 // forget drops name from before (and from the watches).
 func (a *attempt) forget(name string) {
 	delete(a.watches, name)
@@ -266,6 +277,7 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 	if a.ep.Err() != nil {
 		return errRestart
 	}
+	a.unwatch() // written before the deletes below
 	a.drop(ctx)
 	a.unlock(ctx)
 	return err

@@ -2,6 +2,7 @@ package semaphoremutex_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -99,3 +100,50 @@ func (s *semLock) Release(ctx context.Context) error {
 }
 
 func (s *semLock) Path() string { return s.sem.Path() }
+
+// A waiter of a two-lease semaphore queued behind a holder of both leases
+// watches lease nodes; giving up, it leaves no watch on the server.
+func TestSemaphoreAbandonLeavesNoWatch(t *testing.T) {
+	newSem := func(t *testing.T, s *conn.Session, path string) locktest.Locker {
+		t.Helper()
+		return &semLock{sem: newSemaphore(t, s, path, 2)}
+	}
+	full := func(t *testing.T, s *conn.Session, path string) locktest.Locker {
+		t.Helper()
+		return &fullSem{sem: newSemaphore(t, s, path, 2)}
+	}
+	locktest.RunAbandon(t, newSem, append(suiteOptions(t), locktest.WithRival(full))...)
+}
+
+// fullSem holds both leases of a two-lease semaphore, as a
+// locktest.Locker (Acquire returns the first; no TryAcquire).
+type fullSem struct {
+	sem    *semaphoremutex.Semaphore
+	leases []*conn.Lease
+}
+
+func (f *fullSem) Acquire(ctx context.Context) (*conn.Lease, error) {
+	for len(f.leases) < 2 {
+		l, err := f.sem.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		f.leases = append(f.leases, l)
+	}
+	return f.leases[0], nil
+}
+
+func (f *fullSem) TryAcquire(context.Context) (*conn.Lease, bool, error) {
+	return nil, false, errors.New("fullSem has no TryAcquire")
+}
+
+func (f *fullSem) Release(ctx context.Context) error {
+	var errs []error
+	for _, l := range f.leases {
+		errs = append(errs, f.sem.Release(ctx, l))
+	}
+	f.leases = nil
+	return errors.Join(errs...)
+}
+
+func (f *fullSem) Path() string { return f.sem.Path() }

@@ -94,7 +94,7 @@
 //     their predecessor in the internal mutex's queue. (With N > 1, a
 //     waiter admitted by one release leaves its watches on the other
 //     holders' nodes; each fires once when its node goes, an event with no
-//     request.)
+//     request. A waiter that gives up removes its watches from the server.)
 //   - A deadline is kept: Acquire and TryAcquire (Mutex and Semaphore)
 //     return at the latest 100 ms after ctx ends (plus scheduling; the
 //     tests allow 250 ms), even when the connection is blackholed during

@@ -6,10 +6,23 @@
 // It is internal so that users do not depend on it.
 package connhook
 
-import "github.com/go-zookeeper/zk"
+import (
+	"context"
+
+	"github.com/go-zookeeper/zk"
+)
 
 // SealedACL returns the ACL a recipe gives the lock nodes it seals, for a
 // *conn.Session: the session's ACL (conn.WithACL) with WRITE and ADMIN
 // removed from every entry, plus the session's own digest identity with
 // ALL. Only that session can then change the node's data or its ACL.
 var SealedACL func(sess any) []zk.ACL
+
+// Unwatch tells a *conn.Epoch that its caller stopped waiting on ch, a
+// channel the epoch's GetW, ExistsW or ChildrenW returned. If no other
+// watcher of the session waits on that path and kind and the watch has
+// not fired, conn removes it from the server (removeWatches) before any
+// later request of the epoch, and waits for the answer bounded by ctx and
+// the epoch; with ctx ended it returns at once and the removal still
+// goes out. A fired or already stopped channel costs nothing.
+var Unwatch func(ctx context.Context, ep any, ch <-chan zk.Event) error

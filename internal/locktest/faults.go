@@ -37,6 +37,7 @@ func RunFaults(t *testing.T, newLock NewLockFunc, opts ...Option) {
 	if s.cfg.rival != nil {
 		t.Run("TimeoutWhileQueued", func(t *testing.T) { s.testAbandonWhileQueued(t, false) })
 		t.Run("CancelWhileQueued", func(t *testing.T) { s.testAbandonWhileQueued(t, true) })
+		s.runAbandon(t)
 		t.Run("HolderSessionExpired", s.testHolderExpired)
 	}
 }

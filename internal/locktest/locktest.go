@@ -175,6 +175,7 @@ func Run(t *testing.T, newLock NewLockFunc, opts ...Option) {
 	t.Run("CancelledBeforeAcquire", s.testCancelledBefore)
 	t.Run("TimeoutWhileQueued", func(t *testing.T) { s.testAbandonWhileQueued(t, false) })
 	t.Run("CancelWhileQueued", func(t *testing.T) { s.testAbandonWhileQueued(t, true) })
+	s.runAbandon(t)
 	t.Run("ReleaseNotHeld", s.testReleaseNotHeld)
 	t.Run("RefusedRelease", s.testRefusedRelease)
 	t.Run("HolderSessionExpired", s.testHolderExpired)

@@ -134,6 +134,7 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 				}
 			}
 		case <-ctx.Done():
+			Unwatch(a.ep, ch) // no watch of ours is left on the server
 			return CtxErr(ctx)
 		case <-a.ep.Done():
 			return a.ep.Err()
