@@ -26,9 +26,10 @@ type Election struct {
 	id   string
 	cfg  config
 
-	mu    sync.Mutex  // guards the fields below
-	busy  bool        // a Campaign or Resign is under way
-	lease *conn.Lease // while we lead (possibly lost: see Lost)
+	mu          sync.Mutex    // guards the fields below
+	campaigning bool          // a Campaign is under way
+	resigning   chan struct{} // non-nil while a Resign is under way; closed when it ends
+	lease       *conn.Lease   // while we lead (possibly lost: see Lost)
 }
 
 // Participant is one node in the election: a contender, ours or a foreign
@@ -108,7 +109,7 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 	}
 	g, err := e.q.AcquireGrant(ctx, wait)
 	e.mu.Lock()
-	e.busy = false
+	e.campaigning = false
 	if err == nil && g.Lease != nil {
 		e.lease = g.Lease
 	}
@@ -119,17 +120,29 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 	return g.Lease, nil
 }
 
-// begin marks a campaign under way. A lost leadership still recorded is
-// dropped (its node deleted if it is still there).
+// begin marks a campaign under way, after a Resign still under way has
+// ended (Run requeues while a Resign from another goroutine may still be
+// deleting the node). A lost leadership still recorded is dropped (its node
+// deleted if it is still there).
 func (e *Election) begin(ctx context.Context) error {
 	e.mu.Lock()
-	if e.busy || e.lease != nil && e.lease.Err() == nil {
+	for e.resigning != nil {
+		done := e.resigning
+		e.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("leader: campaign: %w", queue.CtxErr(ctx))
+		}
+		e.mu.Lock()
+	}
+	if e.campaigning || e.lease != nil && e.lease.Err() == nil {
 		e.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrCampaigning, e.Path())
 	}
 	stale := e.lease
 	e.lease = nil
-	e.busy = true
+	e.campaigning = true
 	e.mu.Unlock()
 	if stale != nil {
 		_ = e.q.Release(ctx, stale) // lost: gone, or deleted now (or in the background)
@@ -157,16 +170,18 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 	case want != nil && l != want:
 		e.mu.Unlock()
 		return nil
-	case l == nil || e.busy:
+	case l == nil || e.campaigning || e.resigning != nil:
 		e.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrNotLeader, e.Path())
 	}
-	e.lease, e.busy = nil, true
+	done := make(chan struct{})
+	e.lease, e.resigning = nil, done
 	e.mu.Unlock()
 
 	err := e.q.Release(ctx, l)
 	e.mu.Lock()
-	e.busy = false
+	e.resigning = nil
+	close(done)
 	if err != nil && !errors.Is(err, queue.ErrReleasePending) {
 		e.lease = l // the node is still ours
 	}
