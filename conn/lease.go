@@ -40,9 +40,9 @@ type Lease struct {
 	reason error      // why lost was closed
 }
 
-// NewLease makes a lease for node path, which this epoch's session created
-// and holds. Recipes call it when they acquire.
-func (e *Epoch) NewLease(path string) *Lease {
+// newLease makes a lease for node path, which this epoch's session created
+// and holds. Recipes reach it through internal/connhook when they acquire.
+func (e *Epoch) newLease(path string) *Lease {
 	l := &Lease{ep: e, path: path, lost: make(chan struct{}), revoked: make(chan struct{})}
 	go l.watchEpoch(e.LostSignal())
 	return l
@@ -240,9 +240,10 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 	return nil, err
 }
 
-// Released marks the lease as no longer held; recipes call it when they
-// delete the node. Lost is closed (Err says released).
-func (l *Lease) Released() {
+// released marks the lease as no longer held; recipes call it (through
+// internal/connhook) when they delete the node. Lost is closed (Err says
+// released).
+func (l *Lease) released() {
 	l.closeLost(fmt.Errorf("%w: released", ErrLeaseLost))
 }
 

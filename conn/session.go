@@ -18,6 +18,9 @@ import (
 
 func init() {
 	connhook.SealedACL = func(s any) []zk.ACL { return s.(*Session).sealedACL() }
+	connhook.NewLease = func(ep any, path string) any { return ep.(*Epoch).newLease(path) }
+	connhook.Released = func(l any) { l.(*Lease).released() }
+	connhook.SessionPassword = func(ep any) []byte { return append([]byte(nil), ep.(*Epoch).passwd...) }
 }
 
 var errRetired = errors.New("conn: connection retired")

@@ -183,7 +183,7 @@ func TestRunCancelled(t *testing.T) {
 		ctx := testzk.Ctx(t, 60*time.Second)
 		fctx, res := runTerm(t, ctx, e)
 		ep := testzk.Epoch(t, s)
-		require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+		require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 		waitCancelled(t, fctx, 20*time.Second)
 		assert.ErrorIs(t, context.Cause(fctx), conn.ErrSessionExpired)
 		err := <-res

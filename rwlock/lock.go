@@ -8,6 +8,7 @@ import (
 	"github.com/petermattis/goid"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -177,7 +178,7 @@ func (k *Lock) Release(ctx context.Context) error {
 func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 	l := o.w.lease
 	if o.r != nil && rw.mustKeep(ctx, l, o.r.lease) {
-		l.Released()
+		connhook.Released(l)
 		rw.mu.Lock()
 		o.w, o.kept = nil, l
 		rw.mu.Unlock()

@@ -290,7 +290,7 @@ func lost(ctx context.Context, b bank, servers []string, tellers [2]*conn.Sessio
 	fmt.Fprintf(out, "   teller 1's fencing tokens: A %d, B %d\n", before[0], before[1])
 	lostCh := m.Lost()
 	ep := leases[0].Epoch()
-	if err := zktest.ExpireSession(ctx, servers[0], ep.SessionID(), ep.SessionPassword()); err != nil {
+	if err := zktest.ExpireEpoch(ctx, servers[0], ep); err != nil {
 		return err
 	}
 	select {

@@ -13,3 +13,17 @@ import "github.com/go-zookeeper/zk"
 // removed from every entry, plus the session's own digest identity with
 // ALL. Only that session can then change the node's data or its ACL.
 var SealedACL func(sess any) []zk.ACL
+
+// NewLease makes a *conn.Lease for node path, which the session of ep (a
+// *conn.Epoch) created and holds. Recipes call it when they acquire.
+var NewLease func(ep any, path string) any
+
+// Released marks l (a *conn.Lease) as no longer held: its Lost channel is
+// closed and Err says released. Recipes call it when they delete the node
+// (or hand its deletion to the background); it deletes nothing.
+var Released func(l any)
+
+// SessionPassword returns the password of ep's ZooKeeper session (ep is a
+// *conn.Epoch), as the Java client's getSessionPasswd gives it, for
+// zktest.ExpireEpoch. A secret: it lets anyone attach to the session.
+var SessionPassword func(ep any) []byte

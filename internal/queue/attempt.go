@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"go.uber.org/zap"
 )
 
@@ -207,7 +208,7 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	}
 	p := conn.JoinPath(a.q.path, a.node)
 	a.q.log.Debug("acquired", zap.String("node", a.node))
-	g := Grant{Lease: a.ep.NewLease(p)}
+	g := Grant{Lease: connhook.NewLease(a.ep, p).(*conn.Lease)}
 	if a.from != nil {
 		g.HandedOver, g.From = true, *a.from
 	}

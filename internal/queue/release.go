@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"go.uber.org/zap"
 )
 
@@ -46,7 +47,7 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 	if err != nil && !errors.Is(err, ErrReleasePending) {
 		return fmt.Errorf("queue: release %s: %w", l.Path(), err)
 	}
-	l.Released()
+	connhook.Released(l)
 	if err != nil {
 		return fmt.Errorf("queue: release %s: %w", l.Path(), err)
 	}
