@@ -66,3 +66,20 @@ func failedOp(ops []any, res []zk.MultiResponse, err error) *OpError {
 	}
 	return nil
 }
+
+// describeOps names a multi's ops for an error that is not one op's (a
+// connection loss, a context's end): its first op and how many follow,
+// e.g. "set-data /a/b +1 op".
+func describeOps(ops []any) string {
+	if len(ops) == 0 {
+		return "(no ops)"
+	}
+	name, path := opName(ops[0])
+	switch len(ops) {
+	case 1:
+		return name + " " + path
+	case 2:
+		return name + " " + path + " +1 op"
+	}
+	return fmt.Sprintf("%s %s +%d ops", name, path, len(ops)-1)
+}

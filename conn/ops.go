@@ -171,7 +171,7 @@ func (e *Epoch) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 			return nil, err
 		}
 	}
-	res, err := callAbs(ctx, e, OpMulti, fmt.Sprintf("of %d ops", len(ops)), false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
+	res, err := callAbs(ctx, e, OpMulti, describeOps(ops), false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
 		return zc.Multi(abs...)
 	})
 	for i := range res {

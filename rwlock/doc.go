@@ -122,7 +122,7 @@
 //     session's ACL as it is, so that Revoke (or Curator's Revoker) can
 //     ask a holder to release (Lease.Revoked); the holder keeps the lock
 //     until it releases it. Revoke on a sealed node fails with an error
-//     matching conn.ErrNotRevocable.
+//     matching lock.ErrNotRevocable.
 //   - A fencing token per grant (Lease.Token, the node's czxid, growing
 //     with every node created) and guarded writes (Lease.GuardedWrite: a
 //     transaction that commits only while our node exists). Readers get

@@ -158,7 +158,7 @@ func (rw *RWLock) heldBy(write bool) bool {
 // through a WithRevocable handle learns it from its lease's Revoked
 // channel. Nobody else gets in because of it: the lock is held until the
 // holder releases it. A sealed node (the default) refuses: the error
-// matches conn.ErrNotRevocable. A node that is gone is nil.
+// matches lock.ErrNotRevocable. A node that is gone is nil.
 func (rw *RWLock) Revoke(ctx context.Context, node string) error {
 	if err := conn.ValidatePath(node); err != nil {
 		return fmt.Errorf("rwlock: revoke: %w", err)

@@ -1,0 +1,99 @@
+// Package lock holds what every lock of this module shares: the Locker
+// interface (what multilock combines) and the errors every recipe returns
+// with the same meaning. Each recipe's own sentinel of the same name
+// (mutex.ErrNotHeld, rwlock.ErrReleasePending, ...) is the very same value,
+// so errors.Is works with either, and the message reads the same in every
+// recipe.
+//
+// # The contract of Acquire, TryAcquire and Release
+//
+// One table for every lock of the module (docs/design.md explains why):
+//
+//	                     owner      reentrant    fair  Release from another   TryAcquire
+//	                                                   goroutine / handle
+//	mutex                goroutine  yes (count)  FIFO  ErrNotOwner            held by this goroutine: re-enter; else no wait
+//	rwlock (read/write)  goroutine  yes (count)  FIFO  ErrNotOwner            same as mutex
+//	semaphoremutex.Mutex handle     no (waits)   FIFO  allowed (any goroutine) no wait
+//	semaphoremutex lease lease      no           FIFO  Lease given back       no wait
+//	exclusive            handle     no           no    allowed (any goroutine) one create, no wait
+//	multilock            handle     no           per lock, in path order        all or none, no wait
+//	leader               handle     no           FIFO  Resign from any goroutine (Campaign: no wait variant none)
+//
+// For every lock:
+//
+//   - Acquire blocks until the lock is held or ctx ends; a ctx that ends
+//     first returns an error matching ctx.Err() and leaves nothing behind
+//     (its node is deleted, in the background if need be).
+//   - TryAcquire never waits for another holder: it reports false (and a
+//     nil error) when the lock is taken, and takes it otherwise.
+//   - The *conn.Lease returned is the grant: Lost closes when the lock
+//     must be taken as lost (session ended, node deleted by someone else),
+//     Token is the fencing token, GuardedWrite/CheckOp guard writes with it.
+//   - Release deletes the node: nil when it is gone; ErrReleasePending when
+//     the delete's outcome is unknown (connection lost, ctx ended
+//     mid-request): the handle no longer holds the lock, and the node is
+//     deleted in the background; ErrNotHeld when the handle holds nothing.
+//   - Release after loss (Lost closed) returns nil: the node went with its
+//     session, or someone deleted it; there is nothing left to release.
+package lock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
+
+// Errors every lock of this module returns with the same meaning. Compare
+// with errors.Is; the recipes wrap them once, with the operation and the
+// lock's path ("mutex: release /locks/a: lock: not held").
+var (
+	// ErrNotHeld: Release was called on a handle that does not hold the
+	// lock (never acquired, or already released), so there was nothing to
+	// release and nothing changed; calling Release again cannot help. Not
+	// to be confused with a lock that another goroutine of this process
+	// holds (ErrNotOwner): that one stays held.
+	ErrNotHeld = errors.New("lock: not held")
+
+	// ErrReleasePending: a release whose deletion could not be confirmed
+	// (the connection was lost, or ctx ended mid-request) while the
+	// session lives. The handle no longer holds the lock and its lease is
+	// marked released; its node is deleted in the background until it is
+	// gone or the session ends, and other processes may see the lock held
+	// until then. Treat it as released: do not call Release again. The
+	// error also matches the cause (context.Canceled,
+	// conn.ErrConnectionLoss, ...).
+	ErrReleasePending = errors.New("lock: release pending (the node may still exist; deleting it in the background)")
+
+	// ErrNotOwner: Release of a goroutine-owned lock (mutex, rwlock) was
+	// called by a goroutine that does not hold it while another goroutine
+	// of this process does. Nothing changed: the lock stays held.
+	ErrNotOwner = errors.New("lock: not owner (held by another goroutine of this process)")
+
+	// ErrNotRevocable: a request to revoke a lock (the recipes' Revoke
+	// methods) was refused because the holder's node is sealed (the
+	// default: only its owner may change it; zk.ErrNoAuth). Only holders
+	// that created their nodes revocable (the recipes' WithRevocable
+	// option) can be asked to release.
+	ErrNotRevocable = errors.New("lock: lock node is sealed, not revocable")
+)
+
+// Locker is what every lock of this module is (exclusive.Lock,
+// mutex.InterProcessMutex, semaphoremutex.Mutex, rwlock's read and write
+// locks), and what a multilock.MultiLock is made of.
+//
+// A lock is identified by where it is on the servers: its Session's
+// ensemble (conn.Session.Ensemble) and its full path, the Session's
+// namespace followed by Path (conn.Session.FullPath).
+type Locker interface {
+	// Acquire blocks until held or ctx ends.
+	Acquire(ctx context.Context) (*conn.Lease, error)
+	// Release gives the lock back (see the package doc for its errors).
+	Release(ctx context.Context) error
+	// Path is the lock's path in its Session (without the namespace).
+	Path() string
+	// Session is the session the lock's nodes are created in. A nil
+	// Session (a stand-in that is not a ZooKeeper lock) makes Path alone,
+	// on no ensemble, the lock's identity.
+	Session() *conn.Session
+}
