@@ -50,7 +50,9 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 		if o == nil {
 			return nil, fmt.Errorf("mutex: %w: nil option", conn.ErrInvalidOption)
 		}
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)

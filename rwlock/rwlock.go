@@ -82,7 +82,9 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 		if o == nil {
 			return nil, fmt.Errorf("rwlock: %w: nil option", conn.ErrInvalidOption)
 		}
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
@@ -108,7 +110,6 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 		*q.q, err = queue.New(sess, path, queue.Config{
 			Schema:      queue.HostKindSchema{Host: host, Kind: q.kind},
 			Decide:      q.decide,
-			Relist:      cfg.relist,
 			MarkRelease: q.kind == "W",
 			Revocable:   cfg.revocable,
 		})

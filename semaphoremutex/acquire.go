@@ -3,7 +3,6 @@ package semaphoremutex
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -215,24 +214,10 @@ func (a *attempt) await(ctx context.Context) error {
 		// closing, so the epoch ends very soon. If it does not within the
 		// session timeout, the watches are set again.
 		a.watches = nil
-		return a.waitEpochEnd(ctx)
+		return queue.WaitEpochEnd(ctx, a.ep)
 	}
 	// Any other event (the node's data changed): watch it again.
 	return nil
-}
-
-// waitEpochEnd follows a "not watching" event.
-func (a *attempt) waitEpochEnd(ctx context.Context) error {
-	t := time.NewTimer(a.ep.Timeout())
-	defer t.Stop()
-	select {
-	case <-a.ep.Done():
-		return a.ep.Err()
-	case <-ctx.Done():
-		return queue.CtxErr(ctx)
-	case <-t.C:
-		return nil
-	}
 }
 
 // forget drops name from before (and from the watches).

@@ -90,7 +90,9 @@ func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (
 		if o == nil {
 			return nil, fmt.Errorf("semaphoremutex: %w: nil option", conn.ErrInvalidOption)
 		}
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
@@ -102,7 +104,6 @@ func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (
 	lock, err := queue.New(sess, conn.JoinPath(path, locksDir), queue.Config{
 		Schema:      lockSchema,
 		Decide:      queue.First,
-		Relist:      cfg.relist,
 		MarkRelease: true,
 		Tag:         tag,
 		Revocable:   cfg.revocable,

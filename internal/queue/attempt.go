@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
@@ -142,21 +141,8 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 	}
 }
 
-// waitEpochEnd follows a "not watching" event: go-zookeeper drops watches
-// when its session expired or it is closing, so the epoch ends very soon.
-// If it does not within the session timeout, the watch is set again.
-func (a *attempt) waitEpochEnd(ctx context.Context) error {
-	t := time.NewTimer(a.ep.Timeout())
-	defer t.Stop()
-	select {
-	case <-a.ep.Done():
-		return a.ep.Err()
-	case <-ctx.Done():
-		return CtxErr(ctx)
-	case <-t.C:
-		return nil
-	}
-}
+// waitEpochEnd follows a "not watching" event (see WaitEpochEnd).
+func (a *attempt) waitEpochEnd(ctx context.Context) error { return WaitEpochEnd(ctx, a.ep) }
 
 // gone records that contender name has left the queue, and makes sure the
 // next decision costs at most one request. The rest of the cache is what
