@@ -97,3 +97,26 @@ type Locker interface {
 	// on no ensemble, the lock's identity.
 	Session() *conn.Session
 }
+
+// Participant is one contender for a lock, as the recipes' Participants
+// methods list them (mutex.InterProcessMutex, semaphoremutex.Mutex and
+// Semaphore): a node that counts in the lock's queue, ours or a foreign
+// client's (Curator, kazoo, go-zookeeper).
+type Participant struct {
+	// Node is the node's path.
+	Node string
+	// Holding is true for a holder of the lock (for a semaphore, of a
+	// lease), false for a waiter.
+	Holding bool
+	// Seq is the sequence number the server gave the node.
+	Seq int32
+	// ID is the contender's unique acquire id (the uuid in the name).
+	ID string
+	// Host and PID say which process queued it, when its data tells
+	// (Curator writes only an address, which becomes Host).
+	Host string
+	PID  int
+	// Known is false when the node's data could not be read as who it is;
+	// then only Node, Holding, Seq and ID are set.
+	Known bool
+}
