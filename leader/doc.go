@@ -65,7 +65,8 @@
 // lock.ErrNotHeld), ErrNoLeader (Leader on an empty election),
 // ErrLeadershipLost (Run's term ended because leadership was lost; matches
 // conn.ErrLeaseLost), ErrReleasePending (Resign not confirmed; deleting in
-// the background; matches lock.ErrReleasePending). Errors of the caller's
+// the background; it is lock.ErrReleasePending, as in every lock of this
+// module: package lock has the table of their contract). Errors of the caller's
 // context and of the session (conn.ErrClosed, conn.ErrInvalidOption, ...)
 // are wrapped.
 package leader

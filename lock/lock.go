@@ -5,36 +5,46 @@
 // so errors.Is works with either, and the message reads the same in every
 // recipe.
 //
-// # The contract of Acquire, TryAcquire and Release
+// # Acquire, TryAcquire and Release: one contract
 //
-// One table for every lock of the module (docs/design.md explains why):
+// Every lock of the module, side by side (README.md's "Which lock do I
+// want" adds the cost per handoff and the paths shared with Curator and
+// kazoo):
 //
-//	                     owner      reentrant    fair  Release from another   TryAcquire
-//	                                                   goroutine / handle
-//	mutex                goroutine  yes (count)  FIFO  ErrNotOwner            held by this goroutine: re-enter; else no wait
-//	rwlock (read/write)  goroutine  yes (count)  FIFO  ErrNotOwner            same as mutex
-//	semaphoremutex.Mutex handle     no (waits)   FIFO  allowed (any goroutine) no wait
-//	semaphoremutex lease lease      no           FIFO  Lease given back       no wait
-//	exclusive            handle     no           no    allowed (any goroutine) one create, no wait
-//	multilock            handle     no           per lock, in path order        all or none, no wait
-//	leader               handle     no           FIFO  Resign from any goroutine (Campaign: no wait variant none)
+//	lock                   owner      reentrant       fair          Release by another    TryAcquire
+//	                                                                goroutine
+//	mutex.InterProcessMutex goroutine yes, counted    yes (FIFO)    ErrNotOwner           yes
+//	rwlock read/write Lock goroutine  yes, counted    yes (FIFO)    ErrNotOwner           yes
+//	semaphoremutex.Mutex   handle     no: waits       yes (FIFO)    allowed               yes
+//	semaphoremutex.Semaphore lease    no: one lease   yes (FIFO)    allowed (the lease)   yes
+//	                                  per Acquire
+//	exclusive.Lock         handle     no: waits       no (a race)   allowed               yes
+//	multilock.MultiLock    handle     no: ErrBusy     per lock      as its locks allow    no
+//	leader.Election        handle     no: ErrCampaigning yes (FIFO) Resign: allowed       no
 //
-// For every lock:
+// What every one of them does:
 //
-//   - Acquire blocks until the lock is held or ctx ends; a ctx that ends
+//   - Acquire blocks until the lock is held or ctx ends; one whose ctx ends
 //     first returns an error matching ctx.Err() and leaves nothing behind
-//     (its node is deleted, in the background if need be).
-//   - TryAcquire never waits for another holder: it reports false (and a
-//     nil error) when the lock is taken, and takes it otherwise.
-//   - The *conn.Lease returned is the grant: Lost closes when the lock
-//     must be taken as lost (session ended, node deleted by someone else),
-//     Token is the fencing token, GuardedWrite/CheckOp guard writes with it.
-//   - Release deletes the node: nil when it is gone; ErrReleasePending when
-//     the delete's outcome is unknown (connection lost, ctx ended
-//     mid-request): the handle no longer holds the lock, and the node is
-//     deleted in the background; ErrNotHeld when the handle holds nothing.
+//     (its node is deleted, in the background if need be). A session lost
+//     while waiting is not an error: Acquire starts over in the next one.
+//   - TryAcquire never waits for another holder: it returns (nil, false,
+//     nil) when the lock is taken, and takes it otherwise.
+//   - The *conn.Lease returned is the grant: Lost closes when the lock must
+//     be taken as lost (the session ended, the node was deleted by someone
+//     else), Token is the fencing token, GuardedWrite and CheckOp guard
+//     writes with it.
+//   - Release deletes the node: nil once it is gone. ErrReleasePending when
+//     the delete's outcome is unknown: the handle no longer holds the lock,
+//     and the node is deleted in the background. ErrNotHeld when the handle
+//     (for mutex and rwlock, the goroutine) holds nothing. Any other error
+//     (the server refused the delete) leaves the lock held: call Release
+//     again.
 //   - Release after loss (Lost closed) returns nil: the node went with its
-//     session, or someone deleted it; there is nothing left to release.
+//     session, or someone deleted it; there is nothing left to release,
+//     and the handle can acquire again.
+//   - Errors say the recipe, the operation and the lock's path once, then
+//     the cause: "mutex: release /locks/a: lock: not held".
 package lock
 
 import (

@@ -57,6 +57,10 @@
 //
 // # Errors
 //
+// Locker is lock.Locker and ErrNotHeld is lock.ErrNotHeld (package lock
+// holds what every lock of this module shares, and the one table of their
+// Acquire/Release contract).
+//
 // Sentinels, compared with errors.Is: ErrNoLocks, ErrNilLock,
 // ErrDuplicatePath (from New), ErrBusy, ErrNotHeld, ErrPartlyReleased
 // (Release left some locks held: call it again). Errors of the locks

@@ -87,6 +87,11 @@
 //
 // # Errors
 //
+// Acquire, TryAcquire and Release follow the one contract of every lock of
+// this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
+// ErrNotHeld, ErrReleasePending and ErrNotOwner are lock's errors (the same values), read
+// the same in every recipe: "mutex: release <path>: lock: not held".
+//
 // Revoke refuses a sealed node with an error matching lock.ErrNotRevocable.
 // Sentinels, compared with errors.Is: ErrNotOwner, ErrNotHeld (Release by a
 // goroutine that does not hold the mutex), ErrReleasePending (deletion of

@@ -145,6 +145,11 @@
 //
 // # Errors
 //
+// Acquire, TryAcquire and Release follow the one contract of every lock of
+// this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
+// ErrNotHeld, ErrReleasePending and ErrNotOwner are lock's errors (the same values), read
+// the same in every recipe: "rwlock: release <path>: lock: not held".
+//
 // Sentinels, compared with errors.Is: ErrUpgrade (the write lock asked for
 // while holding only the read lock), ErrNotOwner, ErrNotHeld (Release by a
 // goroutine that does not hold that side), ErrReleasePending (deletion of

@@ -166,6 +166,11 @@
 //
 // # Errors
 //
+// Acquire, TryAcquire and Release follow the one contract of every lock of
+// this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
+// ErrNotHeld and ErrReleasePending are lock's errors (the same values), read
+// the same in every recipe: "semaphoremutex: release <path>: lock: not held".
+//
 // Sentinels, compared with errors.Is: ErrNotHeld (Release of a lease the
 // handle does not hold, or of a Mutex that is not held), ErrReleasePending
 // (deletion of the lease node not confirmed; continuing in the background),
