@@ -134,7 +134,8 @@ func (s *Session) State() State {
 	return s.state
 }
 
-// Logger is the session's logger, for the recipes built on it.
+// Logger is the session's logger (WithLogger; silent by default), which the
+// recipes built on the session log through.
 func (s *Session) Logger() *zap.Logger { return s.log }
 
 // ACL is the ACL recipes give the nodes they create (WithACL), apart from
