@@ -17,6 +17,10 @@
 //	lease, err := sem.Acquire(ctx) // one of 3 leases
 //	defer sem.Release(context.WithoutCancel(ctx), lease)
 //
+// Mutex.Locker(ctx) is the Mutex as a sync.Locker, for code written
+// against one (Lock and Unlock panic with the error they cannot return;
+// see there).
+//
 // # How it works
 //
 // Under the semaphore's path, <path>/locks holds an internal mutex (the
