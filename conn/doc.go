@@ -105,8 +105,7 @@
 // Sentinels, compared with errors.Is: ErrClosed, ErrEpochEnded (with the
 // reason: ErrSessionExpired, ErrSessionTimeout, ErrClosed), ErrConnectionLoss
 // (a request's fate is unknown), ErrInvalidPath, ErrReservedPath,
-// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrLeaseLost; and the
-// roots of the recipes' errors, which this package never returns itself:
-// ErrReleasePending, ErrNotHeld, ErrNotRevocable. Errors from the server are
+// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrLeaseLost. The errors every lock
+// shares (ErrNotHeld, ErrReleasePending, ...) are package lock's. Errors from the server are
 // wrapped and match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

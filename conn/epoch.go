@@ -43,11 +43,6 @@ func (e *Epoch) SessionID() int64 { return e.sessionID }
 // Timeout is the session timeout the server granted.
 func (e *Epoch) Timeout() time.Duration { return e.timeout }
 
-// SessionPassword is the session's password, as the Java client's
-// getSessionPasswd gives it; zktest.ExpireSession needs it. Treat it as a
-// secret.
-func (e *Epoch) SessionPassword() []byte { return append([]byte(nil), e.passwd...) }
-
 // Done is closed when the epoch ends. Never nil.
 func (e *Epoch) Done() <-chan struct{} { return e.ctx.Done() }
 

@@ -43,34 +43,4 @@ var (
 	// ErrConnectTimeout: no session could be established within the connect
 	// timeout.
 	ErrConnectTimeout = errors.New("conn: no session established within the connect timeout")
-
-	// ErrReleasePending is the root of every recipe's "release pending"
-	// error (mutex.ErrReleasePending, rwlock.ErrReleasePending,
-	// semaphoremutex.ErrReleasePending, exclusive.ErrReleasePending), so
-	// that code over any lock (multilock) can recognise it: a release whose
-	// deletion could not be confirmed. The handle no longer holds the lock;
-	// its node is being deleted in the background until it is gone or the
-	// session ends, and other processes may see it held until then. Treat
-	// it as released: do not call Release again. This package never
-	// returns it itself.
-	ErrReleasePending = errors.New("conn: release pending")
-
-	// ErrNotHeld is the root of every recipe's "not held" error
-	// (mutex.ErrNotHeld, rwlock.ErrNotHeld, semaphoremutex.ErrNotHeld,
-	// exclusive.ErrNotHeld), so that code over any lock (multilock) can
-	// recognise it: Release was called on a handle that does not hold the
-	// lock (never acquired, or already released), so there was nothing to
-	// release and nothing changed; calling Release again cannot help. Not to
-	// be confused with a lock that another goroutine of this process holds
-	// (mutex.ErrNotOwner, rwlock.ErrNotOwner): that one stays held. This
-	// package never returns it itself.
-	ErrNotHeld = errors.New("conn: not held")
-
-	// ErrNotRevocable: a request to revoke a lock (the recipes' Revoke
-	// methods) was refused because the holder's node is sealed (the
-	// default: only its owner may change it; zk.ErrNoAuth). Only holders
-	// that created their nodes revocable (the recipes' WithRevocable
-	// option) can be asked to release. This package never returns it
-	// itself.
-	ErrNotRevocable = errors.New("conn: lock node is sealed, not revocable")
 )

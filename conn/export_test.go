@@ -11,3 +11,10 @@ var WithCloseWait = withCloseWait
 // WatchesRemoved is the number of removeWatches requests session s has
 // written (see watches.go).
 func WatchesRemoved(s *Session) int64 { return s.stats.watchesRemoved.Load() }
+
+// NewLease and Released give the tests what the recipes reach through
+// internal/connhook.
+func (e *Epoch) NewLease(path string) *Lease { return e.newLease(path) }
+
+// Released marks l released (see Lease.released).
+func (l *Lease) Released() { l.released() }

@@ -40,9 +40,9 @@ type Lease struct {
 	reason error      // why lost was closed
 }
 
-// NewLease makes a lease for node path, which this epoch's session created
-// and holds. Recipes call it when they acquire.
-func (e *Epoch) NewLease(path string) *Lease {
+// newLease makes a lease for node path, which this epoch's session created
+// and holds. Recipes reach it through internal/connhook when they acquire.
+func (e *Epoch) newLease(path string) *Lease {
 	l := &Lease{ep: e, path: path, lost: make(chan struct{}), revoked: make(chan struct{})}
 	go l.watchEpoch(e.LostSignal())
 	return l
@@ -214,11 +214,14 @@ func (l *Lease) Token(ctx context.Context) (int64, error) {
 
 // GuardedWrite runs ops (see Epoch.Multi) in one transaction behind a check
 // that our lock node still exists, so they commit only while the lock is
-// ours. A refused check returns an error matching ErrLeaseLost (and
-// nothing was written); a connection loss returns ErrConnectionLoss (the
-// writes may or may not have been applied). Ops may not set the data of
-// the lock node itself (ErrInvalidOption): a change of a held node's data
-// is how its release tells the waiter behind to enter.
+// ours (the check is CheckOp). A refused check returns an error matching
+// ErrLeaseLost (and nothing was written); a refused op of the caller's
+// returns an *OpError naming it by its place among ops (from 0) and
+// matching the server's error, e.g. "conn: guarded write: op 0 (set-data
+// /stock): zk: version conflict"; a connection loss returns
+// ErrConnectionLoss (the writes may or may not have been applied). Ops may
+// not set the data of the lock node itself (ErrInvalidOption): a change of
+// a held node's data is how its release tells the waiter behind to enter.
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	select {
 	case <-l.lost:
@@ -230,10 +233,9 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 			return nil, fmt.Errorf("%w: a guarded write may not set the data of its own lock node %s", ErrInvalidOption, l.path)
 		}
 	}
-	// Version -1: the node exists, whatever its data version (a revocable
-	// node's data may have been changed by a revoke request).
-	all := append([]any{&zk.CheckVersionRequest{Path: l.path, Version: -1}}, ops...)
+	all := append([]any{l.CheckOp()}, ops...)
 	res, err := l.ep.Multi(ctx, all...)
+	var oe *OpError
 	switch {
 	case err == nil:
 		return res[1:], nil
@@ -241,21 +243,41 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 		return nil, err // fate unknown
 	case errors.Is(err, ErrEpochEnded):
 		return nil, fmt.Errorf("%w: %w", ErrLeaseLost, err)
-	case errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion):
-		// The server names no failing op; tell ours from the caller's.
-		ok, _, xerr := l.ep.Exists(ctx, l.path)
-		if xerr == nil && !ok {
-			lost := fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, l.path)
-			l.closeLost(lost)
-			return nil, lost
-		}
+	case errors.As(err, &oe) && oe.Index == 0:
+		// Our check failed: the node is gone (its version is not checked).
+		lost := fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, l.path)
+		l.closeLost(lost)
+		return nil, lost
+	case oe != nil:
+		// One of the caller's ops failed: name it by its place among them.
+		c := *oe
+		c.Index--
+		c.call = "guarded write"
+		return nil, &c
 	}
 	return nil, err
 }
 
-// Released marks the lease as no longer held; recipes call it when they
-// delete the node. Lost is closed (Err says released).
-func (l *Lease) Released() {
+// CheckOp returns the check a caller can put first into their own
+// Epoch.Multi (on this lease's epoch: Epoch) to guard it with the lease, as
+// GuardedWrite does: the multi then commits only while the lock node
+// exists, and the server refuses all of it once the node is gone (released,
+// or the session ended). It checks no data version (-1): a revocable node's
+// data may be changed by a revoke request (see Revoked), and a change of
+// data is not a loss. A refused check makes Multi return an *OpError with
+// Index 0 (or whatever place the caller gave it) matching zk.ErrNoNode.
+// Unlike GuardedWrite, Multi does not close Lost on such a refusal, and
+// does not refuse ops that set the lock node's own data; prefer
+// GuardedWrite unless the multi must be built elsewhere. Each call returns
+// a new request.
+func (l *Lease) CheckOp() *zk.CheckVersionRequest {
+	return &zk.CheckVersionRequest{Path: l.path, Version: -1}
+}
+
+// released marks the lease as no longer held; recipes call it (through
+// internal/connhook) when they delete the node. Lost is closed (Err says
+// released).
+func (l *Lease) released() {
 	l.closeLost(fmt.Errorf("%w: released", ErrLeaseLost))
 }
 

@@ -150,7 +150,10 @@ func (e *Epoch) CreateParents(ctx context.Context, path string) error {
 // Multi runs ops (*zk.CreateRequest, *zk.DeleteRequest, *zk.SetDataRequest,
 // *zk.CheckVersionRequest) atomically. Not retried: on connection loss the
 // error matches ErrConnectionLoss and the ops may or may not have been
-// applied. The error of a failed op is returned wrapped.
+// applied. A multi the server refused (nothing applied) returns an *OpError
+// naming the failing op and path and wrapping the server's error, e.g.
+// "conn: multi: op 1 (set-data /stock): zk: version conflict", which
+// matches zk.ErrBadVersion.
 func (e *Epoch) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	abs := make([]any, len(ops))
 	for i, op := range ops {
@@ -159,18 +162,14 @@ func (e *Epoch) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 			return nil, err
 		}
 	}
-	res, err := callAbs(ctx, e, OpMulti, "(multi)", false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
+	res, err := callAbs(ctx, e, OpMulti, describeOps(ops), false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
 		return zc.Multi(abs...)
 	})
 	for i := range res {
 		res[i].String = e.s.strip(res[i].String)
 	}
-	if err == nil {
-		for i, r := range res {
-			if r.Error != nil {
-				return res, fmt.Errorf("conn: multi op %d: %w", i, r.Error)
-			}
-		}
+	if oe := failedOp(ops, res, err); oe != nil {
+		return res, oe
 	}
 	return res, err
 }

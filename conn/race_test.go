@@ -72,7 +72,7 @@ func TestRequestsInFlightWhenTheEpochEnds(t *testing.T) {
 		t.Cleanup(stopBusy)
 		time.Sleep(20 * time.Millisecond) // let requests pile up; no race is hidden by it
 		if round%2 == 0 {
-			require.NoError(t, zktest.ExpireSession(context.Background(), c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+			require.NoError(t, zktest.ExpireEpoch(context.Background(), c.Servers()[0], ep))
 			select {
 			case <-ep.Done():
 			case <-time.After(20 * time.Second):
@@ -103,7 +103,7 @@ func TestLostArmedAcrossExpiry(t *testing.T) {
 		for s.Stats().WatchesSet == before {
 			time.Sleep(time.Millisecond)
 		}
-		require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+		require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 		select {
 		case <-lost:
 		case <-ctx.Done():

@@ -18,6 +18,9 @@ import (
 
 func init() {
 	connhook.SealedACL = func(s any) []zk.ACL { return s.(*Session).sealedACL() }
+	connhook.NewLease = func(ep any, path string) any { return ep.(*Epoch).newLease(path) }
+	connhook.Released = func(l any) { l.(*Lease).released() }
+	connhook.SessionPassword = func(ep any) []byte { return append([]byte(nil), ep.(*Epoch).passwd...) }
 }
 
 var errRetired = errors.New("conn: connection retired")
@@ -131,7 +134,8 @@ func (s *Session) State() State {
 	return s.state
 }
 
-// Logger is the session's logger, for the recipes built on it.
+// Logger is the session's logger (WithLogger; silent by default), which the
+// recipes built on the session log through.
 func (s *Session) Logger() *zap.Logger { return s.log }
 
 // ACL is the ACL recipes give the nodes they create (WithACL), apart from
@@ -189,6 +193,36 @@ func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 			return nil, fmt.Errorf("conn: waiting for a ZooKeeper session: %w", context.Cause(ctx))
 		}
 	}
+}
+
+// Done is closed once the Session is closed (Close) and every goroutine
+// of it has stopped. It is the Session's final end; for the end of the
+// ZooKeeper session in use now (after which the Session opens another),
+// see EpochDone.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// closedChan is what EpochDone returns when no epoch is live.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// EpochDone is the end of the ZooKeeper session in use now, as one channel,
+// for code that holds no lease but must stop what it does for this session
+// when the session ends (ephemeral nodes it created are then gone, watches
+// dropped). It is the Done channel of the epoch live at the time of the
+// call: closed when that epoch ends (server-confirmed expiry, the local
+// timer, or Close), never when a later one does. When no epoch is live
+// (the last one ended and the next has not begun, or after Close) the
+// channel returned is already closed. A Suspended connection is not an end
+// (see Epoch.LostSignal for the error policy that may make it one). To go
+// on in the next epoch, call Epoch(ctx) and then its Done (or EpochDone
+// again).
+func (s *Session) EpochDone() <-chan struct{} {
+	s.mu.Lock()
+	ep := s.cur
+	s.mu.Unlock()
+	if ep == nil {
+		return closedChan
+	}
+	return ep.Done()
 }
 
 // Close ends the current epoch (its ephemeral nodes go with it), closes the

@@ -96,7 +96,7 @@ func TestServerConfirmedExpiry(t *testing.T) {
 	sub := s.Subscribe()
 	defer sub.Close()
 
-	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 
 	// The server drops the connection (Suspended), then refuses the session.
 	lost := expectPast(t, sub, 20*time.Second, conn.Lost)
@@ -186,7 +186,7 @@ func TestSlowSubscriberMissesNothing(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		ep := epoch(t, s)
 		ids = append(ids, ep.SessionID())
-		require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+		require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 		waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		<-ep.Done()
 		_, err := s.Epoch(waitCtx) // the next epoch has begun

@@ -165,7 +165,7 @@ func TestLostLeaseLeavesNoWatch(t *testing.T) {
 	before = testzk.WatchesSet(s2)
 	lost = l2.Lost()
 	testzk.Watching(t, s2, before)
-	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep2.SessionID(), ep2.SessionPassword()))
+	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep2))
 	<-lost
 	next := epoch(t, s2)
 	assert.Empty(t, testzk.DataWatches(t, c, ep2.SessionID()))

@@ -67,6 +67,11 @@
 //
 // # Errors
 //
+// Acquire, TryAcquire and Release follow the one contract of every lock of
+// this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
+// ErrNotHeld and ErrReleasePending are lock's errors (the same values), read
+// the same in every recipe: "exclusive: release <path>: lock: not held".
+//
 // Sentinels, compared with errors.Is: ErrNilSession, ErrInvalidPath (also
 // matching conn.ErrInvalidPath or conn.ErrReservedPath), ErrInvalidOption,
 // ErrNotHeld, ErrReleasePending. Acquire and TryAcquire return an error

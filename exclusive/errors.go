@@ -2,9 +2,8 @@ package exclusive
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Errors returned by this package. Compare with errors.Is; they are wrapped
@@ -21,17 +20,15 @@ var (
 	// invalid value.
 	ErrInvalidOption = errors.New("exclusive: invalid option")
 
-	// ErrNotHeld: Release was called on a handle that holds nothing. It
-	// also matches conn.ErrNotHeld, the root shared by every lock of this
-	// module.
-	ErrNotHeld = fmt.Errorf("exclusive: lock not held by this handle: %w", conn.ErrNotHeld)
+	// ErrNotHeld is lock.ErrNotHeld (the same value): Release was called
+	// while the handle holds nothing. Nothing changed.
+	ErrNotHeld = lock.ErrNotHeld
 
-	// ErrReleasePending: Release could not confirm that the lock node was
-	// deleted (the connection dropped or ctx ended with the delete in
-	// flight). The handle no longer holds the lock; the node is deleted in
-	// the background until it is gone or the session epoch ends, whichever
-	// comes first. Other contenders may have to wait until then. It also
-	// matches conn.ErrReleasePending, the root shared by every lock of this
-	// module.
-	ErrReleasePending = fmt.Errorf("exclusive: release not confirmed; deleting the lock node in the background: %w", conn.ErrReleasePending)
+	// ErrReleasePending is lock.ErrReleasePending (the same value): Release
+	// could not confirm that the lock node is gone (the connection was lost, or ctx
+	// ended mid-request) while the session lives. The handle no longer holds the lock
+	// and its lease is marked released, but other processes may still see
+	// the node; it is deleted in the background until it is gone or the
+	// session ends. The error also matches the cause.
+	ErrReleasePending = lock.ErrReleasePending
 )

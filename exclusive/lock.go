@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -187,7 +188,7 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, version int
 		l.settle(ctx, ep, id)
 		return nil, l.ctxErr("acquire", ctx)
 	}
-	g := &grant{ep: ep, lease: ep.NewLease(l.node), id: id, version: version}
+	g := &grant{ep: ep, lease: connhook.NewLease(ep, l.node).(*conn.Lease), id: id, version: version}
 	l.mu.Lock()
 	stale := l.held
 	l.held = g
@@ -198,7 +199,7 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, version int
 		// deleted it.
 		l.log.Warn("replacing a grant that was never released; its node was gone",
 			zap.Int64("old_session", stale.ep.SessionID()))
-		stale.lease.Released()
+		connhook.Released(stale.lease)
 	}
 	l.log.Debug("acquired", zap.Int64("session", ep.SessionID()))
 	return g.lease, nil

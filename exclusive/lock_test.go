@@ -216,7 +216,7 @@ func TestLock(t *testing.T) {
 		require.NoError(t, err)
 		ep := lease.Epoch()
 		lost := lease.Lost() // armed across the expiry
-		require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+		require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 		select {
 		case <-ep.Done():
 		case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -33,21 +34,21 @@ func (l *Lock) Release(ctx context.Context) error {
 		return fmt.Errorf("exclusive: release %s: %w", l.path, ErrNotHeld)
 	}
 	if g.ep.Err() != nil {
-		g.lease.Released()
+		connhook.Released(g.lease)
 		l.log.Debug("released; the node went with its session", zap.Error(g.ep.Err()))
 		return nil
 	}
 	err := l.deleteHeld(ctx, g)
 	switch {
 	case err == nil:
-		g.lease.Released()
+		connhook.Released(g.lease)
 		l.log.Debug("released")
 		return nil
 	case g.ep.Err() != nil:
-		g.lease.Released()
+		connhook.Released(g.lease)
 		return nil // the epoch ended: the node is gone with it
 	case ctx.Err() != nil || errors.Is(err, conn.ErrConnectionLoss):
-		g.lease.Released()
+		connhook.Released(g.lease)
 		go l.deleteInBackground(g)
 		return fmt.Errorf("exclusive: release %s: %w: %w", l.path, ErrReleasePending, err)
 	}

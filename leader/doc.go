@@ -61,10 +61,11 @@
 // Sentinels, compared with errors.Is: ErrNilSession, ErrEmptyID,
 // ErrInvalidPath (bad input to New), ErrCampaigning (a handle campaigns
 // or leads already), ErrNotLeader (Resign without leading; matches
-// conn.ErrNotHeld), ErrNoLeader (Leader on an empty election),
+// lock.ErrNotHeld), ErrNoLeader (Leader on an empty election),
 // ErrLeadershipLost (Run's term ended because leadership was lost; matches
 // conn.ErrLeaseLost), ErrReleasePending (Resign not confirmed; deleting in
-// the background; matches conn.ErrReleasePending). Errors of the caller's
+// the background; it is lock.ErrReleasePending, as in every lock of this
+// module: package lock has the table of their contract). Errors of the caller's
 // context and of the session (conn.ErrClosed, conn.ErrInvalidOption, ...)
 // are wrapped.
 package leader

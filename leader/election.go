@@ -62,7 +62,9 @@ func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error)
 		if o == nil {
 			return nil, fmt.Errorf("leader: %w: nil option", conn.ErrInvalidOption)
 		}
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrInvalidPath, path, err)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Errors returned by this package, compared with errors.Is. Errors of the
@@ -25,9 +25,9 @@ var (
 
 	// ErrNotLeader: Resign was called while this handle does not lead (it
 	// never campaigned, already resigned, or Run's term ended). Nothing
-	// changed. It also matches conn.ErrNotHeld, the root shared with the
+	// changed. It also matches lock.ErrNotHeld, the root shared with the
 	// locks of this module.
-	ErrNotLeader = fmt.Errorf("leader: not leader: %w", conn.ErrNotHeld)
+	ErrNotLeader = fmt.Errorf("leader: not leader: %w", lock.ErrNotHeld)
 
 	// ErrCampaigning: Campaign or Run was called while this handle already
 	// campaigns or leads. One handle is one participant: make a handle per
@@ -44,11 +44,11 @@ var (
 	// also matches conn.ErrLeaseLost and the lease's reason.
 	ErrLeadershipLost = errors.New("leader: leadership lost")
 
-	// ErrReleasePending: Resign could not confirm that our node is gone
-	// (the connection was lost, or ctx ended mid-request) while the session
-	// lives. The handle no longer leads and its lease is marked released,
-	// but other participants may still see our node first until the
-	// background deletion succeeds or the session ends. It also matches
-	// conn.ErrReleasePending.
-	ErrReleasePending = fmt.Errorf("leader: resign pending (node may still exist; deleting in the background): %w", conn.ErrReleasePending)
+	// ErrReleasePending is lock.ErrReleasePending (the same value): Resign
+	// could not confirm that our node is gone (the connection was lost, or
+	// ctx ended mid-request) while the session lives. The handle no longer
+	// leads and its lease is marked released, but other participants may
+	// still see our node first until the background deletion succeeds or
+	// the session ends.
+	ErrReleasePending = lock.ErrReleasePending
 )

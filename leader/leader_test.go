@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -50,7 +51,7 @@ func TestCampaignAndResign(t *testing.T) {
 	_, err := e0.Leader(ctx)
 	assert.ErrorIs(t, err, leader.ErrNoLeader)
 	assert.ErrorIs(t, e0.Resign(ctx), leader.ErrNotLeader)
-	assert.ErrorIs(t, e0.Resign(ctx), conn.ErrNotHeld)
+	assert.ErrorIs(t, e0.Resign(ctx), lock.ErrNotHeld)
 
 	l0, err := e0.Campaign(ctx)
 	require.NoError(t, err)
@@ -183,7 +184,7 @@ func TestRunCancelled(t *testing.T) {
 		ctx := testzk.Ctx(t, 60*time.Second)
 		fctx, res := runTerm(t, ctx, e)
 		ep := testzk.Epoch(t, s)
-		require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+		require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 		waitCancelled(t, fctx, 20*time.Second)
 		assert.ErrorIs(t, context.Cause(fctx), conn.ErrSessionExpired)
 		err := <-res

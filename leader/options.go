@@ -1,7 +1,10 @@
 package leader
 
-// Option configures New.
-type Option func(*config)
+// Option configures New. Each option documents its default and what an
+// invalid value does; a nil Option makes New fail with an error matching
+// conn.ErrInvalidOption. The form, func(*config) error, is every package's
+// of this module.
+type Option func(*config) error
 
 type config struct {
 	requeue bool
@@ -14,5 +17,5 @@ type config struct {
 // non-nil error while leadership was still safe. Default false: Run
 // returns after one term. This is Curator LeaderSelector's autoRequeue.
 func WithRequeue(v bool) Option {
-	return func(c *config) { c.requeue = v }
+	return func(c *config) error { c.requeue = v; return nil }
 }

@@ -33,8 +33,8 @@
 //     failure; all failures are reported together (errors.Join).
 //   - Nothing is forgotten: a lock whose Release fails in a way that leaves
 //     it held (anything but nil, a "release pending" error, which matches
-//     conn.ErrReleasePending, or a "not held" one, which matches
-//     conn.ErrNotHeld) keeps the MultiLock held, by the locks left only.
+//     lock.ErrReleasePending, or a "not held" one, which matches
+//     lock.ErrNotHeld) keeps the MultiLock held, by the locks left only.
 //     Release then fails with ErrPartlyReleased, Acquire with ErrBusy,
 //     until a later Release, which retries just those locks, succeeds.
 //   - Lost closes when any lease is lost or on the first Release, even one
@@ -57,10 +57,14 @@
 //
 // # Errors
 //
+// Locker is lock.Locker and ErrNotHeld is lock.ErrNotHeld (package lock
+// holds what every lock of this module shares, and the one table of their
+// Acquire/Release contract).
+//
 // Sentinels, compared with errors.Is: ErrNoLocks, ErrNilLock,
 // ErrDuplicatePath (from New), ErrBusy, ErrNotHeld, ErrPartlyReleased
 // (Release left some locks held: call it again). Errors of the locks
 // underneath are wrapped with their path and joined, so errors.Is finds
 // them too (context.DeadlineExceeded, conn.ErrLeaseLost,
-// conn.ErrReleasePending, conn.ErrNotHeld, ...).
+// lock.ErrReleasePending, lock.ErrNotHeld, ...).
 package multilock

@@ -1,6 +1,10 @@
 package multilock
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/lock"
+)
 
 // Errors returned by this package. Compare with errors.Is; the errors of
 // the locks underneath are wrapped with their path and joined
@@ -23,9 +27,10 @@ var (
 	// another call.
 	ErrBusy = errors.New("multilock: already held, or being acquired or released")
 
-	// ErrNotHeld: Release was called on a MultiLock that is not held, or
-	// while another call is acquiring or releasing it.
-	ErrNotHeld = errors.New("multilock: not held")
+	// ErrNotHeld is lock.ErrNotHeld (the same value): Release was called
+	// on a MultiLock that is not held, or while another call is acquiring
+	// or releasing it.
+	ErrNotHeld = lock.ErrNotHeld
 
 	// ErrPartlyReleased: Release could not release every lock. At least one
 	// lock's Release failed in a way that leaves it held (the server

@@ -13,10 +13,12 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Locker is what a MultiLock is made of: every lock of this module
-// (exclusive, mutex, semaphoremutex, rwlock's read and write locks) is one.
+// Locker is lock.Locker: what a MultiLock is made of. Every lock of this
+// module (exclusive, mutex, semaphoremutex, rwlock's read and write locks)
+// is one.
 //
 // A lock is identified by where it is on the servers: its Session's
 // ensemble (conn.Session.Ensemble) and its full path, the Session's
@@ -24,17 +26,7 @@ import (
 // locks by full path, then ensemble, and refuses two locks with the same
 // identity, so one lock reached through sessions with different namespaces
 // is recognised, and is taken in the same place in every process.
-type Locker interface {
-	// Acquire blocks until held or ctx ends.
-	Acquire(ctx context.Context) (*conn.Lease, error)
-	Release(ctx context.Context) error
-	// Path is the lock's path in its Session (without the namespace).
-	Path() string
-	// Session is the session the lock's nodes are created in. A nil
-	// Session (a stand-in that is not a ZooKeeper lock) makes Path alone,
-	// on no ensemble, the lock's identity.
-	Session() *conn.Session
-}
+type Locker = lock.Locker
 
 // identity is what identifies a lock physically: its full path (namespace
 // included) and its ensemble.
@@ -70,7 +62,7 @@ func (a identity) String() string {
 // context of its own (the caller's may be the reason for the failure),
 // which ends 100 ms after the caller's ctx ended, and at the latest after
 // RollbackTimeout; a release that cannot finish by then goes on in the
-// background (its error matches conn.ErrReleasePending).
+// background (its error matches lock.ErrReleasePending).
 const RollbackTimeout = 10 * time.Second
 
 type state int
@@ -172,7 +164,7 @@ func (m *MultiLock) Paths() []string {
 // errors.Is(err, context.DeadlineExceeded) works) joined with any error of
 // the rollback. The MultiLock holds nothing afterwards; a lock whose
 // rollback release failed with an error other than a pending one
-// (conn.ErrReleasePending) is still held by its own handle, named in the
+// (lock.ErrReleasePending) is still held by its own handle, named in the
 // error: release it through that handle.
 func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	m.mu.Lock()
@@ -228,8 +220,8 @@ func (m *MultiLock) rollback(ctx context.Context, n int) error {
 // wrapped with its lock's path.
 //
 // A lock counts as released when its Release returns nil, an error
-// matching conn.ErrReleasePending (the handle no longer holds it; its node
-// is deleted in the background), or one matching conn.ErrNotHeld (the
+// matching lock.ErrReleasePending (the handle no longer holds it; its node
+// is deleted in the background), or one matching lock.ErrNotHeld (the
 // handle did not hold it, e.g. it was released behind the MultiLock's
 // back: there is nothing to retry). Any other error leaves that lock held,
 // as the locks' Release contracts say (the server refused the delete; a
@@ -270,7 +262,7 @@ func (m *MultiLock) Release(ctx context.Context) error {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("multilock: release %s: %w", locks[j].Path(), err))
-		if !errors.Is(err, conn.ErrReleasePending) && !errors.Is(err, conn.ErrNotHeld) {
+		if !errors.Is(err, lock.ErrReleasePending) && !errors.Is(err, lock.ErrNotHeld) {
 			kept = append(kept, locks[j])
 		}
 	}

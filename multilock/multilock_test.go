@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -279,7 +279,7 @@ func TestPartlyReleasedIsRetried(t *testing.T) {
 	assert.ErrorIs(t, err, multilock.ErrPartlyReleased)
 	assert.ErrorIs(t, err, errThird)
 	assert.ErrorIs(t, err, errFirst)
-	assert.ErrorIs(t, err, conn.ErrReleasePending, "a pending release is reported too")
+	assert.ErrorIs(t, err, lock.ErrReleasePending, "a pending release is reported too")
 	assert.Contains(t, err.Error(), "2 of 4 locks still held: /a, /d")
 	assert.True(t, fs[0].isHeld())
 	assert.False(t, fs[1].isHeld())
@@ -317,8 +317,8 @@ func TestPartlyReleasedIsRetried(t *testing.T) {
 	require.NoError(t, m.Release(ctx))
 }
 
-// Every lock's "release pending" error matches conn.ErrReleasePending and
-// its "not held" error conn.ErrNotHeld, and a MultiLock counts such a lock
+// Every lock's "release pending" error is lock.ErrReleasePending and its
+// "not held" error lock.ErrNotHeld, and a MultiLock counts such a lock
 // as released: the handle no longer holds it (its node goes in the
 // background), or never did, so a retry would have nothing to do.
 func TestPendingAndNotHeldCountAsReleased(t *testing.T) {
@@ -326,26 +326,23 @@ func TestPendingAndNotHeldCountAsReleased(t *testing.T) {
 		pkg            string
 		sentinel, root error
 	}{
-		{"queue", queue.ErrReleasePending, conn.ErrReleasePending},
-		{"mutex", mutex.ErrReleasePending, conn.ErrReleasePending},
-		{"rwlock", rwlock.ErrReleasePending, conn.ErrReleasePending},
-		{"semaphoremutex", semaphoremutex.ErrReleasePending, conn.ErrReleasePending},
-		{"exclusive", exclusive.ErrReleasePending, conn.ErrReleasePending},
-		{"conn", conn.ErrReleasePending, conn.ErrReleasePending},
-		{"mutex", mutex.ErrNotHeld, conn.ErrNotHeld},
-		{"rwlock", rwlock.ErrNotHeld, conn.ErrNotHeld},
-		{"semaphoremutex", semaphoremutex.ErrNotHeld, conn.ErrNotHeld},
-		{"exclusive", exclusive.ErrNotHeld, conn.ErrNotHeld},
-		{"conn", conn.ErrNotHeld, conn.ErrNotHeld},
+		{"queue", queue.ErrReleasePending, lock.ErrReleasePending},
+		{"mutex", mutex.ErrReleasePending, lock.ErrReleasePending},
+		{"rwlock", rwlock.ErrReleasePending, lock.ErrReleasePending},
+		{"semaphoremutex", semaphoremutex.ErrReleasePending, lock.ErrReleasePending},
+		{"exclusive", exclusive.ErrReleasePending, lock.ErrReleasePending},
+		{"mutex", mutex.ErrNotHeld, lock.ErrNotHeld},
+		{"rwlock", rwlock.ErrNotHeld, lock.ErrNotHeld},
+		{"semaphoremutex", semaphoremutex.ErrNotHeld, lock.ErrNotHeld},
+		{"exclusive", exclusive.ErrNotHeld, lock.ErrNotHeld},
 	}
 	for _, tc := range tests {
 		name := tc.pkg + " pending"
-		if tc.root == conn.ErrNotHeld {
+		if tc.root == lock.ErrNotHeld {
 			name = tc.pkg + " not held"
 		}
 		t.Run(name, func(t *testing.T) {
-			assert.ErrorIs(t, tc.sentinel, tc.root)
-			assert.True(t, strings.HasPrefix(tc.sentinel.Error(), tc.pkg+": "), "keeps its own message: %q", tc.sentinel)
+			assert.Same(t, tc.root, tc.sentinel, "one error, read the same in every recipe")
 
 			rec := &recorder{}
 			fs := fakes(rec, "/a", "/b")
@@ -370,8 +367,10 @@ func TestPendingAndNotHeldCountAsReleased(t *testing.T) {
 
 // Not-owner errors are not "not held": the lock stays held by its owner.
 func TestNotOwnerIsNotNotHeld(t *testing.T) {
-	assert.NotErrorIs(t, mutex.ErrNotOwner, conn.ErrNotHeld)
-	assert.NotErrorIs(t, rwlock.ErrNotOwner, conn.ErrNotHeld)
+	assert.NotErrorIs(t, mutex.ErrNotOwner, lock.ErrNotHeld)
+	assert.NotErrorIs(t, rwlock.ErrNotOwner, lock.ErrNotHeld)
+	assert.Same(t, lock.ErrNotOwner, mutex.ErrNotOwner)
+	assert.Same(t, lock.ErrNotOwner, rwlock.ErrNotOwner)
 }
 
 func isClosed(ch <-chan struct{}) bool {

@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -140,7 +141,7 @@ func TestZooKeeper(t *testing.T) {
 
 	// One sub-release fails for real (the lock was already released behind
 	// the MultiLock's back): the others are released all the same and the
-	// failure is reported. The lock is not held (conn.ErrNotHeld), so the
+	// failure is reported. The lock is not held (lock.ErrNotHeld), so the
 	// MultiLock is not left partly held: a retry could never succeed.
 	t.Run("FailingSubReleaseDoesNotStopOthers", func(t *testing.T) {
 		s := locktest.Connect(t, c.Servers(), sessionTimeout)
@@ -162,7 +163,7 @@ func TestZooKeeper(t *testing.T) {
 
 		err = m.Release(locktest.Ctx(t, 10*time.Second))
 		assert.ErrorIs(t, err, exclusive.ErrNotHeld)
-		assert.ErrorIs(t, err, conn.ErrNotHeld)
+		assert.ErrorIs(t, err, lock.ErrNotHeld)
 		assert.NotErrorIs(t, err, multilock.ErrPartlyReleased, "a lock not held has nothing left to release")
 		assert.Contains(t, err.Error(), paths[1])
 		for _, p := range paths {
@@ -272,7 +273,7 @@ func TestZooKeeper(t *testing.T) {
 	})
 
 	// On a dead context no deletion can be confirmed: every lock reports a
-	// pending release (conn.ErrReleasePending), which counts as released;
+	// pending release (lock.ErrReleasePending), which counts as released;
 	// the nodes go in the background.
 	t.Run("PendingCountsAsReleased", func(t *testing.T) {
 		s := locktest.Connect(t, c.Servers(), sessionTimeout)
@@ -286,7 +287,7 @@ func TestZooKeeper(t *testing.T) {
 		dead, cancel := context.WithCancel(ctx)
 		cancel()
 		err = m.Release(dead)
-		assert.ErrorIs(t, err, conn.ErrReleasePending)
+		assert.ErrorIs(t, err, lock.ErrReleasePending)
 		assert.ErrorIs(t, err, mutex.ErrReleasePending)
 		assert.ErrorIs(t, err, exclusive.ErrReleasePending)
 		assert.NotErrorIs(t, err, multilock.ErrPartlyReleased)

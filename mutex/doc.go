@@ -65,7 +65,7 @@
 //     the holder to release (Lease.Revoked closes on "__REVOKE__"), and
 //     the holder keeps the mutex until it releases it. Revoke also reaches
 //     a Curator holder that called makeRevocable. Revoke on a sealed node
-//     fails with an error matching conn.ErrNotRevocable.
+//     fails with an error matching lock.ErrNotRevocable.
 //   - A fencing token per grant (Lease.Token, the node's czxid, growing
 //     with every holder) and guarded writes (Lease.GuardedWrite: a
 //     transaction that commits only while our node exists).
@@ -87,7 +87,12 @@
 //
 // # Errors
 //
-// Revoke refuses a sealed node with an error matching conn.ErrNotRevocable.
+// Acquire, TryAcquire and Release follow the one contract of every lock of
+// this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
+// ErrNotHeld, ErrReleasePending and ErrNotOwner are lock's errors (the same values), read
+// the same in every recipe: "mutex: release <path>: lock: not held".
+//
+// Revoke refuses a sealed node with an error matching lock.ErrNotRevocable.
 // Sentinels, compared with errors.Is: ErrNotOwner, ErrNotHeld (Release by a
 // goroutine that does not hold the mutex), ErrReleasePending (deletion of
 // the node not confirmed; continuing in the background), ErrNilSession.

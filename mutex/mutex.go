@@ -50,7 +50,9 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 		if o == nil {
 			return nil, fmt.Errorf("mutex: %w: nil option", conn.ErrInvalidOption)
 		}
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
@@ -91,7 +93,7 @@ func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 	}
 	l, err := m.q.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("mutex: %w", err)
+		return nil, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
 	m.record(gid, l)
 	return l, nil
@@ -107,7 +109,7 @@ func (m *InterProcessMutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, 
 	}
 	l, ok, err := m.q.TryAcquire(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("mutex: %w", err)
+		return nil, false, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
 	if ok {
 		m.record(gid, l)
@@ -156,10 +158,10 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 	switch {
 	case h == nil && len(m.owned) > 0:
 		m.mu.Unlock()
-		return fmt.Errorf("%w: %s is held by another goroutine", ErrNotOwner, m.Path())
+		return fmt.Errorf("mutex: release %s: %w", m.Path(), ErrNotOwner)
 	case h == nil:
 		m.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNotHeld, m.Path())
+		return fmt.Errorf("mutex: release %s: %w", m.Path(), ErrNotHeld)
 	case h.count > 1:
 		h.count--
 		m.mu.Unlock()
@@ -170,14 +172,14 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 	// Only this goroutine touches owned[gid]: no lock is needed while the
 	// node is deleted.
 	err := m.q.Release(ctx, h.lease)
-	if err != nil && !errors.Is(err, queue.ErrReleasePending) {
-		return fmt.Errorf("mutex: %w", err)
+	if err != nil && !errors.Is(err, ErrReleasePending) {
+		return fmt.Errorf("mutex: release %s: %w", m.Path(), err)
 	}
 	m.mu.Lock()
 	delete(m.owned, gid)
 	m.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+		return fmt.Errorf("mutex: release %s: %w", m.Path(), err)
 	}
 	return nil
 }
@@ -206,7 +208,7 @@ func (m *InterProcessMutex) IsOwnedByCurrentGoroutine() bool {
 // Revoked channel; a Curator holder that called makeRevocable, from its
 // listener. Nobody else gets the mutex until the holder releases it. A
 // sealed node (the default) refuses: the error matches
-// conn.ErrNotRevocable. A node that is gone is nil.
+// lock.ErrNotRevocable. A node that is gone is nil.
 func (m *InterProcessMutex) Revoke(ctx context.Context, node string) error {
 	if err := revokable(m.Path(), node); err != nil {
 		return fmt.Errorf("mutex: %w", err)

@@ -48,6 +48,7 @@ func TestUncontended(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	assert.Equal(t, l.Path(), ps[0].Node)
+	assert.True(t, ps[0].Holding, "the first holds the mutex")
 	assert.True(t, ps[0].Known)
 	assert.NotZero(t, ps[0].PID)
 	assert.Contains(t, names[0], ps[0].ID)

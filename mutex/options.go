@@ -1,7 +1,10 @@
 package mutex
 
-// Option configures New.
-type Option func(*config)
+// Option configures New. Each option documents its default and what an
+// invalid value does; a nil Option makes New fail with an error matching
+// conn.ErrInvalidOption. The form, func(*config) error, is every package's
+// of this module.
+type Option func(*config) error
 
 type config struct {
 	relist    bool
@@ -14,7 +17,7 @@ type config struct {
 // same; it costs one getChildren per handoff, whose reply grows with the
 // queue. It exists to measure the difference.
 func WithRelist(v bool) Option {
-	return func(c *config) { c.relist = v }
+	return func(c *config) error { c.relist = v; return nil }
 }
 
 // WithRevocable makes the nodes this handle creates revocable instead of
@@ -31,5 +34,5 @@ func WithRelist(v bool) Option {
 // waiter behind it may list the children again, and it reads the node
 // again after every data change (one request each).
 func WithRevocable() Option {
-	return func(c *config) { c.revocable = true }
+	return func(c *config) error { c.revocable = true; return nil }
 }

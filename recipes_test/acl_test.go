@@ -273,7 +273,7 @@ func testACLNotLogged(t *testing.T, c *zktest.Cluster, base string) {
 	require.True(t, ok)
 	run("after a reconnect")
 	ep := epochOf(t, s)
-	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 	_, ok = locktest.WaitState(t, sub, 30*time.Second, conn.Connected)
 	require.True(t, ok)
 	run("in a new session")

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -308,10 +309,10 @@ func classifyWrite(err error) outcome {
 
 // isReleasePending: a release whose delete is going on in the background.
 func isReleasePending(err error) bool {
-	return errors.Is(err, conn.ErrReleasePending) // every lock's ErrReleasePending wraps it
+	return errors.Is(err, lock.ErrReleasePending) // every lock's ErrReleasePending wraps it
 }
 
 // isNotHeld: a release of something no longer held through the handle.
 func isNotHeld(err error) bool {
-	return errors.Is(err, conn.ErrNotHeld) || errors.Is(err, multilock.ErrNotHeld)
+	return errors.Is(err, lock.ErrNotHeld) || errors.Is(err, multilock.ErrNotHeld)
 }

@@ -131,7 +131,7 @@ func (r *faultRun) inject(rng *rand.Rand, kind string) (string, error) {
 		r.mu.Lock()
 		r.expired[ep.SessionID()] = time.Now()
 		r.mu.Unlock()
-		if err := zktest.ExpireSession(ctx, srv, ep.SessionID(), ep.SessionPassword()); err != nil {
+		if err := zktest.ExpireEpoch(ctx, srv, ep); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("client %d session 0x%x via %s (holding a lock: %v)", cl.id, ep.SessionID(), srv, holding), nil

@@ -182,7 +182,7 @@ func TestLeaderInteropWithCuratorLatch(t *testing.T) {
 	g2 := gos["go-2"]
 	lease := g2.e.Leading()
 	ep := lease.Epoch()
-	require.NoError(t, zktest.ExpireSession(ctx, servers[0], ep.SessionID(), ep.SessionPassword()))
+	require.NoError(t, zktest.ExpireEpoch(ctx, servers[0], ep))
 	<-ep.Done()
 	<-lease.Lost()
 	require.True(t, errors.Is(lease.Err(), conn.ErrLeaseLost))

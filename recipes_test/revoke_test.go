@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -152,7 +153,7 @@ func TestRevokeCuratorHolder(t *testing.T) {
 // TestSemaphoreRevoke: with two leases, both held and a third contender
 // waiting on the lease nodes, Revoke on a revocable holder's lease node
 // closes that holder's Revoked and admits nobody; its release does. On a
-// sealed lease node Revoke fails with conn.ErrNotRevocable.
+// sealed lease node Revoke fails with lock.ErrNotRevocable.
 func TestSemaphoreRevoke(t *testing.T) {
 	c := zktest.New(t)
 	for _, revocable := range []bool{false, true} {
@@ -183,7 +184,7 @@ func TestSemaphoreRevoke(t *testing.T) {
 
 			err = sems[2].Revoke(ctx, a.Path())
 			if !revocable {
-				require.ErrorIs(t, err, conn.ErrNotRevocable)
+				require.ErrorIs(t, err, lock.ErrNotRevocable)
 				assert.False(t, isClosed(revoked))
 			} else {
 				require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -201,7 +202,7 @@ func watching(t *testing.T, s *conn.Session, before int64) int64 {
 // holder releases. With sealed nodes (the default) the write fails with
 // zk.ErrNoAuth; with revocable nodes it succeeds, "__REVOKE__" closes the
 // holder's Revoked, and the holder keeps the lock (Lost stays open). Our
-// Revoke API is refused on a sealed node (conn.ErrNotRevocable) and
+// Revoke API is refused on a sealed node (lock.ErrNotRevocable) and
 // reaches a revocable one.
 func TestThirdPartyWrite(t *testing.T) {
 	c := zktest.New(t)
@@ -255,7 +256,7 @@ func TestThirdPartyWrite(t *testing.T) {
 						require.NoError(t, err)
 						before = watching(t, ws, before)
 					} else {
-						require.ErrorIs(t, err, conn.ErrNotRevocable)
+						require.ErrorIs(t, err, lock.ErrNotRevocable)
 						require.ErrorIs(t, err, zk.ErrNoAuth)
 					}
 				}

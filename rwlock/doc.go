@@ -122,7 +122,7 @@
 //     session's ACL as it is, so that Revoke (or Curator's Revoker) can
 //     ask a holder to release (Lease.Revoked); the holder keeps the lock
 //     until it releases it. Revoke on a sealed node fails with an error
-//     matching conn.ErrNotRevocable.
+//     matching lock.ErrNotRevocable.
 //   - A fencing token per grant (Lease.Token, the node's czxid, growing
 //     with every node created) and guarded writes (Lease.GuardedWrite: a
 //     transaction that commits only while our node exists). Readers get
@@ -144,6 +144,11 @@
 // (Curator's InterProcessReadWriteLock names its nodes differently).
 //
 // # Errors
+//
+// Acquire, TryAcquire and Release follow the one contract of every lock of
+// this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
+// ErrNotHeld, ErrReleasePending and ErrNotOwner are lock's errors (the same values), read
+// the same in every recipe: "rwlock: release <path>: lock: not held".
 //
 // Sentinels, compared with errors.Is: ErrUpgrade (the write lock asked for
 // while holding only the read lock), ErrNotOwner, ErrNotHeld (Release by a

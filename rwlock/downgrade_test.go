@@ -145,7 +145,7 @@ func TestDowngradeOnLostWriteLease(t *testing.T) {
 	l, err := rw.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
 	ep := l.Epoch()
-	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 	testzk.Eventually(t, 20*time.Second, func() bool { return l.Err() != nil }, "the writer was not told")
 	_, err = rw.ReadLock().Acquire(ctx)
 	assert.ErrorIs(t, err, conn.ErrLeaseLost)

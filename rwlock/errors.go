@@ -2,9 +2,8 @@ package rwlock
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Errors returned by this package, compared with errors.Is. Errors of the
@@ -18,25 +17,23 @@ var (
 	// changed. Release the read lock first.
 	ErrUpgrade = errors.New("rwlock: upgrade from the read lock to the write lock is not supported (release the read lock first)")
 
-	// ErrNotOwner: Release was called by a goroutine that does not hold
-	// that lock (read or write) while another goroutine of this process
-	// does, through the same handle. Nothing changed.
-	ErrNotOwner = errors.New("rwlock: not owner")
+	// ErrNotOwner is lock.ErrNotOwner (the same value): Release was called
+	// by a goroutine that does not hold that lock (read or write) through the same handle while another goroutine of this
+	// process does. Nothing changed.
+	ErrNotOwner = lock.ErrNotOwner
 
-	// ErrNotHeld: Release was called while no goroutine of this process
-	// holds that lock through the handle: it was never acquired, or it was
-	// released as often as it was acquired. Nothing changed. It also
-	// matches conn.ErrNotHeld, the root shared by every lock of this module.
-	ErrNotHeld = fmt.Errorf("rwlock: not held: %w", conn.ErrNotHeld)
+	// ErrNotHeld is lock.ErrNotHeld (the same value): Release was called
+	// while no goroutine of this process holds that lock through the handle: it
+	// was never acquired, or it was released as often as it was acquired. Nothing changed.
+	ErrNotHeld = lock.ErrNotHeld
 
-	// ErrReleasePending: the last Release could not confirm that the lock
-	// node is gone (the connection was lost, or ctx ended mid-request)
-	// while the session lives. The caller no longer holds the lock and its
-	// lease is marked released, but other processes may still see the
-	// node; it is deleted in the background until it is gone or the
-	// session ends. The error also matches the cause, and
-	// conn.ErrReleasePending, the root shared by every lock of this module.
-	ErrReleasePending = fmt.Errorf("rwlock: release pending (lock node may still exist; deleting in the background): %w", conn.ErrReleasePending)
+	// ErrReleasePending is lock.ErrReleasePending (the same value): the last Release
+	// could not confirm that the lock node is gone (the connection was lost, or ctx
+	// ended mid-request) while the session lives. The caller no longer holds the lock
+	// and its lease is marked released, but other processes may still see
+	// the node; it is deleted in the background until it is gone or the
+	// session ends. The error also matches the cause.
+	ErrReleasePending = lock.ErrReleasePending
 
 	// ErrNilSession: New was given a nil session.
 	ErrNilSession = errors.New("rwlock: nil session")

@@ -8,7 +8,7 @@ import (
 	"github.com/petermattis/goid"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 )
 
 // Lock is one side of an RWLock: its read lock or its write lock. It has
@@ -79,13 +79,13 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 	case own != nil:
 		defer rw.mu.Unlock()
 		if err := own.lease.Err(); err != nil {
-			return nil, false, fmt.Errorf("rwlock: re-entering %v: %w", k, err)
+			return nil, false, fmt.Errorf("rwlock: acquire %v: re-entering: %w", k, err)
 		}
 		own.count++
 		return own.lease, true, nil
 	case k.write && o != nil && (o.r != nil || o.kept != nil):
 		rw.mu.Unlock()
-		return nil, false, fmt.Errorf("%w: %s", ErrUpgrade, rw.path)
+		return nil, false, fmt.Errorf("rwlock: acquire %v: %w", k, ErrUpgrade)
 	}
 	rw.mu.Unlock()
 
@@ -106,7 +106,7 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 		l, _, err = rw.rq.TryAcquire(ctx)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("rwlock: %v: %w", k, err)
+		return nil, false, fmt.Errorf("rwlock: acquire %v: %w", k, err)
 	}
 	if l == nil {
 		return nil, false, nil
@@ -151,10 +151,10 @@ func (k *Lock) Release(ctx context.Context) error {
 	switch {
 	case h == nil && rw.heldBy(k.write):
 		rw.mu.Unlock()
-		return fmt.Errorf("%w: %v is held by another goroutine", ErrNotOwner, k)
+		return fmt.Errorf("rwlock: release %v: %w", k, ErrNotOwner)
 	case h == nil:
 		rw.mu.Unlock()
-		return fmt.Errorf("%w: %v", ErrNotHeld, k)
+		return fmt.Errorf("rwlock: release %v: %w", k, ErrNotHeld)
 	case h.count > 1:
 		h.count--
 		rw.mu.Unlock()
@@ -164,10 +164,14 @@ func (k *Lock) Release(ctx context.Context) error {
 
 	// Only this goroutine changes o: no lock is needed to read it while
 	// nodes are deleted.
+	release := rw.releaseRead
 	if k.write {
-		return rw.releaseWrite(ctx, gid, o)
+		release = rw.releaseWrite
 	}
-	return rw.releaseRead(ctx, gid, o)
+	if err := release(ctx, gid, o); err != nil {
+		return fmt.Errorf("rwlock: release %v: %w", k, err)
+	}
+	return nil
 }
 
 // releaseWrite ends goroutine gid's write hold. If the goroutine also holds
@@ -177,7 +181,7 @@ func (k *Lock) Release(ctx context.Context) error {
 func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 	l := o.w.lease
 	if o.r != nil && rw.mustKeep(ctx, l, o.r.lease) {
-		l.Released()
+		connhook.Released(l)
 		rw.mu.Lock()
 		o.w, o.kept = nil, l
 		rw.mu.Unlock()
@@ -185,31 +189,28 @@ func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 		return nil
 	}
 	err := rw.wq.Release(ctx, l)
-	if err != nil && !errors.Is(err, queue.ErrReleasePending) {
-		return fmt.Errorf("rwlock: %w", err)
+	if err != nil && !errors.Is(err, ErrReleasePending) {
+		return err
 	}
 	rw.mu.Lock()
 	o.w = nil
 	rw.tidy(gid, o)
 	rw.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrReleasePending, err)
-	}
-	return nil
+	return err // nil, or release pending
 }
 
 // releaseRead ends goroutine gid's read hold: our read node is deleted,
 // then the write node kept since a downgrade, if any.
 func (rw *RWLock) releaseRead(ctx context.Context, gid int64, o *owner) error {
 	err := rw.rq.Release(ctx, o.r.lease)
-	if err != nil && !errors.Is(err, queue.ErrReleasePending) {
-		return fmt.Errorf("rwlock: %w", err)
+	if err != nil && !errors.Is(err, ErrReleasePending) {
+		return err
 	}
 	if o.kept != nil {
 		kerr := rw.wq.Release(ctx, o.kept)
-		if kerr != nil && !errors.Is(kerr, queue.ErrReleasePending) {
+		if kerr != nil && !errors.Is(kerr, ErrReleasePending) {
 			// Still held (count 1): Release again deletes what is left.
-			return fmt.Errorf("rwlock: write node kept since a downgrade: %w", kerr)
+			return fmt.Errorf("write node kept since a downgrade: %w", kerr)
 		}
 		err = errors.Join(err, kerr)
 	}
@@ -217,10 +218,7 @@ func (rw *RWLock) releaseRead(ctx context.Context, gid int64, o *owner) error {
 	o.r, o.kept = nil, nil
 	rw.tidy(gid, o)
 	rw.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrReleasePending, err)
-	}
-	return nil
+	return err // nil, or release pending
 }
 
 // IsAcquiredInThisProcess reports whether any goroutine of this process

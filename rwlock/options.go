@@ -1,12 +1,14 @@
 package rwlock
 
-// Option configures New.
-type Option func(*config)
+// Option configures New. Each option documents its default and what an
+// invalid value does; a nil Option makes New fail with an error matching
+// conn.ErrInvalidOption. The form, func(*config) error, is every package's
+// of this module.
+type Option func(*config) error
 
 type config struct {
 	host      string // "" until WithHost: the sanitised host name
 	hostSet   bool
-	relist    bool
 	revocable bool
 }
 
@@ -18,15 +20,7 @@ type config struct {
 // every character ZooKeeper would reject replaced by '_'. The node data
 // names the process (host name, pid and acquire id) whatever this is.
 func WithHost(host string) Option {
-	return func(c *config) { c.host, c.hostSet = host, true }
-}
-
-// WithRelist(true) makes waiters list the lock's children again after
-// every notification instead of deciding from their first listing
-// (default false). The grants are the same; it costs one getChildren per
-// wake-up. It exists to measure the difference.
-func WithRelist(v bool) Option {
-	return func(c *config) { c.relist = v }
+	return func(c *config) error { c.host, c.hostSet = host, true; return nil }
 }
 
 // WithRevocable makes the nodes this handle creates revocable instead of
@@ -43,5 +37,5 @@ func WithRelist(v bool) Option {
 // waiter behind it may list the children again, and it reads the node
 // again after every data change (one request each).
 func WithRevocable() Option {
-	return func(c *config) { c.revocable = true }
+	return func(c *config) error { c.revocable = true; return nil }
 }

@@ -82,7 +82,9 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 		if o == nil {
 			return nil, fmt.Errorf("rwlock: %w: nil option", conn.ErrInvalidOption)
 		}
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
@@ -108,7 +110,6 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 		*q.q, err = queue.New(sess, path, queue.Config{
 			Schema:      queue.HostKindSchema{Host: host, Kind: q.kind},
 			Decide:      q.decide,
-			Relist:      cfg.relist,
 			MarkRelease: q.kind == "W",
 			Revocable:   cfg.revocable,
 		})
@@ -158,7 +159,7 @@ func (rw *RWLock) heldBy(write bool) bool {
 // through a WithRevocable handle learns it from its lease's Revoked
 // channel. Nobody else gets in because of it: the lock is held until the
 // holder releases it. A sealed node (the default) refuses: the error
-// matches conn.ErrNotRevocable. A node that is gone is nil.
+// matches lock.ErrNotRevocable. A node that is gone is nil.
 func (rw *RWLock) Revoke(ctx context.Context, node string) error {
 	if err := conn.ValidatePath(node); err != nil {
 		return fmt.Errorf("rwlock: revoke: %w", err)

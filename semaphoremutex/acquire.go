@@ -3,12 +3,12 @@ package semaphoremutex
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -214,24 +214,10 @@ func (a *attempt) await(ctx context.Context) error {
 		// closing, so the epoch ends very soon. If it does not within the
 		// session timeout, the watches are set again.
 		a.watches = nil
-		return a.waitEpochEnd(ctx)
+		return queue.WaitEpochEnd(ctx, a.ep)
 	}
 	// Any other event (the node's data changed): watch it again.
 	return nil
-}
-
-// waitEpochEnd follows a "not watching" event.
-func (a *attempt) waitEpochEnd(ctx context.Context) error {
-	t := time.NewTimer(a.ep.Timeout())
-	defer t.Stop()
-	select {
-	case <-a.ep.Done():
-		return a.ep.Err()
-	case <-ctx.Done():
-		return queue.CtxErr(ctx)
-	case <-t.C:
-		return nil
-	}
 }
 
 // unwatch stops waiting on the watches still set when giving up, so that
@@ -266,7 +252,7 @@ func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
 		return nil, errRestart
 	}
 	a.s.log.Debug("lease acquired", zap.String("node", a.node))
-	return a.ep.NewLease(conn.JoinPath(a.s.leasesPath, a.node)), nil
+	return connhook.NewLease(a.ep, conn.JoinPath(a.s.leasesPath, a.node)).(*conn.Lease), nil
 }
 
 // abort ends a failed attempt: errRestart if the epoch ended (our nodes go

@@ -17,6 +17,10 @@
 //	lease, err := sem.Acquire(ctx) // one of 3 leases
 //	defer sem.Release(context.WithoutCancel(ctx), lease)
 //
+// Mutex.Locker(ctx) is the Mutex as a sync.Locker, for code written
+// against one (Lock and Unlock panic with the error they cannot return;
+// see there).
+//
 // # How it works
 //
 // Under the semaphore's path, <path>/locks holds an internal mutex (the
@@ -165,6 +169,11 @@
 // delete (the next contender lists the lease nodes).
 //
 // # Errors
+//
+// Acquire, TryAcquire and Release follow the one contract of every lock of
+// this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
+// ErrNotHeld and ErrReleasePending are lock's errors (the same values), read
+// the same in every recipe: "semaphoremutex: release <path>: lock: not held".
 //
 // Sentinels, compared with errors.Is: ErrNotHeld (Release of a lease the
 // handle does not hold, or of a Mutex that is not held), ErrReleasePending

@@ -2,9 +2,8 @@ package semaphoremutex
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Errors returned by this package, compared with errors.Is. Errors of the
@@ -12,21 +11,19 @@ import (
 // context (context.DeadlineExceeded, context.Canceled) are wrapped, not
 // replaced.
 var (
-	// ErrNotHeld: Release was given a lease this handle does not hold (nil,
-	// granted by another handle, or already released), or Mutex.Release
-	// was called while the mutex is not held through the handle. Nothing
-	// changed. It also matches conn.ErrNotHeld, the root shared by every
-	// lock of this module.
-	ErrNotHeld = fmt.Errorf("semaphoremutex: not held: %w", conn.ErrNotHeld)
+	// ErrNotHeld is lock.ErrNotHeld (the same value): Release was given a
+	// lease this handle does not hold (nil, granted by another handle, or
+	// already released), or Mutex.Release was called while the mutex is
+	// not held through the handle. Nothing changed.
+	ErrNotHeld = lock.ErrNotHeld
 
-	// ErrReleasePending: Release could not confirm that the lease's node is
-	// gone (the connection was lost, or ctx ended mid-request) while the
-	// session lives. The handle no longer holds the lease and the lease is
-	// marked released, but other processes may still count the node as a
-	// holder; it is deleted in the background until it is gone or the
-	// session ends. The error also matches the cause, and
-	// conn.ErrReleasePending, the root shared by every lock of this module.
-	ErrReleasePending = fmt.Errorf("semaphoremutex: release pending (the lease's node may still exist; deleting in the background): %w", conn.ErrReleasePending)
+	// ErrReleasePending is lock.ErrReleasePending (the same value): Release
+	// could not confirm that the lease's node is gone (the connection was lost, or ctx
+	// ended mid-request) while the session lives. The handle no longer holds the lease
+	// and its lease is marked released, but other processes may still see
+	// the node; it is deleted in the background until it is gone or the
+	// session ends. The error also matches the cause.
+	ErrReleasePending = lock.ErrReleasePending
 
 	// ErrNilSession: New or NewSemaphore was given a nil session.
 	ErrNilSession = errors.New("semaphoremutex: nil session")

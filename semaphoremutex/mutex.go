@@ -126,7 +126,7 @@ func (m *Mutex) Release(ctx context.Context) error {
 	m.lease = nil
 	m.mu.Unlock()
 	if l == nil {
-		return fmt.Errorf("%w: %s is not held through this handle", ErrNotHeld, m.Path())
+		return fmt.Errorf("semaphoremutex: release %s: %w", m.Path(), ErrNotHeld)
 	}
 	err := m.sem.Release(ctx, l)
 	if err != nil && !errors.Is(err, ErrReleasePending) {

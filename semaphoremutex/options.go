@@ -1,25 +1,17 @@
 package semaphoremutex
 
-// Option configures New and NewSemaphore. A nil Option is invalid: the
-// constructor fails with an error matching conn.ErrInvalidOption.
-type Option func(*config)
+// Option configures New and NewSemaphore. Each option documents its
+// default and what an invalid value does; a nil Option makes either fail
+// with an error matching conn.ErrInvalidOption. The form, func(*config) error, is every package's
+// of this module.
+type Option func(*config) error
 
 type config struct {
-	relist    bool
 	revocable bool
 }
 
-// WithRelist(true) makes the contenders queued on the internal lock list
-// its children again after every notification, as Curator's
-// InterProcessMutex does, instead of deciding from their first listing
-// (default false). The grants are the same; it costs one getChildren per
-// handoff of the internal lock. It exists to measure the difference.
-func WithRelist(v bool) Option {
-	return func(c *config) { c.relist = v }
-}
-
-// WithRevocable makes the nodes this handle creates (internal lock nodes and lease nodes) revocable instead of
-// sealed (default: sealed). A sealed node can be changed by its own
+// WithRevocable makes the nodes this handle creates (internal lock nodes
+// and lease nodes) revocable instead of sealed (default: sealed). A sealed node can be changed by its own
 // session only (its ACL is the session's, conn.WithACL, without WRITE and
 // ADMIN, plus the session's own identity with ALL): nobody else can forge
 // the mark its release leaves for the next waiter, and a foreign write
@@ -32,5 +24,5 @@ func WithRelist(v bool) Option {
 // waiter behind it may list the lease nodes again, and it reads the node
 // again after every data change (one request each).
 func WithRevocable() Option {
-	return func(c *config) { c.revocable = true }
+	return func(c *config) error { c.revocable = true; return nil }
 }

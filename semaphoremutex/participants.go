@@ -6,29 +6,14 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Participant is one contender: a lease holder (its lease node) or a
-// contender queued on the internal lock (its lock node), ours or a foreign
-// client's (Curator's InterProcessSemaphoreV2 / InterProcessSemaphoreMutex).
-type Participant struct {
-	// Node is the lease node's path for a holder, the internal lock node's
-	// path for a waiter.
-	Node string
-	// Holding is true for a lease holder.
-	Holding bool
-	// Seq is the sequence number the server gave the node.
-	Seq int32
-	// ID is the contender's unique acquire id (the uuid in the name).
-	ID string
-	// Host and PID say which process it is, when its node's data tells
-	// (Curator writes only an address, which becomes Host).
-	Host string
-	PID  int
-	// Known is false when the node's data could not be read as who it is;
-	// then only Node, Holding, Seq and ID are set.
-	Known bool
-}
+// Participant is lock.Participant: one contender, a lease holder (its
+// lease node, Holding true) or a contender queued on the internal lock (its
+// lock node), ours or a foreign client's (Curator's InterProcessSemaphoreV2
+// / InterProcessSemaphoreMutex).
+type Participant = lock.Participant
 
 // Holders lists the lease holders, oldest first: the first Leases() lease
 // nodes. With one lease, when no lease node exists, the holder may be ours

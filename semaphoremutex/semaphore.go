@@ -90,7 +90,9 @@ func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (
 		if o == nil {
 			return nil, fmt.Errorf("semaphoremutex: %w: nil option", conn.ErrInvalidOption)
 		}
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
@@ -102,7 +104,6 @@ func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (
 	lock, err := queue.New(sess, conn.JoinPath(path, locksDir), queue.Config{
 		Schema:      lockSchema,
 		Decide:      queue.First,
-		Relist:      cfg.relist,
 		MarkRelease: true,
 		Tag:         tag,
 		Revocable:   cfg.revocable,
@@ -181,15 +182,15 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 // A lease lost while held (the session ended) is released without error.
 func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 	if lease == nil {
-		return fmt.Errorf("%w: nil lease", ErrNotHeld)
+		return fmt.Errorf("semaphoremutex: release %s: nil lease: %w", s.path, ErrNotHeld)
 	}
 	s.mu.Lock()
 	_, ok := s.held[lease]
 	delete(s.held, lease)
 	s.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("%w: lease %s was not granted by this handle on %s, or was already released",
-			ErrNotHeld, lease.Path(), s.path)
+		return fmt.Errorf("semaphoremutex: release %s: not granted by this handle, or already released: %w",
+			lease.Path(), ErrNotHeld)
 	}
 	q := s.leases
 	if s.max == 1 && !strings.HasPrefix(lease.Path(), s.leasesPath+"/") {
@@ -199,13 +200,13 @@ func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, queue.ErrReleasePending):
-		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+	case errors.Is(err, ErrReleasePending):
+		return fmt.Errorf("semaphoremutex: release %s: %w", lease.Path(), err)
 	}
 	s.mu.Lock()
 	s.held[lease] = struct{}{}
 	s.mu.Unlock()
-	return fmt.Errorf("semaphoremutex: %w", err)
+	return fmt.Errorf("semaphoremutex: release %s: %w", lease.Path(), err)
 }
 
 // acquire takes the internal lock, then a lease under it; the internal lock
@@ -218,7 +219,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 		}
 		g, err := s.lock.AcquireGrant(ctx, wait)
 		if err != nil {
-			return nil, fmt.Errorf("semaphoremutex: acquire %s: internal lock: %w", s.path, err)
+			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
 		}
 		lk := g.Lease
 		if lk == nil {
@@ -258,7 +259,7 @@ func attemptID(lk *conn.Lease) string {
 // acquired through a WithRevocable handle learns it from its lease's
 // Revoked channel. Nobody else gets the lease until the holder releases
 // it. A sealed node (the default) refuses: the error matches
-// conn.ErrNotRevocable. A node that is gone is nil.
+// lock.ErrNotRevocable. A node that is gone is nil.
 func (s *Semaphore) Revoke(ctx context.Context, node string) error {
 	if err := conn.ValidatePath(node); err != nil {
 		return fmt.Errorf("semaphoremutex: revoke: %w", err)

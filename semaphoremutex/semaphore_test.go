@@ -153,7 +153,7 @@ func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
 	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, b, path+"/locks")) == 2 }, "w2 queued on the internal lock")
 
 	ep := aLeases[0].Epoch()
-	require.NoError(t, zktest.ExpireSession(ctx, c.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 	select {
 	case <-ep.Done():
 	case <-time.After(20 * time.Second):

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -47,14 +48,14 @@ func (a *attempt) take(ctx context.Context) error {
 	switch {
 	case r.node != "":
 		a.node = r.node
-		a.lk.Released()
+		connhook.Released(a.lk)
 		a.lk = nil
 		return nil
 	case r.lockGone:
 		// Deleted by someone else: we no longer hold the internal lock, so
 		// we may not create a lease node. Start over.
 		a.s.log.Warn("our internal lock node was deleted by someone else; starting over", zap.String("node", a.lk.Path()))
-		a.lk.Released()
+		connhook.Released(a.lk)
 		a.lk = nil
 		return errRestart
 	}

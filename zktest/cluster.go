@@ -61,10 +61,12 @@ type Cluster struct {
 func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.err != nil {
-		return nil, cfg.err
+		if o == nil {
+			return nil, badOption("nil Option")
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	for attempt := 1; ; attempt++ {
 		c, err := start(ctx, &cfg)

@@ -14,8 +14,9 @@
 // 1–10 s are allowed. Fault controls act on one server: Kill (SIGKILL),
 // Restart (same client port and data), Pause (SIGSTOP) and Resume; Leader,
 // FourLetter, Mntr and WaitServing observe the servers (FourLetterAt and
-// MntrAt do the same for any address). ExpireSession ends
-// any client's session on the server side, and Proxy sits between one client
+// MntrAt do the same for any address). ExpireEpoch ends a conn.Session's
+// current ZooKeeper session on the server side (ExpireSession any client's,
+// given its id and password), and Proxy sits between one client
 // and the servers to cut, blackhole, delay or lose responses.
 //
 // # Backends
@@ -95,5 +96,5 @@
 //     ensemble).
 //   - ErrNoServer: the server index is out of range.
 //   - ErrStopped: the Cluster was stopped.
-//   - ErrExpire: ExpireSession could not close the session.
+//   - ErrExpire: ExpireEpoch or ExpireSession could not close the session.
 package zktest

@@ -8,6 +8,9 @@ import (
 	"io"
 	"net"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 )
 
 // ZooKeeper wire constants used by ExpireSession.
@@ -19,6 +22,15 @@ const (
 	connectTimeoutHint = 10000 // ms; the server clamps it to its limits
 )
 
+// ExpireEpoch makes the server end ep's ZooKeeper session, as if it had
+// expired (see ExpireSession, which it calls with ep's session id and
+// password): ep ends with conn.ErrSessionExpired, the Session's lock
+// holders see Lost, and the Session opens a new epoch. server is any server
+// of the ensemble. An epoch that has already ended fails with ErrExpire.
+func ExpireEpoch(ctx context.Context, server string, ep *conn.Epoch) error {
+	return ExpireSession(ctx, server, ep.SessionID(), connhook.SessionPassword(ep))
+}
+
 // ExpireSession makes the server end the session sessionID, as if it had
 // expired: it attaches to the session with a raw ZooKeeper handshake
 // (sessionID and passwd) on server (any server of the ensemble) and sends a
@@ -28,7 +40,9 @@ const (
 //
 // The owner's connection is dropped by the server when ExpireSession
 // attaches. If the session is unknown (already expired or closed) or the
-// password is wrong, the error wraps ErrExpire. Without a deadline in ctx
+// password is wrong, the error wraps ErrExpire. For a conn.Session, use
+// ExpireEpoch; ExpireSession serves raw go-zookeeper clients (the password is
+// what the server sent in its connect response). Without a deadline in ctx
 // the exchange is limited to 10 s.
 func ExpireSession(ctx context.Context, server string, sessionID int64, passwd []byte) error {
 	if _, ok := ctx.Deadline(); !ok {

@@ -35,36 +35,35 @@ const (
 	localReady      = 30 * time.Second // readiness timeout of a java process
 )
 
-// Option configures Start and New.
-type Option func(*config)
+// Option configures Start and New. Each option documents its default and
+// what an invalid value does (Start fails with ErrBadOption; a nil Option
+// too). The form, func(*config) error, is every package's of this module.
+type Option func(*config) error
 
 type config struct {
 	servers  int
 	backend  Backend // "" = choose
 	tickTime time.Duration
-	err      error // first invalid option
 }
 
 func defaultConfig() config {
 	return config{servers: 1, tickTime: defaultTickTime}
 }
 
-func (c *config) fail(format string, args ...any) {
-	if c.err == nil {
-		c.err = fmt.Errorf("%w: "+format, append([]any{ErrBadOption}, args...)...)
-	}
+func badOption(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadOption}, args...)...)
 }
 
 // WithServers sets the number of servers: 1 (the default, a standalone
 // server) or 3 (an ensemble). Any other value makes Start fail with
 // ErrBadOption.
 func WithServers(n int) Option {
-	return func(c *config) {
+	return func(c *config) error {
 		if n != 1 && n != 3 {
-			c.fail("WithServers(%d): want 1 or 3", n)
-			return
+			return badOption("WithServers(%d): want 1 or 3", n)
 		}
 		c.servers = n
+		return nil
 	}
 }
 
@@ -73,12 +72,12 @@ func WithServers(n int) Option {
 // with ErrBadOption; an unavailable one makes it fail with the reason
 // (ErrDockerUnavailable, ErrImageNotFound, ErrLocalUnavailable).
 func WithBackend(b Backend) Option {
-	return func(c *config) {
+	return func(c *config) error {
 		if !b.valid() {
-			c.fail("WithBackend(%q): want %q, %q or %q", b, BackendExternal, BackendDocker, BackendLocal)
-			return
+			return badOption("WithBackend(%q): want %q, %q or %q", b, BackendExternal, BackendDocker, BackendLocal)
 		}
 		c.backend = b
+		return nil
 	}
 }
 
@@ -87,12 +86,12 @@ func WithBackend(b Backend) Option {
 // 1–10 s. A value below 1ms or not a whole number of milliseconds makes
 // Start fail with ErrBadOption. It has no effect on an external ensemble.
 func WithTickTime(d time.Duration) Option {
-	return func(c *config) {
+	return func(c *config) error {
 		if d < time.Millisecond || d%time.Millisecond != 0 {
-			c.fail("WithTickTime(%v): want a whole number of milliseconds ≥ 1ms", d)
-			return
+			return badOption("WithTickTime(%v): want a whole number of milliseconds ≥ 1ms", d)
 		}
 		c.tickTime = d
+		return nil
 	}
 }
 

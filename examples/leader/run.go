@@ -197,7 +197,7 @@ func run(ctx context.Context, servers []string, w io.Writer) (err error) {
 	// 2. alice's session expires.
 	fmt.Fprintln(out, "2. alice's session is expired by the server (a long GC pause).")
 	aep := ta.lease.Epoch()
-	if err := zktest.ExpireSession(ctx, servers[0], aep.SessionID(), aep.SessionPassword()); err != nil {
+	if err := zktest.ExpireEpoch(ctx, servers[0], aep); err != nil {
 		return err
 	}
 	if err := cancelled(ta, 20*time.Second); err != nil {

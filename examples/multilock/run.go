@@ -226,11 +226,12 @@ func transfer(ctx context.Context, b bank, m *multilock.MultiLock, from, to stri
 }
 
 // guardedWrite commits ops only while every lease is held: the first
-// lease's guarded write, with a check of every other lease's node in front.
+// lease's guarded write, with every other lease's check (Lease.CheckOp) in
+// front.
 func guardedWrite(ctx context.Context, leases []*conn.Lease, ops ...any) ([]zk.MultiResponse, error) {
 	checks := make([]any, 0, len(leases)-1+len(ops))
 	for _, l := range leases[1:] {
-		checks = append(checks, &zk.CheckVersionRequest{Path: l.Path(), Version: 0})
+		checks = append(checks, l.CheckOp())
 	}
 	return leases[0].GuardedWrite(ctx, append(checks, ops...)...)
 }
@@ -290,7 +291,7 @@ func lost(ctx context.Context, b bank, servers []string, tellers [2]*conn.Sessio
 	fmt.Fprintf(out, "   teller 1's fencing tokens: A %d, B %d\n", before[0], before[1])
 	lostCh := m.Lost()
 	ep := leases[0].Epoch()
-	if err := zktest.ExpireSession(ctx, servers[0], ep.SessionID(), ep.SessionPassword()); err != nil {
+	if err := zktest.ExpireEpoch(ctx, servers[0], ep); err != nil {
 		return err
 	}
 	select {

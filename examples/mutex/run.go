@@ -141,7 +141,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	// 3. Alice's session ends while she holds the lock.
 	ep := lease.Epoch()
 	fmt.Fprintln(out, "\n3. The server expires alice's session while she holds the lock.")
-	if err := zktest.ExpireSession(ctx, servers[0], ep.SessionID(), ep.SessionPassword()); err != nil {
+	if err := zktest.ExpireEpoch(ctx, servers[0], ep); err != nil {
 		return err
 	}
 	select {

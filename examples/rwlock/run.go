@@ -153,7 +153,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	lost := wLease.Lost()
 	ep := wLease.Epoch()
 	fmt.Fprintf(out, "   w takes the write lock again (token %d); the server expires w's session\n", tw2)
-	if err := zktest.ExpireSession(ctx, servers[0], ep.SessionID(), ep.SessionPassword()); err != nil {
+	if err := zktest.ExpireEpoch(ctx, servers[0], ep); err != nil {
 		return err
 	}
 	select {

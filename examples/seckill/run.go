@@ -219,7 +219,7 @@ func sellOne(ctx context.Context, m *mutex.InterProcessMutex, sh shop, name stri
 // long pause, and waits until the holder has learned it (Lost).
 func expire(ctx context.Context, server string, l *conn.Lease) error {
 	ep := l.Epoch()
-	if err := zktest.ExpireSession(ctx, server, ep.SessionID(), ep.SessionPassword()); err != nil {
+	if err := zktest.ExpireEpoch(ctx, server, ep); err != nil {
 		return err
 	}
 	select {

@@ -187,7 +187,7 @@ func lose(ctx context.Context, servers []string, ws []*worker, records string, o
 
 	lost := l1.Lost()
 	ep := l1.Epoch()
-	if err := zktest.ExpireSession(ctx, servers[0], ep.SessionID(), ep.SessionPassword()); err != nil {
+	if err := zktest.ExpireEpoch(ctx, servers[0], ep); err != nil {
 		return err
 	}
 	select {

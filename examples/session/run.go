@@ -37,7 +37,7 @@ func run(ctx context.Context, servers []string, out io.Writer) error {
 	fmt.Fprintf(out, "created ephemeral %s\n", node)
 
 	fmt.Fprintln(out, "asking the server to expire the session...")
-	if err := zktest.ExpireSession(ctx, servers[0], ep.SessionID(), ep.SessionPassword()); err != nil {
+	if err := zktest.ExpireEpoch(ctx, servers[0], ep); err != nil {
 		return err
 	}
 	for {

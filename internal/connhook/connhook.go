@@ -26,3 +26,17 @@ var SealedACL func(sess any) []zk.ACL
 // the epoch; with ctx ended it returns at once and the removal still
 // goes out. A fired or already stopped channel costs nothing.
 var Unwatch func(ctx context.Context, ep any, ch <-chan zk.Event) error
+
+// NewLease makes a *conn.Lease for node path, which the session of ep (a
+// *conn.Epoch) created and holds. Recipes call it when they acquire.
+var NewLease func(ep any, path string) any
+
+// Released marks l (a *conn.Lease) as no longer held: its Lost channel is
+// closed and Err says released. Recipes call it when they delete the node
+// (or hand its deletion to the background); it deletes nothing.
+var Released func(l any)
+
+// SessionPassword returns the password of ep's ZooKeeper session (ep is a
+// *conn.Epoch), as the Java client's getSessionPasswd gives it, for
+// zktest.ExpireEpoch. A secret: it lets anyone attach to the session.
+var SessionPassword func(ep any) []byte

@@ -9,8 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // testCancelledBefore: with ctx already ended, Acquire and TryAcquire fail
@@ -147,8 +146,8 @@ func (s *suite) testRefusedRelease(t *testing.T) {
 	SetACL(t, s.cluster.Servers(), parent, zk.WorldACL(zk.PermAll&^zk.PermDelete))
 	err := lk.Release(ctx)
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
-	assert.NotErrorIs(t, err, conn.ErrReleasePending)
-	assert.NotErrorIs(t, err, conn.ErrNotHeld)
+	assert.NotErrorIs(t, err, lock.ErrReleasePending)
+	assert.NotErrorIs(t, err, lock.ErrNotHeld)
 	assert.NoError(t, l.Err(), "the lease is still good")
 	assert.False(t, isClosed(l.Lost()))
 	assert.True(t, Exists(t, sess, l.Path()), "the node is still there")

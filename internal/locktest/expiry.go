@@ -39,7 +39,7 @@ func (s *suite) testHolderExpired(t *testing.T) {
 
 	ep := hl.Epoch()
 	lost := hl.Lost() // armed before the expiry: its node watch is in flight or set when the epoch ends
-	require.NoError(t, zktest.ExpireSession(ctx, s.cluster.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+	require.NoError(t, zktest.ExpireEpoch(ctx, s.cluster.Servers()[0], ep))
 
 	select {
 	case <-ep.Done():
@@ -121,7 +121,7 @@ func (s *suite) testWaiterExpired(t *testing.T) {
 	ep, err := ws.Epoch(ctx)
 	require.NoError(t, err)
 	watches = watchesSet(ws)
-	require.NoError(t, zktest.ExpireSession(ctx, s.cluster.Servers()[0], ep.SessionID(), ep.SessionPassword()))
+	require.NoError(t, zktest.ExpireEpoch(ctx, s.cluster.Servers()[0], ep))
 	select {
 	case <-ep.Done():
 	case <-time.After(20 * time.Second):

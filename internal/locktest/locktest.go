@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -48,7 +49,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{contenders: 20, rounds: 5, sessionTimeout: 8 * time.Second, ensemble: true,
-		errNotHeld: conn.ErrNotHeld, errPending: conn.ErrReleasePending, lostWrite: 1}
+		errNotHeld: lock.ErrNotHeld, errPending: lock.ErrReleasePending, lostWrite: 1}
 }
 
 // WithFIFO makes the suite check that contenders that queued one after
@@ -107,7 +108,7 @@ func WithFindByData(v bool) Option { return func(c *config) { c.findByData = v }
 // WithErrors sets the lock's own sentinels that the suites expect, with
 // errors.Is, from a Release of nothing (notHeld) and from a Release whose
 // delete could not be confirmed (pending). Default: their roots,
-// conn.ErrNotHeld and conn.ErrReleasePending; a nil argument keeps the
+// lock.ErrNotHeld and lock.ErrReleasePending; a nil argument keeps the
 // default.
 func WithErrors(notHeld, pending error) Option {
 	return func(c *config) {

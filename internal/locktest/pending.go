@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // testReleaseCut: a release whose delete cannot be confirmed is not
@@ -26,7 +27,7 @@ func (s *suite) testReleaseCut(t *testing.T) {
 	defer cancel()
 	err := f.lk.Release(rctx)
 	assert.ErrorIs(t, err, s.cfg.errPending)
-	assert.ErrorIs(t, err, conn.ErrReleasePending)
+	assert.ErrorIs(t, err, lock.ErrReleasePending)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorIs(t, f.lk.Release(ctx), s.cfg.errNotHeld, "the handle no longer holds it")
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "no guarded write after release")

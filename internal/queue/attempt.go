@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"go.uber.org/zap"
 )
 
@@ -142,21 +142,8 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 	}
 }
 
-// waitEpochEnd follows a "not watching" event: go-zookeeper drops watches
-// when its session expired or it is closing, so the epoch ends very soon.
-// If it does not within the session timeout, the watch is set again.
-func (a *attempt) waitEpochEnd(ctx context.Context) error {
-	t := time.NewTimer(a.ep.Timeout())
-	defer t.Stop()
-	select {
-	case <-a.ep.Done():
-		return a.ep.Err()
-	case <-ctx.Done():
-		return CtxErr(ctx)
-	case <-t.C:
-		return nil
-	}
-}
+// waitEpochEnd follows a "not watching" event (see WaitEpochEnd).
+func (a *attempt) waitEpochEnd(ctx context.Context) error { return WaitEpochEnd(ctx, a.ep) }
 
 // gone records that contender name has left the queue, and makes sure the
 // next decision costs at most one request. The rest of the cache is what
@@ -208,7 +195,7 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	}
 	p := conn.JoinPath(a.q.path, a.node)
 	a.q.log.Debug("acquired", zap.String("node", a.node))
-	g := Grant{Lease: a.ep.NewLease(p)}
+	g := Grant{Lease: connhook.NewLease(a.ep, p).(*conn.Lease)}
 	if a.from != nil {
 		g.HandedOver, g.From = true, *a.from
 	}

@@ -2,23 +2,21 @@ package queue
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Errors returned by this package, compared with errors.Is. Errors of the
 // session (conn.ErrClosed, conn.ErrConnectionLoss, ...) and of the caller's
 // context are returned wrapped as they are.
 var (
-	// ErrReleasePending: deleting our node failed in a way that leaves its
-	// fate unknown (the connection was lost or ctx ended mid-request) while
-	// the session still lives. The node may still exist, so the lock may
-	// still be held by us in the eyes of the other contenders; a goroutine
-	// keeps deleting it until it is gone or the session ends, whichever
-	// comes first. It also matches conn.ErrReleasePending, the root shared
-	// with the recipes' own sentinels.
-	ErrReleasePending = fmt.Errorf("queue: release pending (node may still exist; deleting in the background): %w", conn.ErrReleasePending)
+	// ErrReleasePending is lock.ErrReleasePending: deleting our node failed
+	// in a way that leaves its fate unknown (the connection was lost or ctx
+	// ended mid-request) while the session still lives. The node may still
+	// exist, so the lock may still be held by us in the eyes of the other
+	// contenders; a goroutine keeps deleting it until it is gone or the
+	// session ends, whichever comes first.
+	ErrReleasePending = lock.ErrReleasePending
 
 	// ErrBadRecipe: the recipe's Schema does not recognise the names it
 	// makes, or its Predicate named a node to watch that is not a contender

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -77,7 +78,7 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 }
 
 // TestRevokeRequest: another session's write into a sealed node fails with
-// zk.ErrNoAuth, and Revoke says conn.ErrNotRevocable; into a revocable node
+// zk.ErrNoAuth, and Revoke says lock.ErrNotRevocable; into a revocable node
 // it succeeds, closes the holder's Revoked, and the holder still holds
 // (guarded writes pass although the data version is no longer 0) and
 // releases.
@@ -110,7 +111,7 @@ func TestRevokeRequest(t *testing.T) {
 				}
 			} else {
 				assert.ErrorIs(t, err, zk.ErrNoAuth)
-				assert.ErrorIs(t, err2, conn.ErrNotRevocable)
+				assert.ErrorIs(t, err2, lock.ErrNotRevocable)
 				assert.ErrorIs(t, err2, zk.ErrNoAuth)
 			}
 			_, err = l.GuardedWrite(ctx)

@@ -162,11 +162,11 @@ func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (Grant, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return Grant{}, fmt.Errorf("queue: acquire %s: %w", q.path, CtxErr(ctx))
+			return Grant{}, CtxErr(ctx)
 		}
 		ep, err := q.sess.Epoch(ctx)
 		if err != nil {
-			return Grant{}, fmt.Errorf("queue: acquire %s: %w", q.path, err)
+			return Grant{}, err
 		}
 		a := &attempt{q: q, ep: ep, id: newID()}
 		g, err := a.run(ctx, wait)
@@ -175,7 +175,7 @@ func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (Grant, error) {
 			continue
 		}
 		if err != nil {
-			return Grant{}, fmt.Errorf("queue: acquire %s: %w", q.path, err)
+			return Grant{}, err
 		}
 		return g, nil
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"go.uber.org/zap"
 )
 
@@ -44,11 +46,11 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 		err = q.deleteNode(ctx, l.Epoch(), l.Path())
 	}
 	if err != nil && !errors.Is(err, ErrReleasePending) {
-		return fmt.Errorf("queue: release %s: %w", l.Path(), err)
+		return err
 	}
-	l.Released()
+	connhook.Released(l)
 	if err != nil {
-		return fmt.Errorf("queue: release %s: %w", l.Path(), err)
+		return err
 	}
 	q.log.Debug("released", zap.String("node", conn.BaseName(l.Path())))
 	return nil
@@ -81,7 +83,7 @@ func (q *Queue) ReleaseOps(p string) []any {
 // Revoked channel (a Curator holder, from its RevocationListener). The
 // lock is not taken from it: nobody else enters until it releases. A
 // sealed node (the default) refuses the write: the error matches
-// conn.ErrNotRevocable (and zk.ErrNoAuth). A node that is gone is nil:
+// lock.ErrNotRevocable (and zk.ErrNoAuth). A node that is gone is nil:
 // nothing is left to revoke.
 func (q *Queue) Revoke(ctx context.Context, node string) error {
 	ep, err := q.sess.Epoch(ctx)
@@ -93,7 +95,7 @@ func (q *Queue) Revoke(ctx context.Context, node string) error {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
 		return nil
 	case errors.Is(err, zk.ErrNoAuth):
-		return fmt.Errorf("queue: revoke %s: %w: %w", node, conn.ErrNotRevocable, err)
+		return fmt.Errorf("queue: revoke %s: %w: %w", node, lock.ErrNotRevocable, err)
 	}
 	return fmt.Errorf("queue: revoke %s: %w", node, err)
 }

@@ -1,0 +1,85 @@
+package conn
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// OpError is the error of a multi (Epoch.Multi, Lease.GuardedWrite) that the
+// server refused because one of its ops failed: nothing of the multi was
+// applied. It names the failing op and wraps the server's error, so that
+// errors.Is(err, zk.ErrBadVersion) and the like work.
+type OpError struct {
+	// Index is the failing op's position among the ops the caller gave
+	// (from 0).
+	Index int
+	// Op names the op: "create", "delete", "set-data" or "check".
+	Op string
+	// Path is the op's path, as the caller gave it (without namespace).
+	Path string
+	// Err is the server's error for that op (zk.ErrNoNode, zk.ErrBadVersion,
+	// zk.ErrNodeExists, ...).
+	Err error
+
+	call string // "multi" or "guarded write", for the message
+}
+
+func (e *OpError) Error() string {
+	return fmt.Sprintf("conn: %s: op %d (%s %s): %v", e.call, e.Index, e.Op, e.Path, e.Err)
+}
+
+// Unwrap returns the server's error.
+func (e *OpError) Unwrap() error { return e.Err }
+
+// opName names a multi op and its path, for an OpError.
+func opName(op any) (string, string) {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return "create", o.Path
+	case *zk.DeleteRequest:
+		return "delete", o.Path
+	case *zk.SetDataRequest:
+		return "set-data", o.Path
+	case *zk.CheckVersionRequest:
+		return "check", o.Path
+	}
+	return fmt.Sprintf("%T", op), ""
+}
+
+// failedOp finds the op a refused multi failed on: the first with an
+// error. The server answers every op of a refused multi with an error
+// result: zero (ok) for the ops before the failing one, the failure for
+// it, and zk.ErrAPIError (runtime inconsistency) for those after. It
+// returns nil when err is not such a refusal (nil, a connection loss, the
+// epoch's end).
+func failedOp(ops []any, res []zk.MultiResponse, err error) *OpError {
+	if err == nil && len(res) == 0 || errors.Is(err, ErrConnectionLoss) || errors.Is(err, ErrEpochEnded) {
+		return nil
+	}
+	for i, r := range res {
+		if r.Error != nil && i < len(ops) {
+			name, path := opName(ops[i])
+			return &OpError{Index: i, Op: name, Path: path, Err: r.Error, call: "multi"}
+		}
+	}
+	return nil
+}
+
+// describeOps names a multi's ops for an error that is not one op's (a
+// connection loss, a context's end): its first op and how many follow,
+// e.g. "set-data /a/b +1 op".
+func describeOps(ops []any) string {
+	if len(ops) == 0 {
+		return "(no ops)"
+	}
+	name, path := opName(ops[0])
+	switch len(ops) {
+	case 1:
+		return name + " " + path
+	case 2:
+		return name + " " + path + " +1 op"
+	}
+	return fmt.Sprintf("%s %s +%d ops", name, path, len(ops)-1)
+}

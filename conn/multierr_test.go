@@ -1,0 +1,125 @@
+package conn_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// A refused multi names the failing op and its path (as the caller gave
+// it, without the namespace), and still matches the server's error.
+func TestMultiErrorNamesTheFailingOp(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers(), conn.WithNamespace(c.Root()))
+	ctx := context.Background()
+	ep := epoch(t, s)
+	require.NoError(t, ep.CreateParents(ctx, "/shop/stock"))
+	_, err := ep.Create(ctx, "/shop/stock", []byte("10"), 0, s.ACL())
+	require.NoError(t, err)
+
+	_, err = ep.Multi(ctx,
+		&zk.CreateRequest{Path: "/shop/order", Acl: s.ACL()},
+		&zk.SetDataRequest{Path: "/shop/stock", Data: []byte("9"), Version: 7})
+	require.Error(t, err)
+	assert.Equal(t, "conn: multi: op 1 (set-data /shop/stock): zk: version conflict", err.Error())
+	assert.ErrorIs(t, err, zk.ErrBadVersion)
+	var oe *conn.OpError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, 1, oe.Index)
+	ok, _, err := ep.Exists(ctx, "/shop/order")
+	require.NoError(t, err)
+	assert.False(t, ok, "nothing of a refused multi is applied")
+
+	_, err = ep.Multi(ctx, &zk.DeleteRequest{Path: "/shop/nothing", Version: -1})
+	assert.Equal(t, "conn: multi: op 0 (delete /shop/nothing): zk: node does not exist", err.Error())
+	assert.ErrorIs(t, err, zk.ErrNoNode)
+}
+
+// GuardedWrite names a failing op of the caller's by its place among the
+// caller's ops; CheckOp guards a caller's own Multi with the lease.
+func TestGuardedWriteAndCheckOpErrors(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers())
+	ctx := context.Background()
+	ep := epoch(t, s)
+	node, err := ep.Create(ctx, c.Root()+"-lease", nil, zk.FlagEphemeral, s.ACL())
+	require.NoError(t, err)
+	stock := c.Root() + "-stock"
+	_, err = ep.Create(ctx, stock, []byte("10"), 0, s.ACL())
+	require.NoError(t, err)
+	l := ep.NewLease(node)
+
+	_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: stock, Data: []byte("9"), Version: 3})
+	assert.Equal(t, "conn: guarded write: op 0 (set-data "+stock+"): zk: version conflict", err.Error())
+	assert.ErrorIs(t, err, zk.ErrBadVersion)
+	assert.NotErrorIs(t, err, conn.ErrLeaseLost)
+
+	// The caller's own multi, guarded by the lease's check.
+	_, err = ep.Multi(ctx, l.CheckOp(), &zk.SetDataRequest{Path: stock, Data: []byte("9"), Version: 0})
+	require.NoError(t, err)
+
+	// Someone else deletes the lock node: the check refuses the multi.
+	other := connect(t, c.Servers())
+	require.NoError(t, epoch(t, other).Delete(ctx, node, -1))
+	_, err = ep.Multi(ctx, &zk.SetDataRequest{Path: stock, Data: []byte("8"), Version: -1}, l.CheckOp())
+	assert.Equal(t, "conn: multi: op 1 (check "+node+"): zk: node does not exist", err.Error())
+	got, _, err := ep.Get(ctx, stock)
+	require.NoError(t, err)
+	assert.Equal(t, "9", string(got), "the refused multi changed nothing")
+
+	// GuardedWrite tells its own refused check from the caller's ops
+	// without asking the server again.
+	before := s.Stats()
+	_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: stock, Data: []byte("8"), Version: -1})
+	assert.Equal(t, "conn: lease lost: guarded write refused: node "+node+" is gone", err.Error())
+	assert.ErrorIs(t, err, conn.ErrLeaseLost)
+	assert.Equal(t, int64(1), s.Stats().Sub(before).TotalRequests(), "one multi, no exists")
+}
+
+// EpochDone is the live epoch's end; Done the Session's.
+func TestSessionDoneAndEpochDone(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ep := epoch(t, s)
+	end := s.EpochDone()
+	select {
+	case <-end:
+		t.Fatal("EpochDone closed while the epoch lives")
+	case <-s.Done():
+		t.Fatal("Done closed before Close")
+	default:
+	}
+	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
+	select {
+	case <-end:
+	case <-ctx.Done():
+		t.Fatal("EpochDone not closed after the epoch expired")
+	}
+	assert.ErrorIs(t, ep.Err(), conn.ErrSessionExpired)
+	next, err := s.Epoch(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, ep.SessionID(), next.SessionID())
+	end2 := s.EpochDone()
+	select {
+	case <-end2:
+		t.Fatalf("EpochDone of the new epoch closed: %v", next.Err())
+	default:
+	}
+	require.NoError(t, s.Close())
+	<-end2
+	<-s.Done()
+	select {
+	case <-s.EpochDone():
+	default:
+		t.Fatal("EpochDone after Close is not closed")
+	}
+}

@@ -1,0 +1,132 @@
+// Package lock holds what every lock of this module shares: the Locker
+// interface (what multilock combines) and the errors every recipe returns
+// with the same meaning. Each recipe's own sentinel of the same name
+// (mutex.ErrNotHeld, rwlock.ErrReleasePending, ...) is the very same value,
+// so errors.Is works with either, and the message reads the same in every
+// recipe.
+//
+// # Acquire, TryAcquire and Release: one contract
+//
+// Every lock of the module, side by side (README.md's "Which lock do I
+// want" adds the cost per handoff and the paths shared with Curator and
+// kazoo):
+//
+//	lock                   owner      reentrant       fair          Release by another    TryAcquire
+//	                                                                goroutine
+//	mutex.InterProcessMutex goroutine yes, counted    yes (FIFO)    ErrNotOwner           yes
+//	rwlock read/write Lock goroutine  yes, counted    yes (FIFO)    ErrNotOwner           yes
+//	semaphoremutex.Mutex   handle     no: waits       yes (FIFO)    allowed               yes
+//	semaphoremutex.Semaphore lease    no: one lease   yes (FIFO)    allowed (the lease)   yes
+//	                                  per Acquire
+//	exclusive.Lock         handle     no: waits       no (a race)   allowed               yes
+//	multilock.MultiLock    handle     no: ErrBusy     per lock      as its locks allow    no
+//	leader.Election        handle     no: ErrCampaigning yes (FIFO) Resign: allowed       no
+//
+// What every one of them does:
+//
+//   - Acquire blocks until the lock is held or ctx ends; one whose ctx ends
+//     first returns an error matching ctx.Err() and leaves nothing behind
+//     (its node is deleted, in the background if need be). A session lost
+//     while waiting is not an error: Acquire starts over in the next one.
+//   - TryAcquire never waits for another holder: it returns (nil, false,
+//     nil) when the lock is taken, and takes it otherwise.
+//   - The *conn.Lease returned is the grant: Lost closes when the lock must
+//     be taken as lost (the session ended, the node was deleted by someone
+//     else), Token is the fencing token, GuardedWrite and CheckOp guard
+//     writes with it.
+//   - Release deletes the node: nil once it is gone. ErrReleasePending when
+//     the delete's outcome is unknown: the handle no longer holds the lock,
+//     and the node is deleted in the background. ErrNotHeld when the handle
+//     (for mutex and rwlock, the goroutine) holds nothing. Any other error
+//     (the server refused the delete) leaves the lock held: call Release
+//     again.
+//   - Release after loss (Lost closed) returns nil: the node went with its
+//     session, or someone deleted it; there is nothing left to release,
+//     and the handle can acquire again.
+//   - Errors say the recipe, the operation and the lock's path once, then
+//     the cause: "mutex: release /locks/a: lock: not held".
+package lock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
+
+// Errors every lock of this module returns with the same meaning. Compare
+// with errors.Is; the recipes wrap them once, with the operation and the
+// lock's path ("mutex: release /locks/a: lock: not held").
+var (
+	// ErrNotHeld: Release was called on a handle that does not hold the
+	// lock (never acquired, or already released), so there was nothing to
+	// release and nothing changed; calling Release again cannot help. Not
+	// to be confused with a lock that another goroutine of this process
+	// holds (ErrNotOwner): that one stays held.
+	ErrNotHeld = errors.New("lock: not held")
+
+	// ErrReleasePending: a release whose deletion could not be confirmed
+	// (the connection was lost, or ctx ended mid-request) while the
+	// session lives. The handle no longer holds the lock and its lease is
+	// marked released; its node is deleted in the background until it is
+	// gone or the session ends, and other processes may see the lock held
+	// until then. Treat it as released: do not call Release again. The
+	// error also matches the cause (context.Canceled,
+	// conn.ErrConnectionLoss, ...).
+	ErrReleasePending = errors.New("lock: release pending (the node may still exist; deleting it in the background)")
+
+	// ErrNotOwner: Release of a goroutine-owned lock (mutex, rwlock) was
+	// called by a goroutine that does not hold it while another goroutine
+	// of this process does. Nothing changed: the lock stays held.
+	ErrNotOwner = errors.New("lock: not owner (held by another goroutine of this process)")
+
+	// ErrNotRevocable: a request to revoke a lock (the recipes' Revoke
+	// methods) was refused because the holder's node is sealed (the
+	// default: only its owner may change it; zk.ErrNoAuth). Only holders
+	// that created their nodes revocable (the recipes' WithRevocable
+	// option) can be asked to release.
+	ErrNotRevocable = errors.New("lock: lock node is sealed, not revocable")
+)
+
+// Locker is what every lock of this module is (exclusive.Lock,
+// mutex.InterProcessMutex, semaphoremutex.Mutex, rwlock's read and write
+// locks), and what a multilock.MultiLock is made of.
+//
+// A lock is identified by where it is on the servers: its Session's
+// ensemble (conn.Session.Ensemble) and its full path, the Session's
+// namespace followed by Path (conn.Session.FullPath).
+type Locker interface {
+	// Acquire blocks until held or ctx ends.
+	Acquire(ctx context.Context) (*conn.Lease, error)
+	// Release gives the lock back (see the package doc for its errors).
+	Release(ctx context.Context) error
+	// Path is the lock's path in its Session (without the namespace).
+	Path() string
+	// Session is the session the lock's nodes are created in. A nil
+	// Session (a stand-in that is not a ZooKeeper lock) makes Path alone,
+	// on no ensemble, the lock's identity.
+	Session() *conn.Session
+}
+
+// Participant is one contender for a lock, as the recipes' Participants
+// methods list them (mutex.InterProcessMutex, semaphoremutex.Mutex and
+// Semaphore): a node that counts in the lock's queue, ours or a foreign
+// client's (Curator, kazoo, go-zookeeper).
+type Participant struct {
+	// Node is the node's path.
+	Node string
+	// Holding is true for a holder of the lock (for a semaphore, of a
+	// lease), false for a waiter.
+	Holding bool
+	// Seq is the sequence number the server gave the node.
+	Seq int32
+	// ID is the contender's unique acquire id (the uuid in the name).
+	ID string
+	// Host and PID say which process queued it, when its data tells
+	// (Curator writes only an address, which becomes Host).
+	Host string
+	PID  int
+	// Known is false when the node's data could not be read as who it is;
+	// then only Node, Holding, Seq and ID are set.
+	Known bool
+}
