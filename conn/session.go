@@ -18,6 +18,8 @@ import (
 
 func init() {
 	connhook.SealedACL = func(s any) []zk.ACL { return s.(*Session).sealedACL() }
+	connhook.Shared = func(s any) *sync.Map { return &s.(*Session).shared }
+	connhook.LocalLease = func(l any, pass int64) any { return l.(*Lease).localView(pass) }
 }
 
 var errRetired = errors.New("conn: connection retired")
@@ -39,6 +41,7 @@ type Session struct {
 	sealed  []zk.ACL // see sealedACL
 	log     *zap.Logger
 	stats   *counters
+	shared  sync.Map // recipes' per-session state (connhook.Shared); its own locking
 
 	inbox   *inbox        // events from go-zookeeper callbacks and helpers, for run
 	closing chan struct{} // closed by Close (once); run then shuts down

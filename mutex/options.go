@@ -1,11 +1,14 @@
 package mutex
 
+import "github.com/zkrecipes/zkrecipes/internal/cohort"
+
 // Option configures New.
 type Option func(*config)
 
 type config struct {
 	relist    bool
 	revocable bool
+	handoff   *cohort.Bound // nil: no local handoff
 }
 
 // WithRelist(true) makes waiters list the lock's children again after every

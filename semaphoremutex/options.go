@@ -1,5 +1,7 @@
 package semaphoremutex
 
+import "github.com/zkrecipes/zkrecipes/internal/cohort"
+
 // Option configures New and NewSemaphore. A nil Option is invalid: the
 // constructor fails with an error matching conn.ErrInvalidOption.
 type Option func(*config)
@@ -7,6 +9,7 @@ type Option func(*config)
 type config struct {
 	relist    bool
 	revocable bool
+	handoff   *cohort.Bound // nil: no local handoff (Mutex only)
 }
 
 // WithRelist(true) makes the contenders queued on the internal lock list

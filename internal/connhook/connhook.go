@@ -6,10 +6,26 @@
 // It is internal so that users do not depend on it.
 package connhook
 
-import "github.com/go-zookeeper/zk"
+import (
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
 
 // SealedACL returns the ACL a recipe gives the lock nodes it seals, for a
 // *conn.Session: the session's ACL (conn.WithACL) with WRITE and ADMIN
 // removed from every entry, plus the session's own digest identity with
 // ALL. Only that session can then change the node's data or its ACL.
 var SealedACL func(sess any) []zk.ACL
+
+// Shared returns the map in which the recipes keep per-session state of a
+// *conn.Session (the in-process handoff's cohorts, package cohort), keyed
+// by what they choose. It lives as long as the session.
+var Shared func(sess any) *sync.Map
+
+// LocalLease returns a local grant on the node of a *conn.Lease, as a
+// *conn.Lease of its own: same node, epoch and token, pass as its Fence's
+// Pass, and its own Lost channel, closed when it is released (Released)
+// or when the node's lease is lost. Its guarded writes are refused once it
+// is released, whether or not the node still exists.
+var LocalLease func(l any, pass int64) any
