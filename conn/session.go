@@ -296,6 +296,7 @@ func (s *Session) handle(m message) {
 		switch {
 		case l.epoch == nil:
 			l.epoch = newEpoch(s, l.zc, l.handshake())
+			l.epoch.wire = l.link
 			s.authenticate(l)
 		case l.suspended && !l.live:
 			// Reconnected while authenticating: nobody has seen the

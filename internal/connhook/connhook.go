@@ -29,3 +29,10 @@ var Shared func(sess any) *sync.Map
 // or when the node's lease is lost. Its guarded writes are refused once it
 // is released, whether or not the node still exists.
 var LocalLease func(l any, pass int64) any
+
+// CreateWritten returns, for a *conn.Epoch, a channel closed once the next
+// create request written on the epoch's connection (after the call) has
+// gone to the server; never closed if none is. A request sent after that
+// is answered after the create (ZooKeeper answers a session's requests in
+// order): the engine sends its listing right behind its create.
+var CreateWritten func(ep any) <-chan struct{}
