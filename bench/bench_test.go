@@ -19,7 +19,7 @@ import (
 // The patterns summarize.py matches (there with the round number in
 // front), anchored here at both ends.
 var (
-	handoffLine = regexp.MustCompile(`^(\w+) (\w+) clients=\d+ cycles=\d+ secs=[\d.]+ handoffs_per_s=([\d.]+) p50_ms=([\d.]+) p99_ms=([\d.]+) violations=(\d+)$`)
+	handoffLine = regexp.MustCompile(`^(\w+) (\w+) clients=\d+(?: threads=\d+)? cycles=\d+ secs=[\d.]+ handoffs_per_s=([\d.]+) p50_ms=([\d.]+) p99_ms=([\d.]+) violations=(\d+)$`)
 	limitLine   = regexp.MustCompile(`^limit (\w+) clients=1 ops=\d+ secs=[\d.]+ ops_per_s=([\d.]+) p50_ms=([\d.]+) p99_ms=([\d.]+)$`)
 )
 
@@ -77,6 +77,28 @@ func TestPeerPrograms(t *testing.T) {
 				require.Equal(t, "0", m[6], "violations in %q", lines[0])
 			})
 		}
+	}
+}
+
+// TestPeerProgramsThreads runs the same-process scenario of the programs
+// that have it (Curator's and zk.Lock's mutex): 2 clients with 3 threads
+// each, whose line says threads=3 and counts every thread's rounds.
+func TestPeerProgramsThreads(t *testing.T) {
+	cp := testzk.CompileCurator(t, "peers/curator/CuratorBench.java")
+	gozk := goBuild(t, t.TempDir(), "./peers/gozk")
+	servers := strings.Join(zktest.New(t).Servers(), ",")
+	for lib, cmd := range map[string]*exec.Cmd{
+		"curator": exec.Command("java", "-cp", cp, "CuratorBench", servers, "mutex", "2", "4", "3"),
+		"gozk":    exec.Command(gozk, servers, "mutex", "2", "4", "3"),
+	} {
+		t.Run(lib, func(t *testing.T) {
+			lines := output(t, cmd)
+			require.Len(t, lines, 1, "one line on stdout")
+			m := handoffLine.FindStringSubmatch(lines[0])
+			require.NotNil(t, m, "line %q", lines[0])
+			require.Contains(t, lines[0], " clients=2 threads=3 cycles=4 ")
+			require.Equal(t, "0", m[6], "violations in %q", lines[0])
+		})
 	}
 }
 
