@@ -81,9 +81,13 @@ run_lib() {
     zkrecipes)
       local ours=$recipe
       [[ $recipe == semmutex ]] && ours=semaphoremutex
+      local rc=0
       # shellcheck disable=SC2086 # ZKBENCH_FLAGS is a list of flags
       timeout 900 "$build/zkbench" -recipe "$ours" -clients "$n" -cycles "$cycles" -goroutines "$threads" ${ZKBENCH_FLAGS:-} \
-        -servers "$servers" 2>"$log" | sed "s/^zkrecipes semaphoremutex /zkrecipes semmutex /" ;;
+        -servers "$servers" 2>"$log" | sed "s/^zkrecipes semaphoremutex /zkrecipes semmutex /" || rc=$?
+      # The server's packets per handoff and the probe's longest wait, to stderr.
+      grep -h '^probe\|^server packets' "$log" | sed "s/^/  zkrecipes $recipe: /" >&2 || true
+      return $rc ;;
     curator) timeout 900 java -cp "$classpath" CuratorBench "$servers" "$recipe" "$n" "$cycles" "${more[@]}" 2>"$log" ;;
     kazoo) timeout 900 /usr/bin/python3 bench/peers/kazoo/kazoo_bench.py "$servers" "$recipe" "$n" "$cycles" 2>"$log" ;;
     gozk) timeout 900 "$build/gozk" "$servers" "$recipe" "$n" "$cycles" "${more[@]}" 2>"$log" ;;
