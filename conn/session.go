@@ -20,6 +20,7 @@ func init() {
 	connhook.SealedACL = func(s any) []zk.ACL { return s.(*Session).sealedACL() }
 	connhook.Shared = func(s any) *sync.Map { return &s.(*Session).shared }
 	connhook.LocalLease = func(l any, pass int64) any { return l.(*Lease).localView(pass) }
+	connhook.Closing = func(s any) <-chan struct{} { return s.(*Session).closing }
 }
 
 var errRetired = errors.New("conn: connection retired")

@@ -395,3 +395,30 @@ func queuedAt(ctx context.Context, t *testing.T, s *conn.Session, path string, g
 		}
 	}
 }
+
+// A local waiter gives up when its session is closed, as a waiter queued
+// in ZooKeeper does: the error matches conn.ErrClosed.
+func TestLocalHandoffWaiterSessionClosed(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	m, err := mutex.New(s, path, mutex.WithLocalHandoff(10, 0))
+	require.NoError(t, err)
+	_, err = m.Acquire(ctx)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Acquire(ctx)
+		done <- err
+	}()
+	testzk.Eventually(t, 10*time.Second, func() bool { return mutex.LocalWaiters(m) == 1 }, "the waiter does not queue")
+	require.NoError(t, s.Close())
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, conn.ErrClosed)
+	case <-ctx.Done():
+		t.Fatal("the local waiter still waits on a closed session")
+	}
+	assert.Zero(t, mutex.LocalWaiters(m))
+}

@@ -142,28 +142,45 @@ func (h *Handle) Acquire(ctx context.Context) (*conn.Lease, error) {
 	w := &waiter{ch: make(chan wake, 1)}
 	c.waiters = append(c.waiters, w)
 	c.mu.Unlock()
+	var wk wake
 	select {
-	case wk := <-w.ch:
-		return h.woken(ctx, c, wk)
+	case wk = <-w.ch:
+		if wk.lease == nil || ctx.Err() == nil {
+			return h.woken(ctx, c, wk)
+		}
+		// A grant at the moment ctx ended is given up, as the queue does.
+		return nil, h.giveUp(ctx, c, wk, queue.CtxErr(ctx))
 	case <-ctx.Done():
+		return nil, h.leave(ctx, c, w, queue.CtxErr(ctx))
+	case <-connhook.Closing(h.sess):
+		return nil, h.leave(ctx, c, w, conn.ErrClosed)
 	}
+}
+
+// leave takes waiter w out of c's queue and returns err; if w was woken
+// meanwhile, the grant or the turn is given on.
+func (h *Handle) leave(ctx context.Context, c *cohort, w *waiter, err error) error {
 	c.mu.Lock()
 	if c.remove(w) {
 		c.mu.Unlock()
-		return nil, queue.CtxErr(ctx)
+		return err
 	}
 	c.mu.Unlock()
-	// Woken at the moment ctx ended: give the grant or the turn on.
-	if wk := <-w.ch; wk.lease != nil {
+	return h.giveUp(ctx, c, <-w.ch, err)
+}
+
+// giveUp gives on a wake its waiter does not take, and returns err.
+func (h *Handle) giveUp(ctx context.Context, c *cohort, wk wake, err error) error {
+	if wk.lease != nil {
 		rctx, cancel := queue.GraceContext(ctx, queue.Grace)
 		defer cancel()
 		_ = h.Release(rctx, wk.lease) // a pending delete goes on in the background
-	} else {
-		c.mu.Lock()
-		c.handOn(h)
-		c.mu.Unlock()
+		return err
 	}
-	return nil, queue.CtxErr(ctx)
+	c.mu.Lock()
+	c.handOn(h)
+	c.mu.Unlock()
+	return err
 }
 
 // woken follows a waiter's wake.
@@ -183,11 +200,20 @@ func (h *Handle) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 		return nil, false, queue.CtxErr(ctx)
 	}
 	m := connhook.Shared(h.sess)
-	v, loaded := m.LoadOrStore(h.key, &cohort{st: acquiring})
-	if loaded {
-		return nil, false, nil
+	for {
+		v, loaded := m.LoadOrStore(h.key, &cohort{st: acquiring})
+		c := v.(*cohort)
+		if !loaded {
+			return h.acquireNode(ctx, c, false)
+		}
+		c.mu.Lock()
+		st := c.st
+		c.mu.Unlock()
+		if st != idle {
+			return nil, false, nil // held or being acquired in the process
+		}
+		// retired after we loaded it: look again
 	}
-	return h.acquireNode(ctx, v.(*cohort), false)
 }
 
 // acquireNode acquires the node for c (whose st is acquiring, owned by the

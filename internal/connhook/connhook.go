@@ -36,3 +36,8 @@ var LocalLease func(l any, pass int64) any
 // is answered after the create (ZooKeeper answers a session's requests in
 // order): the engine sends its listing right behind its create.
 var CreateWritten func(ep any) <-chan struct{}
+
+// Closing returns a channel closed when Close is called on a
+// *conn.Session: local waiters (package cohort) give up then, as requests
+// on the session fail with conn.ErrClosed.
+var Closing func(sess any) <-chan struct{}
