@@ -171,3 +171,25 @@ func TestSummarize(t *testing.T) {
 	require.ErrorAs(t, err, &ee, "a violation makes summarize.py fail")
 	require.Equal(t, 1, ee.ExitCode())
 }
+
+// TestSummarizeThreads: lines of the same-process scenario (threads=T) are
+// rows of their own, compared with the same library's lines of the same T
+// only.
+func TestSummarizeThreads(t *testing.T) {
+	results := filepath.Join(t.TempDir(), "results")
+	content := "1 limit setdata clients=1 ops=6 secs=1.000 ops_per_s=1000.0 p50_ms=1.000 p99_ms=2.000\n" +
+		"1 limit createdelete clients=1 ops=6 secs=1.000 ops_per_s=200.0 p50_ms=4.000 p99_ms=6.000\n" +
+		"1 curator mutex clients=1 threads=10 cycles=3 secs=1.000 handoffs_per_s=100.0 p50_ms=1.000 p99_ms=2.000 violations=0\n" +
+		"1 zkrecipes mutex clients=1 threads=10 cycles=3 secs=1.000 handoffs_per_s=8000.0 p50_ms=1.000 p99_ms=2.000 violations=0\n" +
+		"1 curator mutex clients=10 cycles=3 secs=1.000 handoffs_per_s=200.0 p50_ms=1.000 p99_ms=2.000 violations=0\n" +
+		"1 zkrecipes mutex clients=10 cycles=3 secs=1.000 handoffs_per_s=300.0 p50_ms=1.000 p99_ms=2.000 violations=0\n"
+	require.NoError(t, os.WriteFile(results, []byte(content), 0o644))
+	out := strings.Join(output(t, exec.Command("/usr/bin/python3", "summarize.py", results)), "\n")
+	for _, want := range []string{
+		"| mutex ×10 threads | curator | 100 | 1.00 | 2.00 | 0 | 80.00× | 0.10 | 0.50 |",
+		"| mutex ×10 threads | zkrecipes | 8000 | 1.00 | 2.00 | 0 | — | 8.00 | 40.00 |",
+		"| mutex | curator | 200 | 1.00 | 2.00 | 0 | 1.50× | 0.20 | 1.00 |",
+	} {
+		require.Contains(t, out, want)
+	}
+}
