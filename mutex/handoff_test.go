@@ -422,3 +422,50 @@ func TestLocalHandoffWaiterSessionClosed(t *testing.T) {
 	}
 	assert.Zero(t, mutex.LocalWaiters(m))
 }
+
+// The time budget bounds a node's stay in the process: with a pass bound
+// that is never reached, holds of 2 ms and a 20 ms budget, the node goes
+// back to ZooKeeper many times.
+func TestLocalHandoffBudget(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, 2*time.Minute)
+	m, err := mutex.New(s, path, mutex.WithLocalHandoff(1_000_000, 20*time.Millisecond))
+	require.NoError(t, err)
+	const goroutines, rounds = 4, 50
+	res := &fenced{}
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				l, err := m.Acquire(ctx)
+				if err != nil {
+					t.Errorf("acquire: %v", err)
+					return
+				}
+				f, err := l.Fence(ctx)
+				if err == nil {
+					err = res.write(f)
+				}
+				if err != nil {
+					t.Errorf("fence: %v", err)
+				}
+				time.Sleep(2 * time.Millisecond) // the critical section's work
+				if err := m.Release(ctx); err != nil {
+					t.Errorf("release: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	nodes := map[int64]bool{}
+	for _, f := range res.seen {
+		nodes[f.Zxid] = true
+	}
+	t.Logf("%d grants on %d nodes", len(res.seen), len(nodes))
+	assert.GreaterOrEqual(t, len(nodes), 3, "the budget did not send the node back")
+}
