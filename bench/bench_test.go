@@ -19,7 +19,7 @@ import (
 // The patterns summarize.py matches (there with the round number in
 // front), anchored here at both ends.
 var (
-	handoffLine = regexp.MustCompile(`^(\w+) (\w+) clients=\d+ cycles=\d+ secs=[\d.]+ handoffs_per_s=([\d.]+) p50_ms=([\d.]+) p99_ms=([\d.]+) violations=(\d+)$`)
+	handoffLine = regexp.MustCompile(`^(\w+) (\w+) clients=\d+(?: threads=\d+)? cycles=\d+ secs=[\d.]+ handoffs_per_s=([\d.]+) p50_ms=([\d.]+) p99_ms=([\d.]+) violations=(\d+)$`)
 	limitLine   = regexp.MustCompile(`^limit (\w+) clients=1 ops=\d+ secs=[\d.]+ ops_per_s=([\d.]+) p50_ms=([\d.]+) p99_ms=([\d.]+)$`)
 )
 
@@ -77,6 +77,28 @@ func TestPeerPrograms(t *testing.T) {
 				require.Equal(t, "0", m[6], "violations in %q", lines[0])
 			})
 		}
+	}
+}
+
+// TestPeerProgramsThreads runs the same-process scenario of the programs
+// that have it (Curator's and zk.Lock's mutex): 2 clients with 3 threads
+// each, whose line says threads=3 and counts every thread's rounds.
+func TestPeerProgramsThreads(t *testing.T) {
+	cp := testzk.CompileCurator(t, "peers/curator/CuratorBench.java")
+	gozk := goBuild(t, t.TempDir(), "./peers/gozk")
+	servers := strings.Join(zktest.New(t).Servers(), ",")
+	for lib, cmd := range map[string]*exec.Cmd{
+		"curator": exec.Command("java", "-cp", cp, "CuratorBench", servers, "mutex", "2", "4", "3"),
+		"gozk":    exec.Command(gozk, servers, "mutex", "2", "4", "3"),
+	} {
+		t.Run(lib, func(t *testing.T) {
+			lines := output(t, cmd)
+			require.Len(t, lines, 1, "one line on stdout")
+			m := handoffLine.FindStringSubmatch(lines[0])
+			require.NotNil(t, m, "line %q", lines[0])
+			require.Contains(t, lines[0], " clients=2 threads=3 cycles=4 ")
+			require.Equal(t, "0", m[6], "violations in %q", lines[0])
+		})
 	}
 }
 
@@ -148,4 +170,26 @@ func TestSummarize(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, "a violation makes summarize.py fail")
 	require.Equal(t, 1, ee.ExitCode())
+}
+
+// TestSummarizeThreads: lines of the same-process scenario (threads=T) are
+// rows of their own, compared with the same library's lines of the same T
+// only.
+func TestSummarizeThreads(t *testing.T) {
+	results := filepath.Join(t.TempDir(), "results")
+	content := "1 limit setdata clients=1 ops=6 secs=1.000 ops_per_s=1000.0 p50_ms=1.000 p99_ms=2.000\n" +
+		"1 limit createdelete clients=1 ops=6 secs=1.000 ops_per_s=200.0 p50_ms=4.000 p99_ms=6.000\n" +
+		"1 curator mutex clients=1 threads=10 cycles=3 secs=1.000 handoffs_per_s=100.0 p50_ms=1.000 p99_ms=2.000 violations=0\n" +
+		"1 zkrecipes mutex clients=1 threads=10 cycles=3 secs=1.000 handoffs_per_s=8000.0 p50_ms=1.000 p99_ms=2.000 violations=0\n" +
+		"1 curator mutex clients=10 cycles=3 secs=1.000 handoffs_per_s=200.0 p50_ms=1.000 p99_ms=2.000 violations=0\n" +
+		"1 zkrecipes mutex clients=10 cycles=3 secs=1.000 handoffs_per_s=300.0 p50_ms=1.000 p99_ms=2.000 violations=0\n"
+	require.NoError(t, os.WriteFile(results, []byte(content), 0o644))
+	out := strings.Join(output(t, exec.Command("/usr/bin/python3", "summarize.py", results)), "\n")
+	for _, want := range []string{
+		"| mutex ×10 threads | curator | 100 | 1.00 | 2.00 | 0 | 80.00× | 0.10 | 0.50 |",
+		"| mutex ×10 threads | zkrecipes | 8000 | 1.00 | 2.00 | 0 | — | 8.00 | 40.00 |",
+		"| mutex | curator | 200 | 1.00 | 2.00 | 0 | 1.50× | 0.20 | 1.00 |",
+	} {
+		require.Contains(t, out, want)
+	}
 }

@@ -18,9 +18,12 @@ for line in open(sys.argv[1]):
     if m:
         limits.setdefault(m[2], {})[int(m[1])] = tuple(float(x) for x in m.groups()[2:])
         continue
-    m = re.match(r"(\d+) (\w+) (\w+) .*handoffs_per_s=([\d.]+) p50_ms=([\d.]+) p99_ms=([\d.]+) violations=(\d+)", line)
+    m = re.match(r"(\d+) (\w+) (\w+) clients=(\d+)(?: threads=(\d+))? .*handoffs_per_s=([\d.]+) p50_ms=([\d.]+) p99_ms=([\d.]+) violations=(\d+)", line)
     if m:
-        runs.setdefault((m[3], m[2]), {})[int(m[1])] = tuple(float(x) for x in m.groups()[3:])
+        # The same-process scenario (threads=T: T threads or goroutines per
+        # client) is a recipe row of its own.
+        recipe = m[3] if not m[5] else "%s ×%s threads" % (m[3], m[5])
+        runs.setdefault((recipe, m[2]), {})[int(m[1])] = tuple(float(x) for x in m.groups()[5:])
 
 def spread(xs, fmt):
     xs = sorted(xs)

@@ -22,7 +22,7 @@ type Epoch struct {
 	sessionID int64
 	timeout   time.Duration // negotiated with the server
 	passwd    []byte
-	wire      *link // its zk.Conn's wire (watch removal: watches.go)
+	wire      *link // its zk.Conn's wire (watch removal: watches.go; pipelining: pipeline.go); nil in tests that make epochs by hand
 
 	ctx    context.Context // cancelled, with the reason as cause, when the epoch ends
 	cancel context.CancelCauseFunc

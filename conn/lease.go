@@ -34,6 +34,12 @@ type Lease struct {
 	revoked     chan struct{} // closed once when the node's data is revokeMessage; never sent on
 	revokedOnce sync.Once
 
+	// parent is the lease of the node this lease is a local grant on (see
+	// localView), nil for the node's own lease; pass is the grant's number
+	// on that node (Fence). Both are set at creation and never change.
+	parent *Lease
+	pass   int64
+
 	mu     sync.Mutex // guards the fields below
 	czxid  int64      // 0 until fetched
 	armed  bool       // the node watch has been started
@@ -108,6 +114,10 @@ func (l *Lease) Revoked() <-chan struct{} {
 // arm starts the node watch once, unless the lease is already lost.
 func (l *Lease) arm() {
 	if l.isLost() {
+		return
+	}
+	if l.parent != nil {
+		l.parent.arm()
 		return
 	}
 	l.mu.Lock()
@@ -191,6 +201,12 @@ func (l *Lease) watchNode() {
 // successive holder of the lock. It is read from the server on first use
 // (then cached) and fails with ErrLeaseLost if the node is already gone.
 func (l *Lease) Token(ctx context.Context) (int64, error) {
+	if l.parent != nil {
+		if err := l.Err(); err != nil {
+			return 0, err
+		}
+		return l.parent.Token(ctx)
+	}
 	l.mu.Lock()
 	z := l.czxid
 	l.mu.Unlock()
@@ -227,6 +243,9 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 	case <-l.lost:
 		return nil, l.Err()
 	default:
+	}
+	if l.parent != nil {
+		return l.parent.GuardedWrite(ctx, ops...)
 	}
 	for _, op := range ops {
 		if sd, ok := op.(*zk.SetDataRequest); ok && sd.Path == l.path {

@@ -21,6 +21,9 @@ func init() {
 	connhook.NewLease = func(ep any, path string) any { return ep.(*Epoch).newLease(path) }
 	connhook.Released = func(l any) { l.(*Lease).released() }
 	connhook.SessionPassword = func(ep any) []byte { return append([]byte(nil), ep.(*Epoch).passwd...) }
+	connhook.Shared = func(s any) *sync.Map { return &s.(*Session).shared }
+	connhook.LocalLease = func(l any, pass int64) any { return l.(*Lease).localView(pass) }
+	connhook.Closing = func(s any) <-chan struct{} { return s.(*Session).closing }
 }
 
 var errRetired = errors.New("conn: connection retired")
@@ -42,6 +45,7 @@ type Session struct {
 	sealed  []zk.ACL // see sealedACL
 	log     *zap.Logger
 	stats   *counters
+	shared  sync.Map // recipes' per-session state (connhook.Shared); its own locking
 
 	inbox   *inbox        // events from go-zookeeper callbacks and helpers, for run
 	closing chan struct{} // closed by Close (once); run then shuts down

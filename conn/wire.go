@@ -103,6 +103,7 @@ func (w *wireConn) Write(p []byte) (int, error) {
 			return 0, err
 		}
 	}
+	defer w.link.creates.wrote(p)
 	switch {
 	case !w.sentConnect:
 		// int32 length, int32 protocolVersion, int64 lastZxidSeen, ...
@@ -269,6 +270,8 @@ type link struct {
 	busy     bool         // the reader has a frame it has not finished with
 	closing  bool         // beginClose was called: hand over no more answers
 	closeXid atomic.Int64 // xid of go-zookeeper's close request + 1; 0 until written
+
+	creates sentCreates // tells when a create request is written (pipeline.go)
 
 	mu    sync.Mutex
 	hs    handshake

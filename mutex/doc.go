@@ -69,6 +69,15 @@
 //   - A fencing token per grant (Lease.Token, the node's czxid, growing
 //     with every holder) and guarded writes (Lease.GuardedWrite: a
 //     transaction that commits only while our node exists).
+//   - In-process handoff, when asked for (WithLocalHandoff; off by
+//     default): the goroutines of one session share one node and pass the
+//     lock between them without a request, up to a bound, after which the
+//     node goes back to the queue; a contender of another process waits
+//     for at most maxPasses+1 holds of this process (or budget plus one
+//     hold). Every grant is a lease of its own: released, it refuses
+//     guarded writes; Lost closes with the node's; Lease.Fence (the node's
+//     czxid and the grant's pass) grows strictly with every grant, while
+//     Token is the node's, shared by its grants.
 //
 // # What it does not guarantee
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/petermattis/goid"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/cohort"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -25,7 +26,8 @@ import (
 //
 // Safe for concurrent use.
 type InterProcessMutex struct {
-	q *queue.Queue
+	q  *queue.Queue
+	co *cohort.Handle // nil without local handoff (WithLocalHandoff)
 
 	mu    sync.Mutex      // guards owned
 	owned map[int64]*hold // by goroutine id; an entry exists while held
@@ -67,7 +69,11 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
-	return &InterProcessMutex{q: q, owned: make(map[int64]*hold)}, nil
+	m := &InterProcessMutex{q: q, owned: make(map[int64]*hold)}
+	if m.co, err = newCohort(sess, path, cfg, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Path is the lock path.
@@ -91,7 +97,7 @@ func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 	if l, ok, err := m.reenter(gid); ok {
 		return l, err
 	}
-	l, err := m.q.Acquire(ctx)
+	l, err := m.acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
@@ -107,7 +113,7 @@ func (m *InterProcessMutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, 
 	if l, ok, err := m.reenter(gid); ok {
 		return l, err == nil, err
 	}
-	l, ok, err := m.q.TryAcquire(ctx)
+	l, ok, err := m.tryAcquire(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
@@ -171,7 +177,7 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 
 	// Only this goroutine touches owned[gid]: no lock is needed while the
 	// node is deleted.
-	err := m.q.Release(ctx, h.lease)
+	err := m.release(ctx, h.lease)
 	if err != nil && !errors.Is(err, ErrReleasePending) {
 		return fmt.Errorf("mutex: release %s: %w", m.Path(), err)
 	}

@@ -1,5 +1,7 @@
 package mutex
 
+import "github.com/zkrecipes/zkrecipes/internal/cohort"
+
 // Option configures New. Each option documents its default and what an
 // invalid value does; a nil Option makes New fail with an error matching
 // conn.ErrInvalidOption. The form, func(*config) error, is every package's
@@ -9,6 +11,7 @@ type Option func(*config) error
 type config struct {
 	relist    bool
 	revocable bool
+	handoff   *cohort.Bound // nil: no local handoff
 }
 
 // WithRelist(true) makes waiters list the lock's children again after every

@@ -8,9 +8,14 @@
 # ratios zkrecipes / each peer and each figure / the limit. Machines are
 # noisy: only ratios measured in one run mean anything.
 #
-#   scripts/bench-peers.sh [--ensemble] [CLIENTS] [CYCLES] [ROUNDS] [RECIPES]
+#   scripts/bench-peers.sh [--ensemble] [CLIENTS] [CYCLES] [ROUNDS] [RECIPES] [THREADS]
 #
-# Defaults: 10 clients, 100 cycles, 3 rounds, "mutex semmutex write read";
+# Defaults: 10 clients, 100 cycles, 3 rounds, "mutex semmutex write read",
+# 1 thread per client. THREADS above 1 is the same-process scenario (mutex;
+# Curator, zk.Lock and zkrecipes): each client's THREADS threads share its
+# session; ZKBENCH_FLAGS passes flags to examples/bench (e.g.
+# ZKBENCH_FLAGS="-local-handoff 100 -probe"; the probe's longest wait is in
+# $build/zkrecipes-mutex.log). The limit runs CLIENTS x THREADS x CYCLES ops.
 # a standalone server, or with --ensemble a three-node ensemble on this
 # machine. It needs nothing beside the repository: scripts/bench-setup.sh
 # installs the Debian packages it lacks and builds everything. Exits 1 when
@@ -26,14 +31,14 @@ for a in "$@"; do
     *) args+=("$a") ;;
   esac
 done
-clients=${args[0]:-10} cycles=${args[1]:-100} rounds=${args[2]:-3} recipes=${args[3]:-"mutex semmutex write read"}
+clients=${args[0]:-10} cycles=${args[1]:-100} rounds=${args[2]:-3} recipes=${args[3]:-"mutex semmutex write read"} threads=${args[4]:-1}
 . scripts/bench-setup.sh
 
 results=$build/results
-echo "# $(date -u +%FT%TZ) $(nproc) cores; ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper) $scenario $servers; $clients clients x $cycles cycles; rounds: $rounds"
+echo "# $(date -u +%FT%TZ) $(nproc) cores; ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper) $scenario $servers; $clients clients x $threads threads x $cycles cycles; rounds: $rounds"
 failed=0
 for ((r = 1; r <= rounds; r++)); do
-  if out=$(run_limit $((clients * cycles))); then
+  if out=$(run_limit $((clients * threads * cycles))); then
     echo "$out"
     sed "s/^/$r /" <<<"$out" >>"$results"
   else
@@ -41,10 +46,10 @@ for ((r = 1; r <= rounds; r++)); do
     failed=1
   fi
   for recipe in $recipes; do
-    libs=$(libs_for "$recipe")
+    libs=$(libs_for "$recipe" "$threads")
     ((r % 2)) || libs=$(tr ' ' '\n' <<<"$libs" | tac | xargs) # alternate the order
     for lib in $libs; do
-      if line=$(run_lib "$lib" "$recipe" "$clients" "$cycles") && [[ -n $line ]]; then
+      if line=$(run_lib "$lib" "$recipe" "$clients" "$cycles" "$threads") && [[ -n $line ]]; then
         echo "$line"
         echo "$r $line" >>"$results"
       else

@@ -65,28 +65,42 @@ for _ in 1 2 3; do
 done
 [[ -n $zk_pids ]] || { echo "could not start ZooKeeper" >&2; exit 1; }
 
-# run_lib LIBRARY RECIPE CLIENTS CYCLES: one run of one library (zkrecipes,
-# curator, kazoo or gozk) on RECIPE (mutex, semmutex, write or read); its
-# result line on stdout, its stderr in $build/LIBRARY-RECIPE.log. Fails
-# when the program fails or runs for more than 15 minutes.
+# run_lib LIBRARY RECIPE CLIENTS CYCLES [THREADS]: one run of one library
+# (zkrecipes, curator, kazoo or gozk) on RECIPE (mutex, semmutex, write or
+# read); its result line on stdout, its stderr in $build/LIBRARY-RECIPE.log.
+# THREADS above 1 (mutex only; not kazoo) is the same-process scenario:
+# THREADS threads or goroutines per client, sharing its session (Curator:
+# one CuratorFramework and one InterProcessMutex; zk.Lock: one conn;
+# zkrecipes: one session, with $ZKBENCH_FLAGS, e.g. "-local-handoff 100
+# -probe"). Fails when the program fails or runs for more than 15 minutes.
 run_lib() {
-  local lib=$1 recipe=$2 n=$3 cycles=$4 log=$build/$1-$2.log
+  local lib=$1 recipe=$2 n=$3 cycles=$4 threads=${5:-1} log=$build/$1-$2.log
+  local more=()
+  ((threads > 1)) && more=("$threads")
   case $lib in
     zkrecipes)
       local ours=$recipe
       [[ $recipe == semmutex ]] && ours=semaphoremutex
-      timeout 900 "$build/zkbench" -recipe "$ours" -clients "$n" -cycles "$cycles" -servers "$servers" 2>"$log" |
-        sed "s/^zkrecipes semaphoremutex /zkrecipes semmutex /" ;;
-    curator) timeout 900 java -cp "$classpath" CuratorBench "$servers" "$recipe" "$n" "$cycles" 2>"$log" ;;
+      local rc=0
+      # shellcheck disable=SC2086 # ZKBENCH_FLAGS is a list of flags
+      timeout 900 "$build/zkbench" -recipe "$ours" -clients "$n" -cycles "$cycles" -goroutines "$threads" ${ZKBENCH_FLAGS:-} \
+        -servers "$servers" 2>"$log" | sed "s/^zkrecipes semaphoremutex /zkrecipes semmutex /" || rc=$?
+      # The server's packets per handoff and the probe's longest wait, to stderr.
+      grep -h '^probe\|^server packets' "$log" | sed "s/^/  zkrecipes $recipe: /" >&2 || true
+      return $rc ;;
+    curator) timeout 900 java -cp "$classpath" CuratorBench "$servers" "$recipe" "$n" "$cycles" "${more[@]}" 2>"$log" ;;
     kazoo) timeout 900 /usr/bin/python3 bench/peers/kazoo/kazoo_bench.py "$servers" "$recipe" "$n" "$cycles" 2>"$log" ;;
-    gozk) timeout 900 "$build/gozk" "$servers" "$recipe" "$n" "$cycles" 2>"$log" ;;
+    gozk) timeout 900 "$build/gozk" "$servers" "$recipe" "$n" "$cycles" "${more[@]}" 2>"$log" ;;
     *) echo "unknown library $lib" >&2; return 2 ;;
   esac
 }
 
-# libs_for RECIPE: the libraries that have RECIPE (go-zookeeper only a mutex).
+# libs_for RECIPE [THREADS]: the libraries that have RECIPE (go-zookeeper
+# only a mutex); with THREADS above 1, those that run the same-process
+# scenario (Curator, zk.Lock, zkrecipes).
 libs_for() {
-  if [[ $1 == mutex ]]; then echo "curator kazoo gozk zkrecipes"; else echo "curator kazoo zkrecipes"; fi
+  if ((${2:-1} > 1)); then echo "curator gozk zkrecipes"
+  elif [[ $1 == mutex ]]; then echo "curator kazoo gozk zkrecipes"; else echo "curator kazoo zkrecipes"; fi
 }
 
 # run_limit OPS: the server's sequential rate, one client (bench/limit): two

@@ -127,6 +127,13 @@
 //     only while that node exists). With one lease the tokens grow
 //     strictly in grant order, Curator's holders' (their lease nodes'
 //     czxids) included.
+//   - In-process handoff, when asked for (WithLocalHandoff; off by
+//     default): the Mutex handles of one session and path share one lease
+//     and pass it between them without a request, up to a bound, after
+//     which the lease goes back to ZooKeeper. Every grant is a lease of its
+//     own (released, it refuses guarded writes; Lost closes with the
+//     node's); Lease.Fence grows strictly with every grant, while Token is
+//     the node's, shared by its grants.
 //
 // # Not reentrant, on purpose
 //

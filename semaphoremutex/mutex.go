@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/cohort"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -28,6 +29,7 @@ import (
 // Safe for concurrent use.
 type Mutex struct {
 	sem *Semaphore
+	co  *cohort.Handle // nil without local handoff (WithLocalHandoff)
 
 	// gate has room for one token, put in by Acquire (or TryAcquire) before
 	// it asks ZooKeeper and taken out by Release, or by the Acquire itself
@@ -48,7 +50,15 @@ func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{sem: s, gate: make(chan struct{}, 1)}, nil
+	m := &Mutex{sem: s, gate: make(chan struct{}, 1)}
+	cfg := config{}
+	for _, o := range opts {
+		o(&cfg) // checked by NewSemaphore
+	}
+	if m.co, err = newCohort(sess, path, cfg, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Path is the mutex's path, the parent of locks/ and leases/.
@@ -72,7 +82,7 @@ func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), queue.CtxErr(ctx))
 	}
-	l, err := m.sem.Acquire(ctx)
+	l, err := m.take(ctx)
 	if err != nil {
 		<-m.gate
 		return nil, err
@@ -96,7 +106,7 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	default:
 		return nil, false, nil
 	}
-	l, ok, err := m.sem.TryAcquire(ctx)
+	l, ok, err := m.tryTake(ctx)
 	if err != nil || !ok {
 		<-m.gate
 		return nil, false, err
@@ -128,7 +138,7 @@ func (m *Mutex) Release(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("semaphoremutex: release %s: %w", m.Path(), ErrNotHeld)
 	}
-	err := m.sem.Release(ctx, l)
+	err := m.give(ctx, l)
 	if err != nil && !errors.Is(err, ErrReleasePending) {
 		m.mu.Lock()
 		m.lease = l

@@ -1,13 +1,16 @@
 package semaphoremutex
 
+import "github.com/zkrecipes/zkrecipes/internal/cohort"
+
 // Option configures New and NewSemaphore. Each option documents its
 // default and what an invalid value does; a nil Option makes either fail
-// with an error matching conn.ErrInvalidOption. The form, func(*config) error, is every package's
-// of this module.
+// with an error matching conn.ErrInvalidOption. The form, func(*config) error, is
+// every package's of this module.
 type Option func(*config) error
 
 type config struct {
 	revocable bool
+	handoff   *cohort.Bound // nil: no local handoff (Mutex only)
 }
 
 // WithRevocable makes the nodes this handle creates (internal lock nodes

@@ -168,21 +168,20 @@ func (p *Proxy) CutAfterNextWrite() {
 	p.cutArmed = true
 }
 
-// BlackholeAfterNextWrite arms a one-shot fault: the next chunk from a
+// BlackholeAfterNextWrite arms a one-shot fault: the next request from a
 // client to a server is forwarded, and the proxy blackholes (as Blackhole)
 // at that very moment, before any byte of the response can reach the
 // client. The connection stays open, so the server executes the request (a
 // create succeeds), but the client learns nothing until Heal, and then
-// only that its connection is gone. Chunks that are only a ZooKeeper ping
-// do not fire it. Arm it right before the request whose response should
+// only that its connection is gone. ZooKeeper pings do not fire it. Arm it right before the request whose response should
 // be lost.
 func (p *Proxy) BlackholeAfterNextWrite() { p.BlackholeAfterWrites(1) }
 
 // BlackholeAfterWrites is BlackholeAfterNextWrite for the n-th of the next
-// chunks from a client to a server (pings not counted): the n-1 before it
-// are forwarded and answered normally. For a client that sends one request
-// at a time and waits for its answer, that is its n-th request. n < 1
-// disarms it.
+// requests from a client to a server (pings not counted): the n-1 before
+// it are forwarded and answered normally, and nothing the client sent
+// behind it passes, also when it came in the same chunk. n < 1 disarms
+// it.
 func (p *Proxy) BlackholeAfterWrites(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -339,13 +338,18 @@ func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool
 			p.cutArmed = false
 			l.dropReplies = true
 			cut = true
-		case p.holeAfter > 0 && !isPing(chunk):
-			p.holeAfter--
+		case p.holeAfter > 0:
+			n, end := requests(chunk, p.holeAfter)
+			p.holeAfter -= n
 			if p.holeAfter > 0 {
 				break
 			}
 			// Blackhole now, under the lock, so that no response can
-			// pass; this chunk still goes through (it is written below).
+			// pass; this chunk still goes through (it is written below)
+			// up to the end of the n-th request: a client that sends a
+			// request behind another without waiting (the engine's listing
+			// behind its create) may have both in one chunk.
+			chunk = chunk[:end]
 			p.blackhole = true
 			for o := range p.links {
 				o.blackholed = true
@@ -402,6 +406,27 @@ func reset(c net.Conn, rst bool) {
 		_ = tc.SetLinger(0)
 	}
 	c.Close()
+}
+
+// requests counts the ZooKeeper requests (length-prefixed frames, pings
+// not counted) in chunk, up to limit, and returns the count and the end of
+// the last one counted (len(chunk) when fewer than limit). A frame cut
+// off at the end of the chunk counts as one.
+func requests(chunk []byte, limit int) (n, end int) {
+	for off := 0; off < len(chunk); {
+		next := len(chunk)
+		if off+4 <= len(chunk) {
+			next = min(off+4+int(binary.BigEndian.Uint32(chunk[off:])), len(chunk))
+		}
+		if !isPing(chunk[off:next]) {
+			n++
+			if n == limit {
+				return n, next
+			}
+		}
+		off = next
+	}
+	return n, len(chunk)
 }
 
 // isPing reports whether chunk is exactly one ZooKeeper ping request:

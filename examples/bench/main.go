@@ -4,6 +4,7 @@
 // can be compared line by line:
 //
 //	go run ./examples/bench -recipe mutex -clients 10 -cycles 100 [-servers host:port,...]
+//	go run ./examples/bench -recipe mutex -clients 1 -goroutines 100 -local-handoff 100 -probe
 //
 // N sessions each do M acquire/release rounds on one lock path with an empty
 // critical section, all starting together. Without -servers (or ZK_SERVERS)
@@ -11,6 +12,16 @@
 // one line:
 //
 //	zkrecipes <recipe> clients=N cycles=M secs=S handoffs_per_s=X p50_ms=A p99_ms=B violations=V
+//
+// With -goroutines G above 1, each session has G goroutines (each with its
+// own handle on the session), each doing M rounds, and the line says
+// threads=G after clients=N (the same-process scenario). -local-handoff P
+// makes the handles share one ZooKeeper contender per session
+// (WithLocalHandoff(P, -handoff-budget); mutex and semaphoremutex). -probe
+// adds a contender on a session of its own that acquires and releases the
+// lock in a loop while the others run, and writes the longest time it
+// waited to stderr: the cross-process fairness under full local
+// contention. The probe's acquires are not counted in the line.
 //
 // violations counts rounds in which a holder found more holders inside than
 // the recipe allows (one, or the lease count); it must be 0. When the server
@@ -39,6 +50,10 @@ type config struct {
 	clients        int
 	cycles         int
 	leases         int
+	goroutines     int
+	handoff        int
+	budget         time.Duration
+	probe          bool
 	servers        string
 	sessionTimeout time.Duration
 }
@@ -54,6 +69,10 @@ func main() {
 	fs.IntVar(&cfg.clients, "clients", 10, "sessions contending for the lock")
 	fs.IntVar(&cfg.cycles, "cycles", 100, "acquire/release rounds per session")
 	fs.IntVar(&cfg.leases, "leases", 2, "leases of the semaphore (recipe semaphore)")
+	fs.IntVar(&cfg.goroutines, "goroutines", 1, "goroutines per session, each with its own handle")
+	fs.IntVar(&cfg.handoff, "local-handoff", 0, "WithLocalHandoff(N, -handoff-budget) for mutex and semaphoremutex; 0: off")
+	fs.DurationVar(&cfg.budget, "handoff-budget", 0, "time budget of -local-handoff; 0: none")
+	fs.BoolVar(&cfg.probe, "probe", false, "a contender on its own session measures its longest wait (stderr)")
 	fs.StringVar(&cfg.servers, "servers", "", "ZooKeeper servers host:port,...; default: ZK_SERVERS, or start one")
 	fs.DurationVar(&cfg.sessionTimeout, "session-timeout", 30*time.Second, "session timeout")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: exits 0 on -h, 2 on a bad flag
@@ -68,8 +87,10 @@ func run(cfg config) error {
 	switch {
 	case !ok:
 		return fmt.Errorf("unknown recipe %q (want one of %s)", cfg.recipe, strings.Join(recipeNames(), ", "))
-	case cfg.clients < 1 || cfg.cycles < 1:
-		return errors.New("-clients and -cycles must be at least 1")
+	case cfg.clients < 1 || cfg.cycles < 1 || cfg.goroutines < 1:
+		return errors.New("-clients, -goroutines and -cycles must be at least 1")
+	case cfg.handoff < 0 || cfg.handoff > 0 && r.handoff == nil:
+		return fmt.Errorf("-local-handoff: not for recipe %s, or negative", cfg.recipe)
 	case cfg.leases < 1:
 		return errors.New("-leases must be at least 1")
 	}
@@ -81,18 +102,41 @@ func run(cfg config) error {
 	defer stop()
 
 	path := fmt.Sprintf("/bench-zkrecipes-%s-%d", cfg.recipe, time.Now().UnixNano())
-	lockers := make([]locker, cfg.clients)
+	mk := func(s *conn.Session) (locker, error) {
+		if cfg.handoff > 0 {
+			return r.handoff(s, path, cfg.handoff, cfg.budget)
+		}
+		return r.make(s, path, cfg.leases)
+	}
+	lockers := make([]locker, 0, cfg.clients*cfg.goroutines)
 	sessions := make([]*conn.Session, cfg.clients)
-	for i := range lockers {
+	for i := range sessions {
 		s, err := conn.Connect(ctx, servers, conn.WithSessionTimeout(cfg.sessionTimeout))
 		if err != nil {
 			return err
 		}
 		defer s.Close()
 		sessions[i] = s
-		if lockers[i], err = r.make(s, path, cfg.leases); err != nil {
+		for range cfg.goroutines {
+			l, err := mk(s)
+			if err != nil {
+				return err
+			}
+			lockers = append(lockers, l)
+		}
+	}
+	stopProbe := func() {}
+	if cfg.probe {
+		s, err := conn.Connect(ctx, servers, conn.WithSessionTimeout(cfg.sessionTimeout))
+		if err != nil {
 			return err
 		}
+		defer s.Close()
+		l, err := mk(s)
+		if err != nil {
+			return err
+		}
+		stopProbe = probe(ctx, l)
 	}
 	statsBefore := totalStats(sessions)
 	allowed := int32(1)
@@ -105,7 +149,7 @@ func run(cfg config) error {
 		inside, violations atomic.Int32
 		done               atomic.Int64
 		mu                 sync.Mutex
-		lat                = make([]time.Duration, 0, cfg.clients*cfg.cycles)
+		lat                = make([]time.Duration, 0, len(lockers)*cfg.cycles)
 		wg                 sync.WaitGroup
 		start              = make(chan struct{})
 		firstErr           error
@@ -141,17 +185,18 @@ func run(cfg config) error {
 			mu.Unlock()
 		}(l)
 	}
-	stopProgress := progress(&done, cfg.clients*cfg.cycles)
+	stopProgress := progress(&done, len(lockers)*cfg.cycles)
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
 	secs := time.Since(t0).Seconds()
 	stopProgress()
+	stopProbe()
 	if firstErr != nil {
 		return firstErr
 	}
 
-	n := cfg.clients * cfg.cycles
+	n := len(lockers) * cfg.cycles
 	if packetsAfter, err := packets(ctx, servers); err == nil && mntrErr == nil {
 		fmt.Fprintf(os.Stderr, "server packets per handoff: %.1f (mntr zk_packets_sent+zk_packets_received over the run / %d acquisitions)\n",
 			float64(packetsAfter-packetsBefore)/float64(n), n)
@@ -161,8 +206,12 @@ func run(cfg config) error {
 		float64(d.TotalRequests())/float64(n), perOp(d, n), float64(d.WatchEvents)/float64(n))
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
-	fmt.Printf("zkrecipes %s clients=%d cycles=%d secs=%.3f handoffs_per_s=%.1f p50_ms=%.3f p99_ms=%.3f violations=%d\n",
-		cfg.recipe, cfg.clients, cfg.cycles, secs, float64(n)/secs, ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), violations.Load())
+	threads := ""
+	if cfg.goroutines > 1 {
+		threads = fmt.Sprintf(" threads=%d", cfg.goroutines)
+	}
+	fmt.Printf("zkrecipes %s clients=%d%s cycles=%d secs=%.3f handoffs_per_s=%.1f p50_ms=%.3f p99_ms=%.3f violations=%d\n",
+		cfg.recipe, cfg.clients, threads, cfg.cycles, secs, float64(n)/secs, ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), violations.Load())
 	return nil
 }
 
@@ -238,4 +287,31 @@ func progress(done *atomic.Int64, total int) func() {
 		}
 	}()
 	return func() { close(stop); <-finished }
+}
+
+// probe acquires and releases l in a loop until stopped, then writes to
+// stderr how many times and the longest wait.
+func probe(ctx context.Context, l locker) (stop func()) {
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var longest time.Duration
+		n := 0
+		for pctx.Err() == nil {
+			t0 := time.Now()
+			if _, err := l.Acquire(pctx); err != nil {
+				break
+			}
+			longest = max(longest, time.Since(t0))
+			n++
+			if err := l.Release(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, "probe: release:", err)
+				break
+			}
+		}
+		fmt.Fprintf(os.Stderr, "probe (a contender on its own session): %d acquires, longest wait %.3f ms\n",
+			n, float64(longest.Microseconds())/1e3)
+	}()
+	return func() { cancel(); <-done }
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
@@ -19,15 +20,26 @@ type locker interface {
 }
 
 type recipe struct {
-	make   func(s *conn.Session, path string, leases int) (locker, error)
-	shared bool // holders may overlap (read locks): no violation check
+	make func(s *conn.Session, path string, leases int) (locker, error)
+	// handoff makes a handle with WithLocalHandoff(passes, budget); nil for
+	// recipes without it.
+	handoff func(s *conn.Session, path string, passes int, budget time.Duration) (locker, error)
+	shared  bool // holders may overlap (read locks): no violation check
 }
 
 var recipes = map[string]recipe{
-	"mutex": {make: func(s *conn.Session, path string, _ int) (locker, error) { return mutex.New(s, path) }},
-	"semaphoremutex": {make: func(s *conn.Session, path string, _ int) (locker, error) {
-		return semaphoremutex.New(s, path)
-	}},
+	"mutex": {
+		make: func(s *conn.Session, path string, _ int) (locker, error) { return mutex.New(s, path) },
+		handoff: func(s *conn.Session, path string, passes int, budget time.Duration) (locker, error) {
+			return mutex.New(s, path, mutex.WithLocalHandoff(passes, budget))
+		},
+	},
+	"semaphoremutex": {
+		make: func(s *conn.Session, path string, _ int) (locker, error) { return semaphoremutex.New(s, path) },
+		handoff: func(s *conn.Session, path string, passes int, budget time.Duration) (locker, error) {
+			return semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(passes, budget))
+		},
+	},
 	"semaphore": {make: func(s *conn.Session, path string, leases int) (locker, error) {
 		sem, err := semaphoremutex.NewSemaphore(s, path, leases)
 		return &leaseHolder{sem: sem}, err

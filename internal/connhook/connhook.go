@@ -8,6 +8,7 @@ package connhook
 
 import (
 	"context"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -40,3 +41,27 @@ var Released func(l any)
 // *conn.Epoch), as the Java client's getSessionPasswd gives it, for
 // zktest.ExpireEpoch. A secret: it lets anyone attach to the session.
 var SessionPassword func(ep any) []byte
+
+// Shared returns the map in which the recipes keep per-session state of a
+// *conn.Session (the in-process handoff's cohorts, package cohort), keyed
+// by what they choose. It lives as long as the session.
+var Shared func(sess any) *sync.Map
+
+// LocalLease returns a local grant on the node of a *conn.Lease, as a
+// *conn.Lease of its own: same node, epoch and token, pass as its Fence's
+// Pass, and its own Lost channel, closed when it is released (Released)
+// or when the node's lease is lost. Its guarded writes are refused once it
+// is released, whether or not the node still exists.
+var LocalLease func(l any, pass int64) any
+
+// CreateWritten returns, for a *conn.Epoch, a channel closed once the next
+// create request written on the epoch's connection (after the call) has
+// gone to the server; never closed if none is. A request sent after that
+// is answered after the create (ZooKeeper answers a session's requests in
+// order): the engine sends its listing right behind its create.
+var CreateWritten func(ep any) <-chan struct{}
+
+// Closing returns a channel closed when Close is called on a
+// *conn.Session: local waiters (package cohort) give up then, as requests
+// on the session fail with conn.ErrClosed.
+var Closing func(sess any) <-chan struct{}

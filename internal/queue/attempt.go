@@ -39,10 +39,12 @@ func newID() string { return uuid.NewString() }
 // once; a zero Grant otherwise). Errors: errRestart when the epoch ended
 // (our node went with it); otherwise our node has been deleted first.
 func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
+	pre := a.prelist(ctx)
 	if err := a.create(ctx); err != nil {
+		pre.drop()
 		return Grant{}, a.abort(ctx, err)
 	}
-	if err := a.list(ctx); err != nil {
+	if err := a.behind(ctx, pre); err != nil {
 		return Grant{}, a.abort(ctx, err)
 	}
 	for {

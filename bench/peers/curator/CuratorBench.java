@@ -37,12 +37,20 @@ public final class CuratorBench {
     private static final int SESSION_TIMEOUT_MS = 30_000; // as examples/bench's default
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 4) {
-            System.err.println("usage: CuratorBench SERVERS mutex|semmutex|write|read CLIENTS CYCLES");
+        if (args.length != 4 && args.length != 5) {
+            System.err.println("usage: CuratorBench SERVERS mutex|semmutex|write|read CLIENTS CYCLES [THREADS]");
             System.exit(2);
         }
         String servers = args[0], recipe = args[1];
         int clients = Integer.parseInt(args[2]), cycles = Integer.parseInt(args[3]);
+        // THREADS > 1: each client's threads share its CuratorFramework and
+        // one lock object (InterProcessMutex counts per thread: each thread
+        // is its own contender); mutex only.
+        int threadsPer = args.length == 5 ? Integer.parseInt(args[4]) : 1;
+        if (threadsPer < 1 || threadsPer > 1 && !recipe.equals("mutex")) {
+            System.err.println("CuratorBench: THREADS must be at least 1, and above 1 only for mutex");
+            System.exit(2);
+        }
         if (!List.of("mutex", "semmutex", "write", "read").contains(recipe)) {
             System.err.println("CuratorBench: unknown recipe " + recipe + " (want mutex, semmutex, write or read)");
             System.exit(2);
@@ -63,14 +71,17 @@ public final class CuratorBench {
                 throw new IllegalStateException("session " + i + " did not connect to " + servers);
             }
             sessions.add(c);
-            locks.add(lock(c, recipe, path));
+            InterProcessLock shared = lock(c, recipe, path);
+            for (int k = 0; k < threadsPer; k++) {
+                locks.add(shared);
+            }
         }
         boolean exclusive = !recipe.equals("read");
 
         AtomicInteger inside = new AtomicInteger(), violations = new AtomicInteger();
         AtomicReference<Exception> failure = new AtomicReference<>();
         CountDownLatch start = new CountDownLatch(1);
-        List<Long> lat = Collections.synchronizedList(new ArrayList<>(clients * cycles));
+        List<Long> lat = Collections.synchronizedList(new ArrayList<>(clients * threadsPer * cycles));
         List<Thread> threads = new ArrayList<>();
         for (InterProcessLock l : locks) {
             Thread t = new Thread(() -> {
@@ -113,10 +124,11 @@ public final class CuratorBench {
         }
 
         Collections.sort(lat);
-        int n = clients * cycles;
+        int n = clients * threadsPer * cycles;
+        String threadsField = threadsPer > 1 ? " threads=" + threadsPer : "";
         System.out.println(String.format(Locale.ROOT,
-                "curator %s clients=%d cycles=%d secs=%.3f handoffs_per_s=%.1f p50_ms=%.3f p99_ms=%.3f violations=%d",
-                recipe, clients, cycles, secs, n / secs, ms(lat.get(n / 2)), ms(lat.get(n * 99 / 100)),
+                "curator %s clients=%d%s cycles=%d secs=%.3f handoffs_per_s=%.1f p50_ms=%.3f p99_ms=%.3f violations=%d",
+                recipe, clients, threadsField, cycles, secs, n / secs, ms(lat.get(n / 2)), ms(lat.get(n * 99 / 100)),
                 violations.get()));
         System.exit(0);
     }

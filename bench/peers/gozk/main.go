@@ -1,11 +1,14 @@
 // Command gozk is the benchmark of go-zookeeper's own lock recipe (zk.Lock)
 // under the load of examples/bench, for scripts/bench-peers.sh:
 //
-//	go run ./bench/peers/gozk SERVERS mutex CLIENTS CYCLES
+//	go run ./bench/peers/gozk SERVERS mutex CLIENTS CYCLES [THREADS]
 //
 // SERVERS is host:port[,host:port...]. CLIENTS sessions (one zk.Conn each)
 // each do CYCLES Lock/Unlock rounds on one lock path with an empty critical
-// section, all starting together once every session is connected. Stdout
+// section, all starting together once every session is connected. With
+// THREADS above 1, each session has THREADS goroutines, each with its own
+// zk.Lock on the session's zk.Conn (a zk.Lock is one contender), each doing
+// CYCLES rounds, and the line says threads=THREADS after clients=. Stdout
 // gets exactly one line, in the format of examples/bench:
 //
 //	gozk mutex clients=N cycles=M secs=S handoffs_per_s=X p50_ms=A p99_ms=B violations=V
@@ -32,17 +35,21 @@ import (
 const sessionTimeout = 30 * time.Second // as examples/bench's default
 
 func main() {
-	if len(os.Args) != 5 || os.Args[2] != "mutex" {
-		fmt.Fprintln(os.Stderr, "usage: gozk SERVERS mutex CLIENTS CYCLES")
+	if (len(os.Args) != 5 && len(os.Args) != 6) || os.Args[2] != "mutex" {
+		fmt.Fprintln(os.Stderr, "usage: gozk SERVERS mutex CLIENTS CYCLES [THREADS]")
 		os.Exit(2)
 	}
 	clients, err1 := strconv.Atoi(os.Args[3])
 	cycles, err2 := strconv.Atoi(os.Args[4])
-	if err := errors.Join(err1, err2); err != nil || clients < 1 || cycles < 1 {
-		fmt.Fprintln(os.Stderr, "gozk: CLIENTS and CYCLES must be integers ≥ 1")
+	threads, err3 := 1, error(nil)
+	if len(os.Args) == 6 {
+		threads, err3 = strconv.Atoi(os.Args[5])
+	}
+	if err := errors.Join(err1, err2, err3); err != nil || clients < 1 || cycles < 1 || threads < 1 {
+		fmt.Fprintln(os.Stderr, "gozk: CLIENTS, CYCLES and THREADS must be integers ≥ 1")
 		os.Exit(2)
 	}
-	if err := run(strings.Split(os.Args[1], ","), clients, cycles); err != nil {
+	if err := run(strings.Split(os.Args[1], ","), clients, cycles, threads); err != nil {
 		fmt.Fprintln(os.Stderr, "gozk:", err)
 		os.Exit(1)
 	}
@@ -53,7 +60,7 @@ type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
 
-func run(servers []string, clients, cycles int) error {
+func run(servers []string, clients, cycles, threads int) error {
 	path := fmt.Sprintf("/bench-gozk-mutex-%d", time.Now().UnixNano())
 	conns := make([]*zk.Conn, clients)
 	for i := range conns {
@@ -76,12 +83,18 @@ func run(servers []string, clients, cycles int) error {
 	var (
 		inside, violations atomic.Int32
 		mu                 sync.Mutex
-		lat                = make([]time.Duration, 0, clients*cycles)
+		lat                = make([]time.Duration, 0, clients*threads*cycles)
 		wg                 sync.WaitGroup
 		start              = make(chan struct{})
-		errs               = make(chan error, clients)
+		errs               = make(chan error, clients*threads)
+		locks              []*zk.Lock
 	)
 	for _, c := range conns {
+		for range threads {
+			locks = append(locks, zk.NewLock(c, path, zk.WorldACL(zk.PermAll)))
+		}
+	}
+	for _, lk := range locks {
 		wg.Add(1)
 		go func(l *zk.Lock) {
 			defer wg.Done()
@@ -106,7 +119,7 @@ func run(servers []string, clients, cycles int) error {
 			mu.Lock()
 			lat = append(lat, mine...)
 			mu.Unlock()
-		}(zk.NewLock(c, path, zk.WorldACL(zk.PermAll)))
+		}(lk)
 	}
 	t0 := time.Now()
 	close(start)
@@ -118,8 +131,12 @@ func run(servers []string, clients, cycles int) error {
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
-	n := clients * cycles
-	fmt.Printf("gozk mutex clients=%d cycles=%d secs=%.3f handoffs_per_s=%.1f p50_ms=%.3f p99_ms=%.3f violations=%d\n",
-		clients, cycles, secs, float64(n)/secs, ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), violations.Load())
+	n := clients * threads * cycles
+	threadsField := ""
+	if threads > 1 {
+		threadsField = fmt.Sprintf(" threads=%d", threads)
+	}
+	fmt.Printf("gozk mutex clients=%d%s cycles=%d secs=%.3f handoffs_per_s=%.1f p50_ms=%.3f p99_ms=%.3f violations=%d\n",
+		clients, threadsField, cycles, secs, float64(n)/secs, ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), violations.Load())
 	return nil
 }

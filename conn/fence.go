@@ -1,0 +1,68 @@
+package conn
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+)
+
+// Fence is a fencing token that grows strictly with every grant of a lock,
+// grants passed between goroutines of one process without ZooKeeper (the
+// recipes' in-process handoff) included. Zxid is the lock node's czxid
+// (Lease.Token); Pass numbers the grants made on that node: 0 for the
+// grant that created it, 1, 2, ... for each local handoff on it. A later
+// grant has a greater Zxid, or the same Zxid and a greater Pass: compare
+// two with Compare (Zxid first, then Pass). A resource that fences writes
+// keeps the greatest Fence it has seen and refuses any that is not above
+// it.
+//
+// Without local handoff Pass is always 0, and comparing Fences is comparing
+// Tokens.
+type Fence struct {
+	Zxid int64
+	Pass int64
+}
+
+// Compare returns -1 if f was granted before g, 0 if they are the same
+// grant, +1 if after.
+func (f Fence) Compare(g Fence) int {
+	if c := cmp.Compare(f.Zxid, g.Zxid); c != 0 {
+		return c
+	}
+	return cmp.Compare(f.Pass, g.Pass)
+}
+
+// String is "zxid.pass", in hexadecimal as ZooKeeper prints zxids.
+func (f Fence) String() string { return fmt.Sprintf("0x%x.%d", f.Zxid, f.Pass) }
+
+// Fence is the lease's fencing token (see Fence): Token and the grant's
+// pass. It fails as Token does, and with ErrLeaseLost once the lease is
+// released or lost.
+func (l *Lease) Fence(ctx context.Context) (Fence, error) {
+	if err := l.Err(); err != nil {
+		return Fence{}, err
+	}
+	z, err := l.Token(ctx)
+	if err != nil {
+		return Fence{}, err
+	}
+	return Fence{Zxid: z, Pass: l.pass}, nil
+}
+
+// localView is a local grant number pass on l's node (connhook.LocalLease):
+// a lease of its own over the same node, lost when released or when l is.
+func (l *Lease) localView(pass int64) *Lease {
+	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: l.revoked}
+	go v.watchParent()
+	return v
+}
+
+// watchParent closes the view's Lost when its node's lease is lost; it
+// ends when either is closed.
+func (l *Lease) watchParent() {
+	select {
+	case <-l.parent.lost:
+		l.closeLost(l.parent.Err())
+	case <-l.lost:
+	}
+}

@@ -1,0 +1,69 @@
+package conn
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
+)
+
+func init() {
+	connhook.CreateWritten = func(ep any) <-chan struct{} { return ep.(*Epoch).createWritten() }
+}
+
+// go-zookeeper's create opcodes (create, create2, createContainer,
+// createTTL).
+const (
+	opCreate          = 1
+	opCreate2         = 15
+	opCreateContainer = 19
+	opCreateTTL       = 21
+)
+
+// sentCreates tells when go-zookeeper writes a create request to the
+// server: a request queued on the same connection after that is answered
+// after it (ZooKeeper answers one session's requests in order), so a
+// caller can send a read right behind a create without waiting for the
+// create's answer (connhook.CreateWritten).
+type sentCreates struct {
+	mu   sync.Mutex
+	next chan struct{} // closed at the next create written; nil while nobody waits
+}
+
+// wrote is called by the wire for every frame go-zookeeper writes.
+func (s *sentCreates) wrote(p []byte) {
+	// int32 length, int32 xid, int32 opcode
+	if len(p) < 12 {
+		return
+	}
+	switch int32(binary.BigEndian.Uint32(p[8:])) {
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
+	default:
+		return
+	}
+	s.mu.Lock()
+	if s.next != nil {
+		close(s.next)
+		s.next = nil
+	}
+	s.mu.Unlock()
+}
+
+// after returns a channel closed when the next create request (after
+// this call) has been written; never closed if none is.
+func (s *sentCreates) after() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		s.next = make(chan struct{})
+	}
+	return s.next
+}
+
+// createWritten is connhook.CreateWritten for the epoch's connection.
+func (e *Epoch) createWritten() <-chan struct{} {
+	if e.wire == nil {
+		return make(chan struct{})
+	}
+	return e.wire.creates.after()
+}

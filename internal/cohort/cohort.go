@@ -1,0 +1,328 @@
+// Package cohort is the in-process handoff of the exclusive recipes (lock
+// cohorting: Dice, Marathe and Shavit, PPoPP 2012). The goroutines of one
+// process that contend for one lock through one *conn.Session share a
+// single ZooKeeper contender: the first to come acquires the lock from
+// ZooKeeper (the remote lock: the recipe's own acquire, a node in the
+// queue); the others queue locally, first come first served; on release
+// the lock passes to the next local waiter without a ZooKeeper request, as
+// long as the bound allows (Bound); then the node is released, so that the
+// contenders of other processes queued behind it get their turn, and the
+// next local waiter queues a new node.
+//
+// Every grant, local or remote, is a lease of its own
+// (connhook.LocalLease): released, it refuses guarded writes, while the
+// node stays for the next local holder; lost with the node (session
+// expiry, deletion), it tells its holder. Its conn.Fence grows strictly
+// with every grant: the node's czxid, then the grant's pass on the node.
+//
+// A cohort lives in the session's shared map (connhook.Shared) while it
+// has a holder or waiters, and is removed once it has neither: handles on
+// the same session and Key share it, and nothing stays behind an idle
+// lock.
+package cohort
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
+)
+
+// ErrNotHolder: Release was given a lease that is not the cohort's current
+// grant. Recipes check ownership first, so it means a recipe bug.
+var ErrNotHolder = errors.New("cohort: not the current holder")
+
+// Bound limits how long the node stays in the process: after MaxPasses
+// local handoffs on one node, or once Budget has passed since the node was
+// granted (checked at each release; <= 0: no time budget), the holder's
+// release deletes the node instead of passing it on. A contender of another
+// process queued behind the node then waits for at most MaxPasses+1 holds
+// of this process (or Budget plus one hold), plus its own handoff.
+type Bound struct {
+	MaxPasses int
+	Budget    time.Duration
+}
+
+// Remote is the lock a cohort shares: the recipe's own acquire and release
+// of one ZooKeeper contender.
+type Remote struct {
+	Acquire    func(ctx context.Context) (*conn.Lease, error)
+	TryAcquire func(ctx context.Context) (*conn.Lease, bool, error)
+	// Release releases a lease Acquire or TryAcquire returned. An error
+	// matching lock.ErrReleasePending means the lease is released and its
+	// node is being deleted in the background; any other error leaves the
+	// lease held.
+	Release func(ctx context.Context, l *conn.Lease) error
+}
+
+// Key identifies a cohort in its session: handles with equal keys share
+// one. Kind names the recipe (and anything of its configuration that makes
+// its nodes differ); Path is the lock path.
+type Key struct {
+	Kind  string
+	Path  string
+	Bound Bound
+}
+
+// Handle is one recipe handle's access to its cohort. Safe for concurrent
+// use.
+type Handle struct {
+	sess   *conn.Session
+	key    Key
+	remote Remote
+}
+
+// New returns the handle of a recipe handle on sess. b.MaxPasses must be
+// at least 1.
+func New(sess *conn.Session, key Key, remote Remote) (*Handle, error) {
+	if key.Bound.MaxPasses < 1 {
+		return nil, fmt.Errorf("%w: local handoff needs at least one pass, got %d", conn.ErrInvalidOption, key.Bound.MaxPasses)
+	}
+	return &Handle{sess: sess, key: key, remote: remote}, nil
+}
+
+// state is what a cohort is doing with its node.
+type state int
+
+const (
+	idle      state = iota // no node, no holder, no waiter: removed from the map
+	acquiring              // one goroutine acquires the node (remote)
+	held                   // a local holder holds the node
+	releasing              // the last holder deletes the node
+)
+
+// cohort is the shared state of the handles of one Key in one session.
+type cohort struct {
+	mu      sync.Mutex                               // guards the fields below
+	st      state                                    // idle only once removed from the map (dead)
+	node    *conn.Lease                              // the remote lease, while held
+	free    func(context.Context, *conn.Lease) error // Remote.Release of node's acquirer's handle
+	holder  *conn.Lease                              // the current local grant, while held
+	passes  int                                      // local handoffs on node
+	since   time.Time                                // when node was granted
+	waiters []*waiter                                // local waiters, first come first
+}
+
+// waiter is one queued goroutine; its channel gets exactly one wake (buffered).
+type waiter struct{ ch chan wake }
+
+// wake is a grant (lease set) or the turn to acquire the node (acquire).
+type wake struct {
+	lease   *conn.Lease
+	acquire bool
+}
+
+// Acquire returns a grant: a new node (this goroutine acquires it) or a
+// local handoff. On error nothing is held and nothing is left behind: a
+// local waiter has no node, no watch and no goroutine of its own.
+func (h *Handle) Acquire(ctx context.Context) (*conn.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, queue.CtxErr(ctx)
+	}
+	m := connhook.Shared(h.sess)
+	var c *cohort
+	for {
+		v, loaded := m.LoadOrStore(h.key, &cohort{st: acquiring})
+		c = v.(*cohort)
+		if !loaded { // ours: we acquire the node
+			l, _, err := h.acquireNode(ctx, c, true)
+			return l, err
+		}
+		c.mu.Lock()
+		if c.st != idle {
+			break
+		}
+		c.mu.Unlock() // retired after we loaded it: look again
+	}
+	w := &waiter{ch: make(chan wake, 1)}
+	c.waiters = append(c.waiters, w)
+	c.mu.Unlock()
+	var wk wake
+	select {
+	case wk = <-w.ch:
+		if wk.lease == nil || ctx.Err() == nil {
+			return h.woken(ctx, c, wk)
+		}
+		// A grant at the moment ctx ended is given up, as the queue does.
+		return nil, h.giveUp(ctx, c, wk, queue.CtxErr(ctx))
+	case <-ctx.Done():
+		return nil, h.leave(ctx, c, w, queue.CtxErr(ctx))
+	case <-connhook.Closing(h.sess):
+		return nil, h.leave(ctx, c, w, conn.ErrClosed)
+	}
+}
+
+// leave takes waiter w out of c's queue and returns err; if w was woken
+// meanwhile, the grant or the turn is given on.
+func (h *Handle) leave(ctx context.Context, c *cohort, w *waiter, err error) error {
+	c.mu.Lock()
+	if c.remove(w) {
+		c.mu.Unlock()
+		return err
+	}
+	c.mu.Unlock()
+	return h.giveUp(ctx, c, <-w.ch, err)
+}
+
+// giveUp gives on a wake its waiter does not take, and returns err.
+func (h *Handle) giveUp(ctx context.Context, c *cohort, wk wake, err error) error {
+	if wk.lease != nil {
+		rctx, cancel := queue.GraceContext(ctx, queue.Grace)
+		defer cancel()
+		_ = h.Release(rctx, wk.lease) // a pending delete goes on in the background
+		return err
+	}
+	c.mu.Lock()
+	c.handOn(h)
+	c.mu.Unlock()
+	return err
+}
+
+// woken follows a waiter's wake.
+func (h *Handle) woken(ctx context.Context, c *cohort, wk wake) (*conn.Lease, error) {
+	if wk.lease != nil {
+		return wk.lease, nil
+	}
+	l, _, err := h.acquireNode(ctx, c, true)
+	return l, err
+}
+
+// TryAcquire returns a grant if the lock is free in this process and the
+// remote try succeeds; (nil, false, nil) if a local goroutine holds or
+// acquires it.
+func (h *Handle) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, queue.CtxErr(ctx)
+	}
+	m := connhook.Shared(h.sess)
+	for {
+		v, loaded := m.LoadOrStore(h.key, &cohort{st: acquiring})
+		c := v.(*cohort)
+		if !loaded {
+			return h.acquireNode(ctx, c, false)
+		}
+		c.mu.Lock()
+		st := c.st
+		c.mu.Unlock()
+		if st != idle {
+			return nil, false, nil // held or being acquired in the process
+		}
+		// retired after we loaded it: look again
+	}
+}
+
+// acquireNode acquires the node for c (whose st is acquiring, owned by the
+// caller) and grants it to the caller as pass 0.
+func (h *Handle) acquireNode(ctx context.Context, c *cohort, wait bool) (*conn.Lease, bool, error) {
+	var (
+		l   *conn.Lease
+		ok  = true
+		err error
+	)
+	if wait {
+		l, err = h.remote.Acquire(ctx)
+	} else {
+		l, ok, err = h.remote.TryAcquire(ctx)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil || !ok {
+		c.handOn(h)
+		return nil, false, err
+	}
+	c.st, c.node, c.free, c.passes, c.since = held, l, h.remote.Release, 0, time.Now()
+	c.holder = connhook.LocalLease(l, 0).(*conn.Lease)
+	return c.holder, true, nil
+}
+
+// handOn gives the turn to acquire the node to the first waiter, or, with
+// none, retires c (locked; c has no node).
+func (c *cohort) handOn(h *Handle) {
+	c.node, c.holder, c.free = nil, nil, nil
+	if len(c.waiters) > 0 {
+		w := c.waiters[0]
+		c.waiters = c.waiters[1:]
+		c.st = acquiring
+		w.ch <- wake{acquire: true}
+		return
+	}
+	c.st = idle
+	connhook.Shared(h.sess).CompareAndDelete(h.key, c)
+}
+
+// remove takes w out of the queue (locked); false if it was woken already.
+func (c *cohort) remove(w *waiter) bool {
+	for i, x := range c.waiters {
+		if x == w {
+			c.waiters = append(c.waiters[:i:i], c.waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Release ends grant l: it passes the node to the next local waiter if the
+// bound allows and the node still holds, else it releases the node
+// (Remote.Release, whose error it returns: a pending release counts as
+// released, any other error leaves l held).
+func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
+	v, ok := connhook.Shared(h.sess).Load(h.key)
+	if !ok {
+		return ErrNotHolder
+	}
+	c := v.(*cohort)
+	c.mu.Lock()
+	if c.st != held || c.holder != l {
+		c.mu.Unlock()
+		return ErrNotHolder
+	}
+	if len(c.waiters) > 0 && c.node.Err() == nil && c.within(h.key.Bound) {
+		w := c.waiters[0]
+		c.waiters = c.waiters[1:]
+		c.passes++
+		connhook.Released(l) // refused before the next grant exists
+		c.holder = connhook.LocalLease(c.node, int64(c.passes)).(*conn.Lease)
+		w.ch <- wake{lease: c.holder}
+		c.mu.Unlock()
+		return nil
+	}
+	c.st = releasing
+	node, free := c.node, c.free
+	c.mu.Unlock()
+
+	err := free(ctx, node) // through the handle that acquired it
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) && node.Err() == nil {
+		c.st = held // still ours: the caller may release again
+		return err
+	}
+	connhook.Released(l)
+	c.handOn(h)
+	return err
+}
+
+// within reports whether the bound allows one more local handoff (locked).
+func (c *cohort) within(b Bound) bool {
+	return c.passes < b.MaxPasses && (b.Budget <= 0 || time.Since(c.since) < b.Budget)
+}
+
+// Waiting is the number of goroutines waiting in the process for the
+// cohort of h's key: queued locally, not counting the holder or the one
+// acquiring the node. For tests and diagnostics.
+func (h *Handle) Waiting() int {
+	v, ok := connhook.Shared(h.sess).Load(h.key)
+	if !ok {
+		return 0
+	}
+	c := v.(*cohort)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiters)
+}

@@ -1,0 +1,94 @@
+package mutex
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/cohort"
+)
+
+// WithLocalHandoff makes the goroutines that acquire the mutex through one
+// session (through this handle or any other handle on the same session and
+// path made with the same bound) share one ZooKeeper contender: the first
+// queues a node; the others wait in the process, first come first served,
+// and the lock passes from one to the next without a ZooKeeper request,
+// for at most maxPasses local handoffs on one node, and no more once
+// budget has passed since the node was granted (0: no time budget). Then
+// the holder's release deletes the node, so that the contenders of other
+// processes queued behind it enter, and the next local waiter queues a new
+// node. A contender of another process therefore waits for at most
+// maxPasses+1 holds of this process (or budget plus one hold) before its
+// turn, where without the option it waits for the holds queued before it.
+//
+// Every grant is a lease of its own: released, it refuses guarded writes;
+// its Lost closes with the node's; its Fence (not its Token, which is the
+// node's czxid and is the same for the grants on one node) grows strictly
+// with every grant. Reentrancy stays per goroutine.
+//
+// Default: off (WithoutLocalHandoff); see docs/design.md. maxPasses below
+// 1 or a negative budget make New fail with an error matching
+// conn.ErrInvalidOption.
+func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
+	return func(c *config) error {
+		c.handoff = &cohort.Bound{MaxPasses: maxPasses, Budget: budget}
+		return nil
+	}
+}
+
+// WithoutLocalHandoff makes every goroutine its own ZooKeeper contender
+// (the default), as Curator's threads are: each acquire queues a node, and
+// every handoff is a ZooKeeper commit.
+func WithoutLocalHandoff() Option {
+	return func(c *config) error {
+		c.handoff = nil
+		return nil
+	}
+}
+
+// newCohort returns the cohort handle of m for cfg, nil without handoff.
+func newCohort(sess *conn.Session, path string, cfg config, m *InterProcessMutex) (*cohort.Handle, error) {
+	b := cfg.handoff
+	if b == nil {
+		return nil, nil
+	}
+	if b.MaxPasses < 1 || b.Budget < 0 {
+		return nil, fmt.Errorf("mutex: %w: WithLocalHandoff(%d, %v)", conn.ErrInvalidOption, b.MaxPasses, b.Budget)
+	}
+	kind := "mutex"
+	if cfg.revocable {
+		kind += "/revocable"
+	}
+	if cfg.relist {
+		kind += "/relist"
+	}
+	return cohort.New(sess, cohort.Key{Kind: kind, Path: path, Bound: *b}, cohort.Remote{
+		Acquire:    m.q.Acquire,
+		TryAcquire: m.q.TryAcquire,
+		Release:    m.q.Release,
+	})
+}
+
+// acquire is one grant for a goroutine: through the cohort, or a node of
+// its own.
+func (m *InterProcessMutex) acquire(ctx context.Context) (*conn.Lease, error) {
+	if m.co != nil {
+		return m.co.Acquire(ctx)
+	}
+	return m.q.Acquire(ctx)
+}
+
+func (m *InterProcessMutex) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	if m.co != nil {
+		return m.co.TryAcquire(ctx)
+	}
+	return m.q.TryAcquire(ctx)
+}
+
+func (m *InterProcessMutex) release(ctx context.Context, l *conn.Lease) error {
+	if m.co != nil {
+		return m.co.Release(ctx, l)
+	}
+	return m.q.Release(ctx, l)
+}

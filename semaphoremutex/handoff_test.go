@@ -1,0 +1,152 @@
+package semaphoremutex_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+func newHandoffLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
+	t.Helper()
+	m, err := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(4, time.Second))
+	if err != nil {
+		t.Fatalf("semaphoremutex.New(%q): %v", path, err)
+	}
+	return m
+}
+
+// The mutex with local handoff passes the shared contract, FIFO included,
+// and the shared faults and deadlines.
+func TestContractLocalHandoff(t *testing.T) {
+	t.Run("Contract", func(t *testing.T) {
+		locktest.Run(t, newHandoffLock, append(suiteOptions(t), locktest.WithFIFO(true))...)
+	})
+	t.Run("Faults", func(t *testing.T) { locktest.RunFaults(t, newHandoffLock, suiteOptions(t)...) })
+	t.Run("Deadlines", func(t *testing.T) { locktest.RunDeadlines(t, newHandoffLock, suiteOptions(t)...) })
+}
+
+func TestLocalHandoffOptions(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	for _, o := range []semaphoremutex.Option{semaphoremutex.WithLocalHandoff(0, 0), semaphoremutex.WithLocalHandoff(1, -time.Second)} {
+		_, err := semaphoremutex.New(s, "/a", o)
+		assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	}
+}
+
+// Several handles on one session and path share one contender: the lease
+// passes from handle to handle without a request, a released handle's
+// guarded write is refused, fences grow strictly, and Lost reaches the
+// holding handle when the session expires.
+func TestLocalHandoffHandles(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "mutex")
+	ctx := testzk.Ctx(t, time.Minute)
+	opt := semaphoremutex.WithLocalHandoff(10, 0)
+	m1, m2 := newMutex(t, s, path, opt), newMutex(t, s, path, opt)
+
+	l1, err := m1.Acquire(ctx)
+	require.NoError(t, err)
+	f1, err := l1.Fence(ctx)
+	require.NoError(t, err)
+	got := make(chan *conn.Lease, 1)
+	go func() {
+		l, err := m2.Acquire(ctx)
+		if err != nil {
+			t.Errorf("m2.Acquire: %v", err)
+		}
+		got <- l
+	}()
+	testzk.Eventually(t, 10*time.Second, func() bool { return semaphoremutex.LocalWaiters(m1) == 1 }, "m2 does not queue")
+	reqs := testzk.Requests(s)
+	require.NoError(t, m1.Release(ctx))
+	l2 := <-got
+	require.NotNil(t, l2)
+	assert.Equal(t, reqs, testzk.Requests(s), "a local handoff sent requests")
+	assert.Equal(t, l1.Path(), l2.Path())
+	assert.False(t, m1.IsAcquired())
+	assert.True(t, m2.IsAcquired())
+
+	_, err = l1.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-x", Acl: zk.WorldACL(zk.PermAll)})
+	assert.ErrorIs(t, err, conn.ErrLeaseLost, "a released handle wrote")
+	f2, err := l2.Fence(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, conn.Fence{Zxid: f1.Zxid, Pass: 1}, f2)
+	assert.ErrorIs(t, m1.Release(ctx), semaphoremutex.ErrNotHeld)
+
+	lost := l2.Lost()
+	ep := testzk.Epoch(t, s)
+	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("the holding handle was not told its lease was lost")
+	}
+	require.NoError(t, m2.Release(ctx))
+	l3, err := m1.Acquire(ctx)
+	require.NoError(t, err)
+	f3, err := l3.Fence(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, f3.Compare(f2))
+	require.NoError(t, m1.Release(ctx))
+}
+
+// Many handles of one session hammer the mutex: far fewer requests than
+// grants, every fence above the one before.
+func TestLocalHandoffHammer(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "mutex")
+	ctx := testzk.Ctx(t, 2*time.Minute)
+	const handles, rounds = 10, 20
+	var (
+		mu   sync.Mutex // guards last, n
+		last conn.Fence
+		n    int
+		wg   sync.WaitGroup
+	)
+	before := testzk.Requests(s)
+	for range handles {
+		m := newMutex(t, s, path, semaphoremutex.WithLocalHandoff(100, 0))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				l, err := m.Acquire(ctx)
+				if err != nil {
+					t.Errorf("acquire: %v", err)
+					return
+				}
+				f, err := l.Fence(ctx)
+				mu.Lock()
+				if err != nil || (n > 0 && f.Compare(last) <= 0) {
+					t.Errorf("fence %v after %v: %v", f, last, err)
+				}
+				last = f
+				n++
+				mu.Unlock()
+				if err := m.Release(context.WithoutCancel(ctx)); err != nil {
+					t.Errorf("release: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	used := testzk.Requests(s) - before
+	t.Logf("%d requests for %d grants", used, handles*rounds)
+	assert.Equal(t, handles*rounds, n)
+	assert.Less(t, used, int64(handles*rounds/2))
+}

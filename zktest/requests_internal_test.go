@@ -1,0 +1,48 @@
+package zktest
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// frame is one length-prefixed frame with xid and opcode.
+func frame(xid, op int32, body int) []byte {
+	b := make([]byte, 12+body)
+	binary.BigEndian.PutUint32(b[0:], uint32(8+body))
+	binary.BigEndian.PutUint32(b[4:], uint32(xid))
+	binary.BigEndian.PutUint32(b[8:], uint32(op))
+	return b
+}
+
+// TestRequests: BlackholeAfterWrites counts requests, not chunks: a chunk
+// may hold a request and the one sent behind it without waiting, or a
+// ping; it ends at the request counted last.
+func TestRequests(t *testing.T) {
+	create, list, ping := frame(1, 1, 20), frame(2, 12, 10), frame(-2, 11, 0)
+	cat := func(fs ...[]byte) []byte {
+		var b []byte
+		for _, f := range fs {
+			b = append(b, f...)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name         string
+		chunk        []byte
+		limit        int
+		wantN, wantE int
+	}{
+		{"one request", create, 1, 1, len(create)},
+		{"ping only", ping, 1, 0, len(ping)},
+		{"two, the first counted", cat(create, list), 1, 1, len(create)},
+		{"two, both counted", cat(create, list), 2, 2, len(create) + len(list)},
+		{"two, fewer than the limit", cat(create, list), 4, 2, len(create) + len(list)},
+		{"ping then request", cat(ping, create), 1, 1, len(ping) + len(create)},
+		{"cut-off frame", cat(create, list[:7]), 2, 2, len(create) + 7},
+	} {
+		n, end := requests(tc.chunk, tc.limit)
+		if n != tc.wantN || end != tc.wantE {
+			t.Errorf("%s: requests = %d, %d; want %d, %d", tc.name, n, end, tc.wantN, tc.wantE)
+		}
+	}
+}
