@@ -179,11 +179,11 @@ func run(ctx context.Context, servers []string, w io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	for _, p := range []*participant{bob, carol} {
+	for i, p := range []*participant{bob, carol} {
 		p.run(rctx)
-	}
-	if err := queued(rctx, carol.e, 3); err != nil {
-		return err
+		if err := queued(rctx, carol.e, 2+i); err != nil { // in line before the next starts
+			return err
+		}
 	}
 	tokA, err := ta.lease.Token(ctx)
 	if err != nil {
