@@ -53,9 +53,6 @@ func newCohort(sess *conn.Session, path string, cfg config, m *InterProcessMutex
 	if b == nil {
 		return nil, nil
 	}
-	if b.MaxPasses < 1 || b.Budget < 0 {
-		return nil, fmt.Errorf("mutex: %w: WithLocalHandoff(%d, %v)", conn.ErrInvalidOption, b.MaxPasses, b.Budget)
-	}
 	kind := "mutex"
 	if cfg.revocable {
 		kind += "/revocable"
@@ -63,11 +60,15 @@ func newCohort(sess *conn.Session, path string, cfg config, m *InterProcessMutex
 	if cfg.relist {
 		kind += "/relist"
 	}
-	return cohort.New(sess, cohort.Key{Kind: kind, Path: path, Bound: *b}, cohort.Remote{
+	h, err := cohort.New(sess, cohort.Key{Kind: kind, Path: path, Bound: *b}, cohort.Remote{
 		Acquire:    m.q.Acquire,
 		TryAcquire: m.q.TryAcquire,
 		Release:    m.q.Release,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("mutex: %w", err)
+	}
+	return h, nil
 }
 
 // acquire is one grant for a goroutine: through the cohort, or a node of

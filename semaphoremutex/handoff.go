@@ -53,18 +53,19 @@ func newCohort(sess *conn.Session, path string, cfg config, m *Mutex) (*cohort.H
 	if b == nil {
 		return nil, nil
 	}
-	if b.MaxPasses < 1 || b.Budget < 0 {
-		return nil, fmt.Errorf("semaphoremutex: %w: WithLocalHandoff(%d, %v)", conn.ErrInvalidOption, b.MaxPasses, b.Budget)
-	}
 	kind := "semaphoremutex"
 	if cfg.revocable {
 		kind += "/revocable"
 	}
-	return cohort.New(sess, cohort.Key{Kind: kind, Path: path, Bound: *b}, cohort.Remote{
+	h, err := cohort.New(sess, cohort.Key{Kind: kind, Path: path, Bound: *b}, cohort.Remote{
 		Acquire:    m.sem.Acquire,
 		TryAcquire: m.sem.TryAcquire,
 		Release:    m.sem.Release,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("semaphoremutex: %w", err)
+	}
+	return h, nil
 }
 
 // take is one grant for the handle: through the cohort, or the

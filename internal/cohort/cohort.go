@@ -81,8 +81,8 @@ type Handle struct {
 // New returns the handle of a recipe handle on sess. b.MaxPasses must be
 // at least 1.
 func New(sess *conn.Session, key Key, remote Remote) (*Handle, error) {
-	if key.Bound.MaxPasses < 1 {
-		return nil, fmt.Errorf("%w: local handoff needs at least one pass, got %d", conn.ErrInvalidOption, key.Bound.MaxPasses)
+	if b := key.Bound; b.MaxPasses < 1 || b.Budget < 0 {
+		return nil, fmt.Errorf("%w: WithLocalHandoff(%d, %v): at least one pass and a budget of 0 (none) or more", conn.ErrInvalidOption, b.MaxPasses, b.Budget)
 	}
 	return &Handle{sess: sess, key: key, remote: remote}, nil
 }
