@@ -193,17 +193,7 @@ func interopCuratorKazoo(t *testing.T, c *zktest.Cluster, cp, tag string, side i
 			turns[i].Foreign = h.who
 		}
 	}
-	f := locktest.Turns(turns)
-	if side.passes == 0 {
-		assert.Zero(t, f.LocalHandoffs, "without local handoff, two grants shared a node")
-	} else {
-		assert.Positive(t, f.LocalHandoffs, "no local handoff happened")
-		assert.LessOrEqual(t, f.MaxPerNode, side.passes+1, "a node stayed in the process for more than passes+1 grants")
-		// Curator's or kazoo's node waits behind at most one node per
-		// session of ours, each granted at most passes+1 times; twice that
-		// leaves room for our nodes created while it was between rounds.
-		assert.LessOrEqual(t, f.MaxRun, 2*side.sessions*(side.passes+1), "Curator or kazoo waited too long for a turn")
-	}
+	f := locktest.CheckTurns(t, turns, side.sessions, side.passes)
 	t.Logf("%d holds by %v, %d handoffs between different contenders, no overlap; %d local handoffs, at most %d grants on one node, at most %d of ours between two turns of Curator or kazoo",
 		len(holds), perPeer, switches, f.LocalHandoffs, f.MaxPerNode, f.MaxRun)
 }

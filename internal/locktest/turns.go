@@ -2,6 +2,7 @@ package locktest
 
 import (
 	"sort"
+	"testing"
 	"time"
 )
 
@@ -54,6 +55,36 @@ func Turns(turns []Turn) TurnFigures {
 			f.LocalHandoffs++
 		}
 		f.MaxPerNode = max(f.MaxPerNode, perNode[t.Node])
+	}
+	return f
+}
+
+// CheckTurns fails t where the turns of a run, with sessions sessions of
+// ours, break what the in-process handoff promises. With passes 0 (no
+// local handoff) no two grants of ours share a node. With
+// WithLocalHandoff(passes, ...): local handoffs happened; no node was
+// granted more than passes+1 times; and no foreign client waited for more
+// than 2·sessions·(passes+1) grants of ours between two of its own (its
+// node waits behind at most one node per session of ours; twice that
+// leaves room for our nodes queued while it was between two acquires). It
+// returns the figures, for the log.
+func CheckTurns(t testing.TB, turns []Turn, sessions, passes int) TurnFigures {
+	t.Helper()
+	f := Turns(turns)
+	if passes == 0 {
+		if f.LocalHandoffs != 0 {
+			t.Errorf("locktest: without local handoff, %d grants were made on a node granted before", f.LocalHandoffs)
+		}
+		return f
+	}
+	if f.LocalHandoffs == 0 {
+		t.Errorf("locktest: no local handoff happened")
+	}
+	if f.MaxPerNode > passes+1 {
+		t.Errorf("locktest: a node was granted %d times in the process, above passes+1 = %d", f.MaxPerNode, passes+1)
+	}
+	if bound := 2 * sessions * (passes + 1); f.MaxRun > bound {
+		t.Errorf("locktest: a foreign client waited for %d grants of ours between two of its own, above 2·sessions·(passes+1) = %d", f.MaxRun, bound)
 	}
 	return f
 }
