@@ -138,7 +138,7 @@ type runStats struct {
 	notApplied      map[string]int // per kind
 	acquisitions    map[string]int // per recipe, liveness phase included
 	underFaults     map[string]int // per recipe, during the fault phase
-	localHandoffs   map[string]int // per paired recipe: grants on a node granted before (localHandoffs)
+	localHandoffs   map[string]int // per paired recipe: grants on a node granted before (checkNodes)
 	acquireTimeouts int
 	acquireStopped  int
 	acquireErrors   map[string]int // unexpected ones (see acquireFailed), by recipe and error
