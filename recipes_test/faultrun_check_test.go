@@ -29,6 +29,7 @@ func (r *faultRun) verify() {
 	for _, v := range thirdPartyConflicts(r.thirdParty, r.intervals) {
 		r.violate("%s", v)
 	}
+	r.checkNodes()
 	for _, d := range faultDomains() {
 		for _, v := range holdConflicts(byDomain[d], domainCapacity(d), (*interval).end) {
 			r.violate("%s: %s", d, v)
@@ -57,6 +58,28 @@ func (r *faultRun) verify() {
 		}
 	}
 	r.checkLedgers()
+}
+
+// checkNodes counts the local handoffs of the paired recipes (grants on a
+// lock node an earlier grant held; a node's path is unique, as a
+// sequential node's), and checks that none of their nodes was granted more
+// than faultHandoffPasses+1 times.
+func (r *faultRun) checkNodes() {
+	turns := map[string][]locktest.Turn{}
+	for _, iv := range r.intervals {
+		turns[iv.recipe] = append(turns[iv.recipe], locktest.Turn{Node: iv.node, Start: iv.start})
+	}
+	for _, rec := range faultRecipes {
+		if !rec.paired {
+			continue
+		}
+		f := locktest.Turns(turns[rec.name])
+		r.stats.localHandoffs[rec.name] = f.LocalHandoffs
+		if f.MaxPerNode > faultHandoffPasses+1 {
+			r.violate("%s: a lock node was granted %d times in one process, above WithLocalHandoff's %d passes plus one",
+				rec.name, f.MaxPerNode, faultHandoffPasses)
+		}
+	}
 }
 
 // thirdPartyConflicts describes every grant that started while the node of

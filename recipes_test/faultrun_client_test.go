@@ -29,7 +29,8 @@ const (
 
 // faultClient is one client of the fault run: its own session, through its
 // own proxy, and its own handle on every recipe. Everything it does runs on
-// one goroutine, except the watchers of its grants' lost signals.
+// one goroutine, except the watchers of its grants' lost signals and its
+// twin's turns on paired recipes.
 type faultClient struct {
 	id      int
 	run     *faultRun
@@ -37,6 +38,13 @@ type faultClient struct {
 	proxy   *zktest.Proxy
 	recipes map[string]acquirer
 	rng     *rand.Rand // owned by the client's goroutine
+
+	// twin is the client's second goroutine, for paired recipes (turn): a
+	// faultClient of its own (id: the client's plus the number of clients;
+	// its own handles, rng and ledger names) on the client's session and
+	// proxy, which runs only while the client waits for it in turn. nil on
+	// a twin.
+	twin *faultClient
 
 	// cut asks the client to arm its proxy's CutAfterNextWrite right
 	// before its next acquire, so that the answer to the create it sends
@@ -62,7 +70,7 @@ type faultClient struct {
 // loop acquires, works under and releases random recipes until stop ends.
 func (cl *faultClient) loop(stop context.Context) {
 	for stop.Err() == nil {
-		cl.once(stop, cl.pick(), faultAcquireTimeout)
+		cl.turn(stop, cl.pick(), faultAcquireTimeout)
 		idle := time.Duration(cl.rng.Int64N(int64(faultIdleMax)))
 		select {
 		case <-stop.Done():
@@ -85,6 +93,20 @@ func (cl *faultClient) pick() faultRecipe {
 		n -= r.weight
 	}
 	panic("unreachable")
+}
+
+// turn is the client's turn on r: once, and for a paired recipe once on
+// its twin at the same time, so that the two goroutines of the session
+// contend for r and hand it over in the process. It returns the acquires'
+// errors.
+func (cl *faultClient) turn(parent context.Context, r faultRecipe, timeout time.Duration) error {
+	if !r.paired || cl.twin == nil {
+		return cl.once(parent, r, timeout)
+	}
+	twinErr := make(chan error, 1)
+	go func() { twinErr <- cl.twin.once(parent, r, timeout) }()
+	err := cl.once(parent, r, timeout)
+	return errors.Join(err, <-twinErr)
 }
 
 // once makes one acquire of r (bounded by timeout and parent), and if it

@@ -8,21 +8,29 @@ import (
 )
 
 // TestFaultRunFigures: a fault run whose faults did not apply, whose
-// recipes were not acquired, or whose acquires failed unexpectedly does
-// not pass; one with enough of everything does.
+// recipes were not acquired, whose paired recipes were never handed over
+// in the process, or whose acquires failed unexpectedly does not pass; one
+// with enough of everything does.
 func TestFaultRunFigures(t *testing.T) {
+	paired := 0
 	full := func() runStats {
 		s := newRunStats()
 		for _, k := range faultKinds {
 			s.faults[k] = 2
 		}
+		paired = 0
 		for _, r := range faultRecipes {
 			s.underFaults[r.name] = 100
+			if r.paired {
+				s.localHandoffs[r.name] = 50
+				paired++
+			}
 		}
 		return s
 	}
 	assert.Empty(t, figureProblems(90*time.Second, full()), "enough of everything")
-	assert.Len(t, figureProblems(90*time.Second, newRunStats()), len(faultKinds)+len(faultRecipes), "nothing done")
+	assert.Positive(t, paired, "no paired recipe")
+	assert.Len(t, figureProblems(90*time.Second, newRunStats()), len(faultKinds)+len(faultRecipes)+paired, "nothing done")
 
 	s := full()
 	s.faults[faultThirdParty] = 0
@@ -39,6 +47,10 @@ func TestFaultRunFigures(t *testing.T) {
 	s = full()
 	s.underFaults["semmutex"] = 3
 	assert.Len(t, figureProblems(90*time.Second, s), 1, "a recipe hardly acquired")
+
+	s = full()
+	s.localHandoffs["mutex-cohort"] = 0
+	assert.Len(t, figureProblems(90*time.Second, s), 1, "a paired recipe never handed over in the process")
 
 	s = full()
 	s.acquireErrors["mutex: boom"] = 1

@@ -3,6 +3,7 @@ package recipes_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
@@ -33,6 +34,11 @@ type faultRecipe struct {
 	domain string
 	mode   holdMode
 	weight int // how often clients pick it, relative to the others
+	// paired: the handle has in-process handoff (WithLocalHandoff), and a
+	// client's turn on it runs on two goroutines of its session at once
+	// (the client's and its twin's, faultClient.turn), so that the lock
+	// passes between them without ZooKeeper.
+	paired bool
 }
 
 // faultRecipes are the locks the fault run exercises.
@@ -45,7 +51,17 @@ var faultRecipes = []faultRecipe{
 	{name: "semmutex", domain: "semmutex", mode: modeExclusive, weight: 1},
 	{name: "exclusive", domain: "exclusive", mode: modeExclusive, weight: 1},
 	{name: "leader", domain: "leader", mode: modeExclusive, weight: 2},
+	{name: "mutex-cohort", domain: "mutex", mode: modeExclusive, weight: 2, paired: true},
+	{name: "semmutex-cohort", domain: "semmutex", mode: modeExclusive, weight: 1, paired: true},
 }
+
+// The bound of the paired recipes' in-process handoff: a turn makes at
+// most one local handoff, so the pass bound is never reached; the budget
+// is, when faults stretch a hold.
+const (
+	faultHandoffPasses = 2
+	faultHandoffBudget = time.Second
+)
 
 // semaphoreLeases is the capacity of the "semaphore" domain.
 const semaphoreLeases = 3
@@ -98,10 +114,16 @@ type grant struct {
 type acquirer func(ctx context.Context) (*grant, error)
 
 // openRecipes makes one client's handles on every recipe under root. Each
-// handle is used by the client's one goroutine only (the mutex and the
-// read/write lock are owned per goroutine).
+// handle is used by one goroutine only (the mutex and the read/write lock
+// are owned per goroutine): a client's twin, on the same session, has
+// handles of its own, and its paired handles share the in-process handoff
+// with the client's (same session, path and bound).
 func openRecipes(sess *conn.Session, root string, client int) (map[string]acquirer, error) {
 	m, err := mutex.New(sess, root+"/mutex")
+	if err != nil {
+		return nil, err
+	}
+	mc, err := mutex.New(sess, root+"/mutex", mutex.WithLocalHandoff(faultHandoffPasses, faultHandoffBudget))
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +151,10 @@ func openRecipes(sess *conn.Session, root string, client int) (map[string]acquir
 	if err != nil {
 		return nil, err
 	}
+	smc, err := semaphoremutex.New(sess, root+"/semmutex", semaphoremutex.WithLocalHandoff(faultHandoffPasses, faultHandoffBudget))
+	if err != nil {
+		return nil, err
+	}
 	ex, err := exclusive.New(sess, root+"/excl")
 	if err != nil {
 		return nil, err
@@ -153,12 +179,14 @@ func openRecipes(sess *conn.Session, root string, client int) (map[string]acquir
 		}
 	}
 	out := map[string]acquirer{
-		"mutex":        one(m),
-		"rwlock-read":  one(rw.ReadLock()),
-		"rwlock-write": one(rw.WriteLock()),
-		"semmutex":     one(sm),
-		"exclusive":    one(ex),
-		"leader":       one(campaigner{el}),
+		"mutex":           one(m),
+		"rwlock-read":     one(rw.ReadLock()),
+		"rwlock-write":    one(rw.WriteLock()),
+		"semmutex":        one(sm),
+		"mutex-cohort":    one(mc),
+		"semmutex-cohort": one(smc),
+		"exclusive":       one(ex),
+		"leader":          one(campaigner{el}),
 		"semaphore": func(ctx context.Context) (*grant, error) {
 			l, err := sem.Acquire(ctx)
 			if err != nil {

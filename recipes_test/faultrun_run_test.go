@@ -67,6 +67,7 @@ type interval struct {
 	domain  string
 	mode    holdMode
 	session int64     // the ZooKeeper session the grant belongs to
+	node    string    // the grant's (first) lock node
 	start   time.Time // Acquire returned
 	release time.Time // Release is about to be called
 	lost    time.Time // the grant's lost signal fired (zero: never seen)
@@ -137,6 +138,7 @@ type runStats struct {
 	notApplied      map[string]int // per kind
 	acquisitions    map[string]int // per recipe, liveness phase included
 	underFaults     map[string]int // per recipe, during the fault phase
+	localHandoffs   map[string]int // per paired recipe: grants on a node granted before (checkNodes)
 	acquireTimeouts int
 	acquireStopped  int
 	acquireErrors   map[string]int // unexpected ones (see acquireFailed), by recipe and error
@@ -157,7 +159,8 @@ type runStats struct {
 
 func newRunStats() runStats {
 	return runStats{faults: map[string]int{}, notApplied: map[string]int{}, acquisitions: map[string]int{},
-		underFaults: map[string]int{}, acquireErrors: map[string]int{}, liveness: map[string]time.Duration{}}
+		underFaults: map[string]int{}, localHandoffs: map[string]int{}, acquireErrors: map[string]int{},
+		liveness: map[string]time.Duration{}}
 }
 
 func (s *runStats) add(o runStats) {
@@ -175,6 +178,9 @@ func (s *runStats) add(o runStats) {
 	}
 	for k, v := range o.underFaults {
 		s.underFaults[k] += v
+	}
+	for k, v := range o.localHandoffs {
+		s.localHandoffs[k] += v
 	}
 	s.thirdPartyAccepted += o.thirdPartyAccepted
 	s.thirdPartyRefused += o.thirdPartyRefused
@@ -219,8 +225,12 @@ func (s *runStats) log(t *testing.T, seed uint64) {
 	fmt.Fprintf(&b, "  acquisitions: %d (timeouts under faults %d, cancelled at the end %d, unexpected errors %d)\n",
 		acq, s.acquireTimeouts, s.acquireStopped, sumValues(s.acquireErrors))
 	for _, r := range faultRecipes {
-		fmt.Fprintf(&b, "    %-14s %6d (under faults %6d)   slowest once faults stopped: %v\n", r.name, s.acquisitions[r.name],
+		fmt.Fprintf(&b, "    %-15s %6d (under faults %6d)   slowest once faults stopped: %v", r.name, s.acquisitions[r.name],
 			s.underFaults[r.name], s.liveness[r.name].Round(time.Millisecond))
+		if r.paired {
+			fmt.Fprintf(&b, "   local handoffs: %d", s.localHandoffs[r.name])
+		}
+		b.WriteString("\n")
 	}
 	for _, k := range sortedKeys(s.acquireErrors) {
 		fmt.Fprintf(&b, "    unexpected acquire error x%d: %s\n", s.acquireErrors[k], k)
@@ -316,6 +326,8 @@ func newFaultRun(t *testing.T, c *zktest.Cluster, cfg faultConfig, tag string) *
 	for i := range r.clients {
 		proxy := zktest.NewProxy(t, c.Servers())
 		cl := &faultClient{id: i, run: r, proxy: proxy, rng: rand.New(rand.NewPCG(cfg.seed, uint64(i)+1))}
+		tw := cfg.clients + i
+		cl.twin = &faultClient{id: tw, run: r, proxy: proxy, rng: rand.New(rand.NewPCG(cfg.seed, uint64(tw)+1))}
 		r.clients[i] = cl
 		wg.Add(1)
 		go func() {
@@ -331,8 +343,11 @@ func newFaultRun(t *testing.T, c *zktest.Cluster, cfg faultConfig, tag string) *
 		if errs[i] != nil {
 			t.Fatalf("fault run: client %d: connect: %v", i, errs[i])
 		}
-		if cl.recipes, err = openRecipes(cl.sess, r.lockRoot, cl.id); err != nil {
-			t.Fatalf("fault run: client %d: %v", i, err)
+		cl.twin.sess = cl.sess
+		for _, g := range []*faultClient{cl, cl.twin} {
+			if g.recipes, err = openRecipes(g.sess, r.lockRoot, g.id); err != nil {
+				t.Fatalf("fault run: client %d: %v", g.id, err)
+			}
 		}
 	}
 	return r
@@ -393,7 +408,7 @@ func (r *faultRun) violate(format string, args ...any) {
 
 func (r *faultRun) acquired(client int, rec faultRecipe, g *grant) *interval {
 	iv := &interval{client: client, recipe: rec.name, domain: rec.domain, mode: rec.mode,
-		session: g.leases[0].Epoch().SessionID(), start: time.Now()}
+		session: g.leases[0].Epoch().SessionID(), node: g.leases[0].Path(), start: time.Now()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.acquisitions[rec.name]++
@@ -463,7 +478,7 @@ func (r *faultRun) liveness() {
 			for _, i := range order {
 				rec := faultRecipes[i]
 				begin := time.Now()
-				err := cl.once(context.Background(), rec, r.cfg.liveness)
+				err := cl.turn(context.Background(), rec, r.cfg.liveness)
 				took := time.Since(begin)
 				if err != nil {
 					r.violate("liveness: client %d could not acquire %s within %v after the faults stopped: %v",
@@ -511,8 +526,12 @@ func (r *faultRun) closeClients() {
 // least one applied per full minute of faults (at least one), and at least
 // as many applied as not applied. Per recipe: at least
 // minAcquisitionsPerMinute acquisitions under faults per minute of faults
-// (the default 90 s run makes hundreds per recipe).
-const minAcquisitionsPerMinute = 20
+// (the default 90 s run makes hundreds per recipe). Per paired recipe: at
+// least minLocalHandoffsPerMinute local handoffs per minute of faults.
+const (
+	minAcquisitionsPerMinute  = 20
+	minLocalHandoffsPerMinute = 5
+)
 
 // requireFigures fails the run below the minimum figures.
 func (r *faultRun) requireFigures() {
@@ -535,9 +554,13 @@ func figureProblems(duration time.Duration, s runStats) []string {
 				k, applied, missed, minFaults))
 		}
 	}
+	minLocal := max(minLocalHandoffsPerMinute, minLocalHandoffsPerMinute*minutes)
 	for _, rec := range faultRecipes {
 		if n := s.underFaults[rec.name]; n < minAcq {
 			out = append(out, fmt.Sprintf("%s acquired %d times under faults: want at least %d", rec.name, n, minAcq))
+		}
+		if n := s.localHandoffs[rec.name]; rec.paired && n < minLocal {
+			out = append(out, fmt.Sprintf("%s handed over in the process %d times: want at least %d", rec.name, n, minLocal))
 		}
 	}
 	for _, k := range sortedKeys(s.acquireErrors) {

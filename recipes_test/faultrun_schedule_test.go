@@ -161,11 +161,12 @@ func (r *faultRun) restart(i int) error {
 }
 
 // pickClient picks the client to fault: three times in four one that
-// holds a lock at that moment, if any does, so that holders lose their
-// locks; otherwise any client (which may be waiting in a queue).
+// holds a lock at that moment (a client or a twin, whose fault is its
+// client's session's), if any does, so that holders lose their locks;
+// otherwise any client (which may be waiting in a queue).
 func (r *faultRun) pickClient(rng *rand.Rand) *faultClient {
 	var holders []*faultClient
-	for _, cl := range r.clients {
+	for _, cl := range r.everyClient() {
 		if cl.holding.Load() {
 			holders = append(holders, cl)
 		}
@@ -174,6 +175,17 @@ func (r *faultRun) pickClient(rng *rand.Rand) *faultClient {
 		return holders[rng.IntN(len(holders))]
 	}
 	return r.clients[rng.IntN(len(r.clients))]
+}
+
+// everyClient returns the clients and their twins (which share their
+// sessions and proxies): a fault aimed at a twin holder hits its client's
+// session.
+func (r *faultRun) everyClient() []*faultClient {
+	out := append([]*faultClient(nil), r.clients...)
+	for _, cl := range r.clients {
+		out = append(out, cl.twin)
+	}
+	return out
 }
 
 // pickServer returns the leader, or a random follower.
@@ -286,13 +298,13 @@ func (r *faultRun) pickHolder(rng *rand.Rand) (*faultClient, string, *interval) 
 	deadline := time.Now().Add(thirdPartyWait)
 	for {
 		waiting := map[string]bool{}
-		for _, cl := range r.clients {
+		for _, cl := range r.everyClient() {
 			if w := cl.want.Load(); w != nil {
 				waiting[w.domain] = true
 			}
 		}
 		var holders, blocking []*faultClient
-		for _, cl := range r.clients {
+		for _, cl := range r.everyClient() {
 			h := cl.holds.Load()
 			if h == nil || h.mode != modeExclusive {
 				continue

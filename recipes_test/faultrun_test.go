@@ -34,8 +34,12 @@ func defaultFaultConfig() faultConfig {
 
 // TestFaultRun runs many clients on separate sessions against a three-server
 // ensemble, taking the mutex, both sides of the read/write lock, a
-// three-lease semaphore, the semaphore mutex, the naive exclusive lock and a
-// multilock over two mutexes, while a seeded random schedule injects faults:
+// three-lease semaphore, the semaphore mutex, the naive exclusive lock, a
+// multilock over two mutexes, a leader election, and the mutex and the
+// semaphore mutex with in-process handoff (WithLocalHandoff; on the plain
+// ones' paths, two goroutines of the client's session at once, so that the
+// lock passes between them without ZooKeeper), while a seeded random
+// schedule injects faults:
 // leader and follower kills and restarts, server pauses, one client's
 // connection blackholed for longer or shorter than its session timeout,
 // forced session expiry, a connection reset right after a create, and a
@@ -43,9 +47,11 @@ func defaultFaultConfig() faultConfig {
 // of a holder's lock node). Then it checks mutual exclusion (hold
 // intervals, guarded writes, counters against ledgers), liveness once the
 // faults stop, and that nothing is left behind (nodes, watches; goroutines
-// in TestMain). It cannot pass by doing nothing: it fails when a fault kind
-// was applied too rarely, a recipe acquired too rarely under faults, or an
-// acquire failed with an error other than the expected ones (see
+// in TestMain), and that no node of a recipe with in-process handoff was
+// granted more often than its bound allows. It cannot pass by doing nothing: it fails when a fault
+// kind was applied too rarely, a recipe acquired too rarely under faults, a
+// recipe with in-process handoff handed over in the process too rarely, or
+// an acquire failed with an error other than the expected ones (see
 // requireFigures and acquireFailed).
 //
 // The seed is fixed (ZKRECIPES_FAULT_SEED overrides it) and printed, so a

@@ -19,29 +19,59 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// hold is one stretch of time a contender held the lock.
+// hold is one stretch of time a contender held the lock; node is our
+// grant's lock node ("" for the other clients').
 type hold struct {
 	who        string
 	start, end int64 // unix nanoseconds
+	node       string
+}
+
+// interopSide is how our contenders run against Curator's and kazoo's.
+type interopSide struct {
+	sessions   int
+	goroutines int // per session, sharing the session's handle
+	passes     int // WithLocalHandoff(passes, 0); 0: without local handoff
 }
 
 // TestInteropWithCuratorAndKazoo runs our mutex, Curator's InterProcessMutex
 // and kazoo's Lock on one lock path at once: no two holders ever overlap.
+// Our side runs as two sessions of one goroutine each, and again with
+// in-process handoff (WithLocalHandoff) on, three goroutines per session:
+// then local handoffs happen (grants share a node), a node stays in the
+// process for at most passes+1 grants, and Curator and kazoo still get
+// their turns (at most 2·sessions·(passes+1) grants of ours between two
+// of theirs).
 func TestInteropWithCuratorAndKazoo(t *testing.T) {
 	cp := testzk.CompileCurator(t, "testdata/interop/CuratorMutex.java")
 	err := exec.Command("/usr/bin/python3", "-c", "import kazoo.recipe.lock").Run()
 	testzk.Need(t, "kazoo (apt-get install python3-kazoo)", err)
-
 	c := zktest.New(t)
+	t.Run("plain", func(t *testing.T) {
+		interopCuratorKazoo(t, c, cp, "plain", interopSide{sessions: 2, goroutines: 1})
+	})
+	t.Run("local-handoff", func(t *testing.T) {
+		interopCuratorKazoo(t, c, cp, "handoff", interopSide{sessions: 2, goroutines: 3, passes: 2})
+	})
+}
+
+// interopCuratorKazoo is one run of TestInteropWithCuratorAndKazoo, on a
+// lock path of its own (named after tag), with our side as side says.
+func interopCuratorKazoo(t *testing.T, c *zktest.Cluster, cp, tag string, side interopSide) {
 	servers := strings.Join(c.Servers(), ",")
-	lockPath := c.Root() + "/interop/lock"
-	guard := c.Root() + "-guard"
+	lockPath := c.Root() + "/interop-" + tag + "/lock"
+	guard := c.Root() + "-guard-" + tag
 	const rounds, holdMillis = 15, 5
+	var opts []mutex.Option
+	if side.passes > 0 {
+		opts = append(opts, mutex.WithLocalHandoff(side.passes, 0))
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -50,14 +80,25 @@ func TestInteropWithCuratorAndKazoo(t *testing.T) {
 		holds      []hold
 		violations int
 		wg         sync.WaitGroup
-		errs       = make(chan error, 8)
+		errs       = make(chan error, 2+side.sessions*side.goroutines)
 	)
+	// Our contenders start once Curator and kazoo have each held the lock
+	// once: from then on both are in their loops, queued or holding, so
+	// that how long they wait for their turns is measured.
+	foreignIn := make(chan struct{})
+	foreignHeld := map[string]bool{}
 	record := func(h hold, violated bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		holds = append(holds, h)
 		if violated {
 			violations++
+		}
+		if h.node == "" && h.start != 0 && !foreignHeld[h.who] {
+			foreignHeld[h.who] = true
+			if len(foreignHeld) == 2 {
+				close(foreignIn)
+			}
 		}
 	}
 
@@ -95,22 +136,30 @@ func TestInteropWithCuratorAndKazoo(t *testing.T) {
 	go peer("curator", exec.CommandContext(ctx, "java", append([]string{"-cp", cp, "CuratorMutex"}, args...)...))
 	go peer("kazoo", exec.CommandContext(ctx, "/usr/bin/python3", append([]string{"testdata/interop/kazoo_lock.py"}, args...)...))
 
-	for g := 0; g < 2; g++ {
+	for g := 0; g < side.sessions; g++ {
 		s, err := conn.Connect(ctx, c.Servers())
 		require.NoError(t, err)
 		defer s.Close()
-		m, err := mutex.New(s, lockPath)
+		m, err := mutex.New(s, lockPath, opts...)
 		require.NoError(t, err)
-		wg.Add(1)
-		go func(name string) {
-			defer wg.Done()
-			for i := 0; i < rounds; i++ {
-				if err := goRound(ctx, name, s, m, guard, holdMillis, record); err != nil {
-					errs <- err
+		for k := 0; k < side.goroutines; k++ {
+			wg.Add(1)
+			go func(name string) {
+				defer wg.Done()
+				select {
+				case <-foreignIn:
+				case <-ctx.Done():
+					errs <- fmt.Errorf("%s: Curator and kazoo did not both take the lock: %w", name, ctx.Err())
 					return
 				}
-			}
-		}(fmt.Sprintf("zkrecipes-%d", g))
+				for i := 0; i < rounds; i++ {
+					if err := goRound(ctx, name, s, m, guard, holdMillis, record); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}(fmt.Sprintf("zkrecipes-%d-%d", g, k))
+		}
 	}
 	wg.Wait()
 	close(errs)
@@ -123,7 +172,7 @@ func TestInteropWithCuratorAndKazoo(t *testing.T) {
 	for _, h := range holds {
 		perPeer[strings.SplitN(h.who, "-", 2)[0]]++
 	}
-	assert.Equal(t, map[string]int{"curator": rounds, "kazoo": rounds, "zkrecipes": 2 * rounds}, perPeer)
+	assert.Equal(t, map[string]int{"curator": rounds, "kazoo": rounds, "zkrecipes": side.sessions * side.goroutines * rounds}, perPeer)
 	sort.Slice(holds, func(i, j int) bool { return holds[i].start < holds[j].start })
 	for i := 1; i < len(holds); i++ {
 		if holds[i].start < holds[i-1].end {
@@ -137,7 +186,16 @@ func TestInteropWithCuratorAndKazoo(t *testing.T) {
 		}
 	}
 	assert.Greater(t, switches, 10, "the peers really contended: the lock passed between them")
-	t.Logf("%d holds by %v, %d handoffs between different contenders, no overlap", len(holds), perPeer, switches)
+	turns := make([]locktest.Turn, len(holds))
+	for i, h := range holds {
+		turns[i] = locktest.Turn{Node: h.node, Start: time.Unix(0, h.start)}
+		if h.node == "" {
+			turns[i].Foreign = h.who
+		}
+	}
+	f := locktest.CheckTurns(t, turns, side.sessions, side.passes)
+	t.Logf("%d holds by %v, %d handoffs between different contenders, no overlap; %d local handoffs, at most %d grants on one node, at most %d of ours between two turns of Curator or kazoo",
+		len(holds), perPeer, switches, f.LocalHandoffs, f.MaxPerNode, f.MaxRun)
 }
 
 func goRound(ctx context.Context, name string, s *conn.Session, m *mutex.InterProcessMutex, guard string, holdMillis int, record func(hold, bool)) error {
@@ -159,7 +217,7 @@ func goRound(ctx context.Context, name string, s *conn.Session, m *mutex.InterPr
 		}
 	}
 	end := time.Now().UnixNano()
-	record(hold{who: name, start: start, end: end}, violated)
+	record(hold{who: name, start: start, end: end, node: lease.Path()}, violated)
 	if err := m.Release(ctx); err != nil {
 		return fmt.Errorf("%s: release: %w", name, err)
 	}

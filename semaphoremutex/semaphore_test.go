@@ -25,6 +25,7 @@ import (
 type hold struct {
 	who        int
 	start, end time.Time
+	node       string // the grant's lease node, where a test keeps it
 }
 
 // maxOverlap is the largest number of holds that overlap at one instant.
