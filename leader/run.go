@@ -42,7 +42,13 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 			return err
 		}
 		err = e.term(ctx, l, fn)
-		if !e.cfg.requeue || ctx.Err() != nil {
+		if !e.cfg.requeue {
+			return err
+		}
+		if ctx.Err() != nil {
+			if err == nil { // fn answered its ctx's end with nil
+				err = fmt.Errorf("leader: run %s: %w", e.Path(), queue.CtxErr(ctx))
+			}
 			return err
 		}
 		if err != nil && !errors.Is(err, ErrLeadershipLost) {
