@@ -85,6 +85,7 @@ func TestRunReturnsFnError(t *testing.T) {
 		}
 		assert.Empty(t, testzk.Children(t, s, path), "resigned after the term")
 		assert.Nil(t, e.Leading())
+		assert.ErrorIs(t, e.Resign(ctx), leader.ErrNotLeader, "Run's term ended")
 		require.NotNil(t, held)
 		assert.ErrorIs(t, held.Err(), conn.ErrLeaseLost, "the term's lease is over")
 	}
@@ -296,4 +297,32 @@ func TestObserveAcrossExpiry(t *testing.T) {
 	cancel()
 	for range ch {
 	}
+}
+
+// The errors a user meets most, as the locks' (recipes_test's
+// TestErrorMessages): the recipe, the operation and the path once, then
+// the cause.
+func TestErrorMessages(t *testing.T) {
+	c := testzk.Shared(t)
+	ss := testzk.ConnectN(t, c.Servers(), 2)
+	path := testzk.Path(t, c, "election")
+	e0 := newElection(t, ss[0], path, "a")
+	e1 := newElection(t, ss[1], path, "b")
+	ctx := testzk.Ctx(t, 30*time.Second)
+
+	assert.EqualError(t, e0.Resign(ctx), "leader: not leader: lock: not held: "+path)
+	l, err := e0.Campaign(ctx)
+	require.NoError(t, err)
+	_, err = e0.Campaign(ctx)
+	assert.EqualError(t, err, "leader: already campaigning or leading: "+path)
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = e1.Campaign(tctx)
+	cancel()
+	assert.EqualError(t, err, "leader: campaign "+path+": context deadline exceeded")
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	err = e0.Resign(cctx)
+	assert.EqualError(t, err, "leader: resign "+path+": "+lock.ErrReleasePending.Error()+": conn: delete "+l.Path()+": context canceled")
+	assert.ErrorIs(t, err, leader.ErrReleasePending)
+	assert.ErrorIs(t, err, context.Canceled)
 }
