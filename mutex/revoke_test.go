@@ -28,7 +28,11 @@ func TestRevokeArguments(t *testing.T) {
 
 	l, err := sealed.Acquire(ctx)
 	require.NoError(t, err)
-	assert.ErrorIs(t, other.Revoke(ctx, l.Path()), lock.ErrNotRevocable)
+	err = other.Revoke(ctx, l.Path())
+	assert.ErrorIs(t, err, lock.ErrNotRevocable)
+	assert.EqualError(t, err, "mutex: revoke "+path+": "+lock.ErrNotRevocable.Error()+": conn: set "+l.Path()+": zk: not authenticated",
+		"the recipe, the operation and the lock's path once, then the cause")
+	assert.EqualError(t, other.Revoke(ctx, path+"-x/a"), "mutex: revoke "+path+": conn: invalid path: node "+path+"-x/a is not under the lock path")
 	for _, bad := range []string{"", "x", path, path + "/", path + "-x/" + conn.BaseName(l.Path()), path + "/a/b"} {
 		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidPath, "node %q", bad)
 	}
