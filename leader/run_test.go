@@ -326,3 +326,19 @@ func TestErrorMessages(t *testing.T) {
 	assert.ErrorIs(t, err, leader.ErrReleasePending)
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// Run with a nil function is a clear error before anything is queued: it
+// would otherwise panic while leading and leave its node leading until the
+// session ends.
+func TestRunNilFunction(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "election")
+	e := newElection(t, s, path, "a")
+	ctx := testzk.Ctx(t, 10*time.Second)
+	var err error
+	require.NotPanics(t, func() { err = e.Run(ctx, nil) })
+	assert.EqualError(t, err, "leader: run "+path+": nil function")
+	assert.Empty(t, testzk.Children(t, s, path), "nothing queued")
+	assert.Nil(t, e.Leading())
+}
