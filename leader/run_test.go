@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -341,4 +342,26 @@ func TestRunNilFunction(t *testing.T) {
 	assert.EqualError(t, err, "leader: run "+path+": nil function")
 	assert.Empty(t, testzk.Children(t, s, path), "nothing queued")
 	assert.Nil(t, e.Leading())
+}
+
+// Resign deletes our node plainly, without the locks' handover mark (a
+// data change in the deleting transaction): a watcher of the leader's node,
+// as Curator's LeaderLatch follower is, sees its deletion first.
+func TestResignIsAPlainDelete(t *testing.T) {
+	c := testzk.Shared(t)
+	ss := testzk.ConnectN(t, c.Servers(), 2)
+	path := testzk.Path(t, c, "election")
+	e := newElection(t, ss[0], path, "a")
+	ctx := testzk.Ctx(t, 30*time.Second)
+	l, err := e.Campaign(ctx)
+	require.NoError(t, err)
+	_, _, w, err := testzk.Epoch(t, ss[1]).GetW(ctx, l.Path())
+	require.NoError(t, err)
+	require.NoError(t, e.Resign(ctx))
+	select {
+	case ev := <-w:
+		assert.Equal(t, zk.EventNodeDeleted, ev.Type, "the follower's one-shot watch sees %v", ev.Type)
+	case <-ctx.Done():
+		t.Fatal("no event on the leader's node")
+	}
 }
