@@ -287,8 +287,11 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 // Index 0 (or whatever place the caller gave it) matching zk.ErrNoNode.
 // Unlike GuardedWrite, Multi does not close Lost on such a refusal, and
 // does not refuse ops that set the lock node's own data; prefer
-// GuardedWrite unless the multi must be built elsewhere. Each call returns
-// a new request.
+// GuardedWrite unless the multi must be built elsewhere. It checks the
+// node, not the grant: the grants of the recipes' in-process handoff
+// (WithLocalHandoff) share one node, so a released grant's check still
+// passes while another grant holds that node (GuardedWrite refuses it:
+// it checks Err first). Each call returns a new request.
 func (l *Lease) CheckOp() *zk.CheckVersionRequest {
 	return &zk.CheckVersionRequest{Path: l.path, Version: -1}
 }

@@ -96,9 +96,9 @@ func (e *Election) ID() string { return e.id }
 // Resign ends it.
 //
 // On error nothing is left behind: our node has been deleted (or is being
-// deleted in the background while the connection is down, or went with the
-// session), and no goroutine of ours runs. The error wraps ctx's or the
-// session's. ErrCampaigning when this handle already campaigns or leads.
+// deleted in the background while the connection is down, by a goroutine
+// that ends with the session, or went with the session), and no other
+// goroutine of ours runs. The error wraps ctx's or the session's. ErrCampaigning when this handle already campaigns or leads.
 func (e *Election) Campaign(ctx context.Context) (*conn.Lease, error) {
 	return e.campaign(ctx, true)
 }
@@ -117,7 +117,7 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 	}
 	e.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("leader: campaign: %w", err)
+		return nil, fmt.Errorf("leader: campaign %s: %w", e.Path(), err)
 	}
 	return g.Lease, nil
 }
@@ -134,7 +134,7 @@ func (e *Election) begin(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return fmt.Errorf("leader: campaign: %w", queue.CtxErr(ctx))
+			return fmt.Errorf("leader: campaign %s: %w", e.Path(), queue.CtxErr(ctx))
 		}
 		e.mu.Lock()
 	}
@@ -188,13 +188,12 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 		e.lease = l // the node is still ours
 	}
 	e.mu.Unlock()
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, queue.ErrReleasePending):
-		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+	if err != nil {
+		// err already matches ErrReleasePending when the deletion is
+		// pending: say it once.
+		return fmt.Errorf("leader: resign %s: %w", e.Path(), err)
 	}
-	return fmt.Errorf("leader: resign: %w", err)
+	return nil
 }
 
 // Leading returns our leadership's lease while this handle leads (it may

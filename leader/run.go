@@ -34,15 +34,25 @@ import (
 // With WithRequeue(true), Run campaigns again after a term that ended with
 // fn returning nil or with leadership lost, as long as ctx lives; it then
 // returns ctx's error, or fn's non-nil error from a term that was still
-// safe. ErrCampaigning when this handle already campaigns or leads.
+// safe. ErrCampaigning when this handle already campaigns or leads. A nil
+// fn is an error, before anything is queued.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) error {
+	if fn == nil {
+		return fmt.Errorf("leader: run %s: nil function", e.Path())
+	}
 	for {
 		l, err := e.Campaign(ctx)
 		if err != nil {
 			return err
 		}
 		err = e.term(ctx, l, fn)
-		if !e.cfg.requeue || ctx.Err() != nil {
+		if !e.cfg.requeue {
+			return err
+		}
+		if ctx.Err() != nil {
+			if err == nil { // fn answered its ctx's end with nil
+				err = fmt.Errorf("leader: run %s: %w", e.Path(), queue.CtxErr(ctx))
+			}
 			return err
 		}
 		if err != nil && !errors.Is(err, ErrLeadershipLost) {

@@ -75,7 +75,8 @@
 //     node goes back to the queue; a contender of another process waits
 //     for at most maxPasses+1 holds of this process (or budget plus one
 //     hold). Every grant is a lease of its own: released, it refuses
-//     guarded writes; Lost closes with the node's; Lease.Fence (the node's
+//     guarded writes (GuardedWrite; CheckOp checks the node, which the
+//     grants share); Lost closes with the node's; Lease.Fence (the node's
 //     czxid and the grant's pass) grows strictly with every grant, while
 //     Token is the node's, shared by its grants.
 //

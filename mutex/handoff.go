@@ -22,10 +22,12 @@ import (
 // maxPasses+1 holds of this process (or budget plus one hold) before its
 // turn, where without the option it waits for the holds queued before it.
 //
-// Every grant is a lease of its own: released, it refuses guarded writes;
-// its Lost closes with the node's; its Fence (not its Token, which is the
-// node's czxid and is the same for the grants on one node) grows strictly
-// with every grant. Reentrancy stays per goroutine.
+// Every grant is a lease of its own: released, it refuses guarded writes
+// (GuardedWrite; not a caller's Multi behind its CheckOp, which checks the
+// node, shared by the grants on it); its Lost closes with the node's; its
+// Fence (not its Token, which is the node's czxid and is the same for the
+// grants on one node) grows strictly with every grant. Reentrancy stays
+// per goroutine.
 //
 // Default: off (WithoutLocalHandoff); see docs/design.md. maxPasses below
 // 1 or a negative budget make New fail with an error matching

@@ -216,11 +216,12 @@ func (m *InterProcessMutex) IsOwnedByCurrentGoroutine() bool {
 // sealed node (the default) refuses: the error matches
 // lock.ErrNotRevocable. A node that is gone is nil.
 func (m *InterProcessMutex) Revoke(ctx context.Context, node string) error {
-	if err := revokable(m.Path(), node); err != nil {
-		return fmt.Errorf("mutex: %w", err)
+	err := revokable(m.Path(), node)
+	if err == nil {
+		err = m.q.Revoke(ctx, conn.BaseName(node))
 	}
-	if err := m.q.Revoke(ctx, conn.BaseName(node)); err != nil {
-		return fmt.Errorf("mutex: %w", err)
+	if err != nil {
+		return fmt.Errorf("mutex: revoke %s: %w", m.Path(), err)
 	}
 	return nil
 }
@@ -228,10 +229,10 @@ func (m *InterProcessMutex) Revoke(ctx context.Context, node string) error {
 // revokable checks that node is a child of the lock path.
 func revokable(path, node string) error {
 	if err := conn.ValidatePath(node); err != nil {
-		return fmt.Errorf("revoke: %w", err)
+		return err
 	}
 	if node != conn.JoinPath(path, conn.BaseName(node)) {
-		return fmt.Errorf("revoke: %w: %s is not a node under the lock path %s", conn.ErrInvalidPath, node, path)
+		return fmt.Errorf("%w: node %s is not under the lock path", conn.ErrInvalidPath, node)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ type Participant = lock.Participant
 func (m *InterProcessMutex) Participants(ctx context.Context) ([]Participant, error) {
 	ps, err := m.q.Participants(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("mutex: %w", err)
+		return nil, fmt.Errorf("mutex: participants of %s: %w", m.Path(), err)
 	}
 	out := make([]Participant, len(ps))
 	for i, p := range ps {

@@ -161,14 +161,15 @@ func (rw *RWLock) heldBy(write bool) bool {
 // holder releases it. A sealed node (the default) refuses: the error
 // matches lock.ErrNotRevocable. A node that is gone is nil.
 func (rw *RWLock) Revoke(ctx context.Context, node string) error {
-	if err := conn.ValidatePath(node); err != nil {
-		return fmt.Errorf("rwlock: revoke: %w", err)
+	err := conn.ValidatePath(node)
+	if err == nil && node != conn.JoinPath(rw.path, conn.BaseName(node)) {
+		err = fmt.Errorf("%w: node %s is not under the lock path", conn.ErrInvalidPath, node)
 	}
-	if node != conn.JoinPath(rw.path, conn.BaseName(node)) {
-		return fmt.Errorf("rwlock: revoke: %w: %s is not a node under the lock path %s", conn.ErrInvalidPath, node, rw.path)
+	if err == nil {
+		err = rw.wq.Revoke(ctx, conn.BaseName(node))
 	}
-	if err := rw.wq.Revoke(ctx, conn.BaseName(node)); err != nil {
-		return fmt.Errorf("rwlock: %w", err)
+	if err != nil {
+		return fmt.Errorf("rwlock: revoke %s: %w", rw.path, err)
 	}
 	return nil
 }

@@ -131,8 +131,9 @@
 //     default): the Mutex handles of one session and path share one lease
 //     and pass it between them without a request, up to a bound, after
 //     which the lease goes back to ZooKeeper. Every grant is a lease of its
-//     own (released, it refuses guarded writes; Lost closes with the
-//     node's); Lease.Fence grows strictly with every grant, while Token is
+//     own (released, it refuses guarded writes through GuardedWrite, not
+//     through CheckOp, which checks the node the grants share; Lost closes
+//     with the node's); Lease.Fence grows strictly with every grant, while Token is
 //     the node's, shared by its grants.
 //
 // # Not reentrant, on purpose

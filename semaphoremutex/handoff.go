@@ -22,8 +22,9 @@ import (
 // waits for at most maxPasses+1 holds of this process (or budget plus one
 // hold) before its turn.
 //
-// Every grant is a lease of its own: released, it refuses guarded writes;
-// its Lost closes with the lease node's; its Fence (not its Token, the
+// Every grant is a lease of its own: released, it refuses guarded writes
+// (GuardedWrite; not a caller's Multi behind its CheckOp, which checks the
+// node, shared by the grants on it); its Lost closes with the lease node's; its Fence (not its Token, the
 // same for the grants on one node) grows strictly with every grant. The
 // Mutex stays owned by its handle. It applies to New only; NewSemaphore
 // ignores it.

@@ -261,8 +261,15 @@ func attemptID(lk *conn.Lease) string {
 // it. A sealed node (the default) refuses: the error matches
 // lock.ErrNotRevocable. A node that is gone is nil.
 func (s *Semaphore) Revoke(ctx context.Context, node string) error {
+	if err := s.revoke(ctx, node); err != nil {
+		return fmt.Errorf("semaphoremutex: revoke %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *Semaphore) revoke(ctx context.Context, node string) error {
 	if err := conn.ValidatePath(node); err != nil {
-		return fmt.Errorf("semaphoremutex: revoke: %w", err)
+		return err
 	}
 	q := s.leases
 	switch node {
@@ -270,10 +277,7 @@ func (s *Semaphore) Revoke(ctx context.Context, node string) error {
 	case conn.JoinPath(s.lock.Path(), conn.BaseName(node)):
 		q = s.lock
 	default:
-		return fmt.Errorf("semaphoremutex: revoke: %w: %s is not a node of the semaphore %s", conn.ErrInvalidPath, node, s.path)
+		return fmt.Errorf("%w: node %s is neither a lease node nor an internal lock node of the semaphore", conn.ErrInvalidPath, node)
 	}
-	if err := q.Revoke(ctx, conn.BaseName(node)); err != nil {
-		return fmt.Errorf("semaphoremutex: %w", err)
-	}
-	return nil
+	return q.Revoke(ctx, conn.BaseName(node))
 }

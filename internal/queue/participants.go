@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -26,18 +25,19 @@ type Participant struct {
 
 // Participants lists the contenders in queue order with who they are. For
 // the recipes built on First, the first one holds the lock. Nodes that
-// leave while they are being read are left out.
+// leave while they are being read are left out. Errors are the session's,
+// as they are: the recipe says what it was doing.
 func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 	ep, err := q.sess.Epoch(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("queue: participants %s: %w", q.path, err)
+		return nil, err
 	}
 	names, _, err := ep.Children(ctx, q.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("queue: participants %s: %w", q.path, err)
+		return nil, err
 	}
 	cs := Parse(q.cfg.Schema, names)
 	out := make([]Participant, 0, len(cs))
@@ -47,7 +47,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("queue: participants %s: %w", q.path, err)
+			return nil, err
 		}
 		p := Participant{Contender: c}
 		if d, ok := decodeData(b); ok {

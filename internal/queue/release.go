@@ -85,19 +85,23 @@ func (q *Queue) ReleaseOps(p string) []any {
 // sealed node (the default) refuses the write: the error matches
 // lock.ErrNotRevocable (and zk.ErrNoAuth). A node that is gone is nil:
 // nothing is left to revoke.
+//
+// Its errors are the session's as they are (they name the node), or
+// lock.ErrNotRevocable in front of the server's refusal; the recipe says
+// "revoke" and its lock's path in front.
 func (q *Queue) Revoke(ctx context.Context, node string) error {
 	ep, err := q.sess.Epoch(ctx)
 	if err != nil {
-		return fmt.Errorf("queue: revoke %s: %w", node, err)
+		return err
 	}
 	_, err = ep.Set(ctx, conn.JoinPath(q.path, node), []byte(revokeMessage), -1)
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
 		return nil
 	case errors.Is(err, zk.ErrNoAuth):
-		return fmt.Errorf("queue: revoke %s: %w: %w", node, lock.ErrNotRevocable, err)
+		return fmt.Errorf("%w: %w", lock.ErrNotRevocable, err)
 	}
-	return fmt.Errorf("queue: revoke %s: %w", node, err)
+	return err
 }
 
 // revokeMessage is Curator's LockInternals.REVOKE_MESSAGE.

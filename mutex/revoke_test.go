@@ -1,0 +1,117 @@
+package mutex_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/mutex"
+)
+
+// Revoke's documented answers to its argument: a node that is gone is nil
+// (nothing left to revoke), a path that is not under the lock path or not a
+// valid path is conn.ErrInvalidPath and writes nothing, and a sealed
+// holder's node is lock.ErrNotRevocable.
+func TestRevokeArguments(t *testing.T) {
+	c := testzk.Shared(t)
+	ss := testzk.ConnectN(t, c.Servers(), 2)
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, 30*time.Second)
+	sealed := newMutex(t, ss[0], path)
+	other := newMutex(t, ss[1], path, mutex.WithRevocable())
+
+	l, err := sealed.Acquire(ctx)
+	require.NoError(t, err)
+	err = other.Revoke(ctx, l.Path())
+	assert.ErrorIs(t, err, lock.ErrNotRevocable)
+	assert.EqualError(t, err, "mutex: revoke "+path+": "+lock.ErrNotRevocable.Error()+": conn: set "+l.Path()+": zk: not authenticated",
+		"the recipe, the operation and the lock's path once, then the cause")
+	assert.EqualError(t, other.Revoke(ctx, path+"-x/a"), "mutex: revoke "+path+": conn: invalid path: node "+path+"-x/a is not under the lock path")
+	for _, bad := range []string{"", "x", path, path + "/", path + "-x/" + conn.BaseName(l.Path()), path + "/a/b"} {
+		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidPath, "node %q", bad)
+	}
+	gone := l.Path()
+	require.NoError(t, sealed.Release(ctx))
+	assert.NoError(t, other.Revoke(ctx, gone), "a node that is gone")
+	assert.Empty(t, testzk.Children(t, ss[0], path), "Revoke created nothing")
+}
+
+// With WithRevocable and WithLocalHandoff, a revoke request reaches the
+// local grant that holds the shared node, and stands for the grant handed
+// on after it on that node: the request was for the node.
+func TestRevokeReachesLocalGrants(t *testing.T) {
+	c := testzk.Shared(t)
+	ss := testzk.ConnectN(t, c.Servers(), 2)
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, 30*time.Second)
+	m := newMutex(t, ss[0], path, mutex.WithRevocable(), mutex.WithLocalHandoff(10, 0))
+	revoker := newMutex(t, ss[1], path, mutex.WithRevocable())
+
+	first, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	got := make(chan *conn.Lease, 1)
+	rel := make(chan struct{})
+	relErr := make(chan error, 1)
+	go func() {
+		l, err := m.Acquire(ctx)
+		got <- l
+		if err != nil {
+			relErr <- err
+			return
+		}
+		<-rel
+		relErr <- m.Release(ctx)
+	}()
+	testzk.Eventually(t, 10*time.Second, func() bool { return mutex.LocalWaiters(m) == 1 }, "goroutine 2 does not queue")
+
+	revoked := first.Revoked()
+	require.NoError(t, revoker.Revoke(ctx, first.Path()))
+	select {
+	case <-revoked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder's Revoked not closed within 10s")
+	}
+	assert.NoError(t, first.Err(), "a request is not a loss")
+	require.NoError(t, m.Release(ctx))
+	second := <-got
+	require.NotNil(t, second)
+	assert.Equal(t, first.Path(), second.Path(), "handed on locally")
+	select {
+	case <-second.Revoked():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request does not stand for the next local grant")
+	}
+	close(rel)
+	require.NoError(t, <-relErr)
+	assert.Empty(t, testzk.Children(t, ss[0], path))
+}
+
+// Lease.CheckOp checks the node, and the grants of the in-process handoff
+// share it: a released local grant's CheckOp still passes while the next
+// local grant holds the node, whereas its GuardedWrite is refused. Its
+// holder must use GuardedWrite (or check Err first).
+func TestLocalHandoffCheckOpIsTheNodes(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, 30*time.Second)
+	m := newMutex(t, s, path, mutex.WithLocalHandoff(10, 0))
+	first, second, release := holdAndQueue(ctx, t, m)
+	require.Equal(t, first.Path(), second.Path(), "one node, two grants")
+	assert.ErrorIs(t, first.Err(), conn.ErrLeaseLost, "the first grant is released")
+
+	acl := zk.WorldACL(zk.PermAll)
+	_, err := first.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-guarded", Acl: acl})
+	assert.ErrorIs(t, err, conn.ErrLeaseLost)
+	_, err = first.Epoch().Multi(ctx, first.CheckOp(), &zk.CreateRequest{Path: path + "-checked", Acl: acl})
+	assert.NoError(t, err, "the shared node exists: the check passes")
+	require.NoError(t, release())
+	_, err = first.Epoch().Multi(ctx, first.CheckOp(), &zk.CreateRequest{Path: path + "-after", Acl: acl})
+	assert.ErrorIs(t, err, zk.ErrNoNode, "refused once the node is gone")
+}

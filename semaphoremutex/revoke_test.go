@@ -1,0 +1,40 @@
+package semaphoremutex_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+)
+
+// Revoke's documented answers to its argument: a node that is not a lease
+// node or an internal lock node of the semaphore (or not a valid path) is
+// conn.ErrInvalidPath, a sealed holder's node is lock.ErrNotRevocable, and
+// a node that is gone is nil.
+func TestRevokeArguments(t *testing.T) {
+	c := testzk.Shared(t)
+	ss := testzk.ConnectN(t, c.Servers(), 2)
+	path := testzk.Path(t, c, "sem")
+	ctx := testzk.Ctx(t, 30*time.Second)
+	holder := newSemaphore(t, ss[0], path, 2)
+	other, err := semaphoremutex.NewSemaphore(ss[1], path, 2, semaphoremutex.WithRevocable())
+	require.NoError(t, err)
+
+	l, err := holder.Acquire(ctx)
+	require.NoError(t, err)
+	assert.ErrorIs(t, other.Revoke(ctx, l.Path()), lock.ErrNotRevocable)
+	name := conn.BaseName(l.Path())
+	for _, bad := range []string{"", "x", path, path + "/" + name, path + "/other/" + name, l.Path() + "/x"} {
+		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidPath, "node %q", bad)
+	}
+	gone := l.Path()
+	require.NoError(t, holder.Release(ctx, l))
+	assert.NoError(t, other.Revoke(ctx, gone), "a lease node that is gone")
+	assert.NoError(t, other.Revoke(ctx, path+"/locks/"+name), "an internal lock node that is gone")
+}
