@@ -98,7 +98,8 @@ func (e *Election) ID() string { return e.id }
 // On error nothing is left behind: our node has been deleted (or is being
 // deleted in the background while the connection is down, by a goroutine
 // that ends with the session, or went with the session), and no other
-// goroutine of ours runs. The error wraps ctx's or the session's. ErrCampaigning when this handle already campaigns or leads.
+// goroutine of ours runs. The error wraps ctx's or the session's.
+// ErrCampaigning when this handle already campaigns or leads.
 func (e *Election) Campaign(ctx context.Context) (*conn.Lease, error) {
 	return e.campaign(ctx, true)
 }
