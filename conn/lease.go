@@ -40,6 +40,12 @@ type Lease struct {
 	parent *Lease
 	pass   int64
 
+	// writes is held for reading by a local grant's guarded write from
+	// its check of Lost until its answer, and for writing by the recipe
+	// releasing the grant (holdWrites): a grant's write is never sent
+	// after the next local grant exists.
+	writes sync.RWMutex
+
 	mu     sync.Mutex // guards the fields below
 	czxid  int64      // 0 until fetched
 	armed  bool       // the node watch has been started
@@ -239,6 +245,10 @@ func (l *Lease) Token(ctx context.Context) (int64, error) {
 // not set the data of the lock node itself (ErrInvalidOption): a change of
 // a held node's data is how its release tells the waiter behind to enter.
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if l.parent != nil {
+		l.writes.RLock()
+		defer l.writes.RUnlock()
+	}
 	select {
 	case <-l.lost:
 		return nil, l.Err()
@@ -294,6 +304,29 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 // it checks Err first). Each call returns a new request.
 func (l *Lease) CheckOp() *zk.CheckVersionRequest {
 	return &zk.CheckVersionRequest{Path: l.path, Version: -1}
+}
+
+// holdWrites waits until no guarded write through l is in flight and
+// keeps new ones from starting until the returned function is called: a
+// recipe holds it while it releases a local grant, so that the grant's
+// writes are answered before the next grant exists and refused after.
+func (l *Lease) holdWrites() (done func()) {
+	l.writes.Lock()
+	return l.writes.Unlock
+}
+
+// revokeSeen reports whether a revoke request has been seen on the node
+// (Revoked is closed), without starting the node watch.
+func (l *Lease) revokeSeen() bool {
+	if l.parent != nil {
+		return l.parent.revokeSeen()
+	}
+	select {
+	case <-l.revoked:
+		return true
+	default:
+		return false
+	}
 }
 
 // released marks the lease as no longer held; recipes call it (through

@@ -24,6 +24,8 @@ func init() {
 	connhook.Shared = func(s any) *sync.Map { return &s.(*Session).shared }
 	connhook.LocalLease = func(l any, pass int64) any { return l.(*Lease).localView(pass) }
 	connhook.Closing = func(s any) <-chan struct{} { return s.(*Session).closing }
+	connhook.HoldWrites = func(l any) func() { return l.(*Lease).holdWrites() }
+	connhook.RevokeSeen = func(l any) bool { return l.(*Lease).revokeSeen() }
 }
 
 var errRetired = errors.New("conn: connection retired")

@@ -26,8 +26,15 @@ import (
 // (GuardedWrite; not a caller's Multi behind its CheckOp, which checks the
 // node, shared by the grants on it); its Lost closes with the node's; its
 // Fence (not its Token, which is the node's czxid and is the same for the
-// grants on one node) grows strictly with every grant. Reentrancy stays
-// per goroutine.
+// grants on one node) grows strictly with every grant. A release waits for
+// the guarded writes of its grant that are in flight, so none reaches the
+// server after the next grant exists. Reentrancy stays per goroutine.
+//
+// Once a revoke request has been seen on the node (WithRevocable: a grant's
+// Revoked closed, and Revoked was called, which starts the watch), the
+// node is not passed on in the process any more: the next release deletes
+// it, so that whoever asked gets the lock after the holders queued before
+// it.
 //
 // Default: off (WithoutLocalHandoff); see docs/design.md. maxPasses below
 // 1 or a negative budget make New fail with an error matching

@@ -43,35 +43,48 @@ func TestRevokeArguments(t *testing.T) {
 }
 
 // With WithRevocable and WithLocalHandoff, a revoke request reaches the
-// local grant that holds the shared node, and stands for the grant handed
-// on after it on that node: the request was for the node.
-func TestRevokeReachesLocalGrants(t *testing.T) {
+// local grant that holds the shared node, and ends the handoff in the
+// process on that node: the holder's release gives the node back, so the
+// contender of another process that asked, queued behind it, gets the lock
+// before the local waiter, which queues a node of its own.
+func TestRevokeEndsLocalHandoff(t *testing.T) {
 	c := testzk.Shared(t)
 	ss := testzk.ConnectN(t, c.Servers(), 2)
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, 30*time.Second)
 	m := newMutex(t, ss[0], path, mutex.WithRevocable(), mutex.WithLocalHandoff(10, 0))
-	revoker := newMutex(t, ss[1], path, mutex.WithRevocable())
+	other := newMutex(t, ss[1], path, mutex.WithRevocable())
 
 	first, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	got := make(chan *conn.Lease, 1)
-	rel := make(chan struct{})
-	relErr := make(chan error, 1)
+	order := make(chan string, 2)
+	local := make(chan *conn.Lease, 1)
+	rel, relErr := make(chan struct{}), make(chan error, 1)
 	go func() {
 		l, err := m.Acquire(ctx)
-		got <- l
+		order <- "local"
+		local <- l
 		if err != nil {
 			relErr <- err
 			return
 		}
 		<-rel
-		relErr <- m.Release(ctx)
+		relErr <- m.Release(ctx) // the mutex is owned per goroutine
 	}()
 	testzk.Eventually(t, 10*time.Second, func() bool { return mutex.LocalWaiters(m) == 1 }, "goroutine 2 does not queue")
+	otherErr := make(chan error, 1)
+	go func() {
+		_, err := other.Acquire(ctx)
+		order <- "other"
+		if err == nil {
+			err = other.Release(ctx)
+		}
+		otherErr <- err
+	}()
+	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, ss[0], path)) == 2 }, "the other process does not queue")
 
 	revoked := first.Revoked()
-	require.NoError(t, revoker.Revoke(ctx, first.Path()))
+	require.NoError(t, other.Revoke(ctx, first.Path()))
 	select {
 	case <-revoked:
 	case <-time.After(10 * time.Second):
@@ -79,13 +92,15 @@ func TestRevokeReachesLocalGrants(t *testing.T) {
 	}
 	assert.NoError(t, first.Err(), "a request is not a loss")
 	require.NoError(t, m.Release(ctx))
-	second := <-got
+	require.NoError(t, <-otherErr)
+	assert.Equal(t, "other", <-order, "the process that asked enters first")
+	second := <-local
 	require.NotNil(t, second)
-	assert.Equal(t, first.Path(), second.Path(), "handed on locally")
+	assert.NotEqual(t, first.Path(), second.Path(), "the revoked node was handed on in the process")
 	select {
 	case <-second.Revoked():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the request does not stand for the next local grant")
+		t.Error("a request for the old node stands for the new one")
+	default:
 	}
 	close(rel)
 	require.NoError(t, <-relErr)

@@ -24,10 +24,18 @@ import (
 //
 // Every grant is a lease of its own: released, it refuses guarded writes
 // (GuardedWrite; not a caller's Multi behind its CheckOp, which checks the
-// node, shared by the grants on it); its Lost closes with the lease node's; its Fence (not its Token, the
-// same for the grants on one node) grows strictly with every grant. The
-// Mutex stays owned by its handle. It applies to New only; NewSemaphore
-// ignores it.
+// node, shared by the grants on it); its Lost closes with the lease node's;
+// its Fence (not its Token, the same for the grants on one node) grows
+// strictly with every grant. A release waits for the guarded writes of its
+// grant that are in flight (another goroutine may be writing through the
+// handle's lease), so none reaches the server after the next grant exists.
+// The Mutex stays owned by its handle. It applies to New only;
+// NewSemaphore ignores it.
+//
+// Once a revoke request has been seen on the node (WithRevocable: a grant's
+// Revoked closed, and Revoked was called, which starts the watch), the
+// node is not passed on in the process any more: the next release deletes
+// it.
 //
 // Default: off (WithoutLocalHandoff); see docs/design.md. maxPasses below
 // 1 or a negative budget make New fail with an error matching

@@ -150,3 +150,60 @@ func TestLocalHandoffHammer(t *testing.T) {
 	assert.Equal(t, handles*rounds, n)
 	assert.Less(t, used, int64(handles*rounds/2))
 }
+
+// TestLocalHandoffReleaseWaitsForGuardedWrites: a guarded write through
+// the holder's lease is in flight (answers are slow) when another goroutine
+// releases the handle while a local waiter is queued. The release waits
+// for the write's answer, so the write reaches the server before the next
+// local grant exists, and a guarded write that starts during the release
+// is refused.
+func TestLocalHandoffReleaseWaitsForGuardedWrites(t *testing.T) {
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "lock")
+	data := testzk.Path(t, c, "data")
+	p := zktest.NewProxy(t, c.Servers())
+	s := testzk.Connect(t, p.Addrs())
+	obs := testzk.Connect(t, c.Servers())
+	ctx := testzk.Ctx(t, time.Minute)
+	require.NoError(t, testzk.Epoch(t, obs).CreateParents(ctx, data))
+	_, err := testzk.Epoch(t, obs).Create(ctx, data, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	opt := semaphoremutex.WithLocalHandoff(10, 0)
+	m, next := newMutex(t, s, path, opt), newMutex(t, s, path, opt)
+
+	first, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	granted := make(chan *conn.Lease, 1)
+	go func() {
+		l, err := next.Acquire(ctx)
+		assert.NoError(t, err)
+		granted <- l
+	}()
+	testzk.Eventually(t, 10*time.Second, func() bool { return semaphoremutex.LocalWaiters(m) == 1 }, "a local waiter")
+
+	p.SetLatency(300 * time.Millisecond)
+	before := s.Stats().Requests[conn.OpMulti]
+	written := make(chan error, 1)
+	go func() {
+		_, err := first.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("first"), Version: -1})
+		written <- err
+	}()
+	testzk.Eventually(t, 10*time.Second, func() bool { return s.Stats().Requests[conn.OpMulti] > before }, "the guarded write in flight")
+	require.NoError(t, m.Release(ctx))
+	b, _, err := testzk.Epoch(t, obs).Get(ctx, data)
+	require.NoError(t, err)
+	assert.Equal(t, "first", string(b), "the write was applied when the release returned")
+	p.SetLatency(0)
+	assert.NoError(t, <-written, "the write started while the grant was held")
+	_, err = first.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("late"), Version: -1})
+	assert.ErrorIs(t, err, conn.ErrLeaseLost, "a released grant's write")
+	second := <-granted
+	require.NotNil(t, second)
+	assert.Equal(t, first.Path(), second.Path(), "handed over in the process")
+	_, err = second.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("second"), Version: -1})
+	require.NoError(t, err)
+	b, _, err = testzk.Epoch(t, obs).Get(ctx, data)
+	require.NoError(t, err)
+	assert.Equal(t, "second", string(b), "the writes in grant order")
+	require.NoError(t, next.Release(ctx))
+}

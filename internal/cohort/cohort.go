@@ -5,13 +5,15 @@
 // ZooKeeper (the remote lock: the recipe's own acquire, a node in the
 // queue); the others queue locally, first come first served; on release
 // the lock passes to the next local waiter without a ZooKeeper request, as
-// long as the bound allows (Bound); then the node is released, so that the
+// long as the bound allows (Bound) and nobody asked the holder to give the
+// lock up (a revoke request); then the node is released, so that the
 // contenders of other processes queued behind it get their turn, and the
 // next local waiter queues a new node.
 //
 // Every grant, local or remote, is a lease of its own
-// (connhook.LocalLease): released, it refuses guarded writes, while the
-// node stays for the next local holder; lost with the node (session
+// (connhook.LocalLease): released, it refuses guarded writes (a release
+// waits for those in flight, so none is sent after the next grant exists),
+// while the node stays for the next local holder; lost with the node (session
 // expiry, deletion), it tells its holder. Its conn.Fence grows strictly
 // with every grant: the node's czxid, then the grant's pass on the node.
 //
@@ -268,10 +270,14 @@ func (c *cohort) remove(w *waiter) bool {
 }
 
 // Release ends grant l: it passes the node to the next local waiter if the
-// bound allows and the node still holds, else it releases the node
-// (Remote.Release, whose error it returns: a pending release counts as
-// released, any other error leaves l held).
+// bound allows, the node still holds and no revoke request has been seen on
+// it (Lease.Revoked: a request to give the lock to someone else), else it
+// releases the node (Remote.Release, whose error it returns: a pending
+// release counts as released, any other error leaves l held). Guarded
+// writes through l that are in flight are answered first; those that come
+// later wait, and are refused once l is released.
 func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
+	defer connhook.HoldWrites(l)()
 	v, ok := connhook.Shared(h.sess).Load(h.key)
 	if !ok {
 		return ErrNotHolder
@@ -282,7 +288,7 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 		c.mu.Unlock()
 		return ErrNotHolder
 	}
-	if len(c.waiters) > 0 && c.node.Err() == nil && c.within(h.key.Bound) {
+	if len(c.waiters) > 0 && c.node.Err() == nil && !connhook.RevokeSeen(c.node) && c.within(h.key.Bound) {
 		w := c.waiters[0]
 		c.waiters = c.waiters[1:]
 		c.passes++

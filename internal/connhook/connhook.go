@@ -65,3 +65,15 @@ var CreateWritten func(ep any) <-chan struct{}
 // *conn.Session: local waiters (package cohort) give up then, as requests
 // on the session fail with conn.ErrClosed.
 var Closing func(sess any) <-chan struct{}
+
+// HoldWrites, for a *conn.Lease, waits until no guarded write through it
+// is in flight and keeps new ones waiting until the returned function is
+// called; they then see the lease released, or go on if it was not. Package
+// cohort holds it while it releases a local grant, so that a grant's write
+// is answered before the next grant on the node exists.
+var HoldWrites func(l any) (done func())
+
+// RevokeSeen reports, for a *conn.Lease, whether a revoke request has been
+// seen on its node (its Revoked channel is closed), without starting the
+// node watch that Revoked starts.
+var RevokeSeen func(l any) bool
