@@ -2,7 +2,9 @@ package exclusive
 
 import (
 	"errors"
+	"fmt"
 
+	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -17,8 +19,9 @@ var (
 	ErrInvalidPath = errors.New("exclusive: invalid lock path")
 
 	// ErrInvalidOption: New was given a nil option or an option with an
-	// invalid value.
-	ErrInvalidOption = errors.New("exclusive: invalid option")
+	// invalid value. It matches conn.ErrInvalidOption too, as every other
+	// package's invalid options do.
+	ErrInvalidOption = fmt.Errorf("exclusive: %w", conn.ErrInvalidOption)
 
 	// ErrNotHeld is lock.ErrNotHeld (the same value): Release was called
 	// while the handle holds nothing. Nothing changed.

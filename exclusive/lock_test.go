@@ -37,8 +37,10 @@ func TestNewErrors(t *testing.T) {
 	assert.ErrorIs(t, err, conn.ErrReservedPath)
 	_, err = exclusive.New(s, "/a", nil)
 	assert.ErrorIs(t, err, exclusive.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidOption, "as every package's")
 	_, err = exclusive.New(s, "/a", exclusive.WithLogger(nil))
 	assert.ErrorIs(t, err, exclusive.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidOption, "as every package's")
 
 	l, err := exclusive.New(s, "/a/b", exclusive.WithLogger(zap.NewNop()))
 	require.NoError(t, err)

@@ -50,7 +50,10 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 			return err
 		}
 		if ctx.Err() != nil {
-			if err == nil { // fn answered its ctx's end with nil
+			// fn answered its ctx's end with nil, or the term was lost as
+			// ctx ended: either way, as for a term followed by a campaign
+			// that ctx ended, Run's answer is ctx's.
+			if err == nil || errors.Is(err, ErrLeadershipLost) {
 				err = fmt.Errorf("leader: run %s: %w", e.Path(), queue.CtxErr(ctx))
 			}
 			return err
