@@ -324,17 +324,7 @@ func TestObserve(t *testing.T) {
 	defer cancel()
 
 	ch := obs.Observe(octx)
-	next := func() leader.Participant {
-		t.Helper()
-		select {
-		case p, ok := <-ch:
-			require.True(t, ok, "channel closed early")
-			return p
-		case <-time.After(20 * time.Second):
-			t.Fatal("no value within 20s")
-		}
-		return leader.Participant{}
-	}
+	next := func() leader.Participant { t.Helper(); return nextObserved(t, ch) }
 	assert.Equal(t, leader.Participant{}, next(), "no leader yet (the path does not exist)")
 
 	_, err := es[0].Campaign(ctx)
@@ -425,4 +415,17 @@ func TestCampaignCancelledLeavesNoWatch(t *testing.T) {
 	now, err := e0.Leader(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, who.Node, now.Node, "the leader still leads")
+}
+
+// nextObserved is the next value of an Observe channel, within 20 s.
+func nextObserved(t *testing.T, ch <-chan leader.Participant) leader.Participant {
+	t.Helper()
+	select {
+	case p, ok := <-ch:
+		require.True(t, ok, "channel closed early")
+		return p
+	case <-time.After(20 * time.Second):
+		t.Fatal("no value within 20s")
+	}
+	return leader.Participant{}
 }

@@ -273,17 +273,7 @@ func TestObserveAcrossExpiry(t *testing.T) {
 	octx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch := obs.Observe(octx)
-	next := func() leader.Participant {
-		t.Helper()
-		select {
-		case p, ok := <-ch:
-			require.True(t, ok, "channel closed early")
-			return p
-		case <-time.After(20 * time.Second):
-			t.Fatal("no value within 20s")
-		}
-		return leader.Participant{}
-	}
+	next := func() leader.Participant { t.Helper(); return nextObserved(t, ch) }
 	assert.Equal(t, leader.Participant{}, next())
 
 	ep := testzk.Epoch(t, ss[1])
