@@ -13,8 +13,8 @@
 // Every grant, local or remote, is a lease of its own
 // (connhook.LocalLease): released, it refuses guarded writes (a release
 // waits for those in flight, so none is sent after the next grant exists),
-// while the node stays for the next local holder; lost with the node (session
-// expiry, deletion), it tells its holder. Its conn.Fence grows strictly
+// while the node stays for the next local holder; lost with the node
+// (session expiry, deletion), it tells its holder. Its conn.Fence grows strictly
 // with every grant: the node's czxid, then the grant's pass on the node.
 //
 // A cohort lives in the session's shared map (connhook.Shared) while it
