@@ -186,3 +186,22 @@ func TestDockerStopRemoves(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerUnavailable: without the docker command in PATH, or with a
+// daemon that does not answer, the docker backend is ErrDockerUnavailable.
+func TestDockerUnavailable(t *testing.T) {
+	t.Run("no docker command", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		if _, err := probeDocker(context.Background(), false); !errors.Is(err, ErrDockerUnavailable) {
+			t.Fatalf("probeDocker = %v, want ErrDockerUnavailable", err)
+		}
+	})
+	t.Run("no daemon", func(t *testing.T) {
+		t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/docker.sock")
+		_, err := probeDocker(context.Background(), false)
+		if !errors.Is(err, ErrDockerUnavailable) {
+			t.Fatalf("probeDocker = %v, want ErrDockerUnavailable", err)
+		}
+		t.Log(err)
+	})
+}
