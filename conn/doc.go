@@ -84,6 +84,20 @@
 // The wire reports no write error and drops the connection instead
 // (writeFailConn; TestCredentialsResendWriteFailureKeepsSession).
 //
+// # One go-zookeeper version
+//
+// The wire layer (wire.go, watches.go) depends on go-zookeeper v1.0.4's
+// internals, which no other version promises to keep, and a program's
+// module graph may select another (minimal version selection takes the
+// highest any module requires). So Connect refuses any other: when the
+// program's build information (runtime/debug.ReadBuildInfo) records another
+// version of github.com/go-zookeeper/zk, or a replacement (a fork, a
+// directory) other than v1.0.4 itself, Connect returns ErrZKVersion, naming
+// what is linked, before it dials. Test binaries record no dependencies, so
+// there the check passes; TestZKVersionPinned fails instead when go.mod
+// requires, or the build selects, another version
+// (TestConnectRefusesOtherZK builds a program that links a directory copy).
+//
 // # What conn adds on the wire
 //
 // The session manager owns the dialer, so every byte between go-zookeeper
@@ -105,7 +119,7 @@
 // Sentinels, compared with errors.Is: ErrClosed, ErrEpochEnded (with the
 // reason: ErrSessionExpired, ErrSessionTimeout, ErrClosed), ErrConnectionLoss
 // (a request's fate is unknown), ErrInvalidPath, ErrReservedPath,
-// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrLeaseLost. The errors every lock
+// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrLeaseLost, ErrZKVersion. The errors every lock
 // shares (ErrNotHeld, ErrReleasePending, ...) are package lock's. Errors from the server are
 // wrapped and match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

@@ -254,7 +254,7 @@ func TestThirdPartyWrite(t *testing.T) {
 					err := rec.revoke(dial(t, c.Servers()), path, hl.Path())
 					if revocable {
 						require.NoError(t, err)
-						before = watching(t, ws, before)
+						watching(t, ws, before)
 					} else {
 						require.ErrorIs(t, err, lock.ErrNotRevocable)
 						require.ErrorIs(t, err, zk.ErrNoAuth)

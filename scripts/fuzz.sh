@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs every fuzz target of the module for a bounded time each and fails if
-# any of them finds a crash. Go runs one fuzz target per invocation, so each
-# target gets its own `go test -fuzz`.
+# Runs every fuzz target of the repository (all modules of go.work) for a
+# bounded time each and fails if any of them finds a crash. Go runs one fuzz
+# target per invocation, so each target gets its own `go test -fuzz`.
 #
 #   scripts/fuzz.sh                 # every target, FUZZTIME each (default 10s)
 #   FUZZTIME=2m scripts/fuzz.sh     # longer
@@ -24,7 +24,7 @@ wanted() {
 }
 
 # "dir target" pairs, from the func Fuzz...(f *testing.F) declarations of
-# the module's test files (vendor and testdata excluded).
+# the test files under the root, whatever their module (vendor and testdata excluded).
 mapfile -t targets < <(
   grep -rE --include='*_test.go' --exclude-dir=vendor --exclude-dir=testdata \
     '^func Fuzz[A-Za-z0-9_]*\(\w+ \*testing\.F\)' . |

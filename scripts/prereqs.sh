@@ -15,7 +15,12 @@
 #                  zkrecipes/zookeeper:3.8-debian), built from Debian packages
 #                  by scripts/zk-image.sh (several minutes) if it is ours,
 #                  else pulled (unless ZK_PULL=never);
-#                - the Go modules (go mod download).
+#                - the Go modules of every module of go.work (go mod
+#                  download);
+#                - the Go tools of scripts/tools.sh (staticcheck, apidiff),
+#                  fetched through the Go module proxy into the module
+#                  cache, from where scripts/test.sh and
+#                  scripts/apidiff.sh run them.
 #   --demo     only a ZooKeeper for the examples: nothing if ZK_SERVERS is
 #              set, a local install (java and Debian's zookeeper or
 #              ZOOKEEPER_HOME) or the image ZK_IMAGE is present; else the
@@ -36,7 +41,7 @@ for arg in "$@"; do
   case $arg in
     --demo) mode=demo ;;
     --dry-run) dry=true ;;
-    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "prereqs.sh: unknown argument: $arg (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -156,7 +161,9 @@ if command -v java >/dev/null 2>&1; then
   say "java: present ($(java -version 2>&1 | head -n 1))"
 fi
 ensure_image
-if GOFLAGS=-mod=mod GOPROXY=off go mod download >/dev/null 2>&1; then
+# In workspace mode (go.work), go mod download covers every module of the
+# workspace.
+if GOPROXY=off go mod download >/dev/null 2>&1; then
   say "Go modules: present"
 elif [[ $dry == true ]]; then
   say "Go modules: would run go mod download"
@@ -165,3 +172,16 @@ else
   go mod download
   say "Go modules: downloaded"
 fi
+. scripts/tools.sh
+for tool in "$staticcheck" "$apidiff"; do
+  # Present when it runs from the module cache alone.
+  if GOPROXY="file://$(go env GOMODCACHE)/cache/download" go run "$tool" -h >/dev/null 2>&1; then
+    say "Go tool $tool: present"
+  elif [[ $dry == true ]]; then
+    say "Go tool $tool: would run go run $tool -h"
+  else
+    say "Go tool $tool: downloading"
+    go run "$tool" -h >/dev/null
+    say "Go tool $tool: downloaded"
+  fi
+done

@@ -14,13 +14,21 @@
 # conn's TestReconnectWithWatchesIsRaceFree.)
 set -euo pipefail
 
+# The repository is three modules joined by go.work (the library at the
+# root, ./examples, ./recipes_test); every step covers all three
+# ($all_packages, scripts/tools.sh: `./...` would match the root module's
+# packages only).
+#
 # Before the tests:
 #   1. scripts/prereqs.sh installs or builds what is missing (Debian packages,
-#      the image zkrecipes/zookeeper:3.8-debian, Go modules) and says what it
-#      did; SKIP_PREREQS=1 skips it;
-#   2. go vet ./...;
+#      the image zkrecipes/zookeeper:3.8-debian, Go modules, the Go tools of
+#      scripts/tools.sh) and says what it did; SKIP_PREREQS=1 skips it;
+#   2. go vet, then staticcheck (honnef.co/go/tools v0.8.2, through go run);
 #   3. scripts/fuzz.sh: every fuzz target for FUZZTIME (default 10s), unless
 #      FUZZTIME=0 or arguments for go test are given (a focused run).
+# The tests include TestUserModuleGraph (modgraph_test.go): a module outside
+# the repository importing every library package lists at most 14 modules,
+# none of Docker, testcontainers or plotting.
 # ZK_IMAGE defaults to the image prereqs.sh builds, so that the docker
 # backend has an image without a registry.
 export ZK_IMAGE=${ZK_IMAGE:-zkrecipes/zookeeper:3.8-debian}
@@ -30,13 +38,15 @@ timed() {
   "$@"
   echo "=== test.sh: $* done in $((SECONDS - t0)) s"
 }
+. "$(dirname "$0")/tools.sh"
 (
   cd "$(dirname "$0")/.."
   if [[ ${SKIP_PREREQS:-} != 1 ]]; then timed scripts/prereqs.sh; fi
-  timed go vet ./...
+  timed go vet "$all_packages"
+  timed go_tool "$staticcheck" "$all_packages"
   if [[ ${FUZZTIME:-10s} != 0 && $# -eq 0 ]]; then timed scripts/fuzz.sh; fi
 )
 echo "=== test.sh: go test"
 cd "$(dirname "$0")/.."
-go test -race -count=1 -timeout 45m -skip '^TestFaultRun$' "$@" ./...
+go test -race -count=1 -timeout 45m -skip '^TestFaultRun$' "$@" "$all_packages"
 go test -race -count=1 -timeout 30m -run '^TestFaultRun$' "$@" ./recipes_test/

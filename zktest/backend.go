@@ -15,7 +15,7 @@ const (
 	envBackend = "ZK_BACKEND" // docker, local or external: force a backend
 	envImage   = "ZK_IMAGE"   // docker image, default DefaultImage
 	envPull    = "ZK_PULL"    // "never": do not pull a missing image
-	envVerbose = "ZK_VERBOSE" // true: testcontainers-go's log to stderr
+	envVerbose = "ZK_VERBOSE" // true: the docker commands run, to stderr
 	envZKHome  = "ZOOKEEPER_HOME"
 	envCI      = "CI"
 )
@@ -95,7 +95,7 @@ func choose(ctx context.Context, cfg *config, p probes) (candidate, error) {
 	if lerr == nil {
 		return l, nil
 	}
-	// The last resort, as testcontainers does where a registry exists.
+	// The last resort, as testcontainers-go does where a registry exists.
 	if errors.Is(derr, ErrImageNotFound) {
 		if !pull {
 			derr = fmt.Errorf("%w (not pulled: %s=never)", derr, envPull)

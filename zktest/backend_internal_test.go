@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"strings"
 	"testing"
-
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // fakeProbes stands for a machine: what Docker has (none, the daemon
@@ -164,19 +160,48 @@ func TestNoBackendSaysWhatToDo(t *testing.T) {
 	}
 }
 
-// TestTestcontainersSilenced: once zktest has started a container,
-// testcontainers-go's package logger (its banner on `go test -v`) writes
-// nowhere, since ZK_VERBOSE is not set.
-func TestTestcontainersSilenced(t *testing.T) {
-	t.Setenv(envVerbose, "")
-	c, err := Start(context.Background(), WithBackend(BackendDocker))
+// TestDockerStopRemoves: a docker cluster runs one labelled container per
+// server, on the docker command alone, and Stop removes them.
+func TestDockerStopRemoves(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, WithBackend(BackendDocker))
 	RequireOrSkip(t, err)
 	defer c.Stop()
-	l, ok := testcontainers.Logger.(*log.Logger)
-	if !ok || l.Writer() != io.Discard {
-		t.Errorf("testcontainers.Logger = %#v, want a logger to io.Discard", testcontainers.Logger)
-	}
 	if !strings.HasPrefix(c.Source(), "docker image ") {
 		t.Errorf("Source() = %q, want docker image NAME", c.Source())
 	}
+	ids := c.drv.(*dockerDriver).ids
+	for _, id := range ids {
+		out, err := docker(ctx, "inspect", "--format", `{{.State.Status}} {{index .Config.Labels "`+labelCluster+`"}}`, id)
+		if err != nil || !strings.HasPrefix(out, "running ") || out == "running " {
+			t.Errorf("container %s: %q, %v; want running with label %s", id, out, err, labelCluster)
+		}
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := docker(ctx, "inspect", id); !notFound(err) {
+			t.Errorf("container %s after Stop: docker inspect: %v, want no such container", id, err)
+		}
+	}
+}
+
+// TestDockerUnavailable: without the docker command in PATH, or with a
+// daemon that does not answer, the docker backend is ErrDockerUnavailable.
+func TestDockerUnavailable(t *testing.T) {
+	t.Run("no docker command", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		if _, err := probeDocker(context.Background(), false); !errors.Is(err, ErrDockerUnavailable) {
+			t.Fatalf("probeDocker = %v, want ErrDockerUnavailable", err)
+		}
+	})
+	t.Run("no daemon", func(t *testing.T) {
+		t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/docker.sock")
+		_, err := probeDocker(context.Background(), false)
+		if !errors.Is(err, ErrDockerUnavailable) {
+			t.Fatalf("probeDocker = %v, want ErrDockerUnavailable", err)
+		}
+		t.Log(err)
+	})
 }

@@ -28,29 +28,28 @@
 //     They are shared, so fault controls return ErrUnsupported, Stop leaves
 //     them as they are, and tests keep apart only through Root.
 //  2. docker, if the image ZK_IMAGE (default "zookeeper:3.9", the official
-//     image) is present locally: one container per server, created with
-//     testcontainers-go. Without a registry, build an image from Debian
-//     packages with scripts/zk-image.sh (several minutes) and set
-//     ZK_IMAGE=zkrecipes/zookeeper:3.8-debian. The reaper of
-//     testcontainers-go is disabled (TESTCONTAINERS_RYUK_DISABLED=true, unless
-//     set otherwise), so Stop removes containers and networks itself; they
-//     carry the label org.zkrecipes.zktest for manual cleanup.
+//     image) is present locally: one container per server, run with the
+//     docker command (the Docker CLI in PATH; DOCKER_HOST and its contexts
+//     apply), so that zktest depends on no Docker module. Without a
+//     registry, build an image from Debian packages with scripts/zk-image.sh
+//     (several minutes) and set ZK_IMAGE=zkrecipes/zookeeper:3.8-debian.
+//     Stop removes containers and networks; they carry the label
+//     org.zkrecipes.zktest for manual cleanup, and the next docker cluster
+//     removes those of a test binary that died before its cleanup.
 //  3. local: each server is a child java process, from ZOOKEEPER_HOME (an
 //     unpacked Apache ZooKeeper release) or Debian's zookeeper package
 //     (/usr/share/java/zookeeper.jar), with its configuration and data in a
 //     temporary directory. A standalone server is up in about a second: the
 //     fastest backend where Java is installed.
-//  4. docker with the image pulled, as testcontainers does where a registry
-//     exists: the last resort, when the daemon answers but neither the image
+//  4. docker with the image pulled, as testcontainers-go does where a
+//     registry exists: the last resort, when the daemon answers but neither the image
 //     nor a local install is present. ZK_PULL=never turns pulling off (set it
 //     where there is no registry, as the project's CI does). A forced docker
 //     backend (ZK_BACKEND=docker) pulls a missing image too, unless
 //     ZK_PULL=never.
 //
-// Cluster.Source says which one a cluster runs on. testcontainers-go's own
-// log, including the banner it prints to `go test -v`, is silenced: zktest
-// sets testcontainers.Logger when it starts its first container. Set
-// ZK_VERBOSE=true to see it (and the pull) on stderr.
+// Cluster.Source says which one a cluster runs on. Set ZK_VERBOSE=true to
+// see on stderr every docker command zktest runs (and the pull).
 //
 // # Guarantees
 //

@@ -5,22 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"os"
+	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/client"
-	"github.com/docker/docker/pkg/jsonmessage"
-	"github.com/docker/docker/pkg/stdcopy"
-	"github.com/docker/go-connections/nat"
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // labelCluster marks every container and network zktest creates, with the
@@ -30,35 +21,60 @@ import (
 //	docker network prune --filter label=org.zkrecipes.zktest
 const labelCluster = "org.zkrecipes.zktest"
 
-// The reaper container of testcontainers-go (ryuk) would have to be pulled;
-// zktest removes its containers itself.
-const envRyukDisabled = "TESTCONTAINERS_RYUK_DISABLED"
+// The docker backend drives the docker command (the Docker CLI, found in
+// PATH; DOCKER_HOST and the CLI's contexts apply as to any docker command),
+// not a Docker client library: so zktest, and every module that tests with
+// it, depends on no Docker module.
+
+// docker runs the docker command with args and returns its standard output,
+// trimmed; on failure, an error with its standard error. With ZK_VERBOSE=true
+// every command is logged to stderr.
+func docker(ctx context.Context, args ...string) (string, error) {
+	if verbose() {
+		fmt.Fprintf(os.Stderr, "zktest: docker %s\n", strings.Join(args, " "))
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "docker", args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			return "", fmt.Errorf("docker %s: %w", args[0], err)
+		}
+		return "", fmt.Errorf("docker %s: %w: %s", args[0], err, msg)
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// notFound reports whether a docker command failed because the object is
+// not there ("No such image", "No such container", "network ... not found").
+func notFound(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "no such") || strings.Contains(msg, "not found")
+}
 
 // probeDocker checks that a Docker daemon answers and that the image is
 // present locally; with pull, a missing image is pulled instead (once, no
 // retries: without a registry that fails at once).
-func probeDocker(ctx context.Context, pull bool) (_ candidate, err error) {
+func probeDocker(ctx context.Context, pull bool) (candidate, error) {
 	image := os.Getenv(envImage)
 	if image == "" {
 		image = DefaultImage
 	}
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
+	if _, err := exec.LookPath("docker"); err != nil {
 		return candidate{}, fmt.Errorf("%w: %w", ErrDockerUnavailable, err)
 	}
-	defer func() {
-		if err != nil {
-			cli.Close()
-		}
-	}()
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := cli.Ping(pctx); err != nil {
+	if _, err := docker(pctx, "version", "--format", "{{.Server.Version}}"); err != nil {
 		return candidate{}, fmt.Errorf("%w: %w", ErrDockerUnavailable, err)
 	}
 	source := "docker image " + image
-	if _, _, err := cli.ImageInspectWithRaw(pctx, image); err != nil {
-		if !client.IsErrNotFound(err) {
+	if _, err := docker(pctx, "image", "inspect", "--format", "{{.Id}}", image); err != nil {
+		if !notFound(err) {
 			return candidate{}, fmt.Errorf("%w: inspect image %q: %w", ErrDockerUnavailable, image, err)
 		}
 		build := fmt.Sprintf("without a registry, build one with scripts/zk-image.sh and set %s=zkrecipes/zookeeper:3.8-debian",
@@ -67,7 +83,10 @@ func probeDocker(ctx context.Context, pull bool) (_ candidate, err error) {
 			return candidate{}, fmt.Errorf("%w: image %q is not present locally; %s, or docker pull/load %q",
 				ErrImageNotFound, image, build, image)
 		}
-		if err := pullImage(ctx, cli, image); err != nil {
+		if verbose() {
+			fmt.Fprintf(os.Stderr, "zktest: pulling %s\n", image)
+		}
+		if _, err := docker(ctx, "pull", "--quiet", image); err != nil {
 			return candidate{}, fmt.Errorf("%w: image %q is not present locally and pulling it failed (%s=never turns pulling off; %s): %w",
 				ErrImageNotFound, image, envPull, build, err)
 		}
@@ -77,57 +96,22 @@ func probeDocker(ctx context.Context, pull bool) (_ candidate, err error) {
 		name:   BackendDocker,
 		source: source,
 		start: func(ctx context.Context, cfg *config) (driver, []string, error) {
-			return startDocker(ctx, cfg, cli, image)
+			return startDocker(ctx, cfg, image)
 		},
 	}, nil
 }
 
-// pullImage pulls image and waits until it is stored; the daemon reports
-// a failure in the stream, not only in the response.
-func pullImage(ctx context.Context, cli *client.Client, ref string) error {
-	if verbose() {
-		fmt.Fprintf(os.Stderr, "zktest: pulling %s\n", ref)
-	}
-	rc, err := cli.ImagePull(ctx, ref, image.PullOptions{})
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	return jsonmessage.DisplayJSONMessagesStream(rc, io.Discard, 0, false, nil)
-}
-
-// silenceTestcontainers sets testcontainers-go's package logger once: to
-// stderr with ZK_VERBOSE=true, else to nothing. Left alone, it prints a
-// banner (the Docker daemon's details) to every `go test -v`.
-var silenceTestcontainers = sync.OnceFunc(func() {
-	testcontainers.Logger = tcLogger()
-})
-
-// tcLogger is the logger zktest gives testcontainers-go: stderr with
-// ZK_VERBOSE=true, else nothing.
-func tcLogger() testcontainers.Logging {
-	if verbose() {
-		return log.New(os.Stderr, "testcontainers: ", log.LstdFlags)
-	}
-	return log.New(io.Discard, "", 0)
-}
-
-// dockerDriver runs one container per server. Containers are created and
-// started with testcontainers-go; kill, pause and removal go through the
-// Docker client directly, without hooks or graceful stops.
+// dockerDriver runs one container per server: created and started with
+// docker create and docker start; killed, paused and removed with the docker
+// command too, without graceful stops.
 type dockerDriver struct {
-	cli       *client.Client // closed by stop
-	networkID string         // "" for a single server
-	ids       []string       // container ids; "" where creation failed
+	networkID string   // "" for a single server
+	ids       []string // container ids; "" where creation failed
 }
 
-func startDocker(ctx context.Context, cfg *config, cli *client.Client, image string) (_ driver, _ []string, err error) {
-	if _, ok := os.LookupEnv(envRyukDisabled); !ok {
-		os.Setenv(envRyukDisabled, "true")
-	}
-	silenceTestcontainers()
+func startDocker(ctx context.Context, cfg *config, image string) (_ driver, _ []string, err error) {
 	n := cfg.servers
-	d := &dockerDriver{cli: cli, ids: make([]string, n)}
+	d := &dockerDriver{ids: make([]string, n)}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, d.stop(context.Background()))
@@ -137,7 +121,7 @@ func startDocker(ctx context.Context, cfg *config, cli *client.Client, image str
 	if err != nil {
 		return nil, nil, err
 	}
-	reapOrphans(ctx, cli)
+	reapOrphans(ctx)
 	id := randomHex(6)
 	labels := map[string]string{labelCluster: id}
 	for k, v := range ownerLabels() {
@@ -159,11 +143,11 @@ func startDocker(ctx context.Context, cfg *config, cli *client.Client, image str
 	var netName string
 	if n > 1 {
 		netName = "zktest-" + id
-		resp, err := cli.NetworkCreate(ctx, netName, network.CreateOptions{Driver: "bridge", Labels: labels})
+		args := append([]string{"network", "create", "--driver", "bridge"}, flagPairs("--label", labels)...)
+		d.networkID, err = docker(ctx, append(args, netName)...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("zktest: docker: create network: %w", err)
 		}
-		d.networkID = resp.ID
 		var servers []string
 		for i := 1; i <= n; i++ {
 			servers = append(servers, fmt.Sprintf("server.%d=zk%d:2888:3888;2181", i, i))
@@ -179,24 +163,19 @@ func startDocker(ctx context.Context, cfg *config, cli *client.Client, image str
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			cenv := copyMap(env)
-			cenv["ZOO_MY_ID"] = strconv.Itoa(i + 1)
-			req := testcontainers.ContainerRequest{
-				Image:        image,
-				Name:         fmt.Sprintf("zktest-%s-zk%d", id, i+1),
-				Hostname:     fmt.Sprintf("zk%d", i+1),
-				Env:          cenv,
-				Labels:       copyMap(labels), // testcontainers-go adds its own
-				ExposedPorts: []string{"2181/tcp"},
-				HostConfigModifier: func(hc *container.HostConfig) {
-					hc.PortBindings = nat.PortMap{"2181/tcp": {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(ports[i])}}}
-				},
+			host := fmt.Sprintf("zk%d", i+1)
+			args := []string{"create",
+				"--name", fmt.Sprintf("zktest-%s-%s", id, host),
+				"--hostname", host,
+				"--publish", fmt.Sprintf("127.0.0.1:%d:2181/tcp", ports[i]),
+				"--env", "ZOO_MY_ID=" + strconv.Itoa(i+1),
 			}
+			args = append(args, flagPairs("--env", env)...)
+			args = append(args, flagPairs("--label", labels)...)
 			if netName != "" {
-				req.Networks = []string{netName}
-				req.NetworkAliases = map[string][]string{netName: {fmt.Sprintf("zk%d", i+1)}}
+				args = append(args, "--network", netName, "--network-alias", host)
 			}
-			d.ids[i], errs[i] = createContainer(ctx, req)
+			d.ids[i], errs[i] = createContainer(ctx, append(args, image)...)
 		}(i)
 	}
 	wg.Wait()
@@ -210,76 +189,79 @@ func startDocker(ctx context.Context, cfg *config, cli *client.Client, image str
 	return d, servers, nil
 }
 
-// createContainer creates and starts a container with testcontainers-go and
-// returns its id, also on a failed start so that it can be removed.
-func createContainer(ctx context.Context, req testcontainers.ContainerRequest) (id string, err error) {
-	defer func() {
-		// testcontainers-go panics when it cannot find a Docker host.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: testcontainers: %v", ErrDockerUnavailable, r)
-		}
-	}()
-	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-		ContainerRequest: req,
-		Started:          true,
-		Logger:           tcLogger(),
-	})
-	if c != nil {
-		id = c.GetContainerID()
+// flagPairs returns flag k=v for each entry of m, in key order.
+func flagPairs(flag string, m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
+	sort.Strings(keys)
+	var args []string
+	for _, k := range keys {
+		args = append(args, flag, k+"="+m[k])
+	}
+	return args
+}
+
+// createContainer creates a container (docker create args) and starts it,
+// and returns its id, also on a failed start so that it can be removed.
+func createContainer(ctx context.Context, args ...string) (string, error) {
+	name := args[2] // "create", "--name", name
+	id, err := docker(ctx, args...)
 	if err != nil {
-		return id, fmt.Errorf("zktest: docker: start container %s: %w", req.Name, err)
+		return "", fmt.Errorf("zktest: docker: create container %s: %w", name, err)
+	}
+	if _, err := docker(ctx, "start", id); err != nil {
+		return id, fmt.Errorf("zktest: docker: start container %s: %w", name, err)
 	}
 	return id, nil
 }
 
 func (d *dockerDriver) kill(ctx context.Context, i int) error {
-	if err := d.cli.ContainerKill(ctx, d.ids[i], "KILL"); err != nil {
+	if _, err := docker(ctx, "kill", "--signal", "KILL", d.ids[i]); err != nil {
 		return err
 	}
-	okC, errC := d.cli.ContainerWait(ctx, d.ids[i], container.WaitConditionNotRunning)
-	select {
-	case <-okC:
-		return nil
-	case err := <-errC:
-		return err
-	}
+	// docker wait returns once the container is not running.
+	_, err := docker(ctx, "wait", d.ids[i])
+	return err
 }
 
 func (d *dockerDriver) start(ctx context.Context, i int) error {
-	return d.cli.ContainerStart(ctx, d.ids[i], container.StartOptions{})
+	_, err := docker(ctx, "start", d.ids[i])
+	return err
 }
 
 func (d *dockerDriver) pause(ctx context.Context, i int) error {
-	return d.cli.ContainerPause(ctx, d.ids[i])
+	_, err := docker(ctx, "pause", d.ids[i])
+	return err
 }
 
 func (d *dockerDriver) resume(ctx context.Context, i int) error {
-	return d.cli.ContainerUnpause(ctx, d.ids[i])
+	_, err := docker(ctx, "unpause", d.ids[i])
+	return err
 }
 
 func (d *dockerDriver) exited(ctx context.Context, i int) error {
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	info, err := d.cli.ContainerInspect(ictx, d.ids[i])
-	if err != nil || info.State == nil {
+	out, err := docker(ictx, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}} {{.Name}}", d.ids[i])
+	if err != nil {
 		return nil // unknown: keep waiting
 	}
-	if info.State.Status == "exited" || info.State.Status == "dead" {
-		return fmt.Errorf("server %d: container %s exited with code %d", i, info.Name, info.State.ExitCode)
+	f := strings.Fields(out)
+	if len(f) == 3 && (f[0] == "exited" || f[0] == "dead") {
+		return fmt.Errorf("server %d: container %s exited with code %s", i, f[2], f[1])
 	}
 	return nil
 }
 
 func (d *dockerDriver) diagnose(ctx context.Context, i int) string {
-	rc, err := d.cli.ContainerLogs(ctx, d.ids[i], container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "40"})
+	cmd := exec.CommandContext(ctx, "docker", "logs", "--tail", "40", d.ids[i])
+	out, err := cmd.CombinedOutput() // the server logs to both
 	if err != nil {
 		return ""
 	}
-	defer rc.Close()
-	var out bytes.Buffer
-	_, _ = stdcopy.StdCopy(&out, &out, rc)
-	return out.String()
+	return string(out)
 }
 
 func (d *dockerDriver) stop(ctx context.Context) error {
@@ -288,26 +270,16 @@ func (d *dockerDriver) stop(ctx context.Context) error {
 		if id == "" {
 			continue
 		}
-		err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !client.IsErrNotFound(err) {
+		if _, err := docker(ctx, "rm", "--force", "--volumes", id); err != nil && !notFound(err) {
 			errs = append(errs, fmt.Errorf("zktest: docker: remove container: %w", err))
 		}
 	}
 	if d.networkID != "" {
-		if err := d.cli.NetworkRemove(ctx, d.networkID); err != nil && !client.IsErrNotFound(err) {
+		if _, err := docker(ctx, "network", "rm", d.networkID); err != nil && !notFound(err) {
 			errs = append(errs, fmt.Errorf("zktest: docker: remove network: %w", err))
 		}
 	}
-	errs = append(errs, d.cli.Close())
 	return errors.Join(errs...)
 }
 
 func (d *dockerDriver) readyTimeout() time.Duration { return dockerReady }
-
-func copyMap(m map[string]string) map[string]string {
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
-}

@@ -4,18 +4,14 @@ import (
 	"context"
 	"os"
 	"strconv"
-
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/client"
+	"strings"
 )
 
-// Without the reaper of testcontainers-go, a test binary that dies before its
-// cleanup (a -timeout panic, a SIGKILL) leaves its containers behind. Each
-// container and network therefore records its owner: the test binary's pid
-// and PID namespace. Before creating anything, the docker backend removes
-// what belongs to dead owners of the same PID namespace.
+// A test binary that dies before its cleanup (a -timeout panic, a SIGKILL)
+// leaves its containers behind. Each container and network therefore
+// records its owner: the test binary's pid and PID namespace. Before
+// creating anything, the docker backend removes what belongs to dead owners
+// of the same PID namespace.
 const (
 	labelOwnerPID   = "org.zkrecipes.zktest.pid"
 	labelOwnerPIDNS = "org.zkrecipes.zktest.pidns"
@@ -33,28 +29,35 @@ func ownerLabels() map[string]string {
 
 // reapOrphans removes the containers and networks of dead owners that share
 // our PID namespace. It is best effort: errors are ignored.
-func reapOrphans(ctx context.Context, cli *client.Client) {
+func reapOrphans(ctx context.Context) {
 	own := ownerLabels()
 	if own == nil {
 		return
 	}
-	args := filters.NewArgs(filters.Arg("label", labelOwnerPIDNS+"="+own[labelOwnerPIDNS]))
-	orphan := func(labels map[string]string) bool {
-		pid, err := strconv.Atoi(labels[labelOwnerPID])
-		return err == nil && pid > 0 && !processAlive(pid)
-	}
-	if cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: args}); err == nil {
-		for _, c := range cs {
-			if orphan(c.Labels) {
-				_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	filter := "label=" + labelOwnerPIDNS + "=" + own[labelOwnerPIDNS]
+	format := `{{.ID}} {{.Label "` + labelOwnerPID + `"}}`
+	// orphans lists the ids, among "id pid" lines, whose owner is dead.
+	orphans := func(out string) []string {
+		var ids []string
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) != 2 {
+				continue
+			}
+			if pid, err := strconv.Atoi(f[1]); err == nil && pid > 0 && !processAlive(pid) {
+				ids = append(ids, f[0])
 			}
 		}
+		return ids
 	}
-	if ns, err := cli.NetworkList(ctx, network.ListOptions{Filters: args}); err == nil {
-		for _, n := range ns {
-			if orphan(n.Labels) {
-				_ = cli.NetworkRemove(ctx, n.ID)
-			}
+	if out, err := docker(ctx, "ps", "--all", "--no-trunc", "--filter", filter, "--format", format); err == nil {
+		if ids := orphans(out); len(ids) > 0 {
+			_, _ = docker(ctx, append([]string{"rm", "--force", "--volumes"}, ids...)...)
+		}
+	}
+	if out, err := docker(ctx, "network", "ls", "--no-trunc", "--filter", filter, "--format", format); err == nil {
+		if ids := orphans(out); len(ids) > 0 {
+			_, _ = docker(ctx, append([]string{"network", "rm"}, ids...)...)
 		}
 	}
 }

@@ -17,7 +17,7 @@ func probeExternal(cfg *config) (candidate, error) {
 		}
 	}
 	if len(servers) == 0 {
-		return candidate{}, fmt.Errorf("%w: the external backend needs %s=host:port,...", ErrBadOption, envServers)
+		return candidate{}, fmt.Errorf("%w: the external backend needs %s (comma-separated host:port)", ErrBadOption, envServers)
 	}
 	if cfg.servers > len(servers) {
 		return candidate{}, fmt.Errorf("%w: %d servers wanted but %s lists %d", ErrUnsupported, cfg.servers, envServers, len(servers))

@@ -17,7 +17,7 @@ const (
 	// only through Root.
 	BackendExternal Backend = "external"
 	// BackendDocker runs one container per server from ZK_IMAGE (default
-	// DefaultImage) with testcontainers-go. A missing image is pulled
+	// DefaultImage) with the docker command. A missing image is pulled
 	// unless ZK_PULL=never.
 	BackendDocker Backend = "docker"
 	// BackendLocal runs each server as a child java process, from

@@ -158,7 +158,7 @@ func parseWaiters(s string) ([]int, error) {
 // setting spelled out, with the environment that chose the ZooKeeper.
 func reproduce(cfg config) string {
 	var b strings.Builder
-	for _, env := range []string{"ZK_SERVERS", "ZK_BACKEND", "ZK_IMAGE", "TESTCONTAINERS_RYUK_DISABLED"} {
+	for _, env := range []string{"ZK_SERVERS", "ZK_BACKEND", "ZK_IMAGE"} {
 		if v := os.Getenv(env); v != "" && cfg.servers == nil {
 			fmt.Fprintf(&b, "%s=%s ", env, shellQuote(v))
 		}

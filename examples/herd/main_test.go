@@ -77,7 +77,6 @@ func TestReproduce(t *testing.T) {
 	t.Setenv("ZK_SERVERS", "")
 	t.Setenv("ZK_BACKEND", "local")
 	t.Setenv("ZK_IMAGE", "")
-	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "")
 	cfg := config{waiters: []int{5, 10}, hold: 20 * time.Millisecond, out: "my chart.svg"}
 	want := `ZK_BACKEND=local go run ./examples/herd -n 5,10 -hold 20ms -out 'my chart.svg'`
 	if got := reproduce(cfg); got != want {

@@ -28,15 +28,15 @@ const Environment = `environment:
   ZK_PULL=never             do not pull a missing docker image
   ZOOKEEPER_HOME=DIR        local backend: an unpacked Apache ZooKeeper release
                             (default: Debian's zookeeper package); needs java
-  ZK_VERBOSE=true           testcontainers' log on stderr (as -v)
+  ZK_VERBOSE=true           the docker commands zktest runs, on stderr (as -v)
 `
 
 // Flags returns the flag set of the example name: ExitOnError, -v
-// (testcontainers' log), and a usage that prints "usage: go run
+// (the docker commands zktest runs), and a usage that prints "usage: go run
 // ./examples/NAME [flags]", what, the flags and Environment to stderr.
 func Flags(name, what string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ExitOnError)
-	fs.BoolFunc("v", "verbose: testcontainers' log on stderr (sets ZK_VERBOSE=true)", func(string) error {
+	fs.BoolFunc("v", "verbose: the docker commands zktest runs, on stderr (sets ZK_VERBOSE=true)", func(string) error {
 		return os.Setenv("ZK_VERBOSE", "true")
 	})
 	fs.Usage = func() {
