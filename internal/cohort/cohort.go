@@ -10,11 +10,21 @@
 // contenders of other processes queued behind it get their turn, and the
 // next local waiter queues a new node.
 //
+// A local grant is made only where a remote one could be (DESIGN.md's
+// first invariant): on a node not known deleted, in a live epoch, on a
+// connection that is not suspended (Handle.Release, passable). The epoch
+// and the connection state are read at the release; the node's deletion
+// is known through its watch, set (Lease.Lost) as soon as a local waiter
+// comes. What has happened on the server but not yet reached the process
+// is not seen: the window of a remote grant, whose holder learns of a
+// deletion, an expiry or a disconnection by the same notifications.
+//
 // Every grant, local or remote, is a lease of its own
 // (connhook.LocalLease): released, it refuses guarded writes (a release
 // waits for those in flight, so none is sent after the next grant exists),
 // while the node stays for the next local holder; lost with the node
-// (session expiry, deletion), it tells its holder. Its conn.Fence grows strictly
+// (session expiry, deletion: seen once the node is watched), it tells its
+// holder. Its conn.Fence grows strictly
 // with every grant: the node's czxid, then the grant's pass on the node.
 //
 // A cohort lives in the session's shared map (connhook.Shared) while it
@@ -37,8 +47,8 @@ import (
 )
 
 // ErrNotHolder: Release was given a lease that is not the cohort's current
-// grant. Recipes check ownership first, so it means a recipe bug.
-var ErrNotHolder = errors.New("cohort: not the current holder")
+// grant. It matches lock.ErrNotHeld.
+var ErrNotHolder = fmt.Errorf("cohort: not the current holder: %w", lock.ErrNotHeld)
 
 // Bound limits how long the node stays in the process: after MaxPasses
 // local handoffs on one node, or once Budget has passed since the node was
