@@ -91,6 +91,39 @@ func notGrantedWhile(t *testing.T, ch <-chan grant, d time.Duration, other func(
 	}
 }
 
+// On a healthy node the lock passes in the process: no request at the
+// release (the waiter's coming set the node's watch, one getW), the same
+// node, the next pass; a released grant is no holder any more.
+func TestHandoffWhenHealthy(t *testing.T) {
+	each(t, func(t *testing.T, r remote) {
+		c := testzk.Shared(t)
+		s := testzk.Connect(t, c.Servers())
+		path := testzk.Path(t, c, "lock")
+		ctx := testzk.Ctx(t, time.Minute)
+		h := newHandle(t, r, s, path)
+
+		watches := testzk.WatchesSet(s)
+		a1, err := h.Acquire(ctx)
+		require.NoError(t, err)
+		f1, err := a1.Fence(ctx)
+		require.NoError(t, err)
+		a2 := acquireAsync(ctx, t, h)
+		testzk.Watching(t, s, watches)
+		reqs := testzk.Requests(s)
+		require.NoError(t, h.Release(ctx, a1))
+		g := <-a2
+		require.NoError(t, g.err)
+		assert.Equal(t, reqs, testzk.Requests(s), "a local handoff sent requests")
+		assert.Equal(t, a1.Path(), g.lease.Path(), "not handed on in the process")
+		f2, err := g.lease.Fence(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, conn.Fence{Zxid: f1.Zxid, Pass: 1}, f2)
+		assert.ErrorIs(t, h.Release(ctx, a1), lock.ErrNotHeld, "a released grant released again")
+		require.NoError(t, h.Release(ctx, g.lease))
+		assert.Empty(t, testzk.DataWatches(t, c, testzk.Epoch(t, s).SessionID()), "a watch outlives the node")
+	})
+}
+
 // Someone deletes the holder's node (an operator breaking a stuck lock);
 // a contender of another session is granted; the holder's release must
 // not then hand the deleted node to the goroutine waiting in its process:
