@@ -24,8 +24,8 @@
 // waits for those in flight, so none is sent after the next grant exists),
 // while the node stays for the next local holder; lost with the node
 // (session expiry, deletion: seen once the node is watched), it tells its
-// holder. Its conn.Fence grows strictly
-// with every grant: the node's czxid, then the grant's pass on the node.
+// holder. Its conn.Fence grows strictly with every grant: the node's
+// czxid, then the grant's pass on the node.
 //
 // A cohort lives in the session's shared map (connhook.Shared) while it
 // has a holder or waiters, and is removed once it has neither: handles on
