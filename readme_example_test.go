@@ -60,7 +60,7 @@ func sell(ctx context.Context, servers []string) (left int, err error) {
 		return 0, lease.Err()
 	default:
 	}
-	// Commits only while the lock is ours (lease.Token(ctx) is the fencing
+	// Commits only while the lock is ours (lease.Fence(ctx) is the fencing
 	// token for stores outside ZooKeeper).
 	_, err = lease.GuardedWrite(ctx, &zk.SetDataRequest{
 		Path: "/stock", Data: []byte(strconv.Itoa(stock - 1)), Version: stat.Version,

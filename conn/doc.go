@@ -63,7 +63,7 @@
 // answered for 2.5 s, Lost by the local timer 3.3–3.4 s after the freeze (3 runs). With
 // ZooKeeper's sample configuration (tickTime 2 s, syncLimit 5) the follower
 // answers for up to 10 s. Only the resource can close the window: fencing
-// tokens (Lease.Token) and guarded writes (Lease.GuardedWrite), which the
+// tokens (Lease.Fence) and guarded writes (Lease.GuardedWrite), which the
 // ensemble refuses once the session is gone, whatever the client believes.
 //
 // # go-zookeeper's data races

@@ -6,18 +6,21 @@ import (
 	"fmt"
 )
 
-// Fence is a fencing token that grows strictly with every grant of a lock,
-// grants passed between goroutines of one process without ZooKeeper (the
-// recipes' in-process handoff) included. Zxid is the lock node's czxid
-// (Lease.Token); Pass numbers the grants made on that node: 0 for the
-// grant that created it, 1, 2, ... for each local handoff on it. A later
-// grant has a greater Zxid, or the same Zxid and a greater Pass: compare
-// two with Compare (Zxid first, then Pass). A resource that fences writes
-// keeps the greatest Fence it has seen and refuses any that is not above
-// it.
+// Fence is the fencing token of a grant (Lease.Fence): it grows strictly
+// with every grant of a lock, in every configuration, grants passed
+// between goroutines of one process without ZooKeeper (the recipes'
+// in-process handoff, WithLocalHandoff) included. Zxid is the lock node's
+// czxid; Pass numbers the grants made on that node: 0 for the grant that
+// created it, 1, 2, ... for each local handoff on it. A later grant has a
+// greater Zxid, or the same Zxid and a greater Pass: compare two with
+// Compare (Zxid first, then Pass). A resource that fences writes keeps the
+// greatest Fence it has seen and refuses any that is not above it.
 //
-// Without local handoff Pass is always 0, and comparing Fences is comparing
-// Tokens.
+// Zxid alone is not a fencing token: the grants of one node share it. It
+// is one only where no grant is ever handed on in the process (Pass always
+// 0: no WithLocalHandoff on the lock, in any process), as for a store that
+// keeps a single integer and for Curator's InterProcessMutex, whose
+// holders fence with the czxid of their lock node.
 type Fence struct {
 	Zxid int64
 	Pass int64
@@ -35,14 +38,16 @@ func (f Fence) Compare(g Fence) int {
 // String is "zxid.pass", in hexadecimal as ZooKeeper prints zxids.
 func (f Fence) String() string { return fmt.Sprintf("0x%x.%d", f.Zxid, f.Pass) }
 
-// Fence is the lease's fencing token (see Fence): Token and the grant's
-// pass. It fails as Token does, and with ErrLeaseLost once the lease is
-// released or lost.
+// Fence is the grant's fencing token (see Fence): the lock node's czxid,
+// read from the server on first use (one request, then cached), and the
+// grant's pass on the node. It fails with ErrLeaseLost once the lease is
+// released or lost, or when the read finds the node gone (Lost then
+// closes), and with the read's error if the read fails.
 func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 	if err := l.Err(); err != nil {
 		return Fence{}, err
 	}
-	z, err := l.Token(ctx)
+	z, err := l.zxid(ctx)
 	if err != nil {
 		return Fence{}, err
 	}

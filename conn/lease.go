@@ -20,7 +20,7 @@ const revokeMessage = "__REVOKE__"
 // Lease is a lock node held in one epoch: what every recipe hands out on a
 // grant. Holding a lease is a lease on the ZooKeeper session, not a promise:
 // the session can end at any time (expiry, partition), and the holder learns
-// it from Lost. Use Token as a fencing token and GuardedWrite for writes that
+// it from Lost. Use Fence as a fencing token and GuardedWrite for writes that
 // must only happen while the lock is held.
 //
 // Safe for concurrent use.
@@ -87,17 +87,21 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 
 // Lost returns a channel closed when the lease must be taken as lost: the
 // epoch ended (or, with WithSuspendedAsLost, the connection was suspended),
-// the node was deleted by someone else, or the lease was released. A
-// change of the node's data is not a loss: the recipes seal their nodes
-// (nobody else can change them), and on a revocable node it is a request
-// to release (Revoked).
+// the node was deleted by someone else (seen through the node's watch, see
+// below), or the lease was released. A change of the node's data is not a
+// loss: the recipes seal their nodes (nobody else can change them), and on
+// a revocable node it is a request to release (Revoked).
 //
-// The first call of Lost or Revoked on a lease that is not lost yet sets
-// a data watch on the node (one request, in the background); before that,
-// a deletion by someone else is noticed only by Token and GuardedWrite. No
-// watch is ever set once the lease is lost or released, and the one set
-// goes with the node: our release's delete consumes it. The channel is
-// closed, never sent on.
+// The node's watch is a data watch set, in the background (one request),
+// by the first call of Lost or Revoked on a lease that is not lost yet,
+// or by the recipes' in-process handoff (WithLocalHandoff) as soon as
+// another goroutine of the process waits for the node. A node already
+// deleted when it is set is seen at once; one deleted later, when the
+// notification arrives. Until the watch is set, a deletion by someone else
+// is noticed only by Fence and GuardedWrite: Err stays nil. No watch is
+// ever set once the lease is lost or released, and the one set goes with
+// the node: our release's delete consumes it. The channel is closed, never
+// sent on.
 func (l *Lease) Lost() <-chan struct{} {
 	l.arm()
 	return l.lost
@@ -144,7 +148,9 @@ func (l *Lease) isLost() bool {
 	}
 }
 
-// Err is nil while the lease holds, and says why once Lost is closed.
+// Err is nil while the lease holds as far as this process knows (a
+// deletion by someone else only once the node is watched, see Lost), and
+// says why once Lost is closed.
 func (l *Lease) Err() error {
 	select {
 	case <-l.lost:
@@ -203,15 +209,12 @@ func (l *Lease) watchNode() {
 	}
 }
 
-// Token is the fencing token: the lock node's czxid, which grows with every
-// successive holder of the lock. It is read from the server on first use
-// (then cached) and fails with ErrLeaseLost if the node is already gone.
-func (l *Lease) Token(ctx context.Context) (int64, error) {
+// zxid is the lock node's czxid (Fence.Zxid), read from the server on
+// first use (then cached); it fails with ErrLeaseLost if the node is
+// already gone.
+func (l *Lease) zxid(ctx context.Context) (int64, error) {
 	if l.parent != nil {
-		if err := l.Err(); err != nil {
-			return 0, err
-		}
-		return l.parent.Token(ctx)
+		return l.parent.zxid(ctx)
 	}
 	l.mu.Lock()
 	z := l.czxid

@@ -472,9 +472,9 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	t.Cleanup(func() { epoch(t, s).Delete(context.Background(), data, -1) })
 
 	l := ep.NewLease(node)
-	tok, err := l.Token(ctx)
+	tok, err := l.Fence(ctx)
 	require.NoError(t, err)
-	assert.Positive(t, tok)
+	assert.Positive(t, tok.Zxid)
 	_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("1"), Version: -1})
 	require.NoError(t, err)
 	lost := l.Lost()

@@ -25,7 +25,7 @@
 //     be, on a goroutine that ends with the session (an expired session
 //     takes the node with it).
 //   - A holder learns that its lock is no longer safe from the returned
-//     conn.Lease (Lost, Err), and can fence its writes with Lease.Token and
+//     conn.Lease (Lost, Err), and can fence its writes with Lease.Fence and
 //     Lease.GuardedWrite. Holding is a lease on the session, not a promise.
 //   - Release deletes the node with a version check; when the delete's fate
 //     is unknown it keeps deleting in the background until the node is gone
@@ -43,8 +43,8 @@
 // new holder's node until our lease has noticed the deletion (Lost closes
 // as soon as the deletion's notification arrives, if Lost was called). The
 // sequential recipes do not have this gap: their nodes' names are never
-// reused. Fence with Lease.Token (the czxid of the node we created), which
-// the new holder's node exceeds.
+// reused. Fence with Lease.Fence (the czxid of the node we created, pass
+// 0), which the new holder's exceeds.
 //
 // Efficiency: this is the herd effect. With N waiters, each release wakes
 // all N (N watch notifications), and all N send a create, of which N-1 fail

@@ -28,7 +28,7 @@ const nodeName = "lock"
 // reentrant (a second Acquire on a handle that holds the lock waits for the
 // Release, bounded by its ctx), and any goroutine may Release. Holding the
 // lock is a lease on the ZooKeeper session, not a promise: watch the
-// returned Lease's Lost channel, and use Lease.Token or Lease.GuardedWrite
+// returned Lease's Lost channel, and use Lease.Fence or Lease.GuardedWrite
 // for writes that must happen only under the lock.
 //
 // Safe for concurrent use.

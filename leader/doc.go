@@ -36,7 +36,7 @@
 //     deleted by someone else, on Resign, or when the session's suspension
 //     policy (conn.WithSuspendedAsLost) counts a suspended connection as
 //     lost.
-//   - A fencing token per term (Lease.Token, the node's czxid, growing with
+//   - A fencing token per term (Lease.Fence, the node's czxid, growing with
 //     every leader) and guarded writes (Lease.GuardedWrite: a transaction
 //     that commits only while our node exists), so that a stale leader's
 //     writes are refused.

@@ -41,7 +41,7 @@ func Example() {
 	}
 	err = e.Run(ctx, func(ctx context.Context) error {
 		lease := leader.LeaseFrom(ctx) // this term's leadership
-		token, err := lease.Token(ctx)
+		token, err := lease.Fence(ctx)
 		if err != nil {
 			return err
 		}

@@ -57,7 +57,7 @@ func TestCampaignAndResign(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e0.Campaign(ctx)
 	assert.ErrorIs(t, err, leader.ErrCampaigning, "one handle is one participant")
-	tok0, err := l0.Token(ctx)
+	tok0, err := l0.Fence(ctx)
 	require.NoError(t, err)
 
 	// A follower's campaign that times out leaves nothing behind.
@@ -98,9 +98,9 @@ func TestCampaignAndResign(t *testing.T) {
 	assert.Equal(t, "one", who.ID)
 	l1 := e1.Leading()
 	require.NotNil(t, l1)
-	tok1, err := l1.Token(ctx)
+	tok1, err := l1.Fence(ctx)
 	require.NoError(t, err)
-	assert.Greater(t, tok1, tok0, "fencing tokens grow with every leader")
+	assert.Positive(t, tok1.Compare(tok0), "fencing tokens grow with every leader: %v after %v", tok1, tok0)
 	require.NoError(t, e1.Resign(ctx))
 	assert.ErrorIs(t, e1.Resign(ctx), leader.ErrNotLeader)
 }

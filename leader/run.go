@@ -17,7 +17,7 @@ import (
 // matching ErrLeadershipLost; or when Run's ctx ends. fn must return
 // promptly once its ctx is done: until it returns, it may still be running
 // while another participant leads, so writes that must not overlap go
-// through the term's lease (LeaseFrom(ctx)): its GuardedWrite, or its Token
+// through the term's lease (LeaseFrom(ctx)): its GuardedWrite, or its Fence
 // as a fencing token.
 //
 // When fn returns, Run resigns (with a context of its own, bounded by the
@@ -104,7 +104,7 @@ type leaseKey struct{}
 // LeaseFrom returns the lease of the term whose function Run called with
 // ctx (or a context derived from it), or nil if ctx is no term's. The lease
 // is what the function writes through: GuardedWrite commits only while the
-// term's node exists, and Token is its fencing token.
+// term's node exists, and Fence is its fencing token.
 func LeaseFrom(ctx context.Context) *conn.Lease {
 	l, _ := ctx.Value(leaseKey{}).(*conn.Lease)
 	return l

@@ -32,7 +32,7 @@
 //     nil) when the lock is taken, and takes it otherwise.
 //   - The *conn.Lease returned is the grant: Lost closes when the lock must
 //     be taken as lost (the session ended, the node was deleted by someone
-//     else), Token is the fencing token, GuardedWrite and CheckOp guard
+//     else), Fence is the fencing token, GuardedWrite and CheckOp guard
 //     writes with it.
 //   - Release deletes the node: nil once it is gone. ErrReleasePending when
 //     the delete's outcome is unknown: the handle no longer holds the lock,

@@ -48,8 +48,9 @@
 //     outcome is unknown keeps deleting in the background the same way.
 //   - The holder can always learn that the lock is no longer safe:
 //     Lease.Lost closes when the session's epoch ends (expiry, or the local
-//     timer while cut off), when the node is deleted by someone else, or on
-//     Release.
+//     timer while cut off), when the node is deleted by someone else (seen
+//     through the node's watch, which the first call of Lost or Revoked
+//     sets: see conn.Lease.Lost), or on Release.
 //   - No write into the holder's node lets anyone else in. Lock nodes are
 //     sealed: their ACL is the session's (conn.WithACL) without WRITE and
 //     ADMIN, plus the session's own random identity with ALL, so a third
@@ -66,8 +67,9 @@
 //     the holder keeps the mutex until it releases it. Revoke also reaches
 //     a Curator holder that called makeRevocable. Revoke on a sealed node
 //     fails with an error matching lock.ErrNotRevocable.
-//   - A fencing token per grant (Lease.Token, the node's czxid, growing
-//     with every holder) and guarded writes (Lease.GuardedWrite: a
+//   - A fencing token per grant (Lease.Fence: the node's czxid and the
+//     grant's pass on it, growing with every grant, handed on in the
+//     process or not) and guarded writes (Lease.GuardedWrite: a
 //     transaction that commits only while our node exists).
 //   - In-process handoff, when asked for (WithLocalHandoff; off by
 //     default): the goroutines of one session share one node and pass the
@@ -77,8 +79,9 @@
 //     hold). Every grant is a lease of its own: released, it refuses
 //     guarded writes (GuardedWrite; CheckOp checks the node, which the
 //     grants share); Lost closes with the node's; Lease.Fence (the node's
-//     czxid and the grant's pass) grows strictly with every grant, while
-//     Token is the node's, shared by its grants.
+//     czxid and the grant's pass) grows strictly with every grant. The
+//     node is not handed on once known deleted, in an ended epoch, or while
+//     the connection is suspended (see WithLocalHandoff).
 //
 // # What it does not guarantee
 //
@@ -86,7 +89,7 @@
 // Between the moment the server expires a session and the moment its client
 // learns it, that client may still believe it holds the lock while another
 // already does; the local timer narrows the window, Lost reports its end,
-// and only fencing (Token, GuardedWrite) closes it for writes. Waiting is
+// and only fencing (Fence, GuardedWrite) closes it for writes. Waiting is
 // not bounded unless ctx is. A lock node deleted by a third party while its
 // owner is queued is noticed only once granted, through the lease.
 // Reentrancy is per goroutine and per handle: a goroutine's acquires

@@ -44,7 +44,7 @@ func Example() {
 		}
 	}()
 
-	token, err := lease.Token(ctx) // fencing token: grows with every holder
+	token, err := lease.Fence(ctx) // fencing token: grows with every grant
 	if err != nil {
 		log.Fatal(err)
 	}

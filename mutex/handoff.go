@@ -1,11 +1,8 @@
 package mutex
 
 import (
-	"context"
-	"fmt"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 )
 
@@ -25,10 +22,21 @@ import (
 // Every grant is a lease of its own: released, it refuses guarded writes
 // (GuardedWrite; not a caller's Multi behind its CheckOp, which checks the
 // node, shared by the grants on it); its Lost closes with the node's; its
-// Fence (not its Token, which is the node's czxid and is the same for the
-// grants on one node) grows strictly with every grant. A release waits for
-// the guarded writes of its grant that are in flight, so none reaches the
-// server after the next grant exists. Reentrancy stays per goroutine.
+// Fence grows strictly with every grant (the node's czxid, then the
+// grant's pass on it: Fence.Zxid alone is the same for the grants on one
+// node). A release waits for the guarded writes of its grant that are in
+// flight, so none reaches the server after the next grant exists.
+// Reentrancy stays per goroutine.
+//
+// A local grant is made only where a remote one could be: the node is
+// handed on only while its epoch lives, the connection is not suspended,
+// and no deletion of the node by someone else has been seen (from the
+// moment a goroutine waits in the process, the node is watched: one
+// getW). Otherwise the release deletes the node and the waiter queues a
+// new one. What the process has not heard yet it cannot see: a deletion,
+// an expiry or a disconnection not yet notified when the holder releases
+// leaves the same window as for a remote grant, whose holder learns of
+// them by the same notifications.
 //
 // Once a revoke request has been seen on the node (WithRevocable: a grant's
 // Revoked closed, and Revoked was called, which starts the watch), the
@@ -54,51 +62,4 @@ func WithoutLocalHandoff() Option {
 		c.handoff = nil
 		return nil
 	}
-}
-
-// newCohort returns the cohort handle of m for cfg, nil without handoff.
-func newCohort(sess *conn.Session, path string, cfg config, m *InterProcessMutex) (*cohort.Handle, error) {
-	b := cfg.handoff
-	if b == nil {
-		return nil, nil
-	}
-	kind := "mutex"
-	if cfg.revocable {
-		kind += "/revocable"
-	}
-	if cfg.relist {
-		kind += "/relist"
-	}
-	h, err := cohort.New(sess, cohort.Key{Kind: kind, Path: path, Bound: *b}, cohort.Remote{
-		Acquire:    m.q.Acquire,
-		TryAcquire: m.q.TryAcquire,
-		Release:    m.q.Release,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mutex: %w", err)
-	}
-	return h, nil
-}
-
-// acquire is one grant for a goroutine: through the cohort, or a node of
-// its own.
-func (m *InterProcessMutex) acquire(ctx context.Context) (*conn.Lease, error) {
-	if m.co != nil {
-		return m.co.Acquire(ctx)
-	}
-	return m.q.Acquire(ctx)
-}
-
-func (m *InterProcessMutex) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if m.co != nil {
-		return m.co.TryAcquire(ctx)
-	}
-	return m.q.TryAcquire(ctx)
-}
-
-func (m *InterProcessMutex) release(ctx context.Context, l *conn.Lease) error {
-	if m.co != nil {
-		return m.co.Release(ctx, l)
-	}
-	return m.q.Release(ctx, l)
 }

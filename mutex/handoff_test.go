@@ -197,8 +197,8 @@ func holdAndQueue(ctx context.Context, t *testing.T, m *mutex.InterProcessMutex)
 }
 
 // A released local holder's guarded write is refused while the node stays
-// for the next local holder; the next holder's passes; Token is the
-// node's for both, Fence grows.
+// for the next local holder; the next holder's passes; Fence grows (the
+// node's czxid, the pass above).
 func TestLocalHandoffReleasedGuardedWriteRefused(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
@@ -249,9 +249,6 @@ func TestLocalHandoffReleasedGuardedWriteRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, conn.Fence{Zxid: f1.Zxid, Pass: 1}, f2)
 	assert.Equal(t, 1, f2.Compare(f1), "%v then %v", f1, f2)
-	t1, err := l2.Token(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, f1.Zxid, t1, "Token is the node's czxid")
 	close(relNow)
 	require.NoError(t, <-relErr)
 	assert.Empty(t, testzk.Children(t, s, path))
@@ -288,8 +285,10 @@ func TestLocalHandoffLostOnExpiry(t *testing.T) {
 }
 
 // A local waiter that gives up leaves nothing: no node (the path has the
-// holder's only), no watch, and the holder's release deletes the node
-// (nobody is waiting for it).
+// holder's only), no watch (its coming sets one, on the holder's node, so
+// that a deletion of the node stops the handoff; the release's delete
+// consumes it), and the holder's release deletes the node (nobody is
+// waiting for it).
 func TestLocalHandoffCancelledWaiter(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
@@ -311,11 +310,13 @@ func TestLocalHandoffCancelledWaiter(t *testing.T) {
 	}()
 	err = <-done
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, reqs, testzk.Requests(s), "a local waiter sent requests")
-	assert.Equal(t, watches, testzk.WatchesSet(s), "a local waiter set a watch")
+	testzk.Watching(t, s, watches)
+	assert.Equal(t, reqs+1, testzk.Requests(s), "a local waiter sent requests beyond the node's watch")
+	assert.Equal(t, watches+1, testzk.WatchesSet(s), "a local waiter set watches beyond the node's")
 	require.Len(t, testzk.Children(t, s, path), 1)
 	require.NoError(t, m.Release(ctx))
 	assert.Empty(t, testzk.Children(t, s, path))
+	assert.Empty(t, testzk.DataWatches(t, c, testzk.Epoch(t, s).SessionID()), "a watch outlives the node")
 }
 
 // The cross-process bound: while goroutines of one session hammer the lock

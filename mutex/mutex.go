@@ -21,13 +21,13 @@ import (
 // process or another, is a separate contender and waits its turn.
 //
 // Holding it is a lease on the ZooKeeper session, not a promise: watch
-// Lease.Lost, and use Lease.Token or Lease.GuardedWrite where a stale holder
+// Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale holder
 // must not write.
 //
 // Safe for concurrent use.
 type InterProcessMutex struct {
-	q  *queue.Queue
-	co *cohort.Handle // nil without local handoff (WithLocalHandoff)
+	q *queue.Queue
+	c cohort.Contender // through a cohort with WithLocalHandoff, else q's
 
 	mu    sync.Mutex      // guards owned
 	owned map[int64]*hold // by goroutine id; an entry exists while held
@@ -69,10 +69,20 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
-	m := &InterProcessMutex{q: q, owned: make(map[int64]*hold)}
-	if m.co, err = newCohort(sess, path, cfg, m); err != nil {
-		return nil, err
+	kind := "mutex"
+	if cfg.revocable {
+		kind += "/revocable"
 	}
+	if cfg.relist {
+		kind += "/relist"
+	}
+	c, err := cohort.NewContender(sess, kind, path, cfg.handoff, cohort.Remote{
+		Acquire: q.Acquire, TryAcquire: q.TryAcquire, Release: q.Release,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mutex: %w", err)
+	}
+	m := &InterProcessMutex{q: q, c: c, owned: make(map[int64]*hold)}
 	return m, nil
 }
 
@@ -97,7 +107,7 @@ func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 	if l, ok, err := m.reenter(gid); ok {
 		return l, err
 	}
-	l, err := m.acquire(ctx)
+	l, err := m.c.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
@@ -113,7 +123,7 @@ func (m *InterProcessMutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, 
 	if l, ok, err := m.reenter(gid); ok {
 		return l, err == nil, err
 	}
-	l, ok, err := m.tryAcquire(ctx)
+	l, ok, err := m.c.TryAcquire(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
@@ -177,7 +187,7 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 
 	// Only this goroutine touches owned[gid]: no lock is needed while the
 	// node is deleted.
-	err := m.release(ctx, h.lease)
+	err := m.c.Release(ctx, h.lease)
 	if err != nil && !errors.Is(err, ErrReleasePending) {
 		return fmt.Errorf("mutex: release %s: %w", m.Path(), err)
 	}

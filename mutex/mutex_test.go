@@ -53,9 +53,9 @@ func TestUncontended(t *testing.T) {
 	assert.NotZero(t, ps[0].PID)
 	assert.Contains(t, names[0], ps[0].ID)
 
-	tok, err := l.Token(ctx)
+	tok, err := l.Fence(ctx)
 	require.NoError(t, err)
-	assert.Positive(t, tok)
+	assert.Positive(t, tok.Zxid)
 
 	require.NoError(t, m.Release(ctx))
 	assert.False(t, m.IsAcquiredInThisProcess())

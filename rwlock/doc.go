@@ -112,8 +112,9 @@
 //     session ends.
 //   - The holder can always learn that the lock is no longer safe:
 //     Lease.Lost closes when the session's epoch ends (expiry, or the local
-//     timer while cut off), when the node is deleted by someone else, or on
-//     Release.
+//     timer while cut off), when the node is deleted by someone else (seen
+//     through the node's watch, which the first call of Lost or Revoked
+//     sets: see conn.Lease.Lost), or on Release.
 //   - No write into a holder's node lets anyone else in: the nodes are
 //     sealed (only their own session may change them; a third party's
 //     set-data fails with zk.ErrNoAuth), and a waiter trusts a data change
@@ -123,7 +124,7 @@
 //     ask a holder to release (Lease.Revoked); the holder keeps the lock
 //     until it releases it. Revoke on a sealed node fails with an error
 //     matching lock.ErrNotRevocable.
-//   - A fencing token per grant (Lease.Token, the node's czxid, growing
+//   - A fencing token per grant (Lease.Fence, the node's czxid, growing
 //     with every node created) and guarded writes (Lease.GuardedWrite: a
 //     transaction that commits only while our node exists). Readers get
 //     tokens too.
@@ -134,7 +135,7 @@
 // Between the moment the server expires a session and the moment its client
 // learns it, that client may still believe it holds the lock while another
 // already does; the local timer narrows the window, Lost reports its end,
-// and only fencing (Token, GuardedWrite) closes it for writes. Waiting is
+// and only fencing (Fence, GuardedWrite) closes it for writes. Waiting is
 // not bounded unless ctx is. A node deleted by a third party while its
 // owner is queued is noticed only once granted, through the lease.
 // Reentrancy is per goroutine and per handle: a goroutine's acquires

@@ -52,7 +52,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	token, err := lease.Token(ctx)
+	token, err := lease.Fence(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}

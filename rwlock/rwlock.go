@@ -23,7 +23,7 @@ import (
 // process or another, is a separate contender and waits its turn.
 //
 // Holding either side is a lease on the ZooKeeper session, not a promise:
-// watch Lease.Lost, and use Lease.Token or Lease.GuardedWrite where a stale
+// watch Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale
 // holder must not write.
 //
 // Safe for concurrent use.

@@ -125,7 +125,7 @@ func (a *attempt) keep() (*conn.Lease, error) {
 //     child created or deleted; none is created while we hold the internal
 //     lock) is below our node's czxid; if leases/ did not exist, the
 //     semaphore node's pzxid (leases/ created or deleted) stands for it.
-//     One request (our node's czxid, which Lease.Token then has cached),
+//     One request (our node's czxid, which Lease.Fence then has cached),
 //     two without leases/.
 //
 // Else a lease node is taken (take), and its czxid is the token. A delete
@@ -136,7 +136,7 @@ func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 	if a.free {
 		return true, nil
 	}
-	czxid, err := a.lk.Token(ctx)
+	f, err := a.lk.Fence(ctx)
 	if errors.Is(err, conn.ErrLeaseLost) {
 		return false, errRestart // our internal lock node is gone
 	}
@@ -154,7 +154,7 @@ func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 		}
 		pzxid = st.Pzxid
 	}
-	return pzxid < czxid, nil
+	return pzxid < f.Zxid, nil
 }
 
 // list lists the lease nodes once.

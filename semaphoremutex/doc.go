@@ -76,7 +76,7 @@
 // with several leases (create and list the internal lock; list the leases;
 // the transaction; the lease node's delete), six with one (create and list
 // the internal lock; list the leases; read our internal lock node's czxid,
-// which Lease.Token then has cached, and, when leases/ does not exist, the
+// which Lease.Fence then has cached, and, when leases/ does not exist, the
 // semaphore node's pzxid; the release). Under contention a contender also
 // waits on the internal mutex: a getW and a notification. With one lease,
 // a contender handed over to by one of ours that kept its internal lock
@@ -120,21 +120,24 @@
 //   - The holder can always learn that its lease is no longer safe:
 //     Lease.Lost closes when the session's epoch ends (expiry, or the local
 //     timer while cut off), when the lease's node is deleted by someone
-//     else, or on Release.
-//   - A fencing token per grant (Lease.Token, the czxid of the lease's
-//     node: the lease node, or the internal lock node kept as the lease)
+//     else (seen through the node's watch, which the first call of Lost or
+//     Revoked sets: see conn.Lease.Lost), or on Release.
+//   - A fencing token per grant (Lease.Fence: the czxid of the lease's
+//     node, the lease node or the internal lock node kept as the lease,
+//     and the grant's pass on it)
 //     and guarded writes (Lease.GuardedWrite: a transaction that commits
 //     only while that node exists). With one lease the tokens grow
 //     strictly in grant order, Curator's holders' (their lease nodes'
-//     czxids) included.
+//     czxids, compared with Fence.Zxid) included.
 //   - In-process handoff, when asked for (WithLocalHandoff; off by
 //     default): the Mutex handles of one session and path share one lease
 //     and pass it between them without a request, up to a bound, after
 //     which the lease goes back to ZooKeeper. Every grant is a lease of its
 //     own (released, it refuses guarded writes through GuardedWrite, not
 //     through CheckOp, which checks the node the grants share; Lost closes
-//     with the node's); Lease.Fence grows strictly with every grant, while Token is
-//     the node's, shared by its grants.
+//     with the node's); Lease.Fence grows strictly with every grant. The
+//     lease is not handed on once its node is known deleted, in an ended
+//     epoch, or while the connection is suspended (see WithLocalHandoff).
 //
 // # Not reentrant, on purpose
 //
@@ -154,14 +157,14 @@
 // Between the moment the server expires a session and the moment its client
 // learns it, that client may still believe it holds a lease while another
 // process already does; the local timer narrows the window, Lost reports
-// its end, and only fencing (Token, GuardedWrite) closes it for writes.
+// its end, and only fencing (Fence, GuardedWrite) closes it for writes.
 // Waiting is not bounded unless ctx is. TryAcquire gives up, as Curator's
 // acquire with a zero timeout does, when another contender holds the
 // internal mutex, even if that contender is about to leave a lease free. A
 // client that creates lease nodes without holding the internal mutex (not
 // Curator, not this package) would break the count, as would a third party
 // deleting a contender's internal lock node; a lease node deleted by a
-// third party is noticed through the lease (Lost, Token, GuardedWrite).
+// third party is noticed through the lease (Lost, Fence, GuardedWrite).
 //
 // # Sealed nodes, and revocation
 //

@@ -53,7 +53,7 @@ func Example() {
 				log.Print(err)
 			}
 		}()
-		token, err := lease.Token(ctx) // fencing token: grows with every holder
+		token, err := lease.Fence(ctx) // fencing token: grows with every grant
 		if err != nil {
 			log.Print(err)
 			return

@@ -1,12 +1,8 @@
 package semaphoremutex
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 )
 
@@ -25,12 +21,22 @@ import (
 // Every grant is a lease of its own: released, it refuses guarded writes
 // (GuardedWrite; not a caller's Multi behind its CheckOp, which checks the
 // node, shared by the grants on it); its Lost closes with the lease node's;
-// its Fence (not its Token, the same for the grants on one node) grows
-// strictly with every grant. A release waits for the guarded writes of its
+// its Fence grows strictly with every grant (Fence.Zxid alone is the same
+// for the grants on one node). A release waits for the guarded writes of its
 // grant that are in flight (another goroutine may be writing through the
 // handle's lease), so none reaches the server after the next grant exists.
 // The Mutex stays owned by its handle. It applies to New only;
 // NewSemaphore ignores it.
+//
+// A local grant is made only where a remote one could be: the lease is
+// handed on only while its epoch lives, the connection is not suspended,
+// and no deletion of its node by someone else has been seen (from the
+// moment a handle waits in the process, the node is watched: one getW).
+// Otherwise the release returns the lease and the waiter queues anew.
+// What the process has not heard yet it cannot see: a deletion, an expiry
+// or a disconnection not yet notified when the holder releases leaves the
+// same window as for a remote grant, whose holder learns of them by the
+// same notifications.
 //
 // Once a revoke request has been seen on the node (WithRevocable: a grant's
 // Revoked closed, and Revoked was called, which starts the watch), the
@@ -54,60 +60,4 @@ func WithoutLocalHandoff() Option {
 		c.handoff = nil
 		return nil
 	}
-}
-
-// newCohort returns the cohort handle of m for cfg, nil without handoff.
-func newCohort(sess *conn.Session, path string, cfg config, m *Mutex) (*cohort.Handle, error) {
-	b := cfg.handoff
-	if b == nil {
-		return nil, nil
-	}
-	kind := "semaphoremutex"
-	if cfg.revocable {
-		kind += "/revocable"
-	}
-	h, err := cohort.New(sess, cohort.Key{Kind: kind, Path: path, Bound: *b}, cohort.Remote{
-		Acquire:    m.sem.Acquire,
-		TryAcquire: m.sem.TryAcquire,
-		Release:    m.sem.Release,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("semaphoremutex: %w", err)
-	}
-	return h, nil
-}
-
-// take is one grant for the handle: through the cohort, or the
-// semaphore's own.
-func (m *Mutex) take(ctx context.Context) (*conn.Lease, error) {
-	if m.co != nil {
-		l, err := m.co.Acquire(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), err)
-		}
-		return l, nil
-	}
-	return m.sem.Acquire(ctx)
-}
-
-func (m *Mutex) tryTake(ctx context.Context) (*conn.Lease, bool, error) {
-	if m.co != nil {
-		l, ok, err := m.co.TryAcquire(ctx)
-		if err != nil {
-			return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), err)
-		}
-		return l, ok, nil
-	}
-	return m.sem.TryAcquire(ctx)
-}
-
-func (m *Mutex) give(ctx context.Context, l *conn.Lease) error {
-	if m.co != nil {
-		err := m.co.Release(ctx, l)
-		if errors.Is(err, cohort.ErrNotHolder) {
-			return fmt.Errorf("%w: %w", ErrNotHeld, err)
-		}
-		return err
-	}
-	return m.sem.Release(ctx, l)
 }

@@ -28,7 +28,7 @@ import (
 //     and m stays held (recover, and Unlock again).
 //
 // The adapter hides the lease: code that must know when the lock is lost
-// (Lease.Lost) or fence its writes (Lease.Token, Lease.GuardedWrite) uses
+// (Lease.Lost) or fence its writes (Lease.Fence, Lease.GuardedWrite) uses
 // Acquire. Every Locker of m is m: they exclude each other.
 func (m *Mutex) Locker(ctx context.Context) sync.Locker {
 	return &locker{m: m, ctx: ctx}

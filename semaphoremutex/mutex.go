@@ -22,14 +22,14 @@ import (
 // the opposite: reentrant per goroutine, released by its holder.)
 //
 // Holding it is a lease on the ZooKeeper session, not a promise: watch
-// Lease.Lost, and use Lease.Token or Lease.GuardedWrite where a stale holder
+// Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale holder
 // must not write. A lease that is lost still counts as held by the handle
 // until Release.
 //
 // Safe for concurrent use.
 type Mutex struct {
 	sem *Semaphore
-	co  *cohort.Handle // nil without local handoff (WithLocalHandoff)
+	c   cohort.Contender // through a cohort with WithLocalHandoff, else sem's
 
 	// gate has room for one token, put in by Acquire (or TryAcquire) before
 	// it asks ZooKeeper and taken out by Release, or by the Acquire itself
@@ -50,15 +50,21 @@ func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mutex{sem: s, gate: make(chan struct{}, 1)}
 	cfg := config{}
 	for _, o := range opts {
 		o(&cfg) // checked by NewSemaphore
 	}
-	if m.co, err = newCohort(sess, path, cfg, m); err != nil {
-		return nil, err
+	kind := "semaphoremutex"
+	if cfg.revocable {
+		kind += "/revocable"
 	}
-	return m, nil
+	c, err := cohort.NewContender(sess, kind, path, cfg.handoff, cohort.Remote{
+		Acquire: s.Acquire, TryAcquire: s.TryAcquire, Release: s.Release,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("semaphoremutex: %w", err)
+	}
+	return &Mutex{sem: s, c: c, gate: make(chan struct{}, 1)}, nil
 }
 
 // Path is the mutex's path, the parent of locks/ and leases/.
@@ -82,10 +88,10 @@ func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), queue.CtxErr(ctx))
 	}
-	l, err := m.take(ctx)
+	l, err := m.c.Acquire(ctx)
 	if err != nil {
 		<-m.gate
-		return nil, err
+		return nil, m.acquireErr(err)
 	}
 	m.mu.Lock()
 	m.lease = l
@@ -106,10 +112,10 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	default:
 		return nil, false, nil
 	}
-	l, ok, err := m.tryTake(ctx)
+	l, ok, err := m.c.TryAcquire(ctx)
 	if err != nil || !ok {
 		<-m.gate
-		return nil, false, err
+		return nil, false, m.acquireErr(err)
 	}
 	m.mu.Lock()
 	m.lease = l
@@ -138,7 +144,7 @@ func (m *Mutex) Release(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("semaphoremutex: release %s: %w", m.Path(), ErrNotHeld)
 	}
-	err := m.give(ctx, l)
+	err := m.c.Release(ctx, l)
 	if err != nil && !errors.Is(err, ErrReleasePending) {
 		m.mu.Lock()
 		m.lease = l
@@ -160,3 +166,12 @@ func (m *Mutex) IsAcquired() bool {
 // Revoke asks the holder of node (Participant.Node) to release the mutex;
 // see Semaphore.Revoke.
 func (m *Mutex) Revoke(ctx context.Context, node string) error { return m.sem.Revoke(ctx, node) }
+
+// acquireErr names the mutex in an error of its cohort (the Semaphore's
+// own errors name it already); nil stays nil.
+func (m *Mutex) acquireErr(err error) error {
+	if err == nil || !m.c.Shared() {
+		return err
+	}
+	return fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), err)
+}

@@ -43,7 +43,7 @@ const soleLeaseTag = "sole-lease"
 // handle granted.
 //
 // Holding a lease is a lease on the ZooKeeper session, not a promise: watch
-// Lease.Lost, and use Lease.Token or Lease.GuardedWrite where a stale holder
+// Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale holder
 // must not write.
 //
 // Safe for concurrent use.

@@ -426,15 +426,15 @@ func TestLeaseFencing(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = ep.Delete(context.Background(), target, -1) })
 
-			var last int64
+			var last conn.Fence
 			for i := 0; i < 3; i++ {
 				l, err := sem.Acquire(ctx)
 				require.NoError(t, err)
 				assert.Contains(t, l.Path(), path+tc.dir)
 				assert.Contains(t, l.Path(), tc.kind)
-				tok, err := l.Token(ctx)
+				tok, err := l.Fence(ctx)
 				require.NoError(t, err)
-				assert.Greater(t, tok, last, "tokens grow")
+				assert.Positive(t, tok.Compare(last), "tokens grow: %v after %v", tok, last)
 				last = tok
 				_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: target, Data: []byte(fmt.Sprint(tok)), Version: -1})
 				assert.NoError(t, err, "guarded write while held")

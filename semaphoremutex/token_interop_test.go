@@ -32,7 +32,8 @@ type grant struct {
 // (InterProcessSemaphoreMutex, or InterProcessSemaphoreV2 with one lease)
 // and ours (Mutex, or Semaphore with one lease) take turns on one path;
 // every grant's fencing token (Curator's: its lease node's czxid, read
-// while holding; ours: Lease.Token) is above the one before, in grant
+// while holding; ours: Lease.Fence, whose Zxid is that czxid and whose
+// Pass is 0 without local handoff) is above the one before, in grant
 // order. With one lease the holds do not overlap, so grant order is the
 // order of the holds' starts (one clock: same machine).
 func TestTokensGrowWithCurator(t *testing.T) {
@@ -106,11 +107,16 @@ func TestTokensGrowWithCurator(t *testing.T) {
 							return
 						}
 						start := time.Now()
-						tok, err := l.Token(ctx)
+						f, err := l.Fence(ctx)
 						if err != nil {
 							errs <- fmt.Errorf("zkrecipes %d: token: %w", i, err)
 							return
 						}
+						if f.Pass != 0 {
+							errs <- fmt.Errorf("zkrecipes %d: fence %v: a pass without local handoff", i, f)
+							return
+						}
+						tok := f.Zxid
 						time.Sleep(holdMillis * time.Millisecond) // the work done under the lease
 						record(grant{start: start, token: tok})
 						if err := release(ctx, l); err != nil {
@@ -144,7 +150,7 @@ func TestTokensGrowWithCurator(t *testing.T) {
 				reqs += s.Stats().Sub(before[i]).TotalRequests()
 			}
 			t.Logf("%d grants, %d from a Curator holder to ours, %d tokens not above the one before; "+
-				"our requests per grant (acquire, Token, release): %.1f", len(grants), handoffs, decreases,
+				"our requests per grant (acquire, Fence, release): %.1f", len(grants), handoffs, decreases,
 				float64(reqs)/float64(peers*rounds))
 			assert.Empty(t, ephemerals(t, testzk.Connect(t, c.Servers()), path), "nothing left")
 		})

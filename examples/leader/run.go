@@ -185,14 +185,14 @@ func run(ctx context.Context, servers []string, w io.Writer) (err error) {
 			return err
 		}
 	}
-	tokA, err := ta.lease.Token(ctx)
+	tokA, err := ta.lease.Fence(ctx)
 	if err != nil {
 		return err
 	}
 	if _, err := ta.lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: ledger, Data: []byte("alice"), Version: -1}); err != nil {
 		return fmt.Errorf("alice's write as leader: %w", err)
 	}
-	fmt.Fprintf(out, "   alice leads with fencing token %d and writes the ledger.\n", tokA)
+	fmt.Fprintf(out, "   alice leads with fencing token %v and writes the ledger.\n", tokA)
 
 	// 2. alice's session expires.
 	fmt.Fprintln(out, "2. alice's session is expired by the server (a long GC pause).")
@@ -208,14 +208,14 @@ func run(ctx context.Context, servers []string, w io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	tokB, err := tb.lease.Token(ctx)
+	tokB, err := tb.lease.Fence(ctx)
 	if err != nil {
 		return err
 	}
-	if tokB <= tokA {
-		return fmt.Errorf("bob's token %d does not exceed alice's %d", tokB, tokA)
+	if tokB.Compare(tokA) <= 0 {
+		return fmt.Errorf("bob's token %v does not exceed alice's %v", tokB, tokA)
 	}
-	fmt.Fprintf(out, "   bob takes over with token %d.\n", tokB)
+	fmt.Fprintf(out, "   bob takes over with token %v.\n", tokB)
 	_, err = ta.lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: ledger, Data: []byte("alice, late"), Version: -1})
 	if !errors.Is(err, conn.ErrLeaseLost) {
 		return fmt.Errorf("alice's stale write was not refused: %v", err)

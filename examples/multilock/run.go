@@ -288,7 +288,7 @@ func lost(ctx context.Context, b bank, servers []string, tellers [2]*conn.Sessio
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "   teller 1's fencing tokens: A %d, B %d\n", before[0], before[1])
+	fmt.Fprintf(out, "   teller 1's fencing tokens: A %v, B %v\n", before[0], before[1])
 	lostCh := m.Lost()
 	ep := leases[0].Epoch()
 	if err := zktest.ExpireEpoch(ctx, servers[0], ep); err != nil {
@@ -330,8 +330,8 @@ func lost(ctx context.Context, b bank, servers []string, tellers [2]*conn.Sessio
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "   teller 2 takes A and B with higher tokens: A %d, B %d\n", after[0], after[1])
-	if after[0] <= before[0] || after[1] <= before[1] {
+	fmt.Fprintf(out, "   teller 2 takes A and B with higher tokens: A %v, B %v\n", after[0], after[1])
+	if after[0].Compare(before[0]) <= 0 || after[1].Compare(before[1]) <= 0 {
 		return fmt.Errorf("fencing tokens did not grow: %v after %v", after, before)
 	}
 	a1, b1, err := b.balances(ctx, auditor)
@@ -346,11 +346,11 @@ func lost(ctx context.Context, b bank, servers []string, tellers [2]*conn.Sessio
 }
 
 // tokens returns the fencing token of each lease.
-func tokens(ctx context.Context, leases []*conn.Lease) ([]int64, error) {
-	ts := make([]int64, len(leases))
+func tokens(ctx context.Context, leases []*conn.Lease) ([]conn.Fence, error) {
+	ts := make([]conn.Fence, len(leases))
 	for i, l := range leases {
 		var err error
-		if ts[i], err = l.Token(ctx); err != nil {
+		if ts[i], err = l.Fence(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -71,7 +71,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	fmt.Fprintln(out, "\n2. Reentrancy: alice takes the lock twice on one goroutine; bob has to wait.")
 	var (
 		lease, again *conn.Lease
-		t1           int64
+		t1           conn.Fence
 		stillHeld    bool
 	)
 	alice.Do(func() {
@@ -81,12 +81,12 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		if again, err = alice.Lock.Acquire(ctx); err != nil {
 			return
 		}
-		t1, err = lease.Token(ctx)
+		t1, err = lease.Fence(ctx)
 	})
 	if err != nil {
 		return fmt.Errorf("alice: %w", err)
 	}
-	fmt.Fprintf(out, "   alice acquires it (fencing token %d), then again: same lease: %v\n", t1, lease == again)
+	fmt.Fprintf(out, "   alice acquires it (fencing token %v), then again: same lease: %v\n", t1, lease == again)
 	if lease != again {
 		return errors.New("a re-entry returned a different lease")
 	}
@@ -128,7 +128,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 
 	stored := &fencedStore{}
 	alice.Do(func() {
-		_, err = lease.GuardedWrite(ctx, setData(ledger, fmt.Sprintf("alice, token %d", t1)))
+		_, err = lease.GuardedWrite(ctx, setData(ledger, fmt.Sprintf("alice, token %v", t1)))
 	})
 	if err != nil {
 		return fmt.Errorf("alice: guarded write: %w", err)
@@ -136,7 +136,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	if err := stored.write(t1, "alice"); err != nil {
 		return fmt.Errorf("alice: %w", err)
 	}
-	fmt.Fprintf(out, "   alice writes the ledger (guarded write) and the store (token %d): both accepted\n", t1)
+	fmt.Fprintf(out, "   alice writes the ledger (guarded write) and the store (token %v): both accepted\n", t1)
 
 	// 3. Alice's session ends while she holds the lock.
 	ep := lease.Epoch()
@@ -151,7 +151,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		return errors.New("alice's lease.Lost() did not close")
 	}
 	alice.Do(func() {
-		_, err = lease.GuardedWrite(ctx, setData(ledger, fmt.Sprintf("alice again, token %d", t1)))
+		_, err = lease.GuardedWrite(ctx, setData(ledger, fmt.Sprintf("alice again, token %v", t1)))
 	})
 	if !errors.Is(err, conn.ErrLeaseLost) {
 		return fmt.Errorf("alice's guarded write after her session expired: got %v, want conn.ErrLeaseLost", err)
@@ -166,29 +166,29 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	if bobErr != nil {
 		return fmt.Errorf("bob: %w", bobErr)
 	}
-	var t2 int64
+	var t2 conn.Fence
 	bob.Do(func() {
-		if t2, err = bobLease.Token(ctx); err != nil {
+		if t2, err = bobLease.Fence(ctx); err != nil {
 			return
 		}
-		_, err = bobLease.GuardedWrite(ctx, setData(ledger, fmt.Sprintf("bob, token %d", t2)))
+		_, err = bobLease.GuardedWrite(ctx, setData(ledger, fmt.Sprintf("bob, token %v", t2)))
 	})
 	if err != nil {
 		return fmt.Errorf("bob: %w", err)
 	}
-	fmt.Fprintf(out, "   bob takes over with fencing token %d (> %d: %v) and writes the ledger\n", t2, t1, t2 > t1)
-	if t2 <= t1 {
-		return fmt.Errorf("the fencing token did not grow: %d after %d", t2, t1)
+	fmt.Fprintf(out, "   bob takes over with fencing token %v (> %v: %v) and writes the ledger\n", t2, t1, t2.Compare(t1) > 0)
+	if t2.Compare(t1) <= 0 {
+		return fmt.Errorf("the fencing token did not grow: %v after %v", t2, t1)
 	}
 	if err := stored.write(t2, "bob"); err != nil {
 		return fmt.Errorf("bob: %w", err)
 	}
-	fmt.Fprintf(out, "   bob writes the store with token %d: accepted\n", t2)
+	fmt.Fprintf(out, "   bob writes the store with token %v: accepted\n", t2)
 	// Alice, unaware (a GC pause, a slow request), writes with her token.
 	if err := stored.write(t1, "alice, late"); err == nil {
 		return errors.New("the store took alice's late write")
 	} else {
-		fmt.Fprintf(out, "   alice's late write to the store with token %d: %v\n", t1, err)
+		fmt.Fprintf(out, "   alice's late write to the store with token %v: %v\n", t1, err)
 	}
 
 	alice.Do(func() { err = alice.Lock.Release(ctx) })
@@ -206,7 +206,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(out, "\nledger: %q; store: %q\n", final, stored.value)
-	if want := fmt.Sprintf("bob, token %d", t2); final != want {
+	if want := fmt.Sprintf("bob, token %v", t2); final != want {
 		return fmt.Errorf("ledger says %q, want %q", final, want)
 	}
 	return nil
@@ -241,15 +241,15 @@ func increment(ctx context.Context, w *worker, counter string) (err error) {
 // token than one it has already accepted.
 type fencedStore struct {
 	mu      sync.Mutex // guards the fields below
-	highest int64
+	highest conn.Fence
 	value   string
 }
 
-func (s *fencedStore) write(token int64, v string) error {
+func (s *fencedStore) write(token conn.Fence, v string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if token < s.highest {
-		return fmt.Errorf("refused: token %d is older than %d", token, s.highest)
+	if token.Compare(s.highest) < 0 {
+		return fmt.Errorf("refused: token %v is older than %v", token, s.highest)
 	}
 	s.highest, s.value = token, v
 	return nil

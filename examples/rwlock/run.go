@@ -45,7 +45,7 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "   r1 and r2 hold the read lock at once (tokens %d, %d)\n", t1, t2)
+	fmt.Fprintf(out, "   r1 and r2 hold the read lock at once (tokens %v, %v)\n", t1, t2)
 
 	// 2. A writer waits; a reader behind it waits too.
 	fmt.Fprintln(out, "\n2. A writer waits:")
@@ -89,21 +89,21 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	if wErr != nil {
 		return fmt.Errorf("w: %w", wErr)
 	}
-	var tw int64
+	var tw conn.Fence
 	entry := ""
 	w.Do(func() {
-		if tw, err = wLease.Token(ctx); err != nil {
+		if tw, err = wLease.Fence(ctx); err != nil {
 			return
 		}
-		entry = fmt.Sprintf("price 12, by w (token %d)", tw)
+		entry = fmt.Sprintf("price 12, by w (token %v)", tw)
 		_, err = wLease.GuardedWrite(ctx, &zk.SetDataRequest{Path: catalog, Data: []byte(entry), Version: -1})
 	})
 	if err != nil {
 		return fmt.Errorf("w: %w", err)
 	}
-	fmt.Fprintf(out, "   r1 and r2 release; w gets the write lock (token %d) and writes %q\n", tw, entry)
-	if tw <= max(t1, t2) {
-		return fmt.Errorf("the writer's token %d is not above the readers' %d, %d", tw, t1, t2)
+	fmt.Fprintf(out, "   r1 and r2 release; w gets the write lock (token %v) and writes %q\n", tw, entry)
+	if tw.Compare(t1) <= 0 || tw.Compare(t2) <= 0 {
+		return fmt.Errorf("the writer's token %v is not above the readers' %v, %v", tw, t1, t2)
 	}
 	if granted(r3Granted) {
 		return errors.New("r3 got the read lock while w held the write lock")
@@ -146,13 +146,13 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	if err != nil {
 		return fmt.Errorf("w: %w", err)
 	}
-	tw2, err := wLease.Token(ctx)
+	tw2, err := wLease.Fence(ctx)
 	if err != nil {
 		return err
 	}
 	lost := wLease.Lost()
 	ep := wLease.Epoch()
-	fmt.Fprintf(out, "   w takes the write lock again (token %d); the server expires w's session\n", tw2)
+	fmt.Fprintf(out, "   w takes the write lock again (token %v); the server expires w's session\n", tw2)
 	if err := zktest.ExpireEpoch(ctx, servers[0], ep); err != nil {
 		return err
 	}
@@ -186,10 +186,10 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "   r1 reads under the read lock (token %d > %d): %q, unchanged\n", t3, tw2, seen)
+	fmt.Fprintf(out, "   r1 reads under the read lock (token %v > %v): %q, unchanged\n", t3, tw2, seen)
 	switch {
-	case t3 <= tw2:
-		return fmt.Errorf("r1's token %d is not above w's %d", t3, tw2)
+	case t3.Compare(tw2) <= 0:
+		return fmt.Errorf("r1's token %v is not above w's %v", t3, tw2)
 	case seen != entry:
 		return fmt.Errorf("the catalog says %q, want %q", seen, entry)
 	}
@@ -198,15 +198,15 @@ func run(ctx context.Context, servers []string, out io.Writer) (err error) {
 
 // readLock takes w's read lock on w's goroutine and returns the lease's
 // fencing token.
-func readLock(ctx context.Context, w *worker) (token int64, err error) {
+func readLock(ctx context.Context, w *worker) (token conn.Fence, err error) {
 	w.Do(func() {
 		var l *conn.Lease
 		if l, err = w.Lock.ReadLock().Acquire(ctx); err == nil {
-			token, err = l.Token(ctx)
+			token, err = l.Fence(ctx)
 		}
 	})
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", w.Name, err)
+		return conn.Fence{}, fmt.Errorf("%s: %w", w.Name, err)
 	}
 	return token, nil
 }

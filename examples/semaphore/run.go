@@ -69,7 +69,7 @@ func share(ctx context.Context, ws []*worker, records string, out io.Writer) err
 	var (
 		inside, most atomic.Int32
 		mu           sync.Mutex // guards tokens
-		tokens       = map[string][]int64{}
+		tokens       = map[string][]conn.Fence{}
 		wg           sync.WaitGroup
 		errs         = make([]error, len(ws))
 	)
@@ -110,12 +110,12 @@ func share(ctx context.Context, ws []*worker, records string, out io.Writer) err
 	if most.Load() > leases {
 		return fmt.Errorf("%d workers were inside at once, with %d leases", most.Load(), leases)
 	}
-	distinct := map[int64]bool{}
+	distinct := map[conn.Fence]bool{}
 	for _, w := range ws {
 		ts := tokens[w.name]
 		parts := make([]string, len(ts))
 		for k, t := range ts {
-			parts[k] = strconv.FormatInt(t, 10)
+			parts[k] = t.String()
 			distinct[t] = true
 		}
 		fmt.Fprintf(out, "   %s's leases had fencing tokens %s\n", w.name, strings.Join(parts, ", "))
@@ -132,14 +132,14 @@ func share(ctx context.Context, ws []*worker, records string, out io.Writer) err
 
 // job takes a lease, runs work and records the result through the lease.
 // It returns the lease's token.
-func job(ctx context.Context, w *worker, j int, records string, work func()) (token int64, err error) {
+func job(ctx context.Context, w *worker, j int, records string, work func()) (token conn.Fence, err error) {
 	lease, err := w.sem.Acquire(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", w.name, err)
+		return conn.Fence{}, fmt.Errorf("%s: %w", w.name, err)
 	}
 	defer func() { err = errors.Join(err, w.sem.Release(context.WithoutCancel(ctx), lease)) }()
-	if token, err = lease.Token(ctx); err != nil {
-		return 0, err
+	if token, err = lease.Fence(ctx); err != nil {
+		return conn.Fence{}, err
 	}
 	work()
 	_, err = lease.GuardedWrite(ctx, record(records, w.name, j, token))
@@ -147,10 +147,10 @@ func job(ctx context.Context, w *worker, j int, records string, work func()) (to
 }
 
 // record is the node that records job j of worker name.
-func record(records, name string, j int, token int64) *zk.CreateRequest {
+func record(records, name string, j int, token conn.Fence) *zk.CreateRequest {
 	return &zk.CreateRequest{
 		Path: fmt.Sprintf("%s/%s-job%d", records, name, j),
-		Data: []byte(fmt.Sprintf("token %d", token)),
+		Data: []byte(fmt.Sprintf("token %v", token)),
 		Acl:  zk.WorldACL(zk.PermAll),
 	}
 }
@@ -167,7 +167,7 @@ func lose(ctx context.Context, servers []string, ws []*worker, records string, o
 	if err != nil {
 		return err
 	}
-	t1, err := l1.Token(ctx)
+	t1, err := l1.Fence(ctx)
 	if err != nil {
 		return err
 	}
@@ -213,14 +213,14 @@ func lose(ctx context.Context, servers []string, ws []*worker, records string, o
 	if l3Err != nil {
 		return fmt.Errorf("w3: %w", l3Err)
 	}
-	t3, err := l3.Token(ctx)
+	t3, err := l3.Fence(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "   w3 gets the freed lease with token %d (> w1's %d); w2 still holds its own: %v\n", t3, t1, l2.Err() == nil)
+	fmt.Fprintf(out, "   w3 gets the freed lease with token %v (> w1's %v); w2 still holds its own: %v\n", t3, t1, l2.Err() == nil)
 	switch {
-	case t3 <= t1:
-		return fmt.Errorf("w3's token %d is not above w1's %d", t3, t1)
+	case t3.Compare(t1) <= 0:
+		return fmt.Errorf("w3's token %v is not above w1's %v", t3, t1)
 	case l2.Err() != nil:
 		return fmt.Errorf("w2 lost its lease: %w", l2.Err())
 	}

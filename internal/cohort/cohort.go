@@ -10,12 +10,22 @@
 // contenders of other processes queued behind it get their turn, and the
 // next local waiter queues a new node.
 //
+// A local grant is made only where a remote one could be (DESIGN.md's
+// first invariant): on a node not known deleted, in a live epoch, on a
+// connection that is not suspended (Handle.Release, passable). The epoch
+// and the connection state are read at the release; the node's deletion
+// is known through its watch, set (Lease.Lost) as soon as a local waiter
+// comes. What has happened on the server but not yet reached the process
+// is not seen: the window of a remote grant, whose holder learns of a
+// deletion, an expiry or a disconnection by the same notifications.
+//
 // Every grant, local or remote, is a lease of its own
 // (connhook.LocalLease): released, it refuses guarded writes (a release
 // waits for those in flight, so none is sent after the next grant exists),
 // while the node stays for the next local holder; lost with the node
-// (session expiry, deletion), it tells its holder. Its conn.Fence grows strictly
-// with every grant: the node's czxid, then the grant's pass on the node.
+// (session expiry, deletion: seen once the node is watched), it tells its
+// holder. Its conn.Fence grows strictly with every grant: the node's
+// czxid, then the grant's pass on the node.
 //
 // A cohort lives in the session's shared map (connhook.Shared) while it
 // has a holder or waiters, and is removed once it has neither: handles on
@@ -37,8 +47,8 @@ import (
 )
 
 // ErrNotHolder: Release was given a lease that is not the cohort's current
-// grant. Recipes check ownership first, so it means a recipe bug.
-var ErrNotHolder = errors.New("cohort: not the current holder")
+// grant. It matches lock.ErrNotHeld.
+var ErrNotHolder = fmt.Errorf("cohort: not the current holder: %w", lock.ErrNotHeld)
 
 // Bound limits how long the node stays in the process: after MaxPasses
 // local handoffs on one node, or once Budget has passed since the node was
@@ -144,6 +154,7 @@ func (h *Handle) Acquire(ctx context.Context) (*conn.Lease, error) {
 	}
 	w := &waiter{ch: make(chan wake, 1)}
 	c.waiters = append(c.waiters, w)
+	c.watch()
 	c.mu.Unlock()
 	var wk wake
 	select {
@@ -240,7 +251,39 @@ func (h *Handle) acquireNode(ctx context.Context, c *cohort, wait bool) (*conn.L
 	}
 	c.st, c.node, c.free, c.passes, c.since = held, l, h.remote.Release, 0, time.Now()
 	c.holder = connhook.LocalLease(l, 0).(*conn.Lease)
+	c.watch()
 	return c.holder, true, nil
+}
+
+// watch sets the node's watch (Lease.Lost arms it) once a local waiter
+// may get the node: a handoff must not pass on a node deleted by someone
+// else (locked). Without waiters no watch is set: the node is never
+// passed on, and a holder that wants to know calls Lost itself.
+func (c *cohort) watch() {
+	if c.st == held && len(c.waiters) > 0 {
+		c.node.Lost()
+	}
+}
+
+// passable reports whether the node may be handed to a local waiter now
+// (locked): as a remote acquire, a local one is granted only on a node
+// that exists, in a live epoch, on a connection that is not suspended.
+// Each is checked as this process knows it at the call: the epoch and the
+// connection state synchronously, the node's deletion through its watch
+// (set since the first waiter came, see watch). A deletion, an expiry or
+// a disconnection that has happened but not yet reached the process is
+// not seen: the same window as a remote grant's, whose holder learns of
+// them by the same notifications. Nor is the node passed on once a revoke
+// request has been seen on it, or beyond the bound.
+func (c *cohort) passable(h *Handle) bool {
+	return len(c.waiters) > 0 && !c.dead() && h.sess.State() != conn.Suspended &&
+		!connhook.RevokeSeen(c.node) && c.within(h.key.Bound)
+}
+
+// dead reports whether the node is known gone: its epoch ended, or its
+// lease lost (deleted by someone else, or the error policy's suspension).
+func (c *cohort) dead() bool {
+	return c.node.Epoch().Err() != nil || c.node.Err() != nil
 }
 
 // handOn gives the turn to acquire the node to the first waiter, or, with
@@ -269,10 +312,11 @@ func (c *cohort) remove(w *waiter) bool {
 	return false
 }
 
-// Release ends grant l: it passes the node to the next local waiter if the
-// bound allows, the node still holds and no revoke request has been seen on
-// it (Lease.Revoked: a request to give the lock to someone else), else it
-// releases the node (Remote.Release, whose error it returns: a pending
+// Release ends grant l: it passes the node to the next local waiter if it
+// may (passable: the node holds as far as the process knows, the
+// connection is not suspended, the bound allows, and no revoke request has
+// been seen on it: Lease.Revoked, a request to give the lock to someone
+// else), else it releases the node (Remote.Release, whose error it returns: a pending
 // release counts as released, any other error leaves l held). Guarded
 // writes through l that are in flight are answered first; those that come
 // later wait, and are refused once l is released.
@@ -288,7 +332,7 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 		c.mu.Unlock()
 		return ErrNotHolder
 	}
-	if len(c.waiters) > 0 && c.node.Err() == nil && !connhook.RevokeSeen(c.node) && c.within(h.key.Bound) {
+	if c.passable(h) {
 		w := c.waiters[0]
 		c.waiters = c.waiters[1:]
 		c.passes++
@@ -305,7 +349,7 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 	err := free(ctx, node) // through the handle that acquired it
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err != nil && !errors.Is(err, lock.ErrReleasePending) && node.Err() == nil {
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) && !c.dead() {
 		c.st = held // still ours: the caller may release again
 		return err
 	}

@@ -103,7 +103,7 @@ func (s *suite) testRestartWhileHolding(t *testing.T) {
 	ctx := Ctx(t, 90*time.Second)
 
 	hl := mustAcquire(t, holder, 10*time.Second)
-	token, err := hl.Token(ctx)
+	token, err := hl.Fence(ctx)
 	require.NoError(t, err)
 
 	lost := hl.Lost() // armed across the restart
@@ -116,7 +116,7 @@ func (s *suite) testRestartWhileHolding(t *testing.T) {
 		assert.NoError(t, hl.Err(), "a surviving session keeps its lock")
 		_, err := hl.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-written", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 		assert.NoError(t, err, "guarded write after the restart")
-		t2, err := hl.Token(ctx)
+		t2, err := hl.Fence(ctx)
 		assert.NoError(t, err)
 		assert.Equal(t, token, t2, "same node, same fencing token")
 		assert.False(t, isClosed(lost), "not lost: %v", hl.Err())

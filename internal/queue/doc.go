@@ -137,7 +137,7 @@
 // # What the engine does not notice
 //
 // A node of ours deleted by a third party (an operator) while we wait is
-// not noticed until we are granted; the lease then reports it (Token and
+// not noticed until we are granted; the lease then reports it (Fence and
 // GuardedWrite fail with conn.ErrLeaseLost; Lost closes once watched).
 // Re-listing would notice it; the cost is a getChildren per handoff.
 package queue
