@@ -82,9 +82,10 @@ var (
 
 	// ErrNotRevocable: a request to revoke a lock (the recipes' Revoke
 	// methods) was refused because the holder's node is sealed (the
-	// default: only its owner may change it; zk.ErrNoAuth). Only holders
-	// that created their nodes revocable (the recipes' WithRevocable
-	// option) can be asked to release.
+	// default: only its owner's session may change it), whichever session
+	// asked, the holder's own included; nothing was written into the node.
+	// Only holders that created their nodes revocable (the recipes'
+	// WithRevocable option) can be asked to release.
 	ErrNotRevocable = errors.New("lock: lock node is sealed, not revocable")
 )
 

@@ -81,7 +81,7 @@ type took struct {
 func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
 	r := took{lossy: lossy}
 	p := conn.JoinPath(s.leasesPath, leaseSchema.Prefix(id))
-	data := nodeData(id)
+	data := queue.EncodeData(id, "", s.lock.Sealed())
 	if noDir {
 		// leases/ does not exist yet (first use, or its container was
 		// reaped): make it, or the transaction fails.
@@ -153,7 +153,3 @@ func (s *Semaphore) unlockOps(lk *conn.Lease) []any {
 func opFailed(res []zk.MultiResponse, i int, want error) bool {
 	return i < len(res) && errors.Is(res[i].Error, want)
 }
-
-// nodeData is what a lease node says about its holder: the engine's
-// NodeData (host, pid, id) as JSON.
-func nodeData(id string) []byte { return queue.EncodeData(id, "", false) }
