@@ -110,7 +110,7 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 			// Our lock node is gone. After a lost answer, that may be our
 			// own first try having committed late.
 			if r.lossy {
-				node, ferr := s.leases.Find(ectx, ep, id)
+				node, ferr := s.leases.FindLost(ectx, ep, id)
 				if ferr != nil {
 					return r, ferr
 				}
@@ -120,16 +120,11 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 			return r, nil
 		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil:
 			r.lossy = true
-			node, ferr := s.leases.Find(ectx, ep, id)
-			if ferr != nil {
+			node, ferr := s.leases.FindLost(ectx, ep, id)
+			if ferr != nil || node != "" {
+				r.node = node
 				return r, ferr
 			}
-			if node != "" {
-				s.log.Warn("found our lease node after the answer was lost", zap.String("node", node))
-				r.node = node
-				return r, nil
-			}
-			s.log.Info("lease transaction was not applied before the connection was lost")
 		default:
 			return r, err
 		}

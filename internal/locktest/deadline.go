@@ -68,6 +68,11 @@ func (s *suite) runDeadlines(t *testing.T) {
 	if !later {
 		t.Run("DeadlineBlackholedWhileQueued", s.testDeadlineWhileQueued)
 	}
+	name := "LostCreateSearchCut"
+	if later {
+		name = fmt.Sprintf("LostWrite%dSearchCut", s.cfg.lostWrite)
+	}
+	t.Run(name, s.testGhost)
 	t.Run("DeadlineBlackholeNeverHeals", s.testDeadlineNeverHeals)
 }
 
@@ -82,10 +87,10 @@ type partitioned struct {
 	id     int64 // sess's session id
 }
 
-func (s *suite) partitioned(t *testing.T, name string, sessionTimeout time.Duration) partitioned {
+func (s *suite) partitioned(t *testing.T, name string, sessionTimeout time.Duration, opts ...conn.Option) partitioned {
 	t.Helper()
 	f := partitioned{path: UniquePath(s.cluster, name), proxy: zktest.NewProxy(t, s.cluster.Servers())}
-	f.sess = Connect(t, f.proxy.Addrs(), sessionTimeout)
+	f.sess = Connect(t, f.proxy.Addrs(), sessionTimeout, opts...)
 	f.direct = Connect(t, s.cluster.Servers(), s.cfg.sessionTimeout)
 	f.lk = s.newLock(t, f.sess, f.path)
 	warm(t, f.lk) // the lock's paths exist: the acquire's first write is its create
