@@ -75,9 +75,11 @@ type took struct {
 // commit runs the lease transaction of take, with requests under ectx (the
 // epoch's), until it commits or cannot; ctx is the caller's, checked
 // before each try. When its answer is lost with the connection, our lease
-// node is looked for by our id (s.leases.Find) before trying again; the
-// lock node's delete makes the transaction one-shot, so a late commit of a
-// first try and a second try can never both create a node.
+// node is looked for by our id (s.leases.FindLost) before trying again;
+// if that search fails too, it goes on in the background and the error
+// matches queue.ErrCreatePending. The lock node's delete makes the
+// transaction one-shot, so a late commit of a first try and a second try
+// can never both create a node.
 func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
 	r := took{lossy: lossy}
 	p := conn.JoinPath(s.leasesPath, leaseSchema.Prefix(id))

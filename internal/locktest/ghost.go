@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 const (
@@ -66,7 +66,7 @@ func (s *suite) testGhost(t *testing.T) {
 	require.Error(t, r.err, "the scenario: the acquire fails when it cannot learn its create's fate")
 	require.Nil(t, r.lease)
 	require.GreaterOrEqual(t, cuts, 2, "the scenario: the connection went dark again after the create's")
-	assert.ErrorIs(t, r.err, queue.ErrCreatePending, "the error says that the node is looked for in the background")
+	assert.ErrorIs(t, r.err, lock.ErrCreatePending, "the error says that the node is looked for in the background")
 	assert.ErrorIs(t, f.lk.Release(Ctx(t, 10*time.Second)), s.cfg.errNotHeld, "the handle holds nothing")
 
 	rival := s.newRival(t, f.direct, f.path)

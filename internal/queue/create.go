@@ -52,8 +52,10 @@ func (a *attempt) create(ctx context.Context) error {
 // ectx (the epoch's context); ctx is the caller's, checked before each
 // create so that none is sent for a caller that gave up. When an answer is
 // lost with the connection, the node may exist: it is looked for by id
-// (Find) before creating again, so a lost answer leaves no orphan and we
-// never queue behind our own ghost.
+// (FindLost) before creating again, so a lost answer leaves no orphan and
+// we never queue behind our own ghost. If that search fails as well (a
+// bounded retry policy, the connection lost again), the error matches
+// ErrCreatePending and the search goes on in the background.
 func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string) (created, error) {
 	prefix := q.cfg.Schema.Prefix(id)
 	p := conn.JoinPath(q.path, prefix)
