@@ -34,7 +34,11 @@ const (
 // the node it may have made is found and deleted in the background: no
 // node of its session is left, and another session takes the lock. If the
 // partition never heals, the session expires and its node goes with it.
-// RunFaults runs it too.
+// And with a bounded retry policy, an acquire that cannot learn its
+// create's fate (the search for the node cut too) fails, and its node is
+// still found and deleted in the background: another session takes the
+// lock within GhostBound (testGhost, "LostCreateSearchCut"). RunFaults
+// runs it too.
 func RunDeadlines(t *testing.T, newLock NewLockFunc, opts ...Option) {
 	newSuite(t, newLock, opts).runDeadlines(t)
 }

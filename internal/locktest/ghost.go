@@ -21,7 +21,7 @@ const (
 	// fate it could not learn another session must be able to take the
 	// lock: well under the session timeout, which would otherwise be the
 	// only end of the node.
-	GhostBound = 3 * time.Second
+	GhostBound = 4 * time.Second
 )
 
 // testGhost: with a bounded retry policy (conn.RetryPolicy{MaxAttempts:
