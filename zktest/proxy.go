@@ -361,15 +361,16 @@ func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool
 	cut := false
 	if dir == toServer {
 		dst = l.server
+		cutNow := p.cutArmed && !isPing(chunk)
 		end, hit := l.frames(chunk, func(frame []byte, first bool) bool {
-			if p.holeAfter == 0 || isPing(frame) || p.holeOps && (first || isSetUp(frame)) {
+			if cutNow || p.holeAfter == 0 || isPing(frame) || p.holeOps && (first || isSetUp(frame)) {
 				return false
 			}
 			p.holeAfter--
 			return p.holeAfter == 0
 		})
 		switch {
-		case p.cutArmed && !isPing(chunk):
+		case cutNow:
 			p.cutArmed = false
 			l.dropReplies = true
 			cut = true
