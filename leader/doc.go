@@ -40,8 +40,11 @@
 //     every leader) and guarded writes (Lease.GuardedWrite: a transaction
 //     that commits only while our node exists), so that a stale leader's
 //     writes are refused.
-//   - Nothing is left behind: a cancelled or timed-out Campaign deletes its
-//     node, including one whose create answer was lost with the connection;
+//   - Nothing is left behind: a cancelled, timed-out or failed Campaign
+//     deletes its node, including one whose create answer was lost with
+//     the connection, also when the search for it fails (a bounded
+//     conn.RetryPolicy): it then goes on in the background until the node
+//     is found and deleted or the session ends;
 //     Run resigns when its function returns, even after its ctx ended.
 //     A cancelled Campaign that was waiting, and Observe when it ends,
 //     remove their watch from the server (see package conn).
