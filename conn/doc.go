@@ -30,7 +30,10 @@
 //   - Each Session has a random digest identity of its own, added (one
 //     AddAuth) to every ZooKeeper session before it is handed out, so that
 //     the recipes can create lock nodes only that session may change
-//     (sealed; see WithACL).
+//     (sealed; see WithACL). A server that refuses credentials is not
+//     stormed with new sessions: the next attempt waits 250 ms doubling up
+//     to 30 s (with jitter), and the refusal is reported (ErrAuthFailed in
+//     Connect's and Epoch's errors; TestAuthRefusedBacksOff).
 //   - Close is idempotent, returns promptly even when no server answers,
 //     never hangs (it waits at most about 10 s for go-zookeeper's
 //     goroutines), and leaves no goroutine behind unless a dialer's Write
@@ -105,7 +108,7 @@
 // Sentinels, compared with errors.Is: ErrClosed, ErrEpochEnded (with the
 // reason: ErrSessionExpired, ErrSessionTimeout, ErrClosed), ErrConnectionLoss
 // (a request's fate is unknown), ErrInvalidPath, ErrReservedPath,
-// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrLeaseLost. The errors every lock
+// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrAuthFailed, ErrLeaseLost. The errors every lock
 // shares (ErrNotHeld, ErrReleasePending, ...) are package lock's. Errors from the server are
 // wrapped and match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

@@ -43,4 +43,9 @@ var (
 	// ErrConnectTimeout: no session could be established within the connect
 	// timeout.
 	ErrConnectTimeout = errors.New("conn: no session established within the connect timeout")
+
+	// ErrAuthFailed: a server refused the credentials sent at the start of
+	// a session (WithDigestAuth, the session's own identity). The session
+	// backs off and opens another (see Connect).
+	ErrAuthFailed = errors.New("conn: the server refused the credentials")
 )

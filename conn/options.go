@@ -89,8 +89,12 @@ func WithLogger(l *zap.Logger) Option {
 // every session before the session is handed to callers (default: none),
 // before the session's own identity (see WithACL), which is always sent. A
 // connection cut while they are sent keeps the session: the rest is sent
-// on reconnect, unless the local timer ends the session first. An empty
-// user is invalid. The password is never logged.
+// on reconnect, unless the local timer ends the session first. A server
+// that refuses them (AUTHFAILED) makes the session give that ZooKeeper
+// session up and open another after a backoff (250 ms doubling up to 30 s,
+// with jitter, from the first refusal in a row); Connect's and Epoch's
+// errors then match ErrAuthFailed. An empty user is invalid. The password
+// is never logged.
 func WithDigestAuth(user, password string) Option {
 	return func(c *config) error {
 		if user == "" {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"sync"
 	"time"
@@ -60,11 +61,13 @@ type Session struct {
 	cur   *Epoch                     // the live epoch, nil between epochs
 	ready chan struct{}              // closed when an epoch becomes live; replaced when it ends
 	subs  map[*Subscription]struct{} // nil from the step that sent Closed on
+	fail  error                      // why the last attempt at a session failed; nil once one began
 
 	// Owned by the run goroutine.
 	active *zkLink     // the zk.Conn of the current (or next) epoch
 	timer  *time.Timer // local expiry timer while Suspended
-	redial *time.Timer // retry after a failed dial
+	redial *time.Timer // the next attempt after a failed one (see scheduleRedial)
+	failed int         // attempts failed in a row since the last epoch began
 }
 
 // zkLink is one zk.Conn and what run knows of it.
@@ -127,6 +130,9 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		s.Close()
 		if cause := context.Cause(wctx); errors.Is(cause, ErrConnectTimeout) {
 			err = fmt.Errorf("%w (%v, servers %v)", ErrConnectTimeout, cfg.connectTimeout, servers)
+			if last := s.lastFailure(); last != nil {
+				err = fmt.Errorf("%w; last attempt: %w", err, last)
+			}
 		}
 		return nil, err
 	}
@@ -182,7 +188,9 @@ func sealACL(acl []zk.ACL, id identity) []zk.ACL {
 func (s *Session) Stats() Stats { return s.stats.snapshot() }
 
 // Epoch returns the live epoch, waiting (bounded by ctx) while there is none
-// because the last one was lost and the next has not begun.
+// because the last one was lost and the next has not begun. When ctx ends
+// first and the last attempt at a new session failed, the error also
+// matches why (ErrAuthFailed: a server refused the credentials).
 func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 	for {
 		s.mu.Lock()
@@ -196,7 +204,11 @@ func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 		case <-s.closing:
 			return nil, ErrClosed
 		case <-ctx.Done():
-			return nil, fmt.Errorf("conn: waiting for a ZooKeeper session: %w", context.Cause(ctx))
+			err := fmt.Errorf("conn: waiting for a ZooKeeper session: %w", context.Cause(ctx))
+			if last := s.lastFailure(); last != nil {
+				err = fmt.Errorf("%w; last attempt: %w", err, last)
+			}
+			return nil, err
 		}
 	}
 }
@@ -268,8 +280,7 @@ func (s *Session) run() {
 		case <-redialC:
 			s.redial = nil
 			if err := s.dial(); err != nil {
-				s.log.Warn("dial failed; retrying", zap.Error(err))
-				s.redial = time.NewTimer(time.Second)
+				s.scheduleRedial(err)
 			}
 		case <-s.closing:
 			s.shutdown()
@@ -325,9 +336,17 @@ func (s *Session) handle(m message) {
 				s.authenticate(l)
 			}
 		default:
-			s.log.Warn("sending credentials failed; opening a new session", zap.Error(m.authErr))
+			// Refused (AUTHFAILED: the server also closes the connection)
+			// or failed otherwise: this session is of no use. Open another
+			// after a pause, not at once: a server that refuses the
+			// credentials refuses them again, and a redial at once is a
+			// storm of new sessions.
+			err := fmt.Errorf("conn: sending credentials: %w", m.authErr)
+			if errors.Is(m.authErr, zk.ErrAuthFailed) {
+				err = fmt.Errorf("%w (session 0x%x): %w", ErrAuthFailed, l.epoch.sessionID, m.authErr)
+			}
 			s.retire(l)
-			s.redial = time.NewTimer(0)
+			s.scheduleRedial(err)
 		}
 		return
 	}
@@ -411,8 +430,10 @@ func (s *Session) beginEpoch(l *zkLink) {
 	s.log.Debug("session established", zap.Int64("session", l.epoch.sessionID), zap.Duration("timeout", l.epoch.timeout))
 	// One critical section: whoever sees the epoch (Epoch, State) is
 	// subscribed after its Connected event, never half-way.
+	s.failed = 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.fail = nil
 	s.cur = l.epoch
 	close(s.ready)
 	s.transitionLocked(Connected, l.epoch, nil)
@@ -424,9 +445,41 @@ func (s *Session) loseEpoch(cause error) {
 	s.endEpoch(l, cause, Lost)
 	s.retire(l)
 	if err := s.dial(); err != nil {
-		s.log.Warn("dial failed; retrying", zap.Error(err))
-		s.redial = time.NewTimer(time.Second)
+		s.scheduleRedial(err)
 	}
+}
+
+// Redial backoff: after the n-th failed attempt in a row at a session (a
+// refused AddAuth, a failed zk.Connect), the next one waits between half
+// and all of redialBase·2^(n-1), at most redialMax.
+const (
+	redialBase = 250 * time.Millisecond
+	redialMax  = 30 * time.Second
+)
+
+// scheduleRedial records why an attempt at a session failed and arms the
+// next one, after the backoff. Run's goroutine only.
+func (s *Session) scheduleRedial(why error) {
+	s.failed++
+	d := redialBase
+	for i := 1; i < s.failed && d < redialMax; i++ {
+		d *= 2
+	}
+	d = min(d, redialMax)
+	d = d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+	s.log.Warn("no session; trying again", zap.Error(why), zap.Int("failed", s.failed), zap.Duration("in", d))
+	s.mu.Lock()
+	s.fail = why
+	s.mu.Unlock()
+	s.redial = time.NewTimer(d)
+}
+
+// lastFailure is why the last attempt at a session failed, or nil when an
+// epoch began after it.
+func (s *Session) lastFailure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fail
 }
 
 func (s *Session) endEpoch(l *zkLink, cause error, st State) {
