@@ -23,6 +23,7 @@ type config struct {
 	retry           RetryPolicy
 	acl             []zk.ACL
 	suspendedAsLost bool
+	quorumTimer     bool
 	closeWait       time.Duration // how long closing a zk.Conn waits for go-zookeeper's goroutines
 }
 
@@ -34,6 +35,7 @@ func defaultConfig() config {
 		retry:          DefaultRetryPolicy(),
 		acl:            zk.WorldACL(zk.PermAll),
 		closeWait:      10 * time.Second,
+		quorumTimer:    true,
 	}
 }
 
@@ -169,6 +171,38 @@ func WithACL(acl []zk.ACL) Option {
 func WithSuspendedAsLost(v bool) Option {
 	return func(c *config) error {
 		c.suspendedAsLost = v
+		return nil
+	}
+}
+
+// WithQuorumTimer chooses the local timer that ends an epoch when the
+// server cannot say so (ErrSessionTimeout).
+//
+// With true (the default), the session sends a sync every third of the
+// session timeout T while an epoch lives (3/T requests per second: 0.3/s
+// at the default 10 s, 1/s at 3 s), and ends the epoch 2T/3 after the
+// send time of the last sync answered, connected or not. A sync is
+// answered only through the ensemble's leader, which expires a session no
+// earlier than T after it last heard of it, so the epoch (and every lease
+// and leader.Run term of it) ends before the server can expire the session
+// and grant what it held to someone else, by a margin the package
+// documentation states; a follower cut off from the leader, which still
+// answers pings, does not keep it alive. The cost besides the syncs: an
+// epoch also ends when the leader answers nothing for 2T/3 while the
+// connection is up (a leader election longer than that, a leader that
+// stalls).
+//
+// With false, the behaviour before this option: no syncs, and the epoch
+// ends T after the last byte heard from the connected server, counted only
+// while disconnected. It never ends a session the server kept, but the
+// server may expire the session before that timer fires (the server
+// counts from the last request it received, rounded to a tick), and a
+// server cut off from its quorum keeps the timer from starting: another
+// client can then be granted a lock, or lead, while this one still holds
+// (see "What it does not guarantee" in the package documentation).
+func WithQuorumTimer(v bool) Option {
+	return func(c *config) error {
+		c.quorumTimer = v
 		return nil
 	}
 }

@@ -297,6 +297,9 @@ type message struct {
 	authed  bool   // AddAuth finished (authErr says how)
 	authN   int    // with authed: credentials accepted
 	expired *Epoch // a request of this epoch was answered "session expired"
+	// quorumLost: no sync of this epoch was answered through the leader
+	// within half the session timeout (keepQuorum).
+	quorumLost *Epoch
 }
 
 func (s *Session) handle(m message) {
@@ -311,6 +314,14 @@ func (s *Session) handle(m message) {
 			s.log.Warn("a request was answered 'session expired'; taking the session as lost",
 				zap.Int64("session", ep.sessionID))
 			s.loseEpoch(ErrSessionExpired)
+		}
+		return
+	}
+	if ep := m.quorumLost; ep != nil {
+		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
+			s.log.Warn("no sync answered through the ensemble's leader within half the session timeout; taking the session as lost",
+				zap.Int64("session", ep.sessionID), zap.Duration("timeout", ep.timeout))
+			s.loseEpoch(ErrSessionTimeout)
 		}
 		return
 	}
@@ -356,6 +367,7 @@ func (s *Session) handle(m message) {
 		case l.epoch == nil:
 			l.epoch = newEpoch(s, l.zc, l.handshake())
 			l.epoch.wire = l.link
+			l.epoch.confirmed.Store(l.connectSent.Load()) // the session's creation is the leader's
 			s.authenticate(l)
 		case l.suspended && !l.live:
 			// Reconnected while authenticating: nobody has seen the
@@ -437,6 +449,9 @@ func (s *Session) beginEpoch(l *zkLink) {
 	s.cur = l.epoch
 	close(s.ready)
 	s.transitionLocked(Connected, l.epoch, nil)
+	if s.cfg.quorumTimer {
+		s.keepQuorum(l)
+	}
 }
 
 // loseEpoch ends the active epoch and opens the next session.
