@@ -166,8 +166,8 @@ func WithACL(acl []zk.ACL) Option {
 
 // WithSuspendedAsLost is the error policy. With true, a lock holder is told
 // its lock is lost as soon as the connection is Suspended; with false (the
-// default), only when the epoch ends (Lost), which the local timer signals no
-// later than the session timeout after the last reply from the server.
+// default), only when the epoch ends (Lost), which the local timer signals
+// before the server can expire the session (see WithQuorumTimer).
 func WithSuspendedAsLost(v bool) Option {
 	return func(c *config) error {
 		c.suspendedAsLost = v
@@ -176,30 +176,30 @@ func WithSuspendedAsLost(v bool) Option {
 }
 
 // WithQuorumTimer chooses the local timer that ends an epoch when the
-// server cannot say so (ErrSessionTimeout).
+// server cannot say so (ErrSessionTimeout); "The local timer" in the package
+// documentation gives both in full, with their margins.
 //
-// With true (the default), the session sends a sync every third of the
-// session timeout T while an epoch lives (3/T requests per second: 0.3/s
-// at the default 10 s, 1/s at 3 s), and ends the epoch 2T/3 after the
-// send time of the last sync answered, connected or not. A sync is
-// answered only through the ensemble's leader, which expires a session no
-// earlier than T after it last heard of it, so the epoch (and every lease
-// and leader.Run term of it) ends before the server can expire the session
-// and grant what it held to someone else, by a margin the package
-// documentation states; a follower cut off from the leader, which still
-// answers pings, does not keep it alive. The cost besides the syncs: an
-// epoch also ends when the leader answers nothing for 2T/3 while the
-// connection is up (a leader election longer than that, a leader that
-// stalls).
+// With true (the default), the session sends a sync every sixth of the
+// session timeout T while an epoch lives (6/T requests per second per
+// session: 0.6/s at the default 10 s, 2/s at 3 s; Stats.QuorumSyncs), and
+// ends the epoch T/2 after the send time of the last sync answered,
+// connected or not. A sync is answered only through the ensemble's
+// leader, the only server that expires sessions, so the epoch, and every
+// lease and leader term of it, ends before the leader can expire the
+// session and grant what it held to someone else; a follower cut off from
+// the leader, which still answers pings, does not keep it alive. The
+// price: the epoch also ends when the leader answers no sync for T/2 while
+// the connection is up (a leader election or a stalled leader longer than
+// that).
 //
-// With false, the behaviour before this option: no syncs, and the epoch
-// ends T after the last byte heard from the connected server, counted only
-// while disconnected. It never ends a session the server kept, but the
-// server may expire the session before that timer fires (the server
-// counts from the last request it received, rounded to a tick), and a
-// server cut off from its quorum keeps the timer from starting: another
-// client can then be granted a lock, or lead, while this one still holds
-// (see "What it does not guarantee" in the package documentation).
+// With false, the earlier timer: no syncs, and the epoch ends T after the
+// last byte heard from the connected server, counted only while
+// disconnected. It never gives up a session the server kept and sends
+// nothing extra, but the server may expire the session first (it counts
+// from the last request it received, rounded up to a tick, which leaves a
+// margin of luck), and a server cut off from its quorum that still answers
+// pings keeps the timer from starting: another client can then be granted
+// a lock, or lead, while this one still holds.
 func WithQuorumTimer(v bool) Option {
 	return func(c *config) error {
 		c.quorumTimer = v

@@ -2,6 +2,7 @@ package conn_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // node's deletion by the observer obs) s's epoch ended locally. The
 // deletion is seen one notification after the server deleted it, which
 // adds a few milliseconds to the figure.
-func blackholeMargin(t *testing.T, c *zktest.Cluster, p *zktest.Proxy, s, obs *conn.Session, node string) time.Duration {
+func blackholeMargin(t *testing.T, p *zktest.Proxy, s, obs *conn.Session, node string) time.Duration {
 	t.Helper()
 	ctx := context.Background()
 	ep := epoch(t, s)
@@ -50,34 +51,51 @@ func blackholeMargin(t *testing.T, c *zktest.Cluster, p *zktest.Proxy, s, obs *c
 	return deleted.Sub(lost.Time)
 }
 
-// TestQuorumTimerMarginUnderBlackhole measures, on a standalone server,
-// how long before the server expires a blackholed session the epoch ends
-// locally. With the quorum timer (the default) the server counts from the
-// last request it received, no earlier than the send time of the last
-// sync answered, and the epoch ends half a session timeout after that send
-// time: the margin is at least T/2 (here 1.5 s), less the client's own
-// scheduling delay (100 ms allowed). With WithQuorumTimer(false) the
-// margin is whatever the server's tick rounding leaves; it is logged, not
-// asserted.
+// TestQuorumTimerMarginUnderBlackhole measures how long before the server
+// expires a blackholed session the epoch ends locally, on a standalone
+// server and on a three-server ensemble (the client connected to a
+// follower), with session timeout T = 3 s and tickTime 500 ms.
+//
+// With the quorum timer (the default) the epoch ends T/2 after the send
+// time of the last sync answered. A standalone server counts from the last
+// request it received, after that send time: the margin is at least T/2
+// (1.5 s). The leader of an ensemble hears of the session from the
+// follower's replies to its pings (every tickTime/2), and the client sent
+// a sync at least every T/6: the margin is at least T/3 − tickTime/2
+// (750 ms). Both less the client's own scheduling delay (100 ms allowed).
+// With WithQuorumTimer(false) the margin is whatever the server's tick
+// rounding leaves; it is logged, not asserted.
 func TestQuorumTimerMarginUnderBlackhole(t *testing.T) {
 	const timeout = 3 * time.Second
-	c := zktest.New(t)
-	obs := connect(t, c.Servers())
-	t.Run("quorum", func(t *testing.T) {
-		p := zktest.NewProxy(t, c.Servers())
-		s := connect(t, p.Addrs(), conn.WithSessionTimeout(timeout))
-		worst := time.Duration(1<<63 - 1)
-		for i := range 3 {
-			worst = min(worst, blackholeMargin(t, c, p, s, obs, c.Root()+"-q"+string(rune('0'+i))))
-		}
-		t.Logf("worst margin over 3 rounds: %v (bound T/2 = %v)", worst.Round(time.Millisecond), timeout/2)
-		assert.GreaterOrEqual(t, worst, timeout/2-100*time.Millisecond)
-	})
-	t.Run("legacy", func(t *testing.T) {
-		p := zktest.NewProxy(t, c.Servers())
-		s := connect(t, p.Addrs(), conn.WithSessionTimeout(timeout), conn.WithQuorumTimer(false))
-		for i := range 3 {
-			blackholeMargin(t, c, p, s, obs, c.Root()+"-l"+string(rune('0'+i)))
-		}
-	})
+	const tick = 500 * time.Millisecond // zktest's default
+	for _, servers := range []int{1, 3} {
+		t.Run(fmt.Sprintf("servers=%d", servers), func(t *testing.T) {
+			c := zktest.New(t, zktest.WithServers(servers))
+			target := c.Servers()[0]
+			bound := timeout / 2
+			if servers == 3 {
+				leader, err := c.Leader()
+				require.NoError(t, err)
+				target = c.Servers()[(leader+1)%3]
+				bound = timeout/3 - tick/2
+			}
+			obs := connect(t, c.Servers())
+			for _, quorum := range []bool{true, false} {
+				p := zktest.NewProxy(t, []string{target})
+				s := connect(t, p.Addrs(), conn.WithSessionTimeout(timeout), conn.WithQuorumTimer(quorum))
+				worst, rounds := time.Duration(1<<63-1), 3
+				if !quorum {
+					rounds = 1 // logged only
+				}
+				for i := range rounds {
+					worst = min(worst, blackholeMargin(t, p, s, obs, fmt.Sprintf("%s-%v-%d", c.Root(), quorum, i)))
+				}
+				if quorum {
+					t.Logf("quorum timer: worst margin over %d rounds: %v (stated bound %v)", rounds, worst.Round(time.Millisecond), bound)
+					assert.GreaterOrEqual(t, worst, bound-100*time.Millisecond)
+				}
+				s.Close()
+			}
+		})
+	}
 }
