@@ -182,4 +182,16 @@ func TestAuthRefusedBacksOff(t *testing.T) {
 	// 0, 0.25, 0.75, 1.75, 3.75 s: 5 sessions in 4 s; allow one more dial
 	// of go-zookeeper's own before a connection is retired.
 	assert.LessOrEqual(t, n, 8, "no storm of new sessions")
+
+	// The caller's ctx ending first: the error of Epoch (waiting for a
+	// session) says why there is none.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err = conn.Connect(ctx, c.Servers(), conn.WithSessionTimeout(4*time.Second))
+	if s != nil {
+		s.Close()
+	}
+	t.Logf("Connect with a 2 s ctx: %v", err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, conn.ErrAuthFailed)
 }
