@@ -166,8 +166,8 @@ func WithACL(acl []zk.ACL) Option {
 
 // WithSuspendedAsLost is the error policy. With true, a lock holder is told
 // its lock is lost as soon as the connection is Suspended; with false (the
-// default), only when the epoch ends (Lost), which the local timer signals
-// before the server can expire the session (see WithQuorumTimer).
+// default), only when the epoch ends (Lost), which the default quorum timer
+// signals before the server can expire the session (see WithQuorumTimer).
 func WithSuspendedAsLost(v bool) Option {
 	return func(c *config) error {
 		c.suspendedAsLost = v
