@@ -87,8 +87,8 @@
 // WithQuorumTimer(false) keeps the earlier timer: no syncs, and the epoch
 // ends T after the last byte heard from the connected server, counted only
 // while disconnected. It never gives up a session the server kept, but its
-// margin is whatever the server's tick rounding leaves (0.44–0.48 s under a
-// blackhole on a standalone server, T = 3 s), and a follower cut off from
+// margin is whatever the server's tick rounding leaves (0.31–0.50 s under a
+// blackhole, T = 3 s), and a follower cut off from
 // the leader keeps it from starting: the client hears nothing wrong for
 // about syncLimit × tickTime after the leader's side expired its session,
 // and its timer fires one session timeout after the follower stopped
