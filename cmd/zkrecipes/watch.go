@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -22,13 +23,16 @@ const maxEvents = 15
 // watcher is the live view: the last scan, the events seen, and where it
 // prints.
 type watcher struct {
-	o      options
-	w      io.Writer
-	tty    bool
-	state  string // the session, as the header says it
-	queues []Queue
-	events []string
-	noPath bool
+	o   options
+	w   io.Writer
+	tty bool
+
+	mu      sync.Mutex // guards the fields below and the writes to w
+	state   string     // the session, as the header says it
+	scanned bool       // queues holds a scan
+	queues  []Queue
+	events  []string
+	noPath  bool
 }
 
 // watch keeps the view live until ctx ends: it scans the tree leaving a
@@ -41,19 +45,27 @@ type watcher struct {
 // over on the next session.
 func watch(ctx context.Context, sess *conn.Session, o options, w io.Writer, tty bool) error {
 	v := &watcher{o: o, w: w, tty: tty, state: "connected"}
+	// Session state changes are shown as they come, also while the view
+	// waits for a session; a reconnect asks for a scan.
 	sub := sess.Subscribe()
-	defer sub.Close()
-	states := make(chan conn.Event)
+	rescan := make(chan struct{}, 1)
+	stateDone := make(chan struct{})
+	defer func() {
+		sub.Close()
+		<-stateDone
+	}()
 	go func() {
+		defer close(stateDone)
 		for {
 			ev, err := sub.Next(ctx)
 			if err != nil {
 				return
 			}
-			select {
-			case states <- ev:
-			case <-ctx.Done():
-				return
+			if v.session(ev) {
+				select {
+				case rescan <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}()
@@ -85,65 +97,74 @@ func watch(ctx context.Context, sess *conn.Session, o options, w io.Writer, tty 
 			if first {
 				return err
 			}
-			if !v.noPath {
-				v.event(fmt.Sprintf("%s does not exist; waiting for it", o.path))
-			}
-			v.noPath = true
+			v.setNoPath(true)
 			qs = nil
 		case err != nil && ep.Err() != nil:
 			continue // the epoch ended meanwhile: wait for the next one
 		case err != nil:
 			return err
 		default:
-			if v.noPath {
-				v.event(o.path + " exists again")
-			}
-			v.noPath = false
-		}
-		if !first {
-			for _, c := range changes(v.queues, qs) {
-				v.event(c)
-			}
+			v.setNoPath(false)
 		}
 		first = false
-		v.queues = qs
-		if err := v.draw(); err != nil {
+		if err := v.update(qs); err != nil {
 			return err
 		}
-		// Wait for a watch to fire, the epoch to end or the session to
-		// change state.
-		for waiting := true; waiting; {
-			cases := []reflect.SelectCase{
-				{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-				{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ep.Done())},
-				{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(states)},
-			}
-			for _, ch := range sc.watches {
-				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-			}
-			i, rv, _ := reflect.Select(cases)
-			switch i {
-			case 0:
-				return nil
-			case 1:
-				waiting = false
-			case 2:
-				ev := rv.Interface().(conn.Event)
-				waiting = v.session(ev)
-				if err := v.draw(); err != nil {
-					return err
-				}
-			default:
-				waiting = false
-			}
+		// Wait for a watch to fire, the epoch to end or the same session
+		// to come back.
+		cases := []reflect.SelectCase{
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ep.Done())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(rescan)},
+		}
+		for _, ch := range sc.watches {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		if i, _, _ := reflect.Select(cases); i == 0 {
+			return nil
 		}
 	}
 }
 
-// session records a session state change; false when the view must be
-// scanned again (a new session, or the same one back: changes made while
-// we were away have fired the watches, but a scan costs little).
+// update shows qs and the changes since the last scan.
+func (v *watcher) update(qs []Queue) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.scanned {
+		for _, c := range changes(v.queues, qs) {
+			v.event(c)
+		}
+	}
+	v.scanned, v.queues = true, qs
+	return v.draw()
+}
+
+// setNoPath records whether the root exists.
+func (v *watcher) setNoPath(missing bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case missing && !v.noPath:
+		v.event(v.o.path + " does not exist; waiting for it")
+	case !missing && v.noPath:
+		v.event(v.o.path + " exists again")
+	}
+	v.noPath = missing
+}
+
+// session shows a session state change; true when the view must be
+// scanned again on the same session (it came back: changes made while we
+// were away have fired the watches, but a scan costs little). A new
+// session is scanned anyway.
 func (v *watcher) session(ev conn.Event) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	rescan := v.sessionLocked(ev)
+	_ = v.draw() // a failed write shows up on the next draw of the scan loop
+	return rescan
+}
+
+func (v *watcher) sessionLocked(ev conn.Event) bool {
 	id := func() string {
 		if ev.Epoch == nil {
 			return ""
@@ -154,11 +175,11 @@ func (v *watcher) session(ev conn.Event) bool {
 	case conn.Suspended:
 		v.state = "SUSPENDED"
 		v.event("session" + id() + " suspended: connection lost; the view is stale until it comes back")
-		return true
+		return false
 	case conn.Reconnected:
 		v.state = "connected"
 		v.event("session" + id() + " reconnected (same session, watches kept)")
-		return false
+		return true
 	case conn.Lost:
 		v.state = "LOST"
 		v.event(fmt.Sprintf("session%s lost (%v): its watches are gone; reconnecting", id(), ev.Err))
@@ -168,9 +189,10 @@ func (v *watcher) session(ev conn.Event) bool {
 		v.event("new session" + id() + ": view rebuilt")
 		return false
 	}
-	return true
+	return false
 }
 
+// event records an event line; v.mu is held.
 func (v *watcher) event(s string) {
 	v.events = append(v.events, time.Now().Format("15:04:05")+" "+s)
 	if len(v.events) > maxEvents && v.tty {
@@ -181,7 +203,7 @@ func (v *watcher) event(s string) {
 	}
 }
 
-// draw shows the view: on a terminal the whole screen again (the queues,
+// draw (v.mu held) shows the view: on a terminal the whole screen again (the queues,
 // then the last events); otherwise, in text, the view after each batch of
 // events, and in JSON one document per line.
 func (v *watcher) draw() error {
