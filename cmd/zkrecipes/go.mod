@@ -2,8 +2,6 @@ module github.com/zkrecipes/zkrecipes/cmd/zkrecipes
 
 go 1.22.0
 
-replace github.com/zkrecipes/zkrecipes => ../..
-
 require (
 	github.com/creack/pty v1.1.18
 	github.com/go-zookeeper/zk v1.0.4
@@ -20,3 +18,9 @@ require (
 	go.uber.org/zap v1.27.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+// No replace directive: go install github.com/zkrecipes/zkrecipes/cmd/zkrecipes@latest
+// refuses a module whose go.mod has one (TestGoInstallLatest). In the clone,
+// go.work joins this module to the library. Built alone (GOWORK=off) it
+// needs the library at the version required above from the module proxy:
+// a release of the command requires a released library version here.
