@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -122,14 +120,5 @@ func command(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	code = run(context.Background(), args, &o, &e, false)
 	return o.String(), e.String(), code
 }
-
-// hostname is what our node data says.
-func hostname(t *testing.T) string {
-	h, err := os.Hostname()
-	require.NoError(t, err)
-	return h
-}
-
-var _ io.Writer = (*bytes.Buffer)(nil)
 
 func servers(ss []string) string { return strings.Join(ss, ",") }
