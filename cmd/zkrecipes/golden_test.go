@@ -102,6 +102,7 @@ func TestLocksGolden(t *testing.T) {
 		require.Equal(t, 0, code, "stderr: %s", stderr)
 		fmt.Fprintf(&got, "$ zkrecipes %s\n%s\n", strings.Join(args, " "), stdout)
 	}
+	t.Logf("as printed:\n%s", got.String())
 	compareGolden(t, "testdata/locks.golden", normalise(got.String(), root))
 
 	// The JSON of locks says the same as the text.
