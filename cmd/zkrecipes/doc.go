@@ -11,7 +11,9 @@
 // ("_c_<uuid>-lock-<seq>", kazoo's "<32hex>__lock__<seq>", go-zookeeper's
 // "_c_<32hex>-lock-<seq>"), read/write lock ("<host>-R-<seq>",
 // "<host>-W-<seq>"), semaphore ("<path>/leases/_c_<uuid>-lease-<seq>" and
-// its internal lock "<path>/locks/_c_<uuid>-lock-<seq>") and LeaderLatch
+// its internal lock "<path>/locks/_c_<uuid>-lock-<seq>"; without leases/,
+// only a one-lease semaphore of ours, whose node data says so, is one: any
+// other "locks" node is walked as a path) and LeaderLatch
 // ("_c_<uuid>-latch-<seq>"). Who holds is decided by the rules the recipes
 // themselves use (the library's internal/queue predicates): the lowest
 // sequence number holds a mutex, a write lock and an election; readers hold

@@ -40,6 +40,10 @@ func TestExitCodes(t *testing.T) {
 
 	c := testzk.Shared(t)
 	srv := "-servers=" + servers(c.Servers())
+	// The whole tree: /zookeeper, the server's own, is left out.
+	_, stderr, code = command(t, srv, "locks", "/")
+	assert.Equal(t, exitOK, code, "locks /: %s", stderr)
+
 	root := testzk.Path(t, c, "exit")
 	_, stderr, code = command(t, srv, "locks", root)
 	assert.Equal(t, exitNoPath, code)

@@ -29,7 +29,8 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 // TestLocksGolden builds a fixed lock tree with mixed holders and waiters,
 // ours (mutex, read/write lock, semaphore, leader), Curator's (a mutex
 // waiter, a LeaderLatch follower) and kazoo's (a mutex waiter), one at a
-// time so that the queue order is known, and compares what `zkrecipes
+// time so that the queue order is known (and a one-lease semaphore, a
+// mutex named "locks"), and compares what `zkrecipes
 // locks` and `zkrecipes leader` print, text and JSON, with
 // testdata/locks.golden (session ids, ages, uuids, host, pid and address
 // normalised).
@@ -87,6 +88,26 @@ func TestLocksGolden(t *testing.T) {
 		}
 	}
 
+	// /reports: a one-lease semaphore of ours (semaphoremutex.Mutex) holds
+	// with its internal lock node, one waits behind it.
+	reports := root + "/reports"
+	for i := 0; i < 2; i++ {
+		sm, err := semaphoremutex.New(ss[4+i], reports)
+		require.NoError(t, err)
+		k := contend(t, sm)
+		if i == 0 {
+			k.waitHeld(t)
+		} else {
+			waitNodes(t, ss[0], reports+"/locks", 2)
+		}
+	}
+
+	// /jobs/locks: a mutex that happens to be called "locks" is a mutex.
+	jobs := root + "/jobs/locks"
+	jm, err := mutex.New(ss[5], jobs)
+	require.NoError(t, err)
+	contend(t, jm).waitHeld(t)
+
 	// /election: ours leads, Curator's LeaderLatch follows.
 	election := root + "/election"
 	e, err := leader.New(ss[3], election, "billing-1")
@@ -97,7 +118,7 @@ func TestLocksGolden(t *testing.T) {
 
 	srv := "-servers=" + servers(c.Servers())
 	var got strings.Builder
-	for _, args := range [][]string{{"locks", root}, {"leader", election}, {"leader", "-json", election}} {
+	for _, args := range [][]string{{"locks", root}, {"leader", election}, {"leader", "-json", election}, {"locks", root + "/jobs"}} {
 		stdout, stderr, code := command(t, append([]string{srv}, args...)...)
 		require.Equal(t, 0, code, "stderr: %s", stderr)
 		fmt.Fprintf(&got, "$ zkrecipes %s\n%s\n", strings.Join(args, " "), stdout)
@@ -121,8 +142,10 @@ func TestLocksGolden(t *testing.T) {
 	assert.Equal(t, []string{
 		"/catalog holds read zkrecipes", "/catalog holds read zkrecipes", "/catalog waits write zkrecipes", "/catalog waits read zkrecipes",
 		"/election holds leader latch", "/election waits leader latch",
+		"/jobs/locks holds mutex zkrecipes",
 		"/orders holds mutex zkrecipes", "/orders waits mutex curator", "/orders waits mutex kazoo", "/orders waits mutex unknown",
 		"/pool holds semaphore lease zkrecipes", "/pool holds semaphore lease zkrecipes", "/pool next semaphore lock zkrecipes",
+		"/reports holds semaphore lock zkrecipes", "/reports waits semaphore lock zkrecipes",
 	}, fixLeader(summary))
 }
 

@@ -171,6 +171,9 @@ func (s *scanner) walk(ctx context.Context, p string, names []string, out *[]Que
 			continue // lock nodes have no children
 		}
 		child := conn.JoinPath(p, n)
+		if errors.Is(conn.ValidatePath(child), conn.ErrReservedPath) {
+			continue // /zookeeper: the server's own
+		}
 		grand, err := s.children(ctx, child)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // left meanwhile
@@ -185,19 +188,24 @@ func (s *scanner) walk(ctx context.Context, p string, names []string, out *[]Que
 	return nil
 }
 
-// semaphore recognises p as a semaphore (children locks/ and leases/ with
-// their nodes) and reads it.
+// semaphore recognises p as a semaphore and reads it: a leases/ child
+// whose children are all lease nodes, or, without one, a locks/ child
+// whose first node is a one-lease semaphore of ours holding the lease (its
+// tag says so); in both, locks/ (if any) holds only internal lock nodes.
+// Anything else is walked as a tree: a mutex may well be called "locks".
 func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queue, bool, error) {
-	if !slices.Contains(names, "leases") && !slices.Contains(names, "locks") {
+	hasLeases, hasLocks := slices.Contains(names, "leases"), slices.Contains(names, "locks")
+	if !hasLeases && !hasLocks {
 		return Queue{}, false, nil
 	}
 	var leases, locks []raw
 	for _, d := range []struct {
 		name   string
+		has    bool
 		schema queue.Schema
 		into   *[]raw
-	}{{"leases", leaseSchema, &leases}, {"locks", lockSchema, &locks}} {
-		if !slices.Contains(names, d.name) {
+	}{{"leases", hasLeases, leaseSchema, &leases}, {"locks", hasLocks, lockSchema, &locks}} {
+		if !d.has {
 			continue
 		}
 		dir := conn.JoinPath(p, d.name)
@@ -216,7 +224,12 @@ func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queu
 			return Queue{}, false, err
 		}
 	}
-	if len(leases)+len(locks) == 0 {
+	soleLease := false
+	if len(locks) > 0 {
+		d, ok := queue.DecodeData(locks[0].data)
+		soleLease = ok && d.Tag == soleLeaseTag
+	}
+	if !hasLeases && !soleLease || len(leases)+len(locks) == 0 {
 		return Queue{}, false, nil
 	}
 	q := Queue{Path: p, Recipe: "semaphore"}
@@ -225,13 +238,13 @@ func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queu
 	}
 	for i, r := range locks {
 		st := statusWaits
-		if i == 0 {
-			st = statusNext
+		switch {
+		case i == 0 && soleLease && len(leases) == 0:
 			// A one-lease semaphore of ours holds the lease with its
 			// internal lock node when no lease node exists.
-			if d, ok := queue.DecodeData(r.data); ok && d.Tag == soleLeaseTag && len(leases) == 0 {
-				st = statusHolds
-			}
+			st = statusHolds
+		case i == 0:
+			st = statusNext
 		}
 		q.Nodes = append(q.Nodes, node(conn.JoinPath(p, "locks"), kindSemLock, st, r))
 	}
