@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
@@ -106,5 +109,44 @@ func TestWatchPlain(t *testing.T) {
 				t.Logf("output:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// TestWatchLeader runs `leader -watch` into a pipe while the leader
+// resigns: the handoff to the follower is printed, then the view with the
+// follower leading.
+func TestWatchLeader(t *testing.T) {
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "leader")
+	ss := testzk.ConnectN(t, c.Servers(), 2)
+	var ks []*contender
+	for i, s := range ss {
+		e, err := leader.New(s, path, fmt.Sprintf("node-%d", i))
+		require.NoError(t, err)
+		ks = append(ks, contendWith(t, e.Campaign, func(ctx context.Context, _ *conn.Lease) error { return e.Resign(ctx) }))
+		if i == 0 {
+			ks[0].waitHeld(t)
+		}
+	}
+	waitNodes(t, ss[0], path, 2)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, stderr syncBuffer
+	code := make(chan int, 1)
+	go func() { code <- run(ctx, []string{"-servers", servers(c.Servers()), "leader", "-watch", path}, &out, &stderr, false) }()
+	testzk.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "follows") }, "the first view")
+	ks[0].Release(t)
+	ks[1].waitHeld(t)
+	testzk.Eventually(t, 30*time.Second, func() bool {
+		s := out.String()
+		i := strings.Index(s, "(leader): handoff ")
+		return i >= 0 && strings.Contains(s[i:], `participant id="node-0"] -> `) &&
+			regexp.MustCompile(`(?m)^\s+leads\s+leader\s+.*participant id="node-1"`).MatchString(s[i:])
+	}, "the handoff, then the view")
+	cancel()
+	assert.Equal(t, exitOK, <-code, "stderr: %s", stderr.String())
+	if t.Failed() {
+		t.Logf("output:\n%s", out.String())
 	}
 }
