@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -105,15 +106,7 @@ func (s *scanner) scan(ctx context.Context, root string) ([]Queue, error) {
 	if err := s.walk(ctx, root, names, &out); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b Queue) int {
-		if a.Path < b.Path {
-			return -1
-		}
-		if a.Path > b.Path {
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b Queue) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
 }
 

@@ -134,7 +134,9 @@ func TestWatchLeader(t *testing.T) {
 	defer cancel()
 	var out, stderr syncBuffer
 	code := make(chan int, 1)
-	go func() { code <- run(ctx, []string{"-servers", servers(c.Servers()), "leader", "-watch", path}, &out, &stderr, false) }()
+	go func() {
+		code <- run(ctx, []string{"-servers", servers(c.Servers()), "leader", "-watch", path}, &out, &stderr, false)
+	}()
 	testzk.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "follows") }, "the first view")
 	ks[0].Release(t)
 	ks[1].waitHeld(t)
