@@ -14,9 +14,14 @@ import (
 )
 
 // TestHelp: -h prints the commands, every flag, the exit codes and the
-// environment, and exits 0.
+// environment, and exits 0; never what the environment holds (ZK_AUTH is a
+// password).
 func TestHelp(t *testing.T) {
+	t.Setenv("ZK_AUTH", "ops:hunter2")
+	t.Setenv("ZK_SERVERS", "zk9:2181")
 	_, stderr, code := command(t, "-h")
+	assert.NotContains(t, stderr, "hunter2")
+	assert.NotContains(t, stderr, "zk9")
 	assert.Equal(t, exitOK, code)
 	for _, want := range []string{"zkrecipes [flags] locks PATH", "zkrecipes [flags] leader PATH",
 		"-servers", "-namespace", "-auth", "-json", "-watch", "-timeout", "-session-timeout",

@@ -43,7 +43,7 @@ const exitHelp = `
 exit status:
   0  ok (also: no lock under PATH, no leader)
   1  any other error
-  2  bad usage
+  2  bad usage (-h: 0)
   3  no such path
   4  no server reachable (within -timeout)
   5  authentication refused (ZooKeeper answered NOAUTH or AUTH_FAILED: see -auth)
@@ -84,9 +84,11 @@ func parse(args []string, stderr io.Writer) (options, int, bool) {
 	var o options
 	fs := flag.NewFlagSet("zkrecipes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.servers, "servers", os.Getenv("ZK_SERVERS"), "ZooKeeper servers `host:port,...` (default: ZK_SERVERS, else 127.0.0.1:2181)")
-	fs.StringVar(&o.namespace, "namespace", os.Getenv("ZK_NAMESPACE"), "namespace (chroot) `/ns` every path is under (default: ZK_NAMESPACE)")
-	fs.StringVar(&o.auth, "auth", os.Getenv("ZK_AUTH"), "digest credentials `user:password` (default: ZK_AUTH)")
+	// The environment is read after parsing, so that -h never prints it
+	// (ZK_AUTH holds a password).
+	fs.StringVar(&o.servers, "servers", "", "ZooKeeper servers `host:port,...` (default: ZK_SERVERS, else 127.0.0.1:2181)")
+	fs.StringVar(&o.namespace, "namespace", "", "namespace (chroot) `/ns` every path is under (default: ZK_NAMESPACE)")
+	fs.StringVar(&o.auth, "auth", "", "digest credentials `user:password` (default: ZK_AUTH, which, unlike a flag, ps does not show)")
 	fs.BoolVar(&o.json, "json", false, "print JSON (with -watch: one document per line, per change)")
 	fs.BoolVar(&o.watch, "watch", false, "keep the view live, driven by watches; Ctrl-C ends it")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "give up when no server answers within this")
@@ -116,6 +118,14 @@ func parse(args []string, stderr io.Writer) (options, int, bool) {
 		return o, exitUsage, false
 	}
 	o.cmd, o.path = pos[0], pos[1]
+	for _, f := range []struct {
+		v   *string
+		env string
+	}{{&o.servers, "ZK_SERVERS"}, {&o.namespace, "ZK_NAMESPACE"}, {&o.auth, "ZK_AUTH"}} {
+		if *f.v == "" {
+			*f.v = os.Getenv(f.env)
+		}
+	}
 	if err := conn.ValidatePath(o.path); err != nil {
 		fmt.Fprintf(stderr, "zkrecipes: %v\n", err)
 		return o, exitUsage, false
