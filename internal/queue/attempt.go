@@ -90,7 +90,7 @@ func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
 // list lists the children once (a listing shared with the queue's other
 // waiters, sent after this call: listings) and fills the cache.
 func (a *attempt) list(ctx context.Context) error {
-	cs, err := a.q.lists.list(ctx, a.ep)
+	cs, err := a.q.lists().list(ctx, a.ep)
 	if err != nil {
 		return err
 	}

@@ -78,14 +78,15 @@ type Grant struct {
 // Queue is one sequential-node queue: a lock path and the recipe's Config.
 // It keeps no state between acquires: every Acquire is a new node, and what
 // a recipe remembers about its grants (reentrancy counts, owners) is its own
-// business. Its waiters share their listings while they queue (listings).
-// Safe for concurrent use.
+// business. Its waiters share their listings while they queue with the
+// session's other waiters on the same path (listings). Safe for concurrent
+// use.
 type Queue struct {
-	sess  *conn.Session
-	path  string
-	cfg   Config
-	log   *zap.Logger
-	lists *listings
+	sess *conn.Session
+	path string
+	cfg  Config
+	log  *zap.Logger
+	own  *listings // for a schema that cannot be a key of the session's (lists)
 }
 
 // New returns the queue of the lock at path. Path must be a valid absolute
@@ -104,7 +105,7 @@ func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 		return nil, fmt.Errorf("queue: lock path: %w", err)
 	}
 	q := &Queue{sess: sess, path: path, cfg: cfg, log: sess.Logger().With(zap.String("lock", path))}
-	q.lists = &listings{q: q}
+	q.own = &listings{key: listingsKey{path: path, schema: cfg.Schema}}
 	return q, nil
 }
 
