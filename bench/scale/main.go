@@ -40,6 +40,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +61,7 @@ func main() {
 	ns := flag.String("n", "100,1000,10000", "numbers of waiters")
 	recipes := flag.String("recipes", "mutex,read,write,semmutex,semaphore,leader,multilock,held", "what to measure")
 	timeout := flag.Duration("timeout", 10*time.Minute, "bound of each step")
+	flag.StringVar(&heapProfile, "heapprofile", "", "write a heap profile of each step's waiters to this file (overwritten by each step)")
 	flag.Parse()
 	if *servers == "" {
 		log.Fatal("scale: -servers is required")
@@ -158,7 +160,7 @@ type semLease struct {
 }
 
 func (l *semLease) acquire(ctx context.Context) (err error) { l.l, err = l.s.Acquire(ctx); return err }
-func (l *semLease) release(ctx context.Context) error        { return l.s.Release(ctx, l.l) }
+func (l *semLease) release(ctx context.Context) error       { return l.s.Release(ctx, l.l) }
 
 type election struct{ e *leader.Election }
 
@@ -169,6 +171,22 @@ type multi struct{ m *multilock.MultiLock }
 
 func (l multi) acquire(ctx context.Context) error { _, err := l.m.Acquire(ctx); return err }
 func (l multi) release(ctx context.Context) error { return l.m.Release(ctx) }
+
+// heapProfile is the -heapprofile file.
+var heapProfile string
+
+func writeHeapProfile() {
+	if heapProfile == "" {
+		return
+	}
+	f, err := os.Create(heapProfile)
+	if err == nil {
+		err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+	}
+	if err != nil {
+		log.Printf("scale: heap profile: %v", err)
+	}
+}
 
 // memory is the live heap and the goroutine stacks, after two collections,
 // and the number of goroutines.
@@ -247,6 +265,7 @@ func step(servers []string, recipe string, n int, timeout time.Duration) (string
 	queued := time.Since(start)
 	bytes1, packets1 := px.sent.Load(), packets(ctx, servers[0])
 	heap1, stack1, g1 := memory()
+	writeHeapProfile()
 	start = time.Now()
 	if err := holder.release(ctx); err != nil {
 		return "", fmt.Errorf("holder release: %w", err)
