@@ -14,7 +14,10 @@
 // WatchesSet; the semaphore's N-1: one of them holds its internal lock and
 // watches the lease nodes). heap_per_waiter_b is the growth of the live
 // heap (after two collections) over that time, divided by N; goroutine
-// stacks are apart, in stack_per_waiter_b. drain_per_s is N over the time
+// stacks are apart, in stack_per_waiter_b, and so are the goroutines'
+// descriptors, which the runtime keeps for reuse once a goroutine ends:
+// the program starts and ends enough goroutines before the first step,
+// so that no step pays for them and the steps compare. drain_per_s is N over the time
 // from the holder's release until every waiter has acquired and released
 // once. server_bytes_per_waiter is what the server sent to the waiters'
 // session while it queued (counted by a proxy in this program);
@@ -41,6 +44,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,13 +70,18 @@ func main() {
 	if *servers == "" {
 		log.Fatal("scale: -servers is required")
 	}
+	var steps []int
+	for _, f := range strings.Split(*ns, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 2 {
+			log.Fatalf("scale: bad -n %q", f)
+		}
+		steps = append(steps, n)
+	}
+	warmGoroutines(4 * slices.Max(steps))
 	failed := false
 	for _, r := range strings.Split(*recipes, ",") {
-		for _, f := range strings.Split(*ns, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil || n < 2 {
-				log.Fatalf("scale: bad -n %q", f)
-			}
+		for _, n := range steps {
 			line, err := step(strings.Split(*servers, ","), r, n, *timeout)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "scale: %s n=%d: %v\n", r, n, err)
@@ -85,6 +94,19 @@ func main() {
 	if failed {
 		os.Exit(1)
 	}
+}
+
+// warmGoroutines starts n goroutines and ends them: their descriptors
+// stay with the runtime for reuse.
+func warmGoroutines(n int) {
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); <-gate }()
+	}
+	close(gate)
+	wg.Wait()
 }
 
 // lock is one contender's handle: acquire, then release what it took.
