@@ -265,10 +265,10 @@ func (a *attempt) forget(name string) (relist bool) {
 	if a.q.cfg.Relist {
 		return true
 	}
-	ok, watch := a.q.cfg.Decide(a.cs, index(a.cs, a.node))
 	if a.part {
 		return true // it kept one entry before ours, now gone: nothing to decide from
 	}
+	ok, watch := a.q.cfg.Decide(a.cs, index(a.cs, a.node))
 	if ok {
 		return false
 	}
