@@ -91,10 +91,11 @@
 // and its own. When the answer would take more than one more node, or
 // copying more than a few dozen entries to work it out (maxCopy), it keeps
 // the watched node and its own and marks the cache partial: a grant is
-// then never decided from the cache (it lists instead, as it would have
-// with the whole listing, where more than one node would block it), except
-// after a handover of the watched node when nothing between it and ours
-// blocked us at the listing. A waiter's memory is so independent of the
+// then never decided from the cache, and a plain deletion of the watched
+// node costs a listing (as it did with the whole listing kept when more
+// than one node still blocked us; for a First waiter deeper than maxCopy
+// that is always the case), while a handover of it grants us at once when
+// nothing between it and ours blocked us at the listing. A waiter's memory is so independent of the
 // queue's length (TestHeapPerWaiterDoesNotGrowWithQueue), and
 // TestShrunkCacheDecidesAsAListing checks every such decision against a
 // fresh listing.
