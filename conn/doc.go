@@ -9,7 +9,7 @@
 // off for the negotiated session timeout counted from the last byte it heard
 // from the server (ErrSessionTimeout, the local timer: during a partition the
 // server cannot tell us), or on Close (ErrClosed). Its end is a closed
-// channel (Epoch.Done) and a cancelled context (Epoch.Context). A new epoch
+// channel (Epoch.Done), with the reason in Epoch.Err. A new epoch
 // then begins on a fresh connection, so nothing sent in one ZooKeeper session
 // can be carried out in the next.
 //

@@ -56,7 +56,7 @@ type Lease struct {
 // and holds. Recipes reach it through internal/connhook when they acquire.
 func (e *Epoch) newLease(path string) *Lease {
 	l := &Lease{ep: e, path: path, lost: make(chan struct{}), revoked: make(chan struct{})}
-	go l.watchEpoch(e.LostSignal())
+	go l.watchEpoch(e.lostSignal())
 	return l
 }
 

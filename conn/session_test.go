@@ -277,7 +277,7 @@ func TestSuspendedAsLostPolicy(t *testing.T) {
 	p := zktest.NewProxy(t, c.Servers())
 	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second), conn.WithSuspendedAsLost(true))
 	ep := epoch(t, s)
-	sig := ep.LostSignal()
+	sig := conn.LostSignal(ep)
 	sub := s.Subscribe()
 	defer sub.Close()
 	p.Cut()
@@ -290,7 +290,7 @@ func TestSuspendedAsLostPolicy(t *testing.T) {
 	expect(t, sub, 10*time.Second, conn.Reconnected)
 	assert.NoError(t, ep.Err(), "the epoch itself lives on")
 	select {
-	case <-ep.LostSignal():
+	case <-conn.LostSignal(ep):
 		t.Fatal("a lock taken after Reconnected starts with a fresh signal")
 	default:
 	}
@@ -303,7 +303,7 @@ func TestSuspendedAsLostPolicy(t *testing.T) {
 	p.Cut()
 	expect(t, sub2, 10*time.Second, conn.Suspended)
 	select {
-	case <-ep2.LostSignal():
+	case <-conn.LostSignal(ep2):
 		t.Fatal("by default only the end of the epoch counts as lost")
 	default:
 	}
