@@ -55,10 +55,10 @@ type grant struct {
 // then created as container nodes.
 func New(sess *conn.Session, path string, opts ...Option) (*Lock, error) {
 	if sess == nil {
-		return nil, ErrNilSession
+		return nil, fmt.Errorf("exclusive: new %s: %w", path, conn.ErrNilSession)
 	}
 	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidPath, err)
+		return nil, fmt.Errorf("exclusive: new %s: %w", path, err)
 	}
 	cfg := config{logger: sess.Logger()}
 	for _, o := range opts {

@@ -7,6 +7,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // locker drives an Election through the lock contract: Campaign is
@@ -34,7 +35,7 @@ func newLocker(t *testing.T, s *conn.Session, path string) locktest.Locker {
 func suiteOptions(t *testing.T) []locktest.Option {
 	return []locktest.Option{
 		locktest.WithCluster(testzk.Shared(t)),
-		locktest.WithErrors(ErrNotLeader, ErrReleasePending),
+		locktest.WithErrors(lock.ErrNotHeld, lock.ErrReleasePending),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // schema is the naming of the election's nodes: Curator LeaderLatch's
@@ -52,7 +53,7 @@ type Participant struct {
 // Participants report; it need not be unique, but should be.
 func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error) {
 	if sess == nil {
-		return nil, ErrNilSession
+		return nil, fmt.Errorf("leader: new %s: %w", path, conn.ErrNilSession)
 	}
 	if id == "" {
 		return nil, ErrEmptyID
@@ -67,7 +68,7 @@ func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error)
 		}
 	}
 	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("%w %q: %w", ErrInvalidPath, path, err)
+		return nil, fmt.Errorf("leader: new %q: %w", path, err)
 	}
 	// No handover mark (MarkRelease): Curator's LeaderLatch waiter reacts
 	// to the deletion of its predecessor only, and a mark would consume its
@@ -155,8 +156,8 @@ func (e *Election) begin(ctx context.Context) error {
 
 // Resign gives up leadership: our node is deleted and the lease's Lost
 // closes (a Run in progress sees its function's ctx cancelled). The next
-// participant in line takes over. ErrNotLeader when this handle does not
-// lead; ErrReleasePending when the deletion could not be confirmed (see
+// participant in line takes over. lock.ErrNotHeld when this handle does not
+// lead; lock.ErrReleasePending when the deletion could not be confirmed (see
 // there: the handle no longer leads). Any other error (the server refused
 // the delete) leaves us leading: call Resign again.
 func (e *Election) Resign(ctx context.Context) error {
@@ -175,7 +176,7 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 		return nil
 	case l == nil || e.campaigning || e.resigning != nil:
 		e.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNotLeader, e.Path())
+		return fmt.Errorf("leader: resign %s: %w", e.Path(), lock.ErrNotHeld)
 	}
 	done := make(chan struct{})
 	e.lease, e.resigning = nil, done
@@ -190,7 +191,7 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 	}
 	e.mu.Unlock()
 	if err != nil {
-		// err already matches ErrReleasePending when the deletion is
+		// err already matches lock.ErrReleasePending when the deletion is
 		// pending: say it once.
 		return fmt.Errorf("leader: resign %s: %w", e.Path(), err)
 	}

@@ -23,15 +23,14 @@ func TestNewBadInput(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	_, err := leader.New(nil, "/a", "id")
-	assert.ErrorIs(t, err, leader.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrNilSession)
 	_, err = leader.New(s, "/a", "")
 	assert.ErrorIs(t, err, leader.ErrEmptyID)
-	for _, p := range []string{"", "a", "/a/", "/a//b", "/zookeeper/x"} {
+	for _, p := range []string{"", "a", "/a/", "/a//b"} {
 		_, err = leader.New(s, p, "id")
-		assert.ErrorIs(t, err, leader.ErrInvalidPath, "path %q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidPath, "path %q", p)
+		assert.True(t, strings.HasPrefix(err.Error(), "leader: new "), "%v", err)
 	}
-	_, err = leader.New(s, "a", "id")
-	assert.ErrorIs(t, err, conn.ErrInvalidPath, "the session's reason is wrapped")
 	_, err = leader.New(s, "/zookeeper/x", "id")
 	assert.ErrorIs(t, err, conn.ErrReservedPath)
 	_, err = leader.New(s, "/a", "id", nil)
@@ -50,7 +49,7 @@ func TestCampaignAndResign(t *testing.T) {
 
 	_, err := e0.Leader(ctx)
 	assert.ErrorIs(t, err, leader.ErrNoLeader)
-	assert.ErrorIs(t, e0.Resign(ctx), leader.ErrNotLeader)
+	assert.ErrorIs(t, e0.Resign(ctx), lock.ErrNotHeld)
 	assert.ErrorIs(t, e0.Resign(ctx), lock.ErrNotHeld)
 
 	l0, err := e0.Campaign(ctx)
@@ -102,7 +101,7 @@ func TestCampaignAndResign(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, tok1.Compare(tok0), "fencing tokens grow with every leader: %v after %v", tok1, tok0)
 	require.NoError(t, e1.Resign(ctx))
-	assert.ErrorIs(t, e1.Resign(ctx), leader.ErrNotLeader)
+	assert.ErrorIs(t, e1.Resign(ctx), lock.ErrNotHeld)
 }
 
 // watchCount is the number of watches (data and child) server 0 holds.

@@ -86,7 +86,7 @@ func TestRunReturnsFnError(t *testing.T) {
 		}
 		assert.Empty(t, testzk.Children(t, s, path), "resigned after the term")
 		assert.Nil(t, e.Leading())
-		assert.ErrorIs(t, e.Resign(ctx), leader.ErrNotLeader, "Run's term ended")
+		assert.ErrorIs(t, e.Resign(ctx), lock.ErrNotHeld, "Run's term ended")
 		require.NotNil(t, held)
 		assert.ErrorIs(t, held.Err(), conn.ErrLeaseLost, "the term's lease is over")
 	}
@@ -213,7 +213,7 @@ func TestCampaignAfterLoss(t *testing.T) {
 	assert.Empty(t, testzk.Children(t, ss[1], path))
 }
 
-// Resign while our Campaign still waits is ErrNotLeader and changes
+// Resign while our Campaign still waits is lock.ErrNotHeld and changes
 // nothing: the campaign goes on and leads once the leader resigns.
 func TestResignWhileCampaigning(t *testing.T) {
 	c := testzk.Shared(t)
@@ -228,7 +228,7 @@ func TestResignWhileCampaigning(t *testing.T) {
 	go func() { _, err := e1.Campaign(ctx); res <- err }()
 	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, ss[0], path)) == 2 }, "the follower queued")
 
-	assert.ErrorIs(t, e1.Resign(ctx), leader.ErrNotLeader)
+	assert.ErrorIs(t, e1.Resign(ctx), lock.ErrNotHeld)
 	assert.Len(t, testzk.Children(t, ss[0], path), 2, "the follower's node stays")
 	require.NoError(t, e0.Resign(ctx))
 	require.NoError(t, <-res)
@@ -236,7 +236,7 @@ func TestResignWhileCampaigning(t *testing.T) {
 }
 
 // A Resign whose delete cannot be confirmed says so once, with the
-// operation and the path: the error matches ErrReleasePending and ctx's,
+// operation and the path: the error matches lock.ErrReleasePending and ctx's,
 // and its message names the pending release once.
 func TestResignPendingMessage(t *testing.T) {
 	c := testzk.Shared(t)
@@ -253,7 +253,7 @@ func TestResignPendingMessage(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	err = e.Resign(rctx)
-	assert.ErrorIs(t, err, leader.ErrReleasePending)
+	assert.ErrorIs(t, err, lock.ErrReleasePending)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, 1, strings.Count(err.Error(), lock.ErrReleasePending.Error()), "said once: %v", err)
 	assert.Contains(t, err.Error(), "leader: resign "+path+": ")
@@ -301,7 +301,7 @@ func TestErrorMessages(t *testing.T) {
 	e1 := newElection(t, ss[1], path, "b")
 	ctx := testzk.Ctx(t, 30*time.Second)
 
-	assert.EqualError(t, e0.Resign(ctx), "leader: not leader: lock: not held: "+path)
+	assert.EqualError(t, e0.Resign(ctx), "leader: resign "+path+": lock: not held")
 	l, err := e0.Campaign(ctx)
 	require.NoError(t, err)
 	_, err = e0.Campaign(ctx)
@@ -314,7 +314,7 @@ func TestErrorMessages(t *testing.T) {
 	cancel()
 	err = e0.Resign(cctx)
 	assert.EqualError(t, err, "leader: resign "+path+": "+lock.ErrReleasePending.Error()+": conn: delete "+l.Path()+": context canceled")
-	assert.ErrorIs(t, err, leader.ErrReleasePending)
+	assert.ErrorIs(t, err, lock.ErrReleasePending)
 	assert.ErrorIs(t, err, context.Canceled)
 }
 

@@ -1,9 +1,8 @@
 // Package lock holds what every lock of this module shares: the Locker
 // interface (what multilock combines) and the errors every recipe returns
-// with the same meaning. Each recipe's own sentinel of the same name
-// (mutex.ErrNotHeld, rwlock.ErrReleasePending, ...) is the very same value,
-// so errors.Is works with either, and the message reads the same in every
-// recipe.
+// with the same meaning. The recipes return these values (wrapped) and
+// declare no copies of them, so one errors.Is(err, lock.ErrNotHeld) works
+// for every recipe, and the message reads the same in each.
 //
 // # Acquire, TryAcquire and Release: one contract
 //

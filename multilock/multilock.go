@@ -233,7 +233,7 @@ func (m *MultiLock) rollback(ctx context.Context, n int) error {
 //
 // Lost is closed by the first Release, whatever its outcome: a partly
 // released set is no longer whole. A MultiLock that is not held, or that
-// another call is acquiring or releasing, gives ErrNotHeld.
+// another call is acquiring or releasing, gives lock.ErrNotHeld.
 func (m *MultiLock) Release(ctx context.Context) error {
 	m.mu.Lock()
 	switch m.state {
@@ -246,7 +246,7 @@ func (m *MultiLock) Release(ctx context.Context) error {
 	case partlyHeld: // lost was closed by the first Release
 	default:
 		m.mu.Unlock()
-		return ErrNotHeld
+		return lock.ErrNotHeld
 	}
 	m.state = releasing
 	locks := m.holding

@@ -21,6 +21,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -127,7 +128,7 @@ func hostileRecipes() []hostileRecipe {
 			dirs: here,
 			// kazoo's lock node: a contender by design (interop).
 			blockers: []string{hex32() + "__lock__0000000000"},
-			notHeld:  mutex.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 		{
 			name: "rwlock-read",
@@ -140,7 +141,7 @@ func hostileRecipes() []hostileRecipe {
 			},
 			dirs:     here,
 			blockers: []string{"other-host-W-0000000000"},
-			notHeld:  rwlock.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 		{
 			name: "rwlock-write",
@@ -153,7 +154,7 @@ func hostileRecipes() []hostileRecipe {
 			},
 			dirs:     here,
 			blockers: []string{"other-host-R-0000000000"},
-			notHeld:  rwlock.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 		{
 			name: "semaphore",
@@ -167,21 +168,21 @@ func hostileRecipes() []hostileRecipe {
 			dirs: semDirs,
 			// Curator's and go-zookeeper's lease names.
 			blockers: []string{"_c_" + uuid.NewString() + "-lease-0000000000", "_c_" + hex32() + "-lease-0000000001"},
-			notHeld:  semaphoremutex.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 		{
 			name:     "semmutex",
 			open:     func(s *conn.Session, p string) (hostileLock, error) { return nilLock(semaphoremutex.New(s, p)) },
 			dirs:     semDirs,
 			blockers: []string{"_c_" + uuid.NewString() + "-lease-0000000000"},
-			notHeld:  semaphoremutex.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 		{
 			name:     "exclusive",
 			open:     func(s *conn.Session, p string) (hostileLock, error) { return nilLock(exclusive.New(s, p)) },
 			dirs:     here,
 			blockers: []string{"lock"},
-			notHeld:  exclusive.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 	}
 }
@@ -319,12 +320,12 @@ func testHostileConstructors(t *testing.T, s *conn.Session) {
 		nilSession error
 	}
 	ctors := []ctor{
-		{"mutex.New", func(s *conn.Session, p string) (any, error) { return mutex.New(s, p) }, mutex.ErrNilSession},
-		{"rwlock.New", func(s *conn.Session, p string) (any, error) { return rwlock.New(s, p) }, rwlock.ErrNilSession},
+		{"mutex.New", func(s *conn.Session, p string) (any, error) { return mutex.New(s, p) }, conn.ErrNilSession},
+		{"rwlock.New", func(s *conn.Session, p string) (any, error) { return rwlock.New(s, p) }, conn.ErrNilSession},
 		{"semaphoremutex.NewSemaphore", func(s *conn.Session, p string) (any, error) { return semaphoremutex.NewSemaphore(s, p, 3) },
-			semaphoremutex.ErrNilSession},
-		{"semaphoremutex.New", func(s *conn.Session, p string) (any, error) { return semaphoremutex.New(s, p) }, semaphoremutex.ErrNilSession},
-		{"exclusive.New", func(s *conn.Session, p string) (any, error) { return exclusive.New(s, p) }, exclusive.ErrNilSession},
+			conn.ErrNilSession},
+		{"semaphoremutex.New", func(s *conn.Session, p string) (any, error) { return semaphoremutex.New(s, p) }, conn.ErrNilSession},
+		{"exclusive.New", func(s *conn.Session, p string) (any, error) { return exclusive.New(s, p) }, conn.ErrNilSession},
 	}
 	check := func(t *testing.T, name string, f func() (any, error), want ...error) {
 		t.Helper()
@@ -355,7 +356,7 @@ func testHostileConstructors(t *testing.T, s *conn.Session) {
 	check(t, "semaphore mutex nil option", func() (any, error) { return semaphoremutex.New(s, "/ok", nil) }, conn.ErrInvalidOption)
 	check(t, "exclusive nil option", func() (any, error) { return exclusive.New(s, "/ok", nil) }, exclusive.ErrInvalidOption)
 	check(t, "exclusive nil logger", func() (any, error) { return exclusive.New(s, "/ok", exclusive.WithLogger(nil)) }, exclusive.ErrInvalidOption)
-	check(t, "exclusive bad path", func() (any, error) { return exclusive.New(s, "/a/../b") }, exclusive.ErrInvalidPath, conn.ErrInvalidPath)
+	check(t, "exclusive bad path", func() (any, error) { return exclusive.New(s, "/a/../b") }, conn.ErrInvalidPath)
 	for _, n := range []int{0, -1, math.MinInt} {
 		check(t, fmt.Sprintf("%d leases", n), func() (any, error) { return semaphoremutex.NewSemaphore(s, "/ok", n) }, semaphoremutex.ErrInvalidLeases)
 	}
@@ -731,7 +732,7 @@ func testHostileOwnership(t *testing.T, env *hostileEnv, s *conn.Session) {
 		name     string
 		lock     hostileLock
 		notOwner error
-	}{{"mutex", m, mutex.ErrNotOwner}, {"write lock", rw.WriteLock(), rwlock.ErrNotOwner}, {"read lock", rw.ReadLock(), rwlock.ErrNotOwner}} {
+	}{{"mutex", m, lock.ErrNotOwner}, {"write lock", rw.WriteLock(), lock.ErrNotOwner}, {"read lock", rw.ReadLock(), lock.ErrNotOwner}} {
 		l, err := lk.lock.Acquire(ctx)
 		require.NoError(t, err, lk.name)
 		var otherErr error
@@ -783,7 +784,7 @@ func testHostileMultilockCalls(t *testing.T, env *hostileEnv, s *conn.Session) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{path + "/a", path + "/b"}, ml.Paths())
 	ctx := locktest.Ctx(t, 30*time.Second)
-	assert.ErrorIs(t, ml.Release(ctx), multilock.ErrNotHeld)
+	assert.ErrorIs(t, ml.Release(ctx), lock.ErrNotHeld)
 	select {
 	case <-ml.Lost():
 	default:
@@ -799,7 +800,7 @@ func testHostileMultilockCalls(t *testing.T, env *hostileEnv, s *conn.Session) {
 	_, err = ml.Acquire(ctx)
 	assert.ErrorIs(t, err, multilock.ErrBusy, "not reentrant")
 	require.NoError(t, ml.Release(ctx))
-	assert.ErrorIs(t, ml.Release(ctx), multilock.ErrNotHeld)
+	assert.ErrorIs(t, ml.Release(ctx), lock.ErrNotHeld)
 	noneOf(t, env.foreign, s, path)
 }
 
@@ -837,10 +838,10 @@ func testHostileSemaphoreRelease(t *testing.T, env *hostileEnv, s *conn.Session)
 	require.NoError(t, err)
 	s2, err := semaphoremutex.NewSemaphore(s, path, 2)
 	require.NoError(t, err)
-	assert.ErrorIs(t, s1.Release(ctx, nil), semaphoremutex.ErrNotHeld)
+	assert.ErrorIs(t, s1.Release(ctx, nil), lock.ErrNotHeld)
 	l2, err := s2.Acquire(ctx)
 	require.NoError(t, err)
-	assert.ErrorIs(t, s1.Release(ctx, l2), semaphoremutex.ErrNotHeld, "a lease of another handle")
+	assert.ErrorIs(t, s1.Release(ctx, l2), lock.ErrNotHeld, "a lease of another handle")
 	select {
 	case <-l2.Lost():
 		t.Error("releasing through the wrong handle disturbed the lease")
@@ -850,6 +851,6 @@ func testHostileSemaphoreRelease(t *testing.T, env *hostileEnv, s *conn.Session)
 	require.NoError(t, err)
 	assert.True(t, ok, "the other handle's lease node is still there")
 	require.NoError(t, s2.Release(ctx, l2))
-	assert.ErrorIs(t, s2.Release(ctx, l2), semaphoremutex.ErrNotHeld, "twice")
+	assert.ErrorIs(t, s2.Release(ctx, l2), lock.ErrNotHeld, "twice")
 	noneOf(t, env.foreign, s, path)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -26,7 +27,7 @@ func newLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
 func suiteOptions(t *testing.T) []locktest.Option {
 	return []locktest.Option{
 		locktest.WithCluster(testzk.Shared(t)),
-		locktest.WithErrors(semaphoremutex.ErrNotHeld, semaphoremutex.ErrReleasePending),
+		locktest.WithErrors(lock.ErrNotHeld, lock.ErrReleasePending),
 	}
 }
 

@@ -114,7 +114,7 @@
 //     transaction did not commit); if the session expires first, the nodes
 //     go with it. A release whose outcome is unknown keeps deleting in the
 //     background until the node is gone or the session ends, and says so
-//     (ErrReleasePending).
+//     (lock.ErrReleasePending).
 //   - Leases of a session that ends come back: lease nodes are ephemeral,
 //     and the waiter watching them is notified.
 //   - The holder can always learn that its lease is no longer safe:
@@ -183,13 +183,14 @@
 //
 // Acquire, TryAcquire and Release follow the one contract of every lock of
 // this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
-// ErrNotHeld and ErrReleasePending are lock's errors (the same values), read
-// the same in every recipe: "semaphoremutex: release <path>: lock: not held".
+// Its errors for those are package lock's (lock.ErrNotHeld,
+// lock.ErrReleasePending), read the same in every recipe:
+// "semaphoremutex: release <path>: lock: not held".
 //
-// Sentinels, compared with errors.Is: ErrNotHeld (Release of a lease the
-// handle does not hold, or of a Mutex that is not held), ErrReleasePending
+// Sentinels, compared with errors.Is: lock.ErrNotHeld (Release of a lease the
+// handle does not hold, or of a Mutex that is not held), lock.ErrReleasePending
 // (deletion of the lease node not confirmed; continuing in the background),
-// ErrNilSession, ErrInvalidLeases (fewer than one lease). Errors of the
+// conn.ErrNilSession, ErrInvalidLeases (fewer than one lease). Errors of the
 // caller's context (context.DeadlineExceeded, context.Canceled) and of the
 // session (conn.ErrClosed after Close, conn.ErrInvalidPath,
 // conn.ErrInvalidOption) are wrapped.

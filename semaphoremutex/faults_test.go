@@ -10,7 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
-	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -34,9 +34,9 @@ func TestReleaseWithConnectionCut(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	err = sem.Release(rctx, l)
-	assert.ErrorIs(t, err, semaphoremutex.ErrReleasePending)
+	assert.ErrorIs(t, err, lock.ErrReleasePending)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.ErrorIs(t, sem.Release(ctx, l), semaphoremutex.ErrNotHeld, "the handle no longer holds it")
+	assert.ErrorIs(t, sem.Release(ctx, l), lock.ErrNotHeld, "the handle no longer holds it")
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "no guarded write after release")
 	assert.Len(t, testzk.Children(t, obs, path+"/leases"), 1, "the node is still there")
 

@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -84,7 +85,7 @@ func TestLocalHandoffHandles(t *testing.T) {
 	f2, err := l2.Fence(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, conn.Fence{Zxid: f1.Zxid, Pass: 1}, f2)
-	assert.ErrorIs(t, m1.Release(ctx), semaphoremutex.ErrNotHeld)
+	assert.ErrorIs(t, m1.Release(ctx), lock.ErrNotHeld)
 
 	lost := l2.Lost()
 	ep := testzk.Epoch(t, s)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Node names, as Curator's InterProcessSemaphoreV2 lays them out under the
@@ -75,12 +76,12 @@ type Semaphore struct {
 // acquire; the path, <path>/locks and <path>/leases are then created as
 // container nodes, which ZooKeeper removes when they are empty.
 //
-// Errors: ErrNilSession, ErrInvalidLeases (leases < 1), an error matching
+// Errors: conn.ErrNilSession, ErrInvalidLeases (leases < 1), an error matching
 // conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
 // matching conn.ErrInvalidOption for a nil option.
 func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (*Semaphore, error) {
 	if sess == nil {
-		return nil, ErrNilSession
+		return nil, fmt.Errorf("semaphoremutex: new %s: %w", path, conn.ErrNilSession)
 	}
 	if leases < 1 {
 		return nil, fmt.Errorf("%w: got %d", ErrInvalidLeases, leases)
@@ -170,9 +171,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 // and marks the lease released (Lost closes; guarded writes through it are
 // refused from then on). Errors:
 //
-//   - ErrNotHeld when the lease is nil, was not granted by this handle, or
+//   - lock.ErrNotHeld when the lease is nil, was not granted by this handle, or
 //     was already released; nothing changes.
-//   - ErrReleasePending when the node's deletion could not be confirmed
+//   - lock.ErrReleasePending when the node's deletion could not be confirmed
 //     (the connection is down or ctx ended) while the session lives: the
 //     handle no longer holds the lease, but other processes may count it
 //     until the background deletion succeeds or the session ends.
@@ -182,7 +183,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 // A lease lost while held (the session ended) is released without error.
 func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 	if lease == nil {
-		return fmt.Errorf("semaphoremutex: release %s: nil lease: %w", s.path, ErrNotHeld)
+		return fmt.Errorf("semaphoremutex: release %s: nil lease: %w", s.path, lock.ErrNotHeld)
 	}
 	s.mu.Lock()
 	_, ok := s.held[lease]
@@ -190,7 +191,7 @@ func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("semaphoremutex: release %s: not granted by this handle, or already released: %w",
-			lease.Path(), ErrNotHeld)
+			lease.Path(), lock.ErrNotHeld)
 	}
 	q := s.leases
 	if s.max == 1 && !strings.HasPrefix(lease.Path(), s.leasesPath+"/") {
@@ -200,7 +201,7 @@ func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrReleasePending):
+	case errors.Is(err, lock.ErrReleasePending):
 		return fmt.Errorf("semaphoremutex: release %s: %w", lease.Path(), err)
 	}
 	s.mu.Lock()

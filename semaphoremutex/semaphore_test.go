@@ -17,6 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -208,15 +209,15 @@ func TestSemaphoreRelease(t *testing.T) {
 	ctx := testzk.Ctx(t, 30*time.Second)
 	sem, other := newSemaphore(t, s, path, 2), newSemaphore(t, s, path, 2)
 
-	assert.ErrorIs(t, sem.Release(ctx, nil), semaphoremutex.ErrNotHeld, "nil lease")
+	assert.ErrorIs(t, sem.Release(ctx, nil), lock.ErrNotHeld, "nil lease")
 	l, err := sem.Acquire(ctx)
 	require.NoError(t, err)
-	assert.ErrorIs(t, other.Release(ctx, l), semaphoremutex.ErrNotHeld, "a lease of another handle")
+	assert.ErrorIs(t, other.Release(ctx, l), lock.ErrNotHeld, "a lease of another handle")
 	assert.NoError(t, l.Err(), "a refused release leaves the lease held")
 	require.NoError(t, sem.Release(ctx, l))
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "a released lease is lost")
 	err = sem.Release(ctx, l)
-	assert.ErrorIs(t, err, semaphoremutex.ErrNotHeld, "released twice")
+	assert.ErrorIs(t, err, lock.ErrNotHeld, "released twice")
 	assert.Contains(t, err.Error(), "already released")
 	assert.Empty(t, ephemerals(t, s, path))
 }
@@ -259,9 +260,9 @@ func TestNewErrors(t *testing.T) {
 	path := testzk.Path(t, c, "sem")
 
 	_, err := semaphoremutex.NewSemaphore(nil, path, 1)
-	assert.ErrorIs(t, err, semaphoremutex.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrNilSession)
 	_, err = semaphoremutex.New(nil, path)
-	assert.ErrorIs(t, err, semaphoremutex.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrNilSession)
 	for _, n := range []int{0, -1} {
 		_, err = semaphoremutex.NewSemaphore(s, path, n)
 		assert.ErrorIs(t, err, semaphoremutex.ErrInvalidLeases, "%d leases", n)
