@@ -76,7 +76,7 @@ func (l *Lease) epochReason() error {
 }
 
 // errSuspendedLost is why a lease is lost at a Suspended under
-// WithSuspendedAsLost(true): the session may come back, with our node.
+// WithSuspendedAsLost(): the session may come back, with our node.
 var errSuspendedLost = errors.New("connection suspended (error policy: suspended counts as lost)")
 
 // Path is the lock node's path.

@@ -275,7 +275,7 @@ func TestOperationsHonourContextWhileDisconnected(t *testing.T) {
 func TestSuspendedAsLostPolicy(t *testing.T) {
 	c := zktest.New(t)
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second), conn.WithSuspendedAsLost(true))
+	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second), conn.WithSuspendedAsLost())
 	ep := epoch(t, s)
 	sig := conn.LostSignal(ep)
 	sub := s.Subscribe()
@@ -285,7 +285,7 @@ func TestSuspendedAsLostPolicy(t *testing.T) {
 	select {
 	case <-sig:
 	case <-time.After(time.Second):
-		t.Fatal("with WithSuspendedAsLost(true), Suspended counts as lost for holders")
+		t.Fatal("with WithSuspendedAsLost(), Suspended counts as lost for holders")
 	}
 	expect(t, sub, 10*time.Second, conn.Reconnected)
 	assert.NoError(t, ep.Err(), "the epoch itself lives on")

@@ -220,7 +220,7 @@ func TestRunCancelled(t *testing.T) {
 
 	t.Run("SuspendedAsLost", func(t *testing.T) {
 		p := zktest.NewProxy(t, c.Servers())
-		s := testzk.Connect(t, p.Addrs(), conn.WithSuspendedAsLost(true))
+		s := testzk.Connect(t, p.Addrs(), conn.WithSuspendedAsLost())
 		e := newElection(t, s, testzk.Path(t, c, "election"), "a")
 		ctx := testzk.Ctx(t, 60*time.Second)
 		fctx, res := runTerm(t, ctx, e)
@@ -254,7 +254,7 @@ func TestRunRequeue(t *testing.T) {
 	c := testzk.Shared(t)
 	ss := testzk.ConnectN(t, c.Servers(), 2)
 	path := testzk.Path(t, c, "election")
-	e := newElection(t, ss[0], path, "a", leader.WithRequeue(true))
+	e := newElection(t, ss[0], path, "a", leader.WithRequeue())
 	ctx, cancel := context.WithCancel(testzk.Ctx(t, 60*time.Second))
 	defer cancel()
 	terms := make(chan context.Context, 3)
@@ -282,7 +282,7 @@ func TestRunRequeue(t *testing.T) {
 	assert.Empty(t, testzk.Children(t, ss[1], path), "nothing left behind")
 
 	boom := errors.New("boom")
-	e2 := newElection(t, ss[0], path, "a", leader.WithRequeue(true))
+	e2 := newElection(t, ss[0], path, "a", leader.WithRequeue())
 	err := e2.Run(testzk.Ctx(t, 30*time.Second), func(context.Context) error { return boom })
 	assert.ErrorIs(t, err, boom)
 	assert.Empty(t, testzk.Children(t, ss[1], path), "resigned after the function's error")

@@ -32,7 +32,7 @@ import (
 //   - otherwise fn's error, joined with a resign error if there was one
 //     (lock.ErrReleasePending).
 //
-// With WithRequeue(true), Run campaigns again after a term that ended with
+// With WithRequeue(), Run campaigns again after a term that ended with
 // fn returning nil or with leadership lost, as long as ctx lives; it then
 // returns ctx's error, or fn's non-nil error from a term that was still
 // safe. ErrCampaigning when this handle already campaigns or leads. A nil

@@ -157,7 +157,7 @@ func TestRunRequeueAfterNil(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "election")
-	e := newElection(t, s, path, "a", leader.WithRequeue(true))
+	e := newElection(t, s, path, "a", leader.WithRequeue())
 	ctx, cancel := context.WithCancel(testzk.Ctx(t, 30*time.Second))
 	defer cancel()
 	nodes := make(chan string, 2)
