@@ -46,6 +46,19 @@ func TestLocalHandoffOptions(t *testing.T) {
 	}
 }
 
+// An option a constructor cannot honour is an error, not ignored: the
+// in-process handoff is the Mutex's, and a Semaphore (several leases per
+// handle) has no place for it.
+func TestNewSemaphoreRefusesLocalHandoff(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	sem, err := semaphoremutex.NewSemaphore(s, "/a", 2, semaphoremutex.WithLocalHandoff(3, time.Second))
+	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.Nil(t, sem)
+	_, err = semaphoremutex.New(s, "/a", semaphoremutex.WithLocalHandoff(3, time.Second))
+	assert.NoError(t, err, "the Mutex honours it")
+}
+
 // Several handles on one session and path share one contender: the lease
 // passes from handle to handle without a request, a released handle's
 // guarded write is refused, fences grow strictly, and Lost reaches the

@@ -47,13 +47,13 @@ type Mutex struct {
 // conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
 // matching conn.ErrInvalidOption for a nil option.
 func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
-	s, err := NewSemaphore(sess, path, 1, opts...)
+	cfg, err := parse(opts)
 	if err != nil {
 		return nil, err
 	}
-	cfg := config{}
-	for _, o := range opts {
-		o(&cfg) // checked by NewSemaphore
+	s, err := newSemaphore(sess, path, 1, cfg)
+	if err != nil {
+		return nil, err
 	}
 	kind := "semaphoremutex"
 	if cfg.revocable {

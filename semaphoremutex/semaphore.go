@@ -78,22 +78,39 @@ type Semaphore struct {
 //
 // Errors: conn.ErrNilSession, ErrInvalidLeases (leases < 1), an error matching
 // conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
-// matching conn.ErrInvalidOption for a nil option.
+// matching conn.ErrInvalidOption for a nil option or WithLocalHandoff (the
+// Mutex's option: a Semaphore cannot honour it).
 func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (*Semaphore, error) {
+	cfg, err := parse(opts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.handoff != nil {
+		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: %w: WithLocalHandoff applies to New (the Mutex) only", path, conn.ErrInvalidOption)
+	}
+	return newSemaphore(sess, path, leases, cfg)
+}
+
+// parse applies opts to a fresh config.
+func parse(opts []Option) (config, error) {
+	cfg := config{}
+	for _, o := range opts {
+		if o == nil {
+			return config{}, fmt.Errorf("semaphoremutex: %w: nil option", conn.ErrInvalidOption)
+		}
+		if err := o(&cfg); err != nil {
+			return config{}, err
+		}
+	}
+	return cfg, nil
+}
+
+func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Semaphore, error) {
 	if sess == nil {
 		return nil, fmt.Errorf("semaphoremutex: new %s: %w", path, conn.ErrNilSession)
 	}
 	if leases < 1 {
 		return nil, fmt.Errorf("%w: got %d", ErrInvalidLeases, leases)
-	}
-	cfg := config{}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("semaphoremutex: %w: nil option", conn.ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
