@@ -75,7 +75,7 @@
 //
 // Sentinels, compared with errors.Is: conn.ErrNilSession,
 // conn.ErrInvalidPath or conn.ErrReservedPath (bad input to New),
-// ErrInvalidOption, lock.ErrNotHeld, lock.ErrReleasePending. Acquire and TryAcquire return an error
+// lock.ErrNotHeld, lock.ErrReleasePending. Acquire and TryAcquire return an error
 // matching ctx.Err() when ctx ends, and conn's errors (conn.ErrClosed, ...)
 // or go-zookeeper's (zk.ErrNoAuth, ...) wrapped otherwise. Losing a session
 // while waiting is not an error: the wait goes on in the next session.

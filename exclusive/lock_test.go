@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
@@ -34,14 +33,8 @@ func TestNewErrors(t *testing.T) {
 	}
 	_, err = exclusive.New(s, "/zookeeper/lock")
 	assert.ErrorIs(t, err, conn.ErrReservedPath)
-	_, err = exclusive.New(s, "/a", nil)
-	assert.ErrorIs(t, err, exclusive.ErrInvalidOption)
-	assert.ErrorIs(t, err, conn.ErrInvalidOption, "as every package's")
-	_, err = exclusive.New(s, "/a", exclusive.WithLogger(nil))
-	assert.ErrorIs(t, err, exclusive.ErrInvalidOption)
-	assert.ErrorIs(t, err, conn.ErrInvalidOption, "as every package's")
 
-	l, err := exclusive.New(s, "/a/b", exclusive.WithLogger(zap.NewNop()))
+	l, err := exclusive.New(s, "/a/b")
 	require.NoError(t, err)
 	assert.Equal(t, "/a/b", l.Path())
 	assert.ErrorIs(t, l.Release(context.Background()), lock.ErrNotHeld)

@@ -354,8 +354,6 @@ func testHostileConstructors(t *testing.T, s *conn.Session) {
 	check(t, "rwlock nil option", func() (any, error) { return rwlock.New(s, "/ok", nil) }, conn.ErrInvalidOption)
 	check(t, "semaphore nil option", func() (any, error) { return semaphoremutex.NewSemaphore(s, "/ok", 1, nil) }, conn.ErrInvalidOption)
 	check(t, "semaphore mutex nil option", func() (any, error) { return semaphoremutex.New(s, "/ok", nil) }, conn.ErrInvalidOption)
-	check(t, "exclusive nil option", func() (any, error) { return exclusive.New(s, "/ok", nil) }, exclusive.ErrInvalidOption)
-	check(t, "exclusive nil logger", func() (any, error) { return exclusive.New(s, "/ok", exclusive.WithLogger(nil)) }, exclusive.ErrInvalidOption)
 	check(t, "exclusive bad path", func() (any, error) { return exclusive.New(s, "/a/../b") }, conn.ErrInvalidPath)
 	for _, n := range []int{0, -1, math.MinInt} {
 		check(t, fmt.Sprintf("%d leases", n), func() (any, error) { return semaphoremutex.NewSemaphore(s, "/ok", n) }, semaphoremutex.ErrInvalidLeases)
