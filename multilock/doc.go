@@ -25,7 +25,7 @@
 //     ctx ended, even with the connection down.
 //   - All or nothing: if any lock cannot be taken, those already taken are
 //     released, in reverse order, on a context of their own that ends
-//     100 ms after the caller's ended (RollbackTimeout at most), before
+//     100 ms after the caller's ended (10 s at most), before
 //     Acquire returns; a release that cannot finish by then (the
 //     connection is down) goes on in the background until the node is gone
 //     or its session ends.
