@@ -33,19 +33,6 @@ type Election struct {
 	lease       *conn.Lease   // while we lead (possibly lost: see Lost)
 }
 
-// Participant is one node in the election: a contender, ours or a foreign
-// client's.
-type Participant struct {
-	// ID is the participant id: the node's data, as Curator's LeaderLatch
-	// writes it.
-	ID string
-	// Node is the node's path.
-	Node string
-	// Seq is the sequence number the server gave the node; the lowest
-	// leads.
-	Seq int32
-}
-
 // New returns participant id's handle on the election at path. Nothing is
 // created until Campaign; the path and its parents are then created as
 // container nodes, which ZooKeeper removes when they are empty. id is
@@ -210,17 +197,17 @@ func (e *Election) Leading() *conn.Lease {
 // sequence number, ours or a foreign client's. ErrNoLeader when there is
 // none. It is a snapshot: the leader may have changed by the time it
 // returns.
-func (e *Election) Leader(ctx context.Context) (Participant, error) {
+func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
 	ep, err := e.sess.Epoch(ctx)
 	if err != nil {
-		return Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
+		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
 	}
 	ps, err := e.list(ctx, ep, 1)
 	if err != nil {
-		return Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
+		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
 	}
 	if len(ps) == 0 {
-		return Participant{}, fmt.Errorf("%w: %s", ErrNoLeader, e.Path())
+		return lock.Participant{}, fmt.Errorf("%w: %s", ErrNoLeader, e.Path())
 	}
 	return ps[0], nil
 }
@@ -228,7 +215,7 @@ func (e *Election) Leader(ctx context.Context) (Participant, error) {
 // Participants lists the participants in order: the first leads, the
 // others follow in the order they will take over. It is a snapshot; nodes
 // that leave while it is taken are left out. Empty when nobody campaigns.
-func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
+func (e *Election) Participants(ctx context.Context) ([]lock.Participant, error) {
 	ep, err := e.sess.Epoch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("leader: participants of %s: %w", e.Path(), err)
@@ -241,7 +228,7 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 }
 
 // list reads up to n participants (all when n < 0).
-func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]Participant, error) {
+func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]lock.Participant, error) {
 	names, _, err := ep.Children(ctx, e.Path())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
@@ -253,8 +240,8 @@ func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]Participa
 }
 
 // read reads the data of up to n contenders among names, in queue order.
-func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n int) ([]Participant, error) {
-	var out []Participant
+func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n int) ([]lock.Participant, error) {
+	var out []lock.Participant
 	for _, c := range queue.Parse(schema, names) {
 		if n >= 0 && len(out) >= n {
 			break
@@ -267,7 +254,7 @@ func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n i
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Participant{ID: string(b), Node: p, Seq: c.Seq})
+		out = append(out, lock.Participant{ID: string(b), Node: p, Seq: c.Seq, Holding: len(out) == 0})
 	}
 	return out, nil
 }

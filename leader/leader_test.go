@@ -88,6 +88,7 @@ func TestCampaignAndResign(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
 	assert.Equal(t, []string{"zero", "one"}, []string{ps[0].ID, ps[1].ID})
+	assert.Equal(t, []bool{true, false}, []bool{ps[0].Holding, ps[1].Holding}, "the leader holds")
 
 	require.NoError(t, e0.Resign(ctx))
 	assert.ErrorIs(t, l0.Err(), conn.ErrLeaseLost, "Resign closes Lost")
@@ -295,7 +296,7 @@ func TestObserveSessionClosed(t *testing.T) {
 	ch := newElection(t, s, testzk.Path(t, c, "election"), "observer").Observe(context.Background())
 	select {
 	case p := <-ch:
-		assert.Equal(t, leader.Participant{}, p)
+		assert.Equal(t, lock.Participant{}, p)
 	case <-time.After(20 * time.Second):
 		t.Fatal("no first value within 20s")
 	}
@@ -323,8 +324,8 @@ func TestObserve(t *testing.T) {
 	defer cancel()
 
 	ch := obs.Observe(octx)
-	next := func() leader.Participant { t.Helper(); return nextObserved(t, ch) }
-	assert.Equal(t, leader.Participant{}, next(), "no leader yet (the path does not exist)")
+	next := func() lock.Participant { t.Helper(); return nextObserved(t, ch) }
+	assert.Equal(t, lock.Participant{}, next(), "no leader yet (the path does not exist)")
 
 	_, err := es[0].Campaign(ctx)
 	require.NoError(t, err)
@@ -351,7 +352,7 @@ func TestObserve(t *testing.T) {
 		}()
 	}, "a pending value")
 	// The observer may still be publishing; the last value wins.
-	var got leader.Participant
+	var got lock.Participant
 	testzk.Eventually(t, 10*time.Second, func() bool {
 		select {
 		case got = <-ch:
@@ -362,7 +363,7 @@ func TestObserve(t *testing.T) {
 
 	// Resigning and campaigning again is a change, even with the same id.
 	require.NoError(t, es[2].Resign(ctx))
-	assert.Equal(t, leader.Participant{}, next(), "nobody leads")
+	assert.Equal(t, lock.Participant{}, next(), "nobody leads")
 	_, err = es[2].Campaign(ctx)
 	require.NoError(t, err)
 	again := next()
@@ -417,7 +418,7 @@ func TestCampaignCancelledLeavesNoWatch(t *testing.T) {
 }
 
 // nextObserved is the next value of an Observe channel, within 20 s.
-func nextObserved(t *testing.T, ch <-chan leader.Participant) leader.Participant {
+func nextObserved(t *testing.T, ch <-chan lock.Participant) lock.Participant {
 	t.Helper()
 	select {
 	case p, ok := <-ch:
@@ -426,5 +427,5 @@ func nextObserved(t *testing.T, ch <-chan leader.Participant) leader.Participant
 	case <-time.After(20 * time.Second):
 		t.Fatal("no value within 20s")
 	}
-	return leader.Participant{}
+	return lock.Participant{}
 }

@@ -273,8 +273,8 @@ func TestObserveAcrossExpiry(t *testing.T) {
 	octx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch := obs.Observe(octx)
-	next := func() leader.Participant { t.Helper(); return nextObserved(t, ch) }
-	assert.Equal(t, leader.Participant{}, next())
+	next := func() lock.Participant { t.Helper(); return nextObserved(t, ch) }
+	assert.Equal(t, lock.Participant{}, next())
 
 	ep := testzk.Epoch(t, ss[1])
 	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
@@ -284,7 +284,7 @@ func TestObserveAcrossExpiry(t *testing.T) {
 	assert.Equal(t, "a", next().ID, "seen after the observer's session expired")
 	assert.NotEqual(t, ep.SessionID(), testzk.Epoch(t, ss[1]).SessionID())
 	require.NoError(t, e.Resign(ctx))
-	assert.Equal(t, leader.Participant{}, next())
+	assert.Equal(t, lock.Participant{}, next())
 	cancel()
 	for range ch {
 	}

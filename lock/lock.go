@@ -107,25 +107,29 @@ type Locker interface {
 	Session() *conn.Session
 }
 
-// Participant is one contender for a lock, as the recipes' Participants
-// methods list them (mutex.InterProcessMutex, semaphoremutex.Mutex and
-// Semaphore): a node that counts in the lock's queue, ours or a foreign
-// client's (Curator, kazoo, go-zookeeper).
+// Participant is one contender, as every recipe's Participants method
+// lists them (mutex.InterProcessMutex, semaphoremutex.Mutex and Semaphore,
+// leader.Election, which also returns it from Leader and Observe): a node
+// that counts in the queue, ours or a foreign client's (Curator, kazoo,
+// go-zookeeper).
 type Participant struct {
 	// Node is the node's path.
 	Node string
 	// Holding is true for a holder of the lock (for a semaphore, of a
-	// lease), false for a waiter.
+	// lease; for an election, the leader), false for a waiter.
 	Holding bool
 	// Seq is the sequence number the server gave the node.
 	Seq int32
-	// ID is the contender's unique acquire id (the uuid in the name).
+	// ID is the contender's id: for a lock, its unique acquire id (the
+	// uuid in the name); for an election, the participant id given to
+	// leader.New (the node's data, as Curator's LeaderLatch writes it).
 	ID string
 	// Host and PID say which process queued it, when its data tells
 	// (Curator writes only an address, which becomes Host).
 	Host string
 	PID  int
-	// Known is false when the node's data could not be read as who it is;
-	// then only Node, Holding, Seq and ID are set.
+	// Known is false when the node's data does not say which process
+	// queued it (a foreign lock client's, or any election node, whose data
+	// is the participant id); then only Node, Holding, Seq and ID are set.
 	Known bool
 }

@@ -511,7 +511,7 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 		require.Len(t, ps, 1, "only our lease is a participant")
 		assert.Equal(t, l.Path(), ps[0].Node)
 	case *semaphoreLock:
-		for _, list := range []func(context.Context) ([]semaphoremutex.Participant, error){m.s.Holders, m.s.Participants} {
+		for _, list := range []func(context.Context) ([]lock.Participant, error){m.s.Holders, m.s.Participants} {
 			ps, err := list(ctx)
 			require.NoError(t, err)
 			require.Len(t, ps, 1, "only our lease is listed")
