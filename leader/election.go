@@ -185,11 +185,17 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 	return nil
 }
 
-// Leading returns our leadership's lease while this handle leads (it may
-// already be lost: check its Err), or nil.
+// Leading returns our leadership's lease while this handle leads, or nil.
+// It never returns a lost lease (one whose Lost is closed: the epoch ended,
+// the node was deleted, Resign): leadership lost as far as this process
+// knows is no leadership. The lease may still be lost the moment after;
+// watch its Lost, and fence writes with it.
 func (e *Election) Leading() *conn.Lease {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.lease == nil || e.lease.Err() != nil {
+		return nil
+	}
 	return e.lease
 }
 
