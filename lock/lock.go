@@ -21,7 +21,9 @@
 //	multilock.MultiLock    handle     no: ErrBusy     per lock      as its locks allow    no
 //	leader.Election        handle     no: ErrCampaigning yes (FIFO) Resign: allowed       no
 //
-// What every one of them does:
+// What every one of them does (a Semaphore holds several leases per
+// handle, so its Release names the lease: ReturnLease(ctx, lease), as
+// Curator's returnLease):
 //
 //   - Acquire blocks until the lock is held or ctx ends; one whose ctx ends
 //     first returns an error matching ctx.Err() and leaves nothing behind

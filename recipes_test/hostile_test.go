@@ -91,7 +91,7 @@ func (s *semaphoreLock) Release(ctx context.Context) error {
 	l := s.l
 	s.l = nil
 	s.mu.Unlock()
-	return s.s.Release(ctx, l)
+	return s.s.ReturnLease(ctx, l)
 }
 
 func (s *semaphoreLock) Path() string { return s.s.Path() }
@@ -836,10 +836,10 @@ func testHostileSemaphoreRelease(t *testing.T, env *hostileEnv, s *conn.Session)
 	require.NoError(t, err)
 	s2, err := semaphoremutex.NewSemaphore(s, path, 2)
 	require.NoError(t, err)
-	assert.ErrorIs(t, s1.Release(ctx, nil), lock.ErrNotHeld)
+	assert.ErrorIs(t, s1.ReturnLease(ctx, nil), lock.ErrNotHeld)
 	l2, err := s2.Acquire(ctx)
 	require.NoError(t, err)
-	assert.ErrorIs(t, s1.Release(ctx, l2), lock.ErrNotHeld, "a lease of another handle")
+	assert.ErrorIs(t, s1.ReturnLease(ctx, l2), lock.ErrNotHeld, "a lease of another handle")
 	select {
 	case <-l2.Lost():
 		t.Error("releasing through the wrong handle disturbed the lease")
@@ -848,7 +848,7 @@ func testHostileSemaphoreRelease(t *testing.T, env *hostileEnv, s *conn.Session)
 	ok, _, err := epochOf(t, s).Exists(ctx, l2.Path())
 	require.NoError(t, err)
 	assert.True(t, ok, "the other handle's lease node is still there")
-	require.NoError(t, s2.Release(ctx, l2))
-	assert.ErrorIs(t, s2.Release(ctx, l2), lock.ErrNotHeld, "twice")
+	require.NoError(t, s2.ReturnLease(ctx, l2))
+	assert.ErrorIs(t, s2.ReturnLease(ctx, l2), lock.ErrNotHeld, "twice")
 	noneOf(t, env.foreign, s, path)
 }

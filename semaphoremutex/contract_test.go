@@ -97,7 +97,7 @@ func (s *semLock) Release(ctx context.Context) error {
 	l := s.l
 	s.l = nil
 	s.mu.Unlock()
-	return s.sem.Release(ctx, l)
+	return s.sem.ReturnLease(ctx, l)
 }
 
 func (s *semLock) Path() string { return s.sem.Path() }
@@ -141,7 +141,7 @@ func (f *fullSem) TryAcquire(context.Context) (*conn.Lease, bool, error) {
 func (f *fullSem) Release(ctx context.Context) error {
 	var errs []error
 	for _, l := range f.leases {
-		errs = append(errs, f.sem.Release(ctx, l))
+		errs = append(errs, f.sem.ReturnLease(ctx, l))
 	}
 	f.leases = nil
 	return errors.Join(errs...)

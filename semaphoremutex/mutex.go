@@ -60,7 +60,7 @@ func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 		kind += "/revocable"
 	}
 	c, err := cohort.NewContender(sess, kind, path, cfg.handoff, cohort.Remote{
-		Acquire: s.Acquire, TryAcquire: s.TryAcquire, Release: s.Release,
+		Acquire: s.Acquire, TryAcquire: s.TryAcquire, Release: s.ReturnLease,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)

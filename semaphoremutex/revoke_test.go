@@ -34,7 +34,7 @@ func TestRevokeArguments(t *testing.T) {
 		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidPath, "node %q", bad)
 	}
 	gone := l.Path()
-	require.NoError(t, holder.Release(ctx, l))
+	require.NoError(t, holder.ReturnLease(ctx, l))
 	assert.NoError(t, other.Revoke(ctx, gone), "a lease node that is gone")
 	assert.NoError(t, other.Revoke(ctx, path+"/locks/"+name), "an internal lock node that is gone")
 }

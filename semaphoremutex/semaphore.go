@@ -40,8 +40,9 @@ const soleLeaseTag = "sole-lease"
 // Semaphore is a counting semaphore: at most Leases() holders at a time
 // among every process that uses the same path on the same ZooKeeper
 // ensemble, Curator's InterProcessSemaphoreV2 included. Each Acquire takes
-// one lease, returned with Release; any goroutine may return a lease the
-// handle granted.
+// one lease, returned with ReturnLease (Curator's returnLease: a handle
+// holds several leases, so the lease is named, unlike every lock's
+// Release(ctx)); any goroutine may return a lease the handle granted.
 //
 // Holding a lease is a lease on the ZooKeeper session, not a promise: watch
 // Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale holder
@@ -155,8 +156,8 @@ func (s *Semaphore) Leases() int { return s.max }
 // Acquire blocks until the caller holds one lease or ctx ends; a deadline
 // on ctx is the timeout. The lease is its node's (Lease.Path: the lease
 // node, or with one lease the internal lock node when it is kept as the
-// lease; see the package documentation), held until Release or until it
-// is lost. On error the caller holds nothing:
+// lease; see the package documentation), held until ReturnLease or until
+// it is lost. On error the caller holds nothing:
 // its internal lock node has been deleted (a waiter has no lease node),
 // or is being deleted in the background if the connection is down, or
 // went with the session; the error wraps ctx's or the session's.
@@ -184,7 +185,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, l != nil, nil
 }
 
-// Release returns a lease this handle granted: it deletes the lease's node
+// ReturnLease returns a lease this handle granted: it deletes the lease's node
 // and marks the lease released (Lost closes; guarded writes through it are
 // refused from then on). Errors:
 //
@@ -195,10 +196,10 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 //     handle no longer holds the lease, but other processes may count it
 //     until the background deletion succeeds or the session ends.
 //   - Any other error (the server refused the delete) leaves the lease
-//     held: call Release again.
+//     held: call ReturnLease again.
 //
 // A lease lost while held (the session ended) is released without error.
-func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
+func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 	if lease == nil {
 		return fmt.Errorf("semaphoremutex: release %s: nil lease: %w", s.path, lock.ErrNotHeld)
 	}
