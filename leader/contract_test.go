@@ -7,7 +7,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
-	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // locker drives an Election through the lock contract: Campaign is
@@ -35,7 +34,6 @@ func newLocker(t *testing.T, s *conn.Session, path string) locktest.Locker {
 func suiteOptions(t *testing.T) []locktest.Option {
 	return []locktest.Option{
 		locktest.WithCluster(testzk.Shared(t)),
-		locktest.WithErrors(lock.ErrNotHeld, lock.ErrReleasePending),
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
-	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
@@ -30,7 +29,6 @@ func suiteOptions(t *testing.T) []locktest.Option {
 	return []locktest.Option{
 		locktest.WithCluster(testzk.Shared(t)),
 		locktest.WithReentrant(true),
-		locktest.WithErrors(lock.ErrNotHeld, lock.ErrReleasePending),
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
-	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -27,7 +26,6 @@ func newLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
 func suiteOptions(t *testing.T) []locktest.Option {
 	return []locktest.Option{
 		locktest.WithCluster(testzk.Shared(t)),
-		locktest.WithErrors(lock.ErrNotHeld, lock.ErrReleasePending),
 	}
 }
 
