@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 )
 
 // Epoch is one ZooKeeper session of a Session. Locks are bound to the epoch
@@ -31,6 +33,10 @@ type Epoch struct {
 	unsafe chan struct{} // see lostSignal; closed by the session's run goroutine
 }
 
+func init() {
+	connhook.EpochContext = func(ep any) context.Context { return ep.(*Epoch).ctx }
+}
+
 func newEpoch(s *Session, zc *zk.Conn, hs handshake) *Epoch {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &Epoch{s: s, zc: zc, sessionID: hs.sessionID, timeout: hs.timeout, passwd: hs.passwd,
@@ -47,13 +53,6 @@ func (e *Epoch) Timeout() time.Duration { return e.timeout }
 // the one way to learn that an epoch ended (Session.Done is the Session's
 // final end; a lock holder watches its Lease.Lost instead).
 func (e *Epoch) Done() <-chan struct{} { return e.ctx.Done() }
-
-// Context is cancelled when the epoch ends; context.Cause tells why.
-//
-// Deprecated: use Done and Err. Context stays only until the recipes'
-// internal machinery reads the epoch's context without it (issue 19, item
-// 4); it will be removed then.
-func (e *Epoch) Context() context.Context { return e.ctx }
 
 // Err is nil while the epoch lives; after, an error matching ErrEpochEnded
 // and the reason (ErrSessionExpired, ErrSessionTimeout or ErrClosed).
