@@ -21,6 +21,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -315,17 +316,16 @@ func TestHostileInput(t *testing.T) {
 // options, invalid lease counts. On error no handle is returned.
 func testHostileConstructors(t *testing.T, s *conn.Session) {
 	type ctor struct {
-		name       string
-		make       func(s *conn.Session, path string) (any, error)
-		nilSession error
+		name string
+		make func(s *conn.Session, path string) (any, error)
 	}
 	ctors := []ctor{
-		{"mutex.New", func(s *conn.Session, p string) (any, error) { return mutex.New(s, p) }, conn.ErrNilSession},
-		{"rwlock.New", func(s *conn.Session, p string) (any, error) { return rwlock.New(s, p) }, conn.ErrNilSession},
-		{"semaphoremutex.NewSemaphore", func(s *conn.Session, p string) (any, error) { return semaphoremutex.NewSemaphore(s, p, 3) },
-			conn.ErrNilSession},
-		{"semaphoremutex.New", func(s *conn.Session, p string) (any, error) { return semaphoremutex.New(s, p) }, conn.ErrNilSession},
-		{"exclusive.New", func(s *conn.Session, p string) (any, error) { return exclusive.New(s, p) }, conn.ErrNilSession},
+		{"mutex.New", func(s *conn.Session, p string) (any, error) { return mutex.New(s, p) }},
+		{"rwlock.New", func(s *conn.Session, p string) (any, error) { return rwlock.New(s, p) }},
+		{"semaphoremutex.NewSemaphore", func(s *conn.Session, p string) (any, error) { return semaphoremutex.NewSemaphore(s, p, 3) }},
+		{"semaphoremutex.New", func(s *conn.Session, p string) (any, error) { return semaphoremutex.New(s, p) }},
+		{"exclusive.New", func(s *conn.Session, p string) (any, error) { return exclusive.New(s, p) }},
+		{"leader.New", func(s *conn.Session, p string) (any, error) { return leader.New(s, p, "id") }},
 	}
 	check := func(t *testing.T, name string, f func() (any, error), want ...error) {
 		t.Helper()
@@ -340,8 +340,13 @@ func testHostileConstructors(t *testing.T, s *conn.Session) {
 	}
 	for _, c := range ctors {
 		t.Run(c.name, func(t *testing.T) {
-			check(t, "nil session", func() (any, error) { return c.make(nil, "/ok") }, c.nilSession)
-			check(t, "nil session, bad path", func() (any, error) { return c.make(nil, "rel") }, c.nilSession)
+			// One error value for a nil session, whichever recipe; the
+			// message says which.
+			check(t, "nil session", func() (any, error) { return c.make(nil, "/ok") }, conn.ErrNilSession)
+			check(t, "nil session, bad path", func() (any, error) { return c.make(nil, "rel") }, conn.ErrNilSession)
+			_, err := c.make(nil, "/ok")
+			pkg, _, _ := strings.Cut(c.name, ".")
+			assert.True(t, strings.HasPrefix(err.Error(), pkg+": "), "%q names its recipe", err)
 			for _, p := range invalidPaths {
 				check(t, fmt.Sprintf("path %q", p.path), func() (any, error) { return c.make(s, p.path) }, p.want)
 			}
@@ -385,6 +390,8 @@ func isNilHandle(h any) bool {
 	case *exclusive.Lock:
 		return v == nil
 	case *multilock.MultiLock:
+		return v == nil
+	case *leader.Election:
 		return v == nil
 	}
 	return false
