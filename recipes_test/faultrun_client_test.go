@@ -335,5 +335,5 @@ func isReleasePending(err error) bool {
 
 // isNotHeld: a release of something no longer held through the handle.
 func isNotHeld(err error) bool {
-	return errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotHeld)
+	return errors.Is(err, lock.ErrNotHeld)
 }
