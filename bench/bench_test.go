@@ -134,6 +134,24 @@ func TestLimitProgram(t *testing.T) {
 	}
 }
 
+// scaleLine is the line of bench/scale (scripts/bench-scale.sh).
+var scaleLine = regexp.MustCompile(`^zkrecipes scale recipe=(\w+) n=(\d+) queue_s=[\d.]+ heap_per_waiter_b=-?\d+ stack_per_waiter_b=-?\d+ goroutines_per_waiter=-?[\d.]+ drain_per_s=[\d.]+ server_bytes_per_waiter=\d+ server_packets_per_waiter=-?[\d.]+$`)
+
+// TestScaleProgram runs bench/scale on every recipe with two small N and
+// checks its lines.
+func TestScaleProgram(t *testing.T) {
+	scale := goBuild(t, t.TempDir(), "./scale")
+	servers := strings.Join(zktest.New(t).Servers(), ",")
+	recipes := []string{"mutex", "read", "write", "semmutex", "semaphore", "leader", "multilock", "held"}
+	lines := output(t, exec.Command(scale, "-servers", servers, "-n", "3,5", "-recipes", strings.Join(recipes, ",")))
+	require.Len(t, lines, 2*len(recipes))
+	for i, l := range lines {
+		m := scaleLine.FindStringSubmatch(l)
+		require.NotNil(t, m, "line %q", l)
+		require.Equal(t, []string{recipes[i/2], []string{"3", "5"}[i%2]}, m[1:3], "line %q", l)
+	}
+}
+
 // TestSummarize feeds summarize.py two rounds with known figures and checks
 // the medians, the spreads and the ratios it prints, and its exit status.
 func TestSummarize(t *testing.T) {

@@ -148,3 +148,50 @@ func TestAuthBlackholed(t *testing.T) {
 		assert.NotContains(t, e.Message, "sending credentials failed", "the cut session is not abandoned on the auth error")
 	}
 }
+
+// TestAuthRefusedBacksOff: a server that refuses digest credentials
+// (answers AUTHFAILED and closes the connection) must not get a storm of
+// new sessions: the session backs off between attempts, and the refusal
+// is what Connect reports (ErrAuthFailed), not only a timeout.
+func TestAuthRefusedBacksOff(t *testing.T) {
+	c := zktest.New(t, zktest.WithoutDigestAuth())
+	var mu sync.Mutex
+	var dials []time.Time
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		mu.Lock()
+		dials = append(dials, time.Now())
+		mu.Unlock()
+		return net.DialTimeout(network, addr, timeout)
+	}
+	const window = 4 * time.Second
+	start := time.Now()
+	s, err := conn.Connect(context.Background(), c.Servers(), conn.WithDialer(dial),
+		conn.WithSessionTimeout(4*time.Second), conn.WithConnectTimeout(window))
+	if s != nil {
+		s.Close()
+	}
+	elapsed := time.Since(start)
+	require.Error(t, err)
+	mu.Lock()
+	n := len(dials)
+	mu.Unlock()
+	t.Logf("connections in %v: %d; Connect: %v", elapsed.Round(time.Millisecond), n, err)
+	assert.ErrorIs(t, err, conn.ErrAuthFailed, "the refusal is visible")
+	assert.ErrorIs(t, err, conn.ErrConnectTimeout)
+	// Backoff of 250ms doubling (jitter: half to all of it): at most
+	// 0, 0.25, 0.75, 1.75, 3.75 s: 5 sessions in 4 s; allow one more dial
+	// of go-zookeeper's own before a connection is retired.
+	assert.LessOrEqual(t, n, 8, "no storm of new sessions")
+
+	// The caller's ctx ending first: the error of Epoch (waiting for a
+	// session) says why there is none.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err = conn.Connect(ctx, c.Servers(), conn.WithSessionTimeout(4*time.Second))
+	if s != nil {
+		s.Close()
+	}
+	t.Logf("Connect with a 2 s ctx: %v", err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, conn.ErrAuthFailed)
+}

@@ -5,10 +5,9 @@
 //
 // A Session survives many ZooKeeper sessions. Each one is an Epoch: it
 // begins when the server grants a session and ends exactly once, when the
-// server confirms expiry (ErrSessionExpired), when the client has been cut
-// off for the negotiated session timeout counted from the last byte it heard
-// from the server (ErrSessionTimeout, the local timer: during a partition the
-// server cannot tell us), or on Close (ErrClosed). Its end is a closed
+// server confirms expiry (ErrSessionExpired), when the local timer runs out
+// (ErrSessionTimeout: during a partition the server cannot tell us; see
+// "The local timer"), or on Close (ErrClosed). Its end is a closed
 // channel (Epoch.Done), with the reason in Epoch.Err. A new epoch
 // then begins on a fresh connection, so nothing sent in one ZooKeeper session
 // can be carried out in the next.
@@ -30,12 +29,17 @@
 //   - Each Session has a random digest identity of its own, added (one
 //     AddAuth) to every ZooKeeper session before it is handed out, so that
 //     the recipes can create lock nodes only that session may change
-//     (sealed; see WithACL).
-//   - Close is idempotent, returns promptly even when no server answers,
-//     never hangs (it waits at most about 10 s for go-zookeeper's
-//     goroutines), and leaves no goroutine behind unless a dialer's Write
-//     never returns: those are left behind, logged at Error
-//     (TestCloseIsBoundedWhenGoZookeeperIsStuck).
+//     (sealed; see WithACL). A server that refuses credentials is not
+//     stormed with new sessions: the next attempt waits 250 ms doubling up
+//     to 30 s (with jitter), and the refusal is reported (ErrAuthFailed in
+//     Connect's and Epoch's errors; TestAuthRefusedBacksOff).
+//   - Close is idempotent and never hangs: it returns at once when the
+//     server answers or the connection is down, after about a second when
+//     nothing answers on a live connection, and within about 10 s (13 s at
+//     worst) when go-zookeeper's goroutines are stuck; it leaves no
+//     goroutine behind unless a dialer's Write never returns: those are
+//     left behind, logged at Error (TestCloseDurations,
+//     TestCloseIsBoundedWhenGoZookeeperIsStuck).
 //   - A watch nobody waits on any more is removed from the server. The
 //     recipes tell the epoch when a waiter gives up (an internal hook);
 //     when no other watcher of the session waits on that path and kind
@@ -44,27 +48,65 @@
 //     3.5 and later), which go-zookeeper v1.0.4 cannot send, and it does
 //     not come back on a reconnect. See "What conn adds on the wire".
 //
+// # The local timer
+//
+// Only the ensemble's leader expires sessions, no earlier than one session
+// timeout T after it last heard of the session (rounded up to a tick); the
+// client must stop acting on its session (its leases, its leader terms)
+// before that, without being told.
+//
+// The quorum timer (the default, WithQuorumTimer(true)) sends a sync every
+// T/6 while an epoch lives, without waiting for the last one's answer, and
+// ends the epoch T/2 after the send time s of the last sync answered,
+// connected or not. A sync is answered only after the leader has processed
+// it. So the epoch ends, at the latest:
+//
+//   - on a standalone server, or connected to the leader, T/2 before the
+//     server can expire the session (it heard of it when the sync arrived,
+//     after s);
+//   - connected to a follower, T/3 − tickTime/2 before the leader can: the
+//     leader hears of a session's activity from the follower's replies to
+//     its pings, every tickTime/2, and the client sent a sync at least
+//     every T/6, so the leader's record is no older than s − T/6 −
+//     tickTime/2. A session timeout is at least two ticks, so that is at
+//     least T/12 whatever tickTime; with tickTime 500 ms and T = 3 s, 750 ms.
+//
+// Both margins shrink by the client's own scheduling delays. Measured under
+// a blackhole (TestQuorumTimerMarginUnderBlackhole, T = 3 s, tickTime
+// 500 ms, the server's expiry seen as the deletion of an ephemeral node by
+// another session): see docs/safety.md. A follower cut off from the leader
+// goes on answering pings for syncLimit × tickTime, but not syncs: the
+// epoch ends all the same (TestFollowerCutOffFromQuorumKeepsAnsweringPings:
+// T = 1 s, Lost 0.5 s after the rest of the ensemble froze, while the
+// follower still answered). The cost: the syncs, 6/T requests per second
+// per session (0.6/s at the default 10 s; counted in Stats.QuorumSyncs,
+// not in Stats.Requests), and an epoch that also ends when the leader
+// answers no sync for T/2 while the connection is up (a leader election,
+// a leader that stalls, longer than that).
+//
+// WithQuorumTimer(false) keeps the earlier timer: no syncs, and the epoch
+// ends T after the last byte heard from the connected server, counted only
+// while disconnected. It never gives up a session the server kept, but its
+// margin is whatever the server's tick rounding leaves (0.31–0.50 s under a
+// blackhole, T = 3 s), and a follower cut off from
+// the leader keeps it from starting: the client hears nothing wrong for
+// about syncLimit × tickTime after the leader's side expired its session,
+// and its timer fires one session timeout after the follower stopped
+// answering (T = 1 s: pings answered for 2.5 s, Lost 3.3–3.4 s after the
+// freeze; with ZooKeeper's sample configuration, tickTime 2 s and syncLimit
+// 5, the follower answers for up to 10 s).
+//
 // # What it does not guarantee
 //
-// A Lease (a held lock node) is a lease on a session, not a promise: between
-// the moment the server expires a session and the moment the client learns
-// it, the client may still believe it holds a lock, and another client may
-// already hold it. The local timer bounds that window only from the last
-// byte the client heard, and a server can keep talking to a client whose
-// session the ensemble has expired: a follower cut off from the leader
-// answers its clients' pings until it notices, syncLimit × tickTime after
-// the leader's last packet, while the leader's side expires the session one
-// session timeout after the follower stopped passing its pings on. The
-// client then hears nothing wrong for about syncLimit × tickTime after its
-// session ended, and its local timer fires one session timeout after the
-// follower stopped answering. Measured by
-// TestFollowerCutOffFromQuorumKeepsAnsweringPings (tickTime 500 ms,
-// syncLimit 5, session timeout 1 s, the other two servers frozen): pings
-// answered for 2.5 s, Lost by the local timer 3.3–3.4 s after the freeze (3 runs). With
-// ZooKeeper's sample configuration (tickTime 2 s, syncLimit 5) the follower
-// answers for up to 10 s. Only the resource can close the window: fencing
-// tokens (Lease.Fence) and guarded writes (Lease.GuardedWrite), which the
-// ensemble refuses once the session is gone, whatever the client believes.
+// A Lease (a held lock node) is a lease on a session, not a promise: a
+// client whose process is paused (GC, SIGSTOP) or whose clock runs slow
+// for longer than the margins above, or one that runs with
+// WithQuorumTimer(false), may still believe it holds a lock while another
+// client holds it; and Lost and Done are signals, which code that checks
+// them and then acts may act on late. Only the resource can close that
+// window: fencing tokens (Lease.Fence) and guarded writes
+// (Lease.GuardedWrite), which the ensemble refuses once the session is
+// gone, whatever the client believes.
 //
 // # go-zookeeper's data races
 //
@@ -119,7 +161,7 @@
 // Sentinels, compared with errors.Is: ErrClosed, ErrEpochEnded (with the
 // reason: ErrSessionExpired, ErrSessionTimeout, ErrClosed), ErrConnectionLoss
 // (a request's fate is unknown), ErrInvalidPath, ErrReservedPath,
-// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrLeaseLost, ErrZKVersion. The errors every lock
+// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrAuthFailed, ErrLeaseLost, ErrZKVersion. The errors every lock
 // shares (ErrNotHeld, ErrReleasePending, ...) are package lock's. Errors from the server are
 // wrapped and match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

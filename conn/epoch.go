@@ -2,8 +2,10 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -31,6 +33,11 @@ type Epoch struct {
 
 	mu     sync.Mutex    // guards unsafe
 	unsafe chan struct{} // see lostSignal; closed by the session's run goroutine
+
+	// confirmed is when the last request the ensemble's leader answered
+	// was sent (unix nanoseconds): the connect request that created the
+	// session, then each answered sync (see keepQuorum).
+	confirmed atomic.Int64
 }
 
 func init() {
@@ -100,4 +107,88 @@ func (e *Epoch) resume() {
 func (e *Epoch) end(cause error) {
 	e.cancel(cause)
 	e.suspend()
+}
+
+// confirm records that a request sent at sent was answered through the
+// ensemble's leader.
+func (e *Epoch) confirm(sent time.Time) {
+	for {
+		old := e.confirmed.Load()
+		if sent.UnixNano() <= old || e.confirmed.CompareAndSwap(old, sent.UnixNano()) {
+			return
+		}
+	}
+}
+
+// The quorum timer (WithQuorumTimer): a sync every quorumPeriod of the
+// session timeout, and the epoch ends quorumLimit of it after the send
+// time of the last sync answered.
+const (
+	quorumPeriod = 6 // a sync every T/6
+	quorumLimit  = 2 // the epoch ends T/2 after the last answered sync was sent
+)
+
+// quorumDeadline is when the epoch ends under the quorum timer.
+func (e *Epoch) quorumDeadline() time.Time {
+	return time.Unix(0, e.confirmed.Load()).Add(e.timeout / quorumLimit)
+}
+
+// keepQuorum is the quorum timer of l's epoch, from the moment it is handed
+// out until it ends (WithQuorumTimer; the margin it leaves is worked out in
+// the package documentation). It sends a sync every sixth of the session
+// timeout T, without waiting for the last one's answer, so the session is
+// never silent for longer than T/6 while connected: a sync is answered
+// only once the ensemble's leader has processed it, so its answer proves
+// the session was alive on the leader when it was sent, whatever the
+// server we are connected to says. Once T/2 has passed since the send time
+// of the last sync answered, it tells the run goroutine, which ends the
+// epoch with ErrSessionTimeout. Its goroutines are s.helpers: the ticker,
+// one per sync in flight (each ends with its answer, at the latest when
+// the epoch's zk.Conn is closed), and the deadline.
+func (s *Session) keepQuorum(l *zkLink) {
+	ep := l.epoch
+	s.helpers.Add(2)
+	go func() {
+		defer s.helpers.Done()
+		tick := time.NewTicker(ep.timeout / quorumPeriod)
+		defer tick.Stop()
+		for {
+			sent := time.Now()
+			s.stats.quorumSyncs.Add(1)
+			s.helpers.Add(1)
+			go func() {
+				defer s.helpers.Done()
+				_, err := l.zc.Sync("/")
+				switch {
+				case err == nil:
+					ep.confirm(sent)
+				case errors.Is(err, zk.ErrSessionExpired):
+					s.inbox.put(message{expired: ep})
+				}
+			}()
+			select {
+			case <-ep.ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	go func() {
+		defer s.helpers.Done()
+		t := time.NewTimer(time.Until(ep.quorumDeadline()))
+		defer t.Stop()
+		for {
+			select {
+			case <-ep.ctx.Done():
+				return
+			case <-t.C:
+			}
+			if wait := time.Until(ep.quorumDeadline()); wait > 0 {
+				t.Reset(wait) // a sync was answered meanwhile
+				continue
+			}
+			s.inbox.put(message{quorumLost: ep})
+			return
+		}
+	}()
 }

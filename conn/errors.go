@@ -17,9 +17,12 @@ var (
 	// expired; its ephemeral nodes are gone.
 	ErrSessionExpired = errors.New("conn: session expired (confirmed by the server)")
 
-	// ErrSessionTimeout: the client was disconnected for the negotiated
-	// session timeout, so the session must be taken as lost even though the
-	// server could not confirm it.
+	// ErrSessionTimeout: the local timer ran out (see "The local timer" in
+	// the package documentation): no sync was answered through the
+	// ensemble's leader within half the session timeout (the default), or,
+	// with WithQuorumTimer(false), the client was disconnected for the
+	// session timeout. The session is taken as lost although the server
+	// could not confirm it.
 	ErrSessionTimeout = errors.New("conn: disconnected for the session timeout; session taken as lost")
 
 	// ErrConnectionLoss: the connection broke while a request that is not
@@ -47,4 +50,9 @@ var (
 	// ErrConnectTimeout: no session could be established within the connect
 	// timeout.
 	ErrConnectTimeout = errors.New("conn: no session established within the connect timeout")
+
+	// ErrAuthFailed: a server refused the credentials sent at the start of
+	// a session (WithDigestAuth, the session's own identity). The session
+	// backs off and opens another (see Connect).
+	ErrAuthFailed = errors.New("conn: the server refused the credentials")
 )

@@ -66,7 +66,7 @@ func (l *Lease) localView(pass int64) *Lease {
 // ends when either is closed.
 func (l *Lease) watchParent() {
 	select {
-	case <-l.parent.lost:
+	case <-l.parent.lostChan():
 		l.closeLost(l.parent.Err())
 	case <-l.lost:
 	}

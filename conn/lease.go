@@ -34,6 +34,13 @@ type Lease struct {
 	revoked     chan struct{} // closed once when the node's data is revokeMessage; never sent on
 	revokedOnce sync.Once
 
+	// sig is the epoch's lostSignal when the lease was made (nil for a
+	// local view, which follows its parent). Nothing waits on it until
+	// someone waits on Lost or Revoked (lostChan); until then Err and the
+	// other checks look at it as they run (poll).
+	sig       <-chan struct{}
+	sigWaiter sync.Once // starts watchEpoch
+
 	// parent is the lease of the node this lease is a local grant on (see
 	// localView), nil for the node's own lease; pass is the grant's number
 	// on that node (Fence). Both are set at creation and never change.
@@ -54,19 +61,43 @@ type Lease struct {
 
 // newLease makes a lease for node path, which this epoch's session created
 // and holds. Recipes reach it through internal/connhook when they acquire.
+// It starts no goroutine: a held lease costs only its memory until someone
+// waits on its Lost or Revoked.
 func (e *Epoch) newLease(path string) *Lease {
-	l := &Lease{ep: e, path: path, lost: make(chan struct{}), revoked: make(chan struct{})}
-	go l.watchEpoch(e.lostSignal())
-	return l
+	return &Lease{ep: e, path: path, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal()}
 }
 
-func (l *Lease) watchEpoch(sig <-chan struct{}) {
+// lostChan returns l.lost for a caller that waits on it, first starting
+// (once) the goroutine that closes it when the epoch's signal comes.
+func (l *Lease) lostChan() <-chan struct{} {
+	if l.sig != nil {
+		l.sigWaiter.Do(func() { go l.watchEpoch() })
+	}
+	return l.lost
+}
+
+func (l *Lease) watchEpoch() {
 	select {
-	case <-sig:
-		l.closeLost(fmt.Errorf("%w: %w", ErrLeaseLost, l.epochReason()))
+	case <-l.sig:
+		l.closeLost(l.epochLost())
 	case <-l.lost:
 	}
 }
+
+// poll closes l.lost if the epoch's signal has come, as watchEpoch would:
+// for callers that look at the lease's state without waiting.
+func (l *Lease) poll() {
+	if l.sig == nil {
+		return
+	}
+	select {
+	case <-l.sig:
+		l.closeLost(l.epochLost())
+	default:
+	}
+}
+
+func (l *Lease) epochLost() error { return fmt.Errorf("%w: %w", ErrLeaseLost, l.epochReason()) }
 
 func (l *Lease) epochReason() error {
 	if err := l.ep.Err(); err != nil {
@@ -100,11 +131,13 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 // notification arrives. Until the watch is set, a deletion by someone else
 // is noticed only by Fence and GuardedWrite: Err stays nil. No watch is
 // ever set once the lease is lost or released, and the one set goes with
-// the node: our release's delete consumes it. The channel is closed, never
-// sent on.
+// the node: our release's delete consumes it. Until Lost or Revoked is
+// called (or the handoff arms the watch) the lease runs no goroutine (a
+// session can hold many at little cost): Err and GuardedWrite look at the
+// epoch's state when called. The channel is closed, never sent on.
 func (l *Lease) Lost() <-chan struct{} {
 	l.arm()
-	return l.lost
+	return l.lostChan()
 }
 
 // Revoked returns a channel closed when someone asked the holder to give
@@ -118,6 +151,7 @@ func (l *Lease) Lost() <-chan struct{} {
 // sent on.
 func (l *Lease) Revoked() <-chan struct{} {
 	l.arm()
+	l.lostChan() // watchNode waits on it
 	return l.revoked
 }
 
@@ -140,6 +174,7 @@ func (l *Lease) arm() {
 }
 
 func (l *Lease) isLost() bool {
+	l.poll()
 	select {
 	case <-l.lost:
 		return true
@@ -152,6 +187,7 @@ func (l *Lease) isLost() bool {
 // deletion by someone else only once the node is watched, see Lost), and
 // says why once Lost is closed.
 func (l *Lease) Err() error {
+	l.poll()
 	select {
 	case <-l.lost:
 		l.mu.Lock()
@@ -252,10 +288,8 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 		l.writes.RLock()
 		defer l.writes.RUnlock()
 	}
-	select {
-	case <-l.lost:
-		return nil, l.Err()
-	default:
+	if err := l.Err(); err != nil {
+		return nil, err
 	}
 	if l.parent != nil {
 		return l.parent.GuardedWrite(ctx, ops...)

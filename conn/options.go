@@ -23,6 +23,7 @@ type config struct {
 	retry           RetryPolicy
 	acl             []zk.ACL
 	suspendedAsLost bool
+	quorumTimer     bool
 	closeWait       time.Duration // how long closing a zk.Conn waits for go-zookeeper's goroutines
 }
 
@@ -34,6 +35,7 @@ func defaultConfig() config {
 		retry:          DefaultRetryPolicy(),
 		acl:            zk.WorldACL(zk.PermAll),
 		closeWait:      10 * time.Second,
+		quorumTimer:    true,
 	}
 }
 
@@ -89,8 +91,12 @@ func WithLogger(l *zap.Logger) Option {
 // every session before the session is handed to callers (default: none),
 // before the session's own identity (see WithACL), which is always sent. A
 // connection cut while they are sent keeps the session: the rest is sent
-// on reconnect, unless the local timer ends the session first. An empty
-// user is invalid. The password is never logged.
+// on reconnect, unless the local timer ends the session first. A server
+// that refuses them (AUTHFAILED) makes the session give that ZooKeeper
+// session up and open another after a backoff (250 ms doubling up to 30 s,
+// with jitter, from the first refusal in a row); Connect's and Epoch's
+// errors then match ErrAuthFailed. An empty user is invalid. The password
+// is never logged.
 func WithDigestAuth(user, password string) Option {
 	return func(c *config) error {
 		if user == "" {
@@ -160,11 +166,43 @@ func WithACL(acl []zk.ACL) Option {
 
 // WithSuspendedAsLost is the error policy: a lock holder is told its lock
 // is lost as soon as the connection is Suspended. Default (without it):
-// only when the epoch ends (Lost), which the local timer signals no later
-// than the session timeout after the last reply from the server.
+// only when the epoch ends (Lost), which the default quorum timer signals
+// before the server can expire the session (see WithQuorumTimer).
 func WithSuspendedAsLost() Option {
 	return func(c *config) error {
 		c.suspendedAsLost = true
+		return nil
+	}
+}
+
+// WithQuorumTimer chooses the local timer that ends an epoch when the
+// server cannot say so (ErrSessionTimeout); "The local timer" in the package
+// documentation gives both in full, with their margins.
+//
+// With true (the default), the session sends a sync every sixth of the
+// session timeout T while an epoch lives (6/T requests per second per
+// session: 0.6/s at the default 10 s, 2/s at 3 s; Stats.QuorumSyncs), and
+// ends the epoch T/2 after the send time of the last sync answered,
+// connected or not. A sync is answered only through the ensemble's
+// leader, the only server that expires sessions, so the epoch, and every
+// lease and leader term of it, ends before the leader can expire the
+// session and grant what it held to someone else; a follower cut off from
+// the leader, which still answers pings, does not keep it alive. The
+// price: the epoch also ends when the leader answers no sync for T/2 while
+// the connection is up (a leader election or a stalled leader longer than
+// that).
+//
+// With false, the earlier timer: no syncs, and the epoch ends T after the
+// last byte heard from the connected server, counted only while
+// disconnected. It never gives up a session the server kept and sends
+// nothing extra, but the server may expire the session first (it counts
+// from the last request it received, rounded up to a tick, which leaves a
+// margin of luck), and a server cut off from its quorum that still answers
+// pings keeps the timer from starting: another client can then be granted
+// a lock, or lead, while this one still holds.
+func WithQuorumTimer(v bool) Option {
+	return func(c *config) error {
+		c.quorumTimer = v
 		return nil
 	}
 }

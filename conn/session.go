@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"sync"
 	"time"
@@ -60,11 +61,13 @@ type Session struct {
 	cur   *Epoch                     // the live epoch, nil between epochs
 	ready chan struct{}              // closed when an epoch becomes live; replaced when it ends
 	subs  map[*Subscription]struct{} // nil from the step that sent Closed on
+	fail  error                      // why the last attempt at a session failed; nil once one began
 
 	// Owned by the run goroutine.
 	active *zkLink     // the zk.Conn of the current (or next) epoch
 	timer  *time.Timer // local expiry timer while Suspended
-	redial *time.Timer // retry after a failed dial
+	redial *time.Timer // the next attempt after a failed one (see scheduleRedial)
+	failed int         // attempts failed in a row since the last epoch began
 }
 
 // zkLink is one zk.Conn and what run knows of it.
@@ -130,6 +133,9 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		s.Close()
 		if cause := context.Cause(wctx); errors.Is(cause, ErrConnectTimeout) {
 			err = fmt.Errorf("%w (%v, servers %v)", ErrConnectTimeout, cfg.connectTimeout, servers)
+			if last := s.lastFailure(); last != nil {
+				err = fmt.Errorf("%w; last attempt: %w", err, last)
+			}
 		}
 		return nil, err
 	}
@@ -185,7 +191,9 @@ func sealACL(acl []zk.ACL, id identity) []zk.ACL {
 func (s *Session) Stats() Stats { return s.stats.snapshot() }
 
 // Epoch returns the live epoch, waiting (bounded by ctx) while there is none
-// because the last one was lost and the next has not begun.
+// because the last one was lost and the next has not begun. When ctx ends
+// first and the last attempt at a new session failed, the error also
+// matches why (ErrAuthFailed: a server refused the credentials).
 func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 	for {
 		s.mu.Lock()
@@ -199,7 +207,11 @@ func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 		case <-s.closing:
 			return nil, ErrClosed
 		case <-ctx.Done():
-			return nil, fmt.Errorf("conn: waiting for a ZooKeeper session: %w", context.Cause(ctx))
+			err := fmt.Errorf("conn: waiting for a ZooKeeper session: %w", context.Cause(ctx))
+			if last := s.lastFailure(); last != nil {
+				err = fmt.Errorf("%w; last attempt: %w", err, last)
+			}
+			return nil, err
 		}
 	}
 }
@@ -211,11 +223,15 @@ func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Close ends the current epoch (its ephemeral nodes go with it), closes the
-// connection and stops every goroutine of the session. Idempotent; returns
-// within about a second even when no server is reachable. It never waits
-// more than about 10 s for go-zookeeper's goroutines: ones that do not end
-// by then (a dialer whose Write never returns) are left behind, logged at
-// Error.
+// connection and stops every goroutine of the session. Idempotent. It
+// returns at once when the server answers its close request or the
+// connection is already down, and after about a second when the
+// connection is up but nothing answers (go-zookeeper waits 1 s for the
+// answer). It waits at most 10 s for go-zookeeper's goroutines to end, so
+// it returns within about 10 s (13 s at worst: go-zookeeper's own Close
+// can add 3 s) even when they are stuck (a dialer whose Write never
+// returns): those are left behind, logged at Error. TestCloseDurations
+// measures each case.
 func (s *Session) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done
@@ -247,8 +263,7 @@ func (s *Session) run() {
 		case <-redialC:
 			s.redial = nil
 			if err := s.dial(); err != nil {
-				s.log.Warn("dial failed; retrying", zap.Error(err))
-				s.redial = time.NewTimer(time.Second)
+				s.scheduleRedial(err)
 			}
 		case <-s.closing:
 			s.shutdown()
@@ -265,6 +280,9 @@ type message struct {
 	authed  bool   // AddAuth finished (authErr says how)
 	authN   int    // with authed: credentials accepted
 	expired *Epoch // a request of this epoch was answered "session expired"
+	// quorumLost: no sync of this epoch was answered through the leader
+	// within half the session timeout (keepQuorum).
+	quorumLost *Epoch
 }
 
 func (s *Session) handle(m message) {
@@ -279,6 +297,14 @@ func (s *Session) handle(m message) {
 			s.log.Warn("a request was answered 'session expired'; taking the session as lost",
 				zap.Int64("session", ep.sessionID))
 			s.loseEpoch(ErrSessionExpired)
+		}
+		return
+	}
+	if ep := m.quorumLost; ep != nil {
+		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
+			s.log.Warn("no sync answered through the ensemble's leader within half the session timeout; taking the session as lost",
+				zap.Int64("session", ep.sessionID), zap.Duration("timeout", ep.timeout))
+			s.loseEpoch(ErrSessionTimeout)
 		}
 		return
 	}
@@ -304,9 +330,17 @@ func (s *Session) handle(m message) {
 				s.authenticate(l)
 			}
 		default:
-			s.log.Warn("sending credentials failed; opening a new session", zap.Error(m.authErr))
+			// Refused (AUTHFAILED: the server also closes the connection)
+			// or failed otherwise: this session is of no use. Open another
+			// after a pause, not at once: a server that refuses the
+			// credentials refuses them again, and a redial at once is a
+			// storm of new sessions.
+			err := fmt.Errorf("conn: sending credentials: %w", m.authErr)
+			if errors.Is(m.authErr, zk.ErrAuthFailed) {
+				err = fmt.Errorf("%w (session 0x%x): %w", ErrAuthFailed, l.epoch.sessionID, m.authErr)
+			}
 			s.retire(l)
-			s.redial = time.NewTimer(0)
+			s.scheduleRedial(err)
 		}
 		return
 	}
@@ -316,6 +350,7 @@ func (s *Session) handle(m message) {
 		case l.epoch == nil:
 			l.epoch = newEpoch(s, l.zc, l.handshake())
 			l.epoch.wire = l.link
+			l.epoch.confirmed.Store(l.connectSent.Load()) // the session's creation is the leader's
 			s.authenticate(l)
 		case l.suspended && !l.live:
 			// Reconnected while authenticating: nobody has seen the
@@ -390,11 +425,16 @@ func (s *Session) beginEpoch(l *zkLink) {
 	s.log.Debug("session established", zap.Int64("session", l.epoch.sessionID), zap.Duration("timeout", l.epoch.timeout))
 	// One critical section: whoever sees the epoch (Epoch, State) is
 	// subscribed after its Connected event, never half-way.
+	s.failed = 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.fail = nil
 	s.cur = l.epoch
 	close(s.ready)
 	s.transitionLocked(Connected, l.epoch, nil)
+	if s.cfg.quorumTimer {
+		s.keepQuorum(l)
+	}
 }
 
 // loseEpoch ends the active epoch and opens the next session.
@@ -403,9 +443,41 @@ func (s *Session) loseEpoch(cause error) {
 	s.endEpoch(l, cause, Lost)
 	s.retire(l)
 	if err := s.dial(); err != nil {
-		s.log.Warn("dial failed; retrying", zap.Error(err))
-		s.redial = time.NewTimer(time.Second)
+		s.scheduleRedial(err)
 	}
+}
+
+// Redial backoff: after the n-th failed attempt in a row at a session (a
+// refused AddAuth, a failed zk.Connect), the next one waits between half
+// and all of redialBase·2^(n-1), at most redialMax.
+const (
+	redialBase = 250 * time.Millisecond
+	redialMax  = 30 * time.Second
+)
+
+// scheduleRedial records why an attempt at a session failed and arms the
+// next one, after the backoff. Run's goroutine only.
+func (s *Session) scheduleRedial(why error) {
+	s.failed++
+	d := redialBase
+	for i := 1; i < s.failed && d < redialMax; i++ {
+		d *= 2
+	}
+	d = min(d, redialMax)
+	d = d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+	s.log.Warn("no session; trying again", zap.Error(why), zap.Int("failed", s.failed), zap.Duration("in", d))
+	s.mu.Lock()
+	s.fail = why
+	s.mu.Unlock()
+	s.redial = time.NewTimer(d)
+}
+
+// lastFailure is why the last attempt at a session failed, or nil when an
+// epoch began after it.
+func (s *Session) lastFailure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fail
 }
 
 func (s *Session) endEpoch(l *zkLink, cause error, st State) {

@@ -122,31 +122,40 @@ func TestServerConfirmedExpiry(t *testing.T) {
 }
 
 // TestPartitionLocalTimer cuts the client off with a blackhole longer than the
-// session timeout: the server cannot tell the client, so Lost must come from
-// the local timer, no later than the session timeout after the cut.
+// session timeout T: the server cannot tell the client, so Lost must come from
+// the local timer. With the quorum timer (the default), no later than T/2
+// after the cut (the last sync answered was sent before it); with
+// WithQuorumTimer(false), no later than T after it.
 func TestPartitionLocalTimer(t *testing.T) {
 	c := zktest.New(t)
-	p := zktest.NewProxy(t, c.Servers())
 	const timeout = 2 * time.Second
-	s := connect(t, p.Addrs(), conn.WithSessionTimeout(timeout))
-	ep := epoch(t, s)
-	require.Equal(t, timeout, ep.Timeout())
-	sub := s.Subscribe()
-	defer sub.Close()
+	for _, quorum := range []bool{true, false} {
+		p := zktest.NewProxy(t, c.Servers())
+		s := connect(t, p.Addrs(), conn.WithSessionTimeout(timeout), conn.WithQuorumTimer(quorum))
+		ep := epoch(t, s)
+		require.Equal(t, timeout, ep.Timeout())
+		sub := s.Subscribe()
 
-	cut := time.Now()
-	p.Blackhole()
-	expect(t, sub, 2*timeout, conn.Suspended)
-	lost := expect(t, sub, 2*timeout, conn.Lost)
-	delay := lost.Time.Sub(cut)
-	t.Logf("Lost signalled %v after the blackhole began (session timeout %v)", delay, timeout)
-	assert.ErrorIs(t, lost.Err, conn.ErrSessionTimeout)
-	assert.LessOrEqual(t, delay, timeout+50*time.Millisecond, "the local timer fires no later than the session timeout after the disconnect")
-	assert.GreaterOrEqual(t, delay, timeout/2, "not absurdly early either")
+		cut := time.Now()
+		p.Blackhole()
+		lost := expectPast(t, sub, 2*timeout, conn.Lost)
+		delay := lost.Time.Sub(cut)
+		t.Logf("quorum timer %v: Lost signalled %v after the blackhole began (session timeout %v)", quorum, delay, timeout)
+		assert.ErrorIs(t, lost.Err, conn.ErrSessionTimeout)
+		if quorum {
+			assert.LessOrEqual(t, delay, timeout/2+50*time.Millisecond, "the quorum timer fires no later than T/2 after the cut")
+			assert.GreaterOrEqual(t, delay, timeout/4, "not absurdly early either")
+		} else {
+			assert.LessOrEqual(t, delay, timeout+50*time.Millisecond, "the local timer fires no later than the session timeout after the disconnect")
+			assert.GreaterOrEqual(t, delay, timeout/2, "not absurdly early either")
+		}
 
-	p.Heal()
-	next := expect(t, sub, 20*time.Second, conn.Connected)
-	assert.NotEqual(t, ep.SessionID(), next.Epoch.SessionID())
+		p.Heal()
+		next := expect(t, sub, 20*time.Second, conn.Connected)
+		assert.NotEqual(t, ep.SessionID(), next.Epoch.SessionID())
+		sub.Close()
+		s.Close()
+	}
 }
 
 func TestLeaderKillKeepsSession(t *testing.T) {
@@ -215,6 +224,7 @@ func TestCloseIsPromptAndIdempotentWithServerDown(t *testing.T) {
 
 	start := time.Now()
 	require.NoError(t, s.Close())
+	t.Logf("Close with the server down: %v", time.Since(start).Round(time.Millisecond))
 	assert.Less(t, time.Since(start), 2*time.Second, "Close returns within 2 s with the ensemble down")
 	require.NoError(t, s.Close(), "Close is idempotent")
 	ev := expect(t, sub, time.Second, conn.Closed)

@@ -31,6 +31,11 @@ type Stats struct {
 	// count a request when it is sent, this counts only once the watch is
 	// in place on the server.
 	WatchesSet int64
+	// QuorumSyncs is the number of syncs the quorum timer sent
+	// (WithQuorumTimer: one every third of the session timeout while an
+	// epoch lives). They are not in Requests, which count what callers
+	// and recipes ask.
+	QuorumSyncs int64
 }
 
 // TotalRequests is the sum of Requests.
@@ -48,6 +53,7 @@ func (s Stats) Sub(earlier Stats) Stats {
 		Requests:    make(map[string]int64, len(s.Requests)),
 		WatchEvents: s.WatchEvents - earlier.WatchEvents,
 		WatchesSet:  s.WatchesSet - earlier.WatchesSet,
+		QuorumSyncs: s.QuorumSyncs - earlier.QuorumSyncs,
 	}
 	for k, v := range s.Requests {
 		d.Requests[k] = v - earlier.Requests[k]
@@ -61,6 +67,7 @@ type counters struct {
 	requests    map[string]*atomic.Int64
 	watchEvents atomic.Int64
 	watchesSet  atomic.Int64
+	quorumSyncs atomic.Int64
 	// set-watches requests written (go-zookeeper re-sending watches after
 	// a reconnect); not in Stats, read by tests
 	setWatchesSent atomic.Int64
@@ -83,6 +90,7 @@ func (c *counters) snapshot() Stats {
 		Requests:    make(map[string]int64, len(c.requests)),
 		WatchEvents: c.watchEvents.Load(),
 		WatchesSet:  c.watchesSet.Load(),
+		QuorumSyncs: c.quorumSyncs.Load(),
 	}
 	for k, v := range c.requests {
 		s.Requests[k] = v.Load()

@@ -171,3 +171,41 @@ func TestCloseIsBoundedWhenGoZookeeperIsStuck(t *testing.T) {
 		t.Fatal("the close request was never written: the test did not exercise a stuck writer")
 	}
 }
+
+// TestCloseDurations measures what Close's documentation promises: at
+// once when the server answers the close request, or when the connection
+// is already down (TestCloseIsPromptAndIdempotentWithServerDown); about a
+// second when the connection is up but nothing answers (a blackhole:
+// go-zookeeper waits 1 s for the close request's answer); and, with the default wait for go-zookeeper's goroutines (10 s), about
+// 10 s when they are stuck (a dialer's Write that never returns), never
+// more than about 13 s (10 s, plus go-zookeeper's own Close: at most 3 s).
+func TestCloseDurations(t *testing.T) {
+	c := zktest.New(t)
+	s := connect(t, c.Servers())
+	epoch(t, s)
+	start := time.Now()
+	require.NoError(t, s.Close())
+	answered := time.Since(start)
+	t.Logf("Close with the server answering: %v", answered.Round(time.Millisecond))
+	assert.Less(t, answered, 500*time.Millisecond)
+
+	p := zktest.NewProxy(t, c.Servers())
+	s = connect(t, p.Addrs())
+	epoch(t, s)
+	p.Blackhole()
+	start = time.Now()
+	require.NoError(t, s.Close())
+	silent := time.Since(start)
+	t.Logf("Close with the server silent (blackhole): %v", silent.Round(time.Millisecond))
+	assert.Less(t, silent, 2*time.Second)
+
+	d := &blockCloseDialer{release: make(chan struct{}), blocked: make(chan struct{})}
+	defer close(d.release) // lets go-zookeeper's goroutines end (goleak checks)
+	s = connect(t, c.Servers(), conn.WithDialer(d.dial))
+	epoch(t, s)
+	start = time.Now()
+	require.True(t, closeWithin(s, 20*time.Second), "Close returned although go-zookeeper's writer is stuck")
+	stuck := time.Since(start)
+	t.Logf("Close with go-zookeeper's writer stuck: %v", stuck.Round(time.Millisecond))
+	assert.Less(t, stuck, 13*time.Second)
+}

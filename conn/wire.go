@@ -108,6 +108,7 @@ func (w *wireConn) Write(p []byte) (int, error) {
 	case !w.sentConnect:
 		// int32 length, int32 protocolVersion, int64 lastZxidSeen, ...
 		w.sentConnect = true
+		w.link.connectSent.Store(time.Now().UnixNano())
 		if len(p) >= 16 {
 			q := append([]byte(nil), p...)
 			binary.BigEndian.PutUint64(q[8:], uint64(w.link.lastZxid.Load()))
@@ -262,7 +263,10 @@ type link struct {
 	stats     *counters
 	retired   atomic.Bool
 	lastHeard atomic.Int64 // unix nanoseconds
-	lastZxid  atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
+	// connectSent is when the connect request of the link's latest
+	// connection was written (unix nanoseconds).
+	connectSent atomic.Int64
+	lastZxid    atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
 
 	// Closing a zk.Conn with answers on the wire: see beginClose.
 	gate     sync.Mutex

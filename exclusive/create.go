@@ -39,15 +39,15 @@ func classify(ep *conn.Epoch, err error) outcome {
 // detached from ctx (queue.Detach), so that its fate is always learnt and
 // ctx never waits for it past its end: if ctx ends first, create returns
 // ctx's error and, when the answer comes (or, if it is lost, once the node
-// can be read again), deletes the node if this attempt made it, in the
-// background bounded by the epoch.
+// can be read again: undo keeps trying), deletes the node if this attempt
+// made it, in the background bounded by the epoch.
 func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id string) (outcome, error) {
 	_, detached, err := queue.Detach(ctx, ep, l.log,
 		func(_, ectx context.Context) (struct{}, error) { return struct{}{}, l.createNode(ectx, ep, data) },
 		func(ectx context.Context, _ struct{}, err error) error {
 			switch classify(ep, err) {
 			case created, taken, unknown:
-				return l.deleteIfOurs(ectx, ep, id)
+				return l.undo(ectx, ep, id)
 			}
 			return nil
 		})

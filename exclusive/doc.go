@@ -22,8 +22,11 @@
 //     answer is lost (the connection dropped, or ctx ended with it in
 //     flight), the node is checked against our session id and the unique
 //     id in its data, and deleted if it is ours, in the background if need
-//     be, on a goroutine that ends with the session (an expired session
-//     takes the node with it).
+//     be, on a goroutine that keeps trying until that is done or the
+//     session ends (an expired session takes the node with it). An acquire
+//     that fails before it could tell whether the node is ours (with a
+//     bounded conn.RetryPolicy, when the connection is lost again) says so:
+//     its error matches lock.ErrCreatePending.
 //   - A holder learns that its lock is no longer safe from the returned
 //     conn.Lease (Lost, Err), and can fence its writes with Lease.Fence and
 //     Lease.GuardedWrite. Holding is a lease on the session, not a promise.

@@ -117,7 +117,7 @@ func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 			// A create retried after a lost answer reports NodeExists for
 			// its own node, so "taken" may be ours too.
 			l.settle(ctx, ep, id)
-			return nil, l.wrap("acquire", ctx, err)
+			return nil, l.wrap("acquire", ctx, pending(out, err))
 		case ours(ep, got, st, id):
 			return l.grant(ctx, ep, id, st.Version)
 		}
@@ -163,7 +163,7 @@ func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 			return nil, false, nil // our node, if any, went with the session
 		case err != nil:
 			l.settle(ctx, ep, id)
-			return nil, false, l.wrap("try acquire", ctx, err)
+			return nil, false, l.wrap("try acquire", ctx, pending(out, err))
 		case ours(ep, got, st, id):
 			lease, err := l.grant(ctx, ep, id, st.Version)
 			return lease, err == nil, err
@@ -217,8 +217,33 @@ func (l *Lock) wrap(op string, ctx context.Context, err error) error {
 }
 
 // settle deletes the lock node if the Acquire call with id created it in
-// ep, in the background under the epoch (queue.Settle): the caller waits
-// only until queue.Grace after ctx ended.
+// ep, in the background under the epoch (queue.Settle, undo): the caller
+// waits only until queue.Grace after ctx ended.
 func (l *Lock) settle(ctx context.Context, ep *conn.Epoch, id string) {
-	queue.Settle(ctx, ep, l.log, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+	queue.Settle(ctx, ep, l.log, func(c context.Context) error { return l.undo(c, ep, id) })
+}
+
+// undo deletes the lock node if the Acquire call with id created it in ep
+// (deleteIfOurs). If that cannot be learnt now (a read or the delete fails
+// while the epoch lives), it goes on in the background until it is done
+// or the epoch ends (queue.Unresolved): a node of ours is never left to
+// hold the lock for the life of the session.
+func (l *Lock) undo(ctx context.Context, ep *conn.Epoch, id string) error {
+	err := l.deleteIfOurs(ctx, ep, id)
+	if err != nil && ep.Err() == nil {
+		l.log.Info("the lock node's owner is unknown; deleting it if ours in the background", zap.Error(err))
+		queue.Unresolved(ep, l.log, err, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+		return nil
+	}
+	return err
+}
+
+// pending is err, the failure of the read that was to tell whether the
+// lock node is ours, said to be resolved in the background (settle) when
+// the create's answer had been lost (out unknown).
+func pending(out outcome, err error) error {
+	if out == unknown {
+		return fmt.Errorf("%w: %w", queue.ErrCreatePending, err)
+	}
+	return err
 }

@@ -4,7 +4,7 @@
 //
 //	e, err := leader.New(sess, "/services/billing/leader", "host-1")
 //	err = e.Run(ctx, func(ctx context.Context) error {
-//		// We lead. ctx is cancelled the moment that is no longer safe.
+//		// We lead. ctx is cancelled when leadership is lost (see Run).
 //		return work(ctx)
 //	})
 //
@@ -12,7 +12,7 @@
 //
 //	lease, err := e.Campaign(ctx) // blocks until we lead
 //	defer e.Resign(context.WithoutCancel(ctx))
-//	<-lease.Lost()                 // leadership no longer safe: stop
+//	<-lease.Lost()                 // leadership lost: stop
 //
 // # How it works
 //
@@ -29,19 +29,27 @@
 //   - At most one leader among all participants on the path (ours and
 //     Curator LeaderLatch's) whose sessions live: leadership is a lease on
 //     the participant's ZooKeeper session.
-//   - The leader always learns that leadership is no longer safe: the
-//     lease's Lost closes, and Run cancels its function's ctx (cause:
+//   - The leader always learns that leadership is lost: the lease's Lost
+//     closes, and Run cancels its function's ctx (cause:
 //     ErrLeadershipLost), when the session's epoch ends (the server expired
-//     it, or the local timer ran out while cut off), when our node is
-//     deleted by someone else, on Resign, or when the session's suspension
-//     policy (conn.WithSuspendedAsLost) counts a suspended connection as
-//     lost.
+//     it, or the local timer ran out), when our node is deleted by someone
+//     else, on Resign, or when the session's suspension policy
+//     (conn.WithSuspendedAsLost) counts a suspended connection as lost.
+//   - When the session ends unseen (a partition, a server cut off from its
+//     quorum), the leader learns it before anyone else can lead: with the
+//     session's quorum timer (conn.WithQuorumTimer, the default) its epoch
+//     ends at least T/3 − tickTime/2 of the session timeout T before the
+//     ensemble can expire the session (see conn's "The local timer"),
+//     unless the process is paused or starved for longer than that.
 //   - A fencing token per term (Lease.Fence, the node's czxid, growing with
 //     every leader) and guarded writes (Lease.GuardedWrite: a transaction
 //     that commits only while our node exists), so that a stale leader's
 //     writes are refused.
-//   - Nothing is left behind: a cancelled or timed-out Campaign deletes its
-//     node, including one whose create answer was lost with the connection;
+//   - Nothing is left behind: a cancelled, timed-out or failed Campaign
+//     deletes its node, including one whose create answer was lost with
+//     the connection, also when the search for it fails (a bounded
+//     conn.RetryPolicy): it then goes on in the background until the node
+//     is found and deleted or the session ends;
 //     Run resigns when its function returns, even after its ctx ended.
 //     A cancelled Campaign that was waiting, and Observe when it ends,
 //     remove their watch from the server (see package conn).
@@ -49,11 +57,14 @@
 //
 // # What it does not guarantee
 //
-// Between the moment the server expires a leader's session and the moment
-// that leader learns it, the old leader may still act while a new one does;
-// the local timer narrows the window, Lost and Run's ctx report its end,
-// and only fencing closes it for writes. A function that ignores its ctx
-// keeps running after leadership is lost. Leader, Participants and Observe
+// Terms may overlap when our node is deleted by someone else, or Resign is
+// called from another goroutine while Run's function runs: the next
+// participant may lead as soon as the node is gone, and we hear of it one
+// notification (or one answer) later; with conn.WithQuorumTimer(false),
+// when the session ends unseen; and when this process is paused or starved
+// for longer than the quorum timer's margin. Lost and Run's ctx report the
+// end; only fencing (Token, GuardedWrite) closes the window for writes. A
+// function that ignores its ctx keeps running after leadership is lost. Leader, Participants and Observe
 // are snapshots: the leader may have changed by the time they return.
 //
 // # Errors

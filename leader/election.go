@@ -79,7 +79,8 @@ func (e *Election) ID() string { return e.id }
 
 // Campaign queues our node and blocks until we lead or ctx ends; a deadline
 // on ctx is the timeout. It returns the leadership as a lease: watch Lost
-// (closed the moment leadership is no longer safe), use Fence as a fencing
+// (closed when leadership is lost; see Run for how that compares with the
+// moment another participant may lead), use Fence as a fencing
 // token and GuardedWrite for writes that must commit only while we lead.
 // Resign ends it.
 //

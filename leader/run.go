@@ -10,16 +10,34 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Run campaigns, then runs fn while we lead. fn's ctx is cancelled the
-// moment leadership is no longer safe: the lease's Lost closes (the
-// session's epoch ended, by expiry or by the local timer while cut off; our
-// node was deleted by someone else; Resign was called; or the session's
-// suspension policy counts a suspended connection as lost), with a cause
-// matching ErrLeadershipLost; or when Run's ctx ends. fn must return
-// promptly once its ctx is done: until it returns, it may still be running
-// while another participant leads, so writes that must not overlap go
-// through the term's lease (LeaseFrom(ctx)): its GuardedWrite, or its Fence
-// as a fencing token.
+// Run campaigns, then runs fn while we lead. fn's ctx is cancelled, with
+// a cause matching ErrLeadershipLost, when the term's lease is lost (its
+// Lost closes): the session's epoch ended (expiry confirmed by the server,
+// the local timer, Close), our node was deleted by someone else, Resign was
+// called, or the session's suspension policy (conn.WithSuspendedAsLost)
+// counts a suspended connection as lost; and when Run's ctx ends.
+//
+// How that compares with the moment another participant may lead:
+//
+//   - The session ending unseen (partition, a server cut off from its
+//     quorum, a frozen leader): with the session's quorum timer
+//     (conn.WithQuorumTimer, the default), the epoch ends, and fn's ctx is
+//     cancelled, before the ensemble can expire the session and let
+//     another participant lead: at least T/3 − tickTime/2 before (T the
+//     session timeout; T/2 on a standalone server), as conn's "The local
+//     timer" works out, unless this process is paused or starved for
+//     longer than that. TestNoOverlapWhenTheLeadersFollowerLosesQuorum:
+//     no overlap. With conn.WithQuorumTimer(false), another participant may
+//     lead first (see conn's "What it does not guarantee").
+//   - Our node deleted by someone else, or Resign called from another
+//     goroutine while fn runs: the next participant may lead as soon as
+//     the node is gone, and fn's ctx is cancelled only when we hear of it
+//     (one notification, or the delete's answer).
+//
+// fn must return promptly once its ctx is done: until it returns, it may
+// still be running while another participant leads, so writes that must
+// not overlap go through the term's lease (LeaseFrom(ctx)): its
+// GuardedWrite, or its Fence as a fencing token.
 //
 // When fn returns, Run resigns (with a context of its own, bounded by the
 // session timeout, so that a cancelled ctx still deletes our node). Run

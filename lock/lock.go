@@ -29,6 +29,9 @@
 //     first returns an error matching ctx.Err() and leaves nothing behind
 //     (its node is deleted, in the background if need be). A session lost
 //     while waiting is not an error: Acquire starts over in the next one.
+//     An acquire that fails without learning whether its create made a
+//     node (ErrCreatePending) leaves that node to a goroutine that looks
+//     for it and deletes it, as a Release does with ErrReleasePending.
 //   - TryAcquire never waits for another holder: it returns (nil, false,
 //     nil) when the lock is taken, and takes it otherwise.
 //   - The *conn.Lease returned is the grant: Lost closes when the lock must
@@ -76,6 +79,17 @@ var (
 	// conn.ErrConnectionLoss, ...).
 	ErrReleasePending = errors.New("lock: release pending (the node may still exist; deleting it in the background)")
 
+	// ErrCreatePending: an Acquire or TryAcquire failed without learning
+	// whether a node it wrote exists: the create's answer was lost with
+	// the connection, and the search for the node by its unique id failed
+	// too (a bounded conn.RetryPolicy, the connection lost again). The
+	// handle holds nothing. The node, if it exists, is not left for the
+	// session's life: a goroutine bound to the session keeps looking for
+	// it and deletes it, until that is done or the session ends; other
+	// processes may wait behind it until then. Acquire again at will. The
+	// error also matches the cause (conn.ErrConnectionLoss, ...).
+	ErrCreatePending = errors.New("lock: create pending (its answer was lost and the node could not be looked for; deleting it in the background if it exists)")
+
 	// ErrNotOwner: Release of a goroutine-owned lock (mutex, rwlock) was
 	// called by a goroutine that does not hold it while another goroutine
 	// of this process does. Nothing changed: the lock stays held.
@@ -83,9 +97,10 @@ var (
 
 	// ErrNotRevocable: a request to revoke a lock (the recipes' Revoke
 	// methods) was refused because the holder's node is sealed (the
-	// default: only its owner may change it; zk.ErrNoAuth). Only holders
-	// that created their nodes revocable (the recipes' WithRevocable
-	// option) can be asked to release.
+	// default: only its owner's session may change it), whichever session
+	// asked, the holder's own included; nothing was written into the node.
+	// Only holders that created their nodes revocable (the recipes'
+	// WithRevocable option) can be asked to release.
 	ErrNotRevocable = errors.New("lock: lock node is sealed, not revocable")
 )
 

@@ -43,9 +43,13 @@
 //     the background, on a goroutine that ends with the session: a create
 //     still in flight is resolved (its answer, or, when the answer is lost,
 //     our node looked for by its unique id once the connection is back)
-//     and its node deleted; a delete is retried until the node is gone. If
-//     the session expires first, the node goes with it. A release whose
-//     outcome is unknown keeps deleting in the background the same way.
+//     and its node deleted; an acquire that fails because that search
+//     failed too (a bounded conn.RetryPolicy, the connection lost again)
+//     leaves it to the background as well (lock.ErrCreatePending), and its
+//     node is never left in the queue for the life of the session; a
+//     delete is retried until the node is gone. If the session expires
+//     first, the node goes with it. A release whose outcome is unknown
+//     keeps deleting in the background the same way.
 //   - The holder can always learn that the lock is no longer safe:
 //     Lease.Lost closes when the session's epoch ends (expiry, or the local
 //     timer while cut off), when the node is deleted by someone else (seen

@@ -224,8 +224,10 @@ func (m *InterProcessMutex) IsOwnedByCurrentGoroutine() bool {
 // that acquired through a WithRevocable handle learns it from its lease's
 // Revoked channel; a Curator holder that called makeRevocable, from its
 // listener. Nobody else gets the mutex until the holder releases it. A
-// sealed node (the default) refuses: the error matches
-// lock.ErrNotRevocable. A node that is gone is nil.
+// sealed node (the default) refuses, whichever session asks, the holder's
+// own included: the error matches lock.ErrNotRevocable and nothing is
+// written into the node. It reads the node, then writes with the data
+// version it read (two requests). A node that is gone is nil.
 func (m *InterProcessMutex) Revoke(ctx context.Context, node string) error {
 	err := revokable(m.Path(), node)
 	if err == nil {

@@ -102,7 +102,10 @@
 //     250 ms), even when the connection is blackholed before or during the
 //     create.
 //   - Nothing is left behind: a failed, timed-out or cancelled acquire
-//     deletes its node, including a node whose create answer was lost.
+//     deletes its node, including a node whose create answer was lost,
+//     also when the search for it fails (a bounded conn.RetryPolicy): it
+//     goes on in the background until the node is found and deleted or the
+//     session ends.
 //     What cannot be done within those 100 ms goes on in the background,
 //     on a goroutine that ends with the session: a create still in flight
 //     is resolved (its answer, or our node looked for by its unique id once

@@ -158,8 +158,11 @@ func (rw *RWLock) heldBy(write bool) bool {
 // Revoker.attemptRevoke does. A holder of this package that acquired
 // through a WithRevocable handle learns it from its lease's Revoked
 // channel. Nobody else gets in because of it: the lock is held until the
-// holder releases it. A sealed node (the default) refuses: the error
-// matches lock.ErrNotRevocable. A node that is gone is nil.
+// holder releases it. A sealed node (the default) refuses, whichever
+// session asks, the holder's own included: the error matches
+// lock.ErrNotRevocable and nothing is written into the node. It reads the
+// node, then writes with the data version it read (two requests). A node
+// that is gone is nil.
 func (rw *RWLock) Revoke(ctx context.Context, node string) error {
 	err := conn.ValidatePath(node)
 	if err == nil && node != conn.JoinPath(rw.path, conn.BaseName(node)) {

@@ -14,8 +14,8 @@
 # conn's TestReconnectWithWatchesIsRaceFree.)
 set -euo pipefail
 
-# The repository is three modules joined by go.work (the library at the
-# root, ./examples, ./recipes_test); every step covers all three
+# The repository is four modules joined by go.work (the library at the
+# root, ./examples, ./recipes_test, ./cmd/zkrecipes); every step covers all four
 # ($all_packages, scripts/tools.sh: `./...` would match the root module's
 # packages only).
 #

@@ -106,7 +106,9 @@
 //   - Nothing is left behind: a failed, timed-out or cancelled acquire
 //     deletes its internal lock node (a waiter has no lease node), and a
 //     transaction whose answer was lost with the connection is resolved by
-//     looking for our lease node by its id. What cannot be done within
+//     looking for our lease node by its id; if that search fails too (a
+//     bounded conn.RetryPolicy), it goes on in the background until the
+//     node is found and deleted or the session ends. What cannot be done within
 //     those 100 ms goes on in the background, on a goroutine that ends
 //     with the session: a create or transaction still in flight is
 //     resolved once its answer comes or the connection is back, and what

@@ -38,3 +38,29 @@ func TestRevokeArguments(t *testing.T) {
 	assert.NoError(t, other.Revoke(ctx, gone), "a lease node that is gone")
 	assert.NoError(t, other.Revoke(ctx, path+"/locks/"+name), "an internal lock node that is gone")
 }
+
+// TestRevokeOwnLeaseNode: a sealed lease node (the default) refuses a
+// Revoke through its own session too, the holder's handle or another on
+// the same Session: lock.ErrNotRevocable, and nothing is written (a sealed
+// node gives its own session every right: the refusal is ours).
+func TestRevokeOwnLeaseNode(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.ConnectN(t, c.Servers(), 1)[0]
+	path := testzk.Path(t, c, "sem")
+	ctx := testzk.Ctx(t, 30*time.Second)
+	holder := newSemaphore(t, s, path, 2)
+	other := newSemaphore(t, s, path, 2)
+
+	l, err := holder.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, path+"/leases/"+conn.BaseName(l.Path()), l.Path(), "a lease node")
+	for _, sem := range []*semaphoremutex.Semaphore{holder, other} {
+		assert.ErrorIs(t, sem.Revoke(ctx, l.Path()), lock.ErrNotRevocable)
+	}
+	ep, err := s.Epoch(ctx)
+	require.NoError(t, err)
+	_, st, err := ep.Get(ctx, l.Path())
+	require.NoError(t, err)
+	assert.Zero(t, st.Version, "nothing written into the lease node")
+	require.NoError(t, holder.ReturnLease(ctx, l))
+}

@@ -277,8 +277,10 @@ func attemptID(lk *conn.Lease) string {
 // Curator's Revoker.attemptRevoke does. A holder of this package that
 // acquired through a WithRevocable handle learns it from its lease's
 // Revoked channel. Nobody else gets the lease until the holder releases
-// it. A sealed node (the default) refuses: the error matches
-// lock.ErrNotRevocable. A node that is gone is nil.
+// it. A sealed node (the default) refuses, whichever session asks, the
+// holder's own included: the error matches lock.ErrNotRevocable and
+// nothing is written into the node. It reads the node, then writes with
+// the data version it read (two requests). A node that is gone is nil.
 func (s *Semaphore) Revoke(ctx context.Context, node string) error {
 	if err := s.revoke(ctx, node); err != nil {
 		return fmt.Errorf("semaphoremutex: revoke %s: %w", s.path, err)

@@ -75,13 +75,15 @@ type took struct {
 // commit runs the lease transaction of take, with requests under ectx (the
 // epoch's), until it commits or cannot; ctx is the caller's, checked
 // before each try. When its answer is lost with the connection, our lease
-// node is looked for by our id (s.leases.Find) before trying again; the
-// lock node's delete makes the transaction one-shot, so a late commit of a
-// first try and a second try can never both create a node.
+// node is looked for by our id (s.leases.FindLost) before trying again;
+// if that search fails too, it goes on in the background and the error
+// matches queue.ErrCreatePending. The lock node's delete makes the
+// transaction one-shot, so a late commit of a first try and a second try
+// can never both create a node.
 func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
 	r := took{lossy: lossy}
 	p := conn.JoinPath(s.leasesPath, leaseSchema.Prefix(id))
-	data := nodeData(id)
+	data := queue.EncodeData(id, "", s.lock.Sealed())
 	if noDir {
 		// leases/ does not exist yet (first use, or its container was
 		// reaped): make it, or the transaction fails.
@@ -110,7 +112,7 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 			// Our lock node is gone. After a lost answer, that may be our
 			// own first try having committed late.
 			if r.lossy {
-				node, ferr := s.leases.Find(ectx, ep, id)
+				node, ferr := s.leases.FindLost(ectx, ep, id)
 				if ferr != nil {
 					return r, ferr
 				}
@@ -120,16 +122,11 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 			return r, nil
 		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil:
 			r.lossy = true
-			node, ferr := s.leases.Find(ectx, ep, id)
-			if ferr != nil {
+			node, ferr := s.leases.FindLost(ectx, ep, id)
+			if ferr != nil || node != "" {
+				r.node = node
 				return r, ferr
 			}
-			if node != "" {
-				s.log.Warn("found our lease node after the answer was lost", zap.String("node", node))
-				r.node = node
-				return r, nil
-			}
-			s.log.Info("lease transaction was not applied before the connection was lost")
 		default:
 			return r, err
 		}
@@ -153,7 +150,3 @@ func (s *Semaphore) unlockOps(lk *conn.Lease) []any {
 func opFailed(res []zk.MultiResponse, i int, want error) bool {
 	return i < len(res) && errors.Is(res[i].Error, want)
 }
-
-// nodeData is what a lease node says about its holder: the engine's
-// NodeData (host, pid, id) as JSON.
-func nodeData(id string) []byte { return queue.EncodeData(id, "", false) }

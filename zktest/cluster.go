@@ -86,6 +86,9 @@ func start(ctx context.Context, cfg *config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.noDigest && b.name != BackendLocal {
+		return nil, fmt.Errorf("zktest: WithoutDigestAuth: %w (%s)", ErrUnsupported, b.name)
+	}
 	drv, servers, err := b.start(ctx, cfg)
 	if err != nil {
 		return nil, err

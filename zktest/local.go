@@ -142,6 +142,10 @@ func startLocal(ctx context.Context, cfg *config, java, cp string) (_ driver, _ 
 		b.WriteString("admin.enableServer=false\n")
 		b.WriteString("4lw.commands.whitelist=*\n")
 		b.WriteString("maxClientCnxns=0\n") // no limit on sessions from one address
+		if cfg.noDigest {
+			// Unknown keys become system properties "zookeeper.<key>".
+			b.WriteString("DigestAuthenticationProvider.enabled=false\n")
+		}
 		node.main = "org.apache.zookeeper.server.ZooKeeperServerMain"
 		if n > 1 {
 			node.main = "org.apache.zookeeper.server.quorum.QuorumPeerMain"

@@ -44,6 +44,7 @@ type config struct {
 	servers  int
 	backend  Backend // "" = choose
 	tickTime time.Duration
+	noDigest bool // WithoutDigestAuth
 }
 
 func defaultConfig() config {
@@ -91,6 +92,18 @@ func WithTickTime(d time.Duration) Option {
 			return badOption("WithTickTime(%v): want a whole number of milliseconds ≥ 1ms", d)
 		}
 		c.tickTime = d
+		return nil
+	}
+}
+
+// WithoutDigestAuth makes the servers refuse digest credentials: every
+// AddAuth("digest", ...) is answered AUTHFAILED and its connection closed
+// (zookeeper.DigestAuthenticationProvider.enabled=false), for tests of a
+// client that meets such a server. Only the local backend supports it;
+// Start fails with ErrUnsupported on the others.
+func WithoutDigestAuth() Option {
+	return func(c *config) error {
+		c.noDigest = true
 		return nil
 	}
 }

@@ -29,7 +29,9 @@ import (
 //   - CutAfterNextWrite loses the response of the next request.
 //   - BlackholeAfterNextWrite forwards the next request, then blackholes:
 //     the server executes it, and its response is lost in the blackhole
-//     (BlackholeAfterWrites: the same after the next n requests).
+//     (BlackholeAfterWrites: the same after the next n requests;
+//     BlackholeAfterNextOp: after the client's next operation, past a
+//     reconnect's set-up).
 type Proxy struct {
 	targets []string
 	lns     []net.Listener
@@ -41,7 +43,8 @@ type Proxy struct {
 	blackhole bool
 	latency   time.Duration
 	cutArmed  bool
-	holeAfter int // BlackholeAfterWrites: writes to let through before the blackhole; 0: disarmed
+	holeAfter int  // BlackholeAfterWrites: writes to let through before the blackhole; 0: disarmed
+	holeOps   bool // holeAfter counts operations only (BlackholeAfterNextOp)
 	closed    bool
 }
 
@@ -57,6 +60,8 @@ type link struct {
 	dropReplies bool        // CutAfterNextWrite fired: the link is being cut
 	cutTimer    *time.Timer // resets the link if the server does not answer
 	closed      bool
+	sent        int // frames from the client begun so far (the first is its handshake)
+	rest        int // bytes of the client's current frame still to come
 }
 
 type direction int
@@ -186,6 +191,29 @@ func (p *Proxy) BlackholeAfterWrites(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.holeAfter = max(n, 0)
+	p.holeOps = false
+}
+
+// BlackholeAfterNextOp is BlackholeAfterNextWrite for the client's next
+// operation (a create, a read, a sync, a multi...): what a connection sends
+// to set itself up (its handshake, authentication, the watches set again
+// after a reconnect) and pings go through without counting. Armed before
+// Heal, it lets the client reconnect and loses the answer of the first
+// request it sends on the new connection, one it queued while disconnected
+// included. BlackholeAfterWrites(0) disarms it.
+func (p *Proxy) BlackholeAfterNextOp() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holeAfter = 1
+	p.holeOps = true
+}
+
+// Blackholed reports whether the proxy is blackholed now (Blackhole, or an
+// armed BlackholeAfter... that fired), until Heal.
+func (p *Proxy) Blackholed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.blackhole
 }
 
 // Close stops the listeners, closes every connection and waits for the
@@ -333,17 +361,20 @@ func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool
 	cut := false
 	if dir == toServer {
 		dst = l.server
+		cutNow := p.cutArmed && !isPing(chunk)
+		end, hit := l.frames(chunk, func(frame []byte, first bool) bool {
+			if cutNow || p.holeAfter == 0 || isPing(frame) || p.holeOps && (first || isSetUp(frame)) {
+				return false
+			}
+			p.holeAfter--
+			return p.holeAfter == 0
+		})
 		switch {
-		case p.cutArmed && !isPing(chunk):
+		case cutNow:
 			p.cutArmed = false
 			l.dropReplies = true
 			cut = true
-		case p.holeAfter > 0:
-			n, end := requests(chunk, p.holeAfter)
-			p.holeAfter -= n
-			if p.holeAfter > 0 {
-				break
-			}
+		case hit:
 			// Blackhole now, under the lock, so that no response can
 			// pass; this chunk still goes through (it is written below)
 			// up to the end of the n-th request: a client that sends a
@@ -408,25 +439,37 @@ func reset(c net.Conn, rst bool) {
 	c.Close()
 }
 
-// requests counts the ZooKeeper requests (length-prefixed frames, pings
-// not counted) in chunk, up to limit, and returns the count and the end of
-// the last one counted (len(chunk) when fewer than limit). A frame cut
-// off at the end of the chunk counts as one.
-func requests(chunk []byte, limit int) (n, end int) {
-	for off := 0; off < len(chunk); {
-		next := len(chunk)
+// frames walks the ZooKeeper requests (length-prefixed frames) that begin
+// in chunk, the next bytes the client sent on l (the rest of a frame begun
+// in an earlier chunk is skipped): visit gets each frame (cut off at the
+// end of chunk if it goes on) and whether it is the link's first, the
+// handshake. frames stops at the first frame visit returns true for and
+// returns its end with hit true; else len(chunk). Call with p.mu held.
+func (l *link) frames(chunk []byte, visit func(frame []byte, first bool) bool) (end int, hit bool) {
+	off := min(l.rest, len(chunk))
+	l.rest -= off
+	for off < len(chunk) {
+		size := len(chunk) - off
 		if off+4 <= len(chunk) {
-			next = min(off+4+int(binary.BigEndian.Uint32(chunk[off:])), len(chunk))
+			size = 4 + int(binary.BigEndian.Uint32(chunk[off:]))
 		}
-		if !isPing(chunk[off:next]) {
-			n++
-			if n == limit {
-				return n, next
-			}
+		next := min(off+size, len(chunk))
+		l.rest = off + size - next
+		first := l.sent == 0
+		l.sent++
+		if visit(chunk[off:next], first) {
+			return next, true
 		}
 		off = next
 	}
-	return n, len(chunk)
+	return len(chunk), false
+}
+
+// isSetUp reports whether frame is a request a client sends to set up a
+// connection after its handshake: its xid is negative (authentication -4,
+// set-watches -8; a ping, -2, is one too).
+func isSetUp(frame []byte) bool {
+	return len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:8])) < 0
 }
 
 // isPing reports whether chunk is exactly one ZooKeeper ping request:

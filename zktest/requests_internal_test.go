@@ -46,3 +46,39 @@ func TestRequests(t *testing.T) {
 		}
 	}
 }
+
+// requests counts, as BlackholeAfterWrites does, the requests in chunk (on
+// a link past its handshake) up to limit: the count and the end of the
+// last one counted.
+func requests(chunk []byte, limit int) (n, end int) {
+	l := &link{sent: 1}
+	end, _ = l.frames(chunk, func(f []byte, _ bool) bool {
+		if isPing(f) {
+			return false
+		}
+		n++
+		return n == limit
+	})
+	return n, end
+}
+
+// TestOps: BlackholeAfterNextOp counts the client's operations only: not
+// a new link's handshake, its authentication or set-watches, nor pings;
+// and it follows frames across chunks, so that the rest of a long request
+// is not taken for a new one.
+func TestOps(t *testing.T) {
+	handshake, auth, setWatches := frame(0, 0, 28), frame(-4, 100, 16), frame(-8, 101, 30)
+	sync, ping := frame(3, 9, 10), frame(-2, 11, 0)
+	l := &link{}
+	count := func(chunk []byte) (int, bool) {
+		return l.frames(chunk, func(f []byte, first bool) bool { return !isPing(f) && !first && !isSetUp(f) })
+	}
+	for i, c := range [][]byte{handshake, auth, ping, setWatches[:9], setWatches[9:]} {
+		if _, hit := count(c); hit {
+			t.Fatalf("chunk %d counted as an operation", i)
+		}
+	}
+	if end, hit := count(append(append([]byte(nil), ping...), sync...)); !hit || end != len(ping)+len(sync) {
+		t.Fatalf("the sync: hit %v, end %d", hit, end)
+	}
+}

@@ -211,7 +211,11 @@ func TestNoHandoffWhileSuspended(t *testing.T) {
 	each(t, func(t *testing.T, r remote) {
 		c := testzk.Shared(t)
 		p := zktest.NewProxy(t, c.Servers())
-		s := testzk.Connect(t, p.Addrs(), conn.WithSessionTimeout(12*time.Second))
+		// The last-heard timer: under a blackhole the connection is
+		// suspended (at 2/3 of the timeout) long before the epoch ends;
+		// the quorum timer (the default) would end the epoch first, at
+		// half the timeout, and the session would never be Suspended.
+		s := testzk.Connect(t, p.Addrs(), conn.WithSessionTimeout(12*time.Second), conn.WithQuorumTimer(false))
 		path := testzk.Path(t, c, "lock")
 		ctx := testzk.Ctx(t, time.Minute)
 		h := newHandle(t, r, s, path)

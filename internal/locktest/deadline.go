@@ -35,7 +35,11 @@ const (
 // the node it may have made is found and deleted in the background: no
 // node of its session is left, and another session takes the lock. If the
 // partition never heals, the session expires and its node goes with it.
-// RunFaults runs it too.
+// And with a bounded retry policy, an acquire that cannot learn its
+// create's fate (the search for the node cut too) fails, and its node is
+// still found and deleted in the background: another session takes the
+// lock within GhostBound (testGhost, "LostCreateSearchCut"). RunFaults
+// runs it too.
 func RunDeadlines(t *testing.T, newLock NewLockFunc, opts ...Option) {
 	newSuite(t, newLock, opts).runDeadlines(t)
 }
@@ -69,6 +73,11 @@ func (s *suite) runDeadlines(t *testing.T) {
 	if !later {
 		t.Run("DeadlineBlackholedWhileQueued", s.testDeadlineWhileQueued)
 	}
+	name := "LostCreateSearchCut"
+	if later {
+		name = fmt.Sprintf("LostWrite%dSearchCut", s.cfg.lostWrite)
+	}
+	t.Run(name, s.testGhost)
 	t.Run("DeadlineBlackholeNeverHeals", s.testDeadlineNeverHeals)
 }
 
@@ -83,10 +92,10 @@ type partitioned struct {
 	id     int64 // sess's session id
 }
 
-func (s *suite) partitioned(t *testing.T, name string, sessionTimeout time.Duration) partitioned {
+func (s *suite) partitioned(t *testing.T, name string, sessionTimeout time.Duration, opts ...conn.Option) partitioned {
 	t.Helper()
 	f := partitioned{path: UniquePath(s.cluster, name), proxy: zktest.NewProxy(t, s.cluster.Servers())}
-	f.sess = Connect(t, f.proxy.Addrs(), sessionTimeout)
+	f.sess = Connect(t, f.proxy.Addrs(), sessionTimeout, opts...)
 	f.direct = Connect(t, s.cluster.Servers(), s.cfg.sessionTimeout)
 	f.lk = s.newLock(t, f.sess, f.path)
 	warm(t, f.lk) // the lock's paths exist: the acquire's first write is its create

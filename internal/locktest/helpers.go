@@ -16,13 +16,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// Connect opens a session on servers with the given session timeout and
-// closes it in t.Cleanup. It fails t if no session comes within 30 s.
-func Connect(t testing.TB, servers []string, sessionTimeout time.Duration) *conn.Session {
+// Connect opens a session on servers with the given session timeout (and
+// opts) and closes it in t.Cleanup. It fails t if no session comes within
+// 30 s.
+func Connect(t testing.TB, servers []string, sessionTimeout time.Duration, opts ...conn.Option) *conn.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := conn.Connect(ctx, servers, conn.WithSessionTimeout(sessionTimeout))
+	s, err := conn.Connect(ctx, servers, append([]conn.Option{conn.WithSessionTimeout(sessionTimeout)}, opts...)...)
 	if err != nil {
 		t.Fatalf("locktest: connect to %v: %v", servers, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
@@ -22,9 +23,18 @@ type attempt struct {
 	node string // our node's name, once created
 
 	// cs is the cache: the contenders in queue order, from our last
-	// listing, minus those seen gone since. See "Deciding from the first
-	// listing" in the package documentation.
+	// listing, minus those seen gone since; once we wait, only ours and
+	// the one or two before ours that the next decisions need (shrink).
+	// See "Deciding from the first listing" in the package documentation.
+	// Right after a listing it may be shared with other waiters
+	// (listings): it is never modified in place.
 	cs []Contender
+	// part says that cs may lack contenders before ours that still block
+	// us: a grant decided from cs is then checked by listing again.
+	// clearedBy names the contender whose handover grants us even so:
+	// at our listing, nothing after it and before ours blocked us.
+	part      bool
+	clearedBy string
 
 	lossy bool // a create's answer was lost: look out for a ghost of ours
 
@@ -53,30 +63,114 @@ func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
 			return Grant{}, a.abort(ctx, a.missing())
 		}
 		ok, watch := a.q.cfg.Decide(a.cs, self)
+		if ok && a.part {
+			if err := a.list(ctx); err != nil {
+				return Grant{}, a.abort(ctx, err)
+			}
+			continue
+		}
 		if ok {
 			return a.grant(ctx)
 		}
-		if w := index(a.cs, watch); w < 0 || w >= self {
+		w := index(a.cs, watch)
+		if w < 0 || w >= self {
 			return Grant{}, a.abort(ctx, fmt.Errorf("%w: predicate named %q to watch from %q", ErrBadRecipe, watch, a.node))
 		}
 		if !wait {
 			a.drop(ctx)
 			return Grant{}, nil
 		}
+		a.shrink(self, w)
 		if err := a.await(ctx, watch); err != nil {
 			return Grant{}, a.abort(ctx, err)
 		}
 	}
 }
 
-// list lists the children once and fills the cache.
+// list lists the children once (a listing shared with the queue's other
+// waiters, sent after this call: listings) and fills the cache.
 func (a *attempt) list(ctx context.Context) error {
-	names, _, err := a.ep.Children(ctx, a.q.path)
+	cs, err := a.q.lists().list(ctx, a.ep)
 	if err != nil {
 		return err
 	}
-	a.cs = Parse(a.q.cfg.Schema, names)
-	return a.dropGhosts(ctx)
+	a.listed(cs)
+	return a.ghosts(ctx)
+}
+
+// listed makes a fresh listing the cache.
+func (a *attempt) listed(cs []Contender) {
+	a.cs, a.part, a.clearedBy = cs, false, ""
+}
+
+// ghosts runs dropGhosts when the listing has a node other than ours that
+// starts with our node's prefix: no other node can be a ghost of ours, and
+// a listing shared by thousands of waiters is then not copied by each.
+func (a *attempt) ghosts(ctx context.Context) error {
+	prefix := a.q.cfg.Schema.Prefix(a.id)
+	for _, c := range a.cs {
+		if c.Name != a.node && strings.HasPrefix(c.Name, prefix) {
+			return a.dropGhosts(ctx)
+		}
+	}
+	return nil
+}
+
+// maxCopy bounds the contenders shrink copies to work out, from the full
+// listing, what follows the watched one's departure.
+const maxCopy = 64
+
+// shrink reduces the cache, before we wait on cs[w] (self is ours), to
+// what the next decisions need, so that a waiter's memory does not grow
+// with the queue's length. If it can tell from the listing what follows
+// cs[w]'s plain deletion (we are granted, or exactly one more contender,
+// the next to watch, blocks us), it keeps those, and cs stays complete:
+// every contender it dropped lets us in once the kept ones are gone.
+// Otherwise (more than one more contender blocks us, or working it out
+// would copy more than maxCopy contenders) it keeps cs[w] and ours and
+// marks cs partial: a plain deletion of cs[w] then costs a listing, as it
+// did with the whole listing kept. A handover of cs[w] grants us in both
+// cases when nothing between cs[w] and ours blocked us (clearedBy): every
+// contender before a First holder is gone.
+func (a *attempt) shrink(self, w int) {
+	if a.part || len(a.cs) <= 3 {
+		return // already small
+	}
+	decide := a.q.cfg.Decide
+	cs := a.cs
+	keep := []Contender{cs[w], cs[self]}
+	// rest is cs up to ours without cs[i], sharing cs when i is 0; nil if
+	// that would copy too much.
+	rest := func(cs []Contender, i, self int) []Contender {
+		switch {
+		case i == 0:
+			return cs[1 : self+1]
+		case self < maxCopy:
+			return slices.Concat(cs[:i], cs[i+1:self+1])
+		}
+		return nil
+	}
+	complete := false
+	if r := rest(cs, w, self); r != nil {
+		ok, next := decide(r, len(r)-1)
+		if ok {
+			complete = true
+		} else if j := index(r, next); j >= 0 && j < len(r)-1 {
+			if r2 := rest(r, j, len(r)-1); r2 != nil {
+				if ok, _ := decide(r2, len(r2)-1); ok {
+					keep, complete = append(keep, r[j]), true
+				}
+			}
+		}
+	}
+	a.clearedBy = ""
+	if !complete {
+		if ok, _ := decide(cs[w+1:self+1], self-w-1); ok {
+			a.clearedBy = cs[w].Name
+		}
+	}
+	Sort(keep)
+	a.cs, a.part = keep, !complete
 }
 
 // missing explains why our node is not among the contenders.
@@ -147,38 +241,58 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 // waitEpochEnd follows a "not watching" event (see WaitEpochEnd).
 func (a *attempt) waitEpochEnd(ctx context.Context) error { return WaitEpochEnd(ctx, a.ep) }
 
-// gone records that contender name has left the queue, and makes sure the
-// next decision costs at most one request. The rest of the cache is what
-// our first listing saw; entries may have left since without our knowing.
-// If the predicate now grants, no entry matters. If it names one entry to
-// watch and would grant once that one is gone, the next GetW checks it (and
-// watches it if it is still there). If more than one entry still blocks us,
-// checking them one by one would cost a request each (in a FIFO handoff
-// they are all gone: our predecessor held the lock), so we list the
-// children once instead.
+// gone records that contender name has left the queue (forget), and
+// lists the children again when the cache cannot decide on its own.
 func (a *attempt) gone(ctx context.Context, name string) error {
+	if a.forget(name) {
+		return a.list(ctx)
+	}
+	return nil
+}
+
+// forget drops contender name, which has left the queue, from the cache,
+// and reports whether the next decision needs a fresh listing. The rest of
+// the cache is what our listing saw; entries may have left since without
+// our knowing. If the predicate now grants, no entry matters. If it names
+// one entry to watch and would grant once that one is gone, the next GetW
+// checks it (and watches it if it is still there). If more than one entry
+// still blocks us, checking them one by one would cost a request each (in
+// a FIFO handoff they are all gone: our predecessor held the lock), so we
+// list the children once instead. When the cache is partial (shrink), a
+// grant decided from it is not trusted: we list instead.
+func (a *attempt) forget(name string) (relist bool) {
 	a.cs = remove(a.cs, name)
 	if a.q.cfg.Relist {
-		return a.list(ctx)
+		return true
+	}
+	if a.part {
+		return true // it kept one entry before ours, now gone: nothing to decide from
 	}
 	ok, watch := a.q.cfg.Decide(a.cs, index(a.cs, a.node))
 	if ok {
-		return nil
+		return false
 	}
-	rest := remove(slices.Clone(a.cs), watch)
-	if ok, _ := a.q.cfg.Decide(rest, index(rest, a.node)); ok {
-		return nil
-	}
-	return a.list(ctx)
+	rest := remove(a.cs, watch)
+	ok, _ = a.q.cfg.Decide(rest, index(rest, a.node))
+	return !ok
 }
 
 // handedOver records that holder, a contender before ours granted by First,
-// released: it and every contender before it are gone.
+// released (handOver), and decides as gone does.
 func (a *attempt) handedOver(ctx context.Context, holder string) error {
-	if i := index(a.cs, holder); i > 0 {
+	a.handOver(holder)
+	return a.gone(ctx, holder)
+}
+
+// handOver drops holder and every contender before it from the cache:
+// they are all gone. If nothing between holder and ours blocked us at our
+// listing (clearedBy), nothing blocks us now.
+func (a *attempt) handOver(holder string) {
+	if holder == a.clearedBy {
+		a.cs, a.part = a.cs[index(a.cs, a.node):], false
+	} else if i := index(a.cs, holder); i > 0 {
 		a.cs = a.cs[i:]
 	}
-	return a.gone(ctx, holder)
 }
 
 // grant hands out our node as a lease, unless ctx ended at this very moment

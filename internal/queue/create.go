@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -51,8 +52,10 @@ func (a *attempt) create(ctx context.Context) error {
 // ectx (the epoch's context); ctx is the caller's, checked before each
 // create so that none is sent for a caller that gave up. When an answer is
 // lost with the connection, the node may exist: it is looked for by id
-// (Find) before creating again, so a lost answer leaves no orphan and we
-// never queue behind our own ghost.
+// (FindLost) before creating again, so a lost answer leaves no orphan and
+// we never queue behind our own ghost. If that search fails as well (a
+// bounded retry policy, the connection lost again), the error matches
+// ErrCreatePending and the search goes on in the background.
 func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string) (created, error) {
 	prefix := q.cfg.Schema.Prefix(id)
 	p := conn.JoinPath(q.path, prefix)
@@ -80,20 +83,64 @@ func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string)
 			}
 		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil:
 			c.lossy = true
-			node, ferr := q.Find(ectx, ep, id)
-			if ferr != nil {
+			node, ferr := q.FindLost(ectx, ep, id)
+			if ferr != nil || node != "" {
+				c.node = node
 				return c, ferr
 			}
-			if node != "" {
-				q.log.Warn("found our node after its create answer was lost", zap.String("node", node))
-				c.node = node
-				return c, nil
-			}
-			q.log.Info("create was not applied before the connection was lost")
 		default:
 			return c, err
 		}
 	}
+}
+
+// FindLost looks for the node of acquire id (Find) after a write that may
+// have created it lost its answer with the connection: the node's name,
+// or "" when the write was not applied. If the search fails while the
+// epoch lives, the write's fate stays unknown, and the node must not stay
+// in the queue, known to nobody, for the life of the session: the search
+// goes on in the background until the node is found and deleted, is found
+// not to exist, or the epoch ends (Unresolved), and the error matches
+// ErrCreatePending (and the search's error). Whoever gets that error must
+// not use id again.
+func (q *Queue) FindLost(ctx context.Context, ep *conn.Epoch, id string) (string, error) {
+	node, err := q.Find(ctx, ep, id)
+	switch {
+	case err != nil && ep.Err() == nil:
+		return "", Unresolved(ep, q.log, err, func(ctx context.Context) error { return q.deleteLost(ctx, ep, id) })
+	case err != nil:
+		return "", err
+	case node != "":
+		q.log.Warn("found our node after its answer was lost", zap.String("node", node))
+	default:
+		q.log.Info("the write was not applied before the connection was lost")
+	}
+	return node, nil
+}
+
+// deleteLost deletes the node of acquire id, if there is one.
+func (q *Queue) deleteLost(ctx context.Context, ep *conn.Epoch, id string) error {
+	node, err := q.Find(ctx, ep, id)
+	if err != nil || node == "" {
+		return err
+	}
+	q.log.Info("deleting the node of a create whose answer was lost", zap.String("node", node))
+	if err := ep.Delete(ctx, conn.JoinPath(q.path, node), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
+}
+
+// Unresolved hands a create whose fate the acquire could not learn (err,
+// the failure of the search for its node, while ep lives) to the
+// background, as Curator's FindAndDeleteProtectedNodeInBackground does:
+// resolve, which looks for the node by the acquire's unique id and
+// deletes it, is called on a goroutine under ep until it succeeds or ep
+// ends (RetryUntilDone), so no goroutine outlives its session. It returns
+// err behind ErrCreatePending, for the acquire to return.
+func Unresolved(ep *conn.Epoch, log *zap.Logger, err error, resolve func(context.Context) error) error {
+	go RetryUntilDone(ep, log, "deleting the node of a create whose answer was lost", resolve)
+	return fmt.Errorf("%w: %w", ErrCreatePending, err)
 }
 
 // Find looks for the node of acquire id under the queue's path in ep,

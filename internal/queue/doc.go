@@ -24,7 +24,8 @@
 //	lease, err := q.Acquire(ctx) // ... q.Release(ctx, lease)
 //
 // A Queue keeps no state between acquires; reentrancy and ownership are the
-// recipe's.
+// recipe's. While they queue, a session's waiters on one path share their
+// listings (see "Many waiters of one session").
 //
 // # The algorithm
 //
@@ -34,9 +35,11 @@
 //     as container nodes, and the create retried once. If the create's
 //     answer is lost with the connection, the node is looked for by its id
 //     (after a sync) before creating again.
-//  2. List the children once, keep those the schema recognises, sorted by
-//     sequence number (Before: serial-number order, which survives the
-//     32-bit counter wrapping to negative numbers).
+//  2. List the children once (a listing sent after our create, which the
+//     session's other waiters on the path may share), keep those the
+//     schema recognises, sorted by sequence number (Before: serial-number
+//     order, which survives the 32-bit counter wrapping to negative
+//     numbers).
 //  3. Ask the predicate. Acquired: return a conn.Lease (connhook.NewLease).
 //     Otherwise GetW the node it names: if it is already gone (zk.ErrNoNode)
 //     or its deletion is notified, drop it from the cached list and go to 3
@@ -80,6 +83,36 @@
 // once and the fresh list replaces the cache. Every wake-up therefore costs
 // at most one request before the next watch; a re-listing engine always
 // pays one. Config.Relist restores the Curator behaviour, for comparison.
+//
+// The waiter does not keep the whole listing while it waits, only what
+// these decisions need: before its first watch it works out, from the
+// listing, what the watched node's plain deletion would lead to (a grant,
+// or exactly one more node to watch), and keeps that node, the watched one
+// and its own. When the answer would take more than one more node, or
+// copying more than a few dozen entries to work it out (maxCopy), it keeps
+// the watched node and its own and marks the cache partial: a grant is
+// then never decided from the cache, and a plain deletion of the watched
+// node costs a listing (as it did with the whole listing kept when more
+// than one node still blocked us; for a First waiter deeper than maxCopy
+// that is always the case), while a handover of it grants us at once when
+// nothing between it and ours blocked us at the listing. A waiter's memory is so independent of the
+// queue's length (TestHeapPerWaiterDoesNotGrowWithQueue), and
+// TestShrunkCacheDecidesAsAListing checks every such decision against a
+// fresh listing.
+//
+// # Many waiters of one session
+//
+// Thousands of goroutines of one process queueing on one lock at once
+// would otherwise each list the whole queue after their create: the
+// server would send each name N/2 times on average, and queueing N
+// waiters would be quadratic. Instead a waiter that needs a listing joins
+// the session's next listing of the path (one per path and schema, kept in
+// the session's shared map while used); one getChildren, sent once the
+// round is closed, answers all who joined before. Each of them joined
+// after its create was written (or answered), so the listing is answered
+// after every one of their creates and shows their nodes. The answer is
+// parsed once and shared read-only; while one round is in flight the next
+// gathers waiters.
 //
 // # The handover mark
 //

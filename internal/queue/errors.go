@@ -18,6 +18,15 @@ var (
 	// session ends, whichever comes first.
 	ErrReleasePending = lock.ErrReleasePending
 
+	// ErrCreatePending is lock.ErrCreatePending: a write that may have
+	// created a node of ours (a create, a transaction) lost its answer,
+	// and the search for the node by the acquire's unique id failed too,
+	// so the acquire gave up without knowing whether the node exists. It
+	// is not left to the session's end: a goroutine keeps looking for it
+	// and deletes it, until that is done or the session's epoch ends (see
+	// Unresolved).
+	ErrCreatePending = lock.ErrCreatePending
+
 	// ErrBadRecipe: the recipe's Schema does not recognise the names it
 	// makes, or its Predicate named a node to watch that is not a contender
 	// before ours. A bug in the recipe, never a runtime condition.

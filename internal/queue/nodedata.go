@@ -17,9 +17,10 @@ type NodeData struct {
 	// node, for the waiter it hands over to. Empty for most recipes.
 	Tag string `json:"tag,omitempty"`
 	// Sealed says that the node was created sealed (only its creator may
-	// change it; Queue.NodeACL), so that a change of its data is its
-	// holder's release (the handover mark). False on revocable nodes and
-	// on every foreign client's node.
+	// change it; Queue.NodeACL), so that a change of a queue node's data
+	// is its holder's release (the handover mark), and Revoke refuses to
+	// write into it. False on revocable nodes and on every foreign
+	// client's node.
 	Sealed bool `json:"sealed,omitempty"`
 }
 

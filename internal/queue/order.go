@@ -56,10 +56,11 @@ func index(cs []Contender, name string) int {
 	return -1
 }
 
-// remove returns cs without the contender named name (in place).
+// remove returns cs without the contender named name: a new slice, since
+// cs may be a listing shared with other waiters (listings).
 func remove(cs []Contender, name string) []Contender {
 	if i := index(cs, name); i >= 0 {
-		return slices.Delete(cs, i, i+1)
+		return slices.Concat(cs[:i], cs[i+1:])
 	}
 	return cs
 }

@@ -19,15 +19,16 @@ type prelisting struct {
 }
 
 type listed struct {
-	names []string
-	err   error
-	sent  bool // a listing was sent
+	cs   []Contender // shared: see listings
+	err  error
+	sent bool // a listing was sent
 }
 
 // prelist starts the listing: its goroutine waits until the next create
-// request of our epoch's connection is written (ours: it is sent right
-// after this call), then lists. It must be called right before a.create,
-// and ended with behind (or drop).
+// request of our epoch's connection is written (ours, unless another
+// goroutine's create went first: it is sent right after this call), then
+// joins the queue's next shared listing (listings). It must be called
+// right before a.create, and ended with behind (or drop).
 func (a *attempt) prelist(ctx context.Context) *prelisting {
 	written := connhook.CreateWritten(a.ep)
 	lctx, cancel := context.WithCancel(ctx)
@@ -46,8 +47,8 @@ func (a *attempt) prelist(ctx context.Context) *prelisting {
 			p.res <- listed{}
 			return
 		}
-		names, _, err := a.ep.Children(lctx, a.q.path)
-		p.res <- listed{names: names, err: err, sent: true}
+		cs, err := a.q.lists().list(lctx, a.ep)
+		p.res <- listed{cs: cs, err: err, sent: true}
 	}()
 	return p
 }
@@ -66,12 +67,9 @@ func (a *attempt) behind(ctx context.Context, p *prelisting) error {
 	close(p.stop)
 	defer p.cancel()
 	r := <-p.res
-	if r.sent && r.err == nil {
-		cs := Parse(a.q.cfg.Schema, r.names)
-		if index(cs, a.node) >= 0 {
-			a.cs = cs
-			return a.dropGhosts(ctx)
-		}
+	if r.sent && r.err == nil && index(r.cs, a.node) >= 0 {
+		a.listed(r.cs)
+		return a.ghosts(ctx)
 	}
 	return a.list(ctx)
 }

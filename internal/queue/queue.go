@@ -78,12 +78,15 @@ type Grant struct {
 // Queue is one sequential-node queue: a lock path and the recipe's Config.
 // It keeps no state between acquires: every Acquire is a new node, and what
 // a recipe remembers about its grants (reentrancy counts, owners) is its own
-// business. Safe for concurrent use.
+// business. Its waiters share their listings while they queue with the
+// session's other waiters on the same path (listings). Safe for concurrent
+// use.
 type Queue struct {
 	sess *conn.Session
 	path string
 	cfg  Config
 	log  *zap.Logger
+	own  *listings // for a schema that cannot be a key of the session's (lists)
 }
 
 // New returns the queue of the lock at path. Path must be a valid absolute
@@ -101,7 +104,9 @@ func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("queue: lock path: %w", err)
 	}
-	return &Queue{sess: sess, path: path, cfg: cfg, log: sess.Logger().With(zap.String("lock", path))}, nil
+	q := &Queue{sess: sess, path: path, cfg: cfg, log: sess.Logger().With(zap.String("lock", path))}
+	q.own = &listings{key: listingsKey{path: path, schema: cfg.Schema}}
+	return q, nil
 }
 
 // Path is the lock path: the parent of the contenders' nodes.

@@ -81,27 +81,52 @@ func (q *Queue) ReleaseOps(p string) []any {
 // release: it writes "__REVOKE__" into the node's data, as Curator's
 // Revoker.attemptRevoke does; the holder learns it from its lease's
 // Revoked channel (a Curator holder, from its RevocationListener). The
-// lock is not taken from it: nobody else enters until it releases. A
-// sealed node (the default) refuses the write: the error matches
-// lock.ErrNotRevocable (and zk.ErrNoAuth). A node that is gone is nil:
-// nothing is left to revoke.
+// lock is not taken from it: nobody else enters until it releases. A node
+// that is gone is nil: nothing is left to revoke.
+//
+// A sealed node (the default; NodeData.Sealed) is refused with
+// lock.ErrNotRevocable, and nothing is written into it, whichever session
+// asks. The server alone would refuse only other sessions: a sealed node
+// gives its own session every right, and a data change of a sealed node
+// is what the waiter behind it takes as its holder's release. So Revoke
+// reads the node first and writes only into one that is not sealed, with
+// the data version it read: a node that changed in between is read again.
+// One read and one write; a node we may not read is not revocable either
+// (lock.ErrNotRevocable and zk.ErrNoAuth).
 //
 // Its errors are the session's as they are (they name the node), or
-// lock.ErrNotRevocable in front of the server's refusal; the recipe says
-// "revoke" and its lock's path in front.
+// lock.ErrNotRevocable in front of the reason; the recipe says "revoke"
+// and its lock's path in front.
 func (q *Queue) Revoke(ctx context.Context, node string) error {
 	ep, err := q.sess.Epoch(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = ep.Set(ctx, conn.JoinPath(q.path, node), []byte(revokeMessage), -1)
-	switch {
-	case err == nil || errors.Is(err, zk.ErrNoNode):
-		return nil
-	case errors.Is(err, zk.ErrNoAuth):
-		return fmt.Errorf("%w: %w", lock.ErrNotRevocable, err)
+	p := conn.JoinPath(q.path, node)
+	for {
+		data, st, err := ep.Get(ctx, p)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return nil
+		case errors.Is(err, zk.ErrNoAuth):
+			return fmt.Errorf("%w: %w", lock.ErrNotRevocable, err)
+		case err != nil:
+			return err
+		}
+		if d, _ := decodeData(data); d.Sealed {
+			return fmt.Errorf("%w: node %s", lock.ErrNotRevocable, p)
+		}
+		_, err = ep.Set(ctx, p, []byte(revokeMessage), st.Version)
+		switch {
+		case err == nil || errors.Is(err, zk.ErrNoNode):
+			return nil
+		case errors.Is(err, zk.ErrBadVersion):
+			continue // changed since we read it: read it again
+		case errors.Is(err, zk.ErrNoAuth):
+			return fmt.Errorf("%w: %w", lock.ErrNotRevocable, err)
+		}
+		return err
 	}
-	return err
 }
 
 // revokeMessage is Curator's LockInternals.REVOKE_MESSAGE.

@@ -1,0 +1,144 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
+
+// liveHeap is the heap in use after a full collection (goroutine stacks
+// are not in it).
+func liveHeap() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// heapPerWaiter queues n waiters of one session behind a holder of
+// another, each through a handle of its own (a Queue: they share listings
+// all the same), waits until every one of them watches its node, and
+// returns the live heap they cost, per waiter, and the listings they sent,
+// per waiter. The waiters are cancelled before it returns.
+func heapPerWaiter(t *testing.T, hcfg, cfg Config, n int) (heap, listings float64) {
+	t.Helper()
+	c := cluster(t)
+	path := lockPath(t, c)
+	holder, err := New(connect(t, c.Servers()), path, hcfg)
+	require.NoError(t, err)
+	ws := connect(t, c.Servers())
+	ctx := ctxTimeout(t, 5*time.Minute)
+	hl, err := holder.Acquire(ctx)
+	require.NoError(t, err)
+
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+		assert.NoError(t, holder.Release(ctx, hl))
+	}()
+	watches := WatchesSet(ws)
+	lists := ws.Stats().Requests[conn.OpChildren]
+	before := liveHeap()
+	start := time.Now()
+	for range n {
+		q, err := New(ws, path, cfg)
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if l, err := q.Acquire(wctx); err == nil {
+				t.Errorf("a waiter was granted %s while the holder holds", l.Path())
+			}
+		}()
+	}
+	eventually(t, 4*time.Minute, func() bool { return WatchesSet(ws)-watches >= int64(n) }, "every waiter watching")
+	queued := time.Since(start)
+	heap = float64(liveHeap()-before) / float64(n)
+	listings = float64(ws.Stats().Requests[conn.OpChildren]-lists) / float64(n)
+	t.Logf("%d waiters: queued in %v, %.0f bytes of heap and %.3f listings per waiter", n, queued.Round(time.Millisecond), heap, listings)
+	return heap, listings
+}
+
+// WatchesSet is testzk's, under a name that does not clash with the
+// package's.
+var WatchesSet = watchesSet
+
+// TestHeapPerWaiterDoesNotGrowWithQueue is the guard against waiters that
+// keep the whole queue while they wait (total memory quadratic in the
+// queue's length): the live heap per waiter, measured at two queue lengths
+// ten times apart, must not grow with the length. A waiter that kept its
+// listing cost about 70 bytes per node before its own, so the longer
+// queue's per-waiter cost was several times the shorter one's (11 KB and
+// 140 KB for writers). It also guards the shared listings: waiters of one
+// session queued at once send far fewer listings than there are of them
+// (each sent one, or two, when every waiter listed on its own: queueing
+// was quadratic in bytes).
+func TestHeapPerWaiterDoesNotGrowWithQueue(t *testing.T) {
+	small, large := 200, 2000
+	if testing.Short() {
+		small, large = 100, 1000
+	}
+	mutex := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true}
+	writer := Config{Schema: HostKindSchema{Host: "h", Kind: "W"}, Decide: First, MarkRelease: true}
+	reader := Config{Schema: HostKindSchema{Host: "h", Kind: "R"}, Decide: NoneBefore("W")}
+	for _, tc := range []struct {
+		name           string
+		holder, waiter Config
+	}{
+		{"mutex", mutex, mutex},
+		{"writers", writer, writer},
+		{"readers behind a writer", writer, reader},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := heapPerWaiter(t, tc.holder, tc.waiter, small)
+			b, lists := heapPerWaiter(t, tc.holder, tc.waiter, large)
+			assert.Less(t, b, 2*a+512, fmt.Sprintf("heap per waiter grows with the queue: %.0f B at %d waiters, %.0f B at %d", a, small, b, large))
+			assert.Less(t, lists, 0.5, "listings per waiter: the waiters of one session do not share them")
+		})
+	}
+}
+
+// TestHeldLeasesCostNoGoroutine: a session holding many distinct locks
+// runs no goroutine per held lock (a lease starts one only when someone
+// waits on its Lost or Revoked).
+func TestHeldLeasesCostNoGoroutine(t *testing.T) {
+	const n = 300
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	ctx := ctxTimeout(t, 2*time.Minute)
+	base := lockPath(t, c)
+	qs := make([]*Queue, n)
+	for i := range qs {
+		qs[i] = mutexQueue(t, s, fmt.Sprintf("%s/%d", base, i))
+	}
+	// One acquire first, so that the session's own goroutines are running.
+	l, err := qs[0].Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, qs[0].Release(ctx, l))
+
+	g0 := runtime.NumGoroutine()
+	h0 := liveHeap()
+	leases := make([]*conn.Lease, n)
+	for i, q := range qs {
+		leases[i], err = q.Acquire(ctx)
+		require.NoError(t, err)
+	}
+	g := runtime.NumGoroutine() - g0
+	per := float64(liveHeap()-h0) / n
+	t.Logf("%d held locks: %d more goroutines, %.0f bytes of heap each", n, g, per)
+	assert.Less(t, g, n/10, "goroutines per held lock")
+	for i, q := range qs {
+		require.NoError(t, q.Release(ctx, leases[i]))
+	}
+}
