@@ -8,7 +8,7 @@
 // server confirms expiry (ErrSessionExpired), when the local timer runs out
 // (ErrSessionTimeout: during a partition the server cannot tell us; see
 // "The local timer"), or on Close (ErrClosed). Its end is a closed
-// channel (Epoch.Done) and a cancelled context (Epoch.Context). A new epoch
+// channel (Epoch.Done), with the reason in Epoch.Err. A new epoch
 // then begins on a fresh connection, so nothing sent in one ZooKeeper session
 // can be carried out in the next.
 //

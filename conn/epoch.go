@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 )
 
 // Epoch is one ZooKeeper session of a Session. Locks are bound to the epoch
@@ -30,12 +32,16 @@ type Epoch struct {
 	cancel context.CancelCauseFunc
 
 	mu     sync.Mutex    // guards unsafe
-	unsafe chan struct{} // see LostSignal; closed by the session's run goroutine
+	unsafe chan struct{} // see lostSignal; closed by the session's run goroutine
 
 	// confirmed is when the last request the ensemble's leader answered
 	// was sent (unix nanoseconds): the connect request that created the
 	// session, then each answered sync (see keepQuorum).
 	confirmed atomic.Int64
+}
+
+func init() {
+	connhook.EpochContext = func(ep any) context.Context { return ep.(*Epoch).ctx }
 }
 
 func newEpoch(s *Session, zc *zk.Conn, hs handshake) *Epoch {
@@ -50,11 +56,10 @@ func (e *Epoch) SessionID() int64 { return e.sessionID }
 // Timeout is the session timeout the server granted.
 func (e *Epoch) Timeout() time.Duration { return e.timeout }
 
-// Done is closed when the epoch ends. Never nil.
+// Done is closed when the epoch ends; Err then tells why. Never nil. It is
+// the one way to learn that an epoch ended (Session.Done is the Session's
+// final end; a lock holder watches its Lease.Lost instead).
 func (e *Epoch) Done() <-chan struct{} { return e.ctx.Done() }
-
-// Context is cancelled when the epoch ends; context.Cause tells why.
-func (e *Epoch) Context() context.Context { return e.ctx }
 
 // Err is nil while the epoch lives; after, an error matching ErrEpochEnded
 // and the reason (ErrSessionExpired, ErrSessionTimeout or ErrClosed).
@@ -65,11 +70,11 @@ func (e *Epoch) Err() error {
 	return fmt.Errorf("%w: session 0x%x: %w", ErrEpochEnded, e.sessionID, context.Cause(e.ctx))
 }
 
-// LostSignal returns a channel that is closed when a lock taken now in this
+// lostSignal returns a channel that is closed when a lock taken now in this
 // epoch must be taken as lost under the session's error policy: when the
-// epoch ends, and, with WithSuspendedAsLost(true), at the next Suspended.
-// The channel is closed, never sent on.
-func (e *Epoch) LostSignal() <-chan struct{} {
+// epoch ends, and, with WithSuspendedAsLost, at the next Suspended. The
+// channel is closed, never sent on. Holders see it through Lease.Lost.
+func (e *Epoch) lostSignal() <-chan struct{} {
 	if !e.s.cfg.suspendedAsLost {
 		return e.ctx.Done()
 	}

@@ -37,6 +37,10 @@ var (
 	// reserves for itself.
 	ErrReservedPath = errors.New("conn: path in the reserved /zookeeper tree")
 
+	// ErrNilSession: a recipe's constructor (mutex.New, leader.New, ...)
+	// was given a nil *Session. Every package returns this one value,
+	// wrapped with the recipe and the path.
+	ErrNilSession = errors.New("conn: nil session")
 	// ErrInvalidOption: an option was given an invalid value.
 	ErrInvalidOption = errors.New("conn: invalid option")
 

@@ -18,3 +18,7 @@ func (e *Epoch) NewLease(path string) *Lease { return e.newLease(path) }
 
 // Released marks l released (see Lease.released).
 func (l *Lease) Released() { l.released() }
+
+// LostSignal is e's lost signal under the session's error policy (see
+// Epoch.lostSignal).
+func LostSignal(e *Epoch) <-chan struct{} { return e.lostSignal() }

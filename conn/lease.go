@@ -34,7 +34,7 @@ type Lease struct {
 	revoked     chan struct{} // closed once when the node's data is revokeMessage; never sent on
 	revokedOnce sync.Once
 
-	// sig is the epoch's LostSignal when the lease was made (nil for a
+	// sig is the epoch's lostSignal when the lease was made (nil for a
 	// local view, which follows its parent). Nothing waits on it until
 	// someone waits on Lost or Revoked (lostChan); until then Err and the
 	// other checks look at it as they run (poll).
@@ -64,7 +64,7 @@ type Lease struct {
 // It starts no goroutine: a held lease costs only its memory until someone
 // waits on its Lost or Revoked.
 func (e *Epoch) newLease(path string) *Lease {
-	return &Lease{ep: e, path: path, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.LostSignal()}
+	return &Lease{ep: e, path: path, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal()}
 }
 
 // lostChan returns l.lost for a caller that waits on it, first starting
@@ -107,7 +107,7 @@ func (l *Lease) epochReason() error {
 }
 
 // errSuspendedLost is why a lease is lost at a Suspended under
-// WithSuspendedAsLost(true): the session may come back, with our node.
+// WithSuspendedAsLost(): the session may come back, with our node.
 var errSuspendedLost = errors.New("connection suspended (error policy: suspended counts as lost)")
 
 // Path is the lock node's path.

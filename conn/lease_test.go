@@ -22,7 +22,11 @@ func TestLeaseUnwatchedSeesItsEpochEnd(t *testing.T) {
 	p := zktest.NewProxy(t, c.Servers())
 	ctx := context.Background()
 	for _, suspended := range []bool{false, true} {
-		s := connect(t, p.Addrs(), conn.WithSessionTimeout(4*time.Second), conn.WithSuspendedAsLost(suspended))
+		opts := []conn.Option{conn.WithSessionTimeout(4 * time.Second)}
+		if suspended {
+			opts = append(opts, conn.WithSuspendedAsLost())
+		}
+		s := connect(t, p.Addrs(), opts...)
 		ep := epoch(t, s)
 		node, err := ep.Create(ctx, c.Root()+"-unwatched", nil, zk.FlagEphemeral, s.ACL())
 		require.NoError(t, err)

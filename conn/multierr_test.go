@@ -83,43 +83,42 @@ func TestGuardedWriteAndCheckOpErrors(t *testing.T) {
 	assert.Equal(t, int64(1), s.Stats().Sub(before).TotalRequests(), "one multi, no exists")
 }
 
-// EpochDone is the live epoch's end; Done the Session's.
+// Epoch.Done is the epoch's end; Session.Done the Session's.
 func TestSessionDoneAndEpochDone(t *testing.T) {
 	c := zktest.New(t)
 	s := connect(t, c.Servers())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ep := epoch(t, s)
-	end := s.EpochDone()
 	select {
-	case <-end:
-		t.Fatal("EpochDone closed while the epoch lives")
+	case <-ep.Done():
+		t.Fatal("Epoch.Done closed while the epoch lives")
 	case <-s.Done():
 		t.Fatal("Done closed before Close")
 	default:
 	}
 	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 	select {
-	case <-end:
+	case <-ep.Done():
 	case <-ctx.Done():
-		t.Fatal("EpochDone not closed after the epoch expired")
+		t.Fatal("Epoch.Done not closed after the epoch expired")
 	}
 	assert.ErrorIs(t, ep.Err(), conn.ErrSessionExpired)
+	select {
+	case <-s.Done():
+		t.Fatal("Session.Done closed when an epoch ended")
+	default:
+	}
 	next, err := s.Epoch(ctx)
 	require.NoError(t, err)
 	require.NotEqual(t, ep.SessionID(), next.SessionID())
-	end2 := s.EpochDone()
 	select {
-	case <-end2:
-		t.Fatalf("EpochDone of the new epoch closed: %v", next.Err())
+	case <-next.Done():
+		t.Fatalf("Done of the new epoch closed: %v", next.Err())
 	default:
 	}
 	require.NoError(t, s.Close())
-	<-end2
+	<-next.Done()
+	assert.ErrorIs(t, next.Err(), conn.ErrClosed)
 	<-s.Done()
-	select {
-	case <-s.EpochDone():
-	default:
-		t.Fatal("EpochDone after Close is not closed")
-	}
 }

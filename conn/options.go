@@ -164,13 +164,13 @@ func WithACL(acl []zk.ACL) Option {
 	}
 }
 
-// WithSuspendedAsLost is the error policy. With true, a lock holder is told
-// its lock is lost as soon as the connection is Suspended; with false (the
-// default), only when the epoch ends (Lost), which the default quorum timer
-// signals before the server can expire the session (see WithQuorumTimer).
-func WithSuspendedAsLost(v bool) Option {
+// WithSuspendedAsLost is the error policy: a lock holder is told its lock
+// is lost as soon as the connection is Suspended. Default (without it):
+// only when the epoch ends (Lost), which the default quorum timer signals
+// before the server can expire the session (see WithQuorumTimer).
+func WithSuspendedAsLost() Option {
 	return func(c *config) error {
-		c.suspendedAsLost = v
+		c.suspendedAsLost = true
 		return nil
 	}
 }

@@ -219,32 +219,8 @@ func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 // Done is closed once the Session is closed (Close) and every goroutine
 // of it has stopped. It is the Session's final end; for the end of the
 // ZooKeeper session in use now (after which the Session opens another),
-// see EpochDone.
+// see Epoch.Done.
 func (s *Session) Done() <-chan struct{} { return s.done }
-
-// closedChan is what EpochDone returns when no epoch is live.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// EpochDone is the end of the ZooKeeper session in use now, as one channel,
-// for code that holds no lease but must stop what it does for this session
-// when the session ends (ephemeral nodes it created are then gone, watches
-// dropped). It is the Done channel of the epoch live at the time of the
-// call: closed when that epoch ends (server-confirmed expiry, the local
-// timer, or Close), never when a later one does. When no epoch is live
-// (the last one ended and the next has not begun, or after Close) the
-// channel returned is already closed. A Suspended connection is not an end
-// (see Epoch.LostSignal for the error policy that may make it one). To go
-// on in the next epoch, call Epoch(ctx) and then its Done (or EpochDone
-// again).
-func (s *Session) EpochDone() <-chan struct{} {
-	s.mu.Lock()
-	ep := s.cur
-	s.mu.Unlock()
-	if ep == nil {
-		return closedChan
-	}
-	return ep.Done()
-}
 
 // Close ends the current epoch (its ephemeral nodes go with it), closes the
 // connection and stops every goroutine of the session. Idempotent. It

@@ -285,9 +285,9 @@ func TestOperationsHonourContextWhileDisconnected(t *testing.T) {
 func TestSuspendedAsLostPolicy(t *testing.T) {
 	c := zktest.New(t)
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second), conn.WithSuspendedAsLost(true))
+	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second), conn.WithSuspendedAsLost())
 	ep := epoch(t, s)
-	sig := ep.LostSignal()
+	sig := conn.LostSignal(ep)
 	sub := s.Subscribe()
 	defer sub.Close()
 	p.Cut()
@@ -295,12 +295,12 @@ func TestSuspendedAsLostPolicy(t *testing.T) {
 	select {
 	case <-sig:
 	case <-time.After(time.Second):
-		t.Fatal("with WithSuspendedAsLost(true), Suspended counts as lost for holders")
+		t.Fatal("with WithSuspendedAsLost(), Suspended counts as lost for holders")
 	}
 	expect(t, sub, 10*time.Second, conn.Reconnected)
 	assert.NoError(t, ep.Err(), "the epoch itself lives on")
 	select {
-	case <-ep.LostSignal():
+	case <-conn.LostSignal(ep):
 		t.Fatal("a lock taken after Reconnected starts with a fresh signal")
 	default:
 	}
@@ -313,7 +313,7 @@ func TestSuspendedAsLostPolicy(t *testing.T) {
 	p.Cut()
 	expect(t, sub2, 10*time.Second, conn.Suspended)
 	select {
-	case <-ep2.LostSignal():
+	case <-conn.LostSignal(ep2):
 		t.Fatal("by default only the end of the epoch counts as lost")
 	default:
 	}

@@ -125,7 +125,7 @@ func TestUnwatchSharedAndReconnect(t *testing.T) {
 func TestLostLeaseLeavesNoWatch(t *testing.T) {
 	c := zktest.New(t)
 	p := zktest.NewProxy(t, c.Servers())
-	s := connect(t, p.Addrs(), conn.WithSessionTimeout(10*time.Second), conn.WithSuspendedAsLost(true))
+	s := connect(t, p.Addrs(), conn.WithSessionTimeout(10*time.Second), conn.WithSuspendedAsLost())
 	ep := epoch(t, s)
 	ctx := testzk.Ctx(t, 60*time.Second)
 	root := c.Root() + "/lease"

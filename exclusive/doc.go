@@ -32,7 +32,7 @@
 //     Lease.GuardedWrite. Holding is a lease on the session, not a promise.
 //   - Release deletes the node with a version check; when the delete's fate
 //     is unknown it keeps deleting in the background until the node is gone
-//     or the session epoch ends, and says so (ErrReleasePending).
+//     or the session epoch ends, and says so (lock.ErrReleasePending).
 //
 // # What it does not guarantee
 //
@@ -72,12 +72,13 @@
 //
 // Acquire, TryAcquire and Release follow the one contract of every lock of
 // this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
-// ErrNotHeld and ErrReleasePending are lock's errors (the same values), read
-// the same in every recipe: "exclusive: release <path>: lock: not held".
+// Its errors for those are package lock's (lock.ErrNotHeld,
+// lock.ErrReleasePending), read the same in every recipe:
+// "exclusive: release <path>: lock: not held".
 //
-// Sentinels, compared with errors.Is: ErrNilSession, ErrInvalidPath (also
-// matching conn.ErrInvalidPath or conn.ErrReservedPath), ErrInvalidOption,
-// ErrNotHeld, ErrReleasePending. Acquire and TryAcquire return an error
+// Sentinels, compared with errors.Is: conn.ErrNilSession,
+// conn.ErrInvalidPath or conn.ErrReservedPath (bad input to New),
+// lock.ErrNotHeld, lock.ErrReleasePending. Acquire and TryAcquire return an error
 // matching ctx.Err() when ctx ends, and conn's errors (conn.ErrClosed, ...)
 // or go-zookeeper's (zk.ErrNoAuth, ...) wrapped otherwise. Losing a session
 // while waiting is not an error: the wait goes on in the next session.

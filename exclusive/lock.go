@@ -52,28 +52,20 @@ type grant struct {
 
 // New returns a handle on the exclusive lock at path. Nothing is sent to
 // ZooKeeper until Acquire or TryAcquire; the path's missing ancestors are
-// then created as container nodes.
-func New(sess *conn.Session, path string, opts ...Option) (*Lock, error) {
+// then created as container nodes. It logs through the session's logger
+// (conn.WithLogger), as every recipe does.
+func New(sess *conn.Session, path string) (*Lock, error) {
 	if sess == nil {
-		return nil, ErrNilSession
+		return nil, fmt.Errorf("exclusive: new %s: %w", path, conn.ErrNilSession)
 	}
 	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidPath, err)
-	}
-	cfg := config{logger: sess.Logger()}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
+		return nil, fmt.Errorf("exclusive: new %s: %w", path, err)
 	}
 	return &Lock{
 		sess: sess,
 		path: path,
 		node: conn.JoinPath(path, nodeName),
-		log:  cfg.logger.With(zap.String("lock", path)),
+		log:  sess.Logger().With(zap.String("lock", path)),
 	}, nil
 }
 

@@ -10,11 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -22,30 +22,22 @@ const sessionTimeout = 8 * time.Second
 
 func TestNewErrors(t *testing.T) {
 	_, err := exclusive.New(nil, "/a")
-	assert.ErrorIs(t, err, exclusive.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrNilSession)
 
 	c := zktest.New(t)
 	s := locktest.Connect(t, c.Servers(), sessionTimeout)
 	for _, p := range []string{"", "a", "/a/", "/a//b", "/a/../b"} {
 		_, err := exclusive.New(s, p)
-		assert.ErrorIs(t, err, exclusive.ErrInvalidPath, "path %q", p)
 		assert.ErrorIs(t, err, conn.ErrInvalidPath, "path %q", p)
 		assert.True(t, strings.HasPrefix(err.Error(), "exclusive: "), "%v", err)
 	}
 	_, err = exclusive.New(s, "/zookeeper/lock")
-	assert.ErrorIs(t, err, exclusive.ErrInvalidPath)
 	assert.ErrorIs(t, err, conn.ErrReservedPath)
-	_, err = exclusive.New(s, "/a", nil)
-	assert.ErrorIs(t, err, exclusive.ErrInvalidOption)
-	assert.ErrorIs(t, err, conn.ErrInvalidOption, "as every package's")
-	_, err = exclusive.New(s, "/a", exclusive.WithLogger(nil))
-	assert.ErrorIs(t, err, exclusive.ErrInvalidOption)
-	assert.ErrorIs(t, err, conn.ErrInvalidOption, "as every package's")
 
-	l, err := exclusive.New(s, "/a/b", exclusive.WithLogger(zap.NewNop()))
+	l, err := exclusive.New(s, "/a/b")
 	require.NoError(t, err)
 	assert.Equal(t, "/a/b", l.Path())
-	assert.ErrorIs(t, l.Release(context.Background()), exclusive.ErrNotHeld)
+	assert.ErrorIs(t, l.Release(context.Background()), lock.ErrNotHeld)
 }
 
 // TestLock covers what is particular to the naive lock; the shared contract
@@ -194,10 +186,10 @@ func TestLock(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		err = l.Release(ctx)
-		assert.ErrorIs(t, err, exclusive.ErrReleasePending)
+		assert.ErrorIs(t, err, lock.ErrReleasePending)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.True(t, isClosed(lease.Lost()), "the lease is released all the same")
-		assert.ErrorIs(t, l.Release(locktest.Ctx(t, time.Second)), exclusive.ErrNotHeld, "the handle holds nothing")
+		assert.ErrorIs(t, l.Release(locktest.Ctx(t, time.Second)), lock.ErrNotHeld, "the handle holds nothing")
 		assert.True(t, locktest.Exists(t, observer, path+"/lock"), "the node is still there while the network is down")
 
 		p.Heal()

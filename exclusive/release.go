@@ -11,17 +11,18 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Release gives the lock up: the lease is marked released (its Lost channel
 // closes) and the lock node is deleted, checking the version we got it at.
 // Any goroutine may call it. Release on a handle that holds nothing returns
-// ErrNotHeld. If the session epoch the lock was taken in has ended, the node
+// lock.ErrNotHeld. If the session epoch the lock was taken in has ended, the node
 // went with it and Release returns nil.
 //
 // If the delete's fate cannot be learnt (ctx ended or the connection
 // dropped with it in flight), Release returns an error matching
-// ErrReleasePending and keeps deleting in the background until the node is
+// lock.ErrReleasePending and keeps deleting in the background until the node is
 // gone or the epoch ends; the handle holds nothing. Any other error (the
 // server refused the delete, e.g. for lack of permission) leaves the lock
 // held, lease and all: call Release again.
@@ -31,7 +32,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.held = nil
 	l.mu.Unlock()
 	if g == nil {
-		return fmt.Errorf("exclusive: release %s: %w", l.path, ErrNotHeld)
+		return fmt.Errorf("exclusive: release %s: %w", l.path, lock.ErrNotHeld)
 	}
 	if g.ep.Err() != nil {
 		connhook.Released(g.lease)
@@ -50,7 +51,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	case ctx.Err() != nil || errors.Is(err, conn.ErrConnectionLoss):
 		connhook.Released(g.lease)
 		go l.deleteInBackground(g)
-		return fmt.Errorf("exclusive: release %s: %w: %w", l.path, ErrReleasePending, err)
+		return fmt.Errorf("exclusive: release %s: %w: %w", l.path, lock.ErrReleasePending, err)
 	}
 	l.mu.Lock()
 	l.held = g // still ours: nobody else could have taken it meanwhile

@@ -34,7 +34,6 @@ func newLocker(t *testing.T, s *conn.Session, path string) locktest.Locker {
 func suiteOptions(t *testing.T) []locktest.Option {
 	return []locktest.Option{
 		locktest.WithCluster(testzk.Shared(t)),
-		locktest.WithErrors(ErrNotLeader, ErrReleasePending),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // schema is the naming of the election's nodes: Curator LeaderLatch's
@@ -32,19 +33,6 @@ type Election struct {
 	lease       *conn.Lease   // while we lead (possibly lost: see Lost)
 }
 
-// Participant is one node in the election: a contender, ours or a foreign
-// client's.
-type Participant struct {
-	// ID is the participant id: the node's data, as Curator's LeaderLatch
-	// writes it.
-	ID string
-	// Node is the node's path.
-	Node string
-	// Seq is the sequence number the server gave the node; the lowest
-	// leads.
-	Seq int32
-}
-
 // New returns participant id's handle on the election at path. Nothing is
 // created until Campaign; the path and its parents are then created as
 // container nodes, which ZooKeeper removes when they are empty. id is
@@ -52,7 +40,7 @@ type Participant struct {
 // Participants report; it need not be unique, but should be.
 func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error) {
 	if sess == nil {
-		return nil, ErrNilSession
+		return nil, fmt.Errorf("leader: new %s: %w", path, conn.ErrNilSession)
 	}
 	if id == "" {
 		return nil, ErrEmptyID
@@ -67,7 +55,7 @@ func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error)
 		}
 	}
 	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("%w %q: %w", ErrInvalidPath, path, err)
+		return nil, fmt.Errorf("leader: new %q: %w", path, err)
 	}
 	// No handover mark (MarkRelease): Curator's LeaderLatch waiter reacts
 	// to the deletion of its predecessor only, and a mark would consume its
@@ -156,8 +144,8 @@ func (e *Election) begin(ctx context.Context) error {
 
 // Resign gives up leadership: our node is deleted and the lease's Lost
 // closes (a Run in progress sees its function's ctx cancelled). The next
-// participant in line takes over. ErrNotLeader when this handle does not
-// lead; ErrReleasePending when the deletion could not be confirmed (see
+// participant in line takes over. lock.ErrNotHeld when this handle does not
+// lead; lock.ErrReleasePending when the deletion could not be confirmed (see
 // there: the handle no longer leads). Any other error (the server refused
 // the delete) leaves us leading: call Resign again.
 func (e *Election) Resign(ctx context.Context) error {
@@ -176,7 +164,7 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 		return nil
 	case l == nil || e.campaigning || e.resigning != nil:
 		e.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNotLeader, e.Path())
+		return fmt.Errorf("leader: resign %s: %w", e.Path(), lock.ErrNotHeld)
 	}
 	done := make(chan struct{})
 	e.lease, e.resigning = nil, done
@@ -191,18 +179,24 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 	}
 	e.mu.Unlock()
 	if err != nil {
-		// err already matches ErrReleasePending when the deletion is
+		// err already matches lock.ErrReleasePending when the deletion is
 		// pending: say it once.
 		return fmt.Errorf("leader: resign %s: %w", e.Path(), err)
 	}
 	return nil
 }
 
-// Leading returns our leadership's lease while this handle leads (it may
-// already be lost: check its Err), or nil.
+// Leading returns our leadership's lease while this handle leads, or nil.
+// It never returns a lost lease (one whose Lost is closed: the epoch ended,
+// the node was deleted, Resign): leadership lost as far as this process
+// knows is no leadership. The lease may still be lost the moment after;
+// watch its Lost, and fence writes with it.
 func (e *Election) Leading() *conn.Lease {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.lease == nil || e.lease.Err() != nil {
+		return nil
+	}
 	return e.lease
 }
 
@@ -210,17 +204,17 @@ func (e *Election) Leading() *conn.Lease {
 // sequence number, ours or a foreign client's. ErrNoLeader when there is
 // none. It is a snapshot: the leader may have changed by the time it
 // returns.
-func (e *Election) Leader(ctx context.Context) (Participant, error) {
+func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
 	ep, err := e.sess.Epoch(ctx)
 	if err != nil {
-		return Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
+		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
 	}
 	ps, err := e.list(ctx, ep, 1)
 	if err != nil {
-		return Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
+		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
 	}
 	if len(ps) == 0 {
-		return Participant{}, fmt.Errorf("%w: %s", ErrNoLeader, e.Path())
+		return lock.Participant{}, fmt.Errorf("%w: %s", ErrNoLeader, e.Path())
 	}
 	return ps[0], nil
 }
@@ -228,7 +222,7 @@ func (e *Election) Leader(ctx context.Context) (Participant, error) {
 // Participants lists the participants in order: the first leads, the
 // others follow in the order they will take over. It is a snapshot; nodes
 // that leave while it is taken are left out. Empty when nobody campaigns.
-func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
+func (e *Election) Participants(ctx context.Context) ([]lock.Participant, error) {
 	ep, err := e.sess.Epoch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("leader: participants of %s: %w", e.Path(), err)
@@ -241,7 +235,7 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 }
 
 // list reads up to n participants (all when n < 0).
-func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]Participant, error) {
+func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]lock.Participant, error) {
 	names, _, err := ep.Children(ctx, e.Path())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
@@ -253,8 +247,8 @@ func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]Participa
 }
 
 // read reads the data of up to n contenders among names, in queue order.
-func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n int) ([]Participant, error) {
-	var out []Participant
+func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n int) ([]lock.Participant, error) {
+	var out []lock.Participant
 	for _, c := range queue.Parse(schema, names) {
 		if n >= 0 && len(out) >= n {
 			break
@@ -267,7 +261,7 @@ func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n i
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Participant{ID: string(b), Node: p, Seq: c.Seq})
+		out = append(out, lock.Participant{ID: string(b), Node: p, Seq: c.Seq, Holding: len(out) == 0})
 	}
 	return out, nil
 }

@@ -23,15 +23,14 @@ func TestNewBadInput(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	_, err := leader.New(nil, "/a", "id")
-	assert.ErrorIs(t, err, leader.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrNilSession)
 	_, err = leader.New(s, "/a", "")
 	assert.ErrorIs(t, err, leader.ErrEmptyID)
-	for _, p := range []string{"", "a", "/a/", "/a//b", "/zookeeper/x"} {
+	for _, p := range []string{"", "a", "/a/", "/a//b"} {
 		_, err = leader.New(s, p, "id")
-		assert.ErrorIs(t, err, leader.ErrInvalidPath, "path %q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidPath, "path %q", p)
+		assert.True(t, strings.HasPrefix(err.Error(), "leader: new "), "%v", err)
 	}
-	_, err = leader.New(s, "a", "id")
-	assert.ErrorIs(t, err, conn.ErrInvalidPath, "the session's reason is wrapped")
 	_, err = leader.New(s, "/zookeeper/x", "id")
 	assert.ErrorIs(t, err, conn.ErrReservedPath)
 	_, err = leader.New(s, "/a", "id", nil)
@@ -50,7 +49,7 @@ func TestCampaignAndResign(t *testing.T) {
 
 	_, err := e0.Leader(ctx)
 	assert.ErrorIs(t, err, leader.ErrNoLeader)
-	assert.ErrorIs(t, e0.Resign(ctx), leader.ErrNotLeader)
+	assert.ErrorIs(t, e0.Resign(ctx), lock.ErrNotHeld)
 	assert.ErrorIs(t, e0.Resign(ctx), lock.ErrNotHeld)
 
 	l0, err := e0.Campaign(ctx)
@@ -89,6 +88,7 @@ func TestCampaignAndResign(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
 	assert.Equal(t, []string{"zero", "one"}, []string{ps[0].ID, ps[1].ID})
+	assert.Equal(t, []bool{true, false}, []bool{ps[0].Holding, ps[1].Holding}, "the leader holds")
 
 	require.NoError(t, e0.Resign(ctx))
 	assert.ErrorIs(t, l0.Err(), conn.ErrLeaseLost, "Resign closes Lost")
@@ -102,7 +102,7 @@ func TestCampaignAndResign(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, tok1.Compare(tok0), "fencing tokens grow with every leader: %v after %v", tok1, tok0)
 	require.NoError(t, e1.Resign(ctx))
-	assert.ErrorIs(t, e1.Resign(ctx), leader.ErrNotLeader)
+	assert.ErrorIs(t, e1.Resign(ctx), lock.ErrNotHeld)
 }
 
 // watchCount is the number of watches (data and child) server 0 holds.
@@ -221,7 +221,7 @@ func TestRunCancelled(t *testing.T) {
 
 	t.Run("SuspendedAsLost", func(t *testing.T) {
 		p := zktest.NewProxy(t, c.Servers())
-		s := testzk.Connect(t, p.Addrs(), conn.WithSuspendedAsLost(true))
+		s := testzk.Connect(t, p.Addrs(), conn.WithSuspendedAsLost())
 		e := newElection(t, s, testzk.Path(t, c, "election"), "a")
 		ctx := testzk.Ctx(t, 60*time.Second)
 		fctx, res := runTerm(t, ctx, e)
@@ -255,7 +255,7 @@ func TestRunRequeue(t *testing.T) {
 	c := testzk.Shared(t)
 	ss := testzk.ConnectN(t, c.Servers(), 2)
 	path := testzk.Path(t, c, "election")
-	e := newElection(t, ss[0], path, "a", leader.WithRequeue(true))
+	e := newElection(t, ss[0], path, "a", leader.WithRequeue())
 	ctx, cancel := context.WithCancel(testzk.Ctx(t, 60*time.Second))
 	defer cancel()
 	terms := make(chan context.Context, 3)
@@ -283,7 +283,7 @@ func TestRunRequeue(t *testing.T) {
 	assert.Empty(t, testzk.Children(t, ss[1], path), "nothing left behind")
 
 	boom := errors.New("boom")
-	e2 := newElection(t, ss[0], path, "a", leader.WithRequeue(true))
+	e2 := newElection(t, ss[0], path, "a", leader.WithRequeue())
 	err := e2.Run(testzk.Ctx(t, 30*time.Second), func(context.Context) error { return boom })
 	assert.ErrorIs(t, err, boom)
 	assert.Empty(t, testzk.Children(t, ss[1], path), "resigned after the function's error")
@@ -296,7 +296,7 @@ func TestObserveSessionClosed(t *testing.T) {
 	ch := newElection(t, s, testzk.Path(t, c, "election"), "observer").Observe(context.Background())
 	select {
 	case p := <-ch:
-		assert.Equal(t, leader.Participant{}, p)
+		assert.Equal(t, lock.Participant{}, p)
 	case <-time.After(20 * time.Second):
 		t.Fatal("no first value within 20s")
 	}
@@ -324,8 +324,8 @@ func TestObserve(t *testing.T) {
 	defer cancel()
 
 	ch := obs.Observe(octx)
-	next := func() leader.Participant { t.Helper(); return nextObserved(t, ch) }
-	assert.Equal(t, leader.Participant{}, next(), "no leader yet (the path does not exist)")
+	next := func() lock.Participant { t.Helper(); return nextObserved(t, ch) }
+	assert.Equal(t, lock.Participant{}, next(), "no leader yet (the path does not exist)")
 
 	_, err := es[0].Campaign(ctx)
 	require.NoError(t, err)
@@ -352,7 +352,7 @@ func TestObserve(t *testing.T) {
 		}()
 	}, "a pending value")
 	// The observer may still be publishing; the last value wins.
-	var got leader.Participant
+	var got lock.Participant
 	testzk.Eventually(t, 10*time.Second, func() bool {
 		select {
 		case got = <-ch:
@@ -363,7 +363,7 @@ func TestObserve(t *testing.T) {
 
 	// Resigning and campaigning again is a change, even with the same id.
 	require.NoError(t, es[2].Resign(ctx))
-	assert.Equal(t, leader.Participant{}, next(), "nobody leads")
+	assert.Equal(t, lock.Participant{}, next(), "nobody leads")
 	_, err = es[2].Campaign(ctx)
 	require.NoError(t, err)
 	again := next()
@@ -418,7 +418,7 @@ func TestCampaignCancelledLeavesNoWatch(t *testing.T) {
 }
 
 // nextObserved is the next value of an Observe channel, within 20 s.
-func nextObserved(t *testing.T, ch <-chan leader.Participant) leader.Participant {
+func nextObserved(t *testing.T, ch <-chan lock.Participant) lock.Participant {
 	t.Helper()
 	select {
 	case p, ok := <-ch:
@@ -427,5 +427,5 @@ func nextObserved(t *testing.T, ch <-chan leader.Participant) leader.Participant
 	case <-time.After(20 * time.Second):
 		t.Fatal("no value within 20s")
 	}
-	return leader.Participant{}
+	return lock.Participant{}
 }

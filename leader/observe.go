@@ -11,11 +11,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Observe returns a channel of leader changes. It first receives the
 // current leader, then a value each time the leader changes: the new
-// leader, or the zero Participant (Node "") when nobody campaigns any more.
+// leader, or the zero lock.Participant (Node "") when nobody campaigns any more.
 //
 // Latest value wins: the channel holds one value, and a value the reader
 // has not taken yet is replaced by a newer one. A slow reader may therefore
@@ -30,15 +31,15 @@ import (
 // participants; when ctx ends, that watch is removed from the server (one
 // removeWatches request, which needs no write access), so that no watch is
 // left there.
-func (e *Election) Observe(ctx context.Context) <-chan Participant {
-	ch := make(chan Participant, 1)
+func (e *Election) Observe(ctx context.Context) <-chan lock.Participant {
+	ch := make(chan lock.Participant, 1)
 	go e.observe(ctx, ch)
 	return ch
 }
 
-func (e *Election) observe(ctx context.Context, ch chan Participant) {
+func (e *Election) observe(ctx context.Context, ch chan lock.Participant) {
 	defer close(ch)
-	var last *Participant
+	var last *lock.Participant
 	for {
 		ep, err := e.sess.Epoch(ctx)
 		if err != nil {
@@ -51,7 +52,7 @@ func (e *Election) observe(ctx context.Context, ch chan Participant) {
 }
 
 // observeEpoch observes within ep; false when observing is over.
-func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan Participant, last **Participant) bool {
+func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan lock.Participant, last **lock.Participant) bool {
 	delay := 50 * time.Millisecond
 	for {
 		cur, w, _, err := e.leaderW(ctx, ep)
@@ -95,7 +96,7 @@ func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan Par
 
 // publish puts p into ch, replacing a value not yet taken. Only the
 // observing goroutine sends on ch, so the send after the drain never blocks.
-func publish(ch chan Participant, p Participant) {
+func publish(ch chan lock.Participant, p lock.Participant) {
 	select {
 	case ch <- p:
 		return
@@ -111,16 +112,16 @@ func publish(ch chan Participant, p Participant) {
 // leaderW reads the leader and leaves a watch that fires when the
 // participants may have changed: a child watch on the path (exists true),
 // or a watch on its creation.
-func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (Participant, <-chan zk.Event, bool, error) {
+func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participant, <-chan zk.Event, bool, error) {
 	for {
 		names, _, w, err := ep.ChildrenW(ctx, e.Path())
 		if errors.Is(err, zk.ErrNoNode) {
 			ok, _, w, err := ep.ExistsW(ctx, e.Path())
 			if err != nil {
-				return Participant{}, nil, false, err
+				return lock.Participant{}, nil, false, err
 			}
 			if !ok {
-				return Participant{}, w, false, nil
+				return lock.Participant{}, w, false, nil
 			}
 			// Created meanwhile: our watch is now a data watch on the path,
 			// which would fire only when the path changes. Remove it, then
@@ -129,15 +130,15 @@ func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (Participant, <-
 			continue
 		}
 		if err != nil {
-			return Participant{}, nil, false, err
+			return lock.Participant{}, nil, false, err
 		}
 		ps, err := e.read(ctx, ep, names, 1)
 		if err != nil {
 			e.unwatch(ctx, ep, w)
-			return Participant{}, nil, false, err
+			return lock.Participant{}, nil, false, err
 		}
 		if len(ps) == 0 {
-			return Participant{}, w, true, nil
+			return lock.Participant{}, w, true, nil
 		}
 		return ps[0], w, true, nil
 	}

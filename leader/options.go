@@ -10,12 +10,12 @@ type config struct {
 	requeue bool
 }
 
-// WithRequeue(true) makes Run campaign again after each term instead of
+// WithRequeue makes Run campaign again after each term instead of
 // returning: when the function returns nil, or when its term ended because
 // leadership was lost, Run resigns (if it still leads) and queues a new
 // node. Run then returns only when its ctx ends or the function returns a
-// non-nil error while leadership was still safe. Default false: Run
+// non-nil error while leadership was still safe. Default (without it): Run
 // returns after one term. This is Curator LeaderSelector's autoRequeue.
-func WithRequeue(v bool) Option {
-	return func(c *config) error { c.requeue = v; return nil }
+func WithRequeue() Option {
+	return func(c *config) error { c.requeue = true; return nil }
 }

@@ -158,9 +158,9 @@ func overlapRound(t *testing.T, c *zktest.Cluster, round int) time.Duration {
 	defer sb.Close()
 
 	path := c.Root() + "/overlap-" + strconv.Itoa(round)
-	ea, err := leader.New(sa, path, "A", leader.WithRequeue(true))
+	ea, err := leader.New(sa, path, "A", leader.WithRequeue())
 	require.NoError(t, err)
-	eb, err := leader.New(sb, path, "B", leader.WithRequeue(true))
+	eb, err := leader.New(sb, path, "B", leader.WithRequeue())
 	require.NoError(t, err)
 
 	rec := &terms{}

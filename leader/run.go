@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Run campaigns, then runs fn while we lead. fn's ctx is cancelled, with
@@ -47,9 +48,9 @@ import (
 //     term ended because leadership was lost; it also wraps fn's error when
 //     that is not just its ctx's;
 //   - otherwise fn's error, joined with a resign error if there was one
-//     (ErrReleasePending).
+//     (lock.ErrReleasePending).
 //
-// With WithRequeue(true), Run campaigns again after a term that ended with
+// With WithRequeue(), Run campaigns again after a term that ended with
 // fn returning nil or with leadership lost, as long as ctx lives; it then
 // returns ctx's error, or fn's non-nil error from a term that was still
 // safe. ErrCampaigning when this handle already campaigns or leads. A nil
@@ -104,7 +105,7 @@ func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.
 	rctx, rcancel := queue.CleanupContext(ctx, l.Epoch())
 	defer rcancel()
 	rerr := e.resign(rctx, l)
-	if errors.Is(rerr, ErrReleasePending) {
+	if errors.Is(rerr, lock.ErrReleasePending) {
 		e.sess.Logger().Info("leader: resign after the term is pending")
 	}
 	switch {

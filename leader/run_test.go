@@ -86,7 +86,7 @@ func TestRunReturnsFnError(t *testing.T) {
 		}
 		assert.Empty(t, testzk.Children(t, s, path), "resigned after the term")
 		assert.Nil(t, e.Leading())
-		assert.ErrorIs(t, e.Resign(ctx), leader.ErrNotLeader, "Run's term ended")
+		assert.ErrorIs(t, e.Resign(ctx), lock.ErrNotHeld, "Run's term ended")
 		require.NotNil(t, held)
 		assert.ErrorIs(t, held.Err(), conn.ErrLeaseLost, "the term's lease is over")
 	}
@@ -157,7 +157,7 @@ func TestRunRequeueAfterNil(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "election")
-	e := newElection(t, s, path, "a", leader.WithRequeue(true))
+	e := newElection(t, s, path, "a", leader.WithRequeue())
 	ctx, cancel := context.WithCancel(testzk.Ctx(t, 30*time.Second))
 	defer cancel()
 	nodes := make(chan string, 2)
@@ -200,7 +200,9 @@ func TestCampaignAfterLoss(t *testing.T) {
 			t.Fatal("Lost not closed within 10s of the deletion")
 		}
 		assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost)
-		assert.Same(t, l, e.Leading(), "Leading reports the lost lease")
+		if got := e.Leading(); got != nil {
+			t.Errorf("Leading() = the lease of %s (Err: %v), want nil: Leading never returns a lost lease", got.Path(), got.Err())
+		}
 		if resign {
 			assert.NoError(t, e.Resign(ctx), "resigning a lost leadership")
 			assert.Nil(t, e.Leading())
@@ -213,7 +215,7 @@ func TestCampaignAfterLoss(t *testing.T) {
 	assert.Empty(t, testzk.Children(t, ss[1], path))
 }
 
-// Resign while our Campaign still waits is ErrNotLeader and changes
+// Resign while our Campaign still waits is lock.ErrNotHeld and changes
 // nothing: the campaign goes on and leads once the leader resigns.
 func TestResignWhileCampaigning(t *testing.T) {
 	c := testzk.Shared(t)
@@ -228,7 +230,7 @@ func TestResignWhileCampaigning(t *testing.T) {
 	go func() { _, err := e1.Campaign(ctx); res <- err }()
 	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, ss[0], path)) == 2 }, "the follower queued")
 
-	assert.ErrorIs(t, e1.Resign(ctx), leader.ErrNotLeader)
+	assert.ErrorIs(t, e1.Resign(ctx), lock.ErrNotHeld)
 	assert.Len(t, testzk.Children(t, ss[0], path), 2, "the follower's node stays")
 	require.NoError(t, e0.Resign(ctx))
 	require.NoError(t, <-res)
@@ -236,7 +238,7 @@ func TestResignWhileCampaigning(t *testing.T) {
 }
 
 // A Resign whose delete cannot be confirmed says so once, with the
-// operation and the path: the error matches ErrReleasePending and ctx's,
+// operation and the path: the error matches lock.ErrReleasePending and ctx's,
 // and its message names the pending release once.
 func TestResignPendingMessage(t *testing.T) {
 	c := testzk.Shared(t)
@@ -253,7 +255,7 @@ func TestResignPendingMessage(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	err = e.Resign(rctx)
-	assert.ErrorIs(t, err, leader.ErrReleasePending)
+	assert.ErrorIs(t, err, lock.ErrReleasePending)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, 1, strings.Count(err.Error(), lock.ErrReleasePending.Error()), "said once: %v", err)
 	assert.Contains(t, err.Error(), "leader: resign "+path+": ")
@@ -273,8 +275,8 @@ func TestObserveAcrossExpiry(t *testing.T) {
 	octx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch := obs.Observe(octx)
-	next := func() leader.Participant { t.Helper(); return nextObserved(t, ch) }
-	assert.Equal(t, leader.Participant{}, next())
+	next := func() lock.Participant { t.Helper(); return nextObserved(t, ch) }
+	assert.Equal(t, lock.Participant{}, next())
 
 	ep := testzk.Epoch(t, ss[1])
 	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
@@ -284,7 +286,7 @@ func TestObserveAcrossExpiry(t *testing.T) {
 	assert.Equal(t, "a", next().ID, "seen after the observer's session expired")
 	assert.NotEqual(t, ep.SessionID(), testzk.Epoch(t, ss[1]).SessionID())
 	require.NoError(t, e.Resign(ctx))
-	assert.Equal(t, leader.Participant{}, next())
+	assert.Equal(t, lock.Participant{}, next())
 	cancel()
 	for range ch {
 	}
@@ -301,7 +303,7 @@ func TestErrorMessages(t *testing.T) {
 	e1 := newElection(t, ss[1], path, "b")
 	ctx := testzk.Ctx(t, 30*time.Second)
 
-	assert.EqualError(t, e0.Resign(ctx), "leader: not leader: lock: not held: "+path)
+	assert.EqualError(t, e0.Resign(ctx), "leader: resign "+path+": lock: not held")
 	l, err := e0.Campaign(ctx)
 	require.NoError(t, err)
 	_, err = e0.Campaign(ctx)
@@ -314,7 +316,7 @@ func TestErrorMessages(t *testing.T) {
 	cancel()
 	err = e0.Resign(cctx)
 	assert.EqualError(t, err, "leader: resign "+path+": "+lock.ErrReleasePending.Error()+": conn: delete "+l.Path()+": context canceled")
-	assert.ErrorIs(t, err, leader.ErrReleasePending)
+	assert.ErrorIs(t, err, lock.ErrReleasePending)
 	assert.ErrorIs(t, err, context.Canceled)
 }
 

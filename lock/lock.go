@@ -1,9 +1,8 @@
 // Package lock holds what every lock of this module shares: the Locker
 // interface (what multilock combines) and the errors every recipe returns
-// with the same meaning. Each recipe's own sentinel of the same name
-// (mutex.ErrNotHeld, rwlock.ErrReleasePending, ...) is the very same value,
-// so errors.Is works with either, and the message reads the same in every
-// recipe.
+// with the same meaning. The recipes return these values (wrapped) and
+// declare no copies of them, so one errors.Is(err, lock.ErrNotHeld) works
+// for every recipe, and the message reads the same in each.
 //
 // # Acquire, TryAcquire and Release: one contract
 //
@@ -22,7 +21,9 @@
 //	multilock.MultiLock    handle     no: ErrBusy     per lock      as its locks allow    no
 //	leader.Election        handle     no: ErrCampaigning yes (FIFO) Resign: allowed       no
 //
-// What every one of them does:
+// What every one of them does (a Semaphore holds several leases per
+// handle, so its Release names the lease: ReturnLease(ctx, lease), as
+// Curator's returnLease):
 //
 //   - Acquire blocks until the lock is held or ctx ends; one whose ctx ends
 //     first returns an error matching ctx.Err() and leaves nothing behind
@@ -123,25 +124,29 @@ type Locker interface {
 	Session() *conn.Session
 }
 
-// Participant is one contender for a lock, as the recipes' Participants
-// methods list them (mutex.InterProcessMutex, semaphoremutex.Mutex and
-// Semaphore): a node that counts in the lock's queue, ours or a foreign
-// client's (Curator, kazoo, go-zookeeper).
+// Participant is one contender, as every recipe's Participants method
+// lists them (mutex.InterProcessMutex, semaphoremutex.Mutex and Semaphore,
+// leader.Election, which also returns it from Leader and Observe): a node
+// that counts in the queue, ours or a foreign client's (Curator, kazoo,
+// go-zookeeper).
 type Participant struct {
 	// Node is the node's path.
 	Node string
 	// Holding is true for a holder of the lock (for a semaphore, of a
-	// lease), false for a waiter.
+	// lease; for an election, the leader), false for a waiter.
 	Holding bool
 	// Seq is the sequence number the server gave the node.
 	Seq int32
-	// ID is the contender's unique acquire id (the uuid in the name).
+	// ID is the contender's id: for a lock, its unique acquire id (the
+	// uuid in the name); for an election, the participant id given to
+	// leader.New (the node's data, as Curator's LeaderLatch writes it).
 	ID string
 	// Host and PID say which process queued it, when its data tells
 	// (Curator writes only an address, which becomes Host).
 	Host string
 	PID  int
-	// Known is false when the node's data could not be read as who it is;
-	// then only Node, Holding, Seq and ID are set.
+	// Known is false when the node's data does not say which process
+	// queued it (a foreign lock client's, or any election node, whose data
+	// is the participant id); then only Node, Holding, Seq and ID are set.
 	Known bool
 }

@@ -25,7 +25,7 @@
 //     ctx ended, even with the connection down.
 //   - All or nothing: if any lock cannot be taken, those already taken are
 //     released, in reverse order, on a context of their own that ends
-//     100 ms after the caller's ended (RollbackTimeout at most), before
+//     100 ms after the caller's ended (10 s at most), before
 //     Acquire returns; a release that cannot finish by then (the
 //     connection is down) goes on in the background until the node is gone
 //     or its session ends.
@@ -57,12 +57,12 @@
 //
 // # Errors
 //
-// Locker is lock.Locker and ErrNotHeld is lock.ErrNotHeld (package lock
+// Locker is lock.Locker, and "not held" is lock.ErrNotHeld (package lock
 // holds what every lock of this module shares, and the one table of their
 // Acquire/Release contract).
 //
 // Sentinels, compared with errors.Is: ErrNoLocks, ErrNilLock,
-// ErrDuplicatePath (from New), ErrBusy, ErrNotHeld, ErrPartlyReleased
+// ErrDuplicatePath (from New), ErrBusy, lock.ErrNotHeld, ErrPartlyReleased
 // (Release left some locks held: call it again). Errors of the locks
 // underneath are wrapped with their path and joined, so errors.Is finds
 // them too (context.DeadlineExceeded, conn.ErrLeaseLost,

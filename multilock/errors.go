@@ -2,8 +2,6 @@ package multilock
 
 import (
 	"errors"
-
-	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Errors returned by this package. Compare with errors.Is; the errors of
@@ -26,11 +24,6 @@ var (
 	// partly: see ErrPartlyReleased), or being acquired or released by
 	// another call.
 	ErrBusy = errors.New("multilock: already held, or being acquired or released")
-
-	// ErrNotHeld is lock.ErrNotHeld (the same value): Release was called
-	// on a MultiLock that is not held, or while another call is acquiring
-	// or releasing it.
-	ErrNotHeld = lock.ErrNotHeld
 
 	// ErrPartlyReleased: Release could not release every lock. At least one
 	// lock's Release failed in a way that leaves it held (the server

@@ -57,13 +57,13 @@ func (a identity) String() string {
 	return a.path + " on " + a.ensemble
 }
 
-// RollbackTimeout bounds the release of the locks already taken when an
+// rollbackTimeout bounds the release of the locks already taken when an
 // Acquire fails for a reason other than its ctx. The rollback runs on a
 // context of its own (the caller's may be the reason for the failure),
 // which ends 100 ms after the caller's ctx ended, and at the latest after
-// RollbackTimeout; a release that cannot finish by then goes on in the
+// rollbackTimeout; a release that cannot finish by then goes on in the
 // background (its error matches lock.ErrReleasePending).
-const RollbackTimeout = 10 * time.Second
+const rollbackTimeout = 10 * time.Second
 
 type state int
 
@@ -160,7 +160,7 @@ func (m *MultiLock) Paths() []string {
 // all of them. It returns the leases in that order (see Paths). If a lock
 // cannot be taken (ctx ended, or an error), the locks already taken are
 // released in reverse order, on a context of their own that ends 100 ms
-// after ctx ended (RollbackTimeout at most; see there), and the error says which lock failed (wrapping its error, so
+// after ctx ended (10 s at most), and the error says which lock failed (wrapping its error, so
 // errors.Is(err, context.DeadlineExceeded) works) joined with any error of
 // the rollback. The MultiLock holds nothing afterwards; a lock whose
 // rollback release failed with an error other than a pending one
@@ -198,13 +198,13 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 }
 
 // rollback releases locks[n-1] down to locks[0] on a context of its own
-// (queue.GraceContext: 100 ms past ctx's end, RollbackTimeout at most) and
+// (queue.GraceContext: 100 ms past ctx's end, rollbackTimeout at most) and
 // joins their errors.
 func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
 	}
-	rctx, cancel := queue.GraceContext(ctx, RollbackTimeout)
+	rctx, cancel := queue.GraceContext(ctx, rollbackTimeout)
 	defer cancel()
 	var errs []error
 	for j := n - 1; j >= 0; j-- {
@@ -233,7 +233,7 @@ func (m *MultiLock) rollback(ctx context.Context, n int) error {
 //
 // Lost is closed by the first Release, whatever its outcome: a partly
 // released set is no longer whole. A MultiLock that is not held, or that
-// another call is acquiring or releasing, gives ErrNotHeld.
+// another call is acquiring or releasing, gives lock.ErrNotHeld.
 func (m *MultiLock) Release(ctx context.Context) error {
 	m.mu.Lock()
 	switch m.state {
@@ -246,7 +246,7 @@ func (m *MultiLock) Release(ctx context.Context) error {
 	case partlyHeld: // lost was closed by the first Release
 	default:
 		m.mu.Unlock()
-		return ErrNotHeld
+		return lock.ErrNotHeld
 	}
 	m.state = releasing
 	locks := m.holding

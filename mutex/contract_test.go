@@ -25,7 +25,6 @@ func suiteOptions(t *testing.T) []locktest.Option {
 	return []locktest.Option{
 		locktest.WithCluster(testzk.Shared(t)),
 		locktest.WithReentrant(true),
-		locktest.WithErrors(mutex.ErrNotHeld, mutex.ErrReleasePending),
 	}
 }
 

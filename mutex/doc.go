@@ -106,13 +106,14 @@
 //
 // Acquire, TryAcquire and Release follow the one contract of every lock of
 // this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
-// ErrNotHeld, ErrReleasePending and ErrNotOwner are lock's errors (the same values), read
-// the same in every recipe: "mutex: release <path>: lock: not held".
+// Its errors for those are package lock's (lock.ErrNotHeld,
+// lock.ErrReleasePending, lock.ErrNotOwner), read the same in every recipe:
+// "mutex: release <path>: lock: not held".
 //
 // Revoke refuses a sealed node with an error matching lock.ErrNotRevocable.
-// Sentinels, compared with errors.Is: ErrNotOwner, ErrNotHeld (Release by a
-// goroutine that does not hold the mutex), ErrReleasePending (deletion of
-// the node not confirmed; continuing in the background), ErrNilSession.
+// Sentinels, compared with errors.Is: lock.ErrNotOwner, lock.ErrNotHeld (Release by a
+// goroutine that does not hold the mutex), lock.ErrReleasePending (deletion of
+// the node not confirmed; continuing in the background), conn.ErrNilSession.
 // Errors of the caller's context (context.DeadlineExceeded,
 // context.Canceled) and of the session (conn.ErrClosed after Close,
 // conn.ErrLeaseLost for a re-entry on a lost lease, conn.ErrInvalidPath)

@@ -44,22 +44,13 @@ import (
 // it, so that whoever asked gets the lock after the holders queued before
 // it.
 //
-// Default: off (WithoutLocalHandoff); see docs/design.md. maxPasses below
-// 1 or a negative budget make New fail with an error matching
-// conn.ErrInvalidOption.
+// Default: off (each goroutine its own ZooKeeper contender, as Curator's
+// threads are: every handoff is a ZooKeeper commit); see docs/design.md.
+// maxPasses below 1 or a negative budget make New fail with an error
+// matching conn.ErrInvalidOption.
 func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
 	return func(c *config) error {
 		c.handoff = &cohort.Bound{MaxPasses: maxPasses, Budget: budget}
-		return nil
-	}
-}
-
-// WithoutLocalHandoff makes every goroutine its own ZooKeeper contender
-// (the default), as Curator's threads are: each acquire queues a node, and
-// every handoff is a ZooKeeper commit.
-func WithoutLocalHandoff() Option {
-	return func(c *config) error {
-		c.handoff = nil
 		return nil
 	}
 }

@@ -45,7 +45,7 @@ func TestLocalHandoffOptions(t *testing.T) {
 		_, err := mutex.New(s, "/a", o)
 		assert.ErrorIs(t, err, conn.ErrInvalidOption)
 	}
-	_, err := mutex.New(s, "/a", mutex.WithLocalHandoff(3, time.Second), mutex.WithoutLocalHandoff())
+	_, err := mutex.New(s, "/a", mutex.WithLocalHandoff(3, time.Second))
 	assert.NoError(t, err)
 }
 

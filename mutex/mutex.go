@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // InterProcessMutex is a fair, reentrant lock shared by every process that
@@ -45,7 +46,7 @@ type hold struct {
 // valid (conn.ValidatePath).
 func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, error) {
 	if sess == nil {
-		return nil, ErrNilSession
+		return nil, fmt.Errorf("mutex: new %s: %w", path, conn.ErrNilSession)
 	}
 	cfg := config{}
 	for _, o := range opts {
@@ -157,9 +158,9 @@ func (m *InterProcessMutex) record(gid int64, l *conn.Lease) {
 // Release undoes one Acquire of the calling goroutine. The last one deletes
 // the lock node. Errors:
 //
-//   - ErrNotOwner or ErrNotHeld when the calling goroutine does not hold
+//   - lock.ErrNotOwner or lock.ErrNotHeld when the calling goroutine does not hold
 //     the mutex; nothing changes.
-//   - ErrReleasePending when the node's deletion could not be confirmed
+//   - lock.ErrReleasePending when the node's deletion could not be confirmed
 //     (the connection is down or ctx ended) while the session lives: the
 //     goroutine no longer holds the mutex, but other processes may see it
 //     held until the background deletion succeeds or the session ends.
@@ -174,10 +175,10 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 	switch {
 	case h == nil && len(m.owned) > 0:
 		m.mu.Unlock()
-		return fmt.Errorf("mutex: release %s: %w", m.Path(), ErrNotOwner)
+		return fmt.Errorf("mutex: release %s: %w", m.Path(), lock.ErrNotOwner)
 	case h == nil:
 		m.mu.Unlock()
-		return fmt.Errorf("mutex: release %s: %w", m.Path(), ErrNotHeld)
+		return fmt.Errorf("mutex: release %s: %w", m.Path(), lock.ErrNotHeld)
 	case h.count > 1:
 		h.count--
 		m.mu.Unlock()
@@ -188,7 +189,7 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 	// Only this goroutine touches owned[gid]: no lock is needed while the
 	// node is deleted.
 	err := m.c.Release(ctx, h.lease)
-	if err != nil && !errors.Is(err, ErrReleasePending) {
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		return fmt.Errorf("mutex: release %s: %w", m.Path(), err)
 	}
 	m.mu.Lock()

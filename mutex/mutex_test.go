@@ -9,12 +9,13 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
 func TestNewValidates(t *testing.T) {
 	_, err := mutex.New(nil, "/a")
-	assert.ErrorIs(t, err, mutex.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrNilSession)
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	for _, p := range []string{"", "a", "/a/", "/a//b", "/zookeeper/x"} {
@@ -94,7 +95,7 @@ func TestReentrant(t *testing.T) {
 	assert.True(t, m.IsAcquiredInThisProcess())
 	require.NoError(t, m.Release(ctx))
 	assert.Empty(t, testzk.Children(t, s, path))
-	assert.ErrorIs(t, m.Release(ctx), mutex.ErrNotHeld, "released more often than acquired")
+	assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld, "released more often than acquired")
 }
 
 func TestReleaseByAnotherGoroutine(t *testing.T) {
@@ -104,12 +105,12 @@ func TestReleaseByAnotherGoroutine(t *testing.T) {
 	m := newMutex(t, s, path)
 	ctx := testzk.Ctx(t, 30*time.Second)
 
-	assert.ErrorIs(t, m.Release(ctx), mutex.ErrNotHeld, "never acquired")
+	assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld, "never acquired")
 	_, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- m.Release(ctx) }()
-	assert.ErrorIs(t, <-errc, mutex.ErrNotOwner)
+	assert.ErrorIs(t, <-errc, lock.ErrNotOwner)
 	assert.Len(t, testzk.Children(t, s, path), 1, "nothing changed")
 	assert.True(t, m.IsOwnedByCurrentGoroutine())
 	owned := make(chan bool, 1)

@@ -14,12 +14,13 @@ type config struct {
 	handoff   *cohort.Bound // nil: no local handoff
 }
 
-// WithRelist(true) makes waiters list the lock's children again after every
+// withRelist(true) makes waiters list the lock's children again after every
 // notification, as Curator and go-zookeeper's zk.Lock do, instead of
 // deciding from their first listing (default false). The grants are the
 // same; it costs one getChildren per handoff, whose reply grows with the
-// queue. It exists to measure the difference.
-func WithRelist(v bool) Option {
+// queue. Not exported: it exists only so that the benchmarks can measure
+// the difference (export_test.go gives it to them).
+func withRelist(v bool) Option {
 	return func(c *config) error { c.relist = v; return nil }
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
-	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -336,5 +335,5 @@ func isReleasePending(err error) bool {
 
 // isNotHeld: a release of something no longer held through the handle.
 func isNotHeld(err error) bool {
-	return errors.Is(err, lock.ErrNotHeld) || errors.Is(err, multilock.ErrNotHeld)
+	return errors.Is(err, lock.ErrNotHeld)
 }

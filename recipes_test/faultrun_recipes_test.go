@@ -193,7 +193,7 @@ func openRecipes(sess *conn.Session, root string, client int) (map[string]acquir
 				return nil, err
 			}
 			return &grant{leases: []*conn.Lease{l}, lost: l.Lost(),
-				release: func(ctx context.Context) error { return sem.Release(ctx, l) }}, nil
+				release: func(ctx context.Context) error { return sem.ReturnLease(ctx, l) }}, nil
 		},
 		"multilock": func(ctx context.Context) (*grant, error) {
 			ls, err := ml.Acquire(ctx)

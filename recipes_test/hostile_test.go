@@ -21,6 +21,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -90,7 +92,7 @@ func (s *semaphoreLock) Release(ctx context.Context) error {
 	l := s.l
 	s.l = nil
 	s.mu.Unlock()
-	return s.s.Release(ctx, l)
+	return s.s.ReturnLease(ctx, l)
 }
 
 func (s *semaphoreLock) Path() string { return s.s.Path() }
@@ -127,7 +129,7 @@ func hostileRecipes() []hostileRecipe {
 			dirs: here,
 			// kazoo's lock node: a contender by design (interop).
 			blockers: []string{hex32() + "__lock__0000000000"},
-			notHeld:  mutex.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 		{
 			name: "rwlock-read",
@@ -140,7 +142,7 @@ func hostileRecipes() []hostileRecipe {
 			},
 			dirs:     here,
 			blockers: []string{"other-host-W-0000000000"},
-			notHeld:  rwlock.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 		{
 			name: "rwlock-write",
@@ -153,7 +155,7 @@ func hostileRecipes() []hostileRecipe {
 			},
 			dirs:     here,
 			blockers: []string{"other-host-R-0000000000"},
-			notHeld:  rwlock.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 		{
 			name: "semaphore",
@@ -167,21 +169,21 @@ func hostileRecipes() []hostileRecipe {
 			dirs: semDirs,
 			// Curator's and go-zookeeper's lease names.
 			blockers: []string{"_c_" + uuid.NewString() + "-lease-0000000000", "_c_" + hex32() + "-lease-0000000001"},
-			notHeld:  semaphoremutex.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 		{
 			name:     "semmutex",
 			open:     func(s *conn.Session, p string) (hostileLock, error) { return nilLock(semaphoremutex.New(s, p)) },
 			dirs:     semDirs,
 			blockers: []string{"_c_" + uuid.NewString() + "-lease-0000000000"},
-			notHeld:  semaphoremutex.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 		{
 			name:     "exclusive",
 			open:     func(s *conn.Session, p string) (hostileLock, error) { return nilLock(exclusive.New(s, p)) },
 			dirs:     here,
 			blockers: []string{"lock"},
-			notHeld:  exclusive.ErrNotHeld,
+			notHeld:  lock.ErrNotHeld,
 		},
 	}
 }
@@ -314,17 +316,16 @@ func TestHostileInput(t *testing.T) {
 // options, invalid lease counts. On error no handle is returned.
 func testHostileConstructors(t *testing.T, s *conn.Session) {
 	type ctor struct {
-		name       string
-		make       func(s *conn.Session, path string) (any, error)
-		nilSession error
+		name string
+		make func(s *conn.Session, path string) (any, error)
 	}
 	ctors := []ctor{
-		{"mutex.New", func(s *conn.Session, p string) (any, error) { return mutex.New(s, p) }, mutex.ErrNilSession},
-		{"rwlock.New", func(s *conn.Session, p string) (any, error) { return rwlock.New(s, p) }, rwlock.ErrNilSession},
-		{"semaphoremutex.NewSemaphore", func(s *conn.Session, p string) (any, error) { return semaphoremutex.NewSemaphore(s, p, 3) },
-			semaphoremutex.ErrNilSession},
-		{"semaphoremutex.New", func(s *conn.Session, p string) (any, error) { return semaphoremutex.New(s, p) }, semaphoremutex.ErrNilSession},
-		{"exclusive.New", func(s *conn.Session, p string) (any, error) { return exclusive.New(s, p) }, exclusive.ErrNilSession},
+		{"mutex.New", func(s *conn.Session, p string) (any, error) { return mutex.New(s, p) }},
+		{"rwlock.New", func(s *conn.Session, p string) (any, error) { return rwlock.New(s, p) }},
+		{"semaphoremutex.NewSemaphore", func(s *conn.Session, p string) (any, error) { return semaphoremutex.NewSemaphore(s, p, 3) }},
+		{"semaphoremutex.New", func(s *conn.Session, p string) (any, error) { return semaphoremutex.New(s, p) }},
+		{"exclusive.New", func(s *conn.Session, p string) (any, error) { return exclusive.New(s, p) }},
+		{"leader.New", func(s *conn.Session, p string) (any, error) { return leader.New(s, p, "id") }},
 	}
 	check := func(t *testing.T, name string, f func() (any, error), want ...error) {
 		t.Helper()
@@ -339,8 +340,13 @@ func testHostileConstructors(t *testing.T, s *conn.Session) {
 	}
 	for _, c := range ctors {
 		t.Run(c.name, func(t *testing.T) {
-			check(t, "nil session", func() (any, error) { return c.make(nil, "/ok") }, c.nilSession)
-			check(t, "nil session, bad path", func() (any, error) { return c.make(nil, "rel") }, c.nilSession)
+			// One error value for a nil session, whichever recipe; the
+			// message says which.
+			check(t, "nil session", func() (any, error) { return c.make(nil, "/ok") }, conn.ErrNilSession)
+			check(t, "nil session, bad path", func() (any, error) { return c.make(nil, "rel") }, conn.ErrNilSession)
+			_, err := c.make(nil, "/ok")
+			pkg, _, _ := strings.Cut(c.name, ".")
+			assert.True(t, strings.HasPrefix(err.Error(), pkg+": "), "%q names its recipe", err)
 			for _, p := range invalidPaths {
 				check(t, fmt.Sprintf("path %q", p.path), func() (any, error) { return c.make(s, p.path) }, p.want)
 			}
@@ -353,9 +359,7 @@ func testHostileConstructors(t *testing.T, s *conn.Session) {
 	check(t, "rwlock nil option", func() (any, error) { return rwlock.New(s, "/ok", nil) }, conn.ErrInvalidOption)
 	check(t, "semaphore nil option", func() (any, error) { return semaphoremutex.NewSemaphore(s, "/ok", 1, nil) }, conn.ErrInvalidOption)
 	check(t, "semaphore mutex nil option", func() (any, error) { return semaphoremutex.New(s, "/ok", nil) }, conn.ErrInvalidOption)
-	check(t, "exclusive nil option", func() (any, error) { return exclusive.New(s, "/ok", nil) }, exclusive.ErrInvalidOption)
-	check(t, "exclusive nil logger", func() (any, error) { return exclusive.New(s, "/ok", exclusive.WithLogger(nil)) }, exclusive.ErrInvalidOption)
-	check(t, "exclusive bad path", func() (any, error) { return exclusive.New(s, "/a/../b") }, exclusive.ErrInvalidPath, conn.ErrInvalidPath)
+	check(t, "exclusive bad path", func() (any, error) { return exclusive.New(s, "/a/../b") }, conn.ErrInvalidPath)
 	for _, n := range []int{0, -1, math.MinInt} {
 		check(t, fmt.Sprintf("%d leases", n), func() (any, error) { return semaphoremutex.NewSemaphore(s, "/ok", n) }, semaphoremutex.ErrInvalidLeases)
 	}
@@ -386,6 +390,8 @@ func isNilHandle(h any) bool {
 	case *exclusive.Lock:
 		return v == nil
 	case *multilock.MultiLock:
+		return v == nil
+	case *leader.Election:
 		return v == nil
 	}
 	return false
@@ -512,7 +518,7 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 		require.Len(t, ps, 1, "only our lease is a participant")
 		assert.Equal(t, l.Path(), ps[0].Node)
 	case *semaphoreLock:
-		for _, list := range []func(context.Context) ([]semaphoremutex.Participant, error){m.s.Holders, m.s.Participants} {
+		for _, list := range []func(context.Context) ([]lock.Participant, error){m.s.Holders, m.s.Participants} {
 			ps, err := list(ctx)
 			require.NoError(t, err)
 			require.Len(t, ps, 1, "only our lease is listed")
@@ -731,7 +737,7 @@ func testHostileOwnership(t *testing.T, env *hostileEnv, s *conn.Session) {
 		name     string
 		lock     hostileLock
 		notOwner error
-	}{{"mutex", m, mutex.ErrNotOwner}, {"write lock", rw.WriteLock(), rwlock.ErrNotOwner}, {"read lock", rw.ReadLock(), rwlock.ErrNotOwner}} {
+	}{{"mutex", m, lock.ErrNotOwner}, {"write lock", rw.WriteLock(), lock.ErrNotOwner}, {"read lock", rw.ReadLock(), lock.ErrNotOwner}} {
 		l, err := lk.lock.Acquire(ctx)
 		require.NoError(t, err, lk.name)
 		var otherErr error
@@ -783,7 +789,7 @@ func testHostileMultilockCalls(t *testing.T, env *hostileEnv, s *conn.Session) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{path + "/a", path + "/b"}, ml.Paths())
 	ctx := locktest.Ctx(t, 30*time.Second)
-	assert.ErrorIs(t, ml.Release(ctx), multilock.ErrNotHeld)
+	assert.ErrorIs(t, ml.Release(ctx), lock.ErrNotHeld)
 	select {
 	case <-ml.Lost():
 	default:
@@ -799,7 +805,7 @@ func testHostileMultilockCalls(t *testing.T, env *hostileEnv, s *conn.Session) {
 	_, err = ml.Acquire(ctx)
 	assert.ErrorIs(t, err, multilock.ErrBusy, "not reentrant")
 	require.NoError(t, ml.Release(ctx))
-	assert.ErrorIs(t, ml.Release(ctx), multilock.ErrNotHeld)
+	assert.ErrorIs(t, ml.Release(ctx), lock.ErrNotHeld)
 	noneOf(t, env.foreign, s, path)
 }
 
@@ -837,10 +843,10 @@ func testHostileSemaphoreRelease(t *testing.T, env *hostileEnv, s *conn.Session)
 	require.NoError(t, err)
 	s2, err := semaphoremutex.NewSemaphore(s, path, 2)
 	require.NoError(t, err)
-	assert.ErrorIs(t, s1.Release(ctx, nil), semaphoremutex.ErrNotHeld)
+	assert.ErrorIs(t, s1.ReturnLease(ctx, nil), lock.ErrNotHeld)
 	l2, err := s2.Acquire(ctx)
 	require.NoError(t, err)
-	assert.ErrorIs(t, s1.Release(ctx, l2), semaphoremutex.ErrNotHeld, "a lease of another handle")
+	assert.ErrorIs(t, s1.ReturnLease(ctx, l2), lock.ErrNotHeld, "a lease of another handle")
 	select {
 	case <-l2.Lost():
 		t.Error("releasing through the wrong handle disturbed the lease")
@@ -849,7 +855,7 @@ func testHostileSemaphoreRelease(t *testing.T, env *hostileEnv, s *conn.Session)
 	ok, _, err := epochOf(t, s).Exists(ctx, l2.Path())
 	require.NoError(t, err)
 	assert.True(t, ok, "the other handle's lease node is still there")
-	require.NoError(t, s2.Release(ctx, l2))
-	assert.ErrorIs(t, s2.Release(ctx, l2), semaphoremutex.ErrNotHeld, "twice")
+	require.NoError(t, s2.ReturnLease(ctx, l2))
+	assert.ErrorIs(t, s2.ReturnLease(ctx, l2), lock.ErrNotHeld, "twice")
 	noneOf(t, env.foreign, s, path)
 }

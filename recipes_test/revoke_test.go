@@ -197,7 +197,7 @@ func TestSemaphoreRevoke(t *testing.T) {
 			}
 			assert.False(t, w.granted(), "a third holder got in: %v", w.err)
 			assert.NoError(t, a.Err())
-			require.NoError(t, sems[0].Release(ctx, a))
+			require.NoError(t, sems[0].ReturnLease(ctx, a))
 			select {
 			case <-w.done:
 			case <-ctx.Done():
@@ -205,7 +205,7 @@ func TestSemaphoreRevoke(t *testing.T) {
 			}
 			require.NoError(t, w.err)
 			require.NoError(t, w.Release(ctx))
-			require.NoError(t, sems[1].Release(ctx, b))
+			require.NoError(t, sems[1].ReturnLease(ctx, b))
 		})
 	}
 }

@@ -29,7 +29,6 @@ func suiteOptions(t *testing.T) []locktest.Option {
 	return []locktest.Option{
 		locktest.WithCluster(testzk.Shared(t)),
 		locktest.WithReentrant(true),
-		locktest.WithErrors(rwlock.ErrNotHeld, rwlock.ErrReleasePending),
 	}
 }
 

@@ -151,13 +151,14 @@
 //
 // Acquire, TryAcquire and Release follow the one contract of every lock of
 // this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
-// ErrNotHeld, ErrReleasePending and ErrNotOwner are lock's errors (the same values), read
-// the same in every recipe: "rwlock: release <path>: lock: not held".
+// Its errors for those are package lock's (lock.ErrNotHeld,
+// lock.ErrReleasePending, lock.ErrNotOwner), read the same in every recipe:
+// "rwlock: release <path>: lock: not held".
 //
 // Sentinels, compared with errors.Is: ErrUpgrade (the write lock asked for
-// while holding only the read lock), ErrNotOwner, ErrNotHeld (Release by a
-// goroutine that does not hold that side), ErrReleasePending (deletion of
-// the node not confirmed; continuing in the background), ErrNilSession,
+// while holding only the read lock), lock.ErrNotOwner, lock.ErrNotHeld (Release by a
+// goroutine that does not hold that side), lock.ErrReleasePending (deletion of
+// the node not confirmed; continuing in the background), conn.ErrNilSession,
 // ErrInvalidHost. Errors of the caller's context (context.DeadlineExceeded,
 // context.Canceled) and of the session (conn.ErrClosed after Close,
 // conn.ErrLeaseLost for a re-entry or downgrade on a lost lease,

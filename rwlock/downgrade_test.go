@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -68,8 +69,8 @@ func TestDowngradeWithWriterQueued(t *testing.T) {
 	assert.Len(t, testzk.Children(t, obs, path), 1, "only the writer's node is left")
 	cb.done(t, "queued writer")
 	assert.Empty(t, testzk.Children(t, obs, path))
-	assert.ErrorIs(t, a.ReadLock().Release(ctx), rwlock.ErrNotHeld)
-	assert.ErrorIs(t, a.WriteLock().Release(ctx), rwlock.ErrNotHeld)
+	assert.ErrorIs(t, a.ReadLock().Release(ctx), lock.ErrNotHeld)
+	assert.ErrorIs(t, a.WriteLock().Release(ctx), lock.ErrNotHeld)
 }
 
 // TestDowngradeLetsReadersIn: with only a reader queued behind our write

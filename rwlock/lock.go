@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Lock is one side of an RWLock: its read lock or its write lock. It has
@@ -129,9 +130,9 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 // last one deletes the side's node (and, after a downgrade, see the
 // package documentation). Errors:
 //
-//   - ErrNotOwner or ErrNotHeld when the calling goroutine does not hold
+//   - lock.ErrNotOwner or lock.ErrNotHeld when the calling goroutine does not hold
 //     this side; nothing changes.
-//   - ErrReleasePending when the node's deletion could not be confirmed
+//   - lock.ErrReleasePending when the node's deletion could not be confirmed
 //     (the connection is down or ctx ended) while the session lives: the
 //     goroutine no longer holds this side, but other processes may see it
 //     held until the background deletion succeeds or the session ends.
@@ -151,10 +152,10 @@ func (k *Lock) Release(ctx context.Context) error {
 	switch {
 	case h == nil && rw.heldBy(k.write):
 		rw.mu.Unlock()
-		return fmt.Errorf("rwlock: release %v: %w", k, ErrNotOwner)
+		return fmt.Errorf("rwlock: release %v: %w", k, lock.ErrNotOwner)
 	case h == nil:
 		rw.mu.Unlock()
-		return fmt.Errorf("rwlock: release %v: %w", k, ErrNotHeld)
+		return fmt.Errorf("rwlock: release %v: %w", k, lock.ErrNotHeld)
 	case h.count > 1:
 		h.count--
 		rw.mu.Unlock()
@@ -189,7 +190,7 @@ func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 		return nil
 	}
 	err := rw.wq.Release(ctx, l)
-	if err != nil && !errors.Is(err, ErrReleasePending) {
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		return err
 	}
 	rw.mu.Lock()
@@ -203,12 +204,12 @@ func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 // then the write node kept since a downgrade, if any.
 func (rw *RWLock) releaseRead(ctx context.Context, gid int64, o *owner) error {
 	err := rw.rq.Release(ctx, o.r.lease)
-	if err != nil && !errors.Is(err, ErrReleasePending) {
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		return err
 	}
 	if o.kept != nil {
 		kerr := rw.wq.Release(ctx, o.kept)
-		if kerr != nil && !errors.Is(kerr, ErrReleasePending) {
+		if kerr != nil && !errors.Is(kerr, lock.ErrReleasePending) {
 			// Still held (count 1): Release again deletes what is left.
 			return fmt.Errorf("write node kept since a downgrade: %w", kerr)
 		}

@@ -75,7 +75,7 @@ type hold struct {
 // node names.
 func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 	if sess == nil {
-		return nil, ErrNilSession
+		return nil, fmt.Errorf("rwlock: new %s: %w", path, conn.ErrNilSession)
 	}
 	cfg := config{}
 	for _, o := range opts {

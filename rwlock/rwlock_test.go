@@ -12,12 +12,13 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
 func TestNewValidates(t *testing.T) {
 	_, err := rwlock.New(nil, "/a")
-	assert.ErrorIs(t, err, rwlock.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrNilSession)
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	for _, p := range []string{"", "a", "/a/", "/a//b", "/a/./b"} {
@@ -112,7 +113,7 @@ func TestReentrant(t *testing.T) {
 			assert.True(t, lk.IsOwnedByCurrentGoroutine())
 			require.NoError(t, lk.Release(ctx))
 			assert.Empty(t, testzk.Children(t, s, path))
-			assert.ErrorIs(t, lk.Release(ctx), rwlock.ErrNotHeld, "released more often than acquired")
+			assert.ErrorIs(t, lk.Release(ctx), lock.ErrNotHeld, "released more often than acquired")
 			assert.Empty(t, testzk.Children(t, s, path))
 		})
 	}
@@ -133,10 +134,10 @@ func TestReleaseByAnotherGoroutine(t *testing.T) {
 	}
 	for _, lk := range []*rwlock.Lock{rw.ReadLock(), rw.WriteLock()} {
 		t.Run(lk.String(), func(t *testing.T) {
-			assert.ErrorIs(t, lk.Release(ctx), rwlock.ErrNotHeld, "never acquired")
+			assert.ErrorIs(t, lk.Release(ctx), lock.ErrNotHeld, "never acquired")
 			_, err := lk.Acquire(ctx)
 			require.NoError(t, err)
-			assert.ErrorIs(t, other(func() error { return lk.Release(ctx) }), rwlock.ErrNotOwner)
+			assert.ErrorIs(t, other(func() error { return lk.Release(ctx) }), lock.ErrNotOwner)
 			assert.Len(t, testzk.Children(t, s, path), 1, "nothing changed")
 			assert.True(t, lk.IsOwnedByCurrentGoroutine())
 			owned := make(chan bool, 1)
@@ -146,11 +147,11 @@ func TestReleaseByAnotherGoroutine(t *testing.T) {
 			assert.Empty(t, testzk.Children(t, s, path))
 		})
 	}
-	// The other side is not held: releasing it is ErrNotHeld, not a release
+	// The other side is not held: releasing it is lock.ErrNotHeld, not a release
 	// of the side that is.
 	_, err := rw.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
-	assert.ErrorIs(t, rw.WriteLock().Release(ctx), rwlock.ErrNotHeld)
+	assert.ErrorIs(t, rw.WriteLock().Release(ctx), lock.ErrNotHeld)
 	assert.True(t, rw.ReadLock().IsOwnedByCurrentGoroutine())
 	require.NoError(t, rw.ReadLock().Release(ctx))
 }

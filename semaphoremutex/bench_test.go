@@ -44,7 +44,7 @@ func (l *semLocker) Acquire(ctx context.Context) (*conn.Lease, error) {
 	return l.lease, err
 }
 
-func (l *semLocker) Release(ctx context.Context) error { return l.sem.Release(ctx, l.lease) }
+func (l *semLocker) Release(ctx context.Context) error { return l.sem.ReturnLease(ctx, l.lease) }
 
 func contended(b *testing.B, n int, newLocker func(*conn.Session, string) testzk.Locker) {
 	c := testzk.Shared(b)

@@ -26,7 +26,6 @@ func newLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
 func suiteOptions(t *testing.T) []locktest.Option {
 	return []locktest.Option{
 		locktest.WithCluster(testzk.Shared(t)),
-		locktest.WithErrors(semaphoremutex.ErrNotHeld, semaphoremutex.ErrReleasePending),
 	}
 }
 
@@ -96,7 +95,7 @@ func (s *semLock) Release(ctx context.Context) error {
 	l := s.l
 	s.l = nil
 	s.mu.Unlock()
-	return s.sem.Release(ctx, l)
+	return s.sem.ReturnLease(ctx, l)
 }
 
 func (s *semLock) Path() string { return s.sem.Path() }
@@ -140,7 +139,7 @@ func (f *fullSem) TryAcquire(context.Context) (*conn.Lease, bool, error) {
 func (f *fullSem) Release(ctx context.Context) error {
 	var errs []error
 	for _, l := range f.leases {
-		errs = append(errs, f.sem.Release(ctx, l))
+		errs = append(errs, f.sem.ReturnLease(ctx, l))
 	}
 	f.leases = nil
 	return errors.Join(errs...)

@@ -15,7 +15,7 @@
 //
 //	sem, err := semaphoremutex.NewSemaphore(sess, "/pools/db", 3)
 //	lease, err := sem.Acquire(ctx) // one of 3 leases
-//	defer sem.Release(context.WithoutCancel(ctx), lease)
+//	defer sem.ReturnLease(context.WithoutCancel(ctx), lease)
 //
 // Mutex.Locker(ctx) is the Mutex as a sync.Locker, for code written
 // against one (Lock and Unlock panic with the error they cannot return;
@@ -116,14 +116,14 @@
 //     transaction did not commit); if the session expires first, the nodes
 //     go with it. A release whose outcome is unknown keeps deleting in the
 //     background until the node is gone or the session ends, and says so
-//     (ErrReleasePending).
+//     (lock.ErrReleasePending).
 //   - Leases of a session that ends come back: lease nodes are ephemeral,
 //     and the waiter watching them is notified.
 //   - The holder can always learn that its lease is no longer safe:
 //     Lease.Lost closes when the session's epoch ends (expiry, or the local
 //     timer while cut off), when the lease's node is deleted by someone
 //     else (seen through the node's watch, which the first call of Lost or
-//     Revoked sets: see conn.Lease.Lost), or on Release.
+//     Revoked sets: see conn.Lease.Lost), or on Release (ReturnLease).
 //   - A fencing token per grant (Lease.Fence: the czxid of the lease's
 //     node, the lease node or the internal lock node kept as the lease,
 //     and the grant's pass on it)
@@ -183,15 +183,18 @@
 //
 // # Errors
 //
-// Acquire, TryAcquire and Release follow the one contract of every lock of
-// this module, a table in package lock (github.com/zkrecipes/zkrecipes/lock).
-// ErrNotHeld and ErrReleasePending are lock's errors (the same values), read
-// the same in every recipe: "semaphoremutex: release <path>: lock: not held".
+// Acquire, TryAcquire and Release (for a Semaphore, ReturnLease) follow
+// the one contract of every lock of this module, a table in package lock
+// (github.com/zkrecipes/zkrecipes/lock).
+// Its errors for those are package lock's (lock.ErrNotHeld,
+// lock.ErrReleasePending), read the same in every recipe:
+// "semaphoremutex: release <path>: lock: not held".
 //
-// Sentinels, compared with errors.Is: ErrNotHeld (Release of a lease the
-// handle does not hold, or of a Mutex that is not held), ErrReleasePending
+// Sentinels, compared with errors.Is: lock.ErrNotHeld (ReturnLease of a
+// lease the handle does not hold, or Release of a Mutex that is not held),
+// lock.ErrReleasePending
 // (deletion of the lease node not confirmed; continuing in the background),
-// ErrNilSession, ErrInvalidLeases (fewer than one lease). Errors of the
+// conn.ErrNilSession, ErrInvalidLeases (fewer than one lease). Errors of the
 // caller's context (context.DeadlineExceeded, context.Canceled) and of the
 // session (conn.ErrClosed after Close, conn.ErrInvalidPath,
 // conn.ErrInvalidOption) are wrapped.

@@ -88,7 +88,7 @@ func ExampleSemaphore() {
 		log.Fatal(err)
 	}
 	defer func() {
-		if err := sem.Release(context.WithoutCancel(ctx), lease); err != nil {
+		if err := sem.ReturnLease(context.WithoutCancel(ctx), lease); err != nil {
 			log.Print(err)
 		}
 	}()

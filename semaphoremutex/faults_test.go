@@ -10,7 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
-	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -33,10 +33,10 @@ func TestReleaseWithConnectionCut(t *testing.T) {
 	p.Blackhole()
 	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	err = sem.Release(rctx, l)
-	assert.ErrorIs(t, err, semaphoremutex.ErrReleasePending)
+	err = sem.ReturnLease(rctx, l)
+	assert.ErrorIs(t, err, lock.ErrReleasePending)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.ErrorIs(t, sem.Release(ctx, l), semaphoremutex.ErrNotHeld, "the handle no longer holds it")
+	assert.ErrorIs(t, sem.ReturnLease(ctx, l), lock.ErrNotHeld, "the handle no longer holds it")
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "no guarded write after release")
 	assert.Len(t, testzk.Children(t, obs, path+"/leases"), 1, "the node is still there")
 
@@ -69,7 +69,7 @@ func TestLostTransactionAnswer(t *testing.T) {
 	syncs := s.Stats().Requests[conn.OpSync]
 	multis := s.Stats().Requests[conn.OpMulti]
 	p.CutAfterNextWrite()
-	require.NoError(t, holder.Release(ctx, h1))
+	require.NoError(t, holder.ReturnLease(ctx, h1))
 	got := await(t, r, 20*time.Second, "acquire after a lost answer")
 	require.NoError(t, got.err)
 	assert.Equal(t, multis+1, s.Stats().Requests[conn.OpMulti], "one transaction")
@@ -78,7 +78,7 @@ func TestLostTransactionAnswer(t *testing.T) {
 	require.Len(t, leases, 2, "two lease nodes: the other holder's and ours")
 	assert.Contains(t, []string{path + "/leases/" + leases[0], path + "/leases/" + leases[1]}, got.lease.Path())
 	assert.Empty(t, testzk.Children(t, hs, path+"/locks"), "the internal lock was released with the create")
-	require.NoError(t, sem.Release(ctx, got.lease))
-	require.NoError(t, holder.Release(ctx, h2))
+	require.NoError(t, sem.ReturnLease(ctx, got.lease))
+	require.NoError(t, holder.ReturnLease(ctx, h2))
 	assert.Empty(t, ephemerals(t, hs, path))
 }

@@ -25,8 +25,8 @@ import (
 // for the grants on one node). A release waits for the guarded writes of its
 // grant that are in flight (another goroutine may be writing through the
 // handle's lease), so none reaches the server after the next grant exists.
-// The Mutex stays owned by its handle. It applies to New only;
-// NewSemaphore ignores it.
+// The Mutex stays owned by its handle. It applies to New only:
+// NewSemaphore refuses it with an error matching conn.ErrInvalidOption.
 //
 // A local grant is made only where a remote one could be: the lease is
 // handed on only while its epoch lives, the connection is not suspended,
@@ -43,21 +43,13 @@ import (
 // node is not passed on in the process any more: the next release deletes
 // it.
 //
-// Default: off (WithoutLocalHandoff); see docs/design.md. maxPasses below
-// 1 or a negative budget make New fail with an error matching
-// conn.ErrInvalidOption.
+// Default: off (each handle its own ZooKeeper contender, as Curator's
+// InterProcessSemaphoreMutex instances are); see docs/design.md.
+// maxPasses below 1 or a negative budget make New fail with an error
+// matching conn.ErrInvalidOption.
 func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
 	return func(c *config) error {
 		c.handoff = &cohort.Bound{MaxPasses: maxPasses, Budget: budget}
-		return nil
-	}
-}
-
-// WithoutLocalHandoff makes every Mutex handle its own ZooKeeper contender
-// (the default), as Curator's InterProcessSemaphoreMutex instances are.
-func WithoutLocalHandoff() Option {
-	return func(c *config) error {
-		c.handoff = nil
 		return nil
 	}
 }

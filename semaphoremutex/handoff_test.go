@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -43,6 +44,19 @@ func TestLocalHandoffOptions(t *testing.T) {
 		_, err := semaphoremutex.New(s, "/a", o)
 		assert.ErrorIs(t, err, conn.ErrInvalidOption)
 	}
+}
+
+// An option a constructor cannot honour is an error, not ignored: the
+// in-process handoff is the Mutex's, and a Semaphore (several leases per
+// handle) has no place for it.
+func TestNewSemaphoreRefusesLocalHandoff(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	sem, err := semaphoremutex.NewSemaphore(s, "/a", 2, semaphoremutex.WithLocalHandoff(3, time.Second))
+	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.Nil(t, sem)
+	_, err = semaphoremutex.New(s, "/a", semaphoremutex.WithLocalHandoff(3, time.Second))
+	assert.NoError(t, err, "the Mutex honours it")
 }
 
 // Several handles on one session and path share one contender: the lease
@@ -84,7 +98,7 @@ func TestLocalHandoffHandles(t *testing.T) {
 	f2, err := l2.Fence(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, conn.Fence{Zxid: f1.Zxid, Pass: 1}, f2)
-	assert.ErrorIs(t, m1.Release(ctx), semaphoremutex.ErrNotHeld)
+	assert.ErrorIs(t, m1.Release(ctx), lock.ErrNotHeld)
 
 	lost := l2.Lost()
 	ep := testzk.Epoch(t, s)

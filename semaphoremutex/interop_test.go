@@ -55,7 +55,7 @@ func (side interopSide) contender(t *testing.T, s *conn.Session, path string, se
 		*sem, err = semaphoremutex.NewSemaphore(s, path, side.leases)
 		require.NoError(t, err)
 	}
-	return (*sem).Acquire, (*sem).Release
+	return (*sem).Acquire, (*sem).ReturnLease
 }
 
 // TestInteropWithCurator: Curator's InterProcessSemaphoreMutex (1 lease)

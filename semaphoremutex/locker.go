@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Locker returns m as a sync.Locker, for code written against one (as
@@ -47,7 +49,7 @@ func (l *locker) Lock() {
 
 func (l *locker) Unlock() {
 	err := l.m.Release(context.WithoutCancel(l.ctx))
-	if err != nil && !errors.Is(err, ErrReleasePending) {
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		panic(err)
 	}
 }

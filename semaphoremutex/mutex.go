@@ -9,6 +9,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Mutex is a lock shared by every process that uses the same path on the
@@ -42,24 +43,24 @@ type Mutex struct {
 }
 
 // New returns a handle on the mutex at path. Nothing is created until the
-// first acquire. Errors: ErrNilSession, an error matching
+// first acquire. Errors: conn.ErrNilSession, an error matching
 // conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
 // matching conn.ErrInvalidOption for a nil option.
 func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
-	s, err := NewSemaphore(sess, path, 1, opts...)
+	cfg, err := parse(opts)
 	if err != nil {
 		return nil, err
 	}
-	cfg := config{}
-	for _, o := range opts {
-		o(&cfg) // checked by NewSemaphore
+	s, err := newSemaphore(sess, path, 1, cfg)
+	if err != nil {
+		return nil, err
 	}
 	kind := "semaphoremutex"
 	if cfg.revocable {
 		kind += "/revocable"
 	}
 	c, err := cohort.NewContender(sess, kind, path, cfg.handoff, cohort.Remote{
-		Acquire: s.Acquire, TryAcquire: s.TryAcquire, Release: s.Release,
+		Acquire: s.Acquire, TryAcquire: s.TryAcquire, Release: s.ReturnLease,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
@@ -125,9 +126,9 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 
 // Release releases the mutex; any goroutine may call it. Errors:
 //
-//   - ErrNotHeld when the handle does not hold the mutex (never acquired,
+//   - lock.ErrNotHeld when the handle does not hold the mutex (never acquired,
 //     already released, or an Acquire still under way); nothing changes.
-//   - ErrReleasePending when the lease's node's deletion could not be
+//   - lock.ErrReleasePending when the lease's node's deletion could not be
 //     confirmed (the connection is down or ctx ended) while the session
 //     lives: the handle no longer holds the mutex, but other processes may
 //     see it held until the background deletion succeeds or the session
@@ -142,10 +143,10 @@ func (m *Mutex) Release(ctx context.Context) error {
 	m.lease = nil
 	m.mu.Unlock()
 	if l == nil {
-		return fmt.Errorf("semaphoremutex: release %s: %w", m.Path(), ErrNotHeld)
+		return fmt.Errorf("semaphoremutex: release %s: %w", m.Path(), lock.ErrNotHeld)
 	}
 	err := m.c.Release(ctx, l)
-	if err != nil && !errors.Is(err, ErrReleasePending) {
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		m.mu.Lock()
 		m.lease = l
 		m.mu.Unlock()

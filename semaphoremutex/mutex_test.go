@@ -10,7 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
-	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // TestMutexReleaseFromAnotherGoroutine: the handle owns the lock, not the
@@ -83,12 +83,12 @@ func TestMutexReleaseNotHeld(t *testing.T) {
 	m := newMutex(t, s, path)
 	ctx := testzk.Ctx(t, 30*time.Second)
 	err := m.Release(ctx)
-	assert.ErrorIs(t, err, semaphoremutex.ErrNotHeld)
+	assert.ErrorIs(t, err, lock.ErrNotHeld)
 	assert.Contains(t, err.Error(), path)
 	_, err = m.Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, m.Release(ctx))
-	assert.ErrorIs(t, m.Release(ctx), semaphoremutex.ErrNotHeld, "released twice")
+	assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld, "released twice")
 	_, err = m.Acquire(ctx)
 	require.NoError(t, err, "the handle works after a refused release")
 	require.NoError(t, m.Release(ctx))

@@ -9,19 +9,13 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Participant is lock.Participant: one contender, a lease holder (its
-// lease node, Holding true) or a contender queued on the internal lock (its
-// lock node), ours or a foreign client's (Curator's InterProcessSemaphoreV2
-// / InterProcessSemaphoreMutex).
-type Participant = lock.Participant
-
 // Holders lists the lease holders, oldest first: the first Leases() lease
 // nodes. With one lease, when no lease node exists, the holder may be ours
 // holding the internal lock as its lease (see "How it works" in the
 // package documentation): then it is listed with its internal lock node.
 // A snapshot (a listing or two, and a read per node); nodes that leave
 // while it is taken are left out.
-func (s *Semaphore) Holders(ctx context.Context) ([]Participant, error) {
+func (s *Semaphore) Holders(ctx context.Context) ([]lock.Participant, error) {
 	ps, err := s.leases.Participants(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: holders of %s: %w", s.path, err)
@@ -46,7 +40,7 @@ func (s *Semaphore) Holders(ctx context.Context) ([]Participant, error) {
 // on the internal lock, in the order they will be served. The two lists
 // are read one after the other, not atomically; a foreign contender that is
 // just taking a lease may show up in both.
-func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
+func (s *Semaphore) Participants(ctx context.Context) ([]lock.Participant, error) {
 	holders, err := s.Holders(ctx)
 	if err != nil {
 		return nil, err
@@ -71,14 +65,14 @@ func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
 // Participants lists the holder, if any, then the contenders waiting for
 // the mutex in the order they will be served (see Semaphore.Participants).
 // An empty list means nobody holds or wants it.
-func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
+func (m *Mutex) Participants(ctx context.Context) ([]lock.Participant, error) {
 	return m.sem.Participants(ctx)
 }
 
-func convert(dir string, ps []queue.Participant, holding bool) []Participant {
-	out := make([]Participant, len(ps))
+func convert(dir string, ps []queue.Participant, holding bool) []lock.Participant {
+	out := make([]lock.Participant, len(ps))
 	for i, p := range ps {
-		out[i] = Participant{Node: conn.JoinPath(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
+		out[i] = lock.Participant{Node: conn.JoinPath(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
 			Host: p.Host, PID: p.PID, Known: p.Known}
 	}
 	return out

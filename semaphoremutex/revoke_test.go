@@ -34,7 +34,7 @@ func TestRevokeArguments(t *testing.T) {
 		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidPath, "node %q", bad)
 	}
 	gone := l.Path()
-	require.NoError(t, holder.Release(ctx, l))
+	require.NoError(t, holder.ReturnLease(ctx, l))
 	assert.NoError(t, other.Revoke(ctx, gone), "a lease node that is gone")
 	assert.NoError(t, other.Revoke(ctx, path+"/locks/"+name), "an internal lock node that is gone")
 }
@@ -62,5 +62,5 @@ func TestRevokeOwnLeaseNode(t *testing.T) {
 	_, st, err := ep.Get(ctx, l.Path())
 	require.NoError(t, err)
 	assert.Zero(t, st.Version, "nothing written into the lease node")
-	require.NoError(t, holder.Release(ctx, l))
+	require.NoError(t, holder.ReturnLease(ctx, l))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Node names, as Curator's InterProcessSemaphoreV2 lays them out under the
@@ -39,8 +40,9 @@ const soleLeaseTag = "sole-lease"
 // Semaphore is a counting semaphore: at most Leases() holders at a time
 // among every process that uses the same path on the same ZooKeeper
 // ensemble, Curator's InterProcessSemaphoreV2 included. Each Acquire takes
-// one lease, returned with Release; any goroutine may return a lease the
-// handle granted.
+// one lease, returned with ReturnLease (Curator's returnLease: a handle
+// holds several leases, so the lease is named, unlike every lock's
+// Release(ctx)); any goroutine may return a lease the handle granted.
 //
 // Holding a lease is a lease on the ZooKeeper session, not a promise: watch
 // Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale holder
@@ -75,24 +77,41 @@ type Semaphore struct {
 // acquire; the path, <path>/locks and <path>/leases are then created as
 // container nodes, which ZooKeeper removes when they are empty.
 //
-// Errors: ErrNilSession, ErrInvalidLeases (leases < 1), an error matching
+// Errors: conn.ErrNilSession, ErrInvalidLeases (leases < 1), an error matching
 // conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
-// matching conn.ErrInvalidOption for a nil option.
+// matching conn.ErrInvalidOption for a nil option or WithLocalHandoff (the
+// Mutex's option: a Semaphore cannot honour it).
 func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (*Semaphore, error) {
-	if sess == nil {
-		return nil, ErrNilSession
+	cfg, err := parse(opts)
+	if err != nil {
+		return nil, err
 	}
-	if leases < 1 {
-		return nil, fmt.Errorf("%w: got %d", ErrInvalidLeases, leases)
+	if cfg.handoff != nil {
+		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: %w: WithLocalHandoff applies to New (the Mutex) only", path, conn.ErrInvalidOption)
 	}
+	return newSemaphore(sess, path, leases, cfg)
+}
+
+// parse applies opts to a fresh config.
+func parse(opts []Option) (config, error) {
 	cfg := config{}
 	for _, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("semaphoremutex: %w: nil option", conn.ErrInvalidOption)
+			return config{}, fmt.Errorf("semaphoremutex: %w: nil option", conn.ErrInvalidOption)
 		}
 		if err := o(&cfg); err != nil {
-			return nil, err
+			return config{}, err
 		}
+	}
+	return cfg, nil
+}
+
+func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Semaphore, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("semaphoremutex: new %s: %w", path, conn.ErrNilSession)
+	}
+	if leases < 1 {
+		return nil, fmt.Errorf("%w: got %d", ErrInvalidLeases, leases)
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
@@ -137,8 +156,8 @@ func (s *Semaphore) Leases() int { return s.max }
 // Acquire blocks until the caller holds one lease or ctx ends; a deadline
 // on ctx is the timeout. The lease is its node's (Lease.Path: the lease
 // node, or with one lease the internal lock node when it is kept as the
-// lease; see the package documentation), held until Release or until it
-// is lost. On error the caller holds nothing:
+// lease; see the package documentation), held until ReturnLease or until
+// it is lost. On error the caller holds nothing:
 // its internal lock node has been deleted (a waiter has no lease node),
 // or is being deleted in the background if the connection is down, or
 // went with the session; the error wraps ctx's or the session's.
@@ -166,23 +185,23 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, l != nil, nil
 }
 
-// Release returns a lease this handle granted: it deletes the lease's node
+// ReturnLease returns a lease this handle granted: it deletes the lease's node
 // and marks the lease released (Lost closes; guarded writes through it are
 // refused from then on). Errors:
 //
-//   - ErrNotHeld when the lease is nil, was not granted by this handle, or
+//   - lock.ErrNotHeld when the lease is nil, was not granted by this handle, or
 //     was already released; nothing changes.
-//   - ErrReleasePending when the node's deletion could not be confirmed
+//   - lock.ErrReleasePending when the node's deletion could not be confirmed
 //     (the connection is down or ctx ended) while the session lives: the
 //     handle no longer holds the lease, but other processes may count it
 //     until the background deletion succeeds or the session ends.
 //   - Any other error (the server refused the delete) leaves the lease
-//     held: call Release again.
+//     held: call ReturnLease again.
 //
 // A lease lost while held (the session ended) is released without error.
-func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
+func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 	if lease == nil {
-		return fmt.Errorf("semaphoremutex: release %s: nil lease: %w", s.path, ErrNotHeld)
+		return fmt.Errorf("semaphoremutex: release %s: nil lease: %w", s.path, lock.ErrNotHeld)
 	}
 	s.mu.Lock()
 	_, ok := s.held[lease]
@@ -190,7 +209,7 @@ func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("semaphoremutex: release %s: not granted by this handle, or already released: %w",
-			lease.Path(), ErrNotHeld)
+			lease.Path(), lock.ErrNotHeld)
 	}
 	q := s.leases
 	if s.max == 1 && !strings.HasPrefix(lease.Path(), s.leasesPath+"/") {
@@ -200,7 +219,7 @@ func (s *Semaphore) Release(ctx context.Context, lease *conn.Lease) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrReleasePending):
+	case errors.Is(err, lock.ErrReleasePending):
 		return fmt.Errorf("semaphoremutex: release %s: %w", lease.Path(), err)
 	}
 	s.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -104,7 +105,7 @@ func TestSemaphoreNeverMoreThanLeases(t *testing.T) {
 				mu.Lock()
 				history = append(history, hold{who: i, start: begin, end: end})
 				mu.Unlock()
-				if err := sem.Release(ctx, l); err != nil {
+				if err := sem.ReturnLease(ctx, l); err != nil {
 					fail(fmt.Errorf("client %d round %d: release: %w", i, r, err))
 					return
 				}
@@ -184,9 +185,9 @@ func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
 	// The expired session's handle releases its lost leases without error
 	// and works again in its next epoch.
 	for _, l := range aLeases {
-		assert.NoError(t, semA.Release(ctx, l))
+		assert.NoError(t, semA.ReturnLease(ctx, l))
 	}
-	require.NoError(t, semB.Release(ctx, bl))
+	require.NoError(t, semB.ReturnLease(ctx, bl))
 	l, err := semA.Acquire(ctx)
 	require.NoError(t, err)
 	assert.NotEqual(t, ep.SessionID(), l.Epoch().SessionID())
@@ -194,7 +195,7 @@ func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
 		s *semaphoremutex.Semaphore
 		l *conn.Lease
 	}{{semA, l}, {semW1, got1.lease}, {semW2, got2.lease}} {
-		require.NoError(t, x.s.Release(ctx, x.l))
+		require.NoError(t, x.s.ReturnLease(ctx, x.l))
 	}
 	assert.Empty(t, ephemerals(t, b, path), "nothing left")
 }
@@ -208,15 +209,15 @@ func TestSemaphoreRelease(t *testing.T) {
 	ctx := testzk.Ctx(t, 30*time.Second)
 	sem, other := newSemaphore(t, s, path, 2), newSemaphore(t, s, path, 2)
 
-	assert.ErrorIs(t, sem.Release(ctx, nil), semaphoremutex.ErrNotHeld, "nil lease")
+	assert.ErrorIs(t, sem.ReturnLease(ctx, nil), lock.ErrNotHeld, "nil lease")
 	l, err := sem.Acquire(ctx)
 	require.NoError(t, err)
-	assert.ErrorIs(t, other.Release(ctx, l), semaphoremutex.ErrNotHeld, "a lease of another handle")
+	assert.ErrorIs(t, other.ReturnLease(ctx, l), lock.ErrNotHeld, "a lease of another handle")
 	assert.NoError(t, l.Err(), "a refused release leaves the lease held")
-	require.NoError(t, sem.Release(ctx, l))
+	require.NoError(t, sem.ReturnLease(ctx, l))
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "a released lease is lost")
-	err = sem.Release(ctx, l)
-	assert.ErrorIs(t, err, semaphoremutex.ErrNotHeld, "released twice")
+	err = sem.ReturnLease(ctx, l)
+	assert.ErrorIs(t, err, lock.ErrNotHeld, "released twice")
 	assert.Contains(t, err.Error(), "already released")
 	assert.Empty(t, ephemerals(t, s, path))
 }
@@ -243,12 +244,12 @@ func TestSemaphoreTryAcquire(t *testing.T) {
 	assert.Nil(t, l3)
 	assert.Equal(t, held, ephemerals(t, sessions[0], path), "a refused TryAcquire leaves nothing")
 
-	require.NoError(t, other.Release(ctx, l2))
+	require.NoError(t, other.ReturnLease(ctx, l2))
 	l3, ok, err = sem.TryAcquire(ctx)
 	require.NoError(t, err)
 	require.True(t, ok, "a lease was returned")
-	require.NoError(t, sem.Release(ctx, l1))
-	require.NoError(t, sem.Release(ctx, l3))
+	require.NoError(t, sem.ReturnLease(ctx, l1))
+	require.NoError(t, sem.ReturnLease(ctx, l3))
 	assert.Empty(t, ephemerals(t, sessions[0], path))
 }
 
@@ -259,9 +260,9 @@ func TestNewErrors(t *testing.T) {
 	path := testzk.Path(t, c, "sem")
 
 	_, err := semaphoremutex.NewSemaphore(nil, path, 1)
-	assert.ErrorIs(t, err, semaphoremutex.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrNilSession)
 	_, err = semaphoremutex.New(nil, path)
-	assert.ErrorIs(t, err, semaphoremutex.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrNilSession)
 	for _, n := range []int{0, -1} {
 		_, err = semaphoremutex.NewSemaphore(s, path, n)
 		assert.ErrorIs(t, err, semaphoremutex.ErrInvalidLeases, "%d leases", n)
@@ -438,7 +439,7 @@ func TestLeaseFencing(t *testing.T) {
 				last = tok
 				_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: target, Data: []byte(fmt.Sprint(tok)), Version: -1})
 				assert.NoError(t, err, "guarded write while held")
-				require.NoError(t, sem.Release(ctx, l))
+				require.NoError(t, sem.ReturnLease(ctx, l))
 				_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: target, Data: []byte("stale"), Version: -1})
 				assert.ErrorIs(t, err, conn.ErrLeaseLost, "guarded write after release")
 			}
@@ -486,12 +487,12 @@ func TestParticipants(t *testing.T) {
 	assert.Contains(t, ps[2].Node, path+"/locks/")
 	assert.Less(t, ps[2].Seq, ps[3].Seq, "waiters in queue order")
 
-	require.NoError(t, sems[0].Release(ctx, l0))
-	require.NoError(t, sems[1].Release(ctx, l1))
+	require.NoError(t, sems[0].ReturnLease(ctx, l0))
+	require.NoError(t, sems[1].ReturnLease(ctx, l1))
 	for i, r := range rs {
 		g := await(t, r, 10*time.Second, "waiter")
 		require.NoError(t, g.err)
-		require.NoError(t, sems[i+2].Release(ctx, g.lease))
+		require.NoError(t, sems[i+2].ReturnLease(ctx, g.lease))
 	}
 	ps, err = sems[0].Participants(ctx)
 	require.NoError(t, err)
@@ -527,16 +528,16 @@ func TestSemaphoreAnyReleaseAdmits(t *testing.T) {
 				t.Fatalf("acquired while every lease is taken: %+v", got)
 			case <-time.After(100 * time.Millisecond):
 			}
-			require.NoError(t, sems[which].Release(ctx, held[which]))
+			require.NoError(t, sems[which].ReturnLease(ctx, held[which]))
 			got := await(t, r, 10*time.Second, "waiter after a release")
 			require.NoError(t, got.err)
 			hs, err := sems[0].Holders(ctx)
 			require.NoError(t, err)
 			assert.Len(t, hs, leases)
-			require.NoError(t, sems[leases].Release(ctx, got.lease))
+			require.NoError(t, sems[leases].ReturnLease(ctx, got.lease))
 			for i, l := range held {
 				if i != which {
-					require.NoError(t, sems[i].Release(ctx, l))
+					require.NoError(t, sems[i].ReturnLease(ctx, l))
 				}
 			}
 			assert.Empty(t, ephemerals(t, w, path))

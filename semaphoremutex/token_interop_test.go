@@ -169,5 +169,5 @@ func oneLease(t *testing.T, s *conn.Session, path, kind string) (
 	}
 	sem, err := semaphoremutex.NewSemaphore(s, path, 1)
 	require.NoError(t, err)
-	return sem.Acquire, sem.Release
+	return sem.Acquire, sem.ReturnLease
 }

@@ -182,7 +182,7 @@ type semLease struct {
 }
 
 func (l *semLease) acquire(ctx context.Context) (err error) { l.l, err = l.s.Acquire(ctx); return err }
-func (l *semLease) release(ctx context.Context) error       { return l.s.Release(ctx, l.l) }
+func (l *semLease) release(ctx context.Context) error       { return l.s.ReturnLease(ctx, l.l) }
 
 type election struct{ e *leader.Election }
 

@@ -80,7 +80,7 @@ func TestLocksGolden(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		sem, err := semaphoremutex.NewSemaphore(ss[i], pool, 2)
 		require.NoError(t, err)
-		k := contendWith(t, sem.Acquire, sem.Release)
+		k := contendWith(t, sem.Acquire, sem.ReturnLease)
 		if i < 2 {
 			k.waitHeld(t)
 		} else {

@@ -76,7 +76,7 @@ func (h *leaseHolder) Acquire(ctx context.Context) (*conn.Lease, error) {
 }
 
 func (h *leaseHolder) Release(ctx context.Context) error {
-	return h.sem.Release(ctx, h.lease)
+	return h.sem.ReturnLease(ctx, h.lease)
 }
 
 func recipeNames() []string {

@@ -137,7 +137,7 @@ func job(ctx context.Context, w *worker, j int, records string, work func()) (to
 	if err != nil {
 		return conn.Fence{}, fmt.Errorf("%s: %w", w.name, err)
 	}
-	defer func() { err = errors.Join(err, w.sem.Release(context.WithoutCancel(ctx), lease)) }()
+	defer func() { err = errors.Join(err, w.sem.ReturnLease(context.WithoutCancel(ctx), lease)) }()
 	if token, err = lease.Fence(ctx); err != nil {
 		return conn.Fence{}, err
 	}
@@ -201,7 +201,7 @@ func lose(ctx context.Context, servers []string, ws []*worker, records string, o
 		return fmt.Errorf("w1's guarded write on a lost lease: got %v, want conn.ErrLeaseLost", err)
 	}
 	fmt.Fprintln(out, "   w1's guarded write is refused (conn.ErrLeaseLost)")
-	if err := w1.sem.Release(ctx, l1); err != nil {
+	if err := w1.sem.ReturnLease(ctx, l1); err != nil {
 		return fmt.Errorf("w1: release of the lost lease: %w", err)
 	}
 
@@ -227,7 +227,7 @@ func lose(ctx context.Context, servers []string, ws []*worker, records string, o
 	if _, err := l3.GuardedWrite(ctx, record(records, w3.name, jobs+1, t3)); err != nil {
 		return fmt.Errorf("w3: %w", err)
 	}
-	if err := errors.Join(w2.sem.Release(ctx, l2), w3.sem.Release(ctx, l3)); err != nil {
+	if err := errors.Join(w2.sem.ReturnLease(ctx, l2), w3.sem.ReturnLease(ctx, l3)); err != nil {
 		return err
 	}
 	names, err := children(ctx, w2.sess, records)

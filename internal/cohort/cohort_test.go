@@ -39,7 +39,7 @@ var remotes = []remote{
 	{"semaphore", func(t *testing.T, s *conn.Session, path string) cohort.Remote {
 		sem, err := semaphoremutex.NewSemaphore(s, path, 1)
 		require.NoError(t, err)
-		return cohort.Remote{Acquire: sem.Acquire, TryAcquire: sem.TryAcquire, Release: sem.Release}
+		return cohort.Remote{Acquire: sem.Acquire, TryAcquire: sem.TryAcquire, Release: sem.ReturnLease}
 	}},
 }
 

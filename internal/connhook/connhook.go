@@ -61,6 +61,11 @@ var LocalLease func(l any, pass int64) any
 // order): the engine sends its listing right behind its create.
 var CreateWritten func(ep any) <-chan struct{}
 
+// EpochContext returns, for a *conn.Epoch, the context cancelled (with the
+// reason as cause) when the epoch ends: the context the engine's
+// background work on that epoch runs on.
+var EpochContext func(ep any) context.Context
+
 // Closing returns a channel closed when Close is called on a
 // *conn.Session: local waiters (package cohort) give up then, as requests
 // on the session fail with conn.ErrClosed.

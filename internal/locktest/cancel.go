@@ -91,7 +91,7 @@ func (s *suite) testAbandonWhileQueued(t *testing.T, cancelIt bool) {
 	})
 	assert.Equal(t, held, after, "only the holder's nodes remain, unchanged")
 	assert.False(t, isClosed(hl.Lost()), "the holder still holds")
-	assert.ErrorIs(t, waiter.Release(Ctx(t, 10*time.Second)), s.cfg.errNotHeld, "the abandoned waiter holds nothing")
+	assert.ErrorIs(t, waiter.Release(Ctx(t, 10*time.Second)), lock.ErrNotHeld, "the abandoned waiter holds nothing")
 	l, ok, err := waiter.TryAcquire(Ctx(t, 10*time.Second))
 	assert.NoError(t, err)
 	assert.False(t, ok, "TryAcquire while the other holds")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -149,7 +150,7 @@ func (s *suite) blackholedAcquire(t *testing.T, f partitioned, try, mid bool) {
 	assert.False(t, r.ok)
 	assert.Nil(t, r.l)
 	assert.LessOrEqual(t, past, PastDeadline, "returned within its deadline plus %v", PastDeadline)
-	assert.ErrorIs(t, f.lk.Release(Ctx(t, 10*time.Second)), s.cfg.errNotHeld, "the handle holds nothing")
+	assert.ErrorIs(t, f.lk.Release(Ctx(t, 10*time.Second)), lock.ErrNotHeld, "the handle holds nothing")
 	if mid {
 		var nodes []string
 		WaitFor(t, 10*time.Second, "the server made the node whose answer is lost", func() bool {

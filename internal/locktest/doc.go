@@ -45,7 +45,7 @@
 // Node counts are of ephemeral nodes under the lock's path, and the node a
 // lock holds is its lease's Path, so that both suites hold for any layout.
 // What differs between locks is said by options: WithReentrant,
-// WithFindByData, WithErrors, and WithRival for a lock that shares with its
+// WithFindByData, and WithRival for a lock that shares with its
 // own kind (a read lock), which then runs the contract's queued tests in
 // RunFaults with the rival as the other party.
 //

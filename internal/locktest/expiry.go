@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -84,7 +85,7 @@ func (s *suite) testHolderExpired(t *testing.T) {
 	relCtx := Ctx(t, 10*time.Second)
 	assert.NoError(t, holder.Release(relCtx), "releasing a lost lease")
 	assert.NoError(t, relCtx.Err(), "release after expiry returns promptly")
-	assert.ErrorIs(t, holder.Release(ctx), s.cfg.errNotHeld, "a second release")
+	assert.ErrorIs(t, holder.Release(ctx), lock.ErrNotHeld, "a second release")
 	assert.False(t, isClosed(r.lease.Lost()), "the old holder's release does not disturb the new holder")
 	assert.NotEmpty(t, OwnedBy(ephemeralsOrFail(t, observer, path), r.lease.Epoch().SessionID()))
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // RunFaults runs the fault suite against the lock type newLock builds, as
@@ -96,7 +97,7 @@ func (s *suite) testAcquireAfterClose(t *testing.T) {
 		assert.False(t, ok)
 		assert.Nil(t, l)
 	}
-	assert.ErrorIs(t, lk.Release(ctx), s.cfg.errNotHeld)
+	assert.ErrorIs(t, lk.Release(ctx), lock.ErrNotHeld)
 	assert.NoError(t, ctx.Err(), "nothing waits on a closed session")
 }
 

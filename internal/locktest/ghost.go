@@ -67,7 +67,7 @@ func (s *suite) testGhost(t *testing.T) {
 	require.Nil(t, r.lease)
 	require.GreaterOrEqual(t, cuts, 2, "the scenario: the connection went dark again after the create's")
 	assert.ErrorIs(t, r.err, lock.ErrCreatePending, "the error says that the node is looked for in the background")
-	assert.ErrorIs(t, f.lk.Release(Ctx(t, 10*time.Second)), s.cfg.errNotHeld, "the handle holds nothing")
+	assert.ErrorIs(t, f.lk.Release(Ctx(t, 10*time.Second)), lock.ErrNotHeld, "the handle holds nothing")
 
 	rival := s.newRival(t, f.direct, f.path)
 	ctx, cancel := context.WithTimeout(context.Background(), GhostBound)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -41,15 +40,13 @@ type config struct {
 	rival          NewLockFunc // nil: the lock under test
 	reentrant      bool
 	findByData     bool
-	errNotHeld     error
-	errPending     error
 	noTry          bool
 	lostWrite      int
 }
 
 func defaultConfig() config {
 	return config{contenders: 20, rounds: 5, sessionTimeout: 8 * time.Second, ensemble: true,
-		errNotHeld: lock.ErrNotHeld, errPending: lock.ErrReleasePending, lostWrite: 1}
+		lostWrite: 1}
 }
 
 // WithFIFO makes the suite check that contenders that queued one after
@@ -104,22 +101,6 @@ func WithReentrant(v bool) Option { return func(c *config) { c.reentrant = v } }
 // reading candidates' data; RunFaults then checks that it did (default
 // false).
 func WithFindByData(v bool) Option { return func(c *config) { c.findByData = v } }
-
-// WithErrors sets the lock's own sentinels that the suites expect, with
-// errors.Is, from a Release of nothing (notHeld) and from a Release whose
-// delete could not be confirmed (pending). Default: their roots,
-// lock.ErrNotHeld and lock.ErrReleasePending; a nil argument keeps the
-// default.
-func WithErrors(notHeld, pending error) Option {
-	return func(c *config) {
-		if notHeld != nil {
-			c.errNotHeld = notHeld
-		}
-		if pending != nil {
-			c.errPending = pending
-		}
-	}
-}
 
 // WithoutTryAcquire says that the lock has no TryAcquire of its own (its
 // Locker's TryAcquire is not to be called), so that RunDeadlines skips

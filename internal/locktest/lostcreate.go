@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // testLostCreateAnswer: the answer to our create is lost with the
@@ -109,7 +110,7 @@ func (s *suite) testCancelDuringCreate(t *testing.T) {
 	assert.LessOrEqual(t, past, PastDeadline, "Acquire does not wait for the create's answer")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Nil(t, l)
-	assert.ErrorIs(t, f.lk.Release(Ctx(t, 10*time.Second)), s.cfg.errNotHeld, "nothing held")
+	assert.ErrorIs(t, f.lk.Release(Ctx(t, 10*time.Second)), lock.ErrNotHeld, "nothing held")
 	WaitFor(t, 10*time.Second, "the create on the slow link made its node", func() bool {
 		return len(ephemeralsOrFail(t, f.direct, f.path)) > 0
 	})

@@ -80,7 +80,7 @@ func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]Contender, erro
 	}
 	r := ls.next[ep]
 	if r == nil || r.ctx.Err() != nil { // none, or one all of whose waiters left
-		rctx, cancel := context.WithCancel(ep.Context())
+		rctx, cancel := context.WithCancel(connhook.EpochContext(ep))
 		r = &round{ctx: rctx, cancel: cancel, done: make(chan struct{})}
 		ls.next[ep] = r
 	}
