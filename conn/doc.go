@@ -55,7 +55,7 @@
 // client must stop acting on its session (its leases, its leader terms)
 // before that, without being told.
 //
-// The quorum timer (the default, WithQuorumTimer(true)) sends a sync every
+// The quorum timer (the default; WithLastHeardTimer opts out) sends a sync every
 // T/6 while an epoch lives, without waiting for the last one's answer, and
 // ends the epoch T/2 after the send time s of the last sync answered,
 // connected or not. A sync is answered only after the leader has processed
@@ -84,7 +84,7 @@
 // answers no sync for T/2 while the connection is up (a leader election,
 // a leader that stalls, longer than that).
 //
-// WithQuorumTimer(false) keeps the earlier timer: no syncs, and the epoch
+// WithLastHeardTimer() keeps the earlier timer: no syncs, and the epoch
 // ends T after the last byte heard from the connected server, counted only
 // while disconnected. It never gives up a session the server kept, but its
 // margin is whatever the server's tick rounding leaves (0.31–0.50 s under a
@@ -101,7 +101,7 @@
 // A Lease (a held lock node) is a lease on a session, not a promise: a
 // client whose process is paused (GC, SIGSTOP) or whose clock runs slow
 // for longer than the margins above, or one that runs with
-// WithQuorumTimer(false), may still believe it holds a lock while another
+// WithLastHeardTimer(), may still believe it holds a lock while another
 // client holds it; and Lost and Done are signals, which code that checks
 // them and then acts may act on late. Only the resource can close that
 // window: fencing tokens (Lease.Fence) and guarded writes

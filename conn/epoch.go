@@ -120,7 +120,7 @@ func (e *Epoch) confirm(sent time.Time) {
 	}
 }
 
-// The quorum timer (WithQuorumTimer): a sync every quorumPeriod of the
+// The quorum timer (the default; WithLastHeardTimer opts out): a sync every quorumPeriod of the
 // session timeout, and the epoch ends quorumLimit of it after the send
 // time of the last sync answered.
 const (
@@ -134,7 +134,7 @@ func (e *Epoch) quorumDeadline() time.Time {
 }
 
 // keepQuorum is the quorum timer of l's epoch, from the moment it is handed
-// out until it ends (WithQuorumTimer; the margin it leaves is worked out in
+// out until it ends (the default; the margin it leaves is worked out in
 // the package documentation). It sends a sync every sixth of the session
 // timeout T, without waiting for the last one's answer, so the session is
 // never silent for longer than T/6 while connected: a sync is answered

@@ -20,7 +20,7 @@ var (
 	// ErrSessionTimeout: the local timer ran out (see "The local timer" in
 	// the package documentation): no sync was answered through the
 	// ensemble's leader within half the session timeout (the default), or,
-	// with WithQuorumTimer(false), the client was disconnected for the
+	// with WithLastHeardTimer(), the client was disconnected for the
 	// session timeout. The session is taken as lost although the server
 	// could not confirm it.
 	ErrSessionTimeout = errors.New("conn: disconnected for the session timeout; session taken as lost")

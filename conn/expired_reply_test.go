@@ -133,7 +133,7 @@ func TestRequestAnsweredSessionExpiredEndsEpoch(t *testing.T) {
 	p := startExpiringProxy(t, c.Servers()[0])
 	// No quorum timer: the proxy answers whichever request comes next,
 	// which must be the Get below, not one of the timer's syncs.
-	s := connect(t, []string{p.addr()}, conn.WithSessionTimeout(4*time.Second), conn.WithQuorumTimer(false))
+	s := connect(t, []string{p.addr()}, conn.WithSessionTimeout(4*time.Second), conn.WithLastHeardTimer())
 	sub := s.Subscribe()
 	defer sub.Close()
 	ep := epoch(t, s)

@@ -167,7 +167,7 @@ func WithACL(acl []zk.ACL) Option {
 // WithSuspendedAsLost is the error policy: a lock holder is told its lock
 // is lost as soon as the connection is Suspended. Default (without it):
 // only when the epoch ends (Lost), which the default quorum timer signals
-// before the server can expire the session (see WithQuorumTimer).
+// before the server can expire the session (see WithLastHeardTimer).
 func WithSuspendedAsLost() Option {
 	return func(c *config) error {
 		c.suspendedAsLost = true
@@ -175,12 +175,13 @@ func WithSuspendedAsLost() Option {
 	}
 }
 
-// WithQuorumTimer chooses the local timer that ends an epoch when the
-// server cannot say so (ErrSessionTimeout); "The local timer" in the package
+// WithLastHeardTimer replaces the default local timer, the quorum timer,
+// with the last-heard timer. The local timer ends an epoch when the server
+// cannot say so (ErrSessionTimeout); "The local timer" in the package
 // documentation gives both in full, with their margins.
 //
-// With true (the default), the session sends a sync every sixth of the
-// session timeout T while an epoch lives (6/T requests per second per
+// The quorum timer (the default): the session sends a sync every sixth of
+// the session timeout T while an epoch lives (6/T requests per second per
 // session: 0.6/s at the default 10 s, 2/s at 3 s; Stats.QuorumSyncs), and
 // ends the epoch T/2 after the send time of the last sync answered,
 // connected or not. A sync is answered only through the ensemble's
@@ -192,17 +193,17 @@ func WithSuspendedAsLost() Option {
 // the connection is up (a leader election or a stalled leader longer than
 // that).
 //
-// With false, the earlier timer: no syncs, and the epoch ends T after the
-// last byte heard from the connected server, counted only while
+// The last-heard timer (this option): no syncs, and the epoch ends T after
+// the last byte heard from the connected server, counted only while
 // disconnected. It never gives up a session the server kept and sends
 // nothing extra, but the server may expire the session first (it counts
 // from the last request it received, rounded up to a tick, which leaves a
 // margin of luck), and a server cut off from its quorum that still answers
 // pings keeps the timer from starting: another client can then be granted
 // a lock, or lead, while this one still holds.
-func WithQuorumTimer(v bool) Option {
+func WithLastHeardTimer() Option {
 	return func(c *config) error {
-		c.quorumTimer = v
+		c.quorumTimer = false
 		return nil
 	}
 }

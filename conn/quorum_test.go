@@ -63,7 +63,7 @@ func blackholeMargin(t *testing.T, p *zktest.Proxy, s, obs *conn.Session, node s
 // follower's replies to its pings (every tickTime/2), and the client sent
 // a sync at least every T/6: the margin is at least T/3 − tickTime/2
 // (750 ms). Both less the client's own scheduling delay (100 ms allowed).
-// With WithQuorumTimer(false) the margin is whatever the server's tick
+// With WithLastHeardTimer() the margin is whatever the server's tick
 // rounding leaves; it is logged, not asserted.
 func TestQuorumTimerMarginUnderBlackhole(t *testing.T) {
 	const timeout = 3 * time.Second
@@ -82,7 +82,7 @@ func TestQuorumTimerMarginUnderBlackhole(t *testing.T) {
 			obs := connect(t, c.Servers())
 			for _, quorum := range []bool{true, false} {
 				p := zktest.NewProxy(t, []string{target})
-				s := connect(t, p.Addrs(), conn.WithSessionTimeout(timeout), conn.WithQuorumTimer(quorum))
+				s := connect(t, p.Addrs(), timerOpts(quorum, conn.WithSessionTimeout(timeout))...)
 				worst, rounds := time.Duration(1<<63-1), 3
 				if !quorum {
 					rounds = 1 // logged only
@@ -98,4 +98,13 @@ func TestQuorumTimerMarginUnderBlackhole(t *testing.T) {
 			}
 		})
 	}
+}
+
+// timerOpts is opts with the quorum timer (the default) or, with quorum
+// false, the last-heard timer.
+func timerOpts(quorum bool, opts ...conn.Option) []conn.Option {
+	if !quorum {
+		opts = append(opts, conn.WithLastHeardTimer())
+	}
+	return opts
 }

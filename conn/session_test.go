@@ -125,13 +125,13 @@ func TestServerConfirmedExpiry(t *testing.T) {
 // session timeout T: the server cannot tell the client, so Lost must come from
 // the local timer. With the quorum timer (the default), no later than T/2
 // after the cut (the last sync answered was sent before it); with
-// WithQuorumTimer(false), no later than T after it.
+// WithLastHeardTimer(), no later than T after it.
 func TestPartitionLocalTimer(t *testing.T) {
 	c := zktest.New(t)
 	const timeout = 2 * time.Second
 	for _, quorum := range []bool{true, false} {
 		p := zktest.NewProxy(t, c.Servers())
-		s := connect(t, p.Addrs(), conn.WithSessionTimeout(timeout), conn.WithQuorumTimer(quorum))
+		s := connect(t, p.Addrs(), timerOpts(quorum, conn.WithSessionTimeout(timeout))...)
 		ep := epoch(t, s)
 		require.Equal(t, timeout, ep.Timeout())
 		sub := s.Subscribe()

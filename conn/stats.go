@@ -32,7 +32,7 @@ type Stats struct {
 	// in place on the server.
 	WatchesSet int64
 	// QuorumSyncs is the number of syncs the quorum timer sent
-	// (WithQuorumTimer: one every third of the session timeout while an
+	// (the quorum timer, unless WithLastHeardTimer: one every sixth of the session timeout while an
 	// epoch lives). They are not in Requests, which count what callers
 	// and recipes ask.
 	QuorumSyncs int64

@@ -23,7 +23,7 @@ import (
 // about one session timeout after the cut, while this client still heard
 // nothing wrong.
 //
-// With WithQuorumTimer(false) the local timer starts only at the
+// With WithLastHeardTimer() the local timer starts only at the
 // disconnect, so the epoch outlives the freeze by the follower's window plus
 // a session timeout. With the quorum timer (the default) the syncs go
 // unanswered from the freeze on, and the epoch ends within half a session
@@ -37,7 +37,7 @@ func TestFollowerCutOffFromQuorumKeepsAnsweringPings(t *testing.T) {
 		leader, err := c.Leader()
 		require.NoError(t, err)
 		f := (leader + 1) % 3
-		s := connect(t, []string{c.Servers()[f]}, conn.WithSessionTimeout(timeout), conn.WithQuorumTimer(quorum))
+		s := connect(t, []string{c.Servers()[f]}, timerOpts(quorum, conn.WithSessionTimeout(timeout))...)
 		ep := epoch(t, s)
 		require.Equal(t, timeout, ep.Timeout())
 		sub := s.Subscribe()

@@ -37,7 +37,7 @@
 //     (conn.WithSuspendedAsLost) counts a suspended connection as lost.
 //   - When the session ends unseen (a partition, a server cut off from its
 //     quorum), the leader learns it before anyone else can lead: with the
-//     session's quorum timer (conn.WithQuorumTimer, the default) its epoch
+//     session's quorum timer (the default; conn.WithLastHeardTimer opts out) its epoch
 //     ends at least T/3 − tickTime/2 of the session timeout T before the
 //     ensemble can expire the session (see conn's "The local timer"),
 //     unless the process is paused or starved for longer than that.
@@ -60,7 +60,7 @@
 // Terms may overlap when our node is deleted by someone else, or Resign is
 // called from another goroutine while Run's function runs: the next
 // participant may lead as soon as the node is gone, and we hear of it one
-// notification (or one answer) later; with conn.WithQuorumTimer(false),
+// notification (or one answer) later; with conn.WithLastHeardTimer(),
 // when the session ends unseen; and when this process is paused or starved
 // for longer than the quorum timer's margin. Lost and Run's ctx report the
 // end; only fencing (Token, GuardedWrite) closes the window for writes. A

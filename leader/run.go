@@ -21,13 +21,13 @@ import (
 //
 //   - The session ending unseen (partition, a server cut off from its
 //     quorum, a frozen leader): with the session's quorum timer
-//     (conn.WithQuorumTimer, the default), the epoch ends, and fn's ctx is
+//     (the default; conn.WithLastHeardTimer opts out), the epoch ends, and fn's ctx is
 //     cancelled, before the ensemble can expire the session and let
 //     another participant lead: at least T/3 − tickTime/2 before (T the
 //     session timeout; T/2 on a standalone server), as conn's "The local
 //     timer" works out, unless this process is paused or starved for
 //     longer than that. TestNoOverlapWhenTheLeadersFollowerLosesQuorum:
-//     no overlap. With conn.WithQuorumTimer(false), another participant may
+//     no overlap. With conn.WithLastHeardTimer(), another participant may
 //     lead first (see conn's "What it does not guarantee").
 //   - Our node deleted by someone else, or Resign called from another
 //     goroutine while fn runs: the next participant may lead as soon as

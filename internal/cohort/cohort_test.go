@@ -215,7 +215,7 @@ func TestNoHandoffWhileSuspended(t *testing.T) {
 		// suspended (at 2/3 of the timeout) long before the epoch ends;
 		// the quorum timer (the default) would end the epoch first, at
 		// half the timeout, and the session would never be Suspended.
-		s := testzk.Connect(t, p.Addrs(), conn.WithSessionTimeout(12*time.Second), conn.WithQuorumTimer(false))
+		s := testzk.Connect(t, p.Addrs(), conn.WithSessionTimeout(12*time.Second), conn.WithLastHeardTimer())
 		path := testzk.Path(t, c, "lock")
 		ctx := testzk.Ctx(t, time.Minute)
 		h := newHandle(t, r, s, path)
