@@ -3,6 +3,7 @@ module github.com/zkrecipes/zkrecipes
 go 1.22.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/docker/docker v27.1.1+incompatible
 	github.com/docker/go-connections v0.5.0
 	github.com/go-zookeeper/zk v1.0.4
