@@ -180,7 +180,7 @@ func (a *chaosActor) acquire(stop context.Context, try bool) {
 	held := a.heldDomains()
 	var can []*chaosHandle
 	for _, l := range chaosLocks {
-		free := !try || l.try
+		free := a.r.cfg.locks[l.name] && (!try || l.try)
 		for _, d := range l.domains {
 			free = free && !held[d]
 		}
@@ -238,9 +238,18 @@ func (a *chaosActor) grant(h *chaosHandle, leases []*conn.Lease, start time.Time
 	}
 	h.cur.Store(g)
 	a.s.held.Add(1)
+	// Half the holders watch Lost from the grant on; the others look only
+	// when they release (a holder that never asks).
+	watch := a.rng.IntN(2) == 0
 	a.r.watchers.Add(2)
 	go func() {
 		defer a.r.watchers.Done()
+		if !watch {
+			select {
+			case <-g.relCh:
+			case <-leases[0].Epoch().Done():
+			}
+		}
 		<-leases[0].Lost() // closes on release or at the session's end at the latest
 		g.lostAt.Store(time.Now().UnixNano())
 	}()
@@ -392,7 +401,7 @@ func (s *chaosSession) sessID() int64 {
 // run leads through leader.Run for a while, working under the term.
 func (a *chaosActor) run(stop context.Context) {
 	h := a.hs()["leader"]
-	if h.cur.Load() != nil {
+	if h.cur.Load() != nil || !a.r.cfg.locks["leader"] {
 		return
 	}
 	deadline := 500*time.Millisecond + time.Duration(a.rng.Int64N(int64(4500*time.Millisecond)))

@@ -32,6 +32,7 @@ type chaosGrant struct {
 	start   time.Time
 	local   bool // a handoff handle's grant on a node granted before (a local handoff)
 	relTime time.Time
+	relCh   chan struct{} // closed by the first released
 	lostAt  atomic.Int64 // unix ns; 0: not yet
 	ended   atomic.Int64 // unix ns when its first lease's epoch ended; 0: not yet
 }
@@ -63,32 +64,35 @@ type chaosMonitor struct {
 	grants      []*chaosGrant
 	pending     map[string]int       // blocking acquires under way, per domain
 	nodes       map[string]int       // grants per lock node (local handoffs)
-	deleted     map[string]time.Time // lock node -> when a bystander deleted it
+	deleted     map[string]time.Time // lock node -> when a bystander sent its delete
+	deleteDone  map[string]time.Time // lock node -> when the bystander's delete was answered
 	sessFaults  map[int64]time.Time  // ZooKeeper session -> last session-ending fault aimed at it
 	stuckSince  map[string]time.Time
 	stuckWorst  map[string]time.Duration
 	stuckTold   map[string]bool
 	overlapWins map[string][]time.Duration // per excuse: measured windows
 	events      map[string][]string          // lock node -> what happened to it (revokes, bystander)
+	byNode      map[string][]*chaosGrant     // lock node -> its grants
 	checks      sync.WaitGroup
 }
 
 func newChaosMonitor(r *chaosRun) *chaosMonitor {
 	return &chaosMonitor{r: r, active: map[string][]*chaosGrant{}, pending: map[string]int{}, nodes: map[string]int{},
-		deleted: map[string]time.Time{}, sessFaults: map[int64]time.Time{}, stuckSince: map[string]time.Time{},
-		stuckWorst: map[string]time.Duration{}, stuckTold: map[string]bool{}, overlapWins: map[string][]time.Duration{}, events: map[string][]string{}}
+		deleted: map[string]time.Time{}, deleteDone: map[string]time.Time{}, sessFaults: map[int64]time.Time{}, stuckSince: map[string]time.Time{},
+		stuckWorst: map[string]time.Duration{}, stuckTold: map[string]bool{}, overlapWins: map[string][]time.Duration{}, events: map[string][]string{}, byNode: map[string][]*chaosGrant{}}
 }
 
 // granted registers a grant made at start and checks it against every
 // grant of its domains that reports held.
 func (m *chaosMonitor) granted(lk *chaosLock, actor, sess, gen int, leases []*conn.Lease, start time.Time) *chaosGrant {
-	g := &chaosGrant{lock: lk, actor: actor, sess: sess, gen: gen, leases: leases, start: start,
+	g := &chaosGrant{relCh: make(chan struct{}), lock: lk, actor: actor, sess: sess, gen: gen, leases: leases, start: start,
 		sid: leases[0].Epoch().SessionID()}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.nextID++
 	g.id = m.nextID
 	for _, l := range leases {
+		m.byNode[l.Path()] = append(m.byNode[l.Path()], g)
 		m.nodes[l.Path()]++
 		if m.nodes[l.Path()] > 1 {
 			g.local = true
@@ -119,6 +123,11 @@ func (m *chaosMonitor) released(g *chaosGrant) {
 		return
 	}
 	g.relTime = time.Now()
+	select {
+	case <-g.relCh:
+	default:
+		close(g.relCh)
+	}
 	for _, d := range g.lock.domains {
 		act := m.active[d]
 		for i, a := range act {
@@ -208,20 +217,58 @@ func (m *chaosMonitor) overlap(d string, a, g *chaosGrant) {
 	window := time.Since(nw.start)
 
 	m.mu.Lock()
-	del, wasDel := m.deleted[ol.Path()]
-	sf, hadFault := m.sessFaults[old.sid]
-	m.mu.Unlock()
-	excuse := ""
-	switch {
-	case wasDel && del.After(old.start) && del.Before(nw.start):
+	excuse, handedDeleted := "", ""
+	for _, x := range []*chaosGrant{old, nw} {
+		// A bystander deleted the node of one of them before the newer
+		// grant: the docs' window (a delete lets the next waiter in, and
+		// the holder learns it through Lost; a node deleted while queued
+		// is noticed once granted).
+		del, ok := m.deleted[x.lease(d).Path()]
+		if !ok || !del.Before(nw.start) {
+			continue
+		}
+		if done, ok := m.deleteDone[x.lease(d).Path()]; ok && x.local && done.Before(x.start) {
+			// A local handoff of a node whose delete was applied before:
+			// a remote Acquire could never have granted it.
+			handedDeleted = fmt.Sprintf("; actor %d's grant was handed over locally %v after a bystander's delete of its node was answered",
+				x.actor, x.start.Sub(done).Round(time.Millisecond))
+			continue
+		}
 		excuse = excuseDelete
-	case hadFault && sf.After(old.start.Add(-bound)) && sf.Before(nw.start):
+	}
+	if handedDeleted != "" {
+		excuse = ""
+	}
+	if sf, ok := m.sessFaults[old.sid]; ok && excuse == "" && handedDeleted == "" && sf.After(old.start.Add(-bound)) && sf.Before(nw.start) {
 		excuse = excuseExpiry
 	}
+	// A local handoff of a node whose earlier grant had been told it was
+	// lost (Lost closed) is never excused: the process knew.
+	handedLost := ""
+	for _, x := range []*chaosGrant{old, nw} {
+		if !x.local {
+			continue
+		}
+		for _, p := range m.byNode[x.lease(d).Path()] {
+			if lost := p.lostAt.Load(); p != x && p.start.Before(x.start) && lost != 0 && lost < x.start.UnixNano() && (p.relTime.IsZero() || lost < p.relTime.UnixNano()) {
+				handedLost = fmt.Sprintf("; actor %d's grant was handed over locally %v after the earlier grant of its node (actor %d's) was told it was lost",
+					x.actor, x.start.Sub(time.Unix(0, lost)).Round(time.Millisecond), p.actor)
+				excuse = ""
+			}
+		}
+	}
+	// A Revoke through the holder's own session that succeeded.
+	ownRevoke := ""
+	for _, e := range m.events[ol.Path()] {
+		if strings.Contains(e, "its own session's grant): ok") {
+			ownRevoke = "; the older node was revoked through its own session"
+		}
+	}
+	m.mu.Unlock()
 	desc := fmt.Sprintf("%s: %s (actor %d, session %d/0x%x, node %s, granted %s%s) and %s (actor %d, session %d/0x%x, node %s, granted %s%s) both reported held for %v",
 		d, old.lock.name, old.actor, old.sess, old.sid, ol.Path(), stamp(old.start), localTag(old),
 		nw.lock.name, nw.actor, nw.sess, nw.sid, nl.Path(), stamp(nw.start), localTag(nw), window.Round(time.Millisecond))
-	desc += fmt.Sprintf("; events on the older node: %s; on the newer: %s", m.history(ol.Path()), m.history(nl.Path()))
+	desc += handedDeleted + handedLost + ownRevoke + fmt.Sprintf("; events on the older node: %s; on the newer: %s", m.history(ol.Path()), m.history(nl.Path()))
 	if excuse == "" {
 		m.r.violate("two holders: %s", desc)
 		return
@@ -256,7 +303,19 @@ func (m *chaosMonitor) waiting(lk *chaosLock, delta int) {
 func (m *chaosMonitor) bystanderDeleted(node string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.deleted[node] = time.Now()
+	if _, ok := m.deleted[node]; !ok { // the first delete is the one that counts
+		m.deleted[node] = time.Now()
+	}
+}
+
+// bystanderDeleteDone: the bystander's delete of node was answered (it
+// was applied before).
+func (m *chaosMonitor) bystanderDeleteDone(node string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.deleteDone[node]; !ok {
+		m.deleteDone[node] = time.Now()
+	}
 }
 
 // event records what happened to a lock node, for the description of a
