@@ -1,6 +1,7 @@
 package recipes_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -378,13 +379,52 @@ func (m *chaosMonitor) watchStuck(stop <-chan struct{}) {
 			if stuck > m.r.cfg.stuckBound && !m.stuckTold[d] {
 				m.stuckTold[d] = true
 				m.mu.Unlock()
-				m.r.violate("%s: stuck: no grant reports held for %v while acquires wait (since %s; bound %v)",
-					d, stuck.Round(time.Millisecond), stamp(since), m.r.cfg.stuckBound)
+				m.r.violate("%s: stuck: no grant reports held for %v while acquires wait (since %s; bound %v); %s",
+					d, stuck.Round(time.Millisecond), stamp(since), m.r.cfg.stuckBound, m.r.describeQueue(d))
 				m.mu.Lock()
 			}
 		}
 		m.mu.Unlock()
 	}
+}
+
+// describeQueue says, for a stuck lock, what heads its queue: the first
+// node by sequence number, its session, and whether a grant holds it.
+func (r *chaosRun) describeQueue(d string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	zc, err := bystanderClient(ctx, r.c.Servers())
+	if err != nil {
+		return "queue unknown: " + err.Error()
+	}
+	defer zc.Close()
+	dir := chaosLockPaths(r.lockRoot)[d]
+	if d == domSemMutex {
+		dir += "/locks"
+	}
+	kids, _, err := zc.Children(dir)
+	if err != nil || len(kids) == 0 {
+		return fmt.Sprintf("queue %s: %v (%v)", dir, kids, err)
+	}
+	sort.Slice(kids, func(i, j int) bool { return seqOf(kids[i]) < seqOf(kids[j]) })
+	head := dir + "/" + kids[0]
+	_, st, err := zc.Exists(head)
+	if err != nil || st == nil {
+		return fmt.Sprintf("queue head %s: %v", head, err)
+	}
+	r.mon.mu.Lock()
+	grants := len(r.mon.byNode[head])
+	r.mon.mu.Unlock()
+	return fmt.Sprintf("queue of %d, head %s of session 0x%x, created %s, granted %d times (0: a node no Acquire returned: a ghost contender)",
+		len(kids), head, st.EphemeralOwner, time.UnixMilli(st.Ctime).Format("15:04:05.000"), grants)
+}
+
+// seqOf is the sequence number at the end of a sequential node's name.
+func seqOf(name string) string {
+	if len(name) < 10 {
+		return name
+	}
+	return name[len(name)-10:]
 }
 
 // timerMargin is the worst local-timer margin of the run: for each grant

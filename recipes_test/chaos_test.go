@@ -462,6 +462,9 @@ func (r *chaosRun) inject(rng *rand.Rand, kind string) (string, error) {
 			bounded = r.sessions
 		}
 		s := bounded[rng.IntN(len(bounded))]
+		if s.ghost.Load() {
+			return "", fmt.Errorf("session %d: still armed", s.idx)
+		}
 		s.ghost.Store(true)
 		return fmt.Sprintf("armed for session %d's next acquire (retry policy of one attempt: %v)", s.idx, s.retry1), nil
 	}
