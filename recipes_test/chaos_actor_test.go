@@ -192,15 +192,18 @@ func (a *chaosActor) acquire(stop context.Context, try bool) {
 		return
 	}
 	h := can[a.rng.IntN(len(can))]
-	a.armFaults()
+	ghost := a.armFaults()
 	longest := 5 * time.Second
 	if len(held) > 0 {
 		longest = time.Second // a holder that waits for more keeps others waiting
 	}
 	deadline := 100*time.Millisecond + time.Duration(a.rng.Int64N(int64(longest-100*time.Millisecond)))
+	if ghost {
+		deadline = 3 * a.r.cfg.sessionTimeout // outlives both dark periods
+	}
 	ctx, cancel := context.WithTimeout(stop, deadline)
 	defer cancel()
-	if !try && a.rng.IntN(3) == 0 {
+	if !try && !ghost && a.rng.IntN(3) == 0 {
 		t := time.AfterFunc(time.Duration(a.rng.Int64N(int64(deadline))), cancel)
 		defer t.Stop()
 	}
@@ -263,18 +266,19 @@ func (a *chaosActor) grant(h *chaosHandle, leases []*conn.Lease, start time.Time
 
 // armFaults arms the session's pending acquire faults: a cut right after
 // the next request (a create), or the lost create answer of a bounded
-// retry policy: dark right after the create, for 0.6 of the session
-// timeout, back, and dark again 0–150 ms later for as long.
-func (a *chaosActor) armFaults() {
+// retry policy: dark right after the create, for 0.3 of the session
+// timeout, back, and dark again 0–50 ms later for as long (the session
+// lives on).
+func (a *chaosActor) armFaults() (ghost bool) {
 	if a.s.cut.Swap(false) {
 		a.s.proxy.CutAfterNextWrite()
 		a.r.countFault(faultCut)
 	}
-	if a.s.ghost.Swap(false) {
+	if ghost = a.s.ghost.Swap(false); ghost {
 		a.s.proxy.BlackholeAfterNextWrite()
 		a.r.countFault(faultGhost)
-		d := a.r.cfg.sessionTimeout * 6 / 10
-		gap := time.Duration(a.rng.Int64N(int64(150 * time.Millisecond)))
+		d := a.r.cfg.sessionTimeout * 3 / 10 // twice, still short of the session timeout
+		gap := time.Duration(a.rng.Int64N(int64(50 * time.Millisecond)))
 		a.r.faultsBusy.Add(1)
 		go func() {
 			defer a.r.faultsBusy.Done()
@@ -286,6 +290,7 @@ func (a *chaosActor) armFaults() {
 			a.s.proxy.Heal()
 		}()
 	}
+	return ghost
 }
 
 // releaseOwn releases one of the actor's grants (a lost one first).
@@ -309,20 +314,17 @@ func (a *chaosActor) release(h *chaosHandle, kind string) {
 	if g == nil {
 		return
 	}
-	a.r.mon.released(g)
+	a.r.mon.releasing(g)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	err := h.release(ctx)
 	cancel()
+	done := err == nil || isReleasePending(err) || isNotHeld(err)
+	a.r.mon.releaseDone(g, done)
 	a.r.count(kind + " " + h.lock.name + ": " + errClass(err))
 	a.r.mon.event(g.leases[0].Path(), "%s of actor %d's grant by actor %d: %s", kind, g.actor, a.id, errClass(err))
-	switch {
-	case err == nil, isReleasePending(err), isNotHeld(err):
-		if h.cur.CompareAndSwap(g, nil) {
-			a.s.held.Add(-1)
-		}
-	default:
-		a.r.mon.unreleased(g) // still held: the holder releases it again later
-	}
+	if done && h.cur.CompareAndSwap(g, nil) {
+		a.s.held.Add(-1)
+	} // else still held: the holder releases it again later
 }
 
 // releaseWrong calls Release on another actor's handle of the same

@@ -23,19 +23,21 @@ import (
 // monitor's lock, when a Release of it is called (by anyone), or when its
 // session is closed; lostAt when its first lease's Lost closed.
 type chaosGrant struct {
-	id      int
-	lock    *chaosLock
-	actor   int
-	sess    int   // the chaos session's index
-	gen     int   // and its generation
-	sid     int64 // the ZooKeeper session of its leases
-	leases  []*conn.Lease
-	start   time.Time
-	local   bool // a handoff handle's grant on a node granted before (a local handoff)
-	relTime time.Time
-	relCh   chan struct{} // closed by the first released
-	lostAt  atomic.Int64 // unix ns; 0: not yet
-	ended   atomic.Int64 // unix ns when its first lease's epoch ended; 0: not yet
+	id        int
+	lock      *chaosLock
+	actor     int
+	sess      int   // the chaos session's index
+	gen       int   // and its generation
+	sid       int64 // the ZooKeeper session of its leases
+	leases    []*conn.Lease
+	start     time.Time
+	local     bool // a handoff handle's grant on a node granted before (a local handoff)
+	relTime   time.Time
+	relCh     chan struct{} // closed by the first releasing
+	releasers int           // Release calls under way (guarded by the monitor's mu)
+	over      bool          // a Release succeeded, or the grant ended otherwise
+	lostAt    atomic.Int64  // unix ns; 0: not yet
+	ended     atomic.Int64  // unix ns when its first lease's epoch ended; 0: not yet
 }
 
 func (g *chaosGrant) lease(domain string) *conn.Lease {
@@ -72,8 +74,8 @@ type chaosMonitor struct {
 	stuckWorst  map[string]time.Duration
 	stuckTold   map[string]bool
 	overlapWins map[string][]time.Duration // per excuse: measured windows
-	events      map[string][]string          // lock node -> what happened to it (revokes, bystander)
-	byNode      map[string][]*chaosGrant     // lock node -> its grants
+	events      map[string][]string        // lock node -> what happened to it (revokes, bystander)
+	byNode      map[string][]*chaosGrant   // lock node -> its grants
 	checks      sync.WaitGroup
 }
 
@@ -116,10 +118,13 @@ func (m *chaosMonitor) granted(lk *chaosLock, actor, sess, gen int, leases []*co
 	return g
 }
 
-// released marks g released from now on (idempotent).
-func (m *chaosMonitor) released(g *chaosGrant) {
+// releasing marks g released from the start of a Release call on it
+// (by anyone): its node may be gone from then on. Every call is ended by
+// releaseDone; a grant whose every Release failed is held again.
+func (m *chaosMonitor) releasing(g *chaosGrant) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	g.releasers++
 	if !g.relTime.IsZero() {
 		return
 	}
@@ -140,17 +145,28 @@ func (m *chaosMonitor) released(g *chaosGrant) {
 	}
 }
 
-// unreleased undoes released after a Release that left the grant held.
-func (m *chaosMonitor) unreleased(g *chaosGrant) {
+// releaseDone ends a Release call on g: done says whether g is over (the
+// call succeeded, or the lock says it is no longer held).
+func (m *chaosMonitor) releaseDone(g *chaosGrant, done bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if g.relTime.IsZero() {
+	g.releasers--
+	if done {
+		g.over = true
+	}
+	if g.over || g.releasers > 0 {
 		return
 	}
 	g.relTime = time.Time{}
 	for _, d := range g.lock.domains {
 		m.active[d] = append(m.active[d], g)
 	}
+}
+
+// released marks g over (its session was closed, its term ended).
+func (m *chaosMonitor) released(g *chaosGrant) {
+	m.releasing(g)
+	m.releaseDone(g, true)
 }
 
 // randomActive returns a random grant that is not released (nil: none).
