@@ -229,7 +229,8 @@ func (a *chaosActor) acquire(stop context.Context, try bool) {
 		return
 	}
 	a.r.count(kind + " " + h.lock.name + ": granted")
-	a.grant(h, leases, start)
+	g := a.grant(h, leases, start)
+	a.work(stop, g) // what a holder is there for
 }
 
 // grant registers a grant through h.
@@ -497,6 +498,7 @@ func (a *chaosActor) workZnode(ctx context.Context, g *chaosGrant, d string, l *
 	in := regInput{store: "znode", domain: d, rmw: g.lock.mode != modeRead, read: v}
 	var ops []any
 	if in.rmw {
+		sleepCtx(ctx, time.Duration(a.rng.Int64N(int64(20*time.Millisecond)))) // computing the new value
 		ops = append(others, &zk.SetDataRequest{Path: reg, Data: []byte(strconv.FormatInt(v+1, 10)), Version: -1})
 	} else {
 		ops = append(others, &zk.CheckVersionRequest{Path: reg, Version: st.Version})

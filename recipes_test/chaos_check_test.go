@@ -443,9 +443,20 @@ func seqOf(name string) string {
 	return name[len(name)-10:]
 }
 
+// disturbed: a bystander deleted the node, or a Revoke of it succeeded
+// (the node's end did not come from its session).
+func (m *chaosMonitor) disturbed(node string) bool {
+	for _, e := range m.events[node] {
+		if strings.Contains(e, "deleted by the bystander: ok") || strings.Contains(e, "grant): ok") {
+			return true
+		}
+	}
+	return false
+}
+
 // timerMargin is the worst local-timer margin of the run: for each grant
 // whose epoch ended while it was held (expiry, the local timer while cut
-// off, a close), the time from the end its holder saw to the next grant of
+// off, a close) and whose node nobody deleted or revoked, the time from the end its holder saw to the next grant of
 // its domain by another session (negative: the next holder came first).
 // n is how many such handovers there were.
 func (m *chaosMonitor) timerMargin() (worst time.Duration, n int) {
@@ -462,7 +473,7 @@ func (m *chaosMonitor) timerMargin() (worst time.Duration, n int) {
 		sort.Slice(gs, func(i, j int) bool { return gs[i].start.Before(gs[j].start) })
 		for i, g := range gs {
 			end := g.ended.Load()
-			if end == 0 || (!g.relTime.IsZero() && g.relTime.UnixNano() < end) {
+			if end == 0 || (!g.relTime.IsZero() && g.relTime.UnixNano() < end) || m.disturbed(g.lease(d).Path()) {
 				continue
 			}
 			for _, h := range gs[i+1:] {
