@@ -309,13 +309,24 @@ func (r *chaosRun) record(op regOp) {
 	r.history = append(r.history, op)
 }
 
+// violate records a broken guarantee and fails the run; the first 25 are
+// printed (and every one of Porcupine's verdicts, see loud).
 func (r *chaosRun) violate(format string, args ...any) {
+	r.report(false, format, args...)
+}
+
+// loud is violate, printed whatever the count.
+func (r *chaosRun) loud(format string, args ...any) {
+	r.report(true, format, args...)
+}
+
+func (r *chaosRun) report(always bool, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	r.mu.Lock()
 	r.violations = append(r.violations, msg)
 	n := len(r.violations)
 	r.mu.Unlock()
-	if n <= 25 {
+	if n <= 25 || always {
 		r.t.Errorf("chaos run: VIOLATION (seed %d, +%v): %s", r.cfg.seed, time.Since(r.begin).Round(time.Second), msg)
 	}
 }
