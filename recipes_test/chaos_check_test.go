@@ -395,7 +395,7 @@ func (m *chaosMonitor) watchStuck(stop <-chan struct{}) {
 			if stuck > m.r.cfg.stuckBound && !m.stuckTold[d] {
 				m.stuckTold[d] = true
 				m.mu.Unlock()
-				m.r.violate("%s: stuck: no grant reports held for %v while acquires wait (since %s; bound %v); %s",
+				m.r.loud("%s: stuck: no grant reports held for %v while acquires wait (since %s; bound %v); %s",
 					d, stuck.Round(time.Millisecond), stamp(since), m.r.cfg.stuckBound, m.r.describeQueue(d))
 				m.mu.Lock()
 			}
