@@ -70,9 +70,10 @@ func defaultChaosConfig() chaosConfig {
 }
 
 // TestChaos is the randomized "anything goes" run: actors (three
-// goroutines on each of three sessions, and one on a fourth session with a
-// retry policy of one attempt) call the public operations of mutex (with and without
-// WithLocalHandoff on one path), semaphoremutex (likewise), rwlock,
+// goroutines on each of three sessions, and one on a fourth session with
+// a retry policy of one attempt) call the public operations of mutex
+// (with and without WithLocalHandoff on one path), semaphoremutex
+// (likewise), rwlock,
 // multilock (over the mutex's and the semaphore mutex's paths) and
 // leader in a seeded random order: Acquire with deadlines and cancels,
 // TryAcquire, Release (also of another goroutine's handle), Revoke of any
@@ -95,9 +96,10 @@ func defaultChaosConfig() chaosConfig {
 // HTML visualization (the path and the seed are printed).
 //
 // ZKRECIPES_CHAOS_SEED and ZKRECIPES_CHAOS_DURATION (default 2m) set the
-// seed and the length; a replay draws the same choices, not the same
-// interleaving. ZKRECIPES_CHAOS_WEIGHTS and ZKRECIPES_CHAOS_FAULTS narrow
-// the run to reach a bug sooner.
+// seed and the length; a replay starts from the same random streams, but
+// the choices depend on timing, so a run does not repeat exactly.
+// ZKRECIPES_CHAOS_WEIGHTS, _FAULTS, _LOCKS and _NO_BYSTANDER narrow the
+// run to reach a bug sooner.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		skipOrFail(t, "chaos run: skipped under -short")
