@@ -184,7 +184,7 @@ func (a *chaosActor) acquire(stop context.Context, try bool) {
 		for _, d := range l.domains {
 			free = free && !held[d]
 		}
-		if free {
+		for w := 0; free && w < l.weight; w++ {
 			can = append(can, a.hs()[l.name])
 		}
 	}

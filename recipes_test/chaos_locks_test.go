@@ -34,17 +34,20 @@ type chaosLock struct {
 	try     bool     // has TryAcquire
 	revoke  bool     // has Revoke
 	anyRel  bool     // any goroutine may release it (else: the holder's only)
+	weight  int      // how often actors pick it, relative to the others
 }
 
+// chaosLocks: the handoff handles are picked twice as often as the others,
+// so that a session's goroutines often queue on one node.
 var chaosLocks = []chaosLock{
-	{name: "mutex", domains: []string{domMutex}, mode: modeExclusive, try: true, revoke: true},
-	{name: "mutex-handoff", domains: []string{domMutex}, mode: modeExclusive, try: true, revoke: true},
-	{name: "semmutex", domains: []string{domSemMutex}, mode: modeExclusive, try: true, revoke: true, anyRel: true},
-	{name: "semmutex-handoff", domains: []string{domSemMutex}, mode: modeExclusive, try: true, revoke: true, anyRel: true},
-	{name: "rw-read", domains: []string{domRW}, mode: modeRead, try: true, revoke: true},
-	{name: "rw-write", domains: []string{domRW}, mode: modeExclusive, try: true, revoke: true},
-	{name: "multilock", domains: []string{domMutex, domSemMutex}, mode: modeExclusive, anyRel: true},
-	{name: "leader", domains: []string{domLeader}, mode: modeExclusive, anyRel: true},
+	{name: "mutex", domains: []string{domMutex}, mode: modeExclusive, try: true, revoke: true, weight: 2},
+	{name: "mutex-handoff", domains: []string{domMutex}, mode: modeExclusive, try: true, revoke: true, weight: 4},
+	{name: "semmutex", domains: []string{domSemMutex}, mode: modeExclusive, try: true, revoke: true, anyRel: true, weight: 2},
+	{name: "semmutex-handoff", domains: []string{domSemMutex}, mode: modeExclusive, try: true, revoke: true, anyRel: true, weight: 4},
+	{name: "rw-read", domains: []string{domRW}, mode: modeRead, try: true, revoke: true, weight: 2},
+	{name: "rw-write", domains: []string{domRW}, mode: modeExclusive, try: true, revoke: true, weight: 2},
+	{name: "multilock", domains: []string{domMutex, domSemMutex}, mode: modeExclusive, anyRel: true, weight: 2},
+	{name: "leader", domains: []string{domLeader}, mode: modeExclusive, anyRel: true, weight: 2},
 }
 
 // The bound of the handoff handles: small, so that the node goes back to
