@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -387,10 +388,57 @@ func (r *chaosRun) run() {
 	}
 	r.watchers.Wait()
 	r.mon.checks.Wait()
+	r.hygiene()
 	t.Logf("chaos run: actors stopped after %v; checking %d register operations with Porcupine", elapsed.Round(time.Second), len(r.history))
 	verdicts := r.checkHistory()
 	r.summary(elapsed, verdicts)
 	r.requireFigures()
+}
+
+// hygiene: once every session is closed, no lock node is left under the
+// lock root (only empty lock paths, containers the server reaps), and the
+// registers are deleted.
+func (r *chaosRun) hygiene() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := conn.Connect(ctx, r.c.Servers(), conn.WithSessionTimeout(10*time.Second))
+	if err != nil {
+		r.t.Errorf("chaos run: admin session: %v", err)
+		return
+	}
+	defer admin.Close()
+	ep, err := admin.Epoch(ctx)
+	if err != nil {
+		r.t.Errorf("chaos run: admin session: %v", err)
+		return
+	}
+	var want []string
+	for _, p := range chaosLockPaths(r.lockRoot) {
+		want = append(want, p, p+"/locks", p+"/leases")
+	}
+	// Sessions closed while cut off end only when they expire.
+	deadline := time.Now().Add(2*r.cfg.sessionTimeout + 10*time.Second)
+	var left []string
+	for {
+		left, _, err = leftovers(ctx, ep, r.lockRoot, want)
+		if err == nil && len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond) // polling the server's tree: not hiding a race
+	}
+	if err != nil {
+		r.t.Errorf("chaos run: listing %s: %v", r.lockRoot, err)
+	}
+	for i, p := range left {
+		if i == 20 {
+			r.t.Errorf("chaos run: ... and %d more", len(left)-20)
+			break
+		}
+		r.t.Errorf("chaos run: left behind after every session closed: %s", p)
+	}
+	if err := locktest.DeleteTree(ctx, ep, r.dataRoot); err != nil {
+		r.t.Errorf("chaos run: deleting %s: %v", r.dataRoot, err)
+	}
 }
 
 // schedule applies faults of the configured kinds, in shuffled rounds,
