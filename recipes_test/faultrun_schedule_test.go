@@ -78,63 +78,29 @@ func (r *faultRun) inject(rng *rand.Rand, kind string) (string, error) {
 	st := r.cfg.sessionTimeout
 	switch kind {
 	case faultLeaderKill, faultFollowerKill:
-		i, err := r.pickServer(rng, kind == faultLeaderKill)
-		if err != nil {
-			return "", err
-		}
-		down := time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
-		if err := c.Kill(i); err != nil {
-			return "", err
-		}
-		time.Sleep(down)
-		if err := r.restart(i); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("server %d down for %v", i, down.Round(time.Millisecond)), r.waitServing()
+		return killRestart(r.t, c, rng, kind == faultLeaderKill)
 
 	case faultPause:
-		i := rng.IntN(len(c.Servers()))
-		d := 500*time.Millisecond + time.Duration(rng.Int64N(int64(2500*time.Millisecond)))
-		if err := c.Pause(i); err != nil {
-			return "", err
-		}
-		time.Sleep(d)
-		if err := c.Resume(i); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("server %d paused for %v", i, d.Round(time.Millisecond)), r.waitServing()
+		return pauseResume(c, rng)
 
 	case faultBlackholeLong, faultBlackholeShort:
 		cl := r.pickClient(rng)
-		var d time.Duration
-		if kind == faultBlackholeLong {
-			d = st + time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
-		} else {
-			d = st/4 + time.Duration(rng.Int64N(int64(st/4)))
-		}
 		holding := cl.holding.Load()
-		cl.proxy.Blackhole()
-		time.Sleep(d)
-		cl.proxy.Heal()
+		d := blackholeFor(rng, cl.proxy, st, kind == faultBlackholeLong)
 		return fmt.Sprintf("client %d for %v (session timeout %v; holding a lock: %v)", cl.id, d.Round(time.Millisecond), st, holding), nil
 
 	case faultExpire:
 		cl := r.pickClient(rng)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		ep, err := cl.sess.Epoch(ctx)
-		if err != nil {
-			return "", fmt.Errorf("client %d has no live session: %w", cl.id, err)
-		}
-		srv := c.Servers()[rng.IntN(len(c.Servers()))]
 		holding := cl.holding.Load()
-		r.mu.Lock()
-		r.expired[ep.SessionID()] = time.Now()
-		r.mu.Unlock()
-		if err := zktest.ExpireEpoch(ctx, srv, ep); err != nil {
-			return "", err
+		sid, srv, err := expireSession(c, rng, cl.sess, func(sid int64) {
+			r.mu.Lock()
+			r.expired[sid] = time.Now()
+			r.mu.Unlock()
+		})
+		if err != nil {
+			return "", fmt.Errorf("client %d: %w", cl.id, err)
 		}
-		return fmt.Sprintf("client %d session 0x%x via %s (holding a lock: %v)", cl.id, ep.SessionID(), srv, holding), nil
+		return fmt.Sprintf("client %d session 0x%x via %s (holding a lock: %v)", cl.id, sid, srv, holding), nil
 
 	case faultCut:
 		cl := r.clients[rng.IntN(len(r.clients))]
@@ -145,19 +111,6 @@ func (r *faultRun) inject(rng *rand.Rand, kind string) (string, error) {
 		return r.thirdPartyWrite(rng)
 	}
 	return "", fmt.Errorf("unknown fault kind %q", kind)
-}
-
-// restart starts killed server i again. It tries three times, and fails
-// the test if the server stays down: the next fault could cost the quorum.
-func (r *faultRun) restart(i int) error {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = r.c.Restart(i); err == nil {
-			return nil
-		}
-	}
-	r.t.Fatalf("fault run: server %d does not restart: %v", i, err)
-	return err
 }
 
 // pickClient picks the client to fault: three times in four one that
@@ -188,46 +141,15 @@ func (r *faultRun) everyClient() []*faultClient {
 	return out
 }
 
-// pickServer returns the leader, or a random follower.
-func (r *faultRun) pickServer(rng *rand.Rand, leader bool) (int, error) {
-	l, err := r.c.Leader()
-	if err != nil {
-		return -1, err
-	}
-	if leader {
-		return l, nil
-	}
-	var followers []int
-	for i := range r.c.Servers() {
-		if i != l {
-			followers = append(followers, i)
-		}
-	}
-	return followers[rng.IntN(len(followers))], nil
-}
-
-// waitServing waits until every server serves and one leads.
-func (r *faultRun) waitServing() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	return r.c.WaitServing(ctx)
-}
-
 // heal ends every fault: proxies forward again, every server runs and the
 // ensemble has a leader.
 func (r *faultRun) heal() {
+	var proxies []*zktest.Proxy
 	for _, cl := range r.clients {
-		cl.proxy.Heal()
+		proxies = append(proxies, cl.proxy)
 		cl.cut.Store(false)
 	}
-	for i := range r.c.Servers() {
-		if err := r.c.Resume(i); err != nil {
-			r.t.Errorf("fault run: resume server %d: %v", i, err)
-		}
-	}
-	if err := r.waitServing(); err != nil {
-		r.t.Errorf("fault run: the ensemble does not serve after the faults: %v", err)
-	}
+	healAll(r.t, r.c, proxies)
 }
 
 // Third-party writes: how long to look for a holder, and how many holders
@@ -248,14 +170,11 @@ const (
 func (r *faultRun) thirdPartyWrite(rng *rand.Rand) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	zc, events, err := zk.Connect(r.c.Servers(), 10*time.Second, zk.WithLogger(quietLogger{}))
+	zc, err := bystanderClient(ctx, r.c.Servers())
 	if err != nil {
-		return "", fmt.Errorf("raw client: %w", err)
+		return "", err
 	}
 	defer zc.Close()
-	if err := awaitSession(ctx, events); err != nil {
-		return "", fmt.Errorf("raw client: %w", err)
-	}
 	var last error
 	for try := 0; try < thirdPartyTries; try++ {
 		cl, node, iv := r.pickHolder(rng)
@@ -331,22 +250,5 @@ func (r *faultRun) pickHolder(rng *rand.Rand) (*faultClient, string, *interval) 
 			return nil, "", nil
 		}
 		time.Sleep(5 * time.Millisecond) // polling the clients' state, not hiding a race
-	}
-}
-
-// awaitSession waits for a raw client's session.
-func awaitSession(ctx context.Context, events <-chan zk.Event) error {
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				return errors.New("closed before a session was established")
-			}
-			if ev.State == zk.StateHasSession {
-				return nil
-			}
-		case <-ctx.Done():
-			return fmt.Errorf("no session: %w", ctx.Err())
-		}
 	}
 }

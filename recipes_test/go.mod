@@ -3,6 +3,7 @@ module github.com/zkrecipes/zkrecipes/recipes_test
 go 1.22.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/google/uuid v1.6.0
 	github.com/stretchr/testify v1.10.0

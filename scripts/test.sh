@@ -7,9 +7,12 @@
 # with ZK_IMAGE, or a local ZooKeeper install). Under CI=true a missing
 # prerequisite fails the tests instead of skipping them.
 #
-# Two steps, both with the race detector: everything but the randomized
-# fault run (recipes_test TestFaultRun), then the fault run on its own, with
-# its own timeout. (It used to run without -race because of go-zookeeper
+# Three steps, all with the race detector: everything but the randomized
+# fault run (recipes_test TestFaultRun) and the randomized chaos run
+# (recipes_test TestChaos), then each of those on its own, with its own
+# timeout (the chaos run: 2 minutes of actors and faults, about 3 minutes
+# in all; ZKRECIPES_CHAOS_DURATION and ZKRECIPES_CHAOS_SEED change it, see
+# docs/safety.md). (The fault run used to run without -race because of go-zookeeper
 # v1.0.4's lastZxid race; conn/wire.go now makes that race impossible, see
 # conn's TestReconnectWithWatchesIsRaceFree.)
 set -euo pipefail
@@ -48,5 +51,6 @@ timed() {
 )
 echo "=== test.sh: go test"
 cd "$(dirname "$0")/.."
-go test -race -count=1 -timeout 45m -skip '^TestFaultRun$' "$@" "$all_packages"
+go test -race -count=1 -timeout 45m -skip '^(TestFaultRun|TestChaos)$' "$@" "$all_packages"
 go test -race -count=1 -timeout 30m -run '^TestFaultRun$' "$@" ./recipes_test/
+go test -race -count=1 -timeout 30m -run '^TestChaos$' "$@" ./recipes_test/
