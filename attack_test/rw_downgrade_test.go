@@ -1,0 +1,94 @@
+package attack_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestFinding_RWLockDowngradeAfterForeignDeleteReadsBesideWriter checks
+// rwlock/doc.go: "Readers share, writers exclude: while a writer holds the
+// lock, no other contender (reader or writer, of any process using the lock
+// path) holds it", with the downgrade of "# Downgrade" ("The read acquire
+// queues a real R node, which is granted at once: nobody else can hold the
+// lock while we hold the write lock") and the Errors section's
+// "conn.ErrLeaseLost for a re-entry or downgrade on a lost lease".
+//
+// A holds the write lock and never looked at Lost. A bystander deletes A's W
+// node (the parent's ACL lets anyone), so writer B, queued behind, gets the
+// lock. A then takes the read lock (a downgrade): if it is granted, A reads
+// while B writes, and A's read lease's guarded write commits, since its new
+// R node exists.
+func TestFinding_RWLockDowngradeAfterForeignDeleteReadsBesideWriter(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 25*time.Second)
+	sa := session(t, c.Servers())
+	sb := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-downgrade"
+
+	rwA, err := rwlock.New(sa, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rwB, err := rwlock.New(sb, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		l   *conn.Lease
+		err error
+	}
+	bGot := make(chan res, 1)
+	bRelease := make(chan struct{})
+	bDone := make(chan struct{})
+	go func() {
+		defer close(bDone)
+		l, err := rwB.WriteLock().Acquire(ctx)
+		bGot <- res{l, err}
+		if err == nil {
+			<-bRelease
+			_ = rwB.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(bRelease); <-bDone }()
+	waitFor(t, 10*time.Second, "B's W node", func() bool { return len(children(zc, path)) == 2 })
+
+	if err := zc.Delete(wA.Path(), -1); err != nil {
+		t.Fatalf("bystander delete: %v", err)
+	}
+	var b res
+	select {
+	case b = <-bGot:
+	case <-time.After(10 * time.Second):
+		t.Fatal("B did not get the write lock after A's node was deleted")
+	}
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	rA, err := rwA.ReadLock().Acquire(rctx)
+	if err == nil {
+		defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+		_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-read-under-b", Acl: zk.WorldACL(zk.PermAll)})
+		t.Fatalf("A holds the read lock (%s) while B holds the write lock (%s); A's read guarded write: err=%v; B's lease err=%v",
+			rA.Path(), b.l.Path(), werr, b.l.Err())
+	}
+	if !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("downgrade on a lost write lease: %v, want conn.ErrLeaseLost (or to wait)", err)
+	}
+	_ = rwA.WriteLock().Release(ctx)
+}
