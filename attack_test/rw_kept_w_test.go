@@ -1,0 +1,103 @@
+package attack_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestFinding_RWLockDowngradedReaderBlindToKeptWNodeDeletion checks
+// rwlock/doc.go: "The holder can always learn that the lock is no longer
+// safe: Lease.Lost closes when the session's epoch ends ..., when the node
+// is deleted by someone else, or on Release", for a read lock taken by a
+// downgrade whose W node is kept ("If a writer is queued between them ...
+// the W node is kept until the read lock is released").
+//
+// A holds the write lock, writer C queues, A takes the read lock (its R node
+// sorts after C's W) and releases the write lock: the W node is kept, and it
+// alone keeps C out. A arms its read lease's Lost. A bystander deletes the
+// kept W node: C enters while A still reads. A's read lease must tell.
+func TestFinding_RWLockDowngradedReaderBlindToKeptWNodeDeletion(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 25*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-kept-w"
+
+	rwA, err := rwlock.New(sa, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rwC, err := rwlock.New(sc, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		l   *conn.Lease
+		err error
+	}
+	cGot := make(chan res, 1)
+	cRelease := make(chan struct{})
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		l, err := rwC.WriteLock().Acquire(ctx)
+		cGot <- res{l, err}
+		if err == nil {
+			<-cRelease
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(cRelease); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+
+	rA, err := rwA.ReadLock().Acquire(ctx) // downgrade
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := zc.Exists(wA.Path()); !ok {
+		t.Fatal("the W node was not kept, though a writer is queued between W and R (doc: kept)")
+	}
+	lost := rA.Lost() // armed
+	select {
+	case <-cGot:
+		t.Fatal("C entered while A reads (before any bystander)")
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	if err := zc.Delete(wA.Path(), -1); err != nil {
+		t.Fatalf("bystander delete of the kept W node: %v", err)
+	}
+	var cl res
+	select {
+	case cl = <-cGot:
+	case <-time.After(10 * time.Second):
+		t.Skip("C did not enter after the kept W node was deleted: nothing to tell")
+	}
+	if cl.err != nil {
+		t.Fatal(cl.err)
+	}
+	select {
+	case <-lost:
+		return // A was told
+	case <-time.After(3 * time.Second):
+	}
+	_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-reads-under-c", Acl: zk.WorldACL(zk.PermAll)})
+	t.Fatalf("writer C holds %s while A's read lease %s is not lost (Lost open 3 s after C entered, Err=%v) and its guarded write commits: err=%v",
+		cl.l.Path(), rA.Path(), rA.Err(), werr)
+}
