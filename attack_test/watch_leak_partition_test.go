@@ -28,7 +28,9 @@ func TestProbe_NoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 	px := zktest.NewProxy(t, c.Servers())
 	sw := session(t, px.Addrs())
 	zc := raw(t, c)
-	type pair struct{ hold, wait func(ctx context.Context) error }
+	type pair struct {
+		hold, wait func(ctx context.Context) error
+	}
 	cases := []struct {
 		name string
 		mk   func(path string) pair
