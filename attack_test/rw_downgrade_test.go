@@ -92,3 +92,56 @@ func TestFinding_RWLockDowngradeAfterForeignDeleteReadsBesideWriter(t *testing.T
 	}
 	_ = rwA.WriteLock().Release(ctx)
 }
+
+// TestProbe_RWLockDowngradeAfterExpiryRefused is the same combination as
+// TestFinding_RWLockDowngradeAfterForeignDeleteReadsBesideWriter with the
+// write lease lost by a server-side expiry (zktest.ExpireEpoch) instead of
+// a bystander's delete: rwlock/doc.go's "conn.ErrLeaseLost for a re-entry
+// or downgrade on a lost lease". Once writer B holds, A's downgrade must
+// not be granted.
+func TestProbe_RWLockDowngradeAfterExpiryRefused(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 25*time.Second)
+	sa := session(t, c.Servers())
+	sb := session(t, c.Servers())
+	path := c.Root() + "/rw-downgrade-expiry"
+	rwA, _ := rwlock.New(sa, path)
+	rwB, _ := rwlock.New(sb, path)
+	if _, err := rwA.WriteLock().Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bGot := make(chan error, 1)
+	bRelease := make(chan struct{})
+	bDone := make(chan struct{})
+	go func() {
+		defer close(bDone)
+		_, err := rwB.WriteLock().Acquire(ctx)
+		bGot <- err
+		if err == nil {
+			<-bRelease
+			_ = rwB.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(bRelease); <-bDone }()
+	ep, err := sa.Epoch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := zktest.ExpireEpoch(ctx, c.Servers()[0], ep); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-bGot; err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rA, err := rwA.ReadLock().Acquire(rctx)
+	if err == nil {
+		defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+		t.Fatalf("downgrade granted (%s) on a write lease lost with its epoch, while B writes", rA.Path())
+	}
+	if !errors.Is(err, conn.ErrLeaseLost) {
+		t.Errorf("downgrade on an expired write lease: %v, want conn.ErrLeaseLost", err)
+	}
+	_ = rwA.WriteLock().Release(ctx)
+}
