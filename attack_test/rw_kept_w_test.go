@@ -2,6 +2,7 @@ package attack_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -100,4 +101,66 @@ func TestFinding_RWLockDowngradedReaderBlindToKeptWNodeDeletion(t *testing.T) {
 	_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-reads-under-c", Acl: zk.WorldACL(zk.PermAll)})
 	t.Fatalf("writer C holds %s while A's read lease %s is not lost (Lost open 3 s after C entered, Err=%v) and its guarded write commits: err=%v",
 		cl.l.Path(), rA.Path(), rA.Err(), werr)
+}
+
+// TestFinding_RWLockReleasedWriteLeaseCheckOpPassesWhileKept checks
+// conn.Lease.CheckOp (go doc ./conn Lease.CheckOp): "the multi then commits
+// only while the lock node exists, and the server refuses all of it once
+// the node is gone (released, or the session ended)" and "It checks the
+// node, not the grant: the grants of the recipes' in-process handoff
+// (WithLocalHandoff) share one node, so a released grant's check still
+// passes while another grant holds that node" (the one exception named),
+// and rwlock/doc.go's "the W node is kept until the read lock is released
+// (the write lease is marked released all the same)".
+//
+// After a downgrade whose W node is kept, the released write lease's Lost
+// closes and its GuardedWrite is refused (as documented), but a multi
+// behind its CheckOp still commits: a released lease that is not a local
+// handoff grant, whose check passes. Either the doc names this case too, or
+// the check must fail.
+func TestFinding_RWLockReleasedWriteLeaseCheckOpPassesWhileKept(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 20*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-kept-checkop"
+	rwA, _ := rwlock.New(sa, path)
+	rwC, _ := rwlock.New(sc, path)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		if _, err := rwC.WriteLock().Acquire(cctx); err == nil {
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { ccancel(); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+	if _, err := rwA.ReadLock().Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := zc.Exists(wA.Path()); !ok {
+		t.Fatal("W node not kept")
+	}
+	select {
+	case <-wA.Lost():
+	case <-time.After(2 * time.Second):
+		t.Error("the released write lease's Lost is open (doc: closes on Release)")
+	}
+	if _, err := wA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/gw-after-w-release", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
+		t.Errorf("GuardedWrite through the released write lease: %v, want conn.ErrLeaseLost", err)
+	}
+	_, err = wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: c.Root() + "/checkop-after-w-release", Acl: zk.WorldACL(zk.PermAll)})
+	if err == nil {
+		t.Fatalf("a multi behind the released write lease's CheckOp committed (its W node %s is kept for the read lock); CheckOp's doc names only local-handoff grants as passing after release", wA.Path())
+	}
 }
