@@ -3,6 +3,7 @@ package attack_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -163,4 +164,88 @@ func TestFinding_RWLockReleasedWriteLeaseCheckOpPassesWhileKept(t *testing.T) {
 	if err == nil {
 		t.Fatalf("a multi behind the released write lease's CheckOp committed (its W node %s is kept for the read lock); CheckOp's doc names only local-handoff grants as passing after release", wA.Path())
 	}
+}
+
+// TestProbe_RWLockKeptWNodeGoesWhenReadLeaseLost checks lock's contract
+// (go doc ./lock): "Release after loss (Lost closed) returns nil: the node
+// went with its session, or someone deleted it; there is nothing left to
+// release", and rwlock/doc.go's "the read release deletes the R node, then
+// the W node" for a downgrade whose W node is kept, and "Nothing is left
+// behind".
+//
+// A downgrades while writer C is queued between its W and R nodes, so the W
+// node is kept. A bystander deletes A's R node; A's read lease is lost (A
+// watches Lost) and A releases the read lock: nil. The kept W node is not
+// the R node: it must go too, or C (and everyone behind) waits for as long
+// as A's session lives. Two variants: A armed Lost and saw it close, or A
+// never looked (its release's delete finds the R node gone).
+func TestProbe_RWLockKeptWNodeGoesWhenReadLeaseLost(t *testing.T) {
+	c := zktest.New(t)
+	for _, armed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "armed", false: "unarmed"}[armed], func(t *testing.T) { keptWAfterReadLost(t, c, armed) })
+	}
+}
+
+func keptWAfterReadLost(t *testing.T, c *zktest.Cluster, armed bool) {
+	ctx := ctxT(t, 20*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := fmt.Sprintf("%s/rw-kept-left-%v", c.Root(), armed)
+	rwA, _ := rwlock.New(sa, path)
+	rwC, _ := rwlock.New(sc, path)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cGot := make(chan error, 1)
+	cRel := make(chan struct{})
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		_, err := rwC.WriteLock().Acquire(ctx)
+		cGot <- err
+		if err == nil {
+			<-cRel
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(cRel); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+	rA, err := rwA.ReadLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := zc.Exists(wA.Path()); !ok {
+		t.Fatal("W node not kept")
+	}
+	var lost <-chan struct{}
+	if armed {
+		lost = rA.Lost()
+		waitFor(t, 5*time.Second, "the read lease's watch", func() bool { return watched(c, 0, rA.Path()) })
+	}
+	if err := zc.Delete(rA.Path(), -1); err != nil {
+		t.Fatal(err)
+	}
+	if armed {
+		select {
+		case <-lost:
+		case <-time.After(5 * time.Second):
+			t.Fatal("read lease's Lost open 5 s after its node was deleted")
+		}
+	}
+	relErr := rwA.ReadLock().Release(ctx)
+	select {
+	case err := <-cGot:
+		if err != nil {
+			t.Fatal(err)
+		}
+		return // the kept W node went: C entered
+	case <-time.After(3 * time.Second):
+	}
+	ok, _, _ := zc.Exists(wA.Path())
+	t.Fatalf("A's read release returned %v; 3 s later A's kept W node %s exists=%v and writer C still waits (A holds nothing)", relErr, wA.Path(), ok)
 }
