@@ -1,0 +1,93 @@
+package attack_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestFinding_ExclusiveStaleReleaseDeletesNewHolder checks exclusive/doc.go:
+// "Never two holders" and "Release deletes the node with a version check",
+// with lock's "Release after loss ... returns nil: ... someone deleted it;
+// there is nothing left to release". Every holder's node has the same path
+// <path>/lock, and a new node has version 0 again, so a version check alone
+// cannot tell our node from the next holder's.
+//
+// A holds (never looks at Lost). A bystander deletes A's node; B, waiting,
+// creates it and holds. C waits. A, unaware, releases: B's node must stay,
+// and C must not enter while B holds.
+func TestFinding_ExclusiveStaleReleaseDeletesNewHolder(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 20*time.Second)
+	sa := session(t, c.Servers())
+	sb := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/excl-stale"
+	xa, _ := exclusive.New(sa, path)
+	xb, _ := exclusive.New(sb, path)
+	xc, _ := exclusive.New(sc, path)
+	la, err := xa.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bGot := make(chan *conn.Lease, 1)
+	go func() {
+		l, err := xb.Acquire(ctx)
+		if err != nil {
+			t.Errorf("B: %v", err)
+			close(bGot)
+			return
+		}
+		bGot <- l
+	}()
+	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(c, 0, la.Path()) })
+	if err := zc.Delete(la.Path(), -1); err != nil {
+		t.Fatal(err)
+	}
+	var lb *conn.Lease
+	select {
+	case lb = <-bGot:
+	case <-time.After(5 * time.Second):
+		t.Fatal("B did not take the lock after the bystander's delete")
+	}
+	if lb == nil {
+		t.FailNow()
+	}
+	defer xb.Release(context.WithoutCancel(ctx))
+	_, bst, err := zc.Get(lb.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cGot := make(chan error, 1)
+	go func() {
+		_, err := xc.Acquire(ctx)
+		cGot <- err
+		if err == nil {
+			_ = xc.Release(context.WithoutCancel(ctx))
+		}
+	}()
+	waitFor(t, 5*time.Second, "C's watch on B's node", func() bool { return watched(c, 0, lb.Path()) })
+
+	relErr := xa.Release(ctx)
+	t.Logf("A's stale Release: %v", relErr)
+	select {
+	case err := <-cGot:
+		t.Fatalf("C entered (err=%v) while B holds: A's stale Release deleted B's node (czxid %d)", err, bst.Czxid)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	_, st, err := zc.Get(lb.Path())
+	if err != nil || st.Czxid != bst.Czxid {
+		t.Fatalf("B's node after A's stale Release: %+v %v", st, err)
+	}
+	if err := xb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-cGot; err != nil {
+		t.Fatal(err)
+	}
+}
