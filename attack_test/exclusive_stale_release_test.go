@@ -91,3 +91,89 @@ func TestFinding_ExclusiveStaleReleaseDeletesNewHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestProbe_ExclusiveBackgroundDeleteSparesNewHolder checks exclusive/doc.go:
+// "Release deletes the node with a version check; when the delete's fate is
+// unknown it keeps deleting in the background until the node is gone or
+// the session epoch ends, and says so (ErrReleasePending)" against "Never
+// two holders", without any bystander: A's delete is applied but its answer
+// is lost (Proxy.BlackholeAfterNextWrite), B takes the lock (the same path,
+// version 0 again), C waits; then A's connection comes back with the same
+// session. A's background deletion must not delete B's node.
+func TestProbe_ExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 25*time.Second)
+	px := zktest.NewProxy(t, c.Servers())
+	sa := session(t, px.Addrs())
+	sb := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/excl-bg"
+	xa, _ := exclusive.New(sa, path)
+	xb, _ := exclusive.New(sb, path)
+	xc, _ := exclusive.New(sc, path)
+	la, err := xa.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, _ := sa.Epoch(ctx)
+	sid := ep.SessionID()
+	bGot := make(chan *conn.Lease, 1)
+	go func() {
+		l, err := xb.Acquire(ctx)
+		if err != nil {
+			t.Errorf("B: %v", err)
+			close(bGot)
+			return
+		}
+		bGot <- l
+	}()
+	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(c, 0, la.Path()) })
+	px.BlackholeAfterNextWrite()
+	rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	relErr := xa.Release(rctx)
+	cancel()
+	t.Logf("A's Release with its answer lost: %v", relErr)
+	var lb *conn.Lease
+	select {
+	case lb = <-bGot:
+	case <-time.After(5 * time.Second):
+		px.Heal()
+		t.Fatal("B did not take the lock after A's delete")
+	}
+	if lb == nil {
+		t.FailNow()
+	}
+	defer xb.Release(context.WithoutCancel(ctx))
+	_, bst, err := zc.Get(lb.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cGot := make(chan error, 1)
+	go func() {
+		_, err := xc.Acquire(ctx)
+		cGot <- err
+		if err == nil {
+			_ = xc.Release(context.WithoutCancel(ctx))
+		}
+	}()
+	waitFor(t, 5*time.Second, "C's watch on B's node", func() bool { return watched(c, 0, lb.Path()) })
+	px.Heal()
+	waitFor(t, 10*time.Second, "A's session back", func() bool {
+		return sa.State() == conn.Reconnected || sa.State() == conn.Connected
+	})
+	if ep2, _ := sa.Epoch(ctx); ep2.SessionID() != sid {
+		t.Logf("A's session was not kept (%x -> %x)", sid, ep2.SessionID())
+	}
+	select {
+	case err := <-cGot:
+		t.Fatalf("C entered (err=%v) while B holds: A's background deletion removed B's node (czxid %d)", err, bst.Czxid)
+	case <-time.After(2 * time.Second):
+	}
+	if err := xb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-cGot; err != nil {
+		t.Fatal(err)
+	}
+}
