@@ -199,3 +199,88 @@ func TestProbe_LeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, path) == 0 })
 	t.Logf("tokens: %v", tokens)
 }
+
+// TestProbe_LeaderRunRequeueSuspendedAsLost checks leader/doc.go: "Run
+// cancels its function's ctx (cause: ErrLeadershipLost), when ... the
+// session's suspension policy (conn.WithSuspendedAsLost) counts a suspended
+// connection as lost", WithRequeue's "Run resigns (if it still leads) and
+// queues a new node", and "A fencing token per term ... growing with every
+// leader": three connection cuts (the session survives each), three terms
+// ended with ErrLeadershipLost, a fourth ended by ctx; tokens strictly
+// growing; no node left once Run returns and the connection is back.
+func TestProbe_LeaderRunRequeueSuspendedAsLost(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 28*time.Second)
+	zc := raw(t, c)
+	px := zktest.NewProxy(t, c.Servers())
+	s := session(t, px.Addrs(), conn.WithSuspendedAsLost(true))
+	path := c.Root() + "/requeue-suspended"
+	e, _ := leader.New(s, path, "me", leader.WithRequeue(true))
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	type ev struct {
+		token int64
+		cause error
+		start bool
+	}
+	evs := make(chan ev, 16)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- e.Run(rctx, func(fctx context.Context) error {
+			tok, err := leader.LeaseFrom(fctx).Token(fctx)
+			if err != nil {
+				evs <- ev{cause: err, start: true}
+				<-fctx.Done()
+				evs <- ev{cause: context.Cause(fctx)}
+				return nil
+			}
+			evs <- ev{token: tok, start: true}
+			<-fctx.Done()
+			evs <- ev{token: tok, cause: context.Cause(fctx)}
+			return nil
+		})
+	}()
+	next := func() ev {
+		select {
+		case x := <-evs:
+			return x
+		case <-time.After(10 * time.Second):
+			t.Fatal("no term event within 10 s")
+		}
+		return ev{}
+	}
+	var tokens []int64
+	for i := 0; i < 4; i++ {
+		st := next()
+		if !st.start {
+			t.Fatalf("term %d: expected a start, got an end (%v)", i, st.cause)
+		}
+		if st.cause != nil {
+			t.Logf("term %d: Token failed at start: %v", i, st.cause)
+		} else {
+			if n := len(tokens); n > 0 && st.token <= tokens[n-1] {
+				t.Fatalf("tokens not growing: %v then %d", tokens, st.token)
+			}
+			tokens = append(tokens, st.token)
+		}
+		if i < 3 {
+			px.Cut()
+		} else {
+			rcancel()
+		}
+		end := next()
+		if i < 3 && !errors.Is(end.cause, leader.ErrLeadershipLost) {
+			t.Errorf("term %d ended with %v, want ErrLeadershipLost", i, end.cause)
+		}
+	}
+	select {
+	case err := <-runErr:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run still running 5 s after its ctx was cancelled")
+	}
+	waitFor(t, 8*time.Second, "no node left", func() bool { return countNodes(zc, path) == 0 })
+	t.Logf("tokens %v", tokens)
+}
