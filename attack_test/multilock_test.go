@@ -115,3 +115,68 @@ func TestProbe_MultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 	}
 	t.Fatal("mutex /a still held after the rollback")
 }
+
+// TestProbe_MultiLockOverReentrantHoldKeepsOuterHold checks mutex/doc.go's
+// "Reentrancy per goroutine, counted locally: the holding goroutine's
+// further Acquire calls return the same *conn.Lease at once, and it must
+// call Release as many times" through a MultiLock (multilock/doc.go:
+// "Release releases every lock in reverse order"): a goroutine holds mutex
+// /a and rwlock /b's write side, then acquires and releases a MultiLock
+// over them and a third lock. Its own holds of /a and /b must survive:
+// leases not lost, guarded writes committing, nodes present, and another
+// session kept out.
+func TestProbe_MultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 20*time.Second)
+	s := session(t, c.Servers())
+	so := session(t, c.Servers())
+	zc := raw(t, c)
+	root := c.Root() + "/ml-reentrant"
+	a, _ := mutex.New(s, root+"/a")
+	b, _ := rwlock.New(s, root+"/b")
+	x, _ := semaphoremutex.New(s, root+"/x")
+	la, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := multilock.New(x, b.WriteLock(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, l := range map[string]*conn.Lease{"/a": la, "/b": lb} {
+		if l.Err() != nil {
+			t.Errorf("%s: lease lost after the MultiLock's release: %v", name, l.Err())
+		}
+		if _, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: root + name + "-res", Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+			t.Errorf("%s: guarded write after the MultiLock's release: %v", name, err)
+		}
+		if ok, _, _ := zc.Exists(l.Path()); !ok {
+			t.Errorf("%s: node gone after the MultiLock's release", name)
+		}
+	}
+	oa, _ := mutex.New(so, root+"/a")
+	if _, ok, err := oa.TryAcquire(ctx); ok || err != nil {
+		t.Errorf("another session took /a: ok=%v err=%v", ok, err)
+	}
+	ob, _ := rwlock.New(so, root+"/b")
+	if _, ok, err := ob.ReadLock().TryAcquire(ctx); ok || err != nil {
+		t.Errorf("another session read /b: ok=%v err=%v", ok, err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, root) == 0 })
+}
