@@ -2,11 +2,16 @@ package attack_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -175,5 +180,67 @@ func TestProbe_ExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 	}
 	if err := <-cGot; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProbe_ExclusivePendingReleaseSparesOwnReacquire checks exclusive/doc.go:
+// "when the delete's fate is unknown it keeps deleting in the background
+// until the node is gone" against "Never two holders", inside one session:
+// A's release answer is lost (ErrReleasePending), and A's handle acquires
+// again as soon as the connection is back, racing its own background
+// deletion, which must not delete the new node (same path, same session,
+// version 0 again). Five rounds; after each re-acquire, the node must stay
+// A's and another session's TryAcquire must fail.
+func TestProbe_ExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 28*time.Second)
+	px := zktest.NewProxy(t, c.Servers())
+	sa := session(t, px.Addrs())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/excl-own"
+	xa, _ := exclusive.New(sa, path)
+	xc, _ := exclusive.New(sc, path)
+	if _, err := xa.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 5; round++ {
+		px.BlackholeAfterNextWrite()
+		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		err := xa.Release(rctx)
+		cancel()
+		if !errors.Is(err, lock.ErrReleasePending) {
+			t.Logf("round %d: release: %v", round, err)
+		}
+		again := make(chan *conn.Lease, 1)
+		go func() {
+			l, err := xa.Acquire(ctx)
+			if err != nil {
+				t.Errorf("round %d: re-acquire: %v", round, err)
+			}
+			again <- l
+		}()
+		px.Heal()
+		var l *conn.Lease
+		select {
+		case l = <-again:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: A's re-acquire did not return", round)
+		}
+		if l == nil {
+			t.FailNow()
+		}
+		// Give a wrong background delete time to land, then check.
+		time.Sleep(300 * time.Millisecond)
+		_, st, err := zc.Get(l.Path())
+		if err != nil || st.EphemeralOwner != l.Epoch().SessionID() {
+			t.Fatalf("round %d: A's new node after its background deletion: %+v %v", round, st, err)
+		}
+		if _, ok, err := xc.TryAcquire(ctx); ok || err != nil {
+			t.Fatalf("round %d: another session's TryAcquire while A holds: ok=%v err=%v", round, ok, err)
+		}
+		if _, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: fmt.Sprintf("%s-res-%d", path, round), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+			t.Fatalf("round %d: A's guarded write after re-acquiring: %v", round, err)
+		}
 	}
 }
