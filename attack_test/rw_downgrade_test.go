@@ -145,3 +145,56 @@ func TestProbe_RWLockDowngradeAfterExpiryRefused(t *testing.T) {
 	}
 	_ = rwA.WriteLock().Release(ctx)
 }
+
+// TestProbe_RWLockOtherGoroutineGetsNoDowngrade checks rwlock/doc.go:
+// "Reentrancy per goroutine for both sides ... Another goroutine of the
+// same process is a separate contender" against "# Downgrade" ("A goroutine
+// that holds the write lock may take the read lock"): while goroutine G1
+// holds the write lock, goroutine G2 of the same handle asking for the read
+// lock is a reader like any other and must wait, through TryAcquire
+// (false) and Acquire (deadline), also through a second handle on the same
+// session.
+func TestProbe_RWLockOtherGoroutineGetsNoDowngrade(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 20*time.Second)
+	s := session(t, c.Servers())
+	path := c.Root() + "/rw-other-goroutine"
+	rw, _ := rwlock.New(s, path)
+	rw2, _ := rwlock.New(s, path)
+	if _, err := rw.WriteLock().Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rw.WriteLock().Release(context.WithoutCancel(ctx))
+	for name, h := range map[string]*rwlock.RWLock{"same handle": rw, "second handle": rw2} {
+		res := make(chan string, 1)
+		go func() {
+			if _, ok, err := h.ReadLock().TryAcquire(ctx); ok || err != nil {
+				if ok {
+					_ = h.ReadLock().Release(ctx)
+				}
+				res <- "TryAcquire from another goroutine while G1 writes: granted or failed"
+				return
+			}
+			actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			if _, err := h.ReadLock().Acquire(actx); !errors.Is(err, context.DeadlineExceeded) {
+				if err == nil {
+					_ = h.ReadLock().Release(ctx)
+				}
+				res <- "Acquire from another goroutine while G1 writes: " + errString(err)
+				return
+			}
+			res <- ""
+		}()
+		if r := <-res; r != "" {
+			t.Errorf("%s: %s", name, r)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "granted"
+	}
+	return err.Error()
+}
