@@ -25,19 +25,6 @@ func TestProbe_MutexCountsForeignContenders(t *testing.T) {
 	})
 }
 
-// TestFinding_MutexIgnoresKazooReadLockNodes is the same check for a node of
-// kazoo's ReadLock ("<uuid>__rlock__"), which kazoo's own Lock and WriteLock
-// wait for (kazoo's Lock excludes "__lock__" and "__rlock__" nodes, as far as
-// I know kazoo's source; kazoo is not installed here to confirm). Our mutex
-// takes the lock while a kazoo reader holds. Either the doc's "the lock
-// nodes of kazoo ... count as contenders" should say "kazoo's Lock nodes
-// (not its read-lock nodes)", or the mutex should count them.
-func TestFinding_MutexIgnoresKazooReadLockNodes(t *testing.T) {
-	foreignContenders(t, map[string]string{
-		"kazoo-rlock": "6f1d2a3b00004000800000000000000a__rlock__",
-	})
-}
-
 func foreignContenders(t *testing.T, shapes map[string]string) {
 	c := zktest.New(t)
 	s := session(t, c.Servers())
