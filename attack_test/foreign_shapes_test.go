@@ -16,8 +16,9 @@ import (
 // InterProcessMutex, and the lock nodes of kazoo and go-zookeeper, count as
 // contenders)": a raw client queues a node of each shape (ephemeral
 // sequential, created first, so it holds): Curator / go-zookeeper
-// "_c_<uuid>-lock-", kazoo's Lock "<uuid>__lock__", kazoo's ReadLock
-// Our mutex must wait until the node goes, then enter.
+// "_c_<uuid>-lock-", kazoo's Lock "<uuid>__lock__". Our mutex must wait
+// until the node goes, then enter. (A kazoo ReadLock node, "__rlock__", is
+// ignored, as kazoo's own Lock ignores it; kazoo's WriteLock does not.)
 func TestProbe_MutexCountsForeignContenders(t *testing.T) {
 	foreignContenders(t, map[string]string{
 		"curator-gozk": "_c_6f1d2a3b-0000-4000-8000-00000000000a-lock-",
