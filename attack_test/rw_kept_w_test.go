@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -248,4 +249,92 @@ func keptWAfterReadLost(t *testing.T, c *zktest.Cluster, armed bool) {
 	}
 	ok, _, _ := zc.Exists(wA.Path())
 	t.Fatalf("A's read release returned %v; 3 s later A's kept W node %s exists=%v and writer C still waits (A holds nothing)", relErr, wA.Path(), ok)
+}
+
+// TestProbe_RWLockExtraReleasesAroundKeptWNode checks rwlock/doc.go:
+// "Release from a goroutine that does not hold that side, or more often
+// than acquired, is an error, never a panic, and changes nothing", around a
+// downgrade whose W node is kept: extra write releases (ErrNotHeld), an
+// upgrade attempt (ErrUpgrade, "refused even while the W node is kept"), a
+// release from another goroutine (ErrNotOwner or ErrNotHeld) — none may
+// delete the kept W node or let writer C in; the read release then lets C
+// in and leaves none of A's nodes.
+func TestProbe_RWLockExtraReleasesAroundKeptWNode(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 20*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-extra-release"
+	rwA, _ := rwlock.New(sa, path)
+	rwC, _ := rwlock.New(sc, path)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cGot := make(chan error, 1)
+	cRel := make(chan struct{})
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		_, err := rwC.WriteLock().Acquire(ctx)
+		cGot <- err
+		if err == nil {
+			<-cRel
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(cRel); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+	rA, err := rwA.ReadLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.WriteLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second write release: %v, want ErrNotHeld", err)
+	}
+	if _, err := rwA.WriteLock().Acquire(ctx); !errors.Is(err, rwlock.ErrUpgrade) {
+		t.Errorf("write acquire while holding only the read lock (W kept): %v, want ErrUpgrade", err)
+	}
+	other := make(chan [2]error, 1)
+	go func() {
+		other <- [2]error{rwA.ReadLock().Release(ctx), rwA.WriteLock().Release(ctx)}
+	}()
+	for i, err := range <-other {
+		if !errors.Is(err, lock.ErrNotOwner) && !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("release %d from another goroutine: %v, want ErrNotOwner/ErrNotHeld", i, err)
+		}
+	}
+	for _, p := range []string{wA.Path(), rA.Path()} {
+		if ok, _, _ := zc.Exists(p); !ok {
+			t.Errorf("%s gone after refused releases", p)
+		}
+	}
+	select {
+	case err := <-cGot:
+		t.Fatalf("C entered (err=%v) while A reads", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := rwA.ReadLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.ReadLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second read release: %v, want ErrNotHeld", err)
+	}
+	select {
+	case err := <-cGot:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("C not granted after A's read release")
+	}
+	for _, p := range []string{wA.Path(), rA.Path()} {
+		if ok, _, _ := zc.Exists(p); ok {
+			t.Errorf("%s left after A released everything", p)
+		}
+	}
 }
