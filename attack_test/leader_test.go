@@ -132,7 +132,7 @@ func TestProbe_LeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 	go func() {
 		runErr <- e.Run(rctx, func(fctx context.Context) error {
 			l := leader.LeaseFrom(fctx)
-			tok, err := l.Token(fctx)
+			tok, err := fenceZxid(fctx, l)
 			if err != nil {
 				terms <- term{0, err}
 				<-fctx.Done()
@@ -227,7 +227,7 @@ func TestProbe_LeaderRunRequeueSuspendedAsLost(t *testing.T) {
 	runErr := make(chan error, 1)
 	go func() {
 		runErr <- e.Run(rctx, func(fctx context.Context) error {
-			tok, err := leader.LeaseFrom(fctx).Token(fctx)
+			tok, err := fenceZxid(fctx, leader.LeaseFrom(fctx))
 			if err != nil {
 				evs <- ev{cause: err, start: true}
 				<-fctx.Done()
@@ -283,4 +283,11 @@ func TestProbe_LeaderRunRequeueSuspendedAsLost(t *testing.T) {
 	}
 	waitFor(t, 8*time.Second, "no node left", func() bool { return countNodes(zc, path) == 0 })
 	t.Logf("tokens %v", tokens)
+}
+
+// fenceZxid is the lease's fencing token as one integer, its Fence's Zxid:
+// a leader's terms are never passed in the process, so Pass is always 0.
+func fenceZxid(ctx context.Context, l *conn.Lease) (int64, error) {
+	f, err := l.Fence(ctx)
+	return f.Zxid, err
 }
