@@ -12,7 +12,7 @@ import (
 )
 
 // exclusiveReplaced returns A's lease and B's, after a bystander deleted
-// A's node and B created the same path: A has not called Lost, Token or
+// A's node and B created the same path: A has not called Lost, Fence or
 // GuardedWrite before.
 func exclusiveReplaced(t *testing.T, c *zktest.Cluster, ctx context.Context, name string) (la, lb *conn.Lease) {
 	sa := session(t, c.Servers())
@@ -51,16 +51,15 @@ func exclusiveReplaced(t *testing.T, c *zktest.Cluster, ctx context.Context, nam
 	return la, lb
 }
 
-// TestFinding_ExclusiveTokenOfReplacedNodeIsTheNewHolders checks
-// exclusive/doc.go: "Fence with Lease.Token (the czxid of the node we
-// created), which the new holder's node exceeds", with conn's Lease.Token:
-// "the lock node's czxid ... read from the server on first use (then
-// cached) and fails with ErrLeaseLost if the node is already gone". A's
-// node is deleted by a bystander and B creates the same path before A
-// first asks for its Token. A's Token must be below B's (or fail with
-// ErrLeaseLost); if it equals B's, a fencing resource takes A's writes as
-// B's.
-func TestFinding_ExclusiveTokenOfReplacedNodeIsTheNewHolders(t *testing.T) {
+// TestExclusiveFenceOfReplacedNodeIsNotTheNewHolders checks
+// exclusive/doc.go: "Fence with Lease.Fence (the czxid of the node we
+// created, pass 0), which the new holder's exceeds", with conn's
+// Lease.Fence: "It fails with ErrLeaseLost once the lease is released or
+// lost, or when the read finds the node gone or not ours". A's node is
+// deleted by a bystander and B creates the same path before A first asks
+// for its Fence. A's Fence must be below B's (or fail with ErrLeaseLost);
+// if it equals B's, a fencing resource takes A's writes as B's.
+func TestExclusiveFenceOfReplacedNodeIsNotTheNewHolders(t *testing.T) {
 	c := zktest.New(t)
 	ctx := ctxT(t, 20*time.Second)
 	la, lb := exclusiveReplaced(t, c, ctx, "token")
@@ -80,13 +79,13 @@ func TestFinding_ExclusiveTokenOfReplacedNodeIsTheNewHolders(t *testing.T) {
 	}
 }
 
-// TestFinding_ExclusiveLostArmedAfterReplacementNeverCloses checks conn's
+// TestExclusiveLostArmedAfterReplacementCloses checks conn's
 // Lease.Lost: "closed when the lease must be taken as lost: ... the node was
 // deleted by someone else" and exclusive/doc.go: "A holder learns that its
 // lock is no longer safe from the returned conn.Lease (Lost, Err)". A's node
 // was deleted by a bystander and B holds the same path when A first calls
 // Lost. A's Lost must close.
-func TestFinding_ExclusiveLostArmedAfterReplacementNeverCloses(t *testing.T) {
+func TestExclusiveLostArmedAfterReplacementCloses(t *testing.T) {
 	c := zktest.New(t)
 	ctx := ctxT(t, 20*time.Second)
 	la, lb := exclusiveReplaced(t, c, ctx, "lost")

@@ -15,9 +15,10 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestFinding_ExclusiveStaleReleaseDeletesNewHolder checks exclusive/doc.go:
-// "Never two holders" and "Release deletes the node with a version check",
-// with lock's "Release after loss ... returns nil: ... someone deleted it;
+// TestExclusiveStaleReleaseSparesNewHolder checks exclusive/doc.go:
+// "Never two holders" and "Release deletes our node only ... A node that
+// is gone, or that someone else created after ours was deleted, is left
+// alone, and Release returns nil", with lock's "Release after loss ... returns nil: ... someone deleted it;
 // there is nothing left to release". Every holder's node has the same path
 // <path>/lock, and a new node has version 0 again, so a version check alone
 // cannot tell our node from the next holder's.
@@ -25,7 +26,7 @@ import (
 // A holds (never looks at Lost). A bystander deletes A's node; B, waiting,
 // creates it and holds. C waits. A, unaware, releases: B's node must stay,
 // and C must not enter while B holds.
-func TestFinding_ExclusiveStaleReleaseDeletesNewHolder(t *testing.T) {
+func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
 	c := zktest.New(t)
 	ctx := ctxT(t, 20*time.Second)
 	sa := session(t, c.Servers())
@@ -98,13 +99,14 @@ func TestFinding_ExclusiveStaleReleaseDeletesNewHolder(t *testing.T) {
 }
 
 // TestProbe_ExclusiveBackgroundDeleteSparesNewHolder checks exclusive/doc.go:
-// "Release deletes the node with a version check; when the delete's fate is
-// unknown it keeps deleting in the background until the node is gone or
-// the session epoch ends, and says so (ErrReleasePending)" against "Never
-// two holders", without any bystander: A's delete is applied but its answer
-// is lost (Proxy.BlackholeAfterNextWrite), B takes the lock (the same path,
-// version 0 again), C waits; then A's connection comes back with the same
-// session. A's background deletion must not delete B's node.
+// "when the delete's fate is unknown it keeps deleting in the background
+// until the node is gone or the session epoch ends, and says so
+// (ErrReleasePending)" against "Never two holders", without any bystander:
+// A's delete is applied but its answer is lost
+// (Proxy.BlackholeAfterWrites(2): Release reads the node, then deletes
+// it), B takes the lock (the same path, version 0 again), C waits; then
+// A's connection comes back with the same session. A's background deletion
+// must not delete B's node.
 func TestProbe_ExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 	c := zktest.New(t)
 	ctx := ctxT(t, 25*time.Second)
@@ -134,7 +136,7 @@ func TestProbe_ExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 		bGot <- l
 	}()
 	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(c, 0, la.Path()) })
-	px.BlackholeAfterNextWrite()
+	px.BlackholeAfterWrites(2) // Release reads the node, then deletes it
 	rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	relErr := xa.Release(rctx)
 	cancel()
@@ -205,7 +207,7 @@ func TestProbe_ExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := 0; round < 5; round++ {
-		px.BlackholeAfterNextWrite()
+		px.BlackholeAfterWrites(2) // Release reads the node, then deletes it
 		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		err := xa.Release(rctx)
 		cancel()
