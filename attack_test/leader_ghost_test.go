@@ -9,7 +9,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestFinding_LeaderRunsForAFollowerWhoseNodeWasDeleted checks leader/doc.go:
+// TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted checks leader/doc.go:
 // "At most one leader among all participants on the path (ours and Curator
 // LeaderLatch's) whose sessions live", and Run's "fn's ctx is cancelled the
 // moment leadership is no longer safe: ... our node was deleted by someone
@@ -23,7 +23,7 @@ import (
 // began (checked by a bystander read at the start of the function) is a
 // second leader, however soon its ctx is cancelled afterwards (measured:
 // about 140 ms of overlap with P2's term).
-func TestFinding_LeaderRunsForAFollowerWhoseNodeWasDeleted(t *testing.T) {
+func TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted(t *testing.T) {
 	c := zktest.New(t)
 	ctx := ctxT(t, 20*time.Second)
 	zc := raw(t, c)

@@ -65,17 +65,18 @@ func TestProbe_LeaderRunTellsRefusedResign(t *testing.T) {
 	}
 }
 
-// TestFinding_LeaderRunRequeueReturnsEarlyOnRefusedResign checks the doc
-// of WithRequeue (go doc ./leader WithRequeue): "when the function returns
-// nil ... Run resigns (if it still leads) and queues a new node. Run then
-// returns only when its ctx ends or the function returns a non-nil error
-// while leadership was still safe" (and Run's "With WithRequeue(true), ...
-// it then returns ctx's error, or fn's non-nil error from a term that was
-// still safe"). The function returns nil, the server refuses the resign:
-// Run returns the resign error at once, long before its ctx ends. The
-// behaviour is sensible (the caller is told, and the handle still leads, so
-// it can Resign); the doc sentence is false: it omits this exit.
-func TestFinding_LeaderRunRequeueReturnsEarlyOnRefusedResign(t *testing.T) {
+// TestLeaderRunRequeueReturnsOnRefusedResign checks the doc of
+// WithRequeue (go doc ./leader WithRequeue): "Run then returns only when
+// its ctx ends, when the function returns a non-nil error while leadership
+// was still safe, or when the resign after a safe term fails: with
+// Resign's error, the server's refusal (the handle then still leads: call
+// Resign) or ErrReleasePending" (and Run's "With WithRequeue(true), ... or
+// the error of the resign after a safe term when it failed"). The function
+// returns nil, the server refuses the resign (a bystander took DELETE off
+// the election path): Run returns the refusal before its ctx ends, the
+// node stays, the handle still leads, and Resign works once the ACL is
+// back.
+func TestLeaderRunRequeueReturnsOnRefusedResign(t *testing.T) {
 	start := time.Now()
 	runErr, node, e, zc, path := leaderRunResignRefused(t, true)
 	took := time.Since(start)
@@ -84,15 +85,16 @@ func TestFinding_LeaderRunRequeueReturnsEarlyOnRefusedResign(t *testing.T) {
 	if _, err := zc.SetACL(path, zk.WorldACL(zk.PermAll), -1); err != nil {
 		t.Fatal(err)
 	}
-	if e.Leading() != nil {
-		if err := e.Resign(context.Background()); err != nil {
-			t.Errorf("Resign once the ACL is back: %v", err)
-		}
-	} else if ok {
-		t.Errorf("the term's node %s stays, and the handle does not lead: nobody can resign it", node)
+	if !errors.Is(runErr, zk.ErrNoAuth) || errors.Is(runErr, context.DeadlineExceeded) {
+		t.Errorf("Run returned %v after %v; want the resign's refusal (zk.ErrNoAuth) before its ctx ended", runErr, took.Round(time.Millisecond))
 	}
-	if !errors.Is(runErr, context.DeadlineExceeded) {
-		t.Fatalf("with WithRequeue and a function returning nil, Run returned before its ctx ended (%v of 4 s) with %v; the doc says it returns only when ctx ends or fn fails while safe",
-			took.Round(time.Millisecond), runErr)
+	if !ok || e.Leading() == nil {
+		t.Fatalf("after a refused resign: node %s exists %v, Leading %v; want both", node, ok, e.Leading())
+	}
+	if err := e.Resign(context.Background()); err != nil {
+		t.Fatalf("Resign once the ACL is back: %v", err)
+	}
+	if ok, _, _ := zc.Exists(node); ok {
+		t.Fatalf("node %s still there after Resign", node)
 	}
 }
