@@ -246,3 +246,84 @@ func TestProbe_ExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
 		}
 	}
 }
+
+// TestExclusiveReleaseRacingReplacementSparesNewHolder checks exclusive/doc.go:
+// "Release deletes our node only: it reads the node, and deletes it if it
+// is still ours ..., in one transaction behind a set-data of it, which the
+// server refuses on another session's node", in the one round trip
+// between Release's read and its delete: A's connection is slowed (every
+// chunk delayed by d, each way), so that A's read reaches the server at
+// about +d and its delete at about +3d; at +2d a bystander deletes A's node
+// and B, waiting, creates it again (version 0, as A's was). A's delete
+// must be refused on B's node: B's node stays, and A's Release returns nil
+// (its node is gone).
+func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
+	const d = time.Second
+	c := zktest.New(t)
+	ctx := ctxT(t, 40*time.Second)
+	px := zktest.NewProxy(t, c.Servers())
+	sa := session(t, px.Addrs(), conn.WithSessionTimeout(20*time.Second))
+	sb := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/excl-race"
+	xa, _ := exclusive.New(sa, path)
+	xb, _ := exclusive.New(sb, path)
+	la, err := xa.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bGot := make(chan *conn.Lease, 1)
+	go func() {
+		l, err := xb.Acquire(ctx)
+		if err != nil {
+			t.Errorf("B: %v", err)
+			close(bGot)
+			return
+		}
+		bGot <- l
+	}()
+	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(c, 0, la.Path()) })
+	multis := sa.Stats().Requests[conn.OpMulti]
+	px.SetLatency(d)
+	released := make(chan error, 1)
+	start := time.Now()
+	go func() { released <- xa.Release(ctx) }()
+	time.Sleep(2 * d) // A's read has been answered by the server; its delete is on its way
+	if err := zc.Delete(la.Path(), -1); err != nil {
+		t.Fatal(err)
+	}
+	var lb *conn.Lease
+	select {
+	case lb = <-bGot:
+	case <-time.After(5 * time.Second):
+		t.Fatal("B did not take the lock after the bystander's delete")
+	}
+	if lb == nil {
+		t.FailNow()
+	}
+	_, bst, err := zc.Get(lb.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	relErr := <-released
+	px.SetLatency(0)
+	t.Logf("B held after %v; A's Release: %v after %v; A sent %d multi", took.Round(time.Millisecond), relErr,
+		time.Since(start).Round(time.Millisecond), sa.Stats().Requests[conn.OpMulti]-multis)
+	if relErr != nil {
+		t.Errorf("A's Release: %v", relErr)
+	}
+	if sa.Stats().Requests[conn.OpMulti] == multis {
+		t.Fatal("A's delete was never sent: the race was not set up (A's read already saw B's node)")
+	}
+	if took > 3*d {
+		t.Fatalf("B held only %v after A's Release began: A's delete may have come first", took)
+	}
+	_, st, err := zc.Get(lb.Path())
+	if err != nil || st.Czxid != bst.Czxid {
+		t.Fatalf("B's node (czxid %d) after A's Release: %+v %v", bst.Czxid, st, err)
+	}
+	if err := xb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
