@@ -73,11 +73,12 @@ func (e *Epoch) newLease(path string, czxid int64) *Lease {
 
 // own checks that st, the answer of a read of the lease's path, is our
 // node, and records its czxid the first time: a node at the path whose
-// czxid is not the one we know (or, before we know it, whose ephemeral
-// owner is not our session) was created after ours was deleted, by
-// someone else (the naive lock's path is every holder's) or by another
-// handle of our session. Ours is gone then: Lost closes, and own returns
-// why.
+// czxid is not the one we know, or, before we know it, whose ephemeral
+// owner is not our session, was created after ours was deleted (the naive
+// lock's path is every holder's). Ours is gone then: Lost closes, and own
+// returns why. Only a known czxid tells our node from one another handle
+// of our own session created at the path: the recipe that reuses paths
+// (exclusive) gives it at the grant (newLease).
 func (l *Lease) own(st *zk.Stat) error {
 	l.mu.Lock()
 	ok := l.czxid == st.Czxid || l.czxid == 0 && st.EphemeralOwner == l.ep.SessionID()
@@ -146,8 +147,8 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 // Lost returns a channel closed when the lease must be taken as lost: the
 // epoch ended (or, with WithSuspendedAsLost, the connection was suspended),
 // the node was deleted by someone else (seen through the node's watch, see
-// below; a node created again at its path by anyone is not ours: its
-// czxid differs), or the lease was released. A change of the node's data is not a
+// below; a node created again at its path is not ours: its czxid
+// differs), or the lease was released. A change of the node's data is not a
 // loss: the recipes seal their nodes (nobody else can change them), and on
 // a revocable node it is a request to release (Revoked).
 //
