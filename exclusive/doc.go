@@ -32,8 +32,8 @@
 //     Lease.GuardedWrite. Holding is a lease on the session, not a promise.
 //     The lease knows its node's czxid (Acquire reads the node it created):
 //     a node created at the lock path after ours was deleted is not ours,
-//     so Fence never returns the next holder's token (it fails with
-//     conn.ErrLeaseLost) and Lost closes when it finds that node.
+//     so Fence returns our node's czxid, never the next holder's, and Lost
+//     closes when its watch finds that node.
 //   - Release deletes our node only: it reads the node, and deletes it if
 //     it is still ours (our session, our Acquire's id in its data), in one
 //     transaction behind a set-data of it, which the server refuses on
