@@ -14,7 +14,7 @@ func WatchesRemoved(s *Session) int64 { return s.stats.watchesRemoved.Load() }
 
 // NewLease and Released give the tests what the recipes reach through
 // internal/connhook.
-func (e *Epoch) NewLease(path string) *Lease { return e.newLease(path) }
+func (e *Epoch) NewLease(path string) *Lease { return e.newLease(path, 0) }
 
 // Released marks l released (see Lease.released).
 func (l *Lease) Released() { l.released() }

@@ -38,11 +38,14 @@ func (f Fence) Compare(g Fence) int {
 // String is "zxid.pass", in hexadecimal as ZooKeeper prints zxids.
 func (f Fence) String() string { return fmt.Sprintf("0x%x.%d", f.Zxid, f.Pass) }
 
-// Fence is the grant's fencing token (see Fence): the lock node's czxid,
-// read from the server on first use (one request, then cached), and the
-// grant's pass on the node. It fails with ErrLeaseLost once the lease is
-// released or lost, or when the read finds the node gone (Lost then
-// closes), and with the read's error if the read fails.
+// Fence is the grant's fencing token (see Fence): the czxid of our lock
+// node, known from the grant or read from the server on first use (one
+// request, then cached), and the grant's pass on the node. It fails with
+// ErrLeaseLost once the lease is released or lost, or when the read finds
+// the node gone or not ours (Lost then closes): a node at our path that a
+// session other than ours owns, or with another czxid than the one we
+// know, was created after ours was deleted, and its czxid is not our
+// token. It fails with the read's error if the read fails.
 func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 	if err := l.Err(); err != nil {
 		return Fence{}, err

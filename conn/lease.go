@@ -54,7 +54,7 @@ type Lease struct {
 	writes sync.RWMutex
 
 	mu     sync.Mutex // guards the fields below
-	czxid  int64      // 0 until fetched
+	czxid  int64      // our node's czxid; 0 until known (see own)
 	armed  bool       // the node watch has been started
 	reason error      // why lost was closed
 }
@@ -63,8 +63,36 @@ type Lease struct {
 // and holds. Recipes reach it through internal/connhook when they acquire.
 // It starts no goroutine: a held lease costs only its memory until someone
 // waits on its Lost or Revoked.
-func (e *Epoch) newLease(path string) *Lease {
-	return &Lease{ep: e, path: path, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal()}
+//
+// czxid is the node's czxid when the recipe knows it (it read the node
+// and found it its own), 0 when not: the lease then learns it from its
+// first read of the node (see own).
+func (e *Epoch) newLease(path string, czxid int64) *Lease {
+	return &Lease{ep: e, path: path, czxid: czxid, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal()}
+}
+
+// own checks that st, the answer of a read of the lease's path, is our
+// node, and records its czxid the first time: a node at the path whose
+// czxid is not the one we know, or, before we know it, whose ephemeral
+// owner is not our session, was created after ours was deleted (the naive
+// lock's path is every holder's). Ours is gone then: Lost closes, and own
+// returns why. Only a known czxid tells our node from one another handle
+// of our own session created at the path: the recipe that reuses paths
+// (exclusive) gives it at the grant (newLease).
+func (l *Lease) own(st *zk.Stat) error {
+	l.mu.Lock()
+	ok := l.czxid == st.Czxid || l.czxid == 0 && st.EphemeralOwner == l.ep.SessionID()
+	if ok {
+		l.czxid = st.Czxid
+	}
+	l.mu.Unlock()
+	if ok {
+		return nil
+	}
+	err := fmt.Errorf("%w: node %s was deleted; the node there now (czxid 0x%x, owner 0x%x) is not ours",
+		ErrLeaseLost, l.path, st.Czxid, st.EphemeralOwner)
+	l.closeLost(err)
+	return err
 }
 
 // lostChan returns l.lost for a caller that waits on it, first starting
@@ -119,7 +147,8 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 // Lost returns a channel closed when the lease must be taken as lost: the
 // epoch ended (or, with WithSuspendedAsLost, the connection was suspended),
 // the node was deleted by someone else (seen through the node's watch, see
-// below), or the lease was released. A change of the node's data is not a
+// below; a node created again at its path is not ours: its czxid
+// differs), or the lease was released. A change of the node's data is not a
 // loss: the recipes seal their nodes (nobody else can change them), and on
 // a revocable node it is a request to release (Revoked).
 //
@@ -216,9 +245,10 @@ func (l *Lease) watchNode() {
 			l.closeLost(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, l.path, err))
 			return
 		}
-		l.mu.Lock()
-		l.czxid = st.Czxid
-		l.mu.Unlock()
+		if l.own(st) != nil {
+			unwatchNow(l.ep, ch) // the watch is on someone else's node
+			return
+		}
 		if string(data) == revokeMessage {
 			l.revokedOnce.Do(func() { close(l.revoked) })
 		}
@@ -236,18 +266,24 @@ func (l *Lease) watchNode() {
 			// at a Suspended, the session and our node may come back:
 			// remove the watch (it is not set again on the reconnect).
 			if errors.Is(l.Err(), errSuspendedLost) {
-				done, cancel := context.WithCancel(context.Background())
-				cancel() // send, do not wait
-				_ = l.ep.unwatch(done, ch)
+				unwatchNow(l.ep, ch)
 			}
 			return
 		}
 	}
 }
 
-// zxid is the lock node's czxid (Fence.Zxid), read from the server on
-// first use (then cached); it fails with ErrLeaseLost if the node is
-// already gone.
+// unwatchNow removes the watch behind ch from the server without waiting
+// for the answer.
+func unwatchNow(ep *Epoch, ch <-chan zk.Event) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // send, do not wait
+	_ = ep.unwatch(done, ch)
+}
+
+// zxid is our lock node's czxid (Fence.Zxid): known from the grant, or
+// read from the server on first use (then cached); it fails with
+// ErrLeaseLost if the node is already gone, or is not ours (own).
 func (l *Lease) zxid(ctx context.Context) (int64, error) {
 	if l.parent != nil {
 		return l.parent.zxid(ctx)
@@ -267,9 +303,9 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 		l.closeLost(err)
 		return 0, err
 	}
-	l.mu.Lock()
-	l.czxid = st.Czxid
-	l.mu.Unlock()
+	if err := l.own(st); err != nil {
+		return 0, err
+	}
 	return st.Czxid, nil
 }
 

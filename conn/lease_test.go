@@ -2,6 +2,7 @@ package conn_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +50,47 @@ func TestLeaseUnwatchedSeesItsEpochEnd(t *testing.T) {
 		assert.ErrorIs(t, err, conn.ErrLeaseLost)
 		assert.True(t, isClosed(l.Lost()), "Lost is closed once the epoch's signal came")
 		s.Close()
+	}
+}
+
+// TestLeaseNodeCreatedAgainIsNotOurs: a lease whose node was deleted by
+// someone else and created again at the same path (by another session)
+// before the lease first read it does not take the new node for its own:
+// Fence fails with ErrLeaseLost (it never returns the new node's czxid),
+// a Lost called afterwards closes, and the watch its first read set on
+// the new node is removed from the server.
+func TestLeaseNodeCreatedAgainIsNotOurs(t *testing.T) {
+	c := zktest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := connect(t, c.Servers())
+	ep := epoch(t, s)
+	other := epoch(t, connect(t, c.Servers()))
+	for _, kind := range []string{"fence", "lost"} {
+		node, err := ep.Create(ctx, c.Root()+"-again-"+kind, nil, zk.FlagEphemeral, s.ACL())
+		require.NoError(t, err)
+		l := ep.NewLease(node)
+		require.NoError(t, other.Delete(ctx, node, -1))
+		_, err = other.Create(ctx, node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+		if kind == "fence" {
+			_, err := l.Fence(ctx)
+			require.ErrorIs(t, err, conn.ErrLeaseLost)
+			assert.True(t, isClosed(l.Lost()), "Lost closed by the read that found the node not ours")
+			continue
+		}
+		select {
+		case <-l.Lost():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Lost still open 5 s after it was called on a node created again by another session")
+		}
+		require.ErrorIs(t, l.Err(), conn.ErrLeaseLost)
+		assert.Contains(t, l.Err().Error(), "is not ours")
+		require.Eventually(t, func() bool {
+			out, err := c.FourLetter(ctx, 0, "wchp")
+			return err == nil && !strings.Contains(out, node)
+		}, 5*time.Second, 50*time.Millisecond, "the watch set on the other session's node is removed")
+		_, err = l.Fence(ctx)
+		assert.ErrorIs(t, err, conn.ErrLeaseLost)
 	}
 }

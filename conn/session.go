@@ -19,7 +19,8 @@ import (
 
 func init() {
 	connhook.SealedACL = func(s any) []zk.ACL { return s.(*Session).sealedACL() }
-	connhook.NewLease = func(ep any, path string) any { return ep.(*Epoch).newLease(path) }
+	connhook.NewLease = func(ep any, path string) any { return ep.(*Epoch).newLease(path, 0) }
+	connhook.NewLeaseAt = func(ep any, path string, czxid int64) any { return ep.(*Epoch).newLease(path, czxid) }
 	connhook.Released = func(l any) { l.(*Lease).released() }
 	connhook.SessionPassword = func(ep any) []byte { return append([]byte(nil), ep.(*Epoch).passwd...) }
 	connhook.Shared = func(s any) *sync.Map { return &s.(*Session).shared }

@@ -73,11 +73,15 @@ func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) erro
 }
 
 // deleteIfOurs deletes the lock node if the Acquire call with id created
-// it in ep. ZooKeeper answers a session's requests in order, so called after
-// the create has answered (or failed), it sees the create's effect. The
-// read-then-delete is safe on the shared path: while our node exists no one
-// else can create the lock node, and only we delete ours (one delete at a
-// time, each read again after a lost answer).
+// it in ep: it reads the node, and deletes it only if it carries our
+// session and id (deleteOnce). ZooKeeper answers a session's requests in
+// order, so called after the create has answered (or failed), it sees the
+// create's effect. Between the read and the delete, our node may be
+// deleted by someone else and the node created again: deleteOnce's
+// set-data makes the server refuse to delete a node of another session;
+// only one created by another handle of our own session, in that one
+// round trip, is not told from ours. Each failed delete is read again
+// (after a lost answer too: the delete may have worked).
 func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) error {
 	for i := 0; ; i++ {
 		data, st, err := ep.Get(ctx, l.node)
@@ -89,18 +93,21 @@ func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) erro
 		case !ours(ep, data, st, id):
 			return nil
 		}
-		err = l.deleteOnce(ctx, ep, st.Version)
+		err = l.deleteOnce(ctx, ep, data, st.Version)
+		var oe *conn.OpError
 		switch {
 		case err == nil:
 			l.log.Debug("deleted our lock node")
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
-			return nil
+			continue // ours is gone; is the node there now ours?
 		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil && ctx.Err() == nil:
 			continue // the delete's fate is unknown: read the node again
-		case !errors.Is(err, zk.ErrBadVersion) || i == 3:
+		case i == 3:
 			return err
+		case errors.Is(err, zk.ErrBadVersion), errors.As(err, &oe) && oe.Index == 0 && errors.Is(err, zk.ErrNoAuth):
+			continue // the node changed, or is not ours (another session's): read it again
 		}
-		// Someone changed our node's data in between; read it again.
+		return err
 	}
 }

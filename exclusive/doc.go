@@ -30,8 +30,17 @@
 //   - A holder learns that its lock is no longer safe from the returned
 //     conn.Lease (Lost, Err), and can fence its writes with Lease.Fence and
 //     Lease.GuardedWrite. Holding is a lease on the session, not a promise.
-//   - Release deletes the node with a version check; when the delete's fate
-//     is unknown it keeps deleting in the background until the node is gone
+//     The lease knows its node's czxid (Acquire reads the node it created):
+//     a node created at the lock path after ours was deleted is not ours,
+//     so Fence returns our node's czxid, never the next holder's, and Lost
+//     closes when its watch finds that node.
+//   - Release deletes our node only: it reads the node, and deletes it if
+//     it is still ours (our session, our Acquire's id in its data), in one
+//     transaction behind a set-data of it, which the server refuses on
+//     another session's node (every node of the lock is sealed). A node
+//     that is gone, or that someone else created after ours was deleted,
+//     is left alone, and Release returns nil. When the delete's fate is
+//     unknown it keeps deleting in the background until the node is gone
 //     or the session epoch ends, and says so (lock.ErrReleasePending).
 //
 // # What it does not guarantee
@@ -44,10 +53,17 @@
 // third party deletes our node (nobody else can change it: it is sealed)
 // and another contender creates it, our guarded write's check passes on the
 // new holder's node until our lease has noticed the deletion (Lost closes
-// as soon as the deletion's notification arrives, if Lost was called). The
-// sequential recipes do not have this gap: their nodes' names are never
-// reused. Fence with Lease.Fence (the czxid of the node we created, pass
-// 0), which the new holder's exceeds.
+// as soon as the deletion's notification arrives, if Lost was called; if
+// Lost is first called after the node was created again, as soon as its
+// first read finds the new node). The sequential recipes do not have this
+// gap: their nodes' names are never reused. Fence with Lease.Fence (the
+// czxid of the node we created, pass 0), which the new holder's exceeds.
+//
+// A release racing a third party: Release's read and its delete are two
+// requests. If, between them, a third party deletes our node and the node
+// is created again without the seal of another session (by another handle
+// of our own session, or by a third party with its own ACL), Release
+// deletes that node.
 //
 // Efficiency: this is the herd effect. With N waiters, each release wakes
 // all N (N watch notifications), and all N send a create, of which N-1 fail

@@ -44,10 +44,9 @@ type Lock struct {
 
 // grant is one successful Acquire.
 type grant struct {
-	ep      *conn.Epoch
-	lease   *conn.Lease
-	id      string // the unique id in the node's data
-	version int32  // the node's data version when we got it
+	ep    *conn.Epoch
+	lease *conn.Lease
+	id    string // the unique id in the node's data
 }
 
 // New returns a handle on the exclusive lock at path. Nothing is sent to
@@ -98,19 +97,28 @@ func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 		}
 		out, err := l.create(ctx, ep, data, id)
 		switch out {
-		case created:
-			return l.grant(ctx, ep, id, 0)
 		case epochEnded:
 			continue
 		case failed:
 			return nil, l.wrap("acquire", ctx, err)
 		}
-		// taken: watch the node, unless it is ours after all (a create
-		// whose first answer was lost had made it).
-		got, st, ch, err := ep.GetW(ctx, l.node)
+		// created: read our node, for its czxid (how our lease and our
+		// release tell it from a node created at the same path after ours
+		// was deleted). taken: watch the node, unless it is ours after all
+		// (a create whose first answer was lost had made it).
+		var (
+			got []byte
+			st  *zk.Stat
+			ch  <-chan zk.Event
+		)
+		if out == created {
+			got, st, err = ep.Get(ctx, l.node)
+		} else {
+			got, st, ch, err = ep.GetW(ctx, l.node)
+		}
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
-			continue // released in between: race again
+			continue // released (or ours deleted by someone else) in between: race again
 		case err != nil && ep.Err() != nil:
 			continue
 		case err != nil:
@@ -119,7 +127,9 @@ func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 			l.settle(ctx, ep, id)
 			return nil, l.wrap("acquire", ctx, pending(out, err))
 		case ours(ep, got, st, id):
-			return l.grant(ctx, ep, id, st.Version)
+			return l.grant(ctx, ep, id, st)
+		case ch == nil:
+			continue // ours was deleted and someone created the node again: watch it
 		}
 		l.log.Debug("lock taken; waiting for its deletion", zap.Int64("holder_session", st.EphemeralOwner))
 		select {
@@ -147,40 +157,41 @@ func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 		}
 		out, err := l.create(ctx, ep, nodeData(id), id)
 		switch out {
-		case created:
-			lease, err := l.grant(ctx, ep, id, 0)
-			return lease, err == nil, err
 		case epochEnded:
 			continue // no session right now; one attempt in the next
 		case failed:
 			return nil, false, l.wrap("try acquire", ctx, err)
 		}
+		// Read the node: ours (created, or a create whose first answer was
+		// lost had made it) is granted with its czxid (see Acquire).
 		got, st, err := ep.Get(ctx, l.node)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
-			return nil, false, nil // it was held when we tried
+			return nil, false, nil // it was held when we tried, or ours was deleted
 		case err != nil && ep.Err() != nil:
 			return nil, false, nil // our node, if any, went with the session
 		case err != nil:
 			l.settle(ctx, ep, id)
 			return nil, false, l.wrap("try acquire", ctx, pending(out, err))
 		case ours(ep, got, st, id):
-			lease, err := l.grant(ctx, ep, id, st.Version)
+			lease, err := l.grant(ctx, ep, id, st)
 			return lease, err == nil, err
 		}
 		return nil, false, nil
 	}
 }
 
-// grant records the lock node as held by this handle, unless ctx ended at
-// the same moment: then the node is deleted again and ctx's error returned.
-func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, version int32) (*conn.Lease, error) {
+// grant records the lock node, read as st and found ours, as held by this
+// handle, unless ctx ended at the same moment: then the node is deleted
+// again and ctx's error returned. The lease knows the node's czxid: a
+// node created at the path after ours is deleted is not its node.
+func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat) (*conn.Lease, error) {
 	if ctx.Err() != nil {
 		l.log.Debug("granted as ctx ended; undoing the grant")
 		l.settle(ctx, ep, id)
 		return nil, l.ctxErr("acquire", ctx)
 	}
-	g := &grant{ep: ep, lease: connhook.NewLease(ep, l.node).(*conn.Lease), id: id, version: version}
+	g := &grant{ep: ep, lease: connhook.NewLeaseAt(ep, l.node, st.Czxid).(*conn.Lease), id: id}
 	l.mu.Lock()
 	stale := l.held
 	l.held = g

@@ -15,7 +15,10 @@ import (
 )
 
 // Release gives the lock up: the lease is marked released (its Lost channel
-// closes) and the lock node is deleted, checking the version we got it at.
+// closes) and the lock node is deleted if it is still ours (see
+// deleteIfOurs): a node someone else created at the lock path after ours
+// was deleted is left alone, and Release returns nil as for a node that is
+// gone.
 // Any goroutine may call it. Release on a handle that holds nothing returns
 // lock.ErrNotHeld. If the session epoch the lock was taken in has ended, the node
 // went with it and Release returns nil.
@@ -39,7 +42,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		l.log.Debug("released; the node went with its session", zap.Error(g.ep.Err()))
 		return nil
 	}
-	err := l.deleteHeld(ctx, g)
+	err := l.deleteIfOurs(ctx, g.ep, g.id)
 	switch {
 	case err == nil:
 		connhook.Released(g.lease)
@@ -59,28 +62,20 @@ func (l *Lock) Release(ctx context.Context) error {
 	return fmt.Errorf("exclusive: release %s: %w", l.path, err)
 }
 
-// deleteHeld deletes our lock node with a version check. If the version no
-// longer matches (someone changed our node's data), or the delete's answer
-// was lost, it reads the node again and deletes it only if it is still
-// ours. A node that is gone is fine.
-func (l *Lock) deleteHeld(ctx context.Context, g *grant) error {
-	err := l.deleteOnce(ctx, g.ep, g.version)
-	switch {
-	case err == nil, errors.Is(err, zk.ErrNoNode):
-		return nil
-	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, conn.ErrConnectionLoss) && g.ep.Err() == nil && ctx.Err() == nil:
-		return l.deleteIfOurs(ctx, g.ep, g.id)
-	}
-	return err
-}
-
-// deleteOnce sends one delete of the lock node, never retried. The lock
-// path is shared: a delete retried after a lost answer, when the first one
-// had worked, could remove the next holder's node, whose version is 0 as
-// ours was. Whoever sees ErrConnectionLoss must read the node before trying
-// again (deleteIfOurs).
-func (l *Lock) deleteOnce(ctx context.Context, ep *conn.Epoch, version int32) error {
-	_, err := ep.Multi(ctx, &zk.DeleteRequest{Path: l.node, Version: version})
+// deleteOnce sends one delete of the lock node, which a read found ours at
+// version, never retried. The lock path is shared, and every holder's node
+// has version 0: a delete with a version check alone would delete the next
+// holder's node as well as ours, if ours was deleted in between (by a
+// retried delete whose first one had worked, or by a third party) and the
+// node created again. So the delete goes in one transaction behind a
+// set-data of the node (to the data read, the version read): every node of
+// the lock is sealed, so the server refuses the set-data, and the delete
+// with it, on a node of another session (zk.ErrNoAuth). Whoever sees an
+// error must read the node again before trying again (deleteIfOurs).
+func (l *Lock) deleteOnce(ctx context.Context, ep *conn.Epoch, data []byte, version int32) error {
+	_, err := ep.Multi(ctx,
+		&zk.SetDataRequest{Path: l.node, Data: data, Version: version},
+		&zk.DeleteRequest{Path: l.node, Version: version + 1})
 	return err
 }
 

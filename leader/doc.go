@@ -28,7 +28,11 @@
 //
 //   - At most one leader among all participants on the path (ours and
 //     Curator LeaderLatch's) whose sessions live: leadership is a lease on
-//     the participant's ZooKeeper session.
+//     the participant's ZooKeeper session. A node deleted by someone else
+//     while its participant waits is never led from: before Campaign
+//     returns (and Run calls its function) it reads our node once (the
+//     lease's Fence, one request per term) and, if the node is gone,
+//     queues a new one and waits again.
 //   - The leader always learns that leadership is lost: the lease's Lost
 //     closes, and Run cancels its function's ctx (cause:
 //     ErrLeadershipLost), when the session's epoch ends (the server expired
@@ -57,15 +61,16 @@
 //
 // # What it does not guarantee
 //
-// Terms may overlap when our node is deleted by someone else, or Resign is
-// called from another goroutine while Run's function runs: the next
-// participant may lead as soon as the node is gone, and we hear of it one
-// notification (or one answer) later; with conn.WithLastHeardTimer(),
-// when the session ends unseen; and when this process is paused or starved
-// for longer than the quorum timer's margin. Lost and Run's ctx report the
-// end; only fencing (Token, GuardedWrite) closes the window for writes. A
-// function that ignores its ctx keeps running after leadership is lost. Leader, Participants and Observe
-// are snapshots: the leader may have changed by the time they return.
+// Terms may overlap when our node is deleted by someone else while we
+// lead, or Resign is called from another goroutine while Run's function
+// runs: the next participant may lead as soon as the node is gone, and we
+// hear of it one notification (or one answer) later; with
+// conn.WithLastHeardTimer(), when the session ends unseen; and when this
+// process is paused or starved for longer than the quorum timer's margin.
+// Lost and Run's ctx report the end; only fencing (Fence, GuardedWrite)
+// closes the window for writes. A function that ignores its ctx keeps
+// running after leadership is lost. Leader, Participants and Observe are
+// snapshots: the leader may have changed by the time they return.
 //
 // # Errors
 //

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
@@ -78,7 +79,10 @@ func (e *Election) Path() string { return e.q.Path() }
 func (e *Election) ID() string { return e.id }
 
 // Campaign queues our node and blocks until we lead or ctx ends; a deadline
-// on ctx is the timeout. It returns the leadership as a lease: watch Lost
+// on ctx is the timeout. Before it returns it reads our node once (the
+// lease's Fence): a node deleted by someone else while we waited is not
+// led from, and Campaign queues a new one and waits again. It returns the
+// leadership as a lease: watch Lost
 // (closed when leadership is lost; see Run for how that compares with the
 // moment another participant may lead), use Fence as a fencing
 // token and GuardedWrite for writes that must commit only while we lead.
@@ -99,17 +103,47 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 	if err := e.begin(ctx); err != nil {
 		return nil, err
 	}
-	g, err := e.q.AcquireGrant(ctx, wait)
+	l, err := e.lead(ctx, wait)
 	e.mu.Lock()
 	e.campaigning = false
-	if err == nil && g.Lease != nil {
-		e.lease = g.Lease
+	if err == nil && l != nil {
+		e.lease = l
 	}
 	e.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("leader: campaign %s: %w", e.Path(), err)
 	}
-	return g.Lease, nil
+	return l, nil
+}
+
+// lead queues our node and waits until it is first (nil, nil if someone
+// else leads and wait is false), then confirms that the node still
+// exists: its lease's Fence reads it (one request per term, which also
+// caches the term's fencing token). The queue grants a node that nothing
+// is queued before; a node deleted by someone else while it waited is
+// granted all the same, while the participant behind it already leads.
+// Then lead queues a new node. Confirmed, the node is ours and first:
+// nothing is queued before a node that exists.
+func (e *Election) lead(ctx context.Context, wait bool) (*conn.Lease, error) {
+	for {
+		g, err := e.q.AcquireGrant(ctx, wait)
+		if err != nil || g.Lease == nil {
+			return nil, err
+		}
+		_, err = g.Lease.Fence(ctx)
+		if err == nil {
+			return g.Lease, nil
+		}
+		rerr := e.q.Release(ctx, g.Lease) // gone: nothing to do; else delete it
+		if !errors.Is(err, conn.ErrLeaseLost) {
+			if ctx.Err() != nil {
+				err = queue.CtxErr(ctx)
+			}
+			return nil, errors.Join(err, rerr)
+		}
+		e.sess.Logger().Info("leader: our node was gone when we were to lead; campaigning again",
+			zap.String("path", e.Path()), zap.Error(err), zap.NamedError("release", rerr))
+	}
 }
 
 // begin marks a campaign under way, after a Resign still under way has

@@ -29,8 +29,9 @@ import (
 //     longer than that. TestNoOverlapWhenTheLeadersFollowerLosesQuorum:
 //     no overlap. With conn.WithLastHeardTimer(), another participant may
 //     lead first (see conn's "What it does not guarantee").
-//   - Our node deleted by someone else, or Resign called from another
-//     goroutine while fn runs: the next participant may lead as soon as
+//   - Our node deleted by someone else while fn runs (one deleted while
+//     we waited never starts a term: see Campaign), or Resign called from
+//     another goroutine while fn runs: the next participant may lead as soon as
 //     the node is gone, and fn's ctx is cancelled only when we hear of it
 //     (one notification, or the delete's answer).
 //
@@ -52,9 +53,12 @@ import (
 //
 // With WithRequeue(), Run campaigns again after a term that ended with
 // fn returning nil or with leadership lost, as long as ctx lives; it then
-// returns ctx's error, or fn's non-nil error from a term that was still
-// safe. ErrCampaigning when this handle already campaigns or leads. A nil
-// fn is an error, before anything is queued.
+// returns ctx's error, fn's non-nil error from a term that was still safe,
+// or the error of the resign after a safe term when it failed (the server
+// refused the delete: the handle still leads, call Resign; or
+// ErrReleasePending), as Run without requeue does. ErrCampaigning when
+// this handle already campaigns or leads. A nil fn is an error, before
+// anything is queued.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return fmt.Errorf("leader: run %s: nil function", e.Path())

@@ -29,8 +29,15 @@ var SealedACL func(sess any) []zk.ACL
 var Unwatch func(ctx context.Context, ep any, ch <-chan zk.Event) error
 
 // NewLease makes a *conn.Lease for node path, which the session of ep (a
-// *conn.Epoch) created and holds. Recipes call it when they acquire.
+// *conn.Epoch) created and holds. Recipes call it when they acquire. The
+// lease learns the node's czxid from its first read of the node, which
+// must find it owned by the session (see conn.Lease.Fence).
 var NewLease func(ep any, path string) any
+
+// NewLeaseAt is NewLease for a node whose czxid the recipe knows (it read
+// the node and found it its own): a node at path with another czxid is
+// not the lease's.
+var NewLeaseAt func(ep any, path string, czxid int64) any
 
 // Released marks l (a *conn.Lease) as no longer held: its Lost channel is
 // closed and Err says released. Recipes call it when they delete the node

@@ -1,0 +1,340 @@
+package attack_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestFinding_RWLockDowngradedReaderBlindToKeptWNodeDeletion checks
+// rwlock/doc.go: "The holder can always learn that the lock is no longer
+// safe: Lease.Lost closes when the session's epoch ends ..., when the node
+// is deleted by someone else, or on Release", for a read lock taken by a
+// downgrade whose W node is kept ("If a writer is queued between them ...
+// the W node is kept until the read lock is released").
+//
+// A holds the write lock, writer C queues, A takes the read lock (its R node
+// sorts after C's W) and releases the write lock: the W node is kept, and it
+// alone keeps C out. A arms its read lease's Lost. A bystander deletes the
+// kept W node: C enters while A still reads. A's read lease must tell.
+func TestFinding_RWLockDowngradedReaderBlindToKeptWNodeDeletion(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 25*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-kept-w"
+
+	rwA, err := rwlock.New(sa, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rwC, err := rwlock.New(sc, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		l   *conn.Lease
+		err error
+	}
+	cGot := make(chan res, 1)
+	cRelease := make(chan struct{})
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		l, err := rwC.WriteLock().Acquire(ctx)
+		cGot <- res{l, err}
+		if err == nil {
+			<-cRelease
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(cRelease); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+
+	rA, err := rwA.ReadLock().Acquire(ctx) // downgrade
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := zc.Exists(wA.Path()); !ok {
+		t.Fatal("the W node was not kept, though a writer is queued between W and R (doc: kept)")
+	}
+	lost := rA.Lost() // armed
+	select {
+	case <-cGot:
+		t.Fatal("C entered while A reads (before any bystander)")
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	if err := zc.Delete(wA.Path(), -1); err != nil {
+		t.Fatalf("bystander delete of the kept W node: %v", err)
+	}
+	var cl res
+	select {
+	case cl = <-cGot:
+	case <-time.After(10 * time.Second):
+		t.Skip("C did not enter after the kept W node was deleted: nothing to tell")
+	}
+	if cl.err != nil {
+		t.Fatal(cl.err)
+	}
+	select {
+	case <-lost:
+		return // A was told
+	case <-time.After(3 * time.Second):
+	}
+	_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-reads-under-c", Acl: zk.WorldACL(zk.PermAll)})
+	t.Fatalf("writer C holds %s while A's read lease %s is not lost (Lost open 3 s after C entered, Err=%v) and its guarded write commits: err=%v",
+		cl.l.Path(), rA.Path(), rA.Err(), werr)
+}
+
+// TestFinding_RWLockReleasedWriteLeaseCheckOpPassesWhileKept checks
+// conn.Lease.CheckOp (go doc ./conn Lease.CheckOp): "the multi then commits
+// only while the lock node exists, and the server refuses all of it once
+// the node is gone (released, or the session ended)" and "It checks the
+// node, not the grant: the grants of the recipes' in-process handoff
+// (WithLocalHandoff) share one node, so a released grant's check still
+// passes while another grant holds that node" (the one exception named),
+// and rwlock/doc.go's "the W node is kept until the read lock is released
+// (the write lease is marked released all the same)".
+//
+// After a downgrade whose W node is kept, the released write lease's Lost
+// closes and its GuardedWrite is refused (as documented), but a multi
+// behind its CheckOp still commits: a released lease that is not a local
+// handoff grant, whose check passes. Either the doc names this case too, or
+// the check must fail.
+func TestFinding_RWLockReleasedWriteLeaseCheckOpPassesWhileKept(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 20*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-kept-checkop"
+	rwA, _ := rwlock.New(sa, path)
+	rwC, _ := rwlock.New(sc, path)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		if _, err := rwC.WriteLock().Acquire(cctx); err == nil {
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { ccancel(); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+	if _, err := rwA.ReadLock().Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := zc.Exists(wA.Path()); !ok {
+		t.Fatal("W node not kept")
+	}
+	select {
+	case <-wA.Lost():
+	case <-time.After(2 * time.Second):
+		t.Error("the released write lease's Lost is open (doc: closes on Release)")
+	}
+	if _, err := wA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/gw-after-w-release", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
+		t.Errorf("GuardedWrite through the released write lease: %v, want conn.ErrLeaseLost", err)
+	}
+	_, err = wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: c.Root() + "/checkop-after-w-release", Acl: zk.WorldACL(zk.PermAll)})
+	if err == nil {
+		t.Fatalf("a multi behind the released write lease's CheckOp committed (its W node %s is kept for the read lock); CheckOp's doc names only local-handoff grants as passing after release", wA.Path())
+	}
+}
+
+// TestProbe_RWLockKeptWNodeGoesWhenReadLeaseLost checks lock's contract
+// (go doc ./lock): "Release after loss (Lost closed) returns nil: the node
+// went with its session, or someone deleted it; there is nothing left to
+// release", and rwlock/doc.go's "the read release deletes the R node, then
+// the W node" for a downgrade whose W node is kept, and "Nothing is left
+// behind".
+//
+// A downgrades while writer C is queued between its W and R nodes, so the W
+// node is kept. A bystander deletes A's R node; A's read lease is lost (A
+// watches Lost) and A releases the read lock: nil. The kept W node is not
+// the R node: it must go too, or C (and everyone behind) waits for as long
+// as A's session lives. Two variants: A armed Lost and saw it close, or A
+// never looked (its release's delete finds the R node gone).
+func TestProbe_RWLockKeptWNodeGoesWhenReadLeaseLost(t *testing.T) {
+	c := zktest.New(t)
+	for _, armed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "armed", false: "unarmed"}[armed], func(t *testing.T) { keptWAfterReadLost(t, c, armed) })
+	}
+}
+
+func keptWAfterReadLost(t *testing.T, c *zktest.Cluster, armed bool) {
+	ctx := ctxT(t, 20*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := fmt.Sprintf("%s/rw-kept-left-%v", c.Root(), armed)
+	rwA, _ := rwlock.New(sa, path)
+	rwC, _ := rwlock.New(sc, path)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cGot := make(chan error, 1)
+	cRel := make(chan struct{})
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		_, err := rwC.WriteLock().Acquire(ctx)
+		cGot <- err
+		if err == nil {
+			<-cRel
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(cRel); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+	rA, err := rwA.ReadLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := zc.Exists(wA.Path()); !ok {
+		t.Fatal("W node not kept")
+	}
+	var lost <-chan struct{}
+	if armed {
+		lost = rA.Lost()
+		waitFor(t, 5*time.Second, "the read lease's watch", func() bool { return watched(c, 0, rA.Path()) })
+	}
+	if err := zc.Delete(rA.Path(), -1); err != nil {
+		t.Fatal(err)
+	}
+	if armed {
+		select {
+		case <-lost:
+		case <-time.After(5 * time.Second):
+			t.Fatal("read lease's Lost open 5 s after its node was deleted")
+		}
+	}
+	relErr := rwA.ReadLock().Release(ctx)
+	select {
+	case err := <-cGot:
+		if err != nil {
+			t.Fatal(err)
+		}
+		return // the kept W node went: C entered
+	case <-time.After(3 * time.Second):
+	}
+	ok, _, _ := zc.Exists(wA.Path())
+	t.Fatalf("A's read release returned %v; 3 s later A's kept W node %s exists=%v and writer C still waits (A holds nothing)", relErr, wA.Path(), ok)
+}
+
+// TestProbe_RWLockExtraReleasesAroundKeptWNode checks rwlock/doc.go:
+// "Release from a goroutine that does not hold that side, or more often
+// than acquired, is an error, never a panic, and changes nothing", around a
+// downgrade whose W node is kept: extra write releases (ErrNotHeld), an
+// upgrade attempt (ErrUpgrade, "refused even while the W node is kept"), a
+// release from another goroutine (ErrNotOwner or ErrNotHeld) — none may
+// delete the kept W node or let writer C in; the read release then lets C
+// in and leaves none of A's nodes.
+func TestProbe_RWLockExtraReleasesAroundKeptWNode(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 20*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-extra-release"
+	rwA, _ := rwlock.New(sa, path)
+	rwC, _ := rwlock.New(sc, path)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cGot := make(chan error, 1)
+	cRel := make(chan struct{})
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		_, err := rwC.WriteLock().Acquire(ctx)
+		cGot <- err
+		if err == nil {
+			<-cRel
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(cRel); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+	rA, err := rwA.ReadLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.WriteLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second write release: %v, want ErrNotHeld", err)
+	}
+	if _, err := rwA.WriteLock().Acquire(ctx); !errors.Is(err, rwlock.ErrUpgrade) {
+		t.Errorf("write acquire while holding only the read lock (W kept): %v, want ErrUpgrade", err)
+	}
+	other := make(chan [2]error, 1)
+	go func() {
+		other <- [2]error{rwA.ReadLock().Release(ctx), rwA.WriteLock().Release(ctx)}
+	}()
+	for i, err := range <-other {
+		if !errors.Is(err, lock.ErrNotOwner) && !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("release %d from another goroutine: %v, want ErrNotOwner/ErrNotHeld", i, err)
+		}
+	}
+	for _, p := range []string{wA.Path(), rA.Path()} {
+		if ok, _, _ := zc.Exists(p); !ok {
+			t.Errorf("%s gone after refused releases", p)
+		}
+	}
+	select {
+	case err := <-cGot:
+		t.Fatalf("C entered (err=%v) while A reads", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := rwA.ReadLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.ReadLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second read release: %v, want ErrNotHeld", err)
+	}
+	select {
+	case err := <-cGot:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("C not granted after A's read release")
+	}
+	for _, p := range []string{wA.Path(), rA.Path()} {
+		if ok, _, _ := zc.Exists(p); ok {
+			t.Errorf("%s left after A released everything", p)
+		}
+	}
+}
