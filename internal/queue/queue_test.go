@@ -41,8 +41,9 @@ func TestAcquireReleaseUncontended(t *testing.T) {
 	t.Logf("first acquire on a missing path: %d requests", first)
 }
 
-// TestHandoffCostsNoRelist: a waiter lists the children once; the handoff
-// is the holder's delete and one notification.
+// TestHandoffCostsNoRelist: a waiter lists the children once and reads
+// its predecessor's ACL with its data; the handoff is the holder's delete
+// and one notification.
 func TestHandoffCostsNoRelist(t *testing.T) {
 	for _, relist := range []bool{false, true} {
 		t.Run(map[bool]string{false: "cache", true: "relist"}[relist], func(t *testing.T) {
@@ -68,9 +69,9 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 			require.NoError(t, holder.Release(ctx, hl))
 			require.NoError(t, <-got)
 			after := ws.Stats()
-			want := int64(3) // create, getChildren, getW
+			want := int64(4) // create, getChildren, getW, getACL
 			if relist {
-				want = 4 // and getChildren again
+				want = 5 // and getChildren again
 			}
 			assert.Equal(t, want, after.TotalRequests()-before.TotalRequests(), "requests %v", after.Requests)
 			// One notification, or none if the release overtook the getW
