@@ -175,7 +175,8 @@
 // Curator's Revoker included, fails with zk.ErrNoAuth), so the handover
 // mark, and with one lease its promise that no lease node exists, cannot
 // be forged; a waiter trusts a data change as a handover only on a node
-// that was sealed when it read it (see package mutex's documentation).
+// that was sealed when it read it, by its data and its ACL (see package
+// mutex's documentation, which also says what a waiter cannot tell).
 // With WithRevocable the nodes carry the session's ACL as it is: Curator's
 // Revoker, or Revoke, can then ask the holder to release (Lease.Revoked),
 // the holder keeps its lease until it releases, and the handoff is a plain
