@@ -200,13 +200,17 @@ func (a *attempt) missing() error {
 // as the mark only when all of this held: the ACL had never been changed
 // (ACL version 0) and gives WRITE and ADMIN to one digest identity X and
 // to nothing else (soleWriter), and the data, when the watch was set, was
-// ours with the sealed flag at data version 0. Then, from the node's
+// ours with the sealed flag at data version 0, on the same node (the same
+// czxid: not one deleted and created again under its name in between the
+// two reads, which may be answered in either order). Then, from the node's
 // creation on, only X could change its data, and nobody but X could
 // change its ACL to let someone else in. Our sessions' identities are
-// random and secret (package conn); a session of ours writes into a node
-// whose data says sealed only to release a node it created itself (Revoke
-// refuses such nodes, even its own), so when X is one of ours the change
-// is that release. A node with X copied from one of our nodes' ACLs
+// random and secret (package conn); the recipes of a session of ours
+// write into a node whose data says sealed only to release a node the
+// session created (Revoke refuses such nodes, even its own), so when X is
+// one of ours the change is that release (unless the application itself
+// writes into a lock node through its Session, which nothing here can
+// stop). A node with X copied from one of our nodes' ACLs
 // cannot be changed by its creator at all. What the waiter cannot tell
 // from anything it reads is a client that authenticates with a digest
 // identity of its own, gives its node an ACL only that identity may
@@ -233,13 +237,14 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 		}
 		d, _ := decodeData(data)
 		marked := d.Sealed && st.Version == 0
+		czxid := st.Czxid
 		select {
 		case ev := <-ch:
 			switch ev.Type {
 			case zk.EventNodeDeleted:
 				return a.gone(ctx, watch)
 			case zk.EventNodeDataChanged:
-				if marked && seal.sealed() {
+				if marked && seal.sealed(czxid) {
 					a.from = &d
 					return a.handedOver(ctx, watch)
 				}

@@ -12,9 +12,17 @@ import (
 // with the read of its data (see await): it tells whether, from its
 // creation on, one digest identity alone may change the node.
 type sealRead struct {
-	res   chan bool
+	res   chan sealed
 	stop  context.CancelFunc
-	known bool // res was received into ok
+	known bool // res was received into got
+	got   sealed
+}
+
+// sealed is the answer of a sealRead: czxid names the node whose ACL was
+// read (a node deleted and created again under the same name is another
+// node), and ok tells whether that ACL seals it.
+type sealed struct {
+	czxid int64
 	ok    bool
 }
 
@@ -22,23 +30,28 @@ type sealRead struct {
 // called when the caller no longer needs the answer.
 func readSeal(ctx context.Context, ep any, p string) *sealRead {
 	ctx, stop := context.WithCancel(ctx)
-	r := &sealRead{res: make(chan bool, 1), stop: stop}
+	r := &sealRead{res: make(chan sealed, 1), stop: stop}
 	go func() {
 		acl, st, err := connhook.GetACL(ctx, ep, p)
-		r.res <- err == nil && st.Aversion == 0 && soleWriter(acl)
+		if err != nil {
+			r.res <- sealed{}
+			return
+		}
+		r.res <- sealed{czxid: st.Czxid, ok: st.Aversion == 0 && soleWriter(acl)}
 	}()
 	return r
 }
 
 // sealed waits for the answer (bounded by the ctx readSeal was given):
-// true when the node's ACL had never been changed (ACL version 0) and it
-// gives WRITE and ADMIN to one digest identity and to nothing else. False
-// too when the ACL could not be read.
-func (r *sealRead) sealed() bool {
+// true when the node created at zxid czxid (the one whose data the caller
+// read) had an ACL never changed (ACL version 0) that gives WRITE and
+// ADMIN to one digest identity and to nothing else. False too when the
+// ACL could not be read, or was another node's.
+func (r *sealRead) sealed(czxid int64) bool {
 	if !r.known {
-		r.ok, r.known = <-r.res, true
+		r.got, r.known = <-r.res, true
 	}
-	return r.ok
+	return r.got.ok && r.got.czxid == czxid
 }
 
 // end gives up the answer if it is not in yet; no goroutine of the read
