@@ -80,8 +80,9 @@
 // semaphore node's pzxid; the release). Under contention a contender also
 // waits on the internal mutex: a getW and a notification. With one lease,
 // a contender handed over to by one of ours that kept its internal lock
-// node skips the listing and the reads: three requests to acquire, one to
-// release, as the mutex. On a path where Curator's contenders take turns
+// node skips the listing and the reads: four requests to acquire (create,
+// getChildren, getW and the getACL beside it), one to release, as the
+// mutex. On a path where Curator's contenders take turns
 // with ours, ours take lease nodes as Curator's do (TestTokensGrowWithCurator
 // logs the requests per grant).
 //
