@@ -37,6 +37,15 @@ func (e *Epoch) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan
 	return r.a, r.b, ch, err
 }
 
+// getACL reads a node's ACL and stat (connhook.GetACL). Retried.
+func (e *Epoch) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error) {
+	r, err := call(ctx, e, OpGetACL, path, true, func(zc *zk.Conn, p string) (res3[[]zk.ACL, *zk.Stat, struct{}], error) {
+		acl, st, err := zc.GetACL(p)
+		return res3[[]zk.ACL, *zk.Stat, struct{}]{acl, st, struct{}{}}, err
+	})
+	return r.a, r.b, err
+}
+
 // Children lists a node's children (names, not paths). Retried.
 func (e *Epoch) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
 	r, err := call(ctx, e, OpChildren, path, true, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], error) {

@@ -28,6 +28,9 @@ func init() {
 	connhook.Closing = func(s any) <-chan struct{} { return s.(*Session).closing }
 	connhook.HoldWrites = func(l any) func() { return l.(*Lease).holdWrites() }
 	connhook.RevokeSeen = func(l any) bool { return l.(*Lease).revokeSeen() }
+	connhook.GetACL = func(ctx context.Context, ep any, path string) ([]zk.ACL, *zk.Stat, error) {
+		return ep.(*Epoch).getACL(ctx, path)
+	}
 }
 
 var errRetired = errors.New("conn: connection retired")

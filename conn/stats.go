@@ -14,9 +14,12 @@ const (
 	OpMulti    = "multi"
 	OpSync     = "sync"
 	OpAuth     = "auth"
+	// OpGetACL is a read of a node's ACL: a waiter of the recipes reads
+	// its predecessor's ACL with its data (see package mutex, "trust").
+	OpGetACL = "getacl"
 )
 
-var opNames = []string{OpCreate, OpDelete, OpGet, OpGetW, OpChildren, OpExists, OpSet, OpMulti, OpSync, OpAuth}
+var opNames = []string{OpCreate, OpDelete, OpGet, OpGetW, OpChildren, OpExists, OpSet, OpMulti, OpSync, OpAuth, OpGetACL}
 
 // Stats is a snapshot of what a Session has asked of ZooKeeper, over all its
 // epochs. Every attempt counts, retries included.

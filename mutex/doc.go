@@ -60,11 +60,18 @@
 //     ADMIN, plus the session's own random identity with ALL, so a third
 //     party's set-data (a raw client, Curator's Revoker) fails with
 //     zk.ErrNoAuth, and a waiter trusts a data change as its predecessor's
-//     release only on a node that was sealed when it read it. A foreign
-//     client's node (Curator, kazoo, go-zookeeper) whose data changes is
-//     read again, never taken as released. Deleting a holder's node is up
-//     to the parent's ACL: it lets the next waiter in, and the holder's
-//     Lost closes.
+//     release only on a node that was sealed when it read it: the node's
+//     data said so, and its ACL, never changed since its creation, let one
+//     digest identity alone change it (the waiter reads the ACL together
+//     with the data: one more request per wait, no more waiting). A
+//     foreign client's node (Curator, kazoo, go-zookeeper, or any node
+//     others may write, whatever its data says) whose data changes is read
+//     again, never taken as released. The waiter cannot tell from what it
+//     reads a client that impersonates a session of ours on purpose (its
+//     own digest identity alone may change its node, whose data copies
+//     ours): keep such clients off the lock path with its ACL. Deleting a
+//     holder's node is up to the parent's ACL: it lets the next waiter in,
+//     and the holder's Lost closes.
 //   - Cooperative revocation, as Curator's: with WithRevocable the nodes
 //     keep the session's ACL as it is, Curator's Revoker or Revoke can ask
 //     the holder to release (Lease.Revoked closes on "__REVOKE__"), and

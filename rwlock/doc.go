@@ -122,7 +122,8 @@
 //     sealed (only their own session may change them; a third party's
 //     set-data fails with zk.ErrNoAuth), and a waiter trusts a data change
 //     as a writer's release only on a node that was sealed when it read
-//     it (see package mutex). With WithRevocable the nodes keep the
+//     it, by its data and its ACL (see package mutex, which also says what
+//     a waiter cannot tell). With WithRevocable the nodes keep the
 //     session's ACL as it is, so that Revoke (or Curator's Revoker) can
 //     ask a holder to release (Lease.Revoked); the holder keeps the lock
 //     until it releases it. Revoke on a sealed node fails with an error

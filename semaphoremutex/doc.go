@@ -80,8 +80,9 @@
 // semaphore node's pzxid; the release). Under contention a contender also
 // waits on the internal mutex: a getW and a notification. With one lease,
 // a contender handed over to by one of ours that kept its internal lock
-// node skips the listing and the reads: three requests to acquire, one to
-// release, as the mutex. On a path where Curator's contenders take turns
+// node skips the listing and the reads: four requests to acquire (create,
+// getChildren, getW and the getACL beside it), one to release, as the
+// mutex. On a path where Curator's contenders take turns
 // with ours, ours take lease nodes as Curator's do (TestTokensGrowWithCurator
 // logs the requests per grant).
 //
@@ -175,7 +176,8 @@
 // Curator's Revoker included, fails with zk.ErrNoAuth), so the handover
 // mark, and with one lease its promise that no lease node exists, cannot
 // be forged; a waiter trusts a data change as a handover only on a node
-// that was sealed when it read it (see package mutex's documentation).
+// that was sealed when it read it, by its data and its ACL (see package
+// mutex's documentation, which also says what a waiter cannot tell).
 // With WithRevocable the nodes carry the session's ACL as it is: Curator's
 // Revoker, or Revoke, can then ask the holder to release (Lease.Revoked),
 // the holder keeps its lease until it releases, and the handoff is a plain

@@ -153,7 +153,7 @@ func TestMutexHandoff(t *testing.T) {
 	require.NoError(t, got.err)
 	d := ws.Stats().Sub(before)
 	t.Logf("waiter's acquire: %v", d.Requests)
-	assert.EqualValues(t, 3, d.TotalRequests(), "create, children, getW")
+	assert.EqualValues(t, 4, d.TotalRequests(), "create, children, getW, getACL")
 	assert.EqualValues(t, 1, d.Requests[conn.OpChildren], "the leases are not listed")
 	require.NoError(t, waiter.Release(ctx))
 	assert.Empty(t, ephemerals(t, hs, path))

@@ -89,3 +89,10 @@ var HoldWrites func(l any) (done func())
 // seen on its node (its Revoked channel is closed), without starting the
 // node watch that Revoked starts.
 var RevokeSeen func(l any) bool
+
+// GetACL reads the ACL and stat of node path through a *conn.Epoch, as
+// the epoch's other reads do (counted as conn.OpGetACL, retried on
+// connection loss). The queue's waiters read their predecessor's ACL with
+// its data, to tell whether a data change of it can be trusted as its
+// release.
+var GetACL func(ctx context.Context, ep any, path string) ([]zk.ACL, *zk.Stat, error)

