@@ -21,7 +21,11 @@ func leaderRunResignRefused(t *testing.T, requeue bool) (error, string, *leader.
 	s := session(t, c.Servers())
 	zc := raw(t, c)
 	path := c.Root() + "/run-resign-refused"
-	e, err := leader.New(s, path, "me", leader.WithRequeue(requeue))
+	var opts []leader.Option
+	if requeue {
+		opts = append(opts, leader.WithRequeue())
+	}
+	e, err := leader.New(s, path, "me", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

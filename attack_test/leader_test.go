@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -74,7 +75,7 @@ func TestProbe_LeaderObserveConvergesUnderChurn(t *testing.T) {
 		}
 	}
 	l4 := <-leases[4]
-	var last leader.Participant
+	var last lock.Participant
 	deadline := time.After(5 * time.Second)
 	for last.Node != l4.Path() {
 		select {
@@ -120,7 +121,7 @@ func TestProbe_LeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 	zc := raw(t, c)
 	s := session(t, c.Servers())
 	path := c.Root() + "/requeue"
-	e, _ := leader.New(s, path, "me", leader.WithRequeue(true))
+	e, _ := leader.New(s, path, "me", leader.WithRequeue())
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	type term struct {
@@ -213,9 +214,9 @@ func TestProbe_LeaderRunRequeueSuspendedAsLost(t *testing.T) {
 	ctx := ctxT(t, 28*time.Second)
 	zc := raw(t, c)
 	px := zktest.NewProxy(t, c.Servers())
-	s := session(t, px.Addrs(), conn.WithSuspendedAsLost(true))
+	s := session(t, px.Addrs(), conn.WithSuspendedAsLost())
 	path := c.Root() + "/requeue-suspended"
-	e, _ := leader.New(s, path, "me", leader.WithRequeue(true))
+	e, _ := leader.New(s, path, "me", leader.WithRequeue())
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	type ev struct {

@@ -77,14 +77,14 @@ func TestProbe_OddChildrenUnderLockPathsAreIgnored(t *testing.T) {
 			return side{func(ctx context.Context) error {
 					l, err := sema.Acquire(ctx)
 					if err == nil {
-						ga <- func(ctx context.Context) error { return sema.Release(ctx, l) }
+						ga <- func(ctx context.Context) error { return sema.ReturnLease(ctx, l) }
 					}
 					return err
 				}, func(ctx context.Context) error { return (<-ga)(ctx) }},
 				side{func(ctx context.Context) error {
 					l, err := semb.Acquire(ctx)
 					if err == nil {
-						gb <- func(ctx context.Context) error { return semb.Release(ctx, l) }
+						gb <- func(ctx context.Context) error { return semb.ReturnLease(ctx, l) }
 					}
 					return err
 				}, func(ctx context.Context) error { return (<-gb)(ctx) }}

@@ -49,7 +49,7 @@ func TestProbe_ReleaseWithoutCancelWhileBlackholedReturns(t *testing.T) {
 		{"semaphore-3", func(ctx context.Context, s *conn.Session, path string) (func(context.Context) error, error) {
 			sem, _ := semaphoremutex.NewSemaphore(s, path, 3)
 			l, err := sem.Acquire(ctx)
-			return func(ctx context.Context) error { return sem.Release(ctx, l) }, err
+			return func(ctx context.Context) error { return sem.ReturnLease(ctx, l) }, err
 		}},
 		{"exclusive", func(ctx context.Context, s *conn.Session, path string) (func(context.Context) error, error) {
 			x, _ := exclusive.New(s, path)

@@ -83,7 +83,7 @@ func TestProbe_ReleaseRefusedByServerLeavesLockHeld(t *testing.T) {
 				return held{}, err
 			}
 			l, err := sem.Acquire(ctx)
-			return held{l, func(ctx context.Context) error { return sem.Release(ctx, l) }}, err
+			return held{l, func(ctx context.Context) error { return sem.ReturnLease(ctx, l) }}, err
 		}},
 		{"exclusive", func(ctx context.Context, path string) (held, error) {
 			x, err := exclusive.New(s, path)

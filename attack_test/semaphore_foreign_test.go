@@ -55,7 +55,7 @@ func TestProbe_SemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 		l, err := sem.Acquire(ctx)
 		got <- err
 		if err == nil {
-			_ = sem.Release(context.WithoutCancel(ctx), l)
+			_ = sem.ReturnLease(context.WithoutCancel(ctx), l)
 		}
 	}()
 	waitFor(t, 10*time.Second, "the waiter's watches on both lease nodes", func() bool {

@@ -93,7 +93,7 @@ func TestProbe_SharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 			t.Fatalf("w1: %v", err)
 		}
 		time.Sleep(300 * time.Millisecond)
-		if err := h.Release(ctx, l1); err != nil {
+		if err := h.ReturnLease(ctx, l1); err != nil {
 			t.Fatal(err)
 		}
 		select {
