@@ -147,7 +147,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool)
 	if servers == "" {
 		servers = "127.0.0.1:2181"
 	}
-	opts := []conn.Option{conn.WithConnectTimeout(o.timeout), conn.WithSessionTimeout(o.sessionTimeout)}
+	// The viewer holds nothing, so the quorum timer's margin buys it
+	// nothing: the last-heard timer sends no syncs and keeps the session
+	// through a blip (the view says suspended, then reconnected).
+	opts := []conn.Option{conn.WithConnectTimeout(o.timeout), conn.WithSessionTimeout(o.sessionTimeout), conn.WithLastHeardTimer()}
 	if o.namespace != "" {
 		opts = append(opts, conn.WithNamespace(o.namespace))
 	}
