@@ -54,9 +54,10 @@ type Lease struct {
 	writes sync.RWMutex
 
 	mu     sync.Mutex // guards the fields below
-	czxid  int64      // 0 until fetched
+	czxid  int64      // Fence's Zxid: 0 until fetched; the guard's for a guarded grant
 	armed  bool       // the node watch has been started
 	reason error      // why lost was closed
+	guard  string     // the node a guarded grant stands on (guard.go); "" for none
 }
 
 // newLease makes a lease for node path, which this epoch's session created
@@ -167,9 +168,13 @@ func (l *Lease) arm() {
 	l.mu.Lock()
 	arm := !l.armed
 	l.armed = true
+	guard := l.guard
 	l.mu.Unlock()
 	if arm {
-		go l.watchNode()
+		go l.watchNode(l.path, false)
+		if guard != "" {
+			go l.watchNode(guard, true)
+		}
 	}
 }
 
@@ -198,34 +203,45 @@ func (l *Lease) Err() error {
 	}
 }
 
-// watchNode follows the node with data watches until the lease is lost.
-// A data watch (GetW) is never left on a node that is gone: the server
-// answers NoNode and sets nothing, unlike an exists watch, which would
-// wait for a creation that never comes. A watch set on our node is
-// consumed by its deletion (our release, or the session's end).
-func (l *Lease) watchNode() {
-	for !l.isLost() {
-		data, st, ch, err := l.ep.GetW(l.ep.ctx, l.path)
+// watchNode follows node path with data watches until the lease is lost:
+// our own node (guard false), or the guard of a guarded grant (guard.go)
+// until the grant no longer stands on it. A data watch (GetW) is never
+// left on a node that is gone: the server answers NoNode and sets
+// nothing, unlike an exists watch, which would wait for a creation that
+// never comes. A watch set on our node (or our guard) is consumed by its
+// deletion (our release, or the session's end).
+func (l *Lease) watchNode(path string, guard bool) {
+	gone := func(err error) {
+		if !guard || l.guardedBy(path) {
+			l.closeLost(err)
+		}
+	}
+	for !l.isLost() && (!guard || l.guardedBy(path)) {
+		data, st, ch, err := l.ep.GetW(l.ep.ctx, path)
 		switch {
 		case err != nil && l.ep.ctx.Err() != nil:
 			return // watchEpoch reports it
 		case errors.Is(err, zk.ErrNoNode):
-			l.closeLost(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
+			gone(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path))
 			return
 		case err != nil:
-			l.closeLost(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, l.path, err))
+			gone(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, path, err))
 			return
 		}
-		l.mu.Lock()
-		l.czxid = st.Czxid
-		l.mu.Unlock()
-		if string(data) == revokeMessage {
-			l.revokedOnce.Do(func() { close(l.revoked) })
+		if !guard {
+			l.mu.Lock()
+			if l.czxid == 0 {
+				l.czxid = st.Czxid
+			}
+			l.mu.Unlock()
+			if string(data) == revokeMessage {
+				l.revokedOnce.Do(func() { close(l.revoked) })
+			}
 		}
 		select {
 		case ev := <-ch:
 			if ev.Type == zk.EventNodeDeleted {
-				l.closeLost(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
+				gone(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path))
 				return
 			}
 			// Data changed (a revoke request, or our own release's mark),
@@ -294,34 +310,40 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 	if l.parent != nil {
 		return l.parent.GuardedWrite(ctx, ops...)
 	}
-	for _, op := range ops {
-		if sd, ok := op.(*zk.SetDataRequest); ok && sd.Path == l.path {
-			return nil, fmt.Errorf("%w: a guarded write may not set the data of its own lock node %s", ErrInvalidOption, l.path)
+	for {
+		check := l.CheckOp()
+		for _, op := range ops {
+			if sd, ok := op.(*zk.SetDataRequest); ok && (sd.Path == l.path || sd.Path == check.Path) {
+				return nil, fmt.Errorf("%w: a guarded write may not set the data of its own lock node %s", ErrInvalidOption, sd.Path)
+			}
 		}
+		res, err := l.ep.Multi(ctx, append([]any{check}, ops...)...)
+		var oe *OpError
+		switch {
+		case err == nil:
+			return res[1:], nil
+		case errors.Is(err, ErrConnectionLoss):
+			return nil, err // fate unknown
+		case errors.Is(err, ErrEpochEnded):
+			return nil, fmt.Errorf("%w: %w", ErrLeaseLost, err)
+		case errors.As(err, &oe) && oe.Index == 0 && check.Path != l.checked():
+			// A guarded grant was handed to its own node while we wrote,
+			// and its guard deleted: nothing was written; check that node.
+			continue
+		case oe != nil && oe.Index == 0:
+			// Our check failed: the node is gone (its version is not checked).
+			lost := fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, check.Path)
+			l.closeLost(lost)
+			return nil, lost
+		case oe != nil:
+			// One of the caller's ops failed: name it by its place among them.
+			c := *oe
+			c.Index--
+			c.call = "guarded write"
+			return nil, &c
+		}
+		return nil, err
 	}
-	all := append([]any{l.CheckOp()}, ops...)
-	res, err := l.ep.Multi(ctx, all...)
-	var oe *OpError
-	switch {
-	case err == nil:
-		return res[1:], nil
-	case errors.Is(err, ErrConnectionLoss):
-		return nil, err // fate unknown
-	case errors.Is(err, ErrEpochEnded):
-		return nil, fmt.Errorf("%w: %w", ErrLeaseLost, err)
-	case errors.As(err, &oe) && oe.Index == 0:
-		// Our check failed: the node is gone (its version is not checked).
-		lost := fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, l.path)
-		l.closeLost(lost)
-		return nil, lost
-	case oe != nil:
-		// One of the caller's ops failed: name it by its place among them.
-		c := *oe
-		c.Index--
-		c.call = "guarded write"
-		return nil, &c
-	}
-	return nil, err
 }
 
 // CheckOp returns the check a caller can put first into their own
@@ -340,7 +362,7 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 // passes while another grant holds that node (GuardedWrite refuses it:
 // it checks Err first). Each call returns a new request.
 func (l *Lease) CheckOp() *zk.CheckVersionRequest {
-	return &zk.CheckVersionRequest{Path: l.path, Version: -1}
+	return &zk.CheckVersionRequest{Path: l.checked(), Version: -1}
 }
 
 // holdWrites waits until no guarded write through l is in flight and

@@ -95,7 +95,7 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 	)
 	switch {
 	case wr != nil: // read lock under our own write lock
-		l, err = rw.downgrade(ctx, wr.lease)
+		l, err = rw.downgrade(ctx, wr)
 	case k.write && wait:
 		l, err = rw.wq.Acquire(ctx)
 	case k.write:
@@ -180,13 +180,20 @@ func (k *Lock) Release(ctx context.Context) error {
 // is released.
 func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 	l := o.w.lease
-	if o.r != nil && rw.mustKeep(ctx, l, o.r.lease) {
-		connhook.Released(l)
-		rw.mu.Lock()
-		o.w, o.kept = nil, l
-		rw.mu.Unlock()
-		rw.wq.Session().Logger().Debug("write lock released; its node kept until the read lock is released (a writer is queued behind it)")
-		return nil
+	if o.r != nil {
+		switch rw.afterDowngrade(ctx, l, o.r.lease) {
+		case keepWrite:
+			connhook.Released(l)
+			rw.mu.Lock()
+			o.w, o.kept = nil, l
+			rw.mu.Unlock()
+			rw.wq.Session().Logger().Debug("write lock released; its node kept until the read lock is released (a writer is queued behind it)")
+			return nil
+		case readAlone:
+			connhook.Unguard(o.r.lease)
+		case writeGone:
+			// The read grant stood on the write node: it stays on it, lost.
+		}
 	}
 	err := rw.wq.Release(ctx, l)
 	if err != nil && !errors.Is(err, ErrReleasePending) {
