@@ -120,7 +120,8 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 // Lost returns a channel closed when the lease must be taken as lost: the
 // epoch ended (or, with WithSuspendedAsLost, the connection was suspended),
 // the node was deleted by someone else (seen through the node's watch, see
-// below), or the lease was released. A change of the node's data is not a
+// below; for a grant that stands on another node, see CheckOp, that node
+// too), or the lease was released. A change of the node's data is not a
 // loss: the recipes seal their nodes (nobody else can change them), and on
 // a revocable node it is a request to release (Revoked).
 //
@@ -290,15 +291,17 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 }
 
 // GuardedWrite runs ops (see Epoch.Multi) in one transaction behind a check
-// that our lock node still exists, so they commit only while the lock is
-// ours (the check is CheckOp). A refused check returns an error matching
-// ErrLeaseLost (and nothing was written); a refused op of the caller's
-// returns an *OpError naming it by its place among ops (from 0) and
-// matching the server's error, e.g. "conn: guarded write: op 0 (set-data
-// /stock): zk: version conflict"; a connection loss returns
-// ErrConnectionLoss (the writes may or may not have been applied). Ops may
-// not set the data of the lock node itself (ErrInvalidOption): a change of
-// a held node's data is how its release tells the waiter behind to enter.
+// that our lock node (or the node the grant stands on, see CheckOp) still
+// exists, so they commit only while the lock is ours (the check is
+// CheckOp). A refused check returns an error matching ErrLeaseLost (and
+// nothing was written); a refused op of the caller's returns an *OpError
+// naming it by its place among ops (from 0) and matching the server's
+// error, e.g. "conn: guarded write: op 0 (set-data /stock): zk: version
+// conflict"; a connection loss returns ErrConnectionLoss (the writes may
+// or may not have been applied). Ops may not set the data of the lock
+// node itself, nor of the node the grant stands on (ErrInvalidOption): a
+// change of a held node's data is how its release tells the waiter behind
+// to enter.
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.parent != nil {
 		l.writes.RLock()
@@ -356,11 +359,21 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 // Index 0 (or whatever place the caller gave it) matching zk.ErrNoNode.
 // Unlike GuardedWrite, Multi does not close Lost on such a refusal, and
 // does not refuse ops that set the lock node's own data; prefer
-// GuardedWrite unless the multi must be built elsewhere. It checks the
-// node, not the grant: the grants of the recipes' in-process handoff
-// (WithLocalHandoff) share one node, so a released grant's check still
-// passes while another grant holds that node (GuardedWrite refuses it:
-// it checks Err first). Each call returns a new request.
+// GuardedWrite unless the multi must be built elsewhere.
+//
+// It checks the node the grant stands on: its own lock node, except for a
+// read lock of package rwlock taken by a goroutine that holds the write
+// lock (a downgrade), which stands on the write node until the write
+// lock's release moves it onto its own node; a check made before that
+// move fails once the write node is gone (make a new one). It checks the
+// node, not the grant: a released grant's check still passes while its
+// node stays, in two cases. The grants of the recipes' in-process handoff
+// (WithLocalHandoff) share one node, so a released grant's check passes
+// while another grant holds that node; and rwlock keeps the write node of
+// a goroutine that downgraded, its write lease released, until its read
+// lock is released, when a writer is queued between the two nodes.
+// GuardedWrite refuses both: it checks Err first. Each call returns a new
+// request.
 func (l *Lease) CheckOp() *zk.CheckVersionRequest {
 	return &zk.CheckVersionRequest{Path: l.checked(), Version: -1}
 }
