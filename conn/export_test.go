@@ -18,3 +18,9 @@ func (e *Epoch) NewLease(path string) *Lease { return e.newLease(path) }
 
 // Released marks l released (see Lease.released).
 func (l *Lease) Released() { l.released() }
+
+// GuardWith and Unguard are connhook.Guard and connhook.Unguard.
+func (l *Lease) GuardWith(node string, zxid, pass int64) { l.guardWith(node, zxid, pass) }
+
+// Unguard hands a guarded grant to its own node (see Lease.unguard).
+func (l *Lease) Unguard() { l.unguard() }
