@@ -78,6 +78,24 @@ func TestGuardedGrantStandsOnItsGuard(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Lost open after its own node was deleted")
 	}
+
+	// Released while its guard stays: the watch on the guard is removed.
+	set := s.Stats().WatchesSet
+	l, _, _ = guarded(t, s, c.Root()+"-c")
+	_ = l.Lost()
+	waitUntil(t, 10*time.Second, "both watches", func() bool { return s.Stats().WatchesSet == set+2 })
+	removed := conn.WatchesRemoved(s)
+	l.Released()
+	waitUntil(t, 10*time.Second, "the guard's watch removed", func() bool { return conn.WatchesRemoved(s) == removed+1 })
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+	}
 }
 
 // TestGuardedWriteFollowsUnguard: a guarded write sent with the check on

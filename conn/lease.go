@@ -133,7 +133,9 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 // notification arrives. Until the watch is set, a deletion by someone else
 // is noticed only by Fence and GuardedWrite: Err stays nil. No watch is
 // ever set once the lease is lost or released, and the one set goes with
-// the node: our release's delete consumes it. Until Lost or Revoked is
+// the node: our release's delete consumes it (the watch on the node a
+// grant stands on, see CheckOp, is removed when the grant is lost or
+// released, and goes with that node otherwise). Until Lost or Revoked is
 // called (or the handoff arms the watch) the lease runs no goroutine (a
 // session can hold many at little cost): Err and GuardedWrite look at the
 // epoch's state when called. The channel is closed, never sent on.
@@ -251,8 +253,11 @@ func (l *Lease) watchNode(path string, guard bool) {
 			// The watch is consumed when our node is deleted (a release, a
 			// deletion by someone else) or goes with the session. Lost
 			// at a Suspended, the session and our node may come back:
-			// remove the watch (it is not set again on the reconnect).
-			if errors.Is(l.Err(), errSuspendedLost) {
+			// remove the watch (it is not set again on the reconnect). A
+			// guard may stay long after the grant that stood on it (the
+			// write lock held on after the read lock's release): remove
+			// the watch on it too.
+			if guard || errors.Is(l.Err(), errSuspendedLost) {
 				done, cancel := context.WithCancel(context.Background())
 				cancel() // send, do not wait
 				_ = l.ep.unwatch(done, ch)
