@@ -48,8 +48,9 @@ func (k *Lock) String() string {
 //   - Write lock, by a goroutine that holds only the read lock: ErrUpgrade
 //     at once.
 //   - Read lock, by a goroutine that holds the write lock (downgrade): a
-//     read node is queued and granted at once; the write lock stays held
-//     until released. See the package documentation.
+//     read node is queued and granted at once if the write node still
+//     exists (else the error matches conn.ErrLeaseLost); the write lock
+//     stays held until released. See the package documentation.
 //
 // A grant that comes at the moment ctx ends is given up: the error is
 // ctx's.
