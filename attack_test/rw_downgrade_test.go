@@ -13,20 +13,24 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestFinding_RWLockDowngradeAfterForeignDeleteReadsBesideWriter checks
+// TestRWLockDowngradeAfterForeignDeleteRefused checks
 // rwlock/doc.go: "Readers share, writers exclude: while a writer holds the
 // lock, no other contender (reader or writer, of any process using the lock
 // path) holds it", with the downgrade of "# Downgrade" ("The read acquire
-// queues a real R node, which is granted at once: nobody else can hold the
-// lock while we hold the write lock") and the Errors section's
-// "conn.ErrLeaseLost for a re-entry or downgrade on a lost lease".
+// queues a real R node, which is granted at once ...: nobody else can hold
+// the lock while our W node exists. So the grant is made only if our W
+// node still exists once the R node does ...: if someone else deleted it
+// ..., the R node is deleted again and the acquire fails with
+// conn.ErrLeaseLost") and the Errors section's "conn.ErrLeaseLost for a
+// re-entry or downgrade on a lost lease".
 //
 // A holds the write lock and never looked at Lost. A bystander deletes A's W
 // node (the parent's ACL lets anyone), so writer B, queued behind, gets the
 // lock. A then takes the read lock (a downgrade): if it is granted, A reads
 // while B writes, and A's read lease's guarded write commits, since its new
-// R node exists.
-func TestFinding_RWLockDowngradeAfterForeignDeleteReadsBesideWriter(t *testing.T) {
+// R node exists. The downgrade must be refused with conn.ErrLeaseLost and
+// leave no R node.
+func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 	c := zktest.New(t)
 	ctx := ctxT(t, 25*time.Second)
 	sa := session(t, c.Servers())
@@ -87,14 +91,17 @@ func TestFinding_RWLockDowngradeAfterForeignDeleteReadsBesideWriter(t *testing.T
 		t.Fatalf("A holds the read lock (%s) while B holds the write lock (%s); A's read guarded write: err=%v; B's lease err=%v",
 			rA.Path(), b.l.Path(), werr, b.l.Err())
 	}
-	if !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("downgrade on a lost write lease: %v, want conn.ErrLeaseLost (or to wait)", err)
+	if !errors.Is(err, conn.ErrLeaseLost) {
+		t.Fatalf("downgrade on a lost write lease: %v, want conn.ErrLeaseLost", err)
+	}
+	if kids := children(zc, path); len(kids) != 1 || kids[0] != conn.BaseName(b.l.Path()) {
+		t.Errorf("after the refused downgrade the queue is %v, want only B's node", kids)
 	}
 	_ = rwA.WriteLock().Release(ctx)
 }
 
 // TestProbe_RWLockDowngradeAfterExpiryRefused is the same combination as
-// TestFinding_RWLockDowngradeAfterForeignDeleteReadsBesideWriter with the
+// TestRWLockDowngradeAfterForeignDeleteRefused with the
 // write lease lost by a server-side expiry (zktest.ExpireEpoch) instead of
 // a bystander's delete: rwlock/doc.go's "conn.ErrLeaseLost for a re-entry
 // or downgrade on a lost lease". Once writer B holds, A's downgrade must

@@ -10,19 +10,22 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestFinding_RWLockFenceGoesBackwardsAfterDowngrade checks conn.Fence (go
+// TestRWLockDowngradeFenceBeforeNextWriter checks conn.Fence (go
 // doc ./conn Fence): "Fence is a fencing token that grows strictly with
 // every grant of a lock ... A later grant has a greater Zxid, or the same
 // Zxid and a greater Pass ... A resource that fences writes keeps the
 // greatest Fence it has seen and refuses any that is not above it", with
-// rwlock/doc.go's "A fencing token per grant (Lease.Token ...). Readers get
-// tokens too" and its downgrade.
+// rwlock/doc.go's "A fencing token per grant (Lease.Fence ...), growing
+// strictly in the order of the grants ... Readers get tokens too" and its
+// downgrade.
 //
 // Grants in this order: A's write lock; A's read lock (a downgrade, whose R
-// node sorts after writer C's W node); C's write lock, once A has released
-// both. C's grant comes last but has a smaller Fence than A's read grant,
-// so a resource that saw A's read fence refuses the next writer.
-func TestFinding_RWLockFenceGoesBackwardsAfterDowngrade(t *testing.T) {
+// node sorts after writer C's W node), released and taken again (a second
+// downgrade under the same write grant); C's write lock, once A has
+// released both. With the R node's czxid as its token, C's grant came last
+// but had a smaller Fence than A's read grants, so a resource that saw A's
+// read fence refused the next writer.
+func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
 	c := zktest.New(t)
 	ctx := ctxT(t, 20*time.Second)
 	sa := session(t, c.Servers())
@@ -62,6 +65,17 @@ func TestFinding_RWLockFenceGoesBackwardsAfterDowngrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fR1, err := rA.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.ReadLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rA, err = rwA.ReadLock().Acquire(ctx) // a second downgrade
+	if err != nil {
+		t.Fatal(err)
+	}
 	fR, err := rA.Fence(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -85,9 +99,9 @@ func TestFinding_RWLockFenceGoesBackwardsAfterDowngrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("grants in order: A write %v, A read %v, C write %v", fW, fR, fC)
-	if fW.Compare(fR) >= 0 || fR.Compare(fC) >= 0 {
-		t.Fatalf("fences not strictly growing in grant order: A write %v, A read (downgrade) %v, C write %v: a resource that kept %v refuses C",
-			fW, fR, fC, fR)
+	t.Logf("grants in order: A write %v, A read %v, A read again %v, C write %v", fW, fR1, fR, fC)
+	if fW.Compare(fR1) >= 0 || fR1.Compare(fR) >= 0 || fR.Compare(fC) >= 0 {
+		t.Fatalf("fences not strictly growing in grant order: A write %v, A read (downgrade) %v, A read again %v, C write %v: a resource that kept %v refuses C",
+			fW, fR1, fR, fC, fR)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestFinding_RWLockDowngradedReaderBlindToKeptWNodeDeletion checks
+// TestRWLockDowngradedReaderLostWithKeptWriteNode checks
 // rwlock/doc.go: "The holder can always learn that the lock is no longer
 // safe: Lease.Lost closes when the session's epoch ends ..., when the node
 // is deleted by someone else, or on Release", for a read lock taken by a
@@ -25,8 +25,9 @@ import (
 // A holds the write lock, writer C queues, A takes the read lock (its R node
 // sorts after C's W) and releases the write lock: the W node is kept, and it
 // alone keeps C out. A arms its read lease's Lost. A bystander deletes the
-// kept W node: C enters while A still reads. A's read lease must tell.
-func TestFinding_RWLockDowngradedReaderBlindToKeptWNodeDeletion(t *testing.T) {
+// kept W node: C enters while A still reads. A's read lease must tell, and
+// its guarded write must be refused.
+func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 	c := zktest.New(t)
 	ctx := ctxT(t, 25*time.Second)
 	sa := session(t, c.Servers())
@@ -96,8 +97,11 @@ func TestFinding_RWLockDowngradedReaderBlindToKeptWNodeDeletion(t *testing.T) {
 		t.Fatal(cl.err)
 	}
 	select {
-	case <-lost:
-		return // A was told
+	case <-lost: // A was told
+		if _, err := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-reads-under-c", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
+			t.Errorf("A's read lease is lost but its guarded write says %v, want conn.ErrLeaseLost", err)
+		}
+		return
 	case <-time.After(3 * time.Second):
 	}
 	_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-reads-under-c", Acl: zk.WorldACL(zk.PermAll)})
@@ -105,22 +109,31 @@ func TestFinding_RWLockDowngradedReaderBlindToKeptWNodeDeletion(t *testing.T) {
 		cl.l.Path(), rA.Path(), rA.Err(), werr)
 }
 
-// TestFinding_RWLockReleasedWriteLeaseCheckOpPassesWhileKept checks
-// conn.Lease.CheckOp (go doc ./conn Lease.CheckOp): "the multi then commits
-// only while the lock node exists, and the server refuses all of it once
-// the node is gone (released, or the session ended)" and "It checks the
-// node, not the grant: the grants of the recipes' in-process handoff
-// (WithLocalHandoff) share one node, so a released grant's check still
-// passes while another grant holds that node" (the one exception named),
-// and rwlock/doc.go's "the W node is kept until the read lock is released
-// (the write lease is marked released all the same)".
+// TestRWLockKeptWriteNodeCheckOpPasses checks conn.Lease.CheckOp (go doc
+// ./conn Lease.CheckOp): "the multi then commits only while the lock node
+// exists, and the server refuses all of it once the node is gone
+// (released, or the session ended)", "It checks the node the grant stands
+// on: its own lock node, except for a read lock of package rwlock taken by
+// a goroutine that holds the write lock (a downgrade), which stands on the
+// write node until the write lock's release moves it onto its own node"
+// and "It checks the node, not the grant: a released grant's check still
+// passes while its node stays, in two cases. ... rwlock keeps the write
+// node of a goroutine that downgraded, its write lease released, until its
+// read lock is released, when a writer is queued between the two nodes.
+// GuardedWrite refuses both", and rwlock/doc.go's "the write lease is
+// marked released all the same (its Lost closes, its GuardedWrite is
+// refused, but a Multi behind its CheckOp, which checks the node, still
+// commits while the node is kept)".
 //
-// After a downgrade whose W node is kept, the released write lease's Lost
-// closes and its GuardedWrite is refused (as documented), but a multi
-// behind its CheckOp still commits: a released lease that is not a local
-// handoff grant, whose check passes. Either the doc names this case too, or
-// the check must fail.
-func TestFinding_RWLockReleasedWriteLeaseCheckOpPassesWhileKept(t *testing.T) {
+// (Found as a doc gap: the CheckOp doc named only local-handoff grants as
+// passing after a release. A check is a request built at any time and sent
+// later; it cannot know that the grant it was made for has been released,
+// and the kept W node is what keeps writer C out, so the doc now says what
+// happens.) After a downgrade whose W node is kept, the released write
+// lease's Lost closes and its GuardedWrite is refused, a multi behind its
+// CheckOp commits, and the read lease's CheckOp checks the kept W node;
+// once the read lock is released, both checks are refused.
+func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	c := zktest.New(t)
 	ctx := ctxT(t, 20*time.Second)
 	sa := session(t, c.Servers())
@@ -143,15 +156,18 @@ func TestFinding_RWLockReleasedWriteLeaseCheckOpPassesWhileKept(t *testing.T) {
 	}()
 	defer func() { ccancel(); <-cDone }()
 	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
-	if _, err := rwA.ReadLock().Acquire(ctx); err != nil {
+	rA, err := rwA.ReadLock().Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
 	if err := rwA.WriteLock().Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _, _ := zc.Exists(wA.Path()); !ok {
 		t.Fatal("W node not kept")
+	}
+	if p := rA.CheckOp().Path; p != wA.Path() {
+		t.Errorf("the downgraded read lease's CheckOp checks %s while the W node %s is kept", p, wA.Path())
 	}
 	select {
 	case <-wA.Lost():
@@ -161,9 +177,17 @@ func TestFinding_RWLockReleasedWriteLeaseCheckOpPassesWhileKept(t *testing.T) {
 	if _, err := wA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/gw-after-w-release", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
 		t.Errorf("GuardedWrite through the released write lease: %v, want conn.ErrLeaseLost", err)
 	}
-	_, err = wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: c.Root() + "/checkop-after-w-release", Acl: zk.WorldACL(zk.PermAll)})
-	if err == nil {
-		t.Fatalf("a multi behind the released write lease's CheckOp committed (its W node %s is kept for the read lock); CheckOp's doc names only local-handoff grants as passing after release", wA.Path())
+	if _, err := wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: c.Root() + "/checkop-after-w-release", Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+		t.Errorf("a multi behind the released write lease's CheckOp while its W node is kept: %v, want it to commit (documented)", err)
+	}
+	if err := rwA.ReadLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, l := range map[string]*conn.Lease{"write": wA, "read": rA} {
+		_, err := l.Epoch().Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: c.Root() + "/checkop-after-release-" + name, Acl: zk.WorldACL(zk.PermAll)})
+		if !errors.Is(err, zk.ErrNoNode) {
+			t.Errorf("a multi behind the %s lease's CheckOp after the read release: %v, want zk.ErrNoNode", name, err)
+		}
 	}
 }
 

@@ -22,3 +22,9 @@ func (l *Lease) Released() { l.released() }
 // LostSignal is e's lost signal under the session's error policy (see
 // Epoch.lostSignal).
 func LostSignal(e *Epoch) <-chan struct{} { return e.lostSignal() }
+
+// GuardWith and Unguard are connhook.Guard and connhook.Unguard.
+func (l *Lease) GuardWith(node string, zxid, pass int64) { l.guardWith(node, zxid, pass) }
+
+// Unguard hands a guarded grant to its own node (see Lease.unguard).
+func (l *Lease) Unguard() { l.unguard() }

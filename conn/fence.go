@@ -11,16 +11,22 @@ import (
 // between goroutines of one process without ZooKeeper (the recipes'
 // in-process handoff, WithLocalHandoff) included. Zxid is the lock node's
 // czxid; Pass numbers the grants made on that node: 0 for the grant that
-// created it, 1, 2, ... for each local handoff on it. A later grant has a
-// greater Zxid, or the same Zxid and a greater Pass: compare two with
-// Compare (Zxid first, then Pass). A resource that fences writes keeps the
-// greatest Fence it has seen and refuses any that is not above it.
+// created it, 1, 2, ... for each local handoff on it. A read lock of
+// package rwlock taken by the goroutine that holds the write lock (a
+// downgrade) is a grant on the write node too: the write node's czxid, and
+// Pass 1, 2, ... for each downgrade under that write grant, so it sorts
+// after the write grant and before the grant of any node queued after the
+// write node. A later grant has a greater Zxid, or the same Zxid and a
+// greater Pass: compare two with Compare (Zxid first, then Pass). A
+// resource that fences writes keeps the greatest Fence it has seen and
+// refuses any that is not above it.
 //
 // Zxid alone is not a fencing token: the grants of one node share it. It
-// is one only where no grant is ever handed on in the process (Pass always
-// 0: no WithLocalHandoff on the lock, in any process), as for a store that
-// keeps a single integer and for Curator's InterProcessMutex, whose
-// holders fence with the czxid of their lock node.
+// is one only where no grant is ever made on a node after the one that
+// created it (Pass always 0: no WithLocalHandoff on the lock, in any
+// process, and no rwlock downgrade), as for a store that keeps a single
+// integer and for Curator's InterProcessMutex, whose holders fence with
+// the czxid of their lock node.
 type Fence struct {
 	Zxid int64
 	Pass int64
@@ -40,12 +46,14 @@ func (f Fence) String() string { return fmt.Sprintf("0x%x.%d", f.Zxid, f.Pass) }
 
 // Fence is the grant's fencing token (see Fence): the czxid of our lock
 // node, known from the grant or read from the server on first use (one
-// request, then cached), and the grant's pass on the node. It fails with
-// ErrLeaseLost once the lease is released or lost, or when the read finds
-// the node gone or not ours (Lost then closes): a node at our path that a
-// session other than ours owns, or with another czxid than the one we
-// know, was created after ours was deleted, and its czxid is not our
-// token. It fails with the read's error if the read fails.
+// request, then cached), or, for a grant that stands on another node (an
+// rwlock downgrade), that node's czxid, fixed when it is granted; and the
+// grant's pass on the node. It fails with ErrLeaseLost once the lease is
+// released or lost, or when the read finds the node gone or not ours
+// (Lost then closes): a node at our path that a session other than ours
+// owns, or with another czxid than the one we know, was created after
+// ours was deleted, and its czxid is not our token. It fails with the
+// read's error if the read fails.
 func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 	if err := l.Err(); err != nil {
 		return Fence{}, err

@@ -53,10 +53,14 @@ type Lease struct {
 	// after the next local grant exists.
 	writes sync.RWMutex
 
-	mu     sync.Mutex // guards the fields below
-	czxid  int64      // our node's czxid; 0 until known (see own)
-	armed  bool       // the node watch has been started
-	reason error      // why lost was closed
+	mu    sync.Mutex // guards the fields below
+	czxid int64      // our node's czxid; 0 until known (see own)
+	// fence is Fence's Zxid when it is not our node's czxid: the guard's,
+	// for a guarded grant (guard.go); 0 otherwise. Set once, at the grant.
+	fence  int64
+	armed  bool   // the node watch has been started
+	reason error  // why lost was closed
+	guard  string // the node a guarded grant stands on (guard.go); "" for none
 }
 
 // newLease makes a lease for node path, which this epoch's session created
@@ -148,7 +152,8 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 // epoch ended (or, with WithSuspendedAsLost, the connection was suspended),
 // the node was deleted by someone else (seen through the node's watch, see
 // below; a node created again at its path is not ours: its czxid
-// differs), or the lease was released. A change of the node's data is not a
+// differs; for a grant that stands on another node, see CheckOp, that node
+// too), or the lease was released. A change of the node's data is not a
 // loss: the recipes seal their nodes (nobody else can change them), and on
 // a revocable node it is a request to release (Revoked).
 //
@@ -160,7 +165,9 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 // notification arrives. Until the watch is set, a deletion by someone else
 // is noticed only by Fence and GuardedWrite: Err stays nil. No watch is
 // ever set once the lease is lost or released, and the one set goes with
-// the node: our release's delete consumes it. Until Lost or Revoked is
+// the node: our release's delete consumes it (the watch on the node a
+// grant stands on, see CheckOp, is removed when the grant is lost or
+// released, and goes with that node otherwise). Until Lost or Revoked is
 // called (or the handoff arms the watch) the lease runs no goroutine (a
 // session can hold many at little cost): Err and GuardedWrite look at the
 // epoch's state when called. The channel is closed, never sent on.
@@ -196,9 +203,13 @@ func (l *Lease) arm() {
 	l.mu.Lock()
 	arm := !l.armed
 	l.armed = true
+	guard := l.guard
 	l.mu.Unlock()
 	if arm {
-		go l.watchNode()
+		go l.watchNode(l.path, false)
+		if guard != "" {
+			go l.watchNode(guard, true)
+		}
 	}
 }
 
@@ -227,35 +238,44 @@ func (l *Lease) Err() error {
 	}
 }
 
-// watchNode follows the node with data watches until the lease is lost.
-// A data watch (GetW) is never left on a node that is gone: the server
-// answers NoNode and sets nothing, unlike an exists watch, which would
-// wait for a creation that never comes. A watch set on our node is
-// consumed by its deletion (our release, or the session's end).
-func (l *Lease) watchNode() {
-	for !l.isLost() {
-		data, st, ch, err := l.ep.GetW(l.ep.ctx, l.path)
+// watchNode follows node path with data watches until the lease is lost:
+// our own node (guard false), or the guard of a guarded grant (guard.go)
+// until the grant no longer stands on it. A data watch (GetW) is never
+// left on a node that is gone: the server answers NoNode and sets
+// nothing, unlike an exists watch, which would wait for a creation that
+// never comes. A watch set on our node (or our guard) is consumed by its
+// deletion (our release, or the session's end).
+func (l *Lease) watchNode(path string, guard bool) {
+	gone := func(err error) {
+		if !guard || l.guardedBy(path) {
+			l.closeLost(err)
+		}
+	}
+	for !l.isLost() && (!guard || l.guardedBy(path)) {
+		data, st, ch, err := l.ep.GetW(l.ep.ctx, path)
 		switch {
 		case err != nil && l.ep.ctx.Err() != nil:
 			return // watchEpoch reports it
 		case errors.Is(err, zk.ErrNoNode):
-			l.closeLost(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
+			gone(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path))
 			return
 		case err != nil:
-			l.closeLost(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, l.path, err))
+			gone(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, path, err))
 			return
 		}
-		if l.own(st) != nil {
-			unwatchNow(l.ep, ch) // the watch is on someone else's node
-			return
-		}
-		if string(data) == revokeMessage {
-			l.revokedOnce.Do(func() { close(l.revoked) })
+		if !guard {
+			if l.own(st) != nil {
+				unwatchNow(l.ep, ch) // the watch is on someone else's node
+				return
+			}
+			if string(data) == revokeMessage {
+				l.revokedOnce.Do(func() { close(l.revoked) })
+			}
 		}
 		select {
 		case ev := <-ch:
 			if ev.Type == zk.EventNodeDeleted {
-				l.closeLost(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
+				gone(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path))
 				return
 			}
 			// Data changed (a revoke request, or our own release's mark),
@@ -264,8 +284,11 @@ func (l *Lease) watchNode() {
 			// The watch is consumed when our node is deleted (a release, a
 			// deletion by someone else) or goes with the session. Lost
 			// at a Suspended, the session and our node may come back:
-			// remove the watch (it is not set again on the reconnect).
-			if errors.Is(l.Err(), errSuspendedLost) {
+			// remove the watch (it is not set again on the reconnect). A
+			// guard may stay long after the grant that stood on it (the
+			// write lock held on after the read lock's release): remove
+			// the watch on it too.
+			if guard || errors.Is(l.Err(), errSuspendedLost) {
 				unwatchNow(l.ep, ch)
 			}
 			return
@@ -290,6 +313,9 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 	}
 	l.mu.Lock()
 	z := l.czxid
+	if l.fence != 0 {
+		z = l.fence
+	}
 	l.mu.Unlock()
 	if z != 0 {
 		return z, nil
@@ -310,15 +336,17 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 }
 
 // GuardedWrite runs ops (see Epoch.Multi) in one transaction behind a check
-// that our lock node still exists, so they commit only while the lock is
-// ours (the check is CheckOp). A refused check returns an error matching
-// ErrLeaseLost (and nothing was written); a refused op of the caller's
-// returns an *OpError naming it by its place among ops (from 0) and
-// matching the server's error, e.g. "conn: guarded write: op 0 (set-data
-// /stock): zk: version conflict"; a connection loss returns
-// ErrConnectionLoss (the writes may or may not have been applied). Ops may
-// not set the data of the lock node itself (ErrInvalidOption): a change of
-// a held node's data is how its release tells the waiter behind to enter.
+// that our lock node (or the node the grant stands on, see CheckOp) still
+// exists, so they commit only while the lock is ours (the check is
+// CheckOp). A refused check returns an error matching ErrLeaseLost (and
+// nothing was written); a refused op of the caller's returns an *OpError
+// naming it by its place among ops (from 0) and matching the server's
+// error, e.g. "conn: guarded write: op 0 (set-data /stock): zk: version
+// conflict"; a connection loss returns ErrConnectionLoss (the writes may
+// or may not have been applied). Ops may not set the data of the lock
+// node itself, nor of the node the grant stands on (ErrInvalidOption): a
+// change of a held node's data is how its release tells the waiter behind
+// to enter.
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.parent != nil {
 		l.writes.RLock()
@@ -330,34 +358,40 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 	if l.parent != nil {
 		return l.parent.GuardedWrite(ctx, ops...)
 	}
-	for _, op := range ops {
-		if sd, ok := op.(*zk.SetDataRequest); ok && sd.Path == l.path {
-			return nil, fmt.Errorf("%w: a guarded write may not set the data of its own lock node %s", ErrInvalidOption, l.path)
+	for {
+		check := l.CheckOp()
+		for _, op := range ops {
+			if sd, ok := op.(*zk.SetDataRequest); ok && (sd.Path == l.path || sd.Path == check.Path) {
+				return nil, fmt.Errorf("%w: a guarded write may not set the data of its own lock node %s", ErrInvalidOption, sd.Path)
+			}
 		}
+		res, err := l.ep.Multi(ctx, append([]any{check}, ops...)...)
+		var oe *OpError
+		switch {
+		case err == nil:
+			return res[1:], nil
+		case errors.Is(err, ErrConnectionLoss):
+			return nil, err // fate unknown
+		case errors.Is(err, ErrEpochEnded):
+			return nil, fmt.Errorf("%w: %w", ErrLeaseLost, err)
+		case errors.As(err, &oe) && oe.Index == 0 && check.Path != l.checked():
+			// A guarded grant was handed to its own node while we wrote,
+			// and its guard deleted: nothing was written; check that node.
+			continue
+		case oe != nil && oe.Index == 0:
+			// Our check failed: the node is gone (its version is not checked).
+			lost := fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, check.Path)
+			l.closeLost(lost)
+			return nil, lost
+		case oe != nil:
+			// One of the caller's ops failed: name it by its place among them.
+			c := *oe
+			c.Index--
+			c.call = "guarded write"
+			return nil, &c
+		}
+		return nil, err
 	}
-	all := append([]any{l.CheckOp()}, ops...)
-	res, err := l.ep.Multi(ctx, all...)
-	var oe *OpError
-	switch {
-	case err == nil:
-		return res[1:], nil
-	case errors.Is(err, ErrConnectionLoss):
-		return nil, err // fate unknown
-	case errors.Is(err, ErrEpochEnded):
-		return nil, fmt.Errorf("%w: %w", ErrLeaseLost, err)
-	case errors.As(err, &oe) && oe.Index == 0:
-		// Our check failed: the node is gone (its version is not checked).
-		lost := fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, l.path)
-		l.closeLost(lost)
-		return nil, lost
-	case oe != nil:
-		// One of the caller's ops failed: name it by its place among them.
-		c := *oe
-		c.Index--
-		c.call = "guarded write"
-		return nil, &c
-	}
-	return nil, err
 }
 
 // CheckOp returns the check a caller can put first into their own
@@ -370,13 +404,23 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 // Index 0 (or whatever place the caller gave it) matching zk.ErrNoNode.
 // Unlike GuardedWrite, Multi does not close Lost on such a refusal, and
 // does not refuse ops that set the lock node's own data; prefer
-// GuardedWrite unless the multi must be built elsewhere. It checks the
-// node, not the grant: the grants of the recipes' in-process handoff
-// (WithLocalHandoff) share one node, so a released grant's check still
-// passes while another grant holds that node (GuardedWrite refuses it:
-// it checks Err first). Each call returns a new request.
+// GuardedWrite unless the multi must be built elsewhere.
+//
+// It checks the node the grant stands on: its own lock node, except for a
+// read lock of package rwlock taken by a goroutine that holds the write
+// lock (a downgrade), which stands on the write node until the write
+// lock's release moves it onto its own node; a check made before that
+// move fails once the write node is gone (make a new one). It checks the
+// node, not the grant: a released grant's check still passes while its
+// node stays, in two cases. The grants of the recipes' in-process handoff
+// (WithLocalHandoff) share one node, so a released grant's check passes
+// while another grant holds that node; and rwlock keeps the write node of
+// a goroutine that downgraded, its write lease released, until its read
+// lock is released, when a writer is queued between the two nodes.
+// GuardedWrite refuses both: it checks Err first. Each call returns a new
+// request.
 func (l *Lease) CheckOp() *zk.CheckVersionRequest {
-	return &zk.CheckVersionRequest{Path: l.path, Version: -1}
+	return &zk.CheckVersionRequest{Path: l.checked(), Version: -1}
 }
 
 // holdWrites waits until no guarded write through l is in flight and

@@ -60,24 +60,42 @@
 //
 // A goroutine that holds the write lock may take the read lock; it then
 // holds both, and after releasing the write lock still holds the read lock.
-// The read acquire queues a real R node, which is granted at once: nobody
-// else can hold the lock while we hold the write lock. (Asking the usual
-// reader's question, "no W before me?", would wait for our own W node, or
-// for a writer queued between our W node and our new R node, which itself
-// waits for our W node: a deadlock. Ignoring only our own W node does not
-// escape the second case.)
+// The read acquire queues a real R node, which is granted at once, without
+// waiting for the nodes before it: nobody else can hold the lock while our
+// W node exists. So the grant is made only if our W node still exists once
+// the R node does (one exists request): if someone else deleted it (a
+// writer behind it may be in), or the write lease is lost, the R node is
+// deleted again and the acquire fails with conn.ErrLeaseLost. (Asking the
+// usual reader's question, "no W before me?", would wait for our own W
+// node, or for a writer queued between our W node and our new R node,
+// which itself waits for our W node: a deadlock. Ignoring only our own W
+// node does not escape the second case.)
+//
+// The read grant stands on the W node for as long as the W node is what
+// keeps the others out: its GuardedWrite and CheckOp check the W node, the
+// W node's deletion by someone else makes it lost (Lost, once watched),
+// and its Fence is the W node's czxid with pass 1, 2, ... (one per
+// downgrade under that write grant): it sorts after the write grant and
+// before the grant of any node queued after the W node, a writer between
+// our two nodes included.
 //
 // Releasing the write lock then looks at the queue once (one getChildren).
-// If no writer is queued between our W and R nodes, the W node is deleted:
-// the readers queued behind it join us, and any writer behind our R node
-// waits for it. If a writer is queued between them, that writer would get
-// in as soon as our W node went, while we still read, because its node
-// sorts before our R node. So the W node is kept until the read lock is
-// released (the write lease is marked released all the same); the read
-// release deletes the R node, then the W node. Meanwhile readers queued
-// behind our W node wait too. Asking for the write lock again while
-// holding only the read lock is an upgrade, refused even while the W node
-// is kept.
+// If no writer is queued between our W and R nodes, the read grant moves
+// onto its R node (its checks are then on the R node; its Fence stays) and
+// the W node is deleted: the readers queued behind it join us, and any
+// writer behind our R node waits for it. If a writer is queued between
+// them, that writer would get in as soon as our W node went, while we
+// still read, because its node sorts before our R node. So the W node is
+// kept until the read lock is released, and the read grant stays on it;
+// the write lease is marked released all the same (its Lost closes, its
+// GuardedWrite is refused, but a Multi behind its CheckOp, which checks
+// the node, still commits while the node is kept). The read release
+// deletes the R node, then the W node. Meanwhile readers queued behind our
+// W node wait too. If the listing shows our W node gone (deleted by
+// someone else), the read grant stays on it, lost: its GuardedWrite is
+// refused, and Lost closes once watched. Asking for the write
+// lock again while holding only the read lock is an upgrade, refused even
+// while the W node is kept.
 //
 // Upgrade (the write lock asked for while holding only the read lock) is
 // refused at once with ErrUpgrade: two readers doing it would wait for
@@ -117,7 +135,8 @@
 //     Lease.Lost closes when the session's epoch ends (expiry, or the local
 //     timer while cut off), when the node is deleted by someone else (seen
 //     through the node's watch, which the first call of Lost or Revoked
-//     sets: see conn.Lease.Lost), or on Release.
+//     sets: see conn.Lease.Lost; for a downgrade's read grant, also the W
+//     node it stands on), or on Release.
 //   - No write into a holder's node lets anyone else in: the nodes are
 //     sealed (only their own session may change them; a third party's
 //     set-data fails with zk.ErrNoAuth), and a waiter trusts a data change
@@ -128,10 +147,13 @@
 //     ask a holder to release (Lease.Revoked); the holder keeps the lock
 //     until it releases it. Revoke on a sealed node fails with an error
 //     matching lock.ErrNotRevocable.
-//   - A fencing token per grant (Lease.Fence, the node's czxid, growing
-//     with every node created) and guarded writes (Lease.GuardedWrite: a
-//     transaction that commits only while our node exists). Readers get
-//     tokens too.
+//   - A fencing token per grant (Lease.Fence: the node's czxid, growing
+//     with every node created, and pass 0; a downgrade's read grant has
+//     its W node's czxid and a pass above 0, see Downgrade), growing
+//     strictly in the order of the grants, and guarded writes
+//     (Lease.GuardedWrite: a transaction that commits only while our node,
+//     or the W node a downgrade's read grant stands on, exists). Readers
+//     get tokens too.
 //
 // # What it does not guarantee
 //

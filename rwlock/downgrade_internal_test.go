@@ -9,28 +9,30 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
-func TestWriterBetween(t *testing.T) {
+func TestBetween(t *testing.T) {
 	s := queue.HostKindSchema{}
 	for _, tc := range []struct {
 		name  string
 		nodes []string
 		w, r  string
-		want  bool
+		want  afterRelease
 	}{
-		{"only ours", []string{"a-W-0000000001", "a-R-0000000002"}, "a-W-0000000001", "a-R-0000000002", false},
-		{"readers between", []string{"a-W-0000000001", "b-R-0000000002", "c-R-0000000003", "a-R-0000000004"}, "a-W-0000000001", "a-R-0000000004", false},
-		{"writer between", []string{"a-W-0000000001", "b-W-0000000002", "a-R-0000000003"}, "a-W-0000000001", "a-R-0000000003", true},
-		{"writer between, dashed host", []string{"my-host-W-0000000001", "x-R-y-W-0000000002", "my-host-R-0000000003"}, "my-host-W-0000000001", "my-host-R-0000000003", true},
-		{"writer after our read", []string{"a-W-0000000001", "a-R-0000000002", "b-W-0000000003"}, "a-W-0000000001", "a-R-0000000002", false},
-		{"foreign names ignored", []string{"a-W-0000000001", "lock-0000000002", "b-X-0000000003", "a-R-0000000004"}, "a-W-0000000001", "a-R-0000000004", false},
-		{"our read gone: any later writer", []string{"a-W-0000000001", "b-W-0000000005"}, "a-W-0000000001", "a-R-0000000003", true},
-		{"our write gone", []string{"b-W-0000000002", "a-R-0000000003"}, "a-W-0000000001", "a-R-0000000003", false},
-		{"across the wrap", []string{"a-W-2147483646", "b-W-2147483647", "a-R--2147483648"}, "a-W-2147483646", "a-R--2147483648", true},
-		{"negative numbers", []string{"a-W--000000003", "b-R--000000002", "a-R--000000001"}, "a-W--000000003", "a-R--000000001", false},
+		{"only ours", []string{"a-W-0000000001", "a-R-0000000002"}, "a-W-0000000001", "a-R-0000000002", readAlone},
+		{"readers between", []string{"a-W-0000000001", "b-R-0000000002", "c-R-0000000003", "a-R-0000000004"}, "a-W-0000000001", "a-R-0000000004", readAlone},
+		{"writer between", []string{"a-W-0000000001", "b-W-0000000002", "a-R-0000000003"}, "a-W-0000000001", "a-R-0000000003", keepWrite},
+		{"writer between, dashed host", []string{"my-host-W-0000000001", "x-R-y-W-0000000002", "my-host-R-0000000003"}, "my-host-W-0000000001", "my-host-R-0000000003", keepWrite},
+		{"writer after our read", []string{"a-W-0000000001", "a-R-0000000002", "b-W-0000000003"}, "a-W-0000000001", "a-R-0000000002", readAlone},
+		{"foreign names ignored", []string{"a-W-0000000001", "lock-0000000002", "b-X-0000000003", "a-R-0000000004"}, "a-W-0000000001", "a-R-0000000004", readAlone},
+		{"our read gone: any later writer", []string{"a-W-0000000001", "b-W-0000000005"}, "a-W-0000000001", "a-R-0000000003", keepWrite},
+		{"our read gone, no writer", []string{"a-W-0000000001", "b-R-0000000005"}, "a-W-0000000001", "a-R-0000000003", readAlone},
+		{"our write gone", []string{"b-W-0000000002", "a-R-0000000003"}, "a-W-0000000001", "a-R-0000000003", writeGone},
+		{"our write gone, no writer", []string{"a-R-0000000003"}, "a-W-0000000001", "a-R-0000000003", writeGone},
+		{"across the wrap", []string{"a-W-2147483646", "b-W-2147483647", "a-R--2147483648"}, "a-W-2147483646", "a-R--2147483648", keepWrite},
+		{"negative numbers", []string{"a-W--000000003", "b-R--000000002", "a-R--000000001"}, "a-W--000000003", "a-R--000000001", readAlone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := writerBetween(queue.Parse(s, tc.nodes), tc.w, tc.r); got != tc.want {
-				t.Errorf("writerBetween(%v, %s, %s) = %v, want %v", tc.nodes, tc.w, tc.r, got, tc.want)
+			if got := between(queue.Parse(s, tc.nodes), tc.w, tc.r); got != tc.want {
+				t.Errorf("between(%v, %s, %s) = %v, want %v", tc.nodes, tc.w, tc.r, got, tc.want)
 			}
 		})
 	}

@@ -49,8 +49,9 @@ func (k *Lock) String() string {
 //   - Write lock, by a goroutine that holds only the read lock: ErrUpgrade
 //     at once.
 //   - Read lock, by a goroutine that holds the write lock (downgrade): a
-//     read node is queued and granted at once; the write lock stays held
-//     until released. See the package documentation.
+//     read node is queued and granted at once if the write node still
+//     exists (else the error matches conn.ErrLeaseLost); the write lock
+//     stays held until released. See the package documentation.
 //
 // A grant that comes at the moment ctx ends is given up: the error is
 // ctx's.
@@ -96,7 +97,7 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 	)
 	switch {
 	case wr != nil: // read lock under our own write lock
-		l, err = rw.downgrade(ctx, wr.lease)
+		l, err = rw.downgrade(ctx, wr)
 	case k.write && wait:
 		l, err = rw.wq.Acquire(ctx)
 	case k.write:
@@ -181,13 +182,20 @@ func (k *Lock) Release(ctx context.Context) error {
 // is released.
 func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 	l := o.w.lease
-	if o.r != nil && rw.mustKeep(ctx, l, o.r.lease) {
-		connhook.Released(l)
-		rw.mu.Lock()
-		o.w, o.kept = nil, l
-		rw.mu.Unlock()
-		rw.wq.Session().Logger().Debug("write lock released; its node kept until the read lock is released (a writer is queued behind it)")
-		return nil
+	if o.r != nil {
+		switch rw.afterDowngrade(ctx, l, o.r.lease) {
+		case keepWrite:
+			connhook.Released(l)
+			rw.mu.Lock()
+			o.w, o.kept = nil, l
+			rw.mu.Unlock()
+			rw.wq.Session().Logger().Debug("write lock released; its node kept until the read lock is released (a writer is queued behind it)")
+			return nil
+		case readAlone:
+			connhook.Unguard(o.r.lease)
+		case writeGone:
+			// The read grant stood on the write node: it stays on it, lost.
+		}
 	}
 	err := rw.wq.Release(ctx, l)
 	if err != nil && !errors.Is(err, lock.ErrReleasePending) {

@@ -64,8 +64,9 @@ func (o *owner) empty() bool { return o.r == nil && o.w == nil && o.kept == nil 
 
 // hold is one goroutine's grant of one side.
 type hold struct {
-	lease *conn.Lease
-	count int // re-entries; >= 1
+	lease  *conn.Lease
+	count  int   // re-entries; >= 1
+	passes int64 // of a write hold: the downgrades made under it (their Fence's Pass)
 }
 
 // New returns a handle on the read/write lock at path. Nothing is created

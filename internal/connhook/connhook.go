@@ -96,3 +96,16 @@ var RevokeSeen func(l any) bool
 // its data, to tell whether a data change of it can be trusted as its
 // release.
 var GetACL func(ctx context.Context, ep any, path string) ([]zk.ACL, *zk.Stat, error)
+
+// Guard makes a *conn.Lease just granted, not handed out yet, a grant that
+// stands on node, another node of the same session that exists and whose
+// czxid is zxid: its guarded writes and CheckOp check node instead of its
+// own, node's deletion makes it lost (once watched), and its Fence is
+// {zxid, pass}. rwlock's downgrade: a read grant that stands on the
+// goroutine's write node.
+var Guard func(l any, node string, zxid, pass int64)
+
+// Unguard hands a grant made by Guard to its own node: from then on its
+// checks are on that node, and node's deletion is no loss. Called before
+// the recipe deletes node.
+var Unguard func(l any)
