@@ -86,7 +86,7 @@ func start(ctx context.Context, cfg *config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.noDigest && b.name != BackendLocal {
+	if cfg.noDigest && b.name != BackendLocal && b.name != BackendDocker {
 		return nil, fmt.Errorf("zktest: WithoutDigestAuth: %w (%s)", ErrUnsupported, b.name)
 	}
 	drv, servers, err := b.start(ctx, cfg)

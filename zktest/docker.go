@@ -140,6 +140,10 @@ func startDocker(ctx context.Context, cfg *config, image string) (_ driver, _ []
 		// port mapping they all come from one address.
 		"ZOO_MAX_CLIENT_CNXNS": "0",
 	}
+	if cfg.noDigest {
+		// Both the official image and ours pass JVMFLAGS to java.
+		env["JVMFLAGS"] = "-Xms32m -Xmx256m -XX:+UseSerialGC -Dzookeeper.DigestAuthenticationProvider.enabled=false"
+	}
 	var netName string
 	if n > 1 {
 		netName = "zktest-" + id

@@ -99,8 +99,8 @@ func WithTickTime(d time.Duration) Option {
 // WithoutDigestAuth makes the servers refuse digest credentials: every
 // AddAuth("digest", ...) is answered AUTHFAILED and its connection closed
 // (zookeeper.DigestAuthenticationProvider.enabled=false), for tests of a
-// client that meets such a server. Only the local backend supports it;
-// Start fails with ErrUnsupported on the others.
+// client that meets such a server. The local and docker backends support
+// it; Start fails with ErrUnsupported on an external one.
 func WithoutDigestAuth() Option {
 	return func(c *config) error {
 		c.noDigest = true
