@@ -16,7 +16,7 @@ import (
 // bystander take DELETE off the election path, then returns nil, so that
 // Run's resign is refused by the server. It returns Run's error, the node
 // of the term and the handle.
-func leaderRunResignRefused(t *testing.T, requeue bool) (error, string, *leader.Election, *zk.Conn, string) {
+func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Election, *zk.Conn, string, error) {
 	c := zktest.New(t)
 	s := session(t, c.Servers())
 	zc := raw(t, c)
@@ -43,7 +43,7 @@ func leaderRunResignRefused(t *testing.T, requeue bool) (error, string, *leader.
 		}
 		return nil
 	})
-	return runErr, node, e, zc, path
+	return node, e, zc, path, runErr
 }
 
 // TestProbe_LeaderRunTellsRefusedResign checks leader.Run's doc (go doc
@@ -53,7 +53,7 @@ func leaderRunResignRefused(t *testing.T, requeue bool) (error, string, *leader.
 // leading: call Resign again": a resign the server refuses must not be
 // silent.
 func TestProbe_LeaderRunTellsRefusedResign(t *testing.T) {
-	runErr, node, e, zc, path := leaderRunResignRefused(t, false)
+	node, e, zc, path, runErr := leaderRunResignRefused(t, false)
 	ok, _, _ := zc.Exists(node)
 	t.Logf("Run: %v; node %s exists: %v; Leading: %v", runErr, node, ok, e.Leading() != nil)
 	if ok && runErr == nil {
@@ -82,7 +82,7 @@ func TestProbe_LeaderRunTellsRefusedResign(t *testing.T) {
 // back.
 func TestLeaderRunRequeueReturnsOnRefusedResign(t *testing.T) {
 	start := time.Now()
-	runErr, node, e, zc, path := leaderRunResignRefused(t, true)
+	node, e, zc, path, runErr := leaderRunResignRefused(t, true)
 	took := time.Since(start)
 	ok, _, _ := zc.Exists(node)
 	t.Logf("Run after %v: %v; node %s exists: %v; Leading: %v", took, runErr, node, ok, e.Leading() != nil)

@@ -45,7 +45,6 @@ type chaosSession struct {
 	sess    *conn.Session
 	gen     int
 	closing bool
-	old     []*conn.Session // closed ones, for the end
 
 	cut   atomic.Bool // arm CutAfterNextWrite before the next acquire
 	ghost atomic.Bool // arm the lost-create-answer sequence before the next acquire
@@ -259,7 +258,9 @@ func (a *chaosActor) grant(h *chaosHandle, leases []*conn.Lease, start time.Time
 	}()
 	go func() {
 		defer a.r.watchers.Done()
-		<-leases[0].Epoch().Done() // closes when the session ends at the latest
+		ep := leases[0].Epoch()
+		<-ep.Done() // closes when the session ends at the latest
+		g.byTimer.Store(errors.Is(ep.Err(), conn.ErrSessionTimeout))
 		g.ended.Store(time.Now().UnixNano())
 	}()
 	return g

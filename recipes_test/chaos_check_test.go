@@ -38,6 +38,7 @@ type chaosGrant struct {
 	over      bool          // a Release succeeded, or the grant ended otherwise
 	lostAt    atomic.Int64  // unix ns; 0: not yet
 	ended     atomic.Int64  // unix ns when its first lease's epoch ended; 0: not yet
+	byTimer   atomic.Bool   // that epoch was ended by the local timer (conn.ErrSessionTimeout); set before ended
 }
 
 func (g *chaosGrant) lease(domain string) *conn.Lease {
@@ -455,10 +456,13 @@ func (m *chaosMonitor) disturbed(node string) bool {
 }
 
 // timerMargin is the worst local-timer margin of the run: for each grant
-// whose epoch ended while it was held (expiry, the local timer while cut
-// off, a close) and whose node nobody deleted or revoked, the time from the end its holder saw to the next grant of
-// its domain by another session (negative: the next holder came first).
-// n is how many such handovers there were.
+// whose epoch the local timer ended while it was held (cut off: a
+// blackhole, a paused or lost server) and whose node nobody deleted or
+// revoked, the time from the end its holder saw to the next grant of its
+// domain by another session (negative: the next holder came first). An
+// expiry the server was told to make (zktest.ExpireEpoch) or a Close is
+// no timer's doing: its window is the session expiry window's. n is how
+// many such handovers there were.
 func (m *chaosMonitor) timerMargin() (worst time.Duration, n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -473,7 +477,7 @@ func (m *chaosMonitor) timerMargin() (worst time.Duration, n int) {
 		sort.Slice(gs, func(i, j int) bool { return gs[i].start.Before(gs[j].start) })
 		for i, g := range gs {
 			end := g.ended.Load()
-			if end == 0 || (!g.relTime.IsZero() && g.relTime.UnixNano() < end) || m.disturbed(g.lease(d).Path()) {
+			if end == 0 || !g.byTimer.Load() || (!g.relTime.IsZero() && g.relTime.UnixNano() < end) || m.disturbed(g.lease(d).Path()) {
 				continue
 			}
 			for _, h := range gs[i+1:] {

@@ -393,6 +393,12 @@ func (r *chaosRun) run() {
 	verdicts := r.checkHistory()
 	r.summary(elapsed, verdicts)
 	r.requireFigures()
+	// The quorum timer (the sessions' default) ends an epoch before the
+	// ensemble can expire its session: no grant of another session may come
+	// first (conn's "The local timer").
+	if m, n := r.mon.timerMargin(); n > 0 && m < 0 {
+		r.t.Errorf("chaos run: VIOLATION (seed %d): another session was granted %v before the local timer ended the holder's epoch", r.cfg.seed, (-m).Round(time.Millisecond))
+	}
 }
 
 // hygiene: once every session is closed, no lock node is left under the
