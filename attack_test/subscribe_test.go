@@ -19,7 +19,11 @@ func TestProbe_SubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 	c := zktest.New(t)
 	ctx := ctxT(t, 28*time.Second)
 	px := zktest.NewProxy(t, c.Servers())
-	s := session(t, px.Addrs())
+	// The last-heard timer: a cut must bring the same session back
+	// (Reconnected) however long go-zookeeper takes to redial; the quorum
+	// timer may end the epoch first when the redial takes longer than about
+	// T/3 (conn's "The local timer").
+	s := session(t, px.Addrs(), conn.WithLastHeardTimer())
 	live := s.Subscribe()
 	defer live.Close()
 	slow := s.Subscribe()
