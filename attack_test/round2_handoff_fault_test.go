@@ -19,6 +19,8 @@ type holder struct {
 	granted chan *conn.Lease
 	failed  chan error
 	release chan chan error
+	// relTimeout bounds the release's ctx when set (before stop).
+	relTimeout time.Duration
 }
 
 func hold(ctx context.Context, m *mutex.InterProcessMutex) *holder {
@@ -32,7 +34,13 @@ func hold(ctx context.Context, m *mutex.InterProcessMutex) *holder {
 		h.granted <- l
 		select {
 		case done := <-h.release:
-			done <- m.Release(context.WithoutCancel(ctx))
+			rctx := context.WithoutCancel(ctx)
+			if h.relTimeout > 0 {
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithTimeout(rctx, h.relTimeout)
+				defer cancel()
+			}
+			done <- m.Release(rctx)
 		case <-ctx.Done():
 			_ = m.Release(context.WithoutCancel(ctx))
 		}
