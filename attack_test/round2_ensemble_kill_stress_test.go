@@ -79,9 +79,12 @@ func TestProbe2_EnsembleKillsUnderSharedListings(t *testing.T) {
 					last = f
 					mu.Unlock()
 					atomic.AddInt32(&grants, 1)
-					// Sync first: the bystander may read from a lagging follower.
-					if _, err := bys.Sync(reg); err == nil {
-						if data, st, err := bys.Get(reg); err == nil {
+					// Read through the holder's own epoch after a sync: a read
+					// of the bystander may come from a lagging follower (it
+					// reconnects elsewhere when its server is killed).
+					ep := l.Epoch()
+					if err := ep.Sync(ctx, reg); err == nil {
+						if data, st, err := ep.Get(ctx, reg); err == nil {
 							n, _ := strconv.Atoi(string(data))
 							_, err := l.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte(strconv.Itoa(n + 1)), Version: st.Version})
 							if err != nil && !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, conn.ErrConnectionLoss) && !errors.Is(err, conn.ErrEpochEnded) {
