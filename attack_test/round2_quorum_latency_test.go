@@ -73,26 +73,20 @@ func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept
 	return true, maxRTT, maxGap
 }
 
-// TestFinding2_QuorumTimerEndsEpochWhileSyncsAreAnswered checks conn's
-// description of the quorum timer's cost: "an epoch that also ends when the
-// leader answers no sync for T/2 while the connection is up (a leader
-// election, a leader that stalls, longer than that)". T = 4 s; the proxy
-// delays each chunk by 500 ms (chunks queue in order). A sync we send on
-// the holder's epoch right away is answered in about 1 s (below T/3 and
-// T/2); by that sentence the epoch lives. It ends T/2 (1.97 s) after the
-// latency was set: the timer's own syncs (every T/6) were not answered
-// within T/2 − T/6 = T/3 of their send, which is the real condition: a
-// connection whose round trip for the timer's syncs exceeds about T/3 (a
-// slow link, a leader whose pipeline stalls past T/3, not T/2) loses every
-// epoch, although the server keeps the session (the last-heard timer keeps
-// it: the control subtest). Reproduced 3 of 3 runs at 500 ms (at 400 ms:
-// 1 of 2 lost the lease, after 5.2 s); 150 ms keeps it (probe below).
-func TestFinding2_QuorumTimerEndsEpochWhileSyncsAreAnswered(t *testing.T) {
+// TestQuorumTimerEndsEpochOnASlowLink checks conn's description of the
+// quorum timer's cost: "an epoch that also ends while the connection is up
+// when no sync sent in the last T/2 is answered: ... a link whose round
+// trip exceeds about T/3". T = 4 s; the proxy delays each chunk by 500 ms
+// (chunks queue in order). Found by an outside user (round 2): the doc said
+// "when the leader answers no sync for T/2", but a sync we send is
+// answered in about 1 s and the epoch still ends about 2 s after the delay
+// is set (the timer's own syncs, one every T/6, are not answered within
+// T/3 of their send). The last-heard timer keeps the lease (the control).
+func TestQuorumTimerEndsEpochOnASlowLink(t *testing.T) {
 	const T = 4 * time.Second
 	t.Run("quorum-timer", func(t *testing.T) {
-		kept, maxRTT, maxGap := slowLink(t, T, 500*time.Millisecond)
-		if !kept && maxRTT > 0 && maxRTT < T/2 && maxGap < T/2 {
-			t.Fatalf("epoch ended while the leader answered every sync within %v (< T/2 = %v), answers never more than %v apart", maxRTT, T/2, maxGap)
+		if kept, maxRTT, _ := slowLink(t, T, 500*time.Millisecond); kept {
+			t.Fatalf("lease kept 8 s over a link whose round trip reached %v, above T/3 = %v", maxRTT, T/3)
 		}
 	})
 	t.Run("last-heard-timer-control", func(t *testing.T) {

@@ -80,9 +80,13 @@
 // T = 1 s, Lost 0.5 s after the rest of the ensemble froze, while the
 // follower still answered). The cost: the syncs, 6/T requests per second
 // per session (0.6/s at the default 10 s; counted in Stats.QuorumSyncs,
-// not in Stats.Requests), and an epoch that also ends when the leader
-// answers no sync for T/2 while the connection is up (a leader election,
-// a leader that stalls, longer than that).
+// not in Stats.Requests), and an epoch that also ends while the
+// connection is up when no sync sent in the last T/2 is answered: a
+// leader election or a leader that stalls for longer than about T/3, or a
+// link whose round trip exceeds about T/3 (a sync is sent every T/6, and
+// the last answered must have been sent less than T/2 ago;
+// TestQuorumTimerEndsEpochOnASlowLink: T = 4 s, a 500 ms delay each way
+// on every chunk, Lost about 2 s later).
 //
 // WithLastHeardTimer() keeps the earlier timer: no syncs, and the epoch
 // ends T after the last byte heard from the connected server, counted only

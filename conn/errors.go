@@ -18,12 +18,13 @@ var (
 	ErrSessionExpired = errors.New("conn: session expired (confirmed by the server)")
 
 	// ErrSessionTimeout: the local timer ran out (see "The local timer" in
-	// the package documentation): no sync was answered through the
-	// ensemble's leader within half the session timeout (the default), or,
-	// with WithLastHeardTimer(), the client was disconnected for the
-	// session timeout. The session is taken as lost although the server
+	// the package documentation): the last sync answered through the
+	// ensemble's leader was sent half the session timeout ago (the default;
+	// also while connected, over a link whose round trip exceeds about a
+	// third of the session timeout), or, with WithLastHeardTimer(), the
+	// client was disconnected for the session timeout. The session is taken as lost although the server
 	// could not confirm it.
-	ErrSessionTimeout = errors.New("conn: disconnected for the session timeout; session taken as lost")
+	ErrSessionTimeout = errors.New("conn: session timed out on the client (local timer); session taken as lost")
 
 	// ErrConnectionLoss: the connection broke while a request that is not
 	// retried blindly (a sequential create, a multi) was in flight. The

@@ -189,9 +189,9 @@ func WithSuspendedAsLost() Option {
 // lease and leader term of it, ends before the leader can expire the
 // session and grant what it held to someone else; a follower cut off from
 // the leader, which still answers pings, does not keep it alive. The
-// price: the epoch also ends when the leader answers no sync for T/2 while
-// the connection is up (a leader election or a stalled leader longer than
-// that).
+// price: the epoch also ends while the connection is up when no sync sent
+// in the last T/2 is answered: a leader election or a stalled leader
+// longer than about T/3, or a link whose round trip exceeds about T/3.
 //
 // The last-heard timer (this option): no syncs, and the epoch ends T after
 // the last byte heard from the connected server, counted only while

@@ -46,7 +46,10 @@
 //     again.
 //   - Release after loss (Lost closed) returns nil: the node went with its
 //     session, or someone deleted it; there is nothing left to release,
-//     and the handle can acquire again.
+//     and the handle can acquire again. When only the local timer ended
+//     the session (conn's "The local timer"), the node may still be on the
+//     server until the server expires the session (within one session
+//     timeout): nobody gets the lock before that.
 //   - Errors say the recipe, the operation and the lock's path once, then
 //     the cause: "mutex: release /locks/a: lock: not held".
 package lock

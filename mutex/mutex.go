@@ -167,7 +167,8 @@ func (m *InterProcessMutex) record(gid int64, l *conn.Lease) {
 //   - Any other error (the server refused the delete) leaves the mutex held
 //     by the caller, with a count of one: call Release again.
 //
-// A lease lost while held (the session expired) releases without error.
+// A lease lost while held (the session ended) releases without error
+// (see package lock: the node goes with the session).
 func (m *InterProcessMutex) Release(ctx context.Context) error {
 	gid := goid.Get()
 	m.mu.Lock()

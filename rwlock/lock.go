@@ -140,7 +140,8 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 //   - Any other error (the server refused the delete) leaves this side
 //     held by the caller, with a count of one: call Release again.
 //
-// A lease lost while held (the session expired) releases without error.
+// A lease lost while held (the session ended) releases without error
+// (see package lock: the node goes with the session).
 func (k *Lock) Release(ctx context.Context) error {
 	rw := k.rw
 	gid := goid.Get()
