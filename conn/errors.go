@@ -22,8 +22,8 @@ var (
 	// ensemble's leader was sent half the session timeout ago (the default;
 	// also while connected, over a link whose round trip exceeds about a
 	// third of the session timeout), or, with WithLastHeardTimer(), the
-	// client was disconnected for the session timeout. The session is taken as lost although the server
-	// could not confirm it.
+	// client was disconnected for the session timeout. The session is
+	// taken as lost although the server could not confirm it.
 	ErrSessionTimeout = errors.New("conn: session timed out on the client (local timer); session taken as lost")
 
 	// ErrConnectionLoss: the connection broke while a request that is not
