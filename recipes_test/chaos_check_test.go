@@ -211,7 +211,7 @@ func (m *chaosMonitor) isReleased(g *chaosGrant) bool {
 // Excuses for two grants that both report held, each with the bound on
 // how long both may: the documented windows.
 const (
-	excuseExpiry = "session expiry" // the older grant's session was ended on the server (expiry, blackhole)
+	excuseExpiry = "session expiry" // one grant's session was ended on the server (expiry, blackhole): the older's, or the newer's just before it was granted
 	excuseDelete = "bystander delete"
 )
 
@@ -258,6 +258,14 @@ func (m *chaosMonitor) overlap(d string, a, g *chaosGrant) {
 		excuse = ""
 	}
 	if sf, ok := m.sessFaults[old.sid]; ok && excuse == "" && handedDeleted == "" && sf.After(old.start.Add(-bound)) && sf.Before(nw.start) {
+		excuse = excuseExpiry
+	}
+	// The newer grant was made in a session the server had just ended (a
+	// waiter woken by the deletion of its predecessor, deleted with its own
+	// node in the expiry's one transaction, before it hears of the
+	// expiry): its holder believes it holds until it hears, the same
+	// window (conn's "What it does not guarantee").
+	if sf, ok := m.sessFaults[nw.sid]; ok && excuse == "" && handedDeleted == "" && sf.After(nw.start.Add(-bound)) && sf.Before(nw.start) {
 		excuse = excuseExpiry
 	}
 	// A local handoff of a node whose earlier grant had been told it was
