@@ -122,6 +122,7 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 	}
 	lock, err := queue.New(sess, conn.JoinPath(path, locksDir), queue.Config{
 		Schema:      lockSchema,
+		Recipe:      "semaphore",
 		Decide:      queue.First,
 		MarkRelease: true,
 		Tag:         tag,
@@ -131,7 +132,7 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
 	leasesPath := conn.JoinPath(path, leasesDir)
-	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First, Revocable: cfg.revocable})
+	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First, Revocable: cfg.revocable, Recipe: "semaphore"})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}

@@ -109,3 +109,12 @@ var Guard func(l any, node string, zxid, pass int64)
 // checks are on that node, and node's deletion is no loss. Called before
 // the recipe deletes node.
 var Unguard func(l any)
+
+// SetRecipe names the recipe of a *conn.Lease just granted, before it is
+// handed out: the name its hold and loss are reported under
+// (conn.Metrics). Local grants (LocalLease) take their node's.
+var SetRecipe func(l any, recipe string)
+
+// Metrics returns the conn.Metrics of a *conn.Session (conn.WithMetrics),
+// or nil without one.
+var Metrics func(sess any) any
