@@ -57,6 +57,9 @@ type Lease struct {
 	// shared: local grants are made on this node (localView); they, not
 	// the node's lease, report holds and losses.
 	shared atomic.Bool
+	// releasing: the recipe is deleting the node (connhook.Releasing); its
+	// deletion seen meanwhile is the release, not a loss, for Metrics.
+	releasing atomic.Bool
 
 	// writes is held for reading by a local grant's guarded write from
 	// its check of Lost until its answer, and for writing by the recipe
@@ -487,7 +490,7 @@ func (l *Lease) report(reason error) {
 		return
 	}
 	ev := LockMetric{Event: LockLost, Recipe: l.recipe, Path: lockPath(l.path), Cause: lostCause(reason)}
-	if ev.Cause == causeReleased {
+	if ev.Cause == causeReleased || ev.Cause == CauseNodeDeleted && l.releasing.Load() {
 		ev = LockMetric{Event: LockHold, Recipe: l.recipe, Path: ev.Path, Duration: time.Since(l.granted)}
 	}
 	m.Lock(ev)

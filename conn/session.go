@@ -27,6 +27,7 @@ func init() {
 	connhook.LocalLease = func(l any, pass int64) any { return l.(*Lease).localView(pass) }
 	connhook.Closing = func(s any) <-chan struct{} { return s.(*Session).closing }
 	connhook.HoldWrites = func(l any) func() { return l.(*Lease).holdWrites() }
+	connhook.Releasing = func(l any, on bool) { l.(*Lease).releasing.Store(on) }
 	connhook.SetRecipe = func(l any, recipe string) { l.(*Lease).recipe = recipe }
 	connhook.Metrics = func(s any) any {
 		if m := s.(*Session).cfg.metrics; m != nil {

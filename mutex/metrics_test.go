@@ -2,7 +2,6 @@ package mutex_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,96 +14,32 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// recorder is a conn.Metrics that keeps every event, for the tests.
-type recorder struct {
-	mu       sync.Mutex
-	states   []conn.State
-	requests map[string]int
-	locks    []conn.LockMetric
-}
-
-func (r *recorder) State(e conn.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.states = append(r.states, e.State)
-}
-
-func (r *recorder) Request(m conn.RequestMetric) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.requests == nil {
-		r.requests = map[string]int{}
-	}
-	r.requests[m.Op]++
-}
-
-func (r *recorder) Lock(m conn.LockMetric) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.locks = append(r.locks, m)
-}
-
-func (r *recorder) Leader(conn.LeaderMetric) {}
-
-// take returns the lock events recorded since the last take.
-func (r *recorder) take() []conn.LockMetric {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	l := r.locks
-	r.locks = nil
-	return l
-}
-
-func (r *recorder) connected() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, s := range r.states {
-		if s == conn.Connected {
-			n++
-		}
-	}
-	return n
-}
-
-// events strips durations, which the test checks apart.
-func events(ms []conn.LockMetric) []conn.LockMetric {
-	out := make([]conn.LockMetric, len(ms))
-	for i, m := range ms {
-		m.Duration = 0
-		out[i] = m
-	}
-	return out
-}
-
 // Each event of a mutex reaches the session's Metrics once, with its
 // outcome: a granted wait and a hold; a TryAcquire refused; a wait that
 // times out and one cancelled; the session's first epoch and its
 // requests.
 func TestMetricsWaitsAndHolds(t *testing.T) {
 	c := testzk.Shared(t)
-	rec := &recorder{}
+	rec := &testzk.Recorder{}
 	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
 	other := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
-	assert.Equal(t, 1, rec.connected())
+	assert.Equal(t, 1, rec.Connected())
 
 	m := newMutex(t, s, path)
 	_, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, m.Release(ctx))
-	got := rec.take()
+	got := rec.Take()
 	assert.Equal(t, []conn.LockMetric{
 		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeGranted},
 		{Event: conn.LockHold, Recipe: "mutex", Path: path},
-	}, events(got))
+	}, testzk.LockEvents(got))
 	for _, e := range got {
 		assert.Positive(t, e.Duration, "%v", e)
 	}
-	rec.mu.Lock()
-	assert.Positive(t, rec.requests[conn.OpCreate])
-	rec.mu.Unlock()
+	assert.Positive(t, rec.Requests(conn.OpCreate))
 
 	held := newMutex(t, other, path)
 	_, err = held.Acquire(ctx)
@@ -126,7 +61,7 @@ func TestMetricsWaitsAndHolds(t *testing.T) {
 		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeNotGranted},
 		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeTimeout},
 		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeCancelled},
-	}, events(rec.take()))
+	}, testzk.LockEvents(rec.Take()))
 }
 
 // A local handoff is reported once, with one wait per Acquire (the local
@@ -134,7 +69,7 @@ func TestMetricsWaitsAndHolds(t *testing.T) {
 // that gives up reports a cancelled wait.
 func TestMetricsLocalHandoff(t *testing.T) {
 	c := testzk.Shared(t)
-	rec := &recorder{}
+	rec := &testzk.Recorder{}
 	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
@@ -144,7 +79,7 @@ func TestMetricsLocalHandoff(t *testing.T) {
 	require.NoError(t, release())
 	wait := conn.LockMetric{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeGranted}
 	hold := conn.LockMetric{Event: conn.LockHold, Recipe: "mutex", Path: path}
-	got := events(rec.take())
+	got := testzk.LockEvents(rec.Take())
 	// The order of the two goroutines' reports is theirs: compare as sets.
 	assert.ElementsMatch(t, []conn.LockMetric{
 		wait, wait, hold, hold,
@@ -166,14 +101,14 @@ func TestMetricsLocalHandoff(t *testing.T) {
 	assert.ElementsMatch(t, []conn.LockMetric{
 		wait, hold,
 		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeCancelled},
-	}, events(rec.take()))
+	}, testzk.LockEvents(rec.Take()))
 }
 
 // A holder's session expired by the server: its lease is reported lost
 // with cause expiry (once it is watched), and a second epoch begins.
 func TestMetricsLostOnExpiry(t *testing.T) {
 	c := testzk.Shared(t)
-	rec := &recorder{}
+	rec := &testzk.Recorder{}
 	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
@@ -181,7 +116,7 @@ func TestMetricsLostOnExpiry(t *testing.T) {
 	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	lost := l.Lost()
-	rec.take()
+	rec.Take()
 	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], l.Epoch()))
 	select {
 	case <-lost:
@@ -190,10 +125,10 @@ func TestMetricsLostOnExpiry(t *testing.T) {
 	}
 	assert.Equal(t, []conn.LockMetric{
 		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseExpiry},
-	}, events(rec.take()))
+	}, testzk.LockEvents(rec.Take()))
 	_, err = s.Epoch(ctx)
 	require.NoError(t, err)
-	testzk.Eventually(t, 10*time.Second, func() bool { return rec.connected() == 2 }, "no second epoch reported")
+	testzk.Eventually(t, 10*time.Second, func() bool { return rec.Connected() == 2 }, "no second epoch reported")
 	_ = m.Release(ctx) // its error is the recipe's business; a lost lease's release is no hold
-	assert.Empty(t, rec.take())
+	assert.Empty(t, rec.Take())
 }

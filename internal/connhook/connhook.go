@@ -118,3 +118,9 @@ var SetRecipe func(l any, recipe string)
 // Metrics returns the conn.Metrics of a *conn.Session (conn.WithMetrics),
 // or nil without one.
 var Metrics func(sess any) any
+
+// Releasing(l, true) tells a *conn.Lease that its recipe is about to
+// delete its node: the deletion, if the lease sees it before Released, is
+// reported to conn.Metrics as the end of the hold, not as a loss.
+// Releasing(l, false) takes it back, for a delete the server refused.
+var Releasing func(l any, on bool)
