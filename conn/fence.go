@@ -71,7 +71,7 @@ func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 func (l *Lease) localView(pass int64) *Lease {
 	l.shared.Store(true)
 	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: l.revoked,
-		granted: time.Now(), recipe: l.recipe}
+		granted: time.Now(), recipe: l.recipe, lock: l.lock}
 	go v.watchParent()
 	return v
 }

@@ -49,11 +49,13 @@ type Lease struct {
 	parent *Lease
 	pass   int64
 
-	// granted is when the grant was made, recipe the recipe that made it
-	// (set by SetRecipe before the lease is handed out): what the hold
-	// and loss reported to Metrics carry.
+	// granted is when the grant was made; recipe and lock name the
+	// recipe and its lock path (connhook.Label, before the lease is handed
+	// out; lock "" stands for the node's parent): what the hold and loss
+	// reported to Metrics carry.
 	granted time.Time
 	recipe  string
+	lock    string
 	// shared: local grants are made on this node (localView); they, not
 	// the node's lease, report holds and losses.
 	shared atomic.Bool
@@ -286,7 +288,7 @@ func (l *Lease) watchNode(path string, guard bool) {
 				l.revokedOnce.Do(func() {
 					close(l.revoked)
 					if m := l.ep.s.cfg.metrics; m != nil {
-						m.Lock(LockMetric{Event: LockRevokeRequest, Recipe: l.recipe, Path: lockPath(l.path)})
+						m.Lock(LockMetric{Event: LockRevokeRequest, Recipe: l.recipe, Path: l.lockPath()})
 					}
 				})
 			}
@@ -489,7 +491,7 @@ func (l *Lease) report(reason error) {
 	if m == nil || l.shared.Load() {
 		return
 	}
-	ev := LockMetric{Event: LockLost, Recipe: l.recipe, Path: lockPath(l.path), Cause: lostCause(reason)}
+	ev := LockMetric{Event: LockLost, Recipe: l.recipe, Path: l.lockPath(), Cause: lostCause(reason)}
 	if ev.Cause == causeReleased || ev.Cause == CauseNodeDeleted && l.releasing.Load() {
 		ev = LockMetric{Event: LockHold, Recipe: l.recipe, Path: ev.Path, Duration: time.Since(l.granted)}
 	}

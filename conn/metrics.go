@@ -64,7 +64,8 @@ type LockEvent string
 const (
 	// LockWait: an Acquire or TryAcquire returned after Duration; Outcome
 	// says how. One per call, local waiters of an in-process handoff
-	// included.
+	// included, reported by the shared engine (package exclusive, which
+	// has its own, reports none; a leader's campaign is one).
 	LockWait LockEvent = "wait"
 	// LockHold: a grant was released (by the recipe: Release, Resign, a
 	// local handoff) after being held for Duration, from the grant.
@@ -105,13 +106,11 @@ const (
 type LockMetric struct {
 	Event LockEvent
 	// Recipe names the recipe: "mutex", "rwlock", "semaphoremutex",
-	// "semaphore", "leader", "exclusive"; "" where the event is seen below
-	// the recipe (LockLost, LockRevokeRequest, and LockHold of a lease
-	// released outside the shared engine).
+	// "semaphore" (a semaphoremutex's waits without local handoff, and
+	// the Semaphore's own), "leader", "exclusive".
 	Recipe string
-	// Path is the lock path (the parent of the contenders' nodes), as the
-	// recipe was given it; for LockLost, LockHold and LockRevokeRequest the
-	// parent of the lease's node.
+	// Path is the lock path as the recipe was given it (for a semaphore
+	// the lock directory under it).
 	Path string
 	// Outcome, for LockWait: one of the Outcome* constants.
 	Outcome string
@@ -157,8 +156,14 @@ func causeErr(cause string, err error) error { return &causeError{cause: cause, 
 // causeReleased is the cause of a lease's end by release: no loss.
 const causeReleased = "released"
 
-// lockPath is the lock path of a node path: its parent.
-func lockPath(node string) string { return path.Dir(node) }
+// lockPath is the lease's lock path: the one its recipe gave, else its
+// node's parent.
+func (l *Lease) lockPath() string {
+	if l.lock != "" {
+		return l.lock
+	}
+	return path.Dir(l.path)
+}
 
 // lostCause classifies why a lease ended: a Cause*, or causeReleased.
 func lostCause(reason error) string {

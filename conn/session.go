@@ -28,7 +28,7 @@ func init() {
 	connhook.Closing = func(s any) <-chan struct{} { return s.(*Session).closing }
 	connhook.HoldWrites = func(l any) func() { return l.(*Lease).holdWrites() }
 	connhook.Releasing = func(l any, on bool) { l.(*Lease).releasing.Store(on) }
-	connhook.SetRecipe = func(l any, recipe string) { l.(*Lease).recipe = recipe }
+	connhook.Label = func(l any, recipe, lock string) { l.(*Lease).recipe, l.(*Lease).lock = recipe, lock }
 	connhook.Metrics = func(s any) any {
 		if m := s.(*Session).cfg.metrics; m != nil {
 			return m

@@ -110,10 +110,11 @@ var Guard func(l any, node string, zxid, pass int64)
 // the recipe deletes node.
 var Unguard func(l any)
 
-// SetRecipe names the recipe of a *conn.Lease just granted, before it is
-// handed out: the name its hold and loss are reported under
-// (conn.Metrics). Local grants (LocalLease) take their node's.
-var SetRecipe func(l any, recipe string)
+// Label names the recipe and the lock path of a *conn.Lease just granted,
+// before it is handed out: what its hold and loss are reported under
+// (conn.Metrics; without it, recipe "" and the node's parent). Local grants
+// (LocalLease) take their node's.
+var Label func(l any, recipe, lock string)
 
 // Metrics returns the conn.Metrics of a *conn.Session (conn.WithMetrics),
 // or nil without one.
