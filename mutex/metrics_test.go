@@ -132,3 +132,38 @@ func TestMetricsLostOnExpiry(t *testing.T) {
 	_ = m.Release(ctx) // its error is the recipe's business; a lost lease's release is no hold
 	assert.Empty(t, rec.Take())
 }
+
+// A revoke request on a held node and a third party's deletion of it are
+// reported once each: a revoke request, then a loss with cause
+// node_deleted; the recipe's release after it is no hold.
+func TestMetricsRevokeAndDeleted(t *testing.T) {
+	c := testzk.Shared(t)
+	rec := &testzk.Recorder{}
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	other := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	m := newMutex(t, s, path, mutex.WithRevocable())
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	revoked, lost := l.Revoked(), l.Lost()
+	require.NoError(t, newMutex(t, other, path, mutex.WithRevocable()).Revoke(ctx, l.Path()))
+	select {
+	case <-revoked:
+	case <-ctx.Done():
+		t.Fatal("revoke request not seen")
+	}
+	ep := testzk.Epoch(t, other)
+	require.NoError(t, ep.Delete(ctx, l.Path(), -1))
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("deletion not seen")
+	}
+	_ = m.Release(ctx)
+	assert.Equal(t, []conn.LockMetric{
+		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeGranted},
+		{Event: conn.LockRevokeRequest, Recipe: "mutex", Path: path},
+		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseNodeDeleted},
+	}, testzk.LockEvents(rec.Take()))
+}
