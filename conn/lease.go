@@ -484,6 +484,12 @@ func (l *Lease) closeLost(reason error) {
 	})
 }
 
+// isReleasing reports whether the recipe is deleting the lease's node:
+// for a local grant, its node's lease.
+func (l *Lease) isReleasing() bool {
+	return l.releasing.Load() || l.parent != nil && l.parent.releasing.Load()
+}
+
 // report tells the session's Metrics how the lease ended: a hold for a
 // release, a loss otherwise.
 func (l *Lease) report(reason error) {
@@ -492,7 +498,7 @@ func (l *Lease) report(reason error) {
 		return
 	}
 	ev := LockMetric{Event: LockLost, Recipe: l.recipe, Path: l.lockPath(), Cause: lostCause(reason)}
-	if ev.Cause == causeReleased || ev.Cause == CauseNodeDeleted && l.releasing.Load() {
+	if ev.Cause == causeReleased || ev.Cause == CauseNodeDeleted && l.isReleasing() {
 		ev = LockMetric{Event: LockHold, Recipe: l.recipe, Path: ev.Path, Duration: time.Since(l.granted)}
 	}
 	m.Lock(ev)
