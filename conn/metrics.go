@@ -106,11 +106,13 @@ const (
 type LockMetric struct {
 	Event LockEvent
 	// Recipe names the recipe: "mutex", "rwlock", "semaphoremutex",
-	// "semaphore" (a semaphoremutex's waits without local handoff, and
-	// the Semaphore's own), "leader", "exclusive".
+	// "semaphore", "leader", "exclusive". A semaphoremutex's holds and
+	// losses are its semaphore lease's: "semaphore". "semaphore-lock" is
+	// a semaphore's internal lock, held while a lease is taken: its holds
+	// are reported, its waits are part of the semaphore's.
 	Recipe string
-	// Path is the lock path as the recipe was given it (for a semaphore
-	// the lock directory under it).
+	// Path is the lock path as the recipe was given it (the internal
+	// lock's: <path>/locks).
 	Path string
 	// Outcome, for LockWait: one of the Outcome* constants.
 	Outcome string
