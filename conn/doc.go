@@ -192,8 +192,11 @@
 //
 // Paths are passed as they are; the adapters bound the label values they
 // make of them. Tests: TestMetricsWaitsAndHolds, TestMetricsLocalHandoff,
-// TestMetricsLostOnExpiry (package mutex), TestMetricsTerm (package
-// leader), and the adapters' own against a real ZooKeeper.
+// TestMetricsLostOnExpiry, TestMetricsRevokeAndDeleted (package mutex),
+// TestMetricsTerm (leader), TestMetricsHold (exclusive),
+// TestMetricsSemaphore and TestMetricsMutex (semaphoremutex), and the
+// adapters' own against a real ZooKeeper; BenchmarkMetrics (mutex)
+// compares no Metrics with one that does nothing.
 //
 // # Errors
 //
