@@ -160,6 +160,44 @@
 // the epoch's zk.Conn is closed when the epoch ends). Tests:
 // TestUnwatchRemovesServerWatch, TestUnwatchSharedAndReconnect.
 //
+// # Metrics
+//
+// WithMetrics gives the session a Metrics, to which it and the recipes on
+// it report what they do (default: none; every report point is then one
+// nil check). The library has no metrics dependency: the adapters are
+// modules of their own, github.com/zkrecipes/zkrecipes/metrics/prometheus
+// and github.com/zkrecipes/zkrecipes/metrics/otel, and docs/operations.md
+// lists what they export and what to alert on. Durations are
+// time.Duration; the adapters export seconds. The events:
+//
+//   - State: every state transition (Event); each Connected is a new
+//     epoch.
+//   - Request: each request attempt to ZooKeeper (the Op* names), with its
+//     latency and error.
+//   - Lock, LockWait: an Acquire or TryAcquire ended after Duration, with
+//     Outcome granted, not_granted, timeout, cancelled or error; one per
+//     call, reported once by the recipes' shared engine (a local waiter's
+//     wait included).
+//   - Lock, LockHold: a grant released by its recipe, held for Duration
+//     since the grant (a recipe's own delete seen by the lease's watch
+//     first is still a hold).
+//   - Lock, LockHandoff: a grant passed to a local waiter (in-process
+//     handoff).
+//   - Lock, LockLost: a lease lost, with Cause expiry, local_timer,
+//     node_deleted, suspended, closed or other; reported when the lease
+//     learns it (something waits on Lost or checks it), once.
+//   - Lock, LockRevokeRequest: a revoke request seen on a held node.
+//   - Leader: a term of leader.Election.Run began (Leading) or ended
+//     (with its Duration).
+//
+// Paths are passed as they are; the adapters bound the label values they
+// make of them. Tests: TestMetricsWaitsAndHolds, TestMetricsLocalHandoff,
+// TestMetricsLostOnExpiry, TestMetricsRevokeAndDeleted (package mutex),
+// TestMetricsTerm (leader), TestMetricsHold (exclusive),
+// TestMetricsSemaphore and TestMetricsMutex (semaphoremutex), and the
+// adapters' own against a real ZooKeeper; BenchmarkMetrics (mutex)
+// compares no Metrics with one that does nothing.
+//
 // # Errors
 //
 // Sentinels, compared with errors.Is: ErrClosed, ErrEpochEnded (with the

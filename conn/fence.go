@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 )
 
 // Fence is the fencing token of a grant (Lease.Fence): it grows strictly
@@ -68,7 +69,9 @@ func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 // localView is a local grant number pass on l's node (connhook.LocalLease):
 // a lease of its own over the same node, lost when released or when l is.
 func (l *Lease) localView(pass int64) *Lease {
-	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: l.revoked}
+	l.shared.Store(true)
+	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: l.revoked,
+		granted: time.Now(), recipe: l.recipe, lock: l.lock}
 	go v.watchParent()
 	return v
 }

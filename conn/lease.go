@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -47,6 +49,20 @@ type Lease struct {
 	parent *Lease
 	pass   int64
 
+	// granted is when the grant was made; recipe and lock name the
+	// recipe and its lock path (connhook.Label, before the lease is handed
+	// out; lock "" stands for the node's parent): what the hold and loss
+	// reported to Metrics carry.
+	granted time.Time
+	recipe  string
+	lock    string
+	// shared: local grants are made on this node (localView); they, not
+	// the node's lease, report holds and losses.
+	shared atomic.Bool
+	// releasing: the recipe is deleting the node (connhook.Releasing); its
+	// deletion seen meanwhile is the release, not a loss, for Metrics.
+	releasing atomic.Bool
+
 	// writes is held for reading by a local grant's guarded write from
 	// its check of Lost until its answer, and for writing by the recipe
 	// releasing the grant (holdWrites): a grant's write is never sent
@@ -72,7 +88,7 @@ type Lease struct {
 // and found it its own), 0 when not: the lease then learns it from its
 // first read of the node (see own).
 func (e *Epoch) newLease(path string, czxid int64) *Lease {
-	return &Lease{ep: e, path: path, czxid: czxid, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal()}
+	return &Lease{ep: e, path: path, czxid: czxid, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal(), granted: time.Now()}
 }
 
 // own checks that st, the answer of a read of the lease's path, is our
@@ -93,8 +109,8 @@ func (l *Lease) own(st *zk.Stat) error {
 	if ok {
 		return nil
 	}
-	err := fmt.Errorf("%w: node %s was deleted; the node there now (czxid 0x%x, owner 0x%x) is not ours",
-		ErrLeaseLost, l.path, st.Czxid, st.EphemeralOwner)
+	err := causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted; the node there now (czxid 0x%x, owner 0x%x) is not ours",
+		ErrLeaseLost, l.path, st.Czxid, st.EphemeralOwner))
 	l.closeLost(err)
 	return err
 }
@@ -257,7 +273,7 @@ func (l *Lease) watchNode(path string, guard bool) {
 		case err != nil && l.ep.ctx.Err() != nil:
 			return // watchEpoch reports it
 		case errors.Is(err, zk.ErrNoNode):
-			gone(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path))
+			gone(causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
 			return
 		case err != nil:
 			gone(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, path, err))
@@ -269,13 +285,18 @@ func (l *Lease) watchNode(path string, guard bool) {
 				return
 			}
 			if string(data) == revokeMessage {
-				l.revokedOnce.Do(func() { close(l.revoked) })
+				l.revokedOnce.Do(func() {
+					close(l.revoked)
+					if m := l.ep.s.cfg.metrics; m != nil {
+						m.Lock(LockMetric{Event: LockRevokeRequest, Recipe: l.recipe, Path: l.lockPath()})
+					}
+				})
 			}
 		}
 		select {
 		case ev := <-ch:
 			if ev.Type == zk.EventNodeDeleted {
-				gone(fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path))
+				gone(causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
 				return
 			}
 			// Data changed (a revoke request, or our own release's mark),
@@ -325,7 +346,7 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	if !ok {
-		err := fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path)
+		err := causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
 		l.closeLost(err)
 		return 0, err
 	}
@@ -380,7 +401,7 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 			continue
 		case oe != nil && oe.Index == 0:
 			// Our check failed: the node is gone (its version is not checked).
-			lost := fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, check.Path)
+			lost := causeErr(CauseNodeDeleted, fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, check.Path))
 			l.closeLost(lost)
 			return nil, lost
 		case oe != nil:
@@ -450,7 +471,7 @@ func (l *Lease) revokeSeen() bool {
 // internal/connhook) when they delete the node. Lost is closed (Err says
 // released).
 func (l *Lease) released() {
-	l.closeLost(fmt.Errorf("%w: released", ErrLeaseLost))
+	l.closeLost(causeErr(causeReleased, fmt.Errorf("%w: released", ErrLeaseLost)))
 }
 
 func (l *Lease) closeLost(reason error) {
@@ -459,5 +480,26 @@ func (l *Lease) closeLost(reason error) {
 		l.reason = reason
 		l.mu.Unlock()
 		close(l.lost)
+		l.report(reason)
 	})
+}
+
+// isReleasing reports whether the recipe is deleting the lease's node:
+// for a local grant, its node's lease.
+func (l *Lease) isReleasing() bool {
+	return l.releasing.Load() || l.parent != nil && l.parent.releasing.Load()
+}
+
+// report tells the session's Metrics how the lease ended: a hold for a
+// release, a loss otherwise.
+func (l *Lease) report(reason error) {
+	m := l.ep.s.cfg.metrics
+	if m == nil || l.shared.Load() {
+		return
+	}
+	ev := LockMetric{Event: LockLost, Recipe: l.recipe, Path: l.lockPath(), Cause: lostCause(reason)}
+	if ev.Cause == causeReleased || ev.Cause == CauseNodeDeleted && l.isReleasing() {
+		ev = LockMetric{Event: LockHold, Recipe: l.recipe, Path: ev.Path, Duration: time.Since(l.granted)}
+	}
+	m.Lock(ev)
 }

@@ -220,7 +220,15 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 			return zero, fmt.Errorf("conn: %s %s: %w", op, full, err)
 		}
 		e.s.stats.count(op)
+		var sent time.Time
+		m := e.s.cfg.metrics
+		if m != nil {
+			sent = time.Now()
+		}
 		v, err := await(ctx, e, func() (T, error) { return f(e.zc, full) })
+		if m != nil {
+			m.Request(RequestMetric{Op: op, Duration: time.Since(sent), Err: err})
+		}
 		if err == nil {
 			return v, nil
 		}

@@ -24,6 +24,7 @@ type config struct {
 	acl             []zk.ACL
 	suspendedAsLost bool
 	quorumTimer     bool
+	metrics         Metrics       // nil: none (WithMetrics)
 	closeWait       time.Duration // how long closing a zk.Conn waits for go-zookeeper's goroutines
 }
 

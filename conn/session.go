@@ -27,6 +27,14 @@ func init() {
 	connhook.LocalLease = func(l any, pass int64) any { return l.(*Lease).localView(pass) }
 	connhook.Closing = func(s any) <-chan struct{} { return s.(*Session).closing }
 	connhook.HoldWrites = func(l any) func() { return l.(*Lease).holdWrites() }
+	connhook.Releasing = func(l any, on bool) { l.(*Lease).releasing.Store(on) }
+	connhook.Label = func(l any, recipe, lock string) { l.(*Lease).recipe, l.(*Lease).lock = recipe, lock }
+	connhook.Metrics = func(s any) any {
+		if m := s.(*Session).cfg.metrics; m != nil {
+			return m
+		}
+		return nil
+	}
 	connhook.RevokeSeen = func(l any) bool { return l.(*Lease).revokeSeen() }
 	connhook.GetACL = func(ctx context.Context, ep any, path string) ([]zk.ACL, *zk.Stat, error) {
 		return ep.(*Epoch).getACL(ctx, path)
@@ -622,6 +630,9 @@ func (s *Session) transition(st State, ep *Epoch, cause error) {
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
+	if m := s.cfg.metrics; m != nil {
+		m.State(ev)
+	}
 	for sub := range s.subs {
 		sub.push(ev, st == Closed)
 	}

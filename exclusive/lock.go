@@ -192,6 +192,7 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 		return nil, l.ctxErr("acquire", ctx)
 	}
 	g := &grant{ep: ep, lease: connhook.NewLeaseAt(ep, l.node, st.Czxid).(*conn.Lease), id: id}
+	connhook.Label(g.lease, "exclusive", l.path)
 	l.mu.Lock()
 	stale := l.held
 	l.held = g

@@ -42,6 +42,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		l.log.Debug("released; the node went with its session", zap.Error(g.ep.Err()))
 		return nil
 	}
+	connhook.Releasing(g.lease, true)
 	err := l.deleteIfOurs(ctx, g.ep, g.id)
 	switch {
 	case err == nil:
@@ -56,6 +57,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		go l.deleteInBackground(g)
 		return fmt.Errorf("exclusive: release %s: %w: %w", l.path, lock.ErrReleasePending, err)
 	}
+	connhook.Releasing(g.lease, false)
 	l.mu.Lock()
 	l.held = g // still ours: nobody else could have taken it meanwhile
 	l.mu.Unlock()

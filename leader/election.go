@@ -63,6 +63,7 @@ func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error)
 	// one-shot watch with a data change it ignores.
 	q, err := queue.New(sess, path, queue.Config{
 		Schema: schema,
+		Recipe: "leader",
 		Decide: queue.First,
 		Data:   []byte(id),
 	})

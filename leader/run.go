@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
@@ -89,6 +90,11 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 
 // term runs fn under lease l and resigns.
 func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.Context) error) error {
+	if m := queue.Metrics(e.sess); m != nil {
+		start := time.Now()
+		m.Leader(conn.LeaderMetric{Path: e.Path(), Leading: true})
+		defer func() { m.Leader(conn.LeaderMetric{Path: e.Path(), Duration: time.Since(start)}) }()
+	}
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, l))
 	defer cancel(nil)
 	stop := make(chan struct{})

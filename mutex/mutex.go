@@ -62,6 +62,7 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 	}
 	q, err := queue.New(sess, path, queue.Config{
 		Schema:      queue.ProtectedSchema{Name: "lock"},
+		Recipe:      "mutex",
 		Decide:      queue.First,
 		Relist:      cfg.relist,
 		MarkRelease: true,

@@ -110,6 +110,7 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 		var err error
 		*q.q, err = queue.New(sess, path, queue.Config{
 			Schema:      queue.HostKindSchema{Host: host, Kind: q.kind},
+			Recipe:      "rwlock",
 			Decide:      q.decide,
 			MarkRelease: q.kind == "W",
 			Revocable:   cfg.revocable,

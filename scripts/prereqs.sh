@@ -132,7 +132,7 @@ local_zookeeper() {
   fi
 }
 
-command -v go >/dev/null 2>&1 || fail "go: not found; install Go 1.22 or newer (https://go.dev/doc/install)"
+command -v go >/dev/null 2>&1 || fail "go: not found; install Go 1.26 or newer (1.22 for the library alone) (https://go.dev/doc/install)"
 say "go: $(go env GOVERSION) present"
 
 if [[ $mode == demo ]]; then

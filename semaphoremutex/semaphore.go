@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connhook"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -122,6 +123,7 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 	}
 	lock, err := queue.New(sess, conn.JoinPath(path, locksDir), queue.Config{
 		Schema:      lockSchema,
+		Recipe:      "semaphore-lock",
 		Decide:      queue.First,
 		MarkRelease: true,
 		Tag:         tag,
@@ -231,7 +233,12 @@ func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 // acquire takes the internal lock, then a lease under it; the internal lock
 // is released whatever happened. With wait false it takes neither if
 // either is taken (nil lease, nil error).
-func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
+func (s *Semaphore) acquire(ctx context.Context, wait bool) (lease *conn.Lease, err error) {
+	if m := queue.Metrics(s.lock.Session()); m != nil {
+		start := queue.WaitStart(ctx, m)
+		defer func() { queue.WaitDone(m, "semaphore", s.path, start, lease != nil, err) }()
+		ctx = queue.Unmetered(ctx) // the internal lock's wait is part of ours
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, queue.CtxErr(ctx))
@@ -254,6 +261,9 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 		case err != nil:
 			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
 		case l != nil:
+			// The lease may be the internal lock's node (one lease):
+			// its hold is the semaphore's.
+			connhook.Label(l, "semaphore", s.path)
 			s.mu.Lock()
 			s.held[l] = struct{}{}
 			s.mu.Unlock()

@@ -340,6 +340,9 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 		c.holder = connhook.LocalLease(c.node, int64(c.passes)).(*conn.Lease)
 		w.ch <- wake{lease: c.holder}
 		c.mu.Unlock()
+		if m := queue.Metrics(h.sess); m != nil {
+			m.Lock(conn.LockMetric{Event: conn.LockHandoff, Recipe: recipeOf(h.key.Kind), Path: h.key.Path})
+		}
 		return nil
 	}
 	c.st = releasing

@@ -2,8 +2,10 @@ package cohort
 
 import (
 	"context"
+	"strings"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
 // Contender is how a recipe handle gets its grants: through the cohort of
@@ -13,27 +15,45 @@ import (
 type Contender struct {
 	co     *Handle // nil without local handoff
 	remote Remote
+	sess   *conn.Session
+	recipe string // kind up to its first "/", for Metrics
+	path   string
 }
 
 // NewContender returns the contender of a recipe handle on sess: through
 // the cohort of Key{kind, path, *bound} (New checks bound) when bound is
 // not nil, else remote's own acquire and release.
 func NewContender(sess *conn.Session, kind, path string, bound *Bound, remote Remote) (Contender, error) {
+	c := Contender{remote: remote, sess: sess, recipe: recipeOf(kind), path: path}
 	if bound == nil {
-		return Contender{remote: remote}, nil
+		return c, nil
 	}
 	h, err := New(sess, Key{Kind: kind, Path: path, Bound: *bound}, remote)
 	if err != nil {
 		return Contender{}, err
 	}
-	return Contender{co: h, remote: remote}, nil
+	c.co = h
+	return c, nil
 }
 
 // Shared reports whether grants go through a cohort (local handoff).
 func (c Contender) Shared() bool { return c.co != nil }
 
-// Acquire returns a grant (Handle.Acquire, or Remote.Acquire).
-func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
+// recipeOf is the recipe's name in a cohort kind ("mutex/revocable":
+// "mutex").
+func recipeOf(kind string) string {
+	name, _, _ := strings.Cut(kind, "/")
+	return name
+}
+
+// Acquire returns a grant (Handle.Acquire, or Remote.Acquire). It reports
+// the whole wait, a local one included, once to the session's Metrics.
+func (c Contender) Acquire(ctx context.Context) (l *conn.Lease, err error) {
+	if m := queue.Metrics(c.sess); m != nil {
+		start := queue.WaitStart(ctx, m)
+		defer func() { queue.WaitDone(m, c.recipe, c.path, start, l != nil, err) }()
+		ctx = queue.Unmetered(ctx)
+	}
 	if c.co != nil {
 		return c.co.Acquire(ctx)
 	}
@@ -41,8 +61,13 @@ func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
 }
 
 // TryAcquire returns a grant if one is free now (Handle.TryAcquire, or
-// Remote.TryAcquire).
-func (c Contender) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+// Remote.TryAcquire), reporting the wait as Acquire does.
+func (c Contender) TryAcquire(ctx context.Context) (l *conn.Lease, ok bool, err error) {
+	if m := queue.Metrics(c.sess); m != nil {
+		start := queue.WaitStart(ctx, m)
+		defer func() { queue.WaitDone(m, c.recipe, c.path, start, ok, err) }()
+		ctx = queue.Unmetered(ctx)
+	}
 	if c.co != nil {
 		return c.co.TryAcquire(ctx)
 	}

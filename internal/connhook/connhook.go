@@ -109,3 +109,19 @@ var Guard func(l any, node string, zxid, pass int64)
 // checks are on that node, and node's deletion is no loss. Called before
 // the recipe deletes node.
 var Unguard func(l any)
+
+// Label names the recipe and the lock path of a *conn.Lease just granted,
+// before it is handed out: what its hold and loss are reported under
+// (conn.Metrics; without it, recipe "" and the node's parent). Local grants
+// (LocalLease) take their node's.
+var Label func(l any, recipe, lock string)
+
+// Metrics returns the conn.Metrics of a *conn.Session (conn.WithMetrics),
+// or nil without one.
+var Metrics func(sess any) any
+
+// Releasing(l, true) tells a *conn.Lease that its recipe is about to
+// delete its node: the deletion, if the lease sees it before Released, is
+// reported to conn.Metrics as the end of the hold, not as a loss.
+// Releasing(l, false) takes it back, for a delete the server refused.
+var Releasing func(l any, on bool)

@@ -337,6 +337,7 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	p := conn.JoinPath(a.q.path, a.node)
 	a.q.log.Debug("acquired", zap.String("node", a.node))
 	g := Grant{Lease: connhook.NewLease(a.ep, p).(*conn.Lease)}
+	connhook.Label(g.Lease, a.q.cfg.Recipe, a.q.path)
 	if a.from != nil {
 		g.HandedOver, g.From = true, *a.from
 	}

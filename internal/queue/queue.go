@@ -57,6 +57,9 @@ type Config struct {
 	// writes theirs. The schema must then carry the acquire id in the name
 	// (ProtectedSchema does), and Tag is not written. Default nil.
 	Data []byte
+	// Recipe names the recipe in what the queue reports to the session's
+	// conn.Metrics (waits; its grants' holds and losses). Default "".
+	Recipe string
 }
 
 // dataProbe is an acquire id New looks for in a schema's prefix.
@@ -164,7 +167,11 @@ func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 
 // AcquireGrant is Acquire (wait true) or TryAcquire (wait false, a zero
 // Grant when not granted at once) that also says how the node was granted.
-func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (Grant, error) {
+func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (g Grant, err error) {
+	if m := Metrics(q.sess); m != nil {
+		start := WaitStart(ctx, m)
+		defer func() { WaitDone(m, q.cfg.Recipe, q.path, start, g.Lease != nil, err) }()
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return Grant{}, CtxErr(ctx)

@@ -39,6 +39,7 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 	if l == nil {
 		return errors.New("queue: release: nil lease")
 	}
+	connhook.Releasing(l, true)
 	var err error
 	if mark {
 		err = q.handOver(ctx, l.Epoch(), l.Path())
@@ -46,6 +47,7 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 		err = q.deleteNode(ctx, l.Epoch(), l.Path())
 	}
 	if err != nil && !errors.Is(err, ErrReleasePending) {
+		connhook.Releasing(l, false)
 		return err
 	}
 	connhook.Released(l)

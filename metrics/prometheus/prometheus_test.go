@@ -1,0 +1,140 @@
+package prometheus_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	zkprom "github.com/zkrecipes/zkrecipes/metrics/prometheus"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+func TestMain(m *testing.M) { testzk.Main(m) }
+
+// scrape reads the registry's exposition over HTTP, as Prometheus does,
+// and parses it.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	return fams
+}
+
+// find returns the metric of family name whose labels include want, nil if
+// none.
+func find(fams map[string]*dto.MetricFamily, name string, want map[string]string) *dto.Metric {
+	f := fams[name]
+	if f == nil {
+		return nil
+	}
+next:
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		return m
+	}
+	return nil
+}
+
+// A mutex acquired and released, then its holder's session expired, as a
+// Prometheus server scraping the service sees it: a granted wait, a hold,
+// requests, a lease lost with cause expiry and a second epoch.
+func TestExposition(t *testing.T) {
+	c := testzk.Shared(t)
+	reg := prom.NewRegistry()
+	m, err := zkprom.New(reg, zkprom.WithPathLabel(zkprom.PathAsIs))
+	require.NoError(t, err)
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(m))
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	mu, err := mutex.New(s, path)
+	require.NoError(t, err)
+
+	_, err = mu.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, mu.Release(ctx))
+	l, err := mu.Acquire(ctx)
+	require.NoError(t, err)
+	lost := l.Lost()
+	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], l.Epoch()))
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("lease not lost")
+	}
+	_, err = s.Epoch(ctx)
+	require.NoError(t, err)
+	_ = mu.Release(ctx)
+
+	var fams map[string]*dto.MetricFamily
+	testzk.Eventually(t, 10*time.Second, func() bool {
+		fams = scrape(t, srv.URL)
+		e := find(fams, "zkrecipes_session_epochs_total", nil)
+		return e != nil && e.GetCounter().GetValue() == 2
+	}, "no second epoch in the exposition")
+
+	wait := find(fams, "zkrecipes_lock_wait_duration_seconds", map[string]string{"recipe": "mutex", "path": path, "outcome": "granted"})
+	require.NotNil(t, wait, "no wait series")
+	assert.Equal(t, dto.MetricType_HISTOGRAM, fams["zkrecipes_lock_wait_duration_seconds"].GetType())
+	assert.EqualValues(t, 2, wait.GetHistogram().GetSampleCount())
+	hold := find(fams, "zkrecipes_lock_hold_duration_seconds", map[string]string{"recipe": "mutex", "path": path})
+	require.NotNil(t, hold, "no hold series")
+	assert.EqualValues(t, 1, hold.GetHistogram().GetSampleCount())
+	assert.Positive(t, hold.GetHistogram().GetSampleSum())
+	lostM := find(fams, "zkrecipes_lock_lost_total", map[string]string{"recipe": "mutex", "path": path, "cause": "expiry"})
+	require.NotNil(t, lostM, "no lost series with cause expiry")
+	assert.EqualValues(t, 1, lostM.GetCounter().GetValue())
+	lostN := find(fams, "zkrecipes_session_transitions_total", map[string]string{"state": "Lost"})
+	require.NotNil(t, lostN)
+	assert.EqualValues(t, 1, lostN.GetCounter().GetValue())
+	create := find(fams, "zkrecipes_request_duration_seconds", map[string]string{"op": "create", "outcome": "ok"})
+	require.NotNil(t, create, "no create requests")
+	assert.GreaterOrEqual(t, create.GetHistogram().GetSampleCount(), uint64(2))
+}
+
+// The default path label is "" for every lock: two lock paths make one
+// series.
+func TestDefaultPathLabelBounded(t *testing.T) {
+	reg := prom.NewRegistry()
+	m, err := zkprom.New(reg)
+	require.NoError(t, err)
+	for _, p := range []string{"/orders/1", "/orders/2"} {
+		m.Lock(conn.LockMetric{Event: conn.LockWait, Recipe: "mutex", Path: p, Outcome: conn.OutcomeGranted, Duration: time.Millisecond})
+	}
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range fams {
+		if f.GetName() == "zkrecipes_lock_wait_duration_seconds" {
+			require.Len(t, f.GetMetric(), 1)
+			assert.EqualValues(t, 2, f.GetMetric()[0].GetHistogram().GetSampleCount())
+			return
+		}
+	}
+	t.Fatal("no wait histogram")
+}

@@ -1,0 +1,169 @@
+package mutex_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// Each event of a mutex reaches the session's Metrics once, with its
+// outcome: a granted wait and a hold; a TryAcquire refused; a wait that
+// times out and one cancelled; the session's first epoch and its
+// requests.
+func TestMetricsWaitsAndHolds(t *testing.T) {
+	c := testzk.Shared(t)
+	rec := &testzk.Recorder{}
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	other := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	assert.Equal(t, 1, rec.Connected())
+
+	m := newMutex(t, s, path)
+	_, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.Release(ctx))
+	got := rec.Take()
+	assert.Equal(t, []conn.LockMetric{
+		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeGranted},
+		{Event: conn.LockHold, Recipe: "mutex", Path: path},
+	}, testzk.LockEvents(got))
+	for _, e := range got {
+		assert.Positive(t, e.Duration, "%v", e)
+	}
+	assert.Positive(t, rec.Requests(conn.OpCreate))
+
+	held := newMutex(t, other, path)
+	_, err = held.Acquire(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, held.Release(ctx)) }()
+
+	_, ok, err := m.TryAcquire(ctx)
+	require.NoError(t, err)
+	require.False(t, ok)
+	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err = m.Acquire(tctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err = m.Acquire(cctx)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []conn.LockMetric{
+		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeNotGranted},
+		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeTimeout},
+		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeCancelled},
+	}, testzk.LockEvents(rec.Take()))
+}
+
+// A local handoff is reported once, with one wait per Acquire (the local
+// waiter's included, not twice) and one hold per grant; a local waiter
+// that gives up reports a cancelled wait.
+func TestMetricsLocalHandoff(t *testing.T) {
+	c := testzk.Shared(t)
+	rec := &testzk.Recorder{}
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	m, err := mutex.New(s, path, mutex.WithLocalHandoff(10, 0))
+	require.NoError(t, err)
+	_, _, release := holdAndQueue(ctx, t, m)
+	require.NoError(t, release())
+	wait := conn.LockMetric{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeGranted}
+	hold := conn.LockMetric{Event: conn.LockHold, Recipe: "mutex", Path: path}
+	got := testzk.LockEvents(rec.Take())
+	// The order of the two goroutines' reports is theirs: compare as sets.
+	assert.ElementsMatch(t, []conn.LockMetric{
+		wait, wait, hold, hold,
+		{Event: conn.LockHandoff, Recipe: "mutex", Path: path},
+	}, got)
+
+	_, err = m.Acquire(ctx)
+	require.NoError(t, err)
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.Acquire(cctx)
+		errc <- err
+	}()
+	testzk.Eventually(t, 10*time.Second, func() bool { return mutex.LocalWaiters(m) == 1 }, "goroutine 2 does not queue")
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	require.NoError(t, m.Release(ctx))
+	assert.ElementsMatch(t, []conn.LockMetric{
+		wait, hold,
+		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeCancelled},
+	}, testzk.LockEvents(rec.Take()))
+}
+
+// A holder's session expired by the server: its lease is reported lost
+// with cause expiry (once it is watched), and a second epoch begins.
+func TestMetricsLostOnExpiry(t *testing.T) {
+	c := testzk.Shared(t)
+	rec := &testzk.Recorder{}
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	m := newMutex(t, s, path)
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	lost := l.Lost()
+	rec.Take()
+	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], l.Epoch()))
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("lease not lost")
+	}
+	assert.Equal(t, []conn.LockMetric{
+		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseExpiry},
+	}, testzk.LockEvents(rec.Take()))
+	_, err = s.Epoch(ctx)
+	require.NoError(t, err)
+	testzk.Eventually(t, 10*time.Second, func() bool { return rec.Connected() == 2 }, "no second epoch reported")
+	_ = m.Release(ctx) // its error is the recipe's business; a lost lease's release is no hold
+	assert.Empty(t, rec.Take())
+}
+
+// A revoke request on a held node and a third party's deletion of it are
+// reported once each: a revoke request, then a loss with cause
+// node_deleted; the recipe's release after it is no hold.
+func TestMetricsRevokeAndDeleted(t *testing.T) {
+	c := testzk.Shared(t)
+	rec := &testzk.Recorder{}
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	other := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	m := newMutex(t, s, path, mutex.WithRevocable())
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	revoked, lost := l.Revoked(), l.Lost()
+	require.NoError(t, newMutex(t, other, path, mutex.WithRevocable()).Revoke(ctx, l.Path()))
+	select {
+	case <-revoked:
+	case <-ctx.Done():
+		t.Fatal("revoke request not seen")
+	}
+	ep := testzk.Epoch(t, other)
+	require.NoError(t, ep.Delete(ctx, l.Path(), -1))
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("deletion not seen")
+	}
+	_ = m.Release(ctx)
+	assert.Equal(t, []conn.LockMetric{
+		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeGranted},
+		{Event: conn.LockRevokeRequest, Recipe: "mutex", Path: path},
+		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseNodeDeleted},
+	}, testzk.LockEvents(rec.Take()))
+}
