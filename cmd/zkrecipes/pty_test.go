@@ -150,7 +150,7 @@ func TestWatchInTerminal(t *testing.T) {
 	term.waitScreen("the session suspended", `session SUSPENDED`, `session 0x[0-9a-f]+ suspended`)
 	c3 := contend(t, locks[2])
 	waitNodes(t, ss[0], lockPath, 2)
-	term.waitScreen("the session lost", `session LOST`, `session 0x[0-9a-f]+ lost \(.*session timeout`)
+	term.waitScreen("the session lost", `session LOST`, `session 0x[0-9a-f]+ lost \(.*(session timeout|timed out)`)
 	proxy.Heal()
 	term.waitScreen("the view rebuilt on a new session", `session connected`, `new session 0x[0-9a-f]+: view rebuilt`,
 		line("holds", sid[1]), line("waits", sid[2]))
