@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connhook"
 )
 
@@ -28,7 +29,7 @@ type sealed struct {
 
 // readSeal starts reading node p's ACL in ep, bounded by ctx; end must be
 // called when the caller no longer needs the answer.
-func readSeal(ctx context.Context, ep any, p string) *sealRead {
+func readSeal(ctx context.Context, ep *conn.Epoch, p string) *sealRead {
 	ctx, stop := context.WithCancel(ctx)
 	r := &sealRead{res: make(chan sealed, 1), stop: stop}
 	go func() {
