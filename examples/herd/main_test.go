@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -86,26 +85,5 @@ func TestReproduce(t *testing.T) {
 	want = `go run ./examples/herd -n 5,10 -hold 20ms -out 'my chart.svg' -servers zk1:2181,zk2:2181`
 	if got := reproduce(cfg); got != want {
 		t.Errorf("reproduce = %s\nwant        %s", got, want)
-	}
-}
-
-func TestRoundTicks(t *testing.T) {
-	for _, tc := range []struct {
-		lo, hi float64
-		want   string
-	}{
-		{0, 270.8, "0 50 100 150 200 250"},
-		{0, 30, "0 5 10 15 20 25 30"},
-		{0, 6.3, "0 1 2 3 4 5 6"},
-		{0, 0.9, "0.0 0.2 0.4 0.6 0.8"},
-		{5, 5, ""},
-	} {
-		var got []string
-		for _, tk := range roundTicks(tc.lo, tc.hi) {
-			got = append(got, tk.Label)
-		}
-		if s := strings.Join(got, " "); s != tc.want {
-			t.Errorf("roundTicks(%v, %v) = %q, want %q", tc.lo, tc.hi, s, tc.want)
-		}
 	}
 }
