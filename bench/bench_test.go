@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -150,6 +151,39 @@ func TestScaleProgram(t *testing.T) {
 		require.NotNil(t, m, "line %q", l)
 		require.Equal(t, []string{recipes[i/2], []string{"3", "5"}[i%2]}, m[1:3], "line %q", l)
 	}
+}
+
+// curatorScaleLine is the line of bench/scale's curator step.
+var curatorScaleLine = regexp.MustCompile(`^curator scale recipe=mutex n=(\d+) queue_s=[\d.]+ rss_per_waiter_b=-?\d+ threads_per_waiter=-?[\d.]+ drain_per_s=[\d.]+ server_bytes_per_waiter=\d+ server_packets_per_waiter=-?[\d.]+ rss_b=\d+ hwm_b=\d+ queued=(\d+) drained=(\d+) stopped=(none|queueing|draining) secs=[\d.]+$`)
+
+// TestScaleProgramCurator runs bench/scale's curator step with two small
+// N, which Curator queues and drains within the cap (every thread
+// acquired once), and with a cap it cannot meet: the JVM is killed while
+// its threads queue, and the line says so and how far they got.
+func TestScaleProgramCurator(t *testing.T) {
+	cp := testzk.CompileCurator(t, "peers/curator/CuratorScale.java")
+	scale := goBuild(t, t.TempDir(), "./scale")
+	servers := strings.Join(zktest.New(t).Servers(), ",")
+	lines := output(t, exec.Command(scale, "-servers", servers, "-n", "3,5", "-recipes", "curator", "-curator-cp", cp))
+	require.Len(t, lines, 2)
+	for i, l := range lines {
+		m := curatorScaleLine.FindStringSubmatch(l)
+		require.NotNil(t, m, "line %q", l)
+		n := []string{"3", "5"}[i]
+		require.Equal(t, []string{n, n, n, "none"}, m[1:], "line %q", l)
+	}
+
+	// 1,000 lock nodes cannot be created within 1 ms; the first look at
+	// the queue after the cap stops it.
+	lines = output(t, exec.Command(scale, "-servers", servers, "-n", "1000", "-recipes", "curator", "-curator-cp", cp, "-curator-cap", "1ms"))
+	require.Len(t, lines, 1)
+	m := curatorScaleLine.FindStringSubmatch(lines[0])
+	require.NotNil(t, m, "line %q", lines[0])
+	require.Equal(t, "queueing", m[4], "line %q", lines[0])
+	queued, err := strconv.Atoi(m[2])
+	require.NoError(t, err)
+	require.Less(t, queued, 1000, "line %q", lines[0])
+	require.Equal(t, "0", m[3], "nothing drained: %q", lines[0])
 }
 
 // TestSummarize feeds summarize.py two rounds with known figures and checks

@@ -1,15 +1,17 @@
-# Sourced by the benchmark scripts (bench-peers.sh, bench-traffic.sh), from
-# the repository's root, with $ensemble set to 0 (one standalone server) or
-# 1 (a three-node ensemble). It
+# Sourced by the benchmark scripts (bench-peers.sh, bench-traffic.sh,
+# bench-scale.sh), from the repository's root, with $ensemble set to 0 (one
+# standalone server) or 1 (a three-node ensemble). It
 #  - installs what is missing from Debian's packages, and says so: zookeeper,
 #    libcurator-recipes-java, python3-kazoo, default-jdk-headless (javac);
 #  - builds into a temporary directory the peer benchmarks of bench/peers
-#    (Curator: javac against /usr/share/java; go-zookeeper: go build; kazoo
-#    runs as it is), bench/limit and examples/bench;
+#    (Curator's CuratorBench and CuratorScale: javac against /usr/share/java,
+#    onto $classpath; go-zookeeper: go build; kazoo runs as it is),
+#    bench/limit, bench/scale and examples/bench;
 #  - starts ZooKeeper on random free ports (scripts/zk-standalone.sh or
 #    scripts/zk-ensemble.sh), killed with the build directory when the
 #    script exits.
-# It sets servers and scenario and defines run_lib, run_limit and packets.
+# It sets build, classpath, servers and scenario and defines run_lib,
+# run_limit and packets.
 
 # The Debian packages the peers need, and the jars Curator runs with (as
 # internal/testzk's CompileCurator).
@@ -35,9 +37,10 @@ trap 'kill -9 $zk_pids 2>/dev/null || true; rm -rf "$build"' EXIT
 echo "building the benchmarks in $build" >&2
 classpath=$(for j in $bench_jars; do printf '/usr/share/java/%s.jar:' "$j"; done)$build/curator
 mkdir -p "$build/curator"
-javac -nowarn -cp "$classpath" -d "$build/curator" bench/peers/curator/CuratorBench.java >&2
+javac -nowarn -cp "$classpath" -d "$build/curator" bench/peers/curator/*.java >&2
 go build -o "$build/gozk" ./bench/peers/gozk
 go build -o "$build/limit" ./bench/limit
+go build -o "$build/scale" ./bench/scale
 go build -o "$build/zkbench" ./examples/bench
 
 # free PORT COUNT: true when nothing answers on 127.0.0.1:PORT..PORT+COUNT-1.

@@ -3,7 +3,7 @@
 // that another session holds, and one session holding N distinct locks.
 // scripts/bench-scale.sh runs it on a fresh standalone ZooKeeper:
 //
-//	go run ./bench/scale -servers HOST:PORT [-n 100,1000,10000] [-recipes mutex,read,...]
+//	go run ./bench/scale -servers HOST:PORT [-n 100,1000,10000] [-recipes mutex,read,...] [-curator-cp CP [-curator-cap 3m]]
 //
 // For each recipe and N it prints one line on stdout:
 //
@@ -31,6 +31,29 @@
 // semmutex (semaphoremutex.Mutex), semaphore (one lease), leader
 // (Campaign), multilock (two mutexes, the first held), held. Default
 // options everywhere.
+//
+// Recipe curator is Apache Curator's InterProcessMutex beside the mutex
+// step: N threads of one JVM sharing one CuratorFramework (one session)
+// and one InterProcessMutex (bench/peers/curator/CuratorScale.java,
+// compiled onto the class path -curator-cp), queued on the lock a zkrecipes
+// mutex of another session holds. Its line has the fields of the others
+// that apply to a JVM seen from outside, and more:
+//
+//	curator scale recipe=mutex n=N queue_s=S rss_per_waiter_b=R threads_per_waiter=T drain_per_s=D server_bytes_per_waiter=B server_packets_per_waiter=P rss_b=X hwm_b=Y queued=Q drained=A stopped=none|queueing|draining secs=E
+//
+// queue_s is the time from the JVM's start of its threads until N lock
+// nodes exist (the path's node count, polled every 10 ms). rss_per_waiter_b
+// and threads_per_waiter are the growth of the JVM's VmRSS and Threads
+// (/proc/PID/status) over that time, divided by N; no collection runs
+// before the reading, so the RSS counts the garbage the JVM has not
+// collected yet, as a container's memory limit does. rss_b is that VmRSS,
+// hwm_b the VmHWM at the end. The server's bytes and packets are per lock
+// node queued. At -curator-cap after the start the JVM is killed: stopped
+// says in which phase, secs when (otherwise the time to the last release),
+// queued how many nodes were queued and drained how many acquisitions were
+// done; queue_s is then the time until the stop when it stopped queueing,
+// and drain_per_s the rate of the acquisitions done when it stopped
+// draining.
 package main
 
 import (
@@ -65,10 +88,15 @@ func main() {
 	ns := flag.String("n", "100,1000,10000", "numbers of waiters")
 	recipes := flag.String("recipes", "mutex,read,write,semmutex,semaphore,leader,multilock,held", "what to measure")
 	timeout := flag.Duration("timeout", 10*time.Minute, "bound of each step")
+	curatorCP := flag.String("curator-cp", "", "class path of Curator's jars and CuratorScale (recipe curator)")
+	curatorCap := flag.Duration("curator-cap", 3*time.Minute, "time after which the curator step's JVM is killed")
 	flag.StringVar(&heapProfile, "heapprofile", "", "write a heap profile of each step's waiters to this file (overwritten by each step)")
 	flag.Parse()
 	if *servers == "" {
 		log.Fatal("scale: -servers is required")
+	}
+	if strings.Contains(","+*recipes+",", ",curator,") && *curatorCP == "" {
+		log.Fatal("scale: recipe curator needs -curator-cp")
 	}
 	var steps []int
 	for _, f := range strings.Split(*ns, ",") {
@@ -82,7 +110,13 @@ func main() {
 	failed := false
 	for _, r := range strings.Split(*recipes, ",") {
 		for _, n := range steps {
-			line, err := step(strings.Split(*servers, ","), r, n, *timeout)
+			var line string
+			var err error
+			if r == "curator" {
+				line, err = curator(strings.Split(*servers, ","), n, *curatorCP, *curatorCap, *timeout)
+			} else {
+				line, err = step(strings.Split(*servers, ","), r, n, *timeout)
+			}
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "scale: %s n=%d: %v\n", r, n, err)
 				failed = true
