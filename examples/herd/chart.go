@@ -57,13 +57,13 @@ func drawChart(path string, subjects []subject, all []figures, hold time.Duratio
 		last := xys[len(xys)-1]
 		ends = append(ends, chart.End{I: i, Text: fmt.Sprintf("%s %.1f", s.name, last.Y), At: last})
 	}
+	p.Y.Max *= 1.08 // room for the labels above the last points
+	p.X.Max *= 1.02 // and for the last points
 	if err := chart.EndLabels(p, ends); err != nil {
 		return err
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs, p.Legend.YOffs = vg.Points(10), vg.Points(-10)
-	p.Y.Max *= 1.08 // room for the labels above the last points
 	p.Y.Tick.Marker = plot.TickerFunc(chart.RoundTicks)
-	p.X.Max *= 1.02 // and for the last points
 	return chart.Save(path, 8*vg.Inch, 5*vg.Inch, "", p)
 }

@@ -29,14 +29,14 @@ func draw(path string, r run) error {
 	mem.Y.Tick.Marker = decades(bytesLabel)
 	queue.Y.Tick.Marker = decades(secondsLabel)
 
-	// A point of a Curator run stopped at its cap is marked *, and the
-	// note under the x axis says where it stopped; its time to queue is a
-	// lower bound when it stopped queueing.
+	// A Curator point stopped at the cap while its threads queued is
+	// marked *: its memory is that of the nodes queued by then, and its
+	// time a lower bound (≥). The caption says where each stop was.
 	star := func(p point) string {
-		if p.stopped == "" {
-			return ""
+		if p.stopped == "queueing" {
+			return "*"
 		}
-		return "*"
+		return ""
 	}
 	atLeast := func(p point) string {
 		if p.stopped == "queueing" {
@@ -76,33 +76,54 @@ func draw(path string, r run) error {
 		{seriesCurator, "Curator 5.4, N threads (this run)", r.curator,
 			func(p point) float64 { return p.queueS }, func(p point) string { return atLeast(p) + secondsLabel(p.queueS) + star(p) }},
 	}
-	// The caption says where Curator was stopped.
 	var stops []string
+	starred := ""
 	for _, p := range r.curator {
-		if p.stopped != "" {
-			what := fmt.Sprintf("%s of %s nodes queued", thousands(p.queued), thousands(p.n))
-			if p.stopped == "draining" {
-				what = fmt.Sprintf("%s of %s acquisitions done", thousands(p.drained), thousands(p.n))
-			}
-			stops = append(stops, fmt.Sprintf("at %s while %s (%s)", thousands(p.n), p.stopped, what))
+		if p.stopped == "" {
+			continue
+		}
+		what := fmt.Sprintf("%s of %s nodes queued", thousands(p.queued), thousands(p.n))
+		if p.stopped == "draining" {
+			what = fmt.Sprintf("all queued, %s of %s acquisitions done", thousands(p.drained), thousands(p.n))
+		}
+		stops = append(stops, fmt.Sprintf("N = %s after %.0f s, while %s (%s)", thousands(p.n), p.capS, p.stopped, what))
+		if star(p) != "" {
+			starred = " * stopped before all N were queued."
 		}
 	}
 	caption := ""
 	if len(stops) > 0 {
-		caption = fmt.Sprintf("* Curator stopped at its %.0f s cap: %s", r.curator[len(r.curator)-1].capS, strings.Join(stops, ", "))
+		caption = fmt.Sprintf("Curator was stopped at its cap: %s.%s", strings.Join(stops, "; "), starred)
 	}
+
+	// The x axis: every N, the powers of ten labelled.
 	var ns []int
+	for _, p := range slices.Concat(before, r.after, r.curator) {
+		ns = append(ns, p.n)
+	}
+	slices.Sort(ns)
+	ns = slices.Compact(ns)
+	var ticks []plot.Tick
+	for _, n := range ns {
+		t := plot.Tick{Value: float64(n)}
+		if e := math.Log10(float64(n)); e == math.Trunc(e) {
+			t.Label = thousands(n) // others (2,000) only marked: their points' labels say their N
+		}
+		ticks = append(ticks, t)
+	}
+
 	for _, pp := range []struct {
 		p  *plot.Plot
 		ss []series
 	}{{mem, memSeries}, {queue, queueSeries}} {
+		pp.p.X.Tick.Marker = plot.ConstantTicks(ticks)
+		pp.p.X.Min, pp.p.X.Max = float64(ns[0])/2.5, float64(ns[len(ns)-1])*1.5
 		var ends []chart.End
 		for _, s := range pp.ss {
 			var xys plotter.XYs
 			for _, p := range s.points {
 				if v := s.value(p); v > 0 { // a log axis has no room for 0
 					xys = append(xys, plotter.XY{X: float64(p.n), Y: v})
-					ns = append(ns, p.n)
 					ends = append(ends, chart.End{I: s.i, Text: s.label(p), At: xys[len(xys)-1]})
 				}
 			}
@@ -113,25 +134,11 @@ func draw(path string, r run) error {
 				return err
 			}
 		}
+		pp.p.Y.Min /= 3
+		pp.p.Y.Max *= 40 // room for the legend above the lines
 		if err := chart.EndLabels(pp.p, ends); err != nil {
 			return err
 		}
-		pp.p.Y.Min /= 3
-		pp.p.Y.Max *= 40 // room for the legend above the lines
-	}
-	slices.Sort(ns)
-	ns = slices.Compact(ns)
-	var ticks []plot.Tick
-	for _, n := range ns {
-		t := plot.Tick{Value: float64(n)}
-		if e := math.Log10(float64(n)); e == math.Trunc(e) {
-			t.Label = thousands(n) // others (2,000) only marked: they say their N in their label
-		}
-		ticks = append(ticks, t)
-	}
-	for _, p := range []*plot.Plot{mem, queue} {
-		p.X.Tick.Marker = plot.ConstantTicks(ticks)
-		p.X.Min, p.X.Max = float64(ns[0])/2.5, float64(ns[len(ns)-1])*1.5
 	}
 	return chart.Save(path, 13*vg.Inch, 6*vg.Inch, caption, mem, queue)
 }

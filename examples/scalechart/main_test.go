@@ -78,7 +78,7 @@ func TestDraw(t *testing.T) {
 		"<svg", "Memory per waiter", "Time until all N waiters are queued",
 		"zkrecipes before the fix: heap (recorded in issue 18)", "Curator 5.4, N threads: JVM RSS growth (this run)",
 		"load 5.10 4.20 3.30, commit abc1234",
-		"* Curator stopped at its 180 s cap: at 1,000 while draining (6 of 1,000 acquisitions done), at 10,000 while queueing (4,321 of 10,000 nodes queued)",
+		"Curator was stopped at its cap: N = 1,000 after 180 s, while draining (all queued, 6 of 1,000 acquisitions done); N = 10,000 after 180 s, while queueing (4,321 of 10,000 nodes queued). * stopped before all N were queued.",
 		"861 KB", "≥ 180 s*",
 	} {
 		if !strings.Contains(svg, want) {

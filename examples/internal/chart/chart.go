@@ -79,23 +79,24 @@ type End struct {
 }
 
 // EndLabels writes each end's text just above and to the left of its
-// point; texts of points close together in height (within 6% of the y
-// axis, on its scale: flat lines often end so) are stacked instead of
-// drawn over each other. Call it once the series are added: it reads the
-// y axis' range.
+// point; texts of points close together (within 2% of the x axis and 6% of
+// the y axis, on their scales: flat lines often end so) are stacked instead
+// of drawn over each other. Call it once the series are added and the axes
+// have their final ranges: it places the texts by them.
 func EndLabels(p *plot.Plot, ends []End) error {
+	x := func(e End) float64 { return p.X.Scale.Normalize(p.X.Min, p.X.Max, e.At.X) }
+	y := func(e End) float64 { return p.Y.Scale.Normalize(p.Y.Min, p.Y.Max, e.At.Y) }
 	ends = slices.Clone(ends)
-	slices.SortFunc(ends, func(a, b End) int { return cmp.Compare(a.At.Y, b.At.Y) })
-	height := func(y float64) float64 { return p.Y.Scale.Normalize(p.Y.Min, p.Y.Max, y) }
-	stack, prev := 0, math.Inf(-1)
-	for _, e := range ends {
-		h := height(e.At.Y)
-		if h-prev < 0.06 {
+	slices.SortFunc(ends, func(a, b End) int {
+		return cmp.Or(cmp.Compare(a.At.X, b.At.X), cmp.Compare(a.At.Y, b.At.Y))
+	})
+	stack := 0
+	for i, e := range ends {
+		if i > 0 && x(e)-x(ends[i-1]) < 0.02 && y(e)-y(ends[i-1]) < 0.06 {
 			stack++
 		} else {
 			stack = 0
 		}
-		prev = h
 		l, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{e.At}, Labels: []string{e.Text}})
 		if err != nil {
 			return err
