@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -72,15 +71,17 @@ func curator(servers []string, n int, cp string, capD, timeout time.Duration) (s
 	if err := jvm.Start(); err != nil {
 		return "", err
 	}
-	exited := make(chan error, 1)
-	lines := bufio.NewScanner(stdout)
-	ready := make(chan bool, 1)
-	var last string // the JVM's last line, read before exited is sent
+	// The JVM's stdout: "ready", then its done line, which it prints
+	// once every thread has released and before it waits for stdin to end.
+	ready, done, exited := make(chan bool, 1), make(chan string, 1), make(chan error, 1)
 	go func() {
+		lines := bufio.NewScanner(stdout)
 		ok := lines.Scan() && lines.Text() == "ready"
 		ready <- ok
+		if ok && lines.Scan() {
+			done <- lines.Text()
+		}
 		for lines.Scan() {
-			last = lines.Text()
 		}
 		exited <- jvm.Wait()
 	}()
@@ -177,17 +178,24 @@ func curator(servers []string, n int, cp string, capD, timeout time.Duration) (s
 	}
 	r.drainPerS = float64(n) / time.Since(drainStart).Seconds()
 	r.secs = time.Since(start).Seconds()
-	if st, err := procStatus(pid); err == nil {
-		r.hwm = st.hwm
+	select {
+	case l := <-done:
+		if l != fmt.Sprintf("done acquired=%d failed=0", n) {
+			return "", fmt.Errorf("CuratorScale said %q", l)
+		}
+	case err := <-exited:
+		return "", fmt.Errorf("CuratorScale ended without its done line: %v", err)
+	case <-ctx.Done():
+		return "", ctx.Err()
 	}
+	st, err := procStatus(pid) // it waits for stdin to end
+	if err != nil {
+		return "", err
+	}
+	r.hwm = st.hwm
+	stdin.Close()
 	if err := <-exited; err != nil {
 		return "", fmt.Errorf("CuratorScale: %w", err)
-	}
-	if last != fmt.Sprintf("done acquired=%d failed=0", n) {
-		return "", fmt.Errorf("CuratorScale said %q", last)
-	}
-	if r.hwm == 0 {
-		return "", errors.New("CuratorScale ended before its VmHWM was read")
 	}
 	return r.line(), nil
 }

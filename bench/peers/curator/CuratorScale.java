@@ -11,11 +11,13 @@
 // Protocol on stdin and stdout: once the session is connected and one
 // acquire and release on PATH-warm has loaded the classes a waiter uses, it
 // prints "ready" and waits for a line on stdin; then it starts the threads.
-// When every thread has released, it prints
+// When every thread has released, it closes the session, prints
 //
 //   done acquired=K failed=F
 //
-// and exits: 0, or 1 when a thread failed (its stack trace on stderr).
+// and, once stdin has another line or ends (so that the JVM can be measured
+// before it exits), exits: 0, or 1 when a thread failed (its stack trace on
+// stderr).
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -56,7 +58,8 @@ public final class CuratorScale {
 
         System.out.println("ready");
         System.out.flush();
-        if (new BufferedReader(new InputStreamReader(System.in)).readLine() == null) {
+        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in));
+        if (stdin.readLine() == null) {
             System.err.println("CuratorScale: stdin closed before the start");
             System.exit(1);
         }
@@ -83,6 +86,8 @@ public final class CuratorScale {
         }
         c.close();
         System.out.println("done acquired=" + acquired.get() + " failed=" + failed.get());
+        System.out.flush();
+        stdin.readLine();
         System.exit(failed.get() == 0 ? 0 : 1);
     }
 }
