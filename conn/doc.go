@@ -193,7 +193,9 @@
 //
 // Paths are passed as they are; the adapters bound the label values they
 // make of them. Tests: TestMetricsWaitsAndHolds, TestMetricsLocalHandoff,
-// TestMetricsLostOnExpiry, TestMetricsRevokeAndDeleted, TestMetricsWatches (package mutex),
+// TestMetricsLostOnExpiry, TestMetricsLostOnLocalTimer (the server paused),
+// TestMetricsLostOnSuspended (a cut connection), TestMetricsRevokeAndDeleted,
+// TestMetricsWatches (package mutex),
 // TestMetricsTerm (leader), TestMetricsHold and TestMetricsWaits (exclusive),
 // TestMetricsSemaphore and TestMetricsMutex (semaphoremutex), and the
 // adapters' own against a real ZooKeeper; BenchmarkMetrics (mutex)

@@ -243,3 +243,70 @@ func TestMetricsWatches(t *testing.T) {
 	release(waiters[1])
 	expect(0, "all released")
 }
+
+// A holder whose server stops answering (paused for real: SIGSTOP, or
+// docker pause) loses its lease when its local timer ends the epoch,
+// before the server could expire the session: the loss is reported with
+// cause local_timer, and the epoch after the server comes back is a
+// second one.
+func TestMetricsLostOnLocalTimer(t *testing.T) {
+	c := zktest.New(t)
+	rec := &testzk.Recorder{}
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec), conn.WithSessionTimeout(4*time.Second))
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	m := newMutex(t, s, path)
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	lost := l.Lost()
+	rec.Take()
+	require.NoError(t, c.Pause(0))
+	t.Cleanup(func() { _ = c.Resume(0) })
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("lease not lost")
+	}
+	require.ErrorIs(t, l.Err(), conn.ErrSessionTimeout)
+	assert.Equal(t, []conn.LockMetric{
+		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseLocalTimer},
+	}, testzk.LockEvents(rec.Take()))
+	require.NoError(t, c.Resume(0))
+	_, err = s.Epoch(ctx)
+	require.NoError(t, err)
+	testzk.Eventually(t, 10*time.Second, func() bool { return rec.Connected() == 2 }, "no second epoch reported")
+	_ = m.Release(ctx) // a lost lease's release is no hold
+	assert.Empty(t, rec.Take())
+}
+
+// Under WithSuspendedAsLost, a holder whose connection is cut (reset by a
+// proxy between it and the server) loses its lease at the Suspended
+// transition, while the session lives on: the loss is reported with cause
+// suspended, and the session goes on in the same epoch.
+func TestMetricsLostOnSuspended(t *testing.T) {
+	c := testzk.Shared(t)
+	p := zktest.NewProxy(t, c.Servers())
+	rec := &testzk.Recorder{}
+	s := testzk.Connect(t, p.Addrs(), conn.WithMetrics(rec), conn.WithSuspendedAsLost())
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	m := newMutex(t, s, path)
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	lost := l.Lost()
+	rec.Take()
+	p.Cut()
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("lease not lost")
+	}
+	require.ErrorIs(t, l.Err(), conn.ErrLeaseLost)
+	assert.NoError(t, l.Epoch().Err(), "the epoch lives on")
+	assert.Equal(t, []conn.LockMetric{
+		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseSuspended},
+	}, testzk.LockEvents(rec.Take()))
+	_ = m.Release(ctx) // a lost lease's release is no hold
+	assert.Empty(t, rec.Take())
+	assert.Equal(t, 1, rec.Connected(), "one epoch")
+}
