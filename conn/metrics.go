@@ -41,9 +41,10 @@ type Metrics interface {
 	// the sum of the deltas; several sessions may add into one). A watch
 	// is a path and a kind (data: GetW and ExistsW; child: ChildrenW),
 	// one server watch for all the session's callers waiting on it; it is
-	// counted from the first call that sets it until it fires, its last
-	// caller stops waiting (its removal is then sent), or its epoch ends.
-	// The recipes' waiters and Lost channels watch through these calls.
+	// counted from the moment the first of those calls is made (a call
+	// that fails takes it back) until it fires, its last caller stops
+	// waiting (its removal is then sent), or its epoch ends. The recipes'
+	// waiters and Lost channels watch through these calls.
 	Watches(delta int)
 }
 
