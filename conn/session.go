@@ -526,7 +526,7 @@ func (s *Session) dial() error {
 	if base == nil {
 		base = net.DialTimeout
 	}
-	l := &zkLink{link: newLink(base, s.stats), drained: make(chan struct{})}
+	l := &zkLink{link: newLink(base, s.stats, s.cfg.metrics), drained: make(chan struct{})}
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithLogger(zkLogger{s.log.Sugar()}),

@@ -82,6 +82,13 @@ func (l *Lock) Session() *conn.Session { return l.sess }
 // moment ctx ended, the grant is undone and the ctx error returned. A lost
 // session while waiting is not an error: Acquire carries on in the next one.
 func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
+	done := queue.Meter(l.sess, "exclusive", l.path)
+	lease, err := l.acquire(ctx)
+	done(lease != nil, err)
+	return lease, err
+}
+
+func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 	id := newID()
 	data := nodeData(id)
 	for {
@@ -146,6 +153,13 @@ func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 // handle now holds the lock; nil, false and a nil error if someone else
 // (or this very handle) holds it. Errors as for Acquire.
 func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	done := queue.Meter(l.sess, "exclusive", l.path)
+	lease, ok, err := l.tryAcquire(ctx)
+	done(ok, err)
+	return lease, ok, err
+}
+
+func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	id := newID()
 	for {
 		if ctx.Err() != nil {

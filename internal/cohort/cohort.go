@@ -62,7 +62,8 @@ type Bound struct {
 }
 
 // Remote is the lock a cohort shares: the recipe's own acquire and release
-// of one ZooKeeper contender.
+// of one ZooKeeper contender. Its Acquire and TryAcquire report no wait to
+// the session's Metrics: the Contender that calls them does.
 type Remote struct {
 	Acquire    func(ctx context.Context) (*conn.Lease, error)
 	TryAcquire func(ctx context.Context) (*conn.Lease, bool, error)
