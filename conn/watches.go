@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
 )
 
 // # Removing a watch nobody waits on any more
@@ -19,7 +17,7 @@ import (
 // itself with ZooKeeper's removeWatches request (3.5 and later): it counts,
 // per epoch, the watchers of this session waiting on each (path, kind)
 // (watchReg, made by GetW, ExistsW and ChildrenW), and when the last one
-// stops waiting (Epoch.unwatch, reached through connhook.Unwatch) on a
+// stops waiting (Epoch.unwatch, reached through connlink.Epoch.Unwatch) on a
 // watch that is set and has not fired, it writes a removeWatches request
 // on the wire, as one frame between go-zookeeper's own, with an xid
 // go-zookeeper never uses (negative), and takes its answer off the wire
@@ -410,10 +408,4 @@ func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watch
 	}
 	e.s.stats.watchesSet.Add(1)
 	return res.a, res.b, nil
-}
-
-func init() {
-	connhook.Unwatch = func(ctx context.Context, ep any, ch <-chan zk.Event) error {
-		return ep.(*Epoch).unwatch(ctx, ch)
-	}
 }

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -205,8 +205,8 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 		l.settle(ctx, ep, id)
 		return nil, l.ctxErr("acquire", ctx)
 	}
-	g := &grant{ep: ep, lease: connhook.NewLeaseAt(ep, l.node, st.Czxid).(*conn.Lease), id: id}
-	connhook.Label(g.lease, "exclusive", l.path)
+	g := &grant{ep: ep, lease: connlink.Of(ep).NewLease(l.node, st.Czxid), id: id}
+	connlink.Of(g.lease).Label("exclusive", l.path)
 	l.mu.Lock()
 	stale := l.held
 	l.held = g
@@ -217,7 +217,7 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 		// deleted it.
 		l.log.Warn("replacing a grant that was never released; its node was gone",
 			zap.Int64("old_session", stale.ep.SessionID()))
-		connhook.Released(stale.lease)
+		connlink.Of(stale.lease).Released()
 	}
 	l.log.Debug("acquired", zap.Int64("session", ep.SessionID()))
 	return g.lease, nil

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -270,7 +270,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 		case l != nil:
 			// The lease may be the internal lock's node (one lease):
 			// its hold is the semaphore's.
-			connhook.Label(l, "semaphore", s.path)
+			connlink.Of(l).Label("semaphore", s.path)
 			s.mu.Lock()
 			s.held[l] = struct{}{}
 			s.mu.Unlock()

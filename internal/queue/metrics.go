@@ -6,14 +6,13 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // Metrics returns the conn.Metrics of sess (conn.WithMetrics), nil without
 // one.
 func Metrics(sess *conn.Session) conn.Metrics {
-	m, _ := connhook.Metrics(sess).(conn.Metrics)
-	return m
+	return connlink.Of(sess).Metrics()
 }
 
 // Meter starts the clock on one Acquire or TryAcquire of recipe on path and

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"go.uber.org/zap"
 )
 
@@ -138,7 +138,7 @@ func (q *Queue) NodeACL() []zk.ACL {
 	if q.cfg.Revocable {
 		return q.sess.ACL()
 	}
-	return connhook.SealedACL(q.sess)
+	return connlink.Of(q.sess).SealedACL()
 }
 
 // Session is the session the queue's nodes are created in.
