@@ -7,7 +7,9 @@ RESULTS has one line per run, the round number and then the program's line:
 the two limit lines of bench/limit, and the handoff lines of examples/bench
 and bench/peers. Prints two Markdown tables: the limit, and per recipe and
 library the median handoffs/s across rounds with its min–max, the medians of
-p50 and p99, the violations, zkrecipes ÷ this library and this ÷ each limit
+p50 and p99, the violations, the servers' CPU time per handoff (when the
+line has server_cpu_ms, which bench-peers.sh appends for servers it
+started), zkrecipes ÷ this library and this ÷ each limit
 (ratios taken round by round, then their median and min–max). Exits 1 when
 a run found a violation.
 """
@@ -23,7 +25,9 @@ for line in open(sys.argv[1]):
         # The same-process scenario (threads=T: T threads or goroutines per
         # client) is a recipe row of its own.
         recipe = m[3] if not m[5] else "%s ×%s threads" % (m[3], m[5])
-        runs.setdefault((recipe, m[2]), {})[int(m[1])] = tuple(float(x) for x in m.groups()[5:])
+        cpu = re.search(r" server_cpu_ms=([\d.]+)", line)
+        runs.setdefault((recipe, m[2]), {})[int(m[1])] = tuple(float(x) for x in m.groups()[5:]) + (
+            float(cpu[1]) if cpu else None,)
 
 def spread(xs, fmt):
     xs = sorted(xs)
@@ -46,8 +50,8 @@ for kind, rs in limits.items():
 
 writes, pairs = limits.get("setdata", {}), limits.get("createdelete", {})
 print("\nhandoffs: medians across rounds (min–max); ratios per round, then their median (min–max)\n")
-print("| recipe | library | handoffs/s | p50 ms | p99 ms | violations | zkrecipes ÷ this | ÷ limit: set-data/s | ÷ limit: create+delete pairs/s |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| recipe | library | handoffs/s | p50 ms | p99 ms | violations | zkrecipes ÷ this | ÷ limit: set-data/s | ÷ limit: create+delete pairs/s | server CPU ms/handoff |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 violations = 0
 for recipe in dict.fromkeys(k[0] for k in runs):
     ours = runs.get((recipe, "zkrecipes"), {})
@@ -58,8 +62,8 @@ for recipe in dict.fromkeys(k[0] for k in runs):
         viol = int(sum(x[3] for x in v))
         violations += viol
         vs = "—" if lib == "zkrecipes" else spread(ratios(ours, rs), "%.2f×")
-        print("| %s | %s | %s | %.2f | %.2f | %d | %s | %s | %s |" % (
+        print("| %s | %s | %s | %.2f | %.2f | %d | %s | %s | %s | %s |" % (
             recipe, lib, spread([x[0] for x in v], "%.0f"), statistics.median(x[1] for x in v),
             statistics.median(x[2] for x in v), viol, vs, spread(ratios(rs, writes), "%.2f"),
-            spread(ratios(rs, pairs), "%.2f")))
+            spread(ratios(rs, pairs), "%.2f"), spread([x[4] for x in v if x[4] is not None], "%.2f")))
 sys.exit(1 if violations else 0)

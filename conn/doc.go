@@ -176,8 +176,7 @@
 //     latency and error.
 //   - Lock, LockWait: an Acquire or TryAcquire ended after Duration, with
 //     Outcome granted, not_granted, timeout, cancelled or error; one per
-//     call, reported once by the recipes' shared engine (a local waiter's
-//     wait included).
+//     call, every recipe's (a local waiter's wait included).
 //   - Lock, LockHold: a grant released by its recipe, held for Duration
 //     since the grant (a recipe's own delete seen by the lease's watch
 //     first is still a hold).
@@ -189,11 +188,15 @@
 //   - Lock, LockRevokeRequest: a revoke request seen on a held node.
 //   - Leader: a term of leader.Election.Run began (Leading) or ended
 //     (with its Duration).
+//   - Watches: the number of watches the session has on the servers for
+//     its callers rose or fell by one.
 //
 // Paths are passed as they are; the adapters bound the label values they
 // make of them. Tests: TestMetricsWaitsAndHolds, TestMetricsLocalHandoff,
-// TestMetricsLostOnExpiry, TestMetricsRevokeAndDeleted (package mutex),
-// TestMetricsTerm (leader), TestMetricsHold (exclusive),
+// TestMetricsLostOnExpiry, TestMetricsLostOnLocalTimer (the server paused),
+// TestMetricsLostOnSuspended (a cut connection), TestMetricsRevokeAndDeleted,
+// TestMetricsWatches (package mutex),
+// TestMetricsTerm (leader), TestMetricsHold and TestMetricsWaits (exclusive),
 // TestMetricsSemaphore and TestMetricsMutex (semaphoremutex), and the
 // adapters' own against a real ZooKeeper; BenchmarkMetrics (mutex)
 // compares no Metrics with one that does nothing.

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
 )
 
 // Epoch is one ZooKeeper session of a Session. Locks are bound to the epoch
@@ -21,6 +19,8 @@ import (
 //
 // Safe for concurrent use.
 type Epoch struct {
+	epochLink // what the recipes reach (link.go)
+
 	s         *Session
 	zc        *zk.Conn // this epoch's own connection; never reused
 	sessionID int64
@@ -40,14 +40,12 @@ type Epoch struct {
 	confirmed atomic.Int64
 }
 
-func init() {
-	connhook.EpochContext = func(ep any) context.Context { return ep.(*Epoch).ctx }
-}
-
 func newEpoch(s *Session, zc *zk.Conn, hs handshake) *Epoch {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &Epoch{s: s, zc: zc, sessionID: hs.sessionID, timeout: hs.timeout, passwd: hs.passwd,
+	e := &Epoch{s: s, zc: zc, sessionID: hs.sessionID, timeout: hs.timeout, passwd: hs.passwd,
 		ctx: ctx, cancel: cancel, unsafe: make(chan struct{})}
+	linkEpoch(e)
+	return e
 }
 
 // SessionID is the ZooKeeper session id.

@@ -13,7 +13,7 @@ var WithCloseWait = withCloseWait
 func WatchesRemoved(s *Session) int64 { return s.stats.watchesRemoved.Load() }
 
 // NewLease and Released give the tests what the recipes reach through
-// internal/connhook.
+// internal/connlink.
 func (e *Epoch) NewLease(path string) *Lease { return e.newLease(path, 0) }
 
 // Released marks l released (see Lease.released).
@@ -23,7 +23,7 @@ func (l *Lease) Released() { l.released() }
 // Epoch.lostSignal).
 func LostSignal(e *Epoch) <-chan struct{} { return e.lostSignal() }
 
-// GuardWith and Unguard are connhook.Guard and connhook.Unguard.
+// GuardWith and Unguard are connlink.Lease.Guard and Unguard.
 func (l *Lease) GuardWith(node string, zxid, pass int64) { l.guardWith(node, zxid, pass) }
 
 // Unguard hands a guarded grant to its own node (see Lease.unguard).

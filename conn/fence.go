@@ -66,12 +66,13 @@ func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 	return Fence{Zxid: z, Pass: l.pass}, nil
 }
 
-// localView is a local grant number pass on l's node (connhook.LocalLease):
+// localView is a local grant number pass on l's node (connlink.Lease.Local):
 // a lease of its own over the same node, lost when released or when l is.
 func (l *Lease) localView(pass int64) *Lease {
 	l.shared.Store(true)
 	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: l.revoked,
 		granted: time.Now(), recipe: l.recipe, lock: l.lock}
+	linkLease(v)
 	go v.watchParent()
 	return v
 }

@@ -1,12 +1,5 @@
 package conn
 
-import "github.com/zkrecipes/zkrecipes/internal/connhook"
-
-func init() {
-	connhook.Guard = func(l any, node string, zxid, pass int64) { l.(*Lease).guardWith(node, zxid, pass) }
-	connhook.Unguard = func(l any) { l.(*Lease).unguard() }
-}
-
 // A guarded grant stands on another node of its session, its guard, until
 // the recipe hands it to its own node (unguard): rwlock's downgrade, a
 // read lock granted at once because the goroutine's write node (the

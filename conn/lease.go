@@ -27,6 +27,8 @@ const revokeMessage = "__REVOKE__"
 //
 // Safe for concurrent use.
 type Lease struct {
+	leaseLink // what the recipes reach (link.go)
+
 	ep   *Epoch
 	path string // our node, without namespace
 
@@ -50,17 +52,17 @@ type Lease struct {
 	pass   int64
 
 	// granted is when the grant was made; recipe and lock name the
-	// recipe and its lock path (connhook.Label, before the lease is handed
-	// out; lock "" stands for the node's parent): what the hold and loss
-	// reported to Metrics carry.
+	// recipe and its lock path (connlink.Lease.Label, before the lease is
+	// handed out; lock "" stands for the node's parent): what the hold and
+	// loss reported to Metrics carry.
 	granted time.Time
 	recipe  string
 	lock    string
 	// shared: local grants are made on this node (localView); they, not
 	// the node's lease, report holds and losses.
 	shared atomic.Bool
-	// releasing: the recipe is deleting the node (connhook.Releasing); its
-	// deletion seen meanwhile is the release, not a loss, for Metrics.
+	// releasing: the recipe is deleting the node (connlink.Lease.Releasing);
+	// its deletion seen meanwhile is the release, not a loss, for Metrics.
 	releasing atomic.Bool
 
 	// writes is held for reading by a local grant's guarded write from
@@ -80,7 +82,7 @@ type Lease struct {
 }
 
 // newLease makes a lease for node path, which this epoch's session created
-// and holds. Recipes reach it through internal/connhook when they acquire.
+// and holds. Recipes reach it through internal/connlink when they acquire.
 // It starts no goroutine: a held lease costs only its memory until someone
 // waits on its Lost or Revoked.
 //
@@ -88,7 +90,9 @@ type Lease struct {
 // and found it its own), 0 when not: the lease then learns it from its
 // first read of the node (see own).
 func (e *Epoch) newLease(path string, czxid int64) *Lease {
-	return &Lease{ep: e, path: path, czxid: czxid, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal(), granted: time.Now()}
+	l := &Lease{ep: e, path: path, czxid: czxid, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal(), granted: time.Now()}
+	linkLease(l)
+	return l
 }
 
 // own checks that st, the answer of a read of the lease's path, is our
@@ -468,7 +472,7 @@ func (l *Lease) revokeSeen() bool {
 }
 
 // released marks the lease as no longer held; recipes call it (through
-// internal/connhook) when they delete the node. Lost is closed (Err says
+// internal/connlink) when they delete the node. Lost is closed (Err says
 // released).
 func (l *Lease) released() {
 	l.closeLost(causeErr(causeReleased, fmt.Errorf("%w: released", ErrLeaseLost)))

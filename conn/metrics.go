@@ -36,6 +36,16 @@ type Metrics interface {
 	// Leader is the start (Leading true) or the end (Leading false, with
 	// the term's Duration) of a leader term.
 	Leader(LeaderMetric)
+	// Watches is a change, by delta (+1 or -1), of the number of watches
+	// the session has on the servers for its callers (a gauge's value is
+	// the sum of the deltas; several sessions may add into one). A watch
+	// is a path and a kind (data: GetW and ExistsW; child: ChildrenW),
+	// one server watch for all the session's callers waiting on it; it is
+	// counted from the moment the first of those calls is made (a call
+	// that fails takes it back) until it fires, its last caller stops
+	// waiting (its removal is then sent), or its epoch ends. The recipes'
+	// waiters and Lost channels watch through these calls.
+	Watches(delta int)
 }
 
 // NopMetrics is a Metrics that does nothing, to embed.
@@ -45,6 +55,7 @@ func (NopMetrics) State(Event)           {}
 func (NopMetrics) Request(RequestMetric) {}
 func (NopMetrics) Lock(LockMetric)       {}
 func (NopMetrics) Leader(LeaderMetric)   {}
+func (NopMetrics) Watches(int)           {}
 
 // RequestMetric is one request to ZooKeeper.
 type RequestMetric struct {
@@ -64,8 +75,7 @@ type LockEvent string
 const (
 	// LockWait: an Acquire or TryAcquire returned after Duration; Outcome
 	// says how. One per call, local waiters of an in-process handoff
-	// included, reported by the shared engine (package exclusive, which
-	// has its own, reports none; a leader's campaign is one).
+	// included (a leader's campaign is one).
 	LockWait LockEvent = "wait"
 	// LockHold: a grant was released (by the recipe: Release, Resign, a
 	// local handoff) after being held for Duration, from the grant.

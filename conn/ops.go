@@ -37,7 +37,7 @@ func (e *Epoch) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan
 	return r.a, r.b, ch, err
 }
 
-// getACL reads a node's ACL and stat (connhook.GetACL). Retried.
+// getACL reads a node's ACL and stat (connlink.Epoch.GetACL). Retried.
 func (e *Epoch) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error) {
 	r, err := call(ctx, e, OpGetACL, path, true, func(zc *zk.Conn, p string) (res3[[]zk.ACL, *zk.Stat, struct{}], error) {
 		acl, st, err := zc.GetACL(p)

@@ -3,13 +3,7 @@ package conn
 import (
 	"encoding/binary"
 	"sync"
-
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
 )
-
-func init() {
-	connhook.CreateWritten = func(ep any) <-chan struct{} { return ep.(*Epoch).createWritten() }
-}
 
 // go-zookeeper's create opcodes (create, create2, createContainer,
 // createTTL).
@@ -24,7 +18,7 @@ const (
 // server: a request queued on the same connection after that is answered
 // after it (ZooKeeper answers one session's requests in order), so a
 // caller can send a read right behind a create without waiting for the
-// create's answer (connhook.CreateWritten).
+// create's answer (connlink.Epoch.CreateWritten).
 type sentCreates struct {
 	mu   sync.Mutex
 	next chan struct{} // closed at the next create written; nil while nobody waits
@@ -60,7 +54,7 @@ func (s *sentCreates) after() <-chan struct{} {
 	return s.next
 }
 
-// createWritten is connhook.CreateWritten for the epoch's connection.
+// createWritten is connlink.Epoch.CreateWritten for the epoch's connection.
 func (e *Epoch) createWritten() <-chan struct{} {
 	if e.wire == nil {
 		return make(chan struct{})

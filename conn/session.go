@@ -13,33 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
-
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
 )
-
-func init() {
-	connhook.SealedACL = func(s any) []zk.ACL { return s.(*Session).sealedACL() }
-	connhook.NewLease = func(ep any, path string) any { return ep.(*Epoch).newLease(path, 0) }
-	connhook.NewLeaseAt = func(ep any, path string, czxid int64) any { return ep.(*Epoch).newLease(path, czxid) }
-	connhook.Released = func(l any) { l.(*Lease).released() }
-	connhook.SessionPassword = func(ep any) []byte { return append([]byte(nil), ep.(*Epoch).passwd...) }
-	connhook.Shared = func(s any) *sync.Map { return &s.(*Session).shared }
-	connhook.LocalLease = func(l any, pass int64) any { return l.(*Lease).localView(pass) }
-	connhook.Closing = func(s any) <-chan struct{} { return s.(*Session).closing }
-	connhook.HoldWrites = func(l any) func() { return l.(*Lease).holdWrites() }
-	connhook.Releasing = func(l any, on bool) { l.(*Lease).releasing.Store(on) }
-	connhook.Label = func(l any, recipe, lock string) { l.(*Lease).recipe, l.(*Lease).lock = recipe, lock }
-	connhook.Metrics = func(s any) any {
-		if m := s.(*Session).cfg.metrics; m != nil {
-			return m
-		}
-		return nil
-	}
-	connhook.RevokeSeen = func(l any) bool { return l.(*Lease).revokeSeen() }
-	connhook.GetACL = func(ctx context.Context, ep any, path string) ([]zk.ACL, *zk.Stat, error) {
-		return ep.(*Epoch).getACL(ctx, path)
-	}
-}
 
 var errRetired = errors.New("conn: connection retired")
 
@@ -54,13 +28,15 @@ var errRetired = errors.New("conn: connection retired")
 //
 // Safe for concurrent use.
 type Session struct {
+	sessionLink // what the recipes reach (link.go)
+
 	cfg     config
 	servers []string
 	creds   []string // digest "user:password" entries sent at the start of every epoch: cfg.digest, then ident
 	sealed  []zk.ACL // see sealedACL
 	log     *zap.Logger
 	stats   *counters
-	shared  sync.Map // recipes' per-session state (connhook.Shared); its own locking
+	shared  sync.Map // recipes' per-session state (connlink.Session.Shared); its own locking
 
 	inbox   *inbox        // events from go-zookeeper callbacks and helpers, for run
 	closing chan struct{} // closed by Close (once); run then shuts down
@@ -134,6 +110,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		ready:   make(chan struct{}),
 		subs:    make(map[*Subscription]struct{}),
 	}
+	linkSession(s)
 	if err := s.dial(); err != nil {
 		return nil, err
 	}
@@ -526,7 +503,7 @@ func (s *Session) dial() error {
 	if base == nil {
 		base = net.DialTimeout
 	}
-	l := &zkLink{link: newLink(base, s.stats), drained: make(chan struct{})}
+	l := &zkLink{link: newLink(base, s.stats, s.cfg.metrics), drained: make(chan struct{})}
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithLogger(zkLogger{s.log.Sugar()}),

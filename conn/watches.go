@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
 )
 
 // # Removing a watch nobody waits on any more
@@ -19,7 +17,7 @@ import (
 // itself with ZooKeeper's removeWatches request (3.5 and later): it counts,
 // per epoch, the watchers of this session waiting on each (path, kind)
 // (watchReg, made by GetW, ExistsW and ChildrenW), and when the last one
-// stops waiting (Epoch.unwatch, reached through connhook.Unwatch) on a
+// stops waiting (Epoch.unwatch, reached through connlink.Epoch.Unwatch) on a
 // watch that is set and has not fired, it writes a removeWatches request
 // on the wire, as one frame between go-zookeeper's own, with an xid
 // go-zookeeper never uses (negative), and takes its answer off the wire
@@ -100,7 +98,9 @@ type removal struct {
 }
 
 // watchSet is the link's record of watchers and removals. Lock order:
-// link.wmu, then watchSet.mu.
+// link.wmu, then watchSet.mu. The keys of live are the watches Metrics
+// counts: a key's first watcher adds one, its last one counted off takes
+// it away, told under mu so that the session's sum never goes below 0.
 type watchSet struct {
 	mu      sync.Mutex
 	live    map[watchKey]int              // watchers not counted off, by key; no zero entries
@@ -120,7 +120,9 @@ func (l *link) register(key watchKey) *watchReg {
 		ws.byCh = make(map[<-chan zk.Event]*watchReg)
 		ws.pending = make(map[int32]*removal)
 	}
-	ws.live[key]++
+	if ws.live[key]++; ws.live[key] == 1 && l.metrics != nil {
+		l.metrics.Watches(1)
+	}
 	return &watchReg{key: key, stop: make(chan struct{})}
 }
 
@@ -180,6 +182,9 @@ func (l *link) countOff(r *watchReg, stopped bool) *removal {
 		return nil
 	}
 	delete(ws.live, r.key)
+	if l.metrics != nil {
+		l.metrics.Watches(-1)
+	}
 	if stopped && r.attached {
 		return l.queueRemovalLocked(r.key)
 	}
@@ -403,10 +408,4 @@ func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watch
 	}
 	e.s.stats.watchesSet.Add(1)
 	return res.a, res.b, nil
-}
-
-func init() {
-	connhook.Unwatch = func(ctx context.Context, ep any, ch <-chan zk.Event) error {
-		return ep.(*Epoch).unwatch(ctx, ch)
-	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -36,12 +36,12 @@ func TestUnwatchRemovesServerWatch(t *testing.T) {
 	assert.Equal(t, baseline+2, testzk.WatchCount(t, c))
 
 	sent := conn.WatchesRemoved(s)
-	require.NoError(t, connhook.Unwatch(ctx, ep, ch))
+	require.NoError(t, connlink.Of(ep).Unwatch(ctx, ch))
 	assert.Empty(t, testzk.DataWatches(t, c, ep.SessionID()), "the data watch is gone")
-	require.NoError(t, connhook.Unwatch(ctx, ep, cw))
+	require.NoError(t, connlink.Of(ep).Unwatch(ctx, cw))
 	assert.Equal(t, baseline, testzk.WatchCount(t, c), "the child watch is gone")
 	assert.Equal(t, sent+2, conn.WatchesRemoved(s), "one removeWatches each")
-	require.NoError(t, connhook.Unwatch(ctx, ep, ch), "again: nothing to do")
+	require.NoError(t, connlink.Of(ep).Unwatch(ctx, ch), "again: nothing to do")
 	assert.Equal(t, sent+2, conn.WatchesRemoved(s))
 
 	// A fired watch: nothing to remove, no request.
@@ -51,7 +51,7 @@ func TestUnwatchRemovesServerWatch(t *testing.T) {
 	require.NoError(t, err)
 	ev := <-ch
 	assert.Equal(t, zk.EventNodeDataChanged, ev.Type)
-	require.NoError(t, connhook.Unwatch(ctx, ep, ch))
+	require.NoError(t, connlink.Of(ep).Unwatch(ctx, ch))
 	assert.Equal(t, sent+2, conn.WatchesRemoved(s))
 	assert.Equal(t, baseline, testzk.WatchCount(t, c))
 }
@@ -79,7 +79,7 @@ func TestUnwatchSharedAndReconnect(t *testing.T) {
 	require.NoError(t, err)
 	_, _, w2, err := ep.ExistsW(ctx, a)
 	require.NoError(t, err)
-	require.NoError(t, connhook.Unwatch(ctx, ep, w1))
+	require.NoError(t, connlink.Of(ep).Unwatch(ctx, w1))
 	assert.Equal(t, []string{a}, testzk.DataWatches(t, c, sid), "the other watcher still waits")
 	_, err = ep.Set(ctx, a, []byte("1"), -1)
 	require.NoError(t, err)
@@ -96,7 +96,7 @@ func TestUnwatchSharedAndReconnect(t *testing.T) {
 	require.NoError(t, err)
 	_, _, wb, err := ep.GetW(ctx, b)
 	require.NoError(t, err)
-	require.NoError(t, connhook.Unwatch(ctx, ep, wa))
+	require.NoError(t, connlink.Of(ep).Unwatch(ctx, wa))
 	assert.Equal(t, []string{b}, testzk.DataWatches(t, c, sid))
 	sw := conn.SetWatchesSent(s)
 	p.Cut()

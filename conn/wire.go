@@ -285,10 +285,11 @@ type link struct {
 	wmu     sync.Mutex               // held for every frame written, go-zookeeper's and injected
 	cur     atomic.Pointer[wireConn] // the connection with a session, nil while there is none
 	watches watchSet
+	metrics Metrics // the session's (WithMetrics), told the watch count's changes; nil: none
 }
 
-func newLink(dial func(network, addr string, timeout time.Duration) (net.Conn, error), stats *counters) *link {
-	l := &link{dial: dial, stats: stats}
+func newLink(dial func(network, addr string, timeout time.Duration) (net.Conn, error), stats *counters, m Metrics) *link {
+	l := &link{dial: dial, stats: stats, metrics: m}
 	l.idle.L = &l.gate
 	return l
 }

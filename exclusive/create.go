@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -62,7 +62,7 @@ func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id strin
 // container can be reaped between the two steps, hence the few rounds.
 func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) error {
 	for i := 0; ; i++ {
-		_, err := ep.Create(ctx, l.node, data, zk.FlagEphemeral, connhook.SealedACL(l.sess))
+		_, err := ep.Create(ctx, l.node, data, zk.FlagEphemeral, connlink.Of(l.sess).SealedACL())
 		if !errors.Is(err, zk.ErrNoNode) || i == 3 {
 			return err
 		}

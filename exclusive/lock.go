@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -82,6 +82,13 @@ func (l *Lock) Session() *conn.Session { return l.sess }
 // moment ctx ended, the grant is undone and the ctx error returned. A lost
 // session while waiting is not an error: Acquire carries on in the next one.
 func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
+	done := queue.Meter(l.sess, "exclusive", l.path)
+	lease, err := l.acquire(ctx)
+	done(lease != nil, err)
+	return lease, err
+}
+
+func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 	id := newID()
 	data := nodeData(id)
 	for {
@@ -146,6 +153,13 @@ func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 // handle now holds the lock; nil, false and a nil error if someone else
 // (or this very handle) holds it. Errors as for Acquire.
 func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	done := queue.Meter(l.sess, "exclusive", l.path)
+	lease, ok, err := l.tryAcquire(ctx)
+	done(ok, err)
+	return lease, ok, err
+}
+
+func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	id := newID()
 	for {
 		if ctx.Err() != nil {
@@ -191,8 +205,8 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 		l.settle(ctx, ep, id)
 		return nil, l.ctxErr("acquire", ctx)
 	}
-	g := &grant{ep: ep, lease: connhook.NewLeaseAt(ep, l.node, st.Czxid).(*conn.Lease), id: id}
-	connhook.Label(g.lease, "exclusive", l.path)
+	g := &grant{ep: ep, lease: connlink.Of(ep).NewLease(l.node, st.Czxid), id: id}
+	connlink.Of(g.lease).Label("exclusive", l.path)
 	l.mu.Lock()
 	stale := l.held
 	l.held = g
@@ -203,7 +217,7 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 		// deleted it.
 		l.log.Warn("replacing a grant that was never released; its node was gone",
 			zap.Int64("old_session", stale.ep.SessionID()))
-		connhook.Released(stale.lease)
+		connlink.Of(stale.lease).Released()
 	}
 	l.log.Debug("acquired", zap.Int64("session", ep.SessionID()))
 	return g.lease, nil

@@ -3,9 +3,9 @@ package exclusive_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// TestMain stops the shared ZooKeeper (testzk.Shared) after the tests and
+// checks that no goroutine leaked.
+func TestMain(m *testing.M) { testzk.Main(m) }

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -38,26 +38,26 @@ func (l *Lock) Release(ctx context.Context) error {
 		return fmt.Errorf("exclusive: release %s: %w", l.path, lock.ErrNotHeld)
 	}
 	if g.ep.Err() != nil {
-		connhook.Released(g.lease)
+		connlink.Of(g.lease).Released()
 		l.log.Debug("released; the node went with its session", zap.Error(g.ep.Err()))
 		return nil
 	}
-	connhook.Releasing(g.lease, true)
+	connlink.Of(g.lease).Releasing(true)
 	err := l.deleteIfOurs(ctx, g.ep, g.id)
 	switch {
 	case err == nil:
-		connhook.Released(g.lease)
+		connlink.Of(g.lease).Released()
 		l.log.Debug("released")
 		return nil
 	case g.ep.Err() != nil:
-		connhook.Released(g.lease)
+		connlink.Of(g.lease).Released()
 		return nil // the epoch ended: the node is gone with it
 	case ctx.Err() != nil || errors.Is(err, conn.ErrConnectionLoss):
-		connhook.Released(g.lease)
+		connlink.Of(g.lease).Released()
 		go l.deleteInBackground(g)
 		return fmt.Errorf("exclusive: release %s: %w: %w", l.path, lock.ErrReleasePending, err)
 	}
-	connhook.Releasing(g.lease, false)
+	connlink.Of(g.lease).Releasing(false)
 	l.mu.Lock()
 	l.held = g // still ours: nobody else could have taken it meanwhile
 	l.mu.Unlock()

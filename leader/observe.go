@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -150,7 +150,7 @@ func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participan
 func (e *Election) unwatch(ctx context.Context, ep *conn.Epoch, w <-chan zk.Event) {
 	cctx, cancel := queue.CleanupContext(ctx, ep)
 	defer cancel()
-	if err := connhook.Unwatch(cctx, ep, w); err != nil && ep.Err() == nil {
+	if err := connlink.Of(ep).Unwatch(cctx, w); err != nil && ep.Err() == nil {
 		e.sess.Logger().Info("leader: could not remove the observer's watch; it stays until the participants change",
 			zap.String("path", e.Path()), zap.Error(err))
 	}

@@ -2,6 +2,7 @@ package mutex_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -166,4 +167,146 @@ func TestMetricsRevokeAndDeleted(t *testing.T) {
 		{Event: conn.LockRevokeRequest, Recipe: "mutex", Path: path},
 		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseNodeDeleted},
 	}, testzk.LockEvents(rec.Take()))
+}
+
+// The session's watches (Metrics.Watches, summed as a gauge) follow what
+// the server holds for the session (wchc): each waiter queued behind the
+// holder adds the watch on its predecessor, a waiter that gives up takes
+// its own away, and each grant the one its waiter had, back to the count
+// before the waiters came, with the session open all along.
+func TestMetricsWatches(t *testing.T) {
+	c := testzk.Shared(t)
+	rec := &testzk.Recorder{}
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	other := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	sid := testzk.Epoch(t, s).SessionID()
+	base := rec.WatchGauge()
+	assert.Len(t, testzk.DataWatches(t, c, sid), base, "before the waiters")
+	expect := func(n int, when string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			gauge, server := rec.WatchGauge(), testzk.DataWatches(t, c, sid)
+			if gauge == base+n && len(server) == base+n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: gauge %d, the server's watches of the session %v; want %d", when, gauge, server, base+n)
+			}
+		}
+	}
+
+	holder := newMutex(t, other, path)
+	_, err := holder.Acquire(ctx)
+	require.NoError(t, err)
+	type waiter struct {
+		cancel  context.CancelFunc
+		granted chan error
+		release chan chan error
+	}
+	waiters := make([]waiter, 3)
+	for i := range waiters {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		w := waiter{cancel: cancel, granted: make(chan error, 1), release: make(chan chan error)}
+		waiters[i] = w
+		m := newMutex(t, s, path)
+		before := testzk.WatchesSet(s)
+		go func() {
+			_, err := m.Acquire(wctx)
+			w.granted <- err
+			if err == nil {
+				done := <-w.release
+				done <- m.Release(ctx)
+			}
+		}()
+		testzk.Watching(t, s, before) // queued in this order
+		expect(i+1, fmt.Sprintf("%d waiters", i+1))
+	}
+	release := func(w waiter) {
+		t.Helper()
+		done := make(chan error, 1)
+		w.release <- done
+		require.NoError(t, <-done)
+	}
+
+	waiters[2].cancel()
+	require.ErrorIs(t, <-waiters[2].granted, context.Canceled)
+	expect(2, "the last waiter cancelled")
+	require.NoError(t, holder.Release(ctx))
+	require.NoError(t, <-waiters[0].granted)
+	expect(1, "the first waiter granted")
+	release(waiters[0])
+	require.NoError(t, <-waiters[1].granted)
+	expect(0, "the second waiter granted")
+	release(waiters[1])
+	expect(0, "all released")
+}
+
+// A holder whose server stops answering (paused for real: SIGSTOP, or
+// docker pause) loses its lease when its local timer ends the epoch,
+// before the server could expire the session: the loss is reported with
+// cause local_timer, and the epoch after the server comes back is a
+// second one.
+func TestMetricsLostOnLocalTimer(t *testing.T) {
+	c := zktest.New(t)
+	rec := &testzk.Recorder{}
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec), conn.WithSessionTimeout(4*time.Second))
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	m := newMutex(t, s, path)
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	lost := l.Lost()
+	rec.Take()
+	require.NoError(t, c.Pause(0))
+	t.Cleanup(func() { _ = c.Resume(0) })
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("lease not lost")
+	}
+	require.ErrorIs(t, l.Err(), conn.ErrSessionTimeout)
+	assert.Equal(t, []conn.LockMetric{
+		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseLocalTimer},
+	}, testzk.LockEvents(rec.Take()))
+	require.NoError(t, c.Resume(0))
+	_, err = s.Epoch(ctx)
+	require.NoError(t, err)
+	testzk.Eventually(t, 10*time.Second, func() bool { return rec.Connected() == 2 }, "no second epoch reported")
+	_ = m.Release(ctx) // a lost lease's release is no hold
+	assert.Empty(t, rec.Take())
+}
+
+// Under WithSuspendedAsLost, a holder whose connection is cut (reset by a
+// proxy between it and the server) loses its lease at the Suspended
+// transition, while the session lives on: the loss is reported with cause
+// suspended, and the session goes on in the same epoch.
+func TestMetricsLostOnSuspended(t *testing.T) {
+	c := testzk.Shared(t)
+	p := zktest.NewProxy(t, c.Servers())
+	rec := &testzk.Recorder{}
+	s := testzk.Connect(t, p.Addrs(), conn.WithMetrics(rec), conn.WithSuspendedAsLost())
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	m := newMutex(t, s, path)
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	lost := l.Lost()
+	rec.Take()
+	p.Cut()
+	select {
+	case <-lost:
+	case <-ctx.Done():
+		t.Fatal("lease not lost")
+	}
+	require.ErrorIs(t, l.Err(), conn.ErrLeaseLost)
+	assert.NoError(t, l.Epoch().Err(), "the epoch lives on")
+	assert.Equal(t, []conn.LockMetric{
+		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseSuspended},
+	}, testzk.LockEvents(rec.Take()))
+	_ = m.Release(ctx) // a lost lease's release is no hold
+	assert.Empty(t, rec.Take())
+	assert.Equal(t, 1, rec.Connected(), "one epoch")
 }

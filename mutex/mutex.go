@@ -67,6 +67,7 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 		Relist:      cfg.relist,
 		MarkRelease: true,
 		Revocable:   cfg.revocable,
+		Unmetered:   true, // the Contender reports the waits
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)

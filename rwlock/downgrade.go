@@ -7,7 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"go.uber.org/zap"
 )
@@ -54,7 +54,7 @@ func (rw *RWLock) downgrade(ctx context.Context, w *hold) (*conn.Lease, error) {
 	w.passes++
 	pass := w.passes
 	rw.mu.Unlock()
-	connhook.Guard(l, wl.Path(), st.Czxid, pass)
+	connlink.Of(l).Guard(wl.Path(), st.Czxid, pass)
 	return l, nil
 }
 

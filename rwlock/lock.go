@@ -8,7 +8,7 @@ import (
 	"github.com/petermattis/goid"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -186,14 +186,14 @@ func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 	if o.r != nil {
 		switch rw.afterDowngrade(ctx, l, o.r.lease) {
 		case keepWrite:
-			connhook.Released(l)
+			connlink.Of(l).Released()
 			rw.mu.Lock()
 			o.w, o.kept = nil, l
 			rw.mu.Unlock()
 			rw.wq.Session().Logger().Debug("write lock released; its node kept until the read lock is released (a writer is queued behind it)")
 			return nil
 		case readAlone:
-			connhook.Unguard(o.r.lease)
+			connlink.Of(o.r.lease).Unguard()
 		case writeGone:
 			// The read grant stood on the write node: it stays on it, lost.
 		}

@@ -5,7 +5,11 @@
 # each round also the server's own sequential rate (bench/limit: one client,
 # set-data writes and create+delete pairs one after another). Prints every
 # result line, then the medians across rounds with the spread (min–max), the
-# ratios zkrecipes / each peer and each figure / the limit. Machines are
+# ratios zkrecipes / each peer and each figure / the limit, and the
+# servers' CPU time per handoff of each run (their processes' user+system
+# time over the run, divided by its acquisitions: what a handoff costs the
+# servers, whatever else the machine does; the servers of one run all
+# count, so an ensemble's figure is three servers' time). Machines are
 # noisy: only ratios measured in one run mean anything.
 #
 #   scripts/bench-peers.sh [--ensemble] [CLIENTS] [CYCLES] [ROUNDS] [RECIPES] [THREADS]
@@ -49,7 +53,10 @@ for ((r = 1; r <= rounds; r++)); do
     libs=$(libs_for "$recipe" "$threads")
     ((r % 2)) || libs=$(tr ' ' '\n' <<<"$libs" | tac | xargs) # alternate the order
     for lib in $libs; do
+      cpu0=$(server_cpu)
       if line=$(run_lib "$lib" "$recipe" "$clients" "$cycles" "$threads") && [[ -n $line ]]; then
+        # the servers' CPU time over the run, per handoff (ms)
+        line+=" server_cpu_ms=$(awk -v t=$(($(server_cpu) - cpu0)) -v hz="$(getconf CLK_TCK)" -v n=$((clients * threads * cycles)) 'BEGIN { printf "%.3f", t * 1000 / hz / n }')"
         echo "$line"
         echo "$r $line" >>"$results"
       else

@@ -11,7 +11,7 @@
 #    scripts/zk-ensemble.sh), killed with the build directory when the
 #    script exits.
 # It sets build, classpath, servers and scenario and defines run_lib,
-# run_limit and packets.
+# run_limit, packets and server_cpu.
 
 # The Debian packages the peers need, and the jars Curator runs with (as
 # internal/testzk's CompileCurator).
@@ -110,6 +110,16 @@ libs_for() {
 # lines, limit setdata and limit createdelete.
 run_limit() { timeout 900 "$build/limit" "$servers" "$1" 2>"$build/limit.log"; }
 
+# server_cpu: the CPU time (user + system, in clock ticks) the servers'
+# processes have used so far.
+server_cpu() {
+  local p t=0 f
+  for p in $zk_pids; do
+    read -r -a f <"/proc/$p/stat" || continue
+    t=$((t + f[13] + f[14]))
+  done
+  echo "$t"
+}
 # packets: the sum over the servers of mntr's zk_packets_sent and
 # zk_packets_received.
 packets() {

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -252,7 +252,7 @@ func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
 		return nil, errRestart
 	}
 	a.s.log.Debug("lease acquired", zap.String("node", a.node))
-	return connhook.NewLease(a.ep, conn.JoinPath(a.s.leasesPath, a.node)).(*conn.Lease), nil
+	return connlink.Of(a.ep).NewLease(conn.JoinPath(a.s.leasesPath, a.node), 0), nil
 }
 
 // abort ends a failed attempt: errRestart if the epoch ended (our nodes go

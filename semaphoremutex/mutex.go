@@ -60,7 +60,10 @@ func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 		kind += "/revocable"
 	}
 	c, err := cohort.NewContender(sess, kind, path, cfg.handoff, cohort.Remote{
-		Acquire: s.Acquire, TryAcquire: s.TryAcquire, Release: s.ReturnLease,
+		// The Contender reports the waits, as semaphoremutex's.
+		Acquire:    func(ctx context.Context) (*conn.Lease, error) { return s.acquire(ctx, true) },
+		TryAcquire: s.tryAcquire,
+		Release:    s.ReturnLease,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -128,6 +128,7 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 		MarkRelease: true,
 		Tag:         tag,
 		Revocable:   cfg.revocable,
+		Unmetered:   true, // its wait is part of the semaphore's
 	})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
@@ -168,7 +169,9 @@ func (s *Semaphore) Leases() int { return s.max }
 // next one. A lease found free at the moment ctx ended is given up: the
 // error is ctx's.
 func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
+	done := queue.Meter(s.sess, "semaphore", s.path)
 	l, err := s.acquire(ctx, true)
+	done(l != nil, err)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +183,14 @@ func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
 // zero timeout does, when another contender holds the internal lock at
 // that moment (it is taking or waiting for a lease).
 func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	done := queue.Meter(s.sess, "semaphore", s.path)
+	l, ok, err := s.tryAcquire(ctx)
+	done(ok, err)
+	return l, ok, err
+}
+
+// tryAcquire is TryAcquire without its report to Metrics.
+func (s *Semaphore) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	l, err := s.acquire(ctx, false)
 	if err != nil {
 		return nil, false, err
@@ -232,13 +243,9 @@ func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 
 // acquire takes the internal lock, then a lease under it; the internal lock
 // is released whatever happened. With wait false it takes neither if
-// either is taken (nil lease, nil error).
-func (s *Semaphore) acquire(ctx context.Context, wait bool) (lease *conn.Lease, err error) {
-	if m := queue.Metrics(s.lock.Session()); m != nil {
-		start := queue.WaitStart(ctx, m)
-		defer func() { queue.WaitDone(m, "semaphore", s.path, start, lease != nil, err) }()
-		ctx = queue.Unmetered(ctx) // the internal lock's wait is part of ours
-	}
+// either is taken (nil lease, nil error). It reports nothing to Metrics:
+// its callers do (Acquire and TryAcquire, or a Mutex's Contender).
+func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, queue.CtxErr(ctx))
@@ -263,7 +270,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (lease *conn.Lease, 
 		case l != nil:
 			// The lease may be the internal lock's node (one lease):
 			// its hold is the semaphore's.
-			connhook.Label(l, "semaphore", s.path)
+			connlink.Of(l).Label("semaphore", s.path)
 			s.mu.Lock()
 			s.held[l] = struct{}{}
 			s.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -48,14 +48,14 @@ func (a *attempt) take(ctx context.Context) error {
 	switch {
 	case r.node != "":
 		a.node = r.node
-		connhook.Released(a.lk)
+		connlink.Of(a.lk).Released()
 		a.lk = nil
 		return nil
 	case r.lockGone:
 		// Deleted by someone else: we no longer hold the internal lock, so
 		// we may not create a lease node. Start over.
 		a.s.log.Warn("our internal lock node was deleted by someone else; starting over", zap.String("node", a.lk.Path()))
-		connhook.Released(a.lk)
+		connlink.Of(a.lk).Released()
 		a.lk = nil
 		return errRestart
 	}

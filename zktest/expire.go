@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // ZooKeeper wire constants used by ExpireSession.
@@ -28,7 +28,7 @@ const (
 // holders see Lost, and the Session opens a new epoch. server is any server
 // of the ensemble. An epoch that has already ended fails with ErrExpire.
 func ExpireEpoch(ctx context.Context, server string, ep *conn.Epoch) error {
-	return ExpireSession(ctx, server, ep.SessionID(), connhook.SessionPassword(ep))
+	return ExpireSession(ctx, server, ep.SessionID(), connlink.Of(ep).SessionPassword())
 }
 
 // ExpireSession makes the server end the session sessionID, as if it had

@@ -13,7 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // maxEvents is how many event lines the terminal view keeps under the
@@ -75,7 +75,7 @@ func watch(ctx context.Context, sess *conn.Session, o options, w io.Writer, tty 
 		if oldEp != nil && oldEp.Err() == nil {
 			for _, ch := range old {
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				_ = connhook.Unwatch(cctx, oldEp, ch)
+				_ = connlink.Of(oldEp).Unwatch(cctx, ch)
 				cancel()
 			}
 		}

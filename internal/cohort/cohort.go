@@ -20,17 +20,17 @@
 // deletion, an expiry or a disconnection by the same notifications.
 //
 // Every grant, local or remote, is a lease of its own
-// (connhook.LocalLease): released, it refuses guarded writes (a release
+// (connlink.Lease.Local): released, it refuses guarded writes (a release
 // waits for those in flight, so none is sent after the next grant exists),
 // while the node stays for the next local holder; lost with the node
 // (session expiry, deletion: seen once the node is watched), it tells its
 // holder. Its conn.Fence grows strictly with every grant: the node's
 // czxid, then the grant's pass on the node.
 //
-// A cohort lives in the session's shared map (connhook.Shared) while it
-// has a holder or waiters, and is removed once it has neither: handles on
-// the same session and Key share it, and nothing stays behind an idle
-// lock.
+// A cohort lives in the session's shared map (connlink.Session.Shared)
+// while it has a holder or waiters, and is removed once it has neither:
+// handles on the same session and Key share it, and nothing stays behind
+// an idle lock.
 package cohort
 
 import (
@@ -41,7 +41,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -62,7 +62,8 @@ type Bound struct {
 }
 
 // Remote is the lock a cohort shares: the recipe's own acquire and release
-// of one ZooKeeper contender.
+// of one ZooKeeper contender. Its Acquire and TryAcquire report no wait to
+// the session's Metrics: the Contender that calls them does.
 type Remote struct {
 	Acquire    func(ctx context.Context) (*conn.Lease, error)
 	TryAcquire func(ctx context.Context) (*conn.Lease, bool, error)
@@ -137,7 +138,7 @@ func (h *Handle) Acquire(ctx context.Context) (*conn.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, queue.CtxErr(ctx)
 	}
-	m := connhook.Shared(h.sess)
+	m := connlink.Of(h.sess).Shared()
 	var c *cohort
 	for {
 		v, loaded := m.LoadOrStore(h.key, &cohort{st: acquiring})
@@ -166,7 +167,7 @@ func (h *Handle) Acquire(ctx context.Context) (*conn.Lease, error) {
 		return nil, h.giveUp(ctx, c, wk, queue.CtxErr(ctx))
 	case <-ctx.Done():
 		return nil, h.leave(ctx, c, w, queue.CtxErr(ctx))
-	case <-connhook.Closing(h.sess):
+	case <-connlink.Of(h.sess).Closing():
 		return nil, h.leave(ctx, c, w, conn.ErrClosed)
 	}
 }
@@ -213,7 +214,7 @@ func (h *Handle) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, queue.CtxErr(ctx)
 	}
-	m := connhook.Shared(h.sess)
+	m := connlink.Of(h.sess).Shared()
 	for {
 		v, loaded := m.LoadOrStore(h.key, &cohort{st: acquiring})
 		c := v.(*cohort)
@@ -250,7 +251,7 @@ func (h *Handle) acquireNode(ctx context.Context, c *cohort, wait bool) (*conn.L
 		return nil, false, err
 	}
 	c.st, c.node, c.free, c.passes, c.since = held, l, h.remote.Release, 0, time.Now()
-	c.holder = connhook.LocalLease(l, 0).(*conn.Lease)
+	c.holder = connlink.Of(l).Local(0)
 	c.watch()
 	return c.holder, true, nil
 }
@@ -277,7 +278,7 @@ func (c *cohort) watch() {
 // request has been seen on it, or beyond the bound.
 func (c *cohort) passable(h *Handle) bool {
 	return len(c.waiters) > 0 && !c.dead() && h.sess.State() != conn.Suspended &&
-		!connhook.RevokeSeen(c.node) && c.within(h.key.Bound)
+		!connlink.Of(c.node).RevokeSeen() && c.within(h.key.Bound)
 }
 
 // dead reports whether the node is known gone: its epoch ended, or its
@@ -298,7 +299,7 @@ func (c *cohort) handOn(h *Handle) {
 		return
 	}
 	c.st = idle
-	connhook.Shared(h.sess).CompareAndDelete(h.key, c)
+	connlink.Of(h.sess).Shared().CompareAndDelete(h.key, c)
 }
 
 // remove takes w out of the queue (locked); false if it was woken already.
@@ -321,8 +322,8 @@ func (c *cohort) remove(w *waiter) bool {
 // writes through l that are in flight are answered first; those that come
 // later wait, and are refused once l is released.
 func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
-	defer connhook.HoldWrites(l)()
-	v, ok := connhook.Shared(h.sess).Load(h.key)
+	defer connlink.Of(l).HoldWrites()()
+	v, ok := connlink.Of(h.sess).Shared().Load(h.key)
 	if !ok {
 		return ErrNotHolder
 	}
@@ -336,8 +337,8 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 		w := c.waiters[0]
 		c.waiters = c.waiters[1:]
 		c.passes++
-		connhook.Released(l) // refused before the next grant exists
-		c.holder = connhook.LocalLease(c.node, int64(c.passes)).(*conn.Lease)
+		connlink.Of(l).Released() // refused before the next grant exists
+		c.holder = connlink.Of(c.node).Local(int64(c.passes))
 		w.ch <- wake{lease: c.holder}
 		c.mu.Unlock()
 		if m := queue.Metrics(h.sess); m != nil {
@@ -356,7 +357,7 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 		c.st = held // still ours: the caller may release again
 		return err
 	}
-	connhook.Released(l)
+	connlink.Of(l).Released()
 	c.handOn(h)
 	return err
 }
@@ -370,7 +371,7 @@ func (c *cohort) within(b Bound) bool {
 // cohort of h's key: queued locally, not counting the holder or the one
 // acquiring the node. For tests and diagnostics.
 func (h *Handle) Waiting() int {
-	v, ok := connhook.Shared(h.sess).Load(h.key)
+	v, ok := connlink.Of(h.sess).Shared().Load(h.key)
 	if !ok {
 		return 0
 	}

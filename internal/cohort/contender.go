@@ -47,31 +47,39 @@ func recipeOf(kind string) string {
 }
 
 // Acquire returns a grant (Handle.Acquire, or Remote.Acquire). It reports
-// the whole wait, a local one included, once to the session's Metrics.
-func (c Contender) Acquire(ctx context.Context) (l *conn.Lease, err error) {
-	if m := queue.Metrics(c.sess); m != nil {
-		start := queue.WaitStart(ctx, m)
-		defer func() { queue.WaitDone(m, c.recipe, c.path, start, l != nil, err) }()
-		ctx = queue.Unmetered(ctx)
-	}
+// the whole wait, a local one included, once to the session's Metrics:
+// the remote's calls report none (queue.Config.Unmetered).
+func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
+	done := queue.Meter(c.sess, c.recipe, c.path)
+	var (
+		l   *conn.Lease
+		err error
+	)
 	if c.co != nil {
-		return c.co.Acquire(ctx)
+		l, err = c.co.Acquire(ctx)
+	} else {
+		l, err = c.remote.Acquire(ctx)
 	}
-	return c.remote.Acquire(ctx)
+	done(l != nil, err)
+	return l, err
 }
 
 // TryAcquire returns a grant if one is free now (Handle.TryAcquire, or
 // Remote.TryAcquire), reporting the wait as Acquire does.
-func (c Contender) TryAcquire(ctx context.Context) (l *conn.Lease, ok bool, err error) {
-	if m := queue.Metrics(c.sess); m != nil {
-		start := queue.WaitStart(ctx, m)
-		defer func() { queue.WaitDone(m, c.recipe, c.path, start, ok, err) }()
-		ctx = queue.Unmetered(ctx)
-	}
+func (c Contender) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	done := queue.Meter(c.sess, c.recipe, c.path)
+	var (
+		l   *conn.Lease
+		ok  bool
+		err error
+	)
 	if c.co != nil {
-		return c.co.TryAcquire(ctx)
+		l, ok, err = c.co.TryAcquire(ctx)
+	} else {
+		l, ok, err = c.remote.TryAcquire(ctx)
 	}
-	return c.remote.TryAcquire(ctx)
+	done(ok, err)
+	return l, ok, err
 }
 
 // Release ends grant l (Handle.Release, or Remote.Release). A lease that is

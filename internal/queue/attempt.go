@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"go.uber.org/zap"
 )
 
@@ -336,8 +336,8 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	}
 	p := conn.JoinPath(a.q.path, a.node)
 	a.q.log.Debug("acquired", zap.String("node", a.node))
-	g := Grant{Lease: connhook.NewLease(a.ep, p).(*conn.Lease)}
-	connhook.Label(g.Lease, a.q.cfg.Recipe, a.q.path)
+	g := Grant{Lease: connlink.Of(a.ep).NewLease(p, 0)}
+	connlink.Of(g.Lease).Label(a.q.cfg.Recipe, a.q.path)
 	if a.from != nil {
 		g.HandedOver, g.From = true, *a.from
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"go.uber.org/zap"
 )
 
@@ -59,7 +59,7 @@ func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context
 	done := make(chan struct{}) // closed when f returns
 	go func() {
 		defer close(done)
-		if err := f(connhook.EpochContext(ep)); err != nil && ep.Err() == nil {
+		if err := f(connlink.Of(ep).Context()); err != nil && ep.Err() == nil {
 			log.Warn("removing what an abandoned acquire left failed", zap.Error(err))
 		}
 	}()
@@ -94,12 +94,12 @@ func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 		err error
 	}
 	if ctx.Done() == nil { // ctx never ends: nothing to detach from
-		v, err := op(ctx, connhook.EpochContext(ep))
+		v, err := op(ctx, connlink.Of(ep).Context())
 		return v, false, err
 	}
 	res := make(chan result, 1) // buffered: the answer may come after we stopped waiting
 	go func() {
-		v, err := op(ctx, connhook.EpochContext(ep))
+		v, err := op(ctx, connlink.Of(ep).Context())
 		res <- result{v, err}
 	}()
 	select {
@@ -127,7 +127,7 @@ func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 // goroutine of its own: it ends with the epoch at the latest, so no
 // goroutine outlives its session.
 func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context.Context) error) {
-	ctx := connhook.EpochContext(ep)
+	ctx := connlink.Of(ep).Context()
 	delay := 50 * time.Millisecond
 	for {
 		err := f(ctx)

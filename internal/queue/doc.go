@@ -40,7 +40,7 @@
 //     schema recognises, sorted by sequence number (Before: serial-number
 //     order, which survives the 32-bit counter wrapping to negative
 //     numbers).
-//  3. Ask the predicate. Acquired: return a conn.Lease (connhook.NewLease).
+//  3. Ask the predicate. Acquired: return a conn.Lease (connlink.Epoch.NewLease).
 //     Otherwise GetW the node it names: if it is already gone (zk.ErrNoNode)
 //     or its deletion is notified, drop it from the cached list and go to 3
 //     (see below for when the list is refreshed); any other event sets the

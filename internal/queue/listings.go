@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // listings shares the listings of one session's waiters on one lock path
@@ -25,8 +25,8 @@ import (
 //
 // Rounds are per epoch (a listing is good only for its own session). A
 // round whose waiters all left before its answer came is cancelled. The
-// listings live in the session's shared map (connhook.Shared) while a
-// round is pending or in flight, and leave it when none is.
+// listings live in the session's shared map (connlink.Session.Shared)
+// while a round is pending or in flight, and leave it when none is.
 type listings struct {
 	sess *conn.Session
 	key  listingsKey
@@ -52,7 +52,7 @@ func (q *Queue) lists() *listings {
 		return q.own
 	}
 	key := listingsKey{q.path, q.cfg.Schema}
-	m := connhook.Shared(q.sess)
+	m := connlink.Of(q.sess).Shared()
 	if v, ok := m.Load(key); ok {
 		return v.(*listings)
 	}
@@ -80,7 +80,7 @@ func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]Contender, erro
 	}
 	r := ls.next[ep]
 	if r == nil || r.ctx.Err() != nil { // none, or one all of whose waiters left
-		rctx, cancel := context.WithCancel(connhook.EpochContext(ep))
+		rctx, cancel := context.WithCancel(connlink.Of(ep).Context())
 		r = &round{ctx: rctx, cancel: cancel, done: make(chan struct{})}
 		ls.next[ep] = r
 	}
@@ -113,7 +113,7 @@ func (ls *listings) send(ep *conn.Epoch) {
 			if len(ls.busy) == 0 && len(ls.next) == 0 && ls.sess != nil {
 				// Idle: leave the map (a waiter that still holds ls may
 				// join it again: it then runs on its own, as correctly).
-				connhook.Shared(ls.sess).CompareAndDelete(ls.key, ls)
+				connlink.Of(ls.sess).Shared().CompareAndDelete(ls.key, ls)
 			}
 			ls.mu.Unlock()
 			return

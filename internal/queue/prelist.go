@@ -3,7 +3,7 @@ package queue
 import (
 	"context"
 
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // prelisting is the listing of the lock's children sent right behind our
@@ -30,7 +30,7 @@ type listed struct {
 // joins the queue's next shared listing (listings). It must be called
 // right before a.create, and ended with behind (or drop).
 func (a *attempt) prelist(ctx context.Context) *prelisting {
-	written := connhook.CreateWritten(a.ep)
+	written := connlink.Of(a.ep).CreateWritten()
 	lctx, cancel := context.WithCancel(ctx)
 	p := &prelisting{stop: make(chan struct{}), cancel: cancel, res: make(chan listed, 1)}
 	go func() {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"go.uber.org/zap"
 )
 
@@ -60,6 +60,12 @@ type Config struct {
 	// Recipe names the recipe in what the queue reports to the session's
 	// conn.Metrics (waits; its grants' holds and losses). Default "".
 	Recipe string
+	// Unmetered says that the queue's caller reports the waits of
+	// Acquire, TryAcquire and AcquireGrant (Meter), and the queue reports
+	// none: a cohort.Contender, whose one report covers a local wait too,
+	// or a semaphore's internal lock, whose wait is part of the lease's.
+	// Default false: each call reports its wait.
+	Unmetered bool
 }
 
 // dataProbe is an acquire id New looks for in a schema's prefix.
@@ -132,7 +138,7 @@ func (q *Queue) NodeACL() []zk.ACL {
 	if q.cfg.Revocable {
 		return q.sess.ACL()
 	}
-	return connhook.SealedACL(q.sess)
+	return connlink.Of(q.sess).SealedACL()
 }
 
 // Session is the session the queue's nodes are created in.
@@ -168,9 +174,9 @@ func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 // AcquireGrant is Acquire (wait true) or TryAcquire (wait false, a zero
 // Grant when not granted at once) that also says how the node was granted.
 func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (g Grant, err error) {
-	if m := Metrics(q.sess); m != nil {
-		start := WaitStart(ctx, m)
-		defer func() { WaitDone(m, q.cfg.Recipe, q.path, start, g.Lease != nil, err) }()
+	if !q.cfg.Unmetered {
+		done := Meter(q.sess, q.cfg.Recipe, q.path)
+		defer func() { done(g.Lease != nil, err) }()
 	}
 	for {
 		if err := ctx.Err(); err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"go.uber.org/zap"
 )
@@ -39,7 +39,7 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 	if l == nil {
 		return errors.New("queue: release: nil lease")
 	}
-	connhook.Releasing(l, true)
+	connlink.Of(l).Releasing(true)
 	var err error
 	if mark {
 		err = q.handOver(ctx, l.Epoch(), l.Path())
@@ -47,10 +47,10 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 		err = q.deleteNode(ctx, l.Epoch(), l.Path())
 	}
 	if err != nil && !errors.Is(err, ErrReleasePending) {
-		connhook.Releasing(l, false)
+		connlink.Of(l).Releasing(false)
 		return err
 	}
-	connhook.Released(l)
+	connlink.Of(l).Released()
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // sealRead is the read of a watched node's ACL that await sends together
@@ -33,7 +33,7 @@ func readSeal(ctx context.Context, ep *conn.Epoch, p string) *sealRead {
 	ctx, stop := context.WithCancel(ctx)
 	r := &sealRead{res: make(chan sealed, 1), stop: stop}
 	go func() {
-		acl, st, err := connhook.GetACL(ctx, ep, p)
+		acl, st, err := connlink.Of(ep).GetACL(ctx, p)
 		if err != nil {
 			r.res <- sealed{}
 			return

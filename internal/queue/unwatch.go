@@ -6,7 +6,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/connhook"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // Unwatch tells ep that its caller stopped waiting on ch, a channel of
@@ -20,5 +20,5 @@ import (
 func Unwatch(ep *conn.Epoch, ch <-chan zk.Event) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // send, do not wait
-	_ = connhook.Unwatch(ctx, ep, ch)
+	_ = connlink.Of(ep).Unwatch(ctx, ch)
 }

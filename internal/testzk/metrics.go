@@ -14,6 +14,7 @@ type Recorder struct {
 	requests map[string]int
 	locks    []conn.LockMetric
 	leader   []conn.LeaderMetric
+	watches  int
 }
 
 // State implements conn.Metrics.
@@ -45,6 +46,21 @@ func (r *Recorder) Leader(m conn.LeaderMetric) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.leader = append(r.leader, m)
+}
+
+// Watches implements conn.Metrics.
+func (r *Recorder) Watches(delta int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.watches += delta
+}
+
+// WatchGauge is the sum of the Watches deltas recorded: the session's
+// watches on the servers, as an adapter's gauge shows them.
+func (r *Recorder) WatchGauge() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.watches
 }
 
 // Take returns the lock events recorded since the last Take.

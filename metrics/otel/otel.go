@@ -17,6 +17,7 @@
 //	zkrecipes.leader.term.duration    histogram      path
 //	zkrecipes.session.transitions     counter        state
 //	zkrecipes.session.epochs          counter
+//	zkrecipes.session.watches         updowncounter
 //	zkrecipes.request.duration        histogram      op, outcome
 //
 // The attribute values are conn's, as in package
@@ -62,7 +63,7 @@ type Metrics struct {
 	wait, hold, term, request               metric.Float64Histogram
 	handoffs, lost, revokes, terms, changes metric.Int64Counter
 	epochs                                  metric.Int64Counter
-	leading                                 metric.Int64UpDownCounter
+	leading, watches                        metric.Int64UpDownCounter
 }
 
 // lockBuckets are the bounds of the wait, hold and term histograms, in
@@ -109,6 +110,9 @@ func New(meter metric.Meter, opts ...Option) (*Metrics, error) {
 	var err error
 	m.leading, err = meter.Int64UpDownCounter("zkrecipes.leader.leading", metric.WithUnit("{leader}"),
 		metric.WithDescription("1 while this process leads the election, else 0."))
+	errs = append(errs, err)
+	m.watches, err = meter.Int64UpDownCounter("zkrecipes.session.watches", metric.WithUnit("{watch}"),
+		metric.WithDescription("Watches the sessions have on the servers for their callers."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -165,3 +169,6 @@ func (m *Metrics) Leader(l conn.LeaderMetric) {
 	m.leading.Add(ctx, -1, path)
 	m.term.Record(ctx, l.Duration.Seconds(), path)
 }
+
+// Watches implements conn.Metrics.
+func (m *Metrics) Watches(delta int) { m.watches.Add(context.Background(), int64(delta)) }

@@ -121,3 +121,55 @@ func TestManualReader(t *testing.T) {
 	n, _ = histCount(t, instrument(t, rm, "zkrecipes.request.duration"), map[string]string{"op": "create", "outcome": "ok"})
 	assert.GreaterOrEqual(t, n, uint64(2))
 }
+
+// zkrecipes.session.watches is the session's watches on the server, read
+// back through the SDK: 1 while a waiter waits behind another session's
+// holder, 0 once it gave up.
+func TestWatchesGauge(t *testing.T) {
+	c := testzk.Shared(t)
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { require.NoError(t, provider.Shutdown(context.Background())) }()
+	m, err := zkotel.New(provider.Meter("zkrecipes"))
+	require.NoError(t, err)
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(m))
+	other := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	// The instrument is collected once something was recorded in it.
+	watches := func() int64 {
+		var rm metricdata.ResourceMetrics
+		require.NoError(t, reader.Collect(ctx, &rm))
+		for _, sm := range rm.ScopeMetrics {
+			for _, w := range sm.Metrics {
+				if w.Name != "zkrecipes.session.watches" {
+					continue
+				}
+				assert.Equal(t, "{watch}", w.Unit)
+				s, ok := w.Data.(metricdata.Sum[int64])
+				require.True(t, ok, "%T", w.Data)
+				assert.False(t, s.IsMonotonic, "an up-down counter")
+				return sum(t, w, nil)
+			}
+		}
+		return 0
+	}
+
+	holder, err := mutex.New(other, path)
+	require.NoError(t, err)
+	_, err = holder.Acquire(ctx)
+	require.NoError(t, err)
+	waiter, err := mutex.New(s, path)
+	require.NoError(t, err)
+	wctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := waiter.Acquire(wctx)
+		errc <- err
+	}()
+	testzk.Eventually(t, 10*time.Second, func() bool { return watches() == 1 }, "the waiter's watch not counted")
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	testzk.Eventually(t, 10*time.Second, func() bool { return watches() == 0 }, "the count does not go back to 0")
+	require.NoError(t, holder.Release(ctx))
+}

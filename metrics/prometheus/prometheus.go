@@ -18,6 +18,7 @@
 //	zkrecipes_leader_term_duration_seconds    histogram  path
 //	zkrecipes_session_transitions_total       counter    state
 //	zkrecipes_session_epochs_total            counter
+//	zkrecipes_session_watches                 gauge
 //	zkrecipes_request_duration_seconds        histogram  op, outcome
 //
 // The label values are conn's: outcome granted, not_granted, timeout,
@@ -66,6 +67,7 @@ type Metrics struct {
 	terms, transitions        *prom.CounterVec
 	leading                   *prom.GaugeVec
 	epochs                    prom.Counter
+	watches                   prom.Gauge
 }
 
 // lockBuckets are the bounds of the wait, hold and term histograms, in
@@ -101,7 +103,8 @@ func New(reg prom.Registerer, opts ...Option) (*Metrics, error) {
 	m.transitions = counter("zkrecipes_session_transitions_total", "Session state transitions, by new state.", "state")
 	m.leading = prom.NewGaugeVec(prom.GaugeOpts{Name: "zkrecipes_leader_leading", Help: "1 while this process leads the election, else 0."}, []string{"path"})
 	m.epochs = prom.NewCounter(prom.CounterOpts{Name: "zkrecipes_session_epochs_total", Help: "ZooKeeper sessions (epochs) begun."})
-	for _, c := range []prom.Collector{m.wait, m.hold, m.term, m.request, m.handoffs, m.lost, m.revokes, m.terms, m.transitions, m.leading, m.epochs} {
+	m.watches = prom.NewGauge(prom.GaugeOpts{Name: "zkrecipes_session_watches", Help: "Watches the sessions have on the servers for their callers."})
+	for _, c := range []prom.Collector{m.wait, m.hold, m.term, m.request, m.handoffs, m.lost, m.revokes, m.terms, m.transitions, m.leading, m.epochs, m.watches} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -154,3 +157,6 @@ func (m *Metrics) Leader(l conn.LeaderMetric) {
 	m.leading.WithLabelValues(path).Set(0)
 	m.term.WithLabelValues(path).Observe(l.Duration.Seconds())
 }
+
+// Watches implements conn.Metrics.
+func (m *Metrics) Watches(delta int) { m.watches.Add(float64(delta)) }

@@ -1,6 +1,7 @@
 package prometheus_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -137,4 +138,43 @@ func TestDefaultPathLabelBounded(t *testing.T) {
 		}
 	}
 	t.Fatal("no wait histogram")
+}
+
+// zkrecipes_session_watches is the session's watches on the server: 1
+// while a waiter waits behind another session's holder, 0 once it gave up.
+func TestWatchesGauge(t *testing.T) {
+	c := testzk.Shared(t)
+	reg := prom.NewRegistry()
+	m, err := zkprom.New(reg)
+	require.NoError(t, err)
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(m))
+	other := testzk.Connect(t, c.Servers())
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, time.Minute)
+	gauge := func() float64 {
+		g := find(scrape(t, srv.URL), "zkrecipes_session_watches", nil)
+		require.NotNil(t, g, "no zkrecipes_session_watches")
+		return g.GetGauge().GetValue()
+	}
+	assert.Zero(t, gauge())
+
+	holder, err := mutex.New(other, path)
+	require.NoError(t, err)
+	_, err = holder.Acquire(ctx)
+	require.NoError(t, err)
+	waiter, err := mutex.New(s, path)
+	require.NoError(t, err)
+	wctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := waiter.Acquire(wctx)
+		errc <- err
+	}()
+	testzk.Eventually(t, 10*time.Second, func() bool { return gauge() == 1 }, "the waiter's watch not in the gauge")
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	testzk.Eventually(t, 10*time.Second, func() bool { return gauge() == 0 }, "the gauge does not go back to 0")
+	require.NoError(t, holder.Release(ctx))
 }

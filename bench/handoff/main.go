@@ -1,0 +1,374 @@
+// Command handoff times each step of a lock handoff between two sessions
+// pinned to chosen servers of an ensemble (issue 18: where does a handoff's
+// time go on an ensemble?). For every pair (releaser's server, waiter's
+// server) it runs ROUNDS ping-pong handoffs and prints medians:
+//
+//	go run ./bench/handoff -servers h:p1,h:p2,h:p3 [-rounds 200]
+//
+// Lines, all times in milliseconds (median over the rounds):
+//
+//	raw  rel=R wait=W delete_rtt multi_rtt delete_event multi_event children_rtt
+//	lib  rel=R wait=W zkrecipes_release zkrecipes_handoff gozk_release gozk_handoff
+//
+// raw: go-zookeeper alone. The releaser deletes a node (delete_rtt: its
+// answer) or marks and deletes it in one multi (multi_rtt); the waiter, on
+// its own session, has a watch on the node: *_event is from the releaser's
+// send to the waiter's event. children_rtt is one getChildren of the
+// waiter after its event (what zk.Lock does before it holds).
+//
+// lib: zkrecipes' mutex and go-zookeeper's zk.Lock, one contender each on
+// the two sessions: *_release is the release call's time, *_handoff from
+// the release call to the waiter's Acquire (Lock) returning.
+//
+// R and W name the servers by their mode (L leader, F1/F2 followers).
+//
+// With -cost PIDS (the servers' process ids, on this machine), it measures
+// instead what each kind of request of a handoff costs the servers: 1,000
+// of one kind in a row from one client on the first server, three times,
+// each line the servers' CPU time per request (from /proc, all PIDS
+// summed) and the wall time:
+//
+//	cost KIND server_cpu_ms=C wall_ms=W
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/mutex"
+)
+
+func main() {
+	servers := flag.String("servers", os.Getenv("ZK_SERVERS"), "ZooKeeper servers host:port,...")
+	rounds := flag.Int("rounds", 200, "handoffs per measurement")
+	pids := flag.String("cost", "", "server pids p1,p2,...: measure what each request costs the servers instead (see cost.go)")
+	flag.Parse()
+	var err error
+	if *pids != "" {
+		err = cost(strings.Split(*servers, ",")[0], strings.Split(*pids, ","), 1000)
+	} else {
+		err = run(strings.Split(*servers, ","), *rounds)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "handoff:", err)
+		os.Exit(1)
+	}
+}
+
+func run(servers []string, rounds int) error {
+	names := make([]string, len(servers))
+	f := 0
+	for i, s := range servers {
+		mode, err := mode(s)
+		if err != nil {
+			return err
+		}
+		if mode == "leader" || mode == "standalone" {
+			names[i] = "L"
+		} else {
+			f++
+			names[i] = fmt.Sprintf("F%d", f)
+		}
+		fmt.Printf("# %s %s (%s)\n", names[i], s, mode)
+	}
+	for i := range servers {
+		for j := range servers {
+			raw, err := rawRound(servers[i], servers[j], rounds)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("raw rel=%s wait=%s delete_rtt=%.2f multi_rtt=%.2f delete_event=%.2f multi_event=%.2f children_rtt=%.2f conn_multi_rtt=%.2f conn_multi_event=%.2f\n",
+				names[i], names[j], raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6])
+			lib, err := libRound(servers[i], servers[j], rounds)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("lib rel=%s wait=%s zkrecipes_release=%.2f zkrecipes_handoff=%.2f gozk_release=%.2f gozk_handoff=%.2f\n",
+				names[i], names[j], lib[0], lib[1], lib[2], lib[3])
+		}
+	}
+	return nil
+}
+
+// mode asks a server's srvr four-letter word for its mode.
+func mode(server string) (string, error) {
+	c, err := net.DialTimeout("tcp", server, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "srvr"); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if m, ok := strings.CutPrefix(l, "Mode: "); ok {
+			return strings.TrimSpace(m), nil
+		}
+	}
+	return "", fmt.Errorf("%s: no mode in srvr's answer", server)
+}
+
+func connect(server string) (*zk.Conn, error) {
+	c, ev, err := zk.Connect([]string{server}, 30*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		return nil, err
+	}
+	for e := range ev {
+		if e.State == zk.StateHasSession {
+			go func() {
+				for range ev {
+				}
+			}()
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: no session", server)
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	return xs[len(xs)/2]
+}
+
+// rawRound: delete_rtt, multi_rtt, delete_event, multi_event,
+// children_rtt, and the multi through conn (conn_multi_rtt,
+// conn_multi_event: releaser and waiter on conn sessions).
+func rawRound(rel, wait string, rounds int) ([7]float64, error) {
+	var out [7]float64
+	ctx := context.Background()
+	a, err := connect(rel)
+	if err != nil {
+		return out, err
+	}
+	defer a.Close()
+	b, err := connect(wait)
+	if err != nil {
+		return out, err
+	}
+	defer b.Close()
+	sa, err := conn.Connect(ctx, []string{rel})
+	if err != nil {
+		return out, err
+	}
+	defer sa.Close()
+	sb, err := conn.Connect(ctx, []string{wait})
+	if err != nil {
+		return out, err
+	}
+	defer sb.Close()
+	ea, err := sa.Epoch(ctx)
+	if err != nil {
+		return out, err
+	}
+	eb, err := sb.Epoch(ctx)
+	if err != nil {
+		return out, err
+	}
+	base := fmt.Sprintf("/handoff-raw-%d", time.Now().UnixNano())
+	if _, err := a.Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		return out, err
+	}
+	defer a.Delete(base, -1)
+	var dRTT, mRTT, dEv, mEv, cRTT, cmRTT, cmEv []float64
+	node := base + "/n"
+	for r := 0; r < rounds; r++ {
+		for mode := 0; mode < 3; mode++ {
+			if _, err := a.Create(node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+				return out, err
+			}
+			if _, err := b.Sync(node); err != nil { // b's server may not have the create yet
+				return out, err
+			}
+			var ch <-chan zk.Event
+			if mode == 2 {
+				_, _, ch, err = eb.GetW(ctx, node)
+			} else {
+				_, _, ch, err = b.GetW(node)
+			}
+			if err != nil {
+				return out, err
+			}
+			time.Sleep(settle) // as long as the library rounds wait before a release
+			ops := []any{&zk.SetDataRequest{Path: node, Data: []byte("x"), Version: -1}, &zk.DeleteRequest{Path: node, Version: -1}}
+			t0 := time.Now()
+			switch mode {
+			case 0:
+				err = a.Delete(node, -1)
+			case 1:
+				_, err = a.Multi(ops...)
+			case 2:
+				_, err = ea.Multi(ctx, ops...)
+			}
+			if err != nil {
+				return out, err
+			}
+			rtt := time.Since(t0)
+			<-ch
+			ev := time.Since(t0)
+			switch mode {
+			case 0:
+				dRTT, dEv = append(dRTT, ms(rtt)), append(dEv, ms(ev))
+				t1 := time.Now()
+				if _, _, err := b.Children(base); err != nil {
+					return out, err
+				}
+				cRTT = append(cRTT, ms(time.Since(t1)))
+			case 1:
+				mRTT, mEv = append(mRTT, ms(rtt)), append(mEv, ms(ev))
+			case 2:
+				cmRTT, cmEv = append(cmRTT, ms(rtt)), append(cmEv, ms(ev))
+			}
+		}
+	}
+	return [7]float64{median(dRTT), median(mRTT), median(dEv), median(mEv), median(cRTT), median(cmRTT), median(cmEv)}, nil
+}
+
+// libRound: zkrecipes_release, zkrecipes_handoff, gozk_release, gozk_handoff.
+func libRound(rel, wait string, rounds int) ([4]float64, error) {
+	var out [4]float64
+	ctx := context.Background()
+	path := fmt.Sprintf("/handoff-lib-%d", time.Now().UnixNano())
+	sa, err := conn.Connect(ctx, []string{rel})
+	if err != nil {
+		return out, err
+	}
+	defer sa.Close()
+	sb, err := conn.Connect(ctx, []string{wait})
+	if err != nil {
+		return out, err
+	}
+	defer sb.Close()
+	watcher, err := connect(rel)
+	if err != nil {
+		return out, err
+	}
+	defer watcher.Close()
+	ma, err := mutex.New(sa, path+"/ours")
+	if err != nil {
+		return out, err
+	}
+	mb, err := mutex.New(sb, path+"/ours")
+	if err != nil {
+		return out, err
+	}
+	var oRel, oHand []float64
+	done := make(chan error, 1)
+	for r := 0; r < rounds; r++ {
+		if _, err := ma.Acquire(ctx); err != nil {
+			return out, err
+		}
+		got := make(chan time.Time, 1)
+		errc := make(chan error, 1)
+		go func() { // Acquire and Release from one goroutine (reentrancy is per goroutine)
+			if _, err := mb.Acquire(ctx); err != nil {
+				errc <- err
+				return
+			}
+			got <- time.Now()
+			done <- mb.Release(ctx)
+		}()
+		if err := queued(watcher, path+"/ours", 2); err != nil {
+			return out, err
+		}
+		t0 := time.Now()
+		if err := ma.Release(ctx); err != nil {
+			return out, err
+		}
+		oRel = append(oRel, ms(time.Since(t0)))
+		select {
+		case t := <-got:
+			oHand = append(oHand, ms(t.Sub(t0)))
+		case err := <-errc: // Acquire failed; got is only sent after a grant
+			return out, err
+		}
+		if err := <-done; err != nil {
+			return out, err
+		}
+	}
+	za, err := connect(rel)
+	if err != nil {
+		return out, err
+	}
+	defer za.Close()
+	zb, err := connect(wait)
+	if err != nil {
+		return out, err
+	}
+	defer zb.Close()
+	la := zk.NewLock(za, path+"/gozk", zk.WorldACL(zk.PermAll))
+	lb := zk.NewLock(zb, path+"/gozk", zk.WorldACL(zk.PermAll))
+	var gRel, gHand []float64
+	for r := 0; r < rounds; r++ {
+		if err := la.Lock(); err != nil {
+			return out, err
+		}
+		got := make(chan time.Time, 1)
+		errc := make(chan error, 1)
+		go func() {
+			if err := lb.Lock(); err != nil {
+				errc <- err
+				return
+			}
+			got <- time.Now()
+		}()
+		if err := queued(watcher, path+"/gozk", 2); err != nil {
+			return out, err
+		}
+		t0 := time.Now()
+		if err := la.Unlock(); err != nil {
+			return out, err
+		}
+		gRel = append(gRel, ms(time.Since(t0)))
+		select {
+		case t := <-got:
+			gHand = append(gHand, ms(t.Sub(t0)))
+		case err := <-errc:
+			return out, err
+		}
+		if err := lb.Unlock(); err != nil {
+			return out, err
+		}
+	}
+	return [4]float64{median(oRel), median(oHand), median(gRel), median(gHand)}, nil
+}
+
+// settle is how long a round waits, once the waiter is queued, before the
+// release: the waiter's watch is set by then (both libraries send it
+// right behind their listing), and every kind of round is measured after
+// the same idle time.
+const settle = 5 * time.Millisecond
+
+// queued waits until path has n children and then settle, so the last
+// one's waiter has sent its watch.
+func queued(c *zk.Conn, path string, n int) error {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		kids, _, err := c.Children(path)
+		if err == nil && len(kids) >= n {
+			time.Sleep(settle)
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return fmt.Errorf("%s: %d contenders never queued", path, n)
+}

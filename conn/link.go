@@ -1,0 +1,72 @@
+package conn
+
+import (
+	"context"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+)
+
+// What the module's recipes reach of Session, Epoch and Lease beyond the
+// public API (see internal/connlink): each embeds a link, through these
+// unexported aliases, to a view of itself that implements connlink's
+// interface by calling the unexported functions below.
+type (
+	sessionLink = connlink.Link[connlink.Session[Metrics]]
+	epochLink   = connlink.Link[connlink.Epoch[*Lease]]
+	leaseLink   = connlink.Link[connlink.Lease[*Lease]]
+)
+
+// sessionView, epochView and leaseView are Session, Epoch and Lease seen
+// through connlink: a view is the value's own pointer converted, so a link
+// costs no allocation, only its two words in the value.
+type (
+	sessionView Session
+	epochView   Epoch
+	leaseView   Lease
+)
+
+func (v *sessionView) SealedACL() []zk.ACL      { return (*Session)(v).sealedACL() }
+func (v *sessionView) Shared() *sync.Map        { return &v.shared }
+func (v *sessionView) Closing() <-chan struct{} { return v.closing }
+func (v *sessionView) Metrics() Metrics         { return v.cfg.metrics }
+
+func (v *epochView) NewLease(path string, czxid int64) *Lease {
+	return (*Epoch)(v).newLease(path, czxid)
+}
+
+func (v *epochView) Unwatch(ctx context.Context, ch <-chan zk.Event) error {
+	return (*Epoch)(v).unwatch(ctx, ch)
+}
+
+func (v *epochView) SessionPassword() []byte        { return append([]byte(nil), v.passwd...) }
+func (v *epochView) CreateWritten() <-chan struct{} { return (*Epoch)(v).createWritten() }
+func (v *epochView) Context() context.Context       { return v.ctx }
+
+func (v *epochView) GetACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error) {
+	return (*Epoch)(v).getACL(ctx, path)
+}
+
+func (v *leaseView) Released()                           { (*Lease)(v).released() }
+func (v *leaseView) Local(pass int64) *Lease             { return (*Lease)(v).localView(pass) }
+func (v *leaseView) HoldWrites() (done func())           { return (*Lease)(v).holdWrites() }
+func (v *leaseView) RevokeSeen() bool                    { return (*Lease)(v).revokeSeen() }
+func (v *leaseView) Guard(node string, zxid, pass int64) { (*Lease)(v).guardWith(node, zxid, pass) }
+func (v *leaseView) Unguard()                            { (*Lease)(v).unguard() }
+func (v *leaseView) Label(recipe, lock string)           { v.recipe, v.lock = recipe, lock }
+func (v *leaseView) Releasing(on bool)                   { v.releasing.Store(on) }
+
+// linkSession, linkEpoch and linkLease set the link of a value just made.
+func linkSession(s *Session) {
+	s.sessionLink = connlink.NewLink[connlink.Session[Metrics]]((*sessionView)(s))
+}
+
+func linkEpoch(e *Epoch) {
+	e.epochLink = connlink.NewLink[connlink.Epoch[*Lease]]((*epochView)(e))
+}
+
+func linkLease(l *Lease) {
+	l.leaseLink = connlink.NewLink[connlink.Lease[*Lease]]((*leaseView)(l))
+}

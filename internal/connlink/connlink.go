@@ -1,0 +1,156 @@
+// Package connlink lets the module's recipes reach what package conn keeps
+// out of its public API, with the compiler checking every call.
+//
+// Package conn keeps its types (Session, Epoch, Lease) and their godoc in
+// its own package, yet the recipes need operations conn does not export:
+// make a lease, mark it released, read the session's sealed ACL, and the
+// rest below. Each of the three types embeds a Link, through an unexported
+// alias, to a view of itself: a value of an unexported type of conn whose
+// methods implement this package's Session, Epoch or Lease interface. Of
+// returns that view; its methods take and return conn's own types (the
+// type parameters), so nothing is asserted at run time and nothing is
+// wired at init.
+//
+// Only this module can call it: the package is internal, and Link's field
+// and method are unexported, so the embedded field adds nothing to conn's
+// API.
+package connlink
+
+import (
+	"context"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Link holds the view of the value that embeds it. Package conn sets it
+// when it makes the value (NewLink); Of reads it.
+type Link[T any] struct{ view T }
+
+// NewLink returns a Link to view.
+func NewLink[T any](view T) Link[T] { return Link[T]{view: view} }
+
+func (l Link[T]) linked() T { return l.view }
+
+// Of returns the view linked to x: for a *conn.Session a Session, for a
+// *conn.Epoch an Epoch, for a *conn.Lease a Lease.
+func Of[T any](x interface{ linked() T }) T { return x.linked() }
+
+// Session is what the recipes reach of a *conn.Session; M is conn.Metrics.
+type Session[M any] interface {
+	// SealedACL returns the ACL a recipe gives the lock nodes it seals:
+	// the session's ACL (conn.WithACL) with WRITE and ADMIN removed from
+	// every entry, plus the session's own digest identity with ALL. Only
+	// that session can then change the node's data or its ACL.
+	SealedACL() []zk.ACL
+
+	// Shared returns the map in which the recipes keep per-session state
+	// (the in-process handoff's cohorts, package cohort), keyed by what
+	// they choose. It lives as long as the session.
+	Shared() *sync.Map
+
+	// Closing returns a channel closed when Close is called on the
+	// session: local waiters (package cohort) give up then, as requests on
+	// the session fail with conn.ErrClosed.
+	Closing() <-chan struct{}
+
+	// Metrics returns the session's conn.Metrics (conn.WithMetrics), or
+	// nil without one.
+	Metrics() M
+}
+
+// Epoch is what the recipes reach of a *conn.Epoch; L is *conn.Lease.
+type Epoch[L any] interface {
+	// NewLease makes a lease for node path, which the epoch's session
+	// created and holds. Recipes call it when they acquire. czxid is the
+	// node's czxid when the recipe knows it (it read the node and found it
+	// its own): a node at path with another czxid is not the lease's. With
+	// czxid 0 the lease learns the node's czxid from its first read of the
+	// node, which must find it owned by the session (see conn.Lease.Fence).
+	NewLease(path string, czxid int64) L
+
+	// Unwatch tells the epoch that its caller stopped waiting on ch, a
+	// channel the epoch's GetW, ExistsW or ChildrenW returned. If no other
+	// watcher of the session waits on that path and kind and the watch has
+	// not fired, conn removes it from the server (removeWatches) before
+	// any later request of the epoch, and waits for the answer bounded by
+	// ctx and the epoch; with ctx ended it returns at once and the removal
+	// still goes out. A fired or already stopped channel costs nothing.
+	Unwatch(ctx context.Context, ch <-chan zk.Event) error
+
+	// SessionPassword returns a copy of the password of the epoch's
+	// ZooKeeper session, as the Java client's getSessionPasswd gives it,
+	// for zktest.ExpireEpoch. A secret: it lets anyone attach to the
+	// session.
+	SessionPassword() []byte
+
+	// CreateWritten returns a channel closed once the next create request
+	// written on the epoch's connection (after the call) has gone to the
+	// server; never closed if none is. A request sent after that is
+	// answered after the create (ZooKeeper answers a session's requests in
+	// order): the engine sends its listing right behind its create.
+	CreateWritten() <-chan struct{}
+
+	// Context returns the context cancelled (with the reason as cause)
+	// when the epoch ends: the context the engine's background work on
+	// that epoch runs on.
+	Context() context.Context
+
+	// GetACL reads the ACL and stat of node path, as the epoch's other
+	// reads do (counted as conn.OpGetACL, retried on connection loss). The
+	// queue's waiters read their predecessor's ACL with its data, to tell
+	// whether a data change of it can be trusted as its release.
+	GetACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error)
+}
+
+// Lease is what the recipes reach of a *conn.Lease; L is *conn.Lease.
+type Lease[L any] interface {
+	// Released marks the lease as no longer held: its Lost channel is
+	// closed and Err says released. Recipes call it when they delete the
+	// node (or hand its deletion to the background); it deletes nothing.
+	Released()
+
+	// Local returns a local grant on the lease's node, as a lease of its
+	// own: same node, epoch and token, pass as its Fence's Pass, and its
+	// own Lost channel, closed when it is released (Released) or when the
+	// node's lease is lost. Its guarded writes are refused once it is
+	// released, whether or not the node still exists.
+	Local(pass int64) L
+
+	// HoldWrites waits until no guarded write through the lease is in
+	// flight and keeps new ones waiting until the returned function is
+	// called; they then see the lease released, or go on if it was not.
+	// Package cohort holds it while it releases a local grant, so that a
+	// grant's write is answered before the next grant on the node exists.
+	HoldWrites() (done func())
+
+	// RevokeSeen reports whether a revoke request has been seen on the
+	// lease's node (its Revoked channel is closed), without starting the
+	// node watch that Revoked starts.
+	RevokeSeen() bool
+
+	// Guard makes the lease, just granted and not handed out yet, a grant
+	// that stands on node, another node of the same session that exists
+	// and whose czxid is zxid: its guarded writes and CheckOp check node
+	// instead of its own, node's deletion makes it lost (once watched),
+	// and its Fence is {zxid, pass}. rwlock's downgrade: a read grant that
+	// stands on the goroutine's write node.
+	Guard(node string, zxid, pass int64)
+
+	// Unguard hands a grant made by Guard to its own node: from then on
+	// its checks are on that node, and node's deletion is no loss. Called
+	// before the recipe deletes node.
+	Unguard()
+
+	// Label names the recipe and the lock path of the lease, just granted
+	// and not handed out yet: what its hold and loss are reported under
+	// (conn.Metrics; without it, recipe "" and the node's parent). Local
+	// grants (Local) take their node's.
+	Label(recipe, lock string)
+
+	// Releasing(true) tells the lease that its recipe is about to delete
+	// its node: the deletion, if the lease sees it before Released, is
+	// reported to conn.Metrics as the end of the hold, not as a loss.
+	// Releasing(false) takes it back, for a delete the server refused.
+	Releasing(on bool)
+}
