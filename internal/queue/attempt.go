@@ -19,6 +19,7 @@ import (
 type attempt struct {
 	q    *Queue
 	ep   *conn.Epoch
+	ls   *listings // the session's for the queue's path (join)
 	id   string // unique acquire id: in our node's name or data
 	node string // our node's name, once created
 
@@ -38,6 +39,14 @@ type attempt struct {
 
 	lossy bool // a create's answer was lost: look out for a ghost of ours
 
+	// stale says that the cache has been changed, since the last read
+	// that showed our node (a listing, or own), by a notification of a
+	// deletion or by what the session learnt from one (listings.left): a
+	// grant then waits for own, a read of our node sent after that
+	// (confirm).
+	stale bool
+	own   *ownRead
+
 	// from is the data of the node whose handover (a data change) woke us
 	// last, nil when the last wake-up was anything else.
 	from *NodeData
@@ -49,6 +58,7 @@ func newID() string { return uuid.NewString() }
 // once; a zero Grant otherwise). Errors: errRestart when the epoch ended
 // (our node went with it); otherwise our node has been deleted first.
 func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
+	defer a.endOwn()
 	pre := a.prelist(ctx)
 	if err := a.create(ctx); err != nil {
 		pre.drop()
@@ -64,7 +74,7 @@ func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
 		}
 		ok, watch := a.q.cfg.Decide(a.cs, self)
 		if ok && a.part {
-			if err := a.list(ctx); err != nil {
+			if err := a.relist(ctx); err != nil {
 				return Grant{}, a.abort(ctx, err)
 			}
 			continue
@@ -90,7 +100,7 @@ func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
 // list lists the children once (a listing shared with the queue's other
 // waiters, sent after this call: listings) and fills the cache.
 func (a *attempt) list(ctx context.Context) error {
-	cs, err := a.q.lists().list(ctx, a.ep)
+	cs, err := a.ls.list(ctx, a.ep)
 	if err != nil {
 		return err
 	}
@@ -98,9 +108,27 @@ func (a *attempt) list(ctx context.Context) error {
 	return a.ghosts(ctx)
 }
 
-// listed makes a fresh listing the cache.
+// listed makes a fresh listing the cache. It was sent after our last
+// wake-up and shows our node: our node was there after it (stale).
 func (a *attempt) listed(cs []Contender) {
-	a.cs, a.part, a.clearedBy = cs, false, ""
+	a.cs, a.part, a.clearedBy, a.stale = cs, false, "", false
+}
+
+// relist refreshes the cache when forget cannot decide from it: from the
+// session's view of the queue (listings.before) when that shows our node
+// and leaves at most one contender that blocks us (settled), as a listing
+// would; otherwise by listing the children.
+func (a *attempt) relist(ctx context.Context) error {
+	if !a.q.cfg.Relist {
+		if self, ok := a.q.cfg.Schema.Parse(a.node); ok {
+			if cs, ok := a.ls.before(a.ep, self, maxCopy); ok && settled(a.q.cfg.Decide, cs, a.node) {
+				a.cs, a.part, a.clearedBy = cs, false, ""
+				a.unsure()
+				return a.ghosts(ctx)
+			}
+		}
+	}
+	return a.list(ctx)
 }
 
 // ghosts runs dropGhosts when the listing has a node other than ours that
@@ -227,10 +255,13 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 	a.from = nil
 	seal := readSeal(ctx, a.ep, p)
 	defer seal.end()
+	if a.stale && a.own == nil {
+		a.own = readOwn(ctx, a.ep, conn.JoinPath(a.q.path, a.node))
+	}
 	for {
 		data, st, ch, err := a.ep.GetW(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
-			return a.gone(ctx, watch)
+			return a.gone(ctx, watch, false)
 		}
 		if err != nil {
 			return err
@@ -242,7 +273,7 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 		case ev := <-ch:
 			switch ev.Type {
 			case zk.EventNodeDeleted:
-				return a.gone(ctx, watch)
+				return a.gone(ctx, watch, true)
 			case zk.EventNodeDataChanged:
 				if marked && seal.sealed(czxid) {
 					a.from = &d
@@ -266,11 +297,18 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 // waitEpochEnd follows a "not watching" event (see WaitEpochEnd).
 func (a *attempt) waitEpochEnd(ctx context.Context) error { return WaitEpochEnd(ctx, a.ep) }
 
-// gone records that contender name has left the queue (forget), and
-// lists the children again when the cache cannot decide on its own.
-func (a *attempt) gone(ctx context.Context, name string) error {
+// gone records that contender name has left the queue, for the session's
+// other waiters too (listings.left) and in the cache (forget), and
+// refreshes the cache when it cannot decide on its own (relist). told says
+// that a notification said so, not the answer to a read of ours: our node
+// must then be read again before we are granted (confirm).
+func (a *attempt) gone(ctx context.Context, name string, told bool) error {
+	a.ls.left(a.ep, name)
+	if told {
+		a.unsure()
+	}
 	if a.forget(name) {
-		return a.list(ctx)
+		return a.relist(ctx)
 	}
 	return nil
 }
@@ -284,29 +322,42 @@ func (a *attempt) gone(ctx context.Context, name string) error {
 // still blocks us, checking them one by one would cost a request each (in
 // a FIFO handoff they are all gone: our predecessor held the lock), so we
 // list the children once instead. When the cache is partial (shrink), a
-// grant decided from it is not trusted: we list instead.
+// grant decided from it is not trusted: we list instead. Entries the
+// session knows have left (listings.left) are dropped too. "List" is
+// relist: the session's view of the queue may tell without a listing.
 func (a *attempt) forget(name string) (relist bool) {
 	a.cs = remove(a.cs, name)
+	if cs := a.ls.prune(a.ep, a.cs, a.node); len(cs) < len(a.cs) {
+		a.cs = cs
+		a.unsure()
+	}
 	if a.q.cfg.Relist {
 		return true
 	}
 	if a.part {
 		return true // it kept one entry before ours, now gone: nothing to decide from
 	}
-	ok, watch := a.q.cfg.Decide(a.cs, index(a.cs, a.node))
+	return !settled(a.q.cfg.Decide, a.cs, a.node)
+}
+
+// settled reports whether at most one contender of cs (ours among them,
+// named self) blocks us: decide grants, or names one to watch and would
+// grant once that one is gone.
+func settled(decide Predicate, cs []Contender, self string) bool {
+	ok, watch := decide(cs, index(cs, self))
 	if ok {
-		return false
+		return true
 	}
-	rest := remove(a.cs, watch)
-	ok, _ = a.q.cfg.Decide(rest, index(rest, a.node))
-	return !ok
+	rest := remove(cs, watch)
+	ok, _ = decide(rest, index(rest, self))
+	return ok
 }
 
 // handedOver records that holder, a contender before ours granted by First,
 // released (handOver), and decides as gone does.
 func (a *attempt) handedOver(ctx context.Context, holder string) error {
 	a.handOver(holder)
-	return a.gone(ctx, holder)
+	return a.gone(ctx, holder, false)
 }
 
 // handOver drops holder and every contender before it from the cache:
@@ -326,8 +377,15 @@ func (a *attempt) handOver(holder string) {
 // A grant decided right after a handover (a.from set) follows that
 // holder's release with nobody in between: the holder was granted by
 // First, we watched the node right before ours, and nothing joins the queue
-// before a node that exists. Any other wake-up clears a.from.
+// before a node that exists. Any other wake-up clears a.from. A grant
+// decided on a notification of a plain deletion is given only once our
+// node is confirmed (confirm).
 func (a *attempt) grant(ctx context.Context) (Grant, error) {
+	if a.stale && a.from == nil {
+		if err := a.confirm(ctx); err != nil {
+			return Grant{}, a.abort(ctx, err)
+		}
+	}
 	if ctx.Err() != nil {
 		return Grant{}, a.abort(ctx, CtxErr(ctx))
 	}

@@ -19,7 +19,9 @@ import (
 // W1's handover mark that W1 held the lock, so H's stale entry cannot block
 // it: it takes over with no request. Without the mark it must look at H's
 // entry first (one getW that finds it gone, with the getACL sent beside
-// it; with more stale entries, one getChildren). Revocable nodes are released without the mark.
+// it; with more stale entries, one getChildren), and, woken by a plain
+// deletion, confirm its own node (an exists sent beside the getW).
+// Revocable nodes are released without the mark.
 func TestHandoverSkipsStaleEntries(t *testing.T) {
 	for _, mode := range []string{"marked", "plain delete", "revocable"} {
 		mark := mode == "marked"
@@ -67,8 +69,9 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 			if mark {
 				assert.Zero(t, d.TotalRequests(), "a marked handover costs the next holder no request: %v", d.Requests)
 			} else {
-				// getW, and the read of the ACL that goes with it
-				assert.EqualValues(t, 2, d.TotalRequests(), "a plain delete leaves W2 to check H's stale entry: %v", d.Requests)
+				// getW, and the reads of the ACL and of our node that go with it
+				assert.EqualValues(t, 3, d.TotalRequests(), "a plain delete leaves W2 to check H's stale entry: %v", d.Requests)
+				assert.EqualValues(t, 1, d.Requests[conn.OpExists], "%v", d.Requests)
 			}
 			assert.EqualValues(t, 1, d.WatchEvents)
 			assert.Equal(t, []string{conn.BaseName(l2.Path())}, children(t, sessions[0], path), "W2 alone holds")

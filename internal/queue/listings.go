@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -23,10 +24,16 @@ import (
 // not N, and the server sends each name a few times, not N/2 times on
 // average. The answer is parsed once and shared: nobody may modify it.
 //
+// The latest answer is also kept, with what the session learns of its
+// nodes' departures since (view), for as long as an attempt of the
+// session on the path lasts (join, leave): see "Many waiters of one
+// session" in the package documentation.
+//
 // Rounds are per epoch (a listing is good only for its own session). A
 // round whose waiters all left before its answer came is cancelled. The
 // listings live in the session's shared map (connlink.Session.Shared)
-// while a round is pending or in flight, and leave it when none is.
+// while an attempt uses them or a round is pending or in flight, and leave it when
+// none does.
 type listings struct {
 	sess *conn.Session
 	key  listingsKey
@@ -35,6 +42,11 @@ type listings struct {
 	// the epoch's sender goroutine runs (a round of it is in flight).
 	next map[*conn.Epoch]*round
 	busy map[*conn.Epoch]bool
+	// users counts the attempts that joined and have not left; dead says
+	// that the listings left the session's map (join finds the new ones).
+	users int
+	dead  bool
+	view  view
 }
 
 // listingsKey is the key of a path's listings in the session's shared
@@ -58,6 +70,93 @@ func (q *Queue) lists() *listings {
 	}
 	v, _ := m.LoadOrStore(key, &listings{sess: q.sess, key: key})
 	return v.(*listings)
+}
+
+// join returns the listings an attempt of the queue uses (lists), which
+// stay in the session's map until it calls leave.
+func (q *Queue) join() *listings {
+	for {
+		ls := q.lists()
+		ls.mu.Lock()
+		if !ls.dead {
+			ls.users++
+			ls.mu.Unlock()
+			return ls
+		}
+		ls.mu.Unlock() // it left the map: the next lists makes new ones
+	}
+}
+
+// leave ends an attempt's use of the listings (join).
+func (ls *listings) leave() {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.users--
+	ls.idle()
+}
+
+// idle, under ls.mu, drops the view and takes the listings out of the
+// session's map when no attempt uses them and no round is being sent. A
+// round joined after that (an attempt's listing goroutine that outlived
+// it) runs on its own, as correctly.
+func (ls *listings) idle() {
+	if ls.users > 0 || len(ls.busy) > 0 {
+		return
+	}
+	ls.view = view{}
+	if ls.sess != nil {
+		ls.dead = true
+		connlink.Of(ls.sess).Shared().CompareAndDelete(ls.key, ls)
+	}
+}
+
+// known returns the listings the queue's waiters in the session use now,
+// nil when none is in use.
+func (q *Queue) known() *listings {
+	if !reflect.TypeOf(q.cfg.Schema).Comparable() {
+		return q.own
+	}
+	if v, ok := connlink.Of(q.sess).Shared().Load(listingsKey{q.path, q.cfg.Schema}); ok {
+		return v.(*listings)
+	}
+	return nil
+}
+
+// left records that node name of epoch ep has left the queue: it was
+// deleted (a delete of ours was answered, a watch of ours was notified of
+// the deletion, a read of ours found it gone). A sequential node's name is
+// never given again, so the fact stays true.
+func (ls *listings) left(ep *conn.Epoch, name string) {
+	if ls == nil {
+		return
+	}
+	c, ok := ls.key.schema.Parse(name)
+	if !ok {
+		return
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.view.left(ep, c)
+}
+
+// before is view.before, under ls.mu; false when ls is nil.
+func (ls *listings) before(ep *conn.Epoch, self Contender, max int) ([]Contender, bool) {
+	if ls == nil {
+		return nil, false
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.view.before(ep, self, max)
+}
+
+// prune is view.prune, under ls.mu; cs as it is when ls is nil.
+func (ls *listings) prune(ep *conn.Epoch, cs []Contender, self string) []Contender {
+	if ls == nil {
+		return cs
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.view.prune(ep, cs, self)
 }
 
 // round is one shared listing.
@@ -110,11 +209,7 @@ func (ls *listings) send(ep *conn.Epoch) {
 		r := ls.next[ep]
 		if r == nil {
 			delete(ls.busy, ep)
-			if len(ls.busy) == 0 && len(ls.next) == 0 && ls.sess != nil {
-				// Idle: leave the map (a waiter that still holds ls may
-				// join it again: it then runs on its own, as correctly).
-				connlink.Of(ls.sess).Shared().CompareAndDelete(ls.key, ls)
-			}
+			ls.idle()
 			ls.mu.Unlock()
 			return
 		}
@@ -123,9 +218,94 @@ func (ls *listings) send(ep *conn.Epoch) {
 		names, _, err := ep.Children(r.ctx, ls.key.path)
 		if err == nil {
 			r.cs = Parse(ls.key.schema, names)
+			ls.mu.Lock()
+			ls.view = view{ep: ep, cs: r.cs, gone: make([]bool, len(r.cs))}
+			ls.mu.Unlock()
 		}
 		r.err = err
 		r.cancel()
 		close(r.done)
 	}
+}
+
+// view is the latest listing of the path in one epoch, shared read-only
+// with the waiters of its round, and what the session has learnt since of
+// its contenders' departures (listings.left). Sequence numbers of one
+// parent only grow: a listing answered after our create shows every
+// contender before ours that is left now, or will ever be. So, when the
+// view shows our node, the contenders of it before ours that are not
+// known gone are a superset of those still there, whatever the age of the
+// view, and a waiter woken by a plain deletion decides from them as from
+// a listing of its own (before) instead of listing the children again.
+// Guarded by listings.mu.
+type view struct {
+	ep   *conn.Epoch
+	cs   []Contender // in queue order; shared: never modified
+	gone []bool      // gone[i]: cs[i] is known to have left
+	low  int         // every cs[i] with i < low is known gone
+}
+
+// find returns the index of c in the view, or -1.
+func (v *view) find(c Contender) int {
+	if i, ok := slices.BinarySearchFunc(v.cs, c, compare); ok {
+		return i
+	}
+	return -1
+}
+
+// left records that c, a contender of epoch ep, has left.
+func (v *view) left(ep *conn.Epoch, c Contender) {
+	if v.ep != ep {
+		return
+	}
+	if i := v.find(c); i >= 0 {
+		v.gone[i] = true
+		for v.low < len(v.cs) && v.gone[v.low] {
+			v.low++
+		}
+	}
+}
+
+// before returns, when the view is of epoch ep and shows self (then it
+// was answered after self's create), the contenders of the view before
+// self not known to have left, and self, in queue order. ok is false when
+// the view cannot tell, or when more than max contenders before self are
+// not known gone.
+func (v *view) before(ep *conn.Epoch, self Contender, max int) (cs []Contender, ok bool) {
+	if v.ep != ep || ep == nil {
+		return nil, false
+	}
+	s := v.find(self)
+	if s < 0 {
+		return nil, false
+	}
+	for i := v.low; i < s; i++ {
+		if v.gone[i] {
+			continue
+		}
+		if len(cs) == max {
+			return nil, false
+		}
+		cs = append(cs, v.cs[i])
+	}
+	return append(cs, v.cs[s]), true
+}
+
+// prune returns cs (contenders of epoch ep) without those known to have
+// left, other than self: a new slice when it drops any.
+func (v *view) prune(ep *conn.Epoch, cs []Contender, self string) []Contender {
+	if v.ep != ep || ep == nil {
+		return cs
+	}
+	out, dropped := cs, false
+	for i, c := range cs {
+		j := v.find(c)
+		switch gone := c.Name != self && j >= 0 && v.gone[j]; {
+		case gone && !dropped:
+			out, dropped = slices.Clone(cs[:i]), true
+		case !gone && dropped:
+			out = append(out, c)
+		}
+	}
+	return out
 }

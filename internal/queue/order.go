@@ -34,16 +34,17 @@ func Parse(schema Schema, names []string) []Contender {
 }
 
 // Sort sorts contenders in queue order.
-func Sort(cs []Contender) {
-	slices.SortStableFunc(cs, func(a, b Contender) int {
-		switch {
-		case a.Seq == b.Seq:
-			return strings.Compare(a.Name, b.Name)
-		case Before(a.Seq, b.Seq):
-			return -1
-		}
-		return 1
-	})
+func Sort(cs []Contender) { slices.SortStableFunc(cs, compare) }
+
+// compare is queue order: by sequence number (Before), then by name.
+func compare(a, b Contender) int {
+	switch {
+	case a.Seq == b.Seq:
+		return strings.Compare(a.Name, b.Name)
+	case Before(a.Seq, b.Seq):
+		return -1
+	}
+	return 1
 }
 
 // index returns the position of the contender named name, or -1.

@@ -47,7 +47,7 @@ func (a *attempt) prelist(ctx context.Context) *prelisting {
 			p.res <- listed{}
 			return
 		}
-		cs, err := a.q.lists().list(lctx, a.ep)
+		cs, err := a.ls.list(lctx, a.ep)
 		p.res <- listed{cs: cs, err: err, sent: true}
 	}()
 	return p

@@ -186,8 +186,9 @@ func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (g Grant, err error
 		if err != nil {
 			return Grant{}, err
 		}
-		a := &attempt{q: q, ep: ep, id: newID()}
+		a := &attempt{q: q, ep: ep, id: newID(), ls: q.join()}
 		g, err := a.run(ctx, wait)
+		a.ls.leave()
 		if errors.Is(err, errRestart) {
 			q.log.Debug("session lost while acquiring; starting over", zap.Int64("session", ep.SessionID()))
 			continue

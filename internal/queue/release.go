@@ -146,6 +146,7 @@ func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) error {
 	_, err := ep.Multi(ctx, q.ReleaseOps(p)...)
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
+		q.known().left(ep, conn.BaseName(p))
 		return nil
 	case ep.Err() != nil:
 		return nil // ephemeral: it goes with the session
@@ -163,6 +164,7 @@ func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error 
 	err := ep.Delete(ctx, p, -1)
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
+		q.known().left(ep, conn.BaseName(p))
 		return nil
 	case ep.Err() != nil:
 		return nil // ephemeral: it goes with the session
