@@ -31,8 +31,9 @@
 //     the participant's ZooKeeper session. A node deleted by someone else
 //     while its participant waits is never led from: before Campaign
 //     returns (and Run calls its function) it reads our node once (the
-//     lease's Fence, one request per term) and, if the node is gone,
-//     queues a new one and waits again.
+//     lease's Fence, one request per term, or the queue's own read of it
+//     after the deletion that woke it) and, if the node is gone, queues a
+//     new one and waits again.
 //   - The leader always learns that leadership is lost: the lease's Lost
 //     closes, and Run cancels its function's ctx (cause:
 //     ErrLeadershipLost), when the session's epoch ends (the server expired

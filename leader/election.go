@@ -120,7 +120,9 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 // lead queues our node and waits until it is first (nil, nil if someone
 // else leads and wait is false), then confirms that the node still
 // exists: its lease's Fence reads it (one request per term, which also
-// caches the term's fencing token). The queue grants a node that nothing
+// caches the term's fencing token), unless the queue read it already,
+// after the deletion that woke it (the lease then knows the node's czxid,
+// the token, and Fence sends nothing). The queue grants a node that nothing
 // is queued before; a node deleted by someone else while it waited is
 // granted all the same, while the participant behind it already leads.
 // Then lead queues a new node. Confirmed, the node is ours and first:

@@ -20,8 +20,8 @@ type attempt struct {
 	q    *Queue
 	ep   *conn.Epoch
 	ls   *listings // the session's for the queue's path (join)
-	id   string // unique acquire id: in our node's name or data
-	node string // our node's name, once created
+	id   string    // unique acquire id: in our node's name or data
+	node string    // our node's name, once created
 
 	// cs is the cache: the contenders in queue order, from our last
 	// listing, minus those seen gone since; once we wait, only ours and
@@ -46,6 +46,7 @@ type attempt struct {
 	// (confirm).
 	stale bool
 	own   *ownRead
+	czxid int64 // our node's, when confirm read it
 
 	// from is the data of the node whose handover (a data change) woke us
 	// last, nil when the last wake-up was anything else.
@@ -115,20 +116,35 @@ func (a *attempt) listed(cs []Contender) {
 }
 
 // relist refreshes the cache when forget cannot decide from it: from the
-// session's view of the queue (listings.before) when that shows our node
-// and leaves at most one contender that blocks us (settled), as a listing
-// would; otherwise by listing the children.
+// session's view of the queue (fromView), or else by listing the children.
 func (a *attempt) relist(ctx context.Context) error {
-	if !a.q.cfg.Relist {
-		if self, ok := a.q.cfg.Schema.Parse(a.node); ok {
-			if cs, ok := a.ls.before(a.ep, self, maxCopy); ok && settled(a.q.cfg.Decide, cs, a.node) {
-				a.cs, a.part, a.clearedBy = cs, false, ""
-				a.unsure()
-				return a.ghosts(ctx)
-			}
-		}
+	if a.fromView() {
+		return a.ghosts(ctx)
 	}
 	return a.list(ctx)
+}
+
+// fromView makes the cache what the session's view of the queue says of
+// the contenders before ours (listings.before), when it shows our node
+// and leaves at most one contender that blocks us (settled), as a listing
+// would; it reports whether it did. The view's contenders before ours that
+// the session does not know gone are a superset of those still there, so
+// the cache is complete. Never with Config.Relist.
+func (a *attempt) fromView() bool {
+	if a.q.cfg.Relist {
+		return false
+	}
+	self, ok := a.q.cfg.Schema.Parse(a.node)
+	if !ok {
+		return false
+	}
+	cs, ok := a.ls.before(a.ep, self, maxCopy)
+	if !ok || !settled(a.q.cfg.Decide, cs, a.node) {
+		return false
+	}
+	a.cs, a.part, a.clearedBy = cs, false, ""
+	a.unsure()
+	return true
 }
 
 // ghosts runs dropGhosts when the listing has a node other than ours that
@@ -394,7 +410,8 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	}
 	p := conn.JoinPath(a.q.path, a.node)
 	a.q.log.Debug("acquired", zap.String("node", a.node))
-	g := Grant{Lease: connlink.Of(a.ep).NewLease(p, 0)}
+	// a.czxid: our node's, if confirm read it (the lease need not), else 0
+	g := Grant{Lease: connlink.Of(a.ep).NewLease(p, a.czxid)}
 	connlink.Of(g.Lease).Label(a.q.cfg.Recipe, a.q.path)
 	if a.from != nil {
 		g.HandedOver, g.From = true, *a.from

@@ -25,7 +25,9 @@ import (
 // the server answered it in our session, which it does not do once it has
 // begun to end the session, so the deletion it reports was not that end.
 // A read that finds our node gone, or another session's, restarts the
-// acquire (errRestart); an ended epoch does too.
+// acquire (errRestart); an ended epoch does too. A read that finds it
+// gives the grant's lease our node's czxid (connlink.Epoch.NewLease): its
+// Fence needs no read of its own.
 func (a *attempt) confirm(ctx context.Context) error {
 	if a.own == nil {
 		a.own = readOwn(ctx, a.ep, conn.JoinPath(a.q.path, a.node))
@@ -40,7 +42,7 @@ func (a *attempt) confirm(ctx context.Context) error {
 		a.node = ""
 		return errRestart
 	}
-	a.stale = false
+	a.stale, a.czxid = false, r.st.Czxid
 	return nil
 }
 

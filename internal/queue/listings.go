@@ -139,6 +139,14 @@ func (ls *listings) left(ep *conn.Epoch, name string) {
 	ls.view.left(ep, c)
 }
 
+// install makes cs, a listing of epoch ep answered after any the view
+// holds, the view.
+func (ls *listings) install(ep *conn.Epoch, cs []Contender) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.view = view{ep: ep, cs: cs, gone: make([]bool, len(cs))}
+}
+
 // before is view.before, under ls.mu; false when ls is nil.
 func (ls *listings) before(ep *conn.Epoch, self Contender, max int) ([]Contender, bool) {
 	if ls == nil {
@@ -218,9 +226,7 @@ func (ls *listings) send(ep *conn.Epoch) {
 		names, _, err := ep.Children(r.ctx, ls.key.path)
 		if err == nil {
 			r.cs = Parse(ls.key.schema, names)
-			ls.mu.Lock()
-			ls.view = view{ep: ep, cs: r.cs, gone: make([]bool, len(r.cs))}
-			ls.mu.Unlock()
+			ls.install(ep, r.cs)
 		}
 		r.err = err
 		r.cancel()
