@@ -40,7 +40,10 @@
 //     schema recognises, sorted by sequence number (Before: serial-number
 //     order, which survives the 32-bit counter wrapping to negative
 //     numbers).
-//  3. Ask the predicate. Acquired: return a conn.Lease (connlink.Epoch.NewLease).
+//  3. Ask the predicate. Acquired: return a conn.Lease
+//     (connlink.Epoch.NewLease), after a read of our own node if the
+//     decision rests on a notification of a plain deletion (see "A grant
+//     after a plain deletion").
 //     Otherwise GetW the node it names: if it is already gone (zk.ErrNoNode)
 //     or its deletion is notified, drop it from the cached list and go to 3
 //     (see below for when the list is refreshed); any other event sets the
@@ -80,9 +83,11 @@
 // checks it and watches it if it is still there. If several can, checking
 // them one by one would cost a request each (in a FIFO handoff they have
 // all left: our predecessor held the lock), so the children are listed
-// once and the fresh list replaces the cache. Every wake-up therefore costs
-// at most one request before the next watch; a re-listing engine always
-// pays one. Config.Relist restores the Curator behaviour, for comparison.
+// once and the fresh list replaces the cache, unless what the session knows
+// tells without a listing (see "Many waiters of one session"). Every
+// wake-up therefore costs at most one round trip before the next watch; a
+// re-listing engine always pays one. Config.Relist restores the Curator
+// behaviour, for comparison.
 //
 // The waiter does not keep the whole listing while it waits, only what
 // these decisions need: before its first watch it works out, from the
@@ -94,8 +99,9 @@
 // then never decided from the cache, and a plain deletion of the watched
 // node costs a listing (as it did with the whole listing kept when more
 // than one node still blocked us; for a First waiter deeper than maxCopy
-// that is always the case), while a handover of it grants us at once when
-// nothing between it and ours blocked us at the listing. A waiter's memory is so independent of the
+// that is always the case) unless the session's view of the queue tells,
+// while a handover of it grants us at once when nothing between it and
+// ours blocked us at the listing. A waiter's memory is so independent of the
 // queue's length (TestHeapPerWaiterDoesNotGrowWithQueue), and
 // TestShrunkCacheDecidesAsAListing checks every such decision against a
 // fresh listing.
@@ -113,6 +119,27 @@
 // after every one of their creates and shows their nodes. The answer is
 // parsed once and shared read-only; while one round is in flight the next
 // gathers waiters.
+//
+// The session also keeps its latest listing of the path, with the nodes of
+// it that it knows have left since (a view, kept while an attempt of the
+// session on the path lasts): those whose delete of ours was answered,
+// whose deletion a watch of ours was notified of, or that a read of ours
+// found gone. A sequential node's name is never given again, so what the
+// view knows stays true; and the sequence numbers of one parent only grow,
+// so a listing that shows our node (answered after our create) shows every
+// node before ours that is left now or ever will be, however old it is. A
+// waiter that cannot decide from its cache after a plain deletion takes,
+// instead of a listing, the view's nodes before its own that are not known
+// gone: a superset of those still there, as good as a fresh listing for
+// the predicate's decision. If they leave at most one node blocking it,
+// it decides from them (a grant, or a GetW on that node); otherwise it
+// lists. Its cache drops the nodes the view knows gone in any case. When
+// the session's own waiters drain a queue by plain deletes (leader's
+// Resign; a waiter that gives up), each one is so granted on its
+// predecessor's deletion without listing: the server sends the queue's
+// names in the few rounds of their first listings, not once more per
+// waiter. The view costs the session the listing it keeps (about 100
+// bytes per node) and a flag per node, not each waiter.
 //
 // # The handover mark
 //
@@ -156,7 +183,7 @@
 // (conn.Lease.Revoked) without losing the lock. Its release is then a
 // plain delete (ReleaseOps), since a data change of such a node proves
 // nothing: the waiter behind decides as after any deletion (at most one
-// request), and pays one read per revoke request while it waits. A handoff
+// round trip), and pays one read per revoke request while it waits. A handoff
 // of sealed nodes is then the holder's one transaction and one
 // notification, with no request after it: about 11 server packets
 // (create, getChildren, getW, getACL, the notification, the release), as
@@ -175,10 +202,26 @@
 // that cannot keep its kind's promise gives its node back with Withdraw, a
 // plain delete.
 //
+// # A grant after a plain deletion
+//
+// The server ends a session by deleting its ephemeral nodes in one
+// transaction and notifies the watches on them, the session's own among
+// them, before it closes the session's connection: a waiter watching a
+// node of its own session can be told of that node's deletion before it
+// hears that its session, and its own node, are gone. So a grant decided
+// on a notification of a plain deletion, or on what the session's view
+// learnt from one, waits for a read of our own node sent after it, which
+// must find the node there and ours (confirm); when the wake-up sends a
+// GetW anyway, the read goes out beside it and costs no round trip. A
+// grant on a fresh listing or on a handover mark needs none. The read
+// gives the lease our node's czxid, so its Fence need not read it again.
+//
 // # What the engine does not notice
 //
 // A node of ours deleted by a third party (an operator) while we wait is
-// not noticed until we are granted; the lease then reports it (Fence and
-// GuardedWrite fail with conn.ErrLeaseLost; Lost closes once watched).
-// Re-listing would notice it; the cost is a getChildren per handoff.
+// not noticed until we are granted, or woken by a plain deletion (then the
+// read of our own node above notices it and we queue again); the lease
+// reports it otherwise (Fence and GuardedWrite fail with
+// conn.ErrLeaseLost; Lost closes once watched). Re-listing would notice
+// it; the cost is a getChildren per handoff.
 package queue
