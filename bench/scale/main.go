@@ -7,7 +7,7 @@
 //
 // For each recipe and N it prints one line on stdout:
 //
-//	zkrecipes scale recipe=R n=N queue_s=S heap_per_waiter_b=H stack_per_waiter_b=K goroutines_per_waiter=G drain_per_s=D server_bytes_per_waiter=B server_packets_per_waiter=P
+//	zkrecipes scale recipe=R n=N queue_s=S heap_per_waiter_b=H stack_per_waiter_b=K goroutines_per_waiter=G drain_per_s=D server_bytes_per_waiter=B server_packets_per_waiter=P drain_bytes_per_waiter=E
 //
 // queue_s is the time from starting the N goroutines until every one of
 // them waits on a watch the server has set (the waiters' session's
@@ -22,7 +22,9 @@
 // once. server_bytes_per_waiter is what the server sent to the waiters'
 // session while it queued (counted by a proxy in this program);
 // server_packets_per_waiter is mntr's zk_packets_sent over the same time
-// (all sessions). For recipe=held (one session acquiring N distinct
+// (all sessions). drain_bytes_per_waiter is what the server sent to the
+// waiters' session from the holder's release until the drain ended,
+// divided by N (not printed for recipe=held). For recipe=held (one session acquiring N distinct
 // mutexes one after the other and holding them all) the same fields mean:
 // queue_s the time to acquire them all, heap and stack per held lock,
 // drain_per_s the acquisitions per second.
@@ -322,6 +324,7 @@ func step(servers []string, recipe string, n int, timeout time.Duration) (string
 	bytes1, packets1 := px.sent.Load(), packets(ctx, servers[0])
 	heap1, stack1, g1 := memory()
 	writeHeapProfile()
+	bytes2 := px.sent.Load()
 	start = time.Now()
 	if err := holder.release(ctx); err != nil {
 		return "", fmt.Errorf("holder release: %w", err)
@@ -331,7 +334,8 @@ func step(servers []string, recipe string, n int, timeout time.Duration) (string
 	if f := failures.Load(); f > 0 {
 		return "", fmt.Errorf("%d waiters failed: %v", f, firstErr.Load())
 	}
-	return line(recipe, n, queued, heap1-heap0, stack1-stack0, g1-g0, float64(n)/drain.Seconds(), bytes1-bytes0, packets1-packets0), nil
+	return line(recipe, n, queued, heap1-heap0, stack1-stack0, g1-g0, float64(n)/drain.Seconds(), bytes1-bytes0, packets1-packets0) +
+		fmt.Sprintf(" drain_bytes_per_waiter=%.0f", float64(px.sent.Load()-bytes2)/float64(n)), nil
 }
 
 // held acquires n distinct mutexes on s one after the other and holds
