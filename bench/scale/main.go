@@ -24,8 +24,9 @@
 // server_packets_per_waiter is mntr's zk_packets_sent over the same time
 // (all sessions). drain_bytes_per_waiter is what the server sent to the
 // waiters' session from the holder's release until the drain ended,
-// divided by N (not printed for recipe=held). For recipe=held (one session acquiring N distinct
-// mutexes one after the other and holding them all) the same fields mean:
+// divided by N (not printed for recipe=held). For recipe=held (one
+// session acquiring N distinct mutexes one after the other and holding
+// them all) the same fields mean:
 // queue_s the time to acquire them all, heap and stack per held lock,
 // drain_per_s the acquisitions per second.
 //
