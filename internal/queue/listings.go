@@ -139,8 +139,8 @@ func (ls *listings) left(ep *conn.Epoch, name string) {
 	ls.view.left(ep, c)
 }
 
-// install makes cs, a listing of epoch ep answered after any the view
-// holds, the view.
+// install makes cs, the latest listing of epoch ep (an epoch's rounds are
+// sent one after the other), the view, with nothing known gone yet.
 func (ls *listings) install(ep *conn.Epoch, cs []Contender) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -275,14 +275,14 @@ func (v *view) left(ep *conn.Epoch, c Contender) {
 // before returns, when the view is of epoch ep and shows self (then it
 // was answered after self's create), the contenders of the view before
 // self not known to have left, and self, in queue order. ok is false when
-// the view cannot tell, or when more than max contenders before self are
-// not known gone.
+// the view cannot tell (another epoch's, without self, or self known
+// gone), or when more than max contenders before self are not known gone.
 func (v *view) before(ep *conn.Epoch, self Contender, max int) (cs []Contender, ok bool) {
 	if v.ep != ep || ep == nil {
 		return nil, false
 	}
 	s := v.find(self)
-	if s < 0 {
+	if s < 0 || v.gone[s] {
 		return nil, false
 	}
 	for i := v.low; i < s; i++ {
