@@ -77,8 +77,10 @@
 //
 // What it costs: when the watched node goes, the other cached entries may
 // have left unnoticed. If none of them can block us (the predicate grants
-// now), we are granted with no request: a waiter that queued right behind
-// the holder takes over on the holder's delete and one notification. If
+// now), we are granted with no request but a read of our own node (see "A
+// grant after a plain deletion"; none after a handover mark): a waiter
+// that queued right behind the holder takes over on the holder's delete,
+// one notification and that read. If
 // exactly one can (the predicate would grant without it), the next GetW
 // checks it and watches it if it is still there. If several can, checking
 // them one by one would cost a request each (in a FIFO handoff they have
