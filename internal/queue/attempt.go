@@ -289,7 +289,9 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 		case ev := <-ch:
 			switch ev.Type {
 			case zk.EventNodeDeleted:
-				return a.gone(ctx, watch, true)
+				// Only a node of our own session can go in our session's
+				// end (confirm).
+				return a.gone(ctx, watch, st.EphemeralOwner == a.ep.SessionID())
 			case zk.EventNodeDataChanged:
 				if marked && seal.sealed(czxid) {
 					a.from = &d
@@ -316,8 +318,9 @@ func (a *attempt) waitEpochEnd(ctx context.Context) error { return WaitEpochEnd(
 // gone records that contender name has left the queue, for the session's
 // other waiters too (listings.left) and in the cache (forget), and
 // refreshes the cache when it cannot decide on its own (relist). told says
-// that a notification said so, not the answer to a read of ours: our node
-// must then be read again before we are granted (confirm).
+// that a notification said so of a node of our own session, not the
+// answer to a read of ours: our node must then be read again before we
+// are granted (confirm).
 func (a *attempt) gone(ctx context.Context, name string, told bool) error {
 	a.ls.left(a.ep, name)
 	if told {

@@ -8,9 +8,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// confirm makes sure, before a grant decided on a notification of a plain
-// deletion, or on what the session learnt from one (stale), that our node
-// is still there in our session, by a read of it sent after that (own).
+// confirm makes sure, before a grant decided on a notification of the
+// plain deletion of a node of our own session, or on what the session's
+// view learnt (stale), that our node is still there in our session, by a
+// read of it sent after that (own). Another session's node is never
+// deleted by our session's end, so its deletion needs no such read.
 //
 // The server ends a session by deleting all its ephemeral nodes in one
 // transaction, and notifies the watches on them, the session's own among

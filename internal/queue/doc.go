@@ -42,8 +42,8 @@
 //     numbers).
 //  3. Ask the predicate. Acquired: return a conn.Lease
 //     (connlink.Epoch.NewLease), after a read of our own node if the
-//     decision rests on a notification of a plain deletion (see "A grant
-//     after a plain deletion").
+//     decision rests on a notification of the plain deletion of a node of
+//     our own session (see "A grant after a plain deletion").
 //     Otherwise GetW the node it names: if it is already gone (zk.ErrNoNode)
 //     or its deletion is notified, drop it from the cached list and go to 3
 //     (see below for when the list is refreshed); any other event sets the
@@ -77,10 +77,10 @@
 //
 // What it costs: when the watched node goes, the other cached entries may
 // have left unnoticed. If none of them can block us (the predicate grants
-// now), we are granted with no request but a read of our own node (see "A
-// grant after a plain deletion"; none after a handover mark): a waiter
+// now), we are granted with no request (after a node of our own session:
+// a read of our own node, see "A grant after a plain deletion"): a waiter
 // that queued right behind the holder takes over on the holder's delete,
-// one notification and that read. If
+// one notification. If
 // exactly one can (the predicate would grant without it), the next GetW
 // checks it and watches it if it is still there. If several can, checking
 // them one by one would cost a request each (in a FIFO handoff they have
@@ -211,12 +211,16 @@
 // them, before it closes the session's connection: a waiter watching a
 // node of its own session can be told of that node's deletion before it
 // hears that its session, and its own node, are gone. So a grant decided
-// on a notification of a plain deletion, or on what the session's view
-// learnt from one, waits for a read of our own node sent after it, which
-// must find the node there and ours (confirm); when the wake-up sends a
-// GetW anyway, the read goes out beside it and costs no round trip. A
-// grant on a fresh listing or on a handover mark needs none. The read
-// gives the lease our node's czxid, so its Fence need not read it again.
+// on a notification of the plain deletion of a node of our own session,
+// or on what the session's view learnt, waits for a read of our own node
+// sent after it, which must find the node there and ours (confirm); when
+// the wake-up sends a GetW anyway, the read goes out beside it and costs
+// no round trip. A grant on a fresh listing, on a handover mark or on the
+// deletion of another session's node needs none: that deletion is not
+// part of our session's end (a grant in a session the server is ending
+// for other reasons is the session-expiry window every grant has, see
+// conn's doc). The read gives the lease our node's czxid, so its Fence
+// need not read it again.
 //
 // # What the engine does not notice
 //
