@@ -66,6 +66,8 @@ func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error)
 		Recipe: "leader",
 		Decide: queue.First,
 		Data:   []byte(id),
+		// lead meters a campaign once, however many nodes it queues
+		Unmetered: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
@@ -127,7 +129,9 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 // granted all the same, while the participant behind it already leads.
 // Then lead queues a new node. Confirmed, the node is ours and first:
 // nothing is queued before a node that exists.
-func (e *Election) lead(ctx context.Context, wait bool) (*conn.Lease, error) {
+func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err error) {
+	done := queue.Meter(e.sess, "leader", e.Path())
+	defer func() { done(l != nil, err) }()
 	for {
 		g, err := e.q.AcquireGrant(ctx, wait)
 		if err != nil || g.Lease == nil {

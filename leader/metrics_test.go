@@ -39,3 +39,46 @@ func TestMetricsTerm(t *testing.T) {
 		{Event: conn.LockHold, Recipe: "leader", Path: path},
 	}, testzk.LockEvents(rec.Take()))
 }
+
+// A campaign is one wait however many nodes it queues: a participant whose
+// node a bystander deleted while it waited is granted that node when the
+// leader resigns, finds it gone and queues again (lead), and the session's
+// Metrics see one granted wait, not one per node.
+func TestMetricsCampaignIsOneWait(t *testing.T) {
+	c := testzk.Shared(t)
+	rec := &testzk.Recorder{}
+	path := testzk.Path(t, c, "election")
+	sl := testzk.Connect(t, c.Servers())
+	sp := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	sb := testzk.Connect(t, c.Servers())
+	ctx := testzk.Ctx(t, 30*time.Second)
+	l := newElection(t, sl, path, "L")
+	_, err := l.Campaign(ctx)
+	require.NoError(t, err)
+	p := newElection(t, sp, path, "P")
+	before := testzk.WatchesSet(sp)
+	got := make(chan error, 1)
+	go func() {
+		_, err := p.Campaign(ctx)
+		got <- err
+	}()
+	testzk.Watching(t, sp, before)
+	ps, err := l.Participants(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 2)
+	require.Equal(t, "P", ps[1].ID)
+	require.NoError(t, testzk.Epoch(t, sb).Delete(ctx, ps[1].Node, -1)) // the bystander
+	require.NoError(t, l.Resign(ctx))
+	require.NoError(t, <-got)
+	lease := p.Leading()
+	require.NotNil(t, lease)
+	assert.NotEqual(t, ps[1].Node, lease.Path(), "P leads on a node queued after the deleted one")
+	var waits []conn.LockMetric
+	for _, m := range testzk.LockEvents(rec.Take()) {
+		if m.Event == conn.LockWait {
+			waits = append(waits, m)
+		}
+	}
+	assert.Equal(t, []conn.LockMetric{{Event: conn.LockWait, Recipe: "leader", Path: path, Outcome: conn.OutcomeGranted}}, waits)
+	require.NoError(t, p.Resign(ctx))
+}

@@ -33,6 +33,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -159,35 +160,35 @@ func rawRound(rel, wait string, rounds int) ([7]float64, error) {
 	ctx := context.Background()
 	a, err := connect(rel)
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("connect: %w", err)
 	}
 	defer a.Close()
 	b, err := connect(wait)
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("connect: %w", err)
 	}
 	defer b.Close()
 	sa, err := conn.Connect(ctx, []string{rel})
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("conn.Connect: %w", err)
 	}
 	defer sa.Close()
 	sb, err := conn.Connect(ctx, []string{wait})
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("conn.Connect: %w", err)
 	}
 	defer sb.Close()
 	ea, err := sa.Epoch(ctx)
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("sa.Epoch: %w", err)
 	}
 	eb, err := sb.Epoch(ctx)
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("sb.Epoch: %w", err)
 	}
 	base := fmt.Sprintf("/handoff-raw-%d", time.Now().UnixNano())
 	if _, err := a.Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		return out, err
+		return out, fmt.Errorf("create base: %w", err)
 	}
 	defer a.Delete(base, -1)
 	var dRTT, mRTT, dEv, mEv, cRTT, cmRTT, cmEv []float64
@@ -195,19 +196,22 @@ func rawRound(rel, wait string, rounds int) ([7]float64, error) {
 	for r := 0; r < rounds; r++ {
 		for mode := 0; mode < 3; mode++ {
 			if _, err := a.Create(node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
-				return out, err
-			}
-			if _, err := b.Sync(node); err != nil { // b's server may not have the create yet
-				return out, err
+				return out, fmt.Errorf("create: %w", err)
 			}
 			var ch <-chan zk.Event
-			if mode == 2 {
-				_, _, ch, err = eb.GetW(ctx, node)
-			} else {
-				_, _, ch, err = b.GetW(node)
+			for try := 0; ; try++ { // b's server may apply the create after a's (a leader may, after a sync)
+				if mode == 2 {
+					_, _, ch, err = eb.GetW(ctx, node)
+				} else {
+					_, _, ch, err = b.GetW(node)
+				}
+				if !errors.Is(err, zk.ErrNoNode) || try == 1000 {
+					break
+				}
+				time.Sleep(time.Millisecond)
 			}
 			if err != nil {
-				return out, err
+				return out, fmt.Errorf("getW: %w", err)
 			}
 			time.Sleep(settle) // as long as the library rounds wait before a release
 			ops := []any{&zk.SetDataRequest{Path: node, Data: []byte("x"), Version: -1}, &zk.DeleteRequest{Path: node, Version: -1}}
@@ -221,7 +225,7 @@ func rawRound(rel, wait string, rounds int) ([7]float64, error) {
 				_, err = ea.Multi(ctx, ops...)
 			}
 			if err != nil {
-				return out, err
+				return out, fmt.Errorf("release: %w", err)
 			}
 			rtt := time.Since(t0)
 			<-ch
@@ -231,7 +235,7 @@ func rawRound(rel, wait string, rounds int) ([7]float64, error) {
 				dRTT, dEv = append(dRTT, ms(rtt)), append(dEv, ms(ev))
 				t1 := time.Now()
 				if _, _, err := b.Children(base); err != nil {
-					return out, err
+					return out, fmt.Errorf("children: %w", err)
 				}
 				cRTT = append(cRTT, ms(time.Since(t1)))
 			case 1:
@@ -251,32 +255,32 @@ func libRound(rel, wait string, rounds int) ([4]float64, error) {
 	path := fmt.Sprintf("/handoff-lib-%d", time.Now().UnixNano())
 	sa, err := conn.Connect(ctx, []string{rel})
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("conn.Connect: %w", err)
 	}
 	defer sa.Close()
 	sb, err := conn.Connect(ctx, []string{wait})
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("conn.Connect: %w", err)
 	}
 	defer sb.Close()
 	watcher, err := connect(rel)
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("connect: %w", err)
 	}
 	defer watcher.Close()
 	ma, err := mutex.New(sa, path+"/ours")
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("mutex.New: %w", err)
 	}
 	mb, err := mutex.New(sb, path+"/ours")
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("mutex.New: %w", err)
 	}
 	var oRel, oHand []float64
 	done := make(chan error, 1)
 	for r := 0; r < rounds; r++ {
 		if _, err := ma.Acquire(ctx); err != nil {
-			return out, err
+			return out, fmt.Errorf("zkrecipes acquire: %w", err)
 		}
 		got := make(chan time.Time, 1)
 		errc := make(chan error, 1)
@@ -289,31 +293,31 @@ func libRound(rel, wait string, rounds int) ([4]float64, error) {
 			done <- mb.Release(ctx)
 		}()
 		if err := queued(watcher, path+"/ours", 2); err != nil {
-			return out, err
+			return out, fmt.Errorf("zkrecipes queue: %w", err)
 		}
 		t0 := time.Now()
 		if err := ma.Release(ctx); err != nil {
-			return out, err
+			return out, fmt.Errorf("zkrecipes release: %w", err)
 		}
 		oRel = append(oRel, ms(time.Since(t0)))
 		select {
 		case t := <-got:
 			oHand = append(oHand, ms(t.Sub(t0)))
 		case err := <-errc: // Acquire failed; got is only sent after a grant
-			return out, err
+			return out, fmt.Errorf("zkrecipes waiter's acquire: %w", err)
 		}
 		if err := <-done; err != nil {
-			return out, err
+			return out, fmt.Errorf("zkrecipes waiter's release: %w", err)
 		}
 	}
 	za, err := connect(rel)
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("connect: %w", err)
 	}
 	defer za.Close()
 	zb, err := connect(wait)
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("connect: %w", err)
 	}
 	defer zb.Close()
 	la := zk.NewLock(za, path+"/gozk", zk.WorldACL(zk.PermAll))
@@ -321,7 +325,7 @@ func libRound(rel, wait string, rounds int) ([4]float64, error) {
 	var gRel, gHand []float64
 	for r := 0; r < rounds; r++ {
 		if err := la.Lock(); err != nil {
-			return out, err
+			return out, fmt.Errorf("zk.Lock lock: %w", err)
 		}
 		got := make(chan time.Time, 1)
 		errc := make(chan error, 1)
@@ -333,21 +337,21 @@ func libRound(rel, wait string, rounds int) ([4]float64, error) {
 			got <- time.Now()
 		}()
 		if err := queued(watcher, path+"/gozk", 2); err != nil {
-			return out, err
+			return out, fmt.Errorf("zk.Lock queue: %w", err)
 		}
 		t0 := time.Now()
 		if err := la.Unlock(); err != nil {
-			return out, err
+			return out, fmt.Errorf("zk.Lock unlock: %w", err)
 		}
 		gRel = append(gRel, ms(time.Since(t0)))
 		select {
 		case t := <-got:
 			gHand = append(gHand, ms(t.Sub(t0)))
 		case err := <-errc:
-			return out, err
+			return out, fmt.Errorf("zk.Lock waiter's lock: %w", err)
 		}
 		if err := lb.Unlock(); err != nil {
-			return out, err
+			return out, fmt.Errorf("zk.Lock waiter's unlock: %w", err)
 		}
 	}
 	return [4]float64{median(oRel), median(oHand), median(gRel), median(gHand)}, nil
