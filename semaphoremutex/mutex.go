@@ -171,11 +171,11 @@ func (m *Mutex) IsAcquired() bool {
 // see Semaphore.Revoke.
 func (m *Mutex) Revoke(ctx context.Context, node string) error { return m.sem.Revoke(ctx, node) }
 
-// acquireErr names the mutex in an error of its cohort (the Semaphore's
-// own errors name it already); nil stays nil.
+// acquireErr names the mutex in an error of its Contender (whose remote
+// acquire, the Semaphore's, does not name it); nil stays nil.
 func (m *Mutex) acquireErr(err error) error {
-	if err == nil || !m.c.Shared() {
-		return err
+	if err == nil {
+		return nil
 	}
 	return fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), err)
 }

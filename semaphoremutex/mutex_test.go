@@ -2,6 +2,7 @@ package semaphoremutex_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
 // TestMutexReleaseFromAnotherGoroutine: the handle owns the lock, not the
@@ -157,4 +159,39 @@ func TestMutexHandoff(t *testing.T) {
 	assert.EqualValues(t, 1, d.Requests[conn.OpChildren], "the leases are not listed")
 	require.NoError(t, waiter.Release(ctx))
 	assert.Empty(t, ephemerals(t, hs, path))
+}
+
+// An acquire that times out says "semaphoremutex: acquire PATH" once,
+// whether it went through the Semaphore, a Mutex, or a Mutex with local
+// handoff (whose Contender calls the Semaphore).
+func TestAcquireErrorNamesTheLockOnce(t *testing.T) {
+	c := testzk.Shared(t)
+	path := testzk.Path(t, c, "sem")
+	holder := testzk.Connect(t, c.Servers())
+	s := testzk.Connect(t, c.Servers())
+	ctx := testzk.Ctx(t, 30*time.Second)
+	hm := newMutex(t, holder, path)
+	_, err := hm.Acquire(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hm.Release(context.Background()) })
+
+	sem, err := semaphoremutex.NewSemaphore(s, path, 1)
+	require.NoError(t, err)
+	shared, err := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(4, 0))
+	require.NoError(t, err)
+	acquires := map[string]func(context.Context) error{
+		"Semaphore.Acquire": func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err },
+		"Mutex.Acquire":     func(ctx context.Context) error { _, err := newMutex(t, s, path).Acquire(ctx); return err },
+		"Mutex.Acquire with local handoff": func(ctx context.Context) error {
+			_, err := shared.Acquire(ctx)
+			return err
+		},
+	}
+	for name, acquire := range acquires {
+		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		err := acquire(wctx)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, name)
+		assert.Equal(t, 1, strings.Count(err.Error(), "semaphoremutex: acquire "+path), "%s: %v", name, err)
+	}
 }

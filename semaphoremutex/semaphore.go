@@ -173,7 +173,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
 	l, err := s.acquire(ctx, true)
 	done(l != nil, err)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
 	}
 	return l, nil
 }
@@ -186,7 +186,10 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	done := queue.Meter(s.sess, "semaphore", s.path)
 	l, ok, err := s.tryAcquire(ctx)
 	done(ok, err)
-	return l, ok, err
+	if err != nil {
+		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
+	}
+	return l, ok, nil
 }
 
 // tryAcquire is TryAcquire without its report to Metrics.
@@ -243,16 +246,17 @@ func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 
 // acquire takes the internal lock, then a lease under it; the internal lock
 // is released whatever happened. With wait false it takes neither if
-// either is taken (nil lease, nil error). It reports nothing to Metrics:
-// its callers do (Acquire and TryAcquire, or a Mutex's Contender).
+// either is taken (nil lease, nil error). It reports nothing to Metrics
+// and does not name the semaphore in its errors: its callers do (Acquire
+// and TryAcquire, or a Mutex, whose Contender calls it).
 func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, queue.CtxErr(ctx))
+			return nil, queue.CtxErr(ctx)
 		}
 		g, err := s.lock.AcquireGrant(ctx, wait)
 		if err != nil {
-			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
+			return nil, err
 		}
 		lk := g.Lease
 		if lk == nil {
@@ -266,7 +270,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 			s.log.Debug("starting over", zap.Int64("session", a.ep.SessionID()))
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
+			return nil, err
 		case l != nil:
 			// The lease may be the internal lock's node (one lease):
 			// its hold is the semaphore's.

@@ -36,9 +36,6 @@ func NewContender(sess *conn.Session, kind, path string, bound *Bound, remote Re
 	return c, nil
 }
 
-// Shared reports whether grants go through a cohort (local handoff).
-func (c Contender) Shared() bool { return c.co != nil }
-
 // recipeOf is the recipe's name in a cohort kind ("mutex/revocable":
 // "mutex").
 func recipeOf(kind string) string {
