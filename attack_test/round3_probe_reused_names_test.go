@@ -163,3 +163,74 @@ func exists(zc *zk.Conn, p string) bool {
 	ok, _, err := zc.Exists(p)
 	return err == nil && ok
 }
+
+// TestProbe3_RWLockSameNamesOnTwoPaths: rwlock's node names repeat across
+// lock paths ("<host>-W-<seq10>", each path its own counter). One session's
+// readers on two paths: on /y, A learns that h-W-0000000000 left (B's
+// writer released); on /x, B's writer h-W-0000000000 still holds, C's writer
+// h-W-0000000001 queued and A's reader h-R-0000000002 waits on it. C gives
+// up: A's reader must keep waiting for B's writer on /x (docs/safety.md
+// guarantee 1, rwlock's "A reader holds the lock when no W node sorts
+// before its own").
+func TestProbe3_RWLockSameNamesOnTwoPaths(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 40*time.Second)
+	px := c.Root() + "/r3-two/x"
+	py := c.Root() + "/r3-two/y"
+	sa := session(t, c.Servers())
+	sb := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	rwAx, _ := rwlock.New(sa, px)
+	rwAy, _ := rwlock.New(sa, py)
+	rwBx, _ := rwlock.New(sb, px)
+	rwBy, _ := rwlock.New(sb, py)
+	rwCx, _ := rwlock.New(sc, px)
+
+	bx := gAcquire(ctx, rwBx.WriteLock())
+	<-bx.got
+	cctx, ccancel := context.WithCancel(ctx)
+	defer ccancel()
+	hc := gAcquire(cctx, rwCx.WriteLock())
+	waitFor(t, 10*time.Second, "C queued on x", func() bool { return len(children(zc, px)) == 2 })
+	ax := gAcquire(ctx, rwAx.ReadLock())
+	waitFor(t, 10*time.Second, "A queued on x", func() bool { return len(children(zc, px)) == 3 })
+
+	by := gAcquire(ctx, rwBy.WriteLock())
+	<-by.got
+	ay := gAcquire(ctx, rwAy.ReadLock())
+	waitFor(t, 10*time.Second, "A queued on y", func() bool { return len(children(zc, py)) == 2 })
+	t.Logf("x: %v, y: %v", children(zc, px), children(zc, py))
+	if err := by.release(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ay.got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A's reader on y not granted")
+	}
+	if err := ay.release(); err != nil {
+		t.Fatal(err)
+	}
+	ccancel()
+	<-hc.failed
+	waitFor(t, 10*time.Second, "C's node deleted", func() bool { return len(children(zc, px)) == 2 })
+	select {
+	case <-ax.got:
+		t.Fatalf("A's reader on x granted while B's writer holds x (nodes %v)", children(zc, px))
+	case err := <-ax.failed:
+		t.Fatal(err)
+	case <-time.After(2 * time.Second):
+	}
+	if err := bx.release(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ax.got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A's reader on x not granted after B released")
+	}
+	if err := ax.release(); err != nil {
+		t.Fatal(err)
+	}
+}
