@@ -64,6 +64,9 @@ type Lease struct {
 	// releasing: the recipe is deleting the node (connlink.Lease.Releasing);
 	// its deletion seen meanwhile is the release, not a loss, for Metrics.
 	releasing atomic.Bool
+	// unreported: the lease reports nothing to Metrics
+	// (connlink.Lease.Unreported, until Label).
+	unreported atomic.Bool
 
 	// writes is held for reading by a local grant's guarded write from
 	// its check of Lost until its answer, and for writing by the recipe
@@ -498,7 +501,7 @@ func (l *Lease) isReleasing() bool {
 // release, a loss otherwise.
 func (l *Lease) report(reason error) {
 	m := l.ep.s.cfg.metrics
-	if m == nil || l.shared.Load() {
+	if m == nil || l.shared.Load() || l.unreported.Load() {
 		return
 	}
 	ev := LockMetric{Event: LockLost, Recipe: l.recipe, Path: l.lockPath(), Cause: lostCause(reason)}

@@ -55,8 +55,12 @@ func (v *leaseView) HoldWrites() (done func())           { return (*Lease)(v).ho
 func (v *leaseView) RevokeSeen() bool                    { return (*Lease)(v).revokeSeen() }
 func (v *leaseView) Guard(node string, zxid, pass int64) { (*Lease)(v).guardWith(node, zxid, pass) }
 func (v *leaseView) Unguard()                            { (*Lease)(v).unguard() }
-func (v *leaseView) Label(recipe, lock string)           { v.recipe, v.lock = recipe, lock }
-func (v *leaseView) Releasing(on bool)                   { v.releasing.Store(on) }
+func (v *leaseView) Label(recipe, lock string) {
+	v.recipe, v.lock = recipe, lock
+	v.unreported.Store(false)
+}
+func (v *leaseView) Unreported()       { v.unreported.Store(true) }
+func (v *leaseView) Releasing(on bool) { v.releasing.Store(on) }
 
 // linkSession, linkEpoch and linkLease set the link of a value just made.
 func linkSession(s *Session) {

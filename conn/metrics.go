@@ -117,12 +117,13 @@ type LockMetric struct {
 	Event LockEvent
 	// Recipe names the recipe: "mutex", "rwlock", "semaphoremutex",
 	// "semaphore", "leader", "exclusive". A semaphoremutex's holds and
-	// losses are its semaphore lease's: "semaphore". "semaphore-lock" is
-	// a semaphore's internal lock, held while a lease is taken: its holds
-	// are reported, its waits are part of the semaphore's.
+	// losses are its semaphore lease's: "semaphore". A semaphore's
+	// internal lock (PATH/locks), held while a lease is taken, is no
+	// holder's work and is not reported: its waits are part of the
+	// semaphore's, its holds and losses are not reported at all (with one
+	// lease its node may become the lease: then as "semaphore").
 	Recipe string
-	// Path is the lock path as the recipe was given it (the internal
-	// lock's: <path>/locks).
+	// Path is the lock path as the recipe was given it.
 	Path string
 	// Outcome, for LockWait: one of the Outcome* constants.
 	Outcome string

@@ -123,7 +123,7 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 	}
 	lock, err := queue.New(sess, conn.JoinPath(path, locksDir), queue.Config{
 		Schema:      lockSchema,
-		Recipe:      "semaphore-lock",
+		Internal:    true, // no holder's work: its holds and losses are not reported
 		Decide:      queue.First,
 		MarkRelease: true,
 		Tag:         tag,

@@ -145,8 +145,15 @@ type Lease[L any] interface {
 	// Label names the recipe and the lock path of the lease, just granted
 	// and not handed out yet: what its hold and loss are reported under
 	// (conn.Metrics; without it, recipe "" and the node's parent). Local
-	// grants (Local) take their node's.
+	// grants (Local) take their node's. It also makes a lease made
+	// Unreported report again.
 	Label(recipe, lock string)
+
+	// Unreported makes the lease, just granted and not handed out yet,
+	// report neither its hold nor its loss to conn.Metrics until Label is
+	// called: a recipe's internal lock (semaphoremutex's PATH/locks), held
+	// while a lease is taken, is no holder's work.
+	Unreported()
 
 	// Releasing(true) tells the lease that its recipe is about to delete
 	// its node: the deletion, if the lease sees it before Released, is

@@ -415,7 +415,11 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	a.q.log.Debug("acquired", zap.String("node", a.node))
 	// a.czxid: our node's, if confirm read it (the lease need not), else 0
 	g := Grant{Lease: connlink.Of(a.ep).NewLease(p, a.czxid)}
-	connlink.Of(g.Lease).Label(a.q.cfg.Recipe, a.q.path)
+	if a.q.cfg.Internal {
+		connlink.Of(g.Lease).Unreported()
+	} else {
+		connlink.Of(g.Lease).Label(a.q.cfg.Recipe, a.q.path)
+	}
 	if a.from != nil {
 		g.HandedOver, g.From = true, *a.from
 	}

@@ -60,6 +60,11 @@ type Config struct {
 	// Recipe names the recipe in what the queue reports to the session's
 	// conn.Metrics (waits; its grants' holds and losses). Default "".
 	Recipe string
+	// Internal says that the queue is a recipe's internal lock
+	// (semaphoremutex's PATH/locks): its grants report neither holds nor
+	// losses to Metrics (connlink.Lease.Unreported); the recipe labels a
+	// grant it keeps as its own lease.
+	Internal bool
 	// Unmetered says that the queue's caller reports the waits of
 	// Acquire, TryAcquire and AcquireGrant (Meter), and the queue reports
 	// none: a cohort.Contender, whose one report covers a local wait too,
