@@ -136,7 +136,7 @@ func TestLimitProgram(t *testing.T) {
 }
 
 // scaleLine is the line of bench/scale (scripts/bench-scale.sh).
-var scaleLine = regexp.MustCompile(`^zkrecipes scale recipe=(\w+) n=(\d+) queue_s=[\d.]+ heap_per_waiter_b=-?\d+ stack_per_waiter_b=-?\d+ goroutines_per_waiter=-?[\d.]+ drain_per_s=[\d.]+ server_bytes_per_waiter=\d+ server_packets_per_waiter=-?[\d.]+$`)
+var scaleLine = regexp.MustCompile(`^zkrecipes scale recipe=(\w+) n=(\d+) queue_s=[\d.]+ heap_per_waiter_b=-?\d+ stack_per_waiter_b=-?\d+ goroutines_per_waiter=-?[\d.]+ drain_per_s=[\d.]+ server_bytes_per_waiter=\d+ server_packets_per_waiter=-?[\d.]+(?: drain_bytes_per_waiter=\d+)?$`)
 
 // TestScaleProgram runs bench/scale on every recipe with two small N and
 // checks its lines.
