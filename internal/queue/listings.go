@@ -186,7 +186,13 @@ func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]Contender, erro
 		ls.next, ls.busy = map[*conn.Epoch]*round{}, map[*conn.Epoch]bool{}
 	}
 	r := ls.next[ep]
-	if r == nil || r.ctx.Err() != nil { // none, or one all of whose waiters left
+	// A new round when there is none, or when all of the next one's
+	// waiters left (its request is cancelled). A round whose context ended
+	// with the epoch while it has waiters is joined, not replaced: the
+	// sender takes it and ends it with the epoch's error (replaced, it
+	// would be taken by nobody and its waiters would wait until their ctx
+	// ended: seen when a session expired under waiters of one session).
+	if r == nil || r.waiters == 0 {
 		rctx, cancel := context.WithCancel(connlink.Of(ep).Context())
 		r = &round{ctx: rctx, cancel: cancel, done: make(chan struct{})}
 		ls.next[ep] = r
