@@ -2,6 +2,7 @@ package attack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -62,6 +64,10 @@ func TestProbe4_OneAttemptDrainUnderCuts(t *testing.T) {
 						overlaps = append(overlaps, fmt.Sprintf("B waiter %d failed: %v", i, err))
 					} else {
 						errsA = append(errsA, err.Error())
+						if !errors.Is(err, context.DeadlineExceeded) {
+							t.Logf("A waiter %d: %v (ErrConnectionLoss %v, ErrCreatePending %v, ErrClosed %v)", i, err,
+								errors.Is(err, conn.ErrConnectionLoss), errors.Is(err, lock.ErrCreatePending), errors.Is(err, conn.ErrClosed))
+						}
 					}
 					mu.Unlock()
 					failedA.Add(1)
