@@ -88,7 +88,7 @@ type drainWaiter struct {
 // cancel each, called from one loop), a bystander deletes a random sixth of
 // the others' nodes, and H releases. Returns the waiters after every
 // Acquire returned (or fails the test after 60 s naming the stuck ones).
-func runDrain(t *testing.T, c *zktest.Cluster, recipe, path string, ss []*conn.Session, hs *conn.Session, n int, seed int64) []*drainWaiter {
+func runDrain(t *testing.T, c *zktest.Cluster, recipe, path string, ss []*conn.Session, hs *conn.Session, n int, seed int64, concurrent bool) []*drainWaiter {
 	t.Helper()
 	ctx := ctxT(t, 120*time.Second)
 	zc := raw(t, c)
@@ -187,10 +187,13 @@ func runDrain(t *testing.T, c *zktest.Cluster, recipe, path string, ss []*conn.S
 			}
 		}
 	}()
-	bg.Wait()
+	if !concurrent {
+		bg.Wait()
+	}
 	if err := h.release(); err != nil {
 		t.Fatal(err)
 	}
+	bg.Wait()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
