@@ -74,8 +74,10 @@ type LockEvent string
 
 const (
 	// LockWait: an Acquire or TryAcquire returned after Duration; Outcome
-	// says how. One per call, local waiters of an in-process handoff
-	// included (a leader's campaign is one).
+	// says how. One per call that asks for the lock, local waiters of an
+	// in-process handoff included (a leader's campaign is one); a
+	// re-entrant call of a goroutine that holds the lock (mutex, rwlock)
+	// waits for nothing and is not reported, nor is its hold.
 	LockWait LockEvent = "wait"
 	// LockHold: a grant was released (by the recipe: Release, Resign, a
 	// local handoff) after being held for Duration, from the grant.

@@ -29,6 +29,11 @@
 //     first returns an error matching ctx.Err() and leaves nothing behind
 //     (its node is deleted, in the background if need be). A session lost
 //     while waiting is not an error: Acquire starts over in the next one.
+//     A request that fails with a connection loss is retried as the
+//     session's retry policy says (conn.WithRetryPolicy); once the policy
+//     gives up (e.g. MaxAttempts 1), Acquire returns that error (matching
+//     conn.ErrConnectionLoss) while the session lives, and its node is
+//     deleted as for an ended ctx.
 //     An acquire that fails without learning whether its create made a
 //     node (ErrCreatePending) leaves that node to a goroutine that looks
 //     for it and deletes it, as a Release does with ErrReleasePending.
