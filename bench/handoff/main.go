@@ -7,14 +7,16 @@
 //
 // Lines, all times in milliseconds (median over the rounds):
 //
-//	raw  rel=R wait=W delete_rtt multi_rtt delete_event multi_event children_rtt
-//	lib  rel=R wait=W zkrecipes_release zkrecipes_handoff gozk_release gozk_handoff
+//	raw rel=R wait=W delete_rtt delete_event multi_rtt multi_event children_rtt conn_multi_rtt conn_multi_event
+//	lib rel=R wait=W zkrecipes_release zkrecipes_handoff gozk_release gozk_handoff
 //
 // raw: go-zookeeper alone. The releaser deletes a node (delete_rtt: its
 // answer) or marks and deletes it in one multi (multi_rtt); the waiter, on
 // its own session, has a watch on the node: *_event is from the releaser's
 // send to the waiter's event. children_rtt is one getChildren of the
-// waiter after its event (what zk.Lock does before it holds).
+// waiter after its event (what zk.Lock does before it holds). conn_multi_*
+// is the multi again with both sessions of package conn (its cost over
+// go-zookeeper alone).
 //
 // lib: zkrecipes' mutex and go-zookeeper's zk.Lock, one contender each on
 // the two sessions: *_release is the release call's time, *_handoff from
