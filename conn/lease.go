@@ -486,8 +486,11 @@ func (l *Lease) closeLost(reason error) {
 		l.mu.Lock()
 		l.reason = reason
 		l.mu.Unlock()
+		// Decided before Lost closes: a Release called on seeing Lost
+		// closed must not turn the loss into a hold (isReleasing).
+		report := l.report(reason)
 		close(l.lost)
-		l.report(reason)
+		report()
 	})
 }
 
@@ -497,16 +500,16 @@ func (l *Lease) isReleasing() bool {
 	return l.releasing.Load() || l.parent != nil && l.parent.releasing.Load()
 }
 
-// report tells the session's Metrics how the lease ended: a hold for a
-// release, a loss otherwise.
-func (l *Lease) report(reason error) {
+// report decides how the lease ended, for the session's Metrics: a hold
+// for a release, a loss otherwise; the returned func reports it.
+func (l *Lease) report(reason error) func() {
 	m := l.ep.s.cfg.metrics
 	if m == nil || l.shared.Load() || l.unreported.Load() {
-		return
+		return func() {}
 	}
 	ev := LockMetric{Event: LockLost, Recipe: l.recipe, Path: l.lockPath(), Cause: lostCause(reason)}
 	if ev.Cause == causeReleased || ev.Cause == CauseNodeDeleted && l.isReleasing() {
 		ev = LockMetric{Event: LockHold, Recipe: l.recipe, Path: ev.Path, Duration: time.Since(l.granted)}
 	}
-	m.Lock(ev)
+	return func() { m.Lock(ev) }
 }
