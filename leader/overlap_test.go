@@ -194,7 +194,10 @@ func overlapRound(t *testing.T, c *zktest.Cluster, round int) time.Duration {
 	time.Sleep(4500 * time.Millisecond) // the fault's length, not a wait for a state
 	require.NoError(t, c.Resume(lead))
 	require.NoError(t, c.Resume(o))
-	testzk.Eventually(t, 30*time.Second, func() bool { return rec.leading("B") }, "B leads after the resume")
+	// B may wait for its own earlier session to expire on the server (its
+	// local timer may end its epoch during the freeze): up to its 10 s
+	// timeout after the resume, plus an election; CI once took over 30 s.
+	testzk.Eventually(t, 60*time.Second, func() bool { return rec.leading("B") }, "B leads after the resume")
 	// A's term, if it still runs, ends when its session does: measure the
 	// whole overlap.
 	for deadline := time.Now().Add(10 * time.Second); rec.leading("A") && time.Now().Before(deadline); {
