@@ -3,9 +3,9 @@ package conn_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// TestMain starts the ZooKeeper the Examples use (testzk.Servers) and
+// checks that no goroutine leaked.
+func TestMain(m *testing.M) { testzk.Main(m) }

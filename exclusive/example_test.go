@@ -2,6 +2,8 @@ package exclusive_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log"
 	"time"
 
@@ -9,20 +11,32 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 )
+
+// servers are the addresses of the ZooKeeper the examples run against
+// (TestMain starts one); in a program, your ensemble's.
+func servers() []string { return testzk.Servers() }
 
 // The lock is a lease: watch Lost while working, and write through
 // GuardedWrite so that a write can only land while the lock is held.
-// (Not run: it needs a ZooKeeper at 127.0.0.1:2181.)
 func Example() {
 	ctx := context.Background()
-	sess, err := conn.Connect(ctx, []string{"127.0.0.1:2181"})
+	sess, err := conn.Connect(ctx, servers())
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer sess.Close()
+	ep, err := sess.Epoch(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = ep.Create(ctx, "/example-report", nil, 0, sess.ACL())
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		log.Fatal(err)
+	}
 
-	lock, err := exclusive.New(sess, "/app/locks/report")
+	lock, err := exclusive.New(sess, "/example-locks/report")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -40,7 +54,10 @@ func Example() {
 		return
 	default:
 	}
-	if _, err := lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: "/app/report", Data: []byte("done"), Version: -1}); err != nil {
+	if _, err := lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: "/example-report", Data: []byte("done"), Version: -1}); err != nil {
 		log.Print("not written: ", err) // matches conn.ErrLeaseLost if the lock was lost
+		return
 	}
+	fmt.Println("report written")
+	// Output: report written
 }

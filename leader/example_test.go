@@ -2,30 +2,25 @@ package leader_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/leader"
 )
 
-func servers() []string {
-	s := strings.Split(os.Getenv("ZK_SERVERS"), ",")
-	if s[0] == "" {
-		return []string{"127.0.0.1:2181"}
-	}
-	return s
-}
+// servers are the addresses of the ZooKeeper the examples run against
+// (TestMain starts one); in a program, your ensemble's.
+func servers() []string { return testzk.Servers() }
 
-// Example runs a function while this process leads; its ctx is cancelled
-// the moment leadership is no longer safe. It needs a ZooKeeper server
-// (ZK_SERVERS, default 127.0.0.1:2181), so it is compiled but not run by
-// go test.
+// Run a function while this process leads; its ctx is cancelled the moment
+// leadership is no longer safe, and writes through the term's lease commit
+// only while we lead.
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -34,28 +29,36 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer sess.Close()
+	ep, err := sess.Epoch(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = ep.Create(ctx, "/example-billing", nil, 0, sess.ACL())
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		log.Fatal(err)
+	}
 
-	e, err := leader.New(sess, "/examples/billing/leader", "host-1")
+	e, err := leader.New(sess, "/example-billing-leader", "host-1")
 	if err != nil {
 		log.Fatal(err)
 	}
 	err = e.Run(ctx, func(ctx context.Context) error {
 		lease := leader.LeaseFrom(ctx) // this term's leadership
-		token, err := lease.Fence(ctx)
-		if err != nil {
-			return err
-		}
+		fmt.Println("leading")
 		// Commits only while we lead.
-		_, err = lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: "/examples/billing", Data: []byte(fmt.Sprint(token)), Version: -1})
+		_, err := lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: "/example-billing", Data: []byte("run"), Version: -1})
 		return err
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
+	fmt.Println("resigned") // Run resigns when its function returns
+	// Output:
+	// leading
+	// resigned
 }
 
-// ExampleElection_Observe prints leader changes; a slow reader gets the
-// latest leader. Compiled, not run (it needs a ZooKeeper server).
+// Observe reports leader changes; a slow reader gets the latest leader.
 func ExampleElection_Observe() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -64,15 +67,23 @@ func ExampleElection_Observe() {
 		log.Fatal(err)
 	}
 	defer sess.Close()
-	e, err := leader.New(sess, "/examples/billing/leader", "watcher")
+
+	e, err := leader.New(sess, "/example-reports-leader", "host-1")
 	if err != nil {
 		log.Fatal(err)
 	}
-	for who := range e.Observe(ctx) { // closed when ctx ends
-		if who.Node == "" {
-			fmt.Println("no leader")
-			continue
-		}
-		fmt.Println("leader:", who.ID)
+	if _, err := e.Campaign(ctx); err != nil {
+		log.Fatal(err)
 	}
+	changes := e.Observe(ctx) // closed when ctx ends
+	fmt.Println("leader:", (<-changes).ID)
+	if err := e.Resign(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if who := <-changes; who.Node == "" {
+		fmt.Println("no leader")
+	}
+	// Output:
+	// leader: host-1
+	// no leader
 }

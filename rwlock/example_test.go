@@ -2,37 +2,43 @@ package rwlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
-// Example reads under the shared lock, writes under the exclusive one (a
-// guarded write that commits only while the lock is held), and downgrades:
-// it keeps reading what it wrote without letting another writer in. It
-// needs a ZooKeeper server (ZK_SERVERS, default 127.0.0.1:2181), so it is
-// compiled but not run by go test.
+// servers are the addresses of the ZooKeeper the examples run against
+// (TestMain starts one); in a program, your ensemble's.
+func servers() []string { return testzk.Servers() }
+
+// Read under the shared lock, write under the exclusive one (a guarded
+// write that commits only while the lock is held), and downgrade: keep
+// reading what was written without letting another writer in.
 func Example() {
-	servers := strings.Split(os.Getenv("ZK_SERVERS"), ",")
-	if servers[0] == "" {
-		servers = []string{"127.0.0.1:2181"}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sess, err := conn.Connect(ctx, servers)
+	sess, err := conn.Connect(ctx, servers())
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer sess.Close()
+	ep, err := sess.Epoch(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = ep.Create(ctx, "/example-catalog", []byte("v1"), 0, sess.ACL())
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		log.Fatal(err)
+	}
 
-	rw, err := rwlock.New(sess, "/locks/catalog")
+	rw, err := rwlock.New(sess, "/example-locks/catalog")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -46,19 +52,16 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	// One writes; its writes go through the lease so that they commit only
-	// while the lock is still ours.
+	// One writes, through the lease: the write commits only while the lock
+	// is still ours.
 	lease, err := rw.WriteLock().Acquire(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
-	token, err := lease.Fence(ctx)
-	if err != nil {
-		log.Fatal(err)
+	if _, err := lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: "/example-catalog", Data: []byte("v2"), Version: -1}); err != nil {
+		log.Fatal(err) // matches conn.ErrLeaseLost if we lost the lock: nothing was written
 	}
-	if _, err := lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: "/catalog", Data: []byte(fmt.Sprint(token)), Version: -1}); err != nil {
-		log.Print(err) // conn.ErrLeaseLost: we lost the lock; nothing was written
-	}
+	fmt.Println("written")
 
 	// Downgrade: take the read lock, then let go of the write lock. Other
 	// readers may join; no writer gets in until we release the read lock.
@@ -68,8 +71,16 @@ func Example() {
 	if err := rw.WriteLock().Release(context.WithoutCancel(ctx)); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("reading what we wrote")
+	data, _, err := ep.Get(ctx, "/example-catalog")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("reading what we wrote:", string(data))
 	if err := rw.ReadLock().Release(context.WithoutCancel(ctx)); err != nil {
 		log.Fatal(err)
 	}
+	// Output:
+	// reading
+	// written
+	// reading what we wrote: v2
 }

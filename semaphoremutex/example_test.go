@@ -2,41 +2,42 @@ package semaphoremutex_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
-// zkServers is ZK_SERVERS, or a local server.
-func zkServers() []string {
-	servers := strings.Split(os.Getenv("ZK_SERVERS"), ",")
-	if servers[0] == "" {
-		servers = []string{"127.0.0.1:2181"}
-	}
-	return servers
-}
+// servers are the addresses of the ZooKeeper the examples run against
+// (TestMain starts one); in a program, your ensemble's.
+func servers() []string { return testzk.Servers() }
 
-// Example takes the mutex in one goroutine and releases it in another, as
-// a handle-owned lock allows, writing under its protection in between. It
-// needs a ZooKeeper server (ZK_SERVERS, default 127.0.0.1:2181), so it is
-// compiled but not run by go test.
+// Take the mutex in one goroutine and release it in another, as a
+// handle-owned lock allows, writing under its protection in between.
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sess, err := conn.Connect(ctx, zkServers())
+	sess, err := conn.Connect(ctx, servers())
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer sess.Close()
+	ep, err := sess.Epoch(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = ep.Create(ctx, "/example-report", nil, 0, sess.ACL())
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		log.Fatal(err)
+	}
 
-	m, err := semaphoremutex.New(sess, "/examples/reports")
+	m, err := semaphoremutex.New(sess, "/example-locks/report")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -53,33 +54,29 @@ func Example() {
 				log.Print(err)
 			}
 		}()
-		token, err := lease.Fence(ctx) // fencing token: grows with every grant
-		if err != nil {
-			log.Print(err)
-			return
-		}
 		// Commits only while the lease is ours.
-		_, err = lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: "/examples/reports", Data: []byte(fmt.Sprint(token)), Version: -1})
+		_, err := lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: "/example-report", Data: []byte("done"), Version: -1})
 		if err != nil {
 			log.Print(err)
 			return
 		}
-		fmt.Println("report written under token", token)
+		fmt.Println("report written")
 	}()
 	<-done
+	// Output: report written
 }
 
-// ExampleSemaphore lets at most three processes at a time use a pool.
+// At most three processes at a time use a pool.
 func ExampleSemaphore() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sess, err := conn.Connect(ctx, zkServers())
+	sess, err := conn.Connect(ctx, servers())
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer sess.Close()
 
-	sem, err := semaphoremutex.NewSemaphore(sess, "/examples/db-pool", 3)
+	sem, err := semaphoremutex.NewSemaphore(sess, "/example-db-pool", 3)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -102,4 +99,5 @@ func ExampleSemaphore() {
 		}
 		fmt.Printf("holding one of %d leases (%d taken)\n", sem.Leases(), len(holders))
 	}
+	// Output: holding one of 3 leases (1 taken)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"testing"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -12,53 +12,88 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// Start outside of a test, e.g. in an example program.
+// Start outside of a test, e.g. in an example program; in a test, New
+// does the same and stops the cluster in t.Cleanup.
 func ExampleStart() {
 	c, err := zktest.Start(context.Background())
 	if err != nil {
 		log.Fatal(err) // says what to install
 	}
 	defer c.Stop()
-	conn, _, err := zk.Connect(c.Servers(), 5*time.Second)
+	conn, _, err := zk.Connect(c.Servers(), 5*time.Second, zk.WithLogInfo(false))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Println("lock path:", c.Root()+"/lock")
+	path, err := conn.Create(c.Root(), nil, 0, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(strings.HasPrefix(path, "/zktest-")) // Root is unique per cluster
+	// Output: true
 }
 
-// A three-server ensemble losing its leader.
+// A server killed (SIGKILL) and restarted with the same port and data.
 func ExampleCluster_Kill() {
-	var t *testing.T // the test's t
-	c := zktest.New(t, zktest.WithServers(3))
-	leader, err := c.Leader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Kill(leader); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := c.WaitServing(ctx); err != nil { // a new leader is elected
-		t.Fatal(err)
+	c, err := zktest.Start(ctx) // zktest.WithServers(3) for an ensemble; see Leader
+	if err != nil {
+		log.Fatal(err)
 	}
-	if err := c.Restart(leader); err != nil { // back as a follower
-		t.Fatal(err)
+	defer c.Stop()
+	if err := c.Kill(0); err != nil {
+		log.Fatal(err)
 	}
+	_, err = zktest.FourLetterAt(ctx, c.Servers()[0], "ruok")
+	fmt.Println("killed, answers:", err == nil)
+	if err := c.Restart(0); err != nil { // returns once it answers
+		log.Fatal(err)
+	}
+	ok, err := zktest.FourLetterAt(ctx, c.Servers()[0], "ruok")
+	fmt.Println("restarted, answers:", ok)
+	// Output:
+	// killed, answers: false
+	// restarted, answers: imok
 }
 
-// A client whose create succeeds on the server but whose response is lost.
+// A client whose create succeeds on the server but whose answer is lost.
 func ExampleProxy_CutAfterNextWrite() {
-	var t *testing.T // the test's t
-	c := zktest.New(t)
-	p := zktest.NewProxy(t, c.Servers())
-	conn, _, err := zk.Connect(p.Addrs(), 5*time.Second)
+	c, err := zktest.Start(context.Background())
 	if err != nil {
-		t.Fatal(err)
+		log.Fatal(err)
+	}
+	defer c.Stop()
+	p, err := zktest.StartProxy(c.Servers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	conn, events, err := zk.Connect(p.Addrs(), 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		log.Fatal(err)
 	}
 	defer conn.Close()
+	for ev := range events { // the session is established
+		if ev.State == zk.StateHasSession {
+			break
+		}
+	}
 	p.CutAfterNextWrite()
 	_, err = conn.Create(c.Root(), nil, 0, zk.WorldACL(zk.PermAll))
-	fmt.Println(err) // zk: connection closed, yet the node exists
+	fmt.Println("create failed:", err != nil)
+
+	direct, _, err := zk.Connect(c.Servers(), 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer direct.Close()
+	exists, _, err := direct.Exists(c.Root())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("node exists:", exists)
+	// Output:
+	// create failed: true
+	// node exists: true
 }

@@ -2,8 +2,12 @@ package testzk
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +25,26 @@ var shared struct {
 	err  error
 }
 
+// start starts the shared ZooKeeper once.
+func start() {
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		shared.c, shared.err = zktest.Start(ctx)
+	})
+}
+
+// Servers returns the addresses of the Shared ZooKeeper, for the package's
+// Examples (which have no testing.TB); Main has started it when Examples
+// are to run. It panics if there is none.
+func Servers() []string {
+	start()
+	if shared.err != nil {
+		panic(shared.err)
+	}
+	return shared.c.Servers()
+}
+
 // Shared returns the ZooKeeper of this test binary, starting it on the
 // first call (bounded by 2 minutes). Each test works under its own path
 // (see Path); tests that hurt a server start their own with zktest.New.
@@ -28,11 +52,7 @@ var shared struct {
 // started.
 func Shared(t testing.TB) *zktest.Cluster {
 	t.Helper()
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		shared.c, shared.err = zktest.Start(ctx)
-	})
+	start()
 	zktest.RequireOrSkip(t, shared.err)
 	return shared.c
 }
@@ -40,7 +60,26 @@ func Shared(t testing.TB) *zktest.Cluster {
 // Main is the body of a package's TestMain: it runs the tests, stops the
 // Shared ZooKeeper if one was started, and, if the tests passed, fails the
 // binary on goroutines left running (goleak). It does not return.
+//
+// When Examples may run (no -run pattern, or one naming Examples), it
+// starts the Shared ZooKeeper first, for Servers; if none can be started
+// for want of a prerequisite, the Examples are skipped (-skip), as
+// zktest.RequireOrSkip skips a test, except under CI=true.
 func Main(m *testing.M) {
+	flag.Parse()
+	if examplesMayRun() {
+		start()
+		if shared.err != nil && !zktest.InCI() && isMissing(shared.err) {
+			fmt.Fprintln(os.Stderr, "testzk: Examples skipped:", shared.err)
+			skip := "^Example"
+			if f := flag.Lookup("test.skip"); f != nil {
+				if old := f.Value.String(); old != "" {
+					skip += "|" + old
+				}
+				_ = f.Value.Set(skip)
+			}
+		}
+	}
 	code := m.Run()
 	if shared.c != nil {
 		if err := shared.c.Stop(); err != nil {
@@ -54,4 +93,27 @@ func Main(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// examplesMayRun reports whether -test.run lets Examples run: it is empty,
+// or its first element matches "Example" or names one.
+func examplesMayRun() bool {
+	f := flag.Lookup("test.run")
+	if f == nil || f.Value.String() == "" {
+		return true
+	}
+	run := f.Value.String()
+	if strings.Contains(run, "Example") {
+		return true
+	}
+	first, _, _ := strings.Cut(run, "/")
+	ok, err := regexp.MatchString(first, "Example")
+	return err == nil && ok
+}
+
+// isMissing reports whether err means no ZooKeeper could be provided
+// (zktest's missing prerequisites), not that one failed.
+func isMissing(err error) bool {
+	return errors.Is(err, zktest.ErrNoBackend) || errors.Is(err, zktest.ErrDockerUnavailable) ||
+		errors.Is(err, zktest.ErrImageNotFound) || errors.Is(err, zktest.ErrLocalUnavailable)
 }
