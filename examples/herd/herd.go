@@ -69,7 +69,9 @@ func run(ctx context.Context, cfg config, servers []string, out io.Writer, prog 
 	maxN := slices.Max(cfg.waiters)
 	fmt.Fprintf(out, "Herd effect: one holder, N waiters queued behind it (one ZooKeeper session each),\n")
 	fmt.Fprintf(out, "then the queue drains, every waiter holding the lock for %v. ZooKeeper: %s\n", cfg.hold, strings.Join(servers, ","))
-	fmt.Fprintf(out, "Per handoff: server packets (mntr, in+out); per acquire: client requests, watch events.\n\n")
+	fmt.Fprintf(out, "Per handoff: server packets (mntr, in+out) while the queued waiters drain: a release, its\n")
+	fmt.Fprintf(out, "notifications and the next holder's entry, not a waiter's queueing (README's table counts the\n")
+	fmt.Fprintf(out, "whole acquire-release cycle, hence more). Per acquire: client requests, watch events.\n\n")
 
 	total := 0
 	for _, n := range cfg.waiters {

@@ -17,7 +17,12 @@
 //
 //   - server packets per handoff: zk_packets_received + zk_packets_sent
 //     from the server's `mntr`, before and after, divided by N (pings
-//     included: the sessions ask for long timeouts, so they ping rarely);
+//     included: the sessions ask for long timeouts, so they ping rarely).
+//     The waiters queued before the drain, so this counts a release, its
+//     notifications and the next holder's entry, not a waiter's queueing
+//     (its create, listing and watch); README's "packets per handoff" in
+//     the table of locks counts the whole acquire-and-release cycle per
+//     acquisition, queueing and session set-up included, hence more;
 //   - requests and watch events per acquire, counted by every session
 //     (conn.Session.Stats);
 //   - handoff latency, p50 and p99: from the moment a holder starts its
@@ -37,7 +42,8 @@
 // the whole run short.
 //
 // The results are printed as a table (stdout), drawn as a chart of packets
-// per handoff against N (-out; .png, .svg or .pdf), and the exact command
+// per handoff against N (-out; .png, .svg or .pdf; by default herd.png in a
+// new temporary directory, whose path is printed), and the exact command
 // to reproduce them is printed last. Progress goes to stderr. Without
 // -servers or ZK_SERVERS it starts its own ZooKeeper (zktest: Docker or a
 // local install; see package zktest), which takes any number of
@@ -52,6 +58,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -66,6 +73,7 @@ type config struct {
 	waiters []int         // the values of N, ascending
 	hold    time.Duration // each holder's critical section
 	out     string        // chart file; "" for none
+	tempOut bool          // out is in a temporary directory: -out was not given
 	servers []string      // nil: ZK_SERVERS or start one
 	quick   bool
 }
@@ -93,7 +101,7 @@ func main() {
 	fs := demo.Flags("herd", what)
 	fs.StringVar(&waiters, "n", defaultWaiters, "numbers of waiters to measure, comma-separated")
 	fs.DurationVar(&cfg.hold, "hold", defaultHold, "how long each holder keeps the lock (its critical section)")
-	fs.StringVar(&cfg.out, "out", "herd.png", "chart of packets per handoff against N (.png, .svg or .pdf); empty for none")
+	fs.StringVar(&cfg.out, "out", "", "chart of packets per handoff against N (.png, .svg or .pdf); default herd.png in a new temporary directory; -out='' for none")
 	fs.StringVar(&servers, "servers", "", "ZooKeeper servers host:port,...; default: ZK_SERVERS, or start one")
 	fs.BoolVar(&cfg.quick, "quick", false, "smoke run: -n "+quickWaiters+" -hold "+quickHold.String()+" unless given")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: exits 0 on -h, 2 on a bad flag
@@ -110,6 +118,13 @@ func main() {
 	var err error
 	if cfg.waiters, err = parseWaiters(waiters); err != nil {
 		fail(err)
+	}
+	if !set["out"] {
+		dir, err := os.MkdirTemp("", "zkrecipes-herd-")
+		if err != nil {
+			fail(err)
+		}
+		cfg.out, cfg.tempOut = filepath.Join(dir, "herd.png"), true
 	}
 	if cfg.hold < 0 {
 		fail(errors.New("-hold must not be negative"))
@@ -167,7 +182,10 @@ func reproduce(cfg config) string {
 	for i, n := range cfg.waiters {
 		ns[i] = strconv.Itoa(n)
 	}
-	fmt.Fprintf(&b, "go run ./examples/herd -n %s -hold %v -out %s", strings.Join(ns, ","), cfg.hold, shellQuote(cfg.out))
+	fmt.Fprintf(&b, "go run ./examples/herd -n %s -hold %v", strings.Join(ns, ","), cfg.hold)
+	if !cfg.tempOut {
+		fmt.Fprintf(&b, " -out %s", shellQuote(cfg.out))
+	}
 	if cfg.servers != nil {
 		fmt.Fprintf(&b, " -servers %s", shellQuote(strings.Join(cfg.servers, ",")))
 	}

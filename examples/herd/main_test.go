@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +87,39 @@ func TestReproduce(t *testing.T) {
 	want = `go run ./examples/herd -n 5,10 -hold 20ms -out 'my chart.svg' -servers zk1:2181,zk2:2181`
 	if got := reproduce(cfg); got != want {
 		t.Errorf("reproduce = %s\nwant        %s", got, want)
+	}
+}
+
+// TestChartGoesToATempDir: without -out, the example (its main, run as a
+// program in a directory of its own) writes its chart into a new temporary
+// directory, whose path it prints, and nothing into the working directory.
+func TestChartGoesToATempDir(t *testing.T) {
+	c := zktest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	wd, tmp := t.TempDir(), t.TempDir()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-quick", "-n", "2", "-servers", strings.Join(c.Servers(), ","))
+	cmd.Dir = wd
+	cmd.Env = append(os.Environ(), "ZKRECIPES_EXAMPLE_RUN_MAIN=1", "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if left, _ := os.ReadDir(wd); len(left) > 0 {
+		t.Errorf("the run wrote into its working directory: %v", left)
+	}
+	m := regexp.MustCompile(`(?m)^chart: (.*)$`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no chart: line in\n%s", out)
+	}
+	chart := string(m[1])
+	if !strings.HasPrefix(chart, tmp+string(filepath.Separator)) {
+		t.Errorf("chart at %s, want under the temporary directory %s", chart, tmp)
+	}
+	if _, err := os.Stat(chart); err != nil {
+		t.Error(err)
+	}
+	if bytes.Contains(out, []byte("-out")) {
+		t.Errorf("the reproduce line names the temporary chart:\n%s", out)
 	}
 }
