@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/internal/logfield"
 )
 
 var errRetired = errors.New("conn: connection retired")
@@ -247,7 +249,7 @@ func (s *Session) run() {
 		case <-timerC:
 			s.timer = nil
 			s.log.Warn("disconnected for the session timeout; taking the session as lost",
-				zap.Int64("session", s.active.epoch.sessionID), zap.Duration("timeout", s.active.epoch.timeout))
+				logfield.Session("session", s.active.epoch.sessionID), zap.Duration("timeout", s.active.epoch.timeout))
 			s.loseEpoch(ErrSessionTimeout)
 		case <-redialC:
 			s.redial = nil
@@ -284,7 +286,7 @@ func (s *Session) handle(m message) {
 		// end this epoch.
 		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
 			s.log.Warn("a request was answered 'session expired'; taking the session as lost",
-				zap.Int64("session", ep.sessionID))
+				logfield.Session("session", ep.sessionID))
 			s.loseEpoch(ErrSessionExpired)
 		}
 		return
@@ -292,7 +294,7 @@ func (s *Session) handle(m message) {
 	if ep := m.quorumLost; ep != nil {
 		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
 			s.log.Warn("no sync answered through the ensemble's leader within half the session timeout; taking the session as lost",
-				zap.Int64("session", ep.sessionID), zap.Duration("timeout", ep.timeout))
+				logfield.Session("session", ep.sessionID), zap.Duration("timeout", ep.timeout))
 			s.loseEpoch(ErrSessionTimeout)
 		}
 		return
@@ -354,13 +356,13 @@ func (s *Session) handle(m message) {
 			l.suspended = false
 			s.stopTimer()
 			l.epoch.resume()
-			s.log.Info("reconnected", zap.Int64("session", l.epoch.sessionID))
+			s.log.Info("reconnected", logfield.Session("session", l.epoch.sessionID))
 			s.transition(Reconnected, l.epoch, nil)
 		}
 	case zk.StateDisconnected:
 		s.disconnected(l)
 	case zk.StateExpired:
-		s.log.Warn("session expired", zap.Int64("session", l.zc.SessionID()))
+		s.log.Warn("session expired", logfield.Session("session", l.epoch.sessionID))
 		s.loseEpoch(ErrSessionExpired)
 	}
 }
@@ -380,11 +382,11 @@ func (s *Session) disconnected(l *zkLink) {
 		// out (no Suspended to send), but the local timer runs as for
 		// a live one, so a session that cannot come back is given up
 		// and the next one opened.
-		s.log.Info("disconnected while authenticating", zap.Int64("session", ep.sessionID), zap.Duration("lost_in", wait))
+		s.log.Info("disconnected while authenticating", logfield.Session("session", ep.sessionID), zap.Duration("lost_in", wait))
 		return
 	}
 	ep.suspend()
-	s.log.Info("suspended", zap.Int64("session", ep.sessionID), zap.Duration("lost_in", wait))
+	s.log.Info("suspended", logfield.Session("session", ep.sessionID), zap.Duration("lost_in", wait))
 	s.transition(Suspended, ep, nil)
 }
 
@@ -411,7 +413,7 @@ func (s *Session) authenticate(l *zkLink) {
 // beginEpoch hands l's epoch to callers.
 func (s *Session) beginEpoch(l *zkLink) {
 	l.live = true
-	s.log.Debug("session established", zap.Int64("session", l.epoch.sessionID), zap.Duration("timeout", l.epoch.timeout))
+	s.log.Debug("session established", logfield.Session("session", l.epoch.sessionID), zap.Duration("timeout", l.epoch.timeout))
 	// One critical section: whoever sees the epoch (Epoch, State) is
 	// subscribed after its Connected event, never half-way.
 	s.failed = 0

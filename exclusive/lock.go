@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -138,7 +139,7 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 		case ch == nil:
 			continue // ours was deleted and someone created the node again: watch it
 		}
-		l.log.Debug("lock taken; waiting for its deletion", zap.Int64("holder_session", st.EphemeralOwner))
+		l.log.Debug("lock taken; waiting for its deletion", logfield.Session("holder_session", st.EphemeralOwner))
 		select {
 		case <-ch: // deleted or changed, or the watch was dropped: look again
 		case <-ep.Done():
@@ -216,10 +217,10 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 		// created or found the node as ours): its epoch ended, or someone
 		// deleted it.
 		l.log.Warn("replacing a grant that was never released; its node was gone",
-			zap.Int64("old_session", stale.ep.SessionID()))
+			logfield.Session("old_session", stale.ep.SessionID()))
 		connlink.Of(stale.lease).Released()
 	}
-	l.log.Debug("acquired", zap.Int64("session", ep.SessionID()))
+	l.log.Debug("acquired", logfield.Session("session", ep.SessionID()))
 	return g.lease, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -267,7 +268,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 		l, err := a.run(ctx, wait)
 		switch {
 		case errors.Is(err, errRestart):
-			s.log.Debug("starting over", zap.Int64("session", a.ep.SessionID()))
+			s.log.Debug("starting over", logfield.Session("session", a.ep.SessionID()))
 			continue
 		case err != nil:
 			return nil, err

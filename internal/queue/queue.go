@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"go.uber.org/zap"
 )
 
@@ -195,7 +196,7 @@ func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (g Grant, err error
 		g, err := a.run(ctx, wait)
 		a.ls.leave()
 		if errors.Is(err, errRestart) {
-			q.log.Debug("session lost while acquiring; starting over", zap.Int64("session", ep.SessionID()))
+			q.log.Debug("session lost while acquiring; starting over", logfield.Session("session", ep.SessionID()))
 			continue
 		}
 		if err != nil {
