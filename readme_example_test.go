@@ -3,7 +3,6 @@ package zkrecipes_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/go-zookeeper/zk"
@@ -12,61 +11,35 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
-// sell sells one item of the stock kept in the node /stock, under the lock
-// /locks/orders, and returns how many are left.
-func sell(ctx context.Context, servers []string) (left int, err error) {
+// open runs once per process: one Session (close it on exit with
+// m.Session().Close()), and the lock every request shares.
+func open(ctx context.Context, servers []string) (*mutex.InterProcessMutex, error) {
 	sess, err := conn.Connect(ctx, servers)
 	if err != nil {
-		return 0, err // no session, nothing to close
+		return nil, err
 	}
-	defer sess.Close()
+	return mutex.New(sess, "/locks/stock")
+}
 
-	// The node the lock protects: the first seller creates it.
-	ep, err := sess.Epoch(ctx)
+// sell takes one item from the stock counted in the node /stock.
+func sell(ctx context.Context, m *mutex.InterProcessMutex) (left int, err error) {
+	lease, err := m.Acquire(ctx) // fair; ctx's deadline is the timeout
 	if err != nil {
 		return 0, err
 	}
-	_, err = ep.Create(ctx, "/stock", []byte("10"), 0, sess.ACL())
-	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		return 0, err
-	}
+	defer func() { err = errors.Join(err, m.Release(context.WithoutCancel(ctx))) }()
 
-	m, err := mutex.New(sess, "/locks/orders")
+	data, _, err := lease.Epoch().Get(ctx, "/stock")
 	if err != nil {
 		return 0, err
 	}
-	lease, err := m.Acquire(ctx) // fair, reentrant per goroutine; ctx's deadline is the timeout
-	if err != nil {
+	if left, err = strconv.Atoi(string(data)); err != nil {
 		return 0, err
 	}
-	defer func() {
-		// Release even if ctx is cancelled by now: the lock node must go.
-		err = errors.Join(err, m.Release(context.WithoutCancel(ctx)))
-	}()
-
-	data, stat, err := lease.Epoch().Get(ctx, "/stock")
-	if err != nil {
-		return 0, err
-	}
-	stock, err := strconv.Atoi(string(data))
-	if err != nil {
-		return 0, fmt.Errorf("/stock: %w", err)
-	}
-	if stock == 0 {
+	if left == 0 {
 		return 0, errors.New("sold out")
 	}
-	select {
-	case <-lease.Lost(): // session expired, node deleted, ...: stop working
-		return 0, lease.Err()
-	default:
-	}
-	// Commits only while the lock is ours (lease.Fence(ctx) is the fencing
-	// token for stores outside ZooKeeper).
-	_, err = lease.GuardedWrite(ctx, &zk.SetDataRequest{
-		Path: "/stock", Data: []byte(strconv.Itoa(stock - 1)), Version: stat.Version,
-	})
-	if err != nil {
-		return 0, err
-	}
-	return stock - 1, nil
+	// Commits only while the lock is ours; refused once the lease is lost.
+	_, err = lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: "/stock", Data: []byte(strconv.Itoa(left - 1)), Version: -1})
+	return left - 1, err
 }

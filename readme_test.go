@@ -2,13 +2,19 @@ package zkrecipes_test
 
 import (
 	"context"
+	"fmt"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -41,24 +47,40 @@ func TestReadmeShowsTheExample(t *testing.T) {
 	}
 }
 
-// TestReadmeExample runs sell, the README's example, from three processes'
-// worth of sessions at once: each sale takes the lock, so the six sales
-// leave six different counts and the stock ends at 4.
+// TestReadmeExample runs the README's example as three processes would:
+// each opens its one Session and mutex, and sells twice from two
+// goroutines at once; every sale takes the lock, so the six sales leave
+// six different counts and the stock ends at 4. A seventh process finds
+// the last item sold out once the stock is 0.
 func TestReadmeExample(t *testing.T) {
 	c := zktest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	admin, _, err := zk.Connect(c.Servers(), 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Create("/stock", []byte("10"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
 	var (
 		mu   sync.Mutex
 		left []int
 		wg   sync.WaitGroup
 	)
 	for range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 2 {
-				n, err := sell(ctx, c.Servers())
+		m, err := open(ctx, c.Servers())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Session().Close()
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n, err := sell(ctx, m)
 				if err != nil {
 					t.Error(err)
 					return
@@ -66,23 +88,121 @@ func TestReadmeExample(t *testing.T) {
 				mu.Lock()
 				left = append(left, n)
 				mu.Unlock()
-			}
-		}()
+			}()
+		}
 	}
 	wg.Wait()
 	slices.Sort(left)
 	if want := []int{4, 5, 6, 7, 8, 9}; !slices.Equal(left, want) {
 		t.Errorf("sales left %v, want %v (each count once: no sale lost or doubled)", left, want)
 	}
+
+	if _, err := admin.Set("/stock", []byte("0"), -1); err != nil {
+		t.Fatal(err)
+	}
+	m, err := open(ctx, c.Servers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Session().Close()
+	if n, err := sell(ctx, m); err == nil || err.Error() != "sold out" {
+		t.Errorf("sell at 0: %d, %v; want sold out", n, err)
+	}
 }
 
 // TestReadmeExampleNoServer: copied as it is, the example returns the
-// connect error when no server answers; it does not panic on a nil
-// session.
+// connect error when no server answers; it does not panic.
 func TestReadmeExampleNoServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if _, err := sell(ctx, []string{"127.0.0.1:1"}); err == nil {
-		t.Fatal("sell without a server: no error")
+	if _, err := open(ctx, []string{"127.0.0.1:1"}); err == nil {
+		t.Fatal("open without a server: no error")
+	}
+}
+
+// unfollowable are the references a reader of the docs cannot follow: the
+// project's issue tracker, its working sessions and machine, its CI
+// scripts, and an install command that needs a release.
+var unfollowable = []struct {
+	re     *regexp.Regexp
+	what   string
+	unless *regexp.Regexp // a match that also matches this is fine
+}{
+	{regexp.MustCompile(`\b[Ii]ssues? #?[0-9]+`), "an issue number", nil},
+	{regexp.MustCompile(`(^|[^\w&/])#[0-9]+\b`), "an issue number", nil},
+	{regexp.MustCompile(`\b[Ss]essions? [0-9]+(?:[.–-][0-9.]+)?\b(?: ?(?:ms|s|min)\b)?`), `"session N", a working session`,
+		regexp.MustCompile(`[0-9] ?(ms|s|min)$`)}, // "a session of 1.5 s" is a duration
+	{regexp.MustCompile(`\bVMs?\b`), "the project's machine (say what it is: cores, system)", nil},
+	{regexp.MustCompile(`\.ci/`), "CI internals", nil},
+}
+
+// latest flags `go install ...@latest` until the first release (a "## [v..."
+// heading in CHANGELOG.md): the command's module requires a library version
+// the module proxy has.
+var latest = regexp.MustCompile(`@latest\b`)
+
+// TestDocsReferOnlyToWhatUsersCanFollow: README.md, CHANGELOG.md, docs/*.md
+// and the comments of the library's packages name nothing a user cannot
+// follow (unfollowable, latest).
+func TestDocsReferOnlyToWhatUsersCanFollow(t *testing.T) {
+	files := []string{"README.md", "CHANGELOG.md"}
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, docs...)
+	changelog, err := os.ReadFile("CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := regexp.MustCompile(`(?m)^## \[?v[0-9]`).Match(changelog)
+
+	var hits []string
+	check := func(where, line string) {
+		for _, u := range unfollowable {
+			m := u.re.FindString(line)
+			if m == "" || u.unless != nil && u.unless.MatchString(m) {
+				continue
+			}
+			hits = append(hits, fmt.Sprintf("%s: %q: %s", where, strings.TrimSpace(m), u.what))
+		}
+		if !released && latest.MatchString(line) {
+			hits = append(hits, fmt.Sprintf("%s: go install @latest: cannot build before the first release", where))
+		}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			check(fmt.Sprintf("%s:%d", f, i+1), line)
+		}
+	}
+	for _, pkg := range []string{"conn", "exclusive", "leader", "lock", "multilock", "mutex", "rwlock", "semaphoremutex", "zktest"} {
+		srcs, err := filepath.Glob(filepath.Join(pkg, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, src := range srcs {
+			if strings.HasSuffix(src, "_test.go") {
+				continue
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, src, nil, parser.ParseComments|parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range f.Comments {
+				for _, c := range g.List {
+					for i, line := range strings.Split(c.Text, "\n") {
+						check(fmt.Sprintf("%s:%d", src, fset.Position(c.Pos()).Line+i), line)
+					}
+				}
+			}
+		}
+	}
+	if len(hits) > 0 {
+		t.Errorf("%d references a user cannot follow; say what they mean instead:\n%s", len(hits), strings.Join(hits, "\n"))
 	}
 }

@@ -34,8 +34,9 @@ type handshake struct {
 // it builds after it has started the new reader and queues behind the
 // requests queued while it was disconnected. Nothing orders that read and
 // the new reader's writes: a response read before the set-watches request
-// is built is a data race in go-zookeeper itself (upstream go-zookeeper/zk
-// PR #35, samuel/go-zookeeper #178 and #260, never merged), and, when the
+// is built is a data race in go-zookeeper itself (never fixed upstream:
+// github.com/go-zookeeper/zk/pull/35, github.com/samuel/go-zookeeper/pull/178
+// and /pull/260), and, when the
 // write wins, the set-watches request carries the zxid of a response read
 // on the new connection: the server then takes the client for up to date
 // to that zxid and drops the events of watched nodes changed before it
