@@ -26,79 +26,42 @@
 //     the epoch. Sequential creates and multis are never retried blindly.
 //   - Paths are validated (ValidatePath) and prefixed with the namespace.
 //   - Requests and watch events are counted (Stats).
-//   - Each Session has a random digest identity of its own, added (one
-//     AddAuth) to every ZooKeeper session before it is handed out, so that
-//     the recipes can create lock nodes only that session may change
-//     (sealed; see WithACL). A server that refuses credentials is not
-//     stormed with new sessions: the next attempt waits 250 ms doubling up
-//     to 30 s (with jitter), and the refusal is reported (ErrAuthFailed in
-//     Connect's and Epoch's errors; TestAuthRefusedBacksOff).
+//   - Each Session has a random digest identity of its own, added to every
+//     ZooKeeper session before it is handed out, so that the recipes can
+//     create lock nodes only that session may change (sealed; see WithACL).
+//     A server that refuses the credentials is retried after 250 ms,
+//     doubling up to 30 s, and the refusal is reported (ErrAuthFailed).
 //   - Close is idempotent and never hangs: it returns at once when the
 //     server answers or the connection is down, after about a second when
-//     nothing answers on a live connection, and within about 10 s (13 s at
-//     worst) when go-zookeeper's goroutines are stuck; it leaves no
-//     goroutine behind unless a dialer's Write never returns: those are
-//     left behind, logged at Error (TestCloseDurations,
-//     TestCloseIsBoundedWhenGoZookeeperIsStuck).
-//   - A watch nobody waits on any more is removed from the server. The
-//     recipes tell the epoch when a waiter gives up (an internal hook);
-//     when no other watcher of the session waits on that path and kind
-//     (data: GetW, ExistsW; child: ChildrenW), and the watch has not
-//     fired, the server's watch is removed with removeWatches (ZooKeeper
-//     3.5 and later), which go-zookeeper v1.0.4 cannot send, and it does
-//     not come back on a reconnect. See "What conn adds on the wire".
+//     nothing answers, and within about 13 s at worst.
+//   - A watch nobody waits on any more is removed from the server
+//     (ZooKeeper 3.5 and later), and does not come back on a reconnect.
 //
 // # The local timer
 //
 // Only the ensemble's leader expires sessions, no earlier than one session
-// timeout T after it last heard of the session (rounded up to a tick); the
-// client must stop acting on its session (its leases, its leader terms)
-// before that, without being told.
+// timeout T after it last heard of the session; the client must stop
+// acting on its session (its leases, its leader terms) before that,
+// without being told.
 //
-// The quorum timer (the default; WithLastHeardTimer opts out) sends a sync every
-// T/6 while an epoch lives, without waiting for the last one's answer, and
-// ends the epoch T/2 after the send time s of the last sync answered,
-// connected or not. A sync is answered only after the leader has processed
-// it. So the epoch ends, at the latest:
-//
-//   - on a standalone server, or connected to the leader, T/2 before the
-//     server can expire the session (it heard of it when the sync arrived,
-//     after s);
-//   - connected to a follower, T/3 − tickTime/2 before the leader can: the
-//     leader hears of a session's activity from the follower's replies to
-//     its pings, every tickTime/2, and the client sent a sync at least
-//     every T/6, so the leader's record is no older than s − T/6 −
-//     tickTime/2. A session timeout is at least two ticks, so that is at
-//     least T/12 whatever tickTime; with tickTime 500 ms and T = 3 s, 750 ms.
-//
-// Both margins shrink by the client's own scheduling delays. Measured under
-// a blackhole (TestQuorumTimerMarginUnderBlackhole, T = 3 s, tickTime
-// 500 ms, the server's expiry seen as the deletion of an ephemeral node by
-// another session): see docs/safety.md. A follower cut off from the leader
-// goes on answering pings for syncLimit × tickTime, but not syncs: the
-// epoch ends all the same (TestFollowerCutOffFromQuorumKeepsAnsweringPings:
-// T = 1 s, Lost 0.5 s after the rest of the ensemble froze, while the
-// follower still answered). The cost: the syncs, 6/T requests per second
-// per session (0.6/s at the default 10 s; counted in Stats.QuorumSyncs,
-// not in Stats.Requests), and an epoch that also ends while the
-// connection is up when no sync sent in the last T/2 is answered: a
-// leader election or a leader that stalls for longer than about T/3, or a
-// link whose round trip exceeds about T/3 (a sync is sent every T/6, and
-// the last answered must have been sent less than T/2 ago;
-// TestQuorumTimerEndsEpochOnASlowLink: T = 4 s, a 500 ms delay each way
-// on every chunk, Lost about 2 s later).
+// The quorum timer (the default) sends a sync every T/6 while an epoch
+// lives and ends the epoch T/2 after the send time of the last sync
+// answered, connected or not. A sync is answered only after the leader has
+// processed it, so the epoch ends at least T/2 before the server can expire
+// the session on a standalone server or through the leader, and at least
+// T/3 − tickTime/2 before through a follower (at least T/12; 750 ms with
+// tickTime 500 ms and T = 3 s), less the client's own scheduling delays.
+// The cost: 6/T syncs per second per session (Stats.QuorumSyncs), and an
+// epoch that also ends when no sync is answered for T/2 on a live
+// connection (a leader election, a round trip over about T/3).
+// docs/safety.md has the measured margins.
 //
 // WithLastHeardTimer() keeps the earlier timer: no syncs, and the epoch
 // ends T after the last byte heard from the connected server, counted only
 // while disconnected. It never gives up a session the server kept, but its
-// margin is whatever the server's tick rounding leaves (0.31–0.50 s under a
-// blackhole, T = 3 s), and a follower cut off from
-// the leader keeps it from starting: the client hears nothing wrong for
-// about syncLimit × tickTime after the leader's side expired its session,
-// and its timer fires one session timeout after the follower stopped
-// answering (T = 1 s: pings answered for 2.5 s, Lost 3.3–3.4 s after the
-// freeze; with ZooKeeper's sample configuration, tickTime 2 s and syncLimit
-// 5, the follower answers for up to 10 s).
+// margin is whatever the server's tick rounding leaves, and a follower cut
+// off from the leader keeps it from starting for up to syncLimit ×
+// tickTime.
 //
 // # What it does not guarantee
 //
@@ -112,53 +75,13 @@
 // (Lease.GuardedWrite), which the ensemble refuses once the session is
 // gone, whatever the client believes.
 //
-// # go-zookeeper's data races
-//
-// go-zookeeper v1.0.4 has two data races this package triggers: on a
-// reconnect with watches set, its reader writes the last zxid while its
-// connect loop reads it for the set-watches request (which can also lose a
-// watch event); and on Close, CreateContainer reads its response while the
-// reader may still decode a late answer into it. The session manager owns
-// the dialer and so the wire: it keeps the last zxid itself, and hands the
-// reader no late answer once a close has begun, so neither race can happen
-// (wireConn and link.beginClose in wire.go say how; the tests reproduce
-// both without it). The whole test suite runs under the race detector.
-//
-// It also has a hang this package avoids: a failed write answers a request
-// twice, and after a reconnect (its credentials re-sent on channels of
-// capacity 1) that blocks its loop forever; the zk.Conn never reconnects.
-// The wire reports no write error and drops the connection instead
-// (writeFailConn; TestCredentialsResendWriteFailureKeepsSession).
-//
 // # One go-zookeeper version
 //
-// The wire layer (wire.go, watches.go) depends on go-zookeeper v1.0.4's
-// internals, which no other version promises to keep, and a program's
-// module graph may select another (minimal version selection takes the
-// highest any module requires). So Connect refuses any other: when the
-// program's build information (runtime/debug.ReadBuildInfo) records another
-// version of github.com/go-zookeeper/zk, or a replacement (a fork, a
-// directory) other than v1.0.4 itself, Connect returns ErrZKVersion, naming
-// what is linked, before it dials. Test binaries record no dependencies, so
-// there the check passes; TestZKVersionPinned fails instead when go.mod
-// requires, or the build selects, another version
-// (TestConnectRefusesOtherZK builds a program that links a directory copy).
-//
-// # What conn adds on the wire
-//
-// The session manager owns the dialer, so every byte between go-zookeeper
-// and the server passes through it (wire.go, watches.go). It reads whole
-// frames and: keeps the last zxid itself (above); hands the reader no late
-// answer once a close has begun (above); writes removeWatches requests of
-// its own, each as one frame between go-zookeeper's own writes (which are
-// one Write each) with an xid go-zookeeper never uses, takes their answers
-// off the wire before go-zookeeper's reader sees them, and writes them
-// before any later request of go-zookeeper's, so a watch set again later
-// is not removed; and rewrites go-zookeeper's set-watches requests after a
-// reconnect without the paths no watcher of ours waits on (go-zookeeper
-// still records a removed watch, until another watch on the path fires or
-// the epoch's zk.Conn is closed when the epoch ends). Tests:
-// TestUnwatchRemovesServerWatch, TestUnwatchSharedAndReconnect.
+// conn works with github.com/go-zookeeper/zk v1.0.4 only: it owns the
+// connection's wire and depends on that version's frames. Connect returns
+// ErrZKVersion, naming what is linked, when the program's build records
+// another version or a replacement; pin v1.0.4 in go.mod. docs/design.md
+// ("The wire") says what conn does on the wire and why.
 //
 // # Metrics
 //
@@ -194,21 +117,15 @@
 //     its callers rose or fell by one.
 //
 // Paths are passed as they are; the adapters bound the label values they
-// make of them. Tests: TestMetricsWaitsAndHolds, TestMetricsLocalHandoff,
-// TestMetricsLostOnExpiry, TestMetricsLostOnLocalTimer (the server paused),
-// TestMetricsLostOnSuspended (a cut connection), TestMetricsRevokeAndDeleted,
-// TestMetricsWatches (package mutex),
-// TestMetricsTerm (leader), TestMetricsHold and TestMetricsWaits (exclusive),
-// TestMetricsSemaphore and TestMetricsMutex (semaphoremutex), and the
-// adapters' own against a real ZooKeeper; BenchmarkMetrics (mutex)
-// compares no Metrics with one that does nothing.
+// make of them.
 //
 // # Errors
 //
 // Sentinels, compared with errors.Is: ErrClosed, ErrEpochEnded (with the
 // reason: ErrSessionExpired, ErrSessionTimeout, ErrClosed), ErrConnectionLoss
 // (a request's fate is unknown), ErrInvalidPath, ErrReservedPath,
-// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrAuthFailed, ErrLeaseLost, ErrZKVersion. The errors every lock
-// shares (ErrNotHeld, ErrReleasePending, ...) are package lock's. Errors from the server are
+// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrAuthFailed,
+// ErrLeaseLost, ErrZKVersion. The errors every lock shares (ErrNotHeld,
+// ErrReleasePending, ...) are package lock's. Errors from the server are
 // wrapped and match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

@@ -72,12 +72,11 @@
 // to set a new watch. So one release costs O(N) notifications and quorum
 // writes, and draining a queue of N waiters costs O(N²). The sequential
 // recipes (mutex, semaphoremutex, rwlock) wake only the next waiter: one
-// notification and one read per release, flat in N. TestHerdEffect in this
-// package measures requests and watch events per acquire with 5 and 20
-// waiters (each holding for 20ms): about (N+1)/2 watch events and (N+1)/2
-// creates per acquire, i.e. 3 and 10.5; recipes_test's TestHerdEffect puts
-// the mutex beside it, at one watch event and two requests per acquire for
-// both.
+// notification and one read per release, flat in N. Measured with 5 and
+// 20 waiters, each holding for 20ms: about (N+1)/2 watch events and (N+1)/2
+// creates per acquire (3 and 10.5), where the mutex takes one watch event
+// and two requests per acquire for both; docs/herd-effect.md has the
+// server's packets.
 //
 // Reentrancy: a handle is owned by whoever holds it, like sync.Mutex, and
 // any goroutine may release it. A second Acquire on a handle that holds the

@@ -31,8 +31,8 @@
 //     watches its immediate predecessor, and nothing else.
 //
 // A waiter lists the children once, when it queues, and then decides from
-// that listing and the notifications it gets (see internal/queue: the part
-// of the queue before a node can only shrink).
+// that listing and the notifications it gets: the part of the queue before
+// a node can only shrink (docs/design.md).
 //
 // # No herd
 //

@@ -83,8 +83,7 @@
 // node skips the listing and the reads: four requests to acquire (create,
 // getChildren, getW and the getACL beside it), one to release, as the
 // mutex. On a path where Curator's contenders take turns
-// with ours, ours take lease nodes as Curator's do (TestTokensGrowWithCurator
-// logs the requests per grant).
+// with ours, ours take lease nodes as Curator's do.
 //
 // # What it guarantees
 //
