@@ -40,7 +40,7 @@ func start() {
 func Servers() []string {
 	start()
 	if shared.err != nil {
-		panic(shared.err)
+		panic(fmt.Sprintf("testzk: no ZooKeeper for the Examples: %v", shared.err))
 	}
 	return shared.c.Servers()
 }
