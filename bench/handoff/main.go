@@ -1,6 +1,6 @@
 // Command handoff times each step of a lock handoff between two sessions
-// pinned to chosen servers of an ensemble (issue 18: where does a handoff's
-// time go on an ensemble?). For every pair (releaser's server, waiter's
+// pinned to chosen servers of an ensemble (where does a handoff's time go
+// on an ensemble?). For every pair (releaser's server, waiter's
 // server) it runs ROUNDS ping-pong handoffs and prints medians:
 //
 //	go run ./bench/handoff -servers h:p1,h:p2,h:p3 [-rounds 200]

@@ -1,5 +1,5 @@
 // Command scale measures what waiters and held locks cost in one process
-// (issue 18's flash sale): N goroutines of one session queued on one lock
+// (a flash sale in one process): N goroutines of one session queued on one lock
 // that another session holds, and one session holding N distinct locks.
 // scripts/bench-scale.sh runs it on a fresh standalone ZooKeeper:
 //

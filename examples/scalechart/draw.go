@@ -59,7 +59,7 @@ func draw(path string, r run) error {
 		label  func(point) string
 	}
 	memSeries := []series{
-		{seriesBefore, "zkrecipes before the fix: heap (recorded in issue 18)", before,
+		{seriesBefore, "zkrecipes before the fix: heap (recorded then)", before,
 			func(p point) float64 { return p.memory }, func(p point) string { return bytesLabel(p.memory) + nLabel(p) }},
 		{seriesAfter, "zkrecipes after: heap (this run)", r.after,
 			func(p point) float64 { return p.memory }, func(p point) string { return bytesLabel(p.memory) }},
@@ -69,7 +69,7 @@ func draw(path string, r run) error {
 			func(p point) float64 { return p.memory }, func(p point) string { return bytesLabel(p.memory) + star(p) }},
 	}
 	queueSeries := []series{
-		{seriesBefore, "zkrecipes before the fix (recorded in issue 18)", before,
+		{seriesBefore, "zkrecipes before the fix (recorded then)", before,
 			func(p point) float64 { return p.queueS }, func(p point) string { return secondsLabel(p.queueS) + nLabel(p) }},
 		{seriesAfter, "zkrecipes after (this run)", r.after,
 			func(p point) float64 { return p.queueS }, func(p point) string { return secondsLabel(p.queueS) }},

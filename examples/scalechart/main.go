@@ -4,8 +4,8 @@
 // log–log axes, in two panels: memory per waiter, and the time until all N
 // are queued. Its series:
 //
-//   - zkrecipes before issue 18's fix: the figures recorded in issue 18's
-//     table before the fix (heap growth per waiter: 238 KB at 2,000 and
+//   - zkrecipes before the fix (when the queue kept a listing per waiter):
+//     the figures recorded before it (heap growth per waiter: 238 KB at 2,000 and
 //     861 KB at 10,000; 4.8 s and 79 s to queue them), not measured by the
 //     run;
 //   - zkrecipes after, from the run's mutex lines: heap per waiter (the
@@ -79,7 +79,7 @@ type run struct {
 	curator []point // Curator's lines
 }
 
-// before is issue 18's table, recorded before the fix: live heap growth per
+// before is the table recorded before the fix: live heap growth per
 // waiter and the time to queue them all, one session, default options.
 var before = []point{
 	{n: 2000, memory: 238e3, queueS: 4.8},

@@ -76,7 +76,7 @@ func TestDraw(t *testing.T) {
 	svg := string(b)
 	for _, want := range []string{
 		"<svg", "Memory per waiter", "Time until all N waiters are queued",
-		"zkrecipes before the fix: heap (recorded in issue 18)", "Curator 5.4, N threads: JVM RSS growth (this run)",
+		"zkrecipes before the fix: heap (recorded then)", "Curator 5.4, N threads: JVM RSS growth (this run)",
 		"load 5.10 4.20 3.30, commit abc1234",
 		"Curator was stopped at its cap: N = 1,000 after 180 s, while draining (all queued, 6 of 1,000 acquisitions done); N = 10,000 after 180 s, while queueing (4,321 of 10,000 nodes queued). * stopped before all N were queued.",
 		"861 KB", "≥ 180 s*",
