@@ -1,10 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"io"
 	"testing"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/examples/internal/postgres"
@@ -19,7 +20,7 @@ func TestHelp(t *testing.T) { demo.TestHelp(t, "db") }
 
 // TestRunSQLite tells the whole story against a fresh ZooKeeper and an
 // SQLite file; run checks what each sale must show.
-func TestRunSQLite(t *testing.T) { demo.TestRun(t, sqlite) }
+func TestRunSQLite(t *testing.T) { testRun(t, "") }
 
 // TestRunPostgres: the same against a PostgreSQL server started for the
 // test (Debian's postgresql package; a missing one skips the test, and
@@ -37,11 +38,20 @@ func TestRunPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	demo.TestRun(t, func(ctx context.Context, servers []string, out io.Writer) error {
-		return run(ctx, servers, out, dsn)
-	})
+	testRun(t, dsn)
 }
 
-func sqlite(ctx context.Context, servers []string, out io.Writer) error {
-	return run(ctx, servers, out, "")
+// testRun runs the three sales against a fresh ZooKeeper and the database
+// dsn, within 2 minutes (two of the sales wait for a session to expire),
+// logs what they printed and fails t on run's error.
+func testRun(t *testing.T, dsn string) {
+	c := zktest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	err := run(ctx, c.Servers(), &out, dsn)
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
 }

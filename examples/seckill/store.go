@@ -40,16 +40,18 @@ func openStore(ctx context.Context, dsn string) (*store, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Writers wait for each other (busy_timeout) instead of failing,
-		// and a transaction takes the write lock when it begins
-		// (_txlock=immediate): SQLite runs one writer at a time, so its
-		// transactions are serializable.
+		// SQLite runs one writer at a time, so its transactions are
+		// serializable: a transaction takes the write lock when it begins
+		// (_txlock=immediate), and the workers share one connection
+		// instead of polling for the lock (busy_timeout is for anything
+		// else that opens the file).
 		file := filepath.Join(dir, "seckill.db")
 		db, err := sql.Open("sqlite", "file:"+file+"?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
+		db.SetMaxOpenConns(1)
 		st.db, st.kind, st.name, st.isolation = db, "SQLite", "SQLite ("+file+")", "serializable"
 		st.close = func() error { return errors.Join(db.Close(), os.RemoveAll(dir)) }
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
