@@ -3,7 +3,12 @@
 // ZooKeeper session, sell from a stock kept in a SQL database (an SQLite
 // file by default, PostgreSQL with -db). A sale reads the stock, spends a
 // moment on the order, then writes stock-1 and the order in a transaction
-// at the database's default isolation level. Three sales, side by side:
+// at the database's default isolation level (SQLite: serializable;
+// PostgreSQL: read committed). The read is not in the write's transaction,
+// as in the tutorials: inside it, SQLite (whose transactions here take the
+// write lock when they begin) would run the sales one at a time, a lock of
+// the database's own, while PostgreSQL at read committed would still lose
+// updates. Three sales, side by side:
 //
 //  1. Without a lock, workers that read the same stock sell the same item:
 //     the shop sells more than it has (oversold, printed).
