@@ -60,8 +60,8 @@ func TestPrereqsDryRun(t *testing.T) {
 	}
 	out := prereqs(t, fakeTools(t, false), "--dry-run")
 	for _, want := range []string{
-		"prereqs: installing Debian packages: zookeeper libcurator-recipes-java python3-kazoo debootstrap\n",
-		"would run: env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends zookeeper libcurator-recipes-java python3-kazoo debootstrap\n",
+		"prereqs: installing Debian packages: zookeeper libcurator-recipes-java python3-kazoo debootstrap postgresql\n",
+		"would run: env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends zookeeper libcurator-recipes-java python3-kazoo debootstrap postgresql\n",
 		"prereqs: image zkrecipes/zookeeper:3.8-debian: building with scripts/zk-image.sh",
 		"would run: env ZK_IMAGE=zkrecipes/zookeeper:3.8-debian scripts/zk-image.sh\n",
 	} {
@@ -76,6 +76,7 @@ func TestPrereqsDryRun(t *testing.T) {
 		"prereqs: package libcurator-recipes-java: present\n",
 		"prereqs: package python3-kazoo: present\n",
 		"prereqs: package debootstrap: present\n",
+		"prereqs: package postgresql: present\n",
 		"prereqs: image zkrecipes/zookeeper:3.8-debian: present\n",
 	} {
 		if !strings.Contains(out, want) {

@@ -3,14 +3,16 @@
 # is missing, and says for each thing whether it was present, installed or
 # built. Run it as often as you like: a second run finds everything present.
 #
-# Usage: scripts/prereqs.sh [--demo] [--dry-run]
+# Usage: scripts/prereqs.sh [--demo [--postgres]] [--dry-run]
 #
 #   (default)  everything the whole test suite needs (scripts/test.sh runs
 #              this first):
 #                - Debian packages: zookeeper (the local backend, and the
 #                  jars of the interop tests), libcurator-recipes-java
 #                  (Curator), python3-kazoo (kazoo), debootstrap (to build
-#                  the image), default-jdk-headless if javac is missing;
+#                  the image), postgresql (the flash sale's test starts
+#                  its own server with it), default-jdk-headless if javac
+#                  is missing;
 #                - the Docker image ZK_IMAGE (default
 #                  zkrecipes/zookeeper:3.8-debian), built from Debian packages
 #                  by scripts/zk-image.sh (several minutes) if it is ours,
@@ -26,6 +28,9 @@
 #              ZOOKEEPER_HOME) or the image ZK_IMAGE is present; else the
 #              zookeeper package (a standalone server starts in about a
 #              second, where the image takes minutes to build).
+#   --postgres with --demo: also a PostgreSQL server (Debian's postgresql
+#              package) unless one is installed, for the flash sale's
+#              -db postgres.
 #   --dry-run  say what would be installed or built; change nothing.
 #
 # Installing needs root: it uses sudo when not run as root. It needs a
@@ -37,9 +42,11 @@ cd "$(dirname "$0")/.."
 
 mode=all
 dry=false
+postgres=false
 for arg in "$@"; do
   case $arg in
     --demo) mode=demo ;;
+    --postgres) postgres=true ;;
     --dry-run) dry=true ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "prereqs.sh: unknown argument: $arg (see --help)" >&2; exit 2 ;;
@@ -147,10 +154,17 @@ if [[ $mode == demo ]]; then
     command -v java >/dev/null 2>&1 || pkgs+=(default-jre-headless)
     install_packages "${pkgs[@]}"
   fi
+  if [[ $postgres == true ]]; then
+    if compgen -G '/usr/lib/postgresql/*/bin/pg_ctl' >/dev/null || command -v pg_ctl >/dev/null 2>&1; then
+      say "PostgreSQL: server programs present"
+    else
+      install_packages postgresql
+    fi
+  fi
   exit 0
 fi
 
-pkgs=(zookeeper libcurator-recipes-java python3-kazoo debootstrap)
+pkgs=(zookeeper libcurator-recipes-java python3-kazoo debootstrap postgresql)
 if command -v javac >/dev/null 2>&1; then
   say "javac: present ($(javac -version 2>&1))"
 else

@@ -11,9 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -22,316 +21,260 @@ const (
 	stock   = 100                  // items on sale
 	workers = 8                    // order-service workers, one session each
 	work    = 2 * time.Millisecond // between reading the stock and writing it back
-	// The server expires the session of worker victim while it holds the
-	// lock for its victimSale-th sale.
-	victim, victimSale = 3, 5
+	// Worker victim freezes while it holds the lock for its victimSale-th
+	// sale, in the second and third runs.
+	victim, victimSale = 3, 2
 	sessionTimeout     = 4 * time.Second
 )
 
-// run holds the sale twice, without and with the lock, and checks the
-// locked one sold exactly the stock.
-func run(ctx context.Context, servers []string, out io.Writer) (err error) {
-	root := fmt.Sprintf("/zkrecipes-examples/seckill-%x", time.Now().UnixNano())
-	sessions := make([]*conn.Session, workers)
-	for i := range sessions {
-		if sessions[i], err = conn.Connect(ctx, servers, conn.WithSessionTimeout(sessionTimeout)); err != nil {
+// run holds the three sales against the database dsn names (see
+// openStore) and checks what each must show: an oversell without a lock,
+// an item sold twice with the lock alone, exactly the stock with the lock
+// and its fencing token checked by the store.
+func run(ctx context.Context, servers []string, out io.Writer, dsn string) (err error) {
+	st, err := openStore(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, st.close()) }()
+	// The victim's ZooKeeper traffic goes through a proxy: a frozen
+	// process sends and reads nothing, so the proxy drops everything
+	// (Blackhole) while the victim is frozen, and the server expires its
+	// session.
+	proxy, err := zktest.StartProxy(servers)
+	if err != nil {
+		return err
+	}
+	defer proxy.Close()
+	ws := make([]*worker, workers)
+	for i := range ws {
+		addrs := servers
+		if i == victim-1 {
+			addrs = proxy.Addrs()
+		}
+		s, err := conn.Connect(ctx, addrs, conn.WithSessionTimeout(sessionTimeout))
+		if err != nil {
 			return err
 		}
-		defer sessions[i].Close()
+		defer s.Close()
+		ws[i] = &worker{name: "w" + strconv.Itoa(i+1), sess: s}
 	}
-	admin := sessions[0]
-	fmt.Fprintf(out, "Flash sale: %d items, %d workers on separate sessions. A sale reads the stock,\n", stock, workers)
-	fmt.Fprintf(out, "works on the order for %v, then writes stock-1 and an order node in one transaction.\n\n", work)
+	id := fmt.Sprintf("%x", time.Now().UnixNano())
+	root := "/zkrecipes-examples/seckill-" + id
+
+	fmt.Fprintf(out, "Flash sale: %d items in %s, %d workers, each on its own ZooKeeper session.\n", stock, st.name, workers)
+	fmt.Fprintf(out, "A sale reads the stock, works on the order for %v, then writes stock-1 and the order\n", work)
+	fmt.Fprintf(out, "in a transaction (%s: %s's default isolation level).\n", st.isolation, st.kind)
 
 	// 1. No lock.
-	free := shop{name: "without a lock", stock: root + "/free/stock", orders: root + "/free/orders"}
-	if err := free.open(ctx, admin); err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, free.close(admin)) }()
-	fmt.Fprintf(out, "1. %s:\n", free.name)
-	began := time.Now()
-	if _, err := sellConcurrently(sessions, func(i int, s *conn.Session) (string, error) {
-		return "", sellUnlocked(ctx, s, free, workerName(i))
-	}); err != nil {
-		return err
-	}
-	a, err := free.audit(ctx, admin)
+	free := sale{st: st, shop: "free-" + id}
+	fmt.Fprintf(out, "\n1. Without a lock:\n")
+	a, err := free.run(ctx, ws, func(w *worker) error { return free.sellUnlocked(ctx, w) })
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "   %s\n", a.summary(time.Since(began)))
-	if a.sold > stock {
-		fmt.Fprintf(out, "   OVERSOLD by %d: %d items were sold more than once (workers that read the same stock sold the same item)\n",
-			a.sold-stock, len(a.twice()))
-	} else {
-		fmt.Fprintln(out, "   (no oversell this time: the race depends on timing; run it again)")
+	fmt.Fprintf(out, "   %s\n", a.summary())
+	if a.sold <= stock {
+		return fmt.Errorf("without a lock: %d orders for %d items; the race did not show this time: run it again", a.sold, stock)
 	}
+	fmt.Fprintf(out, "   OVERSOLD by %d: %d items sold more than once (workers that read the same stock sold the same item)\n",
+		a.sold-stock, len(a.twice()))
 
-	// 2. The mutex and guarded writes; one holder loses its session.
-	locked := shop{name: "with the mutex and guarded writes", stock: root + "/locked/stock", orders: root + "/locked/orders"}
-	lockPath := root + "/locked/lock"
-	if err := locked.open(ctx, admin); err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, locked.close(admin)) }()
-	fmt.Fprintf(out, "\n2. %s; the server expires %s's session while it holds the lock:\n", locked.name, workerName(victim-1))
-	began = time.Now()
-	notes, err := sellConcurrently(sessions, func(i int, s *conn.Session) (string, error) {
-		var chaos func(*conn.Lease) error
-		if i == victim-1 {
-			chaos = func(l *conn.Lease) error { return expire(ctx, servers[0], l) }
-		}
-		return sellLocked(ctx, s, locked, lockPath, workerName(i), chaos)
-	})
+	// 2. The lock alone; the victim freezes holding it.
+	locked := sale{st: st, shop: "locked-" + id, lock: root + "/locked", proxy: proxy}
+	fmt.Fprintf(out, "\n2. With the mutex, not fenced; %s freezes while it holds the lock:\n", ws[victim-1].name)
+	a, err = locked.run(ctx, ws, func(w *worker) error { return locked.sellLocked(ctx, w, out) })
 	if err != nil {
 		return err
 	}
-	for _, n := range notes {
-		if n != "" {
-			fmt.Fprintf(out, "   %s\n", n)
-		}
+	fmt.Fprintf(out, "   %s\n", a.summary())
+	if a.sold <= stock || len(a.twice()) == 0 {
+		return fmt.Errorf("with the lock alone: %d orders for %d items, none sold twice; want the frozen holder's write to sell an item twice", a.sold, stock)
 	}
-	a, err = locked.audit(ctx, admin)
+	fmt.Fprintf(out, "   OVERSOLD by %d, even with a lock: %s sold twice\n", a.sold-stock, items(a.twice()))
+
+	// 3. The lock and its fencing token, checked by the store.
+	fenced := sale{st: st, shop: "fenced-" + id, lock: root + "/fenced", proxy: proxy, fenced: true}
+	fmt.Fprintf(out, "\n3. With the mutex, each write carrying Lease.Fence, checked by the row; %s freezes again:\n", ws[victim-1].name)
+	a, err = fenced.run(ctx, ws, func(w *worker) error { return fenced.sellLocked(ctx, w, out) })
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "   %s\n", a.summary(time.Since(began)))
-	fmt.Fprintf(out, "   orders per worker: %s\n", a.perWorker())
+	fmt.Fprintf(out, "   %s\n", a.summary())
 	switch {
-	case a.sold > stock:
-		return fmt.Errorf("the locked sale oversold: %d orders for %d items", a.sold, stock)
-	case a.sold < stock || a.left != 0:
-		return fmt.Errorf("the locked sale undersold: %d orders, %d items left of %d", a.sold, a.left, stock)
+	case a.sold != stock || a.left != 0:
+		return fmt.Errorf("fenced: %d orders, %d items left of %d; want exactly the stock sold", a.sold, a.left, stock)
 	case len(a.twice()) > 0:
-		return fmt.Errorf("the locked sale sold items more than once: %v", a.twice())
+		return fmt.Errorf("fenced: items sold more than once: %v", a.twice())
+	case !fenced.refused:
+		return errors.New("fenced: the frozen holder's write was not refused")
 	}
-	fmt.Fprintln(out, "   exactly the stock: every item sold once, none lost")
+	fmt.Fprintln(out, "   exactly the stock: every item sold once")
 	return nil
 }
 
-func workerName(i int) string { return "w" + strconv.Itoa(i+1) }
+// worker is an order service and its ZooKeeper session.
+type worker struct {
+	name string
+	sess *conn.Session
+}
 
-// sellConcurrently runs sell for every session at once and returns what
-// each one noted, in worker order.
-func sellConcurrently(sessions []*conn.Session, sell func(i int, s *conn.Session) (string, error)) ([]string, error) {
-	notes := make([]string, len(sessions))
-	errs := make([]error, len(sessions))
-	start := make(chan struct{})
+// sale is one of the three runs: its row in the store and, when locked,
+// its lock.
+type sale struct {
+	st      *store
+	shop    string
+	lock    string        // the lock's path; "" for none
+	proxy   *zktest.Proxy // the victim's link to ZooKeeper
+	fenced  bool          // writes carry the lease's fencing token
+	refused bool          // the store refused the victim's write (set by the victim's goroutine, read after run)
+}
+
+// run opens the sale, runs sell for every worker at once and returns the
+// books, measured; it removes the sale's rows at the end.
+func (s *sale) run(ctx context.Context, ws []*worker, sell func(*worker) error) (_ audit, err error) {
+	if err := s.st.open(ctx, s.shop, stock); err != nil {
+		return audit{}, err
+	}
+	defer func() { err = errors.Join(err, s.st.remove(context.WithoutCancel(ctx), s.shop)) }()
+	began := time.Now()
+	errs := make([]error, len(ws))
 	var wg sync.WaitGroup
-	for i, s := range sessions {
+	for i, w := range ws {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-start
-			notes[i], errs[i] = sell(i, s)
+			if errs[i] = sell(w); errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w", w.name, errs[i])
+			}
 		}()
 	}
-	close(start)
 	wg.Wait()
-	return notes, errors.Join(errs...)
+	took := time.Since(began)
+	if err := errors.Join(errs...); err != nil {
+		return audit{}, err
+	}
+	a, err := s.st.audit(ctx, s.shop)
+	a.took = took
+	return a, err
 }
 
 // sellUnlocked sells until the stock is gone, with nothing to keep two
 // workers from reading the same stock.
-func sellUnlocked(ctx context.Context, s *conn.Session, sh shop, name string) error {
-	for n := 1; ; n++ {
-		ep, err := s.Epoch(ctx)
-		if err != nil {
-			return err
-		}
-		left, err := sh.left(ctx, ep)
+func (s *sale) sellUnlocked(ctx context.Context, w *worker) error {
+	for {
+		left, err := s.st.left(ctx, s.shop)
 		if err != nil || left <= 0 {
 			return err
 		}
 		time.Sleep(work)
-		if _, err := ep.Multi(ctx, sh.sale(left, name, n)...); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		if err := s.st.sell(ctx, s.shop, left, w.name); err != nil {
+			return err
 		}
 	}
 }
 
-// sellLocked sells until the stock is gone, each sale under the mutex and
-// written only through the lease. chaos, if set, runs once while the lock
-// is held for the victimSale-th sale, before the write. It returns a note
-// on any sale that was refused.
-func sellLocked(ctx context.Context, s *conn.Session, sh shop, lockPath, name string, chaos func(*conn.Lease) error) (string, error) {
-	m, err := mutex.New(s, lockPath)
+// sellLocked sells until the stock is gone, each sale under the mutex.
+func (s *sale) sellLocked(ctx context.Context, w *worker, out io.Writer) error {
+	m, err := mutex.New(w.sess, s.lock)
 	if err != nil {
-		return "", err
+		return err
 	}
-	var notes []string
 	for n := 1; ; n++ {
-		var c func(*conn.Lease) error
-		if n == victimSale {
-			c = chaos
-		}
-		soldOut, note, err := sellOne(ctx, m, sh, name, n, c)
-		if note != "" {
-			notes = append(notes, note)
-		}
+		freeze := w.name == "w"+strconv.Itoa(victim) && n == victimSale
+		soldOut, err := s.sellOne(ctx, m, w, freeze, out)
 		if err != nil || soldOut {
-			return strings.Join(notes, "\n   "), err
+			return err
 		}
 	}
 }
 
-// sellOne makes sale n of worker name under the lock.
-func sellOne(ctx context.Context, m *mutex.InterProcessMutex, sh shop, name string, n int, chaos func(*conn.Lease) error) (soldOut bool, note string, err error) {
+// sellOne makes one sale under the lock; with freeze, the worker freezes
+// between its read and its write until another worker has sold.
+func (s *sale) sellOne(ctx context.Context, m *mutex.InterProcessMutex, w *worker, freeze bool, out io.Writer) (soldOut bool, err error) {
 	lease, err := m.Acquire(ctx)
 	if err != nil {
-		return false, "", fmt.Errorf("%s: %w", name, err)
+		return false, err
 	}
 	defer func() {
 		// A lost lease releases without error.
-		if rerr := m.Release(context.WithoutCancel(ctx)); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("%s: %w", name, rerr))
-		}
+		err = errors.Join(err, m.Release(context.WithoutCancel(ctx)))
 	}()
-	left, err := sh.left(ctx, lease.Epoch())
-	switch {
-	case err != nil && lease.Err() != nil:
-		return false, "", nil // the session ended: try again in the next one
-	case err != nil || left <= 0:
-		return left <= 0, "", err
+	var token conn.Fence
+	if s.fenced {
+		if token, err = lease.Fence(ctx); err != nil {
+			if lease.Err() != nil {
+				return false, nil // the session ended: try again in the next one
+			}
+			return false, err
+		}
+	}
+	left, err := s.st.left(ctx, s.shop)
+	if err != nil || left <= 0 {
+		return left <= 0, err
 	}
 	time.Sleep(work)
-	if chaos != nil {
-		if err := chaos(lease); err != nil {
-			return false, "", err
+	if freeze {
+		if err := s.freeze(ctx, w, left, token, out); err != nil {
+			return false, err
 		}
+		defer s.proxy.Heal() // it wakes: its client reconnects and learns its session is gone
 	}
-	_, err = lease.GuardedWrite(ctx, sh.sale(left, name, n)...)
+	if s.fenced {
+		err = s.st.sellFenced(ctx, s.shop, left, w.name, token)
+	} else {
+		err = s.st.sell(ctx, s.shop, left, w.name)
+	}
+	var refused *fencedError
 	switch {
-	case errors.Is(err, conn.ErrLeaseLost):
-		return false, fmt.Sprintf("%s: lost the lock while selling item %d; its guarded write was refused:\n     %v\n   %s carries on in a new session", name, left, err, name), nil
-	case errors.Is(err, conn.ErrConnectionLoss):
-		// The write may or may not have committed; the stock node says
-		// which, and the next sale reads it under the lock.
-		return false, fmt.Sprintf("%s: connection lost while selling item %d; the next sale reads the stock again", name, left), nil
+	case errors.As(err, &refused) && freeze:
+		s.refused = true
+		fmt.Fprintf(out, "   %s wakes and writes item %d: %v\n", w.name, left, err)
+		return false, nil
 	case err != nil:
-		return false, "", fmt.Errorf("%s: %w", name, err)
+		return false, err
+	case freeze:
+		fmt.Fprintf(out, "   %s wakes and writes item %d: accepted\n", w.name, left)
 	}
-	return false, "", nil
+	return false, nil
 }
 
-// expire has the server expire l's session, as after a partition or a
-// long pause, and waits until the holder has learned it (Lost).
-func expire(ctx context.Context, server string, l *conn.Lease) error {
-	ep := l.Epoch()
-	if err := zktest.ExpireEpoch(ctx, server, ep); err != nil {
-		return err
+// freeze stands for a process stopped while it holds the lock (a GC pause,
+// a frozen VM, a slow disk): nothing reaches ZooKeeper from it or comes
+// back, so the server expires its session and grants the lock to the next
+// worker. It returns once that worker has sold item left, the item the
+// frozen one read.
+func (s *sale) freeze(ctx context.Context, w *worker, left int, token conn.Fence, out io.Writer) error {
+	with := ""
+	if s.fenced {
+		with = fmt.Sprintf(" with fencing token %v", token)
 	}
-	select {
-	case <-l.Lost():
-		return nil
-	case <-time.After(30 * time.Second):
-		return errors.New("the lease was not reported lost 30s after its session expired")
-	}
-}
-
-// shop is the stock node and the orders under one path.
-type shop struct {
-	name          string
-	stock, orders string // node paths
-}
-
-// open creates the stock node holding stock and the empty orders node.
-func (sh shop) open(ctx context.Context, s *conn.Session) error {
-	ep, err := s.Epoch(ctx)
+	fmt.Fprintf(out, "   %s holds the lock%s, reads item %d and freezes\n", w.name, with, left)
+	frozen := time.Now()
+	s.proxy.Blackhole()
+	var next string
+	var token2 conn.Fence
+	err := demo.WaitFor(ctx, time.Minute, func() bool {
+		next, token2, _ = s.st.buyer(ctx, s.shop, left)
+		return next != ""
+	})
 	if err != nil {
-		return err
+		s.proxy.Heal()
+		return fmt.Errorf("nobody sold item %d while %s was frozen: %w", left, w.name, err)
 	}
-	if err := ep.CreateParents(ctx, sh.stock); err != nil {
-		return err
+	with = ""
+	if s.fenced {
+		with = fmt.Sprintf(" (token %v)", token2)
 	}
-	_, err = ep.Multi(ctx,
-		&zk.CreateRequest{Path: sh.stock, Data: []byte(strconv.Itoa(stock)), Acl: zk.WorldACL(zk.PermAll)},
-		&zk.CreateRequest{Path: sh.orders, Acl: zk.WorldACL(zk.PermAll)})
-	return err
-}
-
-// close deletes the orders and the stock node.
-func (sh shop) close(s *conn.Session) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ep, err := s.Epoch(ctx)
-	if err != nil {
-		return err
-	}
-	names, _, err := ep.Children(ctx, sh.orders)
-	if err != nil {
-		return err
-	}
-	ops := make([]any, 0, len(names)+2)
-	for _, n := range names {
-		ops = append(ops, &zk.DeleteRequest{Path: sh.orders + "/" + n, Version: -1})
-	}
-	ops = append(ops, &zk.DeleteRequest{Path: sh.orders, Version: -1}, &zk.DeleteRequest{Path: sh.stock, Version: -1})
-	_, err = ep.Multi(ctx, ops...)
-	return err
-}
-
-// left reads the stock.
-func (sh shop) left(ctx context.Context, ep *conn.Epoch) (int, error) {
-	data, _, err := ep.Get(ctx, sh.stock)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(string(data))
-}
-
-// sale is the transaction that sells item left (the stock as read) as
-// worker's n-th attempt: the stock goes down by one and an order records
-// the item.
-func (sh shop) sale(left int, worker string, n int) []any {
-	return []any{
-		&zk.SetDataRequest{Path: sh.stock, Data: []byte(strconv.Itoa(left - 1)), Version: -1},
-		&zk.CreateRequest{Path: fmt.Sprintf("%s/%s-%03d", sh.orders, worker, n), Data: []byte(strconv.Itoa(left)), Acl: zk.WorldACL(zk.PermAll)},
-	}
-}
-
-// audit is what the books say after a sale.
-type audit struct {
-	sold   int            // orders
-	left   int            // the stock node
-	items  map[int]int    // item → times sold
-	byWork map[string]int // worker → orders
-}
-
-func (sh shop) audit(ctx context.Context, s *conn.Session) (audit, error) {
-	a := audit{items: map[int]int{}, byWork: map[string]int{}}
-	ep, err := s.Epoch(ctx)
-	if err != nil {
-		return a, err
-	}
-	if a.left, err = sh.left(ctx, ep); err != nil {
-		return a, err
-	}
-	names, _, err := ep.Children(ctx, sh.orders)
-	if err != nil {
-		return a, err
-	}
-	for _, n := range names {
-		data, _, err := ep.Get(ctx, sh.orders+"/"+n)
-		if err != nil {
-			return a, err
-		}
-		item, err := strconv.Atoi(string(data))
-		if err != nil {
-			return a, fmt.Errorf("order %s: %w", n, err)
-		}
-		a.sold++
-		a.items[item]++
-		a.byWork[strings.SplitN(n, "-", 2)[0]]++
-	}
-	return a, nil
+	fmt.Fprintf(out, "   its session expires (timeout %v); %s gets the lock%s and sells item %d; %s was frozen %v\n",
+		sessionTimeout, next, with, left, w.name, time.Since(frozen).Round(100*time.Millisecond))
+	return nil
 }
 
 // summary says how many orders were taken, in how long, and what stock is
 // left.
-func (a audit) summary(took time.Duration) string {
-	return fmt.Sprintf("%d orders for %d items in %v; the stock node says %d left", a.sold, stock, took.Round(10*time.Millisecond), a.left)
+func (a audit) summary() string {
+	return fmt.Sprintf("%d orders for %d items in %v; the stock column says %d left", a.sold, stock, a.took.Round(10*time.Millisecond), a.left)
 }
 
 // twice lists the items sold more than once.
@@ -346,10 +289,14 @@ func (a audit) twice() []int {
 	return t
 }
 
-func (a audit) perWorker() string {
-	parts := make([]string, workers)
-	for i := range parts {
-		parts[i] = fmt.Sprintf("%s %d", workerName(i), a.byWork[workerName(i)])
+// items is "item 7" or "items 7, 8".
+func items(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
 	}
-	return strings.Join(parts, ", ")
+	if len(s) == 1 {
+		return "item " + s[0]
+	}
+	return "items " + strings.Join(s, ", ")
 }
