@@ -29,7 +29,7 @@ func (rw *RWLock) Participants(ctx context.Context) ([]lock.Participant, error) 
 	out := make([]lock.Participant, len(ps))
 	for i, p := range ps {
 		out[i] = lock.Participant{Node: conn.JoinPath(rw.path, p.Name), Holding: st[i] == queue.RWHolds, Seq: p.Seq, ID: p.ID,
-			Host: p.Host, PID: p.PID, Known: p.Known}
+			Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
 	}
 	return out, nil
 }

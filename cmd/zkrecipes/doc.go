@@ -28,7 +28,8 @@
 // follows), kind (mutex, read, write, semaphore lease, semaphore lock,
 // leader), name, session id (the node's ephemeralOwner, in hex), age (from
 // its ctime, the server's clock) and the owner its data names, recognised
-// and never guessed: this library's data (host, pid, acquire id); Curator's
+// and never guessed: this library's data (host, pid, acquire id, and the
+// label the acquire carried, lock.WithLabel); Curator's
 // default data, the client's IP address, on a Curator-named node; kazoo's
 // identifier on a kazoo-named node; go-zookeeper's empty data on its names;
 // a LeaderLatch participant id; otherwise "unknown".

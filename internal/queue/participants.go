@@ -21,6 +21,8 @@ type Participant struct {
 	// Tag is the Config.Tag of the queue that created the node (engine
 	// nodes only).
 	Tag string
+	// Label is the caller's label (lock.WithLabel), engine nodes only.
+	Label string
 	// Session is the session that created the node (ephemeralOwner), and
 	// ACLVersion its ACL's version (see RWNode).
 	Session    int64
@@ -55,7 +57,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 		}
 		p := Participant{Contender: c, Session: st.EphemeralOwner, ACLVersion: st.Aversion}
 		if d, ok := decodeData(b); ok {
-			p.Host, p.PID, p.Known, p.Tag = d.Host, d.PID, true, d.Tag
+			p.Host, p.PID, p.Known, p.Tag, p.Label = d.Host, d.PID, true, d.Tag, d.Label
 			if d.ID != "" {
 				p.ID = d.ID
 			}
