@@ -144,6 +144,14 @@
 // requires, or the build selects, another version
 // (TestConnectRefusesOtherZK builds a program that links a directory copy).
 //
+// A patched copy of v1.0.4 (a replace of v1.0.4 in the program's go.mod)
+// runs with WithPatchedZK, which the error names. CheckWire, run in a test
+// of that program against a real server, tells whether the copy still
+// keeps what the wire layer relies on (one Write per frame, the connect
+// exchange first, set-watches and close requests as v1.0.4 writes them,
+// injected watch removals); TestPatchedZK runs it on an unmodified copy
+// and on one that splits its writes.
+//
 // # What conn adds on the wire
 //
 // The session manager owns the dialer, so every byte between go-zookeeper

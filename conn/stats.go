@@ -79,6 +79,9 @@ type counters struct {
 	setWatchesSent atomic.Int64
 	// removeWatches requests written (watches.go); not in Stats, read by tests
 	watchesRemoved atomic.Int64
+	// Writes by go-zookeeper that were not exactly one frame (wire.go);
+	// read by CheckWire
+	splitWrites atomic.Int64
 }
 
 func newCounters() *counters {
