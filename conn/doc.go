@@ -80,8 +80,10 @@
 // conn works with github.com/go-zookeeper/zk v1.0.4 only: it owns the
 // connection's wire and depends on that version's frames. Connect returns
 // ErrZKVersion, naming what is linked, when the program's build records
-// another version or a replacement; pin v1.0.4 in go.mod. docs/design.md
-// ("The wire") says what conn does on the wire and why.
+// another version or a replacement; pin v1.0.4 in go.mod. A patched copy of
+// v1.0.4 (a replace) runs with WithPatchedZK; CheckWire, run in a test
+// against a real server, tells whether the copy keeps what conn relies on.
+// docs/design.md ("The wire") says what conn does on the wire and why.
 //
 // # Metrics
 //

@@ -49,6 +49,10 @@ func (v *epochView) GetACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat
 	return (*Epoch)(v).getACL(ctx, path)
 }
 
+func (v *epochView) SetACL(ctx context.Context, path string, acl []zk.ACL, version int32) (*zk.Stat, error) {
+	return (*Epoch)(v).setACL(ctx, path, acl, version)
+}
+
 func (v *leaseView) Released()                           { (*Lease)(v).released() }
 func (v *leaseView) Local(pass int64) *Lease             { return (*Lease)(v).localView(pass) }
 func (v *leaseView) HoldWrites() (done func())           { return (*Lease)(v).holdWrites() }

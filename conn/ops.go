@@ -46,6 +46,13 @@ func (e *Epoch) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, er
 	return r.a, r.b, err
 }
 
+// setACL sets a node's ACL (connlink.Epoch.SetACL). Retried.
+func (e *Epoch) setACL(ctx context.Context, path string, acl []zk.ACL, version int32) (*zk.Stat, error) {
+	return call(ctx, e, OpSetACL, path, true, func(zc *zk.Conn, p string) (*zk.Stat, error) {
+		return zc.SetACL(p, acl, version)
+	})
+}
+
 // Children lists a node's children (names, not paths). Retried.
 func (e *Epoch) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
 	r, err := call(ctx, e, OpChildren, path, true, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], error) {

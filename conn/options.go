@@ -26,6 +26,7 @@ type config struct {
 	quorumTimer     bool
 	metrics         Metrics       // nil: none (WithMetrics)
 	closeWait       time.Duration // how long closing a zk.Conn waits for go-zookeeper's goroutines
+	patchedZK       bool          // WithPatchedZK (zkversion.go)
 }
 
 func defaultConfig() config {

@@ -75,7 +75,7 @@ type zkLink struct {
 // Connect starts a session and waits, bounded by ctx and the connect timeout,
 // until the first ZooKeeper session is established.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
-	if err := checkZKVersion(); err != nil {
+	if err := checkZKVersion(opts); err != nil {
 		return nil, err
 	}
 	if len(servers) == 0 {

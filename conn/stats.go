@@ -17,9 +17,12 @@ const (
 	// OpGetACL is a read of a node's ACL: a waiter of the recipes reads
 	// its predecessor's ACL with its data (see package mutex, "trust").
 	OpGetACL = "getacl"
+	// OpSetACL is a change of a node's ACL: rwlock marks a write node it
+	// keeps after a downgrade's write release (see package rwlock).
+	OpSetACL = "setacl"
 )
 
-var opNames = []string{OpCreate, OpDelete, OpGet, OpGetW, OpChildren, OpExists, OpSet, OpMulti, OpSync, OpAuth, OpGetACL}
+var opNames = []string{OpCreate, OpDelete, OpGet, OpGetW, OpChildren, OpExists, OpSet, OpMulti, OpSync, OpAuth, OpGetACL, OpSetACL}
 
 // Stats is a snapshot of what a Session has asked of ZooKeeper, over all its
 // epochs. Every attempt counts, retries included.
@@ -76,6 +79,9 @@ type counters struct {
 	setWatchesSent atomic.Int64
 	// removeWatches requests written (watches.go); not in Stats, read by tests
 	watchesRemoved atomic.Int64
+	// Writes by go-zookeeper that were not exactly one frame (wire.go);
+	// read by CheckWire
+	splitWrites atomic.Int64
 }
 
 func newCounters() *counters {

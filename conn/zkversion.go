@@ -19,24 +19,66 @@ const (
 // ErrZKVersion is returned by Connect when the program links a go-zookeeper
 // other than zkVersion (another version selected by the program's module
 // graph, or a replacement): conn refuses to run a wire layer written for
-// another version's internals.
+// another version's internals. A replacement of v1.0.4 (a patched copy) is
+// let through by WithPatchedZK; CheckWire tells whether it keeps what the
+// wire layer relies on, and fails with an error matching ErrZKVersion when
+// it does not.
 var ErrZKVersion = errors.New("conn: unsupported go-zookeeper version (conn's wire layer is checked against " +
 	zkModule + " " + zkVersion + " only)")
 
+// WithPatchedZK lets Connect run with a go-zookeeper v1.0.4 that the
+// program's go.mod replaces (a patched copy, a fork of v1.0.4), which it
+// otherwise refuses with ErrZKVersion. The wire layer relies on v1.0.4's
+// internals; run CheckWire against a real server in a test of the program
+// (with its go.mod's replace) before deploying it, and again after each
+// change of the copy. Another version than v1.0.4, replaced or not, is
+// still refused. Default: refused.
+func WithPatchedZK() Option {
+	return func(c *config) error { c.patchedZK = true; return nil }
+}
+
+// errZKPatched is checkZKBuild's error for a replacement of v1.0.4, which
+// WithPatchedZK lets through.
+var errZKPatched = errors.New("to run a patched copy of " + zkVersion +
+	", pass conn.WithPatchedZK() to Connect, and run conn.CheckWire against a server in a test")
+
 // checkZKVersion returns ErrZKVersion, wrapped with what is linked, when
 // the program's build information names a go-zookeeper other than
-// zkVersion; nil when it names zkVersion, and nil when it names none
+// zkVersion, unless it is a replacement of zkVersion and opts hold
+// WithPatchedZK; nil when it names zkVersion, and nil when it names none
 // (binaries built without module information, and test binaries, which
 // record no dependencies: there TestZKVersionPinned checks go.mod).
-func checkZKVersion() error {
+func checkZKVersion(opts []Option) error {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return nil
 	}
-	return checkZKBuild(info)
+	return checkZKWith(info, opts)
 }
 
-// checkZKBuild is checkZKVersion on given build information.
+// checkZKWith is checkZKVersion on given build information.
+func checkZKWith(info *debug.BuildInfo, opts []Option) error {
+	err := checkZKBuild(info)
+	if errors.Is(err, errZKPatched) && patched(opts) {
+		return nil
+	}
+	return err
+}
+
+// patched reports whether opts hold WithPatchedZK.
+func patched(opts []Option) bool {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			_ = o(&c) // Connect reports the errors
+		}
+	}
+	return c.patchedZK
+}
+
+// checkZKBuild is checkZKVersion on given build information, without
+// options: a replacement of zkVersion is an error matching errZKPatched
+// too.
 func checkZKBuild(info *debug.BuildInfo) error {
 	for _, m := range info.Deps {
 		if m.Path != zkModule {
@@ -49,6 +91,9 @@ func checkZKBuild(info *debug.BuildInfo) error {
 			linked := r.Path
 			if r.Version != "" {
 				linked += " " + r.Version
+			}
+			if m.Version == zkVersion {
+				return fmt.Errorf("%w: linked %s %s replaced by %s; %w", ErrZKVersion, zkModule, m.Version, linked, errZKPatched)
 			}
 			return fmt.Errorf("%w: linked %s %s replaced by %s", ErrZKVersion, zkModule, m.Version, linked)
 		}

@@ -13,8 +13,8 @@ import (
 
 // TestCheckZKBuild: the build information of a program linking go-zookeeper
 // v1.0.4 passes; another version, a replacement by another version or by a
-// directory is ErrZKVersion naming what is linked; none (a test binary)
-// passes.
+// directory is ErrZKVersion naming what is linked, and for a replacement
+// of v1.0.4 the way through (WithPatchedZK); none (a test binary) passes.
 func TestCheckZKBuild(t *testing.T) {
 	dep := func(version string, replace *debug.Module) *debug.BuildInfo {
 		return &debug.BuildInfo{Deps: []*debug.Module{
@@ -33,9 +33,11 @@ func TestCheckZKBuild(t *testing.T) {
 		{"newer version", dep("v1.0.5", nil), ": linked github.com/go-zookeeper/zk v1.0.5"},
 		{"older version", dep("v1.0.3", nil), ": linked github.com/go-zookeeper/zk v1.0.3"},
 		{"fork", dep("v1.0.4", &debug.Module{Path: "example.com/zkfork", Version: "v1.0.4"}),
-			": linked github.com/go-zookeeper/zk v1.0.4 replaced by example.com/zkfork v1.0.4"},
+			": linked github.com/go-zookeeper/zk v1.0.4 replaced by example.com/zkfork v1.0.4; " + errZKPatched.Error()},
 		{"directory", dep("v1.0.4", &debug.Module{Path: "../zk", Version: "(devel)"}),
-			": linked github.com/go-zookeeper/zk v1.0.4 replaced by ../zk (devel)"},
+			": linked github.com/go-zookeeper/zk v1.0.4 replaced by ../zk (devel); " + errZKPatched.Error()},
+		{"fork of another version", dep("v1.0.3", &debug.Module{Path: "example.com/zkfork", Version: "v1.0.3"}),
+			": linked github.com/go-zookeeper/zk v1.0.3 replaced by example.com/zkfork v1.0.3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := checkZKBuild(tc.info)
@@ -168,8 +170,30 @@ func main() {
 	}
 	run("go", "build", "-o", "otherzk", ".")
 	got := run(filepath.Join(dir, "otherzk"))
-	want := "true " + ErrZKVersion.Error() + ": linked github.com/go-zookeeper/zk v1.0.4 replaced by ./zk (devel)"
+	want := "true " + ErrZKVersion.Error() + ": linked github.com/go-zookeeper/zk v1.0.4 replaced by ./zk (devel); " + errZKPatched.Error()
 	if got != want {
 		t.Fatalf("Connect with go-zookeeper replaced by a directory:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestCheckZKVersionPatched: WithPatchedZK lets a replacement of v1.0.4
+// through, not another version.
+func TestCheckZKVersionPatched(t *testing.T) {
+	fork := &debug.BuildInfo{Deps: []*debug.Module{{Path: zkModule, Version: zkVersion, Replace: &debug.Module{Path: "./zk", Version: "(devel)"}}}}
+	other := &debug.BuildInfo{Deps: []*debug.Module{{Path: zkModule, Version: "v1.0.5"}}}
+	for _, tc := range []struct {
+		info *debug.BuildInfo
+		opts []Option
+		ok   bool
+	}{
+		{fork, nil, false},
+		{fork, []Option{WithPatchedZK()}, true},
+		{fork, []Option{nil, WithPatchedZK()}, true},
+		{other, []Option{WithPatchedZK()}, false},
+	} {
+		err := checkZKWith(tc.info, tc.opts)
+		if (err == nil) != tc.ok {
+			t.Errorf("%v with %d options: got %v", tc.info.Deps[0], len(tc.opts), err)
+		}
 	}
 }

@@ -83,6 +83,9 @@ func (l *Lock) Session() *conn.Session { return l.sess }
 // moment ctx ended, the grant is undone and the ctx error returned. A lost
 // session while waiting is not an error: Acquire carries on in the next one.
 func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
+	if _, err := queue.Label(ctx); err != nil {
+		return nil, fmt.Errorf("exclusive: acquire %s: %w", l.path, err)
+	}
 	done := queue.Meter(l.sess, "exclusive", l.path)
 	lease, err := l.acquire(ctx)
 	done(lease != nil, err)
@@ -91,7 +94,8 @@ func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 
 func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 	id := newID()
-	data := nodeData(id)
+	label, _ := queue.Label(ctx) // checked by Acquire
+	data := nodeData(id, label)
 	for {
 		if ctx.Err() != nil {
 			return nil, l.ctxErr("acquire", ctx)
@@ -154,6 +158,9 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 // handle now holds the lock; nil, false and a nil error if someone else
 // (or this very handle) holds it. Errors as for Acquire.
 func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	if _, err := queue.Label(ctx); err != nil {
+		return nil, false, fmt.Errorf("exclusive: try acquire %s: %w", l.path, err)
+	}
 	done := queue.Meter(l.sess, "exclusive", l.path)
 	lease, ok, err := l.tryAcquire(ctx)
 	done(ok, err)
@@ -170,7 +177,8 @@ func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 		if err != nil {
 			return nil, false, l.wrap("try acquire", ctx, err)
 		}
-		out, err := l.create(ctx, ep, nodeData(id), id)
+		label, _ := queue.Label(ctx) // checked by TryAcquire
+		out, err := l.create(ctx, ep, nodeData(id, label), id)
 		switch out {
 		case epochEnded:
 			continue // no session right now; one attempt in the next

@@ -9,7 +9,7 @@ import (
 // it) as JSON. The id lets an Acquire whose create had an unknown fate
 // recognise its own node; the host and pid are for people reading the
 // tree.
-func nodeData(id string) []byte { return queue.EncodeData(id, "", true) }
+func nodeData(id, label string) []byte { return queue.EncodeData(id, "", true, label) }
 
 // hasID reports whether node data was written by the Acquire call with id.
 func hasID(data []byte, id string) bool {

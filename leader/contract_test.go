@@ -41,7 +41,7 @@ func suiteOptions(t *testing.T) []locktest.Option {
 // in campaign order, cancellation and timeouts leave nothing behind, the
 // leader's and a follower's expiry, server restarts.
 func TestContract(t *testing.T) {
-	locktest.Run(t, newLocker, append(suiteOptions(t), locktest.WithFIFO(true))...)
+	locktest.Run(t, newLocker, append(suiteOptions(t), locktest.WithFIFO(true), locktest.WithoutLabel())...)
 }
 
 // The election survives the locks' faults (lost create answers, a lost

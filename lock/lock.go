@@ -64,6 +64,7 @@ import (
 	"errors"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 )
 
 // Errors every lock of this module returns with the same meaning. Compare
@@ -110,7 +111,31 @@ var (
 	// Only holders that created their nodes revocable (the recipes'
 	// WithRevocable option) can be asked to release.
 	ErrNotRevocable = errors.New("lock: lock node is sealed, not revocable")
+
+	// ErrInvalidLabel: an acquire was refused before it queued anything
+	// because the label its ctx carries (WithLabel) is longer than
+	// MaxLabel bytes, not valid UTF-8, or holds control characters.
+	ErrInvalidLabel = errors.New("lock: invalid label")
 )
+
+// MaxLabel is the longest label WithLabel may carry, in bytes.
+const MaxLabel = 256
+
+// WithLabel returns a copy of ctx that carries label, what the caller
+// calls the holder (a request id, a job name): every lock's Acquire and
+// TryAcquire called with it writes the label into the node it creates,
+// beside host, pid and acquire id, where Participants (Label) and the
+// zkrecipes command show it. Curator and kazoo read our node data as
+// opaque bytes, so they share the lock as before. An acquire whose label
+// is longer than MaxLabel bytes, not valid UTF-8 or holds control
+// characters fails with ErrInvalidLabel and creates nothing. The label is
+// the node's: a re-entry, or a waiter of this process handed the node
+// (mutex.WithLocalHandoff), keeps the label of the acquire that created
+// it. A leader.Election's node data is its participant id, which already
+// names it: Campaign writes no label.
+func WithLabel(ctx context.Context, label string) context.Context {
+	return nodelabel.With(ctx, label)
+}
 
 // Locker is what every lock of this module is (exclusive.Lock,
 // mutex.InterProcessMutex, semaphoremutex.Mutex, rwlock's read and write
@@ -157,4 +182,7 @@ type Participant struct {
 	// queued it (a foreign lock client's, or any election node, whose data
 	// is the participant id); then only Node, Holding, Seq and ID are set.
 	Known bool
+	// Label is the label the holder's acquire carried (WithLabel), ""
+	// for none.
+	Label string
 }

@@ -19,7 +19,7 @@ func (m *InterProcessMutex) Participants(ctx context.Context) ([]lock.Participan
 	out := make([]lock.Participant, len(ps))
 	for i, p := range ps {
 		out[i] = lock.Participant{Node: conn.JoinPath(m.Path(), p.Name), Holding: i == 0, Seq: p.Seq, ID: p.ID,
-			Host: p.Host, PID: p.PID, Known: p.Known}
+			Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
 	}
 	return out, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -199,7 +200,7 @@ func interopCuratorKazoo(t *testing.T, c *zktest.Cluster, cp, tag string, side i
 }
 
 func goRound(ctx context.Context, name string, s *conn.Session, m *mutex.InterProcessMutex, guard string, holdMillis int, record func(hold, bool)) error {
-	lease, err := m.Acquire(ctx)
+	lease, err := m.Acquire(lock.WithLabel(ctx, name)) // a labelled node: still opaque data to Curator and kazoo
 	if err != nil {
 		return fmt.Errorf("%s: acquire: %w", name, err)
 	}

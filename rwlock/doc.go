@@ -91,7 +91,11 @@
 // GuardedWrite is refused, but a Multi behind its CheckOp, which checks
 // the node, still commits while the node is kept). The read release
 // deletes the R node, then the W node. Meanwhile readers queued behind our
-// W node wait too. If the listing shows our W node gone (deleted by
+// W node wait too. The kept W node's ACL is set again, unchanged (its ACL
+// version rises; its data, which the waiter behind reads as a release
+// mark, is left alone), so that Participants and the zkrecipes command
+// show it kept, not holding; the downgrade's R node says it is one in its
+// data, and both show it holding. If the listing shows our W node gone (deleted by
 // someone else), the read grant stays on it, lost: its GuardedWrite is
 // refused, and Lost closes once watched. Asking for the write
 // lock again while holding only the read lock is an upgrade, refused even

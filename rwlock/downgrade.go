@@ -130,3 +130,15 @@ func between(cs []queue.Contender, w, r string) afterRelease {
 	}
 	return readAlone
 }
+
+// markKept marks write node l, kept after the write lock's release, as
+// kept, for Participants and the zkrecipes command (queue.RWStatuses): it
+// sets the node's ACL again, unchanged, which raises its ACL version. Its
+// data is left alone: a data change of a sealed node is what the waiter
+// behind takes as its holder's release. A failure only leaves the node
+// shown as holding the write lock.
+func (rw *RWLock) markKept(ctx context.Context, l *conn.Lease) {
+	if _, err := connlink.Of(l.Epoch()).SetACL(ctx, l.Path(), rw.wq.NodeACL(), -1); err != nil {
+		rw.wq.Session().Logger().Debug("downgrade: cannot mark the kept write node", zap.String("node", l.Path()), zap.Error(err))
+	}
+}

@@ -187,6 +187,7 @@ func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 		switch rw.afterDowngrade(ctx, l, o.r.lease) {
 		case keepWrite:
 			connlink.Of(l).Released()
+			rw.markKept(ctx, l)
 			rw.mu.Lock()
 			o.w, o.kept = nil, l
 			rw.mu.Unlock()

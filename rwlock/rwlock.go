@@ -102,10 +102,11 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 		q      **queue.Queue
 		kind   string
 		decide queue.Predicate
+		tag    string
 	}{
-		{&rw.rq, "R", queue.NoneBefore("W")},
-		{&rw.wq, "W", queue.First}, // the only First queue: its releases hand over
-		{&rw.dq, "R", downgraded},
+		{&rw.rq, "R", queue.NoneBefore("W"), ""},
+		{&rw.wq, "W", queue.First, ""},                // the only First queue: its releases hand over
+		{&rw.dq, "R", downgraded, queue.DowngradeTag}, // the tag tells Participants and zkrecipes
 	} {
 		var err error
 		*q.q, err = queue.New(sess, path, queue.Config{
@@ -113,6 +114,7 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 			Recipe:      "rwlock",
 			Decide:      q.decide,
 			MarkRelease: q.kind == "W",
+			Tag:         q.tag,
 			Revocable:   cfg.revocable,
 		})
 		if err != nil {

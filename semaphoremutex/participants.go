@@ -73,7 +73,7 @@ func convert(dir string, ps []queue.Participant, holding bool) []lock.Participan
 	out := make([]lock.Participant, len(ps))
 	for i, p := range ps {
 		out[i] = lock.Participant{Node: conn.JoinPath(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
-			Host: p.Host, PID: p.PID, Known: p.Known}
+			Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
 	}
 	return out
 }

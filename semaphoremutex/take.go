@@ -83,7 +83,11 @@ type took struct {
 func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
 	r := took{lossy: lossy}
 	p := conn.JoinPath(s.leasesPath, leaseSchema.Prefix(id))
-	data := queue.EncodeData(id, "", s.lock.Sealed())
+	label, err := queue.Label(ctx) // checked by the internal lock's acquire
+	if err != nil {
+		return r, err
+	}
+	data := queue.EncodeData(id, "", s.lock.Sealed(), label)
 	if noDir {
 		// leases/ does not exist yet (first use, or its container was
 		// reaped): make it, or the transaction fails.

@@ -17,16 +17,19 @@
 // ("_c_<uuid>-latch-<seq>"). Who holds is decided by the rules the recipes
 // themselves use (the library's internal/queue predicates): the lowest
 // sequence number holds a mutex, a write lock and an election; readers hold
-// until the first writer; every lease node is a held lease, and the first
+// until the first writer, and so does a downgrade's read node wherever it
+// sorts, while the write node kept for it after the write lock's release
+// is "kept" (rwlock.RWLock.Participants decides the same); every lease node is a held lease, and the first
 // node of a semaphore's internal lock is "next" (it takes the next lease
 // that frees up), or holds the lease itself when it is a one-lease
 // semaphore of ours holding with no lease node.
 //
-// For each node it prints its status (holds, next, waits; leads,
+// For each node it prints its status (holds, next, waits, kept; leads,
 // follows), kind (mutex, read, write, semaphore lease, semaphore lock,
 // leader), name, session id (the node's ephemeralOwner, in hex), age (from
 // its ctime, the server's clock) and the owner its data names, recognised
-// and never guessed: this library's data (host, pid, acquire id); Curator's
+// and never guessed: this library's data (host, pid, acquire id, and the
+// label the acquire carried, lock.WithLabel); Curator's
 // default data, the client's IP address, on a Curator-named node; kazoo's
 // identifier on a kazoo-named node; go-zookeeper's empty data on its names;
 // a LeaderLatch participant id; otherwise "unknown".

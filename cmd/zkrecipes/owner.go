@@ -12,7 +12,8 @@ import (
 
 // Owner is who a node's data says queued it. Client is one of:
 //
-//   - "zkrecipes": this library's node data (host, pid, acquire id);
+//   - "zkrecipes": this library's node data (host, pid, acquire id, and
+//     the caller's label if any);
 //   - "curator": a Curator-named node ("_c_<uuid>-...") whose data is an IP
 //     address, Curator's default node data (the client's address);
 //   - "kazoo": a kazoo-named node ("<32hex>__lock__<seq>"), whose data is
@@ -27,6 +28,7 @@ type Owner struct {
 	Host       string `json:"host,omitempty"`
 	PID        int    `json:"pid,omitempty"`
 	ID         string `json:"id,omitempty"`
+	Label      string `json:"label,omitempty"` // zkrecipes: the caller's label (lock.WithLabel)
 	Address    string `json:"address,omitempty"`
 	Identifier string `json:"identifier,omitempty"`
 	Bytes      int    `json:"bytes,omitempty"` // unknown: the data's length
@@ -42,7 +44,7 @@ func ownerOf(kind string, c queue.Contender, data []byte) Owner {
 	}
 	if ours(data) {
 		d, _ := queue.DecodeData(data)
-		return Owner{Client: "zkrecipes", Host: d.Host, PID: d.PID, ID: d.ID}
+		return Owner{Client: "zkrecipes", Host: d.Host, PID: d.PID, ID: d.ID, Label: d.Label}
 	}
 	text, ok := printable(data)
 	switch {
@@ -82,7 +84,11 @@ func printable(data []byte) (string, bool) {
 func (o Owner) String() string {
 	switch o.Client {
 	case "zkrecipes":
-		return fmt.Sprintf("zkrecipes host=%s pid=%d id=%s", o.Host, o.PID, o.ID)
+		s := fmt.Sprintf("zkrecipes host=%s pid=%d id=%s", o.Host, o.PID, o.ID)
+		if o.Label != "" {
+			s += fmt.Sprintf(" label=%q", o.Label)
+		}
+		return s
 	case "curator":
 		return "curator address=" + o.Address
 	case "kazoo":

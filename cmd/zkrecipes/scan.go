@@ -25,6 +25,7 @@ const (
 	statusHolds   = "holds"
 	statusNext    = "next" // holds a semaphore's internal lock, waits for a lease
 	statusWaits   = "waits"
+	statusKept    = "kept" // a write node kept after a downgrade's write release
 	statusLeads   = "leads"
 	statusFollows = "follows"
 )
@@ -48,7 +49,7 @@ type Node struct {
 	Name    string    `json:"name"`
 	Path    string    `json:"path"`
 	Kind    string    `json:"kind"`
-	Status  string    `json:"status"` // holds, next, waits; leads, follows
+	Status  string    `json:"status"` // holds, next, waits, kept; leads, follows
 	Seq     int32     `json:"seq"`
 	Session string    `json:"session"` // ephemeralOwner, 0x%x
 	Created time.Time `json:"created"` // ctime (the server's clock)
@@ -262,26 +263,24 @@ func (s *scanner) read(ctx context.Context, dir string, cs []queue.Contender) ([
 }
 
 // decide says who holds, by the rules the recipes use: the predicate each
-// recipe waits on (queue.First for the mutex, the writer and the leader;
-// queue.NoneBefore("W") for the reader).
+// recipe waits on (queue.First for the mutex and the leader), and for the
+// read/write lock rwlock's own rule (queue.RWStatuses: readers until the
+// first writer, a downgrade's read node, a write node kept for it).
 func decide(p, recipe string, rs []raw) Queue {
+	if recipe == "rwlock" {
+		return decideRW(p, rs)
+	}
 	cs := make([]queue.Contender, len(rs))
 	for i, r := range rs {
 		cs[i] = r.c
 	}
 	q := Queue{Path: p, Recipe: recipe}
 	for i, r := range rs {
-		kind, pred := kindMutex, queue.First
-		switch recipe {
-		case "leader":
+		kind := kindMutex
+		if recipe == "leader" {
 			kind = kindLeader
-		case "rwlock":
-			kind = kindWrite
-			if r.c.Kind == "R" {
-				kind, pred = kindRead, queue.NoneBefore("W")
-			}
 		}
-		held, _ := pred(cs, i)
+		held, _ := queue.First(cs, i)
 		st := statusWaits
 		switch {
 		case recipe == "leader" && held:
@@ -293,7 +292,34 @@ func decide(p, recipe string, rs []raw) Queue {
 		}
 		q.Nodes = append(q.Nodes, node(p, kind, st, r))
 	}
-	// Holders are a prefix of the queue under both predicates.
+	return q
+}
+
+// decideRW is decide for a read/write lock, as rwlock.RWLock.Participants.
+func decideRW(p string, rs []raw) Queue {
+	ns := make([]queue.RWNode, len(rs))
+	for i, r := range rs {
+		ns[i] = queue.RWNode{Contender: r.c, Session: r.stat.EphemeralOwner, ACLVersion: r.stat.Aversion}
+		if ours(r.data) {
+			d, _ := queue.DecodeData(r.data)
+			ns[i].Tag = d.Tag
+		}
+	}
+	q := Queue{Path: p, Recipe: "rwlock"}
+	for i, s := range queue.RWStatuses(ns) {
+		kind := kindWrite
+		if rs[i].c.Kind == "R" {
+			kind = kindRead
+		}
+		st := statusWaits
+		switch s {
+		case queue.RWHolds:
+			st = statusHolds
+		case queue.RWKept:
+			st = statusKept
+		}
+		q.Nodes = append(q.Nodes, node(p, kind, st, rs[i]))
+	}
 	return q
 }
 

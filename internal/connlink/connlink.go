@@ -101,6 +101,11 @@ type Epoch[L any] interface {
 	// queue's waiters read their predecessor's ACL with its data, to tell
 	// whether a data change of it can be trusted as its release.
 	GetACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error)
+
+	// SetACL sets the ACL of node path (counted as conn.OpSetACL, retried
+	// on connection loss). rwlock sets the ACL a write node already has
+	// to mark it kept after a downgrade (its ACL version is then above 0).
+	SetACL(ctx context.Context, path string, acl []zk.ACL, version int32) (*zk.Stat, error)
 }
 
 // Lease is what the recipes reach of a *conn.Lease; L is *conn.Lease.

@@ -41,6 +41,7 @@ type config struct {
 	reentrant      bool
 	findByData     bool
 	noTry          bool
+	noLabel        bool
 	lostWrite      int
 }
 
@@ -107,6 +108,11 @@ func WithFindByData(v bool) Option { return func(c *config) { c.findByData = v }
 // the TryAcquire cases (default false).
 func WithoutTryAcquire() Option { return func(c *config) { c.noTry = true } }
 
+// WithoutLabel says that the lock writes no label into its node (an
+// election's data is its participant id): Run checks only that an invalid
+// one is refused (default false).
+func WithoutLabel() Option { return func(c *config) { c.noLabel = true } }
+
 // WithLostWrite says which request of an acquire (counted from its first,
 // on an uncontended lock whose paths exist) RunDeadlines blackholes the
 // connection right after, in its "blackholed after" cases: 1, the default,
@@ -159,6 +165,7 @@ func Run(t *testing.T, newLock NewLockFunc, opts ...Option) {
 	t.Run("CancelWhileQueued", func(t *testing.T) { s.testAbandonWhileQueued(t, true) })
 	s.runAbandon(t)
 	t.Run("ReleaseNotHeld", s.testReleaseNotHeld)
+	t.Run("Label", s.testLabel)
 	t.Run("RefusedRelease", s.testRefusedRelease)
 	t.Run("HolderSessionExpired", s.testHolderExpired)
 	t.Run("RestartWhileQueued", s.testRestartWhileQueued)

@@ -59,7 +59,11 @@ func (a *attempt) create(ctx context.Context) error {
 func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string) (created, error) {
 	prefix := q.cfg.Schema.Prefix(id)
 	p := conn.JoinPath(q.path, prefix)
-	data := encodeData(id, q.cfg.Tag, q.Sealed())
+	label, err := Label(ctx) // checked by AcquireGrant
+	if err != nil {
+		return created{}, err
+	}
+	data := encodeData(id, q.cfg.Tag, q.Sealed(), label)
 	if q.cfg.Data != nil {
 		data = q.cfg.Data
 	}

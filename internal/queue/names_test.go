@@ -122,7 +122,7 @@ func TestHostKindSchemaParse(t *testing.T) {
 }
 
 func TestDecodeData(t *testing.T) {
-	d, ok := decodeData(encodeData(uuid1, "", true))
+	d, ok := decodeData(encodeData(uuid1, "", true, ""))
 	assert.True(t, ok)
 	assert.True(t, d.Sealed)
 	assert.Equal(t, uuid1, d.ID)

@@ -1,10 +1,16 @@
 package queue
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // NodeData is what the engine writes into each node it creates, as JSON:
@@ -22,6 +28,8 @@ type NodeData struct {
 	// write into it. False on revocable nodes and on every foreign
 	// client's node.
 	Sealed bool `json:"sealed,omitempty"`
+	// Label is the caller's label of the acquire (lock.WithLabel).
+	Label string `json:"label,omitempty"`
 }
 
 // local is this process, computed once.
@@ -41,17 +49,35 @@ func Hostname() string { return local.Host }
 // make their own nodes the engine's way.
 func NewID() string { return newID() }
 
-// EncodeData is the data of a node made for acquire id, with tag and the
-// sealed flag (see NodeData), as the engine writes it.
-func EncodeData(id, tag string, sealed bool) []byte { return encodeData(id, tag, sealed) }
+// EncodeData is the data of a node made for acquire id, with tag, the
+// sealed flag and the caller's label (see NodeData), as the engine writes
+// it.
+func EncodeData(id, tag string, sealed bool, label string) []byte {
+	return encodeData(id, tag, sealed, label)
+}
+
+// Label returns the label ctx carries (lock.WithLabel), or an error
+// matching lock.ErrInvalidLabel when it is not one a node may carry.
+func Label(ctx context.Context) (string, error) {
+	s := nodelabel.From(ctx)
+	switch {
+	case len(s) > lock.MaxLabel:
+		return "", fmt.Errorf("%w: %d bytes, over the bound of %d", lock.ErrInvalidLabel, len(s), lock.MaxLabel)
+	case !utf8.ValidString(s):
+		return "", fmt.Errorf("%w: not valid UTF-8", lock.ErrInvalidLabel)
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return "", fmt.Errorf("%w: %q holds control characters", lock.ErrInvalidLabel, s)
+	}
+	return s, nil
+}
 
 // DecodeData reads node data; see NodeData. ok is false for data that says
 // nothing useful.
 func DecodeData(b []byte) (d NodeData, ok bool) { return decodeData(b) }
 
-func encodeData(id, tag string, sealed bool) []byte {
+func encodeData(id, tag string, sealed bool, label string) []byte {
 	d := local
-	d.ID, d.Tag, d.Sealed = id, tag, sealed
+	d.ID, d.Tag, d.Sealed, d.Label = id, tag, sealed, label
 	b, _ := json.Marshal(d) // cannot fail: strings and an int
 	return b
 }

@@ -21,6 +21,12 @@ type Participant struct {
 	// Tag is the Config.Tag of the queue that created the node (engine
 	// nodes only).
 	Tag string
+	// Label is the caller's label (lock.WithLabel), engine nodes only.
+	Label string
+	// Session is the session that created the node (ephemeralOwner), and
+	// ACLVersion its ACL's version (see RWNode).
+	Session    int64
+	ACLVersion int32
 }
 
 // Participants lists the contenders in queue order with who they are. For
@@ -42,16 +48,16 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 	cs := Parse(q.cfg.Schema, names)
 	out := make([]Participant, 0, len(cs))
 	for _, c := range cs {
-		b, _, err := ep.Get(ctx, conn.JoinPath(q.path, c.Name))
+		b, st, err := ep.Get(ctx, conn.JoinPath(q.path, c.Name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		p := Participant{Contender: c}
+		p := Participant{Contender: c, Session: st.EphemeralOwner, ACLVersion: st.Aversion}
 		if d, ok := decodeData(b); ok {
-			p.Host, p.PID, p.Known, p.Tag = d.Host, d.PID, true, d.Tag
+			p.Host, p.PID, p.Known, p.Tag, p.Label = d.Host, d.PID, true, d.Tag, d.Label
 			if d.ID != "" {
 				p.ID = d.ID
 			}

@@ -1,0 +1,137 @@
+package conn
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// CheckWire checks, against the servers (a real ZooKeeper: zktest gives a
+// test one), that the go-zookeeper the program links keeps what conn's
+// wire layer relies on in v1.0.4: the connect request is the first frame
+// written and its response the first read (session id, timeout and
+// password decoded); every frame is written with one Write; requests are
+// answered while the wire hides response zxids from go-zookeeper; after a
+// reconnect a watch is re-sent in a set-watches request (opcode 101) and
+// still fires; a watch removal injected on the wire is answered without
+// upsetting go-zookeeper's reader; Close writes a close request (opcode
+// -11). It is for programs that replace go-zookeeper (WithPatchedZK): run
+// it in a test of the program, built with its go.mod's replace. It returns
+// nil, or an error matching ErrZKVersion that lists what does not hold.
+// It connects with opts (WithPatchedZK implied), creates one ephemeral
+// node at the namespace's root, cuts the connection once, and closes the
+// session.
+func CheckWire(ctx context.Context, servers []string, opts ...Option) error {
+	s, err := Connect(ctx, servers, append(opts[:len(opts):len(opts)], WithPatchedZK())...)
+	if err != nil {
+		return fmt.Errorf("conn: check wire: %w", err)
+	}
+	defer s.Close() // idempotent: exercise closes it when it gets that far
+	fails, err := exercise(ctx, s)
+	if err != nil {
+		return fmt.Errorf("conn: check wire: %w", err)
+	}
+	if n := s.stats.splitWrites.Load(); n > 0 {
+		fails = append(fails, fmt.Sprintf("%d writes were not one whole frame (the wire layer needs one Write per frame)", n))
+	}
+	if len(fails) > 0 {
+		return fmt.Errorf("%w: go-zookeeper as linked breaks the wire layer: %w", ErrZKVersion, errors.New(strings.Join(fails, "; ")))
+	}
+	return nil
+}
+
+// exercise runs CheckWire's requests on s: fails lists the assumptions
+// found broken, err a failure that is not go-zookeeper's (the server, ctx).
+func exercise(ctx context.Context, s *Session) (fails []string, err error) {
+	sub := s.Subscribe()
+	defer sub.Close()
+	ep, err := s.Epoch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := ep.wire
+	if ep.zc.SessionID() != ep.sessionID || ep.sessionID == 0 || ep.timeout <= 0 || len(ep.passwd) == 0 {
+		fails = append(fails, fmt.Sprintf("connect response not decoded as the first frame (session 0x%x, go-zookeeper's 0x%x, timeout %v, password of %d bytes)",
+			ep.sessionID, ep.zc.SessionID(), ep.timeout, len(ep.passwd)))
+	}
+
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	p := "/zkrecipes-wirecheck-" + hex.EncodeToString(b[:])
+	_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.ACL())
+	if errors.Is(err, zk.ErrNoNode) { // the namespace's root does not exist yet
+		if err = ep.CreateParents(ctx, p); err == nil {
+			_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.ACL())
+		}
+	}
+	if err != nil {
+		return fails, err
+	}
+	if _, err := ep.Set(ctx, p, []byte("1"), 0); err != nil {
+		return append(fails, fmt.Sprintf("a request failed: %v", err)), nil
+	}
+	if w.lastZxid.Load() <= 0 {
+		fails = append(fails, "no response zxid seen on the wire")
+	}
+
+	// A watch across a reconnect: go-zookeeper re-sends it (set-watches).
+	_, _, ch, err := ep.GetW(ctx, p)
+	if err != nil {
+		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
+	}
+	sent := s.stats.setWatchesSent.Load()
+	w.closeAll()
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			return append(fails, "no reconnect in the same session after a cut"), nil
+		}
+		if ev.State == Reconnected {
+			break
+		}
+		if ev.State == Lost || ev.State == Closed {
+			return append(fails, fmt.Sprintf("the session ended after a cut: %v", ev.Err)), nil
+		}
+	}
+	if _, err := ep.Set(ctx, p, []byte("2"), 1); err != nil {
+		return append(fails, fmt.Sprintf("a request after the reconnect failed: %v", err)), nil
+	}
+	select {
+	case ev := <-ch:
+		if ev.Type != zk.EventNodeDataChanged {
+			fails = append(fails, fmt.Sprintf("the watch set before a reconnect got %v, not the data change", ev.Type))
+		}
+	case <-ctx.Done():
+		fails = append(fails, "the watch set before a reconnect did not fire")
+	}
+	if s.stats.setWatchesSent.Load() == sent {
+		fails = append(fails, "no set-watches request (opcode 101) written after the reconnect")
+	}
+
+	// A watch removed by a request injected on the wire.
+	_, _, ch, err = ep.GetW(ctx, p)
+	if err != nil {
+		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
+	}
+	if err := ep.unwatch(ctx, ch); err != nil {
+		fails = append(fails, fmt.Sprintf("removing a watch failed: %v", err))
+	}
+	if _, _, err := ep.Get(ctx, p); err != nil {
+		fails = append(fails, fmt.Sprintf("a request after a watch removal failed: %v", err))
+	}
+	if err := ep.Delete(ctx, p, -1); err != nil {
+		return fails, err
+	}
+	if err := s.Close(); err != nil {
+		return fails, err
+	}
+	if w.closeXid.Load() == 0 {
+		fails = append(fails, "no close request (opcode -11) written by Close")
+	}
+	return fails, nil
+}

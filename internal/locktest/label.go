@@ -1,0 +1,56 @@
+package locktest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
+)
+
+// testLabel: an acquire whose ctx carries a label over lock.MaxLabel
+// bytes (or not printable text) fails with lock.ErrInvalidLabel, naming
+// the bound, and creates nothing; one with a valid label writes it into
+// the node it holds (unless WithoutLabel).
+func (s *suite) testLabel(t *testing.T) {
+	path := UniquePath(s.cluster, "label")
+	sess := Connect(t, s.cluster.Servers(), s.cfg.sessionTimeout)
+	lk := s.newLock(t, sess, path)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	for _, bad := range []string{strings.Repeat("x", lock.MaxLabel+1), "job\n7", "\xff"} {
+		l, err := lk.Acquire(lock.WithLabel(ctx, bad))
+		require.ErrorIs(t, err, lock.ErrInvalidLabel)
+		assert.Nil(t, l)
+		if len(bad) > lock.MaxLabel {
+			assert.Contains(t, err.Error(), "over the bound of 256", "the error names the bound")
+		}
+		if !s.cfg.noTry {
+			l, ok, err := lk.TryAcquire(lock.WithLabel(ctx, bad))
+			assert.ErrorIs(t, err, lock.ErrInvalidLabel)
+			assert.False(t, ok)
+			assert.Nil(t, l)
+		}
+	}
+	assert.Empty(t, ephemeralsOrFail(t, sess, path), "nothing created for a refused label")
+
+	label := strings.Repeat("é", lock.MaxLabel/2) // the bound is in bytes: 256
+	l, err := lk.Acquire(lock.WithLabel(ctx, label))
+	require.NoError(t, err)
+	if !s.cfg.noLabel {
+		ep, err := sess.Epoch(ctx)
+		require.NoError(t, err)
+		data, _, err := ep.Get(ctx, l.Path())
+		require.NoError(t, err)
+		d, ok := queue.DecodeData(data)
+		require.True(t, ok, "node data %q", data)
+		assert.Equal(t, label, d.Label, "the label in the node's data")
+	}
+	mustRelease(t, lk, 10*time.Second)
+}
