@@ -2,8 +2,12 @@ package attack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +31,7 @@ func serverOf(c *zktest.Cluster, sid int64) int {
 	return -1
 }
 
-// TestProbe_EnsembleHolderSurvivesItsServerKilled checks conn/doc.go's
+// TestEnsembleHolderSurvivesItsServerKilled checks conn/doc.go's
 // "Suspended (connection broke; the session may live), Reconnected (same
 // session back)" and mutex/doc.go's "Mutual exclusion ... as long as each
 // holder's session lives", on a three-server ensemble: the server the
@@ -35,7 +39,7 @@ func serverOf(c *zktest.Cluster, sid int64) int {
 // another server and keeps its lock (lease not lost, guarded writes
 // commit), the waiter (on another server) keeps waiting, and gets the lock
 // once the holder releases; the killed server restarts and agrees.
-func TestProbe_EnsembleHolderSurvivesItsServerKilled(t *testing.T) {
+func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
 	c := zktest.New(t, zktest.WithServers(3))
 	ctx := ctxT(t, 28*time.Second)
 	sa := session(t, c.Servers(), conn.WithSessionTimeout(6*time.Second))
@@ -101,4 +105,103 @@ func TestProbe_EnsembleHolderSurvivesItsServerKilled(t *testing.T) {
 	if err := c.WaitServing(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestEnsembleKillsUnderSharedListings checks mutex's "Mutual
+// exclusion ... as long as each holder's session lives" and conn.Fence's
+// growth with the quorum timer on a three-server ensemble whose servers are
+// killed and restarted one at a time (the sessions move), while 2 sessions
+// × 5 goroutines (one handle each session with WithLocalHandoff) queue on
+// one path and share listings. A grant whose lease is lost on entry (the
+// quorum timer may end an epoch across a kill) is not counted. Every
+// counted holder writes a register through GuardedWrite with the version
+// it read; the in-process ledger and fences are checked at every entry.
+func TestEnsembleKillsUnderSharedListings(t *testing.T) {
+	c := zktest.New(t, zktest.WithServers(3))
+	ctx := ctxT(t, 29*time.Second)
+	path := c.Root() + "/r2-ens/lock"
+	reg := c.Root() + "/r2-ens-reg"
+	bys := raw(t, c)
+	_, _ = bys.Create(c.Root(), nil, 0, zk.WorldACL(zk.PermAll))
+	if _, err := bys.Create(reg, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	var inside, grants, lostOnEntry int32
+	var mu sync.Mutex
+	var last conn.Fence
+	stop := time.Now().Add(9 * time.Second)
+	var wg sync.WaitGroup
+	for si := 0; si < 2; si++ {
+		s := session(t, c.Servers())
+		m1, _ := mutex.New(s, path)
+		m2, _ := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+		for g := 0; g < 5; g++ {
+			m := m1
+			if g%2 == 1 {
+				m = m2
+			}
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for time.Now().Before(stop) && ctx.Err() == nil {
+					actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+					l, err := m.Acquire(actx)
+					cancel()
+					if err != nil {
+						if errors.Is(err, conn.ErrLeaseLost) || errors.Is(err, conn.ErrEpochEnded) {
+							continue
+						}
+						t.Errorf("g%d: acquire: %v", g, err)
+						return
+					}
+					f, ferr := l.Fence(ctx)
+					if ferr != nil || l.Err() != nil {
+						atomic.AddInt32(&lostOnEntry, 1)
+						_ = m.Release(context.WithoutCancel(ctx))
+						continue
+					}
+					if n := atomic.AddInt32(&inside, 1); n != 1 {
+						t.Errorf("g%d: %d holders", g, n)
+					}
+					mu.Lock()
+					if f.Compare(last) <= 0 {
+						t.Errorf("g%d: fence %v not above %v", g, f, last)
+					}
+					last = f
+					mu.Unlock()
+					atomic.AddInt32(&grants, 1)
+					// Read through the holder's own epoch after a sync: a read
+					// of the bystander may come from a lagging follower (it
+					// reconnects elsewhere when its server is killed).
+					ep := l.Epoch()
+					if err := ep.Sync(ctx, reg); err == nil {
+						if data, st, err := ep.Get(ctx, reg); err == nil {
+							n, _ := strconv.Atoi(string(data))
+							_, err := l.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte(strconv.Itoa(n + 1)), Version: st.Version})
+							if err != nil && !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, conn.ErrConnectionLoss) && !errors.Is(err, conn.ErrEpochEnded) {
+								t.Errorf("g%d: guarded write: %v", g, err)
+							}
+						}
+					}
+					atomic.AddInt32(&inside, -1)
+					if err := m.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, conn.ErrLeaseLost) {
+						t.Logf("g%d: release: %v", g, err)
+					}
+				}
+			}(si*5 + g)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		time.Sleep(2 * time.Second)
+		k := i % 3
+		if err := c.Kill(k); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if err := c.Restart(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	t.Logf("%d counted grants, %d lost on entry", grants, lostOnEntry)
 }

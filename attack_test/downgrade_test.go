@@ -1,0 +1,768 @@
+package attack_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestRWLockDowngradeAfterForeignDeleteRefused checks
+// rwlock/doc.go: "Readers share, writers exclude: while a writer holds the
+// lock, no other contender (reader or writer, of any process using the lock
+// path) holds it", with the downgrade of "# Downgrade" ("The read acquire
+// queues a real R node, which is granted at once ...: nobody else can hold
+// the lock while our W node exists. So the grant is made only if our W
+// node still exists once the R node does ...: if someone else deleted it
+// ..., the R node is deleted again and the acquire fails with
+// conn.ErrLeaseLost") and the Errors section's "conn.ErrLeaseLost for a
+// re-entry or downgrade on a lost lease".
+//
+// A holds the write lock and never looked at Lost. A bystander deletes A's W
+// node (the parent's ACL lets anyone), so writer B, queued behind, gets the
+// lock. A then takes the read lock (a downgrade): if it is granted, A reads
+// while B writes, and A's read lease's guarded write commits, since its new
+// R node exists. The downgrade must be refused with conn.ErrLeaseLost and
+// leave no R node.
+func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 25*time.Second)
+	sa := session(t, c.Servers())
+	sb := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-downgrade"
+
+	rwA, err := rwlock.New(sa, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rwB, err := rwlock.New(sb, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		l   *conn.Lease
+		err error
+	}
+	bGot := make(chan res, 1)
+	bRelease := make(chan struct{})
+	bDone := make(chan struct{})
+	go func() {
+		defer close(bDone)
+		l, err := rwB.WriteLock().Acquire(ctx)
+		bGot <- res{l, err}
+		if err == nil {
+			<-bRelease
+			_ = rwB.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(bRelease); <-bDone }()
+	waitFor(t, 10*time.Second, "B's W node", func() bool { return len(children(zc, path)) == 2 })
+
+	if err := zc.Delete(wA.Path(), -1); err != nil {
+		t.Fatalf("bystander delete: %v", err)
+	}
+	var b res
+	select {
+	case b = <-bGot:
+	case <-time.After(10 * time.Second):
+		t.Fatal("B did not get the write lock after A's node was deleted")
+	}
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	rA, err := rwA.ReadLock().Acquire(rctx)
+	if err == nil {
+		defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+		_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-read-under-b", Acl: zk.WorldACL(zk.PermAll)})
+		t.Fatalf("A holds the read lock (%s) while B holds the write lock (%s); A's read guarded write: err=%v; B's lease err=%v",
+			rA.Path(), b.l.Path(), werr, b.l.Err())
+	}
+	if !errors.Is(err, conn.ErrLeaseLost) {
+		t.Fatalf("downgrade on a lost write lease: %v, want conn.ErrLeaseLost", err)
+	}
+	if kids := children(zc, path); len(kids) != 1 || kids[0] != conn.BaseName(b.l.Path()) {
+		t.Errorf("after the refused downgrade the queue is %v, want only B's node", kids)
+	}
+	_ = rwA.WriteLock().Release(ctx)
+}
+
+// TestRWLockDowngradeAfterExpiryRefused is the same combination as
+// TestRWLockDowngradeAfterForeignDeleteRefused with the
+// write lease lost by a server-side expiry (zktest.ExpireEpoch) instead of
+// a bystander's delete: rwlock/doc.go's "conn.ErrLeaseLost for a re-entry
+// or downgrade on a lost lease". Once writer B holds, A's downgrade must
+// not be granted.
+func TestRWLockDowngradeAfterExpiryRefused(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 25*time.Second)
+	sa := session(t, c.Servers())
+	sb := session(t, c.Servers())
+	path := c.Root() + "/rw-downgrade-expiry"
+	rwA, _ := rwlock.New(sa, path)
+	rwB, _ := rwlock.New(sb, path)
+	if _, err := rwA.WriteLock().Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bGot := make(chan error, 1)
+	bRelease := make(chan struct{})
+	bDone := make(chan struct{})
+	go func() {
+		defer close(bDone)
+		_, err := rwB.WriteLock().Acquire(ctx)
+		bGot <- err
+		if err == nil {
+			<-bRelease
+			_ = rwB.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(bRelease); <-bDone }()
+	ep, err := sa.Epoch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := zktest.ExpireEpoch(ctx, c.Servers()[0], ep); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-bGot; err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rA, err := rwA.ReadLock().Acquire(rctx)
+	if err == nil {
+		defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+		t.Fatalf("downgrade granted (%s) on a write lease lost with its epoch, while B writes", rA.Path())
+	}
+	if !errors.Is(err, conn.ErrLeaseLost) {
+		t.Errorf("downgrade on an expired write lease: %v, want conn.ErrLeaseLost", err)
+	}
+	_ = rwA.WriteLock().Release(ctx)
+}
+
+// TestRWLockOtherGoroutineGetsNoDowngrade checks rwlock/doc.go:
+// "Reentrancy per goroutine for both sides ... Another goroutine of the
+// same process is a separate contender" against "# Downgrade" ("A goroutine
+// that holds the write lock may take the read lock"): while goroutine G1
+// holds the write lock, goroutine G2 of the same handle asking for the read
+// lock is a reader like any other and must wait, through TryAcquire
+// (false) and Acquire (deadline), also through a second handle on the same
+// session.
+func TestRWLockOtherGoroutineGetsNoDowngrade(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 20*time.Second)
+	s := session(t, c.Servers())
+	path := c.Root() + "/rw-other-goroutine"
+	rw, _ := rwlock.New(s, path)
+	rw2, _ := rwlock.New(s, path)
+	if _, err := rw.WriteLock().Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rw.WriteLock().Release(context.WithoutCancel(ctx))
+	for name, h := range map[string]*rwlock.RWLock{"same handle": rw, "second handle": rw2} {
+		res := make(chan string, 1)
+		go func() {
+			if _, ok, err := h.ReadLock().TryAcquire(ctx); ok || err != nil {
+				if ok {
+					_ = h.ReadLock().Release(ctx)
+				}
+				res <- "TryAcquire from another goroutine while G1 writes: granted or failed"
+				return
+			}
+			actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			if _, err := h.ReadLock().Acquire(actx); !errors.Is(err, context.DeadlineExceeded) {
+				if err == nil {
+					_ = h.ReadLock().Release(ctx)
+				}
+				res <- "Acquire from another goroutine while G1 writes: " + errString(err)
+				return
+			}
+			res <- ""
+		}()
+		if r := <-res; r != "" {
+			t.Errorf("%s: %s", name, r)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "granted"
+	}
+	return err.Error()
+}
+
+// TestRWLockDowngradeFenceBeforeNextWriter checks conn.Fence (go
+// doc ./conn Fence): "Fence is a fencing token that grows strictly with
+// every grant of a lock ... A later grant has a greater Zxid, or the same
+// Zxid and a greater Pass ... A resource that fences writes keeps the
+// greatest Fence it has seen and refuses any that is not above it", with
+// rwlock/doc.go's "A fencing token per grant (Lease.Fence ...), growing
+// strictly in the order of the grants ... Readers get tokens too" and its
+// downgrade.
+//
+// Grants in this order: A's write lock; A's read lock (a downgrade, whose R
+// node sorts after writer C's W node), released and taken again (a second
+// downgrade under the same write grant); C's write lock, once A has
+// released both. With the R node's czxid as its token, C's grant came last
+// but had a smaller Fence than A's read grants, so a resource that saw A's
+// read fence refused the next writer.
+func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 20*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-fence"
+	rwA, _ := rwlock.New(sa, path)
+	rwC, _ := rwlock.New(sc, path)
+
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fW, err := wA.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cGot := make(chan *conn.Lease, 1)
+	cRel := make(chan struct{})
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		l, err := rwC.WriteLock().Acquire(ctx)
+		if err != nil {
+			t.Errorf("C: %v", err)
+			close(cGot)
+			return
+		}
+		cGot <- l
+		<-cRel
+		_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+	}()
+	defer func() { close(cRel); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+
+	rA, err := rwA.ReadLock().Acquire(ctx) // downgrade
+	if err != nil {
+		t.Fatal(err)
+	}
+	fR1, err := rA.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.ReadLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rA, err = rwA.ReadLock().Acquire(ctx) // a second downgrade
+	if err != nil {
+		t.Fatal(err)
+	}
+	fR, err := rA.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.ReadLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var lC *conn.Lease
+	select {
+	case lC = <-cGot:
+	case <-time.After(10 * time.Second):
+		t.Fatal("C not granted after A released both")
+	}
+	if lC == nil {
+		t.FailNow()
+	}
+	fC, err := lC.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("grants in order: A write %v, A read %v, A read again %v, C write %v", fW, fR1, fR, fC)
+	if fW.Compare(fR1) >= 0 || fR1.Compare(fR) >= 0 || fR.Compare(fC) >= 0 {
+		t.Fatalf("fences not strictly growing in grant order: A write %v, A read (downgrade) %v, A read again %v, C write %v: a resource that kept %v refuses C",
+			fW, fR1, fR, fC, fR)
+	}
+}
+
+// TestRWLockDowngradedReaderLostWithKeptWriteNode checks
+// rwlock/doc.go: "The holder can always learn that the lock is no longer
+// safe: Lease.Lost closes when the session's epoch ends ..., when the node
+// is deleted by someone else, or on Release", for a read lock taken by a
+// downgrade whose W node is kept ("If a writer is queued between them ...
+// the W node is kept until the read lock is released").
+//
+// A holds the write lock, writer C queues, A takes the read lock (its R node
+// sorts after C's W) and releases the write lock: the W node is kept, and it
+// alone keeps C out. A arms its read lease's Lost. A bystander deletes the
+// kept W node: C enters while A still reads. A's read lease must tell, and
+// its guarded write must be refused.
+func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 25*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-kept-w"
+
+	rwA, err := rwlock.New(sa, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rwC, err := rwlock.New(sc, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		l   *conn.Lease
+		err error
+	}
+	cGot := make(chan res, 1)
+	cRelease := make(chan struct{})
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		l, err := rwC.WriteLock().Acquire(ctx)
+		cGot <- res{l, err}
+		if err == nil {
+			<-cRelease
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(cRelease); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+
+	rA, err := rwA.ReadLock().Acquire(ctx) // downgrade
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := zc.Exists(wA.Path()); !ok {
+		t.Fatal("the W node was not kept, though a writer is queued between W and R (doc: kept)")
+	}
+	lost := rA.Lost() // armed
+	select {
+	case <-cGot:
+		t.Fatal("C entered while A reads (before any bystander)")
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	if err := zc.Delete(wA.Path(), -1); err != nil {
+		t.Fatalf("bystander delete of the kept W node: %v", err)
+	}
+	var cl res
+	select {
+	case cl = <-cGot:
+	case <-time.After(10 * time.Second):
+		t.Skip("C did not enter after the kept W node was deleted: nothing to tell")
+	}
+	if cl.err != nil {
+		t.Fatal(cl.err)
+	}
+	select {
+	case <-lost: // A was told
+		if _, err := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-reads-under-c", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
+			t.Errorf("A's read lease is lost but its guarded write says %v, want conn.ErrLeaseLost", err)
+		}
+		return
+	case <-time.After(3 * time.Second):
+	}
+	_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-reads-under-c", Acl: zk.WorldACL(zk.PermAll)})
+	t.Fatalf("writer C holds %s while A's read lease %s is not lost (Lost open 3 s after C entered, Err=%v) and its guarded write commits: err=%v",
+		cl.l.Path(), rA.Path(), rA.Err(), werr)
+}
+
+// TestRWLockKeptWriteNodeCheckOpPasses checks conn.Lease.CheckOp (go doc
+// ./conn Lease.CheckOp): "the multi then commits only while the lock node
+// exists, and the server refuses all of it once the node is gone
+// (released, or the session ended)", "It checks the node the grant stands
+// on: its own lock node, except for a read lock of package rwlock taken by
+// a goroutine that holds the write lock (a downgrade), which stands on the
+// write node until the write lock's release moves it onto its own node"
+// and "It checks the node, not the grant: a released grant's check still
+// passes while its node stays, in two cases. ... rwlock keeps the write
+// node of a goroutine that downgraded, its write lease released, until its
+// read lock is released, when a writer is queued between the two nodes.
+// GuardedWrite refuses both", and rwlock/doc.go's "the write lease is
+// marked released all the same (its Lost closes, its GuardedWrite is
+// refused, but a Multi behind its CheckOp, which checks the node, still
+// commits while the node is kept)".
+//
+// (Found as a doc gap: the CheckOp doc named only local-handoff grants as
+// passing after a release. A check is a request built at any time and sent
+// later; it cannot know that the grant it was made for has been released,
+// and the kept W node is what keeps writer C out, so the doc now says what
+// happens.) After a downgrade whose W node is kept, the released write
+// lease's Lost closes and its GuardedWrite is refused, a multi behind its
+// CheckOp commits, and the read lease's CheckOp checks the kept W node;
+// once the read lock is released, both checks are refused.
+func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 20*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-kept-checkop"
+	rwA, _ := rwlock.New(sa, path)
+	rwC, _ := rwlock.New(sc, path)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		if _, err := rwC.WriteLock().Acquire(cctx); err == nil {
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { ccancel(); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+	rA, err := rwA.ReadLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := zc.Exists(wA.Path()); !ok {
+		t.Fatal("W node not kept")
+	}
+	if p := rA.CheckOp().Path; p != wA.Path() {
+		t.Errorf("the downgraded read lease's CheckOp checks %s while the W node %s is kept", p, wA.Path())
+	}
+	select {
+	case <-wA.Lost():
+	case <-time.After(2 * time.Second):
+		t.Error("the released write lease's Lost is open (doc: closes on Release)")
+	}
+	if _, err := wA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/gw-after-w-release", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
+		t.Errorf("GuardedWrite through the released write lease: %v, want conn.ErrLeaseLost", err)
+	}
+	if _, err := wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: c.Root() + "/checkop-after-w-release", Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+		t.Errorf("a multi behind the released write lease's CheckOp while its W node is kept: %v, want it to commit (documented)", err)
+	}
+	if err := rwA.ReadLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, l := range map[string]*conn.Lease{"write": wA, "read": rA} {
+		_, err := l.Epoch().Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: c.Root() + "/checkop-after-release-" + name, Acl: zk.WorldACL(zk.PermAll)})
+		if !errors.Is(err, zk.ErrNoNode) {
+			t.Errorf("a multi behind the %s lease's CheckOp after the read release: %v, want zk.ErrNoNode", name, err)
+		}
+	}
+}
+
+// TestRWLockKeptWNodeGoesWhenReadLeaseLost checks lock's contract
+// (go doc ./lock): "Release after loss (Lost closed) returns nil: the node
+// went with its session, or someone deleted it; there is nothing left to
+// release", and rwlock/doc.go's "the read release deletes the R node, then
+// the W node" for a downgrade whose W node is kept, and "Nothing is left
+// behind".
+//
+// A downgrades while writer C is queued between its W and R nodes, so the W
+// node is kept. A bystander deletes A's R node; A's read lease is lost (A
+// watches Lost) and A releases the read lock: nil. The kept W node is not
+// the R node: it must go too, or C (and everyone behind) waits for as long
+// as A's session lives. Two variants: A armed Lost and saw it close, or A
+// never looked (its release's delete finds the R node gone).
+func TestRWLockKeptWNodeGoesWhenReadLeaseLost(t *testing.T) {
+	c := zktest.New(t)
+	for _, armed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "armed", false: "unarmed"}[armed], func(t *testing.T) { keptWAfterReadLost(t, c, armed) })
+	}
+}
+
+func keptWAfterReadLost(t *testing.T, c *zktest.Cluster, armed bool) {
+	ctx := ctxT(t, 20*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := fmt.Sprintf("%s/rw-kept-left-%v", c.Root(), armed)
+	rwA, _ := rwlock.New(sa, path)
+	rwC, _ := rwlock.New(sc, path)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cGot := make(chan error, 1)
+	cRel := make(chan struct{})
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		_, err := rwC.WriteLock().Acquire(ctx)
+		cGot <- err
+		if err == nil {
+			<-cRel
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(cRel); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+	rA, err := rwA.ReadLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := zc.Exists(wA.Path()); !ok {
+		t.Fatal("W node not kept")
+	}
+	var lost <-chan struct{}
+	if armed {
+		lost = rA.Lost()
+		waitFor(t, 5*time.Second, "the read lease's watch", func() bool { return watched(c, 0, rA.Path()) })
+	}
+	if err := zc.Delete(rA.Path(), -1); err != nil {
+		t.Fatal(err)
+	}
+	if armed {
+		select {
+		case <-lost:
+		case <-time.After(5 * time.Second):
+			t.Fatal("read lease's Lost open 5 s after its node was deleted")
+		}
+	}
+	relErr := rwA.ReadLock().Release(ctx)
+	select {
+	case err := <-cGot:
+		if err != nil {
+			t.Fatal(err)
+		}
+		return // the kept W node went: C entered
+	case <-time.After(3 * time.Second):
+	}
+	ok, _, _ := zc.Exists(wA.Path())
+	t.Fatalf("A's read release returned %v; 3 s later A's kept W node %s exists=%v and writer C still waits (A holds nothing)", relErr, wA.Path(), ok)
+}
+
+// TestRWLockExtraReleasesAroundKeptWNode checks rwlock/doc.go:
+// "Release from a goroutine that does not hold that side, or more often
+// than acquired, is an error, never a panic, and changes nothing", around a
+// downgrade whose W node is kept: extra write releases (ErrNotHeld), an
+// upgrade attempt (ErrUpgrade, "refused even while the W node is kept"), a
+// release from another goroutine (ErrNotOwner or ErrNotHeld) — none may
+// delete the kept W node or let writer C in; the read release then lets C
+// in and leaves none of A's nodes.
+func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 20*time.Second)
+	sa := session(t, c.Servers())
+	sc := session(t, c.Servers())
+	zc := raw(t, c)
+	path := c.Root() + "/rw-extra-release"
+	rwA, _ := rwlock.New(sa, path)
+	rwC, _ := rwlock.New(sc, path)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cGot := make(chan error, 1)
+	cRel := make(chan struct{})
+	cDone := make(chan struct{})
+	go func() {
+		defer close(cDone)
+		_, err := rwC.WriteLock().Acquire(ctx)
+		cGot <- err
+		if err == nil {
+			<-cRel
+			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() { close(cRel); <-cDone }()
+	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
+	rA, err := rwA.ReadLock().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.WriteLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.WriteLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second write release: %v, want ErrNotHeld", err)
+	}
+	if _, err := rwA.WriteLock().Acquire(ctx); !errors.Is(err, rwlock.ErrUpgrade) {
+		t.Errorf("write acquire while holding only the read lock (W kept): %v, want ErrUpgrade", err)
+	}
+	other := make(chan [2]error, 1)
+	go func() {
+		other <- [2]error{rwA.ReadLock().Release(ctx), rwA.WriteLock().Release(ctx)}
+	}()
+	for i, err := range <-other {
+		if !errors.Is(err, lock.ErrNotOwner) && !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("release %d from another goroutine: %v, want ErrNotOwner/ErrNotHeld", i, err)
+		}
+	}
+	for _, p := range []string{wA.Path(), rA.Path()} {
+		if ok, _, _ := zc.Exists(p); !ok {
+			t.Errorf("%s gone after refused releases", p)
+		}
+	}
+	select {
+	case err := <-cGot:
+		t.Fatalf("C entered (err=%v) while A reads", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := rwA.ReadLock().Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rwA.ReadLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second read release: %v, want ErrNotHeld", err)
+	}
+	select {
+	case err := <-cGot:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("C not granted after A's read release")
+	}
+	for _, p := range []string{wA.Path(), rA.Path()} {
+		if ok, _, _ := zc.Exists(p); ok {
+			t.Errorf("%s left after A released everything", p)
+		}
+	}
+}
+
+// TestRWLockDowngradeStress checks rwlock/doc.go: "Readers share,
+// writers exclude: while a writer holds the lock, no other contender ...
+// holds it" together with "# Downgrade" (hold W, take R, release W: still a
+// reader; the W node kept while a writer is queued between), under load:
+// 3 sessions × 3 goroutines, each looping over plain reads, plain writes
+// and write-then-downgrade, for 4 s. An in-process ledger (readers,
+// writers) is checked at every entry.
+func TestRWLockDowngradeStress(t *testing.T) {
+	c := zktest.New(t)
+	path := c.Root() + "/rw-stress"
+	var mu sync.Mutex
+	readers, writers := 0, 0
+	violation := make(chan string, 16)
+	check := func(who string) {
+		if writers > 1 || (writers == 1 && readers > 0) {
+			select {
+			case violation <- fmt.Sprintf("%s: writers=%d readers=%d", who, writers, readers):
+			default:
+			}
+		}
+	}
+	ctx := ctxT(t, 25*time.Second)
+	stop := time.Now().Add(4 * time.Second)
+	var wg sync.WaitGroup
+	var counts [3]int
+	var cmu sync.Mutex
+	for si := 0; si < 3; si++ {
+		s := session(t, c.Servers())
+		rw, err := rwlock.New(s, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := 0; g < 3; g++ {
+			wg.Add(1)
+			go func(id string, seed int64) {
+				defer wg.Done()
+				r := rand.New(rand.NewSource(seed))
+				for time.Now().Before(stop) {
+					hold := func() { time.Sleep(time.Duration(r.Intn(3)) * time.Millisecond) }
+					kind := r.Intn(3)
+					switch kind {
+					case 0: // read
+						if _, err := rw.ReadLock().Acquire(ctx); err != nil {
+							t.Errorf("%s read: %v", id, err)
+							return
+						}
+						mu.Lock()
+						readers++
+						check(id + " read")
+						mu.Unlock()
+						hold()
+						mu.Lock()
+						readers--
+						mu.Unlock()
+						if err := rw.ReadLock().Release(ctx); err != nil {
+							t.Errorf("%s read release: %v", id, err)
+							return
+						}
+					case 1, 2: // write, or write then downgrade
+						if _, err := rw.WriteLock().Acquire(ctx); err != nil {
+							t.Errorf("%s write: %v", id, err)
+							return
+						}
+						mu.Lock()
+						writers++
+						check(id + " write")
+						mu.Unlock()
+						hold()
+						if kind == 2 {
+							if _, err := rw.ReadLock().Acquire(ctx); err != nil {
+								t.Errorf("%s downgrade: %v", id, err)
+								return
+							}
+						}
+						mu.Lock()
+						writers--
+						if kind == 2 {
+							readers++
+						}
+						mu.Unlock()
+						if err := rw.WriteLock().Release(ctx); err != nil {
+							t.Errorf("%s write release: %v", id, err)
+							return
+						}
+						if kind == 2 {
+							hold()
+							mu.Lock()
+							check(id + " downgraded")
+							readers--
+							mu.Unlock()
+							if err := rw.ReadLock().Release(ctx); err != nil {
+								t.Errorf("%s downgraded read release: %v", id, err)
+								return
+							}
+						}
+					}
+					cmu.Lock()
+					counts[kind]++
+					cmu.Unlock()
+				}
+			}(fmt.Sprintf("s%dg%d", si, g), int64(si*10+g))
+		}
+	}
+	wg.Wait()
+	close(violation)
+	for v := range violation {
+		t.Errorf("exclusion broken: %s", v)
+	}
+	t.Logf("reads %d, writes %d, downgrades %d", counts[0], counts[1], counts[2])
+	zc := raw(t, c)
+	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, path) == 0 })
+}

@@ -1,0 +1,400 @@
+// Package attack_test probes the promises of zkrecipes' public documentation
+// by combining features, faults and bystanders. It uses only the public API.
+// Test* tests fail on the code they were written against (a broken
+// promise); Test* tests pass and guard an important combination.
+package attack_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// session connects a conn.Session to servers and closes it in Cleanup.
+func session(t *testing.T, servers []string, opts ...conn.Option) *conn.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	opts = append([]conn.Option{conn.WithSessionTimeout(4 * time.Second)}, opts...)
+	s, err := conn.Connect(ctx, servers, opts...)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+type silent struct{}
+
+func (silent) Printf(string, ...any) {}
+
+// raw is a bystander: a plain go-zookeeper client, closed in Cleanup.
+func raw(t *testing.T, c *zktest.Cluster) *zk.Conn {
+	t.Helper()
+	zc, ev, err := zk.Connect(c.Servers(), 5*time.Second, zk.WithLogger(silent{}))
+	if err != nil {
+		t.Fatalf("raw connect: %v", err)
+	}
+	t.Cleanup(zc.Close)
+	deadline := time.After(10 * time.Second)
+	for zc.State() != zk.StateHasSession {
+		select {
+		case <-ev:
+		case <-deadline:
+			t.Fatalf("raw client: no session")
+		}
+	}
+	return zc
+}
+
+// waitFor polls cond every 10 ms until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// children lists path's children through the bystander (nil if absent).
+func children(zc *zk.Conn, path string) []string {
+	ch, _, err := zc.Children(path)
+	if err != nil {
+		return nil
+	}
+	return ch
+}
+
+// watched reports whether server i lists a watch on path (wchp).
+func watched(c *zktest.Cluster, i int, path string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out, err := c.FourLetter(ctx, i, "wchp")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.TrimSpace(l) == path {
+			return true
+		}
+	}
+	return false
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// metricsRec is a conn.Metrics that keeps the watches gauge and every lock
+// event, for round 3's metric checks.
+type metricsRec struct {
+	conn.NopMetrics
+	watches atomic.Int64
+	mu      sync.Mutex
+	locks   []conn.LockMetric
+	states  []conn.State
+}
+
+func (m *metricsRec) Watches(d int) { m.watches.Add(int64(d)) }
+
+func (m *metricsRec) Lock(l conn.LockMetric) {
+	m.mu.Lock()
+	m.locks = append(m.locks, l)
+	m.mu.Unlock()
+}
+
+func (m *metricsRec) State(e conn.Event) {
+	m.mu.Lock()
+	m.states = append(m.states, e.State)
+	m.mu.Unlock()
+}
+
+// count returns how many lock events match ev (and outcome or cause, when
+// not empty).
+func (m *metricsRec) count(ev conn.LockEvent, recipe, detail string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, l := range m.locks {
+		if l.Event != ev || (recipe != "" && l.Recipe != recipe) {
+			continue
+		}
+		if detail != "" && l.Outcome != detail && l.Cause != detail {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+func (m *metricsRec) dump() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b strings.Builder
+	for _, l := range m.locks {
+		fmt.Fprintf(&b, "%s/%s/%s%s ", l.Event, l.Recipe, l.Outcome, l.Cause)
+	}
+	return b.String()
+}
+
+// sessionWatches lists the paths server i holds watches on for session sid
+// (wchc).
+func sessionWatches(t *testing.T, c *zktest.Cluster, i int, sid int64) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	out, err := c.FourLetter(ctx, i, "wchc")
+	if err != nil {
+		t.Fatalf("wchc: %v", err)
+	}
+	var paths []string
+	in := false
+	want := fmt.Sprintf("0x%x", sid)
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, "\t") && strings.TrimSpace(l) != "" {
+			in = strings.TrimSpace(l) == want
+			continue
+		}
+		if in && strings.TrimSpace(l) != "" {
+			paths = append(paths, strings.TrimSpace(l))
+		}
+	}
+	return paths
+}
+
+// epochOf returns the session's live epoch.
+func epochOf(t *testing.T, s *conn.Session) *conn.Epoch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ep, err := s.Epoch(ctx)
+	if err != nil {
+		t.Fatalf("epoch: %v", err)
+	}
+	return ep
+}
+
+// eventually polls cond every 10 ms for up to d and reports whether it held.
+func eventually(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// seqOf returns the sequence number at the end of a lock node's name.
+func seqOf(node string) int {
+	i := strings.LastIndexByte(node, '-')
+	n, _ := strconv.Atoi(node[i+1:])
+	return n
+}
+
+// sortedBySeq lists path's children sorted by sequence number.
+func sortedBySeq(zc *zk.Conn, path string) []string {
+	ch := children(zc, path)
+	sort.Slice(ch, func(i, j int) bool { return seqOf(ch[i]) < seqOf(ch[j]) })
+	return ch
+}
+
+// round4Locker makes a fresh handle of recipe on path in s: each waiter of
+// the drain test its own.
+func round4Locker(t *testing.T, recipe string, s *conn.Session, path string, i int) simpleLocker {
+	t.Helper()
+	switch recipe {
+	case "mutex":
+		m, err := mutex.New(s, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	case "mutex-revocable":
+		m, err := mutex.New(s, path, mutex.WithRevocable())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	case "rwlock-revocable":
+		rw, err := rwlock.New(s, path, rwlock.WithRevocable())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rw.WriteLock()
+	case "leader":
+		e, err := leader.New(s, path, "p"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return electionLocker{e}
+	}
+	t.Fatalf("recipe %q", recipe)
+	return nil
+}
+
+// drainWaiter is one queued contender of the drain test.
+type drainWaiter struct {
+	sess   int
+	node   string // the node it queued (children diff)
+	cancel context.CancelFunc
+	fate   string // "survivor", "cancelled", "deleted"
+	// results
+	lease    *conn.Lease
+	err      error
+	grantIdx int64 // set by the waiter's goroutine; read after it ended. Order of the grant among all grants (1-based), 0 if none
+	overlap  string
+	granted  atomic.Bool
+}
+
+// runDrain: holder H (session D) holds; n waiters, interleaved over the
+// sessions ss, queue one after the other (each its own handle and
+// goroutine); then, at once, a random third of them is cancelled (one
+// cancel each, called from one loop), a bystander deletes a random sixth of
+// the others' nodes, and H releases. Returns the waiters after every
+// Acquire returned (or fails the test after 60 s naming the stuck ones).
+func runDrain(t *testing.T, c *zktest.Cluster, recipe, path string, ss []*conn.Session, hs *conn.Session, n int, seed int64, concurrent bool) []*drainWaiter {
+	t.Helper()
+	ctx := ctxT(t, 120*time.Second)
+	zc := raw(t, c)
+	rng := rand.New(rand.NewSource(seed))
+	h := gAcquire(ctx, round4Locker(t, recipe, hs, path, 1000))
+	select {
+	case <-h.got:
+	case err := <-h.failed:
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	holding := map[*drainWaiter]bool{}
+	var grants atomic.Int64
+	ws := make([]*drainWaiter, n)
+	var wg sync.WaitGroup
+	known := map[string]bool{}
+	for _, ch := range children(zc, path) {
+		known[ch] = true
+	}
+	for i := 0; i < n; i++ {
+		w := &drainWaiter{sess: i % len(ss)}
+		switch r := rng.Intn(6); {
+		case r < 2:
+			w.fate = "cancelled"
+		case r == 2:
+			w.fate = "deleted"
+		default:
+			w.fate = "survivor"
+		}
+		ws[i] = w
+		wctx, cancel := context.WithCancel(ctx)
+		w.cancel = cancel
+		lk := round4Locker(t, recipe, ss[w.sess], path, i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := lk.Acquire(wctx)
+			if err != nil {
+				w.err = err
+				return
+			}
+			w.lease = l
+			w.grantIdx = grants.Add(1)
+			w.granted.Store(true)
+			mu.Lock()
+			for o := range holding {
+				if o != w {
+					w.overlap += o.node + " "
+				}
+			}
+			excused := w.fate == "deleted" && recipe != "leader"
+			if !excused {
+				holding[w] = true
+			}
+			mu.Unlock()
+			// hold for a moment, as a holder does
+			select {
+			case <-l.Lost():
+			case <-time.After(2 * time.Millisecond):
+			}
+			mu.Lock()
+			delete(holding, w)
+			mu.Unlock()
+			if err := lk.Release(context.WithoutCancel(ctx)); err != nil {
+				w.err = err
+			}
+		}()
+		// its node: the one new child
+		waitFor(t, 10*time.Second, "waiter queued", func() bool {
+			for _, ch := range children(zc, path) {
+				if !known[ch] {
+					known[ch] = true
+					w.node = ch
+					return true
+				}
+			}
+			return false
+		})
+	}
+	// At once: cancels, bystander deletes, release.
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() {
+		defer bg.Done()
+		for _, w := range ws {
+			if w.fate == "cancelled" {
+				w.cancel()
+			}
+		}
+	}()
+	go func() {
+		defer bg.Done()
+		for _, w := range ws {
+			if w.fate == "deleted" {
+				_ = zc.Delete(path+"/"+w.node, -1)
+			}
+		}
+	}()
+	if !concurrent {
+		bg.Wait()
+	}
+	if err := h.release(); err != nil {
+		t.Fatal(err)
+	}
+	bg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		var stuck []string
+		for i, w := range ws {
+			if !w.granted.Load() && w.fate != "cancelled" {
+				stuck = append(stuck, strconv.Itoa(i)+":"+w.fate+":"+w.node)
+			}
+		}
+		t.Fatalf("waiters stuck after 60 s (not cancelled, never granted): %v; nodes now %v", stuck, sortedBySeq(zc, path))
+	}
+	for _, w := range ws {
+		w.cancel()
+	}
+	return ws
+}

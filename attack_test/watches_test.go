@@ -1,0 +1,505 @@
+package attack_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/multilock"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// watchesUnder lists the watched paths (wchp on server i) under prefix.
+func watchesUnder(c *zktest.Cluster, i int, prefix string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out, err := c.FourLetter(ctx, i, "wchp")
+	if err != nil {
+		return []string{"wchp: " + err.Error()}
+	}
+	var got []string
+	for _, l := range strings.Split(out, "\n") {
+		if p := strings.TrimSpace(l); p == prefix || strings.HasPrefix(p, prefix+"/") {
+			got = append(got, p)
+		}
+	}
+	return got
+}
+
+// TestNoWatchLeftByTimedOutWaiter checks conn/doc.go: "A watch nobody
+// waits on any more is removed from the server. The recipes tell the epoch
+// when a waiter gives up" and the BRIEF's "No orphan node, watch or
+// goroutine after cancel/timeout", for a waiter of every recipe whose ctx
+// deadline ends while another session holds: once Acquire has returned, no
+// node of the waiter is left and the server lists no watch under the path.
+// semaphore-2 and semaphoremutex/doc.go: "A waiter that gives up removes
+// its watches from the server" (its watches on N lease nodes).
+func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
+	c := zktest.New(t)
+	sh := session(t, c.Servers()) // holder, never arms Lost
+	sw := session(t, c.Servers()) // waiter
+	zc := raw(t, c)
+	type pair struct {
+		hold func(ctx context.Context) error // takes the lock in sh
+		wait func(ctx context.Context) error // waits in sw
+	}
+	mk := map[string]func(path string) pair{
+		"mutex": func(path string) pair {
+			h, _ := mutex.New(sh, path)
+			w, _ := mutex.New(sw, path)
+			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
+				func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
+		},
+		"rwlock-read-behind-write": func(path string) pair {
+			h, _ := rwlock.New(sh, path)
+			w, _ := rwlock.New(sw, path)
+			return pair{func(ctx context.Context) error { _, err := h.WriteLock().Acquire(ctx); return err },
+				func(ctx context.Context) error { _, err := w.ReadLock().Acquire(ctx); return err }}
+		},
+		"rwlock-write-behind-read": func(path string) pair {
+			h, _ := rwlock.New(sh, path)
+			w, _ := rwlock.New(sw, path)
+			return pair{func(ctx context.Context) error { _, err := h.ReadLock().Acquire(ctx); return err },
+				func(ctx context.Context) error { _, err := w.WriteLock().Acquire(ctx); return err }}
+		},
+		"semaphoremutex": func(path string) pair {
+			h, _ := semaphoremutex.New(sh, path)
+			w, _ := semaphoremutex.New(sw, path)
+			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
+				func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
+		},
+		"semaphore-2": func(path string) pair {
+			h, _ := semaphoremutex.NewSemaphore(sh, path, 2)
+			w, _ := semaphoremutex.NewSemaphore(sw, path, 2)
+			return pair{func(ctx context.Context) error {
+				if _, err := h.Acquire(ctx); err != nil {
+					return err
+				}
+				_, err := h.Acquire(ctx)
+				return err
+			}, func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
+		},
+		"exclusive": func(path string) pair {
+			h, _ := exclusive.New(sh, path)
+			w, _ := exclusive.New(sw, path)
+			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
+				func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
+		},
+		"leader": func(path string) pair {
+			h, _ := leader.New(sh, path, "h")
+			w, _ := leader.New(sw, path, "w")
+			return pair{func(ctx context.Context) error { _, err := h.Campaign(ctx); return err },
+				func(ctx context.Context) error { _, err := w.Campaign(ctx); return err }}
+		},
+		"multilock": func(path string) pair {
+			h, _ := mutex.New(sh, path+"/b")
+			a, _ := mutex.New(sw, path+"/a")
+			b, _ := mutex.New(sw, path+"/b")
+			m, _ := multilock.New(b, a)
+			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
+				func(ctx context.Context) error { _, err := m.Acquire(ctx); return err }}
+		},
+	}
+	for name, f := range mk {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t, 20*time.Second)
+			path := c.Root() + "/watch-leak-" + name
+			p := f(path)
+			if err := p.hold(ctx); err != nil {
+				t.Fatal(err)
+			}
+			before := countNodes(zc, path)
+			wctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
+			start := time.Now()
+			err := p.wait(wctx)
+			cancel()
+			if took := time.Since(start); took > 800*time.Millisecond+250*time.Millisecond {
+				t.Errorf("waiter returned %v after its ctx began (deadline 800 ms)", took)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("waiter: %v, want DeadlineExceeded", err)
+			}
+			end := time.Now().Add(3 * time.Second)
+			var ws []string
+			var n int
+			for {
+				ws, n = watchesUnder(c, 0, path), countNodes(zc, path)
+				if (len(ws) == 0 && n == before) || time.Now().After(end) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if len(ws) != 0 {
+				t.Errorf("watches left on the server 3 s after the waiter gave up: %v", ws)
+			}
+			if n != before {
+				t.Errorf("ephemeral nodes under %s: %d before the waiter, %d 3 s after it gave up", path, before, n)
+			}
+		})
+	}
+}
+
+// countNodes counts the ephemeral nodes under path (lock nodes; the
+// container parents the recipes create are the server's to remove).
+func countNodes(zc *zk.Conn, path string) int {
+	n := 0
+	for _, ch := range children(zc, path) {
+		p := path + "/" + ch
+		if _, st, err := zc.Get(p); err == nil && st.EphemeralOwner != 0 {
+			n++
+		}
+		n += countNodes(zc, p)
+	}
+	return n
+}
+
+// TestNoWatchLeftByWaiterTimedOutWhileBlackholed checks conn/doc.go:
+// "when no other watcher of the session waits on that path and kind ...
+// the server's watch is removed with removeWatches ..., and it does not
+// come back on a reconnect", and each recipe's "Nothing is left behind: a
+// failed, timed-out or cancelled acquire deletes its node ... What cannot be
+// done within those 100 ms goes on in the background", for a waiter whose
+// deadline ends while its connection is blackholed, the same session coming
+// back afterwards (the blackhole is shorter than the session timeout).
+func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
+	c := zktest.New(t)
+	sh := session(t, c.Servers())
+	px := zktest.NewProxy(t, c.Servers())
+	sw := session(t, px.Addrs())
+	zc := raw(t, c)
+	type pair struct {
+		hold, wait func(ctx context.Context) error
+	}
+	cases := []struct {
+		name string
+		mk   func(path string) pair
+	}{
+		{"mutex", func(path string) pair {
+			h, _ := mutex.New(sh, path)
+			w, _ := mutex.New(sw, path)
+			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
+				func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
+		}},
+		{"rwlock", func(path string) pair {
+			h, _ := rwlock.New(sh, path)
+			w, _ := rwlock.New(sw, path)
+			return pair{func(ctx context.Context) error { _, err := h.WriteLock().Acquire(ctx); return err },
+				func(ctx context.Context) error { _, err := w.ReadLock().Acquire(ctx); return err }}
+		}},
+		{"semaphore-2", func(path string) pair {
+			h, _ := semaphoremutex.NewSemaphore(sh, path, 2)
+			w, _ := semaphoremutex.NewSemaphore(sw, path, 2)
+			return pair{func(ctx context.Context) error {
+				if _, err := h.Acquire(ctx); err != nil {
+					return err
+				}
+				_, err := h.Acquire(ctx)
+				return err
+			}, func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
+		}},
+		{"exclusive", func(path string) pair {
+			h, _ := exclusive.New(sh, path)
+			w, _ := exclusive.New(sw, path)
+			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
+				func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
+		}},
+		{"leader", func(path string) pair {
+			h, _ := leader.New(sh, path, "h")
+			w, _ := leader.New(sw, path, "w")
+			return pair{func(ctx context.Context) error { _, err := h.Campaign(ctx); return err },
+				func(ctx context.Context) error { _, err := w.Campaign(ctx); return err }}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t, 25*time.Second)
+			path := c.Root() + "/bh-watch-" + tc.name
+			p := tc.mk(path)
+			if err := p.hold(ctx); err != nil {
+				t.Fatal(err)
+			}
+			before := countNodes(zc, path)
+			ep, err := sw.Epoch(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sid := ep.SessionID()
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- p.wait(wctx) }()
+			waitFor(t, 5*time.Second, "the waiter's watch", func() bool {
+				return len(watchesUnder(c, 0, path)) > 0
+			})
+			px.Blackhole()
+			time.Sleep(200 * time.Millisecond) // the waiter is cut off (observable only by time)
+			cancel()
+			start := time.Now()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("waiter: %v, want context.Canceled", err)
+				}
+				if took := time.Since(start); took > 250*time.Millisecond {
+					t.Errorf("waiter returned %v after cancel while blackholed", took)
+				}
+			case <-time.After(3 * time.Second):
+				px.Heal()
+				t.Fatalf("waiter did not return 3 s after cancel while blackholed")
+			}
+			px.Heal()
+			waitFor(t, 10*time.Second, "the waiter's session to be back", func() bool {
+				ep, err := sw.Epoch(ctx)
+				return err == nil && ep.Err() == nil && sw.State().String() != "Suspended"
+			})
+			if ep2, _ := sw.Epoch(ctx); ep2.SessionID() != sid {
+				t.Skipf("the session was not kept across the blackhole (%x -> %x): nothing to check", sid, ep2.SessionID())
+			}
+			end := time.Now().Add(5 * time.Second)
+			var ws []string
+			var n int
+			for {
+				ws, n = watchesUnder(c, 0, path), countNodes(zc, path)
+				if (len(ws) == 0 && n == before) || time.Now().After(end) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if len(ws) != 0 {
+				t.Errorf("watches on the server 5 s after the session came back: %v", ws)
+			}
+			if n != before {
+				t.Errorf("ephemeral nodes under %s: %d before the waiter, %d 5 s after the session came back", path, before, n)
+			}
+		})
+	}
+}
+
+// TestSharedWatchSurvivesOneWaiterGivingUp checks conn/doc.go: "A
+// watch nobody waits on any more is removed from the server ... when no
+// other watcher of the session waits on that path and kind", from the other
+// side: when one waiter of a session gives up, another waiter of the same
+// session on the same node must still be woken.
+//   - rwlock: two readers of one session (two handles) queued behind one
+//     writer both watch its W node; one times out; the writer releases; the
+//     other must get the read lock.
+//   - semaphore: two Semaphore handles (N=2) of one session wait: the first
+//     holds the internal mutex and watches the lease nodes; it times out;
+//     a lease is released; the second must get a lease.
+//   - leader: two Observe calls on one session; one is cancelled; the other
+//     must still see the leader change.
+func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
+	c := zktest.New(t)
+	sh := session(t, c.Servers())
+	sw := session(t, c.Servers())
+	t.Run("rwlock", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
+		path := c.Root() + "/shared-rw"
+		h, _ := rwlock.New(sh, path)
+		if _, err := h.WriteLock().Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r1, _ := rwlock.New(sw, path)
+		r2, _ := rwlock.New(sw, path)
+		got2 := make(chan error, 1)
+		go func() {
+			_, err := r2.ReadLock().Acquire(ctx)
+			got2 <- err
+			if err == nil {
+				_ = r2.ReadLock().Release(context.WithoutCancel(ctx))
+			}
+		}()
+		zc := raw(t, c)
+		waitFor(t, 5*time.Second, "r2 queued", func() bool { return len(children(zc, path)) == 2 })
+		c1, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		_, err := r1.ReadLock().Acquire(c1)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("r1: %v", err)
+		}
+		time.Sleep(300 * time.Millisecond) // give a wrong watch removal time to reach the server
+		if err := h.WriteLock().Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-got2:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("r2 not woken 5 s after the writer released: its watch went with r1's")
+		}
+	})
+	t.Run("semaphore", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
+		path := c.Root() + "/shared-sem"
+		h, _ := semaphoremutex.NewSemaphore(sh, path, 2)
+		l1, err := h.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w1, _ := semaphoremutex.NewSemaphore(sw, path, 2)
+		w2, _ := semaphoremutex.NewSemaphore(sw, path, 2)
+		c1, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		defer cancel()
+		got1 := make(chan error, 1)
+		go func() { _, err := w1.Acquire(c1); got1 <- err }()
+		zc := raw(t, c)
+		waitFor(t, 5*time.Second, "w1 queued", func() bool { return len(children(zc, path+"/locks")) == 1 })
+		got2 := make(chan error, 1)
+		go func() { _, err := w2.Acquire(ctx); got2 <- err }()
+		waitFor(t, 5*time.Second, "w2 queued", func() bool { return len(children(zc, path+"/locks")) == 2 })
+		if err := <-got1; !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("w1: %v", err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if err := h.ReturnLease(ctx, l1); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-got2:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("w2 got no lease 5 s after one was released")
+		}
+	})
+	t.Run("leader-observe", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
+		path := c.Root() + "/shared-observe"
+		o1, _ := leader.New(sw, path, "o1")
+		o2, _ := leader.New(sw, path, "o2")
+		c1, cancel1 := context.WithCancel(ctx)
+		ch1 := o1.Observe(c1)
+		ch2 := o2.Observe(ctx)
+		<-ch1
+		<-ch2
+		cancel1()
+		for range ch1 {
+		}
+		time.Sleep(300 * time.Millisecond)
+		e, _ := leader.New(sh, path, "boss")
+		l, err := e.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Resign(context.WithoutCancel(ctx))
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case p := <-ch2:
+				if p.Node == l.Path() {
+					return
+				}
+			case <-deadline:
+				t.Fatal("the remaining Observe did not see the new leader within 5 s")
+			}
+		}
+	})
+}
+
+// TestSharedListingMassCancelLeavesNoWatch checks conn's "A watch
+// nobody waits on any more is removed from the server" and mutex's "Nothing
+// is left behind: a failed, timed-out or cancelled acquire deletes its node",
+// with this round's shared listings: B holds; 24 goroutines of session A
+// queue on the path (through two handles, one with WithLocalHandoff), then
+// all are cancelled at once (one ctx). With A still open, no node of A's
+// and no watch of A's (wchp, any path under the lock path or the lock path
+// itself) may remain, and the server's watch count (mntr
+// zk_watch_count) must come back to what it was with B holding alone.
+// Also with the cancel made while A is disconnected (reset, reconnects
+// blackholed), A reconnecting to the same session afterwards: the watches
+// "do not come back on a reconnect".
+func TestSharedListingMassCancelLeavesNoWatch(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		name := "connected"
+		if cut {
+			name = "cancelled-while-disconnected"
+		}
+		t.Run(name, func(t *testing.T) { massCancel(t, cut) })
+	}
+}
+
+func massCancel(t *testing.T, cut bool) {
+	c := zktest.New(t)
+	ctx := ctxT(t, 25*time.Second)
+	path := c.Root() + "/r2-mass/lock"
+	bys := raw(t, c)
+	px := zktest.NewProxy(t, c.Servers())
+	sA := session(t, px.Addrs(), conn.WithSessionTimeout(8*time.Second))
+	sB := session(t, c.Servers())
+	mB, _ := mutex.New(sB, path)
+	b := hold(ctx, mB)
+	b.wait(t, 10*time.Second, "B")
+	watchCount := func() string {
+		m, err := c.Mntr(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m["zk_watch_count"]
+	}
+	base := watchCount()
+	hs := []*mutex.InterProcessMutex{}
+	m1, _ := mutex.New(sA, path)
+	m2, _ := mutex.New(sA, path, mutex.WithLocalHandoff(3, 0))
+	hs = append(hs, m1, m2)
+	actx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	const n = 24
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, err := hs[i%2].Acquire(actx)
+			errs <- err
+		}(i)
+	}
+	// Every plain waiter has a node; the handoff ones share one.
+	waitFor(t, 10*time.Second, "A's waiters queued", func() bool { return len(children(bys, path)) == 1+n/2+1 })
+	time.Sleep(300 * time.Millisecond) // let the waiters set their watches; the check below does not rely on it
+	t.Logf("watches with the queue: %s (B alone: %s)", watchCount(), base)
+	if cut {
+		px.Blackhole()
+		px.Cut()
+		waitFor(t, 5*time.Second, "A suspended", func() bool { return sA.State() == conn.Suspended })
+	}
+	cancel()
+	wg.Wait()
+	if cut {
+		px.Heal()
+		waitFor(t, 10*time.Second, "A reconnected", func() bool { return sA.State() == conn.Reconnected })
+	}
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("acquire: %v", err)
+		}
+	}
+	waitFor(t, 10*time.Second, "only B's node left", func() bool { return len(children(bys, path)) == 1 })
+	waitFor(t, 10*time.Second, "the watch count back to B's alone", func() bool { return watchCount() == base })
+	out, err := c.FourLetter(ctx, 0, "wchc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wchc after the cancel:\n%s", out)
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
+}
