@@ -14,7 +14,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestDeadlinesKeptWhileServerPaused checks the recipes' "A deadline
@@ -28,9 +27,9 @@ import (
 // DeadlineExceeded; after Resume the session is the same and none of our
 // nodes is left.
 func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
-	c := zktest.New(t)
-	s := session(t, c.Servers(), conn.WithSessionTimeout(8*time.Second))
-	root := c.Root() + "/paused"
+	f := newFixture(t)
+	s := f.Session(conn.WithSessionTimeout(8 * time.Second))
+	root := f.Path("paused")
 	ep, err := s.Epoch(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -65,13 +64,13 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 		{"leader.Campaign", func(ctx context.Context) error { _, err := e.Campaign(ctx); return err }},
 		{"multilock", func(ctx context.Context) error { _, err := ml.Acquire(ctx); return err }},
 	}
-	if err := c.Pause(0); err != nil {
+	if err := f.Pause(0); err != nil {
 		t.Fatal(err)
 	}
 	resumed := false
 	defer func() {
 		if !resumed {
-			_ = c.Resume(0)
+			_ = f.Resume(0)
 		}
 	}()
 	for _, call := range calls {
@@ -87,11 +86,11 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 			t.Errorf("%s: %v, want DeadlineExceeded", call.name, err)
 		}
 	}
-	if err := c.Resume(0); err != nil {
+	if err := f.Resume(0); err != nil {
 		t.Fatal(err)
 	}
 	resumed = true
-	zc := raw(t, c)
+	zc := f.Raw()
 	waitFor(t, 10*time.Second, "no node of ours left", func() bool { return countNodes(zc, root) == 0 })
 	if ep.Err() != nil {
 		t.Logf("the epoch ended meanwhile: %v", ep.Err())
@@ -108,13 +107,13 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 // later, with creates and listings in flight. Every Acquire must return
 // within 250 ms of its deadline; after Heal no node of A's may remain.
 func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	path := c.Root() + "/r2-deadline/lock"
-	bys := raw(t, c)
-	px := zktest.NewProxy(t, c.Servers())
-	sA := session(t, px.Addrs(), conn.WithSessionTimeout(8*time.Second))
-	sB := session(t, c.Servers())
+	path := f.Path("r2-deadline/lock")
+	bys := f.Raw()
+	px := f.Proxy()
+	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second))
+	sB := f.Session()
 	mB, _ := mutex.New(sB, path)
 	b := hold(ctx, mB)
 	b.wait(t, 10*time.Second, "B")
@@ -179,11 +178,11 @@ func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
 func TestGrantReadBlackholedKeepsDeadline(t *testing.T) {
 	for _, recipe := range []string{"mutex", "semaphoremutex", "rwlock", "leader", "exclusive"} {
 		t.Run(recipe, func(t *testing.T) {
-			c := zktest.New(t)
+			f := newFixture(t)
 			ctx := ctxT(t, 40*time.Second)
-			px := zktest.NewProxy(t, c.Servers())
-			s := session(t, px.Addrs(), conn.WithLastHeardTimer())
-			path := c.Root() + "/r3-grantread/" + recipe
+			px := f.Proxy()
+			s := f.SessionAt(px.Addrs(), conn.WithLastHeardTimer())
+			path := f.Path("r3-grantread/") + recipe
 			h := gAcquire(ctx, round3Locker(t, recipe, s, path, 1))
 			select {
 			case <-h.got:
@@ -194,7 +193,7 @@ func TestGrantReadBlackholedKeepsDeadline(t *testing.T) {
 			defer wcancel()
 			w := gAcquire(wctx, round3Locker(t, recipe, s, path, 2))
 			waitFor(t, 10*time.Second, "waiter watching", func() bool {
-				return len(sessionWatches(t, c, 0, epochOf(t, s).SessionID())) >= 1
+				return len(sessionWatches(t, f, 0, epochOf(t, s).SessionID())) >= 1
 			})
 			px.BlackholeAfterWrites(2)
 			if err := h.release(); err != nil {

@@ -35,12 +35,12 @@ import (
 // R node exists. The downgrade must be refused with conn.ErrLeaseLost and
 // leave no R node.
 func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	sa := session(t, c.Servers())
-	sb := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/rw-downgrade"
+	sa := f.Session()
+	sb := f.Session()
+	zc := f.Raw()
+	path := f.Path("rw-downgrade")
 
 	rwA, err := rwlock.New(sa, path)
 	if err != nil {
@@ -91,7 +91,7 @@ func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 	rA, err := rwA.ReadLock().Acquire(rctx)
 	if err == nil {
 		defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
-		_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-read-under-b", Acl: zk.WorldACL(zk.PermAll)})
+		_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("a-read-under-b"), Acl: zk.WorldACL(zk.PermAll)})
 		t.Fatalf("A holds the read lock (%s) while B holds the write lock (%s); A's read guarded write: err=%v; B's lease err=%v",
 			rA.Path(), b.l.Path(), werr, b.l.Err())
 	}
@@ -111,11 +111,11 @@ func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 // or downgrade on a lost lease". Once writer B holds, A's downgrade must
 // not be granted.
 func TestRWLockDowngradeAfterExpiryRefused(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	sa := session(t, c.Servers())
-	sb := session(t, c.Servers())
-	path := c.Root() + "/rw-downgrade-expiry"
+	sa := f.Session()
+	sb := f.Session()
+	path := f.Path("rw-downgrade-expiry")
 	rwA, _ := rwlock.New(sa, path)
 	rwB, _ := rwlock.New(sb, path)
 	if _, err := rwA.WriteLock().Acquire(ctx); err != nil {
@@ -138,7 +138,7 @@ func TestRWLockDowngradeAfterExpiryRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := zktest.ExpireEpoch(ctx, c.Servers()[0], ep); err != nil {
+	if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-bGot; err != nil {
@@ -166,10 +166,10 @@ func TestRWLockDowngradeAfterExpiryRefused(t *testing.T) {
 // (false) and Acquire (deadline), also through a second handle on the same
 // session.
 func TestRWLockOtherGoroutineGetsNoDowngrade(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := session(t, c.Servers())
-	path := c.Root() + "/rw-other-goroutine"
+	s := f.Session()
+	path := f.Path("rw-other-goroutine")
 	rw, _ := rwlock.New(s, path)
 	rw2, _ := rwlock.New(s, path)
 	if _, err := rw.WriteLock().Acquire(ctx); err != nil {
@@ -226,12 +226,12 @@ func errString(err error) string {
 // but had a smaller Fence than A's read grants, so a resource that saw A's
 // read fence refused the next writer.
 func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	sa := session(t, c.Servers())
-	sc := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/rw-fence"
+	sa := f.Session()
+	sc := f.Session()
+	zc := f.Raw()
+	path := f.Path("rw-fence")
 	rwA, _ := rwlock.New(sa, path)
 	rwC, _ := rwlock.New(sc, path)
 
@@ -319,12 +319,12 @@ func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
 // kept W node: C enters while A still reads. A's read lease must tell, and
 // its guarded write must be refused.
 func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	sa := session(t, c.Servers())
-	sc := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/rw-kept-w"
+	sa := f.Session()
+	sc := f.Session()
+	zc := f.Raw()
+	path := f.Path("rw-kept-w")
 
 	rwA, err := rwlock.New(sa, path)
 	if err != nil {
@@ -389,13 +389,13 @@ func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 	}
 	select {
 	case <-lost: // A was told
-		if _, err := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-reads-under-c", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
+		if _, err := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("a-reads-under-c"), Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
 			t.Errorf("A's read lease is lost but its guarded write says %v, want conn.ErrLeaseLost", err)
 		}
 		return
 	case <-time.After(3 * time.Second):
 	}
-	_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/a-reads-under-c", Acl: zk.WorldACL(zk.PermAll)})
+	_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("a-reads-under-c"), Acl: zk.WorldACL(zk.PermAll)})
 	t.Fatalf("writer C holds %s while A's read lease %s is not lost (Lost open 3 s after C entered, Err=%v) and its guarded write commits: err=%v",
 		cl.l.Path(), rA.Path(), rA.Err(), werr)
 }
@@ -425,12 +425,12 @@ func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 // CheckOp commits, and the read lease's CheckOp checks the kept W node;
 // once the read lock is released, both checks are refused.
 func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	sa := session(t, c.Servers())
-	sc := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/rw-kept-checkop"
+	sa := f.Session()
+	sc := f.Session()
+	zc := f.Raw()
+	path := f.Path("rw-kept-checkop")
 	rwA, _ := rwlock.New(sa, path)
 	rwC, _ := rwlock.New(sc, path)
 	wA, err := rwA.WriteLock().Acquire(ctx)
@@ -465,17 +465,17 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Error("the released write lease's Lost is open (doc: closes on Release)")
 	}
-	if _, err := wA.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/gw-after-w-release", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
+	if _, err := wA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("gw-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
 		t.Errorf("GuardedWrite through the released write lease: %v, want conn.ErrLeaseLost", err)
 	}
-	if _, err := wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: c.Root() + "/checkop-after-w-release", Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+	if _, err := wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
 		t.Errorf("a multi behind the released write lease's CheckOp while its W node is kept: %v, want it to commit (documented)", err)
 	}
 	if err := rwA.ReadLock().Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for name, l := range map[string]*conn.Lease{"write": wA, "read": rA} {
-		_, err := l.Epoch().Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: c.Root() + "/checkop-after-release-" + name, Acl: zk.WorldACL(zk.PermAll)})
+		_, err := l.Epoch().Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-release-") + name, Acl: zk.WorldACL(zk.PermAll)})
 		if !errors.Is(err, zk.ErrNoNode) {
 			t.Errorf("a multi behind the %s lease's CheckOp after the read release: %v, want zk.ErrNoNode", name, err)
 		}
@@ -496,18 +496,18 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 // as A's session lives. Two variants: A armed Lost and saw it close, or A
 // never looked (its release's delete finds the R node gone).
 func TestRWLockKeptWNodeGoesWhenReadLeaseLost(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	for _, armed := range []bool{true, false} {
-		t.Run(map[bool]string{true: "armed", false: "unarmed"}[armed], func(t *testing.T) { keptWAfterReadLost(t, c, armed) })
+		t.Run(map[bool]string{true: "armed", false: "unarmed"}[armed], func(t *testing.T) { keptWAfterReadLost(t, f.In(t), armed) })
 	}
 }
 
-func keptWAfterReadLost(t *testing.T, c *zktest.Cluster, armed bool) {
+func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
 	ctx := ctxT(t, 20*time.Second)
-	sa := session(t, c.Servers())
-	sc := session(t, c.Servers())
-	zc := raw(t, c)
-	path := fmt.Sprintf("%s/rw-kept-left-%v", c.Root(), armed)
+	sa := f.Session()
+	sc := f.Session()
+	zc := f.Raw()
+	path := fmt.Sprintf("%s/rw-kept-left-%v", f.Root(), armed)
 	rwA, _ := rwlock.New(sa, path)
 	rwC, _ := rwlock.New(sc, path)
 	wA, err := rwA.WriteLock().Acquire(ctx)
@@ -541,7 +541,7 @@ func keptWAfterReadLost(t *testing.T, c *zktest.Cluster, armed bool) {
 	var lost <-chan struct{}
 	if armed {
 		lost = rA.Lost()
-		waitFor(t, 5*time.Second, "the read lease's watch", func() bool { return watched(c, 0, rA.Path()) })
+		waitFor(t, 5*time.Second, "the read lease's watch", func() bool { return watched(f, 0, rA.Path()) })
 	}
 	if err := zc.Delete(rA.Path(), -1); err != nil {
 		t.Fatal(err)
@@ -575,12 +575,12 @@ func keptWAfterReadLost(t *testing.T, c *zktest.Cluster, armed bool) {
 // delete the kept W node or let writer C in; the read release then lets C
 // in and leaves none of A's nodes.
 func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	sa := session(t, c.Servers())
-	sc := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/rw-extra-release"
+	sa := f.Session()
+	sc := f.Session()
+	zc := f.Raw()
+	path := f.Path("rw-extra-release")
 	rwA, _ := rwlock.New(sa, path)
 	rwC, _ := rwlock.New(sc, path)
 	wA, err := rwA.WriteLock().Acquire(ctx)
@@ -662,8 +662,8 @@ func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
 // and write-then-downgrade, for 4 s. An in-process ledger (readers,
 // writers) is checked at every entry.
 func TestRWLockDowngradeStress(t *testing.T) {
-	c := zktest.New(t)
-	path := c.Root() + "/rw-stress"
+	f := newFixture(t)
+	path := f.Path("rw-stress")
 	var mu sync.Mutex
 	readers, writers := 0, 0
 	violation := make(chan string, 16)
@@ -681,7 +681,7 @@ func TestRWLockDowngradeStress(t *testing.T) {
 	var counts [3]int
 	var cmu sync.Mutex
 	for si := 0; si < 3; si++ {
-		s := session(t, c.Servers())
+		s := f.Session()
 		rw, err := rwlock.New(s, path)
 		if err != nil {
 			t.Fatal(err)
@@ -763,6 +763,6 @@ func TestRWLockDowngradeStress(t *testing.T) {
 		t.Errorf("exclusion broken: %s", v)
 	}
 	t.Logf("reads %d, writes %d, downgrades %d", counts[0], counts[1], counts[2])
-	zc := raw(t, c)
+	zc := f.Raw()
 	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, path) == 0 })
 }

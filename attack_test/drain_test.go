@@ -83,13 +83,13 @@ func round3Locker(t *testing.T, recipe string, s *conn.Session, path string, i i
 func TestExpiryMidDrainMetrics(t *testing.T) {
 	for _, recipe := range []string{"mutex", "mutex-handoff", "semaphoremutex", "semaphoremutex-handoff", "rwlock", "exclusive", "leader"} {
 		t.Run(recipe, func(t *testing.T) {
-			c := zktest.New(t)
+			f := newFixture(t)
 			ctx := ctxT(t, 60*time.Second)
 			rec := &metricsRec{}
-			sa := session(t, c.Servers(), conn.WithMetrics(rec))
-			sb := session(t, c.Servers())
-			zc := raw(t, c)
-			path := c.Root() + "/r3-exp/" + recipe
+			sa := f.Session(conn.WithMetrics(rec))
+			sb := f.Session()
+			zc := f.Raw()
+			path := f.Path("r3-exp/") + recipe
 			lb := round3Locker(t, recipe, sb, path, 100)
 			bh := gAcquire(ctx, lb)
 			select {
@@ -133,7 +133,7 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 			waitFor(t, 10*time.Second, "A's waiters watching", func() bool { return rec.watches.Load() >= 1 })
 			time.Sleep(200 * time.Millisecond) // not a race fix: give every waiter time to queue before the expiry
 			ep := epochOf(t, sa)
-			if err := zktest.ExpireEpoch(ctx, c.Servers()[0], ep); err != nil {
+			if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -143,7 +143,7 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 			}
 			ep2 := epochOf(t, sa)
 			waitFor(t, 10*time.Second, "A's waiters watching again", func() bool {
-				return len(sessionWatches(t, c, 0, epochOf(t, sa).SessionID())) >= 1
+				return len(sessionWatches(t, f, 0, epochOf(t, sa).SessionID())) >= 1
 			})
 			time.Sleep(200 * time.Millisecond) // not a race fix: let the waiters queue again before the handoff
 			if err := bh.release(); err != nil {
@@ -172,8 +172,8 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 			if !eventually(3*time.Second, func() bool { return rec.watches.Load() == 0 }) {
 				t.Errorf("watches gauge %d, want 0", rec.watches.Load())
 			}
-			if !eventually(3*time.Second, func() bool { return len(sessionWatches(t, c, 0, ep2.SessionID())) == 0 }) {
-				t.Errorf("server holds watches of A's session: %v", sessionWatches(t, c, 0, ep2.SessionID()))
+			if !eventually(3*time.Second, func() bool { return len(sessionWatches(t, f, 0, ep2.SessionID())) == 0 }) {
+				t.Errorf("server holds watches of A's session: %v", sessionWatches(t, f, 0, ep2.SessionID()))
 			}
 		})
 	}
@@ -205,13 +205,13 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 func TestInterleavedDrainMassCancelBystander(t *testing.T) {
 	for _, recipe := range []string{"mutex-revocable", "leader", "rwlock-revocable", "mutex"} {
 		t.Run(recipe, func(t *testing.T) {
-			c := zktest.New(t)
-			ss := []*conn.Session{session(t, c.Servers()), session(t, c.Servers()), session(t, c.Servers())}
-			hs := session(t, c.Servers())
-			zc := raw(t, c)
+			f := newFixture(t)
+			ss := []*conn.Session{f.Session(), f.Session(), f.Session()}
+			hs := f.Session()
+			zc := f.Raw()
 			for round := 0; round < 3; round++ {
-				path := fmt.Sprintf("%s/r4-drain/%s-%d", c.Root(), recipe, round)
-				ws := runDrain(t, c, recipe, path, ss, hs, 45, int64(round+1), round == 2)
+				path := fmt.Sprintf("%s/r4-drain/%s-%d", f.Root(), recipe, round)
+				ws := runDrain(t, f, recipe, path, ss, hs, 45, int64(round+1), round == 2)
 				var surv []*drainWaiter
 				for i, w := range ws {
 					switch w.fate {
@@ -255,8 +255,8 @@ func TestInterleavedDrainMassCancelBystander(t *testing.T) {
 				waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(zc, path)) == 0 })
 				for i, s := range ss {
 					sid := epochOf(t, s).SessionID()
-					if !eventually(5*time.Second, func() bool { return len(sessionWatches(t, c, 0, sid)) == 0 }) {
-						t.Errorf("round %d: session %d keeps watches %v", round, i, sessionWatches(t, c, 0, sid))
+					if !eventually(5*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
+						t.Errorf("round %d: session %d keeps watches %v", round, i, sessionWatches(t, f, 0, sid))
 					}
 				}
 			}
@@ -282,14 +282,14 @@ func TestInterleavedDrainMassCancelBystander(t *testing.T) {
 func TestOneAttemptDrainUnderCuts(t *testing.T) {
 	for _, recipe := range []string{"mutex-revocable", "leader"} {
 		t.Run(recipe, func(t *testing.T) {
-			c := zktest.New(t)
+			f := newFixture(t)
 			ctx := ctxT(t, 120*time.Second)
-			px := zktest.NewProxy(t, c.Servers())
-			sa := session(t, px.Addrs(), conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxAttempts: 1}))
-			sb := session(t, c.Servers())
-			sd := session(t, c.Servers())
-			zc := raw(t, c)
-			path := c.Root() + "/r4-one/" + recipe
+			px := f.Proxy()
+			sa := f.SessionAt(px.Addrs(), conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxAttempts: 1}))
+			sb := f.Session()
+			sd := f.Session()
+			zc := f.Raw()
+			path := f.Path("r4-one/") + recipe
 			h := gAcquire(ctx, round4Locker(t, recipe, sd, path, 999))
 			select {
 			case <-h.got:
@@ -414,8 +414,8 @@ func TestOneAttemptDrainUnderCuts(t *testing.T) {
 			}
 			for name, s := range map[string]*conn.Session{"A": sa, "B": sb} {
 				sid := epochOf(t, s).SessionID()
-				if !eventually(5*time.Second, func() bool { return len(sessionWatches(t, c, 0, sid)) == 0 }) {
-					t.Errorf("session %s keeps watches %v", name, sessionWatches(t, c, 0, sid))
+				if !eventually(5*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
+					t.Errorf("session %s keeps watches %v", name, sessionWatches(t, f, 0, sid))
 				}
 			}
 		})

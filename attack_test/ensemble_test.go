@@ -19,10 +19,10 @@ import (
 )
 
 // serverOf returns the index of the server that lists session sid in cons.
-func serverOf(c *zktest.Cluster, sid int64) int {
-	for i := range c.Servers() {
+func serverOf(f *fixture, sid int64) int {
+	for i := range f.Servers() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		out, err := c.FourLetter(ctx, i, "cons")
+		out, err := f.FourLetter(ctx, i, "cons")
 		cancel()
 		if err == nil && strings.Contains(out, fmt.Sprintf("sid=0x%x", sid)) {
 			return i
@@ -40,10 +40,10 @@ func serverOf(c *zktest.Cluster, sid int64) int {
 // commit), the waiter (on another server) keeps waiting, and gets the lock
 // once the holder releases; the killed server restarts and agrees.
 func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
-	c := zktest.New(t, zktest.WithServers(3))
+	f := newFixture(t, zktest.WithServers(3))
 	ctx := ctxT(t, 28*time.Second)
-	sa := session(t, c.Servers(), conn.WithSessionTimeout(6*time.Second))
-	path := c.Root() + "/ens-kill"
+	sa := f.Session(conn.WithSessionTimeout(6 * time.Second))
+	path := f.Path("ens-kill")
 	ma, _ := mutex.New(sa, path)
 	la, err := ma.Acquire(ctx)
 	if err != nil {
@@ -51,14 +51,14 @@ func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
 	}
 	sid := la.Epoch().SessionID()
 	srv := -1
-	waitFor(t, 5*time.Second, "the holder's server", func() bool { srv = serverOf(c, sid); return srv >= 0 })
+	waitFor(t, 5*time.Second, "the holder's server", func() bool { srv = serverOf(f, sid); return srv >= 0 })
 	var others []string
-	for i, a := range c.Servers() {
+	for i, a := range f.Servers() {
 		if i != srv {
 			others = append(others, a)
 		}
 	}
-	sb := session(t, others)
+	sb := f.SessionAt(others)
 	mb, _ := mutex.New(sb, path)
 	bGot := make(chan error, 1)
 	bRel := make(chan struct{})
@@ -71,9 +71,9 @@ func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
 		}
 	}()
 	defer close(bRel)
-	zc := raw(t, c)
+	zc := f.Raw()
 	waitFor(t, 5*time.Second, "the waiter's node", func() bool { return len(children(zc, path)) == 2 })
-	if err := c.Kill(srv); err != nil {
+	if err := f.Kill(srv); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 15*time.Second, "the holder to reconnect", func() bool { return sa.State() == conn.Reconnected })
@@ -99,10 +99,10 @@ func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("waiter not granted 10 s after the release")
 	}
-	if err := c.Restart(srv); err != nil {
+	if err := f.Restart(srv); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.WaitServing(ctx); err != nil {
+	if err := f.WaitServing(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -117,12 +117,12 @@ func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
 // counted holder writes a register through GuardedWrite with the version
 // it read; the in-process ledger and fences are checked at every entry.
 func TestEnsembleKillsUnderSharedListings(t *testing.T) {
-	c := zktest.New(t, zktest.WithServers(3))
+	f := newFixture(t, zktest.WithServers(3))
 	ctx := ctxT(t, 29*time.Second)
-	path := c.Root() + "/r2-ens/lock"
-	reg := c.Root() + "/r2-ens-reg"
-	bys := raw(t, c)
-	_, _ = bys.Create(c.Root(), nil, 0, zk.WorldACL(zk.PermAll))
+	path := f.Path("r2-ens/lock")
+	reg := f.Path("r2-ens-reg")
+	bys := f.Raw()
+	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
 	if _, err := bys.Create(reg, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 	stop := time.Now().Add(9 * time.Second)
 	var wg sync.WaitGroup
 	for si := 0; si < 2; si++ {
-		s := session(t, c.Servers())
+		s := f.Session()
 		m1, _ := mutex.New(s, path)
 		m2, _ := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
 		for g := 0; g < 5; g++ {
@@ -194,11 +194,11 @@ func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		time.Sleep(2 * time.Second)
 		k := i % 3
-		if err := c.Kill(k); err != nil {
+		if err := f.Kill(k); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(500 * time.Millisecond)
-		if err := c.Restart(k); err != nil {
+		if err := f.Restart(k); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,17 +14,16 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/lock"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // exclusiveReplaced returns A's lease and B's, after a bystander deleted
 // A's node and B created the same path: A has not called Lost, Fence or
 // GuardedWrite before.
-func exclusiveReplaced(t *testing.T, c *zktest.Cluster, ctx context.Context, name string) (la, lb *conn.Lease) {
-	sa := session(t, c.Servers())
-	sb := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/excl-reuse-" + name
+func exclusiveReplaced(t *testing.T, f *fixture, ctx context.Context, name string) (la, lb *conn.Lease) {
+	sa := f.Session()
+	sb := f.Session()
+	zc := f.Raw()
+	path := f.Path("excl-reuse-") + name
 	xa, _ := exclusive.New(sa, path)
 	xb, _ := exclusive.New(sb, path)
 	la, err := xa.Acquire(ctx)
@@ -41,7 +40,7 @@ func exclusiveReplaced(t *testing.T, c *zktest.Cluster, ctx context.Context, nam
 		}
 		bGot <- l
 	}()
-	waitFor(t, 5*time.Second, "B's watch", func() bool { return watched(c, 0, la.Path()) })
+	waitFor(t, 5*time.Second, "B's watch", func() bool { return watched(f, 0, la.Path()) })
 	if err := zc.Delete(la.Path(), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +65,9 @@ func exclusiveReplaced(t *testing.T, c *zktest.Cluster, ctx context.Context, nam
 // for its Fence. A's Fence must be below B's (or fail with ErrLeaseLost);
 // if it equals B's, a fencing resource takes A's writes as B's.
 func TestExclusiveFenceOfReplacedNodeIsNotTheNewHolders(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	la, lb := exclusiveReplaced(t, c, ctx, "token")
+	la, lb := exclusiveReplaced(t, f, ctx, "token")
 	fb, err := lb.Fence(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -92,9 +91,9 @@ func TestExclusiveFenceOfReplacedNodeIsNotTheNewHolders(t *testing.T) {
 // was deleted by a bystander and B holds the same path when A first calls
 // Lost. A's Lost must close.
 func TestExclusiveLostArmedAfterReplacementCloses(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	la, lb := exclusiveReplaced(t, c, ctx, "lost")
+	la, lb := exclusiveReplaced(t, f, ctx, "lost")
 	select {
 	case <-la.Lost():
 	case <-time.After(3 * time.Second):
@@ -114,13 +113,13 @@ func TestExclusiveLostArmedAfterReplacementCloses(t *testing.T) {
 // creates it and holds. C waits. A, unaware, releases: B's node must stay,
 // and C must not enter while B holds.
 func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	sa := session(t, c.Servers())
-	sb := session(t, c.Servers())
-	sc := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/excl-stale"
+	sa := f.Session()
+	sb := f.Session()
+	sc := f.Session()
+	zc := f.Raw()
+	path := f.Path("excl-stale")
 	xa, _ := exclusive.New(sa, path)
 	xb, _ := exclusive.New(sb, path)
 	xc, _ := exclusive.New(sc, path)
@@ -138,7 +137,7 @@ func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
 		}
 		bGot <- l
 	}()
-	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(c, 0, la.Path()) })
+	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
 	if err := zc.Delete(la.Path(), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +163,7 @@ func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
 			_ = xc.Release(context.WithoutCancel(ctx))
 		}
 	}()
-	waitFor(t, 5*time.Second, "C's watch on B's node", func() bool { return watched(c, 0, lb.Path()) })
+	waitFor(t, 5*time.Second, "C's watch on B's node", func() bool { return watched(f, 0, lb.Path()) })
 
 	relErr := xa.Release(ctx)
 	t.Logf("A's stale Release: %v", relErr)
@@ -195,14 +194,14 @@ func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
 // A's connection comes back with the same session. A's background deletion
 // must not delete B's node.
 func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	px := zktest.NewProxy(t, c.Servers())
-	sa := session(t, px.Addrs())
-	sb := session(t, c.Servers())
-	sc := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/excl-bg"
+	px := f.Proxy()
+	sa := f.SessionAt(px.Addrs())
+	sb := f.Session()
+	sc := f.Session()
+	zc := f.Raw()
+	path := f.Path("excl-bg")
 	xa, _ := exclusive.New(sa, path)
 	xb, _ := exclusive.New(sb, path)
 	xc, _ := exclusive.New(sc, path)
@@ -222,7 +221,7 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 		}
 		bGot <- l
 	}()
-	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(c, 0, la.Path()) })
+	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
 	px.BlackholeAfterWrites(2) // Release reads the node, then deletes it
 	rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	relErr := xa.Release(rctx)
@@ -251,7 +250,7 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 			_ = xc.Release(context.WithoutCancel(ctx))
 		}
 	}()
-	waitFor(t, 5*time.Second, "C's watch on B's node", func() bool { return watched(c, 0, lb.Path()) })
+	waitFor(t, 5*time.Second, "C's watch on B's node", func() bool { return watched(f, 0, lb.Path()) })
 	px.Heal()
 	waitFor(t, 10*time.Second, "A's session back", func() bool {
 		return sa.State() == conn.Reconnected || sa.State() == conn.Connected
@@ -281,13 +280,13 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 // version 0 again). Five rounds; after each re-acquire, the node must stay
 // A's and another session's TryAcquire must fail.
 func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	px := zktest.NewProxy(t, c.Servers())
-	sa := session(t, px.Addrs())
-	sc := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/excl-own"
+	px := f.Proxy()
+	sa := f.SessionAt(px.Addrs())
+	sc := f.Session()
+	zc := f.Raw()
+	path := f.Path("excl-own")
 	xa, _ := exclusive.New(sa, path)
 	xc, _ := exclusive.New(sc, path)
 	if _, err := xa.Acquire(ctx); err != nil {
@@ -346,13 +345,13 @@ func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
 // (its node is gone).
 func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	const d = time.Second
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 40*time.Second)
-	px := zktest.NewProxy(t, c.Servers())
-	sa := session(t, px.Addrs(), conn.WithSessionTimeout(20*time.Second))
-	sb := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/excl-race"
+	px := f.Proxy()
+	sa := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(20*time.Second))
+	sb := f.Session()
+	zc := f.Raw()
+	path := f.Path("excl-race")
 	xa, _ := exclusive.New(sa, path)
 	xb, _ := exclusive.New(sb, path)
 	la, err := xa.Acquire(ctx)
@@ -369,7 +368,7 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 		}
 		bGot <- l
 	}()
-	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(c, 0, la.Path()) })
+	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
 	multis := sa.Stats().Requests[conn.OpMulti]
 	px.SetLatency(d)
 	released := make(chan error, 1)
@@ -427,19 +426,19 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 // hold at once (the background delete of A's lost node must not delete the
 // node of A's own new acquire, nor B's), and nothing is left at the end.
 func TestExclusiveCreatePendingThenRace(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	path := c.Root() + "/r2-excl"
-	reg := c.Root() + "/r2-excl-reg"
-	bys := raw(t, c)
-	_, _ = bys.Create(c.Root(), nil, 0, zk.WorldACL(zk.PermAll))
+	path := f.Path("r2-excl")
+	reg := f.Path("r2-excl-reg")
+	bys := f.Raw()
+	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
 	if _, err := bys.Create(reg, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	px := zktest.NewProxy(t, c.Servers())
-	sA := session(t, px.Addrs(), conn.WithSessionTimeout(8*time.Second),
+	px := f.Proxy()
+	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second),
 		conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxAttempts: 1}))
-	sB := session(t, c.Servers())
+	sB := f.Session()
 	lA, _ := exclusive.New(sA, path)
 	lB, _ := exclusive.New(sB, path)
 	// Parents first, so that the next write is the lock node's create.

@@ -1,7 +1,7 @@
 // Package attack_test probes the promises of zkrecipes' public documentation
-// by combining features, faults and bystanders. It uses only the public API.
-// Test* tests fail on the code they were written against (a broken
-// promise); Test* tests pass and guard an important combination.
+// by combining features, faults and bystanders, one file per recipe or
+// concern. It uses only the public API; each test starts from a fixture: a
+// real ZooKeeper, sessions on it, a bystander client and the test's paths.
 package attack_test
 
 import (
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -25,6 +26,66 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
+// fixture is one test's ZooKeeper: the cluster (its methods promoted:
+// Pause, Kill, FourLetter, ...), sessions on it, a bystander client and
+// paths below the cluster's root.
+type fixture struct {
+	*zktest.Cluster
+	t   *testing.T
+	raw *zk.Conn
+}
+
+// newFixture starts a cluster for t (zktest.New), stopped in Cleanup.
+func newFixture(t *testing.T, opts ...zktest.Option) *fixture {
+	t.Helper()
+	return &fixture{Cluster: zktest.New(t, opts...), t: t}
+}
+
+// In is the fixture seen from subtest t: sessions and the bystander it
+// makes are closed when t ends.
+func (f *fixture) In(t *testing.T) *fixture { return &fixture{Cluster: f.Cluster, t: t} }
+
+// Session connects a session to every server (4 s session timeout unless
+// opts say otherwise), closed in Cleanup.
+func (f *fixture) Session(opts ...conn.Option) *conn.Session {
+	f.t.Helper()
+	return session(f.t, f.Servers(), opts...)
+}
+
+// SessionAt connects a session to the given addresses (a proxy's, or some
+// of the servers).
+func (f *fixture) SessionAt(addrs []string, opts ...conn.Option) *conn.Session {
+	f.t.Helper()
+	return session(f.t, addrs, opts...)
+}
+
+// Proxy puts a zktest.Proxy in front of every server.
+func (f *fixture) Proxy() *zktest.Proxy { return zktest.NewProxy(f.t, f.Servers()) }
+
+// Raw is the bystander: a plain go-zookeeper client, one per fixture.
+func (f *fixture) Raw() *zk.Conn {
+	f.t.Helper()
+	if f.raw != nil {
+		return f.raw
+	}
+	zc, ev, err := zk.Connect(f.Servers(), 5*time.Second, zk.WithLogger(silent{}))
+	require.NoError(f.t, err, "raw connect")
+	f.t.Cleanup(zc.Close)
+	deadline := time.After(10 * time.Second)
+	for zc.State() != zk.StateHasSession {
+		select {
+		case <-ev:
+		case <-deadline:
+			f.t.Fatalf("raw client: no session")
+		}
+	}
+	f.raw = zc
+	return zc
+}
+
+// Path is name below the cluster's root.
+func (f *fixture) Path(name string) string { return f.Root() + "/" + name }
+
 // session connects a conn.Session to servers and closes it in Cleanup.
 func session(t *testing.T, servers []string, opts ...conn.Option) *conn.Session {
 	t.Helper()
@@ -32,9 +93,7 @@ func session(t *testing.T, servers []string, opts ...conn.Option) *conn.Session 
 	defer cancel()
 	opts = append([]conn.Option{conn.WithSessionTimeout(4 * time.Second)}, opts...)
 	s, err := conn.Connect(ctx, servers, opts...)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
+	require.NoError(t, err, "connect")
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -42,25 +101,6 @@ func session(t *testing.T, servers []string, opts ...conn.Option) *conn.Session 
 type silent struct{}
 
 func (silent) Printf(string, ...any) {}
-
-// raw is a bystander: a plain go-zookeeper client, closed in Cleanup.
-func raw(t *testing.T, c *zktest.Cluster) *zk.Conn {
-	t.Helper()
-	zc, ev, err := zk.Connect(c.Servers(), 5*time.Second, zk.WithLogger(silent{}))
-	if err != nil {
-		t.Fatalf("raw connect: %v", err)
-	}
-	t.Cleanup(zc.Close)
-	deadline := time.After(10 * time.Second)
-	for zc.State() != zk.StateHasSession {
-		select {
-		case <-ev:
-		case <-deadline:
-			t.Fatalf("raw client: no session")
-		}
-	}
-	return zc
-}
 
 // waitFor polls cond every 10 ms until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
@@ -84,10 +124,10 @@ func children(zc *zk.Conn, path string) []string {
 }
 
 // watched reports whether server i lists a watch on path (wchp).
-func watched(c *zktest.Cluster, i int, path string) bool {
+func watched(f *fixture, i int, path string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	out, err := c.FourLetter(ctx, i, "wchp")
+	out, err := f.FourLetter(ctx, i, "wchp")
 	if err != nil {
 		return false
 	}
@@ -159,11 +199,11 @@ func (m *metricsRec) dump() string {
 
 // sessionWatches lists the paths server i holds watches on for session sid
 // (wchc).
-func sessionWatches(t *testing.T, c *zktest.Cluster, i int, sid int64) []string {
+func sessionWatches(t *testing.T, f *fixture, i int, sid int64) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	out, err := c.FourLetter(ctx, i, "wchc")
+	out, err := f.FourLetter(ctx, i, "wchc")
 	if err != nil {
 		t.Fatalf("wchc: %v", err)
 	}
@@ -274,10 +314,10 @@ type drainWaiter struct {
 // cancel each, called from one loop), a bystander deletes a random sixth of
 // the others' nodes, and H releases. Returns the waiters after every
 // Acquire returned (or fails the test after 60 s naming the stuck ones).
-func runDrain(t *testing.T, c *zktest.Cluster, recipe, path string, ss []*conn.Session, hs *conn.Session, n int, seed int64, concurrent bool) []*drainWaiter {
+func runDrain(t *testing.T, f *fixture, recipe, path string, ss []*conn.Session, hs *conn.Session, n int, seed int64, concurrent bool) []*drainWaiter {
 	t.Helper()
 	ctx := ctxT(t, 120*time.Second)
-	zc := raw(t, c)
+	zc := f.Raw()
 	rng := rand.New(rand.NewSource(seed))
 	h := gAcquire(ctx, round4Locker(t, recipe, hs, path, 1000))
 	select {

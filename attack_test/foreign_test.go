@@ -15,7 +15,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestForeignNodeClaimingSealedIsNotTrusted checks
@@ -53,8 +52,8 @@ import (
 // failed: the waiter entered 30-60 ms after the write, the node still
 // there); the waiter now also reads its predecessor's ACL.
 func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
-	c := zktest.New(t)
-	s := session(t, c.Servers())
+	f := newFixture(t)
+	s := f.Session()
 	type recipe struct {
 		name   string
 		parent string // below the lock path
@@ -127,11 +126,12 @@ func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
 	for _, r := range recipes {
 		for _, v := range variants {
 			t.Run(r.name+"/"+v.name, func(t *testing.T) {
+				f := f.In(t)
 				ctx := ctxT(t, 20*time.Second)
-				owner := raw(t, c)
-				writer := raw(t, c) // someone else, for the world-acl variant
-				path := c.Root() + "/forged-" + r.name + "-" + v.name
-				for _, p := range []string{c.Root(), path, path + r.parent} {
+				owner := f.Raw()
+				writer := f.Raw() // someone else, for the world-acl variant
+				path := f.Path("forged-") + r.name + "-" + v.name
+				for _, p := range []string{f.Root(), path, path + r.parent} {
 					if _, err := owner.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
 						t.Fatal(err)
 					}
@@ -146,7 +146,7 @@ func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
 				}
 				if v.second {
 					acl = append(acl, zk.DigestACL(zk.PermWrite, "other", "pw")...)
-					writer = raw(t, c)
+					writer = f.Raw()
 					if err := writer.AddAuth("digest", []byte("other:pw")); err != nil {
 						t.Fatal(err)
 					}
@@ -163,7 +163,7 @@ func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
 				go func() { defer close(done); r.wait(ctx, path, got, rel) }()
 				defer func() { close(rel); <-done }()
 				waitFor(t, 10*time.Second, "our waiter's watch on the foreign holder's node", func() bool {
-					return watched(c, 0, node)
+					return watched(f, 0, node)
 				})
 				if _, err := writer.Set(node, []byte(data), -1); err != nil {
 					t.Fatal(err)
@@ -202,14 +202,14 @@ func TestMutexCountsForeignContenders(t *testing.T) {
 }
 
 func foreignContenders(t *testing.T, shapes map[string]string) {
-	c := zktest.New(t)
-	s := session(t, c.Servers())
-	zc := raw(t, c)
+	f := newFixture(t)
+	s := f.Session()
+	zc := f.Raw()
 	for name, child := range shapes {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t, 15*time.Second)
-			path := c.Root() + "/foreign-" + name
-			for _, p := range []string{c.Root(), path} {
+			path := f.Path("foreign-") + name
+			for _, p := range []string{f.Root(), path} {
 				if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
 					t.Fatal(err)
 				}
@@ -265,12 +265,12 @@ func foreignContenders(t *testing.T, shapes map[string]string) {
 // holder's node, then, once the waiter behind has read it and watches it,
 // writes once more. The holder has not released.
 func TestMutexRevocableNodeForgedSealKeepsWaiterOut(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	sa := session(t, c.Servers())
-	sb := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/forged-seal"
+	sa := f.Session()
+	sb := f.Session()
+	zc := f.Raw()
+	path := f.Path("forged-seal")
 
 	ma, err := mutex.New(sa, path, mutex.WithRevocable())
 	if err != nil {
@@ -318,7 +318,7 @@ func TestMutexRevocableNodeForgedSealKeepsWaiterOut(t *testing.T) {
 		}
 	}()
 	waitFor(t, 10*time.Second, "the waiter's watch on the holder's node", func() bool {
-		return watched(c, 0, la.Path())
+		return watched(f, 0, la.Path())
 	})
 	if _, err := zc.Set(la.Path(), []byte(forged), -1); err != nil {
 		t.Fatalf("bystander's second write: %v", err)
@@ -327,7 +327,7 @@ func TestMutexRevocableNodeForgedSealKeepsWaiterOut(t *testing.T) {
 	select {
 	case r := <-got:
 		if r.err == nil {
-			_, werr := r.l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/b-was-here", Acl: zk.WorldACL(zk.PermAll)})
+			_, werr := r.l.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("b-was-here"), Acl: zk.WorldACL(zk.PermAll)})
 			t.Fatalf("two holders: B acquired %s while A (%s) still holds and never released; B's guarded write: %v; A's lease err: %v",
 				r.l.Path(), la.Path(), werr, la.Err())
 		}
@@ -356,10 +356,10 @@ var oddNames = []string{"y", "lock-", "_c_x-lock-", "_c_x-lock-abc", "h-W-", "h-
 // children are treated (README: "Nothing is left behind", rwlock/doc.go:
 // "Names are parsed from the right"); this pins that they are ignored.
 func TestOddChildrenUnderLockPathsAreIgnored(t *testing.T) {
-	c := zktest.New(t)
-	sa := session(t, c.Servers())
-	sb := session(t, c.Servers())
-	zc := raw(t, c)
+	f := newFixture(t)
+	sa := f.Session()
+	sb := f.Session()
+	zc := f.Raw()
 	type side struct {
 		acq func(ctx context.Context) error
 		rel func(ctx context.Context) error
@@ -443,10 +443,10 @@ func TestOddChildrenUnderLockPathsAreIgnored(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
-			path := c.Root() + "/odd-" + tc.name
+			path := f.Path("odd-") + tc.name
 			for _, d := range tc.dirs {
 				dir := path + d
-				for _, p := range []string{c.Root(), path, dir} {
+				for _, p := range []string{f.Root(), path, dir} {
 					_, _ = zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
 				}
 				for _, n := range oddNames {

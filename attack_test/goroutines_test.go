@@ -12,7 +12,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestArmedLeaseCostsThreeGoroutines checks docs/benchmarks.md's "A held
@@ -21,14 +20,14 @@ import (
 // each must add at most three goroutines per lease. Found by an outside
 // user (round 2): the doc said "a goroutine", and it was 3.00 per lease.
 func TestArmedLeaseCostsThreeGoroutines(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	s := session(t, c.Servers())
+	s := f.Session()
 	const n = 60
 	leases := make([]*conn.Lease, n)
 	ms := make([]*mutex.InterProcessMutex, n)
 	for i := range leases {
-		ms[i], _ = mutex.New(s, fmt.Sprintf("%s/r2-armed/m%d", c.Root(), i))
+		ms[i], _ = mutex.New(s, fmt.Sprintf("%s/r2-armed/m%d", f.Root(), i))
 		l, err := ms[i].Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +44,7 @@ func TestArmedLeaseCostsThreeGoroutines(t *testing.T) {
 		_ = l.Lost()
 	}
 	waitFor(t, 10*time.Second, "every node watched", func() bool {
-		return watched(c, 0, leases[0].Path()) && watched(c, 0, leases[n-1].Path())
+		return watched(f, 0, leases[0].Path()) && watched(f, 0, leases[n-1].Path())
 	})
 	var after int
 	waitFor(t, 5*time.Second, "goroutine count steady", func() bool {
@@ -71,13 +70,13 @@ func TestArmedLeaseCostsThreeGoroutines(t *testing.T) {
 // with the session still open, the goroutine count comes back and no watch
 // remains on any of the nodes.
 func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	s := session(t, c.Servers())
+	s := f.Session()
 	const n = 60
 	ms := make([]*mutex.InterProcessMutex, n)
 	for i := range ms {
-		ms[i], _ = mutex.New(s, fmt.Sprintf("%s/r2-cost/m%d", c.Root(), i))
+		ms[i], _ = mutex.New(s, fmt.Sprintf("%s/r2-cost/m%d", f.Root(), i))
 	}
 	// Warm up the session's own goroutines with one acquire/release.
 	if _, err := ms[0].Acquire(ctx); err != nil {
@@ -105,7 +104,7 @@ func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
 		_ = l.Lost()
 	}
 	waitFor(t, 10*time.Second, "a watch on every held node", func() bool {
-		return watched(c, 0, leases[n-1].Path()) && watched(c, 0, leases[0].Path())
+		return watched(f, 0, leases[n-1].Path()) && watched(f, 0, leases[0].Path())
 	})
 	armed := runtime.NumGoroutine()
 	t.Logf("goroutines with Lost armed on all: %d", armed)
@@ -125,7 +124,7 @@ func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
 		return runtime.NumGoroutine() <= base+2
 	})
 	for _, l := range leases {
-		if watched(c, 0, l.Path()) {
+		if watched(f, 0, l.Path()) {
 			t.Errorf("watch left on released node %s", l.Path())
 		}
 	}
@@ -138,12 +137,12 @@ func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
 // server's watch count), the process must run at most about two
 // goroutines per waiter (we allow 2.5).
 func TestWaiterGoroutineCost(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	path := c.Root() + "/r2-wcost/lock"
-	bys := raw(t, c)
-	sA := session(t, c.Servers())
-	sB := session(t, c.Servers())
+	path := f.Path("r2-wcost/lock")
+	bys := f.Raw()
+	sA := f.Session()
+	sB := f.Session()
 	mB, _ := mutex.New(sB, path)
 	b := hold(ctx, mB)
 	b.wait(t, 10*time.Second, "B")
@@ -165,7 +164,7 @@ func TestWaiterGoroutineCost(t *testing.T) {
 		if len(children(bys, path)) != n+1 {
 			return false
 		}
-		mm, err := c.Mntr(ctx, 0)
+		mm, err := f.Mntr(ctx, 0)
 		return err == nil && mm["zk_watch_count"] == "40"
 	})
 	var now int
@@ -192,11 +191,11 @@ func TestWaiterGoroutineCost(t *testing.T) {
 // handoff, Lost armed, released; the goroutine count must come back to
 // where it was, with the session still open. Also logs what arming costs.
 func TestMultiLockLostGoroutinesEnd(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := session(t, c.Servers())
-	a, _ := mutex.New(s, c.Root()+"/r2-ml/a", mutex.WithLocalHandoff(3, 0))
-	b, _ := semaphoremutex.New(s, c.Root()+"/r2-ml/b", semaphoremutex.WithLocalHandoff(3, 0))
+	s := f.Session()
+	a, _ := mutex.New(s, f.Root()+"/r2-ml/a", mutex.WithLocalHandoff(3, 0))
+	b, _ := semaphoremutex.New(s, f.Root()+"/r2-ml/b", semaphoremutex.WithLocalHandoff(3, 0))
 	ml, err := multilock.New(a, b)
 	if err != nil {
 		t.Fatal(err)

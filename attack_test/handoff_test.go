@@ -26,7 +26,7 @@ import (
 // when grant 1 is released and passed locally to grant 2. Grant 2 must not
 // exist before that write has been answered.
 func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	type handles struct {
 		acquire1, acquire2 func(ctx context.Context) (*conn.Lease, error)
 		release1, release2 func(ctx context.Context) error
@@ -47,12 +47,13 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			f := f.In(t)
 			ctx := ctxT(t, 25*time.Second)
-			px := zktest.NewProxy(t, c.Servers())
-			s := session(t, px.Addrs())
-			zc := raw(t, c)
-			path := c.Root() + "/inflight-" + tc.name
-			res := c.Root() + "/inflight-res-" + tc.name
+			px := f.Proxy()
+			s := f.SessionAt(px.Addrs())
+			zc := f.Raw()
+			path := f.Path("inflight-") + tc.name
+			res := f.Path("inflight-res-") + tc.name
 			h := tc.mk(s, path)
 			l1, err := h.acquire1(ctx)
 			if err != nil {
@@ -184,13 +185,13 @@ func (h *holder) stop() error {
 func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 	for _, fault := range []string{"bystander-delete", "expire", "suspended"} {
 		t.Run(fault, func(t *testing.T) {
-			c := zktest.New(t)
+			f := newFixture(t)
 			ctx := ctxT(t, 28*time.Second)
-			path := c.Root() + "/r2-handoff/lock"
-			bys := raw(t, c)
-			px := zktest.NewProxy(t, c.Servers())
-			sA := session(t, px.Addrs(), conn.WithSessionTimeout(6*time.Second))
-			sB := session(t, c.Servers())
+			path := f.Path("r2-handoff/lock")
+			bys := f.Raw()
+			px := f.Proxy()
+			sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(6*time.Second))
+			sB := f.Session()
 			mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
 			mB, _ := mutex.New(sB, path)
 
@@ -201,7 +202,7 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 			waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(bys, path)) == 2 })
 			g2 := hold(ctx, mA)
 			waitFor(t, 10*time.Second, "G2 waiting in the process (getW on G1's node)", func() bool {
-				return watched(c, 0, l1.Path())
+				return watched(f, 0, l1.Path())
 			})
 			var bHolds atomic.Bool
 			switch fault {
@@ -214,7 +215,7 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := zktest.ExpireEpoch(ctx, c.Servers()[0], ep); err != nil {
+				if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
 					t.Fatal(err)
 				}
 			case "suspended":
@@ -306,12 +307,12 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 			name = "seen"
 		}
 		t.Run(name, func(t *testing.T) {
-			c := zktest.New(t)
+			f := newFixture(t)
 			ctx := ctxT(t, 25*time.Second)
-			path := c.Root() + "/r2-revoke/lock"
-			bys := raw(t, c)
-			sA := session(t, c.Servers())
-			sB := session(t, c.Servers())
+			path := f.Path("r2-revoke/lock")
+			bys := f.Raw()
+			sA := f.Session()
+			sB := f.Session()
 			mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0), mutex.WithRevocable())
 			mB, _ := mutex.New(sB, path, mutex.WithRevocable())
 			g1 := hold(ctx, mA)
@@ -323,7 +324,7 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 			b := hold(ctx, mB)
 			waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(bys, path)) == 2 })
 			g2 := hold(ctx, mA)
-			waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(c, 0, l1.Path()) })
+			waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(f, 0, l1.Path()) })
 			if err := mB.Revoke(ctx, l1.Path()); err != nil {
 				t.Fatalf("revoke: %v", err)
 			}

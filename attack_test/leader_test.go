@@ -26,11 +26,11 @@ import (
 // more", with leaders resigning in quick succession (on three sessions)
 // while a bystander also deletes a leader's node, and the reader asleep.
 func TestLeaderObserveConvergesUnderChurn(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	zc := raw(t, c)
-	path := c.Root() + "/observe-churn"
-	so := session(t, c.Servers())
+	zc := f.Raw()
+	path := f.Path("observe-churn")
+	so := f.Session()
 	obsE, _ := leader.New(so, path, "observer")
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()
@@ -41,7 +41,7 @@ func TestLeaderObserveConvergesUnderChurn(t *testing.T) {
 	}
 	var es []*leader.Election
 	for i := 0; i < 6; i++ {
-		s := session(t, c.Servers())
+		s := f.Session()
 		e, _ := leader.New(s, path, fmt.Sprint("p", i))
 		es = append(es, e)
 	}
@@ -109,7 +109,7 @@ func TestLeaderObserveConvergesUnderChurn(t *testing.T) {
 	for range ch {
 	}
 	waitFor(t, 3*time.Second, "Observe's watch to go from the server", func() bool {
-		return len(watchesUnder(c, 0, path)) == 0
+		return len(watchesUnder(f, 0, path)) == 0
 	})
 }
 
@@ -121,11 +121,11 @@ func TestLeaderObserveConvergesUnderChurn(t *testing.T) {
 // a server-side expiry (ExpireEpoch), the second by a bystander's delete;
 // each term's ctx is cancelled with ErrLeadershipLost, and the tokens grow.
 func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	zc := raw(t, c)
-	s := session(t, c.Servers())
-	path := c.Root() + "/requeue"
+	zc := f.Raw()
+	s := f.Session()
+	path := f.Path("requeue")
 	e, _ := leader.New(s, path, "me", leader.WithRequeue())
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
@@ -175,7 +175,7 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := zktest.ExpireEpoch(ctx, c.Servers()[0], ep); err != nil {
+			if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
 				t.Fatal(err)
 			}
 		case 1:
@@ -215,12 +215,12 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 // ended with ErrLeadershipLost, a fourth ended by ctx; tokens strictly
 // growing; no node left once Run returns and the connection is back.
 func TestLeaderRunRequeueSuspendedAsLost(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	zc := raw(t, c)
-	px := zktest.NewProxy(t, c.Servers())
-	s := session(t, px.Addrs(), conn.WithSuspendedAsLost())
-	path := c.Root() + "/requeue-suspended"
+	zc := f.Raw()
+	px := f.Proxy()
+	s := f.SessionAt(px.Addrs(), conn.WithSuspendedAsLost())
+	path := f.Path("requeue-suspended")
 	e, _ := leader.New(s, path, "me", leader.WithRequeue())
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
@@ -313,13 +313,13 @@ func fenceZxid(ctx context.Context, l *conn.Lease) (int64, error) {
 // second leader, however soon its ctx is cancelled afterwards (measured:
 // about 140 ms of overlap with P2's term).
 func TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	zc := raw(t, c)
-	path := c.Root() + "/ghost-leader"
-	sl := session(t, c.Servers())
-	s1 := session(t, c.Servers())
-	s2 := session(t, c.Servers())
+	zc := f.Raw()
+	path := f.Path("ghost-leader")
+	sl := f.Session()
+	s1 := f.Session()
+	s2 := f.Session()
 	l, _ := leader.New(sl, path, "L")
 	p1, _ := leader.New(s1, path, "P1")
 	p2, _ := leader.New(s2, path, "P2")
@@ -388,10 +388,10 @@ func TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted(t *testing.T) {
 // Run's resign is refused by the server. It returns Run's error, the node
 // of the term and the handle.
 func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Election, *zk.Conn, string, error) {
-	c := zktest.New(t)
-	s := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/run-resign-refused"
+	f := newFixture(t)
+	s := f.Session()
+	zc := f.Raw()
+	path := f.Path("run-resign-refused")
 	var opts []leader.Option
 	if requeue {
 		opts = append(opts, leader.WithRequeue())
@@ -484,12 +484,12 @@ func TestLeaderRunRequeueReturnsOnRefusedResign(t *testing.T) {
 // while P2's runs (in-process ledger), and must lead later, after Q (its new
 // node is queued last), from a node that exists.
 func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	path := c.Root() + "/r2-lss"
-	bys := raw(t, c)
-	s := session(t, c.Servers())
-	sQ := session(t, c.Servers())
+	path := f.Path("r2-lss")
+	bys := f.Raw()
+	s := f.Session()
+	sQ := f.Session()
 	eL, _ := leader.New(s, path, "L")
 	e1, _ := leader.New(s, path, "P1")
 	e2, _ := leader.New(s, path, "P2")
@@ -562,16 +562,16 @@ func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
 // deletes or resigns, so no two fn may run at once, and every term's
 // Fence (from LeaseFrom) must be above the last one's.
 func TestLeaderSharedListingsRequeueCancelStress(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	path := c.Root() + "/r2-leader"
+	path := f.Path("r2-leader")
 	var inside, terms int32
 	var mu sync.Mutex
 	var last conn.Fence
 	stop := time.Now().Add(7 * time.Second)
 	var wg sync.WaitGroup
 	for si := 0; si < 2; si++ {
-		s := session(t, c.Servers())
+		s := f.Session()
 		for p := 0; p < 4; p++ {
 			id := fmt.Sprintf("s%dp%d", si, p)
 			e, err := leader.New(s, path, id, leader.WithRequeue())

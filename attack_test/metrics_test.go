@@ -10,7 +10,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestHandoffMetricsMatchFences: goroutines of one session take a
@@ -29,13 +28,13 @@ import (
 func TestHandoffMetricsMatchFences(t *testing.T) {
 	for _, recipe := range []string{"mutex-handoff", "semaphoremutex-handoff"} {
 		t.Run(recipe, func(t *testing.T) {
-			c := zktest.New(t)
+			f := newFixture(t)
 			ctx := ctxT(t, 60*time.Second)
 			rec := &metricsRec{}
-			sa := session(t, c.Servers(), conn.WithMetrics(rec))
-			sb := session(t, c.Servers())
-			zc := raw(t, c)
-			path := c.Root() + "/r3-hm/" + recipe
+			sa := f.Session(conn.WithMetrics(rec))
+			sb := f.Session()
+			zc := f.Raw()
+			path := f.Path("r3-hm/") + recipe
 			var (
 				mu        sync.Mutex
 				best      conn.Fence
@@ -187,13 +186,14 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 // two waits granted ("LockWait ... One per call"), two holds ("LockHold: a
 // grant was released"), no loss, and no node left.
 func TestDowngradeMetrics(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 60*time.Second)
-	zc := raw(t, c)
+	zc := f.Raw()
 	t.Run("rwlock-downgrade", func(t *testing.T) {
+		f := f.In(t)
 		rec := &metricsRec{}
-		s := session(t, c.Servers(), conn.WithMetrics(rec))
-		rw, err := rwlock.New(s, c.Root()+"/r4-re/rw")
+		s := f.Session(conn.WithMetrics(rec))
+		rw, err := rwlock.New(s, f.Root()+"/r4-re/rw")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func TestDowngradeMetrics(t *testing.T) {
 		if got := rec.count(conn.LockLost, "", ""); got != 0 {
 			t.Errorf("losses = %d, want 0 (a downgrade loses nothing): %s", got, rec.dump())
 		}
-		waitFor(t, 5*time.Second, "no node left", func() bool { return len(children(zc, c.Root()+"/r4-re/rw")) == 0 })
+		waitFor(t, 5*time.Second, "no node left", func() bool { return len(children(zc, f.Root()+"/r4-re/rw")) == 0 })
 	})
 
 }
@@ -235,14 +235,15 @@ func TestDowngradeMetrics(t *testing.T) {
 //   - mutex, re-entry on a lost lease (ErrLeaseLost): no wait reported,
 //     one loss node_deleted.
 func TestReentrantAcquireIsNoWait(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 60*time.Second)
-	zc := raw(t, c)
+	zc := f.Raw()
 
 	t.Run("mutex", func(t *testing.T) {
+		f := f.In(t)
 		rec := &metricsRec{}
-		s := session(t, c.Servers(), conn.WithMetrics(rec))
-		m, err := mutex.New(s, c.Root()+"/r4-re/m")
+		s := f.Session(conn.WithMetrics(rec))
+		m, err := mutex.New(s, f.Root()+"/r4-re/m")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,9 +276,10 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 	})
 
 	t.Run("rwlock-write", func(t *testing.T) {
+		f := f.In(t)
 		rec := &metricsRec{}
-		s := session(t, c.Servers(), conn.WithMetrics(rec))
-		rw, err := rwlock.New(s, c.Root()+"/r4-re/rww")
+		s := f.Session(conn.WithMetrics(rec))
+		rw, err := rwlock.New(s, f.Root()+"/r4-re/rww")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,9 +302,10 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 	})
 
 	t.Run("mutex-reentry-lost", func(t *testing.T) {
+		f := f.In(t)
 		rec := &metricsRec{}
-		s := session(t, c.Servers(), conn.WithMetrics(rec))
-		path := c.Root() + "/r4-re/lost"
+		s := f.Session(conn.WithMetrics(rec))
+		path := f.Path("r4-re/lost")
 		m, err := mutex.New(s, path)
 		if err != nil {
 			t.Fatal(err)

@@ -25,11 +25,11 @@ import (
 // mutex (one lease) of one session: a bystander deletes the write lock's
 // node; the MultiLock's Lost must close, and Release must still succeed.
 func TestMultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := session(t, c.Servers())
-	zc := raw(t, c)
-	root := c.Root() + "/ml-lost"
+	s := f.Session()
+	zc := f.Raw()
+	root := f.Path("ml-lost")
 	a, _ := mutex.New(s, root+"/a")
 	b, _ := rwlock.New(s, root+"/b")
 	d, _ := semaphoremutex.New(s, root+"/d")
@@ -79,12 +79,12 @@ func TestMultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
 // its path): Acquire fails with an error matching zk.ErrNoAuth, promptly,
 // and none of our nodes is left.
 func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := session(t, c.Servers())
-	zc := raw(t, c)
-	root := c.Root() + "/ml-refused"
-	for _, p := range []string{c.Root(), root, root + "/z"} {
+	s := f.Session()
+	zc := f.Raw()
+	root := f.Path("ml-refused")
+	for _, p := range []string{f.Root(), root, root + "/z"} {
 		if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
@@ -129,12 +129,12 @@ func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 // leases not lost, guarded writes committing, nodes present, and another
 // session kept out.
 func TestMultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := session(t, c.Servers())
-	so := session(t, c.Servers())
-	zc := raw(t, c)
-	root := c.Root() + "/ml-reentrant"
+	s := f.Session()
+	so := f.Session()
+	zc := f.Raw()
+	root := f.Path("ml-reentrant")
 	a, _ := mutex.New(s, root+"/a")
 	b, _ := rwlock.New(s, root+"/b")
 	x, _ := semaphoremutex.New(s, root+"/x")
@@ -194,8 +194,8 @@ func TestMultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
 // grant is checked against an in-process ledger per lock, and each lock's
 // fences must grow in the order the ledger saw the grants.
 func TestMultiLockOverLocalHandoffStress(t *testing.T) {
-	c := zktest.New(t)
-	root := c.Root() + "/ml-handoff"
+	f := newFixture(t)
+	root := f.Path("ml-handoff")
 	ctx := ctxT(t, 25*time.Second)
 	type ledger struct {
 		holder string
@@ -207,7 +207,7 @@ func TestMultiLockOverLocalHandoffStress(t *testing.T) {
 	var wg sync.WaitGroup
 	var grants int
 	for si := 0; si < 2; si++ {
-		s := session(t, c.Servers())
+		s := f.Session()
 		for g := 0; g < 3; g++ {
 			wg.Add(1)
 			go func(id string, g int) {
@@ -282,7 +282,7 @@ func TestMultiLockOverLocalHandoffStress(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d multilock grants", grants)
-	zc := raw(t, c)
+	zc := f.Raw()
 	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, root) == 0 })
 }
 
@@ -303,14 +303,14 @@ func TestMultiLockOverLocalHandoffStress(t *testing.T) {
 func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 	for _, which := range []string{"held-expires", "waiting-expires"} {
 		t.Run(which, func(t *testing.T) {
-			c := zktest.New(t)
+			f := newFixture(t)
 			ctx := ctxT(t, 60*time.Second)
-			zc := raw(t, c)
-			sa := session(t, c.Servers())
-			sb := session(t, c.Servers())
-			sc := session(t, c.Servers())
-			sd := session(t, c.Servers())
-			pa, pb := c.Root()+"/r4-ml/a", c.Root()+"/r4-ml/b"
+			zc := f.Raw()
+			sa := f.Session()
+			sb := f.Session()
+			sc := f.Session()
+			sd := f.Session()
+			pa, pb := f.Root()+"/r4-ml/a", f.Root()+"/r4-ml/b"
 			ma, _ := mutex.New(sa, pa)
 			mb, _ := mutex.New(sb, pb)
 			mc, _ := mutex.New(sc, pb)
@@ -348,7 +348,7 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 				victim = sb
 			}
 			ep := epochOf(t, victim)
-			if err := zktest.ExpireEpoch(ctx, c.Servers()[0], ep); err != nil {
+			if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -392,7 +392,7 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 							t.Error("empty lease path")
 						}
 					}
-					if _, err := r.leases[0].GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "/r4-ml/x", Data: nil, Flags: 0, Acl: zk.WorldACL(zk.PermAll)}); err == nil {
+					if _, err := r.leases[0].GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("r4-ml/x"), Data: nil, Flags: 0, Acl: zk.WorldACL(zk.PermAll)}); err == nil {
 						// leases[0] is /a (path order): lost
 						t.Error("guarded write through the lost /a lease committed")
 					}
@@ -435,8 +435,8 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 			})
 			for _, s := range []*conn.Session{sa, sb} {
 				sid := epochOf(t, s).SessionID()
-				if !eventually(5*time.Second, func() bool { return len(sessionWatches(t, c, 0, sid)) == 0 }) {
-					t.Errorf("session keeps watches %v", sessionWatches(t, c, 0, sid))
+				if !eventually(5*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
+					t.Errorf("session keeps watches %v", sessionWatches(t, f, 0, sid))
 				}
 			}
 			if !eventually(5*time.Second, func() bool { return runtime.NumGoroutine() <= g0 }) {

@@ -31,12 +31,12 @@ import (
 // refuses the same full path reached through two namespaces
 // (ErrDuplicatePath).
 func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	ns := c.Root() + "/ns"
-	sn := session(t, c.Servers(), conn.WithNamespace(ns))
-	sp := session(t, c.Servers()) // plain, sees the full paths
-	zc := raw(t, c)
+	ns := f.Path("ns")
+	sn := f.Session(conn.WithNamespace(ns))
+	sp := f.Session() // plain, sees the full paths
+	zc := f.Raw()
 
 	t.Run("mutex", func(t *testing.T) {
 		m, _ := mutex.New(sn, "/m", mutex.WithRevocable())
@@ -154,8 +154,9 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		}
 	})
 	t.Run("multilock", func(t *testing.T) {
+		f := f.In(t)
 		a, _ := mutex.New(sn, "/x/y")
-		sn2 := session(t, c.Servers(), conn.WithNamespace(ns+"/x"))
+		sn2 := f.Session(conn.WithNamespace(ns + "/x"))
 		b, _ := mutex.New(sn2, "/y")
 		if _, err := multilock.New(a, b); !errors.Is(err, multilock.ErrDuplicatePath) {
 			t.Errorf("multilock.New over %s reached through two namespaces: %v, want ErrDuplicatePath", sn.FullPath("/x/y"), err)
@@ -203,21 +204,21 @@ type cmdQueue struct {
 //     and the command shows C holding under its session.
 func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	bin := buildCmd(t)
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 60*time.Second)
-	px := zktest.NewProxy(t, c.Servers())
-	ns := c.Root() + "/r4-ns"
+	px := f.Proxy()
+	ns := f.Path("r4-ns")
 	acl := zk.DigestACL(zk.PermAll, "svc", "secret")
 	opts := []conn.Option{conn.WithNamespace(ns), conn.WithDigestAuth("svc", "secret"), conn.WithACL(acl)}
-	sa := session(t, px.Addrs(), opts...)
-	sb := session(t, c.Servers(), opts...)
-	sc := session(t, c.Servers(), opts...)
+	sa := f.SessionAt(px.Addrs(), opts...)
+	sb := f.Session(opts...)
+	sc := f.Session(opts...)
 	// the namespace root, readable by the service only
-	zc := raw(t, c)
+	zc := f.Raw()
 	if err := zc.AddAuth("digest", []byte("svc:secret")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := zc.Create(c.Root(), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	if _, err := zc.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		t.Fatal(err)
 	}
 	if _, err := zc.Create(ns, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
@@ -238,7 +239,7 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 
 	run := func(args ...string) (cmdQueue, int, string) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bin, append([]string{"-servers", strings.Join(c.Servers(), ","), "-timeout", "5s"}, args...)...)
+		cmd := exec.CommandContext(ctx, bin, append([]string{"-servers", strings.Join(f.Servers(), ","), "-timeout", "5s"}, args...)...)
 		cmd.Env = append(os.Environ(), "ZK_AUTH=", "ZK_NAMESPACE=", "ZK_SERVERS=")
 		out, err := cmd.Output()
 		code := 0
@@ -298,7 +299,7 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	hc := gAcquire(ctx, mc)
 	waitFor(t, 10*time.Second, "C queued", func() bool { return len(children(zc, ns+"/locks/x")) == 2 })
 	ep := epochOf(t, sb)
-	if err := zktest.ExpireEpoch(ctx, c.Servers()[0], ep); err != nil {
+	if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
 		t.Fatal(err)
 	}
 	var lc *conn.Lease

@@ -20,11 +20,11 @@ import (
 // one's round trip. It returns whether the lease survived, the longest sync
 // round trip and the longest time between two answered syncs.
 func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept bool, maxRTT, maxGap time.Duration) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	px := zktest.NewProxy(t, c.Servers())
-	s := session(t, px.Addrs(), append([]conn.Option{conn.WithSessionTimeout(T)}, opts...)...)
-	m, _ := mutex.New(s, c.Root()+"/r2-slow/lock")
+	px := f.Proxy()
+	s := f.SessionAt(px.Addrs(), append([]conn.Option{conn.WithSessionTimeout(T)}, opts...)...)
+	m, _ := mutex.New(s, f.Root()+"/r2-slow/lock")
 	h := hold(ctx, m)
 	l := h.wait(t, 10*time.Second, "holder")
 	lost := l.Lost()
@@ -119,18 +119,18 @@ func TestQuorumTimerKeepsLeaseOnFasterLink(t *testing.T) {
 // session knows only that follower's address. The second participant's term
 // must start after the first's fn ctx is done, by at least a margin.
 func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
-	c := zktest.New(t, zktest.WithServers(3))
+	f := newFixture(t, zktest.WithServers(3))
 	ctx := ctxT(t, 29*time.Second)
-	ld, err := c.Leader()
+	ld, err := f.Leader()
 	if err != nil {
 		t.Fatal(err)
 	}
 	f1, f2 := (ld+1)%3, (ld+2)%3
-	srv := c.Servers()
+	srv := f.Servers()
 	const T = 4 * time.Second
-	s1 := session(t, []string{srv[f1]}, conn.WithSessionTimeout(T))
-	s2 := session(t, []string{srv[ld], srv[f2]}, conn.WithSessionTimeout(T))
-	path := c.Root() + "/r2-quorum/election"
+	s1 := f.SessionAt([]string{srv[f1]}, conn.WithSessionTimeout(T))
+	s2 := f.SessionAt([]string{srv[ld], srv[f2]}, conn.WithSessionTimeout(T))
+	path := f.Path("r2-quorum/election")
 	e1, _ := leader.New(s1, path, "one")
 	e2, _ := leader.New(s2, path, "two")
 
@@ -167,11 +167,11 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 		ps, err := e2.Participants(ctx)
 		return err == nil && len(ps) == 2
 	})
-	if err := c.Pause(f1); err != nil {
+	if err := f.Pause(f1); err != nil {
 		t.Fatal(err)
 	}
 	paused := time.Now()
-	defer func() { _ = c.Resume(f1) }()
+	defer func() { _ = f.Resume(f1) }()
 	select {
 	case <-started2:
 	case <-time.After(20 * time.Second):
@@ -201,19 +201,19 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 // G2 must not be handed the node; B's guarded write must commit and B's
 // fence be above G1's.
 func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
-	c := zktest.New(t, zktest.WithServers(3))
+	f := newFixture(t, zktest.WithServers(3))
 	ctx := ctxT(t, 29*time.Second)
-	ld, err := c.Leader()
+	ld, err := f.Leader()
 	if err != nil {
 		t.Fatal(err)
 	}
 	f1, f2 := (ld+1)%3, (ld+2)%3
-	srv := c.Servers()
+	srv := f.Servers()
 	const T = 4 * time.Second
-	sA := session(t, []string{srv[f1]}, conn.WithSessionTimeout(T))
-	sB := session(t, []string{srv[ld], srv[f2]}, conn.WithSessionTimeout(T))
-	path := c.Root() + "/r2-qmutex/lock"
-	reg := c.Root() + "/r2-qmutex-reg"
+	sA := f.SessionAt([]string{srv[f1]}, conn.WithSessionTimeout(T))
+	sB := f.SessionAt([]string{srv[ld], srv[f2]}, conn.WithSessionTimeout(T))
+	path := f.Path("r2-qmutex/lock")
+	reg := f.Path("r2-qmutex-reg")
 	mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
 	mB, _ := mutex.New(sB, path)
 	ep, err := sB.Epoch(ctx)
@@ -237,7 +237,7 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 		return err == nil && len(ch) == 2
 	})
 	g2 := hold(ctx, mA)
-	waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(c, f1, l1.Path()) })
+	waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(f, f1, l1.Path()) })
 	var mu sync.Mutex
 	var lostAt time.Time
 	go func() {
@@ -246,11 +246,11 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 		lostAt = time.Now()
 		mu.Unlock()
 	}()
-	if err := c.Pause(f1); err != nil {
+	if err := f.Pause(f1); err != nil {
 		t.Fatal(err)
 	}
 	paused := time.Now()
-	defer func() { _ = c.Resume(f1) }()
+	defer func() { _ = f.Resume(f1) }()
 	lb := b.wait(t, 20*time.Second, "B")
 	grantedB := time.Now()
 	mu.Lock()
@@ -277,7 +277,7 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.Resume(f1)
+	_ = f.Resume(f1)
 	select {
 	case err := <-rel:
 		t.Logf("G1's release: %v", err)

@@ -17,7 +17,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 type held struct {
@@ -31,9 +30,9 @@ type held struct {
 // made by a bystander that takes DELETE off the lock node's parent (its ACL
 // is the world's, so anyone may), then gives it back.
 func TestReleaseRefusedByServerLeavesLockHeld(t *testing.T) {
-	c := zktest.New(t)
-	s := session(t, c.Servers())
-	zc := raw(t, c)
+	f := newFixture(t)
+	s := f.Session()
+	zc := f.Raw()
 	recipes := []struct {
 		name string
 		take func(ctx context.Context, path string) (held, error)
@@ -130,7 +129,7 @@ func TestReleaseRefusedByServerLeavesLockHeld(t *testing.T) {
 	for _, r := range recipes {
 		t.Run(r.name, func(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
-			path := c.Root() + "/refused-" + r.name
+			path := f.Path("refused-") + r.name
 			h, err := r.take(ctx, path)
 			if err != nil {
 				t.Fatal(err)
@@ -180,7 +179,7 @@ func TestReleaseRefusedByServerLeavesLockHeld(t *testing.T) {
 // once the epoch is taken as lost) within the session timeout (2 s here)
 // plus a margin, for every recipe, not hang.
 func TestReleaseWithoutCancelWhileBlackholedReturns(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	cases := []struct {
 		name string
 		take func(ctx context.Context, s *conn.Session, path string) (func(context.Context) error, error)
@@ -225,10 +224,11 @@ func TestReleaseWithoutCancelWhileBlackholedReturns(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			f := f.In(t)
 			ctx := ctxT(t, 25*time.Second)
-			px := zktest.NewProxy(t, c.Servers())
-			s := session(t, px.Addrs(), conn.WithSessionTimeout(2*time.Second))
-			release, err := tc.take(ctx, s, c.Root()+"/rel-bh-"+tc.name)
+			px := f.Proxy()
+			s := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(2*time.Second))
+			release, err := tc.take(ctx, s, f.Root()+"/rel-bh-"+tc.name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,18 +275,18 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 	}{{"alone", false, false}, {"local-waiter", true, false}, {"no-deadline-alone", false, true}, {"no-deadline", true, true}} {
 		localWaiter, name := tc.localWaiter, tc.name
 		t.Run(name, func(t *testing.T) {
-			c := zktest.New(t)
+			f := newFixture(t)
 			ctx := ctxT(t, 25*time.Second)
-			path := c.Root() + "/r2-relsusp/lock"
-			bys := raw(t, c)
-			px := zktest.NewProxy(t, c.Servers())
-			sA := session(t, px.Addrs(), conn.WithSessionTimeout(8*time.Second))
+			path := f.Path("r2-relsusp/lock")
+			bys := f.Raw()
+			px := f.Proxy()
+			sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second))
 			mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
 			g1 := hold(ctx, mA)
 			l1 := g1.wait(t, 10*time.Second, "G1")
 			if localWaiter {
 				g2 := hold(ctx, mA)
-				waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(c, 0, l1.Path()) })
+				waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(f, 0, l1.Path()) })
 				_ = g2
 			}
 			ep0, err := sA.Epoch(ctx)
@@ -366,14 +366,14 @@ type simpleLocker interface {
 func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 	for _, recipe := range []string{"mutex", "semaphoremutex", "rwlock-write", "rwlock-read", "exclusive"} {
 		t.Run(recipe, func(t *testing.T) {
-			c := zktest.New(t)
+			f := newFixture(t)
 			ctx := ctxT(t, 40*time.Second)
-			px := zktest.NewProxy(t, c.Servers())
+			px := f.Proxy()
 			rec := &metricsRec{}
-			s := session(t, px.Addrs(), conn.WithSuspendedAsLost(), conn.WithMetrics(rec))
-			other := session(t, c.Servers())
-			zc := raw(t, c)
-			path := c.Root() + "/r3-susp/" + recipe
+			s := f.SessionAt(px.Addrs(), conn.WithSuspendedAsLost(), conn.WithMetrics(rec))
+			other := f.Session()
+			zc := f.Raw()
+			path := f.Path("r3-susp/") + recipe
 			mk := func(s *conn.Session) simpleLocker {
 				switch recipe {
 				case "mutex":
@@ -434,8 +434,8 @@ func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 				_ = olk.Release(context.WithoutCancel(ctx))
 				_ = ol
 			}
-			if !eventually(3*time.Second, func() bool { return len(sessionWatches(t, c, 0, sid)) == 0 }) {
-				w := sessionWatches(t, c, 0, sid)
+			if !eventually(3*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
+				w := sessionWatches(t, f, 0, sid)
 				t.Errorf("server still holds watches of the session: %v", w)
 			}
 			if !eventually(3*time.Second, func() bool { return rec.watches.Load() == 0 }) {
@@ -461,15 +461,15 @@ func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 // again while B still holds; B releases; A must get the lock, its node must
 // survive while it holds, and C, queued behind, must not enter.
 func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
-	c := zktest.New(t)
-	path := c.Root() + "/r2-pending/lock"
+	f := newFixture(t)
+	path := f.Path("r2-pending/lock")
 	ctx := ctxT(t, 29*time.Second)
-	bys := raw(t, c)
-	px := zktest.NewProxy(t, c.Servers())
-	sA := session(t, px.Addrs(), conn.WithSessionTimeout(8*time.Second),
+	bys := f.Raw()
+	px := f.Proxy()
+	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second),
 		conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxAttempts: 1}))
-	sB := session(t, c.Servers())
-	sC := session(t, c.Servers())
+	sB := f.Session()
+	sC := f.Session()
 	mA, _ := mutex.New(sA, path)
 	mB, _ := mutex.New(sB, path)
 	mC, _ := mutex.New(sC, path)

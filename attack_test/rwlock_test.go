@@ -13,7 +13,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestRWLockSharedListingsCancelStress checks rwlock's "Readers share,
@@ -26,10 +25,10 @@ import (
 // A ledger checks every entry; a writer's fence must be above every fence
 // granted before, a reader's above the last writer's. At the end no node.
 func TestRWLockSharedListingsCancelStress(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	path := c.Root() + "/r2-rw/lock"
-	bys := raw(t, c)
+	path := f.Path("r2-rw/lock")
+	bys := f.Raw()
 	var (
 		mu             sync.Mutex
 		readers        int
@@ -83,7 +82,7 @@ func TestRWLockSharedListingsCancelStress(t *testing.T) {
 	stop := time.Now().Add(7 * time.Second)
 	var wg sync.WaitGroup
 	for si := 0; si < 2; si++ {
-		s := session(t, c.Servers())
+		s := f.Session()
 		rw, err := rwlock.New(s, path)
 		if err != nil {
 			t.Fatal(err)
@@ -208,13 +207,13 @@ func (h *gHolder) release() error {
 // reader must go on waiting for B's writer. If the session's view still
 // takes h-W-0000000000 for gone, A reads while B writes.
 func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 40*time.Second)
-	path := c.Root() + "/r3-reuse/lock"
-	sa := session(t, c.Servers())
-	sb := session(t, c.Servers())
-	sc := session(t, c.Servers())
-	zc := raw(t, c)
+	path := f.Path("r3-reuse/lock")
+	sa := f.Session()
+	sb := f.Session()
+	sc := f.Session()
+	zc := f.Raw()
 	rwA, _ := rwlock.New(sa, path)
 	rwB, _ := rwlock.New(sb, path)
 	rwC, _ := rwlock.New(sc, path)
@@ -310,14 +309,14 @@ func exists(zc *zk.Conn, p string) bool {
 // guarantee 1, rwlock's "A reader holds the lock when no W node sorts
 // before its own").
 func TestRWLockSameNamesOnTwoPaths(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 40*time.Second)
-	px := c.Root() + "/r3-two/x"
-	py := c.Root() + "/r3-two/y"
-	sa := session(t, c.Servers())
-	sb := session(t, c.Servers())
-	sc := session(t, c.Servers())
-	zc := raw(t, c)
+	px := f.Path("r3-two/x")
+	py := f.Path("r3-two/y")
+	sa := f.Session()
+	sb := f.Session()
+	sc := f.Session()
+	zc := f.Raw()
 	rwAx, _ := rwlock.New(sa, px)
 	rwAy, _ := rwlock.New(sa, py)
 	rwBx, _ := rwlock.New(sb, px)

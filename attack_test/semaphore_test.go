@@ -14,7 +14,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestSemaphoreLeaseDataChangeIsNoRelease checks semaphoremutex/doc.go:
@@ -28,12 +27,12 @@ import (
 // (also to sealed-looking data). The waiter must not get a lease until one
 // lease node is deleted.
 func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := session(t, c.Servers())
-	zc := raw(t, c)
-	path := c.Root() + "/sem-foreign"
-	for _, p := range []string{c.Root(), path, path + "/locks", path + "/leases"} {
+	s := f.Session()
+	zc := f.Raw()
+	path := f.Path("sem-foreign")
+	for _, p := range []string{f.Root(), path, path + "/locks", path + "/leases"} {
 		if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
 			t.Fatal(err)
 		}
@@ -64,7 +63,7 @@ func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 		}
 	}()
 	waitFor(t, 10*time.Second, "the waiter's watches on both lease nodes", func() bool {
-		return watched(c, 0, leases[0]) && watched(c, 0, leases[1])
+		return watched(f, 0, leases[0]) && watched(f, 0, leases[1])
 	})
 	for _, ls := range leases {
 		data := `{"id":"x","host":"vm","pid":1,"tag":"sole-lease","sealed":true}`
@@ -98,16 +97,16 @@ func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 // goroutine other than the acquirer's half the time. Ledger at every
 // entry; no node left at the end.
 func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	path := c.Root() + "/r2-sem"
-	bys := raw(t, c)
+	path := f.Path("r2-sem")
+	bys := f.Raw()
 	const leases = 3
 	var inside, grants, peak int32
 	stop := time.Now().Add(7 * time.Second)
 	var wg sync.WaitGroup
 	for si := 0; si < 2; si++ {
-		s := session(t, c.Servers())
+		s := f.Session()
 		sem, err := semaphoremutex.NewSemaphore(s, path, leases)
 		if err != nil {
 			t.Fatal(err)
@@ -199,12 +198,12 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 			name = "local-handoff"
 		}
 		t.Run(name, func(t *testing.T) {
-			c := zktest.New(t)
+			f := newFixture(t)
 			ctx := ctxT(t, 20*time.Second)
 			rec := &metricsRec{}
-			s := session(t, c.Servers(), conn.WithMetrics(rec))
-			zc := raw(t, c)
-			path := c.Root() + "/r3-semlost"
+			s := f.Session(conn.WithMetrics(rec))
+			zc := f.Raw()
+			path := f.Path("r3-semlost")
 			var opts []semaphoremutex.Option
 			if handoff {
 				opts = append(opts, semaphoremutex.WithLocalHandoff(3, 0))
@@ -253,14 +252,14 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 // is a holder that must stop mid-work". The contender is then granted once
 // the foreign lease goes and releases; LockLost must not have been reported.
 func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	rec := &metricsRec{}
-	s := session(t, c.Servers(), conn.WithMetrics(rec))
-	zc := raw(t, c)
-	path := c.Root() + "/r3-semwait"
+	s := f.Session(conn.WithMetrics(rec))
+	zc := f.Raw()
+	path := f.Path("r3-semwait")
 	full := s.FullPath(path)
-	for _, p := range []string{c.Root(), full, full + "/leases"} {
+	for _, p := range []string{f.Root(), full, full + "/leases"} {
 		_, _ = zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
 	}
 	foreign, err := zc.Create(full+"/leases/_c_3f1e2d4c-5b6a-4789-8abc-def012345678-lease-", []byte("curator"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
@@ -275,8 +274,8 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "internal lock node", func() bool { return len(children(zc, full+"/locks")) == 1 })
 	sid := epochOf(t, s).SessionID()
-	waitFor(t, 10*time.Second, "contender watching the lease on the server", func() bool { return len(sessionWatches(t, c, 0, sid)) >= 1 })
-	t.Logf("server watches of the session: %v; gauge %d", sessionWatches(t, c, 0, sid), rec.watches.Load())
+	waitFor(t, 10*time.Second, "contender watching the lease on the server", func() bool { return len(sessionWatches(t, f, 0, sid)) >= 1 })
+	t.Logf("server watches of the session: %v; gauge %d", sessionWatches(t, f, 0, sid), rec.watches.Load())
 	select {
 	case err := <-got:
 		t.Fatalf("acquire returned while a foreign lease is held: %v", err)

@@ -27,10 +27,10 @@ import (
 // returns within a second, with an error matching conn.ErrClosed (or, for
 // an epoch's operations, conn.ErrEpochEnded); Observe's channel closes.
 func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := context.Background()
-	s := session(t, c.Servers())
-	root := c.Root() + "/after-close"
+	s := f.Session()
+	root := f.Path("after-close")
 	held, _ := mutex.New(s, root+"/held")
 	l, err := held.Acquire(ctx)
 	if err != nil {
@@ -112,11 +112,11 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 // call in flight must return, every channel close, and the process's
 // goroutine count come back to where it was before Connect.
 func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
-	c := zktest.New(t)
-	px := zktest.NewProxy(t, c.Servers())
-	sh := session(t, c.Servers()) // holds what the victim waits for
+	f := newFixture(t)
+	px := f.Proxy()
+	sh := f.Session() // holds what the victim waits for
 	ctx := ctxT(t, 25*time.Second)
-	root := c.Root() + "/close-inflight"
+	root := f.Path("close-inflight")
 
 	hm, _ := mutex.New(sh, root+"/m")
 	if _, err := hm.Acquire(ctx); err != nil {
@@ -257,14 +257,14 @@ func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
 // server expires the session twice; then the second must hold exactly the
 // same events, in the same order.
 func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	px := zktest.NewProxy(t, c.Servers())
+	px := f.Proxy()
 	// The last-heard timer: a cut must bring the same session back
 	// (Reconnected) however long go-zookeeper takes to redial; the quorum
 	// timer may end the epoch first when the redial takes longer than about
 	// T/3 (conn's "The local timer").
-	s := session(t, px.Addrs(), conn.WithLastHeardTimer())
+	s := f.SessionAt(px.Addrs(), conn.WithLastHeardTimer())
 	live := s.Subscribe()
 	defer live.Close()
 	slow := s.Subscribe()
@@ -292,7 +292,7 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := zktest.ExpireEpoch(ctx, c.Servers()[0], ep); err != nil {
+		if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
 			t.Fatal(err)
 		}
 		wait(conn.Connected)

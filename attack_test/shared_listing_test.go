@@ -32,18 +32,18 @@ import (
 // holder's write makes it fail), and compares its Fence with the last one.
 // At the end no node and no watch on the lock path may remain.
 func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
-	c := zktest.New(t)
-	path := c.Root() + "/r2-shared/lock"
-	reg := c.Root() + "/r2-shared-reg"
+	f := newFixture(t)
+	path := f.Path("r2-shared/lock")
+	reg := f.Path("r2-shared-reg")
 	ctx := ctxT(t, 28*time.Second)
-	bys := raw(t, c)
-	_, _ = bys.Create(c.Root(), nil, 0, zk.WorldACL(zk.PermAll))
+	bys := f.Raw()
+	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
 	if _, err := bys.Create(reg, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	sA := session(t, c.Servers())
-	sB := session(t, c.Servers())
-	sC := session(t, c.Servers())
+	sA := f.Session()
+	sB := f.Session()
+	sC := f.Session()
 	mk := func(s *conn.Session, opts ...mutex.Option) *mutex.InterProcessMutex {
 		m, err := mutex.New(s, path, opts...)
 		if err != nil {
@@ -126,11 +126,11 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 	waitFor(t, 10*time.Second, "no lock node left", func() bool { return len(children(bys, path)) == 0 })
 	waitFor(t, 10*time.Second, "no watch left on the lock path", func() bool {
 		for _, ch := range []string{path} {
-			if watched(c, 0, ch) {
+			if watched(f, 0, ch) {
 				return false
 			}
 		}
-		out, _ := c.FourLetter(context.Background(), 0, "wchp")
+		out, _ := f.FourLetter(context.Background(), 0, "wchp")
 		return !containsPrefix(out, path+"/")
 	})
 }
@@ -154,12 +154,12 @@ var _ = fmt.Sprint
 // the next epoch and, once B releases, be granted one at a time, with no
 // error, and nothing left at the end.
 func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	path := c.Root() + "/r2-expwait/lock"
-	bys := raw(t, c)
-	sA := session(t, c.Servers())
-	sB := session(t, c.Servers())
+	path := f.Path("r2-expwait/lock")
+	bys := f.Raw()
+	sA := f.Session()
+	sB := f.Session()
 	mB, _ := mutex.New(sB, path)
 	b := hold(ctx, mB)
 	b.wait(t, 10*time.Second, "B")
@@ -198,7 +198,7 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := zktest.ExpireEpoch(ctx, c.Servers()[0], ep); err != nil {
+	if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "A's waiters queued again in the next epoch", func() bool {
@@ -221,15 +221,15 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 // must return false within a short time, and leave the local queue as it
 // was (the waiter is granted next, the TryAcquire caller never).
 func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	path := c.Root() + "/r2-try/lock"
-	s := session(t, c.Servers())
+	path := f.Path("r2-try/lock")
+	s := f.Session()
 	m, _ := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
 	g1 := hold(ctx, m)
 	l1 := g1.wait(t, 10*time.Second, "G1")
 	g3 := hold(ctx, m)
-	waitFor(t, 10*time.Second, "G3 waiting in the process", func() bool { return watched(c, 0, l1.Path()) })
+	waitFor(t, 10*time.Second, "G3 waiting in the process", func() bool { return watched(f, 0, l1.Path()) })
 	type res struct {
 		ok  bool
 		err error
@@ -271,16 +271,16 @@ func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
 // both may be granted; W2's lease must then refuse guarded writes and its
 // Fence, and its Lost must close, while W3's guarded write commits.
 func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	path := c.Root() + "/r2-qdel/lock"
-	reg := c.Root() + "/r2-qdel-reg"
-	bys := raw(t, c)
-	_, _ = bys.Create(c.Root(), nil, 0, zk.WorldACL(zk.PermAll))
+	path := f.Path("r2-qdel/lock")
+	reg := f.Path("r2-qdel-reg")
+	bys := f.Raw()
+	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
 	if _, err := bys.Create(reg, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	s := session(t, c.Servers())
+	s := f.Session()
 	m, _ := mutex.New(s, path)
 	w1 := hold(ctx, m)
 	w1.wait(t, 10*time.Second, "W1")
@@ -340,10 +340,10 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 // acquires with a 5–60 ms deadline) and two raw go-zookeeper clients
 // looping on zk.Lock on the same path. One ledger for all.
 func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	path := c.Root() + "/r2-foreign/lock"
-	s := session(t, c.Servers())
+	path := f.Path("r2-foreign/lock")
+	s := f.Session()
 	m1, _ := mutex.New(s, path)
 	m2, _ := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
 	var inside, grants, foreign int32
@@ -389,7 +389,7 @@ func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
 		}(g)
 	}
 	for b := 0; b < 2; b++ {
-		zc := raw(t, c)
+		zc := f.Raw()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

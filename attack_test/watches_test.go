@@ -17,14 +17,13 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // watchesUnder lists the watched paths (wchp on server i) under prefix.
-func watchesUnder(c *zktest.Cluster, i int, prefix string) []string {
+func watchesUnder(f *fixture, i int, prefix string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	out, err := c.FourLetter(ctx, i, "wchp")
+	out, err := f.FourLetter(ctx, i, "wchp")
 	if err != nil {
 		return []string{"wchp: " + err.Error()}
 	}
@@ -46,10 +45,10 @@ func watchesUnder(c *zktest.Cluster, i int, prefix string) []string {
 // semaphore-2 and semaphoremutex/doc.go: "A waiter that gives up removes
 // its watches from the server" (its watches on N lease nodes).
 func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
-	c := zktest.New(t)
-	sh := session(t, c.Servers()) // holder, never arms Lost
-	sw := session(t, c.Servers()) // waiter
-	zc := raw(t, c)
+	f := newFixture(t)
+	sh := f.Session() // holder, never arms Lost
+	sw := f.Session() // waiter
+	zc := f.Raw()
 	type pair struct {
 		hold func(ctx context.Context) error // takes the lock in sh
 		wait func(ctx context.Context) error // waits in sw
@@ -111,11 +110,11 @@ func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
 				func(ctx context.Context) error { _, err := m.Acquire(ctx); return err }}
 		},
 	}
-	for name, f := range mk {
+	for name, mkPair := range mk {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
-			path := c.Root() + "/watch-leak-" + name
-			p := f(path)
+			path := f.Path("watch-leak-") + name
+			p := mkPair(path)
 			if err := p.hold(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +133,7 @@ func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
 			var ws []string
 			var n int
 			for {
-				ws, n = watchesUnder(c, 0, path), countNodes(zc, path)
+				ws, n = watchesUnder(f, 0, path), countNodes(zc, path)
 				if (len(ws) == 0 && n == before) || time.Now().After(end) {
 					break
 				}
@@ -173,11 +172,11 @@ func countNodes(zc *zk.Conn, path string) int {
 // deadline ends while its connection is blackholed, the same session coming
 // back afterwards (the blackhole is shorter than the session timeout).
 func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
-	c := zktest.New(t)
-	sh := session(t, c.Servers())
-	px := zktest.NewProxy(t, c.Servers())
-	sw := session(t, px.Addrs())
-	zc := raw(t, c)
+	f := newFixture(t)
+	sh := f.Session()
+	px := f.Proxy()
+	sw := f.SessionAt(px.Addrs())
+	zc := f.Raw()
 	type pair struct {
 		hold, wait func(ctx context.Context) error
 	}
@@ -224,7 +223,7 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t, 25*time.Second)
-			path := c.Root() + "/bh-watch-" + tc.name
+			path := f.Path("bh-watch-") + tc.name
 			p := tc.mk(path)
 			if err := p.hold(ctx); err != nil {
 				t.Fatal(err)
@@ -240,7 +239,7 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- p.wait(wctx) }()
 			waitFor(t, 5*time.Second, "the waiter's watch", func() bool {
-				return len(watchesUnder(c, 0, path)) > 0
+				return len(watchesUnder(f, 0, path)) > 0
 			})
 			px.Blackhole()
 			time.Sleep(200 * time.Millisecond) // the waiter is cut off (observable only by time)
@@ -270,7 +269,7 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 			var ws []string
 			var n int
 			for {
-				ws, n = watchesUnder(c, 0, path), countNodes(zc, path)
+				ws, n = watchesUnder(f, 0, path), countNodes(zc, path)
 				if (len(ws) == 0 && n == before) || time.Now().After(end) {
 					break
 				}
@@ -300,12 +299,13 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 //   - leader: two Observe calls on one session; one is cancelled; the other
 //     must still see the leader change.
 func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
-	c := zktest.New(t)
-	sh := session(t, c.Servers())
-	sw := session(t, c.Servers())
+	f := newFixture(t)
+	sh := f.Session()
+	sw := f.Session()
 	t.Run("rwlock", func(t *testing.T) {
+		f := f.In(t)
 		ctx := ctxT(t, 20*time.Second)
-		path := c.Root() + "/shared-rw"
+		path := f.Path("shared-rw")
 		h, _ := rwlock.New(sh, path)
 		if _, err := h.WriteLock().Acquire(ctx); err != nil {
 			t.Fatal(err)
@@ -320,7 +320,7 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 				_ = r2.ReadLock().Release(context.WithoutCancel(ctx))
 			}
 		}()
-		zc := raw(t, c)
+		zc := f.Raw()
 		waitFor(t, 5*time.Second, "r2 queued", func() bool { return len(children(zc, path)) == 2 })
 		c1, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		_, err := r1.ReadLock().Acquire(c1)
@@ -342,8 +342,9 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 		}
 	})
 	t.Run("semaphore", func(t *testing.T) {
+		f := f.In(t)
 		ctx := ctxT(t, 20*time.Second)
-		path := c.Root() + "/shared-sem"
+		path := f.Path("shared-sem")
 		h, _ := semaphoremutex.NewSemaphore(sh, path, 2)
 		l1, err := h.Acquire(ctx)
 		if err != nil {
@@ -358,7 +359,7 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 		defer cancel()
 		got1 := make(chan error, 1)
 		go func() { _, err := w1.Acquire(c1); got1 <- err }()
-		zc := raw(t, c)
+		zc := f.Raw()
 		waitFor(t, 5*time.Second, "w1 queued", func() bool { return len(children(zc, path+"/locks")) == 1 })
 		got2 := make(chan error, 1)
 		go func() { _, err := w2.Acquire(ctx); got2 <- err }()
@@ -381,7 +382,7 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 	})
 	t.Run("leader-observe", func(t *testing.T) {
 		ctx := ctxT(t, 20*time.Second)
-		path := c.Root() + "/shared-observe"
+		path := f.Path("shared-observe")
 		o1, _ := leader.New(sw, path, "o1")
 		o2, _ := leader.New(sw, path, "o2")
 		c1, cancel1 := context.WithCancel(ctx)
@@ -436,18 +437,18 @@ func TestSharedListingMassCancelLeavesNoWatch(t *testing.T) {
 }
 
 func massCancel(t *testing.T, cut bool) {
-	c := zktest.New(t)
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	path := c.Root() + "/r2-mass/lock"
-	bys := raw(t, c)
-	px := zktest.NewProxy(t, c.Servers())
-	sA := session(t, px.Addrs(), conn.WithSessionTimeout(8*time.Second))
-	sB := session(t, c.Servers())
+	path := f.Path("r2-mass/lock")
+	bys := f.Raw()
+	px := f.Proxy()
+	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second))
+	sB := f.Session()
 	mB, _ := mutex.New(sB, path)
 	b := hold(ctx, mB)
 	b.wait(t, 10*time.Second, "B")
 	watchCount := func() string {
-		m, err := c.Mntr(ctx, 0)
+		m, err := f.Mntr(ctx, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -493,7 +494,7 @@ func massCancel(t *testing.T, cut bool) {
 	}
 	waitFor(t, 10*time.Second, "only B's node left", func() bool { return len(children(bys, path)) == 1 })
 	waitFor(t, 10*time.Second, "the watch count back to B's alone", func() bool { return watchCount() == base })
-	out, err := c.FourLetter(ctx, 0, "wchc")
+	out, err := f.FourLetter(ctx, 0, "wchc")
 	if err != nil {
 		t.Fatal(err)
 	}
