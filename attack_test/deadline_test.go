@@ -3,6 +3,7 @@ package attack_test
 import (
 	"context"
 	"errors"
+	"github.com/stretchr/testify/require"
 	"sync"
 	"testing"
 	"time"
@@ -31,17 +32,12 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 	s := f.Session(conn.WithSessionTimeout(8 * time.Second))
 	root := f.Path("paused")
 	ep, err := s.Epoch(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// Create the parents first so that each call gets as far as its create.
 	warm, _ := mutex.New(s, root+"/warm")
-	if _, err := warm.Acquire(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	_, err = warm.Acquire(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(context.Background()))
 	m, _ := mutex.New(s, root+"/m")
 	rw, _ := rwlock.New(s, root+"/rw")
 	sm, _ := semaphoremutex.New(s, root+"/sm")
@@ -64,9 +60,7 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 		{"leader.Campaign", func(ctx context.Context) error { _, err := e.Campaign(ctx); return err }},
 		{"multilock", func(ctx context.Context) error { _, err := ml.Acquire(ctx); return err }},
 	}
-	if err := f.Pause(0); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.Pause(0))
 	resumed := false
 	defer func() {
 		if !resumed {
@@ -86,9 +80,7 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 			t.Errorf("%s: %v, want DeadlineExceeded", call.name, err)
 		}
 	}
-	if err := f.Resume(0); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.Resume(0))
 	resumed = true
 	zc := f.Raw()
 	waitFor(t, 10*time.Second, "no node of ours left", func() bool { return countNodes(zc, root) == 0 })
@@ -154,9 +146,7 @@ func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
 	t.Logf("latest return: %v after the deadline", worst)
 	px.Heal()
 	waitFor(t, 15*time.Second, "only B's node left", func() bool { return len(children(bys, path)) == 1 })
-	if err := b.stop(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.stop())
 }
 
 // TestGrantReadBlackholedKeepsDeadline: two goroutines of one session

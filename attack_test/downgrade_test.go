@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -43,17 +44,11 @@ func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 	path := f.Path("rw-downgrade")
 
 	rwA, err := rwlock.New(sa, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	rwB, err := rwlock.New(sb, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wA, err := rwA.WriteLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	type res struct {
 		l   *conn.Lease
 		err error
@@ -73,9 +68,7 @@ func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 	defer func() { close(bRelease); <-bDone }()
 	waitFor(t, 10*time.Second, "B's W node", func() bool { return len(children(zc, path)) == 2 })
 
-	if err := zc.Delete(wA.Path(), -1); err != nil {
-		t.Fatalf("bystander delete: %v", err)
-	}
+	require.NoError(t, zc.Delete(wA.Path(), -1), "bystander delete")
 	var b res
 	select {
 	case b = <-bGot:
@@ -118,9 +111,8 @@ func TestRWLockDowngradeAfterExpiryRefused(t *testing.T) {
 	path := f.Path("rw-downgrade-expiry")
 	rwA, _ := rwlock.New(sa, path)
 	rwB, _ := rwlock.New(sb, path)
-	if _, err := rwA.WriteLock().Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err := rwA.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
 	bGot := make(chan error, 1)
 	bRelease := make(chan struct{})
 	bDone := make(chan struct{})
@@ -135,15 +127,9 @@ func TestRWLockDowngradeAfterExpiryRefused(t *testing.T) {
 	}()
 	defer func() { close(bRelease); <-bDone }()
 	ep, err := sa.Epoch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-bGot; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
+	require.NoError(t, <-bGot)
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	rA, err := rwA.ReadLock().Acquire(rctx)
@@ -172,9 +158,8 @@ func TestRWLockOtherGoroutineGetsNoDowngrade(t *testing.T) {
 	path := f.Path("rw-other-goroutine")
 	rw, _ := rwlock.New(s, path)
 	rw2, _ := rwlock.New(s, path)
-	if _, err := rw.WriteLock().Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
 	defer rw.WriteLock().Release(context.WithoutCancel(ctx))
 	for name, h := range map[string]*rwlock.RWLock{"same handle": rw, "second handle": rw2} {
 		res := make(chan string, 1)
@@ -236,13 +221,9 @@ func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
 	rwC, _ := rwlock.New(sc, path)
 
 	wA, err := rwA.WriteLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	fW, err := wA.Fence(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cGot := make(chan *conn.Lease, 1)
 	cRel := make(chan struct{})
 	cDone := make(chan struct{})
@@ -262,30 +243,16 @@ func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
 	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
 
 	rA, err := rwA.ReadLock().Acquire(ctx) // downgrade
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	fR1, err := rA.Fence(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rwA.ReadLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, rwA.ReadLock().Release(ctx))
 	rA, err = rwA.ReadLock().Acquire(ctx) // a second downgrade
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	fR, err := rA.Fence(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rwA.WriteLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := rwA.ReadLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, rwA.WriteLock().Release(ctx))
+	require.NoError(t, rwA.ReadLock().Release(ctx))
 	var lC *conn.Lease
 	select {
 	case lC = <-cGot:
@@ -296,9 +263,7 @@ func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
 		t.FailNow()
 	}
 	fC, err := lC.Fence(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("grants in order: A write %v, A read %v, A read again %v, C write %v", fW, fR1, fR, fC)
 	if fW.Compare(fR1) >= 0 || fR1.Compare(fR) >= 0 || fR.Compare(fC) >= 0 {
 		t.Fatalf("fences not strictly growing in grant order: A write %v, A read (downgrade) %v, A read again %v, C write %v: a resource that kept %v refuses C",
@@ -327,17 +292,11 @@ func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 	path := f.Path("rw-kept-w")
 
 	rwA, err := rwlock.New(sa, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	rwC, err := rwlock.New(sc, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wA, err := rwA.WriteLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	type res struct {
 		l   *conn.Lease
 		err error
@@ -358,13 +317,9 @@ func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
 
 	rA, err := rwA.ReadLock().Acquire(ctx) // downgrade
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
-	if err := rwA.WriteLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rwA.WriteLock().Release(ctx))
 	if ok, _, _ := zc.Exists(wA.Path()); !ok {
 		t.Fatal("the W node was not kept, though a writer is queued between W and R (doc: kept)")
 	}
@@ -375,9 +330,7 @@ func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 
-	if err := zc.Delete(wA.Path(), -1); err != nil {
-		t.Fatalf("bystander delete of the kept W node: %v", err)
-	}
+	require.NoError(t, zc.Delete(wA.Path(), -1), "bystander delete of the kept W node")
 	var cl res
 	select {
 	case cl = <-cGot:
@@ -434,9 +387,7 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	rwA, _ := rwlock.New(sa, path)
 	rwC, _ := rwlock.New(sc, path)
 	wA, err := rwA.WriteLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cctx, ccancel := context.WithCancel(ctx)
 	cDone := make(chan struct{})
 	go func() {
@@ -448,12 +399,8 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	defer func() { ccancel(); <-cDone }()
 	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
 	rA, err := rwA.ReadLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rwA.WriteLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, rwA.WriteLock().Release(ctx))
 	if ok, _, _ := zc.Exists(wA.Path()); !ok {
 		t.Fatal("W node not kept")
 	}
@@ -471,9 +418,7 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	if _, err := wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
 		t.Errorf("a multi behind the released write lease's CheckOp while its W node is kept: %v, want it to commit (documented)", err)
 	}
-	if err := rwA.ReadLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rwA.ReadLock().Release(ctx))
 	for name, l := range map[string]*conn.Lease{"write": wA, "read": rA} {
 		_, err := l.Epoch().Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-release-") + name, Acl: zk.WorldACL(zk.PermAll)})
 		if !errors.Is(err, zk.ErrNoNode) {
@@ -511,9 +456,7 @@ func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
 	rwA, _ := rwlock.New(sa, path)
 	rwC, _ := rwlock.New(sc, path)
 	wA, err := rwA.WriteLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cGot := make(chan error, 1)
 	cRel := make(chan struct{})
 	cDone := make(chan struct{})
@@ -529,12 +472,8 @@ func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
 	defer func() { close(cRel); <-cDone }()
 	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
 	rA, err := rwA.ReadLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rwA.WriteLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, rwA.WriteLock().Release(ctx))
 	if ok, _, _ := zc.Exists(wA.Path()); !ok {
 		t.Fatal("W node not kept")
 	}
@@ -543,9 +482,7 @@ func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
 		lost = rA.Lost()
 		waitFor(t, 5*time.Second, "the read lease's watch", func() bool { return watched(f, 0, rA.Path()) })
 	}
-	if err := zc.Delete(rA.Path(), -1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zc.Delete(rA.Path(), -1))
 	if armed {
 		select {
 		case <-lost:
@@ -556,9 +493,7 @@ func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
 	relErr := rwA.ReadLock().Release(ctx)
 	select {
 	case err := <-cGot:
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return // the kept W node went: C entered
 	case <-time.After(3 * time.Second):
 	}
@@ -584,9 +519,7 @@ func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
 	rwA, _ := rwlock.New(sa, path)
 	rwC, _ := rwlock.New(sc, path)
 	wA, err := rwA.WriteLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cGot := make(chan error, 1)
 	cRel := make(chan struct{})
 	cDone := make(chan struct{})
@@ -602,12 +535,8 @@ func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
 	defer func() { close(cRel); <-cDone }()
 	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
 	rA, err := rwA.ReadLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rwA.WriteLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, rwA.WriteLock().Release(ctx))
 	if err := rwA.WriteLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second write release: %v, want ErrNotHeld", err)
 	}
@@ -633,17 +562,13 @@ func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
 		t.Fatalf("C entered (err=%v) while A reads", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := rwA.ReadLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rwA.ReadLock().Release(ctx))
 	if err := rwA.ReadLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second read release: %v, want ErrNotHeld", err)
 	}
 	select {
 	case err := <-cGot:
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("C not granted after A's read release")
 	}
@@ -683,9 +608,7 @@ func TestRWLockDowngradeStress(t *testing.T) {
 	for si := 0; si < 3; si++ {
 		s := f.Session()
 		rw, err := rwlock.New(s, path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for g := 0; g < 3; g++ {
 			wg.Add(1)
 			go func(id string, seed int64) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stretchr/testify/require"
 	"math/rand"
 	"sort"
 	"strings"
@@ -37,18 +38,14 @@ func round3Locker(t *testing.T, recipe string, s *conn.Session, path string, i i
 		return m
 	case "mutex-handoff":
 		m, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return m
 	case "semaphoremutex":
 		m, _ := semaphoremutex.New(s, path)
 		return m
 	case "semaphoremutex-handoff":
 		m, err := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(3, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return m
 	case "rwlock":
 		rw, _ := rwlock.New(s, path)
@@ -58,9 +55,7 @@ func round3Locker(t *testing.T, recipe string, s *conn.Session, path string, i i
 		return m
 	case "leader":
 		e, err := leader.New(s, path, fmt.Sprintf("p%d", i))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return electionLocker{e}
 	}
 	t.Fatalf("recipe %q", recipe)
@@ -133,9 +128,7 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 			waitFor(t, 10*time.Second, "A's waiters watching", func() bool { return rec.watches.Load() >= 1 })
 			time.Sleep(200 * time.Millisecond) // not a race fix: give every waiter time to queue before the expiry
 			ep := epochOf(t, sa)
-			if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 			select {
 			case <-ep.Done():
 			case <-time.After(10 * time.Second):
@@ -146,9 +139,7 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 				return len(sessionWatches(t, f, 0, epochOf(t, sa).SessionID())) >= 1
 			})
 			time.Sleep(200 * time.Millisecond) // not a race fix: let the waiters queue again before the handoff
-			if err := bh.release(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, bh.release())
 			done := make(chan struct{})
 			go func() { wg.Wait(); close(done) }()
 			select {
@@ -371,9 +362,7 @@ func TestOneAttemptDrainUnderCuts(t *testing.T) {
 					go func(i int) { defer cancel(); waiter(sa, "A", i, wctx) }(i)
 				}
 			}()
-			if err := h.release(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, h.release())
 			rng := rand.New(rand.NewSource(4))
 			for k := 0; k < 5; k++ {
 				px.BlackholeAfterWrites(1 + rng.Intn(4))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -46,9 +47,7 @@ func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
 	path := f.Path("ens-kill")
 	ma, _ := mutex.New(sa, path)
 	la, err := ma.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	sid := la.Epoch().SessionID()
 	srv := -1
 	waitFor(t, 5*time.Second, "the holder's server", func() bool { srv = serverOf(f, sid); return srv >= 0 })
@@ -73,38 +72,27 @@ func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
 	defer close(bRel)
 	zc := f.Raw()
 	waitFor(t, 5*time.Second, "the waiter's node", func() bool { return len(children(zc, path)) == 2 })
-	if err := f.Kill(srv); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.Kill(srv))
 	waitFor(t, 15*time.Second, "the holder to reconnect", func() bool { return sa.State() == conn.Reconnected })
 	if la.Err() != nil {
 		t.Fatalf("holder's lease lost across its server's death: %v", la.Err())
 	}
-	if _, err := la.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-res", Acl: zk.WorldACL(zk.PermAll)}); err != nil {
-		t.Fatalf("guarded write after the failover: %v", err)
-	}
+	_, err = la.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-res", Acl: zk.WorldACL(zk.PermAll)})
+	require.NoError(t, err, "guarded write after the failover")
 	select {
 	case err := <-bGot:
 		t.Fatalf("waiter entered (err=%v) while the holder's session lives", err)
 	default:
 	}
-	if err := ma.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, ma.Release(ctx))
 	select {
 	case err := <-bGot:
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("waiter not granted 10 s after the release")
 	}
-	if err := f.Restart(srv); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.WaitServing(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.Restart(srv))
+	require.NoError(t, f.WaitServing(ctx))
 }
 
 // TestEnsembleKillsUnderSharedListings checks mutex's "Mutual
@@ -123,9 +111,8 @@ func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 	reg := f.Path("r2-ens-reg")
 	bys := f.Raw()
 	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
-	if _, err := bys.Create(reg, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	_, err := bys.Create(reg, []byte("0"), 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
 	var inside, grants, lostOnEntry int32
 	var mu sync.Mutex
 	var last conn.Fence
@@ -194,13 +181,9 @@ func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		time.Sleep(2 * time.Second)
 		k := i % 3
-		if err := f.Kill(k); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, f.Kill(k))
 		time.Sleep(500 * time.Millisecond)
-		if err := f.Restart(k); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, f.Restart(k))
 	}
 	wg.Wait()
 	t.Logf("%d counted grants, %d lost on entry", grants, lostOnEntry)

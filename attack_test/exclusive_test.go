@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
@@ -27,9 +28,7 @@ func exclusiveReplaced(t *testing.T, f *fixture, ctx context.Context, name strin
 	xa, _ := exclusive.New(sa, path)
 	xb, _ := exclusive.New(sb, path)
 	la, err := xa.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	bGot := make(chan *conn.Lease, 1)
 	go func() {
 		l, err := xb.Acquire(ctx)
@@ -41,9 +40,7 @@ func exclusiveReplaced(t *testing.T, f *fixture, ctx context.Context, name strin
 		bGot <- l
 	}()
 	waitFor(t, 5*time.Second, "B's watch", func() bool { return watched(f, 0, la.Path()) })
-	if err := zc.Delete(la.Path(), -1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zc.Delete(la.Path(), -1))
 	select {
 	case lb = <-bGot:
 	case <-time.After(5 * time.Second):
@@ -69,9 +66,7 @@ func TestExclusiveFenceOfReplacedNodeIsNotTheNewHolders(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	la, lb := exclusiveReplaced(t, f, ctx, "token")
 	fb, err := lb.Fence(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	fa, errA := la.Fence(ctx)
 	if errors.Is(errA, conn.ErrLeaseLost) {
 		return
@@ -124,9 +119,7 @@ func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
 	xb, _ := exclusive.New(sb, path)
 	xc, _ := exclusive.New(sc, path)
 	la, err := xa.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	bGot := make(chan *conn.Lease, 1)
 	go func() {
 		l, err := xb.Acquire(ctx)
@@ -138,9 +131,7 @@ func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
 		bGot <- l
 	}()
 	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
-	if err := zc.Delete(la.Path(), -1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zc.Delete(la.Path(), -1))
 	var lb *conn.Lease
 	select {
 	case lb = <-bGot:
@@ -152,9 +143,7 @@ func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
 	}
 	defer xb.Release(context.WithoutCancel(ctx))
 	_, bst, err := zc.Get(lb.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cGot := make(chan error, 1)
 	go func() {
 		_, err := xc.Acquire(ctx)
@@ -176,12 +165,8 @@ func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
 	if err != nil || st.Czxid != bst.Czxid {
 		t.Fatalf("B's node after A's stale Release: %+v %v", st, err)
 	}
-	if err := xb.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-cGot; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, xb.Release(ctx))
+	require.NoError(t, <-cGot)
 }
 
 // TestExclusiveBackgroundDeleteSparesNewHolder checks exclusive/doc.go:
@@ -206,9 +191,7 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 	xb, _ := exclusive.New(sb, path)
 	xc, _ := exclusive.New(sc, path)
 	la, err := xa.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ep, _ := sa.Epoch(ctx)
 	sid := ep.SessionID()
 	bGot := make(chan *conn.Lease, 1)
@@ -239,9 +222,7 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 	}
 	defer xb.Release(context.WithoutCancel(ctx))
 	_, bst, err := zc.Get(lb.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cGot := make(chan error, 1)
 	go func() {
 		_, err := xc.Acquire(ctx)
@@ -263,12 +244,8 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 		t.Fatalf("C entered (err=%v) while B holds: A's background deletion removed B's node (czxid %d)", err, bst.Czxid)
 	case <-time.After(2 * time.Second):
 	}
-	if err := xb.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-cGot; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, xb.Release(ctx))
+	require.NoError(t, <-cGot)
 }
 
 // TestExclusivePendingReleaseSparesOwnReacquire checks exclusive/doc.go:
@@ -289,9 +266,8 @@ func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
 	path := f.Path("excl-own")
 	xa, _ := exclusive.New(sa, path)
 	xc, _ := exclusive.New(sc, path)
-	if _, err := xa.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err := xa.Acquire(ctx)
+	require.NoError(t, err)
 	for round := 0; round < 5; round++ {
 		px.BlackholeAfterWrites(2) // Release reads the node, then deletes it
 		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -355,9 +331,7 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	xa, _ := exclusive.New(sa, path)
 	xb, _ := exclusive.New(sb, path)
 	la, err := xa.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	bGot := make(chan *conn.Lease, 1)
 	go func() {
 		l, err := xb.Acquire(ctx)
@@ -375,9 +349,7 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	start := time.Now()
 	go func() { released <- xa.Release(ctx) }()
 	time.Sleep(2 * d) // A's read has been answered by the server; its delete is on its way
-	if err := zc.Delete(la.Path(), -1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zc.Delete(la.Path(), -1))
 	var lb *conn.Lease
 	select {
 	case lb = <-bGot:
@@ -388,9 +360,7 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 		t.FailNow()
 	}
 	_, bst, err := zc.Get(lb.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	took := time.Since(start)
 	relErr := <-released
 	px.SetLatency(0)
@@ -409,9 +379,7 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	if err != nil || st.Czxid != bst.Czxid {
 		t.Fatalf("B's node (czxid %d) after A's Release: %+v %v", bst.Czxid, st, err)
 	}
-	if err := xb.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, xb.Release(ctx))
 }
 
 // TestExclusiveCreatePendingThenRace checks exclusive's "Never two
@@ -432,9 +400,8 @@ func TestExclusiveCreatePendingThenRace(t *testing.T) {
 	reg := f.Path("r2-excl-reg")
 	bys := f.Raw()
 	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
-	if _, err := bys.Create(reg, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	_, err := bys.Create(reg, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
 	px := f.Proxy()
 	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second),
 		conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxAttempts: 1}))
@@ -442,12 +409,9 @@ func TestExclusiveCreatePendingThenRace(t *testing.T) {
 	lA, _ := exclusive.New(sA, path)
 	lB, _ := exclusive.New(sB, path)
 	// Parents first, so that the next write is the lock node's create.
-	if _, err := lA.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := lA.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err = lA.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, lA.Release(ctx))
 	px.BlackholeAfterNextWrite()
 	ech := make(chan error, 1)
 	go func() {
@@ -459,7 +423,6 @@ func TestExclusiveCreatePendingThenRace(t *testing.T) {
 	waitFor(t, 10*time.Second, "A's lost create on the server", func() bool { return len(children(bys, path)) == 1 })
 	px.Heal()
 	px.Blackhole()
-	var err error
 	select {
 	case err = <-ech:
 	case <-time.After(2500 * time.Millisecond):

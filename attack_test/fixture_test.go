@@ -204,9 +204,7 @@ func sessionWatches(t *testing.T, f *fixture, i int, sid int64) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	out, err := f.FourLetter(ctx, i, "wchc")
-	if err != nil {
-		t.Fatalf("wchc: %v", err)
-	}
+	require.NoError(t, err, "wchc")
 	var paths []string
 	in := false
 	want := fmt.Sprintf("0x%x", sid)
@@ -228,9 +226,7 @@ func epochOf(t *testing.T, s *conn.Session) *conn.Epoch {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ep, err := s.Epoch(ctx)
-	if err != nil {
-		t.Fatalf("epoch: %v", err)
-	}
+	require.NoError(t, err, "epoch")
 	return ep
 }
 
@@ -267,27 +263,19 @@ func round4Locker(t *testing.T, recipe string, s *conn.Session, path string, i i
 	switch recipe {
 	case "mutex":
 		m, err := mutex.New(s, path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return m
 	case "mutex-revocable":
 		m, err := mutex.New(s, path, mutex.WithRevocable())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return m
 	case "rwlock-revocable":
 		rw, err := rwlock.New(s, path, rwlock.WithRevocable())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return rw.WriteLock()
 	case "leader":
 		e, err := leader.New(s, path, "p"+strconv.Itoa(i))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return electionLocker{e}
 	}
 	t.Fatalf("recipe %q", recipe)
@@ -416,9 +404,7 @@ func runDrain(t *testing.T, f *fixture, recipe, path string, ss []*conn.Session,
 	if !concurrent {
 		bg.Wait()
 	}
-	if err := h.release(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, h.release())
 	bg.Wait()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
@@ -138,25 +139,19 @@ func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
 				}
 				acl := zk.WorldACL(zk.PermAll)
 				if v.sealedACL {
-					if err := owner.AddAuth("digest", []byte("evil:pw")); err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, owner.AddAuth("digest", []byte("evil:pw")))
 					acl = append(zk.WorldACL(zk.PermRead|zk.PermCreate|zk.PermDelete), zk.DigestACL(zk.PermAll, "evil", "pw")...)
 					writer = owner
 				}
 				if v.second {
 					acl = append(acl, zk.DigestACL(zk.PermWrite, "other", "pw")...)
 					writer = f.Raw()
-					if err := writer.AddAuth("digest", []byte("other:pw")); err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, writer.AddAuth("digest", []byte("other:pw")))
 				}
 				id := "0b5e55ed-0000-4000-8000-000000000001"
 				data := r.data(id, v.sealedData)
 				node, err := owner.Create(path+r.parent+"/"+r.node(id), []byte(data), zk.FlagEphemeral|zk.FlagSequence, acl)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				got := make(chan error, 1)
 				rel := make(chan struct{})
 				done := make(chan struct{})
@@ -165,9 +160,8 @@ func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
 				waitFor(t, 10*time.Second, "our waiter's watch on the foreign holder's node", func() bool {
 					return watched(f, 0, node)
 				})
-				if _, err := writer.Set(node, []byte(data), -1); err != nil {
-					t.Fatal(err)
-				}
+				_, err = writer.Set(node, []byte(data), -1)
+				require.NoError(t, err)
 				select {
 				case err := <-got:
 					ok, _, _ := owner.Exists(node)
@@ -175,12 +169,8 @@ func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
 					return
 				case <-time.After(1500 * time.Millisecond):
 				}
-				if err := owner.Delete(node, -1); err != nil {
-					t.Fatal(err)
-				}
-				if err := <-got; err != nil {
-					t.Fatalf("our waiter after the foreign holder left: %v", err)
-				}
+				require.NoError(t, owner.Delete(node, -1))
+				require.NoError(t, <-got, "our waiter after the foreign holder left")
 			})
 		}
 	}
@@ -215,9 +205,7 @@ func foreignContenders(t *testing.T, shapes map[string]string) {
 				}
 			}
 			node, err := zc.Create(path+"/"+child, []byte("127.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			m, _ := mutex.New(s, path)
 			if _, ok, err := m.TryAcquire(ctx); ok || err != nil {
 				if ok {
@@ -238,14 +226,10 @@ func foreignContenders(t *testing.T, shapes map[string]string) {
 				t.Fatalf("Acquire returned (%v) while the foreign node holds", err)
 			case <-time.After(500 * time.Millisecond):
 			}
-			if err := zc.Delete(node, -1); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, zc.Delete(node, -1))
 			select {
 			case err := <-got:
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 			case <-time.After(5 * time.Second):
 				t.Fatal("not granted 5 s after the foreign node went")
 			}
@@ -273,38 +257,26 @@ func TestMutexRevocableNodeForgedSealKeepsWaiterOut(t *testing.T) {
 	path := f.Path("forged-seal")
 
 	ma, err := mutex.New(sa, path, mutex.WithRevocable())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	la, err := ma.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ma.Release(context.WithoutCancel(ctx))
 
 	// The bystander makes the revocable node look sealed.
 	data, st, err := zc.Get(la.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	forged := strings.TrimSuffix(string(data), "}") + `,"sealed":true}`
-	if _, err := zc.Set(la.Path(), []byte(forged), st.Version); err != nil {
-		t.Fatalf("bystander's first write (allowed on a revocable node): %v", err)
-	}
+	_, err = zc.Set(la.Path(), []byte(forged), st.Version)
+	require.NoError(t, err, "bystander's first write (allowed on a revocable node)")
 	// ... and gives it a sealed node's ACL, with its own identity in the
 	// place of the holder's.
-	if err := zc.AddAuth("digest", []byte("evil:pw")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zc.AddAuth("digest", []byte("evil:pw")))
 	sealedACL := append(zk.WorldACL(zk.PermRead|zk.PermCreate|zk.PermDelete), zk.DigestACL(zk.PermAll, "evil", "pw")...)
-	if _, err := zc.SetACL(la.Path(), sealedACL, -1); err != nil {
-		t.Fatalf("bystander's setACL (allowed on a revocable node): %v", err)
-	}
+	_, err = zc.SetACL(la.Path(), sealedACL, -1)
+	require.NoError(t, err, "bystander's setACL (allowed on a revocable node)")
 
 	mb, err := mutex.New(sb, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	type res struct {
 		l   *conn.Lease
 		err error
@@ -320,9 +292,8 @@ func TestMutexRevocableNodeForgedSealKeepsWaiterOut(t *testing.T) {
 	waitFor(t, 10*time.Second, "the waiter's watch on the holder's node", func() bool {
 		return watched(f, 0, la.Path())
 	})
-	if _, err := zc.Set(la.Path(), []byte(forged), -1); err != nil {
-		t.Fatalf("bystander's second write: %v", err)
-	}
+	_, err = zc.Set(la.Path(), []byte(forged), -1)
+	require.NoError(t, err, "bystander's second write")
 
 	select {
 	case r := <-got:
@@ -335,9 +306,7 @@ func TestMutexRevocableNodeForgedSealKeepsWaiterOut(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		// B still waits: the promise held.
 	}
-	if err := ma.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, ma.Release(ctx))
 	r := <-got
 	if r.err != nil {
 		t.Fatalf("B after A's release: %v", r.err)
@@ -458,9 +427,7 @@ func TestOddChildrenUnderLockPathsAreIgnored(t *testing.T) {
 			a, b := tc.mk(zc, path)
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			if err := a.acq(actx); err != nil {
-				t.Fatalf("A's acquire among odd children: %v", err)
-			}
+			require.NoError(t, a.acq(actx), "A's acquire among odd children")
 			bGot, bRel, bRelErr := make(chan error, 1), make(chan struct{}), make(chan error, 1)
 			go func() { // B acquires and releases on one goroutine (mutex, rwlock)
 				err := b.acq(actx)
@@ -475,16 +442,10 @@ func TestOddChildrenUnderLockPathsAreIgnored(t *testing.T) {
 				t.Fatalf("B got in (or failed) while A holds: %v", err)
 			case <-time.After(300 * time.Millisecond):
 			}
-			if err := a.rel(ctx); err != nil {
-				t.Fatalf("A's release: %v", err)
-			}
-			if err := <-bGot; err != nil {
-				t.Fatalf("B's acquire after A's release: %v", err)
-			}
+			require.NoError(t, a.rel(ctx), "A's release")
+			require.NoError(t, <-bGot, "B's acquire after A's release")
 			close(bRel)
-			if err := <-bRelErr; err != nil {
-				t.Fatalf("B's release: %v", err)
-			}
+			require.NoError(t, <-bRelErr, "B's release")
 		})
 	}
 }

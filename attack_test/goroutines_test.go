@@ -3,6 +3,7 @@ package attack_test
 import (
 	"context"
 	"fmt"
+	"github.com/stretchr/testify/require"
 	"runtime"
 	"sync"
 	"testing"
@@ -29,9 +30,7 @@ func TestArmedLeaseCostsThreeGoroutines(t *testing.T) {
 	for i := range leases {
 		ms[i], _ = mutex.New(s, fmt.Sprintf("%s/r2-armed/m%d", f.Root(), i))
 		l, err := ms[i].Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		leases[i] = l
 	}
 	t.Cleanup(func() {
@@ -79,20 +78,15 @@ func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
 		ms[i], _ = mutex.New(s, fmt.Sprintf("%s/r2-cost/m%d", f.Root(), i))
 	}
 	// Warm up the session's own goroutines with one acquire/release.
-	if _, err := ms[0].Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := ms[0].Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err := ms[0].Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ms[0].Release(ctx))
 	time.Sleep(200 * time.Millisecond) // let the warm-up's goroutines settle; counted, not relied on
 	base := runtime.NumGoroutine()
 	leases := make([]*conn.Lease, n)
 	for i, m := range ms {
 		l, err := m.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		leases[i] = l
 	}
 	held := runtime.NumGoroutine()
@@ -109,9 +103,7 @@ func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
 	armed := runtime.NumGoroutine()
 	t.Logf("goroutines with Lost armed on all: %d", armed)
 	for _, m := range ms {
-		if err := m.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, m.Release(ctx))
 	}
 	for _, l := range leases {
 		select {
@@ -197,29 +189,21 @@ func TestMultiLockLostGoroutinesEnd(t *testing.T) {
 	a, _ := mutex.New(s, f.Root()+"/r2-ml/a", mutex.WithLocalHandoff(3, 0))
 	b, _ := semaphoremutex.New(s, f.Root()+"/r2-ml/b", semaphoremutex.WithLocalHandoff(3, 0))
 	ml, err := multilock.New(a, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// Warm-up: the session's own goroutines.
-	if _, err := ml.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := ml.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err = ml.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ml.Release(ctx))
 	time.Sleep(200 * time.Millisecond) // settle; the check below waits on the count itself
 	base := runtime.NumGoroutine()
-	if _, err := ml.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err = ml.Acquire(ctx)
+	require.NoError(t, err)
 	held := runtime.NumGoroutine()
 	lost := ml.Lost()
 	time.Sleep(300 * time.Millisecond) // let the watches be set; counted, not relied on
 	armed := runtime.NumGoroutine()
 	t.Logf("goroutines: %d before, %d held, %d with Lost armed", base, held, armed)
-	if err := ml.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, ml.Release(ctx))
 	select {
 	case <-lost:
 	case <-time.After(5 * time.Second):

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -56,12 +57,9 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 			res := f.Path("inflight-res-") + tc.name
 			h := tc.mk(s, path)
 			l1, err := h.acquire1(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := l1.Epoch().Create(ctx, res, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
+			_, err = l1.Epoch().Create(ctx, res, nil, 0, zk.WorldACL(zk.PermAll))
+			require.NoError(t, err)
 			var mu sync.Mutex
 			var writeDone, grant2 time.Time
 			var writeErr error
@@ -91,16 +89,12 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 				mu.Unlock()
 			}()
 			time.Sleep(30 * time.Millisecond) // the write is on its way (in the proxy's delay)
-			if err := h.release1(ctx); err != nil {
-				t.Fatalf("release of grant 1: %v", err)
-			}
+			require.NoError(t, h.release1(ctx), "release of grant 1")
 			wg.Wait()
 			waitFor(t, 10*time.Second, "grant 2", func() bool { mu.Lock(); defer mu.Unlock(); return !grant2.IsZero() })
 			px.SetLatency(0)
 			close(rel2)
-			if err := <-g2; err != nil {
-				t.Fatalf("grant 2: %v", err)
-			}
+			require.NoError(t, <-g2, "grant 2")
 			mu.Lock()
 			defer mu.Unlock()
 			t.Logf("grant 1's write answered %v (err %v); grant 2 at %v", writeDone.Format("15:04:05.000"), writeErr, grant2.Format("15:04:05.000"))
@@ -207,17 +201,11 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 			var bHolds atomic.Bool
 			switch fault {
 			case "bystander-delete":
-				if err := bys.Delete(l1.Path(), -1); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, bys.Delete(l1.Path(), -1))
 			case "expire":
 				ep, err := sA.Epoch(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
+				require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 			case "suspended":
 				px.Blackhole()
 				px.Cut()
@@ -257,28 +245,20 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 			case <-time.After(time.Second):
 			}
 			fb, err := lb.Fence(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			bHolds.Store(false)
-			if err := b.stop(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, b.stop())
 			if g2 == nil {
 				return
 			}
 			l2 := g2.wait(t, 15*time.Second, "G2")
 			f2, err := l2.Fence(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if f2.Compare(fb) <= 0 {
 				t.Fatalf("G2's fence %v not above B's %v", f2, fb)
 			}
 			t.Logf("B's fence %v, G2's %v", fb, f2)
-			if err := g2.stop(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, g2.stop())
 			waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
 		})
 	}
@@ -325,9 +305,7 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 			waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(bys, path)) == 2 })
 			g2 := hold(ctx, mA)
 			waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(f, 0, l1.Path()) })
-			if err := mB.Revoke(ctx, l1.Path()); err != nil {
-				t.Fatalf("revoke: %v", err)
-			}
+			require.NoError(t, mB.Revoke(ctx, l1.Path()), "revoke")
 			if seen {
 				select {
 				case <-rev1:
@@ -340,9 +318,7 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 					return err == nil && string(d) == "__REVOKE__"
 				})
 			}
-			if err := g1.stop(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, g1.stop())
 			select {
 			case l2 := <-g2.granted:
 				if seen {
@@ -356,19 +332,13 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 						t.Fatal("G2 holds the revoked node and its Revoked never closes: the revoke request is lost")
 					}
 				}
-				if err := g2.stop(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, g2.stop())
 				b.wait(t, 10*time.Second, "B")
 			case <-b.granted:
 				t.Logf("B entered after G1")
-				if err := b.stop(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, b.stop())
 				g2.wait(t, 10*time.Second, "G2")
-				if err := g2.stop(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, g2.stop())
 				return
 			case <-time.After(10 * time.Second):
 				t.Fatalf("neither G2 nor B entered; nodes %v", children(bys, path))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -70,14 +71,10 @@ func TestLeaderObserveConvergesUnderChurn(t *testing.T) {
 			t.FailNow()
 		}
 		if i == 1 {
-			if err := zc.Delete(l.Path(), -1); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, zc.Delete(l.Path(), -1))
 			continue
 		}
-		if err := es[i].Resign(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, es[i].Resign(ctx))
 	}
 	l4 := <-leases[4]
 	var last lock.Participant
@@ -89,13 +86,9 @@ func TestLeaderObserveConvergesUnderChurn(t *testing.T) {
 			t.Fatalf("Observe's last value %+v, want p4 (%s) 5 s after it began to lead", last, l4.Path())
 		}
 	}
-	if err := es[4].Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, es[4].Resign(ctx))
 	l5 := <-leases[5]
-	if err := es[5].Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, es[5].Resign(ctx))
 	_ = l5
 	deadline = time.After(5 * time.Second)
 	for last.Node != "" {
@@ -172,20 +165,14 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 		switch i {
 		case 0:
 			ep, err := s.Epoch(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
+			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 		case 1:
 			l := e.Leading()
 			if l == nil {
 				t.Fatal("Leading nil during a term")
 			}
-			if err := zc.Delete(l.Path(), -1); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, zc.Delete(l.Path(), -1))
 		case 2:
 			rcancel()
 		}
@@ -323,9 +310,8 @@ func TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted(t *testing.T) {
 	l, _ := leader.New(sl, path, "L")
 	p1, _ := leader.New(s1, path, "P1")
 	p2, _ := leader.New(s2, path, "P2")
-	if _, err := l.Campaign(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err := l.Campaign(ctx)
+	require.NoError(t, err)
 	type term struct {
 		who        string
 		start, end time.Time
@@ -352,13 +338,9 @@ func TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted(t *testing.T) {
 	if err != nil || len(ps) != 3 || ps[1].ID != "P1" {
 		t.Fatalf("participants %+v %v", ps, err)
 	}
-	if err := zc.Delete(ps[1].Node, -1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zc.Delete(ps[1].Node, -1))
 	time.Sleep(200 * time.Millisecond) // let P2 move its watch to L's node (not observable)
-	if err := l.Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Resign(ctx))
 	var got []term
 	deadline := time.After(8 * time.Second)
 	for len(got) < 2 {
@@ -397,9 +379,7 @@ func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Electio
 		opts = append(opts, leader.WithRequeue())
 	}
 	e, err := leader.New(s, path, "me", opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	var node string
@@ -430,13 +410,10 @@ func TestLeaderRunTellsRefusedResign(t *testing.T) {
 	if ok && runErr == nil {
 		t.Fatalf("Run returned nil, but the term's node %s is still there: the caller was not told", node)
 	}
-	if _, err := zc.SetACL(path, zk.WorldACL(zk.PermAll), -1); err != nil {
-		t.Fatal(err)
-	}
+	_, err := zc.SetACL(path, zk.WorldACL(zk.PermAll), -1)
+	require.NoError(t, err)
 	if ok && e.Leading() != nil {
-		if err := e.Resign(context.Background()); err != nil {
-			t.Fatalf("Resign once the ACL is back: %v", err)
-		}
+		require.NoError(t, e.Resign(context.Background()), "Resign once the ACL is back")
 	}
 }
 
@@ -457,18 +434,15 @@ func TestLeaderRunRequeueReturnsOnRefusedResign(t *testing.T) {
 	took := time.Since(start)
 	ok, _, _ := zc.Exists(node)
 	t.Logf("Run after %v: %v; node %s exists: %v; Leading: %v", took, runErr, node, ok, e.Leading() != nil)
-	if _, err := zc.SetACL(path, zk.WorldACL(zk.PermAll), -1); err != nil {
-		t.Fatal(err)
-	}
+	_, err := zc.SetACL(path, zk.WorldACL(zk.PermAll), -1)
+	require.NoError(t, err)
 	if !errors.Is(runErr, zk.ErrNoAuth) || errors.Is(runErr, context.DeadlineExceeded) {
 		t.Errorf("Run returned %v after %v; want the resign's refusal (zk.ErrNoAuth) before its ctx ended", runErr, took.Round(time.Millisecond))
 	}
 	if !ok || e.Leading() == nil {
 		t.Fatalf("after a refused resign: node %s exists %v, Leading %v; want both", node, ok, e.Leading())
 	}
-	if err := e.Resign(context.Background()); err != nil {
-		t.Fatalf("Resign once the ACL is back: %v", err)
-	}
+	require.NoError(t, e.Resign(context.Background()), "Resign once the ACL is back")
 	if ok, _, _ := zc.Exists(node); ok {
 		t.Fatalf("node %s still there after Resign", node)
 	}
@@ -494,9 +468,8 @@ func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
 	e1, _ := leader.New(s, path, "P1")
 	e2, _ := leader.New(s, path, "P2")
 	eQ, _ := leader.New(sQ, path, "Q")
-	if _, err := eL.Campaign(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err := eL.Campaign(ctx)
+	require.NoError(t, err)
 	var inside int32
 	order := make(chan string, 4)
 	run := func(e *leader.Election, id string, hold time.Duration) {
@@ -534,9 +507,7 @@ func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
 			t.Fatalf("delete P1's node %s: %v / %v", p1node, err, err2)
 		}
 	}
-	if err := eL.Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, eL.Resign(ctx))
 	var got []string
 	for len(got) < 3 {
 		select {
@@ -575,9 +546,7 @@ func TestLeaderSharedListingsRequeueCancelStress(t *testing.T) {
 		for p := 0; p < 4; p++ {
 			id := fmt.Sprintf("s%dp%d", si, p)
 			e, err := leader.New(s, path, id, leader.WithRequeue())
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			wg.Add(1)
 			go func(seed int64) {
 				defer wg.Done()

@@ -3,6 +3,7 @@ package attack_test
 import (
 	"context"
 	"errors"
+	"github.com/stretchr/testify/require"
 	"sync"
 	"testing"
 	"time"
@@ -194,21 +195,13 @@ func TestDowngradeMetrics(t *testing.T) {
 		rec := &metricsRec{}
 		s := f.Session(conn.WithMetrics(rec))
 		rw, err := rwlock.New(s, f.Root()+"/r4-re/rw")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := rw.WriteLock().Acquire(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := rw.ReadLock().Acquire(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := rw.WriteLock().Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := rw.ReadLock().Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		_, err = rw.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
+		_, err = rw.ReadLock().Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, rw.WriteLock().Release(ctx))
+		require.NoError(t, rw.ReadLock().Release(ctx))
 		if got := rec.count(conn.LockWait, "rwlock", conn.OutcomeGranted); got != 2 {
 			t.Errorf("waits granted = %d, want 2: %s", got, rec.dump())
 		}
@@ -244,15 +237,11 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 		rec := &metricsRec{}
 		s := f.Session(conn.WithMetrics(rec))
 		m, err := mutex.New(s, f.Root()+"/r4-re/m")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var first *conn.Lease
 		for i := 0; i < 3; i++ {
 			l, err := m.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if first == nil {
 				first = l
 			} else if l != first {
@@ -263,9 +252,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 			t.Fatalf("reentrant TryAcquire: %v %v", ok, err)
 		}
 		for i := 0; i < 4; i++ {
-			if err := m.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, m.Release(ctx))
 		}
 		if got := rec.count(conn.LockWait, "mutex", conn.OutcomeGranted); got != 1 {
 			t.Errorf("waits granted = %d, want 1 (re-entries are not waits): %s", got, rec.dump())
@@ -280,18 +267,13 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 		rec := &metricsRec{}
 		s := f.Session(conn.WithMetrics(rec))
 		rw, err := rwlock.New(s, f.Root()+"/r4-re/rww")
-		if err != nil {
-			t.Fatal(err)
+		require.NoError(t, err)
+		for i := 0; i < 2; i++ {
+			_, err := rw.WriteLock().Acquire(ctx)
+			require.NoError(t, err)
 		}
 		for i := 0; i < 2; i++ {
-			if _, err := rw.WriteLock().Acquire(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for i := 0; i < 2; i++ {
-			if err := rw.WriteLock().Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, rw.WriteLock().Release(ctx))
 		}
 		if got := rec.count(conn.LockWait, "rwlock", conn.OutcomeGranted); got != 1 {
 			t.Errorf("waits granted = %d, want 1 (re-entries are not waits): %s", got, rec.dump())
@@ -307,18 +289,12 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 		s := f.Session(conn.WithMetrics(rec))
 		path := f.Path("r4-re/lost")
 		m, err := mutex.New(s, path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		l, err := m.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		_ = l.Lost() // arm the watch
 		waitFor(t, 5*time.Second, "lease watch", func() bool { return rec.watches.Load() >= 1 })
-		if err := zc.Delete(l.Path(), -1); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, zc.Delete(l.Path(), -1))
 		select {
 		case <-l.Lost():
 		case <-time.After(5 * time.Second):
@@ -327,9 +303,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 		if _, err := m.Acquire(ctx); !errors.Is(err, conn.ErrLeaseLost) {
 			t.Fatalf("re-entry on a lost lease: %v", err)
 		}
-		if err := m.Release(context.Background()); err != nil {
-			t.Fatalf("release after loss: %v", err)
-		}
+		require.NoError(t, m.Release(context.Background()), "release after loss")
 		if got := rec.count(conn.LockWait, "mutex", conn.OutcomeError); got != 0 {
 			t.Errorf("waits with error = %d, want 0 (a re-entry is not a wait): %s", got, rec.dump())
 		}

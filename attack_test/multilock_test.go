@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -34,13 +35,9 @@ func TestMultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
 	b, _ := rwlock.New(s, root+"/b")
 	d, _ := semaphoremutex.New(s, root+"/d")
 	m, err := multilock.New(d, b.WriteLock(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	leases, err := m.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	lost := m.Lost()
 	var victim *conn.Lease
 	for _, l := range leases {
@@ -56,17 +53,13 @@ func TestMultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
 		t.Fatal("Lost closed before anything happened")
 	case <-time.After(200 * time.Millisecond):
 	}
-	if err := zc.Delete(victim.Path(), -1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zc.Delete(victim.Path(), -1))
 	select {
 	case <-lost:
 	case <-time.After(5 * time.Second):
 		t.Fatal("MultiLock's Lost open 5 s after a bystander deleted one of its nodes")
 	}
-	if err := m.Release(ctx); err != nil {
-		t.Fatalf("Release after one node was deleted: %v", err)
-	}
+	require.NoError(t, m.Release(ctx), "Release after one node was deleted")
 	if n := countNodes(zc, root); n != 0 {
 		t.Fatalf("%d ephemeral nodes left after Release", n)
 	}
@@ -85,20 +78,16 @@ func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 	zc := f.Raw()
 	root := f.Path("ml-refused")
 	for _, p := range []string{f.Root(), root, root + "/z"} {
-		if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
+		_, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
 	}
-	if _, err := zc.SetACL(root+"/z", zk.WorldACL(zk.PermAll&^zk.PermCreate), -1); err != nil {
-		t.Fatal(err)
-	}
+	_, err := zc.SetACL(root+"/z", zk.WorldACL(zk.PermAll&^zk.PermCreate), -1)
+	require.NoError(t, err)
 	a, _ := mutex.New(s, root+"/a")
 	b, _ := rwlock.New(s, root+"/b")
 	z, _ := mutex.New(s, root+"/z")
 	m, err := multilock.New(z, b.ReadLock(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -139,23 +128,14 @@ func TestMultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
 	b, _ := rwlock.New(s, root+"/b")
 	x, _ := semaphoremutex.New(s, root+"/x")
 	la, err := a.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	lb, err := b.WriteLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	m, err := multilock.New(x, b.WriteLock(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, err = m.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.Release(ctx))
 	for name, l := range map[string]*conn.Lease{"/a": la, "/b": lb} {
 		if l.Err() != nil {
 			t.Errorf("%s: lease lost after the MultiLock's release: %v", name, l.Err())
@@ -175,12 +155,8 @@ func TestMultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
 	if _, ok, err := ob.ReadLock().TryAcquire(ctx); ok || err != nil {
 		t.Errorf("another session read /b: ok=%v err=%v", ok, err)
 	}
-	if err := a.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.WriteLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, a.Release(ctx))
+	require.NoError(t, b.WriteLock().Release(ctx))
 	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, root) == 0 })
 }
 
@@ -323,9 +299,7 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 			}
 			g0 := runtime.NumGoroutine()
 			ml, err := multilock.New(mb, ma)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			type res struct {
 				leases []*conn.Lease
 				err    error
@@ -348,9 +322,7 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 				victim = sb
 			}
 			ep := epochOf(t, victim)
-			if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 			select {
 			case <-ep.Done():
 			case <-time.After(10 * time.Second):
@@ -370,9 +342,7 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 				// B's waiter queues again in its next epoch
 				waitFor(t, 10*time.Second, "B queued again", func() bool { return len(children(zc, pb)) == 2 })
 			}
-			if err := hc.release(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, hc.release())
 			var r res
 			select {
 			case r = <-got:
@@ -402,9 +372,7 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 						t.Errorf("Release after loss: %v", err)
 					}
 				}
-				if err := hd.release(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, hd.release())
 			} else {
 				if r.err != nil {
 					t.Fatalf("Acquire failed after B's expiry while waiting: %v", r.err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -41,9 +42,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 	t.Run("mutex", func(t *testing.T) {
 		m, _ := mutex.New(sn, "/m", mutex.WithRevocable())
 		l, err := m.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if ok, _, err := l.Epoch().Exists(ctx, l.Path()); !ok || err != nil {
 			t.Errorf("Lease.Path %q not found through its own epoch: %v %v", l.Path(), ok, err)
 		}
@@ -61,9 +60,8 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 			}
 		}
 		// GuardedWrite is namespaced.
-		if _, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: "/m-res", Data: []byte("x"), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
-			t.Fatal(err)
-		}
+		_, err = l.GuardedWrite(ctx, &zk.CreateRequest{Path: "/m-res", Data: []byte("x"), Acl: zk.WorldACL(zk.PermAll)})
+		require.NoError(t, err)
 		if ok, _, _ := zc.Exists(ns + "/m-res"); !ok {
 			t.Errorf("GuardedWrite's create did not land at %s", ns+"/m-res")
 		}
@@ -76,16 +74,12 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Errorf("Revoked not closed after Revoke(Participant.Node)")
 		}
-		if err := m.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, m.Release(ctx))
 	})
 	t.Run("rwlock", func(t *testing.T) {
 		rw, _ := rwlock.New(sn, "/rw")
 		l, err := rw.WriteLock().Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if ok, _, err := l.Epoch().Exists(ctx, l.Path()); !ok || err != nil {
 			t.Errorf("Lease.Path %q not found through its own epoch: %v %v", l.Path(), ok, err)
 		}
@@ -97,16 +91,12 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 				_ = other.ReadLock().Release(ctx)
 			}
 		}
-		if err := rw.WriteLock().Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, rw.WriteLock().Release(ctx))
 	})
 	t.Run("semaphoremutex", func(t *testing.T) {
 		m, _ := semaphoremutex.New(sn, "/s", semaphoremutex.WithRevocable())
 		l, err := m.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if ok, _, err := l.Epoch().Exists(ctx, l.Path()); !ok || err != nil {
 			t.Errorf("Lease.Path %q not found through its own epoch: %v %v", l.Path(), ok, err)
 		}
@@ -131,16 +121,12 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 				_ = other.Release(ctx)
 			}
 		}
-		if err := m.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, m.Release(ctx))
 	})
 	t.Run("leader", func(t *testing.T) {
 		e, _ := leader.New(sn, "/l", "n")
 		l, err := e.Campaign(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		p, err := e.Leader(ctx)
 		if err != nil || p.Node != l.Path() || p.ID != "n" {
 			t.Errorf("Leader %+v (%v), want Node %q", p, err, l.Path())
@@ -149,9 +135,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		if p2, err := o.Leader(ctx); err != nil || p2.ID != "n" {
 			t.Errorf("Leader through the full path: %+v %v", p2, err)
 		}
-		if err := e.Resign(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, e.Resign(ctx))
 	})
 	t.Run("multilock", func(t *testing.T) {
 		f := f.In(t)
@@ -215,9 +199,7 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	sc := f.Session(opts...)
 	// the namespace root, readable by the service only
 	zc := f.Raw()
-	if err := zc.AddAuth("digest", []byte("svc:secret")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zc.AddAuth("digest", []byte("svc:secret")))
 	if _, err := zc.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		t.Fatal(err)
 	}
@@ -285,9 +267,7 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 		ep, err := sa.Epoch(ctx)
 		return err == nil && ep.SessionID() == sidA
 	})
-	if err := ha.release(); err != nil {
-		t.Fatalf("A's Release after a cut, digest-only parent: %v", err)
-	}
+	require.NoError(t, ha.release(), "A's Release after a cut, digest-only parent")
 	var lb *conn.Lease
 	select {
 	case lb = <-hb.got:
@@ -299,9 +279,7 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	hc := gAcquire(ctx, mc)
 	waitFor(t, 10*time.Second, "C queued", func() bool { return len(children(zc, ns+"/locks/x")) == 2 })
 	ep := epochOf(t, sb)
-	if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 	var lc *conn.Lease
 	select {
 	case lc = <-hc.got:
@@ -322,8 +300,6 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	if err := hb.release(); err != nil {
 		t.Errorf("B's Release after loss: %v", err)
 	}
-	if err := hc.release(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, hc.release())
 	waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(zc, ns+"/locks/x")) == 0 })
 }

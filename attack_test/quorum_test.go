@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -29,9 +30,7 @@ func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept
 	l := h.wait(t, 10*time.Second, "holder")
 	lost := l.Lost()
 	ep, err := s.Epoch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	px.SetLatency(latency)
 	t.Cleanup(func() { px.SetLatency(0) })
 	t0 := time.Now()
@@ -57,9 +56,7 @@ func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept
 			return false, maxRTT, maxGap
 		default:
 		}
-		if err != nil {
-			t.Fatalf("sync on a live epoch: %v", err)
-		}
+		require.NoError(t, err, "sync on a live epoch")
 		now := time.Now()
 		mu.Lock()
 		if d := now.Sub(sent); d > maxRTT {
@@ -122,9 +119,7 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 	f := newFixture(t, zktest.WithServers(3))
 	ctx := ctxT(t, 29*time.Second)
 	ld, err := f.Leader()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	f1, f2 := (ld+1)%3, (ld+2)%3
 	srv := f.Servers()
 	const T = 4 * time.Second
@@ -167,9 +162,7 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 		ps, err := e2.Participants(ctx)
 		return err == nil && len(ps) == 2
 	})
-	if err := f.Pause(f1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.Pause(f1))
 	paused := time.Now()
 	defer func() { _ = f.Resume(f1) }()
 	select {
@@ -204,9 +197,7 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	f := newFixture(t, zktest.WithServers(3))
 	ctx := ctxT(t, 29*time.Second)
 	ld, err := f.Leader()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	f1, f2 := (ld+1)%3, (ld+2)%3
 	srv := f.Servers()
 	const T = 4 * time.Second
@@ -217,19 +208,14 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
 	mB, _ := mutex.New(sB, path)
 	ep, err := sB.Epoch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_ = ep.CreateParents(ctx, reg)
-	if _, err := ep.Create(ctx, reg, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	_, err = ep.Create(ctx, reg, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
 	g1 := hold(ctx, mA)
 	l1 := g1.wait(t, 10*time.Second, "G1")
 	f1Fence, err := l1.Fence(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	lost1 := l1.Lost()
 	b := hold(ctx, mB)
 	waitFor(t, 10*time.Second, "B queued", func() bool {
@@ -246,9 +232,7 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 		lostAt = time.Now()
 		mu.Unlock()
 	}()
-	if err := f.Pause(f1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.Pause(f1))
 	paused := time.Now()
 	defer func() { _ = f.Resume(f1) }()
 	lb := b.wait(t, 20*time.Second, "B")
@@ -267,16 +251,13 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 		t.Fatalf("G2 handed %s while B holds", l2.Path())
 	case <-time.After(time.Second):
 	}
-	if _, err := lb.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("b"), Version: -1}); err != nil {
-		t.Fatalf("B's guarded write: %v", err)
-	}
+	_, err = lb.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("b"), Version: -1})
+	require.NoError(t, err, "B's guarded write")
 	fb, err := lb.Fence(ctx)
 	if err != nil || fb.Compare(f1Fence) <= 0 {
 		t.Fatalf("B's fence %v (%v) not above G1's %v", fb, err, f1Fence)
 	}
-	if err := b.stop(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.stop())
 	_ = f.Resume(f1)
 	select {
 	case err := <-rel:

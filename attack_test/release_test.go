@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
@@ -131,13 +132,10 @@ func TestReleaseRefusedByServerLeavesLockHeld(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
 			path := f.Path("refused-") + r.name
 			h, err := r.take(ctx, path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			parent := conn.ParentPath(h.lease.Path())
-			if _, err := zc.SetACL(parent, zk.WorldACL(zk.PermAll&^zk.PermDelete), -1); err != nil {
-				t.Fatalf("bystander setACL: %v", err)
-			}
+			_, err = zc.SetACL(parent, zk.WorldACL(zk.PermAll&^zk.PermDelete), -1)
+			require.NoError(t, err, "bystander setACL")
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			err = h.release(rctx)
 			cancel()
@@ -156,9 +154,8 @@ func TestReleaseRefusedByServerLeavesLockHeld(t *testing.T) {
 			if !exists {
 				t.Errorf("node %s gone though deletes are refused", h.lease.Path())
 			}
-			if _, err := zc.SetACL(parent, zk.WorldACL(zk.PermAll), -1); err != nil {
-				t.Fatal(err)
-			}
+			_, err = zc.SetACL(parent, zk.WorldACL(zk.PermAll), -1)
+			require.NoError(t, err)
 			if err := h.release(ctx); err != nil {
 				t.Errorf("second Release after the ACL is back: %v", err)
 			}
@@ -229,9 +226,7 @@ func TestReleaseWithoutCancelWhileBlackholedReturns(t *testing.T) {
 			px := f.Proxy()
 			s := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(2*time.Second))
 			release, err := tc.take(ctx, s, f.Root()+"/rel-bh-"+tc.name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			px.Blackhole()
 			// Release runs on this goroutine (mutex and rwlock are owned by
 			// it); a watchdog heals the proxy after 5 s so that a hang ends.
@@ -290,9 +285,7 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 				_ = g2
 			}
 			ep0, err := sA.Epoch(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			px.Blackhole()
 			px.Cut()
 			waitFor(t, 10*time.Second, "A suspended", func() bool { return sA.State() == conn.Suspended })
@@ -396,9 +389,7 @@ func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 			lk := mk(s)
 			sid := epochOf(t, s).SessionID()
 			l, err := lk.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			lost := l.Lost()
 			waitFor(t, 5*time.Second, "lease watched", func() bool { return rec.watches.Load() == 1 })
 			px.Cut()
@@ -473,9 +464,8 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	mA, _ := mutex.New(sA, path)
 	mB, _ := mutex.New(sB, path)
 	mC, _ := mutex.New(sC, path)
-	if _, err := mB.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err := mB.Acquire(ctx)
+	require.NoError(t, err)
 	px.BlackholeAfterNextWrite()
 	ech := make(chan error, 1)
 	go func() {
@@ -490,7 +480,6 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	// go into a new blackhole for a while.
 	px.Heal()
 	px.Blackhole()
-	var err error
 	select {
 	case err = <-ech:
 	case <-time.After(2500 * time.Millisecond):
@@ -537,9 +526,7 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "C queued", func() bool { return len(children(bys, path)) >= 3 })
 	t.Logf("queue: %v", children(bys, path))
-	if err := mB.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, mB.Release(ctx))
 	var r res
 	select {
 	case r = <-ach:
@@ -566,14 +553,10 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	t.Logf("queue while A holds: %v", children(bys, path))
 	rel := make(chan error)
 	relA <- rel
-	if err := <-rel; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, <-rel)
 	select {
 	case err := <-cch:
-		if err != nil {
-			t.Fatalf("C: %v", err)
-		}
+		require.NoError(t, err, "C")
 	case <-time.After(10 * time.Second):
 		t.Fatalf("C never granted after A's release: the lost node stayed? nodes %v", children(bys, path))
 	}

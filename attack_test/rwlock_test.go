@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -84,9 +85,7 @@ func TestRWLockSharedListingsCancelStress(t *testing.T) {
 	for si := 0; si < 2; si++ {
 		s := f.Session()
 		rw, err := rwlock.New(s, path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for g := 0; g < 6; g++ {
 			wg.Add(1)
 			go func(g int) {
@@ -219,16 +218,13 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 	rwC, _ := rwlock.New(sc, path)
 
 	// Round 1.
-	if _, err := rwB.WriteLock().Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err := rwB.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
 	a1 := gAcquire(ctx, rwA.ReadLock())
 	waitFor(t, 10*time.Second, "A's reader queued", func() bool { return len(children(zc, path)) == 2 })
 	round1 := children(zc, path)
 	sort.Strings(round1)
-	if err := rwB.WriteLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rwB.WriteLock().Release(ctx))
 	select {
 	case <-a1.got:
 	case err := <-a1.failed:
@@ -236,9 +232,7 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("A round 1 not granted")
 	}
-	if err := a1.release(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, a1.release())
 	// The operator removes the empty lock directory (or the server's
 	// container reaper does).
 	waitFor(t, 10*time.Second, "empty directory", func() bool { return len(children(zc, path)) == 0 })
@@ -248,9 +242,7 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 
 	// Round 2.
 	lb, err := rwB.WriteLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
 	hc := gAcquire(cctx, rwC.WriteLock())
@@ -278,9 +270,7 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 		t.Fatalf("A round 2: %v", err)
 	case <-time.After(2 * time.Second):
 	}
-	if err := rwB.WriteLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rwB.WriteLock().Release(ctx))
 	if !granted {
 		select {
 		case <-a2.got:
@@ -290,9 +280,7 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 			t.Fatal("A not granted after B released")
 		}
 	}
-	if err := a2.release(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, a2.release())
 }
 
 func exists(zc *zk.Conn, p string) bool {
@@ -337,17 +325,13 @@ func TestRWLockSameNamesOnTwoPaths(t *testing.T) {
 	ay := gAcquire(ctx, rwAy.ReadLock())
 	waitFor(t, 10*time.Second, "A queued on y", func() bool { return len(children(zc, py)) == 2 })
 	t.Logf("x: %v, y: %v", children(zc, px), children(zc, py))
-	if err := by.release(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, by.release())
 	select {
 	case <-ay.got:
 	case <-time.After(10 * time.Second):
 		t.Fatal("A's reader on y not granted")
 	}
-	if err := ay.release(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, ay.release())
 	ccancel()
 	<-hc.failed
 	waitFor(t, 10*time.Second, "C's node deleted", func() bool { return len(children(zc, px)) == 2 })
@@ -358,15 +342,11 @@ func TestRWLockSameNamesOnTwoPaths(t *testing.T) {
 		t.Fatal(err)
 	case <-time.After(2 * time.Second):
 	}
-	if err := bx.release(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, bx.release())
 	select {
 	case <-ax.got:
 	case <-time.After(10 * time.Second):
 		t.Fatal("A's reader on x not granted after B released")
 	}
-	if err := ax.release(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, ax.release())
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
@@ -41,16 +42,10 @@ func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		id := fmt.Sprintf("0b5e55ed-0000-4000-8000-00000000000%d", i)
 		lk, err := zc.Create(path+"/locks/_c_"+id+"-lock-", []byte("127.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		ls, err := zc.Create(path+"/leases/_c_"+id+"-lease-", []byte("127.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := zc.Delete(lk, -1); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		require.NoError(t, zc.Delete(lk, -1))
 		leases = append(leases, ls)
 	}
 	sem, _ := semaphoremutex.NewSemaphore(s, path, 2)
@@ -67,23 +62,18 @@ func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 	})
 	for _, ls := range leases {
 		data := `{"id":"x","host":"vm","pid":1,"tag":"sole-lease","sealed":true}`
-		if _, err := zc.Set(ls, []byte(data), -1); err != nil {
-			t.Fatal(err)
-		}
+		_, err := zc.Set(ls, []byte(data), -1)
+		require.NoError(t, err)
 	}
 	select {
 	case err := <-got:
 		t.Fatalf("our waiter got a lease (err=%v) while both foreign leases are held: 3 holders of 2", err)
 	case <-time.After(1500 * time.Millisecond):
 	}
-	if err := zc.Delete(leases[0], -1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zc.Delete(leases[0], -1))
 	select {
 	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("no lease 5 s after a foreign lease was deleted")
 	}
@@ -108,9 +98,7 @@ func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
 	for si := 0; si < 2; si++ {
 		s := f.Session()
 		sem, err := semaphoremutex.NewSemaphore(s, path, leases)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for g := 0; g < 8; g++ {
 			wg.Add(1)
 			go func(g int) {
@@ -209,13 +197,9 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 				opts = append(opts, semaphoremutex.WithLocalHandoff(3, 0))
 			}
 			m, err := semaphoremutex.New(s, path, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			l, err := m.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			lost := l.Lost()
 			waitFor(t, 5*time.Second, "lease watched", func() bool { return rec.watches.Load() == 1 })
 			if err := zc.Delete(s.FullPath(l.Path()), -1); err != nil {
@@ -263,9 +247,7 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 		_, _ = zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
 	}
 	foreign, err := zc.Create(full+"/leases/_c_3f1e2d4c-5b6a-4789-8abc-def012345678-lease-", []byte("curator"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	m, _ := semaphoremutex.New(s, path)
 	got := make(chan error, 1)
 	go func() {
@@ -282,23 +264,15 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 	default:
 	}
 	internal := children(zc, full+"/locks")[0]
-	if err := zc.Delete(full+"/locks/"+internal, -1); err != nil {
-		t.Fatal(err)
-	}
-	if err := zc.Delete(foreign, -1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zc.Delete(full+"/locks/"+internal, -1))
+	require.NoError(t, zc.Delete(foreign, -1))
 	select {
 	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	case <-time.After(15 * time.Second):
 		t.Fatal("not granted after the foreign lease went")
 	}
-	if err := m.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, m.Release(ctx))
 	t.Logf("lock events: %s", rec.dump())
 	if n := rec.count(conn.LockLost, "", ""); n != 0 {
 		t.Errorf("no held lease was lost, LockLost reported %d times: %s", n, rec.dump())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
@@ -33,9 +34,7 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 	root := f.Path("after-close")
 	held, _ := mutex.New(s, root+"/held")
 	l, err := held.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	m, _ := mutex.New(s, root+"/m")
 	rw, _ := rwlock.New(s, root+"/rw")
 	sm, _ := semaphoremutex.New(s, root+"/sm")
@@ -119,30 +118,24 @@ func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
 	root := f.Path("close-inflight")
 
 	hm, _ := mutex.New(sh, root+"/m")
-	if _, err := hm.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err := hm.Acquire(ctx)
+	require.NoError(t, err)
 	hrw, _ := rwlock.New(sh, root+"/rw")
-	if _, err := hrw.WriteLock().Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err = hrw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
 	hl, _ := leader.New(sh, root+"/l", "h")
-	if _, err := hl.Campaign(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err = hl.Campaign(ctx)
+	require.NoError(t, err)
 	hs, _ := semaphoremutex.New(sh, root+"/s")
-	if _, err := hs.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err = hs.Acquire(ctx)
+	require.NoError(t, err)
 	runtime.GC()
 	baseline := runtime.NumGoroutine()
 
 	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	s, err := conn.Connect(cctx, px.Addrs(), conn.WithSessionTimeout(4*time.Second))
 	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	closed := false
 	defer func() {
 		if !closed {
@@ -172,18 +165,13 @@ func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
 	ma, _ := mutex.New(s, root+"/own-a")
 	mb, _ := rwlock.New(s, root+"/own-b")
 	ml, err := multilock.New(ma, mb.WriteLock())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ml.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, err = ml.Acquire(ctx)
+	require.NoError(t, err)
 	mlLost := ml.Lost()
 	pm, _ := mutex.New(s, root+"/pending")
 	pl, err := pm.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	pLost := pl.Lost()
 	time.Sleep(300 * time.Millisecond) // let the waiters queue (the test checks nothing about it)
 
@@ -289,12 +277,8 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 			wait(conn.Reconnected)
 		}
 		ep, err := s.Epoch(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 		wait(conn.Connected)
 	}
 	for i, want := range seen {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -38,17 +39,14 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 	ctx := ctxT(t, 28*time.Second)
 	bys := f.Raw()
 	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
-	if _, err := bys.Create(reg, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	_, err := bys.Create(reg, []byte("0"), 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
 	sA := f.Session()
 	sB := f.Session()
 	sC := f.Session()
 	mk := func(s *conn.Session, opts ...mutex.Option) *mutex.InterProcessMutex {
 		m, err := mutex.New(s, path, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return m
 	}
 	handles := []*mutex.InterProcessMutex{
@@ -195,18 +193,12 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "A's waiters queued", func() bool { return len(children(bys, path)) == 1+n/2+1 })
 	ep, err := sA.Epoch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := zktest.ExpireEpoch(ctx, f.Servers()[0], ep); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 	waitFor(t, 10*time.Second, "A's waiters queued again in the next epoch", func() bool {
 		return len(children(bys, path)) == 1+n/2+1 && ep.Err() != nil
 	})
-	if err := b.stop(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.stop())
 	wg.Wait()
 	if granted != n {
 		t.Fatalf("%d of %d waiters granted", granted, n)
@@ -253,13 +245,9 @@ func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("TryAcquire waits for the local holder")
 	}
-	if err := g1.stop(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, g1.stop())
 	g3.wait(t, 10*time.Second, "G3")
-	if err := g3.stop(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, g3.stop())
 }
 
 // TestSharedListingWaiterWhoseNodeWasDeleted checks mutex's "A lock
@@ -277,9 +265,8 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 	reg := f.Path("r2-qdel-reg")
 	bys := f.Raw()
 	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
-	if _, err := bys.Create(reg, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	_, err := bys.Create(reg, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
 	s := f.Session()
 	m, _ := mutex.New(s, path)
 	w1 := hold(ctx, m)
@@ -298,16 +285,11 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 	} else {
 		w2node = n2[1]
 	}
-	if err := bys.Delete(path+"/"+w2node, -1); err != nil {
-		t.Fatal(err)
-	}
-	if err := w1.stop(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, bys.Delete(path+"/"+w2node, -1))
+	require.NoError(t, w1.stop())
 	l3 := w3.wait(t, 10*time.Second, "W3")
-	if _, err := l3.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("w3"), Version: -1}); err != nil {
-		t.Fatalf("W3's guarded write: %v", err)
-	}
+	_, err = l3.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("w3"), Version: -1})
+	require.NoError(t, err, "W3's guarded write")
 	select {
 	case l2 := <-w2.granted:
 		t.Logf("W2 granted on its deleted node %s", l2.Path())
@@ -327,9 +309,7 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Logf("W2 still waiting")
 	}
-	if err := w3.stop(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, w3.stop())
 }
 
 // TestSharedListingsWithForeignZkLockContenders checks mutex's

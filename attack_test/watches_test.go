@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
@@ -115,9 +116,7 @@ func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
 			path := f.Path("watch-leak-") + name
 			p := mkPair(path)
-			if err := p.hold(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, p.hold(ctx))
 			before := countNodes(zc, path)
 			wctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
 			start := time.Now()
@@ -225,14 +224,10 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 			ctx := ctxT(t, 25*time.Second)
 			path := f.Path("bh-watch-") + tc.name
 			p := tc.mk(path)
-			if err := p.hold(ctx); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, p.hold(ctx))
 			before := countNodes(zc, path)
 			ep, err := sw.Epoch(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			sid := ep.SessionID()
 			wctx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -307,9 +302,8 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 		ctx := ctxT(t, 20*time.Second)
 		path := f.Path("shared-rw")
 		h, _ := rwlock.New(sh, path)
-		if _, err := h.WriteLock().Acquire(ctx); err != nil {
-			t.Fatal(err)
-		}
+		_, err := h.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
 		r1, _ := rwlock.New(sw, path)
 		r2, _ := rwlock.New(sw, path)
 		got2 := make(chan error, 1)
@@ -323,20 +317,16 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 		zc := f.Raw()
 		waitFor(t, 5*time.Second, "r2 queued", func() bool { return len(children(zc, path)) == 2 })
 		c1, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		_, err := r1.ReadLock().Acquire(c1)
+		_, err = r1.ReadLock().Acquire(c1)
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("r1: %v", err)
 		}
 		time.Sleep(300 * time.Millisecond) // give a wrong watch removal time to reach the server
-		if err := h.WriteLock().Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, h.WriteLock().Release(ctx))
 		select {
 		case err := <-got2:
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 		case <-time.After(5 * time.Second):
 			t.Fatal("r2 not woken 5 s after the writer released: its watch went with r1's")
 		}
@@ -347,12 +337,9 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 		path := f.Path("shared-sem")
 		h, _ := semaphoremutex.NewSemaphore(sh, path, 2)
 		l1, err := h.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := h.Acquire(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		_, err = h.Acquire(ctx)
+		require.NoError(t, err)
 		w1, _ := semaphoremutex.NewSemaphore(sw, path, 2)
 		w2, _ := semaphoremutex.NewSemaphore(sw, path, 2)
 		c1, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
@@ -368,14 +355,10 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 			t.Fatalf("w1: %v", err)
 		}
 		time.Sleep(300 * time.Millisecond)
-		if err := h.ReturnLease(ctx, l1); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, h.ReturnLease(ctx, l1))
 		select {
 		case err := <-got2:
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 		case <-time.After(5 * time.Second):
 			t.Fatal("w2 got no lease 5 s after one was released")
 		}
@@ -396,9 +379,7 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		e, _ := leader.New(sh, path, "boss")
 		l, err := e.Campaign(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer e.Resign(context.WithoutCancel(ctx))
 		deadline := time.After(5 * time.Second)
 		for {
@@ -449,9 +430,7 @@ func massCancel(t *testing.T, cut bool) {
 	b.wait(t, 10*time.Second, "B")
 	watchCount := func() string {
 		m, err := f.Mntr(ctx, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return m["zk_watch_count"]
 	}
 	base := watchCount()
@@ -495,12 +474,8 @@ func massCancel(t *testing.T, cut bool) {
 	waitFor(t, 10*time.Second, "only B's node left", func() bool { return len(children(bys, path)) == 1 })
 	waitFor(t, 10*time.Second, "the watch count back to B's alone", func() bool { return watchCount() == base })
 	out, err := f.FourLetter(ctx, 0, "wchc")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("wchc after the cancel:\n%s", out)
-	if err := b.stop(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, b.stop())
 	waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
 }
