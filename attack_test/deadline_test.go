@@ -146,7 +146,7 @@ func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
 	t.Logf("latest return: %v after the deadline", worst)
 	px.Heal()
 	waitFor(t, 15*time.Second, "only B's node left", func() bool { return len(children(bys, path)) == 1 })
-	require.NoError(t, b.stop())
+	require.NoError(t, b.release())
 }
 
 // TestGrantReadBlackholedKeepsDeadline: two goroutines of one session
@@ -173,15 +173,11 @@ func TestGrantReadBlackholedKeepsDeadline(t *testing.T) {
 			px := f.Proxy()
 			s := f.SessionAt(px.Addrs(), conn.WithLastHeardTimer())
 			path := f.Path("r3-grantread/") + recipe
-			h := gAcquire(ctx, round3Locker(t, recipe, s, path, 1))
-			select {
-			case <-h.got:
-			case err := <-h.failed:
-				t.Fatal(err)
-			}
+			h := hold(ctx, round3Locker(t, recipe, s, path, 1))
+			h.wait(t, 60*time.Second, "h")
 			wctx, wcancel := context.WithCancel(ctx)
 			defer wcancel()
-			w := gAcquire(wctx, round3Locker(t, recipe, s, path, 2))
+			w := hold(wctx, round3Locker(t, recipe, s, path, 2))
 			waitFor(t, 10*time.Second, "waiter watching", func() bool {
 				return len(sessionWatches(t, f, 0, epochOf(t, s).SessionID())) >= 1
 			})

@@ -23,14 +23,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// electionLocker makes a leader.Election a simpleLocker.
+// electionLocker makes a leader.Election a locker.
 type electionLocker struct{ e *leader.Election }
 
 func (l electionLocker) Acquire(ctx context.Context) (*conn.Lease, error) { return l.e.Campaign(ctx) }
 func (l electionLocker) Release(ctx context.Context) error                { return l.e.Resign(ctx) }
 
 // round3Recipes makes a fresh handle of each recipe on path in s.
-func round3Locker(t *testing.T, recipe string, s *conn.Session, path string, i int) simpleLocker {
+func round3Locker(t *testing.T, recipe string, s *conn.Session, path string, i int) locker {
 	t.Helper()
 	switch recipe {
 	case "mutex":
@@ -86,12 +86,8 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 			zc := f.Raw()
 			path := f.Path("r3-exp/") + recipe
 			lb := round3Locker(t, recipe, sb, path, 100)
-			bh := gAcquire(ctx, lb)
-			select {
-			case <-bh.got:
-			case err := <-bh.failed:
-				t.Fatal(err)
-			}
+			bh := hold(ctx, lb)
+			bh.wait(t, 60*time.Second, "bh")
 			const n = 4
 			var inside, maxInside, granted atomic.Int32
 			var wg sync.WaitGroup
@@ -281,12 +277,8 @@ func TestOneAttemptDrainUnderCuts(t *testing.T) {
 			sd := f.Session()
 			zc := f.Raw()
 			path := f.Path("r4-one/") + recipe
-			h := gAcquire(ctx, round4Locker(t, recipe, sd, path, 999))
-			select {
-			case <-h.got:
-			case err := <-h.failed:
-				t.Fatal(err)
-			}
+			h := hold(ctx, round4Locker(t, recipe, sd, path, 999))
+			h.wait(t, 60*time.Second, "h")
 			var mu sync.Mutex
 			holders := 0
 			var overlaps []string

@@ -102,6 +102,70 @@ type silent struct{}
 
 func (silent) Printf(string, ...any) {}
 
+// locker is what every recipe's lock offers: mutex, semaphoremutex,
+// exclusive, an rwlock's ReadLock or WriteLock, a multilock.
+type locker interface {
+	Acquire(context.Context) (*conn.Lease, error)
+	Release(context.Context) error
+}
+
+// holder acquires a lock on its own goroutine and holds it until release
+// (or until ctx ends).
+type holder struct {
+	got    chan *conn.Lease
+	failed chan error
+	rel    chan chan error
+	// relTimeout bounds the release's ctx when set (before release).
+	relTimeout time.Duration
+}
+
+func hold(ctx context.Context, lk locker) *holder {
+	h := &holder{got: make(chan *conn.Lease, 1), failed: make(chan error, 1), rel: make(chan chan error)}
+	go func() {
+		l, err := lk.Acquire(ctx)
+		if err != nil {
+			h.failed <- err
+			return
+		}
+		h.got <- l
+		select {
+		case done := <-h.rel:
+			rctx := context.WithoutCancel(ctx)
+			if h.relTimeout > 0 {
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithTimeout(rctx, h.relTimeout)
+				defer cancel()
+			}
+			done <- lk.Release(rctx)
+		case <-ctx.Done():
+			_ = lk.Release(context.WithoutCancel(ctx))
+		}
+	}()
+	return h
+}
+
+// wait returns the lease once granted; it fails the test if the acquire
+// fails or is not granted within d.
+func (h *holder) wait(t *testing.T, d time.Duration, who string) *conn.Lease {
+	t.Helper()
+	select {
+	case l := <-h.got:
+		return l
+	case err := <-h.failed:
+		t.Fatalf("%s: acquire: %v", who, err)
+	case <-time.After(d):
+		t.Fatalf("%s: not granted within %v", who, d)
+	}
+	return nil
+}
+
+// release tells the holder to release and returns Release's error.
+func (h *holder) release() error {
+	done := make(chan error, 1)
+	h.rel <- done
+	return <-done
+}
+
 // waitFor polls cond every 10 ms until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -258,7 +322,7 @@ func sortedBySeq(zc *zk.Conn, path string) []string {
 
 // round4Locker makes a fresh handle of recipe on path in s: each waiter of
 // the drain test its own.
-func round4Locker(t *testing.T, recipe string, s *conn.Session, path string, i int) simpleLocker {
+func round4Locker(t *testing.T, recipe string, s *conn.Session, path string, i int) locker {
 	t.Helper()
 	switch recipe {
 	case "mutex":
@@ -307,12 +371,8 @@ func runDrain(t *testing.T, f *fixture, recipe, path string, ss []*conn.Session,
 	ctx := ctxT(t, 120*time.Second)
 	zc := f.Raw()
 	rng := rand.New(rand.NewSource(seed))
-	h := gAcquire(ctx, round4Locker(t, recipe, hs, path, 1000))
-	select {
-	case <-h.got:
-	case err := <-h.failed:
-		t.Fatal(err)
-	}
+	h := hold(ctx, round4Locker(t, recipe, hs, path, 1000))
+	h.wait(t, 60*time.Second, "h")
 	var mu sync.Mutex
 	holding := map[*drainWaiter]bool{}
 	var grants atomic.Int64

@@ -170,7 +170,7 @@ func TestWaiterGoroutineCost(t *testing.T) {
 	t.Logf("goroutines: %d before, %d with %d waiters: %.2f per waiter", base, now, n, per)
 	cancel()
 	wg.Wait()
-	_ = b.stop()
+	_ = b.release()
 	if per > 2.5 {
 		t.Fatalf("%.2f goroutines per waiter; the docs say two", per)
 	}

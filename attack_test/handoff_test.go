@@ -111,60 +111,6 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 	}
 }
 
-// holder runs Acquire on m in a goroutine of its own (the mutex is per
-// goroutine), reports the grant on granted, and releases when told.
-type holder struct {
-	granted chan *conn.Lease
-	failed  chan error
-	release chan chan error
-	// relTimeout bounds the release's ctx when set (before stop).
-	relTimeout time.Duration
-}
-
-func hold(ctx context.Context, m *mutex.InterProcessMutex) *holder {
-	h := &holder{granted: make(chan *conn.Lease, 1), failed: make(chan error, 1), release: make(chan chan error)}
-	go func() {
-		l, err := m.Acquire(ctx)
-		if err != nil {
-			h.failed <- err
-			return
-		}
-		h.granted <- l
-		select {
-		case done := <-h.release:
-			rctx := context.WithoutCancel(ctx)
-			if h.relTimeout > 0 {
-				var cancel context.CancelFunc
-				rctx, cancel = context.WithTimeout(rctx, h.relTimeout)
-				defer cancel()
-			}
-			done <- m.Release(rctx)
-		case <-ctx.Done():
-			_ = m.Release(context.WithoutCancel(ctx))
-		}
-	}()
-	return h
-}
-
-func (h *holder) wait(t *testing.T, d time.Duration, who string) *conn.Lease {
-	t.Helper()
-	select {
-	case l := <-h.granted:
-		return l
-	case err := <-h.failed:
-		t.Fatalf("%s: acquire: %v", who, err)
-	case <-time.After(d):
-		t.Fatalf("%s: not granted within %v", who, d)
-	}
-	return nil
-}
-
-func (h *holder) stop() error {
-	done := make(chan error, 1)
-	h.release <- done
-	return <-done
-}
-
 // TestLocalHandoffRefusedAfterFault checks mutex.WithLocalHandoff's
 // "the node is handed on only while its epoch lives, the connection is not
 // suspended, and no deletion of the node by someone else has been seen (from
@@ -223,12 +169,12 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 				lb = b.wait(t, 10*time.Second, "B")
 				bHolds.Store(true)
 			}
-			err := g1.stop()
+			err := g1.release()
 			t.Logf("G1's release after the fault: %v", err)
 			if fault == "suspended" {
 				// G2 must not be handed the node while A is suspended.
 				select {
-				case <-g2.granted:
+				case <-g2.got:
 					t.Fatal("G2 granted while A is suspended")
 				case <-time.After(500 * time.Millisecond):
 				}
@@ -237,7 +183,7 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 				bHolds.Store(true)
 			}
 			select {
-			case <-g2.granted:
+			case <-g2.got:
 				t.Fatalf("G2 granted while B holds (two holders); nodes %v", children(bys, path))
 			case err := <-g2.failed:
 				t.Logf("G2's acquire failed: %v", err)
@@ -247,7 +193,7 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 			fb, err := lb.Fence(ctx)
 			require.NoError(t, err)
 			bHolds.Store(false)
-			require.NoError(t, b.stop())
+			require.NoError(t, b.release())
 			if g2 == nil {
 				return
 			}
@@ -258,7 +204,7 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 				t.Fatalf("G2's fence %v not above B's %v", f2, fb)
 			}
 			t.Logf("B's fence %v, G2's %v", fb, f2)
-			require.NoError(t, g2.stop())
+			require.NoError(t, g2.release())
 			waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
 		})
 	}
@@ -318,9 +264,9 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 					return err == nil && string(d) == "__REVOKE__"
 				})
 			}
-			require.NoError(t, g1.stop())
+			require.NoError(t, g1.release())
 			select {
-			case l2 := <-g2.granted:
+			case l2 := <-g2.got:
 				if seen {
 					t.Fatalf("G2 handed the node after a seen revoke; nodes %v", children(bys, path))
 				}
@@ -332,13 +278,13 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 						t.Fatal("G2 holds the revoked node and its Revoked never closes: the revoke request is lost")
 					}
 				}
-				require.NoError(t, g2.stop())
+				require.NoError(t, g2.release())
 				b.wait(t, 10*time.Second, "B")
-			case <-b.granted:
+			case <-b.got:
 				t.Logf("B entered after G1")
-				require.NoError(t, b.stop())
+				require.NoError(t, b.release())
 				g2.wait(t, 10*time.Second, "G2")
-				require.NoError(t, g2.stop())
+				require.NoError(t, g2.release())
 				return
 			case <-time.After(10 * time.Second):
 				t.Fatalf("neither G2 nor B entered; nodes %v", children(bys, path))

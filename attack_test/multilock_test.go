@@ -291,12 +291,8 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 			mb, _ := mutex.New(sb, pb)
 			mc, _ := mutex.New(sc, pb)
 			md, _ := mutex.New(sd, pa)
-			hc := gAcquire(ctx, mc)
-			select {
-			case <-hc.got:
-			case err := <-hc.failed:
-				t.Fatal(err)
-			}
+			hc := hold(ctx, mc)
+			hc.wait(t, 60*time.Second, "hc")
 			g0 := runtime.NumGoroutine()
 			ml, err := multilock.New(mb, ma)
 			require.NoError(t, err)
@@ -328,9 +324,9 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("epoch not ended")
 			}
-			var hd *gHolder
+			var hd *holder
 			if which == "held-expires" {
-				hd = gAcquire(ctx, md)
+				hd = hold(ctx, md)
 				select {
 				case <-hd.got:
 				case err := <-hd.failed:

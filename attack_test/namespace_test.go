@@ -209,14 +209,9 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	ma, _ := mutex.New(sa, "/locks/x")
 	mb, _ := mutex.New(sb, "/locks/x")
 	mc, _ := mutex.New(sc, "/locks/x")
-	ha := gAcquire(ctx, ma)
-	var la *conn.Lease
-	select {
-	case la = <-ha.got:
-	case err := <-ha.failed:
-		t.Fatal(err)
-	}
-	hb := gAcquire(ctx, mb)
+	ha := hold(ctx, ma)
+	la := ha.wait(t, 60*time.Second, "ha")
+	hb := hold(ctx, mb)
 	waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(zc, ns+"/locks/x")) == 2 })
 
 	run := func(args ...string) (cmdQueue, int, string) {
@@ -276,7 +271,7 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("B not granted: %v", children(zc, ns+"/locks/x"))
 	}
-	hc := gAcquire(ctx, mc)
+	hc := hold(ctx, mc)
 	waitFor(t, 10*time.Second, "C queued", func() bool { return len(children(zc, ns+"/locks/x")) == 2 })
 	ep := epochOf(t, sb)
 	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))

@@ -245,9 +245,9 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	}
 	t.Logf("G1's Lost closed %v after the freeze, B granted %v after it", la.Sub(paused), grantedB.Sub(paused))
 	rel := make(chan error, 1)
-	go func() { rel <- g1.stop() }()
+	go func() { rel <- g1.release() }()
 	select {
-	case l2 := <-g2.granted:
+	case l2 := <-g2.got:
 		t.Fatalf("G2 handed %s while B holds", l2.Path())
 	case <-time.After(time.Second):
 	}
@@ -257,7 +257,7 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	if err != nil || fb.Compare(f1Fence) <= 0 {
 		t.Fatalf("B's fence %v (%v) not above G1's %v", fb, err, f1Fence)
 	}
-	require.NoError(t, b.stop())
+	require.NoError(t, b.release())
 	_ = f.Resume(f1)
 	select {
 	case err := <-rel:

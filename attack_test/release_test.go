@@ -293,7 +293,7 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 				g1.relTimeout = 300 * time.Millisecond
 			}
 			t0 := time.Now()
-			err = g1.stop()
+			err = g1.release()
 			took := time.Since(t0)
 			ok, _, exErr := bys.Exists(l1.Path())
 			still := exErr == nil && ok
@@ -338,11 +338,6 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 	}
 }
 
-type simpleLocker interface {
-	Acquire(context.Context) (*conn.Lease, error)
-	Release(context.Context) error
-}
-
 // TestSuspendedAsLostReleaseLeavesNode: under conn.WithSuspendedAsLost
 // a holder is told its lock is lost as soon as the connection is suspended,
 // but the ZooKeeper session survives a short cut, and with it the lock node.
@@ -367,7 +362,7 @@ func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 			other := f.Session()
 			zc := f.Raw()
 			path := f.Path("r3-susp/") + recipe
-			mk := func(s *conn.Session) simpleLocker {
+			mk := func(s *conn.Session) locker {
 				switch recipe {
 				case "mutex":
 					m, _ := mutex.New(s, path)
@@ -409,7 +404,7 @@ func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 
 			// Another session must get the lock (the node must go); write
 			// lock for the rwlock so that a kept read node counts too.
-			var olk simpleLocker
+			var olk locker
 			if recipe == "rwlock-read" {
 				rw, _ := rwlock.New(other, path)
 				olk = rw.WriteLock()

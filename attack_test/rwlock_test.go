@@ -150,41 +150,6 @@ func TestRWLockSharedListingsCancelStress(t *testing.T) {
 
 // gHolder acquires a goroutine-owned lock on a goroutine of its own and
 // releases it there when told (rel), or when ctx ends.
-type gHolder struct {
-	got    chan *conn.Lease
-	failed chan error
-	rel    chan chan error
-}
-
-func gAcquire(ctx context.Context, lk interface {
-	Acquire(context.Context) (*conn.Lease, error)
-	Release(context.Context) error
-}) *gHolder {
-	h := &gHolder{got: make(chan *conn.Lease, 1), failed: make(chan error, 1), rel: make(chan chan error)}
-	go func() {
-		l, err := lk.Acquire(ctx)
-		if err != nil {
-			h.failed <- err
-			return
-		}
-		h.got <- l
-		select {
-		case done := <-h.rel:
-			done <- lk.Release(context.WithoutCancel(ctx))
-		case <-ctx.Done():
-			_ = lk.Release(context.WithoutCancel(ctx))
-		}
-	}()
-	return h
-}
-
-// release tells the holder to release and returns Release's error.
-func (h *gHolder) release() error {
-	done := make(chan error, 1)
-	h.rel <- done
-	return <-done
-}
-
 // TestRWLockReaderAfterLockDirRecreated checks docs/safety.md's
 // guarantee 1, "Never two holders inside ZooKeeper's view ... A waiter is
 // granted only when, in the server's order of events, the node it waits for
@@ -220,7 +185,7 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 	// Round 1.
 	_, err := rwB.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
-	a1 := gAcquire(ctx, rwA.ReadLock())
+	a1 := hold(ctx, rwA.ReadLock())
 	waitFor(t, 10*time.Second, "A's reader queued", func() bool { return len(children(zc, path)) == 2 })
 	round1 := children(zc, path)
 	sort.Strings(round1)
@@ -245,9 +210,9 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 	require.NoError(t, err)
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
-	hc := gAcquire(cctx, rwC.WriteLock())
+	hc := hold(cctx, rwC.WriteLock())
 	waitFor(t, 10*time.Second, "C's writer queued", func() bool { return len(children(zc, path)) == 2 })
-	a2 := gAcquire(ctx, rwA.ReadLock())
+	a2 := hold(ctx, rwA.ReadLock())
 	waitFor(t, 10*time.Second, "A's reader queued", func() bool { return len(children(zc, path)) == 3 })
 	round2 := children(zc, path)
 	sort.Strings(round2)
@@ -311,18 +276,18 @@ func TestRWLockSameNamesOnTwoPaths(t *testing.T) {
 	rwBy, _ := rwlock.New(sb, py)
 	rwCx, _ := rwlock.New(sc, px)
 
-	bx := gAcquire(ctx, rwBx.WriteLock())
+	bx := hold(ctx, rwBx.WriteLock())
 	<-bx.got
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
-	hc := gAcquire(cctx, rwCx.WriteLock())
+	hc := hold(cctx, rwCx.WriteLock())
 	waitFor(t, 10*time.Second, "C queued on x", func() bool { return len(children(zc, px)) == 2 })
-	ax := gAcquire(ctx, rwAx.ReadLock())
+	ax := hold(ctx, rwAx.ReadLock())
 	waitFor(t, 10*time.Second, "A queued on x", func() bool { return len(children(zc, px)) == 3 })
 
-	by := gAcquire(ctx, rwBy.WriteLock())
+	by := hold(ctx, rwBy.WriteLock())
 	<-by.got
-	ay := gAcquire(ctx, rwAy.ReadLock())
+	ay := hold(ctx, rwAy.ReadLock())
 	waitFor(t, 10*time.Second, "A queued on y", func() bool { return len(children(zc, py)) == 2 })
 	t.Logf("x: %v, y: %v", children(zc, px), children(zc, py))
 	require.NoError(t, by.release())

@@ -198,7 +198,7 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 	waitFor(t, 10*time.Second, "A's waiters queued again in the next epoch", func() bool {
 		return len(children(bys, path)) == 1+n/2+1 && ep.Err() != nil
 	})
-	require.NoError(t, b.stop())
+	require.NoError(t, b.release())
 	wg.Wait()
 	if granted != n {
 		t.Fatalf("%d of %d waiters granted", granted, n)
@@ -245,9 +245,9 @@ func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("TryAcquire waits for the local holder")
 	}
-	require.NoError(t, g1.stop())
+	require.NoError(t, g1.release())
 	g3.wait(t, 10*time.Second, "G3")
-	require.NoError(t, g3.stop())
+	require.NoError(t, g3.release())
 }
 
 // TestSharedListingWaiterWhoseNodeWasDeleted checks mutex's "A lock
@@ -286,12 +286,12 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 		w2node = n2[1]
 	}
 	require.NoError(t, bys.Delete(path+"/"+w2node, -1))
-	require.NoError(t, w1.stop())
+	require.NoError(t, w1.release())
 	l3 := w3.wait(t, 10*time.Second, "W3")
 	_, err = l3.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("w3"), Version: -1})
 	require.NoError(t, err, "W3's guarded write")
 	select {
-	case l2 := <-w2.granted:
+	case l2 := <-w2.got:
 		t.Logf("W2 granted on its deleted node %s", l2.Path())
 		if _, err := l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("w2"), Version: -1}); !errors.Is(err, conn.ErrLeaseLost) {
 			t.Fatalf("W2's guarded write beside W3: %v (want conn.ErrLeaseLost)", err)
@@ -309,7 +309,7 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Logf("W2 still waiting")
 	}
-	require.NoError(t, w3.stop())
+	require.NoError(t, w3.release())
 }
 
 // TestSharedListingsWithForeignZkLockContenders checks mutex's

@@ -476,6 +476,6 @@ func massCancel(t *testing.T, cut bool) {
 	out, err := f.FourLetter(ctx, 0, "wchc")
 	require.NoError(t, err)
 	t.Logf("wchc after the cancel:\n%s", out)
-	require.NoError(t, b.stop())
+	require.NoError(t, b.release())
 	waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
 }
