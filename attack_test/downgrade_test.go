@@ -18,6 +18,44 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
+// writerBehind is the downgrade tests' scene: A, a session of its own,
+// holds the write lock of a path, and writer Q, of another session, queues
+// behind it on a goroutine of its own (q), ended with the test.
+type writerBehind struct {
+	f   *fixture
+	rwA *rwlock.RWLock
+	wA  *conn.Lease
+	q   *holder
+}
+
+func newWriterBehind(t *testing.T, f *fixture, ctx context.Context, path string) *writerBehind {
+	t.Helper()
+	rwA, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	rwQ, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	qctx, cancel := context.WithCancel(ctx)
+	q := hold(qctx, rwQ.WriteLock())
+	t.Cleanup(func() { cancel(); <-q.done })
+	waitFor(t, 10*time.Second, "the queued writer's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
+	return &writerBehind{f: f, rwA: rwA, wA: wA, q: q}
+}
+
+// downgradeKeepingW has A take the read lock and release the write lock:
+// its W node is kept, as the queued writer stands between W and R.
+func (w *writerBehind) downgradeKeepingW(t *testing.T, ctx context.Context) *conn.Lease {
+	t.Helper()
+	rA, err := w.rwA.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, w.rwA.WriteLock().Release(ctx))
+	if ok, _, _ := w.f.Raw().Exists(w.wA.Path()); !ok {
+		t.Fatal("the W node was not kept, though a writer is queued between W and R (doc: kept)")
+	}
+	return rA
+}
+
 // TestRWLockDowngradeAfterForeignDeleteRefused checks
 // rwlock/doc.go: "Readers share, writers exclude: while a writer holds the
 // lock, no other contender (reader or writer, of any process using the lock
@@ -38,46 +76,13 @@ import (
 func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	sa := f.Session()
-	sb := f.Session()
 	zc := f.Raw()
 	path := f.Path("rw-downgrade")
-
-	rwA, err := rwlock.New(sa, path)
-	require.NoError(t, err)
-	rwB, err := rwlock.New(sb, path)
-	require.NoError(t, err)
-	wA, err := rwA.WriteLock().Acquire(ctx)
-	require.NoError(t, err)
-	type res struct {
-		l   *conn.Lease
-		err error
-	}
-	bGot := make(chan res, 1)
-	bRelease := make(chan struct{})
-	bDone := make(chan struct{})
-	go func() {
-		defer close(bDone)
-		l, err := rwB.WriteLock().Acquire(ctx)
-		bGot <- res{l, err}
-		if err == nil {
-			<-bRelease
-			_ = rwB.WriteLock().Release(context.WithoutCancel(ctx))
-		}
-	}()
-	defer func() { close(bRelease); <-bDone }()
-	waitFor(t, 10*time.Second, "B's W node", func() bool { return len(children(zc, path)) == 2 })
+	sc := newWriterBehind(t, f, ctx, path)
+	rwA, wA := sc.rwA, sc.wA
 
 	require.NoError(t, zc.Delete(wA.Path(), -1), "bystander delete")
-	var b res
-	select {
-	case b = <-bGot:
-	case <-time.After(10 * time.Second):
-		t.Fatal("B did not get the write lock after A's node was deleted")
-	}
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
+	lB := sc.q.wait(t, 10*time.Second, "B, after A's node was deleted")
 
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -86,12 +91,12 @@ func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 		defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
 		_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("a-read-under-b"), Acl: zk.WorldACL(zk.PermAll)})
 		t.Fatalf("A holds the read lock (%s) while B holds the write lock (%s); A's read guarded write: err=%v; B's lease err=%v",
-			rA.Path(), b.l.Path(), werr, b.l.Err())
+			rA.Path(), lB.Path(), werr, lB.Err())
 	}
 	if !errors.Is(err, conn.ErrLeaseLost) {
 		t.Fatalf("downgrade on a lost write lease: %v, want conn.ErrLeaseLost", err)
 	}
-	if kids := children(zc, path); len(kids) != 1 || kids[0] != conn.BaseName(b.l.Path()) {
+	if kids := children(zc, path); len(kids) != 1 || kids[0] != conn.BaseName(lB.Path()) {
 		t.Errorf("after the refused downgrade the queue is %v, want only B's node", kids)
 	}
 	_ = rwA.WriteLock().Release(ctx)
@@ -106,30 +111,10 @@ func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 func TestRWLockDowngradeAfterExpiryRefused(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	sa := f.Session()
-	sb := f.Session()
-	path := f.Path("rw-downgrade-expiry")
-	rwA, _ := rwlock.New(sa, path)
-	rwB, _ := rwlock.New(sb, path)
-	_, err := rwA.WriteLock().Acquire(ctx)
-	require.NoError(t, err)
-	bGot := make(chan error, 1)
-	bRelease := make(chan struct{})
-	bDone := make(chan struct{})
-	go func() {
-		defer close(bDone)
-		_, err := rwB.WriteLock().Acquire(ctx)
-		bGot <- err
-		if err == nil {
-			<-bRelease
-			_ = rwB.WriteLock().Release(context.WithoutCancel(ctx))
-		}
-	}()
-	defer func() { close(bRelease); <-bDone }()
-	ep, err := sa.Epoch(ctx)
-	require.NoError(t, err)
-	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
-	require.NoError(t, <-bGot)
+	sc := newWriterBehind(t, f, ctx, f.Path("rw-downgrade-expiry"))
+	rwA := sc.rwA
+	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], sc.wA.Epoch()))
+	sc.q.wait(t, 20*time.Second, "B, after A's expiry")
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	rA, err := rwA.ReadLock().Acquire(rctx)
@@ -213,34 +198,10 @@ func errString(err error) string {
 func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	sa := f.Session()
-	sc := f.Session()
-	zc := f.Raw()
-	path := f.Path("rw-fence")
-	rwA, _ := rwlock.New(sa, path)
-	rwC, _ := rwlock.New(sc, path)
-
-	wA, err := rwA.WriteLock().Acquire(ctx)
+	sc := newWriterBehind(t, f, ctx, f.Path("rw-fence"))
+	rwA := sc.rwA
+	fW, err := sc.wA.Fence(ctx)
 	require.NoError(t, err)
-	fW, err := wA.Fence(ctx)
-	require.NoError(t, err)
-	cGot := make(chan *conn.Lease, 1)
-	cRel := make(chan struct{})
-	cDone := make(chan struct{})
-	go func() {
-		defer close(cDone)
-		l, err := rwC.WriteLock().Acquire(ctx)
-		if err != nil {
-			t.Errorf("C: %v", err)
-			close(cGot)
-			return
-		}
-		cGot <- l
-		<-cRel
-		_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
-	}()
-	defer func() { close(cRel); <-cDone }()
-	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
 
 	rA, err := rwA.ReadLock().Acquire(ctx) // downgrade
 	require.NoError(t, err)
@@ -253,15 +214,7 @@ func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, rwA.WriteLock().Release(ctx))
 	require.NoError(t, rwA.ReadLock().Release(ctx))
-	var lC *conn.Lease
-	select {
-	case lC = <-cGot:
-	case <-time.After(10 * time.Second):
-		t.Fatal("C not granted after A released both")
-	}
-	if lC == nil {
-		t.FailNow()
-	}
+	lC := sc.q.wait(t, 10*time.Second, "C, after A released both")
 	fC, err := lC.Fence(ctx)
 	require.NoError(t, err)
 	t.Logf("grants in order: A write %v, A read %v, A read again %v, C write %v", fW, fR1, fR, fC)
@@ -286,59 +239,22 @@ func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
 func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	sa := f.Session()
-	sc := f.Session()
 	zc := f.Raw()
-	path := f.Path("rw-kept-w")
-
-	rwA, err := rwlock.New(sa, path)
-	require.NoError(t, err)
-	rwC, err := rwlock.New(sc, path)
-	require.NoError(t, err)
-	wA, err := rwA.WriteLock().Acquire(ctx)
-	require.NoError(t, err)
-	type res struct {
-		l   *conn.Lease
-		err error
-	}
-	cGot := make(chan res, 1)
-	cRelease := make(chan struct{})
-	cDone := make(chan struct{})
-	go func() {
-		defer close(cDone)
-		l, err := rwC.WriteLock().Acquire(ctx)
-		cGot <- res{l, err}
-		if err == nil {
-			<-cRelease
-			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
-		}
-	}()
-	defer func() { close(cRelease); <-cDone }()
-	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
-
-	rA, err := rwA.ReadLock().Acquire(ctx) // downgrade
-	require.NoError(t, err)
+	sc := newWriterBehind(t, f, ctx, f.Path("rw-kept-w"))
+	rwA, wA := sc.rwA, sc.wA
+	rA := sc.downgradeKeepingW(t, ctx) // downgrade
 	defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
-	require.NoError(t, rwA.WriteLock().Release(ctx))
-	if ok, _, _ := zc.Exists(wA.Path()); !ok {
-		t.Fatal("the W node was not kept, though a writer is queued between W and R (doc: kept)")
-	}
 	lost := rA.Lost() // armed
-	select {
-	case <-cGot:
-		t.Fatal("C entered while A reads (before any bystander)")
-	case <-time.After(300 * time.Millisecond):
-	}
+	sc.q.notGranted(t, 300*time.Millisecond, "C entered while A reads (before any bystander)")
 
 	require.NoError(t, zc.Delete(wA.Path(), -1), "bystander delete of the kept W node")
-	var cl res
+	var lC *conn.Lease
 	select {
-	case cl = <-cGot:
+	case lC = <-sc.q.got:
+	case err := <-sc.q.failed:
+		t.Fatal(err)
 	case <-time.After(10 * time.Second):
 		t.Skip("C did not enter after the kept W node was deleted: nothing to tell")
-	}
-	if cl.err != nil {
-		t.Fatal(cl.err)
 	}
 	select {
 	case <-lost: // A was told
@@ -350,7 +266,7 @@ func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 	}
 	_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("a-reads-under-c"), Acl: zk.WorldACL(zk.PermAll)})
 	t.Fatalf("writer C holds %s while A's read lease %s is not lost (Lost open 3 s after C entered, Err=%v) and its guarded write commits: err=%v",
-		cl.l.Path(), rA.Path(), rA.Err(), werr)
+		lC.Path(), rA.Path(), rA.Err(), werr)
 }
 
 // TestRWLockKeptWriteNodeCheckOpPasses checks conn.Lease.CheckOp (go doc
@@ -380,30 +296,9 @@ func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	sa := f.Session()
-	sc := f.Session()
-	zc := f.Raw()
-	path := f.Path("rw-kept-checkop")
-	rwA, _ := rwlock.New(sa, path)
-	rwC, _ := rwlock.New(sc, path)
-	wA, err := rwA.WriteLock().Acquire(ctx)
-	require.NoError(t, err)
-	cctx, ccancel := context.WithCancel(ctx)
-	cDone := make(chan struct{})
-	go func() {
-		defer close(cDone)
-		if _, err := rwC.WriteLock().Acquire(cctx); err == nil {
-			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
-		}
-	}()
-	defer func() { ccancel(); <-cDone }()
-	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
-	rA, err := rwA.ReadLock().Acquire(ctx)
-	require.NoError(t, err)
-	require.NoError(t, rwA.WriteLock().Release(ctx))
-	if ok, _, _ := zc.Exists(wA.Path()); !ok {
-		t.Fatal("W node not kept")
-	}
+	sc := newWriterBehind(t, f, ctx, f.Path("rw-kept-checkop"))
+	rwA, wA := sc.rwA, sc.wA
+	rA := sc.downgradeKeepingW(t, ctx)
 	if p := rA.CheckOp().Path; p != wA.Path() {
 		t.Errorf("the downgraded read lease's CheckOp checks %s while the W node %s is kept", p, wA.Path())
 	}
@@ -449,34 +344,10 @@ func TestRWLockKeptWNodeGoesWhenReadLeaseLost(t *testing.T) {
 
 func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
 	ctx := ctxT(t, 20*time.Second)
-	sa := f.Session()
-	sc := f.Session()
 	zc := f.Raw()
-	path := fmt.Sprintf("%s/rw-kept-left-%v", f.Root(), armed)
-	rwA, _ := rwlock.New(sa, path)
-	rwC, _ := rwlock.New(sc, path)
-	wA, err := rwA.WriteLock().Acquire(ctx)
-	require.NoError(t, err)
-	cGot := make(chan error, 1)
-	cRel := make(chan struct{})
-	cDone := make(chan struct{})
-	go func() {
-		defer close(cDone)
-		_, err := rwC.WriteLock().Acquire(ctx)
-		cGot <- err
-		if err == nil {
-			<-cRel
-			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
-		}
-	}()
-	defer func() { close(cRel); <-cDone }()
-	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
-	rA, err := rwA.ReadLock().Acquire(ctx)
-	require.NoError(t, err)
-	require.NoError(t, rwA.WriteLock().Release(ctx))
-	if ok, _, _ := zc.Exists(wA.Path()); !ok {
-		t.Fatal("W node not kept")
-	}
+	sc := newWriterBehind(t, f, ctx, fmt.Sprintf("%s/rw-kept-left-%v", f.Root(), armed))
+	rwA, wA := sc.rwA, sc.wA
+	rA := sc.downgradeKeepingW(t, ctx)
 	var lost <-chan struct{}
 	if armed {
 		lost = rA.Lost()
@@ -492,9 +363,10 @@ func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
 	}
 	relErr := rwA.ReadLock().Release(ctx)
 	select {
-	case err := <-cGot:
-		require.NoError(t, err)
+	case <-sc.q.got:
 		return // the kept W node went: C entered
+	case err := <-sc.q.failed:
+		t.Fatal(err)
 	case <-time.After(3 * time.Second):
 	}
 	ok, _, _ := zc.Exists(wA.Path())
@@ -512,31 +384,10 @@ func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
 func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	sa := f.Session()
-	sc := f.Session()
 	zc := f.Raw()
-	path := f.Path("rw-extra-release")
-	rwA, _ := rwlock.New(sa, path)
-	rwC, _ := rwlock.New(sc, path)
-	wA, err := rwA.WriteLock().Acquire(ctx)
-	require.NoError(t, err)
-	cGot := make(chan error, 1)
-	cRel := make(chan struct{})
-	cDone := make(chan struct{})
-	go func() {
-		defer close(cDone)
-		_, err := rwC.WriteLock().Acquire(ctx)
-		cGot <- err
-		if err == nil {
-			<-cRel
-			_ = rwC.WriteLock().Release(context.WithoutCancel(ctx))
-		}
-	}()
-	defer func() { close(cRel); <-cDone }()
-	waitFor(t, 10*time.Second, "C's W node", func() bool { return len(children(zc, path)) == 2 })
-	rA, err := rwA.ReadLock().Acquire(ctx)
-	require.NoError(t, err)
-	require.NoError(t, rwA.WriteLock().Release(ctx))
+	sc := newWriterBehind(t, f, ctx, f.Path("rw-extra-release"))
+	rwA, wA := sc.rwA, sc.wA
+	rA := sc.downgradeKeepingW(t, ctx)
 	if err := rwA.WriteLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second write release: %v, want ErrNotHeld", err)
 	}
@@ -557,21 +408,12 @@ func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
 			t.Errorf("%s gone after refused releases", p)
 		}
 	}
-	select {
-	case err := <-cGot:
-		t.Fatalf("C entered (err=%v) while A reads", err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	sc.q.notGranted(t, 300*time.Millisecond, "C entered while A reads")
 	require.NoError(t, rwA.ReadLock().Release(ctx))
 	if err := rwA.ReadLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second read release: %v, want ErrNotHeld", err)
 	}
-	select {
-	case err := <-cGot:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("C not granted after A's read release")
-	}
+	sc.q.wait(t, 5*time.Second, "C, after A's read release")
 	for _, p := range []string{wA.Path(), rA.Path()} {
 		if ok, _, _ := zc.Exists(p); ok {
 			t.Errorf("%s left after A released everything", p)

@@ -29,26 +29,10 @@ func exclusiveReplaced(t *testing.T, f *fixture, ctx context.Context, name strin
 	xb, _ := exclusive.New(sb, path)
 	la, err := xa.Acquire(ctx)
 	require.NoError(t, err)
-	bGot := make(chan *conn.Lease, 1)
-	go func() {
-		l, err := xb.Acquire(ctx)
-		if err != nil {
-			t.Errorf("B: %v", err)
-			close(bGot)
-			return
-		}
-		bGot <- l
-	}()
+	b := hold(ctx, xb)
 	waitFor(t, 5*time.Second, "B's watch", func() bool { return watched(f, 0, la.Path()) })
 	require.NoError(t, zc.Delete(la.Path(), -1))
-	select {
-	case lb = <-bGot:
-	case <-time.After(5 * time.Second):
-		t.Fatal("B did not take the lock")
-	}
-	if lb == nil {
-		t.FailNow()
-	}
+	lb = b.wait(t, 5*time.Second, "B did not take the lock")
 	t.Cleanup(func() { _ = xb.Release(context.Background()) })
 	return la, lb
 }
@@ -120,53 +104,25 @@ func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
 	xc, _ := exclusive.New(sc, path)
 	la, err := xa.Acquire(ctx)
 	require.NoError(t, err)
-	bGot := make(chan *conn.Lease, 1)
-	go func() {
-		l, err := xb.Acquire(ctx)
-		if err != nil {
-			t.Errorf("B: %v", err)
-			close(bGot)
-			return
-		}
-		bGot <- l
-	}()
+	b := hold(ctx, xb)
 	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
 	require.NoError(t, zc.Delete(la.Path(), -1))
-	var lb *conn.Lease
-	select {
-	case lb = <-bGot:
-	case <-time.After(5 * time.Second):
-		t.Fatal("B did not take the lock after the bystander's delete")
-	}
-	if lb == nil {
-		t.FailNow()
-	}
+	lb := b.wait(t, 5*time.Second, "B did not take the lock after the bystander's delete")
 	defer xb.Release(context.WithoutCancel(ctx))
 	_, bst, err := zc.Get(lb.Path())
 	require.NoError(t, err)
-	cGot := make(chan error, 1)
-	go func() {
-		_, err := xc.Acquire(ctx)
-		cGot <- err
-		if err == nil {
-			_ = xc.Release(context.WithoutCancel(ctx))
-		}
-	}()
+	c := hold(ctx, xc)
 	waitFor(t, 5*time.Second, "C's watch on B's node", func() bool { return watched(f, 0, lb.Path()) })
 
 	relErr := xa.Release(ctx)
 	t.Logf("A's stale Release: %v", relErr)
-	select {
-	case err := <-cGot:
-		t.Fatalf("C entered (err=%v) while B holds: A's stale Release deleted B's node (czxid %d)", err, bst.Czxid)
-	case <-time.After(1500 * time.Millisecond):
-	}
+	c.notGranted(t, 1500*time.Millisecond, fmt.Sprintf("C entered while B holds: A's stale Release deleted B's node (czxid %d)", bst.Czxid))
 	_, st, err := zc.Get(lb.Path())
 	if err != nil || st.Czxid != bst.Czxid {
 		t.Fatalf("B's node after A's stale Release: %+v %v", st, err)
 	}
 	require.NoError(t, xb.Release(ctx))
-	require.NoError(t, <-cGot)
+	c.wait(t, 20*time.Second, "C, after B released")
 }
 
 // TestExclusiveBackgroundDeleteSparesNewHolder checks exclusive/doc.go:
@@ -194,43 +150,18 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 	require.NoError(t, err)
 	ep, _ := sa.Epoch(ctx)
 	sid := ep.SessionID()
-	bGot := make(chan *conn.Lease, 1)
-	go func() {
-		l, err := xb.Acquire(ctx)
-		if err != nil {
-			t.Errorf("B: %v", err)
-			close(bGot)
-			return
-		}
-		bGot <- l
-	}()
+	b := hold(ctx, xb)
 	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
 	px.BlackholeAfterWrites(2) // Release reads the node, then deletes it
 	rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	relErr := xa.Release(rctx)
 	cancel()
 	t.Logf("A's Release with its answer lost: %v", relErr)
-	var lb *conn.Lease
-	select {
-	case lb = <-bGot:
-	case <-time.After(5 * time.Second):
-		px.Heal()
-		t.Fatal("B did not take the lock after A's delete")
-	}
-	if lb == nil {
-		t.FailNow()
-	}
+	lb := b.wait(t, 5*time.Second, "B did not take the lock after A's delete")
 	defer xb.Release(context.WithoutCancel(ctx))
 	_, bst, err := zc.Get(lb.Path())
 	require.NoError(t, err)
-	cGot := make(chan error, 1)
-	go func() {
-		_, err := xc.Acquire(ctx)
-		cGot <- err
-		if err == nil {
-			_ = xc.Release(context.WithoutCancel(ctx))
-		}
-	}()
+	c := hold(ctx, xc)
 	waitFor(t, 5*time.Second, "C's watch on B's node", func() bool { return watched(f, 0, lb.Path()) })
 	px.Heal()
 	waitFor(t, 10*time.Second, "A's session back", func() bool {
@@ -239,13 +170,9 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 	if ep2, _ := sa.Epoch(ctx); ep2.SessionID() != sid {
 		t.Logf("A's session was not kept (%x -> %x)", sid, ep2.SessionID())
 	}
-	select {
-	case err := <-cGot:
-		t.Fatalf("C entered (err=%v) while B holds: A's background deletion removed B's node (czxid %d)", err, bst.Czxid)
-	case <-time.After(2 * time.Second):
-	}
+	c.notGranted(t, 2*time.Second, fmt.Sprintf("C entered while B holds: A's background deletion removed B's node (czxid %d)", bst.Czxid))
 	require.NoError(t, xb.Release(ctx))
-	require.NoError(t, <-cGot)
+	c.wait(t, 20*time.Second, "C, after B released")
 }
 
 // TestExclusivePendingReleaseSparesOwnReacquire checks exclusive/doc.go:
@@ -332,16 +259,7 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	xb, _ := exclusive.New(sb, path)
 	la, err := xa.Acquire(ctx)
 	require.NoError(t, err)
-	bGot := make(chan *conn.Lease, 1)
-	go func() {
-		l, err := xb.Acquire(ctx)
-		if err != nil {
-			t.Errorf("B: %v", err)
-			close(bGot)
-			return
-		}
-		bGot <- l
-	}()
+	b := hold(ctx, xb)
 	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
 	multis := sa.Stats().Requests[conn.OpMulti]
 	px.SetLatency(d)
@@ -350,15 +268,7 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	go func() { released <- xa.Release(ctx) }()
 	time.Sleep(2 * d) // A's read has been answered by the server; its delete is on its way
 	require.NoError(t, zc.Delete(la.Path(), -1))
-	var lb *conn.Lease
-	select {
-	case lb = <-bGot:
-	case <-time.After(5 * time.Second):
-		t.Fatal("B did not take the lock after the bystander's delete")
-	}
-	if lb == nil {
-		t.FailNow()
-	}
+	lb := b.wait(t, 5*time.Second, "B did not take the lock after the bystander's delete")
 	_, bst, err := zc.Get(lb.Path())
 	require.NoError(t, err)
 	took := time.Since(start)

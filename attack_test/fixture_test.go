@@ -115,13 +115,15 @@ type holder struct {
 	got    chan *conn.Lease
 	failed chan error
 	rel    chan chan error
+	done   chan struct{} // closed when its goroutine ends
 	// relTimeout bounds the release's ctx when set (before release).
 	relTimeout time.Duration
 }
 
 func hold(ctx context.Context, lk locker) *holder {
-	h := &holder{got: make(chan *conn.Lease, 1), failed: make(chan error, 1), rel: make(chan chan error)}
+	h := &holder{got: make(chan *conn.Lease, 1), failed: make(chan error, 1), rel: make(chan chan error), done: make(chan struct{})}
 	go func() {
+		defer close(h.done)
 		l, err := lk.Acquire(ctx)
 		if err != nil {
 			h.failed <- err
@@ -157,6 +159,18 @@ func (h *holder) wait(t *testing.T, d time.Duration, who string) *conn.Lease {
 		t.Fatalf("%s: not granted within %v", who, d)
 	}
 	return nil
+}
+
+// notGranted fails the test with msg if the acquire returns within d.
+func (h *holder) notGranted(t *testing.T, d time.Duration, msg string) {
+	t.Helper()
+	select {
+	case <-h.got:
+		t.Fatal(msg)
+	case err := <-h.failed:
+		t.Fatalf("%s (err=%v)", msg, err)
+	case <-time.After(d):
+	}
 }
 
 // release tells the holder to release and returns Release's error.

@@ -37,6 +37,83 @@ func watchesUnder(f *fixture, i int, prefix string) []string {
 	return got
 }
 
+// waitPair is a holder in one session and a waiter in another, on one
+// path: hold takes the lock, wait waits for it.
+type waitPair struct {
+	hold, wait func(ctx context.Context) error
+}
+
+// waitPairs makes, for each recipe, a holder in sh and a waiter in sw.
+func waitPairs(sh, sw *conn.Session) map[string]func(path string) waitPair {
+	acquire := func(l locker) func(context.Context) error {
+		return func(ctx context.Context) error { _, err := l.Acquire(ctx); return err }
+	}
+	return map[string]func(path string) waitPair{
+		"mutex": func(path string) waitPair {
+			h, _ := mutex.New(sh, path)
+			w, _ := mutex.New(sw, path)
+			return waitPair{acquire(h), acquire(w)}
+		},
+		"rwlock-read-behind-write": func(path string) waitPair {
+			h, _ := rwlock.New(sh, path)
+			w, _ := rwlock.New(sw, path)
+			return waitPair{acquire(h.WriteLock()), acquire(w.ReadLock())}
+		},
+		"rwlock-write-behind-read": func(path string) waitPair {
+			h, _ := rwlock.New(sh, path)
+			w, _ := rwlock.New(sw, path)
+			return waitPair{acquire(h.ReadLock()), acquire(w.WriteLock())}
+		},
+		"semaphoremutex": func(path string) waitPair {
+			h, _ := semaphoremutex.New(sh, path)
+			w, _ := semaphoremutex.New(sw, path)
+			return waitPair{acquire(h), acquire(w)}
+		},
+		"semaphore-2": func(path string) waitPair {
+			h, _ := semaphoremutex.NewSemaphore(sh, path, 2)
+			w, _ := semaphoremutex.NewSemaphore(sw, path, 2)
+			return waitPair{func(ctx context.Context) error {
+				if _, err := h.Acquire(ctx); err != nil {
+					return err
+				}
+				_, err := h.Acquire(ctx)
+				return err
+			}, func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
+		},
+		"exclusive": func(path string) waitPair {
+			h, _ := exclusive.New(sh, path)
+			w, _ := exclusive.New(sw, path)
+			return waitPair{acquire(h), acquire(w)}
+		},
+		"leader": func(path string) waitPair {
+			h, _ := leader.New(sh, path, "h")
+			w, _ := leader.New(sw, path, "w")
+			return waitPair{func(ctx context.Context) error { _, err := h.Campaign(ctx); return err },
+				func(ctx context.Context) error { _, err := w.Campaign(ctx); return err }}
+		},
+		"multilock": func(path string) waitPair {
+			h, _ := mutex.New(sh, path+"/b")
+			a, _ := mutex.New(sw, path+"/a")
+			b, _ := mutex.New(sw, path+"/b")
+			m, _ := multilock.New(b, a)
+			return waitPair{acquire(h), func(ctx context.Context) error { _, err := m.Acquire(ctx); return err }}
+		},
+	}
+}
+
+// leftOver polls for up to d until server 0 lists no watch under path and
+// the ephemeral nodes under it are back to before; it returns what is left.
+func leftOver(f *fixture, path string, before int, d time.Duration) (ws []string, n int) {
+	end := time.Now().Add(d)
+	for {
+		ws, n = watchesUnder(f, 0, path), countNodes(f.Raw(), path)
+		if (len(ws) == 0 && n == before) || time.Now().After(end) {
+			return ws, n
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestNoWatchLeftByTimedOutWaiter checks conn/doc.go: "A watch nobody
 // waits on any more is removed from the server. The recipes tell the epoch
 // when a waiter gives up" and the BRIEF's "No orphan node, watch or
@@ -50,67 +127,7 @@ func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
 	sh := f.Session() // holder, never arms Lost
 	sw := f.Session() // waiter
 	zc := f.Raw()
-	type pair struct {
-		hold func(ctx context.Context) error // takes the lock in sh
-		wait func(ctx context.Context) error // waits in sw
-	}
-	mk := map[string]func(path string) pair{
-		"mutex": func(path string) pair {
-			h, _ := mutex.New(sh, path)
-			w, _ := mutex.New(sw, path)
-			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
-				func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
-		},
-		"rwlock-read-behind-write": func(path string) pair {
-			h, _ := rwlock.New(sh, path)
-			w, _ := rwlock.New(sw, path)
-			return pair{func(ctx context.Context) error { _, err := h.WriteLock().Acquire(ctx); return err },
-				func(ctx context.Context) error { _, err := w.ReadLock().Acquire(ctx); return err }}
-		},
-		"rwlock-write-behind-read": func(path string) pair {
-			h, _ := rwlock.New(sh, path)
-			w, _ := rwlock.New(sw, path)
-			return pair{func(ctx context.Context) error { _, err := h.ReadLock().Acquire(ctx); return err },
-				func(ctx context.Context) error { _, err := w.WriteLock().Acquire(ctx); return err }}
-		},
-		"semaphoremutex": func(path string) pair {
-			h, _ := semaphoremutex.New(sh, path)
-			w, _ := semaphoremutex.New(sw, path)
-			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
-				func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
-		},
-		"semaphore-2": func(path string) pair {
-			h, _ := semaphoremutex.NewSemaphore(sh, path, 2)
-			w, _ := semaphoremutex.NewSemaphore(sw, path, 2)
-			return pair{func(ctx context.Context) error {
-				if _, err := h.Acquire(ctx); err != nil {
-					return err
-				}
-				_, err := h.Acquire(ctx)
-				return err
-			}, func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
-		},
-		"exclusive": func(path string) pair {
-			h, _ := exclusive.New(sh, path)
-			w, _ := exclusive.New(sw, path)
-			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
-				func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
-		},
-		"leader": func(path string) pair {
-			h, _ := leader.New(sh, path, "h")
-			w, _ := leader.New(sw, path, "w")
-			return pair{func(ctx context.Context) error { _, err := h.Campaign(ctx); return err },
-				func(ctx context.Context) error { _, err := w.Campaign(ctx); return err }}
-		},
-		"multilock": func(path string) pair {
-			h, _ := mutex.New(sh, path+"/b")
-			a, _ := mutex.New(sw, path+"/a")
-			b, _ := mutex.New(sw, path+"/b")
-			m, _ := multilock.New(b, a)
-			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
-				func(ctx context.Context) error { _, err := m.Acquire(ctx); return err }}
-		},
-	}
+	mk := waitPairs(sh, sw)
 	for name, mkPair := range mk {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
@@ -128,16 +145,7 @@ func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("waiter: %v, want DeadlineExceeded", err)
 			}
-			end := time.Now().Add(3 * time.Second)
-			var ws []string
-			var n int
-			for {
-				ws, n = watchesUnder(f, 0, path), countNodes(zc, path)
-				if (len(ws) == 0 && n == before) || time.Now().After(end) {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			ws, n := leftOver(f, path, before, 3*time.Second)
 			if len(ws) != 0 {
 				t.Errorf("watches left on the server 3 s after the waiter gave up: %v", ws)
 			}
@@ -176,54 +184,12 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 	px := f.Proxy()
 	sw := f.SessionAt(px.Addrs())
 	zc := f.Raw()
-	type pair struct {
-		hold, wait func(ctx context.Context) error
-	}
-	cases := []struct {
-		name string
-		mk   func(path string) pair
-	}{
-		{"mutex", func(path string) pair {
-			h, _ := mutex.New(sh, path)
-			w, _ := mutex.New(sw, path)
-			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
-				func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
-		}},
-		{"rwlock", func(path string) pair {
-			h, _ := rwlock.New(sh, path)
-			w, _ := rwlock.New(sw, path)
-			return pair{func(ctx context.Context) error { _, err := h.WriteLock().Acquire(ctx); return err },
-				func(ctx context.Context) error { _, err := w.ReadLock().Acquire(ctx); return err }}
-		}},
-		{"semaphore-2", func(path string) pair {
-			h, _ := semaphoremutex.NewSemaphore(sh, path, 2)
-			w, _ := semaphoremutex.NewSemaphore(sw, path, 2)
-			return pair{func(ctx context.Context) error {
-				if _, err := h.Acquire(ctx); err != nil {
-					return err
-				}
-				_, err := h.Acquire(ctx)
-				return err
-			}, func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
-		}},
-		{"exclusive", func(path string) pair {
-			h, _ := exclusive.New(sh, path)
-			w, _ := exclusive.New(sw, path)
-			return pair{func(ctx context.Context) error { _, err := h.Acquire(ctx); return err },
-				func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
-		}},
-		{"leader", func(path string) pair {
-			h, _ := leader.New(sh, path, "h")
-			w, _ := leader.New(sw, path, "w")
-			return pair{func(ctx context.Context) error { _, err := h.Campaign(ctx); return err },
-				func(ctx context.Context) error { _, err := w.Campaign(ctx); return err }}
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	mk := waitPairs(sh, sw)
+	for _, name := range []string{"mutex", "rwlock-read-behind-write", "semaphore-2", "exclusive", "leader"} {
+		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t, 25*time.Second)
-			path := f.Path("bh-watch-") + tc.name
-			p := tc.mk(path)
+			path := f.Path("bh-watch-") + name
+			p := mk[name](path)
 			require.NoError(t, p.hold(ctx))
 			before := countNodes(zc, path)
 			ep, err := sw.Epoch(ctx)
@@ -260,16 +226,7 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 			if ep2, _ := sw.Epoch(ctx); ep2.SessionID() != sid {
 				t.Skipf("the session was not kept across the blackhole (%x -> %x): nothing to check", sid, ep2.SessionID())
 			}
-			end := time.Now().Add(5 * time.Second)
-			var ws []string
-			var n int
-			for {
-				ws, n = watchesUnder(f, 0, path), countNodes(zc, path)
-				if (len(ws) == 0 && n == before) || time.Now().After(end) {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			ws, n := leftOver(f, path, before, 5*time.Second)
 			if len(ws) != 0 {
 				t.Errorf("watches on the server 5 s after the session came back: %v", ws)
 			}
