@@ -105,10 +105,7 @@ func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
 	bys := f.Raw()
 	px := f.Proxy()
 	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second))
-	sB := f.Session()
-	mB, _ := mutex.New(sB, path)
-	b := hold(ctx, mB)
-	b.wait(t, 10*time.Second, "B")
+	b := f.mutexHeld(ctx, path) // B, another session, holds
 	m1, _ := mutex.New(sA, path)
 	m2, _ := mutex.New(sA, path, mutex.WithLocalHandoff(3, 0))
 	var wg sync.WaitGroup

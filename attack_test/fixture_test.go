@@ -83,6 +83,17 @@ func (f *fixture) Raw() *zk.Conn {
 	return zc
 }
 
+// mutexHeld has a session of its own take the mutex at path and hold it
+// until the holder's release (or the test's end).
+func (f *fixture) mutexHeld(ctx context.Context, path string) *holder {
+	f.t.Helper()
+	m, err := mutex.New(f.Session(), path)
+	require.NoError(f.t, err)
+	h := hold(ctx, m)
+	h.wait(f.t, 10*time.Second, "B")
+	return h
+}
+
 // Path is name below the cluster's root.
 func (f *fixture) Path(name string) string { return f.Root() + "/" + name }
 

@@ -134,10 +134,7 @@ func TestWaiterGoroutineCost(t *testing.T) {
 	path := f.Path("r2-wcost/lock")
 	bys := f.Raw()
 	sA := f.Session()
-	sB := f.Session()
-	mB, _ := mutex.New(sB, path)
-	b := hold(ctx, mB)
-	b.wait(t, 10*time.Second, "B")
+	b := f.mutexHeld(ctx, path) // B, another session, holds
 	m, _ := mutex.New(sA, path)
 	base := runtime.NumGoroutine()
 	const n = 40

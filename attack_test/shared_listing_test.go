@@ -157,10 +157,7 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 	path := f.Path("r2-expwait/lock")
 	bys := f.Raw()
 	sA := f.Session()
-	sB := f.Session()
-	mB, _ := mutex.New(sB, path)
-	b := hold(ctx, mB)
-	b.wait(t, 10*time.Second, "B")
+	b := f.mutexHeld(ctx, path) // B, another session, holds
 	m1, _ := mutex.New(sA, path)
 	m2, _ := mutex.New(sA, path, mutex.WithLocalHandoff(3, 0))
 	var inside, granted int32

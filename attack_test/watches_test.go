@@ -381,10 +381,7 @@ func massCancel(t *testing.T, cut bool) {
 	bys := f.Raw()
 	px := f.Proxy()
 	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second))
-	sB := f.Session()
-	mB, _ := mutex.New(sB, path)
-	b := hold(ctx, mB)
-	b.wait(t, 10*time.Second, "B")
+	b := f.mutexHeld(ctx, path) // B, another session, holds
 	watchCount := func() string {
 		m, err := f.Mntr(ctx, 0)
 		require.NoError(t, err)
