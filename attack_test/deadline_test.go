@@ -170,11 +170,11 @@ func TestGrantReadBlackholedKeepsDeadline(t *testing.T) {
 			px := f.Proxy()
 			s := f.SessionAt(px.Addrs(), conn.WithLastHeardTimer())
 			path := f.Path("r3-grantread/") + recipe
-			h := hold(ctx, round3Locker(t, recipe, s, path, 1))
+			h := hold(ctx, newLocker(t, recipe, s, path, 1))
 			h.wait(t, 60*time.Second, "h")
 			wctx, wcancel := context.WithCancel(ctx)
 			defer wcancel()
-			w := hold(wctx, round3Locker(t, recipe, s, path, 2))
+			w := hold(wctx, newLocker(t, recipe, s, path, 2))
 			waitFor(t, 10*time.Second, "waiter watching", func() bool {
 				return len(sessionWatches(t, f, 0, epochOf(t, s).SessionID())) >= 1
 			})

@@ -14,53 +14,9 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/exclusive"
-	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
-	"github.com/zkrecipes/zkrecipes/mutex"
-	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
-
-// electionLocker makes a leader.Election a locker.
-type electionLocker struct{ e *leader.Election }
-
-func (l electionLocker) Acquire(ctx context.Context) (*conn.Lease, error) { return l.e.Campaign(ctx) }
-func (l electionLocker) Release(ctx context.Context) error                { return l.e.Resign(ctx) }
-
-// round3Recipes makes a fresh handle of each recipe on path in s.
-func round3Locker(t *testing.T, recipe string, s *conn.Session, path string, i int) locker {
-	t.Helper()
-	switch recipe {
-	case "mutex":
-		m, _ := mutex.New(s, path)
-		return m
-	case "mutex-handoff":
-		m, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
-		require.NoError(t, err)
-		return m
-	case "semaphoremutex":
-		m, _ := semaphoremutex.New(s, path)
-		return m
-	case "semaphoremutex-handoff":
-		m, err := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(3, 0))
-		require.NoError(t, err)
-		return m
-	case "rwlock":
-		rw, _ := rwlock.New(s, path)
-		return rw.WriteLock()
-	case "exclusive":
-		m, _ := exclusive.New(s, path)
-		return m
-	case "leader":
-		e, err := leader.New(s, path, fmt.Sprintf("p%d", i))
-		require.NoError(t, err)
-		return electionLocker{e}
-	}
-	t.Fatalf("recipe %q", recipe)
-	return nil
-}
 
 // TestExpiryMidDrainMetrics: B holds the lock; four goroutines of
 // session A wait (each with its own handle); A's ZooKeeper session is
@@ -85,7 +41,7 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 			sb := f.Session()
 			zc := f.Raw()
 			path := f.Path("r3-exp/") + recipe
-			lb := round3Locker(t, recipe, sb, path, 100)
+			lb := newLocker(t, recipe, sb, path, 100)
 			bh := hold(ctx, lb)
 			bh.wait(t, 60*time.Second, "bh")
 			const n = 4
@@ -93,7 +49,7 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 			var wg sync.WaitGroup
 			errs := make(chan error, n)
 			for i := 0; i < n; i++ {
-				lk := round3Locker(t, recipe, sa, path, i)
+				lk := newLocker(t, recipe, sa, path, i)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -277,7 +233,7 @@ func TestOneAttemptDrainUnderCuts(t *testing.T) {
 			sd := f.Session()
 			zc := f.Raw()
 			path := f.Path("r4-one/") + recipe
-			h := hold(ctx, round4Locker(t, recipe, sd, path, 999))
+			h := hold(ctx, newLocker(t, recipe, sd, path, 999))
 			h.wait(t, 60*time.Second, "h")
 			var mu sync.Mutex
 			holders := 0
@@ -287,7 +243,7 @@ func TestOneAttemptDrainUnderCuts(t *testing.T) {
 			var wg sync.WaitGroup
 			waiter := func(s *conn.Session, who string, i int, wctx context.Context) {
 				defer wg.Done()
-				lk := round4Locker(t, recipe, s, path, i)
+				lk := newLocker(t, recipe, s, path, i)
 				l, err := lk.Acquire(wctx)
 				if err != nil {
 					mu.Lock()

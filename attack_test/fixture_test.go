@@ -20,9 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -345,31 +347,51 @@ func sortedBySeq(zc *zk.Conn, path string) []string {
 	return ch
 }
 
-// round4Locker makes a fresh handle of recipe on path in s: each waiter of
-// the drain test its own.
-func round4Locker(t *testing.T, recipe string, s *conn.Session, path string, i int) locker {
+// newLocker makes a fresh handle of recipe on path in s (each waiter its
+// own); i names a leader's participant.
+func newLocker(t *testing.T, recipe string, s *conn.Session, path string, i int) locker {
 	t.Helper()
+	var lk locker
+	var err error
 	switch recipe {
 	case "mutex":
-		m, err := mutex.New(s, path)
-		require.NoError(t, err)
-		return m
+		lk, err = mutex.New(s, path)
+	case "mutex-handoff":
+		lk, err = mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
 	case "mutex-revocable":
-		m, err := mutex.New(s, path, mutex.WithRevocable())
-		require.NoError(t, err)
-		return m
-	case "rwlock-revocable":
-		rw, err := rwlock.New(s, path, rwlock.WithRevocable())
-		require.NoError(t, err)
-		return rw.WriteLock()
+		lk, err = mutex.New(s, path, mutex.WithRevocable())
+	case "semaphoremutex":
+		lk, err = semaphoremutex.New(s, path)
+	case "semaphoremutex-handoff":
+		lk, err = semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(3, 0))
+	case "rwlock", "rwlock-revocable":
+		var opts []rwlock.Option
+		if recipe == "rwlock-revocable" {
+			opts = append(opts, rwlock.WithRevocable())
+		}
+		var rw *rwlock.RWLock
+		rw, err = rwlock.New(s, path, opts...)
+		if err == nil {
+			lk = rw.WriteLock()
+		}
+	case "exclusive":
+		lk, err = exclusive.New(s, path)
 	case "leader":
-		e, err := leader.New(s, path, "p"+strconv.Itoa(i))
-		require.NoError(t, err)
-		return electionLocker{e}
+		var e *leader.Election
+		e, err = leader.New(s, path, "p"+strconv.Itoa(i))
+		lk = electionLocker{e}
+	default:
+		t.Fatalf("recipe %q", recipe)
 	}
-	t.Fatalf("recipe %q", recipe)
-	return nil
+	require.NoError(t, err)
+	return lk
 }
+
+// electionLocker makes a leader.Election a locker.
+type electionLocker struct{ e *leader.Election }
+
+func (l electionLocker) Acquire(ctx context.Context) (*conn.Lease, error) { return l.e.Campaign(ctx) }
+func (l electionLocker) Release(ctx context.Context) error                { return l.e.Resign(ctx) }
 
 // drainWaiter is one queued contender of the drain test.
 type drainWaiter struct {
@@ -396,7 +418,7 @@ func runDrain(t *testing.T, f *fixture, recipe, path string, ss []*conn.Session,
 	ctx := ctxT(t, 120*time.Second)
 	zc := f.Raw()
 	rng := rand.New(rand.NewSource(seed))
-	h := hold(ctx, round4Locker(t, recipe, hs, path, 1000))
+	h := hold(ctx, newLocker(t, recipe, hs, path, 1000))
 	h.wait(t, 60*time.Second, "h")
 	var mu sync.Mutex
 	holding := map[*drainWaiter]bool{}
@@ -420,7 +442,7 @@ func runDrain(t *testing.T, f *fixture, recipe, path string, ss []*conn.Session,
 		ws[i] = w
 		wctx, cancel := context.WithCancel(ctx)
 		w.cancel = cancel
-		lk := round4Locker(t, recipe, ss[w.sess], path, i)
+		lk := newLocker(t, recipe, ss[w.sess], path, i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

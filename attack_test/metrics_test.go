@@ -49,7 +49,7 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 			var wg sync.WaitGroup
 			stop := make(chan struct{})
 			for g := 0; g < gs; g++ {
-				lk := round3Locker(t, recipe, sa, path, g)
+				lk := newLocker(t, recipe, sa, path, g)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -86,7 +86,7 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 				}()
 			}
 			// Another session contends, and a bystander deletes nodes.
-			lb := round3Locker(t, recipe, sb, path, 9)
+			lb := newLocker(t, recipe, sb, path, 9)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
