@@ -193,6 +193,15 @@ func (h *holder) release() error {
 	return <-done
 }
 
+// stressDeadline is a stress test's acquire deadline: long, or in one
+// acquire of three 5 to 60 ms, so that some give up while queued.
+func stressDeadline(r *rand.Rand, long time.Duration) time.Duration {
+	if r.Intn(3) == 0 {
+		return time.Duration(5+r.Intn(55)) * time.Millisecond
+	}
+	return long
+}
+
 // waitFor polls cond every 10 ms until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()

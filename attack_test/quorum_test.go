@@ -104,6 +104,20 @@ func TestQuorumTimerKeepsLeaseOnFasterLink(t *testing.T) {
 	}
 }
 
+// followerAndRest connects, on a three-server ensemble, one session to a
+// follower alone (f1, the server to freeze) and one to the two others, both
+// with session timeout T.
+func followerAndRest(t *testing.T, f *fixture, T time.Duration) (f1 int, onFollower, onRest *conn.Session) {
+	t.Helper()
+	ld, err := f.Leader()
+	require.NoError(t, err)
+	f1, f2 := (ld+1)%3, (ld+2)%3
+	srv := f.Servers()
+	onFollower = f.SessionAt([]string{srv[f1]}, conn.WithSessionTimeout(T))
+	onRest = f.SessionAt([]string{srv[ld], srv[f2]}, conn.WithSessionTimeout(T))
+	return f1, onFollower, onRest
+}
+
 // TestQuorumTimerNoOverlapWhenLeadersServerFreezes checks leader.Run's
 // "The session ending unseen (partition, a server cut off from its quorum,
 // a frozen leader): with the session's quorum timer (the default ...), the
@@ -118,13 +132,8 @@ func TestQuorumTimerKeepsLeaseOnFasterLink(t *testing.T) {
 func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 	f := newFixture(t, zktest.WithServers(3))
 	ctx := ctxT(t, 29*time.Second)
-	ld, err := f.Leader()
-	require.NoError(t, err)
-	f1, f2 := (ld+1)%3, (ld+2)%3
-	srv := f.Servers()
 	const T = 4 * time.Second
-	s1 := f.SessionAt([]string{srv[f1]}, conn.WithSessionTimeout(T))
-	s2 := f.SessionAt([]string{srv[ld], srv[f2]}, conn.WithSessionTimeout(T))
+	f1, s1, s2 := followerAndRest(t, f, T)
 	path := f.Path("r2-quorum/election")
 	e1, _ := leader.New(s1, path, "one")
 	e2, _ := leader.New(s2, path, "two")
@@ -196,13 +205,8 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	f := newFixture(t, zktest.WithServers(3))
 	ctx := ctxT(t, 29*time.Second)
-	ld, err := f.Leader()
-	require.NoError(t, err)
-	f1, f2 := (ld+1)%3, (ld+2)%3
-	srv := f.Servers()
 	const T = 4 * time.Second
-	sA := f.SessionAt([]string{srv[f1]}, conn.WithSessionTimeout(T))
-	sB := f.SessionAt([]string{srv[ld], srv[f2]}, conn.WithSessionTimeout(T))
+	f1, sA, sB := followerAndRest(t, f, T)
 	path := f.Path("r2-qmutex/lock")
 	reg := f.Path("r2-qmutex-reg")
 	mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))

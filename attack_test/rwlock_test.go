@@ -93,10 +93,7 @@ func TestRWLockSharedListingsCancelStress(t *testing.T) {
 				r := rand.New(rand.NewSource(int64(g)))
 				rel := context.WithoutCancel(ctx)
 				for time.Now().Before(stop) && ctx.Err() == nil {
-					d := 6 * time.Second
-					if r.Intn(3) == 0 {
-						d = time.Duration(5+r.Intn(55)) * time.Millisecond
-					}
+					d := stressDeadline(r, 6*time.Second)
 					kind := r.Intn(3) // 0 read, 1 write, 2 write then downgrade
 					k := rw.ReadLock()
 					if kind > 0 {

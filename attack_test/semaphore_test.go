@@ -105,10 +105,7 @@ func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
 				defer wg.Done()
 				r := rand.New(rand.NewSource(int64(g)))
 				for time.Now().Before(stop) {
-					d := 8 * time.Second
-					if r.Intn(3) == 0 {
-						d = time.Duration(5+r.Intn(55)) * time.Millisecond
-					}
+					d := stressDeadline(r, 8*time.Second)
 					actx, cancel := context.WithTimeout(ctx, d)
 					l, err := sem.Acquire(actx)
 					cancel()

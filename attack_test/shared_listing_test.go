@@ -69,10 +69,7 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 			r := rand.New(rand.NewSource(int64(g)))
 			m := handles[g%len(handles)]
 			for time.Now().Before(stop) && ctx.Err() == nil {
-				d := 6 * time.Second
-				if r.Intn(3) == 0 {
-					d = time.Duration(5+r.Intn(55)) * time.Millisecond
-				}
+				d := stressDeadline(r, 6*time.Second)
 				actx, cancel := context.WithTimeout(ctx, d)
 				lease, err := m.Acquire(actx)
 				cancel()
@@ -344,10 +341,7 @@ func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
 				m = m2
 			}
 			for time.Now().Before(stop) {
-				d := 8 * time.Second
-				if r.Intn(3) == 0 {
-					d = time.Duration(5+r.Intn(55)) * time.Millisecond
-				}
+				d := stressDeadline(r, 8*time.Second)
 				actx, cancel := context.WithTimeout(ctx, d)
 				_, err := m.Acquire(actx)
 				cancel()
