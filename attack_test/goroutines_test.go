@@ -3,11 +3,12 @@ package attack_test
 import (
 	"context"
 	"fmt"
-	"github.com/stretchr/testify/require"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/multilock"
