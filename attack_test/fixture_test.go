@@ -246,7 +246,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 }
 
 // metricsRec is a conn.Metrics that keeps the watches gauge and every lock
-// event, for round 3's metric checks.
+// event, for the metric checks.
 type metricsRec struct {
 	conn.NopMetrics
 	watches atomic.Int64

@@ -20,7 +20,7 @@ import (
 // lease runs no goroutine until someone waits on its Lost or Revoked; then
 // three": one goroutine of one session holds 60 mutexes; calling Lost on
 // each must add at most three goroutines per lease. Found by an outside
-// user (round 2): the doc said "a goroutine", and it was 3.00 per lease.
+// user: the doc said "a goroutine", and it was 3.00 per lease.
 func TestArmedLeaseCostsThreeGoroutines(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)

@@ -451,7 +451,7 @@ func TestLeaderRunRequeueReturnsOnRefusedResign(t *testing.T) {
 // TestLeaderFollowerDeletedInSharedListing checks leader.Campaign's
 // "Before it returns it reads our node once (the lease's Fence): a node
 // deleted by someone else while we waited is not led from, and Campaign
-// queues a new one and waits again", with this round's shared listings:
+// queues a new one and waits again", with one session's shared listings:
 // L, P1 and P2 are participants of ONE session (their waiters share the
 // listing), Q of another session queues last. A bystander deletes P1's
 // node while it waits; L resigns. P2 leads; P1 must not run its function

@@ -217,7 +217,7 @@ func TestDowngradeMetrics(t *testing.T) {
 
 }
 
-// TestReentrantAcquireIsNoWait: an outside user's round-4 finding
+// TestReentrantAcquireIsNoWait: an outside user's finding
 // (the docs said "one per call" of LockWait, and re-entrant acquires were
 // not reported). The docs now say what the library does (conn.LockWait:
 // "a re-entrant call of a goroutine that holds the lock (mutex, rwlock)

@@ -77,7 +77,7 @@ func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept
 // quorum timer's cost: "an epoch that also ends while the connection is up
 // when no sync sent in the last T/2 is answered: ... a link whose round
 // trip exceeds about T/3". T = 4 s; the proxy delays each chunk by 500 ms
-// (chunks queue in order). Found by an outside user (round 2): the doc said
+// (chunks queue in order). Found by an outside user: the doc said
 // "when the leader answers no sync for T/2", but a sync we send is
 // answered in about 1 s and the epoch still ends about 2 s after the delay
 // is set (the timer's own syncs, one every T/6, are not answered within

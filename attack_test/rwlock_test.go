@@ -19,7 +19,7 @@ import (
 // TestRWLockSharedListingsCancelStress checks rwlock's "Readers share,
 // writers exclude", "Nothing is left behind: a failed, timed-out or
 // cancelled acquire deletes its node" and "A fencing token per grant ...
-// growing strictly in the order of the grants", with this round's shared
+// growing strictly in the order of the grants", with one session's shared
 // listings: 2 sessions × 6 goroutines on one path, plain reads, plain
 // writes and write-then-downgrade, a third of the acquires with a deadline
 // of 5–60 ms (waiters leave one session's shared listing while others join).

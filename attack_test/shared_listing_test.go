@@ -19,7 +19,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestSharedListingsMixedHandoffCancelStress checks, this round,
+// TestSharedListingsMixedHandoffCancelStress checks
 // CHANGELOG's "one session's waiters share their listings" against mutex's
 // "Mutual exclusion among all processes using the lock path", conn.Fence's
 // "it grows strictly with every grant of a lock, in every configuration" and
@@ -309,7 +309,7 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 // TestSharedListingsWithForeignZkLockContenders checks mutex's
 // "Mutual exclusion among all processes using the lock path (Curator's
 // InterProcessMutex, and the lock nodes of kazoo and go-zookeeper, count as
-// contenders)" with this round's shared listings: 8 goroutines of one
+// contenders)" with one session's shared listings: 8 goroutines of one
 // session (a plain handle and a WithLocalHandoff handle; a third of the
 // acquires with a 5–60 ms deadline) and two raw go-zookeeper clients
 // looping on zk.Lock on the same path. One ledger for all.

@@ -355,7 +355,7 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 // TestSharedListingMassCancelLeavesNoWatch checks conn's "A watch
 // nobody waits on any more is removed from the server" and mutex's "Nothing
 // is left behind: a failed, timed-out or cancelled acquire deletes its node",
-// with this round's shared listings: B holds; 24 goroutines of session A
+// with one session's shared listings: B holds; 24 goroutines of session A
 // queue on the path (through two handles, one with WithLocalHandoff), then
 // all are cancelled at once (one ctx). With A still open, no node of A's
 // and no watch of A's (wchp, any path under the lock path or the lock path
