@@ -6,6 +6,7 @@ package attack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sort"
@@ -211,6 +212,17 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ensure creates each of paths (persistent, with acl) through zc unless it
+// exists.
+func ensure(t *testing.T, zc *zk.Conn, acl []zk.ACL, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if _, err := zc.Create(p, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			require.NoError(t, err, "create "+p)
+		}
 	}
 }
 

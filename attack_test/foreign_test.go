@@ -132,11 +132,7 @@ func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
 				owner := f.Raw()
 				writer := f.Raw() // someone else, for the world-acl variant
 				path := f.Path("forged-") + r.name + "-" + v.name
-				for _, p := range []string{f.Root(), path, path + r.parent} {
-					if _, err := owner.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
-						t.Fatal(err)
-					}
-				}
+				ensure(t, owner, zk.WorldACL(zk.PermAll), f.Root(), path, path+r.parent)
 				acl := zk.WorldACL(zk.PermAll)
 				if v.sealedACL {
 					require.NoError(t, owner.AddAuth("digest", []byte("evil:pw")))
@@ -199,11 +195,7 @@ func foreignContenders(t *testing.T, shapes map[string]string) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t, 15*time.Second)
 			path := f.Path("foreign-") + name
-			for _, p := range []string{f.Root(), path} {
-				if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
-					t.Fatal(err)
-				}
-			}
+			ensure(t, zc, zk.WorldACL(zk.PermAll), f.Root(), path)
 			node, err := zc.Create(path+"/"+child, []byte("127.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 			require.NoError(t, err)
 			m, _ := mutex.New(s, path)

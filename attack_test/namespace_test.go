@@ -200,12 +200,8 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	// the namespace root, readable by the service only
 	zc := f.Raw()
 	require.NoError(t, zc.AddAuth("digest", []byte("svc:secret")))
-	if _, err := zc.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		t.Fatal(err)
-	}
-	if _, err := zc.Create(ns, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		t.Fatal(err)
-	}
+	ensure(t, zc, zk.WorldACL(zk.PermAll), f.Root())
+	ensure(t, zc, acl, ns)
 	ma, _ := mutex.New(sa, "/locks/x")
 	mb, _ := mutex.New(sb, "/locks/x")
 	mc, _ := mutex.New(sc, "/locks/x")

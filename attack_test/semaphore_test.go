@@ -33,11 +33,7 @@ func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 	s := f.Session()
 	zc := f.Raw()
 	path := f.Path("sem-foreign")
-	for _, p := range []string{f.Root(), path, path + "/locks", path + "/leases"} {
-		if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
-			t.Fatal(err)
-		}
-	}
+	ensure(t, zc, zk.WorldACL(zk.PermAll), f.Root(), path, path+"/locks", path+"/leases")
 	var leases []string
 	for i := 0; i < 2; i++ {
 		id := fmt.Sprintf("0b5e55ed-0000-4000-8000-00000000000%d", i)
