@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -13,19 +19,19 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestProbe_LeaderObserveConvergesUnderChurn checks Election.Observe (go doc
+// TestLeaderObserveConvergesUnderChurn checks Election.Observe (go doc
 // ./leader Election.Observe): "A slow reader may therefore skip
 // intermediate leaders, but never misses that the leader changed: after any
 // change, the next value it receives is the leader as of that change or
 // later", and "the zero Participant (Node "") when nobody campaigns any
 // more", with leaders resigning in quick succession (on three sessions)
 // while a bystander also deletes a leader's node, and the reader asleep.
-func TestProbe_LeaderObserveConvergesUnderChurn(t *testing.T) {
-	c := zktest.New(t)
+func TestLeaderObserveConvergesUnderChurn(t *testing.T) {
+	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	zc := raw(t, c)
-	path := c.Root() + "/observe-churn"
-	so := session(t, c.Servers())
+	zc := f.Raw()
+	path := f.Path("observe-churn")
+	so := f.Session()
 	obsE, _ := leader.New(so, path, "observer")
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()
@@ -36,7 +42,7 @@ func TestProbe_LeaderObserveConvergesUnderChurn(t *testing.T) {
 	}
 	var es []*leader.Election
 	for i := 0; i < 6; i++ {
-		s := session(t, c.Servers())
+		s := f.Session()
 		e, _ := leader.New(s, path, fmt.Sprint("p", i))
 		es = append(es, e)
 	}
@@ -65,14 +71,10 @@ func TestProbe_LeaderObserveConvergesUnderChurn(t *testing.T) {
 			t.FailNow()
 		}
 		if i == 1 {
-			if err := zc.Delete(l.Path(), -1); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, zc.Delete(l.Path(), -1))
 			continue
 		}
-		if err := es[i].Resign(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, es[i].Resign(ctx))
 	}
 	l4 := <-leases[4]
 	var last lock.Participant
@@ -84,13 +86,9 @@ func TestProbe_LeaderObserveConvergesUnderChurn(t *testing.T) {
 			t.Fatalf("Observe's last value %+v, want p4 (%s) 5 s after it began to lead", last, l4.Path())
 		}
 	}
-	if err := es[4].Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, es[4].Resign(ctx))
 	l5 := <-leases[5]
-	if err := es[5].Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, es[5].Resign(ctx))
 	_ = l5
 	deadline = time.After(5 * time.Second)
 	for last.Node != "" {
@@ -104,23 +102,23 @@ func TestProbe_LeaderObserveConvergesUnderChurn(t *testing.T) {
 	for range ch {
 	}
 	waitFor(t, 3*time.Second, "Observe's watch to go from the server", func() bool {
-		return len(watchesUnder(c, 0, path)) == 0
+		return len(watchesUnder(f, 0, path)) == 0
 	})
 }
 
-// TestProbe_LeaderRunRequeueAcrossExpiryAndForeignDelete checks leader's
+// TestLeaderRunRequeueAcrossExpiryAndForeignDelete checks leader's
 // "A fencing token per term (Lease.Token, the node's czxid, growing with
 // every leader)" and Run's "fn's ctx is cancelled the moment leadership is
 // no longer safe: ... the session's epoch ended, ...; our node was deleted
 // by someone else" with WithRequeue(true): three terms, the first ended by
 // a server-side expiry (ExpireEpoch), the second by a bystander's delete;
 // each term's ctx is cancelled with ErrLeadershipLost, and the tokens grow.
-func TestProbe_LeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
-	c := zktest.New(t)
+func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	zc := raw(t, c)
-	s := session(t, c.Servers())
-	path := c.Root() + "/requeue"
+	zc := f.Raw()
+	s := f.Session()
+	path := f.Path("requeue")
 	e, _ := leader.New(s, path, "me", leader.WithRequeue())
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
@@ -167,20 +165,14 @@ func TestProbe_LeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 		switch i {
 		case 0:
 			ep, err := s.Epoch(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := zktest.ExpireEpoch(ctx, c.Servers()[0], ep); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
+			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 		case 1:
 			l := e.Leading()
 			if l == nil {
 				t.Fatal("Leading nil during a term")
 			}
-			if err := zc.Delete(l.Path(), -1); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, zc.Delete(l.Path(), -1))
 		case 2:
 			rcancel()
 		}
@@ -201,7 +193,7 @@ func TestProbe_LeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 	t.Logf("tokens: %v", tokens)
 }
 
-// TestProbe_LeaderRunRequeueSuspendedAsLost checks leader/doc.go: "Run
+// TestLeaderRunRequeueSuspendedAsLost checks leader/doc.go: "Run
 // cancels its function's ctx (cause: ErrLeadershipLost), when ... the
 // session's suspension policy (conn.WithSuspendedAsLost) counts a suspended
 // connection as lost", WithRequeue's "Run resigns (if it still leads) and
@@ -209,13 +201,13 @@ func TestProbe_LeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 // leader": three connection cuts (the session survives each), three terms
 // ended with ErrLeadershipLost, a fourth ended by ctx; tokens strictly
 // growing; no node left once Run returns and the connection is back.
-func TestProbe_LeaderRunRequeueSuspendedAsLost(t *testing.T) {
-	c := zktest.New(t)
+func TestLeaderRunRequeueSuspendedAsLost(t *testing.T) {
+	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	zc := raw(t, c)
-	px := zktest.NewProxy(t, c.Servers())
-	s := session(t, px.Addrs(), conn.WithSuspendedAsLost())
-	path := c.Root() + "/requeue-suspended"
+	zc := f.Raw()
+	px := f.Proxy()
+	s := f.SessionAt(px.Addrs(), conn.WithSuspendedAsLost())
+	path := f.Path("requeue-suspended")
 	e, _ := leader.New(s, path, "me", leader.WithRequeue())
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
@@ -291,4 +283,311 @@ func TestProbe_LeaderRunRequeueSuspendedAsLost(t *testing.T) {
 func fenceZxid(ctx context.Context, l *conn.Lease) (int64, error) {
 	f, err := l.Fence(ctx)
 	return f.Zxid, err
+}
+
+// TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted checks leader/doc.go:
+// "At most one leader among all participants on the path (ours and Curator
+// LeaderLatch's) whose sessions live", and Run's "fn's ctx is cancelled the
+// moment leadership is no longer safe: ... our node was deleted by someone
+// else". (package mutex documents the matching limitation for locks, "A lock
+// node deleted by a third party while its owner is queued is noticed only
+// once granted, through the lease"; package leader says nothing of it.)
+//
+// L leads; P1 and P2 queue behind it (P1 first). A bystander deletes P1's
+// node while P1 waits. L resigns. P2 now leads (its node is first). P1 must
+// not run its function as leader: a term whose node did not exist when it
+// began (checked by a bystander read at the start of the function) is a
+// second leader, however soon its ctx is cancelled afterwards (measured:
+// about 140 ms of overlap with P2's term).
+func TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 20*time.Second)
+	zc := f.Raw()
+	path := f.Path("ghost-leader")
+	sl := f.Session()
+	s1 := f.Session()
+	s2 := f.Session()
+	l, _ := leader.New(sl, path, "L")
+	p1, _ := leader.New(s1, path, "P1")
+	p2, _ := leader.New(s2, path, "P2")
+	_, err := l.Campaign(ctx)
+	require.NoError(t, err)
+	type term struct {
+		who        string
+		start, end time.Time
+		nodeExists bool
+	}
+	terms := make(chan term, 4)
+	run := func(who string, e *leader.Election) {
+		_ = e.Run(ctx, func(fctx context.Context) error {
+			start := time.Now()
+			ok, _, _ := zc.Exists(leader.LeaseFrom(fctx).Path())
+			select {
+			case <-fctx.Done():
+			case <-time.After(3 * time.Second):
+			}
+			terms <- term{who, start, time.Now(), ok}
+			return nil
+		})
+	}
+	go run("P1", p1)
+	waitFor(t, 5*time.Second, "P1 queued", func() bool { return len(children(zc, path)) == 2 })
+	go run("P2", p2)
+	waitFor(t, 5*time.Second, "P2 queued", func() bool { return len(children(zc, path)) == 3 })
+	ps, err := l.Participants(ctx)
+	if err != nil || len(ps) != 3 || ps[1].ID != "P1" {
+		t.Fatalf("participants %+v %v", ps, err)
+	}
+	require.NoError(t, zc.Delete(ps[1].Node, -1))
+	time.Sleep(200 * time.Millisecond) // let P2 move its watch to L's node (not observable)
+	require.NoError(t, l.Resign(ctx))
+	var got []term
+	deadline := time.After(8 * time.Second)
+	for len(got) < 2 {
+		select {
+		case tm := <-terms:
+			got = append(got, tm)
+		case <-deadline:
+			if len(got) == 0 {
+				t.Fatal("no term ran")
+			}
+			got = append(got, term{})
+		}
+	}
+	for _, tm := range got {
+		if tm.who != "" && !tm.nodeExists {
+			t.Errorf("%s ran a term (for %v) whose node was already gone when it began", tm.who, tm.end.Sub(tm.start).Round(time.Millisecond))
+		}
+	}
+	a, b := got[0], got[1]
+	if b.who != "" && a.start.Before(b.end) && b.start.Before(a.end) {
+		t.Errorf("two leaders at once: %s for %v and %s for %v, overlapping", a.who, a.end.Sub(a.start).Round(time.Millisecond), b.who, b.end.Sub(b.start).Round(time.Millisecond))
+	}
+}
+
+// leaderRunResignRefused runs one Election.Run whose function makes a
+// bystander take DELETE off the election path, then returns nil, so that
+// Run's resign is refused by the server. It returns Run's error, the node
+// of the term and the handle.
+func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Election, *zk.Conn, string, error) {
+	f := newFixture(t)
+	s := f.Session()
+	zc := f.Raw()
+	path := f.Path("run-resign-refused")
+	var opts []leader.Option
+	if requeue {
+		opts = append(opts, leader.WithRequeue())
+	}
+	e, err := leader.New(s, path, "me", opts...)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	var node string
+	runErr := e.Run(ctx, func(fctx context.Context) error {
+		if node != "" {
+			<-fctx.Done() // a second term: wait for the end
+			return nil
+		}
+		node = leader.LeaseFrom(fctx).Path()
+		if _, err := zc.SetACL(path, zk.WorldACL(zk.PermAll&^zk.PermDelete), -1); err != nil {
+			t.Errorf("bystander setACL: %v", err)
+		}
+		return nil
+	})
+	return node, e, zc, path, runErr
+}
+
+// TestLeaderRunTellsRefusedResign checks leader.Run's doc (go doc
+// ./leader Election.Run): "When fn returns, Run resigns ... Run returns: ...
+// otherwise fn's error, joined with a resign error if there was one", and
+// Resign's "Any other error (the server refused the delete) leaves us
+// leading: call Resign again": a resign the server refuses must not be
+// silent.
+func TestLeaderRunTellsRefusedResign(t *testing.T) {
+	node, e, zc, path, runErr := leaderRunResignRefused(t, false)
+	ok, _, _ := zc.Exists(node)
+	t.Logf("Run: %v; node %s exists: %v; Leading: %v", runErr, node, ok, e.Leading() != nil)
+	if ok && runErr == nil {
+		t.Fatalf("Run returned nil, but the term's node %s is still there: the caller was not told", node)
+	}
+	_, err := zc.SetACL(path, zk.WorldACL(zk.PermAll), -1)
+	require.NoError(t, err)
+	if ok && e.Leading() != nil {
+		require.NoError(t, e.Resign(context.Background()), "Resign once the ACL is back")
+	}
+}
+
+// TestLeaderRunRequeueReturnsOnRefusedResign checks the doc of
+// WithRequeue (go doc ./leader WithRequeue): "Run then returns only when
+// its ctx ends, when the function returns a non-nil error while leadership
+// was still safe, or when the resign after a safe term fails: with
+// Resign's error, the server's refusal (the handle then still leads: call
+// Resign) or ErrReleasePending" (and Run's "With WithRequeue(true), ... or
+// the error of the resign after a safe term when it failed"). The function
+// returns nil, the server refuses the resign (a bystander took DELETE off
+// the election path): Run returns the refusal before its ctx ends, the
+// node stays, the handle still leads, and Resign works once the ACL is
+// back.
+func TestLeaderRunRequeueReturnsOnRefusedResign(t *testing.T) {
+	start := time.Now()
+	node, e, zc, path, runErr := leaderRunResignRefused(t, true)
+	took := time.Since(start)
+	ok, _, _ := zc.Exists(node)
+	t.Logf("Run after %v: %v; node %s exists: %v; Leading: %v", took, runErr, node, ok, e.Leading() != nil)
+	_, err := zc.SetACL(path, zk.WorldACL(zk.PermAll), -1)
+	require.NoError(t, err)
+	if !errors.Is(runErr, zk.ErrNoAuth) || errors.Is(runErr, context.DeadlineExceeded) {
+		t.Errorf("Run returned %v after %v; want the resign's refusal (zk.ErrNoAuth) before its ctx ended", runErr, took.Round(time.Millisecond))
+	}
+	if !ok || e.Leading() == nil {
+		t.Fatalf("after a refused resign: node %s exists %v, Leading %v; want both", node, ok, e.Leading())
+	}
+	require.NoError(t, e.Resign(context.Background()), "Resign once the ACL is back")
+	if ok, _, _ := zc.Exists(node); ok {
+		t.Fatalf("node %s still there after Resign", node)
+	}
+}
+
+// TestLeaderFollowerDeletedInSharedListing checks leader.Campaign's
+// "Before it returns it reads our node once (the lease's Fence): a node
+// deleted by someone else while we waited is not led from, and Campaign
+// queues a new one and waits again", with one session's shared listings:
+// L, P1 and P2 are participants of ONE session (their waiters share the
+// listing), Q of another session queues last. A bystander deletes P1's
+// node while it waits; L resigns. P2 leads; P1 must not run its function
+// while P2's runs (in-process ledger), and must lead later, after Q (its new
+// node is queued last), from a node that exists.
+func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 25*time.Second)
+	path := f.Path("r2-lss")
+	bys := f.Raw()
+	s := f.Session()
+	sQ := f.Session()
+	eL, _ := leader.New(s, path, "L")
+	e1, _ := leader.New(s, path, "P1")
+	e2, _ := leader.New(s, path, "P2")
+	eQ, _ := leader.New(sQ, path, "Q")
+	_, err := eL.Campaign(ctx)
+	require.NoError(t, err)
+	var inside int32
+	order := make(chan string, 4)
+	run := func(e *leader.Election, id string, hold time.Duration) {
+		go func() {
+			_ = e.Run(ctx, func(fctx context.Context) error {
+				if n := atomic.AddInt32(&inside, 1); n != 1 {
+					t.Errorf("%s: %d leaders at once", id, n)
+				}
+				if ok, _, err := bys.Exists(leader.LeaseFrom(fctx).Path()); err != nil || !ok {
+					t.Errorf("%s: leads from a node that does not exist", id)
+				}
+				order <- id
+				select {
+				case <-time.After(hold):
+				case <-fctx.Done():
+				}
+				atomic.AddInt32(&inside, -1)
+				return nil
+			})
+		}()
+	}
+	run(e1, "P1", 200*time.Millisecond)
+	waitFor(t, 10*time.Second, "P1 queued", func() bool { return len(children(bys, path)) == 2 })
+	ps, err := eL.Participants(ctx)
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("participants: %v %v", ps, err)
+	}
+	p1node := ps[1].Node
+	run(e2, "P2", 500*time.Millisecond)
+	waitFor(t, 10*time.Second, "P2 queued", func() bool { return len(children(bys, path)) == 3 })
+	run(eQ, "Q", 200*time.Millisecond)
+	waitFor(t, 10*time.Second, "Q queued", func() bool { return len(children(bys, path)) == 4 })
+	if err := bys.Delete(p1node, -1); err != nil {
+		if err2 := bys.Delete(path+"/"+p1node, -1); err2 != nil {
+			t.Fatalf("delete P1's node %s: %v / %v", p1node, err, err2)
+		}
+	}
+	require.NoError(t, eL.Resign(ctx))
+	var got []string
+	for len(got) < 3 {
+		select {
+		case id := <-order:
+			got = append(got, id)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("terms so far %v", got)
+		}
+	}
+	t.Logf("terms in order: %v", got)
+	if got[0] != "P2" || got[1] != "Q" || got[2] != "P1" {
+		t.Errorf("want P2, Q, P1 (P1 requeued last), got %v", got)
+	}
+}
+
+// TestLeaderSharedListingsRequeueCancelStress checks leader.Run
+// ("fn must return promptly once its ctx is done: until it returns, it may
+// still be running while another participant leads" only when the term
+// ends unseen or by someone else's delete or Resign) and "A fencing token
+// per grant" for terms: 2 sessions × 4 participants (WithRequeue) on one
+// election path, whose Run ctx is cancelled at random (1 in 3 runs, after
+// 5–80 ms) and restarted, and whose fn holds for 0–3 ms. Nobody else
+// deletes or resigns, so no two fn may run at once, and every term's
+// Fence (from LeaseFrom) must be above the last one's.
+func TestLeaderSharedListingsRequeueCancelStress(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 28*time.Second)
+	path := f.Path("r2-leader")
+	var inside, terms int32
+	var mu sync.Mutex
+	var last conn.Fence
+	stop := time.Now().Add(7 * time.Second)
+	var wg sync.WaitGroup
+	for si := 0; si < 2; si++ {
+		s := f.Session()
+		for p := 0; p < 4; p++ {
+			id := fmt.Sprintf("s%dp%d", si, p)
+			e, err := leader.New(s, path, id, leader.WithRequeue())
+			require.NoError(t, err)
+			wg.Add(1)
+			go func(seed int64) {
+				defer wg.Done()
+				r := rand.New(rand.NewSource(seed))
+				for time.Now().Before(stop) {
+					rctx, cancel := context.WithDeadline(ctx, stop)
+					if r.Intn(3) == 0 {
+						cancel()
+						rctx, cancel = context.WithTimeout(ctx, time.Duration(5+r.Intn(75))*time.Millisecond)
+					}
+					_ = e.Run(rctx, func(fctx context.Context) error {
+						if n := atomic.AddInt32(&inside, 1); n != 1 {
+							t.Errorf("%s: %d leaders at once", id, n)
+						}
+						defer atomic.AddInt32(&inside, -1)
+						atomic.AddInt32(&terms, 1)
+						f, err := leader.LeaseFrom(fctx).Fence(fctx)
+						if err == nil {
+							mu.Lock()
+							if f.Compare(last) <= 0 {
+								t.Errorf("%s: term fence %v not above %v", id, f, last)
+							}
+							last = f
+							mu.Unlock()
+						} else if fctx.Err() == nil {
+							t.Errorf("%s: fence: %v", id, err)
+						}
+						select {
+						case <-time.After(time.Duration(r.Intn(4)) * time.Millisecond):
+						case <-fctx.Done():
+						}
+						return nil
+					})
+					cancel()
+				}
+			}(int64(si*4 + p))
+		}
+	}
+	wg.Wait()
+	t.Logf("%d terms", terms)
+	if terms < 20 {
+		t.Errorf("only %d terms", terms)
+	}
 }

@@ -3,10 +3,14 @@ package attack_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -16,28 +20,24 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestProbe_MultiLockLostOnForeignDeleteOfOneNode checks multilock/doc.go:
+// TestMultiLockLostOnForeignDeleteOfOneNode checks multilock/doc.go:
 // "Lost closes when any lease is lost", and conn.Lease.Lost's "the node was
 // deleted by someone else", over a mutex, a write lock and a semaphore
 // mutex (one lease) of one session: a bystander deletes the write lock's
 // node; the MultiLock's Lost must close, and Release must still succeed.
-func TestProbe_MultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
-	c := zktest.New(t)
+func TestMultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := session(t, c.Servers())
-	zc := raw(t, c)
-	root := c.Root() + "/ml-lost"
+	s := f.Session()
+	zc := f.Raw()
+	root := f.Path("ml-lost")
 	a, _ := mutex.New(s, root+"/a")
 	b, _ := rwlock.New(s, root+"/b")
 	d, _ := semaphoremutex.New(s, root+"/d")
 	m, err := multilock.New(d, b.WriteLock(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	leases, err := m.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	lost := m.Lost()
 	var victim *conn.Lease
 	for _, l := range leases {
@@ -53,49 +53,41 @@ func TestProbe_MultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
 		t.Fatal("Lost closed before anything happened")
 	case <-time.After(200 * time.Millisecond):
 	}
-	if err := zc.Delete(victim.Path(), -1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zc.Delete(victim.Path(), -1))
 	select {
 	case <-lost:
 	case <-time.After(5 * time.Second):
 		t.Fatal("MultiLock's Lost open 5 s after a bystander deleted one of its nodes")
 	}
-	if err := m.Release(ctx); err != nil {
-		t.Fatalf("Release after one node was deleted: %v", err)
-	}
+	require.NoError(t, m.Release(ctx), "Release after one node was deleted")
 	if n := countNodes(zc, root); n != 0 {
 		t.Fatalf("%d ephemeral nodes left after Release", n)
 	}
 }
 
-// TestProbe_MultiLockRollsBackWhenServerRefusesOne checks multilock/doc.go:
+// TestMultiLockRollsBackWhenServerRefusesOne checks multilock/doc.go:
 // "All or nothing: if any lock cannot be taken, those already taken are
 // released, in reverse order ... before Acquire returns", when the last
 // lock in path order is refused by the server (a bystander took CREATE off
 // its path): Acquire fails with an error matching zk.ErrNoAuth, promptly,
 // and none of our nodes is left.
-func TestProbe_MultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
-	c := zktest.New(t)
+func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := session(t, c.Servers())
-	zc := raw(t, c)
-	root := c.Root() + "/ml-refused"
-	for _, p := range []string{c.Root(), root, root + "/z"} {
-		if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
+	s := f.Session()
+	zc := f.Raw()
+	root := f.Path("ml-refused")
+	for _, p := range []string{f.Root(), root, root + "/z"} {
+		_, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
 	}
-	if _, err := zc.SetACL(root+"/z", zk.WorldACL(zk.PermAll&^zk.PermCreate), -1); err != nil {
-		t.Fatal(err)
-	}
+	_, err := zc.SetACL(root+"/z", zk.WorldACL(zk.PermAll&^zk.PermCreate), -1)
+	require.NoError(t, err)
 	a, _ := mutex.New(s, root+"/a")
 	b, _ := rwlock.New(s, root+"/b")
 	z, _ := mutex.New(s, root+"/z")
 	m, err := multilock.New(z, b.ReadLock(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -116,7 +108,7 @@ func TestProbe_MultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 	t.Fatal("mutex /a still held after the rollback")
 }
 
-// TestProbe_MultiLockOverReentrantHoldKeepsOuterHold checks mutex/doc.go's
+// TestMultiLockOverReentrantHoldKeepsOuterHold checks mutex/doc.go's
 // "Reentrancy per goroutine, counted locally: the holding goroutine's
 // further Acquire calls return the same *conn.Lease at once, and it must
 // call Release as many times" through a MultiLock (multilock/doc.go:
@@ -125,34 +117,25 @@ func TestProbe_MultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 // over them and a third lock. Its own holds of /a and /b must survive:
 // leases not lost, guarded writes committing, nodes present, and another
 // session kept out.
-func TestProbe_MultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
-	c := zktest.New(t)
+func TestMultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
+	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := session(t, c.Servers())
-	so := session(t, c.Servers())
-	zc := raw(t, c)
-	root := c.Root() + "/ml-reentrant"
+	s := f.Session()
+	so := f.Session()
+	zc := f.Raw()
+	root := f.Path("ml-reentrant")
 	a, _ := mutex.New(s, root+"/a")
 	b, _ := rwlock.New(s, root+"/b")
 	x, _ := semaphoremutex.New(s, root+"/x")
 	la, err := a.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	lb, err := b.WriteLock().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	m, err := multilock.New(x, b.WriteLock(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, err = m.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.Release(ctx))
 	for name, l := range map[string]*conn.Lease{"/a": la, "/b": lb} {
 		if l.Err() != nil {
 			t.Errorf("%s: lease lost after the MultiLock's release: %v", name, l.Err())
@@ -172,11 +155,257 @@ func TestProbe_MultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
 	if _, ok, err := ob.ReadLock().TryAcquire(ctx); ok || err != nil {
 		t.Errorf("another session read /b: ok=%v err=%v", ok, err)
 	}
-	if err := a.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.WriteLock().Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, a.Release(ctx))
+	require.NoError(t, b.WriteLock().Release(ctx))
 	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, root) == 0 })
+}
+
+// TestMultiLockOverLocalHandoffStress checks multilock/doc.go's "Two
+// MultiLocks over overlapping sets (A,B and B,A) take the shared locks in
+// the same order, so neither can hold one while waiting for one the other
+// holds" and mutual exclusion, over locks with in-process handoff
+// (mutex.WithLocalHandoff, semaphoremutex.WithLocalHandoff), with conn.Fence's
+// "grows strictly with every grant of a lock": 2 sessions × 3 goroutines,
+// each looping over MultiLocks of {A,B}, {B,C} or {C,A} for 4 s. Every
+// grant is checked against an in-process ledger per lock, and each lock's
+// fences must grow in the order the ledger saw the grants.
+func TestMultiLockOverLocalHandoffStress(t *testing.T) {
+	f := newFixture(t)
+	root := f.Path("ml-handoff")
+	ctx := ctxT(t, 25*time.Second)
+	type ledger struct {
+		holder string
+		last   conn.Fence
+	}
+	var mu sync.Mutex
+	book := map[string]*ledger{"/a": {}, "/b": {}, "/c": {}}
+	stop := time.Now().Add(4 * time.Second)
+	var wg sync.WaitGroup
+	var grants int
+	for si := 0; si < 2; si++ {
+		s := f.Session()
+		for g := 0; g < 3; g++ {
+			wg.Add(1)
+			go func(id string, g int) {
+				defer wg.Done()
+				mk := func(p string) multilock.Locker {
+					if p == "/b" {
+						l, _ := semaphoremutex.New(s, root+p, semaphoremutex.WithLocalHandoff(3, 0))
+						return l
+					}
+					l, _ := mutex.New(s, root+p, mutex.WithLocalHandoff(3, 0))
+					return l
+				}
+				sets := [][]string{{"/a", "/b"}, {"/c", "/b"}, {"/a", "/c"}}
+				for i := 0; time.Now().Before(stop); i++ {
+					set := sets[(g+i)%3]
+					m, err := multilock.New(mk(set[0]), mk(set[1]))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					actx, cancel := context.WithTimeout(ctx, 8*time.Second)
+					leases, err := m.Acquire(actx)
+					cancel()
+					if err != nil {
+						t.Errorf("%s: acquire %v: %v", id, set, err)
+						return
+					}
+					mu.Lock()
+					for _, l := range leases {
+						p := l.Path()
+						key := ""
+						for k := range book {
+							if len(p) > len(root+k) && p[:len(root+k)+1] == root+k+"/" {
+								key = k
+							}
+						}
+						led := book[key]
+						if led == nil {
+							t.Errorf("lease %s under no known lock", p)
+							continue
+						}
+						if led.holder != "" {
+							t.Errorf("%s: two holders of %s: %s and %s", id, key, led.holder, id)
+						}
+						led.holder = id
+						f, err := l.Fence(ctx)
+						if err != nil {
+							t.Errorf("%s: fence %s: %v", id, key, err)
+						} else if f.Compare(led.last) <= 0 {
+							t.Errorf("%s: fence of %s went from %v to %v", id, key, led.last, f)
+						} else {
+							led.last = f
+						}
+					}
+					grants++
+					mu.Unlock()
+					time.Sleep(time.Millisecond)
+					mu.Lock()
+					for _, led := range book {
+						if led.holder == id {
+							led.holder = ""
+						}
+					}
+					mu.Unlock()
+					if err := m.Release(ctx); err != nil {
+						t.Errorf("%s: release: %v", id, err)
+						return
+					}
+				}
+			}(fmt.Sprintf("s%dg%d", si, g), g)
+		}
+	}
+	wg.Wait()
+	t.Logf("%d multilock grants", grants)
+	zc := f.Raw()
+	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, root) == 0 })
+}
+
+// TestMultiLockTwoSessionsExpiryMidAcquire: a MultiLock over mutex
+// /a of session A and mutex /b of session B; C holds /b, so the MultiLock
+// holds /a and waits for /b. Then one of the two sessions is expired by the
+// server (zktest.ExpireEpoch) and C releases.
+//   - A expired (the lock already taken): D takes /a meanwhile. Whatever
+//     Acquire returns, the MultiLock must not report whole while D holds /a:
+//     multilock's "Holding a MultiLock is holding every lease it returned
+//     ... Lost closes when any of them is lost". Release must not leave it
+//     busy ("Release after loss (Lost closed) returns nil"), and nothing of
+//     A's or B's may remain (no node, no watch) and no goroutine.
+//   - B expired (the lock being waited for): lock's "A session lost while
+//     waiting is not an error: Acquire starts over in the next one"; the
+//     MultiLock gets both, Lost stays open, and a GuardedWrite through each
+//     lease commits.
+func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
+	for _, which := range []string{"held-expires", "waiting-expires"} {
+		t.Run(which, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := ctxT(t, 60*time.Second)
+			zc := f.Raw()
+			sa := f.Session()
+			sb := f.Session()
+			sc := f.Session()
+			sd := f.Session()
+			pa, pb := f.Root()+"/r4-ml/a", f.Root()+"/r4-ml/b"
+			ma, _ := mutex.New(sa, pa)
+			mb, _ := mutex.New(sb, pb)
+			mc, _ := mutex.New(sc, pb)
+			md, _ := mutex.New(sd, pa)
+			hc := hold(ctx, mc)
+			hc.wait(t, 60*time.Second, "hc")
+			g0 := runtime.NumGoroutine()
+			ml, err := multilock.New(mb, ma)
+			require.NoError(t, err)
+			type res struct {
+				leases []*conn.Lease
+				err    error
+			}
+			got := make(chan res, 1)
+			rel := make(chan chan error)
+			go func() {
+				ls, err := ml.Acquire(ctx)
+				got <- res{ls, err}
+				if err == nil {
+					done := <-rel
+					done <- ml.Release(context.WithoutCancel(ctx))
+				}
+			}()
+			waitFor(t, 10*time.Second, "/a taken, /b queued", func() bool {
+				return len(children(zc, pa)) == 1 && len(children(zc, pb)) == 2
+			})
+			victim := sa
+			if which == "waiting-expires" {
+				victim = sb
+			}
+			ep := epochOf(t, victim)
+			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
+			select {
+			case <-ep.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("epoch not ended")
+			}
+			var hd *holder
+			if which == "held-expires" {
+				hd = hold(ctx, md)
+				select {
+				case <-hd.got:
+				case err := <-hd.failed:
+					t.Fatal(err)
+				case <-time.After(10 * time.Second):
+					t.Fatalf("D not granted /a after A's expiry: %v", children(zc, pa))
+				}
+			} else {
+				// B's waiter queues again in its next epoch
+				waitFor(t, 10*time.Second, "B queued again", func() bool { return len(children(zc, pb)) == 2 })
+			}
+			require.NoError(t, hc.release())
+			var r res
+			select {
+			case r = <-got:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("MultiLock Acquire stuck; /a %v /b %v", children(zc, pa), children(zc, pb))
+			}
+			t.Logf("Acquire returned err=%v", r.err)
+			if which == "held-expires" {
+				if r.err == nil {
+					select {
+					case <-ml.Lost():
+					case <-time.After(5 * time.Second):
+						t.Fatalf("MultiLock returned leases and Lost stays open while D holds /a (lease a err %v)", r.leases[1].Err())
+					}
+					for _, l := range r.leases {
+						if l.Path() == "" {
+							t.Error("empty lease path")
+						}
+					}
+					if _, err := r.leases[0].GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("r4-ml/x"), Data: nil, Flags: 0, Acl: zk.WorldACL(zk.PermAll)}); err == nil {
+						// leases[0] is /a (path order): lost
+						t.Error("guarded write through the lost /a lease committed")
+					}
+					done := make(chan error, 1)
+					rel <- done
+					if err := <-done; err != nil {
+						t.Errorf("Release after loss: %v", err)
+					}
+				}
+				require.NoError(t, hd.release())
+			} else {
+				if r.err != nil {
+					t.Fatalf("Acquire failed after B's expiry while waiting: %v", r.err)
+				}
+				select {
+				case <-ml.Lost():
+					t.Fatalf("Lost closed: %v %v", r.leases[0].Err(), r.leases[1].Err())
+				default:
+				}
+				for i, l := range r.leases {
+					if _, err := l.GuardedWrite(ctx, &zk.CheckVersionRequest{Path: l.Path(), Version: -1}); err != nil {
+						t.Errorf("guarded write through lease %d: %v", i, err)
+					}
+				}
+				done := make(chan error, 1)
+				rel <- done
+				if err := <-done; err != nil {
+					t.Errorf("Release: %v", err)
+				}
+			}
+			if _, err := ml.Acquire(ctx); errors.Is(err, multilock.ErrBusy) {
+				t.Errorf("MultiLock still busy after Release: %v", err)
+			} else if err == nil {
+				_ = ml.Release(ctx)
+			}
+			waitFor(t, 10*time.Second, "no node left", func() bool {
+				return len(children(zc, pa)) == 0 && len(children(zc, pb)) == 0
+			})
+			for _, s := range []*conn.Session{sa, sb} {
+				sid := epochOf(t, s).SessionID()
+				if !eventually(5*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
+					t.Errorf("session keeps watches %v", sessionWatches(t, f, 0, sid))
+				}
+			}
+			if !eventually(5*time.Second, func() bool { return runtime.NumGoroutine() <= g0 }) {
+				t.Errorf("goroutines %d, were %d", runtime.NumGoroutine(), g0)
+			}
+		})
+	}
 }

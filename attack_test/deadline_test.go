@@ -1,0 +1,210 @@
+package attack_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/multilock"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+)
+
+// TestDeadlinesKeptWhileServerPaused checks the recipes' "A deadline
+// is kept: Acquire and TryAcquire return at the latest 100 ms after ctx ends
+// (plus scheduling; the tests allow 250 ms), even when the connection is
+// blackholed" (mutex, rwlock, semaphoremutex, exclusive; multilock's "Acquire
+// returns at the latest 100 ms after ctx ended, even with the connection
+// down"; leader's "a deadline on ctx is the timeout") with the server
+// itself frozen (Pause, SIGSTOP) rather than the connection: every call
+// with a 600 ms deadline returns within 600+250 ms matching
+// DeadlineExceeded; after Resume the session is the same and none of our
+// nodes is left.
+func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
+	f := newFixture(t)
+	s := f.Session(conn.WithSessionTimeout(8 * time.Second))
+	root := f.Path("paused")
+	ep, err := s.Epoch(context.Background())
+	require.NoError(t, err)
+	// Create the parents first so that each call gets as far as its create.
+	warm, _ := mutex.New(s, root+"/warm")
+	_, err = warm.Acquire(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(context.Background()))
+	m, _ := mutex.New(s, root+"/m")
+	rw, _ := rwlock.New(s, root+"/rw")
+	sm, _ := semaphoremutex.New(s, root+"/sm")
+	sem, _ := semaphoremutex.NewSemaphore(s, root+"/sem", 2)
+	x, _ := exclusive.New(s, root+"/x")
+	e, _ := leader.New(s, root+"/l", "me")
+	ma, _ := mutex.New(s, root+"/ma")
+	ml, _ := multilock.New(ma, sm)
+	calls := []struct {
+		name string
+		f    func(ctx context.Context) error
+	}{
+		{"mutex.Acquire", func(ctx context.Context) error { _, err := m.Acquire(ctx); return err }},
+		{"mutex.TryAcquire", func(ctx context.Context) error { _, _, err := m.TryAcquire(ctx); return err }},
+		{"rwlock.Write", func(ctx context.Context) error { _, err := rw.WriteLock().Acquire(ctx); return err }},
+		{"rwlock.ReadTry", func(ctx context.Context) error { _, _, err := rw.ReadLock().TryAcquire(ctx); return err }},
+		{"semaphoremutex", func(ctx context.Context) error { _, err := sm.Acquire(ctx); return err }},
+		{"semaphore", func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err }},
+		{"exclusive", func(ctx context.Context) error { _, err := x.Acquire(ctx); return err }},
+		{"leader.Campaign", func(ctx context.Context) error { _, err := e.Campaign(ctx); return err }},
+		{"multilock", func(ctx context.Context) error { _, err := ml.Acquire(ctx); return err }},
+	}
+	require.NoError(t, f.Pause(0))
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = f.Resume(0)
+		}
+	}()
+	for _, call := range calls {
+		ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+		start := time.Now()
+		err := call.f(ctx)
+		took := time.Since(start)
+		cancel()
+		if took > 850*time.Millisecond {
+			t.Errorf("%s returned after %v (deadline 600 ms) with the server paused", call.name, took)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: %v, want DeadlineExceeded", call.name, err)
+		}
+	}
+	require.NoError(t, f.Resume(0))
+	resumed = true
+	zc := f.Raw()
+	waitFor(t, 10*time.Second, "no node of ours left", func() bool { return countNodes(zc, root) == 0 })
+	if ep.Err() != nil {
+		t.Logf("the epoch ended meanwhile: %v", ep.Err())
+	}
+}
+
+// TestDeadlinesKeptBySharedListingWaitersBlackholed checks mutex's "A
+// deadline is kept: Acquire and TryAcquire return at the latest 100 ms
+// after ctx ends (plus scheduling; the tests allow 250 ms), even when the
+// connection is blackholed before or during the create", for waiters of
+// one session sharing their listings: B holds; 20 goroutines of A (half
+// through a WithLocalHandoff handle) start acquiring with deadlines
+// staggered 150 ms – 1.1 s, and A's connection is blackholed a few ms
+// later, with creates and listings in flight. Every Acquire must return
+// within 250 ms of its deadline; after Heal no node of A's may remain.
+func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 25*time.Second)
+	path := f.Path("r2-deadline/lock")
+	bys := f.Raw()
+	px := f.Proxy()
+	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second))
+	b := f.mutexHeld(ctx, path) // B, another session, holds
+	m1, _ := mutex.New(sA, path)
+	m2, _ := mutex.New(sA, path, mutex.WithLocalHandoff(3, 0))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	worst := time.Duration(0)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			m := m1
+			if i%2 == 1 {
+				m = m2
+			}
+			deadline := time.Now().Add(150*time.Millisecond + time.Duration(i)*50*time.Millisecond)
+			actx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			_, err := m.Acquire(actx)
+			late := time.Since(deadline)
+			if err == nil {
+				t.Errorf("w%d: granted while B holds", i)
+			}
+			mu.Lock()
+			if late > worst {
+				worst = late
+			}
+			mu.Unlock()
+			if late > 250*time.Millisecond {
+				t.Errorf("w%d: returned %v after its deadline: %v", i, late, err)
+			}
+		}(i)
+	}
+	time.Sleep(5 * time.Millisecond) // some requests in flight; the checks do not depend on it
+	px.Blackhole()
+	wg.Wait()
+	t.Logf("latest return: %v after the deadline", worst)
+	px.Heal()
+	waitFor(t, 15*time.Second, "only B's node left", func() bool { return len(children(bys, path)) == 1 })
+	require.NoError(t, b.release())
+}
+
+// TestGrantReadBlackholedKeepsDeadline: two goroutines of one session
+// on one lock; the second waits behind the first. Since the new drain, "A
+// grant decided on a notification of a plain deletion now first reads the
+// waiter's own node" (CHANGELOG), and a leader's Campaign "Before it returns
+// ... reads our node once". Here the holder's release (a delete) is answered
+// and the connection is blackholed right after the next request, which is
+// the waiter's read before its grant: its answer never comes. The waiter's
+// ctx ends 1 s later; docs/safety.md guarantee 6: "Every Acquire and
+// TryAcquire ... returns at the latest 100 ms after its ctx ends, plus
+// scheduling, whatever the connection does" (the suite allows 250 ms), and
+// package lock: "Acquire blocks until the lock is held or ctx ends; one whose
+// ctx ends first returns an error matching ctx.Err()". The leader is held
+// to "Campaign queues our node and blocks until we lead or ctx ends; a
+// deadline on ctx is the timeout" with the same 250 ms.
+// WithLastHeardTimer: no quorum syncs to fire the blackhole early, and the
+// epoch lives for T = 4 s, past the deadline.
+func TestGrantReadBlackholedKeepsDeadline(t *testing.T) {
+	for _, recipe := range []string{"mutex", "semaphoremutex", "rwlock", "leader", "exclusive"} {
+		t.Run(recipe, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := ctxT(t, 40*time.Second)
+			px := f.Proxy()
+			s := f.SessionAt(px.Addrs(), conn.WithLastHeardTimer())
+			path := f.Path("r3-grantread/") + recipe
+			h := hold(ctx, newLocker(t, recipe, s, path, 1))
+			h.wait(t, 60*time.Second, "h")
+			wctx, wcancel := context.WithCancel(ctx)
+			defer wcancel()
+			w := hold(wctx, newLocker(t, recipe, s, path, 2))
+			waitFor(t, 10*time.Second, "waiter watching", func() bool {
+				return len(sessionWatches(t, f, 0, epochOf(t, s).SessionID())) >= 1
+			})
+			px.BlackholeAfterWrites(2)
+			if err := h.release(); err != nil {
+				t.Logf("holder's release: %v", err)
+			}
+			deadline := time.Now().Add(time.Second)
+			dctx, dcancel := context.WithDeadline(wctx, deadline)
+			defer dcancel()
+			// The waiter's own ctx is wctx; bound it by the deadline through
+			// cancelling wctx when dctx ends.
+			go func() { <-dctx.Done(); wcancel() }()
+			select {
+			case l := <-w.got:
+				t.Logf("waiter granted (blackholed: %v, Err %v)", px.Blackholed(), l.Err())
+			case err := <-w.failed:
+				late := time.Since(deadline)
+				t.Logf("waiter: %v, %v after its ctx ended (blackholed: %v)", err, late, px.Blackholed())
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("error %v does not match ctx's", err)
+				}
+				if late > 250*time.Millisecond {
+					t.Errorf("returned %v after its ctx ended, want at most 250 ms", late)
+				}
+			case <-time.After(3500 * time.Millisecond):
+				t.Errorf("waiter still blocked 2.5 s after its ctx ended (blackholed: %v)", px.Blackholed())
+			}
+			px.Heal()
+		})
+	}
+}

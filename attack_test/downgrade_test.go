@@ -1,0 +1,533 @@
+package attack_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// writerBehind is the downgrade tests' scene: A, a session of its own,
+// holds the write lock of a path, and writer Q, of another session, queues
+// behind it on a goroutine of its own (q), ended with the test.
+type writerBehind struct {
+	f   *fixture
+	rwA *rwlock.RWLock
+	wA  *conn.Lease
+	q   *holder
+}
+
+func newWriterBehind(t *testing.T, f *fixture, ctx context.Context, path string) *writerBehind {
+	t.Helper()
+	rwA, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	rwQ, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	qctx, cancel := context.WithCancel(ctx)
+	q := hold(qctx, rwQ.WriteLock())
+	t.Cleanup(func() { cancel(); <-q.done })
+	waitFor(t, 10*time.Second, "the queued writer's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
+	return &writerBehind{f: f, rwA: rwA, wA: wA, q: q}
+}
+
+// downgradeKeepingW has A take the read lock and release the write lock:
+// its W node is kept, as the queued writer stands between W and R.
+func (w *writerBehind) downgradeKeepingW(t *testing.T, ctx context.Context) *conn.Lease {
+	t.Helper()
+	rA, err := w.rwA.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, w.rwA.WriteLock().Release(ctx))
+	if ok, _, _ := w.f.Raw().Exists(w.wA.Path()); !ok {
+		t.Fatal("the W node was not kept, though a writer is queued between W and R (doc: kept)")
+	}
+	return rA
+}
+
+// TestRWLockDowngradeAfterForeignDeleteRefused checks
+// rwlock/doc.go: "Readers share, writers exclude: while a writer holds the
+// lock, no other contender (reader or writer, of any process using the lock
+// path) holds it", with the downgrade of "# Downgrade" ("The read acquire
+// queues a real R node, which is granted at once ...: nobody else can hold
+// the lock while our W node exists. So the grant is made only if our W
+// node still exists once the R node does ...: if someone else deleted it
+// ..., the R node is deleted again and the acquire fails with
+// conn.ErrLeaseLost") and the Errors section's "conn.ErrLeaseLost for a
+// re-entry or downgrade on a lost lease".
+//
+// A holds the write lock and never looked at Lost. A bystander deletes A's W
+// node (the parent's ACL lets anyone), so writer B, queued behind, gets the
+// lock. A then takes the read lock (a downgrade): if it is granted, A reads
+// while B writes, and A's read lease's guarded write commits, since its new
+// R node exists. The downgrade must be refused with conn.ErrLeaseLost and
+// leave no R node.
+func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 25*time.Second)
+	zc := f.Raw()
+	path := f.Path("rw-downgrade")
+	sc := newWriterBehind(t, f, ctx, path)
+	rwA, wA := sc.rwA, sc.wA
+
+	require.NoError(t, zc.Delete(wA.Path(), -1), "bystander delete")
+	lB := sc.q.wait(t, 10*time.Second, "B, after A's node was deleted")
+
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	rA, err := rwA.ReadLock().Acquire(rctx)
+	if err == nil {
+		defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+		_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("a-read-under-b"), Acl: zk.WorldACL(zk.PermAll)})
+		t.Fatalf("A holds the read lock (%s) while B holds the write lock (%s); A's read guarded write: err=%v; B's lease err=%v",
+			rA.Path(), lB.Path(), werr, lB.Err())
+	}
+	if !errors.Is(err, conn.ErrLeaseLost) {
+		t.Fatalf("downgrade on a lost write lease: %v, want conn.ErrLeaseLost", err)
+	}
+	if kids := children(zc, path); len(kids) != 1 || kids[0] != conn.BaseName(lB.Path()) {
+		t.Errorf("after the refused downgrade the queue is %v, want only B's node", kids)
+	}
+	_ = rwA.WriteLock().Release(ctx)
+}
+
+// TestRWLockDowngradeAfterExpiryRefused is the same combination as
+// TestRWLockDowngradeAfterForeignDeleteRefused with the
+// write lease lost by a server-side expiry (zktest.ExpireEpoch) instead of
+// a bystander's delete: rwlock/doc.go's "conn.ErrLeaseLost for a re-entry
+// or downgrade on a lost lease". Once writer B holds, A's downgrade must
+// not be granted.
+func TestRWLockDowngradeAfterExpiryRefused(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 25*time.Second)
+	sc := newWriterBehind(t, f, ctx, f.Path("rw-downgrade-expiry"))
+	rwA := sc.rwA
+	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], sc.wA.Epoch()))
+	sc.q.wait(t, 20*time.Second, "B, after A's expiry")
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rA, err := rwA.ReadLock().Acquire(rctx)
+	if err == nil {
+		defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+		t.Fatalf("downgrade granted (%s) on a write lease lost with its epoch, while B writes", rA.Path())
+	}
+	if !errors.Is(err, conn.ErrLeaseLost) {
+		t.Errorf("downgrade on an expired write lease: %v, want conn.ErrLeaseLost", err)
+	}
+	_ = rwA.WriteLock().Release(ctx)
+}
+
+// TestRWLockOtherGoroutineGetsNoDowngrade checks rwlock/doc.go:
+// "Reentrancy per goroutine for both sides ... Another goroutine of the
+// same process is a separate contender" against "# Downgrade" ("A goroutine
+// that holds the write lock may take the read lock"): while goroutine G1
+// holds the write lock, goroutine G2 of the same handle asking for the read
+// lock is a reader like any other and must wait, through TryAcquire
+// (false) and Acquire (deadline), also through a second handle on the same
+// session.
+func TestRWLockOtherGoroutineGetsNoDowngrade(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 20*time.Second)
+	s := f.Session()
+	path := f.Path("rw-other-goroutine")
+	rw, _ := rwlock.New(s, path)
+	rw2, _ := rwlock.New(s, path)
+	_, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	defer rw.WriteLock().Release(context.WithoutCancel(ctx))
+	for name, h := range map[string]*rwlock.RWLock{"same handle": rw, "second handle": rw2} {
+		res := make(chan string, 1)
+		go func() {
+			if _, ok, err := h.ReadLock().TryAcquire(ctx); ok || err != nil {
+				if ok {
+					_ = h.ReadLock().Release(ctx)
+				}
+				res <- "TryAcquire from another goroutine while G1 writes: granted or failed"
+				return
+			}
+			actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			if _, err := h.ReadLock().Acquire(actx); !errors.Is(err, context.DeadlineExceeded) {
+				if err == nil {
+					_ = h.ReadLock().Release(ctx)
+				}
+				res <- "Acquire from another goroutine while G1 writes: " + errString(err)
+				return
+			}
+			res <- ""
+		}()
+		if r := <-res; r != "" {
+			t.Errorf("%s: %s", name, r)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "granted"
+	}
+	return err.Error()
+}
+
+// TestRWLockDowngradeFenceBeforeNextWriter checks conn.Fence (go
+// doc ./conn Fence): "Fence is a fencing token that grows strictly with
+// every grant of a lock ... A later grant has a greater Zxid, or the same
+// Zxid and a greater Pass ... A resource that fences writes keeps the
+// greatest Fence it has seen and refuses any that is not above it", with
+// rwlock/doc.go's "A fencing token per grant (Lease.Fence ...), growing
+// strictly in the order of the grants ... Readers get tokens too" and its
+// downgrade.
+//
+// Grants in this order: A's write lock; A's read lock (a downgrade, whose R
+// node sorts after writer C's W node), released and taken again (a second
+// downgrade under the same write grant); C's write lock, once A has
+// released both. With the R node's czxid as its token, C's grant came last
+// but had a smaller Fence than A's read grants, so a resource that saw A's
+// read fence refused the next writer.
+func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 20*time.Second)
+	sc := newWriterBehind(t, f, ctx, f.Path("rw-fence"))
+	rwA := sc.rwA
+	fW, err := sc.wA.Fence(ctx)
+	require.NoError(t, err)
+
+	rA, err := rwA.ReadLock().Acquire(ctx) // downgrade
+	require.NoError(t, err)
+	fR1, err := rA.Fence(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	rA, err = rwA.ReadLock().Acquire(ctx) // a second downgrade
+	require.NoError(t, err)
+	fR, err := rA.Fence(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rwA.WriteLock().Release(ctx))
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	lC := sc.q.wait(t, 10*time.Second, "C, after A released both")
+	fC, err := lC.Fence(ctx)
+	require.NoError(t, err)
+	t.Logf("grants in order: A write %v, A read %v, A read again %v, C write %v", fW, fR1, fR, fC)
+	if fW.Compare(fR1) >= 0 || fR1.Compare(fR) >= 0 || fR.Compare(fC) >= 0 {
+		t.Fatalf("fences not strictly growing in grant order: A write %v, A read (downgrade) %v, A read again %v, C write %v: a resource that kept %v refuses C",
+			fW, fR1, fR, fC, fR)
+	}
+}
+
+// TestRWLockDowngradedReaderLostWithKeptWriteNode checks
+// rwlock/doc.go: "The holder can always learn that the lock is no longer
+// safe: Lease.Lost closes when the session's epoch ends ..., when the node
+// is deleted by someone else, or on Release", for a read lock taken by a
+// downgrade whose W node is kept ("If a writer is queued between them ...
+// the W node is kept until the read lock is released").
+//
+// A holds the write lock, writer C queues, A takes the read lock (its R node
+// sorts after C's W) and releases the write lock: the W node is kept, and it
+// alone keeps C out. A arms its read lease's Lost. A bystander deletes the
+// kept W node: C enters while A still reads. A's read lease must tell, and
+// its guarded write must be refused.
+func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 25*time.Second)
+	zc := f.Raw()
+	sc := newWriterBehind(t, f, ctx, f.Path("rw-kept-w"))
+	rwA, wA := sc.rwA, sc.wA
+	rA := sc.downgradeKeepingW(t, ctx) // downgrade
+	defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+	lost := rA.Lost() // armed
+	sc.q.notGranted(t, 300*time.Millisecond, "C entered while A reads (before any bystander)")
+
+	require.NoError(t, zc.Delete(wA.Path(), -1), "bystander delete of the kept W node")
+	var lC *conn.Lease
+	select {
+	case lC = <-sc.q.got:
+	case err := <-sc.q.failed:
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		t.Skip("C did not enter after the kept W node was deleted: nothing to tell")
+	}
+	select {
+	case <-lost: // A was told
+		if _, err := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("a-reads-under-c"), Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
+			t.Errorf("A's read lease is lost but its guarded write says %v, want conn.ErrLeaseLost", err)
+		}
+		return
+	case <-time.After(3 * time.Second):
+	}
+	_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("a-reads-under-c"), Acl: zk.WorldACL(zk.PermAll)})
+	t.Fatalf("writer C holds %s while A's read lease %s is not lost (Lost open 3 s after C entered, Err=%v) and its guarded write commits: err=%v",
+		lC.Path(), rA.Path(), rA.Err(), werr)
+}
+
+// TestRWLockKeptWriteNodeCheckOpPasses checks conn.Lease.CheckOp (go doc
+// ./conn Lease.CheckOp): "the multi then commits only while the lock node
+// exists, and the server refuses all of it once the node is gone
+// (released, or the session ended)", "It checks the node the grant stands
+// on: its own lock node, except for a read lock of package rwlock taken by
+// a goroutine that holds the write lock (a downgrade), which stands on the
+// write node until the write lock's release moves it onto its own node"
+// and "It checks the node, not the grant: a released grant's check still
+// passes while its node stays, in two cases. ... rwlock keeps the write
+// node of a goroutine that downgraded, its write lease released, until its
+// read lock is released, when a writer is queued between the two nodes.
+// GuardedWrite refuses both", and rwlock/doc.go's "the write lease is
+// marked released all the same (its Lost closes, its GuardedWrite is
+// refused, but a Multi behind its CheckOp, which checks the node, still
+// commits while the node is kept)".
+//
+// (Found as a doc gap: the CheckOp doc named only local-handoff grants as
+// passing after a release. A check is a request built at any time and sent
+// later; it cannot know that the grant it was made for has been released,
+// and the kept W node is what keeps writer C out, so the doc now says what
+// happens.) After a downgrade whose W node is kept, the released write
+// lease's Lost closes and its GuardedWrite is refused, a multi behind its
+// CheckOp commits, and the read lease's CheckOp checks the kept W node;
+// once the read lock is released, both checks are refused.
+func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 20*time.Second)
+	sc := newWriterBehind(t, f, ctx, f.Path("rw-kept-checkop"))
+	rwA, wA := sc.rwA, sc.wA
+	rA := sc.downgradeKeepingW(t, ctx)
+	if p := rA.CheckOp().Path; p != wA.Path() {
+		t.Errorf("the downgraded read lease's CheckOp checks %s while the W node %s is kept", p, wA.Path())
+	}
+	select {
+	case <-wA.Lost():
+	case <-time.After(2 * time.Second):
+		t.Error("the released write lease's Lost is open (doc: closes on Release)")
+	}
+	if _, err := wA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("gw-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
+		t.Errorf("GuardedWrite through the released write lease: %v, want conn.ErrLeaseLost", err)
+	}
+	if _, err := wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+		t.Errorf("a multi behind the released write lease's CheckOp while its W node is kept: %v, want it to commit (documented)", err)
+	}
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	for name, l := range map[string]*conn.Lease{"write": wA, "read": rA} {
+		_, err := l.Epoch().Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-release-") + name, Acl: zk.WorldACL(zk.PermAll)})
+		if !errors.Is(err, zk.ErrNoNode) {
+			t.Errorf("a multi behind the %s lease's CheckOp after the read release: %v, want zk.ErrNoNode", name, err)
+		}
+	}
+}
+
+// TestRWLockKeptWNodeGoesWhenReadLeaseLost checks lock's contract
+// (go doc ./lock): "Release after loss (Lost closed) returns nil: the node
+// went with its session, or someone deleted it; there is nothing left to
+// release", and rwlock/doc.go's "the read release deletes the R node, then
+// the W node" for a downgrade whose W node is kept, and "Nothing is left
+// behind".
+//
+// A downgrades while writer C is queued between its W and R nodes, so the W
+// node is kept. A bystander deletes A's R node; A's read lease is lost (A
+// watches Lost) and A releases the read lock: nil. The kept W node is not
+// the R node: it must go too, or C (and everyone behind) waits for as long
+// as A's session lives. Two variants: A armed Lost and saw it close, or A
+// never looked (its release's delete finds the R node gone).
+func TestRWLockKeptWNodeGoesWhenReadLeaseLost(t *testing.T) {
+	f := newFixture(t)
+	for _, armed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "armed", false: "unarmed"}[armed], func(t *testing.T) { keptWAfterReadLost(t, f.In(t), armed) })
+	}
+}
+
+func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
+	ctx := ctxT(t, 20*time.Second)
+	zc := f.Raw()
+	sc := newWriterBehind(t, f, ctx, fmt.Sprintf("%s/rw-kept-left-%v", f.Root(), armed))
+	rwA, wA := sc.rwA, sc.wA
+	rA := sc.downgradeKeepingW(t, ctx)
+	var lost <-chan struct{}
+	if armed {
+		lost = rA.Lost()
+		waitFor(t, 5*time.Second, "the read lease's watch", func() bool { return watched(f, 0, rA.Path()) })
+	}
+	require.NoError(t, zc.Delete(rA.Path(), -1))
+	if armed {
+		select {
+		case <-lost:
+		case <-time.After(5 * time.Second):
+			t.Fatal("read lease's Lost open 5 s after its node was deleted")
+		}
+	}
+	relErr := rwA.ReadLock().Release(ctx)
+	select {
+	case <-sc.q.got:
+		return // the kept W node went: C entered
+	case err := <-sc.q.failed:
+		t.Fatal(err)
+	case <-time.After(3 * time.Second):
+	}
+	ok, _, _ := zc.Exists(wA.Path())
+	t.Fatalf("A's read release returned %v; 3 s later A's kept W node %s exists=%v and writer C still waits (A holds nothing)", relErr, wA.Path(), ok)
+}
+
+// TestRWLockExtraReleasesAroundKeptWNode checks rwlock/doc.go:
+// "Release from a goroutine that does not hold that side, or more often
+// than acquired, is an error, never a panic, and changes nothing", around a
+// downgrade whose W node is kept: extra write releases (ErrNotHeld), an
+// upgrade attempt (ErrUpgrade, "refused even while the W node is kept"), a
+// release from another goroutine (ErrNotOwner or ErrNotHeld) — none may
+// delete the kept W node or let writer C in; the read release then lets C
+// in and leaves none of A's nodes.
+func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 20*time.Second)
+	zc := f.Raw()
+	sc := newWriterBehind(t, f, ctx, f.Path("rw-extra-release"))
+	rwA, wA := sc.rwA, sc.wA
+	rA := sc.downgradeKeepingW(t, ctx)
+	if err := rwA.WriteLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second write release: %v, want ErrNotHeld", err)
+	}
+	if _, err := rwA.WriteLock().Acquire(ctx); !errors.Is(err, rwlock.ErrUpgrade) {
+		t.Errorf("write acquire while holding only the read lock (W kept): %v, want ErrUpgrade", err)
+	}
+	other := make(chan [2]error, 1)
+	go func() {
+		other <- [2]error{rwA.ReadLock().Release(ctx), rwA.WriteLock().Release(ctx)}
+	}()
+	for i, err := range <-other {
+		if !errors.Is(err, lock.ErrNotOwner) && !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("release %d from another goroutine: %v, want ErrNotOwner/ErrNotHeld", i, err)
+		}
+	}
+	for _, p := range []string{wA.Path(), rA.Path()} {
+		if ok, _, _ := zc.Exists(p); !ok {
+			t.Errorf("%s gone after refused releases", p)
+		}
+	}
+	sc.q.notGranted(t, 300*time.Millisecond, "C entered while A reads")
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	if err := rwA.ReadLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second read release: %v, want ErrNotHeld", err)
+	}
+	sc.q.wait(t, 5*time.Second, "C, after A's read release")
+	for _, p := range []string{wA.Path(), rA.Path()} {
+		if ok, _, _ := zc.Exists(p); ok {
+			t.Errorf("%s left after A released everything", p)
+		}
+	}
+}
+
+// TestRWLockDowngradeStress checks rwlock/doc.go: "Readers share,
+// writers exclude: while a writer holds the lock, no other contender ...
+// holds it" together with "# Downgrade" (hold W, take R, release W: still a
+// reader; the W node kept while a writer is queued between), under load:
+// 3 sessions × 3 goroutines, each looping over plain reads, plain writes
+// and write-then-downgrade, for 4 s. An in-process ledger (readers,
+// writers) is checked at every entry.
+func TestRWLockDowngradeStress(t *testing.T) {
+	f := newFixture(t)
+	path := f.Path("rw-stress")
+	var mu sync.Mutex
+	readers, writers := 0, 0
+	violation := make(chan string, 16)
+	check := func(who string) {
+		if writers > 1 || (writers == 1 && readers > 0) {
+			select {
+			case violation <- fmt.Sprintf("%s: writers=%d readers=%d", who, writers, readers):
+			default:
+			}
+		}
+	}
+	ctx := ctxT(t, 25*time.Second)
+	stop := time.Now().Add(4 * time.Second)
+	var wg sync.WaitGroup
+	var counts [3]int
+	var cmu sync.Mutex
+	for si := 0; si < 3; si++ {
+		s := f.Session()
+		rw, err := rwlock.New(s, path)
+		require.NoError(t, err)
+		for g := 0; g < 3; g++ {
+			wg.Add(1)
+			go func(id string, seed int64) {
+				defer wg.Done()
+				r := rand.New(rand.NewSource(seed))
+				for time.Now().Before(stop) {
+					hold := func() { time.Sleep(time.Duration(r.Intn(3)) * time.Millisecond) }
+					kind := r.Intn(3)
+					switch kind {
+					case 0: // read
+						if _, err := rw.ReadLock().Acquire(ctx); err != nil {
+							t.Errorf("%s read: %v", id, err)
+							return
+						}
+						mu.Lock()
+						readers++
+						check(id + " read")
+						mu.Unlock()
+						hold()
+						mu.Lock()
+						readers--
+						mu.Unlock()
+						if err := rw.ReadLock().Release(ctx); err != nil {
+							t.Errorf("%s read release: %v", id, err)
+							return
+						}
+					case 1, 2: // write, or write then downgrade
+						if _, err := rw.WriteLock().Acquire(ctx); err != nil {
+							t.Errorf("%s write: %v", id, err)
+							return
+						}
+						mu.Lock()
+						writers++
+						check(id + " write")
+						mu.Unlock()
+						hold()
+						if kind == 2 {
+							if _, err := rw.ReadLock().Acquire(ctx); err != nil {
+								t.Errorf("%s downgrade: %v", id, err)
+								return
+							}
+						}
+						mu.Lock()
+						writers--
+						if kind == 2 {
+							readers++
+						}
+						mu.Unlock()
+						if err := rw.WriteLock().Release(ctx); err != nil {
+							t.Errorf("%s write release: %v", id, err)
+							return
+						}
+						if kind == 2 {
+							hold()
+							mu.Lock()
+							check(id + " downgraded")
+							readers--
+							mu.Unlock()
+							if err := rw.ReadLock().Release(ctx); err != nil {
+								t.Errorf("%s downgraded read release: %v", id, err)
+								return
+							}
+						}
+					}
+					cmu.Lock()
+					counts[kind]++
+					cmu.Unlock()
+				}
+			}(fmt.Sprintf("s%dg%d", si, g), int64(si*10+g))
+		}
+	}
+	wg.Wait()
+	close(violation)
+	for v := range violation {
+		t.Errorf("exclusion broken: %s", v)
+	}
+	t.Logf("reads %d, writes %d, downgrades %d", counts[0], counts[1], counts[2])
+	zc := f.Raw()
+	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, path) == 0 })
+}

@@ -1,0 +1,384 @@
+package attack_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/lock"
+)
+
+// exclusiveReplaced returns A's lease and B's, after a bystander deleted
+// A's node and B created the same path: A has not called Lost, Fence or
+// GuardedWrite before.
+func exclusiveReplaced(t *testing.T, f *fixture, ctx context.Context, name string) (la, lb *conn.Lease) {
+	sa := f.Session()
+	sb := f.Session()
+	zc := f.Raw()
+	path := f.Path("excl-reuse-") + name
+	xa, _ := exclusive.New(sa, path)
+	xb, _ := exclusive.New(sb, path)
+	la, err := xa.Acquire(ctx)
+	require.NoError(t, err)
+	b := hold(ctx, xb)
+	waitFor(t, 5*time.Second, "B's watch", func() bool { return watched(f, 0, la.Path()) })
+	require.NoError(t, zc.Delete(la.Path(), -1))
+	lb = b.wait(t, 5*time.Second, "B did not take the lock")
+	t.Cleanup(func() { _ = xb.Release(context.Background()) })
+	return la, lb
+}
+
+// TestExclusiveFenceOfReplacedNodeIsNotTheNewHolders checks
+// exclusive/doc.go: "Fence with Lease.Fence (the czxid of the node we
+// created, pass 0), which the new holder's exceeds", with conn's
+// Lease.Fence: "It fails with ErrLeaseLost once the lease is released or
+// lost, or when the read finds the node gone or not ours". A's node is
+// deleted by a bystander and B creates the same path before A first asks
+// for its Fence. A's Fence must be below B's (or fail with ErrLeaseLost);
+// if it equals B's, a fencing resource takes A's writes as B's.
+func TestExclusiveFenceOfReplacedNodeIsNotTheNewHolders(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 20*time.Second)
+	la, lb := exclusiveReplaced(t, f, ctx, "token")
+	fb, err := lb.Fence(ctx)
+	require.NoError(t, err)
+	fa, errA := la.Fence(ctx)
+	if errors.Is(errA, conn.ErrLeaseLost) {
+		return
+	}
+	if errA != nil {
+		t.Fatal(errA)
+	}
+	if fa.Compare(fb) >= 0 {
+		t.Fatalf("stale A's Fence %v not below B's %v", fa, fb)
+	}
+}
+
+// TestExclusiveLostArmedAfterReplacementCloses checks conn's
+// Lease.Lost: "closed when the lease must be taken as lost: ... the node was
+// deleted by someone else" and exclusive/doc.go: "A holder learns that its
+// lock is no longer safe from the returned conn.Lease (Lost, Err)". A's node
+// was deleted by a bystander and B holds the same path when A first calls
+// Lost. A's Lost must close.
+func TestExclusiveLostArmedAfterReplacementCloses(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 20*time.Second)
+	la, lb := exclusiveReplaced(t, f, ctx, "lost")
+	select {
+	case <-la.Lost():
+	case <-time.After(3 * time.Second):
+		t.Fatalf("stale A's Lost open 3 s after it was first called, while B holds %s (A's Err: %v, B's Err: %v)", lb.Path(), la.Err(), lb.Err())
+	}
+}
+
+// TestExclusiveStaleReleaseSparesNewHolder checks exclusive/doc.go:
+// "Never two holders" and "Release deletes our node only ... A node that
+// is gone, or that someone else created after ours was deleted, is left
+// alone, and Release returns nil", with lock's "Release after loss ... returns nil: ... someone deleted it;
+// there is nothing left to release". Every holder's node has the same path
+// <path>/lock, and a new node has version 0 again, so a version check alone
+// cannot tell our node from the next holder's.
+//
+// A holds (never looks at Lost). A bystander deletes A's node; B, waiting,
+// creates it and holds. C waits. A, unaware, releases: B's node must stay,
+// and C must not enter while B holds.
+func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 20*time.Second)
+	sa := f.Session()
+	sb := f.Session()
+	sc := f.Session()
+	zc := f.Raw()
+	path := f.Path("excl-stale")
+	xa, _ := exclusive.New(sa, path)
+	xb, _ := exclusive.New(sb, path)
+	xc, _ := exclusive.New(sc, path)
+	la, err := xa.Acquire(ctx)
+	require.NoError(t, err)
+	b := hold(ctx, xb)
+	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
+	require.NoError(t, zc.Delete(la.Path(), -1))
+	lb := b.wait(t, 5*time.Second, "B did not take the lock after the bystander's delete")
+	defer xb.Release(context.WithoutCancel(ctx))
+	_, bst, err := zc.Get(lb.Path())
+	require.NoError(t, err)
+	c := hold(ctx, xc)
+	waitFor(t, 5*time.Second, "C's watch on B's node", func() bool { return watched(f, 0, lb.Path()) })
+
+	relErr := xa.Release(ctx)
+	t.Logf("A's stale Release: %v", relErr)
+	c.notGranted(t, 1500*time.Millisecond, fmt.Sprintf("C entered while B holds: A's stale Release deleted B's node (czxid %d)", bst.Czxid))
+	_, st, err := zc.Get(lb.Path())
+	if err != nil || st.Czxid != bst.Czxid {
+		t.Fatalf("B's node after A's stale Release: %+v %v", st, err)
+	}
+	require.NoError(t, xb.Release(ctx))
+	c.wait(t, 20*time.Second, "C, after B released")
+}
+
+// TestExclusiveBackgroundDeleteSparesNewHolder checks exclusive/doc.go:
+// "when the delete's fate is unknown it keeps deleting in the background
+// until the node is gone or the session epoch ends, and says so
+// (ErrReleasePending)" against "Never two holders", without any bystander:
+// A's delete is applied but its answer is lost
+// (Proxy.BlackholeAfterWrites(2): Release reads the node, then deletes
+// it), B takes the lock (the same path, version 0 again), C waits; then
+// A's connection comes back with the same session. A's background deletion
+// must not delete B's node.
+func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 25*time.Second)
+	px := f.Proxy()
+	sa := f.SessionAt(px.Addrs())
+	sb := f.Session()
+	sc := f.Session()
+	zc := f.Raw()
+	path := f.Path("excl-bg")
+	xa, _ := exclusive.New(sa, path)
+	xb, _ := exclusive.New(sb, path)
+	xc, _ := exclusive.New(sc, path)
+	la, err := xa.Acquire(ctx)
+	require.NoError(t, err)
+	ep, _ := sa.Epoch(ctx)
+	sid := ep.SessionID()
+	b := hold(ctx, xb)
+	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
+	px.BlackholeAfterWrites(2) // Release reads the node, then deletes it
+	rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	relErr := xa.Release(rctx)
+	cancel()
+	t.Logf("A's Release with its answer lost: %v", relErr)
+	lb := b.wait(t, 5*time.Second, "B did not take the lock after A's delete")
+	defer xb.Release(context.WithoutCancel(ctx))
+	_, bst, err := zc.Get(lb.Path())
+	require.NoError(t, err)
+	c := hold(ctx, xc)
+	waitFor(t, 5*time.Second, "C's watch on B's node", func() bool { return watched(f, 0, lb.Path()) })
+	px.Heal()
+	waitFor(t, 10*time.Second, "A's session back", func() bool {
+		return sa.State() == conn.Reconnected || sa.State() == conn.Connected
+	})
+	if ep2, _ := sa.Epoch(ctx); ep2.SessionID() != sid {
+		t.Logf("A's session was not kept (%x -> %x)", sid, ep2.SessionID())
+	}
+	c.notGranted(t, 2*time.Second, fmt.Sprintf("C entered while B holds: A's background deletion removed B's node (czxid %d)", bst.Czxid))
+	require.NoError(t, xb.Release(ctx))
+	c.wait(t, 20*time.Second, "C, after B released")
+}
+
+// TestExclusivePendingReleaseSparesOwnReacquire checks exclusive/doc.go:
+// "when the delete's fate is unknown it keeps deleting in the background
+// until the node is gone" against "Never two holders", inside one session:
+// A's release answer is lost (ErrReleasePending), and A's handle acquires
+// again as soon as the connection is back, racing its own background
+// deletion, which must not delete the new node (same path, same session,
+// version 0 again). Five rounds; after each re-acquire, the node must stay
+// A's and another session's TryAcquire must fail.
+func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 28*time.Second)
+	px := f.Proxy()
+	sa := f.SessionAt(px.Addrs())
+	sc := f.Session()
+	zc := f.Raw()
+	path := f.Path("excl-own")
+	xa, _ := exclusive.New(sa, path)
+	xc, _ := exclusive.New(sc, path)
+	_, err := xa.Acquire(ctx)
+	require.NoError(t, err)
+	for round := 0; round < 5; round++ {
+		px.BlackholeAfterWrites(2) // Release reads the node, then deletes it
+		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		err := xa.Release(rctx)
+		cancel()
+		if !errors.Is(err, lock.ErrReleasePending) {
+			t.Logf("round %d: release: %v", round, err)
+		}
+		again := make(chan *conn.Lease, 1)
+		go func() {
+			l, err := xa.Acquire(ctx)
+			if err != nil {
+				t.Errorf("round %d: re-acquire: %v", round, err)
+			}
+			again <- l
+		}()
+		px.Heal()
+		var l *conn.Lease
+		select {
+		case l = <-again:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: A's re-acquire did not return", round)
+		}
+		if l == nil {
+			t.FailNow()
+		}
+		// Give a wrong background delete time to land, then check.
+		time.Sleep(300 * time.Millisecond)
+		_, st, err := zc.Get(l.Path())
+		if err != nil || st.EphemeralOwner != l.Epoch().SessionID() {
+			t.Fatalf("round %d: A's new node after its background deletion: %+v %v", round, st, err)
+		}
+		if _, ok, err := xc.TryAcquire(ctx); ok || err != nil {
+			t.Fatalf("round %d: another session's TryAcquire while A holds: ok=%v err=%v", round, ok, err)
+		}
+		if _, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: fmt.Sprintf("%s-res-%d", path, round), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+			t.Fatalf("round %d: A's guarded write after re-acquiring: %v", round, err)
+		}
+	}
+}
+
+// TestExclusiveReleaseRacingReplacementSparesNewHolder checks exclusive/doc.go:
+// "Release deletes our node only: it reads the node, and deletes it if it
+// is still ours ..., in one transaction behind a set-data of it, which the
+// server refuses on another session's node", in the one round trip
+// between Release's read and its delete: A's connection is slowed (every
+// chunk delayed by d, each way), so that A's read reaches the server at
+// about +d and its delete at about +3d; at +2d a bystander deletes A's node
+// and B, waiting, creates it again (version 0, as A's was). A's delete
+// must be refused on B's node: B's node stays, and A's Release returns nil
+// (its node is gone).
+func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
+	const d = time.Second
+	f := newFixture(t)
+	ctx := ctxT(t, 40*time.Second)
+	px := f.Proxy()
+	sa := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(20*time.Second))
+	sb := f.Session()
+	zc := f.Raw()
+	path := f.Path("excl-race")
+	xa, _ := exclusive.New(sa, path)
+	xb, _ := exclusive.New(sb, path)
+	la, err := xa.Acquire(ctx)
+	require.NoError(t, err)
+	b := hold(ctx, xb)
+	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
+	multis := sa.Stats().Requests[conn.OpMulti]
+	px.SetLatency(d)
+	released := make(chan error, 1)
+	start := time.Now()
+	go func() { released <- xa.Release(ctx) }()
+	time.Sleep(2 * d) // A's read has been answered by the server; its delete is on its way
+	require.NoError(t, zc.Delete(la.Path(), -1))
+	lb := b.wait(t, 5*time.Second, "B did not take the lock after the bystander's delete")
+	_, bst, err := zc.Get(lb.Path())
+	require.NoError(t, err)
+	took := time.Since(start)
+	relErr := <-released
+	px.SetLatency(0)
+	t.Logf("B held after %v; A's Release: %v after %v; A sent %d multi", took.Round(time.Millisecond), relErr,
+		time.Since(start).Round(time.Millisecond), sa.Stats().Requests[conn.OpMulti]-multis)
+	if relErr != nil {
+		t.Errorf("A's Release: %v", relErr)
+	}
+	if sa.Stats().Requests[conn.OpMulti] == multis {
+		t.Fatal("A's delete was never sent: the race was not set up (A's read already saw B's node)")
+	}
+	if took > 3*d {
+		t.Fatalf("B held only %v after A's Release began: A's delete may have come first", took)
+	}
+	_, st, err := zc.Get(lb.Path())
+	if err != nil || st.Czxid != bst.Czxid {
+		t.Fatalf("B's node (czxid %d) after A's Release: %+v %v", bst.Czxid, st, err)
+	}
+	require.NoError(t, xb.Release(ctx))
+}
+
+// TestExclusiveCreatePendingThenRace checks exclusive's "Never two
+// holders" and "An acquire that fails before it could tell whether the node
+// is ours ... its error matches lock.ErrCreatePending" with "the node is
+// checked against our session id and the unique id in its data, and deleted
+// if it is ours, in the background": A's create of the lock node is
+// answered into a blackhole, the search for it too (a retry policy of one
+// attempt); once A's Acquire fails with ErrCreatePending and the proxy
+// heals, A (same handle) and B race for the lock, each holding 300 ms,
+// three rounds each. A ledger and a guarded write per hold check that no two
+// hold at once (the background delete of A's lost node must not delete the
+// node of A's own new acquire, nor B's), and nothing is left at the end.
+func TestExclusiveCreatePendingThenRace(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 28*time.Second)
+	path := f.Path("r2-excl")
+	reg := f.Path("r2-excl-reg")
+	bys := f.Raw()
+	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
+	_, err := bys.Create(reg, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	px := f.Proxy()
+	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second),
+		conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxAttempts: 1}))
+	sB := f.Session()
+	lA, _ := exclusive.New(sA, path)
+	lB, _ := exclusive.New(sB, path)
+	// Parents first, so that the next write is the lock node's create.
+	_, err = lA.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, lA.Release(ctx))
+	px.BlackholeAfterNextWrite()
+	ech := make(chan error, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, 12*time.Second)
+		defer cancel()
+		_, err := lA.Acquire(actx)
+		ech <- err
+	}()
+	waitFor(t, 10*time.Second, "A's lost create on the server", func() bool { return len(children(bys, path)) == 1 })
+	px.Heal()
+	px.Blackhole()
+	select {
+	case err = <-ech:
+	case <-time.After(2500 * time.Millisecond):
+		px.Heal()
+		err = <-ech
+	}
+	px.Heal()
+	if !errors.Is(err, lock.ErrCreatePending) {
+		t.Fatalf("want lock.ErrCreatePending, got %v", err)
+	}
+	var inside int32
+	var wg sync.WaitGroup
+	for _, who := range []struct {
+		name string
+		l    *exclusive.Lock
+	}{{"A", lA}, {"B", lB}} {
+		wg.Add(1)
+		go func(name string, l *exclusive.Lock) {
+			defer wg.Done()
+			for i := 0; i < 3; i++ {
+				lease, err := l.Acquire(ctx)
+				if err != nil {
+					t.Errorf("%s: acquire: %v", name, err)
+					return
+				}
+				lost := lease.Lost()
+				if n := atomic.AddInt32(&inside, 1); n != 1 {
+					t.Errorf("%s: %d holders", name, n)
+				}
+				for j := 0; j < 3; j++ {
+					if _, err := lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte(name), Version: -1}); err != nil {
+						t.Errorf("%s: guarded write while holding: %v", name, err)
+					}
+					select {
+					case <-lost:
+						t.Errorf("%s: lease lost while holding (node deleted by the background delete?)", name)
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+				atomic.AddInt32(&inside, -1)
+				if err := l.Release(ctx); err != nil {
+					t.Errorf("%s: release: %v", name, err)
+				}
+			}
+		}(who.name, who.l)
+	}
+	wg.Wait()
+	waitFor(t, 10*time.Second, "no lock node left", func() bool { return len(children(bys, path)) == 0 })
+}

@@ -1,0 +1,211 @@
+package attack_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/multilock"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+)
+
+// TestArmedLeaseCostsThreeGoroutines checks docs/benchmarks.md's "A held
+// lease runs no goroutine until someone waits on its Lost or Revoked; then
+// three": one goroutine of one session holds 60 mutexes; calling Lost on
+// each must add at most three goroutines per lease. Found by an outside
+// user: the doc said "a goroutine", and it was 3.00 per lease.
+func TestArmedLeaseCostsThreeGoroutines(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 25*time.Second)
+	s := f.Session()
+	const n = 60
+	leases := make([]*conn.Lease, n)
+	ms := make([]*mutex.InterProcessMutex, n)
+	for i := range leases {
+		ms[i], _ = mutex.New(s, fmt.Sprintf("%s/r2-armed/m%d", f.Root(), i))
+		l, err := ms[i].Acquire(ctx)
+		require.NoError(t, err)
+		leases[i] = l
+	}
+	t.Cleanup(func() {
+		for _, m := range ms {
+			_ = m.Release(ctx)
+		}
+	})
+	before := runtime.NumGoroutine()
+	for _, l := range leases {
+		_ = l.Lost()
+	}
+	waitFor(t, 10*time.Second, "every node watched", func() bool {
+		return watched(f, 0, leases[0].Path()) && watched(f, 0, leases[n-1].Path())
+	})
+	var after int
+	waitFor(t, 5*time.Second, "goroutine count steady", func() bool {
+		a := runtime.NumGoroutine()
+		time.Sleep(100 * time.Millisecond)
+		after = runtime.NumGoroutine()
+		return a == after
+	})
+	per := float64(after-before) / n
+	t.Logf("goroutines: %d before arming Lost on %d leases, %d after: %.2f per lease", before, n, after, per)
+	if per > 3.1 {
+		t.Fatalf("arming Lost costs %.2f goroutines per lease, the docs say three", per)
+	}
+}
+
+// TestHeldLeasesCostNoGoroutineAndArmedOnesEnd checks CHANGELOG's
+// "A held lock cost a goroutine: a lease starts one only when someone waits
+// on its Lost or Revoked" and the brief's "no orphan goroutine or watch"
+// (conn: "A watch nobody waits on any more is removed from the server"):
+// one goroutine of one session holds 60 mutexes at once, the goroutine
+// count must not grow by one per lease; Lost is then armed on every lease
+// (each sets a watch on its node, seen with wchp); after every Release,
+// with the session still open, the goroutine count comes back and no watch
+// remains on any of the nodes.
+func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 28*time.Second)
+	s := f.Session()
+	const n = 60
+	ms := make([]*mutex.InterProcessMutex, n)
+	for i := range ms {
+		ms[i], _ = mutex.New(s, fmt.Sprintf("%s/r2-cost/m%d", f.Root(), i))
+	}
+	// Warm up the session's own goroutines with one acquire/release.
+	_, err := ms[0].Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ms[0].Release(ctx))
+	time.Sleep(200 * time.Millisecond) // let the warm-up's goroutines settle; counted, not relied on
+	base := runtime.NumGoroutine()
+	leases := make([]*conn.Lease, n)
+	for i, m := range ms {
+		l, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		leases[i] = l
+	}
+	held := runtime.NumGoroutine()
+	t.Logf("goroutines: %d before, %d with %d leases held", base, held, n)
+	if held-base >= n/2 {
+		t.Errorf("%d goroutines for %d held leases", held-base, n)
+	}
+	for _, l := range leases {
+		_ = l.Lost()
+	}
+	waitFor(t, 10*time.Second, "a watch on every held node", func() bool {
+		return watched(f, 0, leases[n-1].Path()) && watched(f, 0, leases[0].Path())
+	})
+	armed := runtime.NumGoroutine()
+	t.Logf("goroutines with Lost armed on all: %d", armed)
+	for _, m := range ms {
+		require.NoError(t, m.Release(ctx))
+	}
+	for _, l := range leases {
+		select {
+		case <-l.Lost():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Lost of %s open after Release", l.Path())
+		}
+	}
+	waitFor(t, 10*time.Second, "goroutines back to the count before the holds", func() bool {
+		return runtime.NumGoroutine() <= base+2
+	})
+	for _, l := range leases {
+		if watched(f, 0, l.Path()) {
+			t.Errorf("watch left on released node %s", l.Path())
+		}
+	}
+}
+
+// TestWaiterGoroutineCost checks docs/benchmarks.md's "Every waiter
+// runs two goroutines after the change as before: the caller's, and conn's
+// forwarder of its one watch": 40 goroutines of one session wait on one
+// mutex held by another session; once each waiter's watch is set (the
+// server's watch count), the process must run at most about two
+// goroutines per waiter (we allow 2.5).
+func TestWaiterGoroutineCost(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 25*time.Second)
+	path := f.Path("r2-wcost/lock")
+	bys := f.Raw()
+	sA := f.Session()
+	b := f.mutexHeld(ctx, path) // B, another session, holds
+	m, _ := mutex.New(sA, path)
+	base := runtime.NumGoroutine()
+	const n = 40
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := m.Acquire(wctx); err == nil {
+				_ = m.Release(ctx)
+			}
+		}()
+	}
+	waitFor(t, 10*time.Second, "every waiter queued and watching", func() bool {
+		if len(children(bys, path)) != n+1 {
+			return false
+		}
+		mm, err := f.Mntr(ctx, 0)
+		return err == nil && mm["zk_watch_count"] == "40"
+	})
+	var now int
+	waitFor(t, 5*time.Second, "goroutine count steady", func() bool {
+		a := runtime.NumGoroutine()
+		time.Sleep(100 * time.Millisecond)
+		now = runtime.NumGoroutine()
+		return a == now
+	})
+	per := float64(now-base) / n
+	t.Logf("goroutines: %d before, %d with %d waiters: %.2f per waiter", base, now, n, per)
+	cancel()
+	wg.Wait()
+	_ = b.release()
+	if per > 2.5 {
+		t.Fatalf("%.2f goroutines per waiter; the docs say two", per)
+	}
+}
+
+// TestMultiLockLostGoroutinesEnd checks multilock's "Lost closes when
+// any lease is lost or on the first Release, even one that leaves locks
+// held; the one goroutine behind it ends then" and the brief's "no orphan
+// goroutine": a MultiLock over a mutex and a semaphore mutex with local
+// handoff, Lost armed, released; the goroutine count must come back to
+// where it was, with the session still open. Also logs what arming costs.
+func TestMultiLockLostGoroutinesEnd(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 20*time.Second)
+	s := f.Session()
+	a, _ := mutex.New(s, f.Root()+"/r2-ml/a", mutex.WithLocalHandoff(3, 0))
+	b, _ := semaphoremutex.New(s, f.Root()+"/r2-ml/b", semaphoremutex.WithLocalHandoff(3, 0))
+	ml, err := multilock.New(a, b)
+	require.NoError(t, err)
+	// Warm-up: the session's own goroutines.
+	_, err = ml.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ml.Release(ctx))
+	time.Sleep(200 * time.Millisecond) // settle; the check below waits on the count itself
+	base := runtime.NumGoroutine()
+	_, err = ml.Acquire(ctx)
+	require.NoError(t, err)
+	held := runtime.NumGoroutine()
+	lost := ml.Lost()
+	time.Sleep(300 * time.Millisecond) // let the watches be set; counted, not relied on
+	armed := runtime.NumGoroutine()
+	t.Logf("goroutines: %d before, %d held, %d with Lost armed", base, held, armed)
+	require.NoError(t, ml.Release(ctx))
+	select {
+	case <-lost:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost open after Release")
+	}
+	waitFor(t, 10*time.Second, "goroutines back after the release", func() bool { return runtime.NumGoroutine() <= base })
+}

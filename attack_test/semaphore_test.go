@@ -1,0 +1,273 @@
+package attack_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+)
+
+// TestSemaphoreLeaseDataChangeIsNoRelease checks semaphoremutex/doc.go:
+// "At most N holders among all processes using the path (Curator's
+// InterProcessSemaphoreV2 ... included)" and "Otherwise it keeps the
+// internal mutex and waits, with a data watch on N of the lease nodes, until
+// one is deleted": a raw client takes both leases of a 2-lease semaphore the
+// way Curator does (internal lock node, lease node, internal lock node
+// deleted), with world-writable nodes as Curator makes them. Our waiter
+// watches the two lease nodes; the raw client changes the data of both
+// (also to sealed-looking data). The waiter must not get a lease until one
+// lease node is deleted.
+func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 20*time.Second)
+	s := f.Session()
+	zc := f.Raw()
+	path := f.Path("sem-foreign")
+	ensure(t, zc, zk.WorldACL(zk.PermAll), f.Root(), path, path+"/locks", path+"/leases")
+	var leases []string
+	for i := 0; i < 2; i++ {
+		id := fmt.Sprintf("0b5e55ed-0000-4000-8000-00000000000%d", i)
+		lk, err := zc.Create(path+"/locks/_c_"+id+"-lock-", []byte("127.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+		ls, err := zc.Create(path+"/leases/_c_"+id+"-lease-", []byte("127.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+		require.NoError(t, zc.Delete(lk, -1))
+		leases = append(leases, ls)
+	}
+	sem, _ := semaphoremutex.NewSemaphore(s, path, 2)
+	got := make(chan error, 1)
+	go func() {
+		l, err := sem.Acquire(ctx)
+		got <- err
+		if err == nil {
+			_ = sem.ReturnLease(context.WithoutCancel(ctx), l)
+		}
+	}()
+	waitFor(t, 10*time.Second, "the waiter's watches on both lease nodes", func() bool {
+		return watched(f, 0, leases[0]) && watched(f, 0, leases[1])
+	})
+	for _, ls := range leases {
+		data := `{"id":"x","host":"vm","pid":1,"tag":"sole-lease","sealed":true}`
+		_, err := zc.Set(ls, []byte(data), -1)
+		require.NoError(t, err)
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("our waiter got a lease (err=%v) while both foreign leases are held: 3 holders of 2", err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	require.NoError(t, zc.Delete(leases[0], -1))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no lease 5 s after a foreign lease was deleted")
+	}
+}
+
+// TestSemaphoreSharedListingsCancelStress checks Semaphore's "at
+// most Leases() holders at a time among every process that uses the same
+// path" and semaphoremutex's "Nothing is left behind" with one session's
+// shared listings: 2 sessions × 8 goroutines on one 3-lease semaphore, a
+// third of the acquires with a 5–60 ms deadline, leases returned from a
+// goroutine other than the acquirer's half the time. Ledger at every
+// entry; no node left at the end.
+func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 28*time.Second)
+	path := f.Path("r2-sem")
+	bys := f.Raw()
+	const leases = 3
+	var inside, grants, peak int32
+	stop := time.Now().Add(7 * time.Second)
+	var wg sync.WaitGroup
+	for si := 0; si < 2; si++ {
+		s := f.Session()
+		sem, err := semaphoremutex.NewSemaphore(s, path, leases)
+		require.NoError(t, err)
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				r := rand.New(rand.NewSource(int64(g)))
+				for time.Now().Before(stop) {
+					d := stressDeadline(r, 8*time.Second)
+					actx, cancel := context.WithTimeout(ctx, d)
+					l, err := sem.Acquire(actx)
+					cancel()
+					if err != nil {
+						if errors.Is(err, context.DeadlineExceeded) && d < time.Second {
+							continue
+						}
+						t.Errorf("g%d: %v", g, err)
+						return
+					}
+					n := atomic.AddInt32(&inside, 1)
+					if n > leases {
+						t.Errorf("g%d: %d holders of a %d-lease semaphore", g, n, leases)
+					}
+					for {
+						p := atomic.LoadInt32(&peak)
+						if n <= p || atomic.CompareAndSwapInt32(&peak, p, n) {
+							break
+						}
+					}
+					atomic.AddInt32(&grants, 1)
+					time.Sleep(time.Duration(r.Intn(3)) * time.Millisecond)
+					atomic.AddInt32(&inside, -1)
+					ret := func() {
+						if err := sem.ReturnLease(context.WithoutCancel(ctx), l); err != nil {
+							t.Errorf("g%d: return: %v", g, err)
+						}
+					}
+					if r.Intn(2) == 0 {
+						ret()
+					} else {
+						done := make(chan struct{})
+						go func() { ret(); close(done) }()
+						<-done
+					}
+				}
+			}(si*8 + g)
+		}
+	}
+	wg.Wait()
+	t.Logf("%d grants, peak %d holders", grants, peak)
+	if peak < 2 {
+		t.Errorf("peak %d: the semaphore never shared", peak)
+	}
+	waitFor(t, 10*time.Second, "no node left", func() bool {
+		for _, ch := range children(bys, path) {
+			if len(children(bys, path+"/"+ch)) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestSemaphoreMutexLossCountedOnce: one semaphoremutex.Mutex
+// holder, one bystander delete of its node, one loss, counted once (with and
+// without local handoff). Promises checked:
+//   - conn.LockLost: "a held lease was found lost; Cause says why. It is
+//     reported when the lease learns it ... once per lease" (and conn's
+//     "Metrics": "LockLost: a lease lost ... reported when the lease learns
+//     it ..., once");
+//   - docs/operations.md: "A semaphoremutex's holds and losses are counted
+//     under `semaphore` (its lease's) ... `semaphore-lock` is a semaphore's
+//     internal lock (PATH/locks), held only while a lease is taken", and its
+//     alert "Leases lost | increase(zkrecipes_lock_lost_total[5m]) > 0 |
+//     Every loss is a holder that must stop mid-work".
+//
+// With one lease the internal lock node is the lease (semaphoremutex's "One
+// lease: the internal mutex is the lease"); its deletion must be reported
+// once, as recipe "semaphore".
+func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
+	for _, handoff := range []bool{false, true} {
+		name := "plain"
+		if handoff {
+			name = "local-handoff"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := ctxT(t, 20*time.Second)
+			rec := &metricsRec{}
+			s := f.Session(conn.WithMetrics(rec))
+			zc := f.Raw()
+			path := f.Path("r3-semlost")
+			var opts []semaphoremutex.Option
+			if handoff {
+				opts = append(opts, semaphoremutex.WithLocalHandoff(3, 0))
+			}
+			m, err := semaphoremutex.New(s, path, opts...)
+			require.NoError(t, err)
+			l, err := m.Acquire(ctx)
+			require.NoError(t, err)
+			lost := l.Lost()
+			waitFor(t, 5*time.Second, "lease watched", func() bool { return rec.watches.Load() == 1 })
+			if err := zc.Delete(s.FullPath(l.Path()), -1); err != nil {
+				t.Fatalf("bystander delete of %s: %v", l.Path(), err)
+			}
+			select {
+			case <-lost:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Lost not closed after the bystander's delete")
+			}
+			if err := m.Release(ctx); err != nil {
+				t.Logf("release after loss: %v", err)
+			}
+			// Give a second report time to come; none is allowed.
+			eventually(time.Second, func() bool { return rec.count(conn.LockLost, "", "") > 1 })
+			t.Logf("lock events: %s", rec.dump())
+			if n := rec.count(conn.LockLost, "", ""); n != 1 {
+				t.Errorf("one holder lost its lease once; LockLost reported %d times: %s", n, rec.dump())
+			}
+			if n := rec.count(conn.LockLost, "semaphore", conn.CauseNodeDeleted); n != 1 {
+				t.Errorf("LockLost{recipe=semaphore, cause=node_deleted}: %d, want 1", n)
+			}
+		})
+	}
+}
+
+// TestSemaphoreWaiterCountedAsLost: a semaphoremutex.Mutex
+// contender waits while a foreign lease (a Curator-style lease node) is
+// held; it waits holding the internal lock (semaphoremutex: "Otherwise it
+// keeps the internal mutex and waits ... until one is deleted"). A
+// bystander deletes that internal lock node. Nobody held a lease of ours,
+// so nothing was lost: conn.LockLost is "a held lease was found lost", and
+// docs/operations.md's alert says of zkrecipes_lock_lost_total "Every loss
+// is a holder that must stop mid-work". The contender is then granted once
+// the foreign lease goes and releases; LockLost must not have been reported.
+func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	rec := &metricsRec{}
+	s := f.Session(conn.WithMetrics(rec))
+	zc := f.Raw()
+	path := f.Path("r3-semwait")
+	full := s.FullPath(path)
+	for _, p := range []string{f.Root(), full, full + "/leases"} {
+		_, _ = zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+	}
+	foreign, err := zc.Create(full+"/leases/_c_3f1e2d4c-5b6a-4789-8abc-def012345678-lease-", []byte("curator"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	m, _ := semaphoremutex.New(s, path)
+	got := make(chan error, 1)
+	go func() {
+		_, err := m.Acquire(ctx)
+		got <- err
+	}()
+	waitFor(t, 10*time.Second, "internal lock node", func() bool { return len(children(zc, full+"/locks")) == 1 })
+	sid := epochOf(t, s).SessionID()
+	waitFor(t, 10*time.Second, "contender watching the lease on the server", func() bool { return len(sessionWatches(t, f, 0, sid)) >= 1 })
+	t.Logf("server watches of the session: %v; gauge %d", sessionWatches(t, f, 0, sid), rec.watches.Load())
+	select {
+	case err := <-got:
+		t.Fatalf("acquire returned while a foreign lease is held: %v", err)
+	default:
+	}
+	internal := children(zc, full+"/locks")[0]
+	require.NoError(t, zc.Delete(full+"/locks/"+internal, -1))
+	require.NoError(t, zc.Delete(foreign, -1))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("not granted after the foreign lease went")
+	}
+	require.NoError(t, m.Release(ctx))
+	t.Logf("lock events: %s", rec.dump())
+	if n := rec.count(conn.LockLost, "", ""); n != 0 {
+		t.Errorf("no held lease was lost, LockLost reported %d times: %s", n, rec.dump())
+	}
+}

@@ -1,0 +1,323 @@
+package attack_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/multilock"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestEveryCallAfterCloseFailsAtOnce checks conn's "ErrClosed is
+// returned by every call made after Close" (go doc ./conn ErrClosed) and the
+// recipes' "conn.ErrClosed after Close": with a context that never ends,
+// every call on a closed Session — and on a lease taken before Close —
+// returns within a second, with an error matching conn.ErrClosed (or, for
+// an epoch's operations, conn.ErrEpochEnded); Observe's channel closes.
+func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.Session()
+	root := f.Path("after-close")
+	held, _ := mutex.New(s, root+"/held")
+	l, err := held.Acquire(ctx)
+	require.NoError(t, err)
+	m, _ := mutex.New(s, root+"/m")
+	rw, _ := rwlock.New(s, root+"/rw")
+	sm, _ := semaphoremutex.New(s, root+"/sm")
+	sem, _ := semaphoremutex.NewSemaphore(s, root+"/sem", 2)
+	x, _ := exclusive.New(s, root+"/x")
+	e, _ := leader.New(s, root+"/l", "me")
+	ml, _ := multilock.New(m, sm)
+	if err := s.Close(); err != nil {
+		t.Logf("Close: %v", err)
+	}
+	calls := map[string]func() error{
+		"Session.Epoch":       func() error { _, err := s.Epoch(ctx); return err },
+		"mutex.Acquire":       func() error { _, err := m.Acquire(ctx); return err },
+		"mutex.TryAcquire":    func() error { _, _, err := m.TryAcquire(ctx); return err },
+		"rwlock.Read":         func() error { _, err := rw.ReadLock().Acquire(ctx); return err },
+		"rwlock.Write":        func() error { _, err := rw.WriteLock().Acquire(ctx); return err },
+		"semaphoremutex":      func() error { _, err := sm.Acquire(ctx); return err },
+		"semaphore":           func() error { _, err := sem.Acquire(ctx); return err },
+		"exclusive":           func() error { _, err := x.Acquire(ctx); return err },
+		"leader.Campaign":     func() error { _, err := e.Campaign(ctx); return err },
+		"leader.Run":          func() error { return e.Run(ctx, func(context.Context) error { return nil }) },
+		"leader.Leader":       func() error { _, err := e.Leader(ctx); return err },
+		"leader.Participants": func() error { _, err := e.Participants(ctx); return err },
+		"multilock.Acquire":   func() error { _, err := ml.Acquire(ctx); return err },
+		"mutex.Participants":  func() error { _, err := m.Participants(ctx); return err },
+		"Lease.GuardedWrite": func() error {
+			_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: root + "-res", Acl: zk.WorldACL(zk.PermAll)})
+			return err
+		},
+		"Lease.Epoch.Get": func() error { _, _, err := l.Epoch().Get(ctx, "/"); return err },
+	}
+	for name, f := range calls {
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			switch {
+			case name == "Lease.GuardedWrite":
+				if !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, conn.ErrClosed) && !errors.Is(err, conn.ErrEpochEnded) {
+					t.Errorf("%s after Close: %v", name, err)
+				}
+			case !errors.Is(err, conn.ErrClosed) && !errors.Is(err, conn.ErrEpochEnded):
+				t.Errorf("%s after Close: %v, want conn.ErrClosed", name, err)
+			}
+		case <-time.After(time.Second):
+			t.Errorf("%s after Close still running after 1 s (ctx never ends)", name)
+		}
+	}
+	// On the goroutine that took it: lock's "Release after loss (Lost
+	// closed) returns nil".
+	if err := held.Release(ctx); err != nil {
+		t.Errorf("held.Release after Close: %v, want nil (the node went with the session)", err)
+	}
+	obs := e.Observe(ctx)
+	deadline := time.After(time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-obs:
+		case <-deadline:
+			t.Fatal("Observe's channel after Close not closed within 1 s")
+		}
+	}
+}
+
+// TestCloseWhileBlackholedWithEverythingInFlight checks conn's
+// Session.Close (go doc ./conn Session.Close): "Close ends the current epoch
+// ..., closes the connection and stops every goroutine of the session.
+// Idempotent; returns within about a second even when no server is
+// reachable", and Session.Done: "closed once the Session is closed (Close)
+// and every goroutine of it has stopped", with, at the moment of Close, a
+// blackholed connection and in flight: waiters of the mutex, rwlock,
+// semaphore and leader, an Observe, a Run, held locks with armed Lost and a
+// MultiLock's Lost goroutine, and releases pending in the background. Every
+// call in flight must return, every channel close, and the process's
+// goroutine count come back to where it was before Connect.
+func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
+	f := newFixture(t)
+	px := f.Proxy()
+	sh := f.Session() // holds what the victim waits for
+	ctx := ctxT(t, 25*time.Second)
+	root := f.Path("close-inflight")
+
+	hm, _ := mutex.New(sh, root+"/m")
+	_, err := hm.Acquire(ctx)
+	require.NoError(t, err)
+	hrw, _ := rwlock.New(sh, root+"/rw")
+	_, err = hrw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	hl, _ := leader.New(sh, root+"/l", "h")
+	_, err = hl.Campaign(ctx)
+	require.NoError(t, err)
+	hs, _ := semaphoremutex.New(sh, root+"/s")
+	_, err = hs.Acquire(ctx)
+	require.NoError(t, err)
+	runtime.GC()
+	baseline := runtime.NumGoroutine()
+
+	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	s, err := conn.Connect(cctx, px.Addrs(), conn.WithSessionTimeout(4*time.Second))
+	cancel()
+	require.NoError(t, err)
+	closed := false
+	defer func() {
+		if !closed {
+			_ = s.Close()
+		}
+	}()
+
+	var pending []chan error
+	start := func(f func() error) {
+		ch := make(chan error, 1)
+		pending = append(pending, ch)
+		go func() { ch <- f() }()
+	}
+	// Waiters.
+	wm, _ := mutex.New(s, root+"/m")
+	start(func() error { _, err := wm.Acquire(ctx); return err })
+	wrw, _ := rwlock.New(s, root+"/rw")
+	start(func() error { _, err := wrw.ReadLock().Acquire(ctx); return err })
+	ws, _ := semaphoremutex.New(s, root+"/s")
+	start(func() error { _, err := ws.Acquire(ctx); return err })
+	wl, _ := leader.New(s, root+"/l", "w")
+	start(func() error {
+		return wl.Run(ctx, func(context.Context) error { return nil })
+	})
+	obs := wl.Observe(ctx)
+	// Holdings with armed Lost, a MultiLock's Lost goroutine.
+	ma, _ := mutex.New(s, root+"/own-a")
+	mb, _ := rwlock.New(s, root+"/own-b")
+	ml, err := multilock.New(ma, mb.WriteLock())
+	require.NoError(t, err)
+	_, err = ml.Acquire(ctx)
+	require.NoError(t, err)
+	mlLost := ml.Lost()
+	pm, _ := mutex.New(s, root+"/pending")
+	pl, err := pm.Acquire(ctx)
+	require.NoError(t, err)
+	pLost := pl.Lost()
+	time.Sleep(300 * time.Millisecond) // let the waiters queue (the test checks nothing about it)
+
+	px.Blackhole()
+	rctx, rcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err = pm.Release(rctx) // a release pending in the background
+	rcancel()
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
+		t.Logf("release while blackholed: %v", err)
+	}
+
+	t0 := time.Now()
+	if err := s.Close(); err != nil && !errors.Is(err, conn.ErrClosed) {
+		t.Logf("Close: %v", err)
+	}
+	closed = true
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Errorf("Close took %v while blackholed (doc: about a second)", d)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(12 * time.Second):
+		t.Fatalf("Session.Done not closed 12 s after Close")
+	}
+	for i, ch := range pending {
+		select {
+		case err := <-ch:
+			t.Logf("call %d returned: %v", i, err)
+		case <-time.After(3 * time.Second):
+			t.Errorf("call %d in flight still running 3 s after Close", i)
+		}
+	}
+	for name, ch := range map[string]<-chan struct{}{"multilock Lost": mlLost, "pending lease Lost": pLost} {
+		select {
+		case <-ch:
+		case <-time.After(2 * time.Second):
+			t.Errorf("%s open after Close", name)
+		}
+	}
+	drain := time.After(2 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-obs:
+		case <-drain:
+			t.Errorf("Observe's channel open 2 s after Close (doc: closed when ctx ends or the session is closed)")
+			open = false
+		}
+	}
+	px.Heal()
+	var n int
+	end := time.Now().Add(5 * time.Second)
+	for {
+		runtime.GC()
+		n = runtime.NumGoroutine()
+		if n <= baseline || time.Now().After(end) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n > baseline {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Errorf("goroutines: %d before Connect, %d 5 s after Close\n%s", baseline, n, buf)
+	}
+}
+
+// TestSubscribeNeverDropsUnderCutsAndExpiry checks conn/doc.go:
+// "Subscribe gives every transition in order, never dropping one, however
+// slowly it is read": one subscription is read as events come, another is
+// not read at all while the proxy cuts the connection 8 times and the
+// server expires the session twice; then the second must hold exactly the
+// same events, in the same order.
+func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 28*time.Second)
+	px := f.Proxy()
+	// The last-heard timer: a cut must bring the same session back
+	// (Reconnected) however long go-zookeeper takes to redial; the quorum
+	// timer may end the epoch first when the redial takes longer than about
+	// T/3 (conn's "The local timer").
+	s := f.SessionAt(px.Addrs(), conn.WithLastHeardTimer())
+	live := s.Subscribe()
+	defer live.Close()
+	slow := s.Subscribe()
+	defer slow.Close()
+	var seen []conn.Event
+	wait := func(st conn.State) {
+		t.Helper()
+		for {
+			ev, err := live.Next(ctx)
+			if err != nil {
+				t.Fatalf("waiting for %v: %v (seen %v)", st, err, seen)
+			}
+			seen = append(seen, ev)
+			if ev.State == st {
+				return
+			}
+		}
+	}
+	for round := 0; round < 2; round++ {
+		for i := 0; i < 4; i++ {
+			px.Cut()
+			wait(conn.Reconnected)
+		}
+		ep, err := s.Epoch(ctx)
+		require.NoError(t, err)
+		require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
+		wait(conn.Connected)
+	}
+	for i, want := range seen {
+		nctx, cancel := context.WithTimeout(ctx, time.Second)
+		got, err := slow.Next(nctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("slow subscription: event %d: %v (want %v)", i, err, want)
+		}
+		if got.State != want.State || got.Epoch != want.Epoch {
+			t.Fatalf("slow subscription: event %d is %v, the live one saw %v", i, got, want)
+		}
+	}
+	t.Logf("%d events, the same on both subscriptions", len(seen))
+}
+
+// TestValidatePathEdges checks conn.ValidatePath (go doc ./conn
+// ValidatePath): "not empty, starting with "/", no trailing "/" (except the
+// root), no empty, "." or ".." segment, no NUL or other character the server
+// rejects. Paths in the /zookeeper tree are refused with ErrReservedPath."
+// on the edges: a sibling of /zookeeper whose name starts with it is not in
+// its tree; "..." and ".x" are ordinary names.
+func TestValidatePathEdges(t *testing.T) {
+	ok := []string{"/", "/zookeeperx", "/zookeeper-locks/a", "/a/...", "/a/.x", "/a/x..", "/a b", "/ü"}
+	for _, p := range ok {
+		if err := conn.ValidatePath(p); err != nil {
+			t.Errorf("ValidatePath(%q) = %v, want nil", p, err)
+		}
+	}
+	reserved := []string{"/zookeeper", "/zookeeper/quota", "/zookeeper/config"}
+	for _, p := range reserved {
+		if err := conn.ValidatePath(p); !errors.Is(err, conn.ErrReservedPath) {
+			t.Errorf("ValidatePath(%q) = %v, want ErrReservedPath", p, err)
+		}
+	}
+	bad := []string{"", "a", "/a/", "//a", "/a//b", "/a/./b", "/a/../b", "/a/.", "/a\x00b", "/a\u0001b", "/a\ufffeb", "/a\u007fb", "/a\u0085b", "/a\ue000b"}
+	for _, p := range bad {
+		if err := conn.ValidatePath(p); !errors.Is(err, conn.ErrInvalidPath) {
+			t.Errorf("ValidatePath(%q) = %v, want ErrInvalidPath", p, err)
+		}
+	}
+}
