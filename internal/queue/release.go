@@ -144,15 +144,8 @@ const revokeMessage = "__REVOKE__"
 // as it does for any foreign holder.
 func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) error {
 	_, err := ep.Multi(ctx, q.ReleaseOps(p)...)
-	switch {
-	case err == nil || errors.Is(err, zk.ErrNoNode):
-		q.known().left(ep, conn.BaseName(p))
-		return nil
-	case ep.Err() != nil:
-		return nil // ephemeral: it goes with the session
-	case ctx.Err() != nil:
-		go q.deleteInBackground(ep, p)
-		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+	if done, err := q.settle(ctx, ep, p, err, false); done {
+		return err
 	}
 	return q.deleteNode(ctx, ep, p)
 }
@@ -162,17 +155,26 @@ func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) error {
 // background deleter took over; the server's error otherwise.
 func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error {
 	err := ep.Delete(ctx, p, -1)
+	_, err = q.settle(ctx, ep, p, err, errors.Is(err, conn.ErrConnectionLoss))
+	return err
+}
+
+// settle decides the outcome err of a request deleting node p of epoch ep:
+// nil once p is gone or goes with the ended epoch; ErrReleasePending when
+// ctx ended or unknown is set, a background deleter taking over. Otherwise
+// done is false and err is returned as it is.
+func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error, unknown bool) (done bool, _ error) {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
 		q.known().left(ep, conn.BaseName(p))
-		return nil
+		return true, nil
 	case ep.Err() != nil:
-		return nil // ephemeral: it goes with the session
-	case errors.Is(err, conn.ErrConnectionLoss) || ctx.Err() != nil:
+		return true, nil // ephemeral: it goes with the session
+	case unknown || ctx.Err() != nil:
 		go q.deleteInBackground(ep, p)
-		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+		return true, fmt.Errorf("%w: %w", ErrReleasePending, err)
 	}
-	return err
+	return false, err
 }
 
 // Delete deletes node name (a child of the queue's path) of epoch ep, one
