@@ -45,20 +45,9 @@ type hold struct {
 // container nodes, which ZooKeeper removes when they are empty. path must be
 // valid (conn.ValidatePath).
 func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, error) {
-	if sess == nil {
-		return nil, fmt.Errorf("mutex: new %s: %w", path, conn.ErrNilSession)
-	}
-	cfg := config{}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("mutex: %w: nil option", conn.ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("mutex: %w", err)
+	var cfg config
+	if err := queue.Configure("mutex", sess, path, &cfg, opts); err != nil {
+		return nil, err
 	}
 	q, err := queue.New(sess, path, queue.Config{
 		Schema:      queue.ProtectedSchema{Name: "lock"},

@@ -25,18 +25,14 @@ func withRelist(v bool) Option {
 }
 
 // WithRevocable makes the nodes this handle creates revocable instead of
-// sealed (default: sealed). A sealed node can be changed by its own
-// session only (its ACL is the session's, conn.WithACL, without WRITE and
-// ADMIN, plus the session's own identity with ALL): nobody else can forge
-// the mark its release leaves for the next waiter, and a foreign write
-// fails with zk.ErrNoAuth. A revocable node carries the session's ACL as
-// it is, so that others can ask its holder to release, as Curator's
-// Revoker does: they write "__REVOKE__" into it (Revoke), and the holder's
-// Lease.Revoked channel closes. The lock is not taken from the holder: the
-// next waiter still enters only once the holder releases. The cost: a
-// revocable holder releases with a plain delete (no handover mark), so the
-// waiter behind it may list the children again, and it reads the node
-// again after every data change (one request each).
+// sealed (default: sealed). Anyone may then ask the holder to release, as
+// Curator's Revoker does: Revoke writes "__REVOKE__" into its node and the
+// holder's Lease.Revoked closes; the lock stays held until the holder
+// releases. A sealed node can be written by its own session only (others
+// get zk.ErrNoAuth), so nobody can forge its release mark. The cost: a
+// revocable holder's release is a plain delete, and its waiter reads the
+// node again after every data change. See docs/design.md, "The
+// sequential-node queue".
 func WithRevocable() Option {
 	return func(c *config) error { c.revocable = true; return nil }
 }
