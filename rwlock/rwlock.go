@@ -75,20 +75,9 @@ type hold struct {
 // must be valid (conn.ValidatePath); see WithHost for the host part of the
 // node names.
 func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
-	if sess == nil {
-		return nil, fmt.Errorf("rwlock: new %s: %w", path, conn.ErrNilSession)
-	}
-	cfg := config{}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("rwlock: %w: nil option", conn.ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("rwlock: %w", err)
+	var cfg config
+	if err := queue.Configure("rwlock", sess, path, &cfg, opts); err != nil {
+		return nil, err
 	}
 	host := cfg.host
 	if !cfg.hostSet {
