@@ -40,23 +40,12 @@ type Election struct {
 // written into our node (Curator's LeaderLatch id) and is what Leader and
 // Participants report; it need not be unique, but should be.
 func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error) {
-	if sess == nil {
-		return nil, fmt.Errorf("leader: new %s: %w", path, conn.ErrNilSession)
+	var cfg config
+	if err := queue.Configure("leader", sess, path, &cfg, opts); err != nil {
+		return nil, err
 	}
 	if id == "" {
 		return nil, ErrEmptyID
-	}
-	cfg := config{}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("leader: %w: nil option", conn.ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("leader: new %q: %w", path, err)
 	}
 	// No handover mark (MarkRelease): Curator's LeaderLatch waiter reacts
 	// to the deletion of its predecessor only, and a mark would consume its
