@@ -47,8 +47,8 @@ type Mutex struct {
 // conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
 // matching conn.ErrInvalidOption for a nil option.
 func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
-	cfg, err := parse(opts)
-	if err != nil {
+	var cfg config
+	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {
 		return nil, err
 	}
 	s, err := newSemaphore(sess, path, 1, cfg)

@@ -83,8 +83,8 @@ type Semaphore struct {
 // matching conn.ErrInvalidOption for a nil option or WithLocalHandoff (the
 // Mutex's option: a Semaphore cannot honour it).
 func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (*Semaphore, error) {
-	cfg, err := parse(opts)
-	if err != nil {
+	var cfg config
+	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {
 		return nil, err
 	}
 	if cfg.handoff != nil {
@@ -93,29 +93,10 @@ func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (
 	return newSemaphore(sess, path, leases, cfg)
 }
 
-// parse applies opts to a fresh config.
-func parse(opts []Option) (config, error) {
-	cfg := config{}
-	for _, o := range opts {
-		if o == nil {
-			return config{}, fmt.Errorf("semaphoremutex: %w: nil option", conn.ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return config{}, err
-		}
-	}
-	return cfg, nil
-}
-
+// newSemaphore is NewSemaphore after Configure.
 func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Semaphore, error) {
-	if sess == nil {
-		return nil, fmt.Errorf("semaphoremutex: new %s: %w", path, conn.ErrNilSession)
-	}
 	if leases < 1 {
 		return nil, fmt.Errorf("%w: got %d", ErrInvalidLeases, leases)
-	}
-	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
 	tag := ""
 	if leases == 1 {
