@@ -1,6 +1,10 @@
 package semaphoremutex
 
-import "github.com/zkrecipes/zkrecipes/internal/cohort"
+import (
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/cohort"
+)
 
 // Option configures New and NewSemaphore. Each option documents its
 // default and what an invalid value does; a nil Option makes either fail
@@ -21,4 +25,23 @@ type config struct {
 // sequential-node queue".
 func WithRevocable() Option {
 	return func(c *config) error { c.revocable = true; return nil }
+}
+
+// WithLocalHandoff makes the Mutex handles on one session and path (made
+// with the same options) share one lease: handles that acquire while it is
+// held wait in the process, first come first served, and it passes to
+// them without a ZooKeeper request, at most maxPasses times and until
+// budget has passed since it was granted (0: no time budget); then the
+// release returns it to ZooKeeper, so a contender of another process waits
+// for at most maxPasses+1 holds of this process. Each grant is a lease of
+// its own, whose Fence grows (Fence.Zxid alone does not). It is not passed
+// on once its epoch ended, while suspended, or once a deletion or revoke
+// request was seen. Default: off. maxPasses below 1 or a negative budget,
+// or the option given to NewSemaphore, fail with conn.ErrInvalidOption.
+// See docs/design.md, "In-process handoff (lock cohorting)".
+func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
+	return func(c *config) error {
+		c.handoff = &cohort.Bound{MaxPasses: maxPasses, Budget: budget}
+		return nil
+	}
 }
