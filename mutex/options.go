@@ -35,8 +35,8 @@ func withRelist(v bool) Option {
 // releases. A sealed node can be written by its own session only (others
 // get zk.ErrNoAuth), so nobody can forge its release mark. The cost: a
 // revocable holder's release is a plain delete, and its waiter reads the
-// node again after every data change. See docs/design.md, "The
-// sequential-node queue".
+// node again after every data change. See docs/design.md,
+// "Revocation, Curator style".
 func WithRevocable() Option {
 	return func(c *config) error { c.revocable = true; return nil }
 }

@@ -29,7 +29,7 @@ func WithHost(host string) Option {
 // Lease.Revoked closes), while the lock stays held until it does. Sealed
 // nodes can be written by their own session only; revocable ones cost a
 // plain-delete release and a read after every data change. See
-// docs/design.md, "The sequential-node queue".
+// docs/design.md, "Revocation, Curator style".
 func WithRevocable() Option {
 	return func(c *config) error { c.revocable = true; return nil }
 }

@@ -229,43 +229,11 @@ func (a *attempt) missing() error {
 }
 
 // await waits until watch, a contender before ours, is gone, and updates
-// the cache. Nothing else is read but the watched node's ACL, once.
-//
-// A data change of a sealed node is how a First holder's release
-// (ReleaseOps) looks to the one watcher behind it: the node is marked and
-// deleted in one transaction, and the data watch fires on the mark. The
-// holder had nothing before it, and nothing can join the queue before a
-// node that exists, so every cached contender before it is gone too.
-//
-// The node's data alone cannot say that it is sealed: anyone may create a
-// node whose data copies ours. So the first GetW is sent together with a
-// read of the node's ACL (readSeal: one more request per wait, answered
-// right behind the data, no more waiting), and a data change is trusted
-// as the mark only when all of this held: the ACL had never been changed
-// (ACL version 0) and gives WRITE and ADMIN to one digest identity X and
-// to nothing else (soleWriter), and the data, when the watch was set, was
-// ours with the sealed flag at data version 0, on the same node (the same
-// czxid: not one deleted and created again under its name in between the
-// two reads, which may be answered in either order). Then, from the node's
-// creation on, only X could change its data, and nobody but X could
-// change its ACL to let someone else in. Our sessions' identities are
-// random and secret (package conn); the recipes of a session of ours
-// write into a node whose data says sealed only to release a node the
-// session created (Revoke refuses such nodes, even its own), so when X is
-// one of ours the change is that release (unless the application itself
-// writes into a lock node through its Session, which nothing here can
-// stop). A node with X copied from one of our nodes' ACLs
-// cannot be changed by its creator at all. What the waiter cannot tell
-// from anything it reads is a client that authenticates with a digest
-// identity of its own, gives its node an ACL only that identity may
-// change, writes our data with the sealed flag into it and then changes
-// it: such a client is impersonating a session of ours, as deliberately
-// as one that deletes the holder's node, and only the lock path's ACL
-// (conn.WithACL) keeps it out. Any other node (revocable, a foreign
-// client's with its default ACL: Curator, kazoo, zk.Lock, or one whose
-// data lacks the flag) may be written by others, e.g. by Curator's
-// Revoker: a data change there only means "look again", and the node is
-// watched again if it still exists (one more request).
+// the cache. A data change is its holder's release (ReleaseOps: everything
+// before it is gone too) only on a node that was sealed when the watch was
+// set, by its data and its ACL (readSeal, read once beside the first GetW);
+// on any other node it means "look again". See docs/design.md, "The
+// handover mark".
 func (a *attempt) await(ctx context.Context, watch string) error {
 	p := conn.JoinPath(a.q.path, watch)
 	a.from = nil
