@@ -166,16 +166,9 @@ const maxCopy = 64
 
 // shrink reduces the cache, before we wait on cs[w] (self is ours), to
 // what the next decisions need, so that a waiter's memory does not grow
-// with the queue's length. If it can tell from the listing what follows
-// cs[w]'s plain deletion (we are granted, or exactly one more contender,
-// the next to watch, blocks us), it keeps those, and cs stays complete:
-// every contender it dropped lets us in once the kept ones are gone.
-// Otherwise (more than one more contender blocks us, or working it out
-// would copy more than maxCopy contenders) it keeps cs[w] and ours and
-// marks cs partial: a plain deletion of cs[w] then costs a listing, as it
-// did with the whole listing kept. A handover of cs[w] grants us in both
-// cases when nothing between cs[w] and ours blocked us (clearedBy): every
-// contender before a First holder is gone.
+// with the queue: cs[w], ours and at most the next to watch when that
+// keeps it complete; else cs[w] and ours, marked partial. clearedBy is set
+// when a handover of cs[w] alone would grant us.
 func (a *attempt) shrink(self, w int) {
 	if a.part || len(a.cs) <= 3 {
 		return // already small
@@ -300,18 +293,11 @@ func (a *attempt) gone(ctx context.Context, name string, told bool) error {
 	return nil
 }
 
-// forget drops contender name, which has left the queue, from the cache,
-// and reports whether the next decision needs a fresh listing. The rest of
-// the cache is what our listing saw; entries may have left since without
-// our knowing. If the predicate now grants, no entry matters. If it names
-// one entry to watch and would grant once that one is gone, the next GetW
-// checks it (and watches it if it is still there). If more than one entry
-// still blocks us, checking them one by one would cost a request each (in
-// a FIFO handoff they are all gone: our predecessor held the lock), so we
-// list the children once instead. When the cache is partial (shrink), a
-// grant decided from it is not trusted: we list instead. Entries the
-// session knows have left (listings.left) are dropped too. "List" is
-// relist: the session's view of the queue may tell without a listing.
+// forget drops contender name, which has left the queue, and those the
+// session knows have left, from the cache, and reports whether the next
+// decision needs relist: when more than one entry still blocks us (one
+// listing is cheaper than a GetW each), or the cache is partial (shrink).
+// See the package doc, "Deciding from the first listing".
 func (a *attempt) forget(name string) (relist bool) {
 	a.cs = remove(a.cs, name)
 	if cs := a.ls.prune(a.ep, a.cs, a.node); len(cs) < len(a.cs) {
@@ -359,14 +345,8 @@ func (a *attempt) handOver(holder string) {
 }
 
 // grant hands out our node as a lease, unless ctx ended at this very moment
-// (then the grant is given up) or the epoch did (start over).
-//
-// A grant decided right after a handover (a.from set) follows that
-// holder's release with nobody in between: the holder was granted by
-// First, we watched the node right before ours, and nothing joins the queue
-// before a node that exists. Any other wake-up clears a.from. A grant
-// decided on a notification of a plain deletion is given only once our
-// node is confirmed (confirm).
+// (then the grant is given up) or the epoch did (start over). A grant on a
+// plain deletion (stale, no handover: a.from nil) waits for confirm.
 func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	if a.stale && a.from == nil {
 		if err := a.confirm(ctx); err != nil {

@@ -10,30 +10,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
-// listings shares the listings of one session's waiters on one lock path
-// (whatever their handles: all Queues of the session with that path and
-// schema): a waiter that needs
-// a listing sent after its create joins the next round, and one
-// getChildren, sent once the round is closed, answers every waiter of the
-// round. A round is closed when it is sent, and only waiters that joined
-// before that take its answer: each of them joined after its own create
-// was written (prelist) or answered (list), so the listing is answered
-// after their creates (ZooKeeper answers a session's requests in order)
-// and shows their nodes. While a round is in flight the next one gathers
-// waiters, so N waiters of one session queued at once cost a few listings,
-// not N, and the server sends each name a few times, not N/2 times on
-// average. The answer is parsed once and shared: nobody may modify it.
-//
-// The latest answer is also kept, with what the session learns of its
-// nodes' departures since (view), for as long as an attempt of the
-// session on the path lasts (join, leave): see "Many waiters of one
-// session" in the package documentation.
-//
-// Rounds are per epoch (a listing is good only for its own session). A
-// round whose waiters all left before its answer came is cancelled. The
-// listings live in the session's shared map (connlink.Session.Shared)
-// while an attempt uses them or a round is pending or in flight, and leave it when
-// none does.
+// listings shares the listings of one session's waiters on one path and
+// schema: a waiter that needs a listing sent after its create joins the
+// next round, and one getChildren, sent once the round closes, answers all
+// who joined (each joined after its create was written, so the answer
+// shows their nodes). Answers are parsed once and shared read-only; the
+// latest is kept as the session's view (package doc, "Many waiters of one
+// session"). Rounds are per epoch; a round all of whose waiters left is
+// cancelled. It lives in the session's shared map while used.
 type listings struct {
 	sess *conn.Session
 	key  listingsKey
