@@ -107,6 +107,18 @@ func (q *Queue) Revoke(ctx context.Context, node string) error {
 	}
 }
 
+// Child returns the name of node, a path, if it is a child of the queue's
+// path; else an error matching conn.ErrInvalidPath.
+func (q *Queue) Child(node string) (string, error) {
+	if err := conn.ValidatePath(node); err != nil {
+		return "", err
+	}
+	if node != conn.JoinPath(q.path, conn.BaseName(node)) {
+		return "", fmt.Errorf("%w: node %s is not under the lock path", conn.ErrInvalidPath, node)
+	}
+	return conn.BaseName(node), nil
+}
+
 // revokeMessage is Curator's LockInternals.REVOKE_MESSAGE.
 const revokeMessage = "__REVOKE__"
 
