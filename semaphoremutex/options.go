@@ -6,10 +6,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 )
 
-// Option configures New and NewSemaphore. Each option documents its
-// default and what an invalid value does; a nil Option makes either fail
-// with an error matching conn.ErrInvalidOption. The form, func(*config) error, is
-// every package's of this module.
+// Option configures New and NewSemaphore; a nil Option makes either fail
+// with an error matching conn.ErrInvalidOption.
 type Option func(*config) error
 
 type config struct {
