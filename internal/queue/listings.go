@@ -172,10 +172,8 @@ func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]Contender, erro
 	r := ls.next[ep]
 	// A new round when there is none, or when all of the next one's
 	// waiters left (its request is cancelled). A round whose context ended
-	// with the epoch while it has waiters is joined, not replaced: the
-	// sender takes it and ends it with the epoch's error (replaced, it
-	// would be taken by nobody and its waiters would wait until their ctx
-	// ended: seen when a session expired under waiters of one session).
+	// with the epoch is joined, not replaced: its sender ends it with the
+	// epoch's error (replaced, its waiters would wait for their ctx).
 	if r == nil || r.waiters == 0 {
 		rctx, cancel := context.WithCancel(connlink.Of(ep).Context())
 		r = &round{ctx: rctx, cancel: cancel, done: make(chan struct{})}
@@ -224,16 +222,11 @@ func (ls *listings) send(ep *conn.Epoch) {
 	}
 }
 
-// view is the latest listing of the path in one epoch, shared read-only
-// with the waiters of its round, and what the session has learnt since of
-// its contenders' departures (listings.left). Sequence numbers of one
-// parent only grow: a listing answered after our create shows every
-// contender before ours that is left now, or will ever be. So, when the
-// view shows our node, the contenders of it before ours that are not
-// known gone are a superset of those still there, whatever the age of the
-// view, and a waiter woken by a plain deletion decides from them as from
-// a listing of its own (before) instead of listing the children again.
-// Guarded by listings.mu.
+// view is the latest listing of the path in one epoch, shared read-only,
+// and the departures of its contenders the session has learnt since
+// (listings.left): where it shows our node, its contenders before ours not
+// known gone are a superset of those still there (package doc, "Many
+// waiters of one session"). Guarded by listings.mu.
 type view struct {
 	ep   *conn.Epoch
 	cs   []Contender // in queue order; shared: never modified
