@@ -35,12 +35,9 @@ func classify(ep *conn.Epoch, err error) outcome {
 	return failed
 }
 
-// create makes one attempt to create the lock node in ep. The request runs
-// detached from ctx (queue.Detach), so that its fate is always learnt and
-// ctx never waits for it past its end: if ctx ends first, create returns
-// ctx's error and, when the answer comes (or, if it is lost, once the node
-// can be read again: undo keeps trying), deletes the node if this attempt
-// made it, in the background bounded by the epoch.
+// create makes one attempt to create the lock node in ep, detached from
+// ctx (queue.Detach): if ctx ends first, the node, if this attempt made
+// it, is deleted in the background (undo).
 func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id string) (outcome, error) {
 	_, detached, err := queue.Detach(ctx, ep, l.log,
 		func(_, ectx context.Context) (struct{}, error) { return struct{}{}, l.createNode(ectx, ep, data) },
@@ -73,15 +70,10 @@ func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) erro
 }
 
 // deleteIfOurs deletes the lock node if the Acquire call with id created
-// it in ep: it reads the node, and deletes it only if it carries our
-// session and id (deleteOnce). ZooKeeper answers a session's requests in
-// order, so called after the create has answered (or failed), it sees the
-// create's effect. Between the read and the delete, our node may be
-// deleted by someone else and the node created again: deleteOnce's
-// set-data makes the server refuse to delete a node of another session;
-// only one created by another handle of our own session, in that one
-// round trip, is not told from ours. Each failed delete is read again
-// (after a lost answer too: the delete may have worked).
+// it in ep: it reads the node and deletes it only if it carries our
+// session and id (deleteOnce), reading again after each failed delete.
+// (A node created again, between the read and the delete, by another
+// handle of our own session is not told from ours.)
 func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) error {
 	for i := 0; ; i++ {
 		data, st, err := ep.Get(ctx, l.node)

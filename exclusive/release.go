@@ -14,21 +14,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Release gives the lock up: the lease is marked released (its Lost channel
-// closes) and the lock node is deleted if it is still ours (see
-// deleteIfOurs): a node someone else created at the lock path after ours
-// was deleted is left alone, and Release returns nil as for a node that is
-// gone.
-// Any goroutine may call it. Release on a handle that holds nothing returns
-// lock.ErrNotHeld. If the session epoch the lock was taken in has ended, the node
-// went with it and Release returns nil.
-//
-// If the delete's fate cannot be learnt (ctx ended or the connection
-// dropped with it in flight), Release returns an error matching
-// lock.ErrReleasePending and keeps deleting in the background until the node is
-// gone or the epoch ends; the handle holds nothing. Any other error (the
-// server refused the delete, e.g. for lack of permission) leaves the lock
-// held, lease and all: call Release again.
+// Release gives the lock up, from any goroutine: the lease is marked
+// released and the lock node deleted if it is still ours (a node someone
+// else created since is left alone). nil once it is gone, or went with the
+// session; lock.ErrNotHeld when the handle holds nothing;
+// lock.ErrReleasePending when the delete is unconfirmed (the lock counts as
+// released); any other error leaves it held.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	g := l.held
@@ -65,15 +56,10 @@ func (l *Lock) Release(ctx context.Context) error {
 }
 
 // deleteOnce sends one delete of the lock node, which a read found ours at
-// version, never retried. The lock path is shared, and every holder's node
-// has version 0: a delete with a version check alone would delete the next
-// holder's node as well as ours, if ours was deleted in between (by a
-// retried delete whose first one had worked, or by a third party) and the
-// node created again. So the delete goes in one transaction behind a
-// set-data of the node (to the data read, the version read): every node of
-// the lock is sealed, so the server refuses the set-data, and the delete
-// with it, on a node of another session (zk.ErrNoAuth). Whoever sees an
-// error must read the node again before trying again (deleteIfOurs).
+// version, never retried: behind a set-data of the node in one
+// transaction, which the server refuses on another session's sealed node
+// (every holder's node has version 0, so a version check alone would not
+// tell). After an error, read the node again (deleteIfOurs).
 func (l *Lock) deleteOnce(ctx context.Context, ep *conn.Epoch, data []byte, version int32) error {
 	_, err := ep.Multi(ctx,
 		&zk.SetDataRequest{Path: l.node, Data: data, Version: version},

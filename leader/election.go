@@ -40,23 +40,12 @@ type Election struct {
 // written into our node (Curator's LeaderLatch id) and is what Leader and
 // Participants report; it need not be unique, but should be.
 func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error) {
-	if sess == nil {
-		return nil, fmt.Errorf("leader: new %s: %w", path, conn.ErrNilSession)
+	var cfg config
+	if err := queue.Configure("leader", sess, path, &cfg, opts); err != nil {
+		return nil, err
 	}
 	if id == "" {
 		return nil, ErrEmptyID
-	}
-	cfg := config{}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("leader: %w: nil option", conn.ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("leader: new %q: %w", path, err)
 	}
 	// No handover mark (MarkRelease): Curator's LeaderLatch waiter reacts
 	// to the deletion of its predecessor only, and a mark would consume its
@@ -82,20 +71,11 @@ func (e *Election) Path() string { return e.q.Path() }
 func (e *Election) ID() string { return e.id }
 
 // Campaign queues our node and blocks until we lead or ctx ends; a deadline
-// on ctx is the timeout. Before it returns it reads our node once (the
-// lease's Fence): a node deleted by someone else while we waited is not
-// led from, and Campaign queues a new one and waits again. It returns the
-// leadership as a lease: watch Lost
-// (closed when leadership is lost; see Run for how that compares with the
-// moment another participant may lead), use Fence as a fencing
-// token and GuardedWrite for writes that must commit only while we lead.
-// Resign ends it.
-//
-// On error nothing is left behind: our node has been deleted (or is being
-// deleted in the background while the connection is down, by a goroutine
-// that ends with the session, or went with the session), and no other
-// goroutine of ours runs. The error wraps ctx's or the session's.
-// ErrCampaigning when this handle already campaigns or leads.
+// on ctx is the timeout. It returns the leadership as a lease: watch Lost,
+// fence with Fence, write with GuardedWrite; Resign ends it. A node deleted
+// by someone else while we waited is not led from (Campaign queues again).
+// On error nothing is left behind, and the error wraps ctx's or the
+// session's; ErrCampaigning when this handle already campaigns or leads.
 func (e *Election) Campaign(ctx context.Context) (*conn.Lease, error) {
 	return e.campaign(ctx, true)
 }
@@ -120,15 +100,10 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 }
 
 // lead queues our node and waits until it is first (nil, nil if someone
-// else leads and wait is false), then confirms that the node still
-// exists: its lease's Fence reads it (one request per term, which also
-// caches the term's fencing token), unless the queue read it already,
-// after the deletion that woke it (the lease then knows the node's czxid,
-// the token, and Fence sends nothing). The queue grants a node that nothing
-// is queued before; a node deleted by someone else while it waited is
-// granted all the same, while the participant behind it already leads.
-// Then lead queues a new node. Confirmed, the node is ours and first:
-// nothing is queued before a node that exists.
+// else leads and wait is false), then confirms through the lease's Fence
+// (a read, unless the queue made one) that the node still exists: the
+// queue grants a node deleted while it waited, whose successor already
+// leads. A node gone is queued again.
 func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err error) {
 	done := queue.Meter(e.sess, "leader", e.Path())
 	defer func() { done(l != nil, err) }()

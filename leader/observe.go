@@ -14,23 +14,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Observe returns a channel of leader changes. It first receives the
-// current leader, then a value each time the leader changes: the new
-// leader, or the zero lock.Participant (Node "") when nobody campaigns any more.
-//
-// Latest value wins: the channel holds one value, and a value the reader
-// has not taken yet is replaced by a newer one. A slow reader may therefore
-// skip intermediate leaders, but never misses that the leader changed:
-// after any change, the next value it receives is the leader as of that
-// change or later. Values are compared by node: a participant that resigns
-// and campaigns again is a change.
-//
-// The channel is closed when ctx ends or the session is closed. Observing
-// costs one child watch on the election path (or, while the path does not
-// exist, one watch on its creation), set again after every change of the
-// participants; when ctx ends, that watch is removed from the server (one
-// removeWatches request, which needs no write access), so that no watch is
-// left there.
+// Observe returns a channel of leader changes: first the current leader,
+// then each new one (compared by node), or the zero lock.Participant when
+// nobody campaigns. The latest value wins: a slow reader may skip leaders
+// but never misses a change. The channel is closed when ctx ends or the
+// session is closed. It costs one watch on the election path, removed
+// from the server when ctx ends.
 func (e *Election) Observe(ctx context.Context) <-chan lock.Participant {
 	ch := make(chan lock.Participant, 1)
 	go e.observe(ctx, ch)

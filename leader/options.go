@@ -1,9 +1,7 @@
 package leader
 
-// Option configures New. Each option documents its default and what an
-// invalid value does; a nil Option makes New fail with an error matching
-// conn.ErrInvalidOption. The form, func(*config) error, is every package's
-// of this module.
+// Option configures New; a nil Option makes New fail with an error
+// matching conn.ErrInvalidOption.
 type Option func(*config) error
 
 type config struct {

@@ -11,55 +11,21 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Run campaigns, then runs fn while we lead. fn's ctx is cancelled, with
-// a cause matching ErrLeadershipLost, when the term's lease is lost (its
-// Lost closes): the session's epoch ended (expiry confirmed by the server,
-// the local timer, Close), our node was deleted by someone else, Resign was
-// called, or the session's suspension policy (conn.WithSuspendedAsLost)
-// counts a suspended connection as lost; and when Run's ctx ends.
+// Run campaigns, then runs fn while we lead. fn's ctx is cancelled when
+// Run's ctx ends, or, with a cause matching ErrLeadershipLost, when the
+// term's lease is lost: the epoch ended (before the ensemble can let
+// another participant lead, with the session's default quorum timer), our
+// node was deleted, Resign was called, or conn.WithSuspendedAsLost counts
+// a suspension as lost. fn must return promptly then, and write through
+// the term's lease (LeaseFrom(ctx)) what must not overlap the next
+// leader's writes: see docs/leader.md, "Two leaders".
 //
-// How that compares with the moment another participant may lead:
-//
-//   - The session ending unseen (partition, a server cut off from its
-//     quorum, a frozen leader): with the session's quorum timer
-//     (the default; conn.WithLastHeardTimer opts out), the epoch ends, and fn's ctx is
-//     cancelled, before the ensemble can expire the session and let
-//     another participant lead: at least T/3 − tickTime/2 before (T the
-//     session timeout; T/2 on a standalone server), as conn's "The local
-//     timer" works out, unless this process is paused or starved for
-//     longer than that. TestNoOverlapWhenTheLeadersFollowerLosesQuorum:
-//     no overlap. With conn.WithLastHeardTimer(), another participant may
-//     lead first (see conn's "What it does not guarantee").
-//   - Our node deleted by someone else while fn runs (one deleted while
-//     we waited never starts a term: see Campaign), or Resign called from
-//     another goroutine while fn runs: the next participant may lead as soon as
-//     the node is gone, and fn's ctx is cancelled only when we hear of it
-//     (one notification, or the delete's answer).
-//
-// fn must return promptly once its ctx is done: until it returns, it may
-// still be running while another participant leads, so writes that must
-// not overlap go through the term's lease (LeaseFrom(ctx)): its
-// GuardedWrite, or its Fence as a fencing token.
-//
-// When fn returns, Run resigns (with a context of its own, bounded by the
-// session timeout, so that a cancelled ctx still deletes our node). Run
-// returns:
-//
-//   - the campaign's error, if we never led (ctx ended, session closed);
-//   - an error matching ErrLeadershipLost (and conn.ErrLeaseLost) if the
-//     term ended because leadership was lost; it also wraps fn's error when
-//     that is not just its ctx's;
-//   - otherwise fn's error, joined with a resign error if there was one
-//     (lock.ErrReleasePending).
-//
-// With WithRequeue(), Run campaigns again after a term that ended with
-// fn returning nil or with leadership lost, as long as ctx lives; it then
-// returns ctx's error, fn's non-nil error from a term that was still safe,
-// or the error of the resign after a safe term when it failed (the server
-// refused the delete: the handle still leads, call Resign; or
-// ErrReleasePending), as Run without requeue does. ErrCampaigning when
-// this handle already campaigns or leads. A nil fn is an error, before
-// anything is queued.
+// When fn returns, Run resigns (even if ctx ended) and returns the
+// campaign's error if we never led; an error matching ErrLeadershipLost
+// (and conn.ErrLeaseLost, and fn's error unless it is its ctx's) if the
+// term ended in a loss; else fn's error joined with the resign's. With
+// WithRequeue it campaigns again instead (see there). ErrCampaigning when
+// this handle already campaigns or leads; a nil fn is an error.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return fmt.Errorf("leader: run %s: nil function", e.Path())

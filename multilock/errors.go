@@ -25,12 +25,8 @@ var (
 	// another call.
 	ErrBusy = errors.New("multilock: already held, or being acquired or released")
 
-	// ErrPartlyReleased: Release could not release every lock. At least one
-	// lock's Release failed in a way that leaves it held (the server
-	// refused the delete; a mutex or rwlock lock released from a goroutine
-	// other than the one that took it, ...). The MultiLock is still held,
-	// by those locks only: call Release again (for a mutex or rwlock lock,
-	// from the goroutine that took it), which retries just them. The error
-	// names the locks still held and is joined with each failure.
+	// ErrPartlyReleased: some lock's Release failed and left it held; the
+	// MultiLock is held by those locks only (named in the error): call
+	// Release again, which retries just them.
 	ErrPartlyReleased = errors.New("multilock: partly released (call Release again)")
 )

@@ -9,14 +9,10 @@ var closed = func() chan struct{} {
 	return ch
 }()
 
-// Lost returns a channel that is closed when any lease of the current grant
-// is lost (see conn.Lease.Lost), or when the MultiLock is released. When
-// the MultiLock is not held, the channel is already closed. The channel is
-// closed, never sent on.
-//
-// The first call after an Acquire starts one goroutine that watches every
-// lease (and arms each lease's node watch, one request per lease); it ends
-// when a lease is lost or on Release, so none is left behind.
+// Lost returns a channel closed when any lease of the current grant is
+// lost, or when the MultiLock is released; already closed when it is not
+// held. The first call after an Acquire starts one goroutine (and arms
+// each lease's watch, a request each), which ends with the grant.
 func (m *MultiLock) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()

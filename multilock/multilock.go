@@ -16,16 +16,10 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Locker is lock.Locker: what a MultiLock is made of. Every lock of this
-// module (exclusive, mutex, semaphoremutex, rwlock's read and write locks)
-// is one.
-//
-// A lock is identified by where it is on the servers: its Session's
-// ensemble (conn.Session.Ensemble) and its full path, the Session's
-// namespace followed by Path (conn.Session.FullPath). MultiLock orders the
-// locks by full path, then ensemble, and refuses two locks with the same
-// identity, so one lock reached through sessions with different namespaces
-// is recognised, and is taken in the same place in every process.
+// Locker is lock.Locker: what a MultiLock is made of; every lock of this
+// module is one. A lock is identified by its full path (namespace
+// included, conn.Session.FullPath) and its ensemble: MultiLock orders the
+// locks by that identity and refuses two with the same one.
 type Locker = lock.Locker
 
 // identity is what identifies a lock physically: its full path (namespace
@@ -57,12 +51,7 @@ func (a identity) String() string {
 	return a.path + " on " + a.ensemble
 }
 
-// rollbackTimeout bounds the release of the locks already taken when an
-// Acquire fails for a reason other than its ctx. The rollback runs on a
-// context of its own (the caller's may be the reason for the failure),
-// which ends 100 ms after the caller's ctx ended, and at the latest after
-// rollbackTimeout; a release that cannot finish by then goes on in the
-// background (its error matches lock.ErrReleasePending).
+// rollbackTimeout bounds the rollback of a failed Acquire (see rollback).
 const rollbackTimeout = 10 * time.Second
 
 type state int
@@ -75,23 +64,15 @@ const (
 	partlyHeld // a Release left some locks held; Release again retries them
 )
 
-// MultiLock takes several locks as one, all or nothing.
-//
-// The locks are always taken in the order of their full paths (namespace
-// included; see Locker), whatever the order given to New, so two
-// MultiLocks over overlapping sets take the shared locks in the same order
-// and cannot deadlock each other. One context
-// bounds the whole Acquire, not each lock. If a lock cannot be taken, the
-// ones already taken are released in reverse order before Acquire returns.
-//
-// Holding a MultiLock is holding every lease it returned: a lease on each
-// lock's session, not a promise. Lost closes when any of them is lost.
-//
-// A MultiLock is not reentrant: Acquire while it is held, wholly or
-// partly, fails with ErrBusy. Any goroutine may Release it, but a lock
-// that must be released by the goroutine that took it (mutex, rwlock)
-// stays held if released from another one, and so does the MultiLock (see
-// Release). Safe for concurrent use.
+// MultiLock takes several locks as one, all or nothing: in the order of
+// their identities (see Locker), whatever the order given to New, so two
+// MultiLocks over overlapping sets cannot deadlock each other; one context
+// bounds the whole Acquire; on failure the locks taken are released in
+// reverse order. Holding it is holding every lease it returned (leases on
+// the sessions, not promises; Lost closes when any is lost). Not
+// reentrant (ErrBusy). Any goroutine may Release it, but a mutex or rwlock
+// lock stays held unless released by the goroutine that took it. Safe for
+// concurrent use.
 type MultiLock struct {
 	locks []Locker // sorted by identity (full path, then ensemble); fixed by New
 
@@ -156,16 +137,12 @@ func (m *MultiLock) Paths() []string {
 	return out
 }
 
-// Acquire takes every lock, in order of identity (see Locker), within ctx: one deadline for
-// all of them. It returns the leases in that order (see Paths). If a lock
-// cannot be taken (ctx ended, or an error), the locks already taken are
-// released in reverse order, on a context of their own that ends 100 ms
-// after ctx ended (10 s at most), and the error says which lock failed (wrapping its error, so
-// errors.Is(err, context.DeadlineExceeded) works) joined with any error of
-// the rollback. The MultiLock holds nothing afterwards; a lock whose
-// rollback release failed with an error other than a pending one
-// (lock.ErrReleasePending) is still held by its own handle, named in the
-// error: release it through that handle.
+// Acquire takes every lock in order of identity within ctx, one deadline
+// for all, and returns the leases in that order (see Paths). If a lock
+// cannot be taken, those taken are released in reverse order (until 100
+// ms after ctx ended, 10 s at most), and the error wraps the failing
+// lock's, joined with the rollback's; a lock whose rollback failed (other
+// than pending) stays held by its own handle, named in the error.
 func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	m.mu.Lock()
 	if m.state != idle {
@@ -215,25 +192,13 @@ func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	return errors.Join(errs...)
 }
 
-// Release releases the locks held, in reverse path order, with ctx, going
-// on past a failure, and returns every failure joined (errors.Join), each
-// wrapped with its lock's path.
-//
-// A lock counts as released when its Release returns nil, an error
-// matching lock.ErrReleasePending (the handle no longer holds it; its node
-// is deleted in the background), or one matching lock.ErrNotHeld (the
-// handle did not hold it, e.g. it was released behind the MultiLock's
-// back: there is nothing to retry). Any other error leaves that lock held,
-// as the locks' Release contracts say (the server refused the delete; a
-// mutex or rwlock lock released from a goroutine other than the one that
-// took it). If any lock is left held, so is the MultiLock, by those locks only:
-// the error also matches ErrPartlyReleased and names them, Acquire fails
-// with ErrBusy, and Release must be called again (for a mutex or rwlock
-// lock, from the goroutine that took it); it retries only those locks.
-//
-// Lost is closed by the first Release, whatever its outcome: a partly
-// released set is no longer whole. A MultiLock that is not held, or that
-// another call is acquiring or releasing, gives lock.ErrNotHeld.
+// Release releases the locks held in reverse order, going on past a
+// failure, and returns the failures joined, each with its lock's path. A
+// lock counts as released on nil, lock.ErrReleasePending or
+// lock.ErrNotHeld; any other error leaves it held, and the MultiLock with
+// it: the error matches ErrPartlyReleased, and Release again retries only
+// those locks. Lost closes at the first Release. lock.ErrNotHeld when not
+// held, or while another call acquires or releases it.
 func (m *MultiLock) Release(ctx context.Context) error {
 	m.mu.Lock()
 	switch m.state {

@@ -45,20 +45,9 @@ type hold struct {
 // container nodes, which ZooKeeper removes when they are empty. path must be
 // valid (conn.ValidatePath).
 func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, error) {
-	if sess == nil {
-		return nil, fmt.Errorf("mutex: new %s: %w", path, conn.ErrNilSession)
-	}
-	cfg := config{}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("mutex: %w: nil option", conn.ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("mutex: %w", err)
+	var cfg config
+	if err := queue.Configure("mutex", sess, path, &cfg, opts); err != nil {
+		return nil, err
 	}
 	q, err := queue.New(sess, path, queue.Config{
 		Schema:      queue.ProtectedSchema{Name: "lock"},
@@ -157,20 +146,11 @@ func (m *InterProcessMutex) record(gid int64, l *conn.Lease) {
 	m.owned[gid] = &hold{lease: l, count: 1}
 }
 
-// Release undoes one Acquire of the calling goroutine. The last one deletes
-// the lock node. Errors:
-//
-//   - lock.ErrNotOwner or lock.ErrNotHeld when the calling goroutine does not hold
-//     the mutex; nothing changes.
-//   - lock.ErrReleasePending when the node's deletion could not be confirmed
-//     (the connection is down or ctx ended) while the session lives: the
-//     goroutine no longer holds the mutex, but other processes may see it
-//     held until the background deletion succeeds or the session ends.
-//   - Any other error (the server refused the delete) leaves the mutex held
-//     by the caller, with a count of one: call Release again.
-//
-// A lease lost while held (the session ended) releases without error
-// (see package lock: the node goes with the session).
+// Release undoes one Acquire of the calling goroutine; the last one deletes
+// the lock node. lock.ErrNotOwner or lock.ErrNotHeld when the goroutine
+// does not hold the mutex; lock.ErrReleasePending when the delete is
+// unconfirmed (the mutex counts as released); any other error leaves it
+// held with a count of one. A lost lease is released without error.
 func (m *InterProcessMutex) Release(ctx context.Context) error {
 	gid := goid.Get()
 	m.mu.Lock()
@@ -222,33 +202,18 @@ func (m *InterProcessMutex) IsOwnedByCurrentGoroutine() bool {
 }
 
 // Revoke asks the holder of node, a contender's node under the lock path
-// (Participant.Node), to release the mutex: it writes "__REVOKE__" into the
-// node, as Curator's Revoker.attemptRevoke does. A holder of this package
-// that acquired through a WithRevocable handle learns it from its lease's
-// Revoked channel; a Curator holder that called makeRevocable, from its
-// listener. Nobody else gets the mutex until the holder releases it. A
-// sealed node (the default) refuses, whichever session asks, the holder's
-// own included: the error matches lock.ErrNotRevocable and nothing is
-// written into the node. It reads the node, then writes with the data
-// version it read (two requests). A node that is gone is nil.
+// (Participant.Node), to release the mutex, as Curator's Revoker does: a
+// WithRevocable holder sees its Lease.Revoked close (a Curator holder, its
+// listener), and keeps the mutex until it releases. A sealed node (the
+// default) is refused with lock.ErrNotRevocable, whoever asks. A node that
+// is gone is nil. Two requests (a read, a versioned write).
 func (m *InterProcessMutex) Revoke(ctx context.Context, node string) error {
-	err := revokable(m.Path(), node)
+	name, err := m.q.Child(node)
 	if err == nil {
-		err = m.q.Revoke(ctx, conn.BaseName(node))
+		err = m.q.Revoke(ctx, name)
 	}
 	if err != nil {
 		return fmt.Errorf("mutex: revoke %s: %w", m.Path(), err)
-	}
-	return nil
-}
-
-// revokable checks that node is a child of the lock path.
-func revokable(path, node string) error {
-	if err := conn.ValidatePath(node); err != nil {
-		return err
-	}
-	if node != conn.JoinPath(path, conn.BaseName(node)) {
-		return fmt.Errorf("%w: node %s is not under the lock path", conn.ErrInvalidPath, node)
 	}
 	return nil
 }

@@ -1,11 +1,13 @@
 package mutex
 
-import "github.com/zkrecipes/zkrecipes/internal/cohort"
+import (
+	"time"
 
-// Option configures New. Each option documents its default and what an
-// invalid value does; a nil Option makes New fail with an error matching
-// conn.ErrInvalidOption. The form, func(*config) error, is every package's
-// of this module.
+	"github.com/zkrecipes/zkrecipes/internal/cohort"
+)
+
+// Option configures New; a nil Option makes New fail with an error
+// matching conn.ErrInvalidOption.
 type Option func(*config) error
 
 type config struct {
@@ -25,18 +27,34 @@ func withRelist(v bool) Option {
 }
 
 // WithRevocable makes the nodes this handle creates revocable instead of
-// sealed (default: sealed). A sealed node can be changed by its own
-// session only (its ACL is the session's, conn.WithACL, without WRITE and
-// ADMIN, plus the session's own identity with ALL): nobody else can forge
-// the mark its release leaves for the next waiter, and a foreign write
-// fails with zk.ErrNoAuth. A revocable node carries the session's ACL as
-// it is, so that others can ask its holder to release, as Curator's
-// Revoker does: they write "__REVOKE__" into it (Revoke), and the holder's
-// Lease.Revoked channel closes. The lock is not taken from the holder: the
-// next waiter still enters only once the holder releases. The cost: a
-// revocable holder releases with a plain delete (no handover mark), so the
-// waiter behind it may list the children again, and it reads the node
-// again after every data change (one request each).
+// sealed (default: sealed). Anyone may then ask the holder to release, as
+// Curator's Revoker does: Revoke writes "__REVOKE__" into its node and the
+// holder's Lease.Revoked closes; the lock stays held until the holder
+// releases. A sealed node can be written by its own session only (others
+// get zk.ErrNoAuth), so nobody can forge its release mark. The cost: a
+// revocable holder's release is a plain delete, and its waiter reads the
+// node again after every data change. See docs/design.md,
+// "Revocation, Curator style".
 func WithRevocable() Option {
 	return func(c *config) error { c.revocable = true; return nil }
+}
+
+// WithLocalHandoff makes the goroutines that acquire the mutex through one
+// session (any handle on the same path and bound) share one ZooKeeper
+// node: they queue in the process, first come first served, and the lock
+// passes between them without a request, for at most maxPasses local
+// handoffs per node and no later than budget after the node was granted
+// (0: no time budget). Then the release deletes the node: a contender of
+// another process waits for at most maxPasses+1 holds of this process.
+// Each grant is a lease of its own; its Fence grows with every grant, but
+// Fence.Zxid alone does not. The node is handed on only where a remote
+// grant could be made (epoch live, connection not suspended, no deletion
+// or revoke request seen). Default: off. maxPasses below 1 or a negative
+// budget make New fail with conn.ErrInvalidOption. See docs/design.md,
+// "In-process handoff (lock cohorting)".
+func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
+	return func(c *config) error {
+		c.handoff = &cohort.Bound{MaxPasses: maxPasses, Budget: budget}
+		return nil
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -18,8 +17,7 @@ func (m *InterProcessMutex) Participants(ctx context.Context) ([]lock.Participan
 	}
 	out := make([]lock.Participant, len(ps))
 	for i, p := range ps {
-		out[i] = lock.Participant{Node: conn.JoinPath(m.Path(), p.Name), Holding: i == 0, Seq: p.Seq, ID: p.ID,
-			Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
+		out[i] = p.Public(m.Path(), i == 0)
 	}
 	return out, nil
 }

@@ -13,27 +13,17 @@ import (
 )
 
 // downgraded is the predicate of a read acquire by a goroutine that holds
-// the write lock: granted at once. Nobody else holds the lock while we hold
-// the write lock, so sharing it with ourselves is safe; NoneBefore("W")
-// would wait for our own write node, or for a writer queued behind it,
-// which waits for us: a deadlock.
+// the write lock: granted at once (NoneBefore("W") would deadlock on our
+// own write node).
 func downgraded([]queue.Contender, int) (bool, string) { return true, "" }
 
 // downgrade queues a read node for a goroutine that holds the write lock
-// (hold w), and grants it at once. The grant stands on the write node:
-// nobody else holds the lock while that node exists. So it is made only if
-// the write node still exists once the read node does (a node never comes
-// back: it then existed all along, and nobody got in meanwhile), and in
-// w's epoch: if the session ended, w is lost and so is the right to skip
-// the queue. Otherwise the read node is deleted again and the error
-// matches conn.ErrLeaseLost.
-//
-// Until the write lock's release hands it to its own node (releaseWrite),
-// the read lease checks the write node (GuardedWrite, CheckOp), is lost
-// when that node is deleted by someone else (once watched: Lost), and its
-// Fence is the write node's czxid with the downgrade's pass under w: it
-// sorts after the write grant and before any grant of a node queued after
-// the write node, such as a writer between our two nodes.
+// (hold w) and grants it at once, standing on the write node: only if that
+// node still exists once the read node does, in w's epoch (else the read
+// node is deleted and the error matches conn.ErrLeaseLost). Until the
+// write lock's release, the read lease guards, is lost and fences with the
+// write node (its czxid, then the downgrade's pass). See docs/design.md,
+// "Downgrading a write lock".
 func (rw *RWLock) downgrade(ctx context.Context, w *hold) (*conn.Lease, error) {
 	wl := w.lease
 	if err := wl.Err(); err != nil {
@@ -90,12 +80,7 @@ const (
 
 // afterDowngrade decides, when a goroutine that downgraded releases the
 // write lock, what becomes of its write node w, on which its read grant r
-// stands. If a writer is queued between w and r, w stays until r goes:
-// that writer watches w (or a node between) and would get in as soon as w
-// went, while we still read. The part of the queue between w and r can
-// only shrink (every node in it was created before r), so one listing
-// settles it. If the listing fails, w is kept: always safe, at the cost of
-// holding other readers back until the read lock is released.
+// stands, from one listing (between); w is kept if the listing fails.
 func (rw *RWLock) afterDowngrade(ctx context.Context, w, r *conn.Lease) afterRelease {
 	names, _, err := w.Epoch().Children(ctx, rw.path)
 	if err != nil {
@@ -108,10 +93,8 @@ func (rw *RWLock) afterDowngrade(ctx context.Context, w, r *conn.Lease) afterRel
 
 // between says, from the contenders cs (in queue order), what becomes of
 // write node w when the write lock is released while read node r stands on
-// it: kept if a writer's node sorts strictly between them, or if r is
-// missing (deleted by someone else) and any writer follows w; gone if w
-// is missing (a writer may have got in: r's grant is lost, whatever came
-// after); else r stands alone.
+// it: kept if a writer sorts between them (or r is missing and a writer
+// follows w); gone if w is missing; else r stands alone.
 func between(cs []queue.Contender, w, r string) afterRelease {
 	after := false
 	for _, c := range cs {

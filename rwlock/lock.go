@@ -41,20 +41,11 @@ func (k *Lock) String() string {
 
 // Acquire blocks until the calling goroutine holds this side or ctx ends;
 // a deadline on ctx is the timeout. On error the caller holds nothing new,
-// and the error wraps ctx's (or the session's) error.
-//
-//   - A goroutine that already holds this side gets the same lease back at
-//     once, without a ZooKeeper call, unless the lease is lost: then the
-//     error matches conn.ErrLeaseLost and the count is unchanged.
-//   - Write lock, by a goroutine that holds only the read lock: ErrUpgrade
-//     at once.
-//   - Read lock, by a goroutine that holds the write lock (downgrade): a
-//     read node is queued and granted at once if the write node still
-//     exists (else the error matches conn.ErrLeaseLost); the write lock
-//     stays held until released. See the package documentation.
-//
-// A grant that comes at the moment ctx ends is given up: the error is
-// ctx's.
+// and the error wraps ctx's (or the session's); a grant at the moment ctx
+// ends is given up. A goroutine holding this side gets its lease back at
+// once (counted; conn.ErrLeaseLost if it is lost). The write lock while
+// holding only the read lock is ErrUpgrade; the read lock while holding the
+// write lock is a downgrade, granted at once (see the package doc).
 func (k *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 	l, _, err := k.acquire(ctx, true)
 	return l, err
@@ -127,21 +118,12 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 	return l, true, nil
 }
 
-// Release undoes one Acquire of this side by the calling goroutine. The
-// last one deletes the side's node (and, after a downgrade, see the
-// package documentation). Errors:
-//
-//   - lock.ErrNotOwner or lock.ErrNotHeld when the calling goroutine does not hold
-//     this side; nothing changes.
-//   - lock.ErrReleasePending when the node's deletion could not be confirmed
-//     (the connection is down or ctx ended) while the session lives: the
-//     goroutine no longer holds this side, but other processes may see it
-//     held until the background deletion succeeds or the session ends.
-//   - Any other error (the server refused the delete) leaves this side
-//     held by the caller, with a count of one: call Release again.
-//
-// A lease lost while held (the session ended) releases without error
-// (see package lock: the node goes with the session).
+// Release undoes one Acquire of this side by the calling goroutine; the
+// last one deletes the side's node (after a downgrade, see the package
+// documentation). lock.ErrNotOwner or lock.ErrNotHeld when the goroutine
+// does not hold this side; lock.ErrReleasePending when the delete is
+// unconfirmed (the side counts as released); any other error leaves it
+// held with a count of one. A lost lease is released without error.
 func (k *Lock) Release(ctx context.Context) error {
 	rw := k.rw
 	gid := goid.Get()

@@ -1,9 +1,7 @@
 package rwlock
 
-// Option configures New. Each option documents its default and what an
-// invalid value does; a nil Option makes New fail with an error matching
-// conn.ErrInvalidOption. The form, func(*config) error, is every package's
-// of this module.
+// Option configures New; a nil Option makes New fail with an error
+// matching conn.ErrInvalidOption.
 type Option func(*config) error
 
 type config struct {
@@ -23,19 +21,13 @@ func WithHost(host string) Option {
 	return func(c *config) error { c.host, c.hostSet = host, true; return nil }
 }
 
-// WithRevocable makes the nodes this handle creates revocable instead of
-// sealed (default: sealed). A sealed node can be changed by its own
-// session only (its ACL is the session's, conn.WithACL, without WRITE and
-// ADMIN, plus the session's own identity with ALL): nobody else can forge
-// the mark its release leaves for the next waiter, and a foreign write
-// fails with zk.ErrNoAuth. A revocable node carries the session's ACL as
-// it is, so that others can ask its holder to release, as Curator's
-// Revoker does: they write "__REVOKE__" into it (Revoke), and the holder's
-// Lease.Revoked channel closes. The lock is not taken from the holder: the
-// next waiter still enters only once the holder releases. The cost: a
-// revocable holder releases with a plain delete (no handover mark), so the
-// waiter behind it may list the children again, and it reads the node
-// again after every data change (one request each).
+// WithRevocable makes this handle's read and write nodes revocable instead
+// of sealed (default: sealed), as mutex.WithRevocable does for the mutex:
+// Revoke, or Curator's Revoker, may then ask the holder to release (its
+// Lease.Revoked closes), while the lock stays held until it does. Sealed
+// nodes can be written by their own session only; revocable ones cost a
+// plain-delete release and a read after every data change. See
+// docs/design.md, "Revocation, Curator style".
 func WithRevocable() Option {
 	return func(c *config) error { c.revocable = true; return nil }
 }

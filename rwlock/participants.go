@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -28,8 +27,7 @@ func (rw *RWLock) Participants(ctx context.Context) ([]lock.Participant, error) 
 	st := queue.RWStatuses(ns)
 	out := make([]lock.Participant, len(ps))
 	for i, p := range ps {
-		out[i] = lock.Participant{Node: conn.JoinPath(rw.path, p.Name), Holding: st[i] == queue.RWHolds, Seq: p.Seq, ID: p.ID,
-			Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
+		out[i] = p.Public(rw.path, st[i] == queue.RWHolds)
 	}
 	return out, nil
 }

@@ -75,20 +75,9 @@ type hold struct {
 // must be valid (conn.ValidatePath); see WithHost for the host part of the
 // node names.
 func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
-	if sess == nil {
-		return nil, fmt.Errorf("rwlock: new %s: %w", path, conn.ErrNilSession)
-	}
-	cfg := config{}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("rwlock: %w: nil option", conn.ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("rwlock: %w", err)
+	var cfg config
+	if err := queue.Configure("rwlock", sess, path, &cfg, opts); err != nil {
+		return nil, err
 	}
 	host := cfg.host
 	if !cfg.hostSet {
@@ -158,22 +147,14 @@ func (rw *RWLock) heldBy(write bool) bool {
 }
 
 // Revoke asks the holder of node, a reader's or writer's node under the
-// lock path, to release: it writes "__REVOKE__" into the node, as Curator's
-// Revoker.attemptRevoke does. A holder of this package that acquired
-// through a WithRevocable handle learns it from its lease's Revoked
-// channel. Nobody else gets in because of it: the lock is held until the
-// holder releases it. A sealed node (the default) refuses, whichever
-// session asks, the holder's own included: the error matches
-// lock.ErrNotRevocable and nothing is written into the node. It reads the
-// node, then writes with the data version it read (two requests). A node
-// that is gone is nil.
+// lock path, to release, as Curator's Revoker does: a WithRevocable holder
+// sees its Lease.Revoked close, and holds until it releases. A sealed node
+// (the default) is refused with lock.ErrNotRevocable, whoever asks. A node
+// that is gone is nil. Two requests (a read, a versioned write).
 func (rw *RWLock) Revoke(ctx context.Context, node string) error {
-	err := conn.ValidatePath(node)
-	if err == nil && node != conn.JoinPath(rw.path, conn.BaseName(node)) {
-		err = fmt.Errorf("%w: node %s is not under the lock path", conn.ErrInvalidPath, node)
-	}
+	name, err := rw.wq.Child(node)
 	if err == nil {
-		err = rw.wq.Revoke(ctx, conn.BaseName(node))
+		err = rw.wq.Revoke(ctx, name)
 	}
 	if err != nil {
 		return fmt.Errorf("rwlock: revoke %s: %w", rw.path, err)

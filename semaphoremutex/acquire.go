@@ -13,25 +13,10 @@ import (
 )
 
 // attempt is one try for a lease, made while holding the internal lock, in
-// the epoch the internal lock was taken in. Owned by the goroutine that
-// calls run.
-//
-// Under the internal lock nobody else creates a lease node (every client,
-// Curator's included, creates its lease node only while holding it), so
-// the lease nodes can only leave while we hold it. The attempt therefore
-// lists them once and keeps the result: before is a superset of the live
-// lease nodes, and a lease is free as soon as it has fewer than max
-// entries. Our own lease node is created only then, in the transaction
-// that releases the internal lock (take): a waiter has no lease node, and
-// giving up leaves only the lock node to delete.
-//
-// While no lease is free, the attempt keeps a data watch on max entries of
-// before (all of them in the usual case, where before is exactly the max
-// holders): if the unwatched ones all left unnoticed, the watched ones
-// alone would still fill every lease, so a release that frees one for us
-// is always notified. When a watched node goes we drop it: fewer than max
-// entries left means free, with no request; otherwise one more entry is
-// watched (a getW; one that is already gone is dropped the same way).
+// the epoch it was taken in: it lists the lease nodes once, watches max of
+// them until fewer than max are left, then creates our lease node in the
+// transaction that releases the internal lock (take). See docs/design.md,
+// "The semaphore's wait for a lease". Owned by the goroutine that calls run.
 type attempt struct {
 	s  *Semaphore
 	ep *conn.Epoch
@@ -111,27 +96,10 @@ func (a *attempt) keep() (*conn.Lease, error) {
 }
 
 // soleLeaseFresh reports whether, with one lease, the internal lock node
-// may be kept as the lease (keep) with the fencing token promise kept: its
-// czxid, the token, must be above every earlier grant's. Earlier grants of
-// the kind are our predecessors' internal lock nodes, made before ours;
-// the others are lease nodes (Curator's, or ours from take below), made
-// when granted, which may be after we queued. So the internal lock node is
-// kept only when no lease node was made since it was:
-//
-//   - handed over by a one-lease holder of ours (a.free): it kept its own
-//     internal lock node, made before ours, and nobody was granted since;
-//     no request.
-//   - otherwise when leases/'s pzxid at our listing (the zxid of its last
-//     child created or deleted; none is created while we hold the internal
-//     lock) is below our node's czxid; if leases/ did not exist, the
-//     semaphore node's pzxid (leases/ created or deleted) stands for it.
-//     One request (our node's czxid, which Lease.Fence then has cached),
-//     two without leases/.
-//
-// Else a lease node is taken (take), and its czxid is the token. A delete
-// of an old lease node after we queued counts as a creation (pzxid cannot
-// tell them apart): the lease node is then taken for nothing, never the
-// other way round.
+// may be kept as the lease (keep) and still give a fencing token above
+// every earlier grant's: when no lease node was made since it was (a.free,
+// or leases/'s pzxid below its czxid). Else take makes a lease node. See
+// docs/design.md, "The semaphore with one lease".
 func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 	if a.free {
 		return true, nil
@@ -270,12 +238,8 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 }
 
 // unlock releases the internal lock if we still hold it, on a context of
-// its own (queue.CleanupContext: ctx may be the reason we are giving up;
-// it ends queue.Grace after ctx does). It is a plain delete
-// (queue.Withdraw): a handover mark from a one-lease contender tells the
-// next that no lease node exists, which is not known here. A pending
-// release goes on in the background (the engine's); it delays the next
-// contender, nobody's safety.
+// its own (queue.CleanupContext), with a plain delete (queue.Withdraw): we
+// cannot promise the next one-lease contender that no lease node exists.
 func (a *attempt) unlock(ctx context.Context) {
 	if a.lk == nil {
 		return

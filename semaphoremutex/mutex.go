@@ -32,10 +32,9 @@ type Mutex struct {
 	sem *Semaphore
 	c   cohort.Contender // through a cohort with WithLocalHandoff, else sem's
 
-	// gate has room for one token, put in by Acquire (or TryAcquire) before
-	// it asks ZooKeeper and taken out by Release, or by the Acquire itself
-	// when it fails: a full gate means held by the handle or being
-	// acquired through it. Never closed.
+	// gate holds one token while the handle holds the mutex or acquires
+	// it: put in by (Try)Acquire, taken out by Release or a failed
+	// Acquire. Never closed.
 	gate chan struct{}
 
 	mu    sync.Mutex  // guards lease
@@ -47,8 +46,8 @@ type Mutex struct {
 // conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
 // matching conn.ErrInvalidOption for a nil option.
 func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
-	cfg, err := parse(opts)
-	if err != nil {
+	var cfg config
+	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {
 		return nil, err
 	}
 	s, err := newSemaphore(sess, path, 1, cfg)
@@ -127,19 +126,11 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, true, nil
 }
 
-// Release releases the mutex; any goroutine may call it. Errors:
-//
-//   - lock.ErrNotHeld when the handle does not hold the mutex (never acquired,
-//     already released, or an Acquire still under way); nothing changes.
-//   - lock.ErrReleasePending when the lease's node's deletion could not be
-//     confirmed (the connection is down or ctx ended) while the session
-//     lives: the handle no longer holds the mutex, but other processes may
-//     see it held until the background deletion succeeds or the session
-//     ends.
-//   - Any other error (the server refused the delete) leaves the mutex
-//     held: call Release again.
-//
-// A lease lost while held (the session ended) is released without error.
+// Release releases the mutex; any goroutine may call it. lock.ErrNotHeld
+// when the handle does not hold it (or an Acquire is under way);
+// lock.ErrReleasePending when the delete is unconfirmed (the mutex counts
+// as released); any other error leaves it held. A lost lease is released
+// without error.
 func (m *Mutex) Release(ctx context.Context) error {
 	m.mu.Lock()
 	l := m.lease

@@ -1,11 +1,13 @@
 package semaphoremutex
 
-import "github.com/zkrecipes/zkrecipes/internal/cohort"
+import (
+	"time"
 
-// Option configures New and NewSemaphore. Each option documents its
-// default and what an invalid value does; a nil Option makes either fail
-// with an error matching conn.ErrInvalidOption. The form, func(*config) error, is
-// every package's of this module.
+	"github.com/zkrecipes/zkrecipes/internal/cohort"
+)
+
+// Option configures New and NewSemaphore; a nil Option makes either fail
+// with an error matching conn.ErrInvalidOption.
 type Option func(*config) error
 
 type config struct {
@@ -13,19 +15,31 @@ type config struct {
 	handoff   *cohort.Bound // nil: no local handoff (Mutex only)
 }
 
-// WithRevocable makes the nodes this handle creates (internal lock nodes
-// and lease nodes) revocable instead of sealed (default: sealed). A sealed node can be changed by its own
-// session only (its ACL is the session's, conn.WithACL, without WRITE and
-// ADMIN, plus the session's own identity with ALL): nobody else can forge
-// the mark its release leaves for the next waiter, and a foreign write
-// fails with zk.ErrNoAuth. A revocable node carries the session's ACL as
-// it is, so that others can ask its holder to release, as Curator's
-// Revoker does: they write "__REVOKE__" into it (Revoke), and the holder's
-// Lease.Revoked channel closes. The lock is not taken from the holder: the
-// next waiter still enters only once the holder releases. The cost: a
-// revocable holder releases with a plain delete (no handover mark), so the
-// waiter behind it may list the lease nodes again, and it reads the node
-// again after every data change (one request each).
+// WithRevocable makes the internal lock and lease nodes this handle
+// creates revocable instead of sealed (default: sealed), as
+// mutex.WithRevocable does for the mutex: Revoke, or Curator's Revoker,
+// may then ask a holder to let go (its Lease.Revoked closes); the lease
+// stays held until it is returned. See docs/design.md,
+// "Revocation, Curator style".
 func WithRevocable() Option {
 	return func(c *config) error { c.revocable = true; return nil }
+}
+
+// WithLocalHandoff makes the Mutex handles on one session and path (made
+// with the same options) share one lease: handles that acquire while it is
+// held wait in the process, first come first served, and it passes to
+// them without a ZooKeeper request, at most maxPasses times and until
+// budget has passed since it was granted (0: no time budget); then the
+// release returns it to ZooKeeper, so a contender of another process waits
+// for at most maxPasses+1 holds of this process. Each grant is a lease of
+// its own, whose Fence grows (Fence.Zxid alone does not). It is not passed
+// on once its epoch ended, while suspended, or once a deletion or revoke
+// request was seen. Default: off. maxPasses below 1 or a negative budget,
+// or the option given to NewSemaphore, fail with conn.ErrInvalidOption.
+// See docs/design.md, "In-process handoff (lock cohorting)".
+func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
+	return func(c *config) error {
+		c.handoff = &cohort.Bound{MaxPasses: maxPasses, Budget: budget}
+		return nil
+	}
 }

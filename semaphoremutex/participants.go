@@ -72,8 +72,7 @@ func (m *Mutex) Participants(ctx context.Context) ([]lock.Participant, error) {
 func convert(dir string, ps []queue.Participant, holding bool) []lock.Participant {
 	out := make([]lock.Participant, len(ps))
 	for i, p := range ps {
-		out[i] = lock.Participant{Node: conn.JoinPath(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
-			Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
+		out[i] = p.Public(dir, holding)
 	}
 	return out
 }

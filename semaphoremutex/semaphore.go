@@ -28,15 +28,10 @@ var (
 	leaseSchema = queue.ProtectedSchema{Name: "lease"}
 )
 
-// soleLeaseTag is the queue tag (queue.Config.Tag) of the internal lock
-// nodes of one-lease semaphores. Such a contender, once it holds the
-// internal lock with no lease node left, keeps the internal lock as its
-// lease and creates no lease node; it marks its internal lock node's
-// release (Queue.ReleaseOps) only when it releases that lease, so the
-// next one-lease contender, handed over to by a node with this tag, knows
-// that no lease node exists and takes the lease with no request. Giving up
-// before holding is a plain delete (queue.Withdraw), which promises
-// nothing.
+// soleLeaseTag is the queue tag of one-lease semaphores' internal lock
+// nodes: a handover from such a node tells the next one-lease contender
+// that no lease node exists (docs/design.md, "The semaphore with one
+// lease").
 const soleLeaseTag = "sole-lease"
 
 // Semaphore is a counting semaphore: at most Leases() holders at a time
@@ -58,15 +53,11 @@ type Semaphore struct {
 	sess       *conn.Session
 	log        *zap.Logger
 
-	// lock is the internal mutex at <path>/locks. Only its holder creates
-	// a lease node and waits for a free lease; with one lease, its holder
-	// holding no lease node holds the lease (see soleLeaseTag).
+	// lock is the internal mutex at <path>/locks: only its holder creates
+	// a lease node (with one lease, it may keep its lock node as the lease).
 	lock *queue.Queue
-	// leases is the engine's queue over <path>/leases, used only for what
-	// needs no predicate: Release (delete, or keep deleting in the
-	// background) and Participants. Its Acquire is never called: waiting
-	// for one of N leases needs watches on several nodes (see acquire.go),
-	// which the engine's single-predecessor wait cannot do.
+	// leases is the queue over <path>/leases, for Release and Participants
+	// only: the wait for a lease is attempt's (acquire.go).
 	leases *queue.Queue
 
 	mu   sync.Mutex               // guards held
@@ -84,8 +75,8 @@ type Semaphore struct {
 // matching conn.ErrInvalidOption for a nil option or WithLocalHandoff (the
 // Mutex's option: a Semaphore cannot honour it).
 func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (*Semaphore, error) {
-	cfg, err := parse(opts)
-	if err != nil {
+	var cfg config
+	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {
 		return nil, err
 	}
 	if cfg.handoff != nil {
@@ -94,29 +85,10 @@ func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (
 	return newSemaphore(sess, path, leases, cfg)
 }
 
-// parse applies opts to a fresh config.
-func parse(opts []Option) (config, error) {
-	cfg := config{}
-	for _, o := range opts {
-		if o == nil {
-			return config{}, fmt.Errorf("semaphoremutex: %w: nil option", conn.ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return config{}, err
-		}
-	}
-	return cfg, nil
-}
-
+// newSemaphore is NewSemaphore after Configure.
 func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Semaphore, error) {
-	if sess == nil {
-		return nil, fmt.Errorf("semaphoremutex: new %s: %w", path, conn.ErrNilSession)
-	}
 	if leases < 1 {
 		return nil, fmt.Errorf("%w: got %d", ErrInvalidLeases, leases)
-	}
-	if err := conn.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
 	tag := ""
 	if leases == 1 {
@@ -158,17 +130,10 @@ func (s *Semaphore) Path() string { return s.path }
 func (s *Semaphore) Leases() int { return s.max }
 
 // Acquire blocks until the caller holds one lease or ctx ends; a deadline
-// on ctx is the timeout. The lease is its node's (Lease.Path: the lease
-// node, or with one lease the internal lock node when it is kept as the
-// lease; see the package documentation), held until ReturnLease or until
-// it is lost. On error the caller holds nothing:
-// its internal lock node has been deleted (a waiter has no lease node),
-// or is being deleted in the background if the connection is down, or
-// went with the session; the error wraps ctx's or the session's.
-//
-// If the session's epoch ends while waiting, Acquire starts over in the
-// next one. A lease found free at the moment ctx ended is given up: the
-// error is ctx's.
+// on ctx is the timeout. The lease is held until ReturnLease or its loss;
+// its Path is its node (with one lease, maybe the internal lock node). On
+// error nothing is held or left behind, and the error wraps ctx's or the
+// session's; a lease free at the moment ctx ended is given up.
 func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
 	done := queue.Meter(s.sess, "semaphore", s.path)
 	l, err := s.acquire(ctx, true)
@@ -202,20 +167,11 @@ func (s *Semaphore) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, l != nil, nil
 }
 
-// ReturnLease returns a lease this handle granted: it deletes the lease's node
-// and marks the lease released (Lost closes; guarded writes through it are
-// refused from then on). Errors:
-//
-//   - lock.ErrNotHeld when the lease is nil, was not granted by this handle, or
-//     was already released; nothing changes.
-//   - lock.ErrReleasePending when the node's deletion could not be confirmed
-//     (the connection is down or ctx ended) while the session lives: the
-//     handle no longer holds the lease, but other processes may count it
-//     until the background deletion succeeds or the session ends.
-//   - Any other error (the server refused the delete) leaves the lease
-//     held: call ReturnLease again.
-//
-// A lease lost while held (the session ended) is released without error.
+// ReturnLease returns a lease this handle granted: it deletes the lease's
+// node and marks the lease released. lock.ErrNotHeld when the lease is nil,
+// not this handle's or already returned; lock.ErrReleasePending when the
+// delete is unconfirmed (the lease counts as returned); any other error
+// leaves it held. A lost lease is returned without error.
 func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 	if lease == nil {
 		return fmt.Errorf("semaphoremutex: release %s: nil lease: %w", s.path, lock.ErrNotHeld)
@@ -247,9 +203,8 @@ func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 
 // acquire takes the internal lock, then a lease under it; the internal lock
 // is released whatever happened. With wait false it takes neither if
-// either is taken (nil lease, nil error). It reports nothing to Metrics
-// and does not name the semaphore in its errors: its callers do (Acquire
-// and TryAcquire, or a Mutex, whose Contender calls it).
+// either is taken (nil lease, nil error). Its callers meter it and name
+// the semaphore in its errors.
 func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -295,14 +250,11 @@ func attemptID(lk *conn.Lease) string {
 }
 
 // Revoke asks the holder of node, a lease node or an internal lock node
-// (Participant.Node), to release: it writes "__REVOKE__" into the node, as
-// Curator's Revoker.attemptRevoke does. A holder of this package that
-// acquired through a WithRevocable handle learns it from its lease's
-// Revoked channel. Nobody else gets the lease until the holder releases
-// it. A sealed node (the default) refuses, whichever session asks, the
-// holder's own included: the error matches lock.ErrNotRevocable and
-// nothing is written into the node. It reads the node, then writes with
-// the data version it read (two requests). A node that is gone is nil.
+// (Participant.Node), to release, as Curator's Revoker does: a
+// WithRevocable holder sees its Lease.Revoked close, and holds until it
+// returns the lease. A sealed node (the default) is refused with
+// lock.ErrNotRevocable, whoever asks. A node that is gone is nil. Two
+// requests (a read, a versioned write).
 func (s *Semaphore) Revoke(ctx context.Context, node string) error {
 	if err := s.revoke(ctx, node); err != nil {
 		return fmt.Errorf("semaphoremutex: revoke %s: %w", s.path, err)
@@ -314,13 +266,10 @@ func (s *Semaphore) revoke(ctx context.Context, node string) error {
 	if err := conn.ValidatePath(node); err != nil {
 		return err
 	}
-	q := s.leases
-	switch node {
-	case conn.JoinPath(s.leasesPath, conn.BaseName(node)):
-	case conn.JoinPath(s.lock.Path(), conn.BaseName(node)):
-		q = s.lock
-	default:
-		return fmt.Errorf("%w: node %s is neither a lease node nor an internal lock node of the semaphore", conn.ErrInvalidPath, node)
+	for _, q := range []*queue.Queue{s.leases, s.lock} {
+		if name, err := q.Child(node); err == nil {
+			return q.Revoke(ctx, name)
+		}
 	}
-	return q.Revoke(ctx, conn.BaseName(node))
+	return fmt.Errorf("%w: node %s is neither a lease node nor an internal lock node of the semaphore", conn.ErrInvalidPath, node)
 }

@@ -13,17 +13,9 @@ import (
 )
 
 // take creates our lease node and releases the internal lock in one
-// transaction: release our lock node (unlockOps), and create
-// "_c_<id>-lease-<seq>". It commits only while our lock node exists, i.e.
-// while we hold the internal lock, so no lease node of ours is ever
-// created outside it.
-//
-// The transaction runs detached from ctx (queue.Detach): it is never
-// abandoned while in flight, and ctx never waits for it past its end. If
-// ctx ends first, take returns ctx's error and the outcome is resolved in
-// the background: a lease node the transaction made is deleted, or, if it
-// did not commit, the internal lock is released (withdrawn); if the
-// session ends first, both go with it.
+// transaction, which commits only while we hold the internal lock. It runs
+// detached (queue.Detach): if ctx ends first, the lease node it made, or
+// else the internal lock, is released in the background.
 func (a *attempt) take(ctx context.Context) error {
 	lk, id, noDir, lossy := a.lk, a.id, a.noDir, a.lossy
 	r, detached, err := queue.Detach(ctx, a.ep, a.s.log,
@@ -72,14 +64,10 @@ type took struct {
 	lossy    bool
 }
 
-// commit runs the lease transaction of take, with requests under ectx (the
-// epoch's), until it commits or cannot; ctx is the caller's, checked
-// before each try. When its answer is lost with the connection, our lease
-// node is looked for by our id (s.leases.FindLost) before trying again;
-// if that search fails too, it goes on in the background and the error
-// matches queue.ErrCreatePending. The lock node's delete makes the
-// transaction one-shot, so a late commit of a first try and a second try
-// can never both create a node.
+// commit runs the lease transaction of take under ectx (the epoch's) until
+// it commits or cannot; ctx, the caller's, is checked before each try.
+// After a lost answer our lease node is looked for (FindLost) before
+// trying again; the lock node's delete makes the transaction one-shot.
 func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
 	r := took{lossy: lossy}
 	p := conn.JoinPath(s.leasesPath, leaseSchema.Prefix(id))
@@ -138,11 +126,8 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 }
 
 // unlockOps release the internal lock in the lease transaction: the
-// engine's release (Queue.ReleaseOps: on sealed nodes the handover mark
-// and the delete), except with one lease, where a marked
-// internal lock node of ours tells the next contender that no lease node
-// exists (see soleLeaseTag), which is false once we have taken one: a plain
-// delete, after which the next lists the lease nodes.
+// engine's ReleaseOps, except with one lease, where the mark would tell the
+// next contender that no lease node exists (soleLeaseTag): a plain delete.
 func (s *Semaphore) unlockOps(lk *conn.Lease) []any {
 	if s.max == 1 {
 		return []any{&zk.DeleteRequest{Path: lk.Path(), Version: -1}}

@@ -1,36 +1,12 @@
 // Package cohort is the in-process handoff of the exclusive recipes (lock
-// cohorting: Dice, Marathe and Shavit, PPoPP 2012). The goroutines of one
-// process that contend for one lock through one *conn.Session share a
-// single ZooKeeper contender: the first to come acquires the lock from
-// ZooKeeper (the remote lock: the recipe's own acquire, a node in the
-// queue); the others queue locally, first come first served; on release
-// the lock passes to the next local waiter without a ZooKeeper request, as
-// long as the bound allows (Bound) and nobody asked the holder to give the
-// lock up (a revoke request); then the node is released, so that the
-// contenders of other processes queued behind it get their turn, and the
-// next local waiter queues a new node.
-//
-// A local grant is made only where a remote one could be (DESIGN.md's
-// first invariant): on a node not known deleted, in a live epoch, on a
-// connection that is not suspended (Handle.Release, passable). The epoch
-// and the connection state are read at the release; the node's deletion
-// is known through its watch, set (Lease.Lost) as soon as a local waiter
-// comes. What has happened on the server but not yet reached the process
-// is not seen: the window of a remote grant, whose holder learns of a
-// deletion, an expiry or a disconnection by the same notifications.
-//
-// Every grant, local or remote, is a lease of its own
-// (connlink.Lease.Local): released, it refuses guarded writes (a release
-// waits for those in flight, so none is sent after the next grant exists),
-// while the node stays for the next local holder; lost with the node
-// (session expiry, deletion: seen once the node is watched), it tells its
-// holder. Its conn.Fence grows strictly with every grant: the node's
-// czxid, then the grant's pass on the node.
-//
-// A cohort lives in the session's shared map (connlink.Session.Shared)
-// while it has a holder or waiters, and is removed once it has neither:
-// handles on the same session and Key share it, and nothing stays behind
-// an idle lock.
+// cohorting: Dice, Marathe and Shavit, PPoPP 2012): the goroutines of one
+// process that contend for one lock through one session share one
+// ZooKeeper contender, and the lock passes between them without a request
+// while the Bound allows, no revoke request was seen, and a remote grant
+// could be made (Handle.Release, passable). Every grant is a lease of its
+// own (connlink.Lease.Local). A cohort lives in the session's shared map
+// while it has a holder or waiters. See docs/design.md, "In-process
+// handoff (lock cohorting)".
 package cohort
 
 import (
@@ -51,11 +27,8 @@ import (
 var ErrNotHolder = fmt.Errorf("cohort: not the current holder: %w", lock.ErrNotHeld)
 
 // Bound limits how long the node stays in the process: after MaxPasses
-// local handoffs on one node, or once Budget has passed since the node was
-// granted (checked at each release; <= 0: no time budget), the holder's
-// release deletes the node instead of passing it on. A contender of another
-// process queued behind the node then waits for at most MaxPasses+1 holds
-// of this process (or Budget plus one hold), plus its own handoff.
+// local handoffs on it, or once Budget has passed since it was granted
+// (<= 0: no time budget), the release deletes it instead of passing it on.
 type Bound struct {
 	MaxPasses int
 	Budget    time.Duration
@@ -257,9 +230,8 @@ func (h *Handle) acquireNode(ctx context.Context, c *cohort, wait bool) (*conn.L
 }
 
 // watch sets the node's watch (Lease.Lost arms it) once a local waiter
-// may get the node: a handoff must not pass on a node deleted by someone
-// else (locked). Without waiters no watch is set: the node is never
-// passed on, and a holder that wants to know calls Lost itself.
+// may get the node, which must not be a node deleted by someone else
+// (locked).
 func (c *cohort) watch() {
 	if c.st == held && len(c.waiters) > 0 {
 		c.node.Lost()
@@ -267,15 +239,9 @@ func (c *cohort) watch() {
 }
 
 // passable reports whether the node may be handed to a local waiter now
-// (locked): as a remote acquire, a local one is granted only on a node
-// that exists, in a live epoch, on a connection that is not suspended.
-// Each is checked as this process knows it at the call: the epoch and the
-// connection state synchronously, the node's deletion through its watch
-// (set since the first waiter came, see watch). A deletion, an expiry or
-// a disconnection that has happened but not yet reached the process is
-// not seen: the same window as a remote grant's, whose holder learns of
-// them by the same notifications. Nor is the node passed on once a revoke
-// request has been seen on it, or beyond the bound.
+// (locked): only where a remote grant could be made (a node not known
+// deleted, a live epoch, a connection not suspended, as the process knows
+// them now), with no revoke request seen, within the bound.
 func (c *cohort) passable(h *Handle) bool {
 	return len(c.waiters) > 0 && !c.dead() && h.sess.State() != conn.Suspended &&
 		!connlink.Of(c.node).RevokeSeen() && c.within(h.key.Bound)
@@ -314,13 +280,9 @@ func (c *cohort) remove(w *waiter) bool {
 }
 
 // Release ends grant l: it passes the node to the next local waiter if it
-// may (passable: the node holds as far as the process knows, the
-// connection is not suspended, the bound allows, and no revoke request has
-// been seen on it: Lease.Revoked, a request to give the lock to someone
-// else), else it releases the node (Remote.Release, whose error it returns: a pending
-// release counts as released, any other error leaves l held). Guarded
-// writes through l that are in flight are answered first; those that come
-// later wait, and are refused once l is released.
+// may (passable), else releases it (Remote.Release, whose error it
+// returns). Guarded writes through l in flight are answered first; later
+// ones are refused.
 func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 	defer connlink.Of(l).HoldWrites()()
 	v, ok := connlink.Of(h.sess).Shared().Load(h.key)

@@ -166,16 +166,9 @@ const maxCopy = 64
 
 // shrink reduces the cache, before we wait on cs[w] (self is ours), to
 // what the next decisions need, so that a waiter's memory does not grow
-// with the queue's length. If it can tell from the listing what follows
-// cs[w]'s plain deletion (we are granted, or exactly one more contender,
-// the next to watch, blocks us), it keeps those, and cs stays complete:
-// every contender it dropped lets us in once the kept ones are gone.
-// Otherwise (more than one more contender blocks us, or working it out
-// would copy more than maxCopy contenders) it keeps cs[w] and ours and
-// marks cs partial: a plain deletion of cs[w] then costs a listing, as it
-// did with the whole listing kept. A handover of cs[w] grants us in both
-// cases when nothing between cs[w] and ours blocked us (clearedBy): every
-// contender before a First holder is gone.
+// with the queue: cs[w], ours and at most the next to watch when that
+// keeps it complete; else cs[w] and ours, marked partial. clearedBy is set
+// when a handover of cs[w] alone would grant us.
 func (a *attempt) shrink(self, w int) {
 	if a.part || len(a.cs) <= 3 {
 		return // already small
@@ -229,43 +222,11 @@ func (a *attempt) missing() error {
 }
 
 // await waits until watch, a contender before ours, is gone, and updates
-// the cache. Nothing else is read but the watched node's ACL, once.
-//
-// A data change of a sealed node is how a First holder's release
-// (ReleaseOps) looks to the one watcher behind it: the node is marked and
-// deleted in one transaction, and the data watch fires on the mark. The
-// holder had nothing before it, and nothing can join the queue before a
-// node that exists, so every cached contender before it is gone too.
-//
-// The node's data alone cannot say that it is sealed: anyone may create a
-// node whose data copies ours. So the first GetW is sent together with a
-// read of the node's ACL (readSeal: one more request per wait, answered
-// right behind the data, no more waiting), and a data change is trusted
-// as the mark only when all of this held: the ACL had never been changed
-// (ACL version 0) and gives WRITE and ADMIN to one digest identity X and
-// to nothing else (soleWriter), and the data, when the watch was set, was
-// ours with the sealed flag at data version 0, on the same node (the same
-// czxid: not one deleted and created again under its name in between the
-// two reads, which may be answered in either order). Then, from the node's
-// creation on, only X could change its data, and nobody but X could
-// change its ACL to let someone else in. Our sessions' identities are
-// random and secret (package conn); the recipes of a session of ours
-// write into a node whose data says sealed only to release a node the
-// session created (Revoke refuses such nodes, even its own), so when X is
-// one of ours the change is that release (unless the application itself
-// writes into a lock node through its Session, which nothing here can
-// stop). A node with X copied from one of our nodes' ACLs
-// cannot be changed by its creator at all. What the waiter cannot tell
-// from anything it reads is a client that authenticates with a digest
-// identity of its own, gives its node an ACL only that identity may
-// change, writes our data with the sealed flag into it and then changes
-// it: such a client is impersonating a session of ours, as deliberately
-// as one that deletes the holder's node, and only the lock path's ACL
-// (conn.WithACL) keeps it out. Any other node (revocable, a foreign
-// client's with its default ACL: Curator, kazoo, zk.Lock, or one whose
-// data lacks the flag) may be written by others, e.g. by Curator's
-// Revoker: a data change there only means "look again", and the node is
-// watched again if it still exists (one more request).
+// the cache. A data change is its holder's release (ReleaseOps: everything
+// before it is gone too) only on a node that was sealed when the watch was
+// set, by its data and its ACL (readSeal, read once beside the first GetW);
+// on any other node it means "look again". See docs/design.md, "The
+// handover mark".
 func (a *attempt) await(ctx context.Context, watch string) error {
 	p := conn.JoinPath(a.q.path, watch)
 	a.from = nil
@@ -332,18 +293,11 @@ func (a *attempt) gone(ctx context.Context, name string, told bool) error {
 	return nil
 }
 
-// forget drops contender name, which has left the queue, from the cache,
-// and reports whether the next decision needs a fresh listing. The rest of
-// the cache is what our listing saw; entries may have left since without
-// our knowing. If the predicate now grants, no entry matters. If it names
-// one entry to watch and would grant once that one is gone, the next GetW
-// checks it (and watches it if it is still there). If more than one entry
-// still blocks us, checking them one by one would cost a request each (in
-// a FIFO handoff they are all gone: our predecessor held the lock), so we
-// list the children once instead. When the cache is partial (shrink), a
-// grant decided from it is not trusted: we list instead. Entries the
-// session knows have left (listings.left) are dropped too. "List" is
-// relist: the session's view of the queue may tell without a listing.
+// forget drops contender name, which has left the queue, and those the
+// session knows have left, from the cache, and reports whether the next
+// decision needs relist: when more than one entry still blocks us (one
+// listing is cheaper than a GetW each), or the cache is partial (shrink).
+// See the package doc, "Deciding from the first listing".
 func (a *attempt) forget(name string) (relist bool) {
 	a.cs = remove(a.cs, name)
 	if cs := a.ls.prune(a.ep, a.cs, a.node); len(cs) < len(a.cs) {
@@ -391,14 +345,8 @@ func (a *attempt) handOver(holder string) {
 }
 
 // grant hands out our node as a lease, unless ctx ended at this very moment
-// (then the grant is given up) or the epoch did (start over).
-//
-// A grant decided right after a handover (a.from set) follows that
-// holder's release with nobody in between: the holder was granted by
-// First, we watched the node right before ours, and nothing joins the queue
-// before a node that exists. Any other wake-up clears a.from. A grant
-// decided on a notification of a plain deletion is given only once our
-// node is confirmed (confirm).
+// (then the grant is given up) or the epoch did (start over). A grant on a
+// plain deletion (stale, no handover: a.from nil) waits for confirm.
 func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	if a.stale && a.from == nil {
 		if err := a.confirm(ctx); err != nil {

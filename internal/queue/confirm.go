@@ -8,28 +8,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// confirm makes sure, before a grant decided on a notification of the
-// plain deletion of a node of our own session, or on what the session's
-// view learnt (stale), that our node is still there in our session, by a
-// read of it sent after that (own). Another session's node is never
-// deleted by our session's end, so its deletion needs no such read.
-//
-// The server ends a session by deleting all its ephemeral nodes in one
-// transaction, and notifies the watches on them, the session's own among
-// them, before it closes the session's connection. A waiter whose watched
-// node was of its own session can so be told of that node's deletion
-// before it hears of the expiry, and would be granted a node the same
-// transaction deleted. A read of our node sent after the notification is
-// served after that transaction: it finds our node gone, or is not
-// answered in the ended session. So the grant waits for such a read: one
-// round trip, or none when it went out beside the getW the wake-up sends
-// anyway (await). A getW answered with zk.ErrNoNode needs no such read:
-// the server answered it in our session, which it does not do once it has
-// begun to end the session, so the deletion it reports was not that end.
-// A read that finds our node gone, or another session's, restarts the
-// acquire (errRestart); an ended epoch does too. A read that finds it
-// gives the grant's lease our node's czxid (connlink.Epoch.NewLease): its
-// Fence needs no read of its own.
+// confirm reads our node (own, sent after the wake-up) before a grant
+// decided on the plain deletion of a node of our own session, or on the
+// session's view (stale): that deletion may be our session's end, told
+// before the expiry (package doc, "A grant after a plain deletion"). Our
+// node gone, or another session's, restarts the acquire (errRestart); found,
+// it gives the lease its czxid.
 func (a *attempt) confirm(ctx context.Context) error {
 	if a.own == nil {
 		a.own = readOwn(ctx, a.ep, conn.JoinPath(a.q.path, a.node))

@@ -19,14 +19,9 @@ type created struct {
 	lossy bool
 }
 
-// create makes our ephemeral sequential node and sets a.node.
-//
-// The create is never abandoned while in flight, and ctx never waits for
-// it past its end: it runs detached (Detach). If ctx ends first, create
-// returns ctx's error and the create is resolved in the background: when
-// its answer comes, or, if the answer was lost, once our node has been
-// looked for by our unique id after the connection is back, the node is
-// deleted; if the session ends first, the node goes with it.
+// create makes our ephemeral sequential node and sets a.node. It runs
+// detached (Detach): if ctx ends first, create returns ctx's error and the
+// node, once its create is resolved, is deleted in the background.
 func (a *attempt) create(ctx context.Context) error {
 	c, detached, err := Detach(ctx, a.ep, a.q.log,
 		func(ctx, ectx context.Context) (created, error) { return a.q.createNode(ctx, ectx, a.ep, a.id) },
@@ -49,13 +44,9 @@ func (a *attempt) create(ctx context.Context) error {
 }
 
 // createNode creates the node of acquire id in ep, with requests under
-// ectx (the epoch's context); ctx is the caller's, checked before each
-// create so that none is sent for a caller that gave up. When an answer is
-// lost with the connection, the node may exist: it is looked for by id
-// (FindLost) before creating again, so a lost answer leaves no orphan and
-// we never queue behind our own ghost. If that search fails as well (a
-// bounded retry policy, the connection lost again), the error matches
-// ErrCreatePending and the search goes on in the background.
+// ectx (the epoch's); ctx, the caller's, is checked before each create.
+// After a lost answer the node is looked for by id (FindLost) before
+// creating again, so we never queue behind our own ghost.
 func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string) (created, error) {
 	prefix := q.cfg.Schema.Prefix(id)
 	p := conn.JoinPath(q.path, prefix)
@@ -99,14 +90,10 @@ func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string)
 }
 
 // FindLost looks for the node of acquire id (Find) after a write that may
-// have created it lost its answer with the connection: the node's name,
-// or "" when the write was not applied. If the search fails while the
-// epoch lives, the write's fate stays unknown, and the node must not stay
-// in the queue, known to nobody, for the life of the session: the search
-// goes on in the background until the node is found and deleted, is found
-// not to exist, or the epoch ends (Unresolved), and the error matches
-// ErrCreatePending (and the search's error). Whoever gets that error must
-// not use id again.
+// have created it lost its answer: its name, or "" when none was made. If
+// the search fails while the epoch lives, it goes on in the background
+// (Unresolved) and the error matches ErrCreatePending; id must not be used
+// again.
 func (q *Queue) FindLost(ctx context.Context, ep *conn.Epoch, id string) (string, error) {
 	node, err := q.Find(ctx, ep, id)
 	switch {
@@ -135,28 +122,18 @@ func (q *Queue) deleteLost(ctx context.Context, ep *conn.Epoch, id string) error
 	return nil
 }
 
-// Unresolved hands a create whose fate the acquire could not learn (err,
-// the failure of the search for its node, while ep lives) to the
-// background, as Curator's FindAndDeleteProtectedNodeInBackground does:
-// resolve, which looks for the node by the acquire's unique id and
-// deletes it, is called on a goroutine under ep until it succeeds or ep
-// ends (RetryUntilDone), so no goroutine outlives its session. It returns
-// err behind ErrCreatePending, for the acquire to return.
+// Unresolved hands a create whose fate is unknown (err: the search for its
+// node failed) to a goroutine that runs resolve until it succeeds or ep
+// ends, as Curator's FindAndDeleteProtectedNodeInBackground does, and
+// returns err behind ErrCreatePending.
 func Unresolved(ep *conn.Epoch, log *zap.Logger, err error, resolve func(context.Context) error) error {
 	go RetryUntilDone(ep, log, "deleting the node of a create whose answer was lost", resolve)
 	return fmt.Errorf("%w: %w", ErrCreatePending, err)
 }
 
-// Find looks for the node of acquire id under the queue's path in ep,
-// after a write that may have created it lost its answer with the
-// connection; called before any new attempt, and after the lost answer
-// (ZooKeeper answers a session's requests in order), it sees that write's
-// effect. It syncs first, so that a server that lags behind the leader
-// shows every node our session created. It returns "" if there is none,
-// also when the path itself does not exist (the lost answer was NoNode:
-// first use, or its container was reaped). Nodes are recognised by the
-// schema's prefix for id, and by the id in their data when the prefix does
-// not carry it.
+// Find looks for the node of acquire id under the queue's path in ep (by
+// the schema's prefix for id, or the id in the data), after a sync so that
+// it sees every write of our session: "" if there is none or no path.
 func (q *Queue) Find(ctx context.Context, ep *conn.Epoch, id string) (string, error) {
 	if err := ep.Sync(ctx, q.path); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return "", err

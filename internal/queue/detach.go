@@ -10,19 +10,14 @@ import (
 )
 
 // Grace is how long an acquire whose ctx has ended still waits for the
-// cleanup of what it may have written (a round trip in normal operation)
-// before it returns and leaves that cleanup to a goroutine bound to the
-// session's epoch. Every Acquire and TryAcquire returns at the latest
-// Grace after its ctx ended (plus scheduling), even when the connection
-// is down; a cleanup that goes on in the background ends when it is done
-// or when the epoch ends, whose ephemeral nodes go with the session.
+// cleanup of what it may have written before it leaves that cleanup to a
+// goroutine bound to the epoch: every acquire returns by Grace after its
+// ctx ended, even with the connection down.
 const Grace = 100 * time.Millisecond
 
 // GraceContext keeps ctx's values, not its cancellation: it ends Grace
-// after ctx ends (for a deadline, Grace after the deadline), and at the
-// latest after limit. It is for removing what an acquire leaves behind
-// once ctx is the reason we are giving up: the removal gets Grace, and the
-// caller's return is bounded by ctx plus Grace.
+// after ctx ends, and at the latest after limit. For removing what an
+// acquire leaves behind once ctx is why it gives up.
 func GraceContext(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	if d, ok := ctx.Deadline(); ok {
@@ -50,11 +45,9 @@ func CleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, conte
 }
 
 // Settle runs f, which removes what an acquire leaves behind, on a
-// goroutine under ep's context (so f ends with the epoch at the latest:
-// no goroutine outlives its session), and waits until f returns or until
-// Grace after ctx ended, whichever comes first. An error of f while the
-// epoch lives is logged. f should keep trying until it is done or its
-// context ends: nobody waits for it once Settle returns.
+// goroutine under ep's context, and waits for it until Grace after ctx
+// ended. f should keep trying until done or its context ends; its error
+// while the epoch lives is logged.
 func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context.Context) error) {
 	done := make(chan struct{}) // closed when f returns
 	go func() {
@@ -72,19 +65,12 @@ func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context
 	}
 }
 
-// Detach runs op, a write whose outcome must be learnt (a create whose
-// lost answer may have made a node, a transaction), so that ctx never
-// waits for it past its end. op runs on a goroutine under ep's context,
-// not ctx's: its requests are never abandoned mid-flight, and it ends
-// with the epoch at the latest. op gets ctx too, to check before each
-// new write that the caller still wants it.
-//
-// If op returns while ctx lives, Detach returns its result, and
-// detached is false: the caller owns what op made. Once ctx has ended,
-// Detach returns ctx's error with detached true, and undo owns the outcome:
-// it is called with op's result once op returns (in the background if
-// need be: see Settle, which bounds the wait by Grace after ctx ended),
-// and must remove whatever op made.
+// Detach runs op, a write whose outcome must be learnt, on a goroutine
+// under ep's context (ectx), so that it is never abandoned mid-flight and
+// ctx never waits for it past its end; op checks ctx before each write. If
+// op returns while ctx lives, the caller gets its result (detached false).
+// Otherwise Detach returns ctx's error with detached true, and undo gets
+// op's result once it comes (Settle) and removes what op made.
 func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 	op func(ctx, ectx context.Context) (T, error),
 	undo func(ectx context.Context, v T, err error) error,

@@ -10,21 +10,12 @@ import (
 // session (conn.ErrClosed, conn.ErrConnectionLoss, ...) and of the caller's
 // context are returned wrapped as they are.
 var (
-	// ErrReleasePending is lock.ErrReleasePending: deleting our node failed
-	// in a way that leaves its fate unknown (the connection was lost or ctx
-	// ended mid-request) while the session still lives. The node may still
-	// exist, so the lock may still be held by us in the eyes of the other
-	// contenders; a goroutine keeps deleting it until it is gone or the
-	// session ends, whichever comes first.
+	// ErrReleasePending is lock.ErrReleasePending: our node's delete has
+	// an unknown outcome; a goroutine deletes it until gone or the epoch ends.
 	ErrReleasePending = lock.ErrReleasePending
 
-	// ErrCreatePending is lock.ErrCreatePending: a write that may have
-	// created a node of ours (a create, a transaction) lost its answer,
-	// and the search for the node by the acquire's unique id failed too,
-	// so the acquire gave up without knowing whether the node exists. It
-	// is not left to the session's end: a goroutine keeps looking for it
-	// and deletes it, until that is done or the session's epoch ends (see
-	// Unresolved).
+	// ErrCreatePending is lock.ErrCreatePending: a create's answer and the
+	// search for its node were lost; a goroutine goes on (Unresolved).
 	ErrCreatePending = lock.ErrCreatePending
 
 	// ErrBadRecipe: the recipe's Schema does not recognise the names it

@@ -10,30 +10,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
-// listings shares the listings of one session's waiters on one lock path
-// (whatever their handles: all Queues of the session with that path and
-// schema): a waiter that needs
-// a listing sent after its create joins the next round, and one
-// getChildren, sent once the round is closed, answers every waiter of the
-// round. A round is closed when it is sent, and only waiters that joined
-// before that take its answer: each of them joined after its own create
-// was written (prelist) or answered (list), so the listing is answered
-// after their creates (ZooKeeper answers a session's requests in order)
-// and shows their nodes. While a round is in flight the next one gathers
-// waiters, so N waiters of one session queued at once cost a few listings,
-// not N, and the server sends each name a few times, not N/2 times on
-// average. The answer is parsed once and shared: nobody may modify it.
-//
-// The latest answer is also kept, with what the session learns of its
-// nodes' departures since (view), for as long as an attempt of the
-// session on the path lasts (join, leave): see "Many waiters of one
-// session" in the package documentation.
-//
-// Rounds are per epoch (a listing is good only for its own session). A
-// round whose waiters all left before its answer came is cancelled. The
-// listings live in the session's shared map (connlink.Session.Shared)
-// while an attempt uses them or a round is pending or in flight, and leave it when
-// none does.
+// listings shares the listings of one session's waiters on one path and
+// schema: a waiter that needs a listing sent after its create joins the
+// next round, and one getChildren, sent once the round closes, answers all
+// who joined (each joined after its create was written, so the answer
+// shows their nodes). Answers are parsed once and shared read-only; the
+// latest is kept as the session's view (package doc, "Many waiters of one
+// session"). Rounds are per epoch; a round all of whose waiters left is
+// cancelled. It lives in the session's shared map while used.
 type listings struct {
 	sess *conn.Session
 	key  listingsKey
@@ -188,10 +172,8 @@ func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]Contender, erro
 	r := ls.next[ep]
 	// A new round when there is none, or when all of the next one's
 	// waiters left (its request is cancelled). A round whose context ended
-	// with the epoch while it has waiters is joined, not replaced: the
-	// sender takes it and ends it with the epoch's error (replaced, it
-	// would be taken by nobody and its waiters would wait until their ctx
-	// ended: seen when a session expired under waiters of one session).
+	// with the epoch is joined, not replaced: its sender ends it with the
+	// epoch's error (replaced, its waiters would wait for their ctx).
 	if r == nil || r.waiters == 0 {
 		rctx, cancel := context.WithCancel(connlink.Of(ep).Context())
 		r = &round{ctx: rctx, cancel: cancel, done: make(chan struct{})}
@@ -240,16 +222,11 @@ func (ls *listings) send(ep *conn.Epoch) {
 	}
 }
 
-// view is the latest listing of the path in one epoch, shared read-only
-// with the waiters of its round, and what the session has learnt since of
-// its contenders' departures (listings.left). Sequence numbers of one
-// parent only grow: a listing answered after our create shows every
-// contender before ours that is left now, or will ever be. So, when the
-// view shows our node, the contenders of it before ours that are not
-// known gone are a superset of those still there, whatever the age of the
-// view, and a waiter woken by a plain deletion decides from them as from
-// a listing of its own (before) instead of listing the children again.
-// Guarded by listings.mu.
+// view is the latest listing of the path in one epoch, shared read-only,
+// and the departures of its contenders the session has learnt since
+// (listings.left): where it shows our node, its contenders before ours not
+// known gone are a superset of those still there (package doc, "Many
+// waiters of one session"). Guarded by listings.mu.
 type view struct {
 	ep   *conn.Epoch
 	cs   []Contender // in queue order; shared: never modified

@@ -5,18 +5,11 @@ import (
 	"strings"
 )
 
-// Before reports whether sequence number a comes before b in the queue. The
-// server's counter is a signed 32-bit integer that wraps from 2147483647 to
-// -2147483648, so numbers are compared as serial numbers (RFC 1982): a is
-// before b when b-a, computed with wrap-around, is positive. This is the
-// order of creation for any set of live nodes created within 2^31 changes
-// of the parent's children, which every real queue is. Before the counter
-// has wrapped it is plain integer order.
-//
-// Interoperability note: Curator and kazoo compare the sequence text, so at
-// the very moment the parent's counter wraps while nodes are queued, they
-// and this package can disagree on who is first. That takes 2^31 child
-// changes of one lock path without the container being reaped.
+// Before reports whether sequence number a comes before b in the queue:
+// the server's 32-bit counter wraps to negative numbers, so they compare
+// as serial numbers (RFC 1982), which is creation order for nodes created
+// within 2^31 changes of the parent. (Curator and kazoo compare the text:
+// across a wrap they may disagree on who is first.)
 func Before(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
 
 // Parse returns the children that schema recognises as contenders, sorted

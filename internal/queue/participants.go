@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Participant is one contender as Participants reports it.
@@ -27,6 +28,12 @@ type Participant struct {
 	// ACLVersion its ACL's version (see RWNode).
 	Session    int64
 	ACLVersion int32
+}
+
+// Public is p as a recipe reports it: its node under dir, holding or not.
+func (p Participant) Public(dir string, holding bool) lock.Participant {
+	return lock.Participant{Node: conn.JoinPath(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
+		Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
 }
 
 // Participants lists the contenders in queue order with who they are. For

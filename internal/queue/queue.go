@@ -21,22 +21,12 @@ type Config struct {
 	// conditions it must meet.
 	Decide Predicate
 	// Relist makes a waiter list the children again after every
-	// notification instead of deciding from its cached first listing, as
-	// Curator and go-zookeeper's zk.Lock do. It costs one getChildren per
-	// wake-up (whose reply grows with the queue) and buys nothing for First
-	// or NoneBefore; it is there for predicates whose decision depends on
-	// more than the set of contenders before ours, and to measure the
-	// difference. Default false.
+	// notification, as Curator and zk.Lock do, instead of deciding from its
+	// first listing: one getChildren per wake-up, for the benchmarks.
 	Relist bool
-	// MarkRelease says that this queue's grants are mutual exclusion
-	// grants: a holder had no contender of any kind before it (First). Its
-	// Release then marks the node in the same transaction that deletes it
-	// (ReleaseOps), and the waiter watching it, told by the data change
-	// that a First holder left, knows that nothing before it is left
-	// either: it takes over without listing the children again. Set it
-	// only for queues whose Decide is First; leave it off for any queue
-	// that grants by another rule (a reader, a downgrade), whose release
-	// must look like an ordinary delete. Default false.
+	// MarkRelease makes Release leave the handover mark (ReleaseOps), which
+	// tells the waiter behind that nothing before it is left. Only for
+	// queues whose Decide is First.
 	MarkRelease bool
 	// Tag is written into the data of every node the queue creates
 	// (NodeData.Tag). It says what kind of contender queued the node, and
@@ -91,11 +81,9 @@ type Grant struct {
 }
 
 // Queue is one sequential-node queue: a lock path and the recipe's Config.
-// It keeps no state between acquires: every Acquire is a new node, and what
-// a recipe remembers about its grants (reentrancy counts, owners) is its own
-// business. Its waiters share their listings while they queue with the
-// session's other waiters on the same path (listings). Safe for concurrent
-// use.
+// It keeps no state between acquires (every Acquire is a new node); its
+// waiters share their listings with the session's others on the path.
+// Safe for concurrent use.
 type Queue struct {
 	sess *conn.Session
 	path string
@@ -131,15 +119,10 @@ func (q *Queue) Path() string { return q.path }
 // Config.Revocable).
 func (q *Queue) Sealed() bool { return !q.cfg.Revocable }
 
-// NodeACL is the ACL of the nodes the queue creates. Sealed (the default):
-// the session's ACL without WRITE and ADMIN, plus the session's own
-// identity with ALL, so that nobody but our session can change a node's
-// data (the handover mark cannot be forged: a foreign set-data fails with
-// zk.ErrNoAuth) or its ACL. Others can still read it, and delete it as the
-// parent's ACL allows: a deletion is a "gone", which admits the next
-// waiter, and the holder's lease reports it (Lost). Revocable: the
-// session's ACL as it is. Recipes give the same ACL to the other nodes a
-// holder keeps (semaphoremutex's lease nodes).
+// NodeACL is the ACL of the nodes the queue creates: sealed (the default),
+// the session's ACL without WRITE and ADMIN plus the session's own
+// identity with ALL, so that nobody else can forge the handover mark;
+// revocable, the session's ACL as it is.
 func (q *Queue) NodeACL() []zk.ACL {
 	if q.cfg.Revocable {
 		return q.sess.ACL()
@@ -151,19 +134,10 @@ func (q *Queue) NodeACL() []zk.ACL {
 func (q *Queue) Session() *conn.Session { return q.sess }
 
 // Acquire queues a new node and waits until the predicate grants it or ctx
-// ends. On success the caller holds the returned lease until it calls
-// Release or the lease is lost. On error the caller holds nothing: our node
-// has been deleted (or, if the connection is down, is being deleted in the
-// background, or went with the session).
-//
-// If the epoch ends while we wait, Acquire starts over in the next one. A
-// grant found at the moment ctx ended is given up: the error is ctx's and
-// the node is deleted, as golang.org/x/sync/semaphore does. Acquire returns
-// at the latest Grace after ctx ended, whatever the connection does: a
-// create still in flight, or a delete that cannot finish by then, is
-// resolved in the background (Detach, Settle), bound to the epoch, so that
-// no node is left once the connection comes back, and none outlives the
-// session.
+// ends; if the epoch ends meanwhile it starts over in the next. On error
+// nothing is held and our node is deleted (in the background, bound to
+// the epoch, if it cannot be by Grace after ctx ended). A grant at the
+// moment ctx ended is given up.
 func (q *Queue) Acquire(ctx context.Context) (*conn.Lease, error) {
 	g, err := q.AcquireGrant(ctx, true)
 	return g.Lease, err

@@ -12,17 +12,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// Release deletes the lease's node and marks the lease released (its Lost
-// channel closes; guarded writes through it are refused from now on).
-//
-// It returns nil once the node is gone: deleted now, deleted before by
-// someone else, or going with a session that has ended. If the delete's
-// fate is unknown (connection lost, or ctx ended mid-request) while the
-// session lives, the release is NOT reported as done: the error matches
-// ErrReleasePending (and the cause), and a goroutine keeps deleting the
-// node until it is gone or the session's epoch ends. Any other error (the
-// server refused the delete, e.g. for lack of permission) leaves the node,
-// the lease and the lock as they were.
+// Release deletes the lease's node (with the handover mark where
+// Config.MarkRelease says) and marks the lease released. nil once the node
+// is gone; ErrReleasePending (and the cause) when the delete's outcome is
+// unknown while the session lives, a goroutine then deleting it until it
+// is gone or the epoch ends; any other error leaves everything as it was.
 func (q *Queue) Release(ctx context.Context, l *conn.Lease) error {
 	return q.release(ctx, l, q.cfg.MarkRelease && q.Sealed())
 }
@@ -62,15 +56,10 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 // transaction that deletes it.
 var handoverMark = []byte("released")
 
-// ReleaseOps are the operations that release the queue's First holder's
-// node p in a multi. Sealed nodes: mark it (version 0: the node as we
-// created it), then delete it. The data change is what the waiter behind
-// p is notified of, and it tells that waiter that p held the lock, so
-// everything before p is gone. Revocable nodes: a plain delete (a data
-// change of a revocable node proves nothing to the waiter, and a revoke
-// request may have changed its version). The first op fails with
-// zk.ErrNoNode when p is gone. A recipe that releases its node inside a
-// transaction of its own uses these instead of Release.
+// ReleaseOps are the operations that release the First holder's node p in
+// a multi: on a sealed node, the handover mark (at version 0) then the
+// delete; on a revocable one, a plain delete (package doc, "The handover
+// mark"). The first op fails with zk.ErrNoNode when p is gone.
 func (q *Queue) ReleaseOps(p string) []any {
 	del := &zk.DeleteRequest{Path: p, Version: -1}
 	if !q.Sealed() {
@@ -80,25 +69,12 @@ func (q *Queue) ReleaseOps(p string) []any {
 }
 
 // Revoke asks the holder of node (a child of the lock path, by name) to
-// release: it writes "__REVOKE__" into the node's data, as Curator's
-// Revoker.attemptRevoke does; the holder learns it from its lease's
-// Revoked channel (a Curator holder, from its RevocationListener). The
-// lock is not taken from it: nobody else enters until it releases. A node
-// that is gone is nil: nothing is left to revoke.
-//
-// A sealed node (the default; NodeData.Sealed) is refused with
-// lock.ErrNotRevocable, and nothing is written into it, whichever session
-// asks. The server alone would refuse only other sessions: a sealed node
-// gives its own session every right, and a data change of a sealed node
-// is what the waiter behind it takes as its holder's release. So Revoke
-// reads the node first and writes only into one that is not sealed, with
-// the data version it read: a node that changed in between is read again.
-// One read and one write; a node we may not read is not revocable either
-// (lock.ErrNotRevocable and zk.ErrNoAuth).
-//
-// Its errors are the session's as they are (they name the node), or
-// lock.ErrNotRevocable in front of the reason; the recipe says "revoke"
-// and its lock's path in front.
+// release: it writes "__REVOKE__" into the node, as Curator's Revoker does,
+// with the data version it read. A sealed node, or one we may not read, is
+// refused with lock.ErrNotRevocable whichever session asks: its own
+// session could write it, and the waiter behind would take that for a
+// release. A node that is gone is nil. See docs/design.md, "Revocation,
+// Curator style".
 func (q *Queue) Revoke(ctx context.Context, node string) error {
 	ep, err := q.sess.Epoch(ctx)
 	if err != nil {
@@ -131,28 +107,28 @@ func (q *Queue) Revoke(ctx context.Context, node string) error {
 	}
 }
 
+// Child returns the name of node, a path, if it is a child of the queue's
+// path; else an error matching conn.ErrInvalidPath.
+func (q *Queue) Child(node string) (string, error) {
+	if err := conn.ValidatePath(node); err != nil {
+		return "", err
+	}
+	if node != conn.JoinPath(q.path, conn.BaseName(node)) {
+		return "", fmt.Errorf("%w: node %s is not under the lock path", conn.ErrInvalidPath, node)
+	}
+	return conn.BaseName(node), nil
+}
+
 // revokeMessage is Curator's LockInternals.REVOKE_MESSAGE.
 const revokeMessage = "__REVOKE__"
 
-// handOver releases a First holder's node with ReleaseOps. It falls back
-// to a plain delete, whose outcome it then returns, when the node is not as
-// we created it (a sealed node can only have been changed by our own
-// session, outside the recipes), and when the connection was lost
-// under the transaction: conn never retries a multi, but it retries a
-// delete, which finds the node gone if the transaction was applied after
-// all. The waiter behind then sees a plain deletion and checks its cache,
-// as it does for any foreign holder.
+// handOver releases a First holder's node with ReleaseOps, falling back to
+// a plain delete when the node is not as we created it or the connection
+// was lost under the transaction (conn retries a delete, not a multi).
 func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) error {
 	_, err := ep.Multi(ctx, q.ReleaseOps(p)...)
-	switch {
-	case err == nil || errors.Is(err, zk.ErrNoNode):
-		q.known().left(ep, conn.BaseName(p))
-		return nil
-	case ep.Err() != nil:
-		return nil // ephemeral: it goes with the session
-	case ctx.Err() != nil:
-		go q.deleteInBackground(ep, p)
-		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+	if done, err := q.settle(ctx, ep, p, err, false); done {
+		return err
 	}
 	return q.deleteNode(ctx, ep, p)
 }
@@ -162,17 +138,26 @@ func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) error {
 // background deleter took over; the server's error otherwise.
 func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error {
 	err := ep.Delete(ctx, p, -1)
+	_, err = q.settle(ctx, ep, p, err, errors.Is(err, conn.ErrConnectionLoss))
+	return err
+}
+
+// settle decides the outcome err of a request deleting node p of epoch ep:
+// nil once p is gone or goes with the ended epoch; ErrReleasePending when
+// ctx ended or unknown is set, a background deleter taking over. Otherwise
+// done is false and err is returned as it is.
+func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error, unknown bool) (done bool, _ error) {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
 		q.known().left(ep, conn.BaseName(p))
-		return nil
+		return true, nil
 	case ep.Err() != nil:
-		return nil // ephemeral: it goes with the session
-	case errors.Is(err, conn.ErrConnectionLoss) || ctx.Err() != nil:
+		return true, nil // ephemeral: it goes with the session
+	case unknown || ctx.Err() != nil:
 		go q.deleteInBackground(ep, p)
-		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+		return true, fmt.Errorf("%w: %w", ErrReleasePending, err)
 	}
-	return err
+	return false, err
 }
 
 // Delete deletes node name (a child of the queue's path) of epoch ep, one
