@@ -459,7 +459,7 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 			t.Logf("A's log and states:\n%s", trace.dump())
 		}
 	}()
-	// 30 s: A's quorum timer ends the epoch T/2 after its last answered sync, sent up to T/6 before the blackholes (~3 s to the heal), so T/6 must exceed them.
+	// 30 s: A's quorum timer ends the epoch T/2 after its last answered sync, sent up to T/6 before the blackholes; at 8 s the ~3.7 s until the reconnect outlasted it.
 	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(30*time.Second),
 		conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxAttempts: 1}),
 		conn.WithLogger(trace.logger()), conn.WithMetrics(trace))
