@@ -18,6 +18,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 type held struct {
@@ -447,13 +448,21 @@ func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 // again while B still holds; B releases; A must get the lock, its node must
 // survive while it holds, and C, queued behind, must not enter.
 func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, zktest.WithTickTime(2*time.Second)) // sessions up to 40 s
 	path := f.Path("r2-pending/lock")
 	ctx := ctxT(t, 29*time.Second)
 	bys := f.Raw()
 	px := f.Proxy()
-	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second),
-		conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxAttempts: 1}))
+	trace := newTraceLog()
+	defer func() {
+		if t.Failed() {
+			t.Logf("A's log and states:\n%s", trace.dump())
+		}
+	}()
+	// 30 s: A's quorum timer ends the epoch T/2 after its last answered sync, sent up to T/6 before the blackholes; at 8 s the ~3.7 s until the reconnect outlasted it.
+	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(30*time.Second),
+		conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxAttempts: 1}),
+		conn.WithLogger(trace.logger()), conn.WithMetrics(trace))
 	sB := f.Session()
 	sC := f.Session()
 	mA, _ := mutex.New(sA, path)
@@ -462,6 +471,7 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	_, err := mB.Acquire(ctx)
 	require.NoError(t, err)
 	px.BlackholeAfterNextWrite()
+	trace.note("blackhole after next write")
 	ech := make(chan error, 1)
 	go func() {
 		actx, cancel := context.WithTimeout(ctx, 12*time.Second)
@@ -473,15 +483,18 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	lost := children(bys, path)
 	// The connection is reset, and the reconnect's handshake and the search
 	// go into a new blackhole for a while.
+	trace.note("lost create seen: %v; heal, blackhole", lost)
 	px.Heal()
 	px.Blackhole()
 	select {
 	case err = <-ech:
 	case <-time.After(2500 * time.Millisecond):
+		trace.note("heal after 2.5s")
 		px.Heal()
 		err = <-ech
 	}
 	px.Heal()
+	trace.note("first acquire ended: %v; healed", err)
 	t.Logf("nodes with the lost create: %v", lost)
 	t.Logf("first acquire through the blackholed proxy: %v (create pending: %v)", err, errors.Is(err, lock.ErrCreatePending))
 	if !errors.Is(err, lock.ErrCreatePending) {
@@ -521,6 +534,7 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "C queued", func() bool { return len(children(bys, path)) >= 3 })
 	t.Logf("queue: %v", children(bys, path))
+	trace.note("queue %v; B releases", children(bys, path))
 	require.NoError(t, mB.Release(ctx))
 	var r res
 	select {
@@ -531,13 +545,16 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("A's second acquire: %v", r.err)
 	}
-	t.Logf("A granted on %s", r.l.Path())
+	t.Logf("A granted on %s (epoch 0x%x)", r.l.Path(), r.l.Epoch().SessionID())
+	trace.note("A granted on %s (epoch 0x%x)", r.l.Path(), r.l.Epoch().SessionID())
 	// Let the background search run its course while A holds.
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case <-r.l.Lost():
-			t.Fatalf("A's lease lost while held (its node deleted?): nodes %v", children(bys, path))
+			trace.note("A's lease lost: %v", r.l.Err())
+			t.Fatalf("A's lease lost while held (its node deleted?): nodes %v; cause: %v; epoch 0x%x err %v",
+				children(bys, path), r.l.Err(), r.l.Epoch().SessionID(), r.l.Epoch().Err())
 		default:
 		}
 		if cIn.Load() {
