@@ -58,8 +58,11 @@
 // The quorum timer (the default; WithLastHeardTimer opts out) sends a sync every
 // T/6 while an epoch lives, without waiting for the last one's answer, and
 // ends the epoch T/2 after the send time s of the last sync answered,
-// connected or not. A sync is answered only after the leader has processed
-// it. So the epoch ends, at the latest:
+// connected or not. A new epoch is handed out only after a first sync, sent
+// once its session is established, is answered: a connect request that
+// waited on a frozen server does not start its clock
+// (TestServerFreezeCostsOneSession). A sync is answered only after the
+// leader has processed it. So the epoch ends, at the latest:
 //
 //   - on a standalone server, or connected to the leader, T/2 before the
 //     server can expire the session (it heard of it when the sync arrived,
