@@ -25,7 +25,7 @@ import (
 //     (the default; conn.WithLastHeardTimer opts out), the epoch ends, and fn's ctx is
 //     cancelled, before the ensemble can expire the session and let
 //     another participant lead: at least T/3 − tickTime/2 before (T the
-//     session timeout; T/2 on a standalone server), as conn's "The local
+//     session timeout; 5T/12 on a standalone server), as conn's "The local
 //     timer" works out, unless this process is paused or starved for
 //     longer than that. TestNoOverlapWhenTheLeadersFollowerLosesQuorum:
 //     no overlap. With conn.WithLastHeardTimer(), another participant may
