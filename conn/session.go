@@ -524,7 +524,7 @@ func (s *Session) dial() error {
 	l := &zkLink{link: newLink(base, s.stats, s.cfg.metrics), drained: make(chan struct{})}
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
-		zk.WithHostProvider(&hostProvider{DNSHostProvider: zk.NewDNSHostProvider()}),
+		zk.WithHostProvider(&hostProvider{DNSHostProvider: zk.NewDNSHostProvider(), link: l.link}),
 		zk.WithLogger(zkLogger{s.log.Sugar()}),
 		zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) { s.onEvent(l, ev) }),

@@ -2,6 +2,8 @@ package conn
 
 import (
 	"encoding/binary"
+	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -192,6 +194,7 @@ func (w *wireConn) nextFrame() error {
 		}
 		if err != nil {
 			w.rerr = err
+			w.link.closedByServer.Store(errors.Is(err, io.EOF))
 			w.link.connGone(w)
 		}
 	}
@@ -270,6 +273,9 @@ type link struct {
 	// connection was written (unix nanoseconds).
 	connectSent atomic.Int64
 	lastZxid    atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
+	// closedByServer: the last connection to end was closed by the
+	// server (EOF), not reset or timed out (see hostProvider).
+	closedByServer atomic.Bool
 
 	// Closing a zk.Conn with answers on the wire: see beginClose.
 	gate     sync.Mutex
