@@ -88,11 +88,12 @@
 // The window it leaves: a connection cut and back (detection, redial and
 // the reconnect's answer included) within T/2 of the cut keeps the epoch;
 // the last sync answered may have been sent T/12 before the cut. The first
-// redial after a connection that worked is made at once (go-zookeeper
-// otherwise waits a second before each round of the server list). Measured
-// (TestQuorumTimerKeepsSessionThroughABlip, T = 4 s, the answer of a sync
-// lost, the connection reset 1.9 s later): Reconnected 4–35 ms after the
-// reset, standalone and through a follower; a 2 s cut ends the epoch.
+// redial after a connection that worked is made at once, unless the server
+// closed it (go-zookeeper otherwise waits a second before each round of
+// the server list). Measured (TestQuorumTimerKeepsSessionThroughABlip,
+// T = 4 s, the answer of a sync lost, the connection reset 1.9 s later):
+// Reconnected 4–35 ms after the reset, standalone and through a follower;
+// a 2 s cut ends the epoch.
 //
 // The cost: the syncs, 12/T requests per second per session (1.2/s at the
 // default 10 s; counted in Stats.QuorumSyncs, not in Stats.Requests), and
