@@ -92,7 +92,7 @@
 // closed it (go-zookeeper otherwise waits a second before each round of
 // the server list). Measured (TestQuorumTimerKeepsSessionThroughABlip,
 // T = 4 s, the answer of a sync lost, the connection reset 1.9 s later):
-// Reconnected 4–35 ms after the reset, standalone and through a follower;
+// Reconnected 4–63 ms after the reset, standalone and through a follower;
 // a 2 s cut ends the epoch.
 //
 // The cost: the syncs, 12/T requests per second per session (1.2/s at the
