@@ -303,7 +303,7 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 			px.Heal()
 			if tc.nolimit {
 				// The release outlives the epoch (the quorum timer ends it
-				// T/2 after the last answered sync) and returns nil, as for a
+				// 7T/12 after the last answered sync) and returns nil, as for a
 				// lease lost while held; the ZooKeeper session has not
 				// expired and the node is still there: it must go within T.
 				if err != nil && !errors.Is(err, lock.ErrReleasePending) {

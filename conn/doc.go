@@ -44,17 +44,20 @@
 // acting on its session (its leases, its leader terms) before that,
 // without being told.
 //
-// The quorum timer (the default) sends a sync every T/6 while an epoch
-// lives and ends the epoch T/2 after the send time of the last sync
-// answered, connected or not. A sync is answered only after the leader has
-// processed it, so the epoch ends at least T/2 before the server can expire
-// the session on a standalone server or through the leader, and at least
-// T/3 − tickTime/2 before through a follower (at least T/12; 750 ms with
-// tickTime 500 ms and T = 3 s), less the client's own scheduling delays.
-// The cost: 6/T syncs per second per session (Stats.QuorumSyncs), and an
-// epoch that also ends when no sync is answered for T/2 on a live
-// connection (a leader election, a round trip over about T/3).
-// docs/safety.md has the measured margins.
+// The quorum timer (the default) sends a sync every T/12 while an epoch
+// lives and ends the epoch 7T/12 after the last proof that the leader heard
+// of the session: the send time of an answered sync, or of a reconnect's
+// answered connect request. A new epoch starts its clock at a first sync
+// sent once its session is established. So the epoch ends at least 5T/12
+// before the server can expire the session on a standalone server or
+// through the leader, and T/3 − tickTime/2 (at least T/12) through a
+// follower, less the client's own scheduling delays. A connection cut and
+// back within T/2 (detection, redial and answer included) keeps the epoch;
+// the first redial after a working connection is made at once. The cost:
+// 12/T syncs per second per session (Stats.QuorumSyncs), and an epoch that
+// also ends when no sync is answered for about T/2 on a live connection (a
+// leader election, a slow link). docs/safety.md has the measured figures,
+// docs/design.md the argument.
 //
 // WithLastHeardTimer() keeps the earlier timer: no syncs, and the epoch
 // ends T after the last byte heard from the connected server, counted only

@@ -118,31 +118,37 @@ func (e *Epoch) confirm(sent time.Time) {
 	}
 }
 
-// The quorum timer (the default; WithLastHeardTimer opts out): a sync every quorumPeriod of the
-// session timeout, and the epoch ends quorumLimit of it after the send
-// time of the last sync answered.
+// The quorum timer (the default; WithLastHeardTimer opts out): a sync every
+// T/quorumPeriod, and the epoch ends quorumLimit·T/quorumPeriod after the
+// last proof that the leader had heard of the session: the send time of
+// the last sync answered, or the write time of the connect request of the
+// last handshake that resumed the session. Period plus limit is 2T/3: see
+// the package documentation for the margin that leaves.
 const (
-	quorumPeriod = 6 // a sync every T/6
-	quorumLimit  = 2 // the epoch ends T/2 after the last answered sync was sent
+	quorumPeriod = 12 // a sync every T/12
+	quorumLimit  = 7  // the epoch ends 7T/12 after the last proof
 )
 
 // quorumDeadline is when the epoch ends under the quorum timer.
 func (e *Epoch) quorumDeadline() time.Time {
-	return time.Unix(0, e.confirmed.Load()).Add(e.timeout / quorumLimit)
+	at := e.confirmed.Load()
+	if e.wire != nil {
+		at = max(at, e.wire.keptSince(e.sessionID))
+	}
+	return time.Unix(0, at).Add(e.timeout * quorumLimit / quorumPeriod)
 }
 
 // keepQuorum is the quorum timer of l's epoch, from the moment it is handed
-// out until it ends (the default; the margin it leaves is worked out in
-// the package documentation). It sends a sync every sixth of the session
-// timeout T, without waiting for the last one's answer, so the session is
-// never silent for longer than T/6 while connected: a sync is answered
-// only once the ensemble's leader has processed it, so its answer proves
-// the session was alive on the leader when it was sent, whatever the
-// server we are connected to says. Once T/2 has passed since the send time
-// of the last sync answered, it tells the run goroutine, which ends the
-// epoch with ErrSessionTimeout. Its goroutines are s.helpers: the ticker,
-// one per sync in flight (each ends with its answer, at the latest when
-// the epoch's zk.Conn is closed), and the deadline.
+// out until it ends (the default; the margin it leaves is worked out in the
+// package documentation). It sends a sync every T/12, without waiting for
+// the last one's answer: a sync is answered only once the ensemble's
+// leader has processed it, so its answer proves the session was alive on
+// the leader when it was sent, whatever the server we are connected to
+// says. Once the deadline (quorumDeadline) has passed, it tells the run
+// goroutine, which ends the epoch with ErrSessionTimeout. Its goroutines
+// are s.helpers: the ticker, one per sync in flight (each ends with its
+// answer, at the latest when the epoch's zk.Conn is closed), and the
+// deadline.
 func (s *Session) keepQuorum(l *zkLink) {
 	ep := l.epoch
 	s.helpers.Add(2)

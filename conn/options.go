@@ -182,18 +182,20 @@ func WithSuspendedAsLost() Option {
 // cannot say so (ErrSessionTimeout); "The local timer" in the package
 // documentation gives both in full, with their margins.
 //
-// The quorum timer (the default): the session sends a sync every sixth of
-// the session timeout T while an epoch lives (6/T requests per second per
-// session: 0.6/s at the default 10 s, 2/s at 3 s; Stats.QuorumSyncs), and
-// ends the epoch T/2 after the send time of the last sync answered,
-// connected or not. A sync is answered only through the ensemble's
-// leader, the only server that expires sessions, so the epoch, and every
-// lease and leader term of it, ends before the leader can expire the
-// session and grant what it held to someone else; a follower cut off from
-// the leader, which still answers pings, does not keep it alive. The
-// price: the epoch also ends while the connection is up when no sync sent
-// in the last T/2 is answered: a leader election or a stalled leader
-// longer than about T/3, or a link whose round trip exceeds about T/3.
+// The quorum timer (the default): the session sends a sync every twelfth
+// of the session timeout T while an epoch lives (12/T requests per second
+// per session: 1.2/s at the default 10 s, 4/s at 3 s; Stats.QuorumSyncs),
+// and ends the epoch 7T/12 after the send time of the last sync answered
+// (or of a reconnect's handshake), connected or not. A sync is answered
+// only through the ensemble's leader, the only server that expires
+// sessions, so the epoch, and every lease and leader term of it, ends
+// before the leader can expire the session and grant what it held to
+// someone else; a follower cut off from the leader, which still answers
+// pings, does not keep it alive. A connection back within T/2 of a cut
+// keeps the epoch. The price: the epoch also ends while the connection is
+// up when no sync sent in the last 7T/12 is answered: a leader election
+// or a stalled leader longer than about T/2, or a link whose round trip
+// exceeds about T/2.
 //
 // The last-heard timer (this option): no syncs, and the epoch ends T after
 // the last byte heard from the connected server, counted only while

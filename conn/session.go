@@ -391,8 +391,9 @@ func (s *Session) disconnected(l *zkLink) {
 }
 
 // authenticate sends the credentials l has not had accepted yet (the
-// session's own identity last), then reports to run. It runs on a helper
-// goroutine: AddAuth waits for the server.
+// session's own identity last), then, under the quorum timer, a sync
+// (confirmFresh), and reports to run. It runs on a helper goroutine:
+// AddAuth and Sync wait for the server.
 func (s *Session) authenticate(l *zkLink) {
 	from := l.authed
 	s.helpers.Add(1)
@@ -406,8 +407,25 @@ func (s *Session) authenticate(l *zkLink) {
 			}
 			n++
 		}
+		if err == nil && s.cfg.quorumTimer {
+			err = s.confirmFresh(l)
+		}
 		s.inbox.put(message{l: l, authed: true, authN: n, authErr: err})
 	}()
+}
+
+// confirmFresh starts a new epoch's quorum timer from a sync sent now.
+// Until then it counts from the send time of the connect request, which
+// may have waited long for a frozen server: the epoch would end the
+// moment it is handed out, and another session be opened.
+func (s *Session) confirmFresh(l *zkLink) error {
+	sent := time.Now()
+	s.stats.quorumSyncs.Add(1)
+	if _, err := l.zc.Sync("/"); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	l.epoch.confirm(sent)
+	return nil
 }
 
 // beginEpoch hands l's epoch to callers.
@@ -508,6 +526,7 @@ func (s *Session) dial() error {
 	l := &zkLink{link: newLink(base, s.stats, s.cfg.metrics), drained: make(chan struct{})}
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
+		zk.WithHostProvider(&hostProvider{DNSHostProvider: zk.NewDNSHostProvider(), link: l.link}),
 		zk.WithLogger(zkLogger{s.log.Sugar()}),
 		zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) { s.onEvent(l, ev) }),

@@ -38,8 +38,8 @@ type Stats struct {
 	// in place on the server.
 	WatchesSet int64
 	// QuorumSyncs is the number of syncs the quorum timer sent
-	// (the quorum timer, unless WithLastHeardTimer: one every sixth of the session timeout while an
-	// epoch lives). They are not in Requests, which count what callers
+	// (the quorum timer, unless WithLastHeardTimer: one every twelfth of the session timeout while an
+	// epoch lives, and one as each epoch begins). They are not in Requests, which count what callers
 	// and recipes ask.
 	QuorumSyncs int64
 }

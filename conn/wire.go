@@ -2,6 +2,8 @@ package conn
 
 import (
 	"encoding/binary"
+	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -79,6 +81,8 @@ type wireConn struct {
 	// Only the writing goroutines (go-zookeeper's, one at a time) touch it.
 	sentConnect bool // the connect request has been written
 
+	connectAt atomic.Int64 // when the connect request was written (unix nanoseconds)
+
 	relZxid atomic.Int64 // the link's last zxid when this connection's handshake was read
 }
 
@@ -112,7 +116,8 @@ func (w *wireConn) Write(p []byte) (int, error) {
 	case !w.sentConnect:
 		// int32 length, int32 protocolVersion, int64 lastZxidSeen, ...
 		w.sentConnect = true
-		w.link.connectSent.Store(time.Now().UnixNano())
+		w.connectAt.Store(time.Now().UnixNano())
+		w.link.connectSent.Store(w.connectAt.Load())
 		if len(p) >= 16 {
 			q := append([]byte(nil), p...)
 			binary.BigEndian.PutUint64(q[8:], uint64(w.link.lastZxid.Load()))
@@ -193,6 +198,7 @@ func (w *wireConn) nextFrame() error {
 		}
 		if err != nil {
 			w.rerr = err
+			w.link.closedByServer.Store(errors.Is(err, io.EOF))
 			w.link.connGone(w)
 		}
 	}
@@ -210,7 +216,7 @@ func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 			if hs.sessionID == 0 {
 				w.link.lastZxid.Store(0) // expired; go-zookeeper starts over too
 			}
-			w.link.setHandshake(hs)
+			w.link.setHandshake(hs, w.connectAt.Load())
 			if hs.sessionID != 0 {
 				w.link.cur.Store(w) // removals may be written on it
 			}
@@ -271,6 +277,9 @@ type link struct {
 	// connection was written (unix nanoseconds).
 	connectSent atomic.Int64
 	lastZxid    atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
+	// closedByServer: the last connection to end was closed by the
+	// server (EOF), not reset or timed out (see hostProvider).
+	closedByServer atomic.Bool
 
 	// Closing a zk.Conn with answers on the wire: see beginClose.
 	gate     sync.Mutex
@@ -281,9 +290,10 @@ type link struct {
 
 	creates sentCreates // tells when a create request is written (pipeline.go)
 
-	mu    sync.Mutex
-	hs    handshake
-	conns map[*wireConn]struct{} // open connections, closed by closeAll
+	mu     sync.Mutex
+	hs     handshake
+	keptAt int64                  // see keptSince
+	conns  map[*wireConn]struct{} // open connections, closed by closeAll
 
 	// Watch removal (watches.go).
 	wmu     sync.Mutex               // held for every frame written, go-zookeeper's and injected
@@ -327,10 +337,29 @@ func (t *trackedConn) Close() error {
 	return t.wireConn.Conn.Close()
 }
 
-func (l *link) setHandshake(hs handshake) {
+// setHandshake records the connect response of a connect request written
+// at sent (unix nanoseconds).
+func (l *link) setHandshake(hs handshake, sent int64) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.hs = hs
-	l.mu.Unlock()
+	if hs.sessionID != 0 && hs.timeout > 0 {
+		l.keptAt = sent
+	}
+}
+
+// keptSince is when the connect request was written whose answer last
+// created or kept session id (unix nanoseconds; 0 if none). The server
+// answers one that resumes a session only after the ensemble's leader
+// renewed it (a follower asks the leader), so the leader had heard of the
+// session after that time.
+func (l *link) keptSince(id int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.hs.sessionID != id || l.hs.timeout <= 0 {
+		return 0
+	}
+	return l.keptAt
 }
 
 func (l *link) handshake() handshake {

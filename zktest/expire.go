@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -50,10 +51,37 @@ func ExpireSession(ctx context.Context, server string, sessionID int64, passwd [
 		ctx, cancel = context.WithTimeout(ctx, expireTimeout)
 		defer cancel()
 	}
+	// The owner may reconnect at once and take its session back, and the
+	// server then closes this connection: try again. The close is sent
+	// right behind the handshake, so the server reads it before any
+	// reconnect of the owner's is through.
+	for tried := false; ; tried = true {
+		err := expireOnce(ctx, server, sessionID, passwd)
+		switch {
+		case errors.Is(err, errTakenBack) && ctx.Err() == nil:
+			continue
+		case errors.Is(err, errRefused) && tried:
+			return nil // an earlier attempt's close went through
+		case err != nil:
+			return fmt.Errorf("zktest: expire session 0x%x on %s: %w", sessionID, server, ctxErr(ctx, err))
+		}
+		return nil
+	}
+}
+
+// errTakenBack: the server closed the connection before the close was
+// answered (the owner reconnected); errRefused: the server refused the
+// session. Both match ErrExpire.
+var (
+	errTakenBack = fmt.Errorf("%w: the server closed the connection", ErrExpire)
+	errRefused   = fmt.Errorf("%w: the server refused the session (already expired or closed, or wrong password)", ErrExpire)
+)
+
+func expireOnce(ctx context.Context, server string, sessionID int64, passwd []byte) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", server)
 	if err != nil {
-		return fmt.Errorf("zktest: expire session 0x%x: %w", sessionID, err)
+		return err
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
@@ -61,14 +89,11 @@ func ExpireSession(ctx context.Context, server string, sessionID int64, passwd [
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(deadline)
 	}
-	if err := expire(conn, sessionID, passwd); err != nil {
-		return fmt.Errorf("zktest: expire session 0x%x on %s: %w", sessionID, server, ctxErr(ctx, err))
-	}
-	return nil
+	return expire(conn, sessionID, passwd)
 }
 
 func expire(conn io.ReadWriter, sessionID int64, passwd []byte) error {
-	if _, err := conn.Write(encodeConnectRequest(sessionID, passwd)); err != nil {
+	if _, err := conn.Write(append(encodeConnectRequest(sessionID, passwd), encodeCloseRequest()...)); err != nil {
 		return err
 	}
 	frame, err := readFrame(conn)
@@ -80,11 +105,7 @@ func expire(conn io.ReadWriter, sessionID int64, passwd []byte) error {
 		return err
 	}
 	if gotTimeout <= 0 || gotSession != sessionID {
-		return fmt.Errorf("%w: the server refused the session (already expired or closed, or wrong password)", ErrExpire)
-	}
-
-	if _, err := conn.Write(encodeCloseRequest()); err != nil {
-		return err
+		return errRefused
 	}
 	frame, err = readFrame(conn)
 	if err != nil {
@@ -146,8 +167,8 @@ func decodeReplyHeader(b []byte) (xid, code int32, err error) {
 func readFrame(r io.Reader) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: the server closed the connection", ErrExpire)
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			return nil, errTakenBack
 		}
 		return nil, err
 	}
