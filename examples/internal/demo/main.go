@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+
+	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"github.com/zkrecipes/zkrecipes/zktest"
 	"github.com/zkrecipes/zkrecipes/zktest/docker"
@@ -61,6 +64,10 @@ func Start(ctx context.Context, servers []string, log io.Writer, opts ...zktest.
 	if servers != nil {
 		fmt.Fprintf(log, "ZooKeeper: external -servers %s\n", strings.Join(servers, ","))
 		return servers, func() {}, nil
+	}
+	if v, _ := strconv.ParseBool(os.Getenv("ZK_VERBOSE")); !v {
+		// testcontainers-go's banner on connecting goes to its default logger.
+		tclog.SetDefault(tclog.NewNoopLogger())
 	}
 	opts = append([]zktest.Option{zktest.WithDriver(docker.Driver())}, opts...)
 	c, err := zktest.Start(ctx, opts...)
