@@ -11,10 +11,11 @@
 # fault run (recipes_test TestFaultRun) and the randomized chaos run
 # (recipes_test TestChaos), on the local backend (the docker driver's own
 # tests, module zktest/docker, force docker); recipes_test once more with
-# ZK_BACKEND=docker, through the testcontainers-go driver, with the fault run
-# shortened to 45 s of faults and without the chaos run and the interop
-# tests (Curator's and kazoo's clients, not the servers, are what they
-# test; DOCKER_SKIP, a -skip pattern, changes the choice), about 5 minutes;
+# ZK_BACKEND=docker, through the testcontainers-go driver: the fault run (an
+# ensemble killed, paused and restarted) and the short suites, but not the
+# chaos run, the herd and hostile-input suites (long, one server, no server
+# fault) nor the interop tests (Curator's and kazoo's clients are what they
+# test), about 4 minutes (DOCKER_SKIP, a -skip pattern, changes the choice);
 # then the fault run and the chaos run (local), each on its own, with its
 # own timeout (the chaos run: 2 minutes of actors and faults, about 3 minutes
 # in all; ZKRECIPES_CHAOS_DURATION and ZKRECIPES_CHAOS_SEED change it, see
@@ -48,7 +49,7 @@ if [[ ${ZK_PULL:-} == never ]]; then
   export TESTCONTAINERS_RYUK_DISABLED=${TESTCONTAINERS_RYUK_DISABLED:-true}
 fi
 backend=${ZK_BACKEND:-local}
-docker_skip=${DOCKER_SKIP:-'^(TestChaos|TestInteropWithCuratorAndKazoo|TestLeaderInteropWithCuratorLatch|TestCuratorRevoker|TestRevokeCuratorHolder)$'}
+docker_skip=${DOCKER_SKIP:-'^(TestChaos|TestHerdEffect|TestHostileInput|TestInteropWithCuratorAndKazoo|TestLeaderInteropWithCuratorLatch|TestCuratorRevoker|TestRevokeCuratorHolder)$'}
 timed() {
   local t0=$SECONDS
   echo "=== test.sh: $*"
@@ -67,8 +68,7 @@ echo "=== test.sh: go test"
 cd "$(dirname "$0")/.."
 ZK_BACKEND=$backend go test -race -count=1 -timeout 45m -skip '^(TestFaultRun|TestChaos)$' "$@" "$all_packages"
 if [[ $# -eq 0 ]]; then # not in a focused run
-  timed env ZK_BACKEND=docker ZKRECIPES_FAULT_DURATION=${ZKRECIPES_FAULT_DURATION:-45s} \
-    go test -race -count=1 -timeout 20m -skip "$docker_skip" ./recipes_test/
+  timed env ZK_BACKEND=docker go test -race -count=1 -timeout 20m -skip "$docker_skip" ./recipes_test/
 fi
 ZK_BACKEND=$backend go test -race -count=1 -timeout 30m -run '^TestFaultRun$' "$@" ./recipes_test/
 ZK_BACKEND=$backend go test -race -count=1 -timeout 30m -run '^TestChaos$' "$@" ./recipes_test/

@@ -102,7 +102,7 @@ func (driver) Probe(ctx context.Context, pull bool) (string, error) {
 	}
 	defer cli.Close()
 	img := image()
-	source := "docker image " + img + " (testcontainers-go)"
+	source := "docker image " + img
 	build := fmt.Sprintf("without a registry, build one with scripts/zk-image.sh and set %s=zkrecipes/zookeeper:3.8-debian", envImage)
 	pulled, err := present(ctx, cli, img, pull)
 	if err != nil {
