@@ -21,7 +21,7 @@
 //
 //   - Ryuk, testcontainers-go's reaper container, removes them seconds after
 //     the binary dies. It is on by default and needs its image
-//     (testcontainers.ReaperDefaultImage) present or pullable.
+//     (testcontainers/ryuk) present or pullable.
 //   - Where its image cannot be had (no registry), turn Ryuk off with
 //     TESTCONTAINERS_RYUK_DISABLED=true: the next cluster this package starts
 //     on the machine removes them instead, before it creates its own. Every
@@ -62,6 +62,12 @@ const (
 	readyTimeout = 60 * time.Second
 	clientPort   = "2181/tcp"
 )
+
+// ryukImage is the image of Ryuk, testcontainers-go's reaper. The exported
+// name is deprecated, but its value is the image testcontainers-go starts.
+//
+//lint:ignore SA1019 the image Ryuk runs from, which Probe looks for
+var ryukImage = testcontainers.ReaperDefaultImage
 
 // Driver returns the driver to pass to zktest.WithDriver.
 func Driver() zktest.Driver { return driver{} }
@@ -112,10 +118,10 @@ func (driver) Probe(ctx context.Context, pull bool) (string, error) {
 		source += " (pulled)"
 	}
 	if !testcontainers.ReadConfig().RyukDisabled {
-		if _, err := present(ctx, cli, testcontainers.ReaperDefaultImage, pull); err != nil {
+		if _, err := present(ctx, cli, ryukImage, pull); err != nil {
 			return "", fmt.Errorf("%w: Ryuk, testcontainers-go's reaper: image %q: %w "+
 				"(without a registry set TESTCONTAINERS_RYUK_DISABLED=true: the next cluster then removes what a killed test left)",
-				zktest.ErrImageNotFound, testcontainers.ReaperDefaultImage, err)
+				zktest.ErrImageNotFound, ryukImage, err)
 		}
 	}
 	return source, nil
