@@ -45,14 +45,25 @@ type nopLogger struct{}
 
 func (nopLogger) Printf(string, ...any) {}
 
+// connect returns a connection that has a session.
 func connect(t *testing.T, servers []string) *zk.Conn {
 	t.Helper()
-	conn, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogger(nopLogger{}))
+	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(nopLogger{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	return conn
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				return conn
+			}
+		case <-timeout:
+			t.Fatalf("no session with %v in 30s", servers)
+		}
+	}
 }
 
 // containers lists the ids of the containers labelled label=value, stopped ones too.
@@ -90,6 +101,7 @@ func TestStandalone(t *testing.T) {
 	if _, err := conn.Create(c.Root(), []byte("kept"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
+	conn.Close()
 
 	if err := c.Kill(0); err != nil {
 		t.Fatal(err)
@@ -100,7 +112,10 @@ func TestStandalone(t *testing.T) {
 	if err := c.Restart(0); err != nil {
 		t.Fatal(err)
 	}
-	if data, _, err := conn.Get(c.Root()); err != nil || string(data) != "kept" {
+	if c.Servers()[0] != addr {
+		t.Fatalf("address changed across Restart: %s -> %s", addr, c.Servers()[0])
+	}
+	if data, _, err := connect(t, c.Servers()).Get(c.Root()); err != nil || string(data) != "kept" {
 		t.Fatalf("after Restart: Get = %q, %v; want the node kept", data, err)
 	}
 
