@@ -56,7 +56,7 @@ func rawACL(t *testing.T, servers []string, path string) []zk.ACL {
 // not write fails fast with zk.ErrNoAuth, and no log line carries the
 // password.
 func TestACL(t *testing.T) {
-	c := zktest.New(t)
+	c := newZK(t)
 	base := c.Root() + "/acl"
 	// The observer: alice's credentials let it see her nodes too.
 	admin := dial(t, c.Servers(), conn.WithDigestAuth(aclUser, aclPassword))

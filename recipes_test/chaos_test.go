@@ -110,7 +110,7 @@ func TestChaos(t *testing.T) {
 	cfg := chaosConfigFromEnv(t)
 	t.Logf("chaos run: seed %d for %v, %d sessions of %d actors and one of one, session timeout %v (replay: %s=%d %s=%v go test -race -run '^TestChaos$' ./recipes_test/)",
 		cfg.seed, cfg.duration, cfg.sessions, cfg.actors, cfg.sessionTimeout, envChaosSeed, cfg.seed, envChaosDuration, cfg.duration)
-	c := zktest.New(t, zktest.WithServers(3))
+	c := newZK(t, zktest.WithServers(3))
 	if c.Backend() == zktest.BackendExternal {
 		skipOrFail(t, fmt.Sprintf("chaos run: the %s backend cannot kill, pause or restart servers (ZK_BACKEND=docker or local can)", c.Backend()))
 	}

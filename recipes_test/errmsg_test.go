@@ -11,7 +11,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/lock"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestErrorMessages pins the text of the errors a user meets most: a
@@ -19,7 +18,7 @@ import (
 // pending) and a Release of a lock not held. Each layer says what it adds
 // once: the recipe, the lock path, then the cause.
 func TestErrorMessages(t *testing.T) {
-	c := zktest.New(t)
+	c := newZK(t)
 	const pending = "lock: release pending (the node may still exist; deleting it in the background)"
 	for _, tc := range []struct {
 		rec                                string

@@ -109,7 +109,7 @@ func TestFaultRunLong(t *testing.T) {
 // external ensemble, which cannot be faulted, skips the test (fails it
 // under CI=true).
 func faultCluster(t *testing.T) *zktest.Cluster {
-	c := zktest.New(t, zktest.WithServers(3))
+	c := newZK(t, zktest.WithServers(3))
 	if c.Backend() == zktest.BackendExternal {
 		skipOrFail(t, fmt.Sprintf("fault run: the %s backend cannot kill, pause or restart servers (ZK_BACKEND=docker or local can)", c.Backend()))
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // herdSubject is one lock type in the herd comparison.
@@ -70,7 +69,7 @@ const herdHold = 20 * time.Millisecond
 // acquire, O(N²) to drain); the mutex's stays flat (one notification and
 // one read per handoff).
 func TestHerdEffect(t *testing.T) {
-	c := zktest.New(t)
+	c := newZK(t)
 	waiters := []int{5, 20}
 	figures := map[string]map[int]locktest.HerdFigures{}
 	for _, sub := range herdSubjects {

@@ -227,7 +227,7 @@ type hostileEnv struct {
 }
 
 func newHostileEnv(t *testing.T) *hostileEnv {
-	c := zktest.New(t)
+	c := newZK(t)
 	return &hostileEnv{c: c, foreign: dial(t, c.Servers()), root: c.Root() + "/hostile"}
 }
 

@@ -53,7 +53,7 @@ func TestInteropWithCuratorAndKazoo(t *testing.T) {
 	cp := testzk.CompileCurator(t, "testdata/interop/CuratorMutex.java")
 	err := exec.Command("/usr/bin/python3", "-c", "import kazoo.recipe.lock").Run()
 	testzk.Need(t, "kazoo (apt-get install python3-kazoo)", err)
-	c := zktest.New(t)
+	c := newZK(t)
 	t.Run("plain", func(t *testing.T) {
 		interopCuratorKazoo(t, c, cp, "plain", interopSide{sessions: 2, goroutines: 1})
 	})

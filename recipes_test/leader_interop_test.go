@@ -106,7 +106,7 @@ func (g *goLatch) leads() bool {
 // participant leads, and both libraries name the same leader.
 func TestLeaderInteropWithCuratorLatch(t *testing.T) {
 	cp := testzk.CompileCurator(t, "testdata/interop/CuratorLatch.java")
-	c := zktest.New(t)
+	c := newZK(t)
 	servers := c.Servers()
 	path := c.Root() + "/election"
 	ctx := testzk.Ctx(t, 3*time.Minute)

@@ -14,7 +14,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // revokeFunc is a recipe's Revoke.
@@ -90,7 +89,7 @@ func ownRevokeRecipes() []ownRevokeRecipe {
 // is granted only once the holder releases. (A sealed node gives its own
 // session every right: the refusal must come from us, not the server.)
 func TestRevokeThroughOwnSession(t *testing.T) {
-	c := zktest.New(t)
+	c := newZK(t)
 	for _, rec := range ownRevokeRecipes() {
 		for _, via := range []string{"same-handle", "same-session"} {
 			t.Run(rec.name+"/"+via, func(t *testing.T) {

@@ -17,7 +17,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // curatorRevoke compiles testdata/revoke/CuratorRevoke.java and returns
@@ -35,7 +34,7 @@ func curatorRevoke(t *testing.T) []string {
 // holder keeps the lock and the waiter enters only after the release.
 func TestCuratorRevoker(t *testing.T) {
 	java := curatorRevoke(t)
-	c := zktest.New(t)
+	c := newZK(t)
 	servers := strings.Join(c.Servers(), ",")
 	for _, rec := range exclusiveRecipes() {
 		if !rec.canRevoke {
@@ -97,7 +96,7 @@ func TestCuratorRevoker(t *testing.T) {
 // enters.
 func TestRevokeCuratorHolder(t *testing.T) {
 	java := curatorRevoke(t)
-	c := zktest.New(t)
+	c := newZK(t)
 	ctx := locktest.Ctx(t, 90*time.Second)
 	path := locktest.UniquePath(c, "revoke-curator")
 	cmd := exec.CommandContext(ctx, "java", append(java, "hold", strings.Join(c.Servers(), ","), path)...)
@@ -155,7 +154,7 @@ func TestRevokeCuratorHolder(t *testing.T) {
 // closes that holder's Revoked and admits nobody; its release does. On a
 // sealed lease node Revoke fails with lock.ErrNotRevocable.
 func TestSemaphoreRevoke(t *testing.T) {
-	c := zktest.New(t)
+	c := newZK(t)
 	for _, revocable := range []bool{false, true} {
 		t.Run(map[bool]string{false: "sealed", true: "revocable"}[revocable], func(t *testing.T) {
 			ctx := locktest.Ctx(t, 60*time.Second)

@@ -205,7 +205,7 @@ func watching(t *testing.T, s *conn.Session, before int64) int64 {
 // Revoke API is refused on a sealed node (lock.ErrNotRevocable) and
 // reaches a revocable one.
 func TestThirdPartyWrite(t *testing.T) {
-	c := zktest.New(t)
+	c := newZK(t)
 	raw := rawClient(t, c.Servers())
 	for _, rec := range exclusiveRecipes() {
 		modes := []bool{false}
@@ -291,7 +291,7 @@ func TestThirdPartyWrite(t *testing.T) {
 // not granted when their data changes, even to our own handover mark, only
 // once they are deleted.
 func TestForeignPredecessorDataChange(t *testing.T) {
-	c := zktest.New(t)
+	c := newZK(t)
 	raw := rawClient(t, c.Servers())
 	ctx := locktest.Ctx(t, 60*time.Second)
 	path := locktest.UniquePath(c, "foreign-data")
@@ -349,7 +349,7 @@ type leakRecipe struct {
 // others, leave no watch of that session on the server (wchc), for every
 // recipe.
 func TestNoWatchLeft(t *testing.T) {
-	c := zktest.New(t)
+	c := newZK(t)
 	const cycles = 12
 	type opener func(s *conn.Session, path string) (leakRecipe, error)
 	single := func(name string, lk hostileLock) leakRecipe {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 )
 
@@ -13,9 +12,7 @@ import (
 const (
 	envServers = "ZK_SERVERS" // comma-separated host:port of an external ensemble
 	envBackend = "ZK_BACKEND" // docker, local or external: force a backend
-	envImage   = "ZK_IMAGE"   // docker image, default DefaultImage
 	envPull    = "ZK_PULL"    // "never": do not pull a missing image
-	envVerbose = "ZK_VERBOSE" // true: the docker commands run, to stderr
 	envZKHome  = "ZOOKEEPER_HOME"
 	envCI      = "CI"
 )
@@ -25,9 +22,10 @@ const howToInstall = `to get a ZooKeeper, do one of these:
   - install Java and ZooKeeper (fastest: a server starts in about a second):
         sudo apt-get install zookeeper default-jre-headless
     or unpack an Apache ZooKeeper release and export ZOOKEEPER_HOME=/path/to/it;
-  - Docker with a registry: docker pull ` + DefaultImage + ` (zktest pulls it itself unless ZK_PULL=never);
-    Docker without a registry: build an image from Debian packages (several minutes), in a
-    checkout of github.com/zkrecipes/zkrecipes:
+  - Docker: pass zktest.WithDriver(docker.Driver()), docker being the module ` + driverModule + `;
+    with a registry it pulls ` + DefaultImage + ` itself (unless ZK_PULL=never); without one,
+    build an image from Debian packages (several minutes), in a checkout of
+    github.com/zkrecipes/zkrecipes:
         sudo scripts/zk-image.sh && export ZK_IMAGE=zkrecipes/zookeeper:3.8-debian
   - use an existing ensemble: export ZK_SERVERS=host:port,host:port,...
 In a checkout of github.com/zkrecipes/zkrecipes, scripts/prereqs.sh --demo installs a ZooKeeper,
@@ -43,21 +41,23 @@ type candidate struct {
 // probes find the backends; tests replace them to check the choice alone.
 type probes struct {
 	external func(cfg *config) (candidate, error)
-	// docker checks the daemon and the image; with pull, it pulls a
-	// missing image instead of returning ErrImageNotFound.
+	// docker asks the driver (WithDriver) to check the daemon and the
+	// image; with pull, it pulls a missing image instead of returning
+	// ErrImageNotFound.
 	docker func(ctx context.Context, pull bool) (candidate, error)
 	local  func() (candidate, error)
 }
 
-func systemProbes() probes {
-	return probes{external: probeExternal, docker: probeDocker, local: probeLocal}
+func systemProbes(cfg *config) probes {
+	docker := func(ctx context.Context, pull bool) (candidate, error) { return probeDocker(ctx, cfg, pull) }
+	return probes{external: probeExternal, docker: docker, local: probeLocal}
 }
 
 // chooseBackend returns the forced backend (WithBackend, else ZK_BACKEND) or
 // the first available one: external (ZK_SERVERS), docker with the image
 // present, local, docker with the image pulled (unless ZK_PULL=never).
 func chooseBackend(ctx context.Context, cfg *config) (candidate, error) {
-	return choose(ctx, cfg, systemProbes())
+	return choose(ctx, cfg, systemProbes(cfg))
 }
 
 func choose(ctx context.Context, cfg *config, p probes) (candidate, error) {
@@ -119,10 +119,4 @@ func pullAllowed() (bool, error) {
 	default:
 		return false, fmt.Errorf("%w: %s=%q: want \"never\" or \"missing\" (the default)", ErrBadOption, envPull, v)
 	}
-}
-
-// verbose reads ZK_VERBOSE.
-func verbose() bool {
-	v, _ := strconv.ParseBool(os.Getenv(envVerbose))
-	return v
 }

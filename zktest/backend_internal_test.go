@@ -146,7 +146,8 @@ func TestNoBackendSaysWhatToDo(t *testing.T) {
 		"not pulled: ZK_PULL=never",
 		"sudo apt-get install zookeeper default-jre-headless",
 		"export ZOOKEEPER_HOME=",
-		"docker pull " + DefaultImage,
+		"zktest.WithDriver(docker.Driver())",
+		"pulls " + DefaultImage,
 		"sudo scripts/zk-image.sh && export ZK_IMAGE=zkrecipes/zookeeper:3.8-debian",
 		"export ZK_SERVERS=",
 		"scripts/prereqs.sh",
@@ -160,48 +161,15 @@ func TestNoBackendSaysWhatToDo(t *testing.T) {
 	}
 }
 
-// TestDockerStopRemoves: a docker cluster runs one labelled container per
-// server, on the docker command alone, and Stop removes them.
-func TestDockerStopRemoves(t *testing.T) {
-	ctx := context.Background()
-	c, err := Start(ctx, WithBackend(BackendDocker))
-	RequireOrSkip(t, err)
-	defer c.Stop()
-	if !strings.HasPrefix(c.Source(), "docker image ") {
-		t.Errorf("Source() = %q, want docker image NAME", c.Source())
+// TestDockerNeedsDriver: without WithDriver the docker backend is
+// unavailable, and the error says which module provides it.
+func TestDockerNeedsDriver(t *testing.T) {
+	cfg := defaultConfig()
+	_, err := probeDocker(context.Background(), &cfg, true)
+	if !errors.Is(err, ErrDockerUnavailable) || !strings.Contains(err.Error(), driverModule) {
+		t.Fatalf("probeDocker = %v, want ErrDockerUnavailable naming %s", err, driverModule)
 	}
-	ids := c.drv.(*dockerDriver).ids
-	for _, id := range ids {
-		out, err := docker(ctx, "inspect", "--format", `{{.State.Status}} {{index .Config.Labels "`+labelCluster+`"}}`, id)
-		if err != nil || !strings.HasPrefix(out, "running ") || out == "running " {
-			t.Errorf("container %s: %q, %v; want running with label %s", id, out, err, labelCluster)
-		}
+	if err := WithDriver(nil)(&cfg); !errors.Is(err, ErrBadOption) {
+		t.Fatalf("WithDriver(nil) = %v, want ErrBadOption", err)
 	}
-	if err := c.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range ids {
-		if _, err := docker(ctx, "inspect", id); !notFound(err) {
-			t.Errorf("container %s after Stop: docker inspect: %v, want no such container", id, err)
-		}
-	}
-}
-
-// TestDockerUnavailable: without the docker command in PATH, or with a
-// daemon that does not answer, the docker backend is ErrDockerUnavailable.
-func TestDockerUnavailable(t *testing.T) {
-	t.Run("no docker command", func(t *testing.T) {
-		t.Setenv("PATH", t.TempDir())
-		if _, err := probeDocker(context.Background(), false); !errors.Is(err, ErrDockerUnavailable) {
-			t.Fatalf("probeDocker = %v, want ErrDockerUnavailable", err)
-		}
-	})
-	t.Run("no daemon", func(t *testing.T) {
-		t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/docker.sock")
-		_, err := probeDocker(context.Background(), false)
-		if !errors.Is(err, ErrDockerUnavailable) {
-			t.Fatalf("probeDocker = %v, want ErrDockerUnavailable", err)
-		}
-		t.Log(err)
-	})
 }

@@ -27,29 +27,32 @@
 //  1. external: the servers listed in ZK_SERVERS (comma-separated host:port).
 //     They are shared, so fault controls return ErrUnsupported, Stop leaves
 //     them as they are, and tests keep apart only through Root.
-//  2. docker, if the image ZK_IMAGE (default "zookeeper:3.9", the official
-//     image) is present locally: one container per server, run with the
-//     docker command (the Docker CLI in PATH; DOCKER_HOST and its contexts
-//     apply), so that zktest depends on no Docker module. Without a
-//     registry, build an image from Debian packages with scripts/zk-image.sh
-//     (several minutes) and set ZK_IMAGE=zkrecipes/zookeeper:3.8-debian.
-//     Stop removes containers and networks; they carry the label
-//     org.zkrecipes.zktest for manual cleanup, and the next docker cluster
-//     removes those of a test binary that died before its cleanup.
+//  2. docker, if a Driver was passed and the image ZK_IMAGE (default
+//     "zookeeper:3.9", the official image) is present locally: one container
+//     per server. The driver is the module
+//     github.com/zkrecipes/zkrecipes/zktest/docker, through testcontainers-go:
+//     zktest.WithDriver(docker.Driver()). It needs a Docker host (DOCKER_HOST,
+//     Docker contexts and TESTCONTAINERS_* apply) and Ryuk's image
+//     (testcontainers-go's reaper), or TESTCONTAINERS_RYUK_DISABLED=true where
+//     there is no registry. Without a registry, build a ZooKeeper image from
+//     Debian packages with scripts/zk-image.sh (several minutes) and set
+//     ZK_IMAGE=zkrecipes/zookeeper:3.8-debian. Package zktest itself depends
+//     on no Docker module: the modules of those who do not import the driver
+//     list none.
 //  3. local: each server is a child java process, from ZOOKEEPER_HOME (an
 //     unpacked Apache ZooKeeper release) or Debian's zookeeper package
 //     (/usr/share/java/zookeeper.jar), with its configuration and data in a
-//     temporary directory. A standalone server is up in about a second: the
-//     fastest backend where Java is installed.
-//  4. docker with the image pulled, as testcontainers-go does where a
-//     registry exists: the last resort, when the daemon answers but neither the image
-//     nor a local install is present. ZK_PULL=never turns pulling off (set it
-//     where there is no registry, as the project's CI does). A forced docker
-//     backend (ZK_BACKEND=docker) pulls a missing image too, unless
-//     ZK_PULL=never.
+//     temporary directory. It needs Java and ZooKeeper's jars. A standalone
+//     server is up in about a second: the fastest backend where Java is
+//     installed.
+//  4. docker with the images pulled, as testcontainers-go does where a
+//     registry exists: the last resort, when a driver was passed and the
+//     daemon answers but neither the image nor a local install is present.
+//     ZK_PULL=never turns pulling off (set it where there is no registry). A
+//     forced docker backend (ZK_BACKEND=docker) pulls a missing image too,
+//     unless ZK_PULL=never.
 //
-// Cluster.Source says which one a cluster runs on. Set ZK_VERBOSE=true to
-// see on stderr every docker command zktest runs (and the pull).
+// Cluster.Source says which one a cluster runs on.
 //
 // # Guarantees
 //
@@ -64,8 +67,10 @@
 //     networks, processes and directories. Local servers run in their own
 //     process group and, on Linux, are killed by the kernel if the test
 //     binary dies first (a panic, a timeout, a SIGKILL). Containers of a test
-//     binary that died that way are removed by the next docker cluster started
-//     on the same machine (same PID namespace).
+//     binary that died that way are removed by Ryuk seconds later; with Ryuk
+//     off (TESTCONTAINERS_RYUK_DISABLED=true), by the next docker cluster
+//     started on the same machine (same PID namespace), which removes the
+//     containers labelled org.zkrecipes.zktest of dead test binaries.
 //   - Root is unique per Cluster; nothing is created under it for you.
 //
 // Ports are picked free and bound by the servers a moment later; Start retries
@@ -87,7 +92,8 @@
 //   - ErrNoBackend: no backend is available; wraps the reasons below and
 //     gives the commands that provide one, the fastest first.
 //   - ErrDockerUnavailable, ErrImageNotFound, ErrLocalUnavailable: a backend
-//     (forced or tried) cannot run.
+//     (forced or tried) cannot run; ErrDockerUnavailable too when no Driver
+//     was passed.
 //   - ErrBadOption: an invalid Option, ZK_BACKEND or ZK_PULL value.
 //   - ErrNotServing: a server did not come up in time (60 s docker, 30 s
 //     local) or no leader was found; the error holds the tail of its log.

@@ -14,12 +14,14 @@ var (
 	// what to install.
 	ErrNoBackend = errors.New("zktest: no ZooKeeper available")
 
-	// ErrDockerUnavailable: no Docker daemon answered.
+	// ErrDockerUnavailable: no Docker daemon answered, or no Driver was
+	// passed (WithDriver).
 	ErrDockerUnavailable = errors.New("zktest: docker unavailable")
 
-	// ErrImageNotFound: the ZooKeeper image (ZK_IMAGE) is not present
-	// locally, and pulling it failed or is turned off (ZK_PULL=never);
-	// without a registry, build it with scripts/zk-image.sh.
+	// ErrImageNotFound: the ZooKeeper image (ZK_IMAGE), or Ryuk's, is not
+	// present locally, and pulling it failed or is turned off
+	// (ZK_PULL=never); without a registry, build the first with
+	// scripts/zk-image.sh and turn Ryuk off (TESTCONTAINERS_RYUK_DISABLED=true).
 	ErrImageNotFound = errors.New("zktest: zookeeper image not found locally")
 
 	// ErrLocalUnavailable: no java executable or no ZooKeeper jars

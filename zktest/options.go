@@ -17,8 +17,8 @@ const (
 	// only through Root.
 	BackendExternal Backend = "external"
 	// BackendDocker runs one container per server from ZK_IMAGE (default
-	// DefaultImage) with the docker command. A missing image is pulled
-	// unless ZK_PULL=never.
+	// DefaultImage), through the Driver passed with WithDriver; without
+	// one it is unavailable. A missing image is pulled unless ZK_PULL=never.
 	BackendDocker Backend = "docker"
 	// BackendLocal runs each server as a child java process, from
 	// ZOOKEEPER_HOME or Debian's zookeeper package.
@@ -31,7 +31,6 @@ const DefaultImage = "zookeeper:3.9"
 // Defaults.
 const (
 	defaultTickTime = 500 * time.Millisecond
-	dockerReady     = 60 * time.Second // readiness timeout of a container
 	localReady      = 30 * time.Second // readiness timeout of a java process
 )
 
@@ -44,7 +43,8 @@ type config struct {
 	servers  int
 	backend  Backend // "" = choose
 	tickTime time.Duration
-	noDigest bool // WithoutDigestAuth
+	noDigest bool   // WithoutDigestAuth
+	driver   Driver // WithDriver; nil: no docker backend
 }
 
 func defaultConfig() config {

@@ -32,7 +32,7 @@ func TestOrphanHelper(t *testing.T) {
 }
 
 // TestNoOrphans kills (SIGKILL) a test binary that runs a cluster: a local
-// server dies with it; a container is removed by the next docker cluster.
+// server dies with it. (Containers: the module zktest/docker's TestNoOrphans.)
 func TestNoOrphans(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
@@ -73,9 +73,6 @@ func TestNoOrphans(t *testing.T) {
 			}
 			_ = cmd.Wait()
 
-			if b == zktest.BackendDocker {
-				start(t, b) // reaps the dead helper's containers
-			}
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				_, err := srvr(addr, time.Second)

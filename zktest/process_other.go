@@ -21,7 +21,4 @@ func sysProcAttr() *syscall.SysProcAttr { return nil }
 
 func signalGroup(int, int) error { return errors.New("zktest: signals are not supported on this OS") }
 
-// processAlive cannot tell; it says yes so that nothing is reaped.
-func processAlive(int) bool { return true }
-
 func waitStopped(int, time.Duration) error { return nil }

@@ -24,9 +24,3 @@ func sysProcAttr() *syscall.SysProcAttr {
 func signalGroup(pid int, sig syscall.Signal) error {
 	return syscall.Kill(-pid, sig)
 }
-
-// processAlive reports whether a process with this pid exists.
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
-}

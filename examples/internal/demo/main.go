@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	tclog "github.com/testcontainers/testcontainers-go/log"
+
 	"github.com/zkrecipes/zkrecipes/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest/docker"
 )
 
 // RunFunc tells an example's story against servers, writing it to out; an
@@ -28,15 +32,18 @@ const Environment = `environment:
   ZK_PULL=never             do not pull a missing docker image
   ZOOKEEPER_HOME=DIR        local backend: an unpacked Apache ZooKeeper release
                             (default: Debian's zookeeper package); needs java
-  ZK_VERBOSE=true           the docker commands zktest runs, on stderr (as -v)
+  ZK_VERBOSE=true           testcontainers-go's log (the docker backend), on stderr (as -v)
+  TESTCONTAINERS_RYUK_DISABLED=true
+                            docker backend without a registry: no Ryuk (its image
+                            cannot be pulled); the next run removes what a killed one left
 `
 
 // Flags returns the flag set of the example name: ExitOnError, -v
-// (the docker commands zktest runs), and a usage that prints "usage: go run
+// (testcontainers-go's log), and a usage that prints "usage: go run
 // ./examples/NAME [flags]", what, the flags and Environment to stderr.
 func Flags(name, what string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ExitOnError)
-	fs.BoolFunc("v", "verbose: the docker commands zktest runs, on stderr (sets ZK_VERBOSE=true)", func(string) error {
+	fs.BoolFunc("v", "verbose: testcontainers-go's log (docker backend), on stderr (sets ZK_VERBOSE=true)", func(string) error {
 		return os.Setenv("ZK_VERBOSE", "true")
 	})
 	fs.Usage = func() {
@@ -51,12 +58,18 @@ func Flags(name, what string) *flag.FlagSet {
 
 // Start returns the servers to use and how to let them go: servers if not
 // nil (a -servers flag), else ZK_SERVERS, else a ZooKeeper it starts with
-// zktest (opts apply to that one). Its first line to log says which.
+// zktest (opts apply to that one), its docker backend run by the
+// testcontainers-go driver. Its first line to log says which.
 func Start(ctx context.Context, servers []string, log io.Writer, opts ...zktest.Option) ([]string, func(), error) {
 	if servers != nil {
 		fmt.Fprintf(log, "ZooKeeper: external -servers %s\n", strings.Join(servers, ","))
 		return servers, func() {}, nil
 	}
+	if v, _ := strconv.ParseBool(os.Getenv("ZK_VERBOSE")); !v {
+		// testcontainers-go's banner on connecting goes to its default logger.
+		tclog.SetDefault(tclog.NewNoopLogger())
+	}
+	opts = append([]zktest.Option{zktest.WithDriver(docker.Driver())}, opts...)
 	c, err := zktest.Start(ctx, opts...)
 	if err != nil {
 		return nil, nil, err
