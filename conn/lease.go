@@ -272,6 +272,12 @@ func (l *Lease) Err() error {
 // deletion (our release, or the session's end).
 func (l *Lease) watchNode(path string, guard bool) {
 	gone := func(err error) {
+		if l.ep.ctx.Err() != nil {
+			// The epoch ended first: its end deleted the node (the
+			// session's own close deletes its nodes), or takes the
+			// place of a deletion we cannot date.
+			err = l.epochLost()
+		}
 		if !guard || l.guardedBy(path) {
 			l.closeLost(err)
 		}
@@ -493,9 +499,37 @@ func (l *Lease) revokeSeen() bool {
 
 // released marks the lease as no longer held; recipes call it (through
 // internal/connlink) when they delete the node. Lost is closed (Err says
-// released).
+// released). A lease found lost first ends as lost, for Metrics: its epoch
+// ended before the release began (see setReleasing), or, for a local
+// grant, its node's lease was lost.
 func (l *Lease) released() {
+	if !l.isReleasing() {
+		l.poll()
+	}
+	if p := l.parent; p != nil && p.isLost() {
+		if err := p.Err(); lostCause(err) != causeReleased {
+			l.closeLost(err)
+		}
+	}
 	l.closeLost(causeErr(causeReleased, fmt.Errorf("%w: released", ErrLeaseLost)))
+}
+
+// setReleasing records that the recipe begins (on) or gave up (!on)
+// deleting the node (connlink.Lease.Releasing). A lease whose epoch has
+// already ended is lost, not released: the node went with the session
+// before the holder gave it up.
+func (l *Lease) setReleasing(on bool) {
+	if on {
+		l.poll()
+	}
+	l.releasing.Store(on)
+}
+
+// gone ends the lease as lost: its recipe found the node it stands on
+// (checked) deleted, or not ours, before deleting it (connlink.Lease.Gone).
+func (l *Lease) gone() {
+	l.releasing.Store(false)
+	l.closeLost(causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.checked())))
 }
 
 func (l *Lease) closeLost(reason error) {

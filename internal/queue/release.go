@@ -40,15 +40,21 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 		return errors.New("queue: release: nil lease")
 	}
 	connlink.Of(l).Releasing(true)
-	var err error
+	var (
+		gone bool
+		err  error
+	)
 	if mark {
-		err = q.handOver(ctx, l.Epoch(), l.Path())
+		gone, err = q.handOver(ctx, l.Epoch(), l.Path())
 	} else {
-		err = q.deleteNode(ctx, l.Epoch(), l.Path())
+		gone, err = q.deleteOwn(ctx, l.Epoch(), l.Path())
 	}
 	if err != nil && !errors.Is(err, ErrReleasePending) {
 		connlink.Of(l).Releasing(false)
 		return err
+	}
+	if gone {
+		connlink.Of(l).Gone() // deleted by someone else: a loss, not a hold
 	}
 	connlink.Of(l).Released()
 	if err != nil {
@@ -141,27 +147,50 @@ const revokeMessage = "__REVOKE__"
 // under the transaction: conn never retries a multi, but it retries a
 // delete, which finds the node gone if the transaction was applied after
 // all. The waiter behind then sees a plain deletion and checks its cache,
-// as it does for any foreign holder.
-func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) error {
-	_, err := ep.Multi(ctx, q.ReleaseOps(p)...)
+// as it does for any foreign holder. gone reports that the transaction
+// found the node gone: deleted by someone else before.
+func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
+	_, err = ep.Multi(ctx, q.ReleaseOps(p)...)
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
 		q.known().left(ep, conn.BaseName(p))
-		return nil
+		return err != nil, nil
 	case ep.Err() != nil:
-		return nil // ephemeral: it goes with the session
+		return false, nil // ephemeral: it goes with the session
 	case ctx.Err() != nil:
 		go q.deleteInBackground(ep, p)
-		return fmt.Errorf("%w: %w", ErrReleasePending, err)
+		return false, fmt.Errorf("%w: %w", ErrReleasePending, err)
 	}
-	return q.deleteNode(ctx, ep, p)
+	if errors.Is(err, conn.ErrConnectionLoss) {
+		// The transaction may have been applied: a node found gone now
+		// may be our own doing.
+		return false, q.deleteNode(ctx, ep, p)
+	}
+	return q.deleteOwn(ctx, ep, p)
+}
+
+// deleteOwn is deleteNode for the node of a lease being released; gone
+// reports that the delete found the node gone: deleted by someone else
+// (or, after a connection loss, by its own first attempt, which a retry
+// cannot tell apart).
+func (q *Queue) deleteOwn(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
+	err = ep.Delete(ctx, p, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		q.known().left(ep, conn.BaseName(p))
+		return true, nil
+	}
+	return false, q.deleted(ctx, ep, p, err)
 }
 
 // deleteNode deletes node p of epoch ep: nil when it is gone (or goes with
 // the ended epoch); ErrReleasePending when the outcome is unknown and a
 // background deleter took over; the server's error otherwise.
 func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error {
-	err := ep.Delete(ctx, p, -1)
+	return q.deleted(ctx, ep, p, ep.Delete(ctx, p, -1))
+}
+
+// deleted is deleteNode's outcome of err, the answer of the delete of p.
+func (q *Queue) deleted(ctx context.Context, ep *conn.Epoch, p string, err error) error {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
 		q.known().left(ep, conn.BaseName(p))
