@@ -139,3 +139,43 @@ func TestGuardedWriteFollowsUnguard(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 }
+
+// TestGuardedWriteCutByEpochEnd: a guarded write in flight when the local
+// timer ends its epoch (the server stopped right after the call) fails
+// with an error matching ErrLeaseLost (stop working under the lock) and
+// ErrConnectionLoss (it may still be applied: the server had it), and
+// the lease is lost from then on.
+func TestGuardedWriteCutByEpochEnd(t *testing.T) {
+	c := zktest.New(t)
+	ctx := context.Background()
+	s := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
+	ep := epoch(t, s)
+	node, err := ep.Create(ctx, c.Root()+"-lock", nil, zk.FlagEphemeral, s.ACL())
+	require.NoError(t, err)
+	l := ep.NewLease(node)
+
+	before := s.Stats().Requests[conn.OpMulti]
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-written", Acl: zk.WorldACL(zk.PermAll)})
+		done <- err
+	}()
+	for s.Stats().Requests[conn.OpMulti] == before {
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, c.Pause(0))
+	defer func() { require.NoError(t, c.Resume(0)) }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("guarded write not answered")
+	}
+	if ep.Err() == nil {
+		t.Fatalf("the write was answered before the epoch ended: %v", err)
+	}
+	assert.ErrorIs(t, err, conn.ErrLeaseLost)
+	assert.ErrorIs(t, err, conn.ErrConnectionLoss)
+	assert.ErrorIs(t, err, conn.ErrSessionTimeout)
+	assert.True(t, isClosed(l.Lost()), "Lost is closed")
+	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost)
+}

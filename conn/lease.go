@@ -11,8 +11,10 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// ErrLeaseLost: the lease's node is gone (epoch ended, or deleted by someone
-// else) or the lease was released, so a guarded write was refused.
+// ErrLeaseLost: the lease ended (its epoch ended, its node was deleted by
+// someone else, or it was released): stop working under the lock. A
+// guarded write that fails with it may still have been applied when the
+// error also matches ErrConnectionLoss (see Lease.GuardedWrite).
 var ErrLeaseLost = errors.New("conn: lease lost")
 
 // revokeMessage is what Curator's Revoker.attemptRevoke writes into a lock
@@ -270,6 +272,12 @@ func (l *Lease) Err() error {
 // deletion (our release, or the session's end).
 func (l *Lease) watchNode(path string, guard bool) {
 	gone := func(err error) {
+		if l.ep.ctx.Err() != nil {
+			// The epoch ended first: its end deleted the node (the
+			// session's own close deletes its nodes), or takes the
+			// place of a deletion we cannot date.
+			err = l.epochLost()
+		}
 		if !guard || l.guardedBy(path) {
 			l.closeLost(err)
 		}
@@ -366,12 +374,20 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 // GuardedWrite runs ops (see Epoch.Multi) in one transaction behind a check
 // that our lock node (or the node the grant stands on, see CheckOp) still
 // exists, so they commit only while the lock is ours (the check is
-// CheckOp). A refused check returns an error matching ErrLeaseLost (and
-// nothing was written); a refused op of the caller's returns an *OpError
+// CheckOp).
+//
+// Every failure because the lease ended matches ErrLeaseLost: stop
+// working under the lock. ErrLeaseLost alone does not say that nothing
+// was written: a write cut short by the end of the epoch (or, with
+// WithSuspendedAsLost, by a Suspended) matches ErrConnectionLoss too, and
+// may still be applied (the server may have it, and the node may outlive
+// the client's timer); reconcile before retrying. A connection loss while
+// the lease holds matches ErrConnectionLoss alone (the same unknown fate).
+// A check the server refused (the node is gone) or a lease lost before the
+// call wrote nothing. A refused op of the caller's returns an *OpError
 // naming it by its place among ops (from 0) and matching the server's
 // error, e.g. "conn: guarded write: op 0 (set-data /stock): zk: version
-// conflict"; a connection loss returns ErrConnectionLoss (the writes may
-// or may not have been applied). Ops may not set the data of the lock
+// conflict". Ops may not set the data of the lock
 // node itself, nor of the node the grant stands on (ErrInvalidOption): a
 // change of a held node's data is how its release tells the waiter behind
 // to enter.
@@ -398,10 +414,17 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 		switch {
 		case err == nil:
 			return res[1:], nil
-		case errors.Is(err, ErrConnectionLoss):
-			return nil, err // fate unknown
 		case errors.Is(err, ErrEpochEnded):
+			// The lease ended with the epoch. Sent before (err matches
+			// ErrConnectionLoss too), the write may still be applied.
+			l.poll()
 			return nil, fmt.Errorf("%w: %w", ErrLeaseLost, err)
+		case errors.Is(err, ErrConnectionLoss):
+			if lost := l.Err(); lost != nil {
+				// Lost meanwhile (WithSuspendedAsLost): say both.
+				return nil, fmt.Errorf("%w: %w", lost, err)
+			}
+			return nil, err // fate unknown; the lease may still hold
 		case errors.As(err, &oe) && oe.Index == 0 && check.Path != l.checked():
 			// A guarded grant was handed to its own node while we wrote,
 			// and its guard deleted: nothing was written; check that node.
@@ -476,9 +499,37 @@ func (l *Lease) revokeSeen() bool {
 
 // released marks the lease as no longer held; recipes call it (through
 // internal/connlink) when they delete the node. Lost is closed (Err says
-// released).
+// released). A lease found lost first ends as lost, for Metrics: its epoch
+// ended before the release began (see setReleasing), or, for a local
+// grant, its node's lease was lost.
 func (l *Lease) released() {
+	if !l.isReleasing() {
+		l.poll()
+	}
+	if p := l.parent; p != nil && p.isLost() {
+		if err := p.Err(); lostCause(err) != causeReleased {
+			l.closeLost(err)
+		}
+	}
 	l.closeLost(causeErr(causeReleased, fmt.Errorf("%w: released", ErrLeaseLost)))
+}
+
+// setReleasing records that the recipe begins (on) or gave up (!on)
+// deleting the node (connlink.Lease.Releasing). A lease whose epoch has
+// already ended is lost, not released: the node went with the session
+// before the holder gave it up.
+func (l *Lease) setReleasing(on bool) {
+	if on {
+		l.poll()
+	}
+	l.releasing.Store(on)
+}
+
+// gone ends the lease as lost: its recipe found the node it stands on
+// (checked) deleted, or not ours, before deleting it (connlink.Lease.Gone).
+func (l *Lease) gone() {
+	l.releasing.Store(false)
+	l.closeLost(causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.checked())))
 }
 
 func (l *Lease) closeLost(reason error) {

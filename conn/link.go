@@ -64,7 +64,8 @@ func (v *leaseView) Label(recipe, lock string) {
 	v.unreported.Store(false)
 }
 func (v *leaseView) Unreported()       { v.unreported.Store(true) }
-func (v *leaseView) Releasing(on bool) { v.releasing.Store(on) }
+func (v *leaseView) Releasing(on bool) { (*Lease)(v).setReleasing(on) }
+func (v *leaseView) Gone()             { (*Lease)(v).gone() }
 
 // linkSession, linkEpoch and linkLease set the link of a value just made.
 func linkSession(s *Session) {

@@ -80,14 +80,18 @@ const (
 	// waits for nothing and is not reported, nor is its hold.
 	LockWait LockEvent = "wait"
 	// LockHold: a grant was released (by the recipe: Release, Resign, a
-	// local handoff) after being held for Duration, from the grant.
+	// local handoff) after being held for Duration, from the grant, and was
+	// not lost before: its release began in a live epoch and found the node
+	// there. A grant ends in one LockHold or one LockLost, never both.
 	LockHold LockEvent = "hold"
 	// LockHandoff: a grant was passed to a local waiter of the same
 	// session without a ZooKeeper round trip (in-process handoff).
 	LockHandoff LockEvent = "handoff"
 	// LockLost: a held lease was found lost; Cause says why. It is
-	// reported when the lease learns it: when something waits on its Lost
-	// channel or checks it (Err, a guarded write), once per lease.
+	// reported once per lease, when the lease learns it: something waits on
+	// its Lost channel or checks it (Err, Fence, a guarded write), or, at
+	// the latest, its recipe's release finds its epoch ended or its node
+	// gone.
 	LockLost LockEvent = "lost"
 	// LockRevokeRequest: someone asked the holder to release (Lease.Revoked
 	// was closed).
@@ -107,10 +111,10 @@ const (
 const (
 	CauseExpiry      = "expiry"       // the server expired the session (ErrSessionExpired)
 	CauseLocalTimer  = "local_timer"  // the local timer ended the epoch (ErrSessionTimeout)
-	CauseNodeDeleted = "node_deleted" // the node was deleted or replaced by someone else
+	CauseNodeDeleted = "node_deleted" // the node was deleted or replaced by another session while the epoch lived
 	CauseSuspended   = "suspended"    // the connection was suspended under WithSuspendedAsLost
-	CauseClosed      = "closed"       // the session was closed while the lease was held
-	CauseOther       = "other"        // anything else (a guarded write refused, a failed watch)
+	CauseClosed      = "closed"       // the session was closed while the lease was held (its own deletion of its nodes included)
+	CauseOther       = "other"        // anything else (the node's watch failed)
 )
 
 // LockMetric is one event of a lock, a semaphore lease or an election

@@ -75,31 +75,41 @@ func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) erro
 // (A node created again, between the read and the delete, by another
 // handle of our own session is not told from ours.)
 func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) error {
+	_, err := l.deleteOurs(ctx, ep, id)
+	return err
+}
+
+// deleteOurs is deleteIfOurs; gone reports that our node was found gone
+// (or replaced) before any delete of ours could have been applied:
+// deleted by someone else.
+func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone bool, err error) {
+	unsure := false // a delete of ours was sent and its answer lost
 	for i := 0; ; i++ {
 		data, st, err := ep.Get(ctx, l.node)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
-			return nil
+			return !unsure, nil
 		case err != nil:
-			return err
+			return false, err
 		case !ours(ep, data, st, id):
-			return nil
+			return !unsure, nil
 		}
 		err = l.deleteOnce(ctx, ep, data, st.Version)
 		var oe *conn.OpError
 		switch {
 		case err == nil:
 			l.log.Debug("deleted our lock node")
-			return nil
+			return false, nil
 		case errors.Is(err, zk.ErrNoNode):
 			continue // ours is gone; is the node there now ours?
 		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil && ctx.Err() == nil:
+			unsure = true
 			continue // the delete's fate is unknown: read the node again
 		case i == 3:
-			return err
+			return false, err
 		case errors.Is(err, zk.ErrBadVersion), errors.As(err, &oe) && oe.Index == 0 && errors.Is(err, zk.ErrNoAuth):
 			continue // the node changed, or is not ours (another session's): read it again
 		}
-		return err
+		return false, err
 	}
 }

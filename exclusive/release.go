@@ -34,9 +34,12 @@ func (l *Lock) Release(ctx context.Context) error {
 		return nil
 	}
 	connlink.Of(g.lease).Releasing(true)
-	err := l.deleteIfOurs(ctx, g.ep, g.id)
+	gone, err := l.deleteOurs(ctx, g.ep, g.id)
 	switch {
 	case err == nil:
+		if gone {
+			connlink.Of(g.lease).Gone() // deleted by someone else: a loss, not a hold
+		}
 		connlink.Of(g.lease).Released()
 		l.log.Debug("released")
 		return nil

@@ -179,6 +179,7 @@ func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 			connlink.Of(o.r.lease).Unguard()
 		case writeGone:
 			// The read grant stood on the write node: it stays on it, lost.
+			connlink.Of(o.r.lease).Gone()
 		}
 	}
 	err := rw.wq.Release(ctx, l)

@@ -164,5 +164,14 @@ type Lease[L any] interface {
 	// its node: the deletion, if the lease sees it before Released, is
 	// reported to conn.Metrics as the end of the hold, not as a loss.
 	// Releasing(false) takes it back, for a delete the server refused.
+	// A lease whose epoch has ended when Releasing(true) is called is
+	// reported lost (the node went with the session), not released.
 	Releasing(on bool)
+
+	// Gone tells the lease that its recipe found the node it stands on
+	// (its own, or its Guard) deleted (or not its own) before any delete
+	// of its own could have been applied: the lease ends as lost
+	// (conn.CauseNodeDeleted), not as a hold, and a later Released
+	// changes nothing.
+	Gone()
 }

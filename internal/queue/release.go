@@ -34,15 +34,21 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 		return errors.New("queue: release: nil lease")
 	}
 	connlink.Of(l).Releasing(true)
-	var err error
+	var (
+		gone bool
+		err  error
+	)
 	if mark {
-		err = q.handOver(ctx, l.Epoch(), l.Path())
+		gone, err = q.handOver(ctx, l.Epoch(), l.Path())
 	} else {
-		err = q.deleteNode(ctx, l.Epoch(), l.Path())
+		gone, err = q.deleteOwn(ctx, l.Epoch(), l.Path())
 	}
 	if err != nil && !errors.Is(err, ErrReleasePending) {
 		connlink.Of(l).Releasing(false)
 		return err
+	}
+	if gone {
+		connlink.Of(l).Gone() // deleted by someone else: a loss, not a hold
 	}
 	connlink.Of(l).Released()
 	if err != nil {
@@ -124,40 +130,53 @@ const revokeMessage = "__REVOKE__"
 
 // handOver releases a First holder's node with ReleaseOps, falling back to
 // a plain delete when the node is not as we created it or the connection
-// was lost under the transaction (conn retries a delete, not a multi).
-func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) error {
-	_, err := ep.Multi(ctx, q.ReleaseOps(p)...)
-	if done, err := q.settle(ctx, ep, p, err, false); done {
-		return err
+// was lost under the transaction (conn retries a delete, not a multi, and
+// a node the retry finds gone may be the transaction's doing). gone
+// reports that the node was found gone: deleted by someone else.
+func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
+	_, err = ep.Multi(ctx, q.ReleaseOps(p)...)
+	if done, gone, err := q.settle(ctx, ep, p, err, false); done {
+		return gone, err
 	}
-	return q.deleteNode(ctx, ep, p)
+	if errors.Is(err, conn.ErrConnectionLoss) {
+		return false, q.deleteNode(ctx, ep, p)
+	}
+	return q.deleteOwn(ctx, ep, p)
+}
+
+// deleteOwn deletes the node p of a lease being released; gone reports
+// that the delete found it gone (deleted by someone else, or after a lost
+// answer by its own first attempt, which a retry cannot tell apart).
+func (q *Queue) deleteOwn(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
+	err = ep.Delete(ctx, p, -1)
+	_, gone, err = q.settle(ctx, ep, p, err, errors.Is(err, conn.ErrConnectionLoss))
+	return gone, err
 }
 
 // deleteNode deletes node p of epoch ep: nil when it is gone (or goes with
 // the ended epoch); ErrReleasePending when the outcome is unknown and a
 // background deleter took over; the server's error otherwise.
 func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error {
-	err := ep.Delete(ctx, p, -1)
-	_, err = q.settle(ctx, ep, p, err, errors.Is(err, conn.ErrConnectionLoss))
+	_, err := q.deleteOwn(ctx, ep, p)
 	return err
 }
 
 // settle decides the outcome err of a request deleting node p of epoch ep:
-// nil once p is gone or goes with the ended epoch; ErrReleasePending when
-// ctx ended or unknown is set, a background deleter taking over. Otherwise
-// done is false and err is returned as it is.
-func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error, unknown bool) (done bool, _ error) {
+// nil once p is gone (gone: found so) or goes with the ended epoch;
+// ErrReleasePending when ctx ended or unknown is set, a background deleter
+// taking over. Otherwise done is false and err is returned as it is.
+func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error, unknown bool) (done, gone bool, _ error) {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
 		q.known().left(ep, conn.BaseName(p))
-		return true, nil
+		return true, err != nil, nil
 	case ep.Err() != nil:
-		return true, nil // ephemeral: it goes with the session
+		return true, false, nil // ephemeral: it goes with the session
 	case unknown || ctx.Err() != nil:
 		go q.deleteInBackground(ep, p)
-		return true, fmt.Errorf("%w: %w", ErrReleasePending, err)
+		return true, false, fmt.Errorf("%w: %w", ErrReleasePending, err)
 	}
-	return false, err
+	return false, false, err
 }
 
 // Delete deletes node name (a child of the queue's path) of epoch ep, one
