@@ -38,9 +38,9 @@ func liveHeap() uint64 {
 //
 // A waiter granted while the holder's node is still on the server (a
 // bystander session sees it after the grant) is two holders. A grant
-// after the holder's node went is not: on a loaded machine one session's
-// thousands of creates can keep the server from answering the sessions'
-// syncs for longer than the quorum timer allows (half the session
+// after the holder's node went is not: on a loaded machine, with one
+// session's thousands of requests in flight, a session's sync can go
+// unanswered for longer than the quorum timer allows (half the session
 // timeout), and the holder's session then ends, its node with it. The
 // sessions get a long timeout (c must allow it), and if the holder is
 // lost all the same, the measurement is void and said to be so at once.
@@ -127,7 +127,7 @@ func heapPerWaiter(t *testing.T, c *zktest.Cluster, hcfg, cfg Config, n int) (he
 }
 
 // scaleSessionTimeout is the session timeout of heapPerWaiter's sessions:
-// the quorum timer then allows a server stall of 15 s.
+// the quorum timer then allows a sync 15 s to be answered.
 const scaleSessionTimeout = 30 * time.Second
 
 // WatchesSet is testzk's, under a name that does not clash with the
