@@ -24,8 +24,8 @@
 # conn's TestReconnectWithWatchesIsRaceFree.)
 set -euo pipefail
 
-# The repository is four modules joined by go.work (the library at the
-# root, ./examples, ./recipes_test, ./cmd/zkrecipes); every step covers all four
+# The repository is several modules joined by go.work (the library at the
+# root and those go.work lists); every step covers them all
 # ($all_packages, scripts/tools.sh: `./...` would match the root module's
 # packages only).
 #
