@@ -8,8 +8,7 @@ staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 apidiff=golang.org/x/exp/cmd/apidiff@v0.0.0-20261113113407-e3970619a1a4
 
 # Every package of every module of the workspace (go.work). In workspace
-# mode
-# `./...` run at the root matches only the root module's packages; the
+# mode `./...` run at the root matches only the root module's packages; the
 # module path pattern matches them all.
 all_packages=github.com/zkrecipes/zkrecipes/...
 
