@@ -1,0 +1,293 @@
+package attack_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/multilock"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+)
+
+// descendants lists every node below path through the bystander.
+func descendants(f *fixture, path string) []string {
+	var out []string
+	for _, ch := range children(f.Raw(), path) {
+		p := path + "/" + ch
+		out = append(out, p)
+		out = append(out, descendants(f, p)...)
+	}
+	return out
+}
+
+// TestLabelRefusedBeforeQueueingInEveryLock: a label over MaxLabel bytes,
+// not UTF-8 or with control characters (C0, DEL, C1) fails every lock's
+// Acquire and TryAcquire with ErrInvalidLabel and creates no node; one of
+// exactly MaxLabel bytes (multi-byte runes) is taken and read back whole.
+func TestLabelRefusedBeforeQueueingInEveryLock(t *testing.T) {
+	f := newFixture(t)
+	s := f.Session()
+	bad := map[string]string{
+		"too long":  strings.Repeat("a", lock.MaxLabel+1),
+		"newline":   "req\n42",
+		"tab":       "req\t42",
+		"nul":       "req\x0042",
+		"del":       "req\x7f",
+		"c1 NEL":    "req\u0085",
+		"not utf-8": "req\xff",
+		"esc":       "\x1b[2J",
+	}
+	type try func(ctx context.Context, path string) error
+	lockers := map[string]try{
+		"mutex": func(ctx context.Context, p string) error {
+			m, err := mutex.New(s, p)
+			require.NoError(t, err)
+			_, err = m.Acquire(ctx)
+			return err
+		},
+		"mutex try": func(ctx context.Context, p string) error {
+			m, err := mutex.New(s, p)
+			require.NoError(t, err)
+			_, _, err = m.TryAcquire(ctx)
+			return err
+		},
+		"semaphoremutex": func(ctx context.Context, p string) error {
+			m, err := semaphoremutex.New(s, p)
+			require.NoError(t, err)
+			_, err = m.Acquire(ctx)
+			return err
+		},
+		"semaphore try": func(ctx context.Context, p string) error {
+			m, err := semaphoremutex.NewSemaphore(s, p, 2)
+			require.NoError(t, err)
+			_, _, err = m.TryAcquire(ctx)
+			return err
+		},
+		"exclusive": func(ctx context.Context, p string) error {
+			m, err := exclusive.New(s, p)
+			require.NoError(t, err)
+			_, err = m.Acquire(ctx)
+			return err
+		},
+		"read": func(ctx context.Context, p string) error {
+			rw, err := rwlock.New(s, p)
+			require.NoError(t, err)
+			_, err = rw.ReadLock().Acquire(ctx)
+			return err
+		},
+		"write try": func(ctx context.Context, p string) error {
+			rw, err := rwlock.New(s, p)
+			require.NoError(t, err)
+			_, _, err = rw.WriteLock().TryAcquire(ctx)
+			return err
+		},
+		"multilock": func(ctx context.Context, p string) error {
+			a, err := mutex.New(s, p+"/a")
+			require.NoError(t, err)
+			b, err := exclusive.New(s, p+"/b")
+			require.NoError(t, err)
+			ml, err := multilock.New(a, b)
+			require.NoError(t, err)
+			_, err = ml.Acquire(ctx)
+			return err
+		},
+	}
+	i := 0
+	for lname, acq := range lockers {
+		for bname, label := range bad {
+			i++
+			path := f.Path("bad" + string(rune('a'+i%26)) + strings.Repeat("x", i/26))
+			ctx := lock.WithLabel(ctxT(t, 10*time.Second), label)
+			err := acq(ctx, path)
+			if !errors.Is(err, lock.ErrInvalidLabel) {
+				t.Errorf("%s, label %s: err = %v, want lock.ErrInvalidLabel", lname, bname, err)
+			}
+			if d := descendants(f, path); len(d) != 0 {
+				t.Errorf("%s, label %s: created %v", lname, bname, d)
+			}
+		}
+	}
+	// The longest valid label, of 4-byte runes, is written and read back whole.
+	long := strings.Repeat("\U0001F600", lock.MaxLabel/4)
+	require.Len(t, long, lock.MaxLabel)
+	m, err := mutex.New(s, f.Path("long"))
+	require.NoError(t, err)
+	_, err = m.Acquire(lock.WithLabel(ctxT(t, 10*time.Second), long))
+	require.NoError(t, err)
+	ps, err := m.Participants(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	require.Equal(t, long, ps[0].Label)
+	require.NoError(t, m.Release(ctxT(t, 10*time.Second)))
+}
+
+// TestLabelWithSyntaxCharsIsNotParsedAsOwner: a label made of the node
+// data's own syntax (quotes, braces, key=value) is read back as that label,
+// with the holder's real host and pid, by Participants and by
+// `zkrecipes locks -json`: a caller's label cannot forge an owner.
+func TestLabelWithSyntaxCharsIsNotParsedAsOwner(t *testing.T) {
+	f := newFixture(t)
+	s := f.Session()
+	labels := []string{
+		`"},"host":"evil","pid":1,"x":{"`,
+		`x host=evil pid=1 label=forged`,
+		`\"\\u0000`,
+		` leading and trailing `,
+		`a;b,c|d:e`,
+	}
+	for i, label := range labels {
+		path := f.Path("syn" + string(rune('a'+i)))
+		m, err := mutex.New(s, path)
+		require.NoError(t, err)
+		_, err = m.Acquire(lock.WithLabel(ctxT(t, 10*time.Second), label))
+		require.NoError(t, err, label)
+		ps, err := m.Participants(ctxT(t, 10*time.Second))
+		require.NoError(t, err)
+		require.Len(t, ps, 1)
+		host, _ := os.Hostname()
+		require.Equal(t, label, ps[0].Label, "label read back")
+		require.True(t, ps[0].Known, "known")
+		require.Equal(t, os.Getpid(), ps[0].PID, "pid of %q", label)
+		require.Equal(t, host, ps[0].Host, "host of %q", label)
+
+		bin := zkrecipesBin(t)
+		if bin == "" {
+			continue
+		}
+		out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "-json", "locks", path).Output()
+		require.NoError(t, err, "zkrecipes locks: %s", out)
+		var doc struct {
+			Queues []struct {
+				Nodes []struct {
+					Status string
+					Owner  struct {
+						Client, Host, Label string
+						PID                 int
+					}
+				}
+			}
+		}
+		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+		require.Len(t, doc.Queues, 1, "%s", out)
+		require.Len(t, doc.Queues[0].Nodes, 1, "%s", out)
+		o := doc.Queues[0].Nodes[0].Owner
+		require.Equal(t, label, o.Label, "zkrecipes label: %s", out)
+		require.Equal(t, os.Getpid(), o.PID, "zkrecipes pid: %s", out)
+		require.Equal(t, host, o.Host, "zkrecipes host: %s", out)
+	}
+}
+
+// zkrecipesBin is the zkrecipes command built from this tree (ZKRECIPES_BIN,
+// else /tmp/h11-zkrecipes), or "" when there is none.
+func zkrecipesBin(t *testing.T) string {
+	b := os.Getenv("ZKRECIPES_BIN")
+	if b == "" {
+		b = "/tmp/h11-zkrecipes"
+	}
+	if _, err := os.Stat(b); err != nil {
+		t.Logf("no zkrecipes binary at %s: command not checked", b)
+		return ""
+	}
+	return b
+}
+
+// TestLabelKeptAcrossLocalHandoffAndReentry: a local handoff and a
+// re-entry keep the label of the acquire that created the node, and the
+// handoff's Fence is above the first grant's.
+func TestLabelKeptAcrossLocalHandoffAndReentry(t *testing.T) {
+	f := newFixture(t)
+	s := f.Session()
+	path := f.Path("handoff")
+	ctx := ctxT(t, 30*time.Second)
+	a, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+	require.NoError(t, err)
+	b, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+	require.NoError(t, err)
+	la, err := a.Acquire(lock.WithLabel(ctx, "creator"))
+	require.NoError(t, err)
+	fa, err := la.Fence(ctx)
+	require.NoError(t, err)
+	// re-entry with another label
+	_, err = a.Acquire(lock.WithLabel(ctx, "reentry"))
+	require.NoError(t, err)
+	labelIs := func(want string) {
+		t.Helper()
+		ps, err := a.Participants(ctx)
+		require.NoError(t, err)
+		require.Len(t, ps, 1)
+		require.Equal(t, want, ps[0].Label)
+	}
+	labelIs("creator")
+	require.NoError(t, a.Release(ctx))
+	hb := hold(lock.WithLabel(ctx, "second"), b)
+	hb.notGranted(t, 300*time.Millisecond, "b granted while a holds")
+	require.NoError(t, a.Release(ctx))
+	lb := hb.wait(t, 10*time.Second, "b")
+	labelIs("creator")
+	fb, err := lb.Fence(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, fb.Compare(fa), "handoff fence %v after %v", fb, fa)
+	require.NoError(t, hb.release())
+}
+
+// TestLabelSurvivesRevokeRequest: Revoke writes its mark into a revocable
+// holder's node; Participants still names the holder (the runbook's
+// "who holds it" after asking it to release).
+func TestLabelSurvivesRevokeRequest(t *testing.T) {
+	f := newFixture(t)
+	s := f.Session()
+	path := f.Path("rev")
+	ctx := ctxT(t, 30*time.Second)
+	m, err := mutex.New(s, path, mutex.WithRevocable())
+	require.NoError(t, err)
+	l, err := m.Acquire(lock.WithLabel(ctx, "job-7"))
+	require.NoError(t, err)
+	ps, err := m.Participants(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	require.Equal(t, "job-7", ps[0].Label)
+	other, err := mutex.New(f.Session(), path, mutex.WithRevocable())
+	require.NoError(t, err)
+	require.NoError(t, other.Revoke(ctx, ps[0].Node))
+	select {
+	case <-l.Revoked():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Revoked did not close")
+	}
+	ps2, err := other.Participants(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps2, 1)
+	t.Logf("after Revoke: %+v", ps2[0])
+	require.True(t, ps2[0].Holding)
+	if ps2[0].Label != "job-7" {
+		t.Errorf("after Revoke, Participant.Label = %q, want %q (the label the holder's acquire carried)", ps2[0].Label, "job-7")
+	}
+	if ps2[0].Host == "__REVOKE__" {
+		t.Errorf("after Revoke, Participant says Known=%v Host=%q: the revoke mark read as an owner", ps2[0].Known, ps2[0].Host)
+	}
+	if bin := zkrecipesBin(t); bin != "" {
+		out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "locks", path).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		t.Logf("zkrecipes locks after Revoke:\n%s", out)
+		if strings.Contains(string(out), "address=__REVOKE__") {
+			t.Errorf("zkrecipes locks names the revoke mark as a Curator address (docs/operations.md: `curator address=` for a node whose data is an IP address)")
+		}
+		if !strings.Contains(string(out), "job-7") {
+			t.Errorf("zkrecipes locks does not show the holder's label job-7")
+		}
+	}
+	require.NoError(t, m.Release(ctx))
+	_ = conn.ErrLeaseLost
+}
