@@ -2,9 +2,12 @@ package attack_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -530,4 +533,154 @@ func TestRWLockDowngradeStress(t *testing.T) {
 	t.Logf("reads %d, writes %d, downgrades %d", counts[0], counts[1], counts[2])
 	zc := f.Raw()
 	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, path) == 0 })
+}
+
+// statusOf maps each participant's node name to "holds" or "waits".
+func statusOf(ps []lock.Participant) map[string]string {
+	m := map[string]string{}
+	for _, p := range ps {
+		s := "waits"
+		if p.Holding {
+			s = "holds"
+		}
+		m[conn.BaseName(p.Node)] = s
+	}
+	return m
+}
+
+// cliStatus runs `zkrecipes locks -json path` and maps node name to status.
+func cliStatus(t *testing.T, f *fixture, path string) map[string]string {
+	t.Helper()
+	bin := zkrecipesBin(t)
+	if bin == "" {
+		return nil
+	}
+	out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "-json", "locks", path).Output()
+	require.NoError(t, err, "zkrecipes locks: %s", out)
+	var doc struct {
+		Queues []struct {
+			Nodes []struct{ Name, Status string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+	m := map[string]string{}
+	for _, q := range doc.Queues {
+		for _, n := range q.Nodes {
+			m[n.Name] = n.Status
+		}
+	}
+	return m
+}
+
+// TestRWLockParticipantsShowDowngradeKeptAndReentrantReads checks the
+// CHANGELOG's "rwlock.RWLock.Participants. It and zkrecipes locks show a
+// downgrade's read node as holding, and the write node kept for it after
+// the write release as kept (not holding)", with a writer queued between
+// the two nodes and the read lock taken twice (re-entrant): after the first
+// read release the view is unchanged and the writer still waits; after the
+// second A's nodes are gone and the writer holds.
+func TestRWLockParticipantsShowDowngradeKeptAndReentrantReads(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-parts")
+	sc := newWriterBehind(t, f, ctx, path)
+	rA := sc.downgradeKeepingW(t, ctx)
+	_, err := sc.rwA.ReadLock().Acquire(ctx) // re-entry
+	require.NoError(t, err)
+	wName, rName := conn.BaseName(sc.wA.Path()), conn.BaseName(rA.Path())
+	var qName string
+	for _, ch := range children(f.Raw(), path) {
+		if ch != wName && ch != rName {
+			qName = ch
+		}
+	}
+	rwO, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	view := func(when string, want, wantCLI map[string]string) {
+		t.Helper()
+		ps, err := rwO.Participants(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, statusOf(ps), "Participants %s", when)
+		if got := cliStatus(t, f, path); got != nil {
+			require.Equal(t, wantCLI, got, "zkrecipes locks %s", when)
+		}
+	}
+	view("after the downgrade",
+		map[string]string{wName: "waits", qName: "waits", rName: "holds"},
+		map[string]string{wName: "kept", qName: "waits", rName: "holds"})
+	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
+	sc.q.notGranted(t, 300*time.Millisecond, "the writer between got in while A still holds one read")
+	view("after one of two read releases",
+		map[string]string{wName: "waits", qName: "waits", rName: "holds"},
+		map[string]string{wName: "kept", qName: "waits", rName: "holds"})
+	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
+	sc.q.wait(t, 10*time.Second, "the writer between, after A's last read release")
+	view("after the last read release",
+		map[string]string{qName: "holds"},
+		map[string]string{qName: "holds"})
+}
+
+// TestRWLockParticipantsAfterDowngraderExpires: A downgrades with a writer
+// queued between (W kept) and its session expires on the server. The writer
+// gets in, both views show it alone holding, and A's read Release returns
+// nil ("A lost lease is released without error").
+func TestRWLockParticipantsAfterDowngraderExpires(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-parts-exp")
+	sc := newWriterBehind(t, f, ctx, path)
+	rA := sc.downgradeKeepingW(t, ctx)
+	lost := rA.Lost()
+	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], epochOf(t, sc.rwA.ReadLock().Session())))
+	lQ := sc.q.wait(t, 15*time.Second, "the writer between, after A's session expired")
+	select {
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A's read lease not lost 10 s after its session expired")
+	}
+	rwO, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	ps, err := rwO.Participants(ctx)
+	require.NoError(t, err)
+	want := map[string]string{conn.BaseName(lQ.Path()): "holds"}
+	require.Equal(t, want, statusOf(ps))
+	if got := cliStatus(t, f, path); got != nil {
+		require.Equal(t, want, got)
+	}
+	require.NoError(t, sc.rwA.ReadLock().Release(ctx), "read release after the loss")
+}
+
+// TestRWLockViewAfterKeptWriteNodeDeleted: a bystander deletes the kept W
+// node; the writer between gets in and A's read lease is lost. The views
+// (Participants, zkrecipes locks) must not show a writer and a reader both
+// holding ("readers share, writers exclude").
+func TestRWLockViewAfterKeptWriteNodeDeleted(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-parts-del")
+	sc := newWriterBehind(t, f, ctx, path)
+	rA := sc.downgradeKeepingW(t, ctx)
+	defer sc.rwA.ReadLock().Release(context.WithoutCancel(ctx))
+	lost := rA.Lost()
+	require.NoError(t, f.Raw().Delete(sc.wA.Path(), -1))
+	lQ := sc.q.wait(t, 10*time.Second, "the writer between, after the kept W node was deleted")
+	select {
+	case <-lost:
+	case <-time.After(5 * time.Second):
+		t.Fatal("A's read lease not lost after its kept W node was deleted")
+	}
+	rwO, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	ps, err := rwO.Participants(ctx)
+	require.NoError(t, err)
+	got := statusOf(ps)
+	t.Logf("Participants: %v (writer %s, A's lost read %s)", got, conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
+	cli := cliStatus(t, f, path)
+	t.Logf("zkrecipes locks: %v", cli)
+	if got[conn.BaseName(rA.Path())] == "holds" && got[conn.BaseName(lQ.Path())] == "holds" {
+		t.Errorf("Participants shows writer %s and reader %s both holding", conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
+	}
+	if cli != nil && cli[conn.BaseName(rA.Path())] == "holds" && cli[conn.BaseName(lQ.Path())] == "holds" {
+		t.Errorf("zkrecipes locks shows writer %s and reader %s both holding", conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
+	}
 }
