@@ -291,3 +291,98 @@ func TestLabelSurvivesRevokeRequest(t *testing.T) {
 	require.NoError(t, m.Release(ctx))
 	_ = conn.ErrLeaseLost
 }
+
+// TestLabelOnEveryNodeOfEveryRecipe: "Every lock's Acquire and TryAcquire
+// writes it into the node it creates": a semaphore's lease node and the
+// internal lock node of its waiter, a multilock's nodes (a mutex and an
+// exclusive lock), a read and a write node, a TryAcquire's node: the
+// semaphore's Participants and `zkrecipes locks -json` over the whole tree
+// show each node with its acquire's label.
+func TestLabelOnEveryNodeOfEveryRecipe(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	s1, s2 := f.Session(), f.Session()
+	// semaphore of one lease: holder "sem-holder", waiter "sem-waiter"
+	semA, err := semaphoremutex.NewSemaphore(s1, f.Path("sem"), 1)
+	require.NoError(t, err)
+	_, err = semA.Acquire(lock.WithLabel(ctx, "sem-holder"))
+	require.NoError(t, err)
+	semB, err := semaphoremutex.NewSemaphore(s2, f.Path("sem"), 1)
+	require.NoError(t, err)
+	wctx, wcancel := context.WithCancel(lock.WithLabel(ctx, "sem-waiter"))
+	defer wcancel()
+	go func() { _, _ = semB.Acquire(wctx) }()
+	waitFor(t, 10*time.Second, "the semaphore waiter's lock node", func() bool {
+		ps, err := semA.Participants(ctx)
+		return err == nil && len(ps) >= 2
+	})
+	ps, err := semA.Participants(ctx)
+	require.NoError(t, err)
+	for _, p := range ps {
+		if p.Label != "sem-holder" && p.Label != "sem-waiter" {
+			t.Errorf("semaphore participant %s (holding %v): label %q", p.Node, p.Holding, p.Label)
+		}
+	}
+	// multilock: mutex + exclusive
+	ma, err := mutex.New(s1, f.Path("ml/a"))
+	require.NoError(t, err)
+	mb, err := exclusive.New(s1, f.Path("ml/b"))
+	require.NoError(t, err)
+	ml, err := multilock.New(ma, mb)
+	require.NoError(t, err)
+	_, err = ml.Acquire(lock.WithLabel(ctx, "multi"))
+	require.NoError(t, err)
+	// rwlock: a reader (TryAcquire) and a writer waiting behind it
+	rw1, err := rwlock.New(s1, f.Path("rw"))
+	require.NoError(t, err)
+	_, ok, err := rw1.ReadLock().TryAcquire(lock.WithLabel(ctx, "reader"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	rw2, err := rwlock.New(s2, f.Path("rw"))
+	require.NoError(t, err)
+	hw := hold(lock.WithLabel(wctx, "writer"), rw2.WriteLock())
+	hw.notGranted(t, 200*time.Millisecond, "writer granted beside a reader")
+
+	bin := zkrecipesBin(t)
+	if bin == "" {
+		t.Skip("no zkrecipes binary")
+	}
+	out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "-json", "locks", f.Root()).Output()
+	require.NoError(t, err, "%s", out)
+	var doc struct {
+		Queues []struct {
+			Path, Recipe string
+			Nodes        []struct {
+				Name, Kind, Status string
+				Owner              struct{ Client, Label string }
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+	want := map[string][]string{"sem": {"sem-holder", "sem-waiter"}, "ml/a": {"multi"}, "rw": {"reader", "writer"}}
+	seen := 0
+	for _, q := range doc.Queues {
+		rel := strings.TrimPrefix(q.Path, f.Root()+"/")
+		for k, labels := range want {
+			if rel != k && !strings.HasPrefix(rel, k+"/") {
+				continue
+			}
+			for _, n := range q.Nodes {
+				seen++
+				okl := false
+				for _, l := range labels {
+					okl = okl || n.Owner.Label == l
+				}
+				if !okl {
+					t.Errorf("%s %s (%s, %s): label %q, want one of %v", q.Path, n.Name, n.Kind, n.Status, n.Owner.Label, labels)
+				}
+			}
+		}
+	}
+	require.Equal(t, 5, seen, "nodes listed: %s", out)
+	// zkrecipes locks lists no exclusive lock (not a queue): its node's data
+	// carries the label all the same.
+	data, _, err := f.Raw().Get(f.Path("ml/b/lock"))
+	require.NoError(t, err)
+	require.Contains(t, string(data), "multi", "the exclusive lock's node data")
+}
