@@ -684,3 +684,46 @@ func TestRWLockViewAfterKeptWriteNodeDeleted(t *testing.T) {
 		t.Errorf("zkrecipes locks shows writer %s and reader %s both holding", conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
 	}
 }
+
+// TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch checks the
+// CHANGELOG's "The kept node's ACL is set again, unchanged (counted as
+// conn.OpSetACL)": one setacl when the W node is kept, none for a
+// downgrade with no writer between; and that Participants, "a snapshot",
+// leaves no watch on the servers (wchc) nor in the session's watches gauge.
+func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-setacl")
+	sc := newWriterBehind(t, f, ctx, path)
+	sA := sc.rwA.ReadLock().Session()
+	before := sA.Stats().Requests[conn.OpSetACL]
+	rA := sc.downgradeKeepingW(t, ctx)
+	require.Equal(t, before+1, sA.Stats().Requests[conn.OpSetACL], "setacl requests after the write release that kept W")
+
+	// no writer between: no setacl
+	s2 := f.Session()
+	rw2, err := rwlock.New(s2, f.Path("rw-setacl-2"))
+	require.NoError(t, err)
+	_, err = rw2.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	_, err = rw2.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rw2.WriteLock().Release(ctx))
+	require.Zero(t, s2.Stats().Requests[conn.OpSetACL], "setacl with no writer between")
+	require.NoError(t, rw2.ReadLock().Release(ctx))
+
+	m := &metricsRec{}
+	sO := f.Session(conn.WithMetrics(m))
+	rwO, err := rwlock.New(sO, path)
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ {
+		ps, err := rwO.Participants(ctx)
+		require.NoError(t, err)
+		require.Len(t, ps, 3)
+	}
+	require.Zero(t, m.watches.Load(), "watches gauge after Participants")
+	require.Empty(t, sessionWatches(t, f, 0, epochOf(t, sO).SessionID()), "server watches of the observer after Participants")
+	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
+	_ = rA
+	sc.q.wait(t, 10*time.Second, "the writer between")
+}
