@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -385,4 +386,106 @@ func TestLabelOnEveryNodeOfEveryRecipe(t *testing.T) {
 	data, _, err := f.Raw().Get(f.Path("ml/b/lock"))
 	require.NoError(t, err)
 	require.Contains(t, string(data), "multi", "the exclusive lock's node data")
+}
+
+// TestForgedLabelWithControlCharsNotPrintedRaw: WithLabel refuses control
+// characters, but a bystander can queue a node named and filled like ours
+// whose label holds a terminal escape sequence. `zkrecipes locks` prints
+// what the node's data says: it must not write the escape byte to the
+// operator's terminal.
+func TestForgedLabelWithControlCharsNotPrintedRaw(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("forged")
+	m, err := mutex.New(f.Session(), path)
+	require.NoError(t, err)
+	l, err := m.Acquire(lock.WithLabel(ctx, "LABELMARK"))
+	require.NoError(t, err)
+	data, _, err := f.Raw().Get(l.Path())
+	require.NoError(t, err)
+	t.Logf("our node's data: %q", data)
+	require.Contains(t, string(data), "LABELMARK")
+	evil := "\x1b]0;pwned\x07\x1b[2J"
+	enc, err := json.Marshal(evil)
+	require.NoError(t, err)
+	var forged string
+	if strings.Contains(string(data), `"LABELMARK"`) {
+		forged = strings.Replace(string(data), `"LABELMARK"`, string(enc), 1)
+	} else {
+		forged = strings.Replace(string(data), "LABELMARK", evil, 1)
+	}
+	name := conn.BaseName(l.Path())
+	prefix := name[:strings.LastIndexByte(name, '-')+1]
+	uuid := "_c_00000000-0000-4000-8000-000000000000-lock-"
+	if strings.HasPrefix(prefix, "_c_") {
+		prefix = uuid
+	}
+	_, err = f.Raw().Create(path+"/"+prefix, []byte(forged), zkEphemeralSequential, zkWorld)
+	require.NoError(t, err)
+	ps, err := m.Participants(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 2)
+	t.Logf("forged participant: %+v", ps[1])
+	bin := zkrecipesBin(t)
+	if bin == "" {
+		t.Skip("no zkrecipes binary")
+	}
+	out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "locks", path).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Logf("zkrecipes locks:\n%q", out)
+	require.NotContains(t, string(out), "\x1b", "zkrecipes locks writes a forged label's escape byte to the terminal")
+	require.NoError(t, m.Release(ctx))
+}
+
+var zkWorld = zk.WorldACL(zk.PermAll)
+
+const zkEphemeralSequential = zk.FlagEphemeral | zk.FlagSequence
+
+// TestParticipantIDIsTheUUIDInTheName checks lock.Participant's "ID is
+// the contender's id: for a lock, its unique acquire id (the uuid in the
+// name)": a bystander queues a node named with one uuid whose data is a
+// copy of our holder's (another id, host, pid, label). Participants and
+// `zkrecipes locks -json` must give it the uuid of its name, not our
+// holder's id: two contenders with one id is what an operator cannot
+// untangle.
+func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("idname")
+	m, err := mutex.New(f.Session(), path)
+	require.NoError(t, err)
+	l, err := m.Acquire(lock.WithLabel(ctx, "holder"))
+	require.NoError(t, err)
+	data, _, err := f.Raw().Get(l.Path())
+	require.NoError(t, err)
+	const forgedUUID = "00000000-0000-4000-8000-000000000000"
+	_, err = f.Raw().Create(path+"/_c_"+forgedUUID+"-lock-", data, zkEphemeralSequential, zkWorld)
+	require.NoError(t, err)
+	ps, err := m.Participants(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 2)
+	holderID := strings.TrimPrefix(conn.BaseName(l.Path()), "_c_")[:36]
+	require.Equal(t, holderID, ps[0].ID, "the holder's ID")
+	if ps[1].ID != forgedUUID {
+		t.Errorf("Participant.ID of node %s = %q, want the uuid in its name %q (the holder's id is %q)", conn.BaseName(ps[1].Node), ps[1].ID, forgedUUID, holderID)
+	}
+	if bin := zkrecipesBin(t); bin != "" {
+		out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "-json", "locks", path).Output()
+		require.NoError(t, err, "%s", out)
+		var doc struct {
+			Queues []struct {
+				Nodes []struct {
+					Name  string
+					Owner struct{ ID string }
+				}
+			}
+		}
+		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+		for _, n := range doc.Queues[0].Nodes {
+			if strings.Contains(n.Name, forgedUUID) && n.Owner.ID != forgedUUID {
+				t.Errorf("zkrecipes locks: node %s owner id %q, not the uuid in its name", n.Name, n.Owner.ID)
+			}
+		}
+	}
+	require.NoError(t, m.Release(ctx))
 }
