@@ -489,3 +489,45 @@ func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
 	}
 	require.NoError(t, m.Release(ctx))
 }
+
+// TestInvalidLabelOnReentryAndLocalHandoff: WithLabel's "A label over
+// MaxLabel bytes, not UTF-8 or with control characters fails with
+// ErrInvalidLabel and creates nothing", for acquires that would create no
+// node anyway: a re-entry of the holder (a failed one must leave its hold
+// count as it was) and a goroutine queueing in the process behind a local
+// handoff holder (it must fail at once, not wait for the holder).
+func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	s := f.Session()
+	path := f.Path("inv")
+	a, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+	require.NoError(t, err)
+	_, err = a.Acquire(lock.WithLabel(ctx, "ok"))
+	require.NoError(t, err)
+	bad := lock.WithLabel(ctx, "bad\n")
+	_, err = a.Acquire(bad)
+	t.Logf("re-entry with an invalid label: %v", err)
+	if err != nil {
+		require.ErrorIs(t, err, lock.ErrInvalidLabel)
+		require.NoError(t, a.Release(ctx))
+		require.Empty(t, children(f.Raw(), path), "one release after a refused re-entry frees the lock")
+	} else {
+		t.Errorf("re-entry with label %q granted (doc: fails with ErrInvalidLabel)", "bad\n")
+		require.NoError(t, a.Release(ctx))
+		require.NoError(t, a.Release(ctx))
+	}
+	_, err = a.Acquire(lock.WithLabel(ctx, "ok"))
+	require.NoError(t, err)
+	b, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+	require.NoError(t, err)
+	bctx, cancel := context.WithTimeout(bad, 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = b.Acquire(bctx)
+	took := time.Since(start)
+	t.Logf("local waiter with an invalid label: %v after %v", err, took)
+	require.ErrorIs(t, err, lock.ErrInvalidLabel, "a local waiter with an invalid label")
+	require.Less(t, took, time.Second, "refused at once, not after waiting")
+	require.NoError(t, a.Release(ctx))
+}
