@@ -727,3 +727,42 @@ func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
 	_ = rA
 	sc.q.wait(t, 10*time.Second, "the writer between")
 }
+
+// TestRWLockDowngradeNodesCarryTheirAcquiresLabels: the write node carries
+// the write acquire's label and keeps it when kept; the downgrade's read
+// node, a node of its own, carries the read acquire's (WithLabel: "writes
+// it into the node it creates"; only a re-entry or a local handoff keeps
+// the creator's label).
+func TestRWLockDowngradeNodesCarryTheirAcquiresLabels(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-labels")
+	rwA, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	wA, err := rwA.WriteLock().Acquire(lock.WithLabel(ctx, "writer-a"))
+	require.NoError(t, err)
+	rwQ, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	qctx, cancel := context.WithCancel(lock.WithLabel(ctx, "writer-q"))
+	q := hold(qctx, rwQ.WriteLock())
+	t.Cleanup(func() { cancel(); <-q.done })
+	waitFor(t, 10*time.Second, "Q's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
+	rA, err := rwA.ReadLock().Acquire(lock.WithLabel(ctx, "reader-a"))
+	require.NoError(t, err)
+	_, err = rwA.ReadLock().Acquire(lock.WithLabel(ctx, "reader-a-again"))
+	require.NoError(t, err)
+	require.NoError(t, rwA.WriteLock().Release(ctx))
+	ps, err := rwA.Participants(ctx)
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, p := range ps {
+		got[conn.BaseName(p.Node)] = p.Label
+	}
+	want := map[string]string{conn.BaseName(wA.Path()): "writer-a", conn.BaseName(rA.Path()): "reader-a"}
+	for n, l := range want {
+		require.Equal(t, l, got[n], "label of %s (all: %v)", n, got)
+	}
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	q.wait(t, 10*time.Second, "Q")
+}
