@@ -766,3 +766,57 @@ func TestRWLockDowngradeNodesCarryTheirAcquiresLabels(t *testing.T) {
 	require.NoError(t, rwA.ReadLock().Release(ctx))
 	q.wait(t, 10*time.Second, "Q")
 }
+
+// TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing: the write
+// holder's downgrade (a read acquire, which "queues a real R node") is
+// blackholed right after its create (or its exists check) leaves: rwlock's
+// "A deadline is kept" (back 250 ms after ctx at the latest) and "Nothing
+// is left behind" (its R node deleted once the connection is back); the
+// write lock stays held (only the read acquire failed), one write release
+// frees the lock, and no watch of the session is left on the server.
+func TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing(t *testing.T) {
+	f := newFixture(t)
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("after-write-%d", n), func(t *testing.T) {
+			f := f.In(t)
+			ctx := ctxT(t, 40*time.Second)
+			p := f.Proxy()
+			s := f.SessionAt(p.Addrs(), conn.WithSessionTimeout(20*time.Second))
+			path := f.Path(fmt.Sprintf("rw-dg-bh-%d", n))
+			rw, err := rwlock.New(s, path)
+			require.NoError(t, err)
+			wl, err := rw.WriteLock().Acquire(ctx)
+			require.NoError(t, err)
+			p.BlackholeAfterWrites(n)
+			rctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+			start := time.Now()
+			_, err = rw.ReadLock().Acquire(rctx)
+			took := time.Since(start)
+			cancel()
+			t.Logf("downgrade blackholed after write %d: %v after %v", n, err, took)
+			if err == nil {
+				// granted before the fault mattered: release it
+				p.Heal()
+				require.NoError(t, rw.ReadLock().Release(ctx))
+			} else {
+				require.Less(t, took, 950*time.Millisecond, "deadline kept")
+				require.True(t, errors.Is(err, context.DeadlineExceeded), "error %v", err)
+				p.Heal()
+			}
+			waitFor(t, 15*time.Second, "only the W node left", func() bool {
+				kids := children(f.Raw(), path)
+				return len(kids) == 1 && kids[0] == conn.BaseName(wl.Path())
+			})
+			require.True(t, rw.WriteLock().IsOwnedByCurrentGoroutine(), "the write lock is still held")
+			if err != nil {
+				require.ErrorIs(t, rw.ReadLock().Release(ctx), lock.ErrNotHeld, "the failed downgrade counted nothing")
+			}
+			require.NoError(t, rw.WriteLock().Release(ctx))
+			require.Empty(t, children(f.Raw(), path))
+			sid := epochOf(t, s).SessionID()
+			if !eventually(3*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
+				t.Errorf("watches left: %v", sessionWatches(t, f, 0, sid))
+			}
+		})
+	}
+}
