@@ -820,3 +820,80 @@ func TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestRWLockDowngradeArmedLostAcrossWriteRelease: the downgrade's read
+// lease arms Lost while it stands on the W node. (1) No writer between:
+// the write release moves the grant onto the R node and deletes the W node
+// itself: Lost must stay open (our own delete is no loss), then close when
+// a bystander deletes the R node. (2) A writer between: the W node is
+// kept; after the read release nothing is left: no node, the session's
+// watches gauge (conn.Metrics.Watches) back to 0 and no watch on the
+// server (wchc).
+func TestRWLockDowngradeArmedLostAcrossWriteRelease(t *testing.T) {
+	f := newFixture(t)
+	t.Run("moved", func(t *testing.T) {
+		f := f.In(t)
+		ctx := ctxT(t, 30*time.Second)
+		m := &metricsRec{}
+		s := f.Session(conn.WithMetrics(m))
+		path := f.Path("rw-armed-moved")
+		rw, err := rwlock.New(s, path)
+		require.NoError(t, err)
+		_, err = rw.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
+		rl, err := rw.ReadLock().Acquire(ctx)
+		require.NoError(t, err)
+		lost := rl.Lost()
+		require.NoError(t, rw.WriteLock().Release(ctx))
+		select {
+		case <-lost:
+			t.Fatalf("the read lease is lost after our own write release moved it onto its R node (Err=%v)", rl.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+		require.Len(t, children(f.Raw(), path), 1)
+		kids := children(f.Raw(), path)
+		require.NoError(t, f.Raw().Delete(path+"/"+kids[0], -1), "bystander deletes the R node")
+		select {
+		case <-lost:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the moved read lease is not lost 5 s after its R node was deleted")
+		}
+		require.NoError(t, rw.ReadLock().Release(ctx))
+		sid := epochOf(t, s).SessionID()
+		if !eventually(3*time.Second, func() bool { return m.watches.Load() == 0 && len(sessionWatches(t, f, 0, sid)) == 0 }) {
+			t.Errorf("left: gauge %d, server watches %v", m.watches.Load(), sessionWatches(t, f, 0, sid))
+		}
+	})
+	t.Run("kept", func(t *testing.T) {
+		f := f.In(t)
+		ctx := ctxT(t, 30*time.Second)
+		m := &metricsRec{}
+		s := f.Session(conn.WithMetrics(m))
+		path := f.Path("rw-armed-kept")
+		rw, err := rwlock.New(s, path)
+		require.NoError(t, err)
+		_, err = rw.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
+		rwQ, err := rwlock.New(f.Session(), path)
+		require.NoError(t, err)
+		qctx, cancel := context.WithCancel(ctx)
+		q := hold(qctx, rwQ.WriteLock())
+		t.Cleanup(func() { cancel(); <-q.done })
+		waitFor(t, 10*time.Second, "Q's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
+		rl, err := rw.ReadLock().Acquire(ctx)
+		require.NoError(t, err)
+		lost := rl.Lost()
+		require.NoError(t, rw.WriteLock().Release(ctx))
+		select {
+		case <-lost:
+			t.Fatalf("the read lease is lost after the write release kept its W node (Err=%v)", rl.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+		require.NoError(t, rw.ReadLock().Release(ctx))
+		q.wait(t, 10*time.Second, "Q")
+		sid := epochOf(t, s).SessionID()
+		if !eventually(3*time.Second, func() bool { return m.watches.Load() == 0 && len(sessionWatches(t, f, 0, sid)) == 0 }) {
+			t.Errorf("left: gauge %d, server watches %v", m.watches.Load(), sessionWatches(t, f, 0, sid))
+		}
+	})
+}
