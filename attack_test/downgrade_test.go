@@ -897,3 +897,37 @@ func TestRWLockDowngradeArmedLostAcrossWriteRelease(t *testing.T) {
 		}
 	})
 }
+
+// TestRWLockWriterShownHoldingAfterBystanderSetACL: the `kept` mark is the
+// W node's ACL version (docs/operations.md). A revocable writer's node
+// keeps the session's ACL; if that ACL lets a bystander set the node's
+// ACL, the holder's W node must still be shown holding by Participants
+// and zkrecipes locks, and the writer behind must still wait.
+func TestRWLockWriterShownHoldingAfterBystanderSetACL(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-setacl-forge")
+	s := f.Session()
+	rw, err := rwlock.New(s, path, rwlock.WithRevocable())
+	require.NoError(t, err)
+	wl, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	acl, st, err := f.Raw().GetACL(wl.Path())
+	require.NoError(t, err)
+	t.Logf("W node ACL %v (aversion %d)", acl, st.Aversion)
+	if _, err := f.Raw().SetACL(wl.Path(), acl, -1); err != nil {
+		t.Skipf("the bystander cannot set the W node's ACL (%v): nothing to forge", err)
+	}
+	rwO, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	ps, err := rwO.Participants(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	if !ps[0].Holding {
+		t.Errorf("Participants shows the write lock's holder %s not holding after a bystander's setacl", conn.BaseName(wl.Path()))
+	}
+	if got := cliStatus(t, f, path); got != nil && got[conn.BaseName(wl.Path())] != "holds" {
+		t.Errorf("zkrecipes locks shows the write lock's holder as %q after a bystander's setacl", got[conn.BaseName(wl.Path())])
+	}
+	require.NoError(t, rw.WriteLock().Release(ctx))
+}
