@@ -531,3 +531,42 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	require.Less(t, took, time.Second, "refused at once, not after waiting")
 	require.NoError(t, a.Release(ctx))
 }
+
+// TestRevokeMarkNotReadAsOwnerInEveryRecipe is TestLabelSurvivesRevokeRequest
+// for a writer of rwlock and a semaphore lease: after Revoke, the revoked
+// holder's Participant must not name "__REVOKE__" as its host (lock.Participant:
+// "Host and PID say which process queued it, when its data tells (Curator
+// writes only an address, which becomes Host)").
+func TestRevokeMarkNotReadAsOwnerInEveryRecipe(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	type parts func(context.Context) ([]lock.Participant, error)
+	check := func(name string, l *conn.Lease, p parts, revoke func(string) error) {
+		require.NoError(t, revoke(l.Path()), name)
+		select {
+		case <-l.Revoked():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: Revoked not closed", name)
+		}
+		ps, err := p(ctx)
+		require.NoError(t, err)
+		for _, x := range ps {
+			if x.Node == l.Path() {
+				t.Logf("%s after Revoke: %+v", name, x)
+				if x.Host == "__REVOKE__" || x.Label != "lbl" {
+					t.Errorf("%s: after Revoke Participant says Known=%v Host=%q Label=%q (the holder's acquire carried %q)", name, x.Known, x.Host, x.Label, "lbl")
+				}
+			}
+		}
+	}
+	rw, err := rwlock.New(f.Session(), f.Path("rw"), rwlock.WithRevocable())
+	require.NoError(t, err)
+	wl, err := rw.WriteLock().Acquire(lock.WithLabel(ctx, "lbl"))
+	require.NoError(t, err)
+	check("rwlock writer", wl, rw.Participants, func(n string) error { return rw.Revoke(ctx, n) })
+	sem, err := semaphoremutex.NewSemaphore(f.Session(), f.Path("sem"), 2, semaphoremutex.WithRevocable())
+	require.NoError(t, err)
+	sl, err := sem.Acquire(lock.WithLabel(ctx, "lbl"))
+	require.NoError(t, err)
+	check("semaphore lease", sl, sem.Participants, func(n string) error { return sem.Revoke(ctx, n) })
+}
