@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,19 +194,39 @@ func TestLabelWithSyntaxCharsIsNotParsedAsOwner(t *testing.T) {
 	}
 }
 
-// zkrecipesBin is the zkrecipes command built from this tree (ZKRECIPES_BIN,
-// else /tmp/h11-zkrecipes), or "" when there is none.
+// zkrecipesBin is the zkrecipes command built from this tree (ZKRECIPES_BIN
+// if set), built once per test binary; the test fails if it cannot be built.
 func zkrecipesBin(t *testing.T) string {
-	b := os.Getenv("ZKRECIPES_BIN")
-	if b == "" {
-		b = "/tmp/h11-zkrecipes"
-	}
-	if _, err := os.Stat(b); err != nil {
-		t.Logf("no zkrecipes binary at %s: command not checked", b)
-		return ""
-	}
-	return b
+	t.Helper()
+	binOnce.Do(func() {
+		if b := os.Getenv("ZKRECIPES_BIN"); b != "" {
+			binPath = b
+			return
+		}
+		dir, err := os.MkdirTemp("", "attack-zkrecipes-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Dir(filepath.Dir(file))
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "zkrecipes"), "./cmd/zkrecipes")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./cmd/zkrecipes: %v: %s", err, out)
+			return
+		}
+		binPath = filepath.Join(dir, "zkrecipes")
+	})
+	require.NoError(t, binErr)
+	return binPath
 }
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
 
 // TestLabelKeptAcrossLocalHandoffAndReentry: a local handoff and a
 // re-entry keep the label of the acquire that created the node, and the
