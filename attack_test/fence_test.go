@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // fenceStore is the resource of conn.Fence's doc: it "keeps the greatest
@@ -143,4 +145,49 @@ func newRW(t *testing.T, s *conn.Session, path string) *rwlock.RWLock {
 	rw, err := rwlock.New(s, path)
 	require.NoError(t, err)
 	return rw
+}
+
+// TestLocalHandoffAfterExpiryGrantsNewNode: A holds a local-handoff lock
+// (with a label), B of the same session queues in the process; the server
+// expires the session. WithLocalHandoff's "It is not passed on once its
+// epoch ended": B's grant is on a new node of the new epoch, labelled by
+// B's acquire, with a Fence above A's, and its guarded write commits.
+func TestLocalHandoffAfterExpiryGrantsNewNode(t *testing.T) {
+	f := newFixture(t)
+	for _, recipe := range []string{"mutex-handoff", "semaphoremutex-handoff"} {
+		t.Run(recipe, func(t *testing.T) {
+			f := f.In(t)
+			ctx := ctxT(t, 40*time.Second)
+			s := f.Session()
+			path := f.Path("exp-" + recipe)
+			a := newLocker(t, recipe, s, path, 0)
+			b := newLocker(t, recipe, s, path, 1)
+			la, err := a.Acquire(lock.WithLabel(ctx, "a"))
+			require.NoError(t, err)
+			fa, err := la.Fence(ctx)
+			require.NoError(t, err)
+			hb := hold(lock.WithLabel(ctx, "b"), b)
+			hb.notGranted(t, 200*time.Millisecond, "b granted while a holds")
+			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], la.Epoch()))
+			select {
+			case <-la.Lost():
+			case <-time.After(10 * time.Second):
+				t.Fatal("a's lease not lost after expiry")
+			}
+			require.NoError(t, a.Release(ctx))
+			lb := hb.wait(t, 15*time.Second, "b")
+			fb, err := lb.Fence(ctx)
+			require.NoError(t, err)
+			t.Logf("a %v, b %v", fa, fb)
+			require.Equal(t, 1, fb.Compare(fa), "b's fence above a's")
+			require.NotEqual(t, fa.Zxid, fb.Zxid, "b's grant is on a node of the new epoch")
+			require.Zero(t, fb.Pass)
+			data, _, err := f.Raw().Get(lb.Path())
+			require.NoError(t, err, "b's node exists")
+			require.Contains(t, string(data), `"label":"b"`)
+			_, err = lb.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-written", Acl: zk.WorldACL(zk.PermAll)})
+			require.NoError(t, err)
+			require.NoError(t, hb.release())
+		})
+	}
 }
