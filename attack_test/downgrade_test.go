@@ -697,7 +697,7 @@ func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
 	sc := newWriterBehind(t, f, ctx, path)
 	sA := sc.rwA.ReadLock().Session()
 	before := sA.Stats().Requests[conn.OpSetACL]
-	rA := sc.downgradeKeepingW(t, ctx)
+	sc.downgradeKeepingW(t, ctx)
 	require.Equal(t, before+1, sA.Stats().Requests[conn.OpSetACL], "setacl requests after the write release that kept W")
 
 	// no writer between: no setacl
@@ -724,7 +724,6 @@ func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
 	require.Zero(t, m.watches.Load(), "watches gauge after Participants")
 	require.Empty(t, sessionWatches(t, f, 0, epochOf(t, sO).SessionID()), "server watches of the observer after Participants")
 	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
-	_ = rA
 	sc.q.wait(t, 10*time.Second, "the writer between")
 }
 
@@ -930,4 +929,62 @@ func TestRWLockWriterShownHoldingAfterBystanderSetACL(t *testing.T) {
 		t.Errorf("zkrecipes locks shows the write lock's holder as %q after a bystander's setacl", got[conn.BaseName(wl.Path())])
 	}
 	require.NoError(t, rw.WriteLock().Release(ctx))
+}
+
+// TestRWLockRevokeOfKeptWriteNode: revocable rwlock; A downgrades while Q
+// is queued between, so A's W node is kept and A's read grant stands on
+// it. A third session revokes the kept W node (Revoke writes its mark into
+// the node's data, which Q, a revocable waiter, reads again after every
+// data change). Q must not get in while A reads; Participants must still
+// show W kept, A's R holding, Q waiting; and A's read lease, the grant
+// standing on that node, is the holder Revoke asks (Lease.Revoked).
+func TestRWLockRevokeOfKeptWriteNode(t *testing.T) {
+	f := newFixture(t)
+	for _, early := range []bool{true, false} {
+		t.Run(map[bool]string{true: "armed-before-write-release", false: "armed-after"}[early], func(t *testing.T) { revokeKeptW(t, f.In(t), early) })
+	}
+}
+
+func revokeKeptW(t *testing.T, f *fixture, armEarly bool) {
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path(fmt.Sprintf("rw-rev-kept-%v", armEarly))
+	rwA, err := rwlock.New(f.Session(), path, rwlock.WithRevocable())
+	require.NoError(t, err)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	rwQ, err := rwlock.New(f.Session(), path, rwlock.WithRevocable())
+	require.NoError(t, err)
+	qctx, cancel := context.WithCancel(ctx)
+	q := hold(qctx, rwQ.WriteLock())
+	t.Cleanup(func() { cancel(); <-q.done })
+	waitFor(t, 10*time.Second, "Q's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
+	rA, err := rwA.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	if armEarly {
+		_ = rA.Revoked()
+	}
+	require.NoError(t, rwA.WriteLock().Release(ctx))
+	revoked := rA.Revoked()
+	ok, _, _ := f.Raw().Exists(wA.Path())
+	require.True(t, ok, "W kept")
+	rwO, err := rwlock.New(f.Session(), path, rwlock.WithRevocable())
+	require.NoError(t, err)
+	require.NoError(t, rwO.Revoke(ctx, wA.Path()))
+	q.notGranted(t, time.Second, "Q got the write lock after a revoke request on the kept W node, while A still reads")
+	ps, err := rwO.Participants(ctx)
+	require.NoError(t, err)
+	st := statusOf(ps)
+	t.Logf("after Revoke of the kept W node: %v", st)
+	require.Equal(t, "waits", st[conn.BaseName(wA.Path())], "the kept W node holds nothing")
+	require.Equal(t, "holds", st[conn.BaseName(rA.Path())], "A's R node")
+	if got := cliStatus(t, f, path); got[conn.BaseName(wA.Path())] != "kept" {
+		t.Errorf("zkrecipes locks shows the revoked kept W node as %q, want kept (all: %v)", got[conn.BaseName(wA.Path())], got)
+	}
+	select {
+	case <-revoked:
+	case <-time.After(3 * time.Second):
+		t.Errorf("A's read lease, standing on the kept W node, did not see the revoke request")
+	}
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	q.wait(t, 10*time.Second, "Q after A's read release")
 }

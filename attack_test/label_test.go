@@ -314,7 +314,6 @@ func TestLabelSurvivesRevokeRequest(t *testing.T) {
 		}
 	}
 	require.NoError(t, m.Release(ctx))
-	_ = conn.ErrLeaseLost
 }
 
 // TestLabelOnEveryNodeOfEveryRecipe: "Every lock's Acquire and TryAcquire
