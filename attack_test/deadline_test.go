@@ -3,6 +3,7 @@ package attack_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -207,4 +208,62 @@ func TestGrantReadBlackholedKeepsDeadline(t *testing.T) {
 			px.Heal()
 		})
 	}
+}
+
+// TestParticipantsAndFenceKeepDeadlineBlackholed: with the connection
+// blackholed, the recipes' Participants (rwlock's new one included) and a
+// local handoff's Lease.Fence return by their ctx's deadline (plus 250 ms),
+// with an error matching context.DeadlineExceeded or conn.ErrLeaseLost,
+// never a stale success for the listing.
+func TestParticipantsAndFenceKeepDeadlineBlackholed(t *testing.T) {
+	f := newFixture(t)
+	p := f.Proxy()
+	s := f.SessionAt(p.Addrs(), conn.WithSessionTimeout(20*time.Second))
+	ctx := ctxT(t, 60*time.Second)
+	mpath, rpath, spath := f.Path("m"), f.Path("rw"), f.Path("sem")
+	m1, err := mutex.New(s, mpath, mutex.WithLocalHandoff(3, 0))
+	require.NoError(t, err)
+	m2, err := mutex.New(s, mpath, mutex.WithLocalHandoff(3, 0))
+	require.NoError(t, err)
+	rw, err := rwlock.New(s, rpath)
+	require.NoError(t, err)
+	sem, err := semaphoremutex.NewSemaphore(s, spath, 2)
+	require.NoError(t, err)
+	_, err = m1.Acquire(ctx)
+	require.NoError(t, err)
+	h2 := hold(ctx, m2)
+	h2.notGranted(t, 200*time.Millisecond, "m2 granted while m1 holds")
+	_, err = rw.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	_, err = sem.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m1.Release(ctx))
+	l2 := h2.wait(t, 10*time.Second, "m2 by local handoff")
+
+	p.Blackhole()
+	calls := map[string]func(context.Context) error{
+		"mutex.Participants":     func(c context.Context) error { _, err := m1.Participants(c); return err },
+		"rwlock.Participants":    func(c context.Context) error { _, err := rw.Participants(c); return err },
+		"semaphore.Participants": func(c context.Context) error { _, err := sem.Participants(c); return err },
+		"handoff Lease.Fence":    func(c context.Context) error { _, err := l2.Fence(c); return err },
+	}
+	for name, call := range calls {
+		c, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		start := time.Now()
+		err := call(c)
+		took := time.Since(start)
+		cancel()
+		t.Logf("%s: %v after %v", name, err, took)
+		if took > 750*time.Millisecond {
+			t.Errorf("%s returned %v after its 500 ms deadline", name, took-500*time.Millisecond)
+		}
+		if strings.HasSuffix(name, "Participants") && err == nil {
+			t.Errorf("%s succeeded with the connection blackholed", name)
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, conn.ErrLeaseLost) {
+			t.Errorf("%s: %v matches neither context.DeadlineExceeded nor conn.ErrLeaseLost", name, err)
+		}
+	}
+	p.Heal()
+	require.NoError(t, h2.release())
 }

@@ -2,9 +2,12 @@ package attack_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -530,4 +533,458 @@ func TestRWLockDowngradeStress(t *testing.T) {
 	t.Logf("reads %d, writes %d, downgrades %d", counts[0], counts[1], counts[2])
 	zc := f.Raw()
 	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, path) == 0 })
+}
+
+// statusOf maps each participant's node name to "holds" or "waits".
+func statusOf(ps []lock.Participant) map[string]string {
+	m := map[string]string{}
+	for _, p := range ps {
+		s := "waits"
+		if p.Holding {
+			s = "holds"
+		}
+		m[conn.BaseName(p.Node)] = s
+	}
+	return m
+}
+
+// cliStatus runs `zkrecipes locks -json path` and maps node name to status.
+func cliStatus(t *testing.T, f *fixture, path string) map[string]string {
+	t.Helper()
+	bin := zkrecipesBin(t)
+	if bin == "" {
+		return nil
+	}
+	out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "-json", "locks", path).Output()
+	require.NoError(t, err, "zkrecipes locks: %s", out)
+	var doc struct {
+		Queues []struct {
+			Nodes []struct{ Name, Status string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+	m := map[string]string{}
+	for _, q := range doc.Queues {
+		for _, n := range q.Nodes {
+			m[n.Name] = n.Status
+		}
+	}
+	return m
+}
+
+// TestRWLockParticipantsShowDowngradeKeptAndReentrantReads checks the
+// CHANGELOG's "rwlock.RWLock.Participants. It and zkrecipes locks show a
+// downgrade's read node as holding, and the write node kept for it after
+// the write release as kept (not holding)", with a writer queued between
+// the two nodes and the read lock taken twice (re-entrant): after the first
+// read release the view is unchanged and the writer still waits; after the
+// second A's nodes are gone and the writer holds.
+func TestRWLockParticipantsShowDowngradeKeptAndReentrantReads(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-parts")
+	sc := newWriterBehind(t, f, ctx, path)
+	rA := sc.downgradeKeepingW(t, ctx)
+	_, err := sc.rwA.ReadLock().Acquire(ctx) // re-entry
+	require.NoError(t, err)
+	wName, rName := conn.BaseName(sc.wA.Path()), conn.BaseName(rA.Path())
+	var qName string
+	for _, ch := range children(f.Raw(), path) {
+		if ch != wName && ch != rName {
+			qName = ch
+		}
+	}
+	rwO, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	view := func(when string, want, wantCLI map[string]string) {
+		t.Helper()
+		ps, err := rwO.Participants(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, statusOf(ps), "Participants %s", when)
+		if got := cliStatus(t, f, path); got != nil {
+			require.Equal(t, wantCLI, got, "zkrecipes locks %s", when)
+		}
+	}
+	view("after the downgrade",
+		map[string]string{wName: "waits", qName: "waits", rName: "holds"},
+		map[string]string{wName: "kept", qName: "waits", rName: "holds"})
+	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
+	sc.q.notGranted(t, 300*time.Millisecond, "the writer between got in while A still holds one read")
+	view("after one of two read releases",
+		map[string]string{wName: "waits", qName: "waits", rName: "holds"},
+		map[string]string{wName: "kept", qName: "waits", rName: "holds"})
+	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
+	sc.q.wait(t, 10*time.Second, "the writer between, after A's last read release")
+	view("after the last read release",
+		map[string]string{qName: "holds"},
+		map[string]string{qName: "holds"})
+}
+
+// TestRWLockParticipantsAfterDowngraderExpires: A downgrades with a writer
+// queued between (W kept) and its session expires on the server. The writer
+// gets in, both views show it alone holding, and A's read Release returns
+// nil ("A lost lease is released without error").
+func TestRWLockParticipantsAfterDowngraderExpires(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-parts-exp")
+	sc := newWriterBehind(t, f, ctx, path)
+	rA := sc.downgradeKeepingW(t, ctx)
+	lost := rA.Lost()
+	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], epochOf(t, sc.rwA.ReadLock().Session())))
+	lQ := sc.q.wait(t, 15*time.Second, "the writer between, after A's session expired")
+	select {
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A's read lease not lost 10 s after its session expired")
+	}
+	rwO, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	ps, err := rwO.Participants(ctx)
+	require.NoError(t, err)
+	want := map[string]string{conn.BaseName(lQ.Path()): "holds"}
+	require.Equal(t, want, statusOf(ps))
+	if got := cliStatus(t, f, path); got != nil {
+		require.Equal(t, want, got)
+	}
+	require.NoError(t, sc.rwA.ReadLock().Release(ctx), "read release after the loss")
+}
+
+// TestRWLockViewAfterKeptWriteNodeDeleted: a bystander deletes the kept W
+// node; the writer between gets in and A's read lease is lost. The views
+// (Participants, zkrecipes locks) must not show a writer and a reader both
+// holding ("readers share, writers exclude").
+func TestRWLockViewAfterKeptWriteNodeDeleted(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-parts-del")
+	sc := newWriterBehind(t, f, ctx, path)
+	rA := sc.downgradeKeepingW(t, ctx)
+	defer sc.rwA.ReadLock().Release(context.WithoutCancel(ctx))
+	lost := rA.Lost()
+	require.NoError(t, f.Raw().Delete(sc.wA.Path(), -1))
+	lQ := sc.q.wait(t, 10*time.Second, "the writer between, after the kept W node was deleted")
+	select {
+	case <-lost:
+	case <-time.After(5 * time.Second):
+		t.Fatal("A's read lease not lost after its kept W node was deleted")
+	}
+	rwO, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	ps, err := rwO.Participants(ctx)
+	require.NoError(t, err)
+	got := statusOf(ps)
+	t.Logf("Participants: %v (writer %s, A's lost read %s)", got, conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
+	cli := cliStatus(t, f, path)
+	t.Logf("zkrecipes locks: %v", cli)
+	if got[conn.BaseName(rA.Path())] == "holds" && got[conn.BaseName(lQ.Path())] == "holds" {
+		t.Errorf("Participants shows writer %s and reader %s both holding", conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
+	}
+	if cli != nil && cli[conn.BaseName(rA.Path())] == "holds" && cli[conn.BaseName(lQ.Path())] == "holds" {
+		t.Errorf("zkrecipes locks shows writer %s and reader %s both holding", conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
+	}
+}
+
+// TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch checks the
+// CHANGELOG's "The kept node's ACL is set again, unchanged (counted as
+// conn.OpSetACL)": one setacl when the W node is kept, none for a
+// downgrade with no writer between; and that Participants, "a snapshot",
+// leaves no watch on the servers (wchc) nor in the session's watches gauge.
+func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-setacl")
+	sc := newWriterBehind(t, f, ctx, path)
+	sA := sc.rwA.ReadLock().Session()
+	before := sA.Stats().Requests[conn.OpSetACL]
+	sc.downgradeKeepingW(t, ctx)
+	require.Equal(t, before+1, sA.Stats().Requests[conn.OpSetACL], "setacl requests after the write release that kept W")
+
+	// no writer between: no setacl
+	s2 := f.Session()
+	rw2, err := rwlock.New(s2, f.Path("rw-setacl-2"))
+	require.NoError(t, err)
+	_, err = rw2.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	_, err = rw2.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rw2.WriteLock().Release(ctx))
+	require.Zero(t, s2.Stats().Requests[conn.OpSetACL], "setacl with no writer between")
+	require.NoError(t, rw2.ReadLock().Release(ctx))
+
+	m := &metricsRec{}
+	sO := f.Session(conn.WithMetrics(m))
+	rwO, err := rwlock.New(sO, path)
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ {
+		ps, err := rwO.Participants(ctx)
+		require.NoError(t, err)
+		require.Len(t, ps, 3)
+	}
+	require.Zero(t, m.watches.Load(), "watches gauge after Participants")
+	require.Empty(t, sessionWatches(t, f, 0, epochOf(t, sO).SessionID()), "server watches of the observer after Participants")
+	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
+	sc.q.wait(t, 10*time.Second, "the writer between")
+}
+
+// TestRWLockDowngradeNodesCarryTheirAcquiresLabels: the write node carries
+// the write acquire's label and keeps it when kept; the downgrade's read
+// node, a node of its own, carries the read acquire's (WithLabel: "writes
+// it into the node it creates"; only a re-entry or a local handoff keeps
+// the creator's label).
+func TestRWLockDowngradeNodesCarryTheirAcquiresLabels(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-labels")
+	rwA, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	wA, err := rwA.WriteLock().Acquire(lock.WithLabel(ctx, "writer-a"))
+	require.NoError(t, err)
+	rwQ, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	qctx, cancel := context.WithCancel(lock.WithLabel(ctx, "writer-q"))
+	q := hold(qctx, rwQ.WriteLock())
+	t.Cleanup(func() { cancel(); <-q.done })
+	waitFor(t, 10*time.Second, "Q's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
+	rA, err := rwA.ReadLock().Acquire(lock.WithLabel(ctx, "reader-a"))
+	require.NoError(t, err)
+	_, err = rwA.ReadLock().Acquire(lock.WithLabel(ctx, "reader-a-again"))
+	require.NoError(t, err)
+	require.NoError(t, rwA.WriteLock().Release(ctx))
+	ps, err := rwA.Participants(ctx)
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, p := range ps {
+		got[conn.BaseName(p.Node)] = p.Label
+	}
+	want := map[string]string{conn.BaseName(wA.Path()): "writer-a", conn.BaseName(rA.Path()): "reader-a"}
+	for n, l := range want {
+		require.Equal(t, l, got[n], "label of %s (all: %v)", n, got)
+	}
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	q.wait(t, 10*time.Second, "Q")
+}
+
+// TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing: the write
+// holder's downgrade (a read acquire, which "queues a real R node") is
+// blackholed right after its create (or its exists check) leaves: rwlock's
+// "A deadline is kept" (back 250 ms after ctx at the latest) and "Nothing
+// is left behind" (its R node deleted once the connection is back); the
+// write lock stays held (only the read acquire failed), one write release
+// frees the lock, and no watch of the session is left on the server.
+func TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing(t *testing.T) {
+	f := newFixture(t)
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("after-write-%d", n), func(t *testing.T) {
+			f := f.In(t)
+			ctx := ctxT(t, 40*time.Second)
+			p := f.Proxy()
+			s := f.SessionAt(p.Addrs(), conn.WithSessionTimeout(20*time.Second))
+			path := f.Path(fmt.Sprintf("rw-dg-bh-%d", n))
+			rw, err := rwlock.New(s, path)
+			require.NoError(t, err)
+			wl, err := rw.WriteLock().Acquire(ctx)
+			require.NoError(t, err)
+			p.BlackholeAfterWrites(n)
+			rctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+			start := time.Now()
+			_, err = rw.ReadLock().Acquire(rctx)
+			took := time.Since(start)
+			cancel()
+			t.Logf("downgrade blackholed after write %d: %v after %v", n, err, took)
+			if err == nil {
+				// granted before the fault mattered: release it
+				p.Heal()
+				require.NoError(t, rw.ReadLock().Release(ctx))
+			} else {
+				require.Less(t, took, 950*time.Millisecond, "deadline kept")
+				require.True(t, errors.Is(err, context.DeadlineExceeded), "error %v", err)
+				p.Heal()
+			}
+			waitFor(t, 15*time.Second, "only the W node left", func() bool {
+				kids := children(f.Raw(), path)
+				return len(kids) == 1 && kids[0] == conn.BaseName(wl.Path())
+			})
+			require.True(t, rw.WriteLock().IsOwnedByCurrentGoroutine(), "the write lock is still held")
+			if err != nil {
+				require.ErrorIs(t, rw.ReadLock().Release(ctx), lock.ErrNotHeld, "the failed downgrade counted nothing")
+			}
+			require.NoError(t, rw.WriteLock().Release(ctx))
+			require.Empty(t, children(f.Raw(), path))
+			sid := epochOf(t, s).SessionID()
+			if !eventually(3*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
+				t.Errorf("watches left: %v", sessionWatches(t, f, 0, sid))
+			}
+		})
+	}
+}
+
+// TestRWLockDowngradeArmedLostAcrossWriteRelease: the downgrade's read
+// lease arms Lost while it stands on the W node. (1) No writer between:
+// the write release moves the grant onto the R node and deletes the W node
+// itself: Lost must stay open (our own delete is no loss), then close when
+// a bystander deletes the R node. (2) A writer between: the W node is
+// kept; after the read release nothing is left: no node, the session's
+// watches gauge (conn.Metrics.Watches) back to 0 and no watch on the
+// server (wchc).
+func TestRWLockDowngradeArmedLostAcrossWriteRelease(t *testing.T) {
+	f := newFixture(t)
+	t.Run("moved", func(t *testing.T) {
+		f := f.In(t)
+		ctx := ctxT(t, 30*time.Second)
+		m := &metricsRec{}
+		s := f.Session(conn.WithMetrics(m))
+		path := f.Path("rw-armed-moved")
+		rw, err := rwlock.New(s, path)
+		require.NoError(t, err)
+		_, err = rw.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
+		rl, err := rw.ReadLock().Acquire(ctx)
+		require.NoError(t, err)
+		lost := rl.Lost()
+		require.NoError(t, rw.WriteLock().Release(ctx))
+		select {
+		case <-lost:
+			t.Fatalf("the read lease is lost after our own write release moved it onto its R node (Err=%v)", rl.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+		require.Len(t, children(f.Raw(), path), 1)
+		kids := children(f.Raw(), path)
+		require.NoError(t, f.Raw().Delete(path+"/"+kids[0], -1), "bystander deletes the R node")
+		select {
+		case <-lost:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the moved read lease is not lost 5 s after its R node was deleted")
+		}
+		require.NoError(t, rw.ReadLock().Release(ctx))
+		sid := epochOf(t, s).SessionID()
+		if !eventually(3*time.Second, func() bool { return m.watches.Load() == 0 && len(sessionWatches(t, f, 0, sid)) == 0 }) {
+			t.Errorf("left: gauge %d, server watches %v", m.watches.Load(), sessionWatches(t, f, 0, sid))
+		}
+	})
+	t.Run("kept", func(t *testing.T) {
+		f := f.In(t)
+		ctx := ctxT(t, 30*time.Second)
+		m := &metricsRec{}
+		s := f.Session(conn.WithMetrics(m))
+		path := f.Path("rw-armed-kept")
+		rw, err := rwlock.New(s, path)
+		require.NoError(t, err)
+		_, err = rw.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
+		rwQ, err := rwlock.New(f.Session(), path)
+		require.NoError(t, err)
+		qctx, cancel := context.WithCancel(ctx)
+		q := hold(qctx, rwQ.WriteLock())
+		t.Cleanup(func() { cancel(); <-q.done })
+		waitFor(t, 10*time.Second, "Q's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
+		rl, err := rw.ReadLock().Acquire(ctx)
+		require.NoError(t, err)
+		lost := rl.Lost()
+		require.NoError(t, rw.WriteLock().Release(ctx))
+		select {
+		case <-lost:
+			t.Fatalf("the read lease is lost after the write release kept its W node (Err=%v)", rl.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+		require.NoError(t, rw.ReadLock().Release(ctx))
+		q.wait(t, 10*time.Second, "Q")
+		sid := epochOf(t, s).SessionID()
+		if !eventually(3*time.Second, func() bool { return m.watches.Load() == 0 && len(sessionWatches(t, f, 0, sid)) == 0 }) {
+			t.Errorf("left: gauge %d, server watches %v", m.watches.Load(), sessionWatches(t, f, 0, sid))
+		}
+	})
+}
+
+// TestRWLockWriterShownHoldingAfterBystanderSetACL: the `kept` mark is the
+// W node's ACL version (docs/operations.md). A revocable writer's node
+// keeps the session's ACL; if that ACL lets a bystander set the node's
+// ACL, the holder's W node must still be shown holding by Participants
+// and zkrecipes locks, and the writer behind must still wait.
+func TestRWLockWriterShownHoldingAfterBystanderSetACL(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("rw-setacl-forge")
+	s := f.Session()
+	rw, err := rwlock.New(s, path, rwlock.WithRevocable())
+	require.NoError(t, err)
+	wl, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	acl, st, err := f.Raw().GetACL(wl.Path())
+	require.NoError(t, err)
+	t.Logf("W node ACL %v (aversion %d)", acl, st.Aversion)
+	if _, err := f.Raw().SetACL(wl.Path(), acl, -1); err != nil {
+		t.Skipf("the bystander cannot set the W node's ACL (%v): nothing to forge", err)
+	}
+	rwO, err := rwlock.New(f.Session(), path)
+	require.NoError(t, err)
+	ps, err := rwO.Participants(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	if !ps[0].Holding {
+		t.Errorf("Participants shows the write lock's holder %s not holding after a bystander's setacl", conn.BaseName(wl.Path()))
+	}
+	if got := cliStatus(t, f, path); got != nil && got[conn.BaseName(wl.Path())] != "holds" {
+		t.Errorf("zkrecipes locks shows the write lock's holder as %q after a bystander's setacl", got[conn.BaseName(wl.Path())])
+	}
+	require.NoError(t, rw.WriteLock().Release(ctx))
+}
+
+// TestRWLockRevokeOfKeptWriteNode: revocable rwlock; A downgrades while Q
+// is queued between, so A's W node is kept and A's read grant stands on
+// it. A third session revokes the kept W node (Revoke writes its mark into
+// the node's data, which Q, a revocable waiter, reads again after every
+// data change). Q must not get in while A reads; Participants must still
+// show W kept, A's R holding, Q waiting; and A's read lease, the grant
+// standing on that node, is the holder Revoke asks (Lease.Revoked).
+func TestRWLockRevokeOfKeptWriteNode(t *testing.T) {
+	f := newFixture(t)
+	for _, early := range []bool{true, false} {
+		t.Run(map[bool]string{true: "armed-before-write-release", false: "armed-after"}[early], func(t *testing.T) { revokeKeptW(t, f.In(t), early) })
+	}
+}
+
+func revokeKeptW(t *testing.T, f *fixture, armEarly bool) {
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path(fmt.Sprintf("rw-rev-kept-%v", armEarly))
+	rwA, err := rwlock.New(f.Session(), path, rwlock.WithRevocable())
+	require.NoError(t, err)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	rwQ, err := rwlock.New(f.Session(), path, rwlock.WithRevocable())
+	require.NoError(t, err)
+	qctx, cancel := context.WithCancel(ctx)
+	q := hold(qctx, rwQ.WriteLock())
+	t.Cleanup(func() { cancel(); <-q.done })
+	waitFor(t, 10*time.Second, "Q's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
+	rA, err := rwA.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	if armEarly {
+		_ = rA.Revoked()
+	}
+	require.NoError(t, rwA.WriteLock().Release(ctx))
+	revoked := rA.Revoked()
+	ok, _, _ := f.Raw().Exists(wA.Path())
+	require.True(t, ok, "W kept")
+	rwO, err := rwlock.New(f.Session(), path, rwlock.WithRevocable())
+	require.NoError(t, err)
+	require.NoError(t, rwO.Revoke(ctx, wA.Path()))
+	q.notGranted(t, time.Second, "Q got the write lock after a revoke request on the kept W node, while A still reads")
+	ps, err := rwO.Participants(ctx)
+	require.NoError(t, err)
+	st := statusOf(ps)
+	t.Logf("after Revoke of the kept W node: %v", st)
+	require.Equal(t, "waits", st[conn.BaseName(wA.Path())], "the kept W node holds nothing")
+	require.Equal(t, "holds", st[conn.BaseName(rA.Path())], "A's R node")
+	if got := cliStatus(t, f, path); got[conn.BaseName(wA.Path())] != "kept" {
+		t.Errorf("zkrecipes locks shows the revoked kept W node as %q, want kept (all: %v)", got[conn.BaseName(wA.Path())], got)
+	}
+	select {
+	case <-revoked:
+	case <-time.After(3 * time.Second):
+		t.Errorf("A's read lease, standing on the kept W node, did not see the revoke request")
+	}
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	q.wait(t, 10*time.Second, "Q after A's read release")
 }

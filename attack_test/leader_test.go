@@ -591,3 +591,31 @@ func TestLeaderSharedListingsRequeueCancelStress(t *testing.T) {
 		t.Errorf("only %d terms", terms)
 	}
 }
+
+// TestCampaignWritesNoLabel checks lock.WithLabel's "a leader's node data
+// is its participant id, so Campaign writes no label", the node data
+// Curator's LeaderLatch reads: with a label (valid, or one WithLabel would
+// refuse) on its ctx, Campaign leads, its node's data is exactly the
+// participant id, and Participants/Leader report no label.
+func TestCampaignWritesNoLabel(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	for i, label := range []string{"req-42", "bad\nlabel"} {
+		path := f.Path(fmt.Sprintf("el-label-%d", i))
+		e, err := leader.New(f.Session(), path, "p1")
+		require.NoError(t, err)
+		l, err := e.Campaign(lock.WithLabel(ctx, label))
+		if err != nil {
+			t.Errorf("Campaign with label %q: %v (lock.WithLabel: \"Campaign writes no label\"; leader's Campaign doc lists only ctx's, the session's errors and ErrCampaigning)", label, err)
+			continue
+		}
+		data, _, err := f.Raw().Get(l.Path())
+		require.NoError(t, err)
+		require.Equal(t, "p1", string(data), "the leader node's data")
+		ld, err := e.Leader(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "", ld.Label)
+		require.Equal(t, "p1", ld.ID)
+		require.NoError(t, e.Resign(ctx))
+	}
+}

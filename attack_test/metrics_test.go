@@ -3,6 +3,7 @@ package attack_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
@@ -315,4 +317,29 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 			t.Errorf("watches gauge %d after release, want 0", got)
 		}
 	})
+}
+
+// TestInvalidLabelWaitCountedAlike: an acquire refused with
+// lock.ErrInvalidLabel is a wait that ended with "any other error"
+// (docs/operations.md: outcome `error`): every recipe must report it the
+// same way (once, outcome error), or the wait histogram's count differs by
+// recipe for one and the same caller mistake.
+func TestInvalidLabelWaitCountedAlike(t *testing.T) {
+	f := newFixture(t)
+	ctx := lock.WithLabel(ctxT(t, 30*time.Second), "bad\n")
+	got := map[string]string{}
+	for i, recipe := range []string{"mutex", "mutex-handoff", "semaphoremutex", "rwlock", "exclusive", "leader"} {
+		m := &metricsRec{}
+		s := f.Session(conn.WithMetrics(m))
+		lk := newLocker(t, recipe, s, f.Path(fmt.Sprintf("badlabel-%d", i)), i)
+		_, err := lk.Acquire(ctx)
+		require.ErrorIs(t, err, lock.ErrInvalidLabel, recipe)
+		got[recipe] = fmt.Sprintf("waits=%d error=%d", m.count(conn.LockWait, "", ""), m.count(conn.LockWait, "", conn.OutcomeError))
+	}
+	t.Logf("%v", got)
+	for r, g := range got {
+		if g != "waits=1 error=1" {
+			t.Errorf("%s: %s after an acquire refused with ErrInvalidLabel, want one wait with outcome error (all: %v)", r, g, got)
+		}
+	}
 }

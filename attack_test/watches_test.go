@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -432,4 +433,48 @@ func massCancel(t *testing.T, cut bool) {
 	t.Logf("wchc after the cancel:\n%s", out)
 	require.NoError(t, b.release())
 	waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
+}
+
+// TestRevokedHolderWatchesGaugeMatchesServer: a revocable holder (with a
+// label) arms Lost and Revoked; another session revokes it. At each step
+// the holder's watches gauge (conn.Metrics.Watches: "the number of watches
+// the session has on the servers for its callers") equals what the server
+// lists for its session (wchc), and both are 0 after its release.
+func TestRevokedHolderWatchesGaugeMatchesServer(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	m := &metricsRec{}
+	s := f.Session(conn.WithMetrics(m))
+	path := f.Path("rev-watch")
+	h, err := mutex.New(s, path, mutex.WithRevocable())
+	require.NoError(t, err)
+	l, err := h.Acquire(lock.WithLabel(ctx, "job"))
+	require.NoError(t, err)
+	sid := epochOf(t, s).SessionID()
+	match := func(when string) {
+		t.Helper()
+		if !eventually(3*time.Second, func() bool { return int(m.watches.Load()) == len(sessionWatches(t, f, 0, sid)) }) {
+			t.Errorf("%s: gauge %d, server lists %v", when, m.watches.Load(), sessionWatches(t, f, 0, sid))
+		}
+	}
+	_ = l.Lost()
+	revoked := l.Revoked()
+	match("armed")
+	other, err := mutex.New(f.Session(), path, mutex.WithRevocable())
+	require.NoError(t, err)
+	require.NoError(t, other.Revoke(ctx, l.Path()))
+	select {
+	case <-revoked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Revoked not closed")
+	}
+	match("revoked")
+	select {
+	case <-l.Lost():
+		t.Fatal("a revoke request made the lease lost")
+	default:
+	}
+	require.NoError(t, h.Release(ctx))
+	match("released")
+	require.Zero(t, m.watches.Load(), "gauge after release")
 }

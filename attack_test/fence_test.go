@@ -1,0 +1,193 @@
+package attack_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// fenceStore is the resource of conn.Fence's doc: it "keeps the greatest
+// Fence it has seen and refuses any that is not above it".
+type fenceStore struct {
+	mu      sync.Mutex
+	max     conn.Fence
+	n       int
+	passes  int // grants with Pass > 0 (local handoffs)
+	refused []string
+}
+
+func (s *fenceStore) write(who string, f conn.Fence) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n > 0 && f.Compare(s.max) <= 0 {
+		s.refused = append(s.refused, fmt.Sprintf("%s %v after %v", who, f, s.max))
+		return
+	}
+	s.max = f
+	s.n++
+	if f.Pass > 0 {
+		s.passes++
+	}
+}
+
+// TestFenceGrowsAcrossHandoffsAndSessions checks conn.Fence's "grows
+// strictly with every grant of a lock, in every configuration, grants
+// passed between goroutines of one process without ZooKeeper (the
+// recipes' in-process handoff, WithLocalHandoff) included": goroutines of
+// two sessions, on handles with and without local handoff (and labels,
+// which a handoff keeps), take the lock in turn; each writes its Fence to
+// the store while it holds. No holder's write may be refused.
+func TestFenceGrowsAcrossHandoffsAndSessions(t *testing.T) {
+	f := newFixture(t)
+	for _, recipe := range []string{"mutex", "semaphoremutex"} {
+		t.Run(recipe, func(t *testing.T) {
+			f := f.In(t)
+			ss := []*conn.Session{f.Session(), f.Session()}
+			path := f.Path("fence-" + recipe)
+			ctx := ctxT(t, 90*time.Second)
+			var st fenceStore
+			var wg sync.WaitGroup
+			errs := make(chan error, 16)
+			for g := 0; g < 6; g++ {
+				kind := recipe + "-handoff"
+				if g == 5 {
+					kind = recipe // a plain handle beside the handoff ones
+				}
+				lk := newLocker(t, kind, ss[g%2], path, g)
+				wg.Add(1)
+				go func(g int) {
+					defer wg.Done()
+					lctx := lock.WithLabel(ctx, fmt.Sprintf("g%d", g))
+					for i := 0; i < 8; i++ {
+						l, err := lk.Acquire(lctx)
+						if err != nil {
+							errs <- fmt.Errorf("g%d acquire: %w", g, err)
+							return
+						}
+						fe, err := l.Fence(ctx)
+						if err != nil {
+							errs <- fmt.Errorf("g%d fence: %w", g, err)
+						} else {
+							st.write(fmt.Sprintf("g%d#%d", g, i), fe)
+						}
+						if err := lk.Release(ctx); err != nil {
+							errs <- fmt.Errorf("g%d release: %w", g, err)
+							return
+						}
+					}
+				}(g)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			t.Logf("%d grants fenced (%d by local handoff), greatest %v", st.n, st.passes, st.max)
+			require.NotZero(t, st.passes, "no local handoff happened: the test proves nothing")
+			require.Empty(t, st.refused, "grants whose Fence was not above the greatest seen")
+			require.Equal(t, 48, st.n)
+		})
+	}
+}
+
+// TestFenceDowngradeThenNewReaderAndWriter: a write grant, a downgrade
+// (twice: release the read and downgrade again) and, after the write
+// release, a writer of another session: each grant's Fence is above the
+// one before, as a store that fences writes needs.
+func TestFenceDowngradeThenNewReaderAndWriter(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("fence-rw")
+	var st fenceStore
+	rwA := newRW(t, f.Session(), path)
+	wA, err := rwA.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	fe := func(l *conn.Lease) conn.Fence {
+		t.Helper()
+		x, err := l.Fence(ctx)
+		require.NoError(t, err)
+		return x
+	}
+	st.write("write", fe(wA))
+	r1, err := rwA.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	st.write("downgrade 1", fe(r1))
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	r2, err := rwA.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	f2 := fe(r2)
+	st.write("downgrade 2", f2)
+	rwB := newRW(t, f.Session(), path)
+	hb := hold(ctx, rwB.WriteLock())
+	hb.notGranted(t, 300*time.Millisecond, "B granted while A holds")
+	require.NoError(t, rwA.WriteLock().Release(ctx))
+	// A still reads; its read fence stays
+	require.Equal(t, 0, fe(r2).Compare(f2), "the read grant's Fence stays after the write release")
+	require.NoError(t, rwA.ReadLock().Release(ctx))
+	lb := hb.wait(t, 10*time.Second, "B")
+	st.write("B's write", fe(lb))
+	require.Empty(t, st.refused)
+	require.Equal(t, 4, st.n)
+	require.NoError(t, hb.release())
+}
+
+func newRW(t *testing.T, s *conn.Session, path string) *rwlock.RWLock {
+	t.Helper()
+	rw, err := rwlock.New(s, path)
+	require.NoError(t, err)
+	return rw
+}
+
+// TestLocalHandoffAfterExpiryGrantsNewNode: A holds a local-handoff lock
+// (with a label), B of the same session queues in the process; the server
+// expires the session. WithLocalHandoff's "It is not passed on once its
+// epoch ended": B's grant is on a new node of the new epoch, labelled by
+// B's acquire, with a Fence above A's, and its guarded write commits.
+func TestLocalHandoffAfterExpiryGrantsNewNode(t *testing.T) {
+	f := newFixture(t)
+	for _, recipe := range []string{"mutex-handoff", "semaphoremutex-handoff"} {
+		t.Run(recipe, func(t *testing.T) {
+			f := f.In(t)
+			ctx := ctxT(t, 40*time.Second)
+			s := f.Session()
+			path := f.Path("exp-" + recipe)
+			a := newLocker(t, recipe, s, path, 0)
+			b := newLocker(t, recipe, s, path, 1)
+			la, err := a.Acquire(lock.WithLabel(ctx, "a"))
+			require.NoError(t, err)
+			fa, err := la.Fence(ctx)
+			require.NoError(t, err)
+			hb := hold(lock.WithLabel(ctx, "b"), b)
+			hb.notGranted(t, 200*time.Millisecond, "b granted while a holds")
+			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], la.Epoch()))
+			select {
+			case <-la.Lost():
+			case <-time.After(10 * time.Second):
+				t.Fatal("a's lease not lost after expiry")
+			}
+			require.NoError(t, a.Release(ctx))
+			lb := hb.wait(t, 15*time.Second, "b")
+			fb, err := lb.Fence(ctx)
+			require.NoError(t, err)
+			t.Logf("a %v, b %v", fa, fb)
+			require.Equal(t, 1, fb.Compare(fa), "b's fence above a's")
+			require.NotEqual(t, fa.Zxid, fb.Zxid, "b's grant is on a node of the new epoch")
+			require.Zero(t, fb.Pass)
+			data, _, err := f.Raw().Get(lb.Path())
+			require.NoError(t, err, "b's node exists")
+			require.Contains(t, string(data), `"label":"b"`)
+			_, err = lb.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-written", Acl: zk.WorldACL(zk.PermAll)})
+			require.NoError(t, err)
+			require.NoError(t, hb.release())
+		})
+	}
+}
