@@ -20,7 +20,7 @@ import (
 // write node. A later grant has a greater Zxid, or the same Zxid and a
 // greater Pass: compare two with Compare (Zxid first, then Pass). A
 // resource that fences writes keeps the greatest Fence it has seen and
-// refuses any that is not above it.
+// refuses any below it (an equal one is the same grant writing again).
 //
 // Zxid alone is not a fencing token: the grants of one node share it. It
 // is one only where no grant is ever made on a node after the one that

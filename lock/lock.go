@@ -89,7 +89,8 @@ const MaxLabel = 256
 // writes it into the node it creates, where Participants and the zkrecipes
 // command show it; Curator and kazoo read node data as opaque bytes. A label
 // over MaxLabel bytes, not UTF-8 or with control characters fails with
-// ErrInvalidLabel and creates nothing. A re-entry or a local handoff keeps
+// ErrInvalidLabel and creates nothing. Revoke replaces the node's data with
+// Curator's revoke mark, the label with it. A re-entry or a local handoff keeps
 // the label of the acquire that created the node; a leader's node data is
 // its participant id, so Campaign writes no label.
 func WithLabel(ctx context.Context, label string) context.Context {
@@ -124,18 +125,21 @@ type Participant struct {
 	// Seq is the sequence number the server gave the node.
 	Seq int32
 	// ID is the contender's id: for a lock, its unique acquire id (the
-	// uuid in the name); for an election, the participant id given to
-	// leader.New (the node's data, as Curator's LeaderLatch writes it).
+	// uuid in the name; the node's data's for a name without one, a
+	// rwlock's); for an election, the participant id given to leader.New
+	// (the node's data, as Curator's LeaderLatch writes it).
 	ID string
 	// Host and PID say which process queued it, when its data tells
 	// (Curator writes only an address, which becomes Host).
 	Host string
 	PID  int
 	// Known is false when the node's data does not say which process
-	// queued it (a foreign lock client's, or any election node, whose data
-	// is the participant id); then only Node, Holding, Seq and ID are set.
+	// queued it (a foreign lock client's, any election node, whose data
+	// is the participant id, or a holder asked to release by Revoke, whose
+	// data became Curator's revoke mark); then only Node, Holding, Seq and
+	// ID are set.
 	Known bool
 	// Label is the label the holder's acquire carried (WithLabel), ""
-	// for none.
+	// for none, or once Revoke has replaced the node's data.
 	Label string
 }

@@ -29,10 +29,12 @@
 // leader), name, session id (the node's ephemeralOwner, in hex), age (from
 // its ctime, the server's clock) and the owner its data names, recognised
 // and never guessed: this library's data (host, pid, acquire id, and the
-// label the acquire carried, lock.WithLabel); Curator's
+// label the acquire carried, lock.WithLabel, printed as label=); Curator's
 // default data, the client's IP address, on a Curator-named node; kazoo's
 // identifier on a kazoo-named node; go-zookeeper's empty data on its names;
-// a LeaderLatch participant id; otherwise "unknown".
+// a LeaderLatch participant id; the revoke mark ("revoke requested": a
+// holder asked to release by Revoke or Curator's Revoker, whose data the
+// mark replaced, so its owner and label are unknown); otherwise "unknown".
 //
 // A Curator semaphore contender that holds the internal lock creates its
 // lease node before it counts the leases; while it waits for one to free

@@ -30,11 +30,13 @@ const (
 const usage = `usage: zkrecipes [flags] locks PATH    every lock queue under PATH: holders first, then waiters
        zkrecipes [flags] leader PATH   the leader and followers of the LeaderLatch election at PATH
 
-Each node: status (holds, next, waits; leads, follows), kind (mutex, read,
-write, semaphore lease, semaphore lock, leader), name, session id (the
-node's ephemeralOwner), age (from its ctime) and the owner its data names
-(zkrecipes host/pid/id, Curator's address, kazoo's identifier, a
-LeaderLatch participant id, or unknown).
+Each node: status (holds, next, waits, kept: a write node kept for a
+downgrade's read lock; leads, follows), kind (mutex, read, write, semaphore
+lease, semaphore lock, leader), name, session id (the node's
+ephemeralOwner), age (from its ctime) and the owner its data names
+(zkrecipes host/pid/id and label= the acquire's label, Curator's address,
+kazoo's identifier, a LeaderLatch participant id, "revoke requested" for a
+holder asked to release, whose data no longer names it, or unknown).
 
 flags (before or after the command):
 `

@@ -22,6 +22,10 @@ import (
 //     whose data is empty;
 //   - "latch": a LeaderLatch node (ours or Curator's: both write the
 //     participant id as the data), ID is the participant id;
+//   - "revoke": a lock node whose data is the revoke mark ("__REVOKE__",
+//     written by Revoke and Curator's Revoker to ask its holder to
+//     release): the mark replaced the data, so the owner and its label are
+//     unknown; ID is the uuid in the name, if any;
 //   - "unknown": anything else, which is not guessed at.
 type Owner struct {
 	Client     string `json:"client"`
@@ -42,9 +46,16 @@ func ownerOf(kind string, c queue.Contender, data []byte) Owner {
 		}
 		return unknown(data)
 	}
+	if queue.IsRevokeMark(data) {
+		return Owner{Client: "revoke", ID: c.ID}
+	}
 	if ours(data) {
 		d, _ := queue.DecodeData(data)
-		return Owner{Client: "zkrecipes", Host: d.Host, PID: d.PID, ID: d.ID, Label: d.Label}
+		id := c.ID // the name's uuid: data can be copied
+		if id == "" {
+			id = d.ID
+		}
+		return Owner{Client: "zkrecipes", Host: d.Host, PID: d.PID, ID: id, Label: d.Label}
 	}
 	text, ok := printable(data)
 	switch {
@@ -97,6 +108,12 @@ func (o Owner) String() string {
 		return fmt.Sprintf("participant id=%q", o.ID)
 	case "go-zookeeper":
 		return "go-zookeeper"
+	case "revoke":
+		s := "revoke requested (owner and label unknown)"
+		if o.ID != "" {
+			s += " id=" + o.ID
+		}
+		return s
 	}
 	return fmt.Sprintf("unknown (%d bytes of data)", o.Bytes)
 }

@@ -72,8 +72,13 @@ func Label(ctx context.Context) (string, error) {
 }
 
 // DecodeData reads node data; see NodeData. ok is false for data that says
-// nothing useful.
+// nothing useful, the revoke mark included.
 func DecodeData(b []byte) (d NodeData, ok bool) { return decodeData(b) }
+
+// IsRevokeMark reports whether b is the data Revoke (and Curator's Revoker)
+// writes into a holder's node to ask it to release. It replaces the node's
+// data, so it says nothing of who holds the node.
+func IsRevokeMark(b []byte) bool { return string(b) == revokeMessage }
 
 func encodeData(id, tag string, sealed bool, label string) []byte {
 	d := local
@@ -85,9 +90,9 @@ func encodeData(id, tag string, sealed bool, label string) []byte {
 // decodeData reads node data written by this engine. Anything else is
 // described as well as it can be: Curator writes the client's IP address as
 // text by default, which becomes Host. ok is false for data that says
-// nothing useful.
+// nothing useful: the revoke mark is not an owner.
 func decodeData(b []byte) (d NodeData, ok bool) {
-	if len(b) == 0 {
+	if len(b) == 0 || IsRevokeMark(b) {
 		return NodeData{}, false
 	}
 	if json.Unmarshal(b, &d) == nil {

@@ -13,9 +13,10 @@ import (
 type Participant struct {
 	Contender
 	// Host and PID say which process queued the node, and ID its acquire
-	// id (from the data, else from the name). Known is false when the data
+	// id (from the name, else from the data). Known is false when the data
 	// could not be read as this engine's or as a host name (a foreign
-	// client's node): then only the name-derived fields are set.
+	// client's node, or one Revoke marked): then only the name-derived
+	// fields are set.
 	Host  string
 	PID   int
 	Known bool
@@ -65,7 +66,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 		p := Participant{Contender: c, Session: st.EphemeralOwner, ACLVersion: st.Aversion}
 		if d, ok := decodeData(b); ok {
 			p.Host, p.PID, p.Known, p.Tag, p.Label = d.Host, d.PID, true, d.Tag, d.Label
-			if d.ID != "" {
+			if p.ID == "" { // the name's uuid is the id; data can be copied
 				p.ID = d.ID
 			}
 		}
