@@ -187,7 +187,7 @@ func errString(err error) string {
 // doc ./conn Fence): "Fence is a fencing token that grows strictly with
 // every grant of a lock ... A later grant has a greater Zxid, or the same
 // Zxid and a greater Pass ... A resource that fences writes keeps the
-// greatest Fence it has seen and refuses any that is not above it", with
+// greatest Fence it has seen and refuses any below it", with
 // rwlock/doc.go's "A fencing token per grant (Lease.Fence ...), growing
 // strictly in the order of the grants ... Readers get tokens too" and its
 // downgrade.

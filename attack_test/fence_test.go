@@ -15,8 +15,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// fenceStore is the resource of conn.Fence's doc: it "keeps the greatest
-// Fence it has seen and refuses any that is not above it".
+// fenceStore is the resource of conn.Fence's doc, stricter: it keeps the
+// greatest Fence it has seen and refuses any that is not above it (each
+// grant writes once here, so every grant's token must be new).
 type fenceStore struct {
 	mu      sync.Mutex
 	max     conn.Fence

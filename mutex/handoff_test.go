@@ -50,7 +50,8 @@ func TestLocalHandoffOptions(t *testing.T) {
 }
 
 // fenced is a resource that keeps the greatest fence it has seen and
-// refuses any that is not above it.
+// refuses any that is not above it (stricter than conn.Fence's doc asks:
+// each grant writes once here).
 type fenced struct {
 	mu   sync.Mutex // guards the fields below
 	last conn.Fence
