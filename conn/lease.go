@@ -203,7 +203,8 @@ func (l *Lease) Lost() <-chan struct{} {
 
 // Revoked returns a channel closed when someone asked the holder to give
 // the lock up: the node's data became "__REVOKE__", as Curator's
-// Revoker.attemptRevoke and the recipes' Revoke methods write it. Only a
+// Revoker.attemptRevoke and the recipes' Revoke methods write it (for a
+// grant that stands on another node, see CheckOp, that node's too). Only a
 // revocable node (the recipes' WithRevocable option) can be asked; a
 // sealed one (the default) refuses the write, and its channel never
 // closes. A request is not a loss: the lock stays held, and nobody else
@@ -294,19 +295,20 @@ func (l *Lease) watchNode(path string, guard bool) {
 			gone(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, path, err))
 			return
 		}
-		if !guard {
-			if l.own(st) != nil {
-				unwatchNow(l.ep, ch) // the watch is on someone else's node
-				return
-			}
-			if string(data) == revokeMessage {
-				l.revokedOnce.Do(func() {
-					close(l.revoked)
-					if m := l.ep.s.cfg.metrics; m != nil {
-						m.Lock(LockMetric{Event: LockRevokeRequest, Recipe: l.recipe, Path: l.lockPath()})
-					}
-				})
-			}
+		if !guard && l.own(st) != nil {
+			unwatchNow(l.ep, ch) // the watch is on someone else's node
+			return
+		}
+		// A request to the node a grant stands on (its guard) is one to
+		// the grant: after a downgrade's write release, rwlock's kept
+		// write node has no other holder to ask.
+		if string(data) == revokeMessage {
+			l.revokedOnce.Do(func() {
+				close(l.revoked)
+				if m := l.ep.s.cfg.metrics; m != nil {
+					m.Lock(LockMetric{Event: LockRevokeRequest, Recipe: l.recipe, Path: l.lockPath()})
+				}
+			})
 		}
 		select {
 		case ev := <-ch:

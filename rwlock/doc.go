@@ -95,7 +95,8 @@
 // version rises; its data, which the waiter behind reads as a release
 // mark, is left alone), so that Participants and the zkrecipes command
 // show it kept, not holding; the downgrade's R node says it is one in its
-// data, and both show it holding. If the listing shows our W node gone (deleted by
+// data, and both show it holding while the node it stands on (then the
+// first node, of its session) is there. If the listing shows our W node gone (deleted by
 // someone else), the read grant stays on it, lost: its GuardedWrite is
 // refused, and Lost closes once watched. Asking for the write
 // lock again while holding only the read lock is an upgrade, refused even

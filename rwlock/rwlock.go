@@ -148,7 +148,9 @@ func (rw *RWLock) heldBy(write bool) bool {
 
 // Revoke asks the holder of node, a reader's or writer's node under the
 // lock path, to release, as Curator's Revoker does: a WithRevocable holder
-// sees its Lease.Revoked close, and holds until it releases. A sealed node
+// sees its Lease.Revoked close, and holds until it releases. A write node
+// kept after a downgrade's write release (see Downgrade) holds no write
+// lock: the read lease that stands on it is the one asked. A sealed node
 // (the default) is refused with lock.ErrNotRevocable, whoever asks. A node
 // that is gone is nil. Two requests (a read, a versioned write).
 func (rw *RWLock) Revoke(ctx context.Context, node string) error {

@@ -36,8 +36,11 @@ type RWNode struct {
 // zkrecipes command applies the same):
 //
 //   - a read node holds when no write node is before it (NoneBefore("W")),
-//     or when it is a downgrade's (DowngradeTag): granted at once, as its
-//     session held the write lock;
+//     or, for a downgrade's (DowngradeTag), when the first node is a write
+//     node of its session: the grant stands on the write node it was
+//     downgraded from, which was first then and stays first until deleted
+//     (its deletion loses the read lease; a writer queued between then
+//     holds, and the read node waits);
 //   - a write node is kept when its ACL version is above 0 and a
 //     downgrade's read node of its session follows it: the write lock was
 //     released, the node stays only to keep a writer queued between the
@@ -53,9 +56,9 @@ func RWStatuses(ns []RWNode) []RWStatus {
 		var held bool
 		switch {
 		case n.Kind == "R":
-			held = n.Tag == DowngradeTag
-			if !held {
-				held, _ = NoneBefore("W")(cs, i)
+			held, _ = NoneBefore("W")(cs, i)
+			if !held && n.Tag == DowngradeTag {
+				held = ns[0].Kind == "W" && ns[0].Session == n.Session
 			}
 		case n.ACLVersion > 0 && downgradeAfter(ns[i+1:], n.Session):
 			out[i] = RWKept

@@ -25,7 +25,9 @@ func TestRWStatuses(t *testing.T) {
 		{"downgrade, writer between, write held", []RWNode{w(0, 1, 0), w(1, 2, 0), r(2, 1, DowngradeTag)}, []RWStatus{H, W, H}},
 		{"downgrade, writer between, write released: kept", []RWNode{w(0, 1, 1), r(1, 2, ""), w(2, 2, 0), r(3, 1, DowngradeTag), r(4, 3, "")}, []RWStatus{K, W, W, H, W}},
 		{"downgrade alone after the write release", []RWNode{r(0, 1, DowngradeTag), w(1, 2, 0)}, []RWStatus{H, W}},
-		{"ACL changed, no downgrade of its session: holds", []RWNode{w(0, 1, 1), r(1, 2, DowngradeTag)}, []RWStatus{H, H}},
+		{"ACL changed, no downgrade of its session: holds", []RWNode{w(0, 1, 1), r(1, 2, DowngradeTag)}, []RWStatus{H, W}},
+		{"kept write node deleted: the writer between holds, the downgrade waits", []RWNode{w(1, 2, 0), r(2, 1, DowngradeTag)}, []RWStatus{H, W}},
+		{"write node deleted, its session's writer behind a reader", []RWNode{r(1, 3, ""), w(2, 1, 0), r(3, 1, DowngradeTag)}, []RWStatus{H, W, W}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, RWStatuses(tc.ns)) })
 	}
