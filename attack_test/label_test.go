@@ -556,6 +556,26 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	require.ErrorIs(t, err, lock.ErrInvalidLabel, "a local waiter with an invalid label")
 	require.Less(t, took, time.Second, "refused at once, not after waiting")
 	require.NoError(t, a.Release(ctx))
+
+	// The same for an rwlock's re-entry and for a semaphore mutex whose
+	// handle is held (its Acquire would wait for the handle's release).
+	rw, err := rwlock.New(s, f.Path("inv-rw"))
+	require.NoError(t, err)
+	_, err = rw.WriteLock().Acquire(lock.WithLabel(ctx, "ok"))
+	require.NoError(t, err)
+	_, err = rw.WriteLock().Acquire(bad)
+	require.ErrorIs(t, err, lock.ErrInvalidLabel, "rwlock re-entry with an invalid label")
+	require.NoError(t, rw.WriteLock().Release(ctx))
+	require.Empty(t, children(f.Raw(), f.Path("inv-rw")), "one release after a refused re-entry frees the rwlock")
+	sm, err := semaphoremutex.New(s, f.Path("inv-sm"))
+	require.NoError(t, err)
+	_, err = sm.Acquire(lock.WithLabel(ctx, "ok"))
+	require.NoError(t, err)
+	smctx, smcancel := context.WithTimeout(bad, 2*time.Second)
+	defer smcancel()
+	_, err = sm.Acquire(smctx)
+	require.ErrorIs(t, err, lock.ErrInvalidLabel, "semaphore mutex held by its handle, invalid label")
+	require.NoError(t, sm.Release(ctx))
 }
 
 // TestRevokeMarkNotReadAsOwnerInEveryRecipe is TestLabelSurvivesRevokeRequest

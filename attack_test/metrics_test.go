@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
 // TestHandoffMetricsMatchFences: goroutines of one session take a
@@ -320,26 +321,35 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 }
 
 // TestInvalidLabelWaitCountedAlike: an acquire refused with
-// lock.ErrInvalidLabel is a wait that ended with "any other error"
-// (docs/operations.md: outcome `error`): every recipe must report it the
-// same way (once, outcome error), or the wait histogram's count differs by
-// recipe for one and the same caller mistake.
+// lock.ErrInvalidLabel asks for nothing (it is refused before anything is
+// queued, re-entry and handoff included): every recipe must report it the
+// same way, as no wait (conn.LockWait, docs/operations.md), or the wait
+// histogram's count differs by recipe for one and the same caller mistake.
+// Not leader: Campaign writes no label and so ignores it (lock.WithLabel;
+// TestCampaignWritesNoLabel).
 func TestInvalidLabelWaitCountedAlike(t *testing.T) {
 	f := newFixture(t)
 	ctx := lock.WithLabel(ctxT(t, 30*time.Second), "bad\n")
 	got := map[string]string{}
-	for i, recipe := range []string{"mutex", "mutex-handoff", "semaphoremutex", "rwlock", "exclusive", "leader"} {
+	for i, recipe := range []string{"mutex", "mutex-handoff", "semaphoremutex", "semaphoremutex-handoff", "rwlock", "exclusive", "semaphore"} {
 		m := &metricsRec{}
 		s := f.Session(conn.WithMetrics(m))
-		lk := newLocker(t, recipe, s, f.Path(fmt.Sprintf("badlabel-%d", i)), i)
-		_, err := lk.Acquire(ctx)
+		path := f.Path(fmt.Sprintf("badlabel-%d", i))
+		var err error
+		if recipe == "semaphore" {
+			sem, serr := semaphoremutex.NewSemaphore(s, path, 2)
+			require.NoError(t, serr)
+			_, err = sem.Acquire(ctx)
+		} else {
+			_, err = newLocker(t, recipe, s, path, i).Acquire(ctx)
+		}
 		require.ErrorIs(t, err, lock.ErrInvalidLabel, recipe)
 		got[recipe] = fmt.Sprintf("waits=%d error=%d", m.count(conn.LockWait, "", ""), m.count(conn.LockWait, "", conn.OutcomeError))
 	}
 	t.Logf("%v", got)
 	for r, g := range got {
-		if g != "waits=1 error=1" {
-			t.Errorf("%s: %s after an acquire refused with ErrInvalidLabel, want one wait with outcome error (all: %v)", r, g, got)
+		if g != "waits=0 error=0" {
+			t.Errorf("%s: %s after an acquire refused with ErrInvalidLabel, want no wait (all: %v)", r, g, got)
 		}
 	}
 }

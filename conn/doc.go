@@ -106,7 +106,8 @@
 //     Outcome granted, not_granted, timeout, cancelled or error; one per
 //     call that asks for the lock, every recipe's (a local waiter's wait
 //     included; a re-entrant call of the goroutine that holds a mutex or
-//     rwlock asks for nothing and is not reported).
+//     rwlock, or one refused with lock.ErrInvalidLabel, asks for nothing
+//     and is not reported).
 //   - Lock, LockHold: a grant released by its recipe, held for Duration
 //     since the grant (a recipe's own delete seen by the lease's watch
 //     first is still a hold).

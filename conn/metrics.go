@@ -77,7 +77,8 @@ const (
 	// says how. One per call that asks for the lock, local waiters of an
 	// in-process handoff included (a leader's campaign is one); a
 	// re-entrant call of a goroutine that holds the lock (mutex, rwlock)
-	// waits for nothing and is not reported, nor is its hold.
+	// waits for nothing and is not reported, nor is its hold, nor is a
+	// call refused with lock.ErrInvalidLabel (it asks for nothing).
 	LockWait LockEvent = "wait"
 	// LockHold: a grant was released (by the recipe: Release, Resign, a
 	// local handoff) after being held for Duration, from the grant, and was

@@ -89,10 +89,12 @@ const MaxLabel = 256
 // writes it into the node it creates, where Participants and the zkrecipes
 // command show it; Curator and kazoo read node data as opaque bytes. A label
 // over MaxLabel bytes, not UTF-8 or with control characters fails with
-// ErrInvalidLabel and creates nothing. Revoke replaces the node's data with
-// Curator's revoke mark, the label with it. A re-entry or a local handoff keeps
-// the label of the acquire that created the node; a leader's node data is
-// its participant id, so Campaign writes no label.
+// ErrInvalidLabel at once, re-entry and local handoff included: the call
+// asks for nothing, so it creates nothing and reports no conn.LockWait. A
+// re-entry or a local handoff keeps the label of the acquire that created
+// the node; a leader's node data is its participant id, so Campaign neither
+// writes nor checks a label. Revoke replaces the node's data with Curator's
+// revoke mark, the label with it.
 func WithLabel(ctx context.Context, label string) context.Context {
 	return nodelabel.With(ctx, label)
 }

@@ -95,6 +95,9 @@ func (m *InterProcessMutex) Session() *conn.Session { return m.q.Session() }
 // A grant that comes at the moment ctx ends is given up: the error is
 // ctx's.
 func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
+	if _, err := queue.Label(ctx); err != nil { // before re-entry and handoff
+		return nil, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
+	}
 	gid := goid.Get()
 	if l, ok, err := m.reenter(gid); ok {
 		return l, err
@@ -111,6 +114,9 @@ func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 // another contender is ahead of it, deletes it and returns (nil, false,
 // nil). Re-entry works as for Acquire.
 func (m *InterProcessMutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	if _, err := queue.Label(ctx); err != nil { // before re-entry and handoff
+		return nil, false, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
+	}
 	gid := goid.Get()
 	if l, ok, err := m.reenter(gid); ok {
 		return l, err == nil, err

@@ -83,6 +83,9 @@ func (m *Mutex) Session() *conn.Session { return m.sem.sess }
 // that to end. On error nothing is held and nothing is left on the server
 // (see Semaphore.Acquire); the error wraps ctx's or the session's.
 func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
+	if _, err := queue.Label(ctx); err != nil { // before the gate and handoff
+		return nil, m.acquireErr(err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), queue.CtxErr(ctx))
 	}
@@ -107,6 +110,9 @@ func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 // contender holds it, or when another contender is taking it at that
 // moment (see Semaphore.TryAcquire).
 func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	if _, err := queue.Label(ctx); err != nil { // before the gate and handoff
+		return nil, false, m.acquireErr(err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), queue.CtxErr(ctx))
 	}

@@ -135,6 +135,9 @@ func (s *Semaphore) Leases() int { return s.max }
 // error nothing is held or left behind, and the error wraps ctx's or the
 // session's; a lease free at the moment ctx ended is given up.
 func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
+	if _, err := queue.Label(ctx); err != nil { // asks for nothing: no wait
+		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
+	}
 	done := queue.Meter(s.sess, "semaphore", s.path)
 	l, err := s.acquire(ctx, true)
 	done(l != nil, err)
@@ -149,6 +152,9 @@ func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
 // zero timeout does, when another contender holds the internal lock at
 // that moment (it is taking or waiting for a lease).
 func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	if _, err := queue.Label(ctx); err != nil { // asks for nothing: no wait
+		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
+	}
 	done := queue.Meter(s.sess, "semaphore", s.path)
 	l, ok, err := s.tryAcquire(ctx)
 	done(ok, err)

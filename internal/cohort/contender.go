@@ -47,9 +47,6 @@ func recipeOf(kind string) string {
 // the whole wait, a local one included, once to the session's Metrics:
 // the remote's calls report none (queue.Config.Unmetered).
 func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := queue.Label(ctx); err != nil {
-		return nil, err // before anything is queued, a local handoff too
-	}
 	done := queue.Meter(c.sess, c.recipe, c.path)
 	var (
 		l   *conn.Lease
@@ -67,9 +64,6 @@ func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
 // TryAcquire returns a grant if one is free now (Handle.TryAcquire, or
 // Remote.TryAcquire), reporting the wait as Acquire does.
 func (c Contender) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := queue.Label(ctx); err != nil {
-		return nil, false, err
-	}
 	done := queue.Meter(c.sess, c.recipe, c.path)
 	var (
 		l   *conn.Lease

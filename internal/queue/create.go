@@ -50,13 +50,13 @@ func (a *attempt) create(ctx context.Context) error {
 func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string) (created, error) {
 	prefix := q.cfg.Schema.Prefix(id)
 	p := conn.JoinPath(q.path, prefix)
-	label, err := Label(ctx) // checked by AcquireGrant
-	if err != nil {
-		return created{}, err
-	}
-	data := encodeData(id, q.cfg.Tag, q.Sealed(), label)
-	if q.cfg.Data != nil {
-		data = q.cfg.Data
+	data := q.cfg.Data
+	if data == nil {
+		label, err := Label(ctx) // checked by AcquireGrant
+		if err != nil {
+			return created{}, err
+		}
+		data = encodeData(id, q.cfg.Tag, q.Sealed(), label)
 	}
 	var c created
 	parentsMade := false

@@ -154,8 +154,10 @@ func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 // AcquireGrant is Acquire (wait true) or TryAcquire (wait false, a zero
 // Grant when not granted at once) that also says how the node was granted.
 func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (g Grant, err error) {
-	if _, err := Label(ctx); err != nil {
-		return Grant{}, err // before anything is queued
+	if q.cfg.Data == nil { // fixed data (a leader's id) carries no label
+		if _, err := Label(ctx); err != nil {
+			return Grant{}, err // before anything is queued
+		}
 	}
 	if !q.cfg.Unmetered {
 		done := Meter(q.sess, q.cfg.Recipe, q.path)
