@@ -60,6 +60,16 @@ func (r *terms) leading(who string) bool {
 	return false
 }
 
+// ledSince reports whether a term begun after since runs.
+func (r *terms) ledSince(since time.Time) bool {
+	for _, t := range r.snapshot() {
+		if t.start.After(since) && t.end.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
 // overlap is the longest time two participants' terms ran at once (0 if
 // never); a term not ended counts as running until now.
 func (r *terms) overlap() time.Duration {
@@ -97,7 +107,7 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// TestNoOverlapWhenTheLeadersFollowerLosesQuorum is issue 17's ensemble
+// TestNoOverlapWhenTheLeadersFollowerLosesQuorum is the ensemble
 // scenario: participant A leads, and its client reaches one follower only
 // (a proxy to it); B's client reaches the two other servers. The leader
 // server and the other follower are frozen for 4.5 s, then resumed. The
@@ -194,10 +204,11 @@ func overlapRound(t *testing.T, c *zktest.Cluster, round int) time.Duration {
 	time.Sleep(4500 * time.Millisecond) // the fault's length, not a wait for a state
 	require.NoError(t, c.Resume(lead))
 	require.NoError(t, c.Resume(o))
-	// B leads once the ensemble serves again and A's session has expired
-	// on the server; usually within 5 s of the freeze, but CI once saw
-	// more than 30 s (not understood; the bound is not what is measured).
-	testzk.Eventually(t, 60*time.Second, func() bool { return rec.leading("B") }, "B leads after the resume")
+	// Someone leads again once the ensemble serves and A's session has
+	// expired on the server: usually B, within 5 s of the freeze; A again
+	// when B's own session was lost under load and A queued first. What is
+	// measured is the overlap, not who leads next.
+	testzk.Eventually(t, 60*time.Second, func() bool { return rec.ledSince(start) }, "a term begun after the freeze")
 	// A's term, if it still runs, ends when its session does: measure the
 	// whole overlap.
 	for deadline := time.Now().Add(10 * time.Second); rec.leading("A") && time.Now().Before(deadline); {
