@@ -9,6 +9,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -46,6 +47,8 @@ type Session struct {
 	once    sync.Once
 	helpers sync.WaitGroup // goroutines started by run: closers, auth, event drains
 
+	abandoning atomic.Bool // set by abandon: close without waiting for answers (abandonLink)
+
 	mu    sync.Mutex                 // guards the fields below
 	state State                      // last transition
 	cur   *Epoch                     // the live epoch, nil between epochs
@@ -73,7 +76,9 @@ type zkLink struct {
 }
 
 // Connect starts a session and waits, bounded by ctx and the connect timeout,
-// until the first ZooKeeper session is established.
+// until the first ZooKeeper session is established. When the wait fails,
+// Connect returns at once: it does not wait for the server to answer the
+// close request of the connection it opened.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	if err := checkZKVersion(opts); err != nil {
 		return nil, err
@@ -121,7 +126,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	wctx, cancel := context.WithTimeoutCause(ctx, cfg.connectTimeout, ErrConnectTimeout)
 	defer cancel()
 	if _, err := s.Epoch(wctx); err != nil {
-		s.Close()
+		s.abandon()
 		if cause := context.Cause(wctx); errors.Is(cause, ErrConnectTimeout) {
 			err = fmt.Errorf("%w (%v, servers %v)", ErrConnectTimeout, cfg.connectTimeout, servers)
 			if last := s.lastFailure(); last != nil {
@@ -227,6 +232,14 @@ func (s *Session) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done
 	return nil
+}
+
+// abandon is Close for a caller whose deadline has passed (a failed
+// Connect or CheckWire): it does not wait for the close request's answer
+// (see abandonLink).
+func (s *Session) abandon() {
+	s.abandoning.Store(true)
+	_ = s.Close()
 }
 
 // run owns the state machine: it alone begins and ends epochs and sends
@@ -587,8 +600,12 @@ func (s *Session) closeLink(l *zkLink) {
 	if !l.beginClose(deadline) {
 		s.log.Error("go-zookeeper's reader did not finish its frame; closing anyway")
 	}
-	l.zc.Close() // at most ~3s when the server is unreachable
-	l.closeAll()
+	if s.abandoning.Load() {
+		s.abandonLink(l, deadline)
+	} else {
+		l.zc.Close() // at most ~3s when the server is unreachable
+		l.closeAll()
+	}
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
@@ -602,6 +619,47 @@ func (s *Session) closeLink(l *zkLink) {
 		}
 	}
 }
+
+// abandonLink closes l's zk.Conn without waiting for the answer to its
+// close request, which go-zookeeper waits a second for when nothing
+// answers. Once the close request is on the wire, closing the sockets
+// fails it at once. On a connection without a session go-zookeeper never
+// writes it: closing the sockets ends its goroutines at once, and its
+// Close goes on in the background for at most a second (3 s if its queue
+// is full), waiting for an answer that cannot come.
+func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		l.zc.Close()
+	}()
+	if l.cur.Load() != nil { // a session: the close request is written next
+		t := time.NewTimer(abandonWrite)
+		select {
+		case <-l.closeSent:
+		case <-closed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	l.closeAll()
+	select {
+	case <-l.closeSent:
+	default:
+		return
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+	}
+}
+
+// abandonWrite bounds abandonLink's wait for go-zookeeper to write its
+// close request on a connection with a session (it is queued behind the
+// requests not yet written).
+const abandonWrite = 100 * time.Millisecond
 
 func (s *Session) shutdown() {
 	if s.redial != nil {

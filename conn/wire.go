@@ -125,6 +125,11 @@ func (w *wireConn) Write(p []byte) (int, error) {
 		}
 	case len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:])) == opClose:
 		w.link.closeXid.Store(int64(int32(binary.BigEndian.Uint32(p[4:]))) + 1)
+		n, err := w.Conn.Write(p)
+		if err == nil {
+			w.link.closeSentOnce.Do(func() { close(w.link.closeSent) })
+		}
+		return n, err
 	case len(p) >= 20 && int32(binary.BigEndian.Uint32(p[8:])) == opSetWatches:
 		// int32 length, int32 xid, int32 opcode, int64 relativeZxid, ...
 		q := w.link.filterSetWatches(p)
@@ -287,6 +292,10 @@ type link struct {
 	busy     bool         // the reader has a frame it has not finished with
 	closing  bool         // beginClose was called: hand over no more answers
 	closeXid atomic.Int64 // xid of go-zookeeper's close request + 1; 0 until written
+	// closeSent is closed once the close request is on the wire (see
+	// Session.abandonLink).
+	closeSent     chan struct{}
+	closeSentOnce sync.Once
 
 	creates sentCreates // tells when a create request is written (pipeline.go)
 
@@ -303,7 +312,7 @@ type link struct {
 }
 
 func newLink(dial func(network, addr string, timeout time.Duration) (net.Conn, error), stats *counters, m Metrics) *link {
-	l := &link{dial: dial, stats: stats, metrics: m}
+	l := &link{dial: dial, stats: stats, metrics: m, closeSent: make(chan struct{})}
 	l.idle.L = &l.gate
 	return l
 }

@@ -31,8 +31,12 @@ func CheckWire(ctx context.Context, servers []string, opts ...Option) error {
 	if err != nil {
 		return fmt.Errorf("conn: check wire: %w", err)
 	}
-	defer s.Close() // idempotent: exercise closes it when it gets that far
 	fails, err := exercise(ctx, s)
+	if ctx.Err() != nil {
+		s.abandon() // keep ctx's deadline; idempotent, like Close
+	} else {
+		s.Close() // exercise closes it when it gets that far
+	}
 	if err != nil {
 		return fmt.Errorf("conn: check wire: %w", err)
 	}
