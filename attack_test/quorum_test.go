@@ -76,13 +76,13 @@ func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept
 // TestQuorumTimerEndsEpochOnASlowLink checks conn's description of the
 // quorum timer's cost: an epoch also ends on a live connection when no sync
 // is answered for about T/2 (a slow link). T = 4 s; the proxy delays each
-// chunk by 500 ms (chunks queue in order, so the timer's syncs, one every
-// T/12, wait behind each other and their round trips grow). The last-heard
-// timer keeps the lease (the control).
+// chunk by 1.2 s, so every round trip is over 7T/12 (2.33 s). With 500 ms
+// a chunk, round trips of 1.0–1.8 s, the lease may live or not. The
+// last-heard timer keeps the lease at 500 ms (the control).
 func TestQuorumTimerEndsEpochOnASlowLink(t *testing.T) {
 	const T = 4 * time.Second
 	t.Run("quorum-timer", func(t *testing.T) {
-		if kept, maxRTT, _ := slowLink(t, T, 500*time.Millisecond); kept {
+		if kept, maxRTT, _ := slowLink(t, T, 1200*time.Millisecond); kept {
 			t.Fatalf("lease kept 8 s over a link whose round trip reached %v (T/2 = %v)", maxRTT, T/2)
 		}
 	})

@@ -108,9 +108,8 @@ func WithFindByData(v bool) Option { return func(c *config) { c.findByData = v }
 // the TryAcquire cases (default false).
 func WithoutTryAcquire() Option { return func(c *config) { c.noTry = true } }
 
-// WithoutLabel says that the lock writes no label into its node (an
-// election's data is its participant id): Run checks only that an invalid
-// one is refused (default false).
+// WithoutLabel says that the lock neither writes nor checks a label (an
+// election's data is its participant id) (default false).
 func WithoutLabel() Option { return func(c *config) { c.noLabel = true } }
 
 // WithLostWrite says which request of an acquire (counted from its first,
