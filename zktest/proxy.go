@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,8 +44,9 @@ type Proxy struct {
 	blackhole bool
 	latency   time.Duration
 	cutArmed  bool
-	holeAfter int  // BlackholeAfterWrites: writes to let through before the blackhole; 0: disarmed
-	holeOps   bool // holeAfter counts operations only (BlackholeAfterNextOp)
+	holeAfter int    // BlackholeAfterWrites: writes to let through before the blackhole; 0: disarmed
+	holeOps   bool   // holeAfter counts operations only (BlackholeAfterNextOp)
+	holeSync  string // holeAfter counts only syncs of this path or below (BlackholeAfterNextSync)
 	closed    bool
 }
 
@@ -192,6 +194,7 @@ func (p *Proxy) BlackholeAfterWrites(n int) {
 	defer p.mu.Unlock()
 	p.holeAfter = max(n, 0)
 	p.holeOps = false
+	p.holeSync = ""
 }
 
 // BlackholeAfterNextOp is BlackholeAfterNextWrite for the client's next
@@ -206,6 +209,21 @@ func (p *Proxy) BlackholeAfterNextOp() {
 	defer p.mu.Unlock()
 	p.holeAfter = 1
 	p.holeOps = true
+	p.holeSync = ""
+}
+
+// BlackholeAfterNextSync is BlackholeAfterNextOp for the client's next
+// sync of path or of a node below it: every other request goes through
+// without counting, the syncs of "/" a session sends to keep itself
+// (the quorum timer's) included. A recipe that looks for its node after a
+// lost answer syncs the node's parent first: this loses that search, on
+// whichever connection it is sent. BlackholeAfterWrites(0) disarms it.
+func (p *Proxy) BlackholeAfterNextSync(path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holeAfter = 1
+	p.holeOps = true
+	p.holeSync = path
 }
 
 // Blackholed reports whether the proxy is blackholed now (Blackhole, or an
@@ -363,7 +381,8 @@ func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool
 		dst = l.server
 		cutNow := p.cutArmed && !isPing(chunk)
 		end, hit := l.frames(chunk, func(frame []byte, first bool) bool {
-			if cutNow || p.holeAfter == 0 || isPing(frame) || p.holeOps && (first || isSetUp(frame)) {
+			if cutNow || p.holeAfter == 0 || isPing(frame) || p.holeOps && (first || isSetUp(frame)) ||
+				p.holeSync != "" && !isSyncOf(frame, p.holeSync) {
 				return false
 			}
 			p.holeAfter--
@@ -470,6 +489,20 @@ func (l *link) frames(chunk []byte, visit func(frame []byte, first bool) bool) (
 // set-watches -8; a ping, -2, is one too).
 func isSetUp(frame []byte) bool {
 	return len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:8])) < 0
+}
+
+// isSyncOf reports whether frame is a whole sync request (type 9) of path
+// or of a node below it.
+func isSyncOf(frame []byte, path string) bool {
+	if len(frame) < 16 || int32(binary.BigEndian.Uint32(frame[8:12])) != 9 {
+		return false
+	}
+	n := int(binary.BigEndian.Uint32(frame[12:16]))
+	if n < 0 || len(frame) < 16+n {
+		return false
+	}
+	p := string(frame[16 : 16+n])
+	return p == path || strings.HasPrefix(p, strings.TrimSuffix(path, "/")+"/")
 }
 
 // isPing reports whether chunk is exactly one ZooKeeper ping request:

@@ -82,3 +82,31 @@ func TestOps(t *testing.T) {
 		t.Fatalf("the sync: hit %v, end %d", hit, end)
 	}
 }
+
+// TestSyncOf: BlackholeAfterNextSync counts the syncs of its path or of a
+// node below it only: not those of "/" (the quorum timer's), of a sibling
+// whose name extends it, nor other requests on the path.
+func TestSyncOf(t *testing.T) {
+	req := func(typ int32, path string) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(12+len(path)))
+		b = binary.BigEndian.AppendUint32(b, 7)
+		b = binary.BigEndian.AppendUint32(b, uint32(typ))
+		b = binary.BigEndian.AppendUint32(b, uint32(len(path)))
+		return append(b, path...)
+	}
+	for _, c := range []struct {
+		frame []byte
+		want  bool
+	}{
+		{req(9, "/a/lock"), true},
+		{req(9, "/a/lock/leases"), true},
+		{req(9, "/"), false},
+		{req(9, "/a/lock2"), false},
+		{req(8, "/a/lock"), false},
+		{req(9, "/a/lock")[:18], false},
+	} {
+		if got := isSyncOf(c.frame, "/a/lock"); got != c.want {
+			t.Errorf("isSyncOf(%q) = %v, want %v", c.frame, got, c.want)
+		}
+	}
+}
