@@ -486,9 +486,11 @@ func (l *link) frames(chunk []byte, visit func(frame []byte, first bool) bool) (
 
 // isSetUp reports whether frame is a request a client sends to set up a
 // connection after its handshake: its xid is negative (authentication -4,
-// set-watches -8; a ping, -2, is one too).
+// set-watches -8; a ping, -2, is one too), or it is an authentication
+// (type 100), which go-zookeeper's AddAuth sends with an ordinary xid.
 func isSetUp(frame []byte) bool {
-	return len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:8])) < 0
+	return len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:8])) < 0 ||
+		len(frame) >= 12 && binary.BigEndian.Uint32(frame[8:12]) == 100
 }
 
 // isSyncOf reports whether frame is a whole sync request (type 9) of path
