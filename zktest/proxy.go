@@ -46,7 +46,7 @@ type Proxy struct {
 	cutArmed  bool
 	holeAfter int    // BlackholeAfterWrites: writes to let through before the blackhole; 0: disarmed
 	holeOps   bool   // holeAfter counts operations only (BlackholeAfterNextOp)
-	holeSync  string // holeAfter counts only syncs of this path or below (BlackholeAfterNextSync)
+	holeSync  string // holeAfter counts only operations on this path or below (BlackholeAfterNextOpOn)
 	closed    bool
 }
 
@@ -212,13 +212,14 @@ func (p *Proxy) BlackholeAfterNextOp() {
 	p.holeSync = ""
 }
 
-// BlackholeAfterNextSync is BlackholeAfterNextOp for the client's next
-// sync of path or of a node below it: every other request goes through
-// without counting, the syncs of "/" a session sends to keep itself
-// (the quorum timer's) included. A recipe that looks for its node after a
-// lost answer syncs the node's parent first: this loses that search, on
-// whichever connection it is sent. BlackholeAfterWrites(0) disarms it.
-func (p *Proxy) BlackholeAfterNextSync(path string) {
+// BlackholeAfterNextOpOn is BlackholeAfterNextOp for the client's next
+// operation on path or on a node below it (a read, a sync, a create...; a
+// multi is not looked into): every other request goes through without
+// counting, the syncs of "/" a session sends to keep itself (the quorum
+// timer's) included. It loses a recipe's search for its node after a lost
+// answer, on whichever connection it is sent. BlackholeAfterWrites(0)
+// disarms it.
+func (p *Proxy) BlackholeAfterNextOpOn(path string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.holeAfter = 1
@@ -382,7 +383,7 @@ func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool
 		cutNow := p.cutArmed && !isPing(chunk)
 		end, hit := l.frames(chunk, func(frame []byte, first bool) bool {
 			if cutNow || p.holeAfter == 0 || isPing(frame) || p.holeOps && (first || isSetUp(frame)) ||
-				p.holeSync != "" && !isSyncOf(frame, p.holeSync) {
+				p.holeSync != "" && !isOpOn(frame, p.holeSync) {
 				return false
 			}
 			p.holeAfter--
@@ -493,10 +494,17 @@ func isSetUp(frame []byte) bool {
 		len(frame) >= 12 && binary.BigEndian.Uint32(frame[8:12]) == 100
 }
 
-// isSyncOf reports whether frame is a whole sync request (type 9) of path
-// or of a node below it.
-func isSyncOf(frame []byte, path string) bool {
-	if len(frame) < 16 || int32(binary.BigEndian.Uint32(frame[8:12])) != 9 {
+// isOpOn reports whether frame is a whole request on path or on a node
+// below it: one of the types whose body starts with the path (create,
+// delete, exists, getData, setData, getACL, setACL, getChildren, sync,
+// getChildren2, create2, createContainer, createTTL).
+func isOpOn(frame []byte, path string) bool {
+	if len(frame) < 16 {
+		return false
+	}
+	switch binary.BigEndian.Uint32(frame[8:12]) {
+	case 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 19, 21:
+	default:
 		return false
 	}
 	n := int(binary.BigEndian.Uint32(frame[12:16]))

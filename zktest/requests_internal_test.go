@@ -85,10 +85,10 @@ func TestOps(t *testing.T) {
 	}
 }
 
-// TestSyncOf: BlackholeAfterNextSync counts the syncs of its path or of a
-// node below it only: not those of "/" (the quorum timer's), of a sibling
-// whose name extends it, nor other requests on the path.
-func TestSyncOf(t *testing.T) {
+// TestOpOn: BlackholeAfterNextOpOn counts the operations on its path or
+// on a node below it only: not the syncs of "/" (the quorum timer's), nor
+// those on a sibling whose name extends it, nor an authentication.
+func TestOpOn(t *testing.T) {
 	req := func(typ int32, path string) []byte {
 		b := binary.BigEndian.AppendUint32(nil, uint32(12+len(path)))
 		b = binary.BigEndian.AppendUint32(b, 7)
@@ -104,11 +104,13 @@ func TestSyncOf(t *testing.T) {
 		{req(9, "/a/lock/leases"), true},
 		{req(9, "/"), false},
 		{req(9, "/a/lock2"), false},
-		{req(8, "/a/lock"), false},
+		{req(8, "/a/lock"), true},
+		{req(4, "/a/lock/n"), true},
+		{req(100, "/a/lock"), false},
 		{req(9, "/a/lock")[:18], false},
 	} {
-		if got := isSyncOf(c.frame, "/a/lock"); got != c.want {
-			t.Errorf("isSyncOf(%q) = %v, want %v", c.frame, got, c.want)
+		if got := isOpOn(c.frame, "/a/lock"); got != c.want {
+			t.Errorf("isOpOn(%q) = %v, want %v", c.frame, got, c.want)
 		}
 	}
 }
