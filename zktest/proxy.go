@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,8 +44,9 @@ type Proxy struct {
 	blackhole bool
 	latency   time.Duration
 	cutArmed  bool
-	holeAfter int  // BlackholeAfterWrites: writes to let through before the blackhole; 0: disarmed
-	holeOps   bool // holeAfter counts operations only (BlackholeAfterNextOp)
+	holeAfter int    // BlackholeAfterWrites: writes to let through before the blackhole; 0: disarmed
+	holeOps   bool   // holeAfter counts operations only (BlackholeAfterNextOp)
+	holeSync  string // holeAfter counts only operations on this path or below (BlackholeAfterNextOpOn)
 	closed    bool
 }
 
@@ -192,6 +194,7 @@ func (p *Proxy) BlackholeAfterWrites(n int) {
 	defer p.mu.Unlock()
 	p.holeAfter = max(n, 0)
 	p.holeOps = false
+	p.holeSync = ""
 }
 
 // BlackholeAfterNextOp is BlackholeAfterNextWrite for the client's next
@@ -206,6 +209,22 @@ func (p *Proxy) BlackholeAfterNextOp() {
 	defer p.mu.Unlock()
 	p.holeAfter = 1
 	p.holeOps = true
+	p.holeSync = ""
+}
+
+// BlackholeAfterNextOpOn is BlackholeAfterNextOp for the client's next
+// operation on path or on a node below it (a read, a sync, a create...; a
+// multi is not looked into): every other request goes through without
+// counting, the syncs of "/" a session sends to keep itself (the quorum
+// timer's) included. It loses a recipe's search for its node after a lost
+// answer, on whichever connection it is sent. BlackholeAfterWrites(0)
+// disarms it.
+func (p *Proxy) BlackholeAfterNextOpOn(path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holeAfter = 1
+	p.holeOps = true
+	p.holeSync = path
 }
 
 // Blackholed reports whether the proxy is blackholed now (Blackhole, or an
@@ -363,7 +382,8 @@ func (p *Proxy) forward(l *link, dir direction, chunk []byte, dst net.Conn) bool
 		dst = l.server
 		cutNow := p.cutArmed && !isPing(chunk)
 		end, hit := l.frames(chunk, func(frame []byte, first bool) bool {
-			if cutNow || p.holeAfter == 0 || isPing(frame) || p.holeOps && (first || isSetUp(frame)) {
+			if cutNow || p.holeAfter == 0 || isPing(frame) || p.holeOps && (first || isSetUp(frame)) ||
+				p.holeSync != "" && !isOpOn(frame, p.holeSync) {
 				return false
 			}
 			p.holeAfter--
@@ -467,9 +487,32 @@ func (l *link) frames(chunk []byte, visit func(frame []byte, first bool) bool) (
 
 // isSetUp reports whether frame is a request a client sends to set up a
 // connection after its handshake: its xid is negative (authentication -4,
-// set-watches -8; a ping, -2, is one too).
+// set-watches -8; a ping, -2, is one too), or it is an authentication
+// (type 100), which go-zookeeper's AddAuth sends with an ordinary xid.
 func isSetUp(frame []byte) bool {
-	return len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:8])) < 0
+	return len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:8])) < 0 ||
+		len(frame) >= 12 && binary.BigEndian.Uint32(frame[8:12]) == 100
+}
+
+// isOpOn reports whether frame is a whole request on path or on a node
+// below it: one of the types whose body starts with the path (create,
+// delete, exists, getData, setData, getACL, setACL, getChildren, sync,
+// getChildren2, create2, createContainer, createTTL).
+func isOpOn(frame []byte, path string) bool {
+	if len(frame) < 16 {
+		return false
+	}
+	switch binary.BigEndian.Uint32(frame[8:12]) {
+	case 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 19, 21:
+	default:
+		return false
+	}
+	n := int(binary.BigEndian.Uint32(frame[12:16]))
+	if n < 0 || len(frame) < 16+n {
+		return false
+	}
+	p := string(frame[16 : 16+n])
+	return p == path || strings.HasPrefix(p, strings.TrimSuffix(path, "/")+"/")
 }
 
 // isPing reports whether chunk is exactly one ZooKeeper ping request:

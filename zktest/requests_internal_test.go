@@ -63,7 +63,8 @@ func requests(chunk []byte, limit int) (n, end int) {
 }
 
 // TestOps: BlackholeAfterNextOp counts the client's operations only: not
-// a new link's handshake, its authentication or set-watches, nor pings;
+// a new link's handshake, its authentication (go-zookeeper's re-sent one
+// or an AddAuth) or set-watches, nor pings;
 // and it follows frames across chunks, so that the rest of a long request
 // is not taken for a new one.
 func TestOps(t *testing.T) {
@@ -73,12 +74,43 @@ func TestOps(t *testing.T) {
 	count := func(chunk []byte) (int, bool) {
 		return l.frames(chunk, func(f []byte, first bool) bool { return !isPing(f) && !first && !isSetUp(f) })
 	}
-	for i, c := range [][]byte{handshake, auth, ping, setWatches[:9], setWatches[9:]} {
+	addAuth := frame(5, 100, 16) // go-zookeeper's AddAuth: an ordinary xid
+	for i, c := range [][]byte{handshake, auth, addAuth, ping, setWatches[:9], setWatches[9:]} {
 		if _, hit := count(c); hit {
 			t.Fatalf("chunk %d counted as an operation", i)
 		}
 	}
 	if end, hit := count(append(append([]byte(nil), ping...), sync...)); !hit || end != len(ping)+len(sync) {
 		t.Fatalf("the sync: hit %v, end %d", hit, end)
+	}
+}
+
+// TestOpOn: BlackholeAfterNextOpOn counts the operations on its path or
+// on a node below it only: not the syncs of "/" (the quorum timer's), nor
+// those on a sibling whose name extends it, nor an authentication.
+func TestOpOn(t *testing.T) {
+	req := func(typ int32, path string) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(12+len(path)))
+		b = binary.BigEndian.AppendUint32(b, 7)
+		b = binary.BigEndian.AppendUint32(b, uint32(typ))
+		b = binary.BigEndian.AppendUint32(b, uint32(len(path)))
+		return append(b, path...)
+	}
+	for _, c := range []struct {
+		frame []byte
+		want  bool
+	}{
+		{req(9, "/a/lock"), true},
+		{req(9, "/a/lock/leases"), true},
+		{req(9, "/"), false},
+		{req(9, "/a/lock2"), false},
+		{req(8, "/a/lock"), true},
+		{req(4, "/a/lock/n"), true},
+		{req(100, "/a/lock"), false},
+		{req(9, "/a/lock")[:18], false},
+	} {
+		if got := isOpOn(c.frame, "/a/lock"); got != c.want {
+			t.Errorf("isOpOn(%q) = %v, want %v", c.frame, got, c.want)
+		}
 	}
 }

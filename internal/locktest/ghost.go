@@ -15,7 +15,7 @@ import (
 const (
 	// ghostCuts is how many times testGhost makes the connection go dark:
 	// right after the create (WithLostWrite: the write it names), then
-	// right after the first request on each of the next connections.
+	// right after each operation on the lock's path: the search for the node.
 	ghostCuts = 3
 	// GhostBound is how soon after an acquire gave up on a create whose
 	// fate it could not learn another session must be able to take the
@@ -27,8 +27,9 @@ const (
 // testGhost: with a bounded retry policy (conn.RetryPolicy{MaxAttempts:
 // 1}: every request fails at its first connection loss) the create is
 // applied but its answer lost, and the connection goes dark again right
-// after the first request on each new connection (the search for the
-// node by its unique id among them), ghostCuts times in all. The acquire
+// after each search for the node by its unique id (the next operation on
+// the lock's path; not the first request of a new connection, which may be
+// the session's own sync of "/"), ghostCuts times in all. The acquire
 // fails; the node it made must not stay in the queue for the life of the
 // session, known to nobody: it is found and deleted in the background
 // once the connection holds, so that another session acquires within
@@ -53,7 +54,7 @@ func (s *suite) testGhost(t *testing.T) {
 		}
 		if f.proxy.Blackholed() {
 			if cuts < ghostCuts && !done {
-				f.proxy.BlackholeAfterNextOp()
+				f.proxy.BlackholeAfterNextOpOn(f.path)
 				cuts++
 			}
 			f.proxy.Heal()
