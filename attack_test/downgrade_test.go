@@ -2,12 +2,9 @@ package attack_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,32 +15,39 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// writerBehind is the downgrade tests' scene: A, a session of its own,
+// writerBehind is the downgrade tests' scene: A, a session of its own (sA),
 // holds the write lock of a path, and writer Q, of another session, queues
 // behind it on a goroutine of its own (q), ended with the test.
 type writerBehind struct {
-	f   *fixture
-	rwA *rwlock.RWLock
-	wA  *conn.Lease
-	q   *holder
+	f    *fixture
+	path string
+	sA   *conn.Session
+	rwA  *rwlock.RWLock
+	wA   *conn.Lease
+	q    *holder
 }
 
-func newWriterBehind(t *testing.T, f *fixture, ctx context.Context, path string) *writerBehind {
+// newWriterBehind sets the scene on path, with the rwlock options opts.
+func newWriterBehind(t *testing.T, f *fixture, ctx context.Context, path string, opts ...rwlock.Option) *writerBehind {
 	t.Helper()
-	rwA, err := rwlock.New(f.Session(), path)
+	return writerBehindOf(t, f, ctx, ctx, f.Session(), path, opts...)
+}
+
+// writerBehindOf sets the scene with A on session sA, A's write acquire
+// under actx and Q's under qctx (their labels, say).
+func writerBehindOf(t *testing.T, f *fixture, actx, qctx context.Context, sA *conn.Session, path string, opts ...rwlock.Option) *writerBehind {
+	t.Helper()
+	rwA := newRW(t, sA, path, opts...)
+	rwQ := newRW(t, f.Session(), path, opts...)
+	wA, err := rwA.WriteLock().Acquire(actx)
 	require.NoError(t, err)
-	rwQ, err := rwlock.New(f.Session(), path)
-	require.NoError(t, err)
-	wA, err := rwA.WriteLock().Acquire(ctx)
-	require.NoError(t, err)
-	qctx, cancel := context.WithCancel(ctx)
+	qctx, cancel := context.WithCancel(qctx)
 	q := hold(qctx, rwQ.WriteLock())
 	t.Cleanup(func() { cancel(); <-q.done })
 	waitFor(t, 10*time.Second, "the queued writer's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
-	return &writerBehind{f: f, rwA: rwA, wA: wA, q: q}
+	return &writerBehind{f: f, path: path, sA: sA, rwA: rwA, wA: wA, q: q}
 }
 
 // downgradeKeepingW has A take the read lock and release the write lock:
@@ -53,10 +57,41 @@ func (w *writerBehind) downgradeKeepingW(t *testing.T, ctx context.Context) *con
 	rA, err := w.rwA.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, w.rwA.WriteLock().Release(ctx))
-	if ok, _, _ := w.f.Raw().Exists(w.wA.Path()); !ok {
+	if !exists(w.f.Raw(), w.wA.Path()) {
 		t.Fatal("the W node was not kept, though a writer is queued between W and R (doc: kept)")
 	}
 	return rA
+}
+
+// tryDowngrade has A take the read lock within d; a granted one is
+// released when the test ends.
+func (w *writerBehind) tryDowngrade(t *testing.T, ctx context.Context, d time.Duration) (*conn.Lease, error) {
+	rctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	rA, err := w.rwA.ReadLock().Acquire(rctx)
+	if err == nil {
+		t.Cleanup(func() { _ = w.rwA.ReadLock().Release(context.WithoutCancel(ctx)) })
+	}
+	return rA, err
+}
+
+// observed is the view of a new handle's Participants, node name to
+// status.
+func (w *writerBehind) observed(t *testing.T, ctx context.Context) map[string]string {
+	t.Helper()
+	ps, err := newRW(t, w.f.Session(), w.path).Participants(ctx)
+	require.NoError(t, err)
+	return statusOf(ps)
+}
+
+// downgrade has rw's goroutine take the write lock, then the read lock.
+func downgrade(t *testing.T, ctx context.Context, rw *rwlock.RWLock) (wl, rl *conn.Lease) {
+	t.Helper()
+	wl, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	rl, err = rw.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	return wl, rl
 }
 
 // TestRWLockDowngradeAfterForeignDeleteRefused checks
@@ -79,30 +114,24 @@ func (w *writerBehind) downgradeKeepingW(t *testing.T, ctx context.Context) *con
 func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	zc := f.Raw()
 	path := f.Path("rw-downgrade")
 	sc := newWriterBehind(t, f, ctx, path)
-	rwA, wA := sc.rwA, sc.wA
-
-	require.NoError(t, zc.Delete(wA.Path(), -1), "bystander delete")
+	require.NoError(t, f.Raw().Delete(sc.wA.Path(), -1), "bystander delete")
 	lB := sc.q.wait(t, 10*time.Second, "B, after A's node was deleted")
 
-	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	rA, err := rwA.ReadLock().Acquire(rctx)
+	rA, err := sc.tryDowngrade(t, ctx, 3*time.Second)
 	if err == nil {
-		defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
-		_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("a-read-under-b"), Acl: zk.WorldACL(zk.PermAll)})
+		werr := guardedCreate(ctx, rA, f.Path("a-read-under-b"))
 		t.Fatalf("A holds the read lock (%s) while B holds the write lock (%s); A's read guarded write: err=%v; B's lease err=%v",
 			rA.Path(), lB.Path(), werr, lB.Err())
 	}
 	if !errors.Is(err, conn.ErrLeaseLost) {
 		t.Fatalf("downgrade on a lost write lease: %v, want conn.ErrLeaseLost", err)
 	}
-	if kids := children(zc, path); len(kids) != 1 || kids[0] != conn.BaseName(lB.Path()) {
+	if kids := children(f.Raw(), path); len(kids) != 1 || kids[0] != conn.BaseName(lB.Path()) {
 		t.Errorf("after the refused downgrade the queue is %v, want only B's node", kids)
 	}
-	_ = rwA.WriteLock().Release(ctx)
+	_ = sc.rwA.WriteLock().Release(ctx)
 }
 
 // TestRWLockDowngradeAfterExpiryRefused is the same combination as
@@ -115,20 +144,16 @@ func TestRWLockDowngradeAfterExpiryRefused(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
 	sc := newWriterBehind(t, f, ctx, f.Path("rw-downgrade-expiry"))
-	rwA := sc.rwA
-	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], sc.wA.Epoch()))
+	f.Expire(ctx, sc.wA.Epoch())
 	sc.q.wait(t, 20*time.Second, "B, after A's expiry")
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	rA, err := rwA.ReadLock().Acquire(rctx)
+	rA, err := sc.tryDowngrade(t, ctx, 2*time.Second)
 	if err == nil {
-		defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
 		t.Fatalf("downgrade granted (%s) on a write lease lost with its epoch, while B writes", rA.Path())
 	}
 	if !errors.Is(err, conn.ErrLeaseLost) {
 		t.Errorf("downgrade on an expired write lease: %v, want conn.ErrLeaseLost", err)
 	}
-	_ = rwA.WriteLock().Release(ctx)
+	_ = sc.rwA.WriteLock().Release(ctx)
 }
 
 // TestRWLockOtherGoroutineGetsNoDowngrade checks rwlock/doc.go:
@@ -203,23 +228,19 @@ func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	sc := newWriterBehind(t, f, ctx, f.Path("rw-fence"))
 	rwA := sc.rwA
-	fW, err := sc.wA.Fence(ctx)
-	require.NoError(t, err)
+	fW := fenceOf(t, ctx, sc.wA)
 
 	rA, err := rwA.ReadLock().Acquire(ctx) // downgrade
 	require.NoError(t, err)
-	fR1, err := rA.Fence(ctx)
-	require.NoError(t, err)
+	fR1 := fenceOf(t, ctx, rA)
 	require.NoError(t, rwA.ReadLock().Release(ctx))
 	rA, err = rwA.ReadLock().Acquire(ctx) // a second downgrade
 	require.NoError(t, err)
-	fR, err := rA.Fence(ctx)
-	require.NoError(t, err)
+	fR := fenceOf(t, ctx, rA)
 	require.NoError(t, rwA.WriteLock().Release(ctx))
 	require.NoError(t, rwA.ReadLock().Release(ctx))
 	lC := sc.q.wait(t, 10*time.Second, "C, after A released both")
-	fC, err := lC.Fence(ctx)
-	require.NoError(t, err)
+	fC := fenceOf(t, ctx, lC)
 	t.Logf("grants in order: A write %v, A read %v, A read again %v, C write %v", fW, fR1, fR, fC)
 	if fW.Compare(fR1) >= 0 || fR1.Compare(fR) >= 0 || fR.Compare(fC) >= 0 {
 		t.Fatalf("fences not strictly growing in grant order: A write %v, A read (downgrade) %v, A read again %v, C write %v: a resource that kept %v refuses C",
@@ -242,32 +263,24 @@ func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
 func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	zc := f.Raw()
 	sc := newWriterBehind(t, f, ctx, f.Path("rw-kept-w"))
-	rwA, wA := sc.rwA, sc.wA
 	rA := sc.downgradeKeepingW(t, ctx) // downgrade
-	defer rwA.ReadLock().Release(context.WithoutCancel(ctx))
+	defer sc.rwA.ReadLock().Release(context.WithoutCancel(ctx))
 	lost := rA.Lost() // armed
 	sc.q.notGranted(t, 300*time.Millisecond, "C entered while A reads (before any bystander)")
 
-	require.NoError(t, zc.Delete(wA.Path(), -1), "bystander delete of the kept W node")
-	var lC *conn.Lease
-	select {
-	case lC = <-sc.q.got:
-	case err := <-sc.q.failed:
-		t.Fatal(err)
-	case <-time.After(10 * time.Second):
+	require.NoError(t, f.Raw().Delete(sc.wA.Path(), -1), "bystander delete of the kept W node")
+	lC, ok := sc.q.granted(t, 10*time.Second, "C")
+	if !ok {
 		t.Skip("C did not enter after the kept W node was deleted: nothing to tell")
 	}
-	select {
-	case <-lost: // A was told
-		if _, err := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("a-reads-under-c"), Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
+	if _, ok := within(lost, 3*time.Second); ok { // A was told
+		if err := guardedCreate(ctx, rA, f.Path("a-reads-under-c")); !errors.Is(err, conn.ErrLeaseLost) {
 			t.Errorf("A's read lease is lost but its guarded write says %v, want conn.ErrLeaseLost", err)
 		}
 		return
-	case <-time.After(3 * time.Second):
 	}
-	_, werr := rA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("a-reads-under-c"), Acl: zk.WorldACL(zk.PermAll)})
+	werr := guardedCreate(ctx, rA, f.Path("a-reads-under-c"))
 	t.Fatalf("writer C holds %s while A's read lease %s is not lost (Lost open 3 s after C entered, Err=%v) and its guarded write commits: err=%v",
 		lC.Path(), rA.Path(), rA.Err(), werr)
 }
@@ -300,25 +313,23 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
 	sc := newWriterBehind(t, f, ctx, f.Path("rw-kept-checkop"))
-	rwA, wA := sc.rwA, sc.wA
+	wA := sc.wA
 	rA := sc.downgradeKeepingW(t, ctx)
 	if p := rA.CheckOp().Path; p != wA.Path() {
 		t.Errorf("the downgraded read lease's CheckOp checks %s while the W node %s is kept", p, wA.Path())
 	}
-	select {
-	case <-wA.Lost():
-	case <-time.After(2 * time.Second):
+	if _, ok := within(wA.Lost(), 2*time.Second); !ok {
 		t.Error("the released write lease's Lost is open (doc: closes on Release)")
 	}
-	if _, err := wA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("gw-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
+	if err := guardedCreate(ctx, wA, f.Path("gw-after-w-release")); !errors.Is(err, conn.ErrLeaseLost) {
 		t.Errorf("GuardedWrite through the released write lease: %v, want conn.ErrLeaseLost", err)
 	}
-	if _, err := wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+	if _, err := wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-w-release"), Acl: zkWorld}); err != nil {
 		t.Errorf("a multi behind the released write lease's CheckOp while its W node is kept: %v, want it to commit (documented)", err)
 	}
-	require.NoError(t, rwA.ReadLock().Release(ctx))
+	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
 	for name, l := range map[string]*conn.Lease{"write": wA, "read": rA} {
-		_, err := l.Epoch().Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-release-") + name, Acl: zk.WorldACL(zk.PermAll)})
+		_, err := l.Epoch().Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-release-") + name, Acl: zkWorld})
 		if !errors.Is(err, zk.ErrNoNode) {
 			t.Errorf("a multi behind the %s lease's CheckOp after the read release: %v, want zk.ErrNoNode", name, err)
 		}
@@ -347,33 +358,22 @@ func TestRWLockKeptWNodeGoesWhenReadLeaseLost(t *testing.T) {
 
 func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
 	ctx := ctxT(t, 20*time.Second)
-	zc := f.Raw()
 	sc := newWriterBehind(t, f, ctx, fmt.Sprintf("%s/rw-kept-left-%v", f.Root(), armed))
-	rwA, wA := sc.rwA, sc.wA
 	rA := sc.downgradeKeepingW(t, ctx)
 	var lost <-chan struct{}
 	if armed {
 		lost = rA.Lost()
 		waitFor(t, 5*time.Second, "the read lease's watch", func() bool { return watched(f, 0, rA.Path()) })
 	}
-	require.NoError(t, zc.Delete(rA.Path(), -1))
+	require.NoError(t, f.Raw().Delete(rA.Path(), -1))
 	if armed {
-		select {
-		case <-lost:
-		case <-time.After(5 * time.Second):
-			t.Fatal("read lease's Lost open 5 s after its node was deleted")
-		}
+		recv(t, lost, 5*time.Second, "read lease's Lost open 5 s after its node was deleted")
 	}
-	relErr := rwA.ReadLock().Release(ctx)
-	select {
-	case <-sc.q.got:
+	relErr := sc.rwA.ReadLock().Release(ctx)
+	if _, ok := sc.q.granted(t, 3*time.Second, "C"); ok {
 		return // the kept W node went: C entered
-	case err := <-sc.q.failed:
-		t.Fatal(err)
-	case <-time.After(3 * time.Second):
 	}
-	ok, _, _ := zc.Exists(wA.Path())
-	t.Fatalf("A's read release returned %v; 3 s later A's kept W node %s exists=%v and writer C still waits (A holds nothing)", relErr, wA.Path(), ok)
+	t.Fatalf("A's read release returned %v; 3 s later A's kept W node %s exists=%v and writer C still waits (A holds nothing)", relErr, sc.wA.Path(), exists(f.Raw(), sc.wA.Path()))
 }
 
 // TestRWLockExtraReleasesAroundKeptWNode checks rwlock/doc.go:
@@ -387,9 +387,8 @@ func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
 func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	zc := f.Raw()
 	sc := newWriterBehind(t, f, ctx, f.Path("rw-extra-release"))
-	rwA, wA := sc.rwA, sc.wA
+	rwA := sc.rwA
 	rA := sc.downgradeKeepingW(t, ctx)
 	if err := rwA.WriteLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second write release: %v, want ErrNotHeld", err)
@@ -406,8 +405,9 @@ func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
 			t.Errorf("release %d from another goroutine: %v, want ErrNotOwner/ErrNotHeld", i, err)
 		}
 	}
-	for _, p := range []string{wA.Path(), rA.Path()} {
-		if ok, _, _ := zc.Exists(p); !ok {
+	mine := []string{sc.wA.Path(), rA.Path()}
+	for _, p := range mine {
+		if !exists(f.Raw(), p) {
 			t.Errorf("%s gone after refused releases", p)
 		}
 	}
@@ -417,8 +417,8 @@ func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
 		t.Errorf("second read release: %v, want ErrNotHeld", err)
 	}
 	sc.q.wait(t, 5*time.Second, "C, after A's read release")
-	for _, p := range []string{wA.Path(), rA.Path()} {
-		if ok, _, _ := zc.Exists(p); ok {
+	for _, p := range mine {
+		if exists(f.Raw(), p) {
 			t.Errorf("%s left after A released everything", p)
 		}
 	}
@@ -447,85 +447,75 @@ func TestRWLockDowngradeStress(t *testing.T) {
 	}
 	ctx := ctxT(t, 25*time.Second)
 	stop := time.Now().Add(4 * time.Second)
-	var wg sync.WaitGroup
 	var counts [3]int
 	var cmu sync.Mutex
-	for si := 0; si < 3; si++ {
-		s := f.Session()
-		rw, err := rwlock.New(s, path)
-		require.NoError(t, err)
-		for g := 0; g < 3; g++ {
-			wg.Add(1)
-			go func(id string, seed int64) {
-				defer wg.Done()
-				r := rand.New(rand.NewSource(seed))
-				for time.Now().Before(stop) {
-					hold := func() { time.Sleep(time.Duration(r.Intn(3)) * time.Millisecond) }
-					kind := r.Intn(3)
-					switch kind {
-					case 0: // read
-						if _, err := rw.ReadLock().Acquire(ctx); err != nil {
-							t.Errorf("%s read: %v", id, err)
-							return
-						}
-						mu.Lock()
-						readers++
-						check(id + " read")
-						mu.Unlock()
-						hold()
-						mu.Lock()
-						readers--
-						mu.Unlock()
-						if err := rw.ReadLock().Release(ctx); err != nil {
-							t.Errorf("%s read release: %v", id, err)
-							return
-						}
-					case 1, 2: // write, or write then downgrade
-						if _, err := rw.WriteLock().Acquire(ctx); err != nil {
-							t.Errorf("%s write: %v", id, err)
-							return
-						}
-						mu.Lock()
-						writers++
-						check(id + " write")
-						mu.Unlock()
-						hold()
-						if kind == 2 {
-							if _, err := rw.ReadLock().Acquire(ctx); err != nil {
-								t.Errorf("%s downgrade: %v", id, err)
-								return
-							}
-						}
-						mu.Lock()
-						writers--
-						if kind == 2 {
-							readers++
-						}
-						mu.Unlock()
-						if err := rw.WriteLock().Release(ctx); err != nil {
-							t.Errorf("%s write release: %v", id, err)
-							return
-						}
-						if kind == 2 {
-							hold()
-							mu.Lock()
-							check(id + " downgraded")
-							readers--
-							mu.Unlock()
-							if err := rw.ReadLock().Release(ctx); err != nil {
-								t.Errorf("%s downgraded read release: %v", id, err)
-								return
-							}
-						}
-					}
-					cmu.Lock()
-					counts[kind]++
-					cmu.Unlock()
+	mk := func(s *conn.Session) *rwlock.RWLock { return newRW(t, s, path) }
+	onSessions(f, 3, 3, mk, func(rw *rwlock.RWLock, i int) {
+		id, r := fmt.Sprintf("s%dg%d", i/3, i%3), rand.New(rand.NewSource(int64(i/3*10+i%3)))
+		for time.Now().Before(stop) {
+			hold := func() { time.Sleep(time.Duration(r.Intn(3)) * time.Millisecond) }
+			kind := r.Intn(3)
+			switch kind {
+			case 0: // read
+				if _, err := rw.ReadLock().Acquire(ctx); err != nil {
+					t.Errorf("%s read: %v", id, err)
+					return
 				}
-			}(fmt.Sprintf("s%dg%d", si, g), int64(si*10+g))
+				mu.Lock()
+				readers++
+				check(id + " read")
+				mu.Unlock()
+				hold()
+				mu.Lock()
+				readers--
+				mu.Unlock()
+				if err := rw.ReadLock().Release(ctx); err != nil {
+					t.Errorf("%s read release: %v", id, err)
+					return
+				}
+			case 1, 2: // write, or write then downgrade
+				if _, err := rw.WriteLock().Acquire(ctx); err != nil {
+					t.Errorf("%s write: %v", id, err)
+					return
+				}
+				mu.Lock()
+				writers++
+				check(id + " write")
+				mu.Unlock()
+				hold()
+				if kind == 2 {
+					if _, err := rw.ReadLock().Acquire(ctx); err != nil {
+						t.Errorf("%s downgrade: %v", id, err)
+						return
+					}
+				}
+				mu.Lock()
+				writers--
+				if kind == 2 {
+					readers++
+				}
+				mu.Unlock()
+				if err := rw.WriteLock().Release(ctx); err != nil {
+					t.Errorf("%s write release: %v", id, err)
+					return
+				}
+				if kind == 2 {
+					hold()
+					mu.Lock()
+					check(id + " downgraded")
+					readers--
+					mu.Unlock()
+					if err := rw.ReadLock().Release(ctx); err != nil {
+						t.Errorf("%s downgraded read release: %v", id, err)
+						return
+					}
+				}
+			}
+			cmu.Lock()
+			counts[kind]++
+			cmu.Unlock()
 		}
-	}
-	wg.Wait()
+	})
 	close(violation)
 	for v := range violation {
 		t.Errorf("exclusion broken: %s", v)
@@ -544,30 +534,6 @@ func statusOf(ps []lock.Participant) map[string]string {
 			s = "holds"
 		}
 		m[conn.BaseName(p.Node)] = s
-	}
-	return m
-}
-
-// cliStatus runs `zkrecipes locks -json path` and maps node name to status.
-func cliStatus(t *testing.T, f *fixture, path string) map[string]string {
-	t.Helper()
-	bin := zkrecipesBin(t)
-	if bin == "" {
-		return nil
-	}
-	out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "-json", "locks", path).Output()
-	require.NoError(t, err, "zkrecipes locks: %s", out)
-	var doc struct {
-		Queues []struct {
-			Nodes []struct{ Name, Status string }
-		}
-	}
-	require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
-	m := map[string]string{}
-	for _, q := range doc.Queues {
-		for _, n := range q.Nodes {
-			m[n.Name] = n.Status
-		}
 	}
 	return m
 }
@@ -594,13 +560,9 @@ func TestRWLockParticipantsShowDowngradeKeptAndReentrantReads(t *testing.T) {
 			qName = ch
 		}
 	}
-	rwO, err := rwlock.New(f.Session(), path)
-	require.NoError(t, err)
 	view := func(when string, want, wantCLI map[string]string) {
 		t.Helper()
-		ps, err := rwO.Participants(ctx)
-		require.NoError(t, err)
-		require.Equal(t, want, statusOf(ps), "Participants %s", when)
+		require.Equal(t, want, sc.observed(t, ctx), "Participants %s", when)
 		if got := cliStatus(t, f, path); got != nil {
 			require.Equal(t, wantCLI, got, "zkrecipes locks %s", when)
 		}
@@ -629,21 +591,12 @@ func TestRWLockParticipantsAfterDowngraderExpires(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	path := f.Path("rw-parts-exp")
 	sc := newWriterBehind(t, f, ctx, path)
-	rA := sc.downgradeKeepingW(t, ctx)
-	lost := rA.Lost()
-	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], epochOf(t, sc.rwA.ReadLock().Session())))
+	lost := sc.downgradeKeepingW(t, ctx).Lost()
+	f.Expire(ctx, epochOf(t, sc.sA))
 	lQ := sc.q.wait(t, 15*time.Second, "the writer between, after A's session expired")
-	select {
-	case <-lost:
-	case <-time.After(10 * time.Second):
-		t.Fatal("A's read lease not lost 10 s after its session expired")
-	}
-	rwO, err := rwlock.New(f.Session(), path)
-	require.NoError(t, err)
-	ps, err := rwO.Participants(ctx)
-	require.NoError(t, err)
+	recv(t, lost, 10*time.Second, "A's read lease not lost 10 s after its session expired")
 	want := map[string]string{conn.BaseName(lQ.Path()): "holds"}
-	require.Equal(t, want, statusOf(ps))
+	require.Equal(t, want, sc.observed(t, ctx))
 	if got := cliStatus(t, f, path); got != nil {
 		require.Equal(t, want, got)
 	}
@@ -664,24 +617,16 @@ func TestRWLockViewAfterKeptWriteNodeDeleted(t *testing.T) {
 	lost := rA.Lost()
 	require.NoError(t, f.Raw().Delete(sc.wA.Path(), -1))
 	lQ := sc.q.wait(t, 10*time.Second, "the writer between, after the kept W node was deleted")
-	select {
-	case <-lost:
-	case <-time.After(5 * time.Second):
-		t.Fatal("A's read lease not lost after its kept W node was deleted")
-	}
-	rwO, err := rwlock.New(f.Session(), path)
-	require.NoError(t, err)
-	ps, err := rwO.Participants(ctx)
-	require.NoError(t, err)
-	got := statusOf(ps)
-	t.Logf("Participants: %v (writer %s, A's lost read %s)", got, conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
+	recv(t, lost, 5*time.Second, "A's read lease not lost after its kept W node was deleted")
+	w, r := conn.BaseName(lQ.Path()), conn.BaseName(rA.Path())
+	got := sc.observed(t, ctx)
+	t.Logf("Participants: %v (writer %s, A's lost read %s)", got, w, r)
 	cli := cliStatus(t, f, path)
 	t.Logf("zkrecipes locks: %v", cli)
-	if got[conn.BaseName(rA.Path())] == "holds" && got[conn.BaseName(lQ.Path())] == "holds" {
-		t.Errorf("Participants shows writer %s and reader %s both holding", conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
-	}
-	if cli != nil && cli[conn.BaseName(rA.Path())] == "holds" && cli[conn.BaseName(lQ.Path())] == "holds" {
-		t.Errorf("zkrecipes locks shows writer %s and reader %s both holding", conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
+	for view, st := range map[string]map[string]string{"Participants": got, "zkrecipes locks": cli} {
+		if st[r] == "holds" && st[w] == "holds" {
+			t.Errorf("%s shows writer %s and reader %s both holding", view, w, r)
+		}
 	}
 }
 
@@ -695,27 +640,22 @@ func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	path := f.Path("rw-setacl")
 	sc := newWriterBehind(t, f, ctx, path)
-	sA := sc.rwA.ReadLock().Session()
+	sA := sc.sA
 	before := sA.Stats().Requests[conn.OpSetACL]
 	sc.downgradeKeepingW(t, ctx)
 	require.Equal(t, before+1, sA.Stats().Requests[conn.OpSetACL], "setacl requests after the write release that kept W")
 
 	// no writer between: no setacl
 	s2 := f.Session()
-	rw2, err := rwlock.New(s2, f.Path("rw-setacl-2"))
-	require.NoError(t, err)
-	_, err = rw2.WriteLock().Acquire(ctx)
-	require.NoError(t, err)
-	_, err = rw2.ReadLock().Acquire(ctx)
-	require.NoError(t, err)
+	rw2 := newRW(t, s2, f.Path("rw-setacl-2"))
+	downgrade(t, ctx, rw2)
 	require.NoError(t, rw2.WriteLock().Release(ctx))
 	require.Zero(t, s2.Stats().Requests[conn.OpSetACL], "setacl with no writer between")
 	require.NoError(t, rw2.ReadLock().Release(ctx))
 
 	m := &metricsRec{}
 	sO := f.Session(conn.WithMetrics(m))
-	rwO, err := rwlock.New(sO, path)
-	require.NoError(t, err)
+	rwO := newRW(t, sO, path)
 	for i := 0; i < 3; i++ {
 		ps, err := rwO.Participants(ctx)
 		require.NoError(t, err)
@@ -736,16 +676,8 @@ func TestRWLockDowngradeNodesCarryTheirAcquiresLabels(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	path := f.Path("rw-labels")
-	rwA, err := rwlock.New(f.Session(), path)
-	require.NoError(t, err)
-	wA, err := rwA.WriteLock().Acquire(lock.WithLabel(ctx, "writer-a"))
-	require.NoError(t, err)
-	rwQ, err := rwlock.New(f.Session(), path)
-	require.NoError(t, err)
-	qctx, cancel := context.WithCancel(lock.WithLabel(ctx, "writer-q"))
-	q := hold(qctx, rwQ.WriteLock())
-	t.Cleanup(func() { cancel(); <-q.done })
-	waitFor(t, 10*time.Second, "Q's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
+	sc := writerBehindOf(t, f, lock.WithLabel(ctx, "writer-a"), lock.WithLabel(ctx, "writer-q"), f.Session(), path)
+	rwA := sc.rwA
 	rA, err := rwA.ReadLock().Acquire(lock.WithLabel(ctx, "reader-a"))
 	require.NoError(t, err)
 	_, err = rwA.ReadLock().Acquire(lock.WithLabel(ctx, "reader-a-again"))
@@ -757,13 +689,13 @@ func TestRWLockDowngradeNodesCarryTheirAcquiresLabels(t *testing.T) {
 	for _, p := range ps {
 		got[conn.BaseName(p.Node)] = p.Label
 	}
-	want := map[string]string{conn.BaseName(wA.Path()): "writer-a", conn.BaseName(rA.Path()): "reader-a"}
+	want := map[string]string{conn.BaseName(sc.wA.Path()): "writer-a", conn.BaseName(rA.Path()): "reader-a"}
 	for n, l := range want {
 		require.Equal(t, l, got[n], "label of %s (all: %v)", n, got)
 	}
 	require.NoError(t, rwA.ReadLock().Release(ctx))
 	require.NoError(t, rwA.ReadLock().Release(ctx))
-	q.wait(t, 10*time.Second, "Q")
+	sc.q.wait(t, 10*time.Second, "Q")
 }
 
 // TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing: the write
@@ -779,28 +711,21 @@ func TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing(t *testing.T) {
 		t.Run(fmt.Sprintf("after-write-%d", n), func(t *testing.T) {
 			f := f.In(t)
 			ctx := ctxT(t, 40*time.Second)
-			p := f.Proxy()
-			s := f.SessionAt(p.Addrs(), conn.WithSessionTimeout(20*time.Second))
+			p, s := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
 			path := f.Path(fmt.Sprintf("rw-dg-bh-%d", n))
-			rw, err := rwlock.New(s, path)
-			require.NoError(t, err)
+			rw := newRW(t, s, path)
 			wl, err := rw.WriteLock().Acquire(ctx)
 			require.NoError(t, err)
 			p.BlackholeAfterWrites(n)
-			rctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
-			start := time.Now()
-			_, err = rw.ReadLock().Acquire(rctx)
-			took := time.Since(start)
-			cancel()
+			took, err := timed(ctx, 700*time.Millisecond, acquireErr(rw.ReadLock()))
 			t.Logf("downgrade blackholed after write %d: %v after %v", n, err, took)
+			p.Heal()
 			if err == nil {
 				// granted before the fault mattered: release it
-				p.Heal()
 				require.NoError(t, rw.ReadLock().Release(ctx))
 			} else {
 				require.Less(t, took, 950*time.Millisecond, "deadline kept")
 				require.True(t, errors.Is(err, context.DeadlineExceeded), "error %v", err)
-				p.Heal()
 			}
 			waitFor(t, 15*time.Second, "only the W node left", func() bool {
 				kids := children(f.Raw(), path)
@@ -812,10 +737,7 @@ func TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing(t *testing.T) {
 			}
 			require.NoError(t, rw.WriteLock().Release(ctx))
 			require.Empty(t, children(f.Raw(), path))
-			sid := epochOf(t, s).SessionID()
-			if !eventually(3*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
-				t.Errorf("watches left: %v", sessionWatches(t, f, 0, sid))
-			}
+			noWatchesLeft(t, f, s, 3*time.Second, "the session")
 		})
 	}
 }
@@ -830,71 +752,44 @@ func TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing(t *testing.T) {
 // server (wchc).
 func TestRWLockDowngradeArmedLostAcrossWriteRelease(t *testing.T) {
 	f := newFixture(t)
-	t.Run("moved", func(t *testing.T) {
-		f := f.In(t)
-		ctx := ctxT(t, 30*time.Second)
-		m := &metricsRec{}
-		s := f.Session(conn.WithMetrics(m))
-		path := f.Path("rw-armed-moved")
-		rw, err := rwlock.New(s, path)
-		require.NoError(t, err)
-		_, err = rw.WriteLock().Acquire(ctx)
-		require.NoError(t, err)
-		rl, err := rw.ReadLock().Acquire(ctx)
-		require.NoError(t, err)
-		lost := rl.Lost()
-		require.NoError(t, rw.WriteLock().Release(ctx))
-		select {
-		case <-lost:
-			t.Fatalf("the read lease is lost after our own write release moved it onto its R node (Err=%v)", rl.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-		require.Len(t, children(f.Raw(), path), 1)
-		kids := children(f.Raw(), path)
-		require.NoError(t, f.Raw().Delete(path+"/"+kids[0], -1), "bystander deletes the R node")
-		select {
-		case <-lost:
-		case <-time.After(5 * time.Second):
-			t.Fatal("the moved read lease is not lost 5 s after its R node was deleted")
-		}
-		require.NoError(t, rw.ReadLock().Release(ctx))
-		sid := epochOf(t, s).SessionID()
-		if !eventually(3*time.Second, func() bool { return m.watches.Load() == 0 && len(sessionWatches(t, f, 0, sid)) == 0 }) {
-			t.Errorf("left: gauge %d, server watches %v", m.watches.Load(), sessionWatches(t, f, 0, sid))
-		}
-	})
-	t.Run("kept", func(t *testing.T) {
-		f := f.In(t)
-		ctx := ctxT(t, 30*time.Second)
-		m := &metricsRec{}
-		s := f.Session(conn.WithMetrics(m))
-		path := f.Path("rw-armed-kept")
-		rw, err := rwlock.New(s, path)
-		require.NoError(t, err)
-		_, err = rw.WriteLock().Acquire(ctx)
-		require.NoError(t, err)
-		rwQ, err := rwlock.New(f.Session(), path)
-		require.NoError(t, err)
-		qctx, cancel := context.WithCancel(ctx)
-		q := hold(qctx, rwQ.WriteLock())
-		t.Cleanup(func() { cancel(); <-q.done })
-		waitFor(t, 10*time.Second, "Q's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
-		rl, err := rw.ReadLock().Acquire(ctx)
-		require.NoError(t, err)
-		lost := rl.Lost()
-		require.NoError(t, rw.WriteLock().Release(ctx))
-		select {
-		case <-lost:
-			t.Fatalf("the read lease is lost after the write release kept its W node (Err=%v)", rl.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-		require.NoError(t, rw.ReadLock().Release(ctx))
-		q.wait(t, 10*time.Second, "Q")
-		sid := epochOf(t, s).SessionID()
-		if !eventually(3*time.Second, func() bool { return m.watches.Load() == 0 && len(sessionWatches(t, f, 0, sid)) == 0 }) {
-			t.Errorf("left: gauge %d, server watches %v", m.watches.Load(), sessionWatches(t, f, 0, sid))
-		}
-	})
+	for _, writerBetween := range []bool{false, true} {
+		t.Run(map[bool]string{false: "moved", true: "kept"}[writerBetween], func(t *testing.T) {
+			f := f.In(t)
+			ctx := ctxT(t, 30*time.Second)
+			m := &metricsRec{}
+			s := f.Session(conn.WithMetrics(m))
+			path := f.Path(map[bool]string{false: "rw-armed-moved", true: "rw-armed-kept"}[writerBetween])
+			var rw *rwlock.RWLock
+			var q *holder
+			if writerBetween {
+				sc := writerBehindOf(t, f, ctx, ctx, s, path)
+				rw, q = sc.rwA, sc.q
+			} else {
+				rw = newRW(t, s, path)
+				_, err := rw.WriteLock().Acquire(ctx)
+				require.NoError(t, err)
+			}
+			rl, err := rw.ReadLock().Acquire(ctx)
+			require.NoError(t, err)
+			lost := rl.Lost()
+			require.NoError(t, rw.WriteLock().Release(ctx))
+			if _, ok := within(lost, 500*time.Millisecond); ok {
+				t.Fatalf("the read lease is lost after our own write release (writer between: %v) (Err=%v)", writerBetween, rl.Err())
+			}
+			if writerBetween {
+				require.NoError(t, rw.ReadLock().Release(ctx))
+				q.wait(t, 10*time.Second, "Q")
+			} else {
+				kids := children(f.Raw(), path)
+				require.Len(t, kids, 1)
+				require.NoError(t, f.Raw().Delete(path+"/"+kids[0], -1), "bystander deletes the R node")
+				recv(t, lost, 5*time.Second, "the moved read lease is not lost 5 s after its R node was deleted")
+				require.NoError(t, rw.ReadLock().Release(ctx))
+			}
+			m.gaugeDrains(t, 3*time.Second)
+			noWatchesLeft(t, f, s, 3*time.Second, "the session")
+		})
+	}
 }
 
 // TestRWLockWriterShownHoldingAfterBystanderSetACL: the `kept` mark is the
@@ -906,9 +801,7 @@ func TestRWLockWriterShownHoldingAfterBystanderSetACL(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	path := f.Path("rw-setacl-forge")
-	s := f.Session()
-	rw, err := rwlock.New(s, path, rwlock.WithRevocable())
-	require.NoError(t, err)
+	rw := newRW(t, f.Session(), path, rwlock.WithRevocable())
 	wl, err := rw.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
 	acl, st, err := f.Raw().GetACL(wl.Path())
@@ -917,9 +810,7 @@ func TestRWLockWriterShownHoldingAfterBystanderSetACL(t *testing.T) {
 	if _, err := f.Raw().SetACL(wl.Path(), acl, -1); err != nil {
 		t.Skipf("the bystander cannot set the W node's ACL (%v): nothing to forge", err)
 	}
-	rwO, err := rwlock.New(f.Session(), path)
-	require.NoError(t, err)
-	ps, err := rwO.Participants(ctx)
+	ps, err := newRW(t, f.Session(), path).Participants(ctx)
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	if !ps[0].Holding {
@@ -948,43 +839,30 @@ func TestRWLockRevokeOfKeptWriteNode(t *testing.T) {
 func revokeKeptW(t *testing.T, f *fixture, armEarly bool) {
 	ctx := ctxT(t, 30*time.Second)
 	path := f.Path(fmt.Sprintf("rw-rev-kept-%v", armEarly))
-	rwA, err := rwlock.New(f.Session(), path, rwlock.WithRevocable())
-	require.NoError(t, err)
-	wA, err := rwA.WriteLock().Acquire(ctx)
-	require.NoError(t, err)
-	rwQ, err := rwlock.New(f.Session(), path, rwlock.WithRevocable())
-	require.NoError(t, err)
-	qctx, cancel := context.WithCancel(ctx)
-	q := hold(qctx, rwQ.WriteLock())
-	t.Cleanup(func() { cancel(); <-q.done })
-	waitFor(t, 10*time.Second, "Q's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
-	rA, err := rwA.ReadLock().Acquire(ctx)
+	sc := newWriterBehind(t, f, ctx, path, rwlock.WithRevocable())
+	rA, err := sc.rwA.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
 	if armEarly {
 		_ = rA.Revoked()
 	}
-	require.NoError(t, rwA.WriteLock().Release(ctx))
+	require.NoError(t, sc.rwA.WriteLock().Release(ctx))
 	revoked := rA.Revoked()
-	ok, _, _ := f.Raw().Exists(wA.Path())
-	require.True(t, ok, "W kept")
-	rwO, err := rwlock.New(f.Session(), path, rwlock.WithRevocable())
-	require.NoError(t, err)
-	require.NoError(t, rwO.Revoke(ctx, wA.Path()))
-	q.notGranted(t, time.Second, "Q got the write lock after a revoke request on the kept W node, while A still reads")
+	require.True(t, exists(f.Raw(), sc.wA.Path()), "W kept")
+	rwO := newRW(t, f.Session(), path, rwlock.WithRevocable())
+	require.NoError(t, rwO.Revoke(ctx, sc.wA.Path()))
+	sc.q.notGranted(t, time.Second, "Q got the write lock after a revoke request on the kept W node, while A still reads")
 	ps, err := rwO.Participants(ctx)
 	require.NoError(t, err)
 	st := statusOf(ps)
 	t.Logf("after Revoke of the kept W node: %v", st)
-	require.Equal(t, "waits", st[conn.BaseName(wA.Path())], "the kept W node holds nothing")
+	require.Equal(t, "waits", st[conn.BaseName(sc.wA.Path())], "the kept W node holds nothing")
 	require.Equal(t, "holds", st[conn.BaseName(rA.Path())], "A's R node")
-	if got := cliStatus(t, f, path); got[conn.BaseName(wA.Path())] != "kept" {
-		t.Errorf("zkrecipes locks shows the revoked kept W node as %q, want kept (all: %v)", got[conn.BaseName(wA.Path())], got)
+	if got := cliStatus(t, f, path); got[conn.BaseName(sc.wA.Path())] != "kept" {
+		t.Errorf("zkrecipes locks shows the revoked kept W node as %q, want kept (all: %v)", got[conn.BaseName(sc.wA.Path())], got)
 	}
-	select {
-	case <-revoked:
-	case <-time.After(3 * time.Second):
+	if _, ok := within(revoked, 3*time.Second); !ok {
 		t.Errorf("A's read lease, standing on the kept W node, did not see the revoke request")
 	}
-	require.NoError(t, rwA.ReadLock().Release(ctx))
-	q.wait(t, 10*time.Second, "Q after A's read release")
+	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
+	sc.q.wait(t, 10*time.Second, "Q after A's read release")
 }

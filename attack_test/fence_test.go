@@ -6,13 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
-	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // fenceStore is the resource of conn.Fence's doc, stricter: it keeps the
@@ -110,42 +107,25 @@ func TestFenceDowngradeThenNewReaderAndWriter(t *testing.T) {
 	path := f.Path("fence-rw")
 	var st fenceStore
 	rwA := newRW(t, f.Session(), path)
-	wA, err := rwA.WriteLock().Acquire(ctx)
-	require.NoError(t, err)
-	fe := func(l *conn.Lease) conn.Fence {
-		t.Helper()
-		x, err := l.Fence(ctx)
-		require.NoError(t, err)
-		return x
-	}
-	st.write("write", fe(wA))
-	r1, err := rwA.ReadLock().Acquire(ctx)
-	require.NoError(t, err)
-	st.write("downgrade 1", fe(r1))
+	wA, r1 := downgrade(t, ctx, rwA)
+	st.write("write", fenceOf(t, ctx, wA))
+	st.write("downgrade 1", fenceOf(t, ctx, r1))
 	require.NoError(t, rwA.ReadLock().Release(ctx))
 	r2, err := rwA.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
-	f2 := fe(r2)
+	f2 := fenceOf(t, ctx, r2)
 	st.write("downgrade 2", f2)
-	rwB := newRW(t, f.Session(), path)
-	hb := hold(ctx, rwB.WriteLock())
+	hb := hold(ctx, newRW(t, f.Session(), path).WriteLock())
 	hb.notGranted(t, 300*time.Millisecond, "B granted while A holds")
 	require.NoError(t, rwA.WriteLock().Release(ctx))
 	// A still reads; its read fence stays
-	require.Equal(t, 0, fe(r2).Compare(f2), "the read grant's Fence stays after the write release")
+	require.Equal(t, 0, fenceOf(t, ctx, r2).Compare(f2), "the read grant's Fence stays after the write release")
 	require.NoError(t, rwA.ReadLock().Release(ctx))
 	lb := hb.wait(t, 10*time.Second, "B")
-	st.write("B's write", fe(lb))
+	st.write("B's write", fenceOf(t, ctx, lb))
 	require.Empty(t, st.refused)
 	require.Equal(t, 4, st.n)
 	require.NoError(t, hb.release())
-}
-
-func newRW(t *testing.T, s *conn.Session, path string) *rwlock.RWLock {
-	t.Helper()
-	rw, err := rwlock.New(s, path)
-	require.NoError(t, err)
-	return rw
 }
 
 // TestLocalHandoffAfterExpiryGrantsNewNode: A holds a local-handoff lock
@@ -165,29 +145,20 @@ func TestLocalHandoffAfterExpiryGrantsNewNode(t *testing.T) {
 			b := newLocker(t, recipe, s, path, 1)
 			la, err := a.Acquire(lock.WithLabel(ctx, "a"))
 			require.NoError(t, err)
-			fa, err := la.Fence(ctx)
-			require.NoError(t, err)
+			fa := fenceOf(t, ctx, la)
 			hb := hold(lock.WithLabel(ctx, "b"), b)
 			hb.notGranted(t, 200*time.Millisecond, "b granted while a holds")
-			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], la.Epoch()))
-			select {
-			case <-la.Lost():
-			case <-time.After(10 * time.Second):
-				t.Fatal("a's lease not lost after expiry")
-			}
+			f.Expire(ctx, la.Epoch())
+			recv(t, la.Lost(), 10*time.Second, "a's lease not lost after expiry")
 			require.NoError(t, a.Release(ctx))
 			lb := hb.wait(t, 15*time.Second, "b")
-			fb, err := lb.Fence(ctx)
-			require.NoError(t, err)
+			fb := fenceOf(t, ctx, lb)
 			t.Logf("a %v, b %v", fa, fb)
 			require.Equal(t, 1, fb.Compare(fa), "b's fence above a's")
 			require.NotEqual(t, fa.Zxid, fb.Zxid, "b's grant is on a node of the new epoch")
 			require.Zero(t, fb.Pass)
-			data, _, err := f.Raw().Get(lb.Path())
-			require.NoError(t, err, "b's node exists")
-			require.Contains(t, string(data), `"label":"b"`)
-			_, err = lb.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-written", Acl: zk.WorldACL(zk.PermAll)})
-			require.NoError(t, err)
+			require.Contains(t, string(f.Data(lb.Path())), `"label":"b"`, "b's node")
+			require.NoError(t, guardedCreate(ctx, lb, path+"-written"))
 			require.NoError(t, hb.release())
 		})
 	}

@@ -100,6 +100,113 @@ func (f *fixture) mutexHeld(ctx context.Context, path string) *holder {
 // Path is name below the cluster's root.
 func (f *fixture) Path(name string) string { return f.Root() + "/" + name }
 
+// ProxiedSession puts a proxy in front of every server and connects a
+// session through it.
+func (f *fixture) ProxiedSession(opts ...conn.Option) (*zktest.Proxy, *conn.Session) {
+	f.t.Helper()
+	px := f.Proxy()
+	return px, f.SessionAt(px.Addrs(), opts...)
+}
+
+// Expire has server 0 expire ep's session (zktest.ExpireEpoch).
+func (f *fixture) Expire(ctx context.Context, ep *conn.Epoch) {
+	f.t.Helper()
+	require.NoError(f.t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep), "expire")
+}
+
+// Register creates path (persistent, world ACL) with data through the
+// bystander, its parent the cluster's root: a resource that holders write.
+func (f *fixture) Register(path string, data []byte) {
+	f.t.Helper()
+	ensure(f.t, f.Raw(), zkWorld, f.Root())
+	_, err := f.Raw().Create(path, data, 0, zkWorld)
+	require.NoError(f.t, err, "create "+path)
+}
+
+// zkWorld is the ACL that lets anyone do anything.
+var zkWorld = zk.WorldACL(zk.PermAll)
+
+const zkEphemeralSequential = zk.FlagEphemeral | zk.FlagSequence
+
+// guardedCreate creates path (world ACL) through l's GuardedWrite.
+func guardedCreate(ctx context.Context, l *conn.Lease, path string) error {
+	_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: path, Acl: zkWorld})
+	return err
+}
+
+// Data reads path's data through the bystander.
+func (f *fixture) Data(path string) []byte {
+	f.t.Helper()
+	data, _, err := f.Raw().Get(path)
+	require.NoError(f.t, err, "get "+path)
+	return data
+}
+
+// fenceOf returns l's Fence.
+func fenceOf(t *testing.T, ctx context.Context, l *conn.Lease) conn.Fence {
+	t.Helper()
+	fe, err := l.Fence(ctx)
+	require.NoError(t, err, "fence")
+	return fe
+}
+
+// recv returns what ch yields within d (the zero value once ch is closed);
+// it fails the test with the message if nothing comes.
+func recv[T any](t *testing.T, ch <-chan T, d time.Duration, format string, args ...any) T {
+	t.Helper()
+	v, ok := within(ch, d)
+	if !ok {
+		t.Fatalf(format, args...)
+	}
+	return v
+}
+
+// quiet fails the test with the message (and what came) if ch yields
+// within d.
+func quiet[T any](t *testing.T, ch <-chan T, d time.Duration, format string, args ...any) {
+	t.Helper()
+	if v, ok := within(ch, d); ok {
+		t.Fatalf(format+" (got %v)", append(args, v)...)
+	}
+}
+
+// within returns what ch yields within d, and whether it did.
+func within[T any](ch <-chan T, d time.Duration) (T, bool) {
+	select {
+	case v := <-ch:
+		return v, true
+	case <-time.After(d):
+		var zero T
+		return zero, false
+	}
+}
+
+// doneWithin reports whether every goroutine of wg ended within d.
+func doneWithin(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	_, ok := within(done, d)
+	return ok
+}
+
+// timed calls fn with ctx bounded by d and returns how long it took.
+func timed(ctx context.Context, d time.Duration, fn func(context.Context) error) (time.Duration, error) {
+	c, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	start := time.Now()
+	err := fn(c)
+	return time.Since(start), err
+}
+
+// nodes formats as path's children at the time it is printed: a failure
+// message's view of a queue.
+type nodes struct {
+	zc   *zk.Conn
+	path string
+}
+
+func (n nodes) String() string { return fmt.Sprint(sortedBySeq(n.zc, n.path)) }
+
 // session connects a conn.Session to servers and closes it in Cleanup.
 func session(t *testing.T, servers []string, opts ...conn.Option) *conn.Session {
 	t.Helper()
@@ -121,6 +228,35 @@ func (silent) Printf(string, ...any) {}
 type locker interface {
 	Acquire(context.Context) (*conn.Lease, error)
 	Release(context.Context) error
+}
+
+// acquirer is a handle whose Acquire returns one lease: every locker, and a
+// semaphore.
+type acquirer interface {
+	Acquire(context.Context) (*conn.Lease, error)
+}
+
+// tryAcquirer is a handle with TryAcquire.
+type tryAcquirer interface {
+	TryAcquire(context.Context) (*conn.Lease, bool, error)
+}
+
+// acquireErr is a's Acquire, reporting only its error.
+func acquireErr(a acquirer) func(context.Context) error {
+	return func(ctx context.Context) error { _, err := a.Acquire(ctx); return err }
+}
+
+// tryErr is a's TryAcquire, reporting only its error.
+func tryErr(a tryAcquirer) func(context.Context) error {
+	return func(ctx context.Context) error { _, _, err := a.TryAcquire(ctx); return err }
+}
+
+// newRW makes an rwlock on path in s.
+func newRW(t *testing.T, s *conn.Session, path string, opts ...rwlock.Option) *rwlock.RWLock {
+	t.Helper()
+	rw, err := rwlock.New(s, path, opts...)
+	require.NoError(t, err)
+	return rw
 }
 
 // holder acquires a lock on its own goroutine and holds it until release
@@ -164,15 +300,25 @@ func hold(ctx context.Context, lk locker) *holder {
 // fails or is not granted within d.
 func (h *holder) wait(t *testing.T, d time.Duration, who string) *conn.Lease {
 	t.Helper()
+	l, ok := h.granted(t, d, who)
+	if !ok {
+		t.Fatalf("%s: not granted within %v", who, d)
+	}
+	return l
+}
+
+// granted returns the lease if the acquire is granted within d, and
+// whether it was; it fails the test if the acquire fails.
+func (h *holder) granted(t *testing.T, d time.Duration, who string) (*conn.Lease, bool) {
+	t.Helper()
 	select {
 	case l := <-h.got:
-		return l
+		return l, true
 	case err := <-h.failed:
 		t.Fatalf("%s: acquire: %v", who, err)
 	case <-time.After(d):
-		t.Fatalf("%s: not granted within %v", who, d)
 	}
-	return nil
+	return nil, false
 }
 
 // notGranted fails the test with msg if the acquire returns within d.
@@ -194,6 +340,24 @@ func (h *holder) release() error {
 	return <-done
 }
 
+// onSessions runs body on per goroutines for each of n new sessions and
+// waits for them all. mk makes a session's handle, which its goroutines
+// share; goroutine g of session si is body's i = si*per+g.
+func onSessions[H any](f *fixture, n, per int, mk func(*conn.Session) H, body func(h H, i int)) {
+	var wg sync.WaitGroup
+	for si := 0; si < n; si++ {
+		h := mk(f.Session())
+		for g := 0; g < per; g++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				body(h, i)
+			}(si*per + g)
+		}
+	}
+	wg.Wait()
+}
+
 // stressDeadline is a stress test's acquire deadline: long, or in one
 // acquire of three 5 to 60 ms, so that some give up while queued.
 func stressDeadline(r *rand.Rand, long time.Duration) time.Duration {
@@ -201,6 +365,22 @@ func stressDeadline(r *rand.Rand, long time.Duration) time.Duration {
 		return time.Duration(5+r.Intn(55)) * time.Millisecond
 	}
 	return long
+}
+
+// stressAcquire acquires with a stressDeadline. A short deadline that ran
+// out while queued is no failure: it returns (nil, nil).
+func stressAcquire(ctx context.Context, r *rand.Rand, long time.Duration, acquire func(context.Context) (*conn.Lease, error)) (*conn.Lease, error) {
+	d := stressDeadline(r, long)
+	actx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	l, err := acquire(actx)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && d < time.Second {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("deadline %v: %w", d, err)
+	}
+	return l, nil
 }
 
 // waitFor polls cond every 10 ms until it holds or d passes.
@@ -224,6 +404,12 @@ func ensure(t *testing.T, zc *zk.Conn, acl []zk.ACL, paths ...string) {
 			require.NoError(t, err, "create "+p)
 		}
 	}
+}
+
+// exists reports whether the bystander zc sees p.
+func exists(zc *zk.Conn, p string) bool {
+	ok, _, err := zc.Exists(p)
+	return err == nil && ok
 }
 
 // children lists path's children through the bystander (nil if absent).
@@ -299,6 +485,24 @@ func (m *metricsRec) count(ev conn.LockEvent, recipe, detail string) int {
 	return n
 }
 
+// expect reports an error unless want lock events match ev (and recipe,
+// outcome or cause, when not empty); what names the count.
+func (m *metricsRec) expect(t *testing.T, want int, ev conn.LockEvent, recipe, detail, what string) {
+	t.Helper()
+	if got := m.count(ev, recipe, detail); got != want {
+		t.Errorf("%s = %d, want %d: %s", what, got, want, m.dump())
+	}
+}
+
+// gaugeDrains reports an error unless the watches gauge is back to 0
+// within d.
+func (m *metricsRec) gaugeDrains(t *testing.T, d time.Duration) {
+	t.Helper()
+	if !eventually(d, func() bool { return m.watches.Load() == 0 }) {
+		t.Errorf("watches gauge %d, want 0", m.watches.Load())
+	}
+}
+
 func (m *metricsRec) dump() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -330,6 +534,22 @@ func sessionWatches(t *testing.T, f *fixture, i int, sid int64) []string {
 		}
 	}
 	return paths
+}
+
+// noWatchesLeft reports an error unless server 0 lists no watch of s's
+// current session within d.
+func noWatchesLeft(t *testing.T, f *fixture, s *conn.Session, d time.Duration, who string) {
+	t.Helper()
+	noWatchesOf(t, f, epochOf(t, s).SessionID(), d, who)
+}
+
+// noWatchesOf reports an error unless server 0 lists no watch of session
+// sid within d.
+func noWatchesOf(t *testing.T, f *fixture, sid int64, d time.Duration, who string) {
+	t.Helper()
+	if !eventually(d, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
+		t.Errorf("%s keeps watches on the server: %v", who, sessionWatches(t, f, 0, sid))
+	}
 }
 
 // epochOf returns the session's live epoch.

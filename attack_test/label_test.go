@@ -4,17 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -37,6 +31,34 @@ func descendants(f *fixture, path string) []string {
 	return out
 }
 
+// labelled has s take a mutex on path with label.
+func labelled(t *testing.T, ctx context.Context, s *conn.Session, path, label string, opts ...mutex.Option) (*mutex.InterProcessMutex, *conn.Lease) {
+	t.Helper()
+	m, err := mutex.New(s, path, opts...)
+	require.NoError(t, err)
+	l, err := m.Acquire(lock.WithLabel(ctx, label))
+	require.NoError(t, err, label)
+	return m, l
+}
+
+// sole returns the one participant that parts lists.
+func sole(t *testing.T, ctx context.Context, parts func(context.Context) ([]lock.Participant, error)) lock.Participant {
+	t.Helper()
+	ps, err := parts(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	return ps[0]
+}
+
+// revokeMarkNoOwner reports an error if the participant of a revoked node
+// names an owner: the revoke mark replaced the node's data.
+func revokeMarkNoOwner(t *testing.T, name string, p lock.Participant) {
+	t.Helper()
+	if p.Known || p.Host != "" || p.PID != 0 || p.Label != "" {
+		t.Errorf("%s: after Revoke Participant says Known=%v Host=%q PID=%d Label=%q: the revoke mark read as an owner", name, p.Known, p.Host, p.PID, p.Label)
+	}
+}
+
 // TestLabelRefusedBeforeQueueingInEveryLock: a label over MaxLabel bytes,
 // not UTF-8 or with control characters (C0, DEL, C1) fails every lock's
 // Acquire and TryAcquire with ErrInvalidLabel and creates no node; one of
@@ -54,68 +76,32 @@ func TestLabelRefusedBeforeQueueingInEveryLock(t *testing.T) {
 		"not utf-8": "req\xff",
 		"esc":       "\x1b[2J",
 	}
-	type try func(ctx context.Context, path string) error
-	lockers := map[string]try{
-		"mutex": func(ctx context.Context, p string) error {
-			m, err := mutex.New(s, p)
-			require.NoError(t, err)
-			_, err = m.Acquire(ctx)
-			return err
-		},
-		"mutex try": func(ctx context.Context, p string) error {
-			m, err := mutex.New(s, p)
-			require.NoError(t, err)
-			_, _, err = m.TryAcquire(ctx)
-			return err
-		},
-		"semaphoremutex": func(ctx context.Context, p string) error {
-			m, err := semaphoremutex.New(s, p)
-			require.NoError(t, err)
-			_, err = m.Acquire(ctx)
-			return err
-		},
-		"semaphore try": func(ctx context.Context, p string) error {
-			m, err := semaphoremutex.NewSemaphore(s, p, 2)
-			require.NoError(t, err)
-			_, _, err = m.TryAcquire(ctx)
-			return err
-		},
-		"exclusive": func(ctx context.Context, p string) error {
-			m, err := exclusive.New(s, p)
-			require.NoError(t, err)
-			_, err = m.Acquire(ctx)
-			return err
-		},
-		"read": func(ctx context.Context, p string) error {
-			rw, err := rwlock.New(s, p)
-			require.NoError(t, err)
-			_, err = rw.ReadLock().Acquire(ctx)
-			return err
-		},
-		"write try": func(ctx context.Context, p string) error {
-			rw, err := rwlock.New(s, p)
-			require.NoError(t, err)
-			_, _, err = rw.WriteLock().TryAcquire(ctx)
-			return err
-		},
-		"multilock": func(ctx context.Context, p string) error {
+	type acquire = func(context.Context) error
+	lockers := map[string]func(path string) (acquire, error){
+		"mutex":          func(p string) (acquire, error) { m, err := mutex.New(s, p); return acquireErr(m), err },
+		"mutex try":      func(p string) (acquire, error) { m, err := mutex.New(s, p); return tryErr(m), err },
+		"semaphoremutex": func(p string) (acquire, error) { m, err := semaphoremutex.New(s, p); return acquireErr(m), err },
+		"semaphore try":  func(p string) (acquire, error) { m, err := semaphoremutex.NewSemaphore(s, p, 2); return tryErr(m), err },
+		"exclusive":      func(p string) (acquire, error) { m, err := exclusive.New(s, p); return acquireErr(m), err },
+		"read":           func(p string) (acquire, error) { return acquireErr(newRW(t, s, p).ReadLock()), nil },
+		"write try":      func(p string) (acquire, error) { return tryErr(newRW(t, s, p).WriteLock()), nil },
+		"multilock": func(p string) (acquire, error) {
 			a, err := mutex.New(s, p+"/a")
 			require.NoError(t, err)
 			b, err := exclusive.New(s, p+"/b")
 			require.NoError(t, err)
 			ml, err := multilock.New(a, b)
-			require.NoError(t, err)
-			_, err = ml.Acquire(ctx)
-			return err
+			return func(ctx context.Context) error { _, err := ml.Acquire(ctx); return err }, err
 		},
 	}
 	i := 0
-	for lname, acq := range lockers {
+	for lname, mk := range lockers {
 		for bname, label := range bad {
 			i++
 			path := f.Path("bad" + string(rune('a'+i%26)) + strings.Repeat("x", i/26))
-			ctx := lock.WithLabel(ctxT(t, 10*time.Second), label)
-			err := acq(ctx, path)
+			acq, err := mk(path)
+			require.NoError(t, err)
+			err = acq(lock.WithLabel(ctxT(t, 10*time.Second), label))
 			if !errors.Is(err, lock.ErrInvalidLabel) {
 				t.Errorf("%s, label %s: err = %v, want lock.ErrInvalidLabel", lname, bname, err)
 			}
@@ -127,15 +113,10 @@ func TestLabelRefusedBeforeQueueingInEveryLock(t *testing.T) {
 	// The longest valid label, of 4-byte runes, is written and read back whole.
 	long := strings.Repeat("\U0001F600", lock.MaxLabel/4)
 	require.Len(t, long, lock.MaxLabel)
-	m, err := mutex.New(s, f.Path("long"))
-	require.NoError(t, err)
-	_, err = m.Acquire(lock.WithLabel(ctxT(t, 10*time.Second), long))
-	require.NoError(t, err)
-	ps, err := m.Participants(ctxT(t, 10*time.Second))
-	require.NoError(t, err)
-	require.Len(t, ps, 1)
-	require.Equal(t, long, ps[0].Label)
-	require.NoError(t, m.Release(ctxT(t, 10*time.Second)))
+	ctx := ctxT(t, 10*time.Second)
+	m, _ := labelled(t, ctx, s, f.Path("long"), long)
+	require.Equal(t, long, sole(t, ctx, m.Participants).Label)
+	require.NoError(t, m.Release(ctx))
 }
 
 // TestLabelWithSyntaxCharsIsNotParsedAsOwner: a label made of the node
@@ -152,39 +133,21 @@ func TestLabelWithSyntaxCharsIsNotParsedAsOwner(t *testing.T) {
 		` leading and trailing `,
 		`a;b,c|d:e`,
 	}
+	host, _ := os.Hostname()
 	for i, label := range labels {
 		path := f.Path("syn" + string(rune('a'+i)))
-		m, err := mutex.New(s, path)
-		require.NoError(t, err)
-		_, err = m.Acquire(lock.WithLabel(ctxT(t, 10*time.Second), label))
-		require.NoError(t, err, label)
-		ps, err := m.Participants(ctxT(t, 10*time.Second))
-		require.NoError(t, err)
-		require.Len(t, ps, 1)
-		host, _ := os.Hostname()
-		require.Equal(t, label, ps[0].Label, "label read back")
-		require.True(t, ps[0].Known, "known")
-		require.Equal(t, os.Getpid(), ps[0].PID, "pid of %q", label)
-		require.Equal(t, host, ps[0].Host, "host of %q", label)
+		ctx := ctxT(t, 10*time.Second)
+		m, _ := labelled(t, ctx, s, path, label)
+		p := sole(t, ctx, m.Participants)
+		require.Equal(t, label, p.Label, "label read back")
+		require.True(t, p.Known, "known")
+		require.Equal(t, os.Getpid(), p.PID, "pid of %q", label)
+		require.Equal(t, host, p.Host, "host of %q", label)
 
-		bin := zkrecipesBin(t)
-		if bin == "" {
+		doc, out, ok := f.locksJSON(t, path)
+		if !ok {
 			continue
 		}
-		out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "-json", "locks", path).Output()
-		require.NoError(t, err, "zkrecipes locks: %s", out)
-		var doc struct {
-			Queues []struct {
-				Nodes []struct {
-					Status string
-					Owner  struct {
-						Client, Host, Label string
-						PID                 int
-					}
-				}
-			}
-		}
-		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
 		require.Len(t, doc.Queues, 1, "%s", out)
 		require.Len(t, doc.Queues[0].Nodes, 1, "%s", out)
 		o := doc.Queues[0].Nodes[0].Owner
@@ -194,40 +157,6 @@ func TestLabelWithSyntaxCharsIsNotParsedAsOwner(t *testing.T) {
 	}
 }
 
-// zkrecipesBin is the zkrecipes command built from this tree (ZKRECIPES_BIN
-// if set), built once per test binary; the test fails if it cannot be built.
-func zkrecipesBin(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		if b := os.Getenv("ZKRECIPES_BIN"); b != "" {
-			binPath = b
-			return
-		}
-		dir, err := os.MkdirTemp("", "attack-zkrecipes-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Dir(filepath.Dir(file))
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "zkrecipes"), "./cmd/zkrecipes")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/zkrecipes: %v: %s", err, out)
-			return
-		}
-		binPath = filepath.Join(dir, "zkrecipes")
-	})
-	require.NoError(t, binErr)
-	return binPath
-}
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
 // TestLabelKeptAcrossLocalHandoffAndReentry: a local handoff and a
 // re-entry keep the label of the acquire that created the node, and the
 // handoff's Fence is above the first grant's.
@@ -236,33 +165,21 @@ func TestLabelKeptAcrossLocalHandoffAndReentry(t *testing.T) {
 	s := f.Session()
 	path := f.Path("handoff")
 	ctx := ctxT(t, 30*time.Second)
-	a, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
-	require.NoError(t, err)
+	a, la := labelled(t, ctx, s, path, "creator", mutex.WithLocalHandoff(3, 0))
 	b, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
 	require.NoError(t, err)
-	la, err := a.Acquire(lock.WithLabel(ctx, "creator"))
-	require.NoError(t, err)
-	fa, err := la.Fence(ctx)
-	require.NoError(t, err)
+	fa := fenceOf(t, ctx, la)
 	// re-entry with another label
 	_, err = a.Acquire(lock.WithLabel(ctx, "reentry"))
 	require.NoError(t, err)
-	labelIs := func(want string) {
-		t.Helper()
-		ps, err := a.Participants(ctx)
-		require.NoError(t, err)
-		require.Len(t, ps, 1)
-		require.Equal(t, want, ps[0].Label)
-	}
-	labelIs("creator")
+	require.Equal(t, "creator", sole(t, ctx, a.Participants).Label)
 	require.NoError(t, a.Release(ctx))
 	hb := hold(lock.WithLabel(ctx, "second"), b)
 	hb.notGranted(t, 300*time.Millisecond, "b granted while a holds")
 	require.NoError(t, a.Release(ctx))
 	lb := hb.wait(t, 10*time.Second, "b")
-	labelIs("creator")
-	fb, err := lb.Fence(ctx)
-	require.NoError(t, err)
+	require.Equal(t, "creator", sole(t, ctx, a.Participants).Label)
+	fb := fenceOf(t, ctx, lb)
 	require.Equal(t, 1, fb.Compare(fa), "handoff fence %v after %v", fb, fa)
 	require.NoError(t, hb.release())
 }
@@ -278,42 +195,27 @@ func TestLabelSurvivesRevokeRequest(t *testing.T) {
 	s := f.Session()
 	path := f.Path("rev")
 	ctx := ctxT(t, 30*time.Second)
-	m, err := mutex.New(s, path, mutex.WithRevocable())
-	require.NoError(t, err)
-	l, err := m.Acquire(lock.WithLabel(ctx, "job-7"))
-	require.NoError(t, err)
-	ps, err := m.Participants(ctx)
-	require.NoError(t, err)
-	require.Len(t, ps, 1)
-	require.Equal(t, "job-7", ps[0].Label)
+	m, l := labelled(t, ctx, s, path, "job-7", mutex.WithRevocable())
+	p := sole(t, ctx, m.Participants)
+	require.Equal(t, "job-7", p.Label)
 	other, err := mutex.New(f.Session(), path, mutex.WithRevocable())
 	require.NoError(t, err)
-	require.NoError(t, other.Revoke(ctx, ps[0].Node))
-	select {
-	case <-l.Revoked():
-	case <-time.After(10 * time.Second):
-		t.Fatal("Revoked did not close")
+	require.NoError(t, other.Revoke(ctx, p.Node))
+	recv(t, l.Revoked(), 10*time.Second, "Revoked did not close")
+	p2 := sole(t, ctx, other.Participants)
+	t.Logf("after Revoke: %+v", p2)
+	require.True(t, p2.Holding)
+	revokeMarkNoOwner(t, "mutex holder", p2)
+	if p2.ID != p.ID || p.ID == "" {
+		t.Errorf("after Revoke, Participant.ID = %q, want the uuid in the name %q", p2.ID, p.ID)
 	}
-	ps2, err := other.Participants(ctx)
-	require.NoError(t, err)
-	require.Len(t, ps2, 1)
-	t.Logf("after Revoke: %+v", ps2[0])
-	require.True(t, ps2[0].Holding)
-	if ps2[0].Known || ps2[0].Host != "" || ps2[0].Label != "" {
-		t.Errorf("after Revoke, Participant says Known=%v Host=%q Label=%q: the revoke mark read as an owner", ps2[0].Known, ps2[0].Host, ps2[0].Label)
-	}
-	if ps2[0].ID != ps[0].ID || ps[0].ID == "" {
-		t.Errorf("after Revoke, Participant.ID = %q, want the uuid in the name %q", ps2[0].ID, ps[0].ID)
-	}
-	if bin := zkrecipesBin(t); bin != "" {
-		out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "locks", path).CombinedOutput()
-		require.NoError(t, err, "%s", out)
+	if out, ok := f.zkrecipes(t, "locks", path); ok {
 		t.Logf("zkrecipes locks after Revoke:\n%s", out)
-		if strings.Contains(string(out), "address=__REVOKE__") {
+		if strings.Contains(out, "address=__REVOKE__") {
 			t.Errorf("zkrecipes locks names the revoke mark as a Curator address (docs/operations.md: `curator address=` for a node whose data is an IP address)")
 		}
-		if !strings.Contains(string(out), "revoke requested") || !strings.Contains(string(out), ps[0].ID) {
-			t.Errorf("zkrecipes locks does not say the revoke of %s was requested", ps[0].ID)
+		if !strings.Contains(out, "revoke requested") || !strings.Contains(out, p.ID) {
+			t.Errorf("zkrecipes locks does not say the revoke of %s was requested", p.ID)
 		}
 	}
 	require.NoError(t, m.Release(ctx))
@@ -360,32 +262,16 @@ func TestLabelOnEveryNodeOfEveryRecipe(t *testing.T) {
 	_, err = ml.Acquire(lock.WithLabel(ctx, "multi"))
 	require.NoError(t, err)
 	// rwlock: a reader (TryAcquire) and a writer waiting behind it
-	rw1, err := rwlock.New(s1, f.Path("rw"))
-	require.NoError(t, err)
-	_, ok, err := rw1.ReadLock().TryAcquire(lock.WithLabel(ctx, "reader"))
+	_, ok, err := newRW(t, s1, f.Path("rw")).ReadLock().TryAcquire(lock.WithLabel(ctx, "reader"))
 	require.NoError(t, err)
 	require.True(t, ok)
-	rw2, err := rwlock.New(s2, f.Path("rw"))
-	require.NoError(t, err)
-	hw := hold(lock.WithLabel(wctx, "writer"), rw2.WriteLock())
+	hw := hold(lock.WithLabel(wctx, "writer"), newRW(t, s2, f.Path("rw")).WriteLock())
 	hw.notGranted(t, 200*time.Millisecond, "writer granted beside a reader")
 
-	bin := zkrecipesBin(t)
-	if bin == "" {
+	doc, out, ok := f.locksJSON(t, f.Root())
+	if !ok {
 		t.Skip("no zkrecipes binary")
 	}
-	out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "-json", "locks", f.Root()).Output()
-	require.NoError(t, err, "%s", out)
-	var doc struct {
-		Queues []struct {
-			Path, Recipe string
-			Nodes        []struct {
-				Name, Kind, Status string
-				Owner              struct{ Client, Label string }
-			}
-		}
-	}
-	require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
 	want := map[string][]string{"sem": {"sem-holder", "sem-waiter"}, "ml/a": {"multi"}, "rw": {"reader", "writer"}}
 	seen := 0
 	for _, q := range doc.Queues {
@@ -409,9 +295,7 @@ func TestLabelOnEveryNodeOfEveryRecipe(t *testing.T) {
 	require.Equal(t, 5, seen, "nodes listed: %s", out)
 	// zkrecipes locks lists no exclusive lock (not a queue): its node's data
 	// carries the label all the same.
-	data, _, err := f.Raw().Get(f.Path("ml/b/lock"))
-	require.NoError(t, err)
-	require.Contains(t, string(data), "multi", "the exclusive lock's node data")
+	require.Contains(t, string(f.Data(f.Path("ml/b/lock"))), "multi", "the exclusive lock's node data")
 }
 
 // TestForgedLabelWithControlCharsNotPrintedRaw: WithLabel refuses control
@@ -423,12 +307,8 @@ func TestForgedLabelWithControlCharsNotPrintedRaw(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	path := f.Path("forged")
-	m, err := mutex.New(f.Session(), path)
-	require.NoError(t, err)
-	l, err := m.Acquire(lock.WithLabel(ctx, "LABELMARK"))
-	require.NoError(t, err)
-	data, _, err := f.Raw().Get(l.Path())
-	require.NoError(t, err)
+	m, l := labelled(t, ctx, f.Session(), path, "LABELMARK")
+	data := f.Data(l.Path())
 	t.Logf("our node's data: %q", data)
 	require.Contains(t, string(data), "LABELMARK")
 	evil := "\x1b]0;pwned\x07\x1b[2J"
@@ -452,20 +332,14 @@ func TestForgedLabelWithControlCharsNotPrintedRaw(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
 	t.Logf("forged participant: %+v", ps[1])
-	bin := zkrecipesBin(t)
-	if bin == "" {
+	out, ok := f.zkrecipes(t, "locks", path)
+	if !ok {
 		t.Skip("no zkrecipes binary")
 	}
-	out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "locks", path).CombinedOutput()
-	require.NoError(t, err, "%s", out)
 	t.Logf("zkrecipes locks:\n%q", out)
-	require.NotContains(t, string(out), "\x1b", "zkrecipes locks writes a forged label's escape byte to the terminal")
+	require.NotContains(t, out, "\x1b", "zkrecipes locks writes a forged label's escape byte to the terminal")
 	require.NoError(t, m.Release(ctx))
 }
-
-var zkWorld = zk.WorldACL(zk.PermAll)
-
-const zkEphemeralSequential = zk.FlagEphemeral | zk.FlagSequence
 
 // TestParticipantIDIsTheUUIDInTheName checks lock.Participant's "ID is
 // the contender's id: for a lock, its unique acquire id (the uuid in the
@@ -478,14 +352,9 @@ func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	path := f.Path("idname")
-	m, err := mutex.New(f.Session(), path)
-	require.NoError(t, err)
-	l, err := m.Acquire(lock.WithLabel(ctx, "holder"))
-	require.NoError(t, err)
-	data, _, err := f.Raw().Get(l.Path())
-	require.NoError(t, err)
+	m, l := labelled(t, ctx, f.Session(), path, "holder")
 	const forgedUUID = "00000000-0000-4000-8000-000000000000"
-	_, err = f.Raw().Create(path+"/_c_"+forgedUUID+"-lock-", data, zkEphemeralSequential, zkWorld)
+	_, err := f.Raw().Create(path+"/_c_"+forgedUUID+"-lock-", f.Data(l.Path()), zkEphemeralSequential, zkWorld)
 	require.NoError(t, err)
 	ps, err := m.Participants(ctx)
 	require.NoError(t, err)
@@ -495,18 +364,7 @@ func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
 	if ps[1].ID != forgedUUID {
 		t.Errorf("Participant.ID of node %s = %q, want the uuid in its name %q (the holder's id is %q)", conn.BaseName(ps[1].Node), ps[1].ID, forgedUUID, holderID)
 	}
-	if bin := zkrecipesBin(t); bin != "" {
-		out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "-json", "locks", path).Output()
-		require.NoError(t, err, "%s", out)
-		var doc struct {
-			Queues []struct {
-				Nodes []struct {
-					Name  string
-					Owner struct{ ID string }
-				}
-			}
-		}
-		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+	if doc, _, ok := f.locksJSON(t, path); ok {
 		for _, n := range doc.Queues[0].Nodes {
 			if strings.Contains(n.Name, forgedUUID) && n.Owner.ID != forgedUUID {
 				t.Errorf("zkrecipes locks: node %s owner id %q, not the uuid in its name", n.Name, n.Owner.ID)
@@ -527,12 +385,9 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	s := f.Session()
 	path := f.Path("inv")
-	a, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
-	require.NoError(t, err)
-	_, err = a.Acquire(lock.WithLabel(ctx, "ok"))
-	require.NoError(t, err)
+	a, _ := labelled(t, ctx, s, path, "ok", mutex.WithLocalHandoff(3, 0))
 	bad := lock.WithLabel(ctx, "bad\n")
-	_, err = a.Acquire(bad)
+	_, err := a.Acquire(bad)
 	t.Logf("re-entry with an invalid label: %v", err)
 	if err != nil {
 		require.ErrorIs(t, err, lock.ErrInvalidLabel)
@@ -547,11 +402,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	require.NoError(t, err)
 	b, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
 	require.NoError(t, err)
-	bctx, cancel := context.WithTimeout(bad, 2*time.Second)
-	defer cancel()
-	start := time.Now()
-	_, err = b.Acquire(bctx)
-	took := time.Since(start)
+	took, err := timed(bad, 2*time.Second, acquireErr(b))
 	t.Logf("local waiter with an invalid label: %v after %v", err, took)
 	require.ErrorIs(t, err, lock.ErrInvalidLabel, "a local waiter with an invalid label")
 	require.Less(t, took, time.Second, "refused at once, not after waiting")
@@ -559,8 +410,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 
 	// The same for an rwlock's re-entry and for a semaphore mutex whose
 	// handle is held (its Acquire would wait for the handle's release).
-	rw, err := rwlock.New(s, f.Path("inv-rw"))
-	require.NoError(t, err)
+	rw := newRW(t, s, f.Path("inv-rw"))
 	_, err = rw.WriteLock().Acquire(lock.WithLabel(ctx, "ok"))
 	require.NoError(t, err)
 	_, err = rw.WriteLock().Acquire(bad)
@@ -571,9 +421,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	require.NoError(t, err)
 	_, err = sm.Acquire(lock.WithLabel(ctx, "ok"))
 	require.NoError(t, err)
-	smctx, smcancel := context.WithTimeout(bad, 2*time.Second)
-	defer smcancel()
-	_, err = sm.Acquire(smctx)
+	_, err = timed(bad, 2*time.Second, acquireErr(sm))
 	require.ErrorIs(t, err, lock.ErrInvalidLabel, "semaphore mutex held by its handle, invalid label")
 	require.NoError(t, sm.Release(ctx))
 }
@@ -587,35 +435,28 @@ func TestRevokeMarkNotReadAsOwnerInEveryRecipe(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	type parts func(context.Context) ([]lock.Participant, error)
-	check := func(name string, l *conn.Lease, p parts, revoke func(string) error) {
-		require.NoError(t, revoke(l.Path()), name)
-		select {
-		case <-l.Revoked():
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s: Revoked not closed", name)
-		}
+	check := func(name string, l *conn.Lease, p parts, revoke func(context.Context, string) error) {
+		require.NoError(t, revoke(ctx, l.Path()), name)
+		recv(t, l.Revoked(), 5*time.Second, "%s: Revoked not closed", name)
 		ps, err := p(ctx)
 		require.NoError(t, err)
 		for _, x := range ps {
 			if x.Node == l.Path() {
 				t.Logf("%s after Revoke: %+v", name, x)
-				if x.Known || x.Host != "" || x.PID != 0 || x.Label != "" {
-					t.Errorf("%s: after Revoke Participant says Known=%v Host=%q PID=%d Label=%q: the revoke mark read as an owner", name, x.Known, x.Host, x.PID, x.Label)
-				}
+				revokeMarkNoOwner(t, name, x)
 				if strings.Contains(x.Node, "/_c_") && !strings.Contains(x.Node, x.ID) || x.ID == "__REVOKE__" {
 					t.Errorf("%s: after Revoke Participant.ID = %q, not the uuid in the name of %s", name, x.ID, x.Node)
 				}
 			}
 		}
 	}
-	rw, err := rwlock.New(f.Session(), f.Path("rw"), rwlock.WithRevocable())
-	require.NoError(t, err)
+	rw := newRW(t, f.Session(), f.Path("rw"), rwlock.WithRevocable())
 	wl, err := rw.WriteLock().Acquire(lock.WithLabel(ctx, "lbl"))
 	require.NoError(t, err)
-	check("rwlock writer", wl, rw.Participants, func(n string) error { return rw.Revoke(ctx, n) })
+	check("rwlock writer", wl, rw.Participants, rw.Revoke)
 	sem, err := semaphoremutex.NewSemaphore(f.Session(), f.Path("sem"), 2, semaphoremutex.WithRevocable())
 	require.NoError(t, err)
 	sl, err := sem.Acquire(lock.WithLabel(ctx, "lbl"))
 	require.NoError(t, err)
-	check("semaphore lease", sl, sem.Participants, func(n string) error { return sem.Revoke(ctx, n) })
+	check("semaphore lease", sl, sem.Participants, sem.Revoke)
 }

@@ -245,11 +245,6 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 	require.NoError(t, a2.release())
 }
 
-func exists(zc *zk.Conn, p string) bool {
-	ok, _, err := zc.Exists(p)
-	return err == nil && ok
-}
-
 // TestRWLockSameNamesOnTwoPaths: rwlock's node names repeat across
 // lock paths ("<host>-W-<seq10>", each path its own counter). One session's
 // readers on two paths: on /y, A learns that h-W-0000000000 left (B's
