@@ -23,6 +23,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
@@ -100,12 +102,36 @@ func (f *fixture) mutexHeld(ctx context.Context, path string) *holder {
 // Path is name below the cluster's root.
 func (f *fixture) Path(name string) string { return f.Root() + "/" + name }
 
+// Each runs fn as a subtest per name, each on f seen from its subtest.
+func (f *fixture) Each(t *testing.T, names []string, fn func(t *testing.T, f *fixture, name string)) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) { fn(t, f.In(t), name) })
+	}
+}
+
+// forEach runs fn as a subtest per name, each on a fixture of its own
+// (started with opts).
+func forEach(t *testing.T, names []string, fn func(t *testing.T, f *fixture, name string), opts ...zktest.Option) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) { fn(t, newFixture(t, opts...), name) })
+	}
+}
+
 // ProxiedSession puts a proxy in front of every server and connects a
 // session through it.
 func (f *fixture) ProxiedSession(opts ...conn.Option) (*zktest.Proxy, *conn.Session) {
 	f.t.Helper()
 	px := f.Proxy()
 	return px, f.SessionAt(px.Addrs(), opts...)
+}
+
+// suspend resets px's connections and blackholes the reconnects until s
+// is suspended.
+func suspend(t *testing.T, px *zktest.Proxy, s *conn.Session) {
+	t.Helper()
+	px.Blackhole()
+	px.Cut()
+	waitFor(t, 10*time.Second, "suspended", func() bool { return s.State() == conn.Suspended })
 }
 
 // Expire has server 0 expire ep's session (zktest.ExpireEpoch).
@@ -367,6 +393,44 @@ func stressDeadline(r *rand.Rand, long time.Duration) time.Duration {
 	return long
 }
 
+// oneAttempt is a retry policy of one attempt per request (no retry after
+// a lost connection), backing off up to maxDelay.
+func oneAttempt(maxDelay time.Duration) conn.Option {
+	return conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: maxDelay, MaxAttempts: 1})
+}
+
+// createLostInBlackhole runs acquire (bounded by 12 s) with the answer to
+// its next write, the lock node's create, blackholed by px; once the node
+// is on the server (n children under path) the connection is reset and
+// blackholed again for up to 2.5 s, so that the search for the node fails
+// too. It returns the acquire's error, with px healed; note logs the steps.
+func createLostInBlackhole(t *testing.T, ctx context.Context, px *zktest.Proxy, zc *zk.Conn, path string, n int, acquire func(context.Context) error, note func(string, ...any)) error {
+	t.Helper()
+	px.BlackholeAfterNextWrite()
+	note("blackhole after next write")
+	ech := make(chan error, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, 12*time.Second)
+		defer cancel()
+		ech <- acquire(actx)
+	}()
+	waitFor(t, 10*time.Second, "the lost create on the server", func() bool { return len(children(zc, path)) >= n })
+	lost := children(zc, path)
+	t.Logf("nodes with the lost create: %v", lost)
+	note("lost create seen: %v; heal, blackhole", lost)
+	px.Heal()
+	px.Blackhole()
+	err, ok := within(ech, 2500*time.Millisecond)
+	if !ok {
+		note("heal after 2.5s")
+		px.Heal()
+		err = <-ech
+	}
+	px.Heal()
+	note("first acquire ended: %v; healed", err)
+	return err
+}
+
 // stressAcquire acquires with a stressDeadline. A short deadline that ran
 // out while queued is no failure: it returns (nil, nil).
 func stressAcquire(ctx context.Context, r *rand.Rand, long time.Duration, acquire func(context.Context) (*conn.Lease, error)) (*conn.Lease, error) {
@@ -605,7 +669,7 @@ func newLocker(t *testing.T, recipe string, s *conn.Session, path string, i int)
 		lk, err = semaphoremutex.New(s, path)
 	case "semaphoremutex-handoff":
 		lk, err = semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(3, 0))
-	case "rwlock", "rwlock-revocable":
+	case "rwlock", "rwlock-write", "rwlock-revocable", "rwlock-read":
 		var opts []rwlock.Option
 		if recipe == "rwlock-revocable" {
 			opts = append(opts, rwlock.WithRevocable())
@@ -614,7 +678,17 @@ func newLocker(t *testing.T, recipe string, s *conn.Session, path string, i int)
 		rw, err = rwlock.New(s, path, opts...)
 		if err == nil {
 			lk = rw.WriteLock()
+			if recipe == "rwlock-read" {
+				lk = rw.ReadLock()
+			}
 		}
+	case "semaphore-1", "semaphore-2", "semaphore-3":
+		n, _ := strconv.Atoi(strings.TrimPrefix(recipe, "semaphore-"))
+		var sem *semaphoremutex.Semaphore
+		sem, err = semaphoremutex.NewSemaphore(s, path, n)
+		lk = &semLocker{sem: sem}
+	case "multilock":
+		lk, err = newMultiLocker(s, path)
 	case "exclusive":
 		lk, err = exclusive.New(s, path)
 	case "leader":
@@ -627,6 +701,73 @@ func newLocker(t *testing.T, recipe string, s *conn.Session, path string, i int)
 	require.NoError(t, err)
 	return lk
 }
+
+// semLocker makes a semaphore a locker: Release returns the lease taken
+// last (and keeps it when the return fails, for another try).
+type semLocker struct {
+	sem    *semaphoremutex.Semaphore
+	mu     sync.Mutex
+	leases []*conn.Lease
+}
+
+func (l *semLocker) Acquire(ctx context.Context) (*conn.Lease, error) {
+	lease, err := l.sem.Acquire(ctx)
+	if err == nil {
+		l.mu.Lock()
+		l.leases = append(l.leases, lease)
+		l.mu.Unlock()
+	}
+	return lease, err
+}
+
+func (l *semLocker) Release(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.leases) == 0 {
+		return lock.ErrNotHeld
+	}
+	last := l.leases[len(l.leases)-1]
+	err := l.sem.ReturnLease(ctx, last)
+	if err == nil {
+		l.leases = l.leases[:len(l.leases)-1]
+	}
+	return err
+}
+
+// multiLocker makes a multilock over a mutex on path and a semaphore mutex
+// on path-other a locker whose lease is the mutex's.
+type multiLocker struct {
+	ml   *multilock.MultiLock
+	path string
+}
+
+func newMultiLocker(s *conn.Session, path string) (*multiLocker, error) {
+	a, err := mutex.New(s, path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := semaphoremutex.New(s, path+"-other")
+	if err != nil {
+		return nil, err
+	}
+	ml, err := multilock.New(a, b)
+	return &multiLocker{ml, path}, err
+}
+
+func (l *multiLocker) Acquire(ctx context.Context) (*conn.Lease, error) {
+	ls, err := l.ml.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, lease := range ls {
+		if conn.ParentPath(lease.Path()) == l.path {
+			return lease, nil
+		}
+	}
+	return nil, errors.New("no lease under " + l.path)
+}
+
+func (l *multiLocker) Release(ctx context.Context) error { return l.ml.Release(ctx) }
 
 // electionLocker makes a leader.Election a locker.
 type electionLocker struct{ e *leader.Election }
