@@ -11,11 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/exclusive"
-	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
-	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -40,26 +37,21 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 	_, err = warm.Acquire(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, warm.Release(context.Background()))
-	m, _ := mutex.New(s, root+"/m")
-	rw, _ := rwlock.New(s, root+"/rw")
-	sm, _ := semaphoremutex.New(s, root+"/sm")
-	sem, _ := semaphoremutex.NewSemaphore(s, root+"/sem", 2)
-	x, _ := exclusive.New(s, root+"/x")
-	e, _ := leader.New(s, root+"/l", "me")
+	r := oneOfEach(s, root)
 	ma, _ := mutex.New(s, root+"/ma")
-	ml, _ := multilock.New(ma, sm)
+	ml, _ := multilock.New(ma, r.sm)
 	calls := []struct {
 		name string
 		f    func(ctx context.Context) error
 	}{
-		{"mutex.Acquire", func(ctx context.Context) error { _, err := m.Acquire(ctx); return err }},
-		{"mutex.TryAcquire", func(ctx context.Context) error { _, _, err := m.TryAcquire(ctx); return err }},
-		{"rwlock.Write", func(ctx context.Context) error { _, err := rw.WriteLock().Acquire(ctx); return err }},
-		{"rwlock.ReadTry", func(ctx context.Context) error { _, _, err := rw.ReadLock().TryAcquire(ctx); return err }},
-		{"semaphoremutex", func(ctx context.Context) error { _, err := sm.Acquire(ctx); return err }},
-		{"semaphore", func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err }},
-		{"exclusive", func(ctx context.Context) error { _, err := x.Acquire(ctx); return err }},
-		{"leader.Campaign", func(ctx context.Context) error { _, err := e.Campaign(ctx); return err }},
+		{"mutex.Acquire", acquireErr(r.m)},
+		{"mutex.TryAcquire", tryErr(r.m)},
+		{"rwlock.Write", acquireErr(r.rw.WriteLock())},
+		{"rwlock.ReadTry", tryErr(r.rw.ReadLock())},
+		{"semaphoremutex", acquireErr(r.sm)},
+		{"semaphore", acquireErr(r.sem)},
+		{"exclusive", acquireErr(r.x)},
+		{"leader.Campaign", func(ctx context.Context) error { _, err := r.e.Campaign(ctx); return err }},
 		{"multilock", func(ctx context.Context) error { _, err := ml.Acquire(ctx); return err }},
 	}
 	require.NoError(t, f.Pause(0))
@@ -70,11 +62,7 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 		}
 	}()
 	for _, call := range calls {
-		ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
-		start := time.Now()
-		err := call.f(ctx)
-		took := time.Since(start)
-		cancel()
+		took, err := timed(context.Background(), 600*time.Millisecond, call.f)
 		if took > 850*time.Millisecond {
 			t.Errorf("%s returned after %v (deadline 600 ms) with the server paused", call.name, took)
 		}
@@ -104,12 +92,9 @@ func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
 	path := f.Path("r2-deadline/lock")
-	bys := f.Raw()
-	px := f.Proxy()
-	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second))
+	px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
 	b := f.mutexHeld(ctx, path) // B, another session, holds
-	m1, _ := mutex.New(sA, path)
-	m2, _ := mutex.New(sA, path, mutex.WithLocalHandoff(3, 0))
+	m1, m2 := mutexPair(sA, path)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	worst := time.Duration(0)
@@ -130,9 +115,7 @@ func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
 				t.Errorf("w%d: granted while B holds", i)
 			}
 			mu.Lock()
-			if late > worst {
-				worst = late
-			}
+			worst = max(worst, late)
 			mu.Unlock()
 			if late > 250*time.Millisecond {
 				t.Errorf("w%d: returned %v after its deadline: %v", i, late, err)
@@ -144,7 +127,7 @@ func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
 	wg.Wait()
 	t.Logf("latest return: %v after the deadline", worst)
 	px.Heal()
-	waitFor(t, 15*time.Second, "only B's node left", func() bool { return len(children(bys, path)) == 1 })
+	waitFor(t, 15*time.Second, "only B's node left", func() bool { return len(children(f.Raw(), path)) == 1 })
 	require.NoError(t, b.release())
 }
 
@@ -165,49 +148,45 @@ func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
 // WithLastHeardTimer: no quorum syncs to fire the blackhole early, and the
 // epoch lives for T = 4 s, past the deadline.
 func TestGrantReadBlackholedKeepsDeadline(t *testing.T) {
-	for _, recipe := range []string{"mutex", "semaphoremutex", "rwlock", "leader", "exclusive"} {
-		t.Run(recipe, func(t *testing.T) {
-			f := newFixture(t)
-			ctx := ctxT(t, 40*time.Second)
-			px := f.Proxy()
-			s := f.SessionAt(px.Addrs(), conn.WithLastHeardTimer())
-			path := f.Path("r3-grantread/") + recipe
-			h := hold(ctx, newLocker(t, recipe, s, path, 1))
-			h.wait(t, 60*time.Second, "h")
-			wctx, wcancel := context.WithCancel(ctx)
-			defer wcancel()
-			w := hold(wctx, newLocker(t, recipe, s, path, 2))
-			waitFor(t, 10*time.Second, "waiter watching", func() bool {
-				return len(sessionWatches(t, f, 0, epochOf(t, s).SessionID())) >= 1
-			})
-			px.BlackholeAfterWrites(2)
-			if err := h.release(); err != nil {
-				t.Logf("holder's release: %v", err)
-			}
-			deadline := time.Now().Add(time.Second)
-			dctx, dcancel := context.WithDeadline(wctx, deadline)
-			defer dcancel()
-			// The waiter's own ctx is wctx; bound it by the deadline through
-			// cancelling wctx when dctx ends.
-			go func() { <-dctx.Done(); wcancel() }()
-			select {
-			case l := <-w.got:
-				t.Logf("waiter granted (blackholed: %v, Err %v)", px.Blackholed(), l.Err())
-			case err := <-w.failed:
-				late := time.Since(deadline)
-				t.Logf("waiter: %v, %v after its ctx ended (blackholed: %v)", err, late, px.Blackholed())
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("error %v does not match ctx's", err)
-				}
-				if late > 250*time.Millisecond {
-					t.Errorf("returned %v after its ctx ended, want at most 250 ms", late)
-				}
-			case <-time.After(3500 * time.Millisecond):
-				t.Errorf("waiter still blocked 2.5 s after its ctx ended (blackholed: %v)", px.Blackholed())
-			}
-			px.Heal()
+	forEach(t, []string{"mutex", "semaphoremutex", "rwlock", "leader", "exclusive"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 40*time.Second)
+		px, s := f.ProxiedSession(conn.WithLastHeardTimer())
+		path := f.Path("r3-grantread/") + recipe
+		h := hold(ctx, newLocker(t, recipe, s, path, 1))
+		h.wait(t, 60*time.Second, "h")
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		w := hold(wctx, newLocker(t, recipe, s, path, 2))
+		waitFor(t, 10*time.Second, "waiter watching", func() bool {
+			return len(sessionWatches(t, f, 0, epochOf(t, s).SessionID())) >= 1
 		})
-	}
+		px.BlackholeAfterWrites(2)
+		if err := h.release(); err != nil {
+			t.Logf("holder's release: %v", err)
+		}
+		deadline := time.Now().Add(time.Second)
+		dctx, dcancel := context.WithDeadline(wctx, deadline)
+		defer dcancel()
+		// The waiter's own ctx is wctx; bound it by the deadline through
+		// cancelling wctx when dctx ends.
+		go func() { <-dctx.Done(); wcancel() }()
+		select {
+		case l := <-w.got:
+			t.Logf("waiter granted (blackholed: %v, Err %v)", px.Blackholed(), l.Err())
+		case err := <-w.failed:
+			late := time.Since(deadline)
+			t.Logf("waiter: %v, %v after its ctx ended (blackholed: %v)", err, late, px.Blackholed())
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("error %v does not match ctx's", err)
+			}
+			if late > 250*time.Millisecond {
+				t.Errorf("returned %v after its ctx ended, want at most 250 ms", late)
+			}
+		case <-time.After(3500 * time.Millisecond):
+			t.Errorf("waiter still blocked 2.5 s after its ctx ended (blackholed: %v)", px.Blackholed())
+		}
+		px.Heal()
+	})
 }
 
 // TestParticipantsAndFenceKeepDeadlineBlackholed: with the connection
@@ -217,17 +196,15 @@ func TestGrantReadBlackholedKeepsDeadline(t *testing.T) {
 // never a stale success for the listing.
 func TestParticipantsAndFenceKeepDeadlineBlackholed(t *testing.T) {
 	f := newFixture(t)
-	p := f.Proxy()
-	s := f.SessionAt(p.Addrs(), conn.WithSessionTimeout(20*time.Second))
+	p, s := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
 	ctx := ctxT(t, 60*time.Second)
-	mpath, rpath, spath := f.Path("m"), f.Path("rw"), f.Path("sem")
+	mpath := f.Path("m")
 	m1, err := mutex.New(s, mpath, mutex.WithLocalHandoff(3, 0))
 	require.NoError(t, err)
 	m2, err := mutex.New(s, mpath, mutex.WithLocalHandoff(3, 0))
 	require.NoError(t, err)
-	rw, err := rwlock.New(s, rpath)
-	require.NoError(t, err)
-	sem, err := semaphoremutex.NewSemaphore(s, spath, 2)
+	rw := newRW(t, s, f.Path("rw"))
+	sem, err := semaphoremutex.NewSemaphore(s, f.Path("sem"), 2)
 	require.NoError(t, err)
 	_, err = m1.Acquire(ctx)
 	require.NoError(t, err)
@@ -248,11 +225,7 @@ func TestParticipantsAndFenceKeepDeadlineBlackholed(t *testing.T) {
 		"handoff Lease.Fence":    func(c context.Context) error { _, err := l2.Fence(c); return err },
 	}
 	for name, call := range calls {
-		c, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		start := time.Now()
-		err := call(c)
-		took := time.Since(start)
-		cancel()
+		took, err := timed(ctx, 500*time.Millisecond, call)
 		t.Logf("%s: %v after %v", name, err, took)
 		if took > 750*time.Millisecond {
 			t.Errorf("%s returned %v after its 500 ms deadline", name, took-500*time.Millisecond)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestExpiryMidDrainMetrics: B holds the lock; four goroutines of
@@ -33,94 +32,66 @@ import (
 // give up; a count that only grows is watches left behind"); and no watch
 // of A's session left on the server (guarantee 2).
 func TestExpiryMidDrainMetrics(t *testing.T) {
-	for _, recipe := range []string{"mutex", "mutex-handoff", "semaphoremutex", "semaphoremutex-handoff", "rwlock", "exclusive", "leader"} {
-		t.Run(recipe, func(t *testing.T) {
-			f := newFixture(t)
-			ctx := ctxT(t, 60*time.Second)
-			rec := &metricsRec{}
-			sa := f.Session(conn.WithMetrics(rec))
-			sb := f.Session()
-			zc := f.Raw()
-			path := f.Path("r3-exp/") + recipe
-			lb := newLocker(t, recipe, sb, path, 100)
-			bh := hold(ctx, lb)
-			bh.wait(t, 60*time.Second, "bh")
-			const n = 4
-			var inside, maxInside, granted atomic.Int32
-			var wg sync.WaitGroup
-			errs := make(chan error, n)
-			for i := 0; i < n; i++ {
-				lk := newLocker(t, recipe, sa, path, i)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					l, err := lk.Acquire(ctx)
-					if err != nil {
-						errs <- err
-						return
-					}
-					granted.Add(1)
-					k := inside.Add(1)
-					for {
-						m := maxInside.Load()
-						if k <= m || maxInside.CompareAndSwap(m, k) {
-							break
-						}
-					}
-					select {
-					case <-l.Lost():
-						errs <- fmt.Errorf("lease lost while held: %v", l.Err())
-					case <-time.After(50 * time.Millisecond):
-					}
-					inside.Add(-1)
-					if err := lk.Release(context.WithoutCancel(ctx)); err != nil {
-						errs <- fmt.Errorf("release: %w", err)
-					}
-				}()
-			}
-			waitFor(t, 10*time.Second, "A's waiters watching", func() bool { return rec.watches.Load() >= 1 })
-			time.Sleep(200 * time.Millisecond) // not a race fix: give every waiter time to queue before the expiry
-			ep := epochOf(t, sa)
-			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
-			select {
-			case <-ep.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("epoch not ended")
-			}
-			ep2 := epochOf(t, sa)
-			waitFor(t, 10*time.Second, "A's waiters watching again", func() bool {
-				return len(sessionWatches(t, f, 0, epochOf(t, sa).SessionID())) >= 1
-			})
-			time.Sleep(200 * time.Millisecond) // not a race fix: let the waiters queue again before the handoff
-			require.NoError(t, bh.release())
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("A's waiters not all granted: %d of %d; nodes %v", granted.Load(), n, children(zc, path))
-			}
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
-			if m := maxInside.Load(); m > 1 {
-				t.Errorf("%d of A's goroutines held at once", m)
-			}
-			if g := rec.count(conn.LockWait, "", conn.OutcomeGranted); g != n {
-				t.Errorf("waits granted: %d, want %d (%s)", g, n, rec.dump())
-			}
-			if w := rec.count(conn.LockWait, "", ""); w != n {
-				t.Errorf("waits reported: %d, want %d, one per call (%s)", w, n, rec.dump())
-			}
-			if !eventually(3*time.Second, func() bool { return rec.watches.Load() == 0 }) {
-				t.Errorf("watches gauge %d, want 0", rec.watches.Load())
-			}
-			if !eventually(3*time.Second, func() bool { return len(sessionWatches(t, f, 0, ep2.SessionID())) == 0 }) {
-				t.Errorf("server holds watches of A's session: %v", sessionWatches(t, f, 0, ep2.SessionID()))
-			}
+	recipes := []string{"mutex", "mutex-handoff", "semaphoremutex", "semaphoremutex-handoff", "rwlock", "exclusive", "leader"}
+	forEach(t, recipes, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 60*time.Second)
+		rec := &metricsRec{}
+		sa := f.Session(conn.WithMetrics(rec))
+		path := f.Path("r3-exp/") + recipe
+		bh := hold(ctx, newLocker(t, recipe, f.Session(), path, 100))
+		bh.wait(t, 60*time.Second, "bh")
+		const n = 4
+		var occ occupancy
+		var granted atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := 0; i < n; i++ {
+			lk := newLocker(t, recipe, sa, path, i)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := lk.Acquire(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				granted.Add(1)
+				occ.enter()
+				if _, ok := within(l.Lost(), 50*time.Millisecond); ok {
+					errs <- fmt.Errorf("lease lost while held: %v", l.Err())
+				}
+				occ.leave()
+				if err := lk.Release(context.WithoutCancel(ctx)); err != nil {
+					errs <- fmt.Errorf("release: %w", err)
+				}
+			}()
+		}
+		waitFor(t, 10*time.Second, "A's waiters watching", func() bool { return rec.watches.Load() >= 1 })
+		time.Sleep(200 * time.Millisecond) // not a race fix: give every waiter time to queue before the expiry
+		ep := epochOf(t, sa)
+		f.Expire(ctx, ep)
+		recv(t, ep.Done(), 10*time.Second, "epoch not ended")
+		ep2 := epochOf(t, sa)
+		waitFor(t, 10*time.Second, "A's waiters watching again", func() bool {
+			return len(sessionWatches(t, f, 0, epochOf(t, sa).SessionID())) >= 1
 		})
-	}
+		time.Sleep(200 * time.Millisecond) // not a race fix: let the waiters queue again before the handoff
+		require.NoError(t, bh.release())
+		if !doneWithin(&wg, 30*time.Second) {
+			t.Fatalf("A's waiters not all granted: %d of %d; nodes %v", granted.Load(), n, children(f.Raw(), path))
+		}
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if m := occ.peak.Load(); m > 1 {
+			t.Errorf("%d of A's goroutines held at once", m)
+		}
+		rec.expect(t, n, conn.LockWait, "", conn.OutcomeGranted, "waits granted")
+		rec.expect(t, n, conn.LockWait, "", "", "waits reported, one per call,")
+		rec.gaugeDrains(t, 3*time.Second)
+		noWatchesOf(t, f, ep2.SessionID(), 3*time.Second, "A's session")
+	})
 }
 
 // TestInterleavedDrainMassCancelBystander attacks CHANGELOG's
@@ -147,65 +118,58 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 // three at the same time (a cancelled waiter may then be granted, and is
 // then a holder like any other).
 func TestInterleavedDrainMassCancelBystander(t *testing.T) {
-	for _, recipe := range []string{"mutex-revocable", "leader", "rwlock-revocable", "mutex"} {
-		t.Run(recipe, func(t *testing.T) {
-			f := newFixture(t)
-			ss := []*conn.Session{f.Session(), f.Session(), f.Session()}
-			hs := f.Session()
-			zc := f.Raw()
-			for round := 0; round < 3; round++ {
-				path := fmt.Sprintf("%s/r4-drain/%s-%d", f.Root(), recipe, round)
-				ws := runDrain(t, f, recipe, path, ss, hs, 45, int64(round+1), round == 2)
-				var surv []*drainWaiter
-				for i, w := range ws {
-					switch w.fate {
-					case "cancelled":
-						if round == 2 {
-							// cancelled while the release ran: granted or ctx's error
-							if w.lease == nil && !errors.Is(w.err, context.Canceled) {
-								t.Errorf("round %d waiter %d (%s) cancelled: err %v", round, i, w.node, w.err)
-							}
-						} else if w.lease != nil || !errors.Is(w.err, context.Canceled) {
-							t.Errorf("round %d waiter %d (%s) cancelled before the release: lease %v err %v", round, i, w.node, w.lease != nil, w.err)
+	forEach(t, []string{"mutex-revocable", "leader", "rwlock-revocable", "mutex"}, func(t *testing.T, f *fixture, recipe string) {
+		ss := []*conn.Session{f.Session(), f.Session(), f.Session()}
+		hs := f.Session()
+		for round := 0; round < 3; round++ {
+			path := fmt.Sprintf("%s/r4-drain/%s-%d", f.Root(), recipe, round)
+			ws := runDrain(t, f, recipe, path, ss, hs, 45, int64(round+1), round == 2)
+			var surv []*drainWaiter
+			for i, w := range ws {
+				switch w.fate {
+				case "cancelled":
+					if round == 2 {
+						// cancelled while the release ran: granted or ctx's error
+						if w.lease == nil && !errors.Is(w.err, context.Canceled) {
+							t.Errorf("round %d waiter %d (%s) cancelled: err %v", round, i, w.node, w.err)
 						}
-					case "survivor":
-						if w.err != nil || w.lease == nil {
-							t.Errorf("round %d waiter %d (%s) survivor: err %v", round, i, w.node, w.err)
-							continue
-						}
-						surv = append(surv, w)
-					case "deleted":
-						if recipe == "leader" && (w.err != nil || w.lease == nil) {
-							t.Errorf("round %d waiter %d (%s) deleted, must lead later: err %v", round, i, w.node, w.err)
-						}
+					} else if w.lease != nil || !errors.Is(w.err, context.Canceled) {
+						t.Errorf("round %d waiter %d (%s) cancelled before the release: lease %v err %v", round, i, w.node, w.lease != nil, w.err)
 					}
-					if w.overlap != "" && !(w.fate == "deleted" && recipe != "leader") {
-						t.Errorf("round %d: two holders: %s (%s) granted while %sheld", round, w.node, w.fate, w.overlap)
+				case "survivor":
+					if w.err != nil || w.lease == nil {
+						t.Errorf("round %d waiter %d (%s) survivor: err %v", round, i, w.node, w.err)
+						continue
+					}
+					surv = append(surv, w)
+				case "deleted":
+					if recipe == "leader" && (w.err != nil || w.lease == nil) {
+						t.Errorf("round %d waiter %d (%s) deleted, must lead later: err %v", round, i, w.node, w.err)
 					}
 				}
-				byGrant := append([]*drainWaiter(nil), surv...)
-				sort.Slice(byGrant, func(i, j int) bool { return byGrant[i].grantIdx < byGrant[j].grantIdx })
-				for i := range surv {
-					if surv[i] != byGrant[i] {
-						var a, b []string
-						for j := range surv {
-							a = append(a, surv[j].node[strings.LastIndexByte(surv[j].node, '-')+1:])
-							b = append(b, byGrant[j].node[strings.LastIndexByte(byGrant[j].node, '-')+1:])
-						}
-						t.Errorf("round %d: survivors not granted FIFO:\nqueued  %v\ngranted %v", round, a, b)
-						break
-					}
-				}
-				waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(zc, path)) == 0 })
-				for i, s := range ss {
-					sid := epochOf(t, s).SessionID()
-					if !eventually(5*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
-						t.Errorf("round %d: session %d keeps watches %v", round, i, sessionWatches(t, f, 0, sid))
-					}
+				if w.overlap != "" && !(w.fate == "deleted" && recipe != "leader") {
+					t.Errorf("round %d: two holders: %s (%s) granted while %sheld", round, w.node, w.fate, w.overlap)
 				}
 			}
-		})
-	}
+			byGrant := append([]*drainWaiter(nil), surv...)
+			sort.Slice(byGrant, func(i, j int) bool { return byGrant[i].grantIdx < byGrant[j].grantIdx })
+			for i := range surv {
+				if surv[i] != byGrant[i] {
+					var a, b []string
+					for j := range surv {
+						a = append(a, surv[j].node[strings.LastIndexByte(surv[j].node, '-')+1:])
+						b = append(b, byGrant[j].node[strings.LastIndexByte(byGrant[j].node, '-')+1:])
+					}
+					t.Errorf("round %d: survivors not granted FIFO:\nqueued  %v\ngranted %v", round, a, b)
+					break
+				}
+			}
+			waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(f.Raw(), path)) == 0 })
+			for i, s := range ss {
+				noWatchesLeft(t, f, s, 5*time.Second, fmt.Sprintf("round %d: session %d", round, i))
+			}
+		}
+	})
 }
 
 // TestOneAttemptDrainUnderCuts attacks the drain of one session's
@@ -224,138 +188,123 @@ func TestInterleavedDrainMassCancelBystander(t *testing.T) {
 //     returned and released, no node is left under the path, and neither A
 //     nor B keeps a watch on the server.
 func TestOneAttemptDrainUnderCuts(t *testing.T) {
-	for _, recipe := range []string{"mutex-revocable", "leader"} {
-		t.Run(recipe, func(t *testing.T) {
-			f := newFixture(t)
-			ctx := ctxT(t, 120*time.Second)
-			px := f.Proxy()
-			sa := f.SessionAt(px.Addrs(), conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxAttempts: 1}))
-			sb := f.Session()
-			sd := f.Session()
-			zc := f.Raw()
-			path := f.Path("r4-one/") + recipe
-			h := hold(ctx, newLocker(t, recipe, sd, path, 999))
-			h.wait(t, 60*time.Second, "h")
-			var mu sync.Mutex
-			holders := 0
-			var overlaps []string
-			var errsA []string
-			var grantedB, grantedA, failedA atomic.Int32
-			var wg sync.WaitGroup
-			waiter := func(s *conn.Session, who string, i int, wctx context.Context) {
-				defer wg.Done()
-				lk := newLocker(t, recipe, s, path, i)
-				l, err := lk.Acquire(wctx)
-				if err != nil {
-					mu.Lock()
-					if who == "B" {
-						overlaps = append(overlaps, fmt.Sprintf("B waiter %d failed: %v", i, err))
-					} else {
-						errsA = append(errsA, err.Error())
-						if !errors.Is(err, context.DeadlineExceeded) {
-							t.Logf("A waiter %d: %v (ErrConnectionLoss %v, ErrCreatePending %v, ErrClosed %v)", i, err,
-								errors.Is(err, conn.ErrConnectionLoss), errors.Is(err, lock.ErrCreatePending), errors.Is(err, conn.ErrClosed))
-						}
-					}
-					mu.Unlock()
-					failedA.Add(1)
-					return
-				}
+	forEach(t, []string{"mutex-revocable", "leader"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 120*time.Second)
+		px, sa := f.ProxiedSession(oneAttempt(50 * time.Millisecond))
+		sb := f.Session()
+		zc := f.Raw()
+		path := f.Path("r4-one/") + recipe
+		h := hold(ctx, newLocker(t, recipe, f.Session(), path, 999))
+		h.wait(t, 60*time.Second, "h")
+		var mu sync.Mutex
+		holders := 0
+		var overlaps []string
+		var errsA []string
+		var grantedB, grantedA, failedA atomic.Int32
+		var wg sync.WaitGroup
+		waiter := func(s *conn.Session, who string, i int, wctx context.Context) {
+			defer wg.Done()
+			lk := newLocker(t, recipe, s, path, i)
+			l, err := lk.Acquire(wctx)
+			if err != nil {
 				mu.Lock()
-				holders++
-				if holders > 1 {
-					overlaps = append(overlaps, fmt.Sprintf("%s waiter %d granted %s while %d others hold", who, i, l.Path(), holders-1))
-				}
-				mu.Unlock()
 				if who == "B" {
-					grantedB.Add(1)
+					overlaps = append(overlaps, fmt.Sprintf("B waiter %d failed: %v", i, err))
 				} else {
-					grantedA.Add(1)
-				}
-				select {
-				case <-l.Lost():
-				case <-time.After(time.Millisecond):
-				}
-				mu.Lock()
-				holders--
-				mu.Unlock()
-				_ = lk.Release(context.WithoutCancel(ctx))
-			}
-			const n = 24
-			nB := 0
-			for i := 0; i < n; i++ {
-				s, who := sa, "A"
-				if i%2 == 1 {
-					s, who = sb, "B"
-					nB++
-				}
-				before := len(children(zc, path))
-				wg.Add(1)
-				go waiter(s, who, i, ctx)
-				waitFor(t, 10*time.Second, "queued", func() bool { return len(children(zc, path)) > before })
-			}
-			// churn: new A acquires with short deadlines while the faults come
-			stop := make(chan struct{})
-			var churn sync.WaitGroup
-			churn.Add(1)
-			go func() {
-				defer churn.Done()
-				for i := 1000; ; i++ {
-					select {
-					case <-stop:
-						return
-					case <-time.After(40 * time.Millisecond):
+					errsA = append(errsA, err.Error())
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Logf("A waiter %d: %v (ErrConnectionLoss %v, ErrCreatePending %v, ErrClosed %v)", i, err,
+							errors.Is(err, conn.ErrConnectionLoss), errors.Is(err, lock.ErrCreatePending), errors.Is(err, conn.ErrClosed))
 					}
-					wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-					wg.Add(1)
-					go func(i int) { defer cancel(); waiter(sa, "A", i, wctx) }(i)
 				}
-			}()
-			require.NoError(t, h.release())
-			rng := rand.New(rand.NewSource(4))
-			for k := 0; k < 5; k++ {
-				px.BlackholeAfterWrites(1 + rng.Intn(4))
-				if !eventually(5*time.Second, px.Blackholed) {
-					px.BlackholeAfterWrites(0)
-					t.Logf("fault %d did not fire", k)
-					continue
-				}
-				px.Heal()
-				ep := epochOf(t, sa) // wait for the reconnect
-				_ = ep
-			}
-			close(stop)
-			churn.Wait()
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(60 * time.Second):
-				t.Fatalf("acquires stuck: B granted %d of %d; nodes %v", grantedB.Load(), nB, sortedBySeq(zc, path))
+				mu.Unlock()
+				failedA.Add(1)
+				return
 			}
 			mu.Lock()
-			for _, o := range overlaps {
-				t.Error(o)
-			}
-			kinds := map[string]int{}
-			for _, e := range errsA {
-				k := e
-				if i := strings.LastIndex(e, ": "); i >= 0 {
-					k = e[i+2:]
-				}
-				kinds[k]++
+			holders++
+			if holders > 1 {
+				overlaps = append(overlaps, fmt.Sprintf("%s waiter %d granted %s while %d others hold", who, i, l.Path(), holders-1))
 			}
 			mu.Unlock()
-			t.Logf("A granted %d, failed %d (%v); B granted %d of %d", grantedA.Load(), failedA.Load(), kinds, grantedB.Load(), nB)
-			if !eventually(20*time.Second, func() bool { return len(children(zc, path)) == 0 }) {
-				t.Errorf("nodes left after every acquire returned and released: %v", sortedBySeq(zc, path))
+			if who == "B" {
+				grantedB.Add(1)
+			} else {
+				grantedA.Add(1)
 			}
-			for name, s := range map[string]*conn.Session{"A": sa, "B": sb} {
-				sid := epochOf(t, s).SessionID()
-				if !eventually(5*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
-					t.Errorf("session %s keeps watches %v", name, sessionWatches(t, f, 0, sid))
+			within(l.Lost(), time.Millisecond)
+			mu.Lock()
+			holders--
+			mu.Unlock()
+			_ = lk.Release(context.WithoutCancel(ctx))
+		}
+		const n = 24
+		nB := 0
+		for i := 0; i < n; i++ {
+			s, who := sa, "A"
+			if i%2 == 1 {
+				s, who = sb, "B"
+				nB++
+			}
+			before := len(children(zc, path))
+			wg.Add(1)
+			go waiter(s, who, i, ctx)
+			waitFor(t, 10*time.Second, "queued", func() bool { return len(children(zc, path)) > before })
+		}
+		// churn: new A acquires with short deadlines while the faults come
+		stop := make(chan struct{})
+		var churn sync.WaitGroup
+		churn.Add(1)
+		go func() {
+			defer churn.Done()
+			for i := 1000; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(40 * time.Millisecond):
 				}
+				wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				wg.Add(1)
+				go func(i int) { defer cancel(); waiter(sa, "A", i, wctx) }(i)
 			}
-		})
-	}
+		}()
+		require.NoError(t, h.release())
+		rng := rand.New(rand.NewSource(4))
+		for k := 0; k < 5; k++ {
+			px.BlackholeAfterWrites(1 + rng.Intn(4))
+			if !eventually(5*time.Second, px.Blackholed) {
+				px.BlackholeAfterWrites(0)
+				t.Logf("fault %d did not fire", k)
+				continue
+			}
+			px.Heal()
+			ep := epochOf(t, sa) // wait for the reconnect
+			_ = ep
+		}
+		close(stop)
+		churn.Wait()
+		if !doneWithin(&wg, 60*time.Second) {
+			t.Fatalf("acquires stuck: B granted %d of %d; nodes %v", grantedB.Load(), nB, sortedBySeq(zc, path))
+		}
+		mu.Lock()
+		for _, o := range overlaps {
+			t.Error(o)
+		}
+		kinds := map[string]int{}
+		for _, e := range errsA {
+			k := e
+			if i := strings.LastIndex(e, ": "); i >= 0 {
+				k = e[i+2:]
+			}
+			kinds[k]++
+		}
+		mu.Unlock()
+		t.Logf("A granted %d, failed %d (%v); B granted %d of %d", grantedA.Load(), failedA.Load(), kinds, grantedB.Load(), nB)
+		if !eventually(20*time.Second, func() bool { return len(children(zc, path)) == 0 }) {
+			t.Errorf("nodes left after every acquire returned and released: %v", sortedBySeq(zc, path))
+		}
+		for name, s := range map[string]*conn.Session{"A": sa, "B": sb} {
+			noWatchesLeft(t, f, s, 5*time.Second, "session "+name)
+		}
+	})
 }

@@ -256,6 +256,36 @@ type locker interface {
 	Release(context.Context) error
 }
 
+// recipeSet is one handle of every recipe on one session, each on its own
+// path below a root: m, rw, sm, sem (2 leases), x and e ("me").
+type recipeSet struct {
+	m   *mutex.InterProcessMutex
+	rw  *rwlock.RWLock
+	sm  *semaphoremutex.Mutex
+	sem *semaphoremutex.Semaphore
+	x   *exclusive.Lock
+	e   *leader.Election
+}
+
+func oneOfEach(s *conn.Session, root string) recipeSet {
+	var r recipeSet
+	r.m, _ = mutex.New(s, root+"/m")
+	r.rw, _ = rwlock.New(s, root+"/rw")
+	r.sm, _ = semaphoremutex.New(s, root+"/sm")
+	r.sem, _ = semaphoremutex.NewSemaphore(s, root+"/sem", 2)
+	r.x, _ = exclusive.New(s, root+"/x")
+	r.e, _ = leader.New(s, root+"/l", "me")
+	return r
+}
+
+// mutexPair is a plain handle and a local-handoff one (bound 3) on path in
+// s, whose waiters share one listing.
+func mutexPair(s *conn.Session, path string) (plain, handoff *mutex.InterProcessMutex) {
+	plain, _ = mutex.New(s, path)
+	handoff, _ = mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+	return plain, handoff
+}
+
 // acquirer is a handle whose Acquire returns one lease: every locker, and a
 // semaphore.
 type acquirer interface {
@@ -430,6 +460,23 @@ func createLostInBlackhole(t *testing.T, ctx context.Context, px *zktest.Proxy, 
 	note("first acquire ended: %v; healed", err)
 	return err
 }
+
+// occupancy counts the holders inside a lock, in process, and keeps the
+// greatest count seen.
+type occupancy struct{ inside, peak atomic.Int32 }
+
+// enter counts one more holder and returns how many are inside.
+func (o *occupancy) enter() int32 {
+	n := o.inside.Add(1)
+	for {
+		p := o.peak.Load()
+		if n <= p || o.peak.CompareAndSwap(p, n) {
+			return n
+		}
+	}
+}
+
+func (o *occupancy) leave() { o.inside.Add(-1) }
 
 // stressAcquire acquires with a stressDeadline. A short deadline that ran
 // out while queued is no failure: it returns (nil, nil).
@@ -895,11 +942,7 @@ func runDrain(t *testing.T, f *fixture, recipe, path string, ss []*conn.Session,
 	}
 	require.NoError(t, h.release())
 	bg.Wait()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
+	if !doneWithin(&wg, 60*time.Second) {
 		var stuck []string
 		for i, w := range ws {
 			if !w.granted.Load() && w.fate != "cancelled" {
