@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,40 +56,20 @@ func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
 			others = append(others, a)
 		}
 	}
-	sb := f.SessionAt(others)
-	mb, _ := mutex.New(sb, path)
-	bGot := make(chan error, 1)
-	bRel := make(chan struct{})
-	go func() {
-		_, err := mb.Acquire(ctx)
-		bGot <- err
-		if err == nil {
-			<-bRel
-			_ = mb.Release(context.WithoutCancel(ctx))
-		}
-	}()
-	defer close(bRel)
-	zc := f.Raw()
-	waitFor(t, 5*time.Second, "the waiter's node", func() bool { return len(children(zc, path)) == 2 })
+	mb, _ := mutex.New(f.SessionAt(others), path)
+	b := hold(ctx, mb)
+	waitFor(t, 5*time.Second, "the waiter's node", func() bool { return len(children(f.Raw(), path)) == 2 })
 	require.NoError(t, f.Kill(srv))
 	waitFor(t, 15*time.Second, "the holder to reconnect", func() bool { return sa.State() == conn.Reconnected })
 	if la.Err() != nil {
 		t.Fatalf("holder's lease lost across its server's death: %v", la.Err())
 	}
-	_, err = la.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-res", Acl: zk.WorldACL(zk.PermAll)})
-	require.NoError(t, err, "guarded write after the failover")
-	select {
-	case err := <-bGot:
-		t.Fatalf("waiter entered (err=%v) while the holder's session lives", err)
-	default:
+	require.NoError(t, guardedCreate(ctx, la, path+"-res"), "guarded write after the failover")
+	if len(b.got)+len(b.failed) > 0 {
+		t.Fatal("waiter entered (or failed) while the holder's session lives")
 	}
 	require.NoError(t, ma.Release(ctx))
-	select {
-	case err := <-bGot:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiter not granted 10 s after the release")
-	}
+	b.wait(t, 10*time.Second, "waiter, after the release")
 	require.NoError(t, f.Restart(srv))
 	require.NoError(t, f.WaitServing(ctx))
 }
@@ -109,82 +88,77 @@ func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 	ctx := ctxT(t, 29*time.Second)
 	path := f.Path("r2-ens/lock")
 	reg := f.Path("r2-ens-reg")
-	bys := f.Raw()
-	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
-	_, err := bys.Create(reg, []byte("0"), 0, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
-	var inside, grants, lostOnEntry int32
-	var mu sync.Mutex
-	var last conn.Fence
+	f.Register(reg, []byte("0"))
+	var occ occupancy
+	var grants, lostOnEntry atomic.Int32
+	var fences fenceStore
 	stop := time.Now().Add(9 * time.Second)
-	var wg sync.WaitGroup
-	for si := 0; si < 2; si++ {
-		s := f.Session()
-		m1, _ := mutex.New(s, path)
-		m2, _ := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
-		for g := 0; g < 5; g++ {
-			m := m1
-			if g%2 == 1 {
-				m = m2
+	killed := make(chan struct{})
+	go func() { // kills and restarts while the goroutines below run
+		defer close(killed)
+		for i := 0; i < 2; i++ {
+			time.Sleep(2 * time.Second)
+			k := i % 3
+			if err := f.Kill(k); err != nil {
+				t.Errorf("kill %d: %v", k, err)
+				return
 			}
-			wg.Add(1)
-			go func(g int) {
-				defer wg.Done()
-				for time.Now().Before(stop) && ctx.Err() == nil {
-					actx, cancel := context.WithTimeout(ctx, 15*time.Second)
-					l, err := m.Acquire(actx)
-					cancel()
-					if err != nil {
-						if errors.Is(err, conn.ErrLeaseLost) || errors.Is(err, conn.ErrEpochEnded) {
-							continue
-						}
-						t.Errorf("g%d: acquire: %v", g, err)
-						return
-					}
-					f, ferr := l.Fence(ctx)
-					if ferr != nil || l.Err() != nil {
-						atomic.AddInt32(&lostOnEntry, 1)
-						_ = m.Release(context.WithoutCancel(ctx))
-						continue
-					}
-					if n := atomic.AddInt32(&inside, 1); n != 1 {
-						t.Errorf("g%d: %d holders", g, n)
-					}
-					mu.Lock()
-					if f.Compare(last) <= 0 {
-						t.Errorf("g%d: fence %v not above %v", g, f, last)
-					}
-					last = f
-					mu.Unlock()
-					atomic.AddInt32(&grants, 1)
-					// Read through the holder's own epoch after a sync: a read
-					// of the bystander may come from a lagging follower (it
-					// reconnects elsewhere when its server is killed).
-					ep := l.Epoch()
-					if err := ep.Sync(ctx, reg); err == nil {
-						if data, st, err := ep.Get(ctx, reg); err == nil {
-							n, _ := strconv.Atoi(string(data))
-							_, err := l.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte(strconv.Itoa(n + 1)), Version: st.Version})
-							if err != nil && !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, conn.ErrConnectionLoss) && !errors.Is(err, conn.ErrEpochEnded) {
-								t.Errorf("g%d: guarded write: %v", g, err)
-							}
-						}
-					}
-					atomic.AddInt32(&inside, -1)
-					if err := m.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, conn.ErrLeaseLost) {
-						t.Logf("g%d: release: %v", g, err)
+			time.Sleep(500 * time.Millisecond)
+			if err := f.Restart(k); err != nil {
+				t.Errorf("restart %d: %v", k, err)
+				return
+			}
+		}
+	}()
+	mk := func(s *conn.Session) [2]*mutex.InterProcessMutex {
+		m1, m2 := mutexPair(s, path)
+		return [2]*mutex.InterProcessMutex{m1, m2}
+	}
+	onSessions(f, 2, 5, mk, func(ms [2]*mutex.InterProcessMutex, g int) {
+		m := ms[g%5%2]
+		for time.Now().Before(stop) && ctx.Err() == nil {
+			actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			l, err := m.Acquire(actx)
+			cancel()
+			if err != nil {
+				if errors.Is(err, conn.ErrLeaseLost) || errors.Is(err, conn.ErrEpochEnded) {
+					continue
+				}
+				t.Errorf("g%d: acquire: %v", g, err)
+				return
+			}
+			fe, ferr := l.Fence(ctx)
+			if ferr != nil || l.Err() != nil {
+				lostOnEntry.Add(1)
+				_ = m.Release(context.WithoutCancel(ctx))
+				continue
+			}
+			if n := occ.enter(); n != 1 {
+				t.Errorf("g%d: %d holders", g, n)
+			}
+			if prev, ok := fences.write(fmt.Sprint("g", g), fe); !ok {
+				t.Errorf("g%d: fence %v not above %v", g, fe, prev)
+			}
+			grants.Add(1)
+			// Read through the holder's own epoch after a sync: a read
+			// of the bystander may come from a lagging follower (it
+			// reconnects elsewhere when its server is killed).
+			ep := l.Epoch()
+			if err := ep.Sync(ctx, reg); err == nil {
+				if data, st, err := ep.Get(ctx, reg); err == nil {
+					n, _ := strconv.Atoi(string(data))
+					_, err := l.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte(strconv.Itoa(n + 1)), Version: st.Version})
+					if err != nil && !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, conn.ErrConnectionLoss) && !errors.Is(err, conn.ErrEpochEnded) {
+						t.Errorf("g%d: guarded write: %v", g, err)
 					}
 				}
-			}(si*5 + g)
+			}
+			occ.leave()
+			if err := m.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, conn.ErrLeaseLost) {
+				t.Logf("g%d: release: %v", g, err)
+			}
 		}
-	}
-	for i := 0; i < 2; i++ {
-		time.Sleep(2 * time.Second)
-		k := i % 3
-		require.NoError(t, f.Kill(k))
-		time.Sleep(500 * time.Millisecond)
-		require.NoError(t, f.Restart(k))
-	}
-	wg.Wait()
-	t.Logf("%d counted grants, %d lost on entry", grants, lostOnEntry)
+	})
+	<-killed
+	t.Logf("%d counted grants, %d lost on entry", grants.Load(), lostOnEntry.Load())
 }

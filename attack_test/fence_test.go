@@ -12,31 +12,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// fenceStore is the resource of conn.Fence's doc, stricter: it keeps the
-// greatest Fence it has seen and refuses any that is not above it (each
-// grant writes once here, so every grant's token must be new).
-type fenceStore struct {
-	mu      sync.Mutex
-	max     conn.Fence
-	n       int
-	passes  int // grants with Pass > 0 (local handoffs)
-	refused []string
-}
-
-func (s *fenceStore) write(who string, f conn.Fence) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n > 0 && f.Compare(s.max) <= 0 {
-		s.refused = append(s.refused, fmt.Sprintf("%s %v after %v", who, f, s.max))
-		return
-	}
-	s.max = f
-	s.n++
-	if f.Pass > 0 {
-		s.passes++
-	}
-}
-
 // TestFenceGrowsAcrossHandoffsAndSessions checks conn.Fence's "grows
 // strictly with every grant of a lock, in every configuration, grants
 // passed between goroutines of one process without ZooKeeper (the

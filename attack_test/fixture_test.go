@@ -461,6 +461,34 @@ func createLostInBlackhole(t *testing.T, ctx context.Context, px *zktest.Proxy, 
 	return err
 }
 
+// fenceStore is the resource of conn.Fence's doc, stricter: it keeps the
+// greatest Fence it has seen and refuses any that is not above it (each
+// grant writes once here, so every grant's token must be new).
+type fenceStore struct {
+	mu      sync.Mutex
+	max     conn.Fence
+	n       int
+	passes  int // grants with Pass > 0 (local handoffs)
+	refused []string
+}
+
+// write records who's grant's Fence f; false (with the greatest Fence seen
+// before) if it is refused.
+func (s *fenceStore) write(who string, f conn.Fence) (conn.Fence, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n > 0 && f.Compare(s.max) <= 0 {
+		s.refused = append(s.refused, fmt.Sprintf("%s %v after %v", who, f, s.max))
+		return s.max, false
+	}
+	s.max = f
+	s.n++
+	if f.Pass > 0 {
+		s.passes++
+	}
+	return s.max, true
+}
+
 // occupancy counts the holders inside a lock, in process, and keeps the
 // greatest count seen.
 type occupancy struct{ inside, peak atomic.Int32 }

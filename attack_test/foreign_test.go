@@ -10,12 +10,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
-	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/exclusive"
-	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
-	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
 // TestForeignNodeClaimingSealedIsNotTrusted checks
@@ -60,61 +56,23 @@ func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
 		parent string // below the lock path
 		node   func(id string) string
 		data   func(id string, sealed bool) string
-		wait   func(ctx context.Context, path string, got chan<- error, rel <-chan struct{})
+		waiter string // newLocker's recipe
 	}
-	plain := func(id string, sealed bool) string {
-		if sealed {
-			return fmt.Sprintf(`{"id":%q,"host":"vm","pid":1,"sealed":true}`, id)
+	dataWith := func(tag string) func(id string, sealed bool) string {
+		return func(id string, sealed bool) string {
+			if sealed {
+				return fmt.Sprintf(`{"id":%q,"host":"vm","pid":1%s,"sealed":true}`, id, tag)
+			}
+			return fmt.Sprintf(`{"id":%q,"host":"vm","pid":1%s}`, id, tag)
 		}
-		return fmt.Sprintf(`{"id":%q,"host":"vm","pid":1}`, id)
 	}
+	curator := func(id string) string { return "_c_" + id + "-lock-" }
+	writer := func(string) string { return "evil-W-" }
 	recipes := []recipe{
-		{"mutex", "", func(id string) string { return "_c_" + id + "-lock-" }, plain,
-			func(ctx context.Context, path string, got chan<- error, rel <-chan struct{}) {
-				m, _ := mutex.New(s, path)
-				_, err := m.Acquire(ctx)
-				got <- err
-				if err == nil {
-					<-rel
-					_ = m.Release(context.WithoutCancel(ctx))
-				}
-			}},
-		{"rwlock-reader", "", func(string) string { return "evil-W-" }, plain,
-			func(ctx context.Context, path string, got chan<- error, rel <-chan struct{}) {
-				rw, _ := rwlock.New(s, path)
-				_, err := rw.ReadLock().Acquire(ctx)
-				got <- err
-				if err == nil {
-					<-rel
-					_ = rw.ReadLock().Release(context.WithoutCancel(ctx))
-				}
-			}},
-		{"rwlock-writer", "", func(string) string { return "evil-W-" }, plain,
-			func(ctx context.Context, path string, got chan<- error, rel <-chan struct{}) {
-				rw, _ := rwlock.New(s, path)
-				_, err := rw.WriteLock().Acquire(ctx)
-				got <- err
-				if err == nil {
-					<-rel
-					_ = rw.WriteLock().Release(context.WithoutCancel(ctx))
-				}
-			}},
-		{"semaphoremutex", "/locks", func(id string) string { return "_c_" + id + "-lock-" },
-			func(id string, sealed bool) string {
-				if sealed {
-					return fmt.Sprintf(`{"id":%q,"host":"vm","pid":1,"tag":"sole-lease","sealed":true}`, id)
-				}
-				return fmt.Sprintf(`{"id":%q,"host":"vm","pid":1,"tag":"sole-lease"}`, id)
-			},
-			func(ctx context.Context, path string, got chan<- error, rel <-chan struct{}) {
-				m, _ := semaphoremutex.New(s, path)
-				_, err := m.Acquire(ctx)
-				got <- err
-				if err == nil {
-					<-rel
-					_ = m.Release(context.WithoutCancel(ctx))
-				}
-			}},
+		{"mutex", "", curator, dataWith(""), "mutex"},
+		{"rwlock-reader", "", writer, dataWith(""), "rwlock-read"},
+		{"rwlock-writer", "", writer, dataWith(""), "rwlock-write"},
+		{"semaphoremutex", "/locks", curator, dataWith(`,"tag":"sole-lease"`), "semaphoremutex"},
 	}
 	variants := []struct {
 		name                          string
@@ -132,8 +90,8 @@ func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
 				owner := f.Raw()
 				writer := f.Raw() // someone else, for the world-acl variant
 				path := f.Path("forged-") + r.name + "-" + v.name
-				ensure(t, owner, zk.WorldACL(zk.PermAll), f.Root(), path, path+r.parent)
-				acl := zk.WorldACL(zk.PermAll)
+				ensure(t, owner, zkWorld, f.Root(), path, path+r.parent)
+				acl := zkWorld
 				if v.sealedACL {
 					require.NoError(t, owner.AddAuth("digest", []byte("evil:pw")))
 					acl = append(zk.WorldACL(zk.PermRead|zk.PermCreate|zk.PermDelete), zk.DigestACL(zk.PermAll, "evil", "pw")...)
@@ -146,27 +104,21 @@ func TestForeignNodeClaimingSealedIsNotTrusted(t *testing.T) {
 				}
 				id := "0b5e55ed-0000-4000-8000-000000000001"
 				data := r.data(id, v.sealedData)
-				node, err := owner.Create(path+r.parent+"/"+r.node(id), []byte(data), zk.FlagEphemeral|zk.FlagSequence, acl)
+				node, err := owner.Create(path+r.parent+"/"+r.node(id), []byte(data), zkEphemeralSequential, acl)
 				require.NoError(t, err)
-				got := make(chan error, 1)
-				rel := make(chan struct{})
-				done := make(chan struct{})
-				go func() { defer close(done); r.wait(ctx, path, got, rel) }()
-				defer func() { close(rel); <-done }()
+				w := hold(ctx, newLocker(t, r.waiter, s, path, 0))
 				waitFor(t, 10*time.Second, "our waiter's watch on the foreign holder's node", func() bool {
 					return watched(f, 0, node)
 				})
 				_, err = writer.Set(node, []byte(data), -1)
 				require.NoError(t, err)
-				select {
-				case err := <-got:
-					ok, _, _ := owner.Exists(node)
-					t.Errorf("our waiter entered (err=%v) while the foreign holder's node %s exists=%v: two holders", err, node, ok)
+				if _, ok := w.granted(t, 1500*time.Millisecond, "our waiter"); ok {
+					t.Errorf("our waiter entered while the foreign holder's node %s exists=%v: two holders", node, exists(owner, node))
 					return
-				case <-time.After(1500 * time.Millisecond):
 				}
 				require.NoError(t, owner.Delete(node, -1))
-				require.NoError(t, <-got, "our waiter after the foreign holder left")
+				w.wait(t, 15*time.Second, "our waiter after the foreign holder left")
+				require.NoError(t, w.release())
 			})
 		}
 	}
@@ -195,8 +147,8 @@ func foreignContenders(t *testing.T, shapes map[string]string) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t, 15*time.Second)
 			path := f.Path("foreign-") + name
-			ensure(t, zc, zk.WorldACL(zk.PermAll), f.Root(), path)
-			node, err := zc.Create(path+"/"+child, []byte("127.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+			ensure(t, zc, zkWorld, f.Root(), path)
+			node, err := zc.Create(path+"/"+child, []byte("127.0.0.1"), zkEphemeralSequential, zkWorld)
 			require.NoError(t, err)
 			m, _ := mutex.New(s, path)
 			if _, ok, err := m.TryAcquire(ctx); ok || err != nil {
@@ -205,26 +157,11 @@ func foreignContenders(t *testing.T, shapes map[string]string) {
 				}
 				t.Fatalf("TryAcquire while a foreign %s node %s holds: ok=%v err=%v", name, node, ok, err)
 			}
-			got := make(chan error, 1)
-			go func() {
-				_, err := m.Acquire(ctx)
-				got <- err
-				if err == nil {
-					_ = m.Release(context.WithoutCancel(ctx))
-				}
-			}()
-			select {
-			case err := <-got:
-				t.Fatalf("Acquire returned (%v) while the foreign node holds", err)
-			case <-time.After(500 * time.Millisecond):
-			}
+			h := hold(ctx, m)
+			h.notGranted(t, 500*time.Millisecond, "Acquire returned while the foreign node holds")
 			require.NoError(t, zc.Delete(node, -1))
-			select {
-			case err := <-got:
-				require.NoError(t, err)
-			case <-time.After(5 * time.Second):
-				t.Fatal("not granted 5 s after the foreign node went")
-			}
+			h.wait(t, 5*time.Second, "not granted 5 s after the foreign node went")
+			require.NoError(t, h.release())
 		})
 	}
 }
@@ -243,12 +180,10 @@ func foreignContenders(t *testing.T, shapes map[string]string) {
 func TestMutexRevocableNodeForgedSealKeepsWaiterOut(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	sa := f.Session()
-	sb := f.Session()
 	zc := f.Raw()
 	path := f.Path("forged-seal")
 
-	ma, err := mutex.New(sa, path, mutex.WithRevocable())
+	ma, err := mutex.New(f.Session(), path, mutex.WithRevocable())
 	require.NoError(t, err)
 	la, err := ma.Acquire(ctx)
 	require.NoError(t, err)
@@ -267,42 +202,24 @@ func TestMutexRevocableNodeForgedSealKeepsWaiterOut(t *testing.T) {
 	_, err = zc.SetACL(la.Path(), sealedACL, -1)
 	require.NoError(t, err, "bystander's setACL (allowed on a revocable node)")
 
-	mb, err := mutex.New(sb, path)
+	mb, err := mutex.New(f.Session(), path)
 	require.NoError(t, err)
-	type res struct {
-		l   *conn.Lease
-		err error
-	}
-	got := make(chan res, 1)
-	go func() {
-		l, err := mb.Acquire(ctx)
-		got <- res{l, err}
-		if err == nil {
-			_ = mb.Release(context.WithoutCancel(ctx))
-		}
-	}()
+	hb := hold(ctx, mb)
 	waitFor(t, 10*time.Second, "the waiter's watch on the holder's node", func() bool {
 		return watched(f, 0, la.Path())
 	})
 	_, err = zc.Set(la.Path(), []byte(forged), -1)
 	require.NoError(t, err, "bystander's second write")
 
-	select {
-	case r := <-got:
-		if r.err == nil {
-			_, werr := r.l.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("b-was-here"), Acl: zk.WorldACL(zk.PermAll)})
-			t.Fatalf("two holders: B acquired %s while A (%s) still holds and never released; B's guarded write: %v; A's lease err: %v",
-				r.l.Path(), la.Path(), werr, la.Err())
-		}
-		t.Fatalf("B's acquire failed: %v", r.err)
-	case <-time.After(3 * time.Second):
-		// B still waits: the promise held.
+	if lb, ok := hb.granted(t, 3*time.Second, "B"); ok {
+		werr := guardedCreate(ctx, lb, f.Path("b-was-here"))
+		t.Fatalf("two holders: B acquired %s while A (%s) still holds and never released; B's guarded write: %v; A's lease err: %v",
+			lb.Path(), la.Path(), werr, la.Err())
 	}
+	// B still waits: the promise held.
 	require.NoError(t, ma.Release(ctx))
-	r := <-got
-	if r.err != nil {
-		t.Fatalf("B after A's release: %v", r.err)
-	}
+	hb.wait(t, 10*time.Second, "B after A's release")
+	require.NoError(t, hb.release())
 }
 
 // oddNames are children a bystander creates under a lock path: none is a
@@ -321,84 +238,28 @@ func TestOddChildrenUnderLockPathsAreIgnored(t *testing.T) {
 	sa := f.Session()
 	sb := f.Session()
 	zc := f.Raw()
-	type side struct {
-		acq func(ctx context.Context) error
-		rel func(ctx context.Context) error
+	type lister interface {
+		Participants(context.Context) ([]lock.Participant, error)
 	}
+	participants := func(ctx context.Context, lk locker) error { _, err := lk.(lister).Participants(ctx); return err }
 	cases := []struct {
-		name string
-		dirs []string // where the bystander puts odd children, below path
-		mk   func(s *zk.Conn, path string) (a, b side)
+		name  string
+		dirs  []string // where the bystander puts odd children, below path
+		a, b  string   // newLocker's recipes of A and B
+		check func(ctx context.Context, a locker) error
 	}{
-		{"mutex", []string{""}, func(_ *zk.Conn, path string) (side, side) {
-			ma, _ := mutex.New(sa, path)
-			mb, _ := mutex.New(sb, path)
-			return side{func(ctx context.Context) error {
-					_, err := ma.Acquire(ctx)
-					if err == nil {
-						_, err = ma.Participants(ctx)
-					}
-					return err
-				}, ma.Release},
-				side{func(ctx context.Context) error { _, err := mb.Acquire(ctx); return err }, mb.Release}
-		}},
-		{"rwlock", []string{""}, func(_ *zk.Conn, path string) (side, side) {
-			ra, _ := rwlock.New(sa, path)
-			rb, _ := rwlock.New(sb, path)
-			return side{func(ctx context.Context) error { _, err := ra.WriteLock().Acquire(ctx); return err }, ra.WriteLock().Release},
-				side{func(ctx context.Context) error { _, err := rb.ReadLock().Acquire(ctx); return err }, rb.ReadLock().Release}
-		}},
-		{"semaphoremutex", []string{"", "/locks", "/leases"}, func(_ *zk.Conn, path string) (side, side) {
-			ma, _ := semaphoremutex.New(sa, path)
-			mb, _ := semaphoremutex.New(sb, path)
-			return side{func(ctx context.Context) error {
-					_, err := ma.Acquire(ctx)
-					if err == nil {
-						_, err = ma.Participants(ctx)
-					}
-					return err
-				}, ma.Release},
-				side{func(ctx context.Context) error { _, err := mb.Acquire(ctx); return err }, mb.Release}
-		}},
-		{"semaphore-1", []string{"", "/locks", "/leases"}, func(_ *zk.Conn, path string) (side, side) {
-			sema, _ := semaphoremutex.NewSemaphore(sa, path, 1)
-			semb, _ := semaphoremutex.NewSemaphore(sb, path, 1)
-			var ga, gb = make(chan func(context.Context) error, 1), make(chan func(context.Context) error, 1)
-			return side{func(ctx context.Context) error {
-					l, err := sema.Acquire(ctx)
-					if err == nil {
-						ga <- func(ctx context.Context) error { return sema.ReturnLease(ctx, l) }
-					}
-					return err
-				}, func(ctx context.Context) error { return (<-ga)(ctx) }},
-				side{func(ctx context.Context) error {
-					l, err := semb.Acquire(ctx)
-					if err == nil {
-						gb <- func(ctx context.Context) error { return semb.ReturnLease(ctx, l) }
-					}
-					return err
-				}, func(ctx context.Context) error { return (<-gb)(ctx) }}
-		}},
-		{"exclusive", []string{""}, func(_ *zk.Conn, path string) (side, side) {
-			xa, _ := exclusive.New(sa, path)
-			xb, _ := exclusive.New(sb, path)
-			return side{func(ctx context.Context) error { _, err := xa.Acquire(ctx); return err }, xa.Release},
-				side{func(ctx context.Context) error { _, err := xb.Acquire(ctx); return err }, xb.Release}
-		}},
-		{"leader", []string{""}, func(_ *zk.Conn, path string) (side, side) {
-			ea, _ := leader.New(sa, path, "a")
-			eb, _ := leader.New(sb, path, "b")
-			return side{func(ctx context.Context) error {
-					_, err := ea.Campaign(ctx)
-					if err == nil {
-						_, err = ea.Participants(ctx)
-					}
-					if err == nil {
-						_, err = ea.Leader(ctx)
-					}
-					return err
-				}, ea.Resign},
-				side{func(ctx context.Context) error { _, err := eb.Campaign(ctx); return err }, eb.Resign}
+		{"mutex", []string{""}, "mutex", "mutex", participants},
+		{"rwlock", []string{""}, "rwlock-write", "rwlock-read", nil},
+		{"semaphoremutex", []string{"", "/locks", "/leases"}, "semaphoremutex", "semaphoremutex", participants},
+		{"semaphore-1", []string{"", "/locks", "/leases"}, "semaphore-1", "semaphore-1", nil},
+		{"exclusive", []string{""}, "exclusive", "exclusive", nil},
+		{"leader", []string{""}, "leader", "leader", func(ctx context.Context, a locker) error {
+			e := a.(electionLocker).e
+			if _, err := e.Participants(ctx); err != nil {
+				return err
+			}
+			_, err := e.Leader(ctx)
+			return err
 		}},
 	}
 	for _, tc := range cases {
@@ -407,37 +268,26 @@ func TestOddChildrenUnderLockPathsAreIgnored(t *testing.T) {
 			path := f.Path("odd-") + tc.name
 			for _, d := range tc.dirs {
 				dir := path + d
-				for _, p := range []string{f.Root(), path, dir} {
-					_, _ = zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
-				}
+				ensure(t, zc, zkWorld, f.Root(), path, dir)
 				for _, n := range oddNames {
-					if _, err := zc.Create(dir+"/"+n, []byte("odd"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+					if _, err := zc.Create(dir+"/"+n, []byte("odd"), 0, zkWorld); err != nil {
 						t.Fatalf("bystander create %s/%s: %v", dir, n, err)
 					}
 				}
 			}
-			a, b := tc.mk(zc, path)
+			a, b := newLocker(t, tc.a, sa, path, 0), newLocker(t, tc.b, sb, path, 1)
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			require.NoError(t, a.acq(actx), "A's acquire among odd children")
-			bGot, bRel, bRelErr := make(chan error, 1), make(chan struct{}), make(chan error, 1)
-			go func() { // B acquires and releases on one goroutine (mutex, rwlock)
-				err := b.acq(actx)
-				bGot <- err
-				if err == nil {
-					<-bRel
-					bRelErr <- b.rel(ctx)
-				}
-			}()
-			select {
-			case err := <-bGot:
-				t.Fatalf("B got in (or failed) while A holds: %v", err)
-			case <-time.After(300 * time.Millisecond):
+			_, err := a.Acquire(actx)
+			if err == nil && tc.check != nil {
+				err = tc.check(actx, a)
 			}
-			require.NoError(t, a.rel(ctx), "A's release")
-			require.NoError(t, <-bGot, "B's acquire after A's release")
-			close(bRel)
-			require.NoError(t, <-bRelErr, "B's release")
+			require.NoError(t, err, "A's acquire among odd children")
+			hb := hold(actx, b) // B acquires and releases on one goroutine (mutex, rwlock)
+			hb.notGranted(t, 300*time.Millisecond, "B got in (or failed) while A holds")
+			require.NoError(t, a.Release(ctx), "A's release")
+			hb.wait(t, 5*time.Second, "B's acquire after A's release")
+			require.NoError(t, hb.release(), "B's release")
 		})
 	}
 }
