@@ -24,16 +24,9 @@ import (
 func TestArmedLeaseCostsThreeGoroutines(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	s := f.Session()
 	const n = 60
-	leases := make([]*conn.Lease, n)
-	ms := make([]*mutex.InterProcessMutex, n)
-	for i := range leases {
-		ms[i], _ = mutex.New(s, fmt.Sprintf("%s/r2-armed/m%d", f.Root(), i))
-		l, err := ms[i].Acquire(ctx)
-		require.NoError(t, err)
-		leases[i] = l
-	}
+	ms := mutexes(f.Session(), f.Path("r2-armed"), n)
+	leases := acquireAll(t, ctx, ms)
 	t.Cleanup(func() {
 		for _, m := range ms {
 			_ = m.Release(ctx)
@@ -46,18 +39,47 @@ func TestArmedLeaseCostsThreeGoroutines(t *testing.T) {
 	waitFor(t, 10*time.Second, "every node watched", func() bool {
 		return watched(f, 0, leases[0].Path()) && watched(f, 0, leases[n-1].Path())
 	})
-	var after int
-	waitFor(t, 5*time.Second, "goroutine count steady", func() bool {
-		a := runtime.NumGoroutine()
-		time.Sleep(100 * time.Millisecond)
-		after = runtime.NumGoroutine()
-		return a == after
-	})
+	after := steadyGoroutines(t)
 	per := float64(after-before) / n
 	t.Logf("goroutines: %d before arming Lost on %d leases, %d after: %.2f per lease", before, n, after, per)
 	if per > 3.1 {
 		t.Fatalf("arming Lost costs %.2f goroutines per lease, the docs say three", per)
 	}
+}
+
+// mutexes makes n mutexes on s, on paths dir/m0, dir/m1, ...
+func mutexes(s *conn.Session, dir string, n int) []*mutex.InterProcessMutex {
+	ms := make([]*mutex.InterProcessMutex, n)
+	for i := range ms {
+		ms[i], _ = mutex.New(s, fmt.Sprintf("%s/m%d", dir, i))
+	}
+	return ms
+}
+
+// acquireAll takes every mutex of ms and returns their leases.
+func acquireAll(t *testing.T, ctx context.Context, ms []*mutex.InterProcessMutex) []*conn.Lease {
+	t.Helper()
+	leases := make([]*conn.Lease, len(ms))
+	for i, m := range ms {
+		l, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		leases[i] = l
+	}
+	return leases
+}
+
+// steadyGoroutines waits until the goroutine count stays the same for
+// 100 ms, and returns it.
+func steadyGoroutines(t *testing.T) int {
+	t.Helper()
+	var n int
+	waitFor(t, 5*time.Second, "goroutine count steady", func() bool {
+		a := runtime.NumGoroutine()
+		time.Sleep(100 * time.Millisecond)
+		n = runtime.NumGoroutine()
+		return a == n
+	})
+	return n
 }
 
 // TestHeldLeasesCostNoGoroutineAndArmedOnesEnd checks CHANGELOG's
@@ -72,24 +94,15 @@ func TestArmedLeaseCostsThreeGoroutines(t *testing.T) {
 func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	s := f.Session()
 	const n = 60
-	ms := make([]*mutex.InterProcessMutex, n)
-	for i := range ms {
-		ms[i], _ = mutex.New(s, fmt.Sprintf("%s/r2-cost/m%d", f.Root(), i))
-	}
+	ms := mutexes(f.Session(), f.Path("r2-cost"), n)
 	// Warm up the session's own goroutines with one acquire/release.
 	_, err := ms[0].Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, ms[0].Release(ctx))
 	time.Sleep(200 * time.Millisecond) // let the warm-up's goroutines settle; counted, not relied on
 	base := runtime.NumGoroutine()
-	leases := make([]*conn.Lease, n)
-	for i, m := range ms {
-		l, err := m.Acquire(ctx)
-		require.NoError(t, err)
-		leases[i] = l
-	}
+	leases := acquireAll(t, ctx, ms)
 	held := runtime.NumGoroutine()
 	t.Logf("goroutines: %d before, %d with %d leases held", base, held, n)
 	if held-base >= n/2 {
@@ -107,11 +120,7 @@ func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
 		require.NoError(t, m.Release(ctx))
 	}
 	for _, l := range leases {
-		select {
-		case <-l.Lost():
-		case <-time.After(5 * time.Second):
-			t.Fatalf("Lost of %s open after Release", l.Path())
-		}
+		recv(t, l.Lost(), 5*time.Second, "Lost of %s open after Release", l.Path())
 	}
 	waitFor(t, 10*time.Second, "goroutines back to the count before the holds", func() bool {
 		return runtime.NumGoroutine() <= base+2
@@ -133,7 +142,6 @@ func TestWaiterGoroutineCost(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
 	path := f.Path("r2-wcost/lock")
-	bys := f.Raw()
 	sA := f.Session()
 	b := f.mutexHeld(ctx, path) // B, another session, holds
 	m, _ := mutex.New(sA, path)
@@ -151,19 +159,13 @@ func TestWaiterGoroutineCost(t *testing.T) {
 		}()
 	}
 	waitFor(t, 10*time.Second, "every waiter queued and watching", func() bool {
-		if len(children(bys, path)) != n+1 {
+		if len(children(f.Raw(), path)) != n+1 {
 			return false
 		}
 		mm, err := f.Mntr(ctx, 0)
 		return err == nil && mm["zk_watch_count"] == "40"
 	})
-	var now int
-	waitFor(t, 5*time.Second, "goroutine count steady", func() bool {
-		a := runtime.NumGoroutine()
-		time.Sleep(100 * time.Millisecond)
-		now = runtime.NumGoroutine()
-		return a == now
-	})
+	now := steadyGoroutines(t)
 	per := float64(now-base) / n
 	t.Logf("goroutines: %d before, %d with %d waiters: %.2f per waiter", base, now, n, per)
 	cancel()
@@ -202,10 +204,6 @@ func TestMultiLockLostGoroutinesEnd(t *testing.T) {
 	armed := runtime.NumGoroutine()
 	t.Logf("goroutines: %d before, %d held, %d with Lost armed", base, held, armed)
 	require.NoError(t, ml.Release(ctx))
-	select {
-	case <-lost:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Lost open after Release")
-	}
+	recv(t, lost, 5*time.Second, "Lost open after Release")
 	waitFor(t, 10*time.Second, "goroutines back after the release", func() bool { return runtime.NumGoroutine() <= base })
 }

@@ -3,7 +3,6 @@ package attack_test
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestLocalHandoffWaitsForInFlightGuardedWrite checks
@@ -50,15 +48,13 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := f.In(t)
 			ctx := ctxT(t, 25*time.Second)
-			px := f.Proxy()
-			s := f.SessionAt(px.Addrs())
-			zc := f.Raw()
+			px, s := f.ProxiedSession()
 			path := f.Path("inflight-") + tc.name
 			res := f.Path("inflight-res-") + tc.name
 			h := tc.mk(s, path)
 			l1, err := h.acquire1(ctx)
 			require.NoError(t, err)
-			_, err = l1.Epoch().Create(ctx, res, nil, 0, zk.WorldACL(zk.PermAll))
+			_, err = l1.Epoch().Create(ctx, res, nil, 0, zkWorld)
 			require.NoError(t, err)
 			var mu sync.Mutex
 			var writeDone, grant2 time.Time
@@ -104,7 +100,7 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 			// grant 2 while the write is still in the proxy's 150 ms delay
 			// each way, a few hundred ms before its answer.
 			if writeErr == nil && grant2.Before(writeDone.Add(-20*time.Millisecond)) {
-				d, _, _ := zc.Get(res)
+				d, _, _ := f.Raw().Get(res)
 				t.Fatalf("grant 2 existed %v before grant 1's in-flight guarded write was answered (committed: %q)", writeDone.Sub(grant2), d)
 			}
 		})
@@ -123,94 +119,74 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 // reconnects blackholed (suspended). Once G1's Lost has closed (or A is suspended) G1
 // releases. G2 must not hold while B does, and G2's fence must be above B's.
 func TestLocalHandoffRefusedAfterFault(t *testing.T) {
-	for _, fault := range []string{"bystander-delete", "expire", "suspended"} {
-		t.Run(fault, func(t *testing.T) {
-			f := newFixture(t)
-			ctx := ctxT(t, 28*time.Second)
-			path := f.Path("r2-handoff/lock")
-			bys := f.Raw()
-			px := f.Proxy()
-			sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(6*time.Second))
-			sB := f.Session()
-			mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
-			mB, _ := mutex.New(sB, path)
-
-			g1 := hold(ctx, mA)
-			l1 := g1.wait(t, 10*time.Second, "G1")
-			lost1 := l1.Lost()
-			b := hold(ctx, mB)
-			waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(bys, path)) == 2 })
-			g2 := hold(ctx, mA)
-			waitFor(t, 10*time.Second, "G2 waiting in the process (getW on G1's node)", func() bool {
-				return watched(f, 0, l1.Path())
-			})
-			var bHolds atomic.Bool
-			switch fault {
-			case "bystander-delete":
-				require.NoError(t, bys.Delete(l1.Path(), -1))
-			case "expire":
-				ep, err := sA.Epoch(ctx)
-				require.NoError(t, err)
-				require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
-			case "suspended":
-				px.Blackhole()
-				px.Cut()
-				waitFor(t, 10*time.Second, "A suspended", func() bool { return sA.State() == conn.Suspended })
-			}
-			if fault != "suspended" {
-				select {
-				case <-lost1:
-				case <-time.After(10 * time.Second):
-					t.Fatal("G1's Lost never closed")
-				}
-			}
-			var lb *conn.Lease
-			if fault != "suspended" {
-				lb = b.wait(t, 10*time.Second, "B")
-				bHolds.Store(true)
-			}
-			err := g1.release()
-			t.Logf("G1's release after the fault: %v", err)
-			if fault == "suspended" {
-				// G2 must not be handed the node while A is suspended.
-				select {
-				case <-g2.got:
-					t.Fatal("G2 granted while A is suspended")
-				case <-time.After(500 * time.Millisecond):
-				}
-				px.Heal()
-				lb = b.wait(t, 15*time.Second, "B")
-				bHolds.Store(true)
-			}
-			select {
-			case <-g2.got:
-				t.Fatalf("G2 granted while B holds (two holders); nodes %v", children(bys, path))
-			case err := <-g2.failed:
-				t.Logf("G2's acquire failed: %v", err)
-				g2 = nil
-			case <-time.After(time.Second):
-			}
-			fb, err := lb.Fence(ctx)
+	forEach(t, []string{"bystander-delete", "expire", "suspended"}, func(t *testing.T, f *fixture, fault string) {
+		ctx := ctxT(t, 28*time.Second)
+		path := f.Path("r2-handoff/lock")
+		bys := f.Raw()
+		px, sA := f.ProxiedSession(conn.WithSessionTimeout(6 * time.Second))
+		mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
+		mB, _ := mutex.New(f.Session(), path)
+		g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
+		lost1 := l1.Lost()
+		switch fault {
+		case "bystander-delete":
+			require.NoError(t, bys.Delete(l1.Path(), -1))
+		case "expire":
+			ep, err := sA.Epoch(ctx)
 			require.NoError(t, err)
-			bHolds.Store(false)
-			require.NoError(t, b.release())
-			if g2 == nil {
-				return
-			}
-			l2 := g2.wait(t, 15*time.Second, "G2")
-			f2, err := l2.Fence(ctx)
-			require.NoError(t, err)
-			if f2.Compare(fb) <= 0 {
-				t.Fatalf("G2's fence %v not above B's %v", f2, fb)
-			}
-			t.Logf("B's fence %v, G2's %v", fb, f2)
-			require.NoError(t, g2.release())
-			waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
-		})
-	}
+			f.Expire(ctx, ep)
+		case "suspended":
+			suspend(t, px, sA)
+		}
+		var lb *conn.Lease
+		if fault != "suspended" {
+			recv(t, lost1, 10*time.Second, "G1's Lost never closed")
+			lb = b.wait(t, 10*time.Second, "B")
+		}
+		err := g1.release()
+		t.Logf("G1's release after the fault: %v", err)
+		if fault == "suspended" {
+			// G2 must not be handed the node while A is suspended.
+			quiet(t, g2.got, 500*time.Millisecond, "G2 granted while A is suspended")
+			px.Heal()
+			lb = b.wait(t, 15*time.Second, "B")
+		}
+		select {
+		case <-g2.got:
+			t.Fatalf("G2 granted while B holds (two holders); nodes %v", children(bys, path))
+		case err := <-g2.failed:
+			t.Logf("G2's acquire failed: %v", err)
+			g2 = nil
+		case <-time.After(time.Second):
+		}
+		fb := fenceOf(t, ctx, lb)
+		require.NoError(t, b.release())
+		if g2 == nil {
+			return
+		}
+		f2 := fenceOf(t, ctx, g2.wait(t, 15*time.Second, "G2"))
+		if f2.Compare(fb) <= 0 {
+			t.Fatalf("G2's fence %v not above B's %v", f2, fb)
+		}
+		t.Logf("B's fence %v, G2's %v", fb, f2)
+		require.NoError(t, g2.release())
+		waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
+	})
 }
 
-var _ = zk.ErrNoNode
+// handoffBehind: G1 holds through mA, B (mB, another session) queues
+// behind, and G2 waits in the process behind G1 (its getW seen on the
+// server).
+func handoffBehind(t *testing.T, f *fixture, ctx context.Context, mA, mB *mutex.InterProcessMutex, path string) (g1 *holder, l1 *conn.Lease, b, g2 *holder) {
+	t.Helper()
+	g1 = hold(ctx, mA)
+	l1 = g1.wait(t, 10*time.Second, "G1")
+	b = hold(ctx, mB)
+	waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(f.Raw(), path)) == 2 })
+	g2 = hold(ctx, mA)
+	waitFor(t, 10*time.Second, "G2 waiting in the process (getW on G1's node)", func() bool { return watched(f, 0, l1.Path()) })
+	return g1, l1, b, g2
+}
 
 // TestRevokeSeenAcrossLocalHandoff checks mutex.WithLocalHandoff's
 // "Once a revoke request has been seen on the node (WithRevocable: a grant's
@@ -227,68 +203,45 @@ var _ = zk.ErrNoNode
 //     G2's Revoked, called after its grant, must close (else the request is
 //     lost), and once G2 releases B enters.
 func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
-	for _, seen := range []bool{true, false} {
-		name := "unseen"
+	forEach(t, []string{"seen", "unseen"}, func(t *testing.T, f *fixture, name string) {
+		seen := name == "seen"
+		ctx := ctxT(t, 25*time.Second)
+		path := f.Path("r2-revoke/lock")
+		bys := f.Raw()
+		mA, _ := mutex.New(f.Session(), path, mutex.WithLocalHandoff(5, 0), mutex.WithRevocable())
+		mB, _ := mutex.New(f.Session(), path, mutex.WithRevocable())
+		g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
 		if seen {
-			name = "seen"
-		}
-		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
-			ctx := ctxT(t, 25*time.Second)
-			path := f.Path("r2-revoke/lock")
-			bys := f.Raw()
-			sA := f.Session()
-			sB := f.Session()
-			mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0), mutex.WithRevocable())
-			mB, _ := mutex.New(sB, path, mutex.WithRevocable())
-			g1 := hold(ctx, mA)
-			l1 := g1.wait(t, 10*time.Second, "G1")
-			var rev1 <-chan struct{}
-			if seen {
-				rev1 = l1.Revoked()
-			}
-			b := hold(ctx, mB)
-			waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(bys, path)) == 2 })
-			g2 := hold(ctx, mA)
-			waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(f, 0, l1.Path()) })
+			rev1 := l1.Revoked()
 			require.NoError(t, mB.Revoke(ctx, l1.Path()), "revoke")
+			recv(t, rev1, 5*time.Second, "G1's Revoked never closed")
+		} else {
+			require.NoError(t, mB.Revoke(ctx, l1.Path()), "revoke")
+			waitFor(t, 5*time.Second, "the revoke mark on the node", func() bool {
+				d, _, err := bys.Get(l1.Path())
+				return err == nil && string(d) == "__REVOKE__"
+			})
+		}
+		require.NoError(t, g1.release())
+		select {
+		case l2 := <-g2.got:
 			if seen {
-				select {
-				case <-rev1:
-				case <-time.After(5 * time.Second):
-					t.Fatal("G1's Revoked never closed")
-				}
-			} else {
-				waitFor(t, 5*time.Second, "the revoke mark on the node", func() bool {
-					d, _, err := bys.Get(l1.Path())
-					return err == nil && string(d) == "__REVOKE__"
-				})
+				t.Fatalf("G2 handed the node after a seen revoke; nodes %v", children(bys, path))
 			}
-			require.NoError(t, g1.release())
-			select {
-			case l2 := <-g2.got:
-				if seen {
-					t.Fatalf("G2 handed the node after a seen revoke; nodes %v", children(bys, path))
-				}
-				t.Logf("G2 granted on %s (G1's %s)", l2.Path(), l1.Path())
-				if l2.Path() == l1.Path() {
-					select {
-					case <-l2.Revoked():
-					case <-time.After(3 * time.Second):
-						t.Fatal("G2 holds the revoked node and its Revoked never closes: the revoke request is lost")
-					}
-				}
-				require.NoError(t, g2.release())
-				b.wait(t, 10*time.Second, "B")
-			case <-b.got:
-				t.Logf("B entered after G1")
-				require.NoError(t, b.release())
-				g2.wait(t, 10*time.Second, "G2")
-				require.NoError(t, g2.release())
-				return
-			case <-time.After(10 * time.Second):
-				t.Fatalf("neither G2 nor B entered; nodes %v", children(bys, path))
+			t.Logf("G2 granted on %s (G1's %s)", l2.Path(), l1.Path())
+			if l2.Path() == l1.Path() {
+				recv(t, l2.Revoked(), 3*time.Second, "G2 holds the revoked node and its Revoked never closes: the revoke request is lost")
 			}
-		})
-	}
+			require.NoError(t, g2.release())
+			b.wait(t, 10*time.Second, "B")
+		case <-b.got:
+			t.Logf("B entered after G1")
+			require.NoError(t, b.release())
+			g2.wait(t, 10*time.Second, "G2")
+			require.NoError(t, g2.release())
+			return
+		case <-time.After(10 * time.Second):
+			t.Fatalf("neither G2 nor B entered; nodes %v", children(bys, path))
+		}
+	})
 }
