@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestLeaderObserveConvergesUnderChurn checks Election.Observe (go doc
@@ -31,19 +29,16 @@ func TestLeaderObserveConvergesUnderChurn(t *testing.T) {
 	ctx := ctxT(t, 25*time.Second)
 	zc := f.Raw()
 	path := f.Path("observe-churn")
-	so := f.Session()
-	obsE, _ := leader.New(so, path, "observer")
+	obsE, _ := leader.New(f.Session(), path, "observer")
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()
 	ch := obsE.Observe(octx)
-	first := <-ch
-	if first.Node != "" {
+	if first := <-ch; first.Node != "" {
 		t.Fatalf("first value %+v, want the zero Participant", first)
 	}
 	var es []*leader.Election
 	for i := 0; i < 6; i++ {
-		s := f.Session()
-		e, _ := leader.New(s, path, fmt.Sprint("p", i))
+		e, _ := leader.New(f.Session(), path, fmt.Sprint("p", i))
 		es = append(es, e)
 	}
 	// p0 leads, p1..p5 queue (Campaign of a follower blocks: run them).
@@ -77,33 +72,77 @@ func TestLeaderObserveConvergesUnderChurn(t *testing.T) {
 		require.NoError(t, es[i].Resign(ctx))
 	}
 	l4 := <-leases[4]
-	var last lock.Participant
-	deadline := time.After(5 * time.Second)
-	for last.Node != l4.Path() {
-		select {
-		case last = <-ch:
-		case <-deadline:
-			t.Fatalf("Observe's last value %+v, want p4 (%s) 5 s after it began to lead", last, l4.Path())
-		}
-	}
+	observeUntil(t, ch, 5*time.Second, l4.Path(), "Observe's last value, want p4 (%s) 5 s after it began to lead", l4.Path())
 	require.NoError(t, es[4].Resign(ctx))
-	l5 := <-leases[5]
+	<-leases[5]
 	require.NoError(t, es[5].Resign(ctx))
-	_ = l5
-	deadline = time.After(5 * time.Second)
-	for last.Node != "" {
-		select {
-		case last = <-ch:
-		case <-deadline:
-			t.Fatalf("Observe's last value %+v, want the zero Participant once nobody campaigns", last)
-		}
-	}
+	observeUntil(t, ch, 5*time.Second, "", "Observe's last value, want the zero Participant once nobody campaigns")
 	ocancel()
 	for range ch {
 	}
 	waitFor(t, 3*time.Second, "Observe's watch to go from the server", func() bool {
 		return len(watchesUnder(f, 0, path)) == 0
 	})
+}
+
+// observeUntil reads Observe's channel ch until the leader's node is node
+// ("" for nobody), for up to d; it fails the test with the message and the
+// last value read otherwise.
+func observeUntil(t *testing.T, ch <-chan lock.Participant, d time.Duration, node string, format string, args ...any) {
+	t.Helper()
+	deadline := time.After(d)
+	var last lock.Participant
+	for first := true; first || last.Node != node; first = false {
+		select {
+		case last = <-ch:
+		case <-deadline:
+			t.Fatalf(format+" (last value %+v)", append(args, last)...)
+		}
+	}
+}
+
+// termEvent is the start of a term of Election.Run (start, with its
+// fencing token or the error reading it) or its end (with its ctx's cause).
+type termEvent struct {
+	token int64
+	cause error
+	start bool
+}
+
+// runTerms is one Election.Run on its own goroutine whose function
+// reports each term's start and end, and waits for its ctx to end.
+type runTerms struct {
+	evs chan termEvent
+	err chan error // Run's error
+}
+
+func runReporting(ctx context.Context, e *leader.Election) *runTerms {
+	r := &runTerms{evs: make(chan termEvent, 16), err: make(chan error, 1)}
+	go func() {
+		r.err <- e.Run(ctx, func(fctx context.Context) error {
+			tok, err := fenceZxid(fctx, leader.LeaseFrom(fctx))
+			r.evs <- termEvent{token: tok, cause: err, start: true}
+			<-fctx.Done()
+			r.evs <- termEvent{token: tok, cause: context.Cause(fctx)}
+			return nil
+		})
+	}()
+	return r
+}
+
+// next returns the next term event, which must come within d.
+func (r *runTerms) next(t *testing.T, d time.Duration) termEvent {
+	t.Helper()
+	return recv(t, r.evs, d, "no term event within %v", d)
+}
+
+// canceled fails the test unless Run returns within 5 s, with an error
+// matching context.Canceled.
+func (r *runTerms) canceled(t *testing.T) {
+	t.Helper()
+	if err := recv(t, r.err, 5*time.Second, "Run did not return 5 s after its ctx was cancelled"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run: %v, want context.Canceled", err)
+	}
 }
 
 // TestLeaderRunRequeueAcrossExpiryAndForeignDelete checks leader's
@@ -116,45 +155,15 @@ func TestLeaderObserveConvergesUnderChurn(t *testing.T) {
 func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	zc := f.Raw()
 	s := f.Session()
 	path := f.Path("requeue")
 	e, _ := leader.New(s, path, "me", leader.WithRequeue())
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	type term struct {
-		token int64
-		cause error
-	}
-	terms := make(chan term, 8)
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- e.Run(rctx, func(fctx context.Context) error {
-			l := leader.LeaseFrom(fctx)
-			tok, err := fenceZxid(fctx, l)
-			if err != nil {
-				terms <- term{0, err}
-				<-fctx.Done()
-				return nil
-			}
-			terms <- term{tok, nil}
-			<-fctx.Done()
-			terms <- term{tok, context.Cause(fctx)}
-			return nil
-		})
-	}()
+	run := runReporting(rctx, e)
 	var tokens []int64
-	next := func() term {
-		select {
-		case tm := <-terms:
-			return tm
-		case <-time.After(12 * time.Second):
-			t.Fatalf("no term event within 12 s (terms so far: %v)", tokens)
-		}
-		return term{}
-	}
 	for i := 0; i < 3; i++ {
-		tm := next()
+		tm := run.next(t, 12*time.Second)
 		if tm.cause != nil {
 			t.Fatalf("term %d: Token: %v", i, tm.cause)
 		}
@@ -164,32 +173,23 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 		}
 		switch i {
 		case 0:
-			ep, err := s.Epoch(ctx)
-			require.NoError(t, err)
-			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
+			f.Expire(ctx, epochOf(t, s))
 		case 1:
 			l := e.Leading()
 			if l == nil {
 				t.Fatal("Leading nil during a term")
 			}
-			require.NoError(t, zc.Delete(l.Path(), -1))
+			require.NoError(t, f.Raw().Delete(l.Path(), -1))
 		case 2:
 			rcancel()
 		}
-		end := next()
+		end := run.next(t, 12*time.Second)
 		if i < 2 && !errors.Is(end.cause, leader.ErrLeadershipLost) {
 			t.Errorf("term %d ended with cause %v, want ErrLeadershipLost", i, end.cause)
 		}
 	}
-	select {
-	case err := <-runErr:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Run: %v, want context.Canceled", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return 5 s after its ctx was cancelled")
-	}
-	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, path) == 0 })
+	run.canceled(t)
+	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(f.Raw(), path) == 0 })
 	t.Logf("tokens: %v", tokens)
 }
 
@@ -204,47 +204,15 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 func TestLeaderRunRequeueSuspendedAsLost(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	zc := f.Raw()
-	px := f.Proxy()
-	s := f.SessionAt(px.Addrs(), conn.WithSuspendedAsLost())
+	px, s := f.ProxiedSession(conn.WithSuspendedAsLost())
 	path := f.Path("requeue-suspended")
 	e, _ := leader.New(s, path, "me", leader.WithRequeue())
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	type ev struct {
-		token int64
-		cause error
-		start bool
-	}
-	evs := make(chan ev, 16)
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- e.Run(rctx, func(fctx context.Context) error {
-			tok, err := fenceZxid(fctx, leader.LeaseFrom(fctx))
-			if err != nil {
-				evs <- ev{cause: err, start: true}
-				<-fctx.Done()
-				evs <- ev{cause: context.Cause(fctx)}
-				return nil
-			}
-			evs <- ev{token: tok, start: true}
-			<-fctx.Done()
-			evs <- ev{token: tok, cause: context.Cause(fctx)}
-			return nil
-		})
-	}()
-	next := func() ev {
-		select {
-		case x := <-evs:
-			return x
-		case <-time.After(10 * time.Second):
-			t.Fatal("no term event within 10 s")
-		}
-		return ev{}
-	}
+	run := runReporting(rctx, e)
 	var tokens []int64
 	for i := 0; i < 4; i++ {
-		st := next()
+		st := run.next(t, 10*time.Second)
 		if !st.start {
 			t.Fatalf("term %d: expected a start, got an end (%v)", i, st.cause)
 		}
@@ -261,20 +229,13 @@ func TestLeaderRunRequeueSuspendedAsLost(t *testing.T) {
 		} else {
 			rcancel()
 		}
-		end := next()
+		end := run.next(t, 10*time.Second)
 		if i < 3 && !errors.Is(end.cause, leader.ErrLeadershipLost) {
 			t.Errorf("term %d ended with %v, want ErrLeadershipLost", i, end.cause)
 		}
 	}
-	select {
-	case err := <-runErr:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run still running 5 s after its ctx was cancelled")
-	}
-	waitFor(t, 8*time.Second, "no node left", func() bool { return countNodes(zc, path) == 0 })
+	run.canceled(t)
+	waitFor(t, 8*time.Second, "no node left", func() bool { return countNodes(f.Raw(), path) == 0 })
 	t.Logf("tokens %v", tokens)
 }
 
@@ -463,19 +424,18 @@ func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
 	path := f.Path("r2-lss")
 	bys := f.Raw()
 	s := f.Session()
-	sQ := f.Session()
 	eL, _ := leader.New(s, path, "L")
 	e1, _ := leader.New(s, path, "P1")
 	e2, _ := leader.New(s, path, "P2")
-	eQ, _ := leader.New(sQ, path, "Q")
+	eQ, _ := leader.New(f.Session(), path, "Q")
 	_, err := eL.Campaign(ctx)
 	require.NoError(t, err)
-	var inside int32
+	var occ occupancy
 	order := make(chan string, 4)
-	run := func(e *leader.Election, id string, hold time.Duration) {
+	run := func(e *leader.Election, id string, hold time.Duration, queued int) {
 		go func() {
 			_ = e.Run(ctx, func(fctx context.Context) error {
-				if n := atomic.AddInt32(&inside, 1); n != 1 {
+				if n := occ.enter(); n != 1 {
 					t.Errorf("%s: %d leaders at once", id, n)
 				}
 				if ok, _, err := bys.Exists(leader.LeaseFrom(fctx).Path()); err != nil || !ok {
@@ -486,22 +446,20 @@ func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
 				case <-time.After(hold):
 				case <-fctx.Done():
 				}
-				atomic.AddInt32(&inside, -1)
+				occ.leave()
 				return nil
 			})
 		}()
+		waitFor(t, 10*time.Second, id+" queued", func() bool { return len(children(bys, path)) == queued })
 	}
-	run(e1, "P1", 200*time.Millisecond)
-	waitFor(t, 10*time.Second, "P1 queued", func() bool { return len(children(bys, path)) == 2 })
+	run(e1, "P1", 200*time.Millisecond, 2)
 	ps, err := eL.Participants(ctx)
 	if err != nil || len(ps) != 2 {
 		t.Fatalf("participants: %v %v", ps, err)
 	}
 	p1node := ps[1].Node
-	run(e2, "P2", 500*time.Millisecond)
-	waitFor(t, 10*time.Second, "P2 queued", func() bool { return len(children(bys, path)) == 3 })
-	run(eQ, "Q", 200*time.Millisecond)
-	waitFor(t, 10*time.Second, "Q queued", func() bool { return len(children(bys, path)) == 4 })
+	run(e2, "P2", 500*time.Millisecond, 3)
+	run(eQ, "Q", 200*time.Millisecond, 4)
 	if err := bys.Delete(p1node, -1); err != nil {
 		if err2 := bys.Delete(path+"/"+p1node, -1); err2 != nil {
 			t.Fatalf("delete P1's node %s: %v / %v", p1node, err, err2)
@@ -510,12 +468,7 @@ func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
 	require.NoError(t, eL.Resign(ctx))
 	var got []string
 	for len(got) < 3 {
-		select {
-		case id := <-order:
-			got = append(got, id)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("terms so far %v", got)
-		}
+		got = append(got, recv(t, order, 10*time.Second, "terms so far %v", got))
 	}
 	t.Logf("terms in order: %v", got)
 	if got[0] != "P2" || got[1] != "Q" || got[2] != "P1" {
@@ -536,59 +489,51 @@ func TestLeaderSharedListingsRequeueCancelStress(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
 	path := f.Path("r2-leader")
-	var inside, terms int32
-	var mu sync.Mutex
-	var last conn.Fence
+	var occ occupancy
+	var terms atomic.Int32
+	var fences fenceStore
 	stop := time.Now().Add(7 * time.Second)
-	var wg sync.WaitGroup
-	for si := 0; si < 2; si++ {
-		s := f.Session()
-		for p := 0; p < 4; p++ {
-			id := fmt.Sprintf("s%dp%d", si, p)
-			e, err := leader.New(s, path, id, leader.WithRequeue())
-			require.NoError(t, err)
-			wg.Add(1)
-			go func(seed int64) {
-				defer wg.Done()
-				r := rand.New(rand.NewSource(seed))
-				for time.Now().Before(stop) {
-					rctx, cancel := context.WithDeadline(ctx, stop)
-					if r.Intn(3) == 0 {
-						cancel()
-						rctx, cancel = context.WithTimeout(ctx, time.Duration(5+r.Intn(75))*time.Millisecond)
-					}
-					_ = e.Run(rctx, func(fctx context.Context) error {
-						if n := atomic.AddInt32(&inside, 1); n != 1 {
-							t.Errorf("%s: %d leaders at once", id, n)
-						}
-						defer atomic.AddInt32(&inside, -1)
-						atomic.AddInt32(&terms, 1)
-						f, err := leader.LeaseFrom(fctx).Fence(fctx)
-						if err == nil {
-							mu.Lock()
-							if f.Compare(last) <= 0 {
-								t.Errorf("%s: term fence %v not above %v", id, f, last)
-							}
-							last = f
-							mu.Unlock()
-						} else if fctx.Err() == nil {
-							t.Errorf("%s: fence: %v", id, err)
-						}
-						select {
-						case <-time.After(time.Duration(r.Intn(4)) * time.Millisecond):
-						case <-fctx.Done():
-						}
-						return nil
-					})
-					cancel()
-				}
-			}(int64(si*4 + p))
+	mk := func(s *conn.Session) *conn.Session { return s }
+	onSessions(f, 2, 4, mk, func(s *conn.Session, i int) {
+		id := fmt.Sprintf("s%dp%d", i/4, i%4)
+		e, err := leader.New(s, path, id, leader.WithRequeue())
+		if err != nil {
+			t.Errorf("%s: %v", id, err)
+			return
 		}
-	}
-	wg.Wait()
-	t.Logf("%d terms", terms)
-	if terms < 20 {
-		t.Errorf("only %d terms", terms)
+		r := rand.New(rand.NewSource(int64(i)))
+		for time.Now().Before(stop) {
+			rctx, cancel := context.WithDeadline(ctx, stop)
+			if r.Intn(3) == 0 {
+				cancel()
+				rctx, cancel = context.WithTimeout(ctx, time.Duration(5+r.Intn(75))*time.Millisecond)
+			}
+			_ = e.Run(rctx, func(fctx context.Context) error {
+				if n := occ.enter(); n != 1 {
+					t.Errorf("%s: %d leaders at once", id, n)
+				}
+				defer occ.leave()
+				terms.Add(1)
+				fe, err := leader.LeaseFrom(fctx).Fence(fctx)
+				if err == nil {
+					if prev, ok := fences.write(id, fe); !ok {
+						t.Errorf("%s: term fence %v not above %v", id, fe, prev)
+					}
+				} else if fctx.Err() == nil {
+					t.Errorf("%s: fence: %v", id, err)
+				}
+				select {
+				case <-time.After(time.Duration(r.Intn(4)) * time.Millisecond):
+				case <-fctx.Done():
+				}
+				return nil
+			})
+			cancel()
+		}
+	})
+	t.Logf("%d terms", terms.Load())
+	if terms.Load() < 20 {
+		t.Errorf("only %d terms", terms.Load())
 	}
 }
 
@@ -609,9 +554,7 @@ func TestCampaignWritesNoLabel(t *testing.T) {
 			t.Errorf("Campaign with label %q: %v (lock.WithLabel: \"Campaign writes no label\"; leader's Campaign doc lists only ctx's, the session's errors and ErrCampaigning)", label, err)
 			continue
 		}
-		data, _, err := f.Raw().Get(l.Path())
-		require.NoError(t, err)
-		require.Equal(t, "p1", string(data), "the leader node's data")
+		require.Equal(t, "p1", string(f.Data(l.Path())), "the leader node's data")
 		ld, err := e.Leader(ctx)
 		require.NoError(t, err)
 		require.Equal(t, "", ld.Label)
