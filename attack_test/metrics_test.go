@@ -13,8 +13,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
-	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
 // TestHandoffMetricsMatchFences: goroutines of one session take a
@@ -31,158 +29,146 @@ import (
 // (each grant checks against the greatest seen so far, under a lock that
 // the holders take while they hold). At the end the watches gauge is 0.
 func TestHandoffMetricsMatchFences(t *testing.T) {
-	for _, recipe := range []string{"mutex-handoff", "semaphoremutex-handoff"} {
-		t.Run(recipe, func(t *testing.T) {
-			f := newFixture(t)
-			ctx := ctxT(t, 60*time.Second)
-			rec := &metricsRec{}
-			sa := f.Session(conn.WithMetrics(rec))
-			sb := f.Session()
-			zc := f.Raw()
-			path := f.Path("r3-hm/") + recipe
-			var (
-				mu        sync.Mutex
-				best      conn.Fence
-				grants    int
-				passes    int
-				backwards []string
-				deleted   int
-				userLost  int
-			)
-			const perG, gs = 12, 3
-			var wg sync.WaitGroup
-			stop := make(chan struct{})
-			for g := 0; g < gs; g++ {
-				lk := newLocker(t, recipe, sa, path, g)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := 0; i < perG; i++ {
-						actx, acancel := context.WithTimeout(ctx, 15*time.Second)
-						l, err := lk.Acquire(actx)
-						acancel()
-						if err != nil {
-							t.Errorf("acquire: %v", err)
-							return
-						}
-						f, ferr := l.Fence(ctx)
-						mu.Lock()
-						grants++
-						if ferr == nil {
-							if f.Pass > 0 {
-								passes++
-							}
-							if f.Compare(best) <= 0 {
-								backwards = append(backwards, f.String()+" after "+best.String())
-							} else {
-								best = f
-							}
-						}
-						mu.Unlock()
-						time.Sleep(20 * time.Millisecond)
-						if l.Err() != nil {
-							mu.Lock()
-							userLost++
-							mu.Unlock()
-						}
-						_ = lk.Release(context.WithoutCancel(ctx))
-					}
-				}()
-			}
-			// Another session contends, and a bystander deletes nodes.
-			lb := newLocker(t, recipe, sb, path, 9)
+	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 60*time.Second)
+		rec := &metricsRec{}
+		sa := f.Session(conn.WithMetrics(rec))
+		zc := f.Raw()
+		path := f.Path("r3-hm/") + recipe
+		var (
+			mu        sync.Mutex
+			best      conn.Fence
+			grants    int
+			passes    int
+			backwards []string
+			deleted   int
+			userLost  int
+		)
+		const perG, gs = 12, 3
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for g := 0; g < gs; g++ {
+			lk := newLocker(t, recipe, sa, path, g)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					l, err := lb.Acquire(ctx)
+				for i := 0; i < perG; i++ {
+					actx, acancel := context.WithTimeout(ctx, 15*time.Second)
+					l, err := lk.Acquire(actx)
+					acancel()
 					if err != nil {
+						t.Errorf("acquire: %v", err)
 						return
 					}
 					f, ferr := l.Fence(ctx)
 					mu.Lock()
+					grants++
 					if ferr == nil {
+						if f.Pass > 0 {
+							passes++
+						}
 						if f.Compare(best) <= 0 {
-							backwards = append(backwards, "B "+f.String()+" after "+best.String())
+							backwards = append(backwards, f.String()+" after "+best.String())
 						} else {
 							best = f
 						}
 					}
 					mu.Unlock()
 					time.Sleep(20 * time.Millisecond)
-					_ = lb.Release(context.WithoutCancel(ctx))
+					if l.Err() != nil {
+						mu.Lock()
+						userLost++
+						mu.Unlock()
+					}
+					_ = lk.Release(context.WithoutCancel(ctx))
 				}
 			}()
-			go func() {
-				for k := 0; ; k++ {
-					select {
-					case <-stop:
-						return
-					case <-time.After(60 * time.Millisecond):
+		}
+		// Another session contends, and a bystander deletes nodes.
+		lb := newLocker(t, recipe, f.Session(), path, 9)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				l, err := lb.Acquire(ctx)
+				if err != nil {
+					return
+				}
+				f, ferr := l.Fence(ctx)
+				mu.Lock()
+				if ferr == nil {
+					if f.Compare(best) <= 0 {
+						backwards = append(backwards, "B "+f.String()+" after "+best.String())
+					} else {
+						best = f
 					}
-					for _, p := range []string{path, path + "/locks", path + "/leases"} {
-						for _, ch := range children(zc, p) {
-							if k%2 == 0 {
-								if err := zc.Delete(p+"/"+ch, -1); err == nil {
-									mu.Lock()
-									deleted++
-									mu.Unlock()
-								}
+				}
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+				_ = lb.Release(context.WithoutCancel(ctx))
+			}
+		}()
+		go func() {
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(60 * time.Millisecond):
+				}
+				for _, p := range []string{path, path + "/locks", path + "/leases"} {
+					for _, ch := range children(zc, p) {
+						if k%2 == 0 {
+							if err := zc.Delete(p+"/"+ch, -1); err == nil {
+								mu.Lock()
+								deleted++
+								mu.Unlock()
 							}
 						}
 					}
 				}
-			}()
-			// Stop B and the bystander once A's goroutines are done.
-			doneA := make(chan struct{})
-			go func() {
-				for {
-					mu.Lock()
-					n := grants
-					mu.Unlock()
-					if n >= perG*gs {
-						close(doneA)
-						return
-					}
-					time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		// Stop B and the bystander once A's goroutines are done.
+		doneA := make(chan struct{})
+		go func() {
+			for {
+				mu.Lock()
+				n := grants
+				mu.Unlock()
+				if n >= perG*gs {
+					close(doneA)
+					return
 				}
-			}()
-			select {
-			case <-doneA:
-			case <-time.After(45 * time.Second):
-				t.Error("A's goroutines did not finish")
+				time.Sleep(20 * time.Millisecond)
 			}
-			close(stop)
-			wg.Wait()
-			mu.Lock()
-			defer mu.Unlock()
-			t.Logf("bystander deletes %d (nodes now %v %v); grants %d, with Pass > 0: %d; metrics: handoffs %d, granted waits %d, holds %d, lost %d",
-				deleted, children(zc, path), children(zc, path+"/leases"), grants, passes, rec.count(conn.LockHandoff, "", ""), rec.count(conn.LockWait, "", conn.OutcomeGranted),
-				rec.count(conn.LockHold, "", ""), rec.count(conn.LockLost, "", ""))
-			t.Logf("grants whose Err was set at release: %d", userLost)
-			for _, r := range []string{"mutex", "semaphoremutex", "semaphore", "semaphore-lock"} {
-				t.Logf("%s: waits %d, holds %d, lost %d, handoffs %d", r, rec.count(conn.LockWait, r, ""), rec.count(conn.LockHold, r, ""),
-					rec.count(conn.LockLost, r, ""), rec.count(conn.LockHandoff, r, ""))
-			}
-			for _, b := range backwards {
-				t.Errorf("fence not above the greatest seen: %s", b)
-			}
-			if h := rec.count(conn.LockHandoff, "", ""); h != passes {
-				t.Errorf("handoffs counted %d, grants with Pass > 0 %d", h, passes)
-			}
-			if g := rec.count(conn.LockWait, "", conn.OutcomeGranted); g != grants {
-				t.Errorf("granted waits counted %d, grants %d", g, grants)
-			}
-			if !eventually(3*time.Second, func() bool { return rec.watches.Load() == 0 }) {
-				t.Errorf("watches gauge %d, want 0", rec.watches.Load())
-			}
-		})
-	}
+		}()
+		if _, ok := within(doneA, 45*time.Second); !ok {
+			t.Error("A's goroutines did not finish")
+		}
+		close(stop)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("bystander deletes %d (nodes now %v %v); grants %d, with Pass > 0: %d; metrics: handoffs %d, granted waits %d, holds %d, lost %d",
+			deleted, children(zc, path), children(zc, path+"/leases"), grants, passes, rec.count(conn.LockHandoff, "", ""), rec.count(conn.LockWait, "", conn.OutcomeGranted),
+			rec.count(conn.LockHold, "", ""), rec.count(conn.LockLost, "", ""))
+		t.Logf("grants whose Err was set at release: %d", userLost)
+		for _, r := range []string{"mutex", "semaphoremutex", "semaphore", "semaphore-lock"} {
+			t.Logf("%s: waits %d, holds %d, lost %d, handoffs %d", r, rec.count(conn.LockWait, r, ""), rec.count(conn.LockHold, r, ""),
+				rec.count(conn.LockLost, r, ""), rec.count(conn.LockHandoff, r, ""))
+		}
+		for _, b := range backwards {
+			t.Errorf("fence not above the greatest seen: %s", b)
+		}
+		rec.expect(t, passes, conn.LockHandoff, "", "", "handoffs counted (want the grants with Pass > 0)")
+		rec.expect(t, grants, conn.LockWait, "", conn.OutcomeGranted, "granted waits counted (want the grants)")
+		rec.gaugeDrains(t, 3*time.Second)
+	})
 }
 
 // TestDowngradeMetrics checks conn's Metrics promises on rwlock's
@@ -193,31 +179,18 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 func TestDowngradeMetrics(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 60*time.Second)
-	zc := f.Raw()
-	t.Run("rwlock-downgrade", func(t *testing.T) {
-		f := f.In(t)
+	f.Each(t, []string{"rwlock-downgrade"}, func(t *testing.T, f *fixture, _ string) {
 		rec := &metricsRec{}
-		s := f.Session(conn.WithMetrics(rec))
-		rw, err := rwlock.New(s, f.Root()+"/r4-re/rw")
-		require.NoError(t, err)
-		_, err = rw.WriteLock().Acquire(ctx)
-		require.NoError(t, err)
-		_, err = rw.ReadLock().Acquire(ctx)
-		require.NoError(t, err)
+		path := f.Path("r4-re/rw")
+		rw := newRW(t, f.Session(conn.WithMetrics(rec)), path)
+		downgrade(t, ctx, rw)
 		require.NoError(t, rw.WriteLock().Release(ctx))
 		require.NoError(t, rw.ReadLock().Release(ctx))
-		if got := rec.count(conn.LockWait, "rwlock", conn.OutcomeGranted); got != 2 {
-			t.Errorf("waits granted = %d, want 2: %s", got, rec.dump())
-		}
-		if got := rec.count(conn.LockHold, "rwlock", ""); got != 2 {
-			t.Errorf("holds = %d, want 2: %s", got, rec.dump())
-		}
-		if got := rec.count(conn.LockLost, "", ""); got != 0 {
-			t.Errorf("losses = %d, want 0 (a downgrade loses nothing): %s", got, rec.dump())
-		}
-		waitFor(t, 5*time.Second, "no node left", func() bool { return len(children(zc, f.Root()+"/r4-re/rw")) == 0 })
+		rec.expect(t, 2, conn.LockWait, "rwlock", conn.OutcomeGranted, "waits granted")
+		rec.expect(t, 2, conn.LockHold, "rwlock", "", "holds")
+		rec.expect(t, 0, conn.LockLost, "", "", "losses (a downgrade loses nothing)")
+		waitFor(t, 5*time.Second, "no node left", func() bool { return len(children(f.Raw(), path)) == 0 })
 	})
-
 }
 
 // TestReentrantAcquireIsNoWait: an outside user's finding
@@ -235,11 +208,13 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 60*time.Second)
 	zc := f.Raw()
+	metered := func(f *fixture) (*metricsRec, *conn.Session) {
+		rec := &metricsRec{}
+		return rec, f.Session(conn.WithMetrics(rec))
+	}
 
 	t.Run("mutex", func(t *testing.T) {
-		f := f.In(t)
-		rec := &metricsRec{}
-		s := f.Session(conn.WithMetrics(rec))
+		rec, s := metered(f.In(t))
 		m, err := mutex.New(s, f.Root()+"/r4-re/m")
 		require.NoError(t, err)
 		var first *conn.Lease
@@ -258,20 +233,13 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 		for i := 0; i < 4; i++ {
 			require.NoError(t, m.Release(ctx))
 		}
-		if got := rec.count(conn.LockWait, "mutex", conn.OutcomeGranted); got != 1 {
-			t.Errorf("waits granted = %d, want 1 (re-entries are not waits): %s", got, rec.dump())
-		}
-		if got := rec.count(conn.LockHold, "mutex", ""); got != 1 {
-			t.Errorf("holds = %d, want 1 (one grant): %s", got, rec.dump())
-		}
+		rec.expect(t, 1, conn.LockWait, "mutex", conn.OutcomeGranted, "waits granted (re-entries are not waits)")
+		rec.expect(t, 1, conn.LockHold, "mutex", "", "holds (one grant)")
 	})
 
 	t.Run("rwlock-write", func(t *testing.T) {
-		f := f.In(t)
-		rec := &metricsRec{}
-		s := f.Session(conn.WithMetrics(rec))
-		rw, err := rwlock.New(s, f.Root()+"/r4-re/rww")
-		require.NoError(t, err)
+		rec, s := metered(f.In(t))
+		rw := newRW(t, s, f.Root()+"/r4-re/rww")
 		for i := 0; i < 2; i++ {
 			_, err := rw.WriteLock().Acquire(ctx)
 			require.NoError(t, err)
@@ -279,41 +247,26 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 		for i := 0; i < 2; i++ {
 			require.NoError(t, rw.WriteLock().Release(ctx))
 		}
-		if got := rec.count(conn.LockWait, "rwlock", conn.OutcomeGranted); got != 1 {
-			t.Errorf("waits granted = %d, want 1 (re-entries are not waits): %s", got, rec.dump())
-		}
-		if got := rec.count(conn.LockHold, "rwlock", ""); got != 1 {
-			t.Errorf("holds = %d, want 1 (one grant): %s", got, rec.dump())
-		}
+		rec.expect(t, 1, conn.LockWait, "rwlock", conn.OutcomeGranted, "waits granted (re-entries are not waits)")
+		rec.expect(t, 1, conn.LockHold, "rwlock", "", "holds (one grant)")
 	})
 
 	t.Run("mutex-reentry-lost", func(t *testing.T) {
-		f := f.In(t)
-		rec := &metricsRec{}
-		s := f.Session(conn.WithMetrics(rec))
-		path := f.Path("r4-re/lost")
-		m, err := mutex.New(s, path)
+		rec, s := metered(f.In(t))
+		m, err := mutex.New(s, f.Path("r4-re/lost"))
 		require.NoError(t, err)
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		_ = l.Lost() // arm the watch
 		waitFor(t, 5*time.Second, "lease watch", func() bool { return rec.watches.Load() >= 1 })
 		require.NoError(t, zc.Delete(l.Path(), -1))
-		select {
-		case <-l.Lost():
-		case <-time.After(5 * time.Second):
-			t.Fatal("Lost not closed")
-		}
+		recv(t, l.Lost(), 5*time.Second, "Lost not closed")
 		if _, err := m.Acquire(ctx); !errors.Is(err, conn.ErrLeaseLost) {
 			t.Fatalf("re-entry on a lost lease: %v", err)
 		}
 		require.NoError(t, m.Release(context.Background()), "release after loss")
-		if got := rec.count(conn.LockWait, "mutex", conn.OutcomeError); got != 0 {
-			t.Errorf("waits with error = %d, want 0 (a re-entry is not a wait): %s", got, rec.dump())
-		}
-		if got := rec.count(conn.LockLost, "mutex", conn.CauseNodeDeleted); got != 1 {
-			t.Errorf("losses = %d, want 1: %s", got, rec.dump())
-		}
+		rec.expect(t, 0, conn.LockWait, "mutex", conn.OutcomeError, "waits with error (a re-entry is not a wait)")
+		rec.expect(t, 1, conn.LockLost, "mutex", conn.CauseNodeDeleted, "losses")
 		if got := rec.watches.Load(); got != 0 {
 			t.Errorf("watches gauge %d after release, want 0", got)
 		}
@@ -331,18 +284,9 @@ func TestInvalidLabelWaitCountedAlike(t *testing.T) {
 	f := newFixture(t)
 	ctx := lock.WithLabel(ctxT(t, 30*time.Second), "bad\n")
 	got := map[string]string{}
-	for i, recipe := range []string{"mutex", "mutex-handoff", "semaphoremutex", "semaphoremutex-handoff", "rwlock", "exclusive", "semaphore"} {
+	for i, recipe := range []string{"mutex", "mutex-handoff", "semaphoremutex", "semaphoremutex-handoff", "rwlock", "exclusive", "semaphore-2"} {
 		m := &metricsRec{}
-		s := f.Session(conn.WithMetrics(m))
-		path := f.Path(fmt.Sprintf("badlabel-%d", i))
-		var err error
-		if recipe == "semaphore" {
-			sem, serr := semaphoremutex.NewSemaphore(s, path, 2)
-			require.NoError(t, serr)
-			_, err = sem.Acquire(ctx)
-		} else {
-			_, err = newLocker(t, recipe, s, path, i).Acquire(ctx)
-		}
+		_, err := newLocker(t, recipe, f.Session(conn.WithMetrics(m)), f.Path(fmt.Sprintf("badlabel-%d", i)), i).Acquire(ctx)
 		require.ErrorIs(t, err, lock.ErrInvalidLabel, recipe)
 		got[recipe] = fmt.Sprintf("waits=%d error=%d", m.count(conn.LockWait, "", ""), m.count(conn.LockWait, "", conn.OutcomeError))
 	}
