@@ -17,7 +17,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestMultiLockLostOnForeignDeleteOfOneNode checks multilock/doc.go:
@@ -48,17 +47,9 @@ func TestMultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
 	if victim == nil {
 		t.Fatal("no lease under /b")
 	}
-	select {
-	case <-lost:
-		t.Fatal("Lost closed before anything happened")
-	case <-time.After(200 * time.Millisecond):
-	}
+	quiet(t, lost, 200*time.Millisecond, "Lost closed before anything happened")
 	require.NoError(t, zc.Delete(victim.Path(), -1))
-	select {
-	case <-lost:
-	case <-time.After(5 * time.Second):
-		t.Fatal("MultiLock's Lost open 5 s after a bystander deleted one of its nodes")
-	}
+	recv(t, lost, 5*time.Second, "MultiLock's Lost open 5 s after a bystander deleted one of its nodes")
 	require.NoError(t, m.Release(ctx), "Release after one node was deleted")
 	if n := countNodes(zc, root); n != 0 {
 		t.Fatalf("%d ephemeral nodes left after Release", n)
@@ -78,7 +69,7 @@ func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 	zc := f.Raw()
 	root := f.Path("ml-refused")
 	for _, p := range []string{f.Root(), root, root + "/z"} {
-		_, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+		_, err := zc.Create(p, nil, 0, zkWorld)
 		require.NoError(t, err)
 	}
 	_, err := zc.SetACL(root+"/z", zk.WorldACL(zk.PermAll&^zk.PermCreate), -1)
@@ -88,11 +79,7 @@ func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 	z, _ := mutex.New(s, root+"/z")
 	m, err := multilock.New(z, b.ReadLock(), a)
 	require.NoError(t, err)
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	start := time.Now()
-	_, err = m.Acquire(actx)
-	took := time.Since(start)
+	took, err := timed(ctx, 5*time.Second, func(ctx context.Context) error { _, err := m.Acquire(ctx); return err })
 	if !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("Acquire with /z refused: %v (after %v), want zk.ErrNoAuth", err, took)
 	}
@@ -140,10 +127,10 @@ func TestMultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
 		if l.Err() != nil {
 			t.Errorf("%s: lease lost after the MultiLock's release: %v", name, l.Err())
 		}
-		if _, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: root + name + "-res", Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+		if err := guardedCreate(ctx, l, root+name+"-res"); err != nil {
 			t.Errorf("%s: guarded write after the MultiLock's release: %v", name, err)
 		}
-		if ok, _, _ := zc.Exists(l.Path()); !ok {
+		if !exists(zc, l.Path()) {
 			t.Errorf("%s: node gone after the MultiLock's release", name)
 		}
 	}
@@ -180,83 +167,75 @@ func TestMultiLockOverLocalHandoffStress(t *testing.T) {
 	var mu sync.Mutex
 	book := map[string]*ledger{"/a": {}, "/b": {}, "/c": {}}
 	stop := time.Now().Add(4 * time.Second)
-	var wg sync.WaitGroup
 	var grants int
-	for si := 0; si < 2; si++ {
-		s := f.Session()
-		for g := 0; g < 3; g++ {
-			wg.Add(1)
-			go func(id string, g int) {
-				defer wg.Done()
-				mk := func(p string) multilock.Locker {
-					if p == "/b" {
-						l, _ := semaphoremutex.New(s, root+p, semaphoremutex.WithLocalHandoff(3, 0))
-						return l
-					}
-					l, _ := mutex.New(s, root+p, mutex.WithLocalHandoff(3, 0))
-					return l
-				}
-				sets := [][]string{{"/a", "/b"}, {"/c", "/b"}, {"/a", "/c"}}
-				for i := 0; time.Now().Before(stop); i++ {
-					set := sets[(g+i)%3]
-					m, err := multilock.New(mk(set[0]), mk(set[1]))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					actx, cancel := context.WithTimeout(ctx, 8*time.Second)
-					leases, err := m.Acquire(actx)
-					cancel()
-					if err != nil {
-						t.Errorf("%s: acquire %v: %v", id, set, err)
-						return
-					}
-					mu.Lock()
-					for _, l := range leases {
-						p := l.Path()
-						key := ""
-						for k := range book {
-							if len(p) > len(root+k) && p[:len(root+k)+1] == root+k+"/" {
-								key = k
-							}
-						}
-						led := book[key]
-						if led == nil {
-							t.Errorf("lease %s under no known lock", p)
-							continue
-						}
-						if led.holder != "" {
-							t.Errorf("%s: two holders of %s: %s and %s", id, key, led.holder, id)
-						}
-						led.holder = id
-						f, err := l.Fence(ctx)
-						if err != nil {
-							t.Errorf("%s: fence %s: %v", id, key, err)
-						} else if f.Compare(led.last) <= 0 {
-							t.Errorf("%s: fence of %s went from %v to %v", id, key, led.last, f)
-						} else {
-							led.last = f
-						}
-					}
-					grants++
-					mu.Unlock()
-					time.Sleep(time.Millisecond)
-					mu.Lock()
-					for _, led := range book {
-						if led.holder == id {
-							led.holder = ""
-						}
-					}
-					mu.Unlock()
-					if err := m.Release(ctx); err != nil {
-						t.Errorf("%s: release: %v", id, err)
-						return
-					}
-				}
-			}(fmt.Sprintf("s%dg%d", si, g), g)
+	onSessions(f, 2, 3, func(s *conn.Session) *conn.Session { return s }, func(s *conn.Session, i int) {
+		id, g := fmt.Sprintf("s%dg%d", i/3, i%3), i%3
+		mk := func(p string) multilock.Locker {
+			if p == "/b" {
+				l, _ := semaphoremutex.New(s, root+p, semaphoremutex.WithLocalHandoff(3, 0))
+				return l
+			}
+			l, _ := mutex.New(s, root+p, mutex.WithLocalHandoff(3, 0))
+			return l
 		}
-	}
-	wg.Wait()
+		sets := [][]string{{"/a", "/b"}, {"/c", "/b"}, {"/a", "/c"}}
+		for i := 0; time.Now().Before(stop); i++ {
+			set := sets[(g+i)%3]
+			m, err := multilock.New(mk(set[0]), mk(set[1]))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			actx, cancel := context.WithTimeout(ctx, 8*time.Second)
+			leases, err := m.Acquire(actx)
+			cancel()
+			if err != nil {
+				t.Errorf("%s: acquire %v: %v", id, set, err)
+				return
+			}
+			mu.Lock()
+			for _, l := range leases {
+				p := l.Path()
+				key := ""
+				for k := range book {
+					if len(p) > len(root+k) && p[:len(root+k)+1] == root+k+"/" {
+						key = k
+					}
+				}
+				led := book[key]
+				if led == nil {
+					t.Errorf("lease %s under no known lock", p)
+					continue
+				}
+				if led.holder != "" {
+					t.Errorf("%s: two holders of %s: %s and %s", id, key, led.holder, id)
+				}
+				led.holder = id
+				f, err := l.Fence(ctx)
+				if err != nil {
+					t.Errorf("%s: fence %s: %v", id, key, err)
+				} else if f.Compare(led.last) <= 0 {
+					t.Errorf("%s: fence of %s went from %v to %v", id, key, led.last, f)
+				} else {
+					led.last = f
+				}
+			}
+			grants++
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			for _, led := range book {
+				if led.holder == id {
+					led.holder = ""
+				}
+			}
+			mu.Unlock()
+			if err := m.Release(ctx); err != nil {
+				t.Errorf("%s: release: %v", id, err)
+				return
+			}
+		}
+	})
 	t.Logf("%d multilock grants", grants)
 	zc := f.Raw()
 	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(zc, root) == 0 })
@@ -277,135 +256,113 @@ func TestMultiLockOverLocalHandoffStress(t *testing.T) {
 //     MultiLock gets both, Lost stays open, and a GuardedWrite through each
 //     lease commits.
 func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
-	for _, which := range []string{"held-expires", "waiting-expires"} {
-		t.Run(which, func(t *testing.T) {
-			f := newFixture(t)
-			ctx := ctxT(t, 60*time.Second)
-			zc := f.Raw()
-			sa := f.Session()
-			sb := f.Session()
-			sc := f.Session()
-			sd := f.Session()
-			pa, pb := f.Root()+"/r4-ml/a", f.Root()+"/r4-ml/b"
-			ma, _ := mutex.New(sa, pa)
-			mb, _ := mutex.New(sb, pb)
-			mc, _ := mutex.New(sc, pb)
-			md, _ := mutex.New(sd, pa)
-			hc := hold(ctx, mc)
-			hc.wait(t, 60*time.Second, "hc")
-			g0 := runtime.NumGoroutine()
-			ml, err := multilock.New(mb, ma)
-			require.NoError(t, err)
-			type res struct {
-				leases []*conn.Lease
-				err    error
+	forEach(t, []string{"held-expires", "waiting-expires"}, func(t *testing.T, f *fixture, which string) {
+		ctx := ctxT(t, 60*time.Second)
+		zc := f.Raw()
+		sa := f.Session()
+		sb := f.Session()
+		pa, pb := f.Root()+"/r4-ml/a", f.Root()+"/r4-ml/b"
+		ma, _ := mutex.New(sa, pa)
+		mb, _ := mutex.New(sb, pb)
+		mc, _ := mutex.New(f.Session(), pb)
+		md, _ := mutex.New(f.Session(), pa)
+		hc := hold(ctx, mc)
+		hc.wait(t, 60*time.Second, "hc")
+		g0 := runtime.NumGoroutine()
+		ml, err := multilock.New(mb, ma)
+		require.NoError(t, err)
+		type res struct {
+			leases []*conn.Lease
+			err    error
+		}
+		got := make(chan res, 1)
+		rel := make(chan chan error)
+		go func() {
+			ls, err := ml.Acquire(ctx)
+			got <- res{ls, err}
+			if err == nil {
+				done := <-rel
+				done <- ml.Release(context.WithoutCancel(ctx))
 			}
-			got := make(chan res, 1)
-			rel := make(chan chan error)
-			go func() {
-				ls, err := ml.Acquire(ctx)
-				got <- res{ls, err}
-				if err == nil {
-					done := <-rel
-					done <- ml.Release(context.WithoutCancel(ctx))
-				}
-			}()
-			waitFor(t, 10*time.Second, "/a taken, /b queued", func() bool {
-				return len(children(zc, pa)) == 1 && len(children(zc, pb)) == 2
-			})
-			victim := sa
-			if which == "waiting-expires" {
-				victim = sb
-			}
-			ep := epochOf(t, victim)
-			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
-			select {
-			case <-ep.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("epoch not ended")
-			}
-			var hd *holder
-			if which == "held-expires" {
-				hd = hold(ctx, md)
-				select {
-				case <-hd.got:
-				case err := <-hd.failed:
-					t.Fatal(err)
-				case <-time.After(10 * time.Second):
-					t.Fatalf("D not granted /a after A's expiry: %v", children(zc, pa))
-				}
-			} else {
-				// B's waiter queues again in its next epoch
-				waitFor(t, 10*time.Second, "B queued again", func() bool { return len(children(zc, pb)) == 2 })
-			}
-			require.NoError(t, hc.release())
-			var r res
-			select {
-			case r = <-got:
-			case <-time.After(20 * time.Second):
-				t.Fatalf("MultiLock Acquire stuck; /a %v /b %v", children(zc, pa), children(zc, pb))
-			}
-			t.Logf("Acquire returned err=%v", r.err)
-			if which == "held-expires" {
-				if r.err == nil {
-					select {
-					case <-ml.Lost():
-					case <-time.After(5 * time.Second):
-						t.Fatalf("MultiLock returned leases and Lost stays open while D holds /a (lease a err %v)", r.leases[1].Err())
-					}
-					for _, l := range r.leases {
-						if l.Path() == "" {
-							t.Error("empty lease path")
-						}
-					}
-					if _, err := r.leases[0].GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("r4-ml/x"), Data: nil, Flags: 0, Acl: zk.WorldACL(zk.PermAll)}); err == nil {
-						// leases[0] is /a (path order): lost
-						t.Error("guarded write through the lost /a lease committed")
-					}
-					done := make(chan error, 1)
-					rel <- done
-					if err := <-done; err != nil {
-						t.Errorf("Release after loss: %v", err)
-					}
-				}
-				require.NoError(t, hd.release())
-			} else {
-				if r.err != nil {
-					t.Fatalf("Acquire failed after B's expiry while waiting: %v", r.err)
-				}
-				select {
-				case <-ml.Lost():
-					t.Fatalf("Lost closed: %v %v", r.leases[0].Err(), r.leases[1].Err())
-				default:
-				}
-				for i, l := range r.leases {
-					if _, err := l.GuardedWrite(ctx, &zk.CheckVersionRequest{Path: l.Path(), Version: -1}); err != nil {
-						t.Errorf("guarded write through lease %d: %v", i, err)
-					}
-				}
-				done := make(chan error, 1)
-				rel <- done
-				if err := <-done; err != nil {
-					t.Errorf("Release: %v", err)
-				}
-			}
-			if _, err := ml.Acquire(ctx); errors.Is(err, multilock.ErrBusy) {
-				t.Errorf("MultiLock still busy after Release: %v", err)
-			} else if err == nil {
-				_ = ml.Release(ctx)
-			}
-			waitFor(t, 10*time.Second, "no node left", func() bool {
-				return len(children(zc, pa)) == 0 && len(children(zc, pb)) == 0
-			})
-			for _, s := range []*conn.Session{sa, sb} {
-				sid := epochOf(t, s).SessionID()
-				if !eventually(5*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
-					t.Errorf("session keeps watches %v", sessionWatches(t, f, 0, sid))
-				}
-			}
-			if !eventually(5*time.Second, func() bool { return runtime.NumGoroutine() <= g0 }) {
-				t.Errorf("goroutines %d, were %d", runtime.NumGoroutine(), g0)
-			}
+		}()
+		release := func() error {
+			done := make(chan error, 1)
+			rel <- done
+			return <-done
+		}
+		waitFor(t, 10*time.Second, "/a taken, /b queued", func() bool {
+			return len(children(zc, pa)) == 1 && len(children(zc, pb)) == 2
 		})
-	}
+		victim := sa
+		if which == "waiting-expires" {
+			victim = sb
+		}
+		ep := epochOf(t, victim)
+		f.Expire(ctx, ep)
+		recv(t, ep.Done(), 10*time.Second, "epoch not ended")
+		var hd *holder
+		if which == "held-expires" {
+			hd = hold(ctx, md)
+			if _, ok := hd.granted(t, 10*time.Second, "D"); !ok {
+				t.Fatalf("D not granted /a after A's expiry: %v", children(zc, pa))
+			}
+		} else {
+			// B's waiter queues again in its next epoch
+			waitFor(t, 10*time.Second, "B queued again", func() bool { return len(children(zc, pb)) == 2 })
+		}
+		require.NoError(t, hc.release())
+		r := recv(t, got, 20*time.Second, "MultiLock Acquire stuck; /a %v /b %v", nodes{zc, pa}, nodes{zc, pb})
+		t.Logf("Acquire returned err=%v", r.err)
+		if which == "held-expires" {
+			if r.err == nil {
+				if _, ok := within(ml.Lost(), 5*time.Second); !ok {
+					t.Fatalf("MultiLock returned leases and Lost stays open while D holds /a (lease a err %v)", r.leases[1].Err())
+				}
+				for _, l := range r.leases {
+					if l.Path() == "" {
+						t.Error("empty lease path")
+					}
+				}
+				if err := guardedCreate(ctx, r.leases[0], f.Path("r4-ml/x")); err == nil {
+					// leases[0] is /a (path order): lost
+					t.Error("guarded write through the lost /a lease committed")
+				}
+				if err := release(); err != nil {
+					t.Errorf("Release after loss: %v", err)
+				}
+			}
+			require.NoError(t, hd.release())
+		} else {
+			if r.err != nil {
+				t.Fatalf("Acquire failed after B's expiry while waiting: %v", r.err)
+			}
+			select {
+			case <-ml.Lost():
+				t.Fatalf("Lost closed: %v %v", r.leases[0].Err(), r.leases[1].Err())
+			default:
+			}
+			for i, l := range r.leases {
+				if _, err := l.GuardedWrite(ctx, &zk.CheckVersionRequest{Path: l.Path(), Version: -1}); err != nil {
+					t.Errorf("guarded write through lease %d: %v", i, err)
+				}
+			}
+			if err := release(); err != nil {
+				t.Errorf("Release: %v", err)
+			}
+		}
+		if _, err := ml.Acquire(ctx); errors.Is(err, multilock.ErrBusy) {
+			t.Errorf("MultiLock still busy after Release: %v", err)
+		} else if err == nil {
+			_ = ml.Release(ctx)
+		}
+		waitFor(t, 10*time.Second, "no node left", func() bool {
+			return len(children(zc, pa)) == 0 && len(children(zc, pb)) == 0
+		})
+		for _, s := range []*conn.Session{sa, sb} {
+			noWatchesLeft(t, f, s, 5*time.Second, "session")
+		}
+		if !eventually(5*time.Second, func() bool { return runtime.NumGoroutine() <= g0 }) {
+			t.Errorf("goroutines %d, were %d", runtime.NumGoroutine(), g0)
+		}
+	})
 }
