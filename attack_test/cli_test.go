@@ -96,15 +96,15 @@ func (f *fixture) zkrecipes(t *testing.T, args ...string) (out string, ok bool) 
 }
 
 // locksDoc is what `zkrecipes locks -json` prints.
-type locksDoc struct {
-	Queues []struct {
-		Path, Recipe string
-		Nodes        []struct {
-			Name, Kind, Status, Session string
-			Owner                       struct {
-				Client, Host, Label, ID string
-				PID                     int
-			}
+type locksDoc struct{ Queues []locksQueue }
+
+type locksQueue struct {
+	Path, Recipe string
+	Nodes        []struct {
+		Name, Kind, Status, Session string
+		Owner                       struct {
+			Client, Host, Label, ID string
+			PID                     int
 		}
 	}
 }

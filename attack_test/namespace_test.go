@@ -1,11 +1,11 @@
 package attack_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +19,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestNamespacePathsAreOneCoordinateSystem checks, under
@@ -38,89 +37,77 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 	sn := f.Session(conn.WithNamespace(ns))
 	sp := f.Session() // plain, sees the full paths
 	zc := f.Raw()
+	// foundByEpoch: the lease's path is the one its own epoch takes back.
+	foundByEpoch := func(t *testing.T, l *conn.Lease) {
+		t.Helper()
+		if ok, _, err := l.Epoch().Exists(ctx, l.Path()); !ok || err != nil {
+			t.Errorf("Lease.Path %q not found through its own epoch: %v %v", l.Path(), ok, err)
+		}
+	}
+	// keptOut: the same lock through its full path, without a namespace,
+	// is taken.
+	keptOut := func(t *testing.T, what string, other tryAcquirer, release func(context.Context) error) {
+		t.Helper()
+		if _, ok, err := other.TryAcquire(ctx); ok || err != nil {
+			t.Errorf("%s through the full path: ok=%v err=%v, want (false, nil)", what, ok, err)
+			if ok {
+				_ = release(ctx)
+			}
+		}
+	}
+	// revokedBy: Revoke of the node Participants lists reaches the lease.
+	revokedBy := func(t *testing.T, l *conn.Lease, node string, revoke func(context.Context, string) error) {
+		t.Helper()
+		rev := l.Revoked()
+		if err := revoke(ctx, node); err != nil {
+			t.Errorf("Revoke(Participant.Node %q) under a namespace: %v", node, err)
+		}
+		if _, ok := within(rev, 5*time.Second); !ok {
+			t.Errorf("Revoked not closed after Revoke(Participant.Node %q), lease %q", node, l.Path())
+		}
+	}
 
 	t.Run("mutex", func(t *testing.T) {
 		m, _ := mutex.New(sn, "/m", mutex.WithRevocable())
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
-		if ok, _, err := l.Epoch().Exists(ctx, l.Path()); !ok || err != nil {
-			t.Errorf("Lease.Path %q not found through its own epoch: %v %v", l.Path(), ok, err)
-		}
+		foundByEpoch(t, l)
 		ps, err := m.Participants(ctx)
 		if err != nil || len(ps) != 1 || ps[0].Node != l.Path() {
 			t.Errorf("Participants %+v (%v), want one with Node %q", ps, err, l.Path())
 		}
-		// The same lock through the full path, without a namespace.
 		other, _ := mutex.New(sp, sn.FullPath("/m"))
-		_, ok, err := other.TryAcquire(ctx)
-		if ok || err != nil {
-			t.Errorf("TryAcquire of the same lock through its full path: ok=%v err=%v, want (false, nil)", ok, err)
-			if ok {
-				_ = other.Release(ctx)
-			}
-		}
+		keptOut(t, "TryAcquire of the same lock", other, other.Release)
 		// GuardedWrite is namespaced.
-		_, err = l.GuardedWrite(ctx, &zk.CreateRequest{Path: "/m-res", Data: []byte("x"), Acl: zk.WorldACL(zk.PermAll)})
+		_, err = l.GuardedWrite(ctx, &zk.CreateRequest{Path: "/m-res", Data: []byte("x"), Acl: zkWorld})
 		require.NoError(t, err)
-		if ok, _, _ := zc.Exists(ns + "/m-res"); !ok {
+		if !exists(zc, ns+"/m-res") {
 			t.Errorf("GuardedWrite's create did not land at %s", ns+"/m-res")
 		}
-		rev := l.Revoked()
-		if err := m.Revoke(ctx, ps[0].Node); err != nil {
-			t.Errorf("Revoke(Participant.Node) under a namespace: %v", err)
-		}
-		select {
-		case <-rev:
-		case <-time.After(5 * time.Second):
-			t.Errorf("Revoked not closed after Revoke(Participant.Node)")
-		}
+		revokedBy(t, l, ps[0].Node, m.Revoke)
 		require.NoError(t, m.Release(ctx))
 	})
 	t.Run("rwlock", func(t *testing.T) {
 		rw, _ := rwlock.New(sn, "/rw")
 		l, err := rw.WriteLock().Acquire(ctx)
 		require.NoError(t, err)
-		if ok, _, err := l.Epoch().Exists(ctx, l.Path()); !ok || err != nil {
-			t.Errorf("Lease.Path %q not found through its own epoch: %v %v", l.Path(), ok, err)
-		}
+		foundByEpoch(t, l)
 		other, _ := rwlock.New(sp, sn.FullPath("/rw"))
-		_, ok, err := other.ReadLock().TryAcquire(ctx)
-		if ok || err != nil {
-			t.Errorf("read TryAcquire through the full path while written: ok=%v err=%v", ok, err)
-			if ok {
-				_ = other.ReadLock().Release(ctx)
-			}
-		}
+		keptOut(t, "read TryAcquire while written", other.ReadLock(), other.ReadLock().Release)
 		require.NoError(t, rw.WriteLock().Release(ctx))
 	})
 	t.Run("semaphoremutex", func(t *testing.T) {
 		m, _ := semaphoremutex.New(sn, "/s", semaphoremutex.WithRevocable())
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
-		if ok, _, err := l.Epoch().Exists(ctx, l.Path()); !ok || err != nil {
-			t.Errorf("Lease.Path %q not found through its own epoch: %v %v", l.Path(), ok, err)
-		}
+		foundByEpoch(t, l)
 		ps, err := m.Participants(ctx)
 		if err != nil || len(ps) != 1 {
 			t.Fatalf("Participants %+v (%v)", ps, err)
 		}
-		rev := l.Revoked()
-		if err := m.Revoke(ctx, ps[0].Node); err != nil {
-			t.Errorf("Revoke(Participant.Node %q) under a namespace: %v", ps[0].Node, err)
-		}
-		select {
-		case <-rev:
-		case <-time.After(5 * time.Second):
-			t.Errorf("Revoked not closed after Revoke(Participant.Node %q), lease %q", ps[0].Node, l.Path())
-		}
+		revokedBy(t, l, ps[0].Node, m.Revoke)
 		other, _ := semaphoremutex.New(sp, sn.FullPath("/s"))
-		_, ok, err := other.TryAcquire(ctx)
-		if ok || err != nil {
-			t.Errorf("TryAcquire through the full path: ok=%v err=%v", ok, err)
-			if ok {
-				_ = other.Release(ctx)
-			}
-		}
+		keptOut(t, "TryAcquire", other, other.Release)
 		require.NoError(t, m.Release(ctx))
 	})
 	t.Run("leader", func(t *testing.T) {
@@ -148,28 +135,6 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 	})
 }
 
-// buildCmd builds the zkrecipes command (as `go install` would) into a
-// temporary directory.
-func buildCmd(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "zkrecipes")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = "../cmd/zkrecipes"
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-type cmdQueue struct {
-	Path  string `json:"path"`
-	Nodes []struct {
-		Name    string `json:"name"`
-		Status  string `json:"status"`
-		Session string `json:"session"`
-	} `json:"nodes"`
-}
-
 // TestNamespaceDigestUnderCutAndExpiry: sessions with
 // conn.WithNamespace, conn.WithDigestAuth and a digest-only ACL
 // (conn.WithACL), A through a proxy, queue on one mutex: A holds, B waits.
@@ -187,54 +152,42 @@ type cmdQueue struct {
 //   - then B's session is expired by the server while C waits: C is granted,
 //     and the command shows C holding under its session.
 func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
-	bin := buildCmd(t)
+	bin := zkrecipesBin(t)
 	f := newFixture(t)
 	ctx := ctxT(t, 60*time.Second)
-	px := f.Proxy()
 	ns := f.Path("r4-ns")
 	acl := zk.DigestACL(zk.PermAll, "svc", "secret")
 	opts := []conn.Option{conn.WithNamespace(ns), conn.WithDigestAuth("svc", "secret"), conn.WithACL(acl)}
-	sa := f.SessionAt(px.Addrs(), opts...)
+	px, sa := f.ProxiedSession(opts...)
 	sb := f.Session(opts...)
-	sc := f.Session(opts...)
 	// the namespace root, readable by the service only
 	zc := f.Raw()
 	require.NoError(t, zc.AddAuth("digest", []byte("svc:secret")))
-	ensure(t, zc, zk.WorldACL(zk.PermAll), f.Root())
+	ensure(t, zc, zkWorld, f.Root())
 	ensure(t, zc, acl, ns)
+	queue := ns + "/locks/x"
 	ma, _ := mutex.New(sa, "/locks/x")
 	mb, _ := mutex.New(sb, "/locks/x")
-	mc, _ := mutex.New(sc, "/locks/x")
+	mc, _ := mutex.New(f.Session(opts...), "/locks/x")
 	ha := hold(ctx, ma)
 	la := ha.wait(t, 60*time.Second, "ha")
 	hb := hold(ctx, mb)
-	waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(zc, ns+"/locks/x")) == 2 })
+	waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(zc, queue)) == 2 })
 
-	run := func(args ...string) (cmdQueue, int, string) {
+	run := func(args ...string) (locksQueue, int, string) {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, bin, append([]string{"-servers", strings.Join(f.Servers(), ","), "-timeout", "5s"}, args...)...)
 		cmd.Env = append(os.Environ(), "ZK_AUTH=", "ZK_NAMESPACE=", "ZK_SERVERS=")
 		out, err := cmd.Output()
-		code := 0
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
+			return locksQueue{}, ee.ExitCode(), string(out)
 		}
-		var doc struct {
-			Queues []cmdQueue `json:"queues"`
-		}
-		if code == 0 {
-			if err := json.Unmarshal(out, &doc); err != nil {
-				t.Fatalf("json: %v\n%s", err, out)
-			}
-			if len(doc.Queues) != 1 {
-				t.Fatalf("queues: %s", out)
-			}
-			return doc.Queues[0], 0, string(out)
-		}
-		return cmdQueue{}, code, string(out)
+		require.NoError(t, err)
+		var doc locksDoc
+		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+		require.Len(t, doc.Queues, 1, "queues: %s", out)
+		return doc.Queues[0], 0, string(out)
 	}
 	q, code, out := run("-namespace", ns, "-auth", "svc:secret", "-json", "locks", "/locks")
 	if code != 0 || len(q.Nodes) != 2 || q.Nodes[0].Status != "holds" || q.Nodes[1].Status != "waits" || !strings.HasSuffix(la.Path(), q.Nodes[0].Name) {
@@ -259,31 +212,18 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 		return err == nil && ep.SessionID() == sidA
 	})
 	require.NoError(t, ha.release(), "A's Release after a cut, digest-only parent")
-	var lb *conn.Lease
-	select {
-	case lb = <-hb.got:
-	case err := <-hb.failed:
-		t.Fatal(err)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("B not granted: %v", children(zc, ns+"/locks/x"))
+	lb, ok := hb.granted(t, 10*time.Second, "B")
+	if !ok {
+		t.Fatalf("B not granted: %v", children(zc, queue))
 	}
 	hc := hold(ctx, mc)
-	waitFor(t, 10*time.Second, "C queued", func() bool { return len(children(zc, ns+"/locks/x")) == 2 })
-	ep := epochOf(t, sb)
-	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
-	var lc *conn.Lease
-	select {
-	case lc = <-hc.got:
-	case err := <-hc.failed:
-		t.Fatal(err)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("C not granted after B's expiry: %v", children(zc, ns+"/locks/x"))
+	waitFor(t, 10*time.Second, "C queued", func() bool { return len(children(zc, queue)) == 2 })
+	f.Expire(ctx, epochOf(t, sb))
+	lc, ok := hc.granted(t, 10*time.Second, "C")
+	if !ok {
+		t.Fatalf("C not granted after B's expiry: %v", children(zc, queue))
 	}
-	select {
-	case <-lb.Lost():
-	case <-time.After(10 * time.Second):
-		t.Fatal("B's Lost not closed after its expiry")
-	}
+	recv(t, lb.Lost(), 10*time.Second, "B's Lost not closed after its expiry")
 	q, code, out = run("-namespace", ns, "-auth", "svc:secret", "-json", "locks", "/locks")
 	if code != 0 || len(q.Nodes) != 1 || q.Nodes[0].Status != "holds" || !strings.HasSuffix(lc.Path(), q.Nodes[0].Name) {
 		t.Fatalf("command after B's expiry: code %d, %s (C holds %s)", code, out, lc.Path())
@@ -292,5 +232,5 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 		t.Errorf("B's Release after loss: %v", err)
 	}
 	require.NoError(t, hc.release())
-	waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(zc, ns+"/locks/x")) == 0 })
+	waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(zc, queue)) == 0 })
 }

@@ -23,8 +23,7 @@ import (
 func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept bool, maxRTT, maxGap time.Duration) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
-	px := f.Proxy()
-	s := f.SessionAt(px.Addrs(), append([]conn.Option{conn.WithSessionTimeout(T)}, opts...)...)
+	px, s := f.ProxiedSession(append([]conn.Option{conn.WithSessionTimeout(T)}, opts...)...)
 	m, _ := mutex.New(s, f.Root()+"/r2-slow/lock")
 	h := hold(ctx, m)
 	l := h.wait(t, 10*time.Second, "holder")
@@ -44,10 +43,7 @@ func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept
 		cancel()
 		if err != nil {
 			// An epoch that ended under the sync fails it: wait for Lost.
-			select {
-			case <-lost:
-			case <-time.After(time.Second):
-			}
+			within(lost, time.Second)
 		}
 		select {
 		case <-lost:
@@ -101,18 +97,20 @@ func TestQuorumTimerKeepsLeaseOnFasterLink(t *testing.T) {
 	}
 }
 
-// followerAndRest connects, on a three-server ensemble, one session to a
-// follower alone (f1, the server to freeze) and one to the two others, both
-// with session timeout T.
-func followerAndRest(t *testing.T, f *fixture, T time.Duration) (f1 int, onFollower, onRest *conn.Session) {
+// followerAndRest starts a three-server ensemble and connects one session
+// to a follower alone (f1, the server to freeze) and one to the two others,
+// both with session timeout T = 4 s.
+func followerAndRest(t *testing.T) (f *fixture, f1 int, onFollower, onRest *conn.Session) {
 	t.Helper()
+	const T = 4 * time.Second
+	f = newFixture(t, zktest.WithServers(3))
 	ld, err := f.Leader()
 	require.NoError(t, err)
 	f1, f2 := (ld+1)%3, (ld+2)%3
 	srv := f.Servers()
 	onFollower = f.SessionAt([]string{srv[f1]}, conn.WithSessionTimeout(T))
 	onRest = f.SessionAt([]string{srv[ld], srv[f2]}, conn.WithSessionTimeout(T))
-	return f1, onFollower, onRest
+	return f, f1, onFollower, onRest
 }
 
 // TestQuorumTimerNoOverlapWhenLeadersServerFreezes checks leader.Run's
@@ -127,10 +125,8 @@ func followerAndRest(t *testing.T, f *fixture, T time.Duration) (f1 int, onFollo
 // session knows only that follower's address. The second participant's term
 // must start after the first's fn ctx is done, by at least a margin.
 func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
-	f := newFixture(t, zktest.WithServers(3))
+	f, f1, s1, s2 := followerAndRest(t)
 	ctx := ctxT(t, 29*time.Second)
-	const T = 4 * time.Second
-	f1, s1, s2 := followerAndRest(t, f, T)
 	path := f.Path("r2-quorum/election")
 	e1, _ := leader.New(s1, path, "one")
 	e2, _ := leader.New(s2, path, "two")
@@ -171,11 +167,7 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 	require.NoError(t, f.Pause(f1))
 	paused := time.Now()
 	defer func() { _ = f.Resume(f1) }()
-	select {
-	case <-started2:
-	case <-time.After(20 * time.Second):
-		t.Fatal("two never led after one's server froze")
-	}
+	recv(t, started2, 20*time.Second, "two never led after one's server froze")
 	mu.Lock()
 	defer mu.Unlock()
 	if end1.IsZero() {
@@ -200,10 +192,8 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 // G2 must not be handed the node; B's guarded write must commit and B's
 // fence be above G1's.
 func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
-	f := newFixture(t, zktest.WithServers(3))
+	f, f1, sA, sB := followerAndRest(t)
 	ctx := ctxT(t, 29*time.Second)
-	const T = 4 * time.Second
-	f1, sA, sB := followerAndRest(t, f, T)
 	path := f.Path("r2-qmutex/lock")
 	reg := f.Path("r2-qmutex-reg")
 	mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
@@ -211,12 +201,11 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	ep, err := sB.Epoch(ctx)
 	require.NoError(t, err)
 	_ = ep.CreateParents(ctx, reg)
-	_, err = ep.Create(ctx, reg, nil, 0, zk.WorldACL(zk.PermAll))
+	_, err = ep.Create(ctx, reg, nil, 0, zkWorld)
 	require.NoError(t, err)
 	g1 := hold(ctx, mA)
 	l1 := g1.wait(t, 10*time.Second, "G1")
-	f1Fence, err := l1.Fence(ctx)
-	require.NoError(t, err)
+	f1Fence := fenceOf(t, ctx, l1)
 	lost1 := l1.Lost()
 	b := hold(ctx, mB)
 	waitFor(t, 10*time.Second, "B queued", func() bool {
@@ -247,10 +236,8 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	t.Logf("G1's Lost closed %v after the freeze, B granted %v after it", la.Sub(paused), grantedB.Sub(paused))
 	rel := make(chan error, 1)
 	go func() { rel <- g1.release() }()
-	select {
-	case l2 := <-g2.got:
+	if l2, ok := within(g2.got, time.Second); ok {
 		t.Fatalf("G2 handed %s while B holds", l2.Path())
-	case <-time.After(time.Second):
 	}
 	_, err = lb.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("b"), Version: -1})
 	require.NoError(t, err, "B's guarded write")
@@ -260,10 +247,5 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	}
 	require.NoError(t, b.release())
 	_ = f.Resume(f1)
-	select {
-	case err := <-rel:
-		t.Logf("G1's release: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("G1's release hangs after the server resumed")
-	}
+	t.Logf("G1's release: %v", recv(t, rel, 10*time.Second, "G1's release hangs after the server resumed"))
 }
