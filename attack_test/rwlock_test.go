@@ -81,72 +81,57 @@ func TestRWLockSharedListingsCancelStress(t *testing.T) {
 		mu.Unlock()
 	}
 	stop := time.Now().Add(7 * time.Second)
-	var wg sync.WaitGroup
-	for si := 0; si < 2; si++ {
-		s := f.Session()
-		rw, err := rwlock.New(s, path)
-		require.NoError(t, err)
-		for g := 0; g < 6; g++ {
-			wg.Add(1)
-			go func(g int) {
-				defer wg.Done()
-				r := rand.New(rand.NewSource(int64(g)))
-				rel := context.WithoutCancel(ctx)
-				for time.Now().Before(stop) && ctx.Err() == nil {
-					d := stressDeadline(r, 6*time.Second)
-					kind := r.Intn(3) // 0 read, 1 write, 2 write then downgrade
-					k := rw.ReadLock()
-					if kind > 0 {
-						k = rw.WriteLock()
-					}
-					actx, cf := context.WithTimeout(ctx, d)
-					l, err := k.Acquire(actx)
-					cf()
-					if err != nil {
-						if errors.Is(err, context.DeadlineExceeded) && d < time.Second {
-							mu.Lock()
-							cancel++
-							mu.Unlock()
-							continue
-						}
-						t.Errorf("g%d: acquire: %v", g, err)
-						return
-					}
-					enter(g, kind > 0, false, l)
-					if kind == 2 {
-						rl, derr := rw.ReadLock().Acquire(ctx)
-						if derr != nil {
-							t.Errorf("g%d: downgrade: %v", g, derr)
-						} else {
-							enter(g, false, true, rl)
-						}
-						leave(true)
-						if err := rw.WriteLock().Release(rel); err != nil {
-							t.Errorf("g%d: release W after downgrade: %v", g, err)
-						}
-						if derr == nil {
-							leave(false)
-							if err := rw.ReadLock().Release(rel); err != nil {
-								t.Errorf("g%d: release downgraded R: %v", g, err)
-							}
-						}
-						continue
-					}
-					leave(kind > 0)
-					if err := k.Release(rel); err != nil {
-						t.Errorf("g%d: release: %v", g, err)
+	mk := func(s *conn.Session) *rwlock.RWLock { return newRW(t, s, path) }
+	onSessions(f, 2, 6, mk, func(rw *rwlock.RWLock, g int) {
+		r := rand.New(rand.NewSource(int64(g)))
+		rel := context.WithoutCancel(ctx)
+		for time.Now().Before(stop) && ctx.Err() == nil {
+			kind := r.Intn(3) // 0 read, 1 write, 2 write then downgrade
+			k := rw.ReadLock()
+			if kind > 0 {
+				k = rw.WriteLock()
+			}
+			l, err := stressAcquire(ctx, r, 6*time.Second, k.Acquire)
+			if err != nil {
+				t.Errorf("g%d: acquire: %v", g, err)
+				return
+			}
+			if l == nil {
+				mu.Lock()
+				cancel++
+				mu.Unlock()
+				continue
+			}
+			enter(g, kind > 0, false, l)
+			if kind == 2 {
+				rl, derr := rw.ReadLock().Acquire(ctx)
+				if derr != nil {
+					t.Errorf("g%d: downgrade: %v", g, derr)
+				} else {
+					enter(g, false, true, rl)
+				}
+				leave(true)
+				if err := rw.WriteLock().Release(rel); err != nil {
+					t.Errorf("g%d: release W after downgrade: %v", g, err)
+				}
+				if derr == nil {
+					leave(false)
+					if err := rw.ReadLock().Release(rel); err != nil {
+						t.Errorf("g%d: release downgraded R: %v", g, err)
 					}
 				}
-			}(si*6 + g)
+				continue
+			}
+			leave(kind > 0)
+			if err := k.Release(rel); err != nil {
+				t.Errorf("g%d: release: %v", g, err)
+			}
 		}
-	}
-	wg.Wait()
+	})
 	t.Logf("%d grants, %d acquires timed out while queued", grants, cancel)
 	waitFor(t, 10*time.Second, "no lock node left", func() bool { return len(children(bys, path)) == 0 })
 }
 
-// gHolder acquires a goroutine-owned lock on a goroutine of its own and
-// releases it there when told (rel), or when ctx ends.
 // TestRWLockReaderAfterLockDirRecreated checks docs/safety.md's
 // guarantee 1, "Never two holders inside ZooKeeper's view ... A waiter is
 // granted only when, in the server's order of events, the node it waits for
@@ -171,13 +156,8 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 40*time.Second)
 	path := f.Path("r3-reuse/lock")
-	sa := f.Session()
-	sb := f.Session()
-	sc := f.Session()
 	zc := f.Raw()
-	rwA, _ := rwlock.New(sa, path)
-	rwB, _ := rwlock.New(sb, path)
-	rwC, _ := rwlock.New(sc, path)
+	rwA, rwB, rwC := newRW(t, f.Session(), path), newRW(t, f.Session(), path), newRW(t, f.Session(), path)
 
 	// Round 1.
 	_, err := rwB.WriteLock().Acquire(ctx)
@@ -187,19 +167,13 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 	round1 := children(zc, path)
 	sort.Strings(round1)
 	require.NoError(t, rwB.WriteLock().Release(ctx))
-	select {
-	case <-a1.got:
-	case err := <-a1.failed:
-		t.Fatalf("A round 1: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("A round 1 not granted")
-	}
+	a1.wait(t, 10*time.Second, "A round 1")
 	require.NoError(t, a1.release())
 	// The operator removes the empty lock directory (or the server's
 	// container reaper does).
 	waitFor(t, 10*time.Second, "empty directory", func() bool { return len(children(zc, path)) == 0 })
-	if err := zc.Delete(path, -1); err != nil && err != zk.ErrNoNode {
-		t.Fatal(err)
+	if err := zc.Delete(path, -1); !errors.Is(err, zk.ErrNoNode) {
+		require.NoError(t, err)
 	}
 
 	// Round 2.
@@ -215,32 +189,17 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 	sort.Strings(round2)
 	t.Logf("round 1 names %v, round 2 names %v", round1, round2)
 	ccancel()
-	select {
-	case <-hc.failed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("C's cancelled acquire did not return")
-	}
+	recv(t, hc.failed, 5*time.Second, "C's cancelled acquire did not return")
 	waitFor(t, 10*time.Second, "C's node deleted", func() bool { return len(children(zc, path)) == 2 })
 
-	granted := false
-	select {
-	case l := <-a2.got:
-		granted = true
+	l, granted := a2.granted(t, 2*time.Second, "A round 2")
+	if granted {
 		t.Errorf("A's reader granted while B holds the write lock (B's Err %v, node exists: %v; A's Err %v)",
 			lb.Err(), exists(zc, lb.Path()), l.Err())
-	case err := <-a2.failed:
-		t.Fatalf("A round 2: %v", err)
-	case <-time.After(2 * time.Second):
 	}
 	require.NoError(t, rwB.WriteLock().Release(ctx))
 	if !granted {
-		select {
-		case <-a2.got:
-		case err := <-a2.failed:
-			t.Fatalf("A round 2 after B: %v", err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("A not granted after B released")
-		}
+		a2.wait(t, 10*time.Second, "A round 2 after B")
 	}
 	require.NoError(t, a2.release())
 }
@@ -258,52 +217,33 @@ func TestRWLockSameNamesOnTwoPaths(t *testing.T) {
 	ctx := ctxT(t, 40*time.Second)
 	px := f.Path("r3-two/x")
 	py := f.Path("r3-two/y")
-	sa := f.Session()
-	sb := f.Session()
-	sc := f.Session()
+	sa, sb := f.Session(), f.Session()
 	zc := f.Raw()
-	rwAx, _ := rwlock.New(sa, px)
-	rwAy, _ := rwlock.New(sa, py)
-	rwBx, _ := rwlock.New(sb, px)
-	rwBy, _ := rwlock.New(sb, py)
-	rwCx, _ := rwlock.New(sc, px)
 
-	bx := hold(ctx, rwBx.WriteLock())
-	<-bx.got
+	bx := hold(ctx, newRW(t, sb, px).WriteLock())
+	bx.wait(t, 20*time.Second, "B's writer on x")
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
-	hc := hold(cctx, rwCx.WriteLock())
+	hc := hold(cctx, newRW(t, f.Session(), px).WriteLock())
 	waitFor(t, 10*time.Second, "C queued on x", func() bool { return len(children(zc, px)) == 2 })
-	ax := hold(ctx, rwAx.ReadLock())
+	ax := hold(ctx, newRW(t, sa, px).ReadLock())
 	waitFor(t, 10*time.Second, "A queued on x", func() bool { return len(children(zc, px)) == 3 })
 
-	by := hold(ctx, rwBy.WriteLock())
-	<-by.got
-	ay := hold(ctx, rwAy.ReadLock())
+	by := hold(ctx, newRW(t, sb, py).WriteLock())
+	by.wait(t, 20*time.Second, "B's writer on y")
+	ay := hold(ctx, newRW(t, sa, py).ReadLock())
 	waitFor(t, 10*time.Second, "A queued on y", func() bool { return len(children(zc, py)) == 2 })
 	t.Logf("x: %v, y: %v", children(zc, px), children(zc, py))
 	require.NoError(t, by.release())
-	select {
-	case <-ay.got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("A's reader on y not granted")
-	}
+	ay.wait(t, 10*time.Second, "A's reader on y")
 	require.NoError(t, ay.release())
 	ccancel()
-	<-hc.failed
+	recv(t, hc.failed, 20*time.Second, "C's cancelled acquire did not return")
 	waitFor(t, 10*time.Second, "C's node deleted", func() bool { return len(children(zc, px)) == 2 })
-	select {
-	case <-ax.got:
+	if _, ok := ax.granted(t, 2*time.Second, "A's reader on x"); ok {
 		t.Fatalf("A's reader on x granted while B's writer holds x (nodes %v)", children(zc, px))
-	case err := <-ax.failed:
-		t.Fatal(err)
-	case <-time.After(2 * time.Second):
 	}
 	require.NoError(t, bx.release())
-	select {
-	case <-ax.got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("A's reader on x not granted after B released")
-	}
+	ax.wait(t, 10*time.Second, "A's reader on x, after B released")
 	require.NoError(t, ax.release())
 }

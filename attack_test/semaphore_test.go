@@ -2,15 +2,12 @@ package attack_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -30,29 +27,20 @@ import (
 func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := f.Session()
 	zc := f.Raw()
 	path := f.Path("sem-foreign")
-	ensure(t, zc, zk.WorldACL(zk.PermAll), f.Root(), path, path+"/locks", path+"/leases")
+	ensure(t, zc, zkWorld, f.Root(), path, path+"/locks", path+"/leases")
 	var leases []string
 	for i := 0; i < 2; i++ {
 		id := fmt.Sprintf("0b5e55ed-0000-4000-8000-00000000000%d", i)
-		lk, err := zc.Create(path+"/locks/_c_"+id+"-lock-", []byte("127.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		lk, err := zc.Create(path+"/locks/_c_"+id+"-lock-", []byte("127.0.0.1"), zkEphemeralSequential, zkWorld)
 		require.NoError(t, err)
-		ls, err := zc.Create(path+"/leases/_c_"+id+"-lease-", []byte("127.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		ls, err := zc.Create(path+"/leases/_c_"+id+"-lease-", []byte("127.0.0.1"), zkEphemeralSequential, zkWorld)
 		require.NoError(t, err)
 		require.NoError(t, zc.Delete(lk, -1))
 		leases = append(leases, ls)
 	}
-	sem, _ := semaphoremutex.NewSemaphore(s, path, 2)
-	got := make(chan error, 1)
-	go func() {
-		l, err := sem.Acquire(ctx)
-		got <- err
-		if err == nil {
-			_ = sem.ReturnLease(context.WithoutCancel(ctx), l)
-		}
-	}()
+	w := hold(ctx, newLocker(t, "semaphore-2", f.Session(), path, 0))
 	waitFor(t, 10*time.Second, "the waiter's watches on both lease nodes", func() bool {
 		return watched(f, 0, leases[0]) && watched(f, 0, leases[1])
 	})
@@ -61,18 +49,10 @@ func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 		_, err := zc.Set(ls, []byte(data), -1)
 		require.NoError(t, err)
 	}
-	select {
-	case err := <-got:
-		t.Fatalf("our waiter got a lease (err=%v) while both foreign leases are held: 3 holders of 2", err)
-	case <-time.After(1500 * time.Millisecond):
-	}
+	w.notGranted(t, 1500*time.Millisecond, "our waiter got a lease while both foreign leases are held: 3 holders of 2")
 	require.NoError(t, zc.Delete(leases[0], -1))
-	select {
-	case err := <-got:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("no lease 5 s after a foreign lease was deleted")
-	}
+	w.wait(t, 5*time.Second, "no lease 5 s after a foreign lease was deleted")
+	require.NoError(t, w.release())
 }
 
 // TestSemaphoreSharedListingsCancelStress checks Semaphore's "at
@@ -88,63 +68,48 @@ func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
 	path := f.Path("r2-sem")
 	bys := f.Raw()
 	const leases = 3
-	var inside, grants, peak int32
+	var occ occupancy
+	var grants atomic.Int32
 	stop := time.Now().Add(7 * time.Second)
-	var wg sync.WaitGroup
-	for si := 0; si < 2; si++ {
-		s := f.Session()
+	mk := func(s *conn.Session) *semaphoremutex.Semaphore {
 		sem, err := semaphoremutex.NewSemaphore(s, path, leases)
 		require.NoError(t, err)
-		for g := 0; g < 8; g++ {
-			wg.Add(1)
-			go func(g int) {
-				defer wg.Done()
-				r := rand.New(rand.NewSource(int64(g)))
-				for time.Now().Before(stop) {
-					d := stressDeadline(r, 8*time.Second)
-					actx, cancel := context.WithTimeout(ctx, d)
-					l, err := sem.Acquire(actx)
-					cancel()
-					if err != nil {
-						if errors.Is(err, context.DeadlineExceeded) && d < time.Second {
-							continue
-						}
-						t.Errorf("g%d: %v", g, err)
-						return
-					}
-					n := atomic.AddInt32(&inside, 1)
-					if n > leases {
-						t.Errorf("g%d: %d holders of a %d-lease semaphore", g, n, leases)
-					}
-					for {
-						p := atomic.LoadInt32(&peak)
-						if n <= p || atomic.CompareAndSwapInt32(&peak, p, n) {
-							break
-						}
-					}
-					atomic.AddInt32(&grants, 1)
-					time.Sleep(time.Duration(r.Intn(3)) * time.Millisecond)
-					atomic.AddInt32(&inside, -1)
-					ret := func() {
-						if err := sem.ReturnLease(context.WithoutCancel(ctx), l); err != nil {
-							t.Errorf("g%d: return: %v", g, err)
-						}
-					}
-					if r.Intn(2) == 0 {
-						ret()
-					} else {
-						done := make(chan struct{})
-						go func() { ret(); close(done) }()
-						<-done
-					}
-				}
-			}(si*8 + g)
-		}
+		return sem
 	}
-	wg.Wait()
-	t.Logf("%d grants, peak %d holders", grants, peak)
-	if peak < 2 {
-		t.Errorf("peak %d: the semaphore never shared", peak)
+	onSessions(f, 2, 8, mk, func(sem *semaphoremutex.Semaphore, g int) {
+		r := rand.New(rand.NewSource(int64(g)))
+		for time.Now().Before(stop) {
+			l, err := stressAcquire(ctx, r, 8*time.Second, sem.Acquire)
+			if err != nil {
+				t.Errorf("g%d: %v", g, err)
+				return
+			}
+			if l == nil {
+				continue
+			}
+			if n := occ.enter(); n > leases {
+				t.Errorf("g%d: %d holders of a %d-lease semaphore", g, n, leases)
+			}
+			grants.Add(1)
+			time.Sleep(time.Duration(r.Intn(3)) * time.Millisecond)
+			occ.leave()
+			ret := func() {
+				if err := sem.ReturnLease(context.WithoutCancel(ctx), l); err != nil {
+					t.Errorf("g%d: return: %v", g, err)
+				}
+			}
+			if r.Intn(2) == 0 {
+				ret()
+			} else {
+				done := make(chan struct{})
+				go func() { ret(); close(done) }()
+				<-done
+			}
+		}
+	})
+	t.Logf("%d grants, peak %d holders", grants.Load(), occ.peak.Load())
+	if occ.peak.Load() < 2 {
+		t.Errorf("peak %d: the semaphore never shared", occ.peak.Load())
 	}
 	waitFor(t, 10*time.Second, "no node left", func() bool {
 		for _, ch := range children(bys, path) {
@@ -173,50 +138,27 @@ func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
 // lease: the internal mutex is the lease"); its deletion must be reported
 // once, as recipe "semaphore".
 func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
-	for _, handoff := range []bool{false, true} {
-		name := "plain"
-		if handoff {
-			name = "local-handoff"
+	forEach(t, []string{"plain", "local-handoff"}, func(t *testing.T, f *fixture, name string) {
+		ctx := ctxT(t, 20*time.Second)
+		rec := &metricsRec{}
+		s := f.Session(conn.WithMetrics(rec))
+		recipe := map[string]string{"plain": "semaphoremutex", "local-handoff": "semaphoremutex-handoff"}[name]
+		m := newLocker(t, recipe, s, f.Path("r3-semlost"), 0)
+		l, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		lost := l.Lost()
+		waitFor(t, 5*time.Second, "lease watched", func() bool { return rec.watches.Load() == 1 })
+		require.NoError(t, f.Raw().Delete(s.FullPath(l.Path()), -1), "bystander delete of %s", l.Path())
+		recv(t, lost, 5*time.Second, "Lost not closed after the bystander's delete")
+		if err := m.Release(ctx); err != nil {
+			t.Logf("release after loss: %v", err)
 		}
-		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
-			ctx := ctxT(t, 20*time.Second)
-			rec := &metricsRec{}
-			s := f.Session(conn.WithMetrics(rec))
-			zc := f.Raw()
-			path := f.Path("r3-semlost")
-			var opts []semaphoremutex.Option
-			if handoff {
-				opts = append(opts, semaphoremutex.WithLocalHandoff(3, 0))
-			}
-			m, err := semaphoremutex.New(s, path, opts...)
-			require.NoError(t, err)
-			l, err := m.Acquire(ctx)
-			require.NoError(t, err)
-			lost := l.Lost()
-			waitFor(t, 5*time.Second, "lease watched", func() bool { return rec.watches.Load() == 1 })
-			if err := zc.Delete(s.FullPath(l.Path()), -1); err != nil {
-				t.Fatalf("bystander delete of %s: %v", l.Path(), err)
-			}
-			select {
-			case <-lost:
-			case <-time.After(5 * time.Second):
-				t.Fatal("Lost not closed after the bystander's delete")
-			}
-			if err := m.Release(ctx); err != nil {
-				t.Logf("release after loss: %v", err)
-			}
-			// Give a second report time to come; none is allowed.
-			eventually(time.Second, func() bool { return rec.count(conn.LockLost, "", "") > 1 })
-			t.Logf("lock events: %s", rec.dump())
-			if n := rec.count(conn.LockLost, "", ""); n != 1 {
-				t.Errorf("one holder lost its lease once; LockLost reported %d times: %s", n, rec.dump())
-			}
-			if n := rec.count(conn.LockLost, "semaphore", conn.CauseNodeDeleted); n != 1 {
-				t.Errorf("LockLost{recipe=semaphore, cause=node_deleted}: %d, want 1", n)
-			}
-		})
-	}
+		// Give a second report time to come; none is allowed.
+		eventually(time.Second, func() bool { return rec.count(conn.LockLost, "", "") > 1 })
+		t.Logf("lock events: %s", rec.dump())
+		rec.expect(t, 1, conn.LockLost, "", "", "LockLost reports of one holder's one loss")
+		rec.expect(t, 1, conn.LockLost, "semaphore", conn.CauseNodeDeleted, "LockLost{recipe=semaphore, cause=node_deleted}")
+	})
 }
 
 // TestSemaphoreWaiterCountedAsLost: a semaphoremutex.Mutex
@@ -237,9 +179,9 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 	path := f.Path("r3-semwait")
 	full := s.FullPath(path)
 	for _, p := range []string{f.Root(), full, full + "/leases"} {
-		_, _ = zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+		_, _ = zc.Create(p, nil, 0, zkWorld)
 	}
-	foreign, err := zc.Create(full+"/leases/_c_3f1e2d4c-5b6a-4789-8abc-def012345678-lease-", []byte("curator"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	foreign, err := zc.Create(full+"/leases/_c_3f1e2d4c-5b6a-4789-8abc-def012345678-lease-", []byte("curator"), zkEphemeralSequential, zkWorld)
 	require.NoError(t, err)
 	m, _ := semaphoremutex.New(s, path)
 	got := make(chan error, 1)
@@ -259,15 +201,8 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 	internal := children(zc, full+"/locks")[0]
 	require.NoError(t, zc.Delete(full+"/locks/"+internal, -1))
 	require.NoError(t, zc.Delete(foreign, -1))
-	select {
-	case err := <-got:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("not granted after the foreign lease went")
-	}
+	require.NoError(t, recv(t, got, 15*time.Second, "not granted after the foreign lease went"))
 	require.NoError(t, m.Release(ctx))
 	t.Logf("lock events: %s", rec.dump())
-	if n := rec.count(conn.LockLost, "", ""); n != 0 {
-		t.Errorf("no held lease was lost, LockLost reported %d times: %s", n, rec.dump())
-	}
+	rec.expect(t, 0, conn.LockLost, "", "", "LockLost reports (no held lease was lost)")
 }
