@@ -206,6 +206,21 @@ func within[T any](ch <-chan T, d time.Duration) (T, bool) {
 	}
 }
 
+// closesWithin drains ch and reports whether it is closed within d.
+func closesWithin[T any](ch <-chan T, d time.Duration) bool {
+	deadline := time.After(d)
+	for {
+		select {
+		case _, open := <-ch:
+			if !open {
+				return true
+			}
+		case <-deadline:
+			return false
+		}
+	}
+}
+
 // doneWithin reports whether every goroutine of wg ended within d.
 func doneWithin(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})

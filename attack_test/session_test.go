@@ -7,18 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestEveryCallAfterCloseFailsAtOnce checks conn's "ErrClosed is
@@ -35,52 +32,42 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 	held, _ := mutex.New(s, root+"/held")
 	l, err := held.Acquire(ctx)
 	require.NoError(t, err)
-	m, _ := mutex.New(s, root+"/m")
-	rw, _ := rwlock.New(s, root+"/rw")
-	sm, _ := semaphoremutex.New(s, root+"/sm")
-	sem, _ := semaphoremutex.NewSemaphore(s, root+"/sem", 2)
-	x, _ := exclusive.New(s, root+"/x")
-	e, _ := leader.New(s, root+"/l", "me")
-	ml, _ := multilock.New(m, sm)
+	r := oneOfEach(s, root)
+	ml, _ := multilock.New(r.m, r.sm)
 	if err := s.Close(); err != nil {
 		t.Logf("Close: %v", err)
 	}
-	calls := map[string]func() error{
-		"Session.Epoch":       func() error { _, err := s.Epoch(ctx); return err },
-		"mutex.Acquire":       func() error { _, err := m.Acquire(ctx); return err },
-		"mutex.TryAcquire":    func() error { _, _, err := m.TryAcquire(ctx); return err },
-		"rwlock.Read":         func() error { _, err := rw.ReadLock().Acquire(ctx); return err },
-		"rwlock.Write":        func() error { _, err := rw.WriteLock().Acquire(ctx); return err },
-		"semaphoremutex":      func() error { _, err := sm.Acquire(ctx); return err },
-		"semaphore":           func() error { _, err := sem.Acquire(ctx); return err },
-		"exclusive":           func() error { _, err := x.Acquire(ctx); return err },
-		"leader.Campaign":     func() error { _, err := e.Campaign(ctx); return err },
-		"leader.Run":          func() error { return e.Run(ctx, func(context.Context) error { return nil }) },
-		"leader.Leader":       func() error { _, err := e.Leader(ctx); return err },
-		"leader.Participants": func() error { _, err := e.Participants(ctx); return err },
-		"multilock.Acquire":   func() error { _, err := ml.Acquire(ctx); return err },
-		"mutex.Participants":  func() error { _, err := m.Participants(ctx); return err },
-		"Lease.GuardedWrite": func() error {
-			_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: root + "-res", Acl: zk.WorldACL(zk.PermAll)})
-			return err
-		},
-		"Lease.Epoch.Get": func() error { _, _, err := l.Epoch().Get(ctx, "/"); return err },
+	calls := map[string]func(context.Context) error{
+		"Session.Epoch":       func(ctx context.Context) error { _, err := s.Epoch(ctx); return err },
+		"mutex.Acquire":       acquireErr(r.m),
+		"mutex.TryAcquire":    tryErr(r.m),
+		"rwlock.Read":         acquireErr(r.rw.ReadLock()),
+		"rwlock.Write":        acquireErr(r.rw.WriteLock()),
+		"semaphoremutex":      acquireErr(r.sm),
+		"semaphore":           acquireErr(r.sem),
+		"exclusive":           acquireErr(r.x),
+		"leader.Campaign":     func(ctx context.Context) error { _, err := r.e.Campaign(ctx); return err },
+		"leader.Run":          func(ctx context.Context) error { return r.e.Run(ctx, func(context.Context) error { return nil }) },
+		"leader.Leader":       func(ctx context.Context) error { _, err := r.e.Leader(ctx); return err },
+		"leader.Participants": func(ctx context.Context) error { _, err := r.e.Participants(ctx); return err },
+		"multilock.Acquire":   func(ctx context.Context) error { _, err := ml.Acquire(ctx); return err },
+		"mutex.Participants":  func(ctx context.Context) error { _, err := r.m.Participants(ctx); return err },
+		"Lease.GuardedWrite":  func(ctx context.Context) error { return guardedCreate(ctx, l, root+"-res") },
+		"Lease.Epoch.Get":     func(ctx context.Context) error { _, _, err := l.Epoch().Get(ctx, "/"); return err },
 	}
-	for name, f := range calls {
+	for name, call := range calls {
 		done := make(chan error, 1)
-		go func() { done <- f() }()
-		select {
-		case err := <-done:
-			switch {
-			case name == "Lease.GuardedWrite":
-				if !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, conn.ErrClosed) && !errors.Is(err, conn.ErrEpochEnded) {
-					t.Errorf("%s after Close: %v", name, err)
-				}
-			case !errors.Is(err, conn.ErrClosed) && !errors.Is(err, conn.ErrEpochEnded):
-				t.Errorf("%s after Close: %v, want conn.ErrClosed", name, err)
-			}
-		case <-time.After(time.Second):
+		go func() { done <- call(ctx) }()
+		err, ok := within(done, time.Second)
+		switch {
+		case !ok:
 			t.Errorf("%s after Close still running after 1 s (ctx never ends)", name)
+		case name == "Lease.GuardedWrite":
+			if !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, conn.ErrClosed) && !errors.Is(err, conn.ErrEpochEnded) {
+				t.Errorf("%s after Close: %v", name, err)
+			}
+		case !errors.Is(err, conn.ErrClosed) && !errors.Is(err, conn.ErrEpochEnded):
+			t.Errorf("%s after Close: %v, want conn.ErrClosed", name, err)
 		}
 	}
 	// On the goroutine that took it: lock's "Release after loss (Lost
@@ -88,14 +75,8 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 	if err := held.Release(ctx); err != nil {
 		t.Errorf("held.Release after Close: %v, want nil (the node went with the session)", err)
 	}
-	obs := e.Observe(ctx)
-	deadline := time.After(time.Second)
-	for open := true; open; {
-		select {
-		case _, open = <-obs:
-		case <-deadline:
-			t.Fatal("Observe's channel after Close not closed within 1 s")
-		}
+	if !closesWithin(r.e.Observe(ctx), time.Second) {
+		t.Fatal("Observe's channel after Close not closed within 1 s")
 	}
 }
 
@@ -176,9 +157,7 @@ func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // let the waiters queue (the test checks nothing about it)
 
 	px.Blackhole()
-	rctx, rcancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	err = pm.Release(rctx) // a release pending in the background
-	rcancel()
+	_, err = timed(ctx, 300*time.Millisecond, pm.Release) // a release pending in the background
 	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		t.Logf("release while blackholed: %v", err)
 	}
@@ -191,34 +170,21 @@ func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
 	if d := time.Since(t0); d > 2*time.Second {
 		t.Errorf("Close took %v while blackholed (doc: about a second)", d)
 	}
-	select {
-	case <-s.Done():
-	case <-time.After(12 * time.Second):
-		t.Fatalf("Session.Done not closed 12 s after Close")
-	}
+	recv(t, s.Done(), 12*time.Second, "Session.Done not closed 12 s after Close")
 	for i, ch := range pending {
-		select {
-		case err := <-ch:
+		if err, ok := within(ch, 3*time.Second); ok {
 			t.Logf("call %d returned: %v", i, err)
-		case <-time.After(3 * time.Second):
+		} else {
 			t.Errorf("call %d in flight still running 3 s after Close", i)
 		}
 	}
 	for name, ch := range map[string]<-chan struct{}{"multilock Lost": mlLost, "pending lease Lost": pLost} {
-		select {
-		case <-ch:
-		case <-time.After(2 * time.Second):
+		if _, ok := within(ch, 2*time.Second); !ok {
 			t.Errorf("%s open after Close", name)
 		}
 	}
-	drain := time.After(2 * time.Second)
-	for open := true; open; {
-		select {
-		case _, open = <-obs:
-		case <-drain:
-			t.Errorf("Observe's channel open 2 s after Close (doc: closed when ctx ends or the session is closed)")
-			open = false
-		}
+	if !closesWithin(obs, 2*time.Second) {
+		t.Errorf("Observe's channel open 2 s after Close (doc: closed when ctx ends or the session is closed)")
 	}
 	px.Heal()
 	var n int
@@ -247,12 +213,11 @@ func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
 func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
-	px := f.Proxy()
 	// The last-heard timer: a cut must bring the same session back
 	// (Reconnected) however long go-zookeeper takes to redial; the quorum
 	// timer may end the epoch first when the redial takes longer than about
 	// T/3 (conn's "The local timer").
-	s := f.SessionAt(px.Addrs(), conn.WithLastHeardTimer())
+	px, s := f.ProxiedSession(conn.WithLastHeardTimer())
 	live := s.Subscribe()
 	defer live.Close()
 	slow := s.Subscribe()
@@ -276,9 +241,7 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 			px.Cut()
 			wait(conn.Reconnected)
 		}
-		ep, err := s.Epoch(ctx)
-		require.NoError(t, err)
-		require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
+		f.Expire(ctx, epochOf(t, s))
 		wait(conn.Connected)
 	}
 	for i, want := range seen {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/mutex"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestSharedListingsMixedHandoffCancelStress checks
@@ -37,13 +36,8 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 	path := f.Path("r2-shared/lock")
 	reg := f.Path("r2-shared-reg")
 	ctx := ctxT(t, 28*time.Second)
-	bys := f.Raw()
-	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
-	_, err := bys.Create(reg, []byte("0"), 0, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
+	f.Register(reg, []byte("0"))
 	sA := f.Session()
-	sB := f.Session()
-	sC := f.Session()
 	mk := func(s *conn.Session, opts ...mutex.Option) *mutex.InterProcessMutex {
 		m, err := mutex.New(s, path, opts...)
 		require.NoError(t, err)
@@ -51,13 +45,12 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 	}
 	handles := []*mutex.InterProcessMutex{
 		mk(sA), mk(sA), mk(sA, mutex.WithLocalHandoff(3, 0)), mk(sA, mutex.WithLocalHandoff(3, 0)),
-		mk(sB, mutex.WithLocalHandoff(2, 0)), mk(sC),
+		mk(f.Session(), mutex.WithLocalHandoff(2, 0)), mk(f.Session()),
 	}
 	var (
-		inside int32
+		occ    occupancy
+		fences fenceStore
 		mu     sync.Mutex
-		last   conn.Fence
-		grants int
 		short  int
 	)
 	stop := time.Now().Add(8 * time.Second)
@@ -69,35 +62,28 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 			r := rand.New(rand.NewSource(int64(g)))
 			m := handles[g%len(handles)]
 			for time.Now().Before(stop) && ctx.Err() == nil {
-				d := stressDeadline(r, 6*time.Second)
-				actx, cancel := context.WithTimeout(ctx, d)
-				lease, err := m.Acquire(actx)
-				cancel()
+				lease, err := stressAcquire(ctx, r, 6*time.Second, m.Acquire)
 				if err != nil {
-					if errors.Is(err, context.DeadlineExceeded) && d < time.Second {
-						mu.Lock()
-						short++
-						mu.Unlock()
-						continue
-					}
-					t.Errorf("g%d: acquire (deadline %v): %v", g, d, err)
+					t.Errorf("g%d: acquire: %v", g, err)
 					return
 				}
-				if n := atomic.AddInt32(&inside, 1); n != 1 {
+				if lease == nil {
+					mu.Lock()
+					short++
+					mu.Unlock()
+					continue
+				}
+				if n := occ.enter(); n != 1 {
 					t.Errorf("g%d: %d holders at once", g, n)
 				}
-				f, err := lease.Fence(ctx)
+				fe, err := lease.Fence(ctx)
 				if err != nil {
 					t.Errorf("g%d: fence: %v", g, err)
 				}
-				mu.Lock()
-				if grants > 0 && f.Compare(last) <= 0 {
-					t.Errorf("g%d: fence %v not above previous %v", g, f, last)
+				if prev, ok := fences.write(fmt.Sprint("g", g), fe); !ok {
+					t.Errorf("g%d: fence %v not above previous %v", g, fe, prev)
 				}
-				last = f
-				grants++
-				mu.Unlock()
-				data, st, err := bys.Get(reg)
+				data, st, err := f.Raw().Get(reg)
 				if err != nil {
 					t.Errorf("read register: %v", err)
 				} else {
@@ -106,7 +92,7 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 						t.Errorf("g%d: guarded write: %v", g, err)
 					}
 				}
-				atomic.AddInt32(&inside, -1)
+				occ.leave()
 				if err := m.Release(context.WithoutCancel(ctx)); err != nil {
 					t.Errorf("g%d: release: %v", g, err)
 				}
@@ -114,32 +100,16 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+	grants := fences.n + len(fences.refused)
 	t.Logf("%d grants, %d acquires timed out while queued", grants, short)
 	if grants < 20 {
 		t.Errorf("only %d grants", grants)
 	}
-	waitFor(t, 10*time.Second, "no lock node left", func() bool { return len(children(bys, path)) == 0 })
+	waitFor(t, 10*time.Second, "no lock node left", func() bool { return len(children(f.Raw(), path)) == 0 })
 	waitFor(t, 10*time.Second, "no watch left on the lock path", func() bool {
-		for _, ch := range []string{path} {
-			if watched(f, 0, ch) {
-				return false
-			}
-		}
-		out, _ := f.FourLetter(context.Background(), 0, "wchp")
-		return !containsPrefix(out, path+"/")
+		return len(watchesUnder(f, 0, path)) == 0
 	})
 }
-
-func containsPrefix(out, prefix string) bool {
-	for i := 0; i+len(prefix) <= len(out); i++ {
-		if out[i:i+len(prefix)] == prefix {
-			return true
-		}
-	}
-	return false
-}
-
-var _ = fmt.Sprint
 
 // TestSharedListingWaitersStartOverAfterExpiry checks package lock's
 // "A session lost while waiting is not an error: Acquire starts over in the
@@ -155,9 +125,9 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 	bys := f.Raw()
 	sA := f.Session()
 	b := f.mutexHeld(ctx, path) // B, another session, holds
-	m1, _ := mutex.New(sA, path)
-	m2, _ := mutex.New(sA, path, mutex.WithLocalHandoff(3, 0))
-	var inside, granted int32
+	m1, m2 := mutexPair(sA, path)
+	var occ occupancy
+	var granted atomic.Int32
 	var wg sync.WaitGroup
 	const n = 10
 	for i := 0; i < n; i++ {
@@ -174,12 +144,12 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 				t.Errorf("w%d: %v", i, err)
 				return
 			}
-			if k := atomic.AddInt32(&inside, 1); k != 1 {
+			if k := occ.enter(); k != 1 {
 				t.Errorf("w%d: %d holders", i, k)
 			}
-			atomic.AddInt32(&granted, 1)
+			granted.Add(1)
 			time.Sleep(5 * time.Millisecond)
-			atomic.AddInt32(&inside, -1)
+			occ.leave()
 			if err := m.Release(context.WithoutCancel(ctx)); err != nil {
 				t.Errorf("w%d: release: %v", i, err)
 			}
@@ -188,14 +158,14 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 	waitFor(t, 10*time.Second, "A's waiters queued", func() bool { return len(children(bys, path)) == 1+n/2+1 })
 	ep, err := sA.Epoch(ctx)
 	require.NoError(t, err)
-	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
+	f.Expire(ctx, ep)
 	waitFor(t, 10*time.Second, "A's waiters queued again in the next epoch", func() bool {
 		return len(children(bys, path)) == 1+n/2+1 && ep.Err() != nil
 	})
 	require.NoError(t, b.release())
 	wg.Wait()
-	if granted != n {
-		t.Fatalf("%d of %d waiters granted", granted, n)
+	if granted.Load() != n {
+		t.Fatalf("%d of %d waiters granted", granted.Load(), n)
 	}
 	waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
 }
@@ -210,8 +180,7 @@ func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
 	path := f.Path("r2-try/lock")
-	s := f.Session()
-	m, _ := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+	m, _ := mutex.New(f.Session(), path, mutex.WithLocalHandoff(3, 0))
 	g1 := hold(ctx, m)
 	l1 := g1.wait(t, 10*time.Second, "G1")
 	g3 := hold(ctx, m)
@@ -223,22 +192,17 @@ func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
 	ch := make(chan res, 1)
 	t0 := time.Now()
 	go func() {
-		l, ok, err := m.TryAcquire(ctx)
+		_, ok, err := m.TryAcquire(ctx)
 		if ok {
-			_ = l
 			_ = m.Release(ctx)
 		}
 		ch <- res{ok, err}
 	}()
-	select {
-	case r := <-ch:
-		if r.ok || r.err != nil {
-			t.Fatalf("TryAcquire beside a local holder: ok %v, err %v", r.ok, r.err)
-		}
-		t.Logf("TryAcquire returned false after %v", time.Since(t0))
-	case <-time.After(3 * time.Second):
-		t.Fatal("TryAcquire waits for the local holder")
+	r := recv(t, ch, 3*time.Second, "TryAcquire waits for the local holder")
+	if r.ok || r.err != nil {
+		t.Fatalf("TryAcquire beside a local holder: ok %v, err %v", r.ok, r.err)
 	}
+	t.Logf("TryAcquire returned false after %v", time.Since(t0))
 	require.NoError(t, g1.release())
 	g3.wait(t, 10*time.Second, "G3")
 	require.NoError(t, g3.release())
@@ -258,11 +222,8 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 	path := f.Path("r2-qdel/lock")
 	reg := f.Path("r2-qdel-reg")
 	bys := f.Raw()
-	_, _ = bys.Create(f.Root(), nil, 0, zk.WorldACL(zk.PermAll))
-	_, err := bys.Create(reg, nil, 0, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
-	s := f.Session()
-	m, _ := mutex.New(s, path)
+	f.Register(reg, nil)
+	m, _ := mutex.New(f.Session(), path)
 	w1 := hold(ctx, m)
 	w1.wait(t, 10*time.Second, "W1")
 	w2 := hold(ctx, m)
@@ -282,7 +243,7 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 	require.NoError(t, bys.Delete(path+"/"+w2node, -1))
 	require.NoError(t, w1.release())
 	l3 := w3.wait(t, 10*time.Second, "W3")
-	_, err = l3.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("w3"), Version: -1})
+	_, err := l3.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("w3"), Version: -1})
 	require.NoError(t, err, "W3's guarded write")
 	select {
 	case l2 := <-w2.got:
@@ -293,11 +254,7 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 		if f, err := l2.Fence(ctx); !errors.Is(err, conn.ErrLeaseLost) {
 			t.Fatalf("W2's fence: %v, %v (want conn.ErrLeaseLost)", f, err)
 		}
-		select {
-		case <-l2.Lost():
-		case <-time.After(5 * time.Second):
-			t.Fatal("W2's Lost open on a deleted node")
-		}
+		recv(t, l2.Lost(), 5*time.Second, "W2's Lost open on a deleted node")
 	case err := <-w2.failed:
 		t.Logf("W2's acquire failed: %v", err)
 	case <-time.After(2 * time.Second):
@@ -317,17 +274,16 @@ func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
 	path := f.Path("r2-foreign/lock")
-	s := f.Session()
-	m1, _ := mutex.New(s, path)
-	m2, _ := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
-	var inside, grants, foreign int32
+	m1, m2 := mutexPair(f.Session(), path)
+	var occ occupancy
+	var grants, foreign atomic.Int32
 	enter := func(who string) {
-		if n := atomic.AddInt32(&inside, 1); n != 1 {
+		if n := occ.enter(); n != 1 {
 			t.Errorf("%s: %d holders at once", who, n)
 		}
-		atomic.AddInt32(&grants, 1)
+		grants.Add(1)
 		time.Sleep(2 * time.Millisecond)
-		atomic.AddInt32(&inside, -1)
+		occ.leave()
 	}
 	stop := time.Now().Add(7 * time.Second)
 	var wg sync.WaitGroup
@@ -341,16 +297,13 @@ func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
 				m = m2
 			}
 			for time.Now().Before(stop) {
-				d := stressDeadline(r, 8*time.Second)
-				actx, cancel := context.WithTimeout(ctx, d)
-				_, err := m.Acquire(actx)
-				cancel()
+				l, err := stressAcquire(ctx, r, 8*time.Second, m.Acquire)
 				if err != nil {
-					if errors.Is(err, context.DeadlineExceeded) && d < time.Second {
-						continue
-					}
 					t.Errorf("g%d: %v", g, err)
 					return
+				}
+				if l == nil {
+					continue
 				}
 				enter("ours")
 				if err := m.Release(context.WithoutCancel(ctx)); err != nil {
@@ -364,14 +317,14 @@ func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l := zk.NewLock(zc, path, zk.WorldACL(zk.PermAll))
+			l := zk.NewLock(zc, path, zkWorld)
 			for time.Now().Before(stop) {
 				if err := l.Lock(); err != nil {
 					t.Errorf("zk.Lock: %v", err)
 					return
 				}
 				enter("zk.Lock")
-				atomic.AddInt32(&foreign, 1)
+				foreign.Add(1)
 				if err := l.Unlock(); err != nil {
 					t.Errorf("zk.Unlock: %v", err)
 					return
@@ -380,8 +333,8 @@ func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d grants, %d of them go-zookeeper's", grants, foreign)
-	if foreign == 0 {
+	t.Logf("%d grants, %d of them go-zookeeper's", grants.Load(), foreign.Load())
+	if foreign.Load() == 0 {
 		t.Error("the foreign contenders never got the lock")
 	}
 }
