@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestCheckWirePassesAndLeavesNoNode checks conn.CheckWire's doc against
@@ -20,7 +20,7 @@ import (
 func TestCheckWirePassesAndLeavesNoNode(t *testing.T) {
 	f := newFixture(t)
 	ns := f.Path("cw")
-	ensure(t, f.Raw(), zk.WorldACL(zk.PermAll), f.Root(), ns)
+	ensure(t, f.Raw(), zkWorld, f.Root(), ns)
 	require.NoError(t, conn.CheckWire(ctxT(t, 30*time.Second), f.Servers(), conn.WithNamespace(ns)))
 	if kids := children(f.Raw(), ns); len(kids) != 0 {
 		t.Errorf("CheckWire returned and left %v at the namespace's root", kids)
@@ -36,11 +36,7 @@ func TestCheckWireUnreachableIsNotAVersionVerdict(t *testing.T) {
 	f := newFixture(t)
 	p := f.Proxy()
 	p.Blackhole()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	start := time.Now()
-	err := conn.CheckWire(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
-	took := time.Since(start)
+	took, err := timed(context.Background(), time.Second, checkWire(p))
 	t.Logf("CheckWire: %v after %v", err, took)
 	require.Error(t, err)
 	if took > 1250*time.Millisecond {
@@ -62,11 +58,7 @@ func TestCheckWireCutMidCheckIsNotAVersionVerdict(t *testing.T) {
 	for _, n := range []int{1, 2, 3} {
 		p := f.Proxy()
 		p.BlackholeAfterWrites(n)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		start := time.Now()
-		err := conn.CheckWire(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
-		took := time.Since(start)
-		cancel()
+		took, err := timed(context.Background(), 2*time.Second, checkWire(p))
 		t.Logf("blackholed after write %d: CheckWire: %v after %v", n, err, took)
 		if took > 2250*time.Millisecond {
 			t.Errorf("n=%d: CheckWire returned %v after its 2 s deadline", n, took-2*time.Second)
@@ -88,14 +80,13 @@ func TestConnectKeepsDeadlineWhenUnreachable(t *testing.T) {
 	p := f.Proxy()
 	p.Blackhole()
 	for _, d := range []time.Duration{300 * time.Millisecond, time.Second} {
-		ctx, cancel := context.WithTimeout(context.Background(), d)
-		start := time.Now()
-		s, err := conn.Connect(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
-		took := time.Since(start)
-		cancel()
-		if s != nil {
-			_ = s.Close()
-		}
+		took, err := timed(context.Background(), d, func(ctx context.Context) error {
+			s, err := conn.Connect(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
+			if s != nil {
+				_ = s.Close()
+			}
+			return err
+		})
 		t.Logf("deadline %v: Connect: %v after %v", d, err, took)
 		require.Error(t, err)
 		if took > d+250*time.Millisecond {
@@ -104,5 +95,12 @@ func TestConnectKeepsDeadlineWhenUnreachable(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("deadline %v: Connect's error does not match context.DeadlineExceeded: %v", d, err)
 		}
+	}
+}
+
+// checkWire is conn.CheckWire through p (session timeout 4 s).
+func checkWire(p *zktest.Proxy) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return conn.CheckWire(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
 	}
 }

@@ -12,13 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
-	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
 // watchesUnder lists the watched paths (wchp on server i) under prefix.
@@ -45,59 +42,35 @@ type waitPair struct {
 }
 
 // waitPairs makes, for each recipe, a holder in sh and a waiter in sw.
-func waitPairs(sh, sw *conn.Session) map[string]func(path string) waitPair {
-	acquire := func(l locker) func(context.Context) error {
-		return func(ctx context.Context) error { _, err := l.Acquire(ctx); return err }
-	}
-	return map[string]func(path string) waitPair{
-		"mutex": func(path string) waitPair {
-			h, _ := mutex.New(sh, path)
-			w, _ := mutex.New(sw, path)
-			return waitPair{acquire(h), acquire(w)}
-		},
-		"rwlock-read-behind-write": func(path string) waitPair {
-			h, _ := rwlock.New(sh, path)
-			w, _ := rwlock.New(sw, path)
-			return waitPair{acquire(h.WriteLock()), acquire(w.ReadLock())}
-		},
-		"rwlock-write-behind-read": func(path string) waitPair {
-			h, _ := rwlock.New(sh, path)
-			w, _ := rwlock.New(sw, path)
-			return waitPair{acquire(h.ReadLock()), acquire(w.WriteLock())}
-		},
-		"semaphoremutex": func(path string) waitPair {
-			h, _ := semaphoremutex.New(sh, path)
-			w, _ := semaphoremutex.New(sw, path)
-			return waitPair{acquire(h), acquire(w)}
-		},
-		"semaphore-2": func(path string) waitPair {
-			h, _ := semaphoremutex.NewSemaphore(sh, path, 2)
-			w, _ := semaphoremutex.NewSemaphore(sw, path, 2)
+func waitPairs(sh, sw *conn.Session) map[string]func(t *testing.T, path string) waitPair {
+	// pair: the holder acquires holds times (a semaphore's every lease)
+	pair := func(holder, waiter string, holds int) func(*testing.T, string) waitPair {
+		return func(t *testing.T, path string) waitPair {
+			h, w := newLocker(t, holder, sh, path, 0), newLocker(t, waiter, sw, path, 1)
 			return waitPair{func(ctx context.Context) error {
-				if _, err := h.Acquire(ctx); err != nil {
-					return err
+				for i := 0; i < holds; i++ {
+					if _, err := h.Acquire(ctx); err != nil {
+						return err
+					}
 				}
-				_, err := h.Acquire(ctx)
-				return err
-			}, func(ctx context.Context) error { _, err := w.Acquire(ctx); return err }}
-		},
-		"exclusive": func(path string) waitPair {
-			h, _ := exclusive.New(sh, path)
-			w, _ := exclusive.New(sw, path)
-			return waitPair{acquire(h), acquire(w)}
-		},
-		"leader": func(path string) waitPair {
-			h, _ := leader.New(sh, path, "h")
-			w, _ := leader.New(sw, path, "w")
-			return waitPair{func(ctx context.Context) error { _, err := h.Campaign(ctx); return err },
-				func(ctx context.Context) error { _, err := w.Campaign(ctx); return err }}
-		},
-		"multilock": func(path string) waitPair {
+				return nil
+			}, acquireErr(w)}
+		}
+	}
+	return map[string]func(*testing.T, string) waitPair{
+		"mutex":                    pair("mutex", "mutex", 1),
+		"rwlock-read-behind-write": pair("rwlock-write", "rwlock-read", 1),
+		"rwlock-write-behind-read": pair("rwlock-read", "rwlock-write", 1),
+		"semaphoremutex":           pair("semaphoremutex", "semaphoremutex", 1),
+		"semaphore-2":              pair("semaphore-2", "semaphore-2", 2),
+		"exclusive":                pair("exclusive", "exclusive", 1),
+		"leader":                   pair("leader", "leader", 1),
+		"multilock": func(t *testing.T, path string) waitPair {
 			h, _ := mutex.New(sh, path+"/b")
 			a, _ := mutex.New(sw, path+"/a")
 			b, _ := mutex.New(sw, path+"/b")
 			m, _ := multilock.New(b, a)
-			return waitPair{acquire(h), func(ctx context.Context) error { _, err := m.Acquire(ctx); return err }}
+			return waitPair{acquireErr(h), func(ctx context.Context) error { _, err := m.Acquire(ctx); return err }}
 		},
 	}
 }
@@ -133,14 +106,11 @@ func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
 			path := f.Path("watch-leak-") + name
-			p := mkPair(path)
+			p := mkPair(t, path)
 			require.NoError(t, p.hold(ctx))
 			before := countNodes(zc, path)
-			wctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
-			start := time.Now()
-			err := p.wait(wctx)
-			cancel()
-			if took := time.Since(start); took > 800*time.Millisecond+250*time.Millisecond {
+			took, err := timed(ctx, 800*time.Millisecond, p.wait)
+			if took > 800*time.Millisecond+250*time.Millisecond {
 				t.Errorf("waiter returned %v after its ctx began (deadline 800 ms)", took)
 			}
 			if !errors.Is(err, context.DeadlineExceeded) {
@@ -182,15 +152,14 @@ func countNodes(zc *zk.Conn, path string) int {
 func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 	f := newFixture(t)
 	sh := f.Session()
-	px := f.Proxy()
-	sw := f.SessionAt(px.Addrs())
+	px, sw := f.ProxiedSession()
 	zc := f.Raw()
 	mk := waitPairs(sh, sw)
 	for _, name := range []string{"mutex", "rwlock-read-behind-write", "semaphore-2", "exclusive", "leader"} {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t, 25*time.Second)
 			path := f.Path("bh-watch-") + name
-			p := mk[name](path)
+			p := mk[name](t, path)
 			require.NoError(t, p.hold(ctx))
 			before := countNodes(zc, path)
 			ep, err := sw.Epoch(ctx)
@@ -207,17 +176,16 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 			time.Sleep(200 * time.Millisecond) // the waiter is cut off (observable only by time)
 			cancel()
 			start := time.Now()
-			select {
-			case err := <-done:
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("waiter: %v, want context.Canceled", err)
-				}
-				if took := time.Since(start); took > 250*time.Millisecond {
-					t.Errorf("waiter returned %v after cancel while blackholed", took)
-				}
-			case <-time.After(3 * time.Second):
+			err, ok := within(done, 3*time.Second)
+			if !ok {
 				px.Heal()
 				t.Fatalf("waiter did not return 3 s after cancel while blackholed")
+			}
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("waiter: %v, want context.Canceled", err)
+			}
+			if took := time.Since(start); took > 250*time.Millisecond {
+				t.Errorf("waiter returned %v after cancel while blackholed", took)
 			}
 			px.Heal()
 			waitFor(t, 10*time.Second, "the waiter's session to be back", func() bool {
@@ -259,67 +227,44 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 		f := f.In(t)
 		ctx := ctxT(t, 20*time.Second)
 		path := f.Path("shared-rw")
-		h, _ := rwlock.New(sh, path)
+		h := newRW(t, sh, path)
 		_, err := h.WriteLock().Acquire(ctx)
 		require.NoError(t, err)
-		r1, _ := rwlock.New(sw, path)
-		r2, _ := rwlock.New(sw, path)
-		got2 := make(chan error, 1)
-		go func() {
-			_, err := r2.ReadLock().Acquire(ctx)
-			got2 <- err
-			if err == nil {
-				_ = r2.ReadLock().Release(context.WithoutCancel(ctx))
-			}
-		}()
-		zc := f.Raw()
-		waitFor(t, 5*time.Second, "r2 queued", func() bool { return len(children(zc, path)) == 2 })
-		c1, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		_, err = r1.ReadLock().Acquire(c1)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
+		r1, r2 := newRW(t, sw, path), newRW(t, sw, path)
+		h2 := hold(ctx, r2.ReadLock())
+		waitFor(t, 5*time.Second, "r2 queued", func() bool { return len(children(f.Raw(), path)) == 2 })
+		if _, err := timed(ctx, 500*time.Millisecond, acquireErr(r1.ReadLock())); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("r1: %v", err)
 		}
 		time.Sleep(300 * time.Millisecond) // give a wrong watch removal time to reach the server
 		require.NoError(t, h.WriteLock().Release(ctx))
-		select {
-		case err := <-got2:
-			require.NoError(t, err)
-		case <-time.After(5 * time.Second):
-			t.Fatal("r2 not woken 5 s after the writer released: its watch went with r1's")
-		}
+		h2.wait(t, 5*time.Second, "r2 not woken 5 s after the writer released: its watch went with r1's")
+		require.NoError(t, h2.release())
 	})
 	t.Run("semaphore", func(t *testing.T) {
 		f := f.In(t)
 		ctx := ctxT(t, 20*time.Second)
 		path := f.Path("shared-sem")
-		h, _ := semaphoremutex.NewSemaphore(sh, path, 2)
-		l1, err := h.Acquire(ctx)
-		require.NoError(t, err)
-		_, err = h.Acquire(ctx)
-		require.NoError(t, err)
-		w1, _ := semaphoremutex.NewSemaphore(sw, path, 2)
-		w2, _ := semaphoremutex.NewSemaphore(sw, path, 2)
+		h := newLocker(t, "semaphore-2", sh, path, 0)
+		for i := 0; i < 2; i++ {
+			_, err := h.Acquire(ctx)
+			require.NoError(t, err)
+		}
+		w1, w2 := newLocker(t, "semaphore-2", sw, path, 1), newLocker(t, "semaphore-2", sw, path, 2)
 		c1, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 		defer cancel()
 		got1 := make(chan error, 1)
-		go func() { _, err := w1.Acquire(c1); got1 <- err }()
+		go func() { got1 <- acquireErr(w1)(c1) }()
 		zc := f.Raw()
 		waitFor(t, 5*time.Second, "w1 queued", func() bool { return len(children(zc, path+"/locks")) == 1 })
-		got2 := make(chan error, 1)
-		go func() { _, err := w2.Acquire(ctx); got2 <- err }()
+		h2 := hold(ctx, w2)
 		waitFor(t, 5*time.Second, "w2 queued", func() bool { return len(children(zc, path+"/locks")) == 2 })
 		if err := <-got1; !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("w1: %v", err)
 		}
 		time.Sleep(300 * time.Millisecond)
-		require.NoError(t, h.ReturnLease(ctx, l1))
-		select {
-		case err := <-got2:
-			require.NoError(t, err)
-		case <-time.After(5 * time.Second):
-			t.Fatal("w2 got no lease 5 s after one was released")
-		}
+		require.NoError(t, h.Release(ctx))
+		h2.wait(t, 5*time.Second, "w2 got no lease 5 s after one was released")
 	})
 	t.Run("leader-observe", func(t *testing.T) {
 		ctx := ctxT(t, 20*time.Second)
@@ -339,17 +284,7 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 		l, err := e.Campaign(ctx)
 		require.NoError(t, err)
 		defer e.Resign(context.WithoutCancel(ctx))
-		deadline := time.After(5 * time.Second)
-		for {
-			select {
-			case p := <-ch2:
-				if p.Node == l.Path() {
-					return
-				}
-			case <-deadline:
-				t.Fatal("the remaining Observe did not see the new leader within 5 s")
-			}
-		}
+		observeUntil(t, ch2, 5*time.Second, l.Path(), "the remaining Observe did not see the new leader within 5 s")
 	})
 }
 
@@ -366,22 +301,16 @@ func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
 // blackholed), A reconnecting to the same session afterwards: the watches
 // "do not come back on a reconnect".
 func TestSharedListingMassCancelLeavesNoWatch(t *testing.T) {
-	for _, cut := range []bool{false, true} {
-		name := "connected"
-		if cut {
-			name = "cancelled-while-disconnected"
-		}
-		t.Run(name, func(t *testing.T) { massCancel(t, cut) })
-	}
+	forEach(t, []string{"connected", "cancelled-while-disconnected"}, func(t *testing.T, f *fixture, name string) {
+		massCancel(t, f, name == "cancelled-while-disconnected")
+	})
 }
 
-func massCancel(t *testing.T, cut bool) {
-	f := newFixture(t)
+func massCancel(t *testing.T, f *fixture, cut bool) {
 	ctx := ctxT(t, 25*time.Second)
 	path := f.Path("r2-mass/lock")
 	bys := f.Raw()
-	px := f.Proxy()
-	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second))
+	px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
 	b := f.mutexHeld(ctx, path) // B, another session, holds
 	watchCount := func() string {
 		m, err := f.Mntr(ctx, 0)
@@ -389,10 +318,8 @@ func massCancel(t *testing.T, cut bool) {
 		return m["zk_watch_count"]
 	}
 	base := watchCount()
-	hs := []*mutex.InterProcessMutex{}
-	m1, _ := mutex.New(sA, path)
-	m2, _ := mutex.New(sA, path, mutex.WithLocalHandoff(3, 0))
-	hs = append(hs, m1, m2)
+	m1, m2 := mutexPair(sA, path)
+	hs := []*mutex.InterProcessMutex{m1, m2}
 	actx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	const n = 24
@@ -410,9 +337,7 @@ func massCancel(t *testing.T, cut bool) {
 	time.Sleep(300 * time.Millisecond) // let the waiters set their watches; the check below does not rely on it
 	t.Logf("watches with the queue: %s (B alone: %s)", watchCount(), base)
 	if cut {
-		px.Blackhole()
-		px.Cut()
-		waitFor(t, 5*time.Second, "A suspended", func() bool { return sA.State() == conn.Suspended })
+		suspend(t, px, sA)
 	}
 	cancel()
 	wg.Wait()
@@ -463,11 +388,7 @@ func TestRevokedHolderWatchesGaugeMatchesServer(t *testing.T) {
 	other, err := mutex.New(f.Session(), path, mutex.WithRevocable())
 	require.NoError(t, err)
 	require.NoError(t, other.Revoke(ctx, l.Path()))
-	select {
-	case <-revoked:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Revoked not closed")
-	}
+	recv(t, revoked, 5*time.Second, "Revoked not closed")
 	match("revoked")
 	select {
 	case <-l.Lost():
