@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -38,8 +37,6 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, warm.Release(context.Background()))
 	r := oneOfEach(s, root)
-	ma, _ := mutex.New(s, root+"/ma")
-	ml, _ := multilock.New(ma, r.sm)
 	calls := []struct {
 		name string
 		f    func(ctx context.Context) error
@@ -52,7 +49,7 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 		{"semaphore", acquireErr(r.sem)},
 		{"exclusive", acquireErr(r.x)},
 		{"leader.Campaign", func(ctx context.Context) error { _, err := r.e.Campaign(ctx); return err }},
-		{"multilock", func(ctx context.Context) error { _, err := ml.Acquire(ctx); return err }},
+		{"multilock", func(ctx context.Context) error { _, err := r.ml.Acquire(ctx); return err }},
 	}
 	require.NoError(t, f.Pause(0))
 	resumed := false
@@ -93,35 +90,26 @@ func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
 	ctx := ctxT(t, 25*time.Second)
 	path := f.Path("r2-deadline/lock")
 	px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
-	b := f.mutexHeld(ctx, path) // B, another session, holds
-	m1, m2 := mutexPair(sA, path)
-	var wg sync.WaitGroup
+	b, m1, m2 := f.heldAgainst(ctx, sA, path) // B, another session, holds
 	var mu sync.Mutex
 	worst := time.Duration(0)
-	for i := 0; i < 20; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			m := m1
-			if i%2 == 1 {
-				m = m2
-			}
-			deadline := time.Now().Add(150*time.Millisecond + time.Duration(i)*50*time.Millisecond)
-			actx, cancel := context.WithDeadline(ctx, deadline)
-			defer cancel()
-			_, err := m.Acquire(actx)
-			late := time.Since(deadline)
-			if err == nil {
-				t.Errorf("w%d: granted while B holds", i)
-			}
-			mu.Lock()
-			worst = max(worst, late)
-			mu.Unlock()
-			if late > 250*time.Millisecond {
-				t.Errorf("w%d: returned %v after its deadline: %v", i, late, err)
-			}
-		}(i)
-	}
+	wg := spawn(20, func(i int) {
+		m := [2]*mutex.InterProcessMutex{m1, m2}[i%2]
+		deadline := time.Now().Add(150*time.Millisecond + time.Duration(i)*50*time.Millisecond)
+		actx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		_, err := m.Acquire(actx)
+		late := time.Since(deadline)
+		if err == nil {
+			t.Errorf("w%d: granted while B holds", i)
+		}
+		mu.Lock()
+		worst = max(worst, late)
+		mu.Unlock()
+		if late > 250*time.Millisecond {
+			t.Errorf("w%d: returned %v after its deadline: %v", i, late, err)
+		}
+	})
 	time.Sleep(5 * time.Millisecond) // some requests in flight; the checks do not depend on it
 	px.Blackhole()
 	wg.Wait()

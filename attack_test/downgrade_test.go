@@ -350,13 +350,11 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 // as A's session lives. Two variants: A armed Lost and saw it close, or A
 // never looked (its release's delete finds the R node gone).
 func TestRWLockKeptWNodeGoesWhenReadLeaseLost(t *testing.T) {
-	f := newFixture(t)
-	for _, armed := range []bool{true, false} {
-		t.Run(map[bool]string{true: "armed", false: "unarmed"}[armed], func(t *testing.T) { keptWAfterReadLost(t, f.In(t), armed) })
-	}
+	newFixture(t).Each(t, []string{"armed", "unarmed"}, keptWAfterReadLost)
 }
 
-func keptWAfterReadLost(t *testing.T, f *fixture, armed bool) {
+func keptWAfterReadLost(t *testing.T, f *fixture, name string) {
+	armed := name == "armed"
 	ctx := ctxT(t, 20*time.Second)
 	sc := newWriterBehind(t, f, ctx, fmt.Sprintf("%s/rw-kept-left-%v", f.Root(), armed))
 	rA := sc.downgradeKeepingW(t, ctx)
@@ -751,45 +749,42 @@ func TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing(t *testing.T) {
 // watches gauge (conn.Metrics.Watches) back to 0 and no watch on the
 // server (wchc).
 func TestRWLockDowngradeArmedLostAcrossWriteRelease(t *testing.T) {
-	f := newFixture(t)
-	for _, writerBetween := range []bool{false, true} {
-		t.Run(map[bool]string{false: "moved", true: "kept"}[writerBetween], func(t *testing.T) {
-			f := f.In(t)
-			ctx := ctxT(t, 30*time.Second)
-			m := &metricsRec{}
-			s := f.Session(conn.WithMetrics(m))
-			path := f.Path(map[bool]string{false: "rw-armed-moved", true: "rw-armed-kept"}[writerBetween])
-			var rw *rwlock.RWLock
-			var q *holder
-			if writerBetween {
-				sc := writerBehindOf(t, f, ctx, ctx, s, path)
-				rw, q = sc.rwA, sc.q
-			} else {
-				rw = newRW(t, s, path)
-				_, err := rw.WriteLock().Acquire(ctx)
-				require.NoError(t, err)
-			}
-			rl, err := rw.ReadLock().Acquire(ctx)
+	newFixture(t).Each(t, []string{"moved", "kept"}, func(t *testing.T, f *fixture, name string) {
+		writerBetween := name == "kept"
+		ctx := ctxT(t, 30*time.Second)
+		m := &metricsRec{}
+		s := f.Session(conn.WithMetrics(m))
+		path := f.Path("rw-armed-" + name)
+		var rw *rwlock.RWLock
+		var q *holder
+		if writerBetween {
+			sc := writerBehindOf(t, f, ctx, ctx, s, path)
+			rw, q = sc.rwA, sc.q
+		} else {
+			rw = newRW(t, s, path)
+			_, err := rw.WriteLock().Acquire(ctx)
 			require.NoError(t, err)
-			lost := rl.Lost()
-			require.NoError(t, rw.WriteLock().Release(ctx))
-			if _, ok := within(lost, 500*time.Millisecond); ok {
-				t.Fatalf("the read lease is lost after our own write release (writer between: %v) (Err=%v)", writerBetween, rl.Err())
-			}
-			if writerBetween {
-				require.NoError(t, rw.ReadLock().Release(ctx))
-				q.wait(t, 10*time.Second, "Q")
-			} else {
-				kids := children(f.Raw(), path)
-				require.Len(t, kids, 1)
-				require.NoError(t, f.Raw().Delete(path+"/"+kids[0], -1), "bystander deletes the R node")
-				recv(t, lost, 5*time.Second, "the moved read lease is not lost 5 s after its R node was deleted")
-				require.NoError(t, rw.ReadLock().Release(ctx))
-			}
-			m.gaugeDrains(t, 3*time.Second)
-			noWatchesLeft(t, f, s, 3*time.Second, "the session")
-		})
-	}
+		}
+		rl, err := rw.ReadLock().Acquire(ctx)
+		require.NoError(t, err)
+		lost := rl.Lost()
+		require.NoError(t, rw.WriteLock().Release(ctx))
+		if _, ok := within(lost, 500*time.Millisecond); ok {
+			t.Fatalf("the read lease is lost after our own write release (writer between: %v) (Err=%v)", writerBetween, rl.Err())
+		}
+		if writerBetween {
+			require.NoError(t, rw.ReadLock().Release(ctx))
+			q.wait(t, 10*time.Second, "Q")
+		} else {
+			kids := children(f.Raw(), path)
+			require.Len(t, kids, 1)
+			require.NoError(t, f.Raw().Delete(path+"/"+kids[0], -1), "bystander deletes the R node")
+			recv(t, lost, 5*time.Second, "the moved read lease is not lost 5 s after its R node was deleted")
+			require.NoError(t, rw.ReadLock().Release(ctx))
+		}
+		m.gaugeDrains(t, 3*time.Second)
+		noWatchesLeft(t, f, s, 3*time.Second, "the session")
+	})
 }
 
 // TestRWLockWriterShownHoldingAfterBystanderSetACL: the `kept` mark is the
@@ -830,13 +825,11 @@ func TestRWLockWriterShownHoldingAfterBystanderSetACL(t *testing.T) {
 // show W kept, A's R holding, Q waiting; and A's read lease, the grant
 // standing on that node, is the holder Revoke asks (Lease.Revoked).
 func TestRWLockRevokeOfKeptWriteNode(t *testing.T) {
-	f := newFixture(t)
-	for _, early := range []bool{true, false} {
-		t.Run(map[bool]string{true: "armed-before-write-release", false: "armed-after"}[early], func(t *testing.T) { revokeKeptW(t, f.In(t), early) })
-	}
+	newFixture(t).Each(t, []string{"armed-before-write-release", "armed-after"}, revokeKeptW)
 }
 
-func revokeKeptW(t *testing.T, f *fixture, armEarly bool) {
+func revokeKeptW(t *testing.T, f *fixture, name string) {
+	armEarly := name == "armed-before-write-release"
 	ctx := ctxT(t, 30*time.Second)
 	path := f.Path(fmt.Sprintf("rw-rev-kept-%v", armEarly))
 	sc := newWriterBehind(t, f, ctx, path, rwlock.WithRevocable())

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -147,7 +146,7 @@ func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 			if err := ep.Sync(ctx, reg); err == nil {
 				if data, st, err := ep.Get(ctx, reg); err == nil {
 					n, _ := strconv.Atoi(string(data))
-					_, err := l.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte(strconv.Itoa(n + 1)), Version: st.Version})
+					err := guardedSet(ctx, l, reg, []byte(strconv.Itoa(n+1)), st.Version)
 					if err != nil && !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, conn.ErrConnectionLoss) && !errors.Is(err, conn.ErrEpochEnded) {
 						t.Errorf("g%d: guarded write: %v", g, err)
 					}

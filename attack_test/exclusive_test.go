@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -314,7 +313,7 @@ func TestExclusiveCreatePendingThenRace(t *testing.T) {
 					t.Errorf("%s: %d holders", name, n)
 				}
 				for j := 0; j < 3; j++ {
-					if _, err := lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte(name), Version: -1}); err != nil {
+					if err := guardedSet(ctx, lease, reg, []byte(name), -1); err != nil {
 						t.Errorf("%s: guarded write while holding: %v", name, err)
 					}
 					if _, ok := within(lost, 100*time.Millisecond); ok {

@@ -176,6 +176,13 @@ func fenceOf(t *testing.T, ctx context.Context, l *conn.Lease) conn.Fence {
 	return fe
 }
 
+// guardedSet sets path's data through l's GuardedWrite, at version (-1
+// for any).
+func guardedSet(ctx context.Context, l *conn.Lease, path string, data []byte, version int32) error {
+	_, err := l.GuardedWrite(ctx, &zk.SetDataRequest{Path: path, Data: data, Version: version})
+	return err
+}
+
 // recv returns what ch yields within d (the zero value once ch is closed);
 // it fails the test with the message if nothing comes.
 func recv[T any](t *testing.T, ch <-chan T, d time.Duration, format string, args ...any) T {
@@ -271,7 +278,8 @@ type locker interface {
 }
 
 // recipeSet is one handle of every recipe on one session, each on its own
-// path below a root: m, rw, sm, sem (2 leases), x and e ("me").
+// path below a root: m, rw, sm, sem (2 leases), x, e ("me"), and ml over
+// a mutex of its own and sm.
 type recipeSet struct {
 	m   *mutex.InterProcessMutex
 	rw  *rwlock.RWLock
@@ -279,6 +287,7 @@ type recipeSet struct {
 	sem *semaphoremutex.Semaphore
 	x   *exclusive.Lock
 	e   *leader.Election
+	ml  *multilock.MultiLock
 }
 
 func oneOfEach(s *conn.Session, root string) recipeSet {
@@ -289,6 +298,8 @@ func oneOfEach(s *conn.Session, root string) recipeSet {
 	r.sem, _ = semaphoremutex.NewSemaphore(s, root+"/sem", 2)
 	r.x, _ = exclusive.New(s, root+"/x")
 	r.e, _ = leader.New(s, root+"/l", "me")
+	ma, _ := mutex.New(s, root+"/ma")
+	r.ml, _ = multilock.New(ma, r.sm)
 	return r
 }
 
@@ -408,6 +419,29 @@ func (h *holder) release() error {
 	done := make(chan error, 1)
 	h.rel <- done
 	return <-done
+}
+
+// spawn runs fn(i) for i from 0 to n-1, each on a goroutine of its own;
+// Wait on the result waits for them all.
+func spawn(n int, fn func(i int)) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i)
+		}()
+	}
+	return &wg
+}
+
+// heldAgainst has B, a session of its own, hold the mutex at path, and
+// makes A's plain and local-handoff handles on it in sA.
+func (f *fixture) heldAgainst(ctx context.Context, sA *conn.Session, path string) (b *holder, plain, handoff *mutex.InterProcessMutex) {
+	f.t.Helper()
+	b = f.mutexHeld(ctx, path)
+	plain, handoff = mutexPair(sA, path)
+	return b, plain, handoff
 }
 
 // onSessions runs body on per goroutines for each of n new sessions and
@@ -536,6 +570,24 @@ func stressAcquire(ctx context.Context, r *rand.Rand, long time.Duration, acquir
 	return l, nil
 }
 
+// stressRounds acquires through acquire, each time with a stressDeadline,
+// and hands every lease to use, until stop. It returns how many acquires
+// gave up while queued, and the first other acquire error.
+func stressRounds(ctx context.Context, r *rand.Rand, stop time.Time, long time.Duration, acquire func(context.Context) (*conn.Lease, error), use func(*conn.Lease)) (short int, err error) {
+	for time.Now().Before(stop) {
+		l, err := stressAcquire(ctx, r, long, acquire)
+		if err != nil {
+			return short, err
+		}
+		if l == nil {
+			short++
+			continue
+		}
+		use(l)
+	}
+	return short, nil
+}
+
 // waitFor polls cond every 10 ms until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -572,6 +624,37 @@ func children(zc *zk.Conn, path string) []string {
 		return nil
 	}
 	return ch
+}
+
+// watchesUnder lists the watched paths (wchp on server i) under prefix.
+func watchesUnder(f *fixture, i int, prefix string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out, err := f.FourLetter(ctx, i, "wchp")
+	if err != nil {
+		return []string{"wchp: " + err.Error()}
+	}
+	var got []string
+	for _, l := range strings.Split(out, "\n") {
+		if p := strings.TrimSpace(l); p == prefix || strings.HasPrefix(p, prefix+"/") {
+			got = append(got, p)
+		}
+	}
+	return got
+}
+
+// countNodes counts the ephemeral nodes under path (lock nodes; the
+// container parents the recipes create are the server's to remove).
+func countNodes(zc *zk.Conn, path string) int {
+	n := 0
+	for _, ch := range children(zc, path) {
+		p := path + "/" + ch
+		if _, st, err := zc.Get(p); err == nil && st.EphemeralOwner != 0 {
+			n++
+		}
+		n += countNodes(zc, p)
+	}
+	return n
 }
 
 // watched reports whether server i lists a watch on path (wchp).

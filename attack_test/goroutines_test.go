@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -148,16 +147,11 @@ func TestWaiterGoroutineCost(t *testing.T) {
 	base := runtime.NumGoroutine()
 	const n = 40
 	wctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := m.Acquire(wctx); err == nil {
-				_ = m.Release(ctx)
-			}
-		}()
-	}
+	wg := spawn(n, func(int) {
+		if _, err := m.Acquire(wctx); err == nil {
+			_ = m.Release(ctx)
+		}
+	})
 	waitFor(t, 10*time.Second, "every waiter queued and watching", func() bool {
 		if len(children(f.Raw(), path)) != n+1 {
 			return false

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -79,7 +78,7 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 			wg.Add(1)
 			go func() { // a writer through grant 1
 				defer wg.Done()
-				_, err := l1.GuardedWrite(ctx, &zk.SetDataRequest{Path: res, Data: []byte("grant1"), Version: -1})
+				err := guardedSet(ctx, l1, res, []byte("grant1"), -1)
 				mu.Lock()
 				writeDone, writeErr = time.Now(), err
 				mu.Unlock()

@@ -109,15 +109,23 @@ type termEvent struct {
 	start bool
 }
 
-// runTerms is one Election.Run on its own goroutine whose function
-// reports each term's start and end, and waits for its ctx to end.
+// runTerms is the Run of a participant ("me", WithRequeue) on its own
+// goroutine, whose function reports each term's start and end, and waits
+// for its ctx to end; stop cancels Run's ctx.
 type runTerms struct {
-	evs chan termEvent
-	err chan error // Run's error
+	e    *leader.Election
+	stop context.CancelFunc
+	evs  chan termEvent
+	err  chan error // Run's error
 }
 
-func runReporting(ctx context.Context, e *leader.Election) *runTerms {
-	r := &runTerms{evs: make(chan termEvent, 16), err: make(chan error, 1)}
+func runRequeue(t *testing.T, ctx context.Context, s *conn.Session, path string) *runTerms {
+	t.Helper()
+	e, err := leader.New(s, path, "me", leader.WithRequeue())
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	r := &runTerms{e: e, stop: stop, evs: make(chan termEvent, 16), err: make(chan error, 1)}
 	go func() {
 		r.err <- e.Run(ctx, func(fctx context.Context) error {
 			tok, err := fenceZxid(fctx, leader.LeaseFrom(fctx))
@@ -157,10 +165,7 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 	ctx := ctxT(t, 28*time.Second)
 	s := f.Session()
 	path := f.Path("requeue")
-	e, _ := leader.New(s, path, "me", leader.WithRequeue())
-	rctx, rcancel := context.WithCancel(ctx)
-	defer rcancel()
-	run := runReporting(rctx, e)
+	run := runRequeue(t, ctx, s, path)
 	var tokens []int64
 	for i := 0; i < 3; i++ {
 		tm := run.next(t, 12*time.Second)
@@ -175,13 +180,13 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 		case 0:
 			f.Expire(ctx, epochOf(t, s))
 		case 1:
-			l := e.Leading()
+			l := run.e.Leading()
 			if l == nil {
 				t.Fatal("Leading nil during a term")
 			}
 			require.NoError(t, f.Raw().Delete(l.Path(), -1))
 		case 2:
-			rcancel()
+			run.stop()
 		}
 		end := run.next(t, 12*time.Second)
 		if i < 2 && !errors.Is(end.cause, leader.ErrLeadershipLost) {
@@ -206,10 +211,7 @@ func TestLeaderRunRequeueSuspendedAsLost(t *testing.T) {
 	ctx := ctxT(t, 28*time.Second)
 	px, s := f.ProxiedSession(conn.WithSuspendedAsLost())
 	path := f.Path("requeue-suspended")
-	e, _ := leader.New(s, path, "me", leader.WithRequeue())
-	rctx, rcancel := context.WithCancel(ctx)
-	defer rcancel()
-	run := runReporting(rctx, e)
+	run := runRequeue(t, ctx, s, path)
 	var tokens []int64
 	for i := 0; i < 4; i++ {
 		st := run.next(t, 10*time.Second)
@@ -227,7 +229,7 @@ func TestLeaderRunRequeueSuspendedAsLost(t *testing.T) {
 		if i < 3 {
 			px.Cut()
 		} else {
-			rcancel()
+			run.stop()
 		}
 		end := run.next(t, 10*time.Second)
 		if i < 3 && !errors.Is(end.cause, leader.ErrLeadershipLost) {

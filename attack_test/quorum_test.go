@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -239,7 +238,7 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	if l2, ok := within(g2.got, time.Second); ok {
 		t.Fatalf("G2 handed %s while B holds", l2.Path())
 	}
-	_, err = lb.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("b"), Version: -1})
+	err = guardedSet(ctx, lb, reg, []byte("b"), -1)
 	require.NoError(t, err, "B's guarded write")
 	fb, err := lb.Fence(ctx)
 	if err != nil || fb.Compare(f1Fence) <= 0 {

@@ -85,23 +85,16 @@ func TestRWLockSharedListingsCancelStress(t *testing.T) {
 	onSessions(f, 2, 6, mk, func(rw *rwlock.RWLock, g int) {
 		r := rand.New(rand.NewSource(int64(g)))
 		rel := context.WithoutCancel(ctx)
-		for time.Now().Before(stop) && ctx.Err() == nil {
-			kind := r.Intn(3) // 0 read, 1 write, 2 write then downgrade
-			k := rw.ReadLock()
+		var kind int // 0 read, 1 write, 2 write then downgrade
+		var k *rwlock.Lock
+		acquire := func(ctx context.Context) (*conn.Lease, error) {
+			kind, k = r.Intn(3), rw.ReadLock()
 			if kind > 0 {
 				k = rw.WriteLock()
 			}
-			l, err := stressAcquire(ctx, r, 6*time.Second, k.Acquire)
-			if err != nil {
-				t.Errorf("g%d: acquire: %v", g, err)
-				return
-			}
-			if l == nil {
-				mu.Lock()
-				cancel++
-				mu.Unlock()
-				continue
-			}
+			return k.Acquire(ctx)
+		}
+		short, err := stressRounds(ctx, r, stop, 6*time.Second, acquire, func(l *conn.Lease) {
 			enter(g, kind > 0, false, l)
 			if kind == 2 {
 				rl, derr := rw.ReadLock().Acquire(ctx)
@@ -120,13 +113,19 @@ func TestRWLockSharedListingsCancelStress(t *testing.T) {
 						t.Errorf("g%d: release downgraded R: %v", g, err)
 					}
 				}
-				continue
+				return
 			}
 			leave(kind > 0)
 			if err := k.Release(rel); err != nil {
 				t.Errorf("g%d: release: %v", g, err)
 			}
+		})
+		if err != nil {
+			t.Errorf("g%d: acquire: %v", g, err)
 		}
+		mu.Lock()
+		cancel += short
+		mu.Unlock()
 	})
 	t.Logf("%d grants, %d acquires timed out while queued", grants, cancel)
 	waitFor(t, 10*time.Second, "no lock node left", func() bool { return len(children(bys, path)) == 0 })

@@ -78,15 +78,7 @@ func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
 	}
 	onSessions(f, 2, 8, mk, func(sem *semaphoremutex.Semaphore, g int) {
 		r := rand.New(rand.NewSource(int64(g)))
-		for time.Now().Before(stop) {
-			l, err := stressAcquire(ctx, r, 8*time.Second, sem.Acquire)
-			if err != nil {
-				t.Errorf("g%d: %v", g, err)
-				return
-			}
-			if l == nil {
-				continue
-			}
+		_, err := stressRounds(ctx, r, stop, 8*time.Second, sem.Acquire, func(l *conn.Lease) {
 			if n := occ.enter(); n > leases {
 				t.Errorf("g%d: %d holders of a %d-lease semaphore", g, n, leases)
 			}
@@ -105,6 +97,9 @@ func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
 				go func() { ret(); close(done) }()
 				<-done
 			}
+		})
+		if err != nil {
+			t.Errorf("g%d: %v", g, err)
 		}
 	})
 	t.Logf("%d grants, peak %d holders", grants.Load(), occ.peak.Load())

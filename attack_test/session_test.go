@@ -33,7 +33,6 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 	l, err := held.Acquire(ctx)
 	require.NoError(t, err)
 	r := oneOfEach(s, root)
-	ml, _ := multilock.New(r.m, r.sm)
 	if err := s.Close(); err != nil {
 		t.Logf("Close: %v", err)
 	}
@@ -50,7 +49,7 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 		"leader.Run":          func(ctx context.Context) error { return r.e.Run(ctx, func(context.Context) error { return nil }) },
 		"leader.Leader":       func(ctx context.Context) error { _, err := r.e.Leader(ctx); return err },
 		"leader.Participants": func(ctx context.Context) error { _, err := r.e.Participants(ctx); return err },
-		"multilock.Acquire":   func(ctx context.Context) error { _, err := ml.Acquire(ctx); return err },
+		"multilock.Acquire":   func(ctx context.Context) error { _, err := r.ml.Acquire(ctx); return err },
 		"mutex.Participants":  func(ctx context.Context) error { _, err := r.m.Participants(ctx); return err },
 		"Lease.GuardedWrite":  func(ctx context.Context) error { return guardedCreate(ctx, l, root+"-res") },
 		"Lease.Epoch.Get":     func(ctx context.Context) error { _, _, err := l.Epoch().Get(ctx, "/"); return err },

@@ -37,6 +37,7 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 	reg := f.Path("r2-shared-reg")
 	ctx := ctxT(t, 28*time.Second)
 	f.Register(reg, []byte("0"))
+	bys := f.Raw()
 	sA := f.Session()
 	mk := func(s *conn.Session, opts ...mutex.Option) *mutex.InterProcessMutex {
 		m, err := mutex.New(s, path, opts...)
@@ -54,52 +55,41 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 		short  int
 	)
 	stop := time.Now().Add(8 * time.Second)
-	var wg sync.WaitGroup
-	for g := 0; g < 14; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			r := rand.New(rand.NewSource(int64(g)))
-			m := handles[g%len(handles)]
-			for time.Now().Before(stop) && ctx.Err() == nil {
-				lease, err := stressAcquire(ctx, r, 6*time.Second, m.Acquire)
-				if err != nil {
-					t.Errorf("g%d: acquire: %v", g, err)
-					return
-				}
-				if lease == nil {
-					mu.Lock()
-					short++
-					mu.Unlock()
-					continue
-				}
-				if n := occ.enter(); n != 1 {
-					t.Errorf("g%d: %d holders at once", g, n)
-				}
-				fe, err := lease.Fence(ctx)
-				if err != nil {
-					t.Errorf("g%d: fence: %v", g, err)
-				}
-				if prev, ok := fences.write(fmt.Sprint("g", g), fe); !ok {
-					t.Errorf("g%d: fence %v not above previous %v", g, fe, prev)
-				}
-				data, st, err := f.Raw().Get(reg)
-				if err != nil {
-					t.Errorf("read register: %v", err)
-				} else {
-					n, _ := strconv.Atoi(string(data))
-					if _, err := lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte(strconv.Itoa(n + 1)), Version: st.Version}); err != nil {
-						t.Errorf("g%d: guarded write: %v", g, err)
-					}
-				}
-				occ.leave()
-				if err := m.Release(context.WithoutCancel(ctx)); err != nil {
-					t.Errorf("g%d: release: %v", g, err)
+	spawn(14, func(g int) {
+		r := rand.New(rand.NewSource(int64(g)))
+		m := handles[g%len(handles)]
+		n, err := stressRounds(ctx, r, stop, 6*time.Second, m.Acquire, func(lease *conn.Lease) {
+			if n := occ.enter(); n != 1 {
+				t.Errorf("g%d: %d holders at once", g, n)
+			}
+			fe, err := lease.Fence(ctx)
+			if err != nil {
+				t.Errorf("g%d: fence: %v", g, err)
+			}
+			if prev, ok := fences.write(fmt.Sprint("g", g), fe); !ok {
+				t.Errorf("g%d: fence %v not above previous %v", g, fe, prev)
+			}
+			data, st, err := bys.Get(reg)
+			if err != nil {
+				t.Errorf("read register: %v", err)
+			} else {
+				n, _ := strconv.Atoi(string(data))
+				if err := guardedSet(ctx, lease, reg, []byte(strconv.Itoa(n+1)), st.Version); err != nil {
+					t.Errorf("g%d: guarded write: %v", g, err)
 				}
 			}
-		}(g)
-	}
-	wg.Wait()
+			occ.leave()
+			if err := m.Release(context.WithoutCancel(ctx)); err != nil {
+				t.Errorf("g%d: release: %v", g, err)
+			}
+		})
+		if err != nil {
+			t.Errorf("g%d: acquire: %v", g, err)
+		}
+		mu.Lock()
+		short += n
+		mu.Unlock()
+	}).Wait()
 	grants := fences.n + len(fences.refused)
 	t.Logf("%d grants, %d acquires timed out while queued", grants, short)
 	if grants < 20 {
@@ -124,37 +114,28 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 	path := f.Path("r2-expwait/lock")
 	bys := f.Raw()
 	sA := f.Session()
-	b := f.mutexHeld(ctx, path) // B, another session, holds
-	m1, m2 := mutexPair(sA, path)
+	b, m1, m2 := f.heldAgainst(ctx, sA, path) // B, another session, holds
 	var occ occupancy
 	var granted atomic.Int32
-	var wg sync.WaitGroup
 	const n = 10
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			m := m1
-			if i%2 == 1 {
-				m = m2
-			}
-			actx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			defer cancel()
-			if _, err := m.Acquire(actx); err != nil {
-				t.Errorf("w%d: %v", i, err)
-				return
-			}
-			if k := occ.enter(); k != 1 {
-				t.Errorf("w%d: %d holders", i, k)
-			}
-			granted.Add(1)
-			time.Sleep(5 * time.Millisecond)
-			occ.leave()
-			if err := m.Release(context.WithoutCancel(ctx)); err != nil {
-				t.Errorf("w%d: release: %v", i, err)
-			}
-		}(i)
-	}
+	wg := spawn(n, func(i int) {
+		m := [2]*mutex.InterProcessMutex{m1, m2}[i%2]
+		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if _, err := m.Acquire(actx); err != nil {
+			t.Errorf("w%d: %v", i, err)
+			return
+		}
+		if k := occ.enter(); k != 1 {
+			t.Errorf("w%d: %d holders", i, k)
+		}
+		granted.Add(1)
+		time.Sleep(5 * time.Millisecond)
+		occ.leave()
+		if err := m.Release(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("w%d: release: %v", i, err)
+		}
+	})
 	waitFor(t, 10*time.Second, "A's waiters queued", func() bool { return len(children(bys, path)) == 1+n/2+1 })
 	ep, err := sA.Epoch(ctx)
 	require.NoError(t, err)
@@ -243,12 +224,12 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 	require.NoError(t, bys.Delete(path+"/"+w2node, -1))
 	require.NoError(t, w1.release())
 	l3 := w3.wait(t, 10*time.Second, "W3")
-	_, err := l3.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("w3"), Version: -1})
+	err := guardedSet(ctx, l3, reg, []byte("w3"), -1)
 	require.NoError(t, err, "W3's guarded write")
 	select {
 	case l2 := <-w2.got:
 		t.Logf("W2 granted on its deleted node %s", l2.Path())
-		if _, err := l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte("w2"), Version: -1}); !errors.Is(err, conn.ErrLeaseLost) {
+		if err := guardedSet(ctx, l2, reg, []byte("w2"), -1); !errors.Is(err, conn.ErrLeaseLost) {
 			t.Fatalf("W2's guarded write beside W3: %v (want conn.ErrLeaseLost)", err)
 		}
 		if f, err := l2.Fence(ctx); !errors.Is(err, conn.ErrLeaseLost) {
@@ -286,53 +267,40 @@ func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
 		occ.leave()
 	}
 	stop := time.Now().Add(7 * time.Second)
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			r := rand.New(rand.NewSource(int64(g)))
-			m := m1
-			if g%2 == 1 {
-				m = m2
+	ours := spawn(8, func(g int) {
+		r := rand.New(rand.NewSource(int64(g)))
+		m := m1
+		if g%2 == 1 {
+			m = m2
+		}
+		_, err := stressRounds(ctx, r, stop, 8*time.Second, m.Acquire, func(*conn.Lease) {
+			enter("ours")
+			if err := m.Release(context.WithoutCancel(ctx)); err != nil {
+				t.Errorf("g%d: release: %v", g, err)
 			}
-			for time.Now().Before(stop) {
-				l, err := stressAcquire(ctx, r, 8*time.Second, m.Acquire)
-				if err != nil {
-					t.Errorf("g%d: %v", g, err)
-					return
-				}
-				if l == nil {
-					continue
-				}
-				enter("ours")
-				if err := m.Release(context.WithoutCancel(ctx)); err != nil {
-					t.Errorf("g%d: release: %v", g, err)
-				}
+		})
+		if err != nil {
+			t.Errorf("g%d: %v", g, err)
+		}
+	})
+	zc := f.Raw() // one client, two go-zookeeper locks
+	foreignLocks := spawn(2, func(int) {
+		l := zk.NewLock(zc, path, zkWorld)
+		for time.Now().Before(stop) {
+			if err := l.Lock(); err != nil {
+				t.Errorf("zk.Lock: %v", err)
+				return
 			}
-		}(g)
-	}
-	for b := 0; b < 2; b++ {
-		zc := f.Raw()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l := zk.NewLock(zc, path, zkWorld)
-			for time.Now().Before(stop) {
-				if err := l.Lock(); err != nil {
-					t.Errorf("zk.Lock: %v", err)
-					return
-				}
-				enter("zk.Lock")
-				foreign.Add(1)
-				if err := l.Unlock(); err != nil {
-					t.Errorf("zk.Unlock: %v", err)
-					return
-				}
+			enter("zk.Lock")
+			foreign.Add(1)
+			if err := l.Unlock(); err != nil {
+				t.Errorf("zk.Unlock: %v", err)
+				return
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
+	ours.Wait()
+	foreignLocks.Wait()
 	t.Logf("%d grants, %d of them go-zookeeper's", grants.Load(), foreign.Load())
 	if foreign.Load() == 0 {
 		t.Error("the foreign contenders never got the lock")

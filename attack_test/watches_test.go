@@ -3,12 +3,9 @@ package attack_test
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -17,23 +14,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
-
-// watchesUnder lists the watched paths (wchp on server i) under prefix.
-func watchesUnder(f *fixture, i int, prefix string) []string {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	out, err := f.FourLetter(ctx, i, "wchp")
-	if err != nil {
-		return []string{"wchp: " + err.Error()}
-	}
-	var got []string
-	for _, l := range strings.Split(out, "\n") {
-		if p := strings.TrimSpace(l); p == prefix || strings.HasPrefix(p, prefix+"/") {
-			got = append(got, p)
-		}
-	}
-	return got
-}
 
 // waitPair is a holder in one session and a waiter in another, on one
 // path: hold takes the lock, wait waits for it.
@@ -125,20 +105,6 @@ func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
 			}
 		})
 	}
-}
-
-// countNodes counts the ephemeral nodes under path (lock nodes; the
-// container parents the recipes create are the server's to remove).
-func countNodes(zc *zk.Conn, path string) int {
-	n := 0
-	for _, ch := range children(zc, path) {
-		p := path + "/" + ch
-		if _, st, err := zc.Get(p); err == nil && st.EphemeralOwner != 0 {
-			n++
-		}
-		n += countNodes(zc, p)
-	}
-	return n
 }
 
 // TestNoWatchLeftByWaiterTimedOutWhileBlackholed checks conn/doc.go:
@@ -311,27 +277,20 @@ func massCancel(t *testing.T, f *fixture, cut bool) {
 	path := f.Path("r2-mass/lock")
 	bys := f.Raw()
 	px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
-	b := f.mutexHeld(ctx, path) // B, another session, holds
+	b, m1, m2 := f.heldAgainst(ctx, sA, path) // B, another session, holds
 	watchCount := func() string {
 		m, err := f.Mntr(ctx, 0)
 		require.NoError(t, err)
 		return m["zk_watch_count"]
 	}
 	base := watchCount()
-	m1, m2 := mutexPair(sA, path)
-	hs := []*mutex.InterProcessMutex{m1, m2}
 	actx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
 	const n = 24
 	errs := make(chan error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			_, err := hs[i%2].Acquire(actx)
-			errs <- err
-		}(i)
-	}
+	wg := spawn(n, func(i int) {
+		_, err := [2]*mutex.InterProcessMutex{m1, m2}[i%2].Acquire(actx)
+		errs <- err
+	})
 	// Every plain waiter has a node; the handoff ones share one.
 	waitFor(t, 10*time.Second, "A's waiters queued", func() bool { return len(children(bys, path)) == 1+n/2+1 })
 	time.Sleep(300 * time.Millisecond) // let the waiters set their watches; the check below does not rely on it
