@@ -435,8 +435,14 @@ func TestRWLockDowngradeStress(t *testing.T) {
 	var mu sync.Mutex
 	readers, writers := 0, 0
 	violation := make(chan string, 16)
-	check := func(who string) {
-		if writers > 1 || (writers == 1 && readers > 0) {
+	// ledger moves the counts by dr readers and dw writers, then checks
+	// them for the entry who ("" for a leave: nothing to check).
+	ledger := func(dr, dw int, who string) {
+		mu.Lock()
+		defer mu.Unlock()
+		readers += dr
+		writers += dw
+		if who != "" && (writers > 1 || (writers == 1 && readers > 0)) {
 			select {
 			case violation <- fmt.Sprintf("%s: writers=%d readers=%d", who, writers, readers):
 			default:
@@ -450,61 +456,49 @@ func TestRWLockDowngradeStress(t *testing.T) {
 	mk := func(s *conn.Session) *rwlock.RWLock { return newRW(t, s, path) }
 	onSessions(f, 3, 3, mk, func(rw *rwlock.RWLock, i int) {
 		id, r := fmt.Sprintf("s%dg%d", i/3, i%3), rand.New(rand.NewSource(int64(i/3*10+i%3)))
+		// ok reports err (of what) and whether there was none.
+		ok := func(what string, err error) bool {
+			if err != nil {
+				t.Errorf("%s %s: %v", id, what, err)
+			}
+			return err == nil
+		}
 		for time.Now().Before(stop) {
 			hold := func() { time.Sleep(time.Duration(r.Intn(3)) * time.Millisecond) }
 			kind := r.Intn(3)
 			switch kind {
 			case 0: // read
-				if _, err := rw.ReadLock().Acquire(ctx); err != nil {
-					t.Errorf("%s read: %v", id, err)
+				if _, err := rw.ReadLock().Acquire(ctx); !ok("read", err) {
 					return
 				}
-				mu.Lock()
-				readers++
-				check(id + " read")
-				mu.Unlock()
+				ledger(1, 0, id+" read")
 				hold()
-				mu.Lock()
-				readers--
-				mu.Unlock()
-				if err := rw.ReadLock().Release(ctx); err != nil {
-					t.Errorf("%s read release: %v", id, err)
+				ledger(-1, 0, "")
+				if !ok("read release", rw.ReadLock().Release(ctx)) {
 					return
 				}
 			case 1, 2: // write, or write then downgrade
-				if _, err := rw.WriteLock().Acquire(ctx); err != nil {
-					t.Errorf("%s write: %v", id, err)
+				if _, err := rw.WriteLock().Acquire(ctx); !ok("write", err) {
 					return
 				}
-				mu.Lock()
-				writers++
-				check(id + " write")
-				mu.Unlock()
+				ledger(0, 1, id+" write")
 				hold()
+				downgraded := 0
 				if kind == 2 {
-					if _, err := rw.ReadLock().Acquire(ctx); err != nil {
-						t.Errorf("%s downgrade: %v", id, err)
+					if _, err := rw.ReadLock().Acquire(ctx); !ok("downgrade", err) {
 						return
 					}
+					downgraded = 1
 				}
-				mu.Lock()
-				writers--
-				if kind == 2 {
-					readers++
-				}
-				mu.Unlock()
-				if err := rw.WriteLock().Release(ctx); err != nil {
-					t.Errorf("%s write release: %v", id, err)
+				ledger(downgraded, -1, "")
+				if !ok("write release", rw.WriteLock().Release(ctx)) {
 					return
 				}
 				if kind == 2 {
 					hold()
-					mu.Lock()
-					check(id + " downgraded")
-					readers--
-					mu.Unlock()
-					if err := rw.ReadLock().Release(ctx); err != nil {
-						t.Errorf("%s downgraded read release: %v", id, err)
+					ledger(0, 0, id+" downgraded")
+					ledger(-1, 0, "")
+					if !ok("downgraded read release", rw.ReadLock().Release(ctx)) {
 						return
 					}
 				}

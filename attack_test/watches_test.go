@@ -55,14 +55,34 @@ func waitPairs(sh, sw *conn.Session) map[string]func(t *testing.T, path string) 
 	}
 }
 
-// leftOver polls for up to d until server 0 lists no watch under path and
-// the ephemeral nodes under it are back to before; it returns what is left.
-func leftOver(f *fixture, path string, before int, d time.Duration) (ws []string, n int) {
+// heldPair makes mk's pair on path and has its holder take the lock; it
+// returns the pair and the ephemeral nodes under path then.
+func heldPair(t *testing.T, ctx context.Context, f *fixture, mk func(*testing.T, string) waitPair, path string) (waitPair, int) {
+	t.Helper()
+	p := mk(t, path)
+	require.NoError(t, p.hold(ctx))
+	return p, countNodes(f.Raw(), path)
+}
+
+// nothingLeft reports an error unless, within d, server 0 lists no watch
+// under path and the ephemeral nodes under it are back to before; after
+// says when, for the message.
+func nothingLeft(t *testing.T, f *fixture, path string, before int, d time.Duration, after string) {
+	t.Helper()
 	end := time.Now().Add(d)
 	for {
-		ws, n = watchesUnder(f, 0, path), countNodes(f.Raw(), path)
-		if (len(ws) == 0 && n == before) || time.Now().After(end) {
-			return ws, n
+		ws, n := watchesUnder(f, 0, path), countNodes(f.Raw(), path)
+		if len(ws) == 0 && n == before {
+			return
+		}
+		if time.Now().After(end) {
+			if len(ws) != 0 {
+				t.Errorf("watches left on the server %s: %v", after, ws)
+			}
+			if n != before {
+				t.Errorf("ephemeral nodes under %s: %d before the waiter, %d %s", path, before, n, after)
+			}
+			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -80,15 +100,13 @@ func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
 	f := newFixture(t)
 	sh := f.Session() // holder, never arms Lost
 	sw := f.Session() // waiter
-	zc := f.Raw()
+	_ = f.Raw()       // the bystander, made here rather than in a subtest
 	mk := waitPairs(sh, sw)
 	for name, mkPair := range mk {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
 			path := f.Path("watch-leak-") + name
-			p := mkPair(t, path)
-			require.NoError(t, p.hold(ctx))
-			before := countNodes(zc, path)
+			p, before := heldPair(t, ctx, f, mkPair, path)
 			took, err := timed(ctx, 800*time.Millisecond, p.wait)
 			if took > 800*time.Millisecond+250*time.Millisecond {
 				t.Errorf("waiter returned %v after its ctx began (deadline 800 ms)", took)
@@ -96,13 +114,7 @@ func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("waiter: %v, want DeadlineExceeded", err)
 			}
-			ws, n := leftOver(f, path, before, 3*time.Second)
-			if len(ws) != 0 {
-				t.Errorf("watches left on the server 3 s after the waiter gave up: %v", ws)
-			}
-			if n != before {
-				t.Errorf("ephemeral nodes under %s: %d before the waiter, %d 3 s after it gave up", path, before, n)
-			}
+			nothingLeft(t, f, path, before, 3*time.Second, "3 s after the waiter gave up")
 		})
 	}
 }
@@ -119,15 +131,13 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 	f := newFixture(t)
 	sh := f.Session()
 	px, sw := f.ProxiedSession()
-	zc := f.Raw()
+	_ = f.Raw() // the bystander, made here rather than in a subtest
 	mk := waitPairs(sh, sw)
 	for _, name := range []string{"mutex", "rwlock-read-behind-write", "semaphore-2", "exclusive", "leader"} {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t, 25*time.Second)
 			path := f.Path("bh-watch-") + name
-			p := mk[name](t, path)
-			require.NoError(t, p.hold(ctx))
-			before := countNodes(zc, path)
+			p, before := heldPair(t, ctx, f, mk[name], path)
 			ep, err := sw.Epoch(ctx)
 			require.NoError(t, err)
 			sid := ep.SessionID()
@@ -161,13 +171,7 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 			if ep2, _ := sw.Epoch(ctx); ep2.SessionID() != sid {
 				t.Skipf("the session was not kept across the blackhole (%x -> %x): nothing to check", sid, ep2.SessionID())
 			}
-			ws, n := leftOver(f, path, before, 5*time.Second)
-			if len(ws) != 0 {
-				t.Errorf("watches on the server 5 s after the session came back: %v", ws)
-			}
-			if n != before {
-				t.Errorf("ephemeral nodes under %s: %d before the waiter, %d 5 s after the session came back", path, before, n)
-			}
+			nothingLeft(t, f, path, before, 5*time.Second, "5 s after the session came back")
 		})
 	}
 }
