@@ -35,6 +35,15 @@ func newWriterBehind(t *testing.T, f *fixture, ctx context.Context, path string,
 	return writerBehindOf(t, f, ctx, ctx, f.Session(), path, opts...)
 }
 
+// writerBehindTest starts a fixture for t and sets the scene on name below
+// its root; the test's ctx ends after d.
+func writerBehindTest(t *testing.T, d time.Duration, name string) (*writerBehind, context.Context) {
+	t.Helper()
+	f := newFixture(t)
+	ctx := ctxT(t, d)
+	return newWriterBehind(t, f, ctx, f.Path(name)), ctx
+}
+
 // writerBehindOf sets the scene with A on session sA, A's write acquire
 // under actx and Q's under qctx (their labels, say).
 func writerBehindOf(t *testing.T, f *fixture, actx, qctx context.Context, sA *conn.Session, path string, opts ...rwlock.Option) *writerBehind {
@@ -112,10 +121,8 @@ func downgrade(t *testing.T, ctx context.Context, rw *rwlock.RWLock) (wl, rl *co
 // R node exists. The downgrade must be refused with conn.ErrLeaseLost and
 // leave no R node.
 func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
-	path := f.Path("rw-downgrade")
-	sc := newWriterBehind(t, f, ctx, path)
+	sc, ctx := writerBehindTest(t, 25*time.Second, "rw-downgrade")
+	f, path := sc.f, sc.path
 	require.NoError(t, f.Raw().Delete(sc.wA.Path(), -1), "bystander delete")
 	lB := sc.q.wait(t, 10*time.Second, "B, after A's node was deleted")
 
@@ -141,9 +148,8 @@ func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 // or downgrade on a lost lease". Once writer B holds, A's downgrade must
 // not be granted.
 func TestRWLockDowngradeAfterExpiryRefused(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
-	sc := newWriterBehind(t, f, ctx, f.Path("rw-downgrade-expiry"))
+	sc, ctx := writerBehindTest(t, 25*time.Second, "rw-downgrade-expiry")
+	f := sc.f
 	f.Expire(ctx, sc.wA.Epoch())
 	sc.q.wait(t, 20*time.Second, "B, after A's expiry")
 	rA, err := sc.tryDowngrade(t, ctx, 2*time.Second)
@@ -224,9 +230,7 @@ func errString(err error) string {
 // but had a smaller Fence than A's read grants, so a resource that saw A's
 // read fence refused the next writer.
 func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
-	sc := newWriterBehind(t, f, ctx, f.Path("rw-fence"))
+	sc, ctx := writerBehindTest(t, 20*time.Second, "rw-fence")
 	rwA := sc.rwA
 	fW := fenceOf(t, ctx, sc.wA)
 
@@ -261,9 +265,8 @@ func TestRWLockDowngradeFenceBeforeNextWriter(t *testing.T) {
 // kept W node: C enters while A still reads. A's read lease must tell, and
 // its guarded write must be refused.
 func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
-	sc := newWriterBehind(t, f, ctx, f.Path("rw-kept-w"))
+	sc, ctx := writerBehindTest(t, 25*time.Second, "rw-kept-w")
+	f := sc.f
 	rA := sc.downgradeKeepingW(t, ctx) // downgrade
 	defer sc.rwA.ReadLock().Release(context.WithoutCancel(ctx))
 	lost := rA.Lost() // armed
@@ -310,9 +313,8 @@ func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 // CheckOp commits, and the read lease's CheckOp checks the kept W node;
 // once the read lock is released, both checks are refused.
 func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
-	sc := newWriterBehind(t, f, ctx, f.Path("rw-kept-checkop"))
+	sc, ctx := writerBehindTest(t, 20*time.Second, "rw-kept-checkop")
+	f := sc.f
 	wA := sc.wA
 	rA := sc.downgradeKeepingW(t, ctx)
 	if p := rA.CheckOp().Path; p != wA.Path() {
@@ -383,9 +385,8 @@ func keptWAfterReadLost(t *testing.T, f *fixture, name string) {
 // delete the kept W node or let writer C in; the read release then lets C
 // in and leaves none of A's nodes.
 func TestRWLockExtraReleasesAroundKeptWNode(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
-	sc := newWriterBehind(t, f, ctx, f.Path("rw-extra-release"))
+	sc, ctx := writerBehindTest(t, 20*time.Second, "rw-extra-release")
+	f := sc.f
 	rwA := sc.rwA
 	rA := sc.downgradeKeepingW(t, ctx)
 	if err := rwA.WriteLock().Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
@@ -538,10 +539,8 @@ func statusOf(ps []lock.Participant) map[string]string {
 // read release the view is unchanged and the writer still waits; after the
 // second A's nodes are gone and the writer holds.
 func TestRWLockParticipantsShowDowngradeKeptAndReentrantReads(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
-	path := f.Path("rw-parts")
-	sc := newWriterBehind(t, f, ctx, path)
+	sc, ctx := writerBehindTest(t, 30*time.Second, "rw-parts")
+	f, path := sc.f, sc.path
 	rA := sc.downgradeKeepingW(t, ctx)
 	_, err := sc.rwA.ReadLock().Acquire(ctx) // re-entry
 	require.NoError(t, err)
@@ -579,10 +578,8 @@ func TestRWLockParticipantsShowDowngradeKeptAndReentrantReads(t *testing.T) {
 // gets in, both views show it alone holding, and A's read Release returns
 // nil ("A lost lease is released without error").
 func TestRWLockParticipantsAfterDowngraderExpires(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
-	path := f.Path("rw-parts-exp")
-	sc := newWriterBehind(t, f, ctx, path)
+	sc, ctx := writerBehindTest(t, 30*time.Second, "rw-parts-exp")
+	f, path := sc.f, sc.path
 	lost := sc.downgradeKeepingW(t, ctx).Lost()
 	f.Expire(ctx, epochOf(t, sc.sA))
 	lQ := sc.q.wait(t, 15*time.Second, "the writer between, after A's session expired")
@@ -600,10 +597,8 @@ func TestRWLockParticipantsAfterDowngraderExpires(t *testing.T) {
 // (Participants, zkrecipes locks) must not show a writer and a reader both
 // holding ("readers share, writers exclude").
 func TestRWLockViewAfterKeptWriteNodeDeleted(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
-	path := f.Path("rw-parts-del")
-	sc := newWriterBehind(t, f, ctx, path)
+	sc, ctx := writerBehindTest(t, 30*time.Second, "rw-parts-del")
+	f, path := sc.f, sc.path
 	rA := sc.downgradeKeepingW(t, ctx)
 	defer sc.rwA.ReadLock().Release(context.WithoutCancel(ctx))
 	lost := rA.Lost()
@@ -628,10 +623,8 @@ func TestRWLockViewAfterKeptWriteNodeDeleted(t *testing.T) {
 // downgrade with no writer between; and that Participants, "a snapshot",
 // leaves no watch on the servers (wchc) nor in the session's watches gauge.
 func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
-	path := f.Path("rw-setacl")
-	sc := newWriterBehind(t, f, ctx, path)
+	sc, ctx := writerBehindTest(t, 30*time.Second, "rw-setacl")
+	f, path := sc.f, sc.path
 	sA := sc.sA
 	before := sA.Stats().Requests[conn.OpSetACL]
 	sc.downgradeKeepingW(t, ctx)

@@ -144,13 +144,23 @@ func (r *runTerms) next(t *testing.T, d time.Duration) termEvent {
 	return recv(t, r.evs, d, "no term event within %v", d)
 }
 
+// ends reads term i's end, which must come within d and, when lost, be
+// caused by ErrLeadershipLost.
+func (r *runTerms) ends(t *testing.T, d time.Duration, i int, lost bool) {
+	t.Helper()
+	if end := r.next(t, d); lost && !errors.Is(end.cause, leader.ErrLeadershipLost) {
+		t.Errorf("term %d ended with cause %v, want ErrLeadershipLost", i, end.cause)
+	}
+}
+
 // canceled fails the test unless Run returns within 5 s, with an error
-// matching context.Canceled.
-func (r *runTerms) canceled(t *testing.T) {
+// matching context.Canceled, and no node is left on path within d.
+func (r *runTerms) canceled(t *testing.T, f *fixture, path string, d time.Duration) {
 	t.Helper()
 	if err := recv(t, r.err, 5*time.Second, "Run did not return 5 s after its ctx was cancelled"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Run: %v, want context.Canceled", err)
 	}
+	waitFor(t, d, "no node left", func() bool { return countNodes(f.Raw(), path) == 0 })
 }
 
 // TestLeaderRunRequeueAcrossExpiryAndForeignDelete checks leader's
@@ -188,13 +198,9 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 		case 2:
 			run.stop()
 		}
-		end := run.next(t, 12*time.Second)
-		if i < 2 && !errors.Is(end.cause, leader.ErrLeadershipLost) {
-			t.Errorf("term %d ended with cause %v, want ErrLeadershipLost", i, end.cause)
-		}
+		run.ends(t, 12*time.Second, i, i < 2)
 	}
-	run.canceled(t)
-	waitFor(t, 5*time.Second, "no node left", func() bool { return countNodes(f.Raw(), path) == 0 })
+	run.canceled(t, f, path, 5*time.Second)
 	t.Logf("tokens: %v", tokens)
 }
 
@@ -231,13 +237,9 @@ func TestLeaderRunRequeueSuspendedAsLost(t *testing.T) {
 		} else {
 			run.stop()
 		}
-		end := run.next(t, 10*time.Second)
-		if i < 3 && !errors.Is(end.cause, leader.ErrLeadershipLost) {
-			t.Errorf("term %d ended with %v, want ErrLeadershipLost", i, end.cause)
-		}
+		run.ends(t, 10*time.Second, i, i < 3)
 	}
-	run.canceled(t)
-	waitFor(t, 8*time.Second, "no node left", func() bool { return countNodes(f.Raw(), path) == 0 })
+	run.canceled(t, f, path, 8*time.Second)
 	t.Logf("tokens %v", tokens)
 }
 

@@ -19,6 +19,13 @@ import (
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
+// mutexAndRW makes a mutex at root/a and an rwlock at root/b in s.
+func mutexAndRW(s *conn.Session, root string) (*mutex.InterProcessMutex, *rwlock.RWLock) {
+	a, _ := mutex.New(s, root+"/a")
+	b, _ := rwlock.New(s, root+"/b")
+	return a, b
+}
+
 // TestMultiLockLostOnForeignDeleteOfOneNode checks multilock/doc.go:
 // "Lost closes when any lease is lost", and conn.Lease.Lost's "the node was
 // deleted by someone else", over a mutex, a write lock and a semaphore
@@ -27,11 +34,9 @@ import (
 func TestMultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := f.Session()
-	zc := f.Raw()
+	s, zc := f.Session(), f.Raw()
 	root := f.Path("ml-lost")
-	a, _ := mutex.New(s, root+"/a")
-	b, _ := rwlock.New(s, root+"/b")
+	a, b := mutexAndRW(s, root)
 	d, _ := semaphoremutex.New(s, root+"/d")
 	m, err := multilock.New(d, b.WriteLock(), a)
 	require.NoError(t, err)
@@ -65,8 +70,7 @@ func TestMultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
 func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
-	s := f.Session()
-	zc := f.Raw()
+	s, zc := f.Session(), f.Raw()
 	root := f.Path("ml-refused")
 	for _, p := range []string{f.Root(), root, root + "/z"} {
 		_, err := zc.Create(p, nil, 0, zkWorld)
@@ -74,8 +78,7 @@ func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 	}
 	_, err := zc.SetACL(root+"/z", zk.WorldACL(zk.PermAll&^zk.PermCreate), -1)
 	require.NoError(t, err)
-	a, _ := mutex.New(s, root+"/a")
-	b, _ := rwlock.New(s, root+"/b")
+	a, b := mutexAndRW(s, root)
 	z, _ := mutex.New(s, root+"/z")
 	m, err := multilock.New(z, b.ReadLock(), a)
 	require.NoError(t, err)
@@ -111,8 +114,7 @@ func TestMultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
 	so := f.Session()
 	zc := f.Raw()
 	root := f.Path("ml-reentrant")
-	a, _ := mutex.New(s, root+"/a")
-	b, _ := rwlock.New(s, root+"/b")
+	a, b := mutexAndRW(s, root)
 	x, _ := semaphoremutex.New(s, root+"/x")
 	la, err := a.Acquire(ctx)
 	require.NoError(t, err)
