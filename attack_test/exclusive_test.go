@@ -217,9 +217,7 @@ func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
 		if _, ok, err := xc.TryAcquire(ctx); ok || err != nil {
 			t.Fatalf("round %d: another session's TryAcquire while A holds: ok=%v err=%v", round, ok, err)
 		}
-		if err := guardedCreate(ctx, l, fmt.Sprintf("%s-res-%d", path, round)); err != nil {
-			t.Fatalf("round %d: A's guarded write after re-acquiring: %v", round, err)
-		}
+		require.NoError(t, guardedCreate(ctx, l, fmt.Sprintf("%s-res-%d", path, round)), "round %d: A's guarded write after re-acquiring", round)
 	}
 }
 

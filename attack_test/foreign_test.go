@@ -270,9 +270,8 @@ func TestOddChildrenUnderLockPathsAreIgnored(t *testing.T) {
 				dir := path + d
 				ensure(t, zc, zkWorld, f.Root(), path, dir)
 				for _, n := range oddNames {
-					if _, err := zc.Create(dir+"/"+n, []byte("odd"), 0, zkWorld); err != nil {
-						t.Fatalf("bystander create %s/%s: %v", dir, n, err)
-					}
+					_, err := zc.Create(dir+"/"+n, []byte("odd"), 0, zkWorld)
+					require.NoError(t, err, "bystander create %s/%s", dir, n)
 				}
 			}
 			a, b := newLocker(t, tc.a, sa, path, 0), newLocker(t, tc.b, sb, path, 1)

@@ -335,9 +335,7 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 			}
 			require.NoError(t, hd.release())
 		} else {
-			if r.err != nil {
-				t.Fatalf("Acquire failed after B's expiry while waiting: %v", r.err)
-			}
+			require.NoError(t, r.err, "Acquire after B's expiry while waiting")
 			select {
 			case <-ml.Lost():
 				t.Fatalf("Lost closed: %v %v", r.leases[0].Err(), r.leases[1].Err())

@@ -226,9 +226,7 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 		t.Helper()
 		for {
 			ev, err := live.Next(ctx)
-			if err != nil {
-				t.Fatalf("waiting for %v: %v (seen %v)", st, err, seen)
-			}
+			require.NoError(t, err, "waiting for %v (seen %v)", st, seen)
 			seen = append(seen, ev)
 			if ev.State == st {
 				return
@@ -247,9 +245,7 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 		nctx, cancel := context.WithTimeout(ctx, time.Second)
 		got, err := slow.Next(nctx)
 		cancel()
-		if err != nil {
-			t.Fatalf("slow subscription: event %d: %v (want %v)", i, err, want)
-		}
+		require.NoError(t, err, "slow subscription: event %d (want %v)", i, want)
 		if got.State != want.State || got.Epoch != want.Epoch {
 			t.Fatalf("slow subscription: event %d is %v, the live one saw %v", i, got, want)
 		}
