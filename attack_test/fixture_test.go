@@ -825,7 +825,10 @@ func sortedBySeq(zc *zk.Conn, path string) []string {
 }
 
 // newLocker makes a fresh handle of recipe on path in s (each waiter its
-// own); i names a leader's participant.
+// own): mutex, semaphoremutex (and their -handoff forms), mutex-revocable,
+// rwlock (its write lock; also rwlock-write), rwlock-read,
+// rwlock-revocable, semaphore-N (N leases, up to 3), multilock, exclusive
+// or leader; i names a leader's participant.
 func newLocker(t *testing.T, recipe string, s *conn.Session, path string, i int) locker {
 	t.Helper()
 	var lk locker
