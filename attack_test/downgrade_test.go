@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -687,7 +688,7 @@ func TestRWLockViewAfterKeptWriteNodeDeleted(t *testing.T) {
 
 // TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch checks the
 // CHANGELOG's "The kept node's ACL is set again, unchanged (counted as
-// conn.OpSetACL)": one setacl when the W node is kept, none for a
+// metrics.OpSetACL)": one setacl when the W node is kept, none for a
 // downgrade with no writer between; and that Participants, "a snapshot",
 // leaves no watch on the servers (wchc) nor in the session's watches gauge.
 func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
@@ -696,9 +697,9 @@ func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
 	path := f.Path("rw-setacl")
 	sc := newWriterBehind(t, f, ctx, path)
 	sA := sc.rwA.ReadLock().Session()
-	before := sA.Stats().Requests[conn.OpSetACL]
+	before := sA.Stats().Requests[metrics.OpSetACL]
 	sc.downgradeKeepingW(t, ctx)
-	require.Equal(t, before+1, sA.Stats().Requests[conn.OpSetACL], "setacl requests after the write release that kept W")
+	require.Equal(t, before+1, sA.Stats().Requests[metrics.OpSetACL], "setacl requests after the write release that kept W")
 
 	// no writer between: no setacl
 	s2 := f.Session()
@@ -709,11 +710,11 @@ func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
 	_, err = rw2.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, rw2.WriteLock().Release(ctx))
-	require.Zero(t, s2.Stats().Requests[conn.OpSetACL], "setacl with no writer between")
+	require.Zero(t, s2.Stats().Requests[metrics.OpSetACL], "setacl with no writer between")
 	require.NoError(t, rw2.ReadLock().Release(ctx))
 
 	m := &metricsRec{}
-	sO := f.Session(conn.WithMetrics(m))
+	sO := f.Session(conn.WithMetrics(m.Hooks()))
 	rwO, err := rwlock.New(sO, path)
 	require.NoError(t, err)
 	for i := 0; i < 3; i++ {
@@ -826,7 +827,7 @@ func TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing(t *testing.T) {
 // itself: Lost must stay open (our own delete is no loss), then close when
 // a bystander deletes the R node. (2) A writer between: the W node is
 // kept; after the read release nothing is left: no node, the session's
-// watches gauge (conn.Metrics.Watches) back to 0 and no watch on the
+// watches gauge (metrics.Hooks.Watches) back to 0 and no watch on the
 // server (wchc).
 func TestRWLockDowngradeArmedLostAcrossWriteRelease(t *testing.T) {
 	f := newFixture(t)
@@ -834,7 +835,7 @@ func TestRWLockDowngradeArmedLostAcrossWriteRelease(t *testing.T) {
 		f := f.In(t)
 		ctx := ctxT(t, 30*time.Second)
 		m := &metricsRec{}
-		s := f.Session(conn.WithMetrics(m))
+		s := f.Session(conn.WithMetrics(m.Hooks()))
 		path := f.Path("rw-armed-moved")
 		rw, err := rwlock.New(s, path)
 		require.NoError(t, err)
@@ -867,7 +868,7 @@ func TestRWLockDowngradeArmedLostAcrossWriteRelease(t *testing.T) {
 		f := f.In(t)
 		ctx := ctxT(t, 30*time.Second)
 		m := &metricsRec{}
-		s := f.Session(conn.WithMetrics(m))
+		s := f.Session(conn.WithMetrics(m.Hooks()))
 		path := f.Path("rw-armed-kept")
 		rw, err := rwlock.New(s, path)
 		require.NoError(t, err)

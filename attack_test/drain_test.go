@@ -16,6 +16,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -27,7 +28,7 @@ import (
 // after the other, each watching its lease's Lost, and release.
 //
 // Checked: never two of them holding at once (docs/safety.md guarantee 1);
-// every Acquire granted; conn.Metrics "LockWait: ... One per call" with
+// every Acquire granted; metrics.LockWait "One per call" with
 // outcome granted (4 of them, nothing else); the watches gauge back to 0
 // ("It rises with the waiters and comes back down as they are granted or
 // give up; a count that only grows is watches left behind"); and no watch
@@ -38,7 +39,7 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 			f := newFixture(t)
 			ctx := ctxT(t, 60*time.Second)
 			rec := &metricsRec{}
-			sa := f.Session(conn.WithMetrics(rec))
+			sa := f.Session(conn.WithMetrics(rec.Hooks()))
 			sb := f.Session()
 			zc := f.Raw()
 			path := f.Path("r3-exp/") + recipe
@@ -107,10 +108,10 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 			if m := maxInside.Load(); m > 1 {
 				t.Errorf("%d of A's goroutines held at once", m)
 			}
-			if g := rec.count(conn.LockWait, "", conn.OutcomeGranted); g != n {
+			if g := rec.count(metrics.LockWait, "", metrics.OutcomeGranted); g != n {
 				t.Errorf("waits granted: %d, want %d (%s)", g, n, rec.dump())
 			}
-			if w := rec.count(conn.LockWait, "", ""); w != n {
+			if w := rec.count(metrics.LockWait, "", ""); w != n {
 				t.Errorf("waits reported: %d, want %d, one per call (%s)", w, n, rec.dump())
 			}
 			if !eventually(3*time.Second, func() bool { return rec.watches.Load() == 0 }) {

@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // exclusiveReplaced returns A's lease and B's, after a bystander deleted
@@ -261,7 +262,7 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	require.NoError(t, err)
 	b := hold(ctx, xb)
 	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
-	multis := sa.Stats().Requests[conn.OpMulti]
+	multis := sa.Stats().Requests[metrics.OpMulti]
 	px.SetLatency(d)
 	released := make(chan error, 1)
 	start := time.Now()
@@ -275,11 +276,11 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	relErr := <-released
 	px.SetLatency(0)
 	t.Logf("B held after %v; A's Release: %v after %v; A sent %d multi", took.Round(time.Millisecond), relErr,
-		time.Since(start).Round(time.Millisecond), sa.Stats().Requests[conn.OpMulti]-multis)
+		time.Since(start).Round(time.Millisecond), sa.Stats().Requests[metrics.OpMulti]-multis)
 	if relErr != nil {
 		t.Errorf("A's Release: %v", relErr)
 	}
-	if sa.Stats().Requests[conn.OpMulti] == multis {
+	if sa.Stats().Requests[metrics.OpMulti] == multis {
 		t.Fatal("A's delete was never sent: the race was not set up (A's read already saw B's node)")
 	}
 	if took > 3*d {

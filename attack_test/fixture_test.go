@@ -23,6 +23,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
@@ -257,25 +258,28 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// metricsRec is a conn.Metrics that keeps the watches gauge and every lock
-// event, for the metric checks.
+// metricsRec keeps the watches gauge and every lock event its Hooks are
+// told, for the metric checks.
 type metricsRec struct {
-	conn.NopMetrics
 	watches atomic.Int64
 	mu      sync.Mutex
-	locks   []conn.LockMetric
-	states  []conn.State
+	locks   []metrics.Lock
+	states  []string
+}
+
+func (m *metricsRec) Hooks() metrics.Hooks {
+	return metrics.Hooks{State: m.State, Lock: m.Lock, Watches: m.Watches}
 }
 
 func (m *metricsRec) Watches(d int) { m.watches.Add(int64(d)) }
 
-func (m *metricsRec) Lock(l conn.LockMetric) {
+func (m *metricsRec) Lock(l metrics.Lock) {
 	m.mu.Lock()
 	m.locks = append(m.locks, l)
 	m.mu.Unlock()
 }
 
-func (m *metricsRec) State(e conn.Event) {
+func (m *metricsRec) State(e metrics.Transition) {
 	m.mu.Lock()
 	m.states = append(m.states, e.State)
 	m.mu.Unlock()
@@ -283,7 +287,7 @@ func (m *metricsRec) State(e conn.Event) {
 
 // count returns how many lock events match ev (and outcome or cause, when
 // not empty).
-func (m *metricsRec) count(ev conn.LockEvent, recipe, detail string) int {
+func (m *metricsRec) count(ev metrics.LockEvent, recipe, detail string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
@@ -20,13 +21,13 @@ import (
 // TestHandoffMetricsMatchFences: goroutines of one session take a
 // mutex (and a semaphore mutex) with WithLocalHandoff, while a bystander
 // deletes the shared node from time to time and a goroutine of another
-// session contends. The metrics must count what happened (conn.Metrics:
-// "LockHandoff: a grant passed to a local waiter of the same session
-// without a ZooKeeper round trip"; "LockWait ... One per call ... (a local
-// waiter's wait included)"): a grant passed in the process is the one whose
-// Fence has Pass > 0 (conn.Fence: "Pass numbers the grants made on that
-// node: 0 for the grant that created it, 1, 2, ... for each local handoff on
-// it"), so the handoffs counted must equal the grants seen with Pass > 0,
+// session contends. The metrics must count what happened (package metrics:
+// "LockHandoff: a grant was passed to a local waiter of the same session,
+// without a ZooKeeper round trip"; "LockWait ... One per call ..., a local
+// waiter of an in-process handoff included"): a grant passed in the
+// process is the one whose Fence has Pass > 0 (conn.Fence: "Pass numbers
+// the grants made on that node: 0 for the grant that created it, 1, 2, ...
+// for each local handoff on it"), so the handoffs counted must equal the grants seen with Pass > 0,
 // and the granted waits the grants. Fences must grow strictly in grant order
 // (each grant checks against the greatest seen so far, under a lock that
 // the holders take while they hold). At the end the watches gauge is 0.
@@ -36,7 +37,7 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 			f := newFixture(t)
 			ctx := ctxT(t, 60*time.Second)
 			rec := &metricsRec{}
-			sa := f.Session(conn.WithMetrics(rec))
+			sa := f.Session(conn.WithMetrics(rec.Hooks()))
 			sb := f.Session()
 			zc := f.Raw()
 			path := f.Path("r3-hm/") + recipe
@@ -162,20 +163,20 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			t.Logf("bystander deletes %d (nodes now %v %v); grants %d, with Pass > 0: %d; metrics: handoffs %d, granted waits %d, holds %d, lost %d",
-				deleted, children(zc, path), children(zc, path+"/leases"), grants, passes, rec.count(conn.LockHandoff, "", ""), rec.count(conn.LockWait, "", conn.OutcomeGranted),
-				rec.count(conn.LockHold, "", ""), rec.count(conn.LockLost, "", ""))
+				deleted, children(zc, path), children(zc, path+"/leases"), grants, passes, rec.count(metrics.LockHandoff, "", ""), rec.count(metrics.LockWait, "", metrics.OutcomeGranted),
+				rec.count(metrics.LockHold, "", ""), rec.count(metrics.LockLost, "", ""))
 			t.Logf("grants whose Err was set at release: %d", userLost)
 			for _, r := range []string{"mutex", "semaphoremutex", "semaphore", "semaphore-lock"} {
-				t.Logf("%s: waits %d, holds %d, lost %d, handoffs %d", r, rec.count(conn.LockWait, r, ""), rec.count(conn.LockHold, r, ""),
-					rec.count(conn.LockLost, r, ""), rec.count(conn.LockHandoff, r, ""))
+				t.Logf("%s: waits %d, holds %d, lost %d, handoffs %d", r, rec.count(metrics.LockWait, r, ""), rec.count(metrics.LockHold, r, ""),
+					rec.count(metrics.LockLost, r, ""), rec.count(metrics.LockHandoff, r, ""))
 			}
 			for _, b := range backwards {
 				t.Errorf("fence not above the greatest seen: %s", b)
 			}
-			if h := rec.count(conn.LockHandoff, "", ""); h != passes {
+			if h := rec.count(metrics.LockHandoff, "", ""); h != passes {
 				t.Errorf("handoffs counted %d, grants with Pass > 0 %d", h, passes)
 			}
-			if g := rec.count(conn.LockWait, "", conn.OutcomeGranted); g != grants {
+			if g := rec.count(metrics.LockWait, "", metrics.OutcomeGranted); g != grants {
 				t.Errorf("granted waits counted %d, grants %d", g, grants)
 			}
 			if !eventually(3*time.Second, func() bool { return rec.watches.Load() == 0 }) {
@@ -185,7 +186,7 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 	}
 }
 
-// TestDowngradeMetrics checks conn's Metrics promises on rwlock's
+// TestDowngradeMetrics checks package metrics' promises on rwlock's
 // downgrade ("A goroutine that holds the write lock may take the read lock;
 // it then holds both"): write, read, release write, release read must give
 // two waits granted ("LockWait ... One per call"), two holds ("LockHold: a
@@ -197,7 +198,7 @@ func TestDowngradeMetrics(t *testing.T) {
 	t.Run("rwlock-downgrade", func(t *testing.T) {
 		f := f.In(t)
 		rec := &metricsRec{}
-		s := f.Session(conn.WithMetrics(rec))
+		s := f.Session(conn.WithMetrics(rec.Hooks()))
 		rw, err := rwlock.New(s, f.Root()+"/r4-re/rw")
 		require.NoError(t, err)
 		_, err = rw.WriteLock().Acquire(ctx)
@@ -206,13 +207,13 @@ func TestDowngradeMetrics(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, rw.WriteLock().Release(ctx))
 		require.NoError(t, rw.ReadLock().Release(ctx))
-		if got := rec.count(conn.LockWait, "rwlock", conn.OutcomeGranted); got != 2 {
+		if got := rec.count(metrics.LockWait, "rwlock", metrics.OutcomeGranted); got != 2 {
 			t.Errorf("waits granted = %d, want 2: %s", got, rec.dump())
 		}
-		if got := rec.count(conn.LockHold, "rwlock", ""); got != 2 {
+		if got := rec.count(metrics.LockHold, "rwlock", ""); got != 2 {
 			t.Errorf("holds = %d, want 2: %s", got, rec.dump())
 		}
-		if got := rec.count(conn.LockLost, "", ""); got != 0 {
+		if got := rec.count(metrics.LockLost, "", ""); got != 0 {
 			t.Errorf("losses = %d, want 0 (a downgrade loses nothing): %s", got, rec.dump())
 		}
 		waitFor(t, 5*time.Second, "no node left", func() bool { return len(children(zc, f.Root()+"/r4-re/rw")) == 0 })
@@ -222,7 +223,7 @@ func TestDowngradeMetrics(t *testing.T) {
 
 // TestReentrantAcquireIsNoWait: an outside user's finding
 // (the docs said "one per call" of LockWait, and re-entrant acquires were
-// not reported). The docs now say what the library does (conn.LockWait:
+// not reported). The docs now say what the library does (metrics.LockWait:
 // "a re-entrant call of a goroutine that holds the lock (mutex, rwlock)
 // waits for nothing and is not reported, nor is its hold"), and this
 // checks it:
@@ -239,7 +240,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 	t.Run("mutex", func(t *testing.T) {
 		f := f.In(t)
 		rec := &metricsRec{}
-		s := f.Session(conn.WithMetrics(rec))
+		s := f.Session(conn.WithMetrics(rec.Hooks()))
 		m, err := mutex.New(s, f.Root()+"/r4-re/m")
 		require.NoError(t, err)
 		var first *conn.Lease
@@ -258,10 +259,10 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 		for i := 0; i < 4; i++ {
 			require.NoError(t, m.Release(ctx))
 		}
-		if got := rec.count(conn.LockWait, "mutex", conn.OutcomeGranted); got != 1 {
+		if got := rec.count(metrics.LockWait, "mutex", metrics.OutcomeGranted); got != 1 {
 			t.Errorf("waits granted = %d, want 1 (re-entries are not waits): %s", got, rec.dump())
 		}
-		if got := rec.count(conn.LockHold, "mutex", ""); got != 1 {
+		if got := rec.count(metrics.LockHold, "mutex", ""); got != 1 {
 			t.Errorf("holds = %d, want 1 (one grant): %s", got, rec.dump())
 		}
 	})
@@ -269,7 +270,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 	t.Run("rwlock-write", func(t *testing.T) {
 		f := f.In(t)
 		rec := &metricsRec{}
-		s := f.Session(conn.WithMetrics(rec))
+		s := f.Session(conn.WithMetrics(rec.Hooks()))
 		rw, err := rwlock.New(s, f.Root()+"/r4-re/rww")
 		require.NoError(t, err)
 		for i := 0; i < 2; i++ {
@@ -279,10 +280,10 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 		for i := 0; i < 2; i++ {
 			require.NoError(t, rw.WriteLock().Release(ctx))
 		}
-		if got := rec.count(conn.LockWait, "rwlock", conn.OutcomeGranted); got != 1 {
+		if got := rec.count(metrics.LockWait, "rwlock", metrics.OutcomeGranted); got != 1 {
 			t.Errorf("waits granted = %d, want 1 (re-entries are not waits): %s", got, rec.dump())
 		}
-		if got := rec.count(conn.LockHold, "rwlock", ""); got != 1 {
+		if got := rec.count(metrics.LockHold, "rwlock", ""); got != 1 {
 			t.Errorf("holds = %d, want 1 (one grant): %s", got, rec.dump())
 		}
 	})
@@ -290,7 +291,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 	t.Run("mutex-reentry-lost", func(t *testing.T) {
 		f := f.In(t)
 		rec := &metricsRec{}
-		s := f.Session(conn.WithMetrics(rec))
+		s := f.Session(conn.WithMetrics(rec.Hooks()))
 		path := f.Path("r4-re/lost")
 		m, err := mutex.New(s, path)
 		require.NoError(t, err)
@@ -308,10 +309,10 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 			t.Fatalf("re-entry on a lost lease: %v", err)
 		}
 		require.NoError(t, m.Release(context.Background()), "release after loss")
-		if got := rec.count(conn.LockWait, "mutex", conn.OutcomeError); got != 0 {
+		if got := rec.count(metrics.LockWait, "mutex", metrics.OutcomeError); got != 0 {
 			t.Errorf("waits with error = %d, want 0 (a re-entry is not a wait): %s", got, rec.dump())
 		}
-		if got := rec.count(conn.LockLost, "mutex", conn.CauseNodeDeleted); got != 1 {
+		if got := rec.count(metrics.LockLost, "mutex", metrics.CauseNodeDeleted); got != 1 {
 			t.Errorf("losses = %d, want 1: %s", got, rec.dump())
 		}
 		if got := rec.watches.Load(); got != 0 {
@@ -323,7 +324,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 // TestInvalidLabelWaitCountedAlike: an acquire refused with
 // lock.ErrInvalidLabel asks for nothing (it is refused before anything is
 // queued, re-entry and handoff included): every recipe must report it the
-// same way, as no wait (conn.LockWait, docs/operations.md), or the wait
+// same way, as no wait (metrics.LockWait, docs/operations.md), or the wait
 // histogram's count differs by recipe for one and the same caller mistake.
 // Not leader: Campaign writes no label and so ignores it (lock.WithLabel;
 // TestCampaignWritesNoLabel).
@@ -333,7 +334,7 @@ func TestInvalidLabelWaitCountedAlike(t *testing.T) {
 	got := map[string]string{}
 	for i, recipe := range []string{"mutex", "mutex-handoff", "semaphoremutex", "semaphoremutex-handoff", "rwlock", "exclusive", "semaphore"} {
 		m := &metricsRec{}
-		s := f.Session(conn.WithMetrics(m))
+		s := f.Session(conn.WithMetrics(m.Hooks()))
 		path := f.Path(fmt.Sprintf("badlabel-%d", i))
 		var err error
 		if recipe == "semaphore" {
@@ -344,7 +345,7 @@ func TestInvalidLabelWaitCountedAlike(t *testing.T) {
 			_, err = newLocker(t, recipe, s, path, i).Acquire(ctx)
 		}
 		require.ErrorIs(t, err, lock.ErrInvalidLabel, recipe)
-		got[recipe] = fmt.Sprintf("waits=%d error=%d", m.count(conn.LockWait, "", ""), m.count(conn.LockWait, "", conn.OutcomeError))
+		got[recipe] = fmt.Sprintf("waits=%d error=%d", m.count(metrics.LockWait, "", ""), m.count(metrics.LockWait, "", metrics.OutcomeError))
 	}
 	t.Logf("%v", got)
 	for r, g := range got {

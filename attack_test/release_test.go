@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -350,7 +351,7 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 // session the server holds no watch of that session on lock nodes").
 // After the Release the node must go (another session acquires), the
 // server must hold no watch of the session, the watches gauge
-// (conn.Metrics.Watches) must be back to 0, and the loss must be counted
+// (metrics.Hooks.Watches) must be back to 0, and the loss must be counted
 // once with cause "suspended".
 func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 	for _, recipe := range []string{"mutex", "semaphoremutex", "rwlock-write", "rwlock-read", "exclusive"} {
@@ -359,7 +360,7 @@ func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 			ctx := ctxT(t, 40*time.Second)
 			px := f.Proxy()
 			rec := &metricsRec{}
-			s := f.SessionAt(px.Addrs(), conn.WithSuspendedAsLost(), conn.WithMetrics(rec))
+			s := f.SessionAt(px.Addrs(), conn.WithSuspendedAsLost(), conn.WithMetrics(rec.Hooks()))
 			other := f.Session()
 			zc := f.Raw()
 			path := f.Path("r3-susp/") + recipe
@@ -429,7 +430,7 @@ func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 				g := rec.watches.Load()
 				t.Errorf("watches gauge %d, want 0", g)
 			}
-			if n := rec.count(conn.LockLost, "", conn.CauseSuspended); n != 1 {
+			if n := rec.count(metrics.LockLost, "", metrics.CauseSuspended); n != 1 {
 				t.Errorf("losses with cause suspended: %d, want 1 (%s)", n, rec.dump())
 			}
 		})
@@ -462,7 +463,7 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	// 30 s: A's quorum timer ends the epoch T/2 after its last answered sync, sent up to T/6 before the blackholes; at 8 s the ~3.7 s until the reconnect outlasted it.
 	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(30*time.Second),
 		conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxAttempts: 1}),
-		conn.WithLogger(trace.logger()), conn.WithMetrics(trace))
+		conn.WithLogger(trace.logger()), conn.WithMetrics(trace.hooks()))
 	sB := f.Session()
 	sC := f.Session()
 	mA, _ := mutex.New(sA, path)

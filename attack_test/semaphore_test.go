@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -159,10 +160,8 @@ func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
 // TestSemaphoreMutexLossCountedOnce: one semaphoremutex.Mutex
 // holder, one bystander delete of its node, one loss, counted once (with and
 // without local handoff). Promises checked:
-//   - conn.LockLost: "a held lease was found lost; Cause says why. It is
-//     reported when the lease learns it ... once per lease" (and conn's
-//     "Metrics": "LockLost: a lease lost ... reported when the lease learns
-//     it ..., once");
+//   - metrics.LockLost: "a held lease was found lost, with a Cause. Once
+//     per lease, when the lease learns it";
 //   - docs/operations.md: "A semaphoremutex's holds and losses are counted
 //     under `semaphore` (its lease's) ... `semaphore-lock` is a semaphore's
 //     internal lock (PATH/locks), held only while a lease is taken", and its
@@ -182,7 +181,7 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 			f := newFixture(t)
 			ctx := ctxT(t, 20*time.Second)
 			rec := &metricsRec{}
-			s := f.Session(conn.WithMetrics(rec))
+			s := f.Session(conn.WithMetrics(rec.Hooks()))
 			zc := f.Raw()
 			path := f.Path("r3-semlost")
 			var opts []semaphoremutex.Option
@@ -207,12 +206,12 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 				t.Logf("release after loss: %v", err)
 			}
 			// Give a second report time to come; none is allowed.
-			eventually(time.Second, func() bool { return rec.count(conn.LockLost, "", "") > 1 })
+			eventually(time.Second, func() bool { return rec.count(metrics.LockLost, "", "") > 1 })
 			t.Logf("lock events: %s", rec.dump())
-			if n := rec.count(conn.LockLost, "", ""); n != 1 {
+			if n := rec.count(metrics.LockLost, "", ""); n != 1 {
 				t.Errorf("one holder lost its lease once; LockLost reported %d times: %s", n, rec.dump())
 			}
-			if n := rec.count(conn.LockLost, "semaphore", conn.CauseNodeDeleted); n != 1 {
+			if n := rec.count(metrics.LockLost, "semaphore", metrics.CauseNodeDeleted); n != 1 {
 				t.Errorf("LockLost{recipe=semaphore, cause=node_deleted}: %d, want 1", n)
 			}
 		})
@@ -224,7 +223,7 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 // held; it waits holding the internal lock (semaphoremutex: "Otherwise it
 // keeps the internal mutex and waits ... until one is deleted"). A
 // bystander deletes that internal lock node. Nobody held a lease of ours,
-// so nothing was lost: conn.LockLost is "a held lease was found lost", and
+// so nothing was lost: metrics.LockLost is "a held lease was found lost", and
 // docs/operations.md's alert says of zkrecipes_lock_lost_total "Every loss
 // is a holder that must stop mid-work". The contender is then granted once
 // the foreign lease goes and releases; LockLost must not have been reported.
@@ -232,7 +231,7 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	rec := &metricsRec{}
-	s := f.Session(conn.WithMetrics(rec))
+	s := f.Session(conn.WithMetrics(rec.Hooks()))
 	zc := f.Raw()
 	path := f.Path("r3-semwait")
 	full := s.FullPath(path)
@@ -267,7 +266,7 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 	}
 	require.NoError(t, m.Release(ctx))
 	t.Logf("lock events: %s", rec.dump())
-	if n := rec.count(conn.LockLost, "", ""); n != 0 {
+	if n := rec.count(metrics.LockLost, "", ""); n != 0 {
 		t.Errorf("no held lease was lost, LockLost reported %d times: %s", n, rec.dump())
 	}
 }

@@ -437,14 +437,14 @@ func massCancel(t *testing.T, cut bool) {
 
 // TestRevokedHolderWatchesGaugeMatchesServer: a revocable holder (with a
 // label) arms Lost and Revoked; another session revokes it. At each step
-// the holder's watches gauge (conn.Metrics.Watches: "the number of watches
+// the holder's watches gauge (metrics.Hooks.Watches: "the number of watches
 // the session has on the servers for its callers") equals what the server
 // lists for its session (wchc), and both are 0 after its release.
 func TestRevokedHolderWatchesGaugeMatchesServer(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	m := &metricsRec{}
-	s := f.Session(conn.WithMetrics(m))
+	s := f.Session(conn.WithMetrics(m.Hooks()))
 	path := f.Path("rev-watch")
 	h, err := mutex.New(s, path, mutex.WithRevocable())
 	require.NoError(t, err)

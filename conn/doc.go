@@ -90,40 +90,15 @@
 //
 // # Metrics
 //
-// WithMetrics gives the session a Metrics, to which it and the recipes on
-// it report what they do (default: none; every report point is then one
-// nil check). The library has no metrics dependency: the adapters are
-// modules of their own, github.com/zkrecipes/zkrecipes/metrics/prometheus
-// and github.com/zkrecipes/zkrecipes/metrics/otel, and docs/operations.md
-// lists what they export and what to alert on. Durations are
-// time.Duration; the adapters export seconds. The events:
-//
-//   - State: every state transition (Event); each Connected is a new
-//     epoch.
-//   - Request: each request attempt to ZooKeeper (the Op* names), with its
-//     latency and error.
-//   - Lock, LockWait: an Acquire or TryAcquire ended after Duration, with
-//     Outcome granted, not_granted, timeout, cancelled or error; one per
-//     call that asks for the lock, every recipe's (a local waiter's wait
-//     included; a re-entrant call of the goroutine that holds a mutex or
-//     rwlock, or one refused with lock.ErrInvalidLabel, asks for nothing
-//     and is not reported).
-//   - Lock, LockHold: a grant released by its recipe, held for Duration
-//     since the grant (a recipe's own delete seen by the lease's watch
-//     first is still a hold).
-//   - Lock, LockHandoff: a grant passed to a local waiter (in-process
-//     handoff).
-//   - Lock, LockLost: a lease lost, with Cause expiry, local_timer,
-//     node_deleted, suspended, closed or other; reported when the lease
-//     learns it (something waits on Lost or checks it), once.
-//   - Lock, LockRevokeRequest: a revoke request seen on a held node.
-//   - Leader: a term of leader.Election.Run began (Leading) or ended
-//     (with its Duration).
-//   - Watches: the number of watches the session has on the servers for
-//     its callers rose or fell by one.
-//
-// Paths are passed as they are; the adapters bound the label values they
-// make of them.
+// WithMetrics gives the session a metrics.Hooks, a struct of functions to
+// which it and the recipes on it report what they do (default: none; a nil
+// hook costs one nil check). Package metrics says what each reports and
+// when: state transitions, request attempts, lock waits, holds, handoffs,
+// losses and revoke requests, leader terms, and the count of server
+// watches. The library has no metrics dependency: the adapters are modules
+// of their own, github.com/zkrecipes/zkrecipes/metrics/prometheus and
+// github.com/zkrecipes/zkrecipes/metrics/otel, and docs/operations.md lists
+// what they export and what to alert on.
 //
 // # Errors
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -112,13 +113,13 @@ func TestGuardedWriteFollowsUnguard(t *testing.T) {
 	l, guard, _ := guarded(t, s, c.Root()+"-a")
 
 	p.SetLatency(latency)
-	before := s.Stats().Requests[conn.OpMulti]
+	before := s.Stats().Requests[metrics.OpMulti]
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-written", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 		done <- err
 	}()
-	for s.Stats().Requests[conn.OpMulti] == before {
+	for s.Stats().Requests[metrics.OpMulti] == before {
 		time.Sleep(time.Millisecond)
 	}
 	sent := time.Now() // the multi, checking the guard, is on its way: it reaches the server after latency
@@ -133,7 +134,7 @@ func TestGuardedWriteFollowsUnguard(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("guarded write not answered")
 	}
-	assert.Equal(t, before+2, s.Stats().Requests[conn.OpMulti], "refused behind the deleted guard, then sent again")
+	assert.Equal(t, before+2, s.Stats().Requests[metrics.OpMulti], "refused behind the deleted guard, then sent again")
 	assert.NoError(t, l.Err())
 	ok, _, err := oep.Exists(ctx, c.Root()+"-written")
 	require.NoError(t, err)
@@ -154,13 +155,13 @@ func TestGuardedWriteCutByEpochEnd(t *testing.T) {
 	require.NoError(t, err)
 	l := ep.NewLease(node)
 
-	before := s.Stats().Requests[conn.OpMulti]
+	before := s.Stats().Requests[metrics.OpMulti]
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-written", Acl: zk.WorldACL(zk.PermAll)})
 		done <- err
 	}()
-	for s.Stats().Requests[conn.OpMulti] == before {
+	for s.Stats().Requests[metrics.OpMulti] == before {
 		time.Sleep(time.Millisecond)
 	}
 	require.NoError(t, c.Pause(0))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // ErrLeaseLost: the lease ended (its epoch ended, its node was deleted by
@@ -56,7 +58,7 @@ type Lease struct {
 	// granted is when the grant was made; recipe and lock name the
 	// recipe and its lock path (connlink.Lease.Label, before the lease is
 	// handed out; lock "" stands for the node's parent): what the hold and
-	// loss reported to Metrics carry.
+	// loss reported to the Lock hook carry.
 	granted time.Time
 	recipe  string
 	lock    string
@@ -64,9 +66,9 @@ type Lease struct {
 	// the node's lease, report holds and losses.
 	shared atomic.Bool
 	// releasing: the recipe is deleting the node (connlink.Lease.Releasing);
-	// its deletion seen meanwhile is the release, not a loss, for Metrics.
+	// its deletion seen meanwhile is the release, not a loss, for the Lock hook.
 	releasing atomic.Bool
-	// unreported: the lease reports nothing to Metrics
+	// unreported: the lease reports nothing to the Lock hook
 	// (connlink.Lease.Unreported, until Label).
 	unreported atomic.Bool
 
@@ -118,7 +120,7 @@ func (l *Lease) own(st *zk.Stat) error {
 	if ok {
 		return nil
 	}
-	err := causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted; the node there now (czxid 0x%x, owner 0x%x) is not ours",
+	err := causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted; the node there now (czxid 0x%x, owner 0x%x) is not ours",
 		ErrLeaseLost, l.path, st.Czxid, st.EphemeralOwner))
 	l.closeLost(err)
 	return err
@@ -289,7 +291,7 @@ func (l *Lease) watchNode(path string, guard bool) {
 		case err != nil && l.ep.ctx.Err() != nil:
 			return // watchEpoch reports it
 		case errors.Is(err, zk.ErrNoNode):
-			gone(causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
+			gone(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
 			return
 		case err != nil:
 			gone(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, path, err))
@@ -305,15 +307,13 @@ func (l *Lease) watchNode(path string, guard bool) {
 		if string(data) == revokeMessage {
 			l.revokedOnce.Do(func() {
 				close(l.revoked)
-				if m := l.ep.s.cfg.metrics; m != nil {
-					m.Lock(LockMetric{Event: LockRevokeRequest, Recipe: l.recipe, Path: l.lockPath()})
-				}
+				l.ep.s.reportLock(metrics.Lock{Event: metrics.LockRevokeRequest, Recipe: l.recipe, Path: l.lockPath()})
 			})
 		}
 		select {
 		case ev := <-ch:
 			if ev.Type == zk.EventNodeDeleted {
-				gone(causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
+				gone(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
 				return
 			}
 			// Data changed (a revoke request, or our own release's mark),
@@ -363,7 +363,7 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	if !ok {
-		err := causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
+		err := causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
 		l.closeLost(err)
 		return 0, err
 	}
@@ -433,7 +433,7 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 			continue
 		case oe != nil && oe.Index == 0:
 			// Our check failed: the node is gone (its version is not checked).
-			lost := causeErr(CauseNodeDeleted, fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, check.Path))
+			lost := causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, check.Path))
 			l.closeLost(lost)
 			return nil, lost
 		case oe != nil:
@@ -501,7 +501,7 @@ func (l *Lease) revokeSeen() bool {
 
 // released marks the lease as no longer held; recipes call it (through
 // internal/connlink) when they delete the node. Lost is closed (Err says
-// released). A lease found lost first ends as lost, for Metrics: its epoch
+// released). A lease found lost first ends as lost, for the Lock hook: its epoch
 // ended before the release began (see setReleasing), or, for a local
 // grant, its node's lease was lost.
 func (l *Lease) released() {
@@ -531,7 +531,7 @@ func (l *Lease) setReleasing(on bool) {
 // (checked) deleted, or not ours, before deleting it (connlink.Lease.Gone).
 func (l *Lease) gone() {
 	l.releasing.Store(false)
-	l.closeLost(causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.checked())))
+	l.closeLost(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.checked())))
 }
 
 func (l *Lease) closeLost(reason error) {
@@ -553,16 +553,16 @@ func (l *Lease) isReleasing() bool {
 	return l.releasing.Load() || l.parent != nil && l.parent.releasing.Load()
 }
 
-// report decides how the lease ended, for the session's Metrics: a hold
+// report decides how the lease ended, for the session's Lock hook: a hold
 // for a release, a loss otherwise; the returned func reports it.
 func (l *Lease) report(reason error) func() {
-	m := l.ep.s.cfg.metrics
-	if m == nil || l.shared.Load() || l.unreported.Load() {
+	s := l.ep.s
+	if s.cfg.hooks.Lock == nil || l.shared.Load() || l.unreported.Load() {
 		return func() {}
 	}
-	ev := LockMetric{Event: LockLost, Recipe: l.recipe, Path: l.lockPath(), Cause: lostCause(reason)}
-	if ev.Cause == causeReleased || ev.Cause == CauseNodeDeleted && l.isReleasing() {
-		ev = LockMetric{Event: LockHold, Recipe: l.recipe, Path: ev.Path, Duration: time.Since(l.granted)}
+	ev := metrics.Lock{Event: metrics.LockLost, Recipe: l.recipe, Path: l.lockPath(), Cause: lostCause(reason)}
+	if ev.Cause == causeReleased || ev.Cause == metrics.CauseNodeDeleted && l.isReleasing() {
+		ev = metrics.Lock{Event: metrics.LockHold, Recipe: l.recipe, Path: ev.Path, Duration: time.Since(l.granted)}
 	}
-	return func() { m.Lock(ev) }
+	return func() { s.reportLock(ev) }
 }

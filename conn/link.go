@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // What the module's recipes reach of Session, Epoch and Lease beyond the
@@ -14,7 +15,7 @@ import (
 // unexported aliases, to a view of itself that implements connlink's
 // interface by calling the unexported functions below.
 type (
-	sessionLink = connlink.Link[connlink.Session[Metrics]]
+	sessionLink = connlink.Link[connlink.Session]
 	epochLink   = connlink.Link[connlink.Epoch[*Lease]]
 	leaseLink   = connlink.Link[connlink.Lease[*Lease]]
 )
@@ -31,7 +32,7 @@ type (
 func (v *sessionView) SealedACL() []zk.ACL      { return (*Session)(v).sealedACL() }
 func (v *sessionView) Shared() *sync.Map        { return &v.shared }
 func (v *sessionView) Closing() <-chan struct{} { return v.closing }
-func (v *sessionView) Metrics() Metrics         { return v.cfg.metrics }
+func (v *sessionView) Metrics() *metrics.Hooks  { return &v.cfg.hooks }
 
 func (v *epochView) NewLease(path string, czxid int64) *Lease {
 	return (*Epoch)(v).newLease(path, czxid)
@@ -69,7 +70,7 @@ func (v *leaseView) Gone()             { (*Lease)(v).gone() }
 
 // linkSession, linkEpoch and linkLease set the link of a value just made.
 func linkSession(s *Session) {
-	s.sessionLink = connlink.NewLink[connlink.Session[Metrics]]((*sessionView)(s))
+	s.sessionLink = connlink.NewLink[connlink.Session]((*sessionView)(s))
 }
 
 func linkEpoch(e *Epoch) {

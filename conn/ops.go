@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // The operations below are bound to the epoch: they run on its own
@@ -19,7 +21,7 @@ import (
 
 // Get reads a node's data. Retried on connection loss.
 func (e *Epoch) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	r, err := call(ctx, e, OpGet, path, true, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], error) {
+	r, err := call(ctx, e, metrics.OpGet, path, true, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], error) {
 		data, st, err := zc.Get(p)
 		return res3[[]byte, *zk.Stat, struct{}]{data, st, struct{}{}}, err
 	})
@@ -30,7 +32,7 @@ func (e *Epoch) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) 
 // one event (the node changed or was deleted, or the watch was dropped
 // because the epoch ended) and is then closed. Retried on connection loss.
 func (e *Epoch) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	r, ch, err := watchCall(ctx, e, OpGetW, path, kindData, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], <-chan zk.Event, error) {
+	r, ch, err := watchCall(ctx, e, metrics.OpGetW, path, kindData, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		data, st, ch, err := zc.GetW(p)
 		return res3[[]byte, *zk.Stat, struct{}]{data, st, struct{}{}}, ch, err
 	})
@@ -39,7 +41,7 @@ func (e *Epoch) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan
 
 // getACL reads a node's ACL and stat (connlink.Epoch.GetACL). Retried.
 func (e *Epoch) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error) {
-	r, err := call(ctx, e, OpGetACL, path, true, func(zc *zk.Conn, p string) (res3[[]zk.ACL, *zk.Stat, struct{}], error) {
+	r, err := call(ctx, e, metrics.OpGetACL, path, true, func(zc *zk.Conn, p string) (res3[[]zk.ACL, *zk.Stat, struct{}], error) {
 		acl, st, err := zc.GetACL(p)
 		return res3[[]zk.ACL, *zk.Stat, struct{}]{acl, st, struct{}{}}, err
 	})
@@ -48,14 +50,14 @@ func (e *Epoch) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, er
 
 // setACL sets a node's ACL (connlink.Epoch.SetACL). Retried.
 func (e *Epoch) setACL(ctx context.Context, path string, acl []zk.ACL, version int32) (*zk.Stat, error) {
-	return call(ctx, e, OpSetACL, path, true, func(zc *zk.Conn, p string) (*zk.Stat, error) {
+	return call(ctx, e, metrics.OpSetACL, path, true, func(zc *zk.Conn, p string) (*zk.Stat, error) {
 		return zc.SetACL(p, acl, version)
 	})
 }
 
 // Children lists a node's children (names, not paths). Retried.
 func (e *Epoch) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	r, err := call(ctx, e, OpChildren, path, true, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], error) {
+	r, err := call(ctx, e, metrics.OpChildren, path, true, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], error) {
 		names, st, err := zc.Children(p)
 		return res3[[]string, *zk.Stat, struct{}]{names, st, struct{}{}}, err
 	})
@@ -65,9 +67,9 @@ func (e *Epoch) Children(ctx context.Context, path string) ([]string, *zk.Stat, 
 // ChildrenW lists a node's children and leaves a child watch on it. The
 // channel gets one event (a child was created or deleted, the node was
 // deleted, or the watch was dropped because the epoch ended) and is then
-// closed. Counted as OpChildren. Retried on connection loss.
+// closed. Counted as metrics.OpChildren. Retried on connection loss.
 func (e *Epoch) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	r, ch, err := watchCall(ctx, e, OpChildren, path, kindChild, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], <-chan zk.Event, error) {
+	r, ch, err := watchCall(ctx, e, metrics.OpChildren, path, kindChild, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		names, st, ch, err := zc.ChildrenW(p)
 		return res3[[]string, *zk.Stat, struct{}]{names, st, struct{}{}}, ch, err
 	})
@@ -76,7 +78,7 @@ func (e *Epoch) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat,
 
 // Exists tells whether a node exists. Retried.
 func (e *Epoch) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	r, err := call(ctx, e, OpExists, path, true, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], error) {
+	r, err := call(ctx, e, metrics.OpExists, path, true, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], error) {
 		ok, st, err := zc.Exists(p)
 		return res3[bool, *zk.Stat, struct{}]{ok, st, struct{}{}}, err
 	})
@@ -86,7 +88,7 @@ func (e *Epoch) Exists(ctx context.Context, path string) (bool, *zk.Stat, error)
 // ExistsW tells whether a node exists and leaves a watch on it (created,
 // changed or deleted). Retried.
 func (e *Epoch) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	r, ch, err := watchCall(ctx, e, OpExists, path, kindData, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], <-chan zk.Event, error) {
+	r, ch, err := watchCall(ctx, e, metrics.OpExists, path, kindData, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		ok, st, ch, err := zc.ExistsW(p)
 		return res3[bool, *zk.Stat, struct{}]{ok, st, struct{}{}}, ch, err
 	})
@@ -96,7 +98,7 @@ func (e *Epoch) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-cha
 // Set writes a node's data if its version matches (-1: any). Retried only
 // with a real version, since an unversioned set could overwrite a later one.
 func (e *Epoch) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	return call(ctx, e, OpSet, path, version >= 0, func(zc *zk.Conn, p string) (*zk.Stat, error) {
+	return call(ctx, e, metrics.OpSet, path, version >= 0, func(zc *zk.Conn, p string) (*zk.Stat, error) {
 		return zc.Set(p, data, version)
 	})
 }
@@ -109,7 +111,7 @@ func (e *Epoch) Set(ctx context.Context, path string, data []byte, version int32
 // (a new node has version 0 again): send a single delete through Multi,
 // which is never retried, and read the node before trying again.
 func (e *Epoch) Delete(ctx context.Context, path string, version int32) error {
-	_, err := call(ctx, e, OpDelete, path, true, func(zc *zk.Conn, p string) (struct{}, error) {
+	_, err := call(ctx, e, metrics.OpDelete, path, true, func(zc *zk.Conn, p string) (struct{}, error) {
 		return struct{}{}, zc.Delete(p, version)
 	})
 	return err
@@ -121,7 +123,7 @@ func (e *Epoch) Delete(ctx context.Context, path string, version int32) error {
 // loss the error matches ErrConnectionLoss and the node may exist.
 func (e *Epoch) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	retry := flags&zk.FlagSequence == 0
-	created, err := call(ctx, e, OpCreate, path, retry, func(zc *zk.Conn, p string) (string, error) {
+	created, err := call(ctx, e, metrics.OpCreate, path, retry, func(zc *zk.Conn, p string) (string, error) {
 		if flags == zk.FlagContainer {
 			return zc.CreateContainer(p, data, flags, acl)
 		}
@@ -144,11 +146,11 @@ func (e *Epoch) CreateParents(ctx context.Context, path string) error {
 		if full[i] != '/' {
 			continue
 		}
-		_, err := callAbs(ctx, e, OpCreate, full[:i], true, func(zc *zk.Conn, p string) (string, error) {
+		_, err := callAbs(ctx, e, metrics.OpCreate, full[:i], true, func(zc *zk.Conn, p string) (string, error) {
 			return zc.CreateContainer(p, nil, zk.FlagContainer, e.s.cfg.acl)
 		})
 		if errors.Is(err, zk.ErrNoAuth) {
-			ok, xerr := callAbs(ctx, e, OpExists, full[:i], true, func(zc *zk.Conn, p string) (bool, error) {
+			ok, xerr := callAbs(ctx, e, metrics.OpExists, full[:i], true, func(zc *zk.Conn, p string) (bool, error) {
 				ok, _, err := zc.Exists(p) // needs no permission
 				return ok, err
 			})
@@ -178,7 +180,7 @@ func (e *Epoch) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 			return nil, err
 		}
 	}
-	res, err := callAbs(ctx, e, OpMulti, describeOps(ops), false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
+	res, err := callAbs(ctx, e, metrics.OpMulti, describeOps(ops), false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
 		return zc.Multi(abs...)
 	})
 	for i := range res {
@@ -192,7 +194,7 @@ func (e *Epoch) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 
 // Sync makes the server this epoch talks to catch up with the leader.
 func (e *Epoch) Sync(ctx context.Context, path string) error {
-	_, err := call(ctx, e, OpSync, path, true, func(zc *zk.Conn, p string) (string, error) {
+	_, err := call(ctx, e, metrics.OpSync, path, true, func(zc *zk.Conn, p string) (string, error) {
 		return zc.Sync(p)
 	})
 	return err
@@ -228,13 +230,13 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 		}
 		e.s.stats.count(op)
 		var sent time.Time
-		m := e.s.cfg.metrics
-		if m != nil {
+		timed := e.s.cfg.hooks.Request != nil
+		if timed {
 			sent = time.Now()
 		}
 		v, err := await(ctx, e, func() (T, error) { return f(e.zc, full) })
-		if m != nil {
-			m.Request(RequestMetric{Op: op, Duration: time.Since(sent), Err: err})
+		if timed {
+			e.s.reportRequest(metrics.Request{Op: op, Duration: time.Since(sent), Err: err})
 		}
 		if err == nil {
 			return v, nil

@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // Option configures a Session. Each option documents its default and what an
@@ -24,7 +26,7 @@ type config struct {
 	acl             []zk.ACL
 	suspendedAsLost bool
 	quorumTimer     bool
-	metrics         Metrics       // nil: none (WithMetrics)
+	hooks           metrics.Hooks // WithMetrics; zero: none
 	closeWait       time.Duration // how long closing a zk.Conn waits for go-zookeeper's goroutines
 	patchedZK       bool          // WithPatchedZK (zkversion.go)
 }

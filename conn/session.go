@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 var errRetired = errors.New("conn: connection retired")
@@ -414,7 +415,7 @@ func (s *Session) authenticate(l *zkLink) {
 		defer s.helpers.Done()
 		n, err := from, error(nil)
 		for _, cred := range s.creds[from:] {
-			s.stats.count(OpAuth)
+			s.stats.count(metrics.OpAuth)
 			if err = l.zc.AddAuth("digest", []byte(cred)); err != nil {
 				break
 			}
@@ -536,7 +537,7 @@ func (s *Session) dial() error {
 	if base == nil {
 		base = net.DialTimeout
 	}
-	l := &zkLink{link: newLink(base, s.stats, s.cfg.metrics), drained: make(chan struct{})}
+	l := &zkLink{link: newLink(base, s.stats, s.cfg.hooks.Watches), drained: make(chan struct{})}
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithHostProvider(&hostProvider{DNSHostProvider: zk.NewDNSHostProvider(), link: l.link}),
@@ -686,8 +687,12 @@ func (s *Session) transition(st State, ep *Epoch, cause error) {
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
-	if m := s.cfg.metrics; m != nil {
-		m.State(ev)
+	if s.cfg.hooks.State != nil {
+		var id int64
+		if ep != nil {
+			id = ep.SessionID()
+		}
+		s.reportState(metrics.Transition{State: st.String(), SessionID: id, Err: cause, Time: ev.Time})
 	}
 	for sub := range s.subs {
 		sub.push(ev, st == Closed)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -262,7 +263,7 @@ func TestOperationsRetryAcrossAConnectionCut(t *testing.T) {
 	assert.Equal(t, "v", string(data))
 	assert.NoError(t, ep.Err(), "same epoch")
 	d := s.Stats().Sub(before)
-	assert.GreaterOrEqual(t, d.Requests[conn.OpGet], int64(1))
+	assert.GreaterOrEqual(t, d.Requests[metrics.OpGet], int64(1))
 
 	// The namespace is invisible to the caller and real on the server.
 	raw := connect(t, c.Servers())
@@ -472,8 +473,8 @@ func TestStatsCountWatchEvents(t *testing.T) {
 	}
 	d := s.Stats().Sub(before)
 	assert.Equal(t, int64(1), d.WatchEvents)
-	assert.Equal(t, int64(1), d.Requests[conn.OpGetW])
-	assert.Equal(t, int64(1), d.Requests[conn.OpDelete])
+	assert.Equal(t, int64(1), d.Requests[metrics.OpGetW])
+	assert.Equal(t, int64(1), d.Requests[metrics.OpDelete])
 }
 
 func TestLeaseGuardedWrite(t *testing.T) {

@@ -1,33 +1,18 @@
 package conn
 
-import "sync/atomic"
+import (
+	"sync/atomic"
 
-// Operation names used as keys of Stats.Requests.
-const (
-	OpCreate   = "create"
-	OpDelete   = "delete"
-	OpGet      = "get"
-	OpGetW     = "getw"
-	OpChildren = "children"
-	OpExists   = "exists"
-	OpSet      = "set"
-	OpMulti    = "multi"
-	OpSync     = "sync"
-	OpAuth     = "auth"
-	// OpGetACL is a read of a node's ACL: a waiter of the recipes reads
-	// its predecessor's ACL with its data (see package mutex, "trust").
-	OpGetACL = "getacl"
-	// OpSetACL is a change of a node's ACL: rwlock marks a write node it
-	// keeps after a downgrade's write release (see package rwlock).
-	OpSetACL = "setacl"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-var opNames = []string{OpCreate, OpDelete, OpGet, OpGetW, OpChildren, OpExists, OpSet, OpMulti, OpSync, OpAuth, OpGetACL, OpSetACL}
+var opNames = []string{metrics.OpCreate, metrics.OpDelete, metrics.OpGet, metrics.OpGetW, metrics.OpChildren, metrics.OpExists,
+	metrics.OpSet, metrics.OpMulti, metrics.OpSync, metrics.OpAuth, metrics.OpGetACL, metrics.OpSetACL}
 
 // Stats is a snapshot of what a Session has asked of ZooKeeper, over all its
 // epochs. Every attempt counts, retries included.
 type Stats struct {
-	// Requests by operation (the Op* names).
+	// Requests by operation (the metrics.Op* names).
 	Requests map[string]int64
 	// WatchEvents is the number of watch notifications the servers sent
 	// (node created, deleted, data or children changed).

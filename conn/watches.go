@@ -98,9 +98,9 @@ type removal struct {
 }
 
 // watchSet is the link's record of watchers and removals. Lock order:
-// link.wmu, then watchSet.mu. The keys of live are the watches Metrics
-// counts: a key's first watcher adds one, its last one counted off takes
-// it away, told under mu so that the session's sum never goes below 0.
+// link.wmu, then watchSet.mu. The keys of live are the watches the Watches
+// hook counts: a key's first watcher adds one, its last one counted off
+// takes it away, told under mu so that the session's sum never goes below 0.
 type watchSet struct {
 	mu      sync.Mutex
 	live    map[watchKey]int              // watchers not counted off, by key; no zero entries
@@ -120,8 +120,8 @@ func (l *link) register(key watchKey) *watchReg {
 		ws.byCh = make(map[<-chan zk.Event]*watchReg)
 		ws.pending = make(map[int32]*removal)
 	}
-	if ws.live[key]++; ws.live[key] == 1 && l.metrics != nil {
-		l.metrics.Watches(1)
+	if ws.live[key]++; ws.live[key] == 1 && l.counted != nil {
+		l.counted(1)
 	}
 	return &watchReg{key: key, stop: make(chan struct{})}
 }
@@ -182,8 +182,8 @@ func (l *link) countOff(r *watchReg, stopped bool) *removal {
 		return nil
 	}
 	delete(ws.live, r.key)
-	if l.metrics != nil {
-		l.metrics.Watches(-1)
+	if l.counted != nil {
+		l.counted(-1)
 	}
 	if stopped && r.attached {
 		return l.queueRemovalLocked(r.key)

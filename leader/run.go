@@ -9,6 +9,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // Run campaigns, then runs fn while we lead. fn's ctx is cancelled when
@@ -56,11 +57,9 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 
 // term runs fn under lease l and resigns.
 func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.Context) error) error {
-	if m := queue.Metrics(e.sess); m != nil {
-		start := time.Now()
-		m.Leader(conn.LeaderMetric{Path: e.Path(), Leading: true})
-		defer func() { m.Leader(conn.LeaderMetric{Path: e.Path(), Duration: time.Since(start)}) }()
-	}
+	start := time.Now()
+	queue.ReportLeader(e.sess, metrics.Leader{Path: e.Path(), Leading: true})
+	defer func() { queue.ReportLeader(e.sess, metrics.Leader{Path: e.Path(), Duration: time.Since(start)}) }()
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, l))
 	defer cancel(nil)
 	stop := make(chan struct{})

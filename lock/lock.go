@@ -90,7 +90,7 @@ const MaxLabel = 256
 // command show it; Curator and kazoo read node data as opaque bytes. A label
 // over MaxLabel bytes, not UTF-8 or with control characters fails with
 // ErrInvalidLabel at once, re-entry and local handoff included: the call
-// asks for nothing, so it creates nothing and reports no conn.LockWait. A
+// asks for nothing, so it creates nothing and reports no metrics.LockWait. A
 // re-entry or a local handoff keeps the label of the acquire that created
 // the node; a leader's node data is its participant id, so Campaign neither
 // writes nor checks a label. Revoke replaces the node's data with Curator's

@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -127,9 +128,9 @@ func TestMutexNothingLeft(t *testing.T) {
 	// lease granted since we queued: keep the lock node as the lease) +
 	// release (handover transaction).
 	assert.EqualValues(t, 6, d.TotalRequests())
-	assert.EqualValues(t, 2, d.Requests[conn.OpChildren])
-	assert.EqualValues(t, 2, d.Requests[conn.OpExists])
-	assert.EqualValues(t, 1, d.Requests[conn.OpMulti])
+	assert.EqualValues(t, 2, d.Requests[metrics.OpChildren])
+	assert.EqualValues(t, 2, d.Requests[metrics.OpExists])
+	assert.EqualValues(t, 1, d.Requests[metrics.OpMulti])
 }
 
 // TestMutexHandoff: a waiter handed the internal lock by a holder of the
@@ -156,7 +157,7 @@ func TestMutexHandoff(t *testing.T) {
 	d := ws.Stats().Sub(before)
 	t.Logf("waiter's acquire: %v", d.Requests)
 	assert.EqualValues(t, 4, d.TotalRequests(), "create, children, getW, getACL")
-	assert.EqualValues(t, 1, d.Requests[conn.OpChildren], "the leases are not listed")
+	assert.EqualValues(t, 1, d.Requests[metrics.OpChildren], "the leases are not listed")
 	require.NoError(t, waiter.Release(ctx))
 	assert.Empty(t, ephemerals(t, hs, path))
 }

@@ -164,7 +164,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, ok, nil
 }
 
-// tryAcquire is TryAcquire without its report to Metrics.
+// tryAcquire is TryAcquire without its report to the Lock hook.
 func (s *Semaphore) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	l, err := s.acquire(ctx, false)
 	if err != nil {

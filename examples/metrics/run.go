@@ -65,7 +65,7 @@ func run(ctx context.Context, cfg config, servers []string, out io.Writer) (err 
 	defer func() { err = errors.Join(err, exp.close()) }()
 	sessions := make([]*conn.Session, workers)
 	for i := range sessions {
-		if sessions[i], err = conn.Connect(ctx, servers, conn.WithSessionTimeout(sessionTimeout), conn.WithMetrics(exp.metrics)); err != nil {
+		if sessions[i], err = conn.Connect(ctx, servers, conn.WithSessionTimeout(sessionTimeout), conn.WithMetrics(exp.hooks)); err != nil {
 			return err
 		}
 		defer sessions[i].Close()

@@ -21,6 +21,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // Link holds the view of the value that embeds it. Package conn sets it
@@ -36,8 +38,8 @@ func (l Link[T]) linked() T { return l.view }
 // *conn.Epoch an Epoch, for a *conn.Lease a Lease.
 func Of[T any](x interface{ linked() T }) T { return x.linked() }
 
-// Session is what the recipes reach of a *conn.Session; M is conn.Metrics.
-type Session[M any] interface {
+// Session is what the recipes reach of a *conn.Session.
+type Session interface {
 	// SealedACL returns the ACL a recipe gives the lock nodes it seals:
 	// the session's ACL (conn.WithACL) with WRITE and ADMIN removed from
 	// every entry, plus the session's own digest identity with ALL. Only
@@ -54,9 +56,10 @@ type Session[M any] interface {
 	// the session fail with conn.ErrClosed.
 	Closing() <-chan struct{}
 
-	// Metrics returns the session's conn.Metrics (conn.WithMetrics), or
-	// nil without one.
-	Metrics() M
+	// Metrics returns the session's hooks (conn.WithMetrics; zero
+	// without), never nil. The recipes report through package queue's
+	// helpers.
+	Metrics() *metrics.Hooks
 }
 
 // Epoch is what the recipes reach of a *conn.Epoch; L is *conn.Lease.
@@ -97,12 +100,12 @@ type Epoch[L any] interface {
 	Context() context.Context
 
 	// GetACL reads the ACL and stat of node path, as the epoch's other
-	// reads do (counted as conn.OpGetACL, retried on connection loss). The
+	// reads do (counted as metrics.OpGetACL, retried on connection loss). The
 	// queue's waiters read their predecessor's ACL with its data, to tell
 	// whether a data change of it can be trusted as its release.
 	GetACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error)
 
-	// SetACL sets the ACL of node path (counted as conn.OpSetACL, retried
+	// SetACL sets the ACL of node path (counted as metrics.OpSetACL, retried
 	// on connection loss). rwlock sets the ACL a write node already has
 	// to mark it kept after a downgrade (its ACL version is then above 0).
 	SetACL(ctx context.Context, path string, acl []zk.ACL, version int32) (*zk.Stat, error)
@@ -149,20 +152,20 @@ type Lease[L any] interface {
 
 	// Label names the recipe and the lock path of the lease, just granted
 	// and not handed out yet: what its hold and loss are reported under
-	// (conn.Metrics; without it, recipe "" and the node's parent). Local
+	// (the Lock hook; without it, recipe "" and the node's parent). Local
 	// grants (Local) take their node's. It also makes a lease made
 	// Unreported report again.
 	Label(recipe, lock string)
 
 	// Unreported makes the lease, just granted and not handed out yet,
-	// report neither its hold nor its loss to conn.Metrics until Label is
+	// report neither its hold nor its loss to the Lock hook until Label is
 	// called: a recipe's internal lock (semaphoremutex's PATH/locks), held
 	// while a lease is taken, is no holder's work.
 	Unreported()
 
 	// Releasing(true) tells the lease that its recipe is about to delete
 	// its node: the deletion, if the lease sees it before Released, is
-	// reported to conn.Metrics as the end of the hold, not as a loss.
+	// reported to the Lock hook as the end of the hold, not as a loss.
 	// Releasing(false) takes it back, for a delete the server refused.
 	// A lease whose epoch has ended when Releasing(true) is called is
 	// reported lost (the node went with the session), not released.
@@ -171,7 +174,7 @@ type Lease[L any] interface {
 	// Gone tells the lease that its recipe found the node it stands on
 	// (its own, or its Guard) deleted (or not its own) before any delete
 	// of its own could have been applied: the lease ends as lost
-	// (conn.CauseNodeDeleted), not as a hold, and a later Released
+	// (metrics.CauseNodeDeleted), not as a hold, and a later Released
 	// changes nothing.
 	Gone()
 }

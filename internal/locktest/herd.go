@@ -25,7 +25,7 @@ type HerdFigures struct {
 	Hold     time.Duration
 	Acquires int
 	Elapsed  time.Duration
-	// Requests per acquire, by operation (conn.Op* names); only the
+	// Requests per acquire, by operation (metrics.Op* names); only the
 	// operations that were used.
 	Requests map[string]float64
 	// TotalRequests per acquire.

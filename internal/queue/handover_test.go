@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -72,7 +73,7 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 				// getW, and the read of the ACL that goes with it; no read of
 				// our node: W1's node is another session's (confirm)
 				assert.EqualValues(t, 2, d.TotalRequests(), "a plain delete leaves W2 to check H's stale entry: %v", d.Requests)
-				assert.EqualValues(t, 0, d.Requests[conn.OpExists], "%v", d.Requests)
+				assert.EqualValues(t, 0, d.Requests[metrics.OpExists], "%v", d.Requests)
 			}
 			assert.EqualValues(t, 1, d.WatchEvents)
 			assert.Equal(t, []string{conn.BaseName(l2.Path())}, children(t, sessions[0], path), "W2 alone holds")
@@ -220,8 +221,8 @@ func TestHandoverAfterReconnect(t *testing.T) {
 	before := hs.Stats()
 	require.NoError(t, h.Release(ctx, hl))
 	d := hs.Stats().Sub(before)
-	assert.EqualValues(t, 1, d.Requests[conn.OpMulti], "the mark and the delete: %v", d.Requests)
-	assert.Zero(t, d.Requests[conn.OpDelete], "no fallback to a plain delete: %v", d.Requests)
+	assert.EqualValues(t, 1, d.Requests[metrics.OpMulti], "the mark and the delete: %v", d.Requests)
+	assert.Zero(t, d.Requests[metrics.OpDelete], "no fallback to a plain delete: %v", d.Requests)
 	g := <-got
 	require.NotNil(t, g.Lease)
 	assert.True(t, g.HandedOver, "the waiter was handed over to")

@@ -49,11 +49,11 @@ type Config struct {
 	// (ProtectedSchema does), and Tag is not written. Default nil.
 	Data []byte
 	// Recipe names the recipe in what the queue reports to the session's
-	// conn.Metrics (waits; its grants' holds and losses). Default "".
+	// Lock hook (waits; its grants' holds and losses). Default "".
 	Recipe string
 	// Internal says that the queue is a recipe's internal lock
 	// (semaphoremutex's PATH/locks): its grants report neither holds nor
-	// losses to Metrics (connlink.Lease.Unreported); the recipe labels a
+	// losses (connlink.Lease.Unreported); the recipe labels a
 	// grant it keeps as its own lease.
 	Internal bool
 	// Unmetered says that the queue's caller reports the waits of

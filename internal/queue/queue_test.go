@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 func TestAcquireReleaseUncontended(t *testing.T) {
@@ -291,7 +292,7 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 	eventually(t, 5*time.Second, func() bool { return requests(ms)-before >= 3 }, "relist + getW + getACL")
 	watching(t, ms, 0)
 	assert.EqualValues(t, 3, requests(ms)-before, "relist + getW + getACL")
-	assert.EqualValues(t, 2, ms.Stats().Requests[conn.OpChildren], "the first listing and one re-list")
+	assert.EqualValues(t, 2, ms.Stats().Requests[metrics.OpChildren], "the first listing and one re-list")
 
 	// The first waiter leaves: the holder is the one entry left: one getW
 	// (and its getACL). No read of our own node: the holder is another
@@ -319,7 +320,7 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 		t.Fatal("not granted")
 	}
 	assert.EqualValues(t, 0, requests(ms)-before)
-	assert.EqualValues(t, 0, ms.Stats().Requests[conn.OpExists])
+	assert.EqualValues(t, 0, ms.Stats().Requests[metrics.OpExists])
 	require.NoError(t, me.Release(ctx, l))
 	for _, cancel := range cancels {
 		cancel()
