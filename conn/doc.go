@@ -106,8 +106,8 @@
 //     Outcome granted, not_granted, timeout, cancelled or error; one per
 //     call that asks for the lock, every recipe's (a local waiter's wait
 //     included; a re-entrant call of the goroutine that holds a mutex or
-//     rwlock, or one refused with lock.ErrInvalidLabel, asks for nothing
-//     and is not reported).
+//     rwlock, or one refused for its label with ErrInvalidArgument, asks
+//     for nothing and is not reported).
 //   - Lock, LockHold: a grant released by its recipe, held for Duration
 //     since the grant (a recipe's own delete seen by the lease's watch
 //     first is still a hold).
@@ -129,9 +129,9 @@
 //
 // Sentinels, compared with errors.Is: ErrClosed, ErrEpochEnded (with the
 // reason: ErrSessionExpired, ErrSessionTimeout, ErrClosed), ErrConnectionLoss
-// (a request's fate is unknown), ErrInvalidPath, ErrReservedPath,
-// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrAuthFailed,
-// ErrLeaseLost, ErrZKVersion. The errors every lock shares (ErrNotHeld,
-// ErrReleasePending, ...) are package lock's. Errors from the server are
+// (a request's fate is unknown), ErrInvalidArgument (bad input: a path,
+// an option, a nil value; every package's), ErrConnectTimeout,
+// ErrAuthFailed, ErrLeaseLost, ErrZKVersion. The errors every lock shares
+// (ErrNotHeld, ErrReleasePending, ...) are package lock's. Errors from the server are
 // wrapped and match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

@@ -78,7 +78,8 @@ const (
 	// in-process handoff included (a leader's campaign is one); a
 	// re-entrant call of a goroutine that holds the lock (mutex, rwlock)
 	// waits for nothing and is not reported, nor is its hold, nor is a
-	// call refused with lock.ErrInvalidLabel (it asks for nothing).
+	// call refused for its label with ErrInvalidArgument (it asks for
+	// nothing).
 	LockWait LockEvent = "wait"
 	// LockHold: a grant was released (by the recipe: Release, Resign, a
 	// local handoff) after being held for Duration, from the grant, and was
@@ -155,7 +156,7 @@ type LeaderMetric struct {
 func WithMetrics(m Metrics) Option {
 	return func(c *config) error {
 		if m == nil {
-			return fmt.Errorf("%w: nil metrics", ErrInvalidOption)
+			return fmt.Errorf("nil metrics: %w", ErrInvalidArgument)
 		}
 		c.metrics = m
 		return nil
