@@ -37,15 +37,19 @@ func descendants(f *fixture, path string) []string {
 	return out
 }
 
-// TestLabelRefusedBeforeQueueingInEveryLock: a label over MaxLabel bytes,
+// maxLabel is the bound lock.WithLabel documents, in bytes.
+const maxLabel = 256
+
+// TestLabelRefusedBeforeQueueingInEveryLock: a label over maxLabel bytes,
 // not UTF-8 or with control characters (C0, DEL, C1) fails every lock's
-// Acquire and TryAcquire with ErrInvalidLabel and creates no node; one of
-// exactly MaxLabel bytes (multi-byte runes) is taken and read back whole.
+// Acquire and TryAcquire with conn.ErrInvalidArgument, saying it is the
+// label, and creates no node; one of exactly maxLabel bytes (multi-byte
+// runes) is taken and read back whole.
 func TestLabelRefusedBeforeQueueingInEveryLock(t *testing.T) {
 	f := newFixture(t)
 	s := f.Session()
 	bad := map[string]string{
-		"too long":  strings.Repeat("a", lock.MaxLabel+1),
+		"too long":  strings.Repeat("a", maxLabel+1),
 		"newline":   "req\n42",
 		"tab":       "req\t42",
 		"nul":       "req\x0042",
@@ -116,8 +120,8 @@ func TestLabelRefusedBeforeQueueingInEveryLock(t *testing.T) {
 			path := f.Path("bad" + string(rune('a'+i%26)) + strings.Repeat("x", i/26))
 			ctx := lock.WithLabel(ctxT(t, 10*time.Second), label)
 			err := acq(ctx, path)
-			if !errors.Is(err, lock.ErrInvalidLabel) {
-				t.Errorf("%s, label %s: err = %v, want lock.ErrInvalidLabel", lname, bname, err)
+			if !errors.Is(err, conn.ErrInvalidArgument) || !strings.Contains(err.Error(), "label") {
+				t.Errorf("%s, label %s: err = %v, want conn.ErrInvalidArgument naming the label", lname, bname, err)
 			}
 			if d := descendants(f, path); len(d) != 0 {
 				t.Errorf("%s, label %s: created %v", lname, bname, d)
@@ -125,8 +129,8 @@ func TestLabelRefusedBeforeQueueingInEveryLock(t *testing.T) {
 		}
 	}
 	// The longest valid label, of 4-byte runes, is written and read back whole.
-	long := strings.Repeat("\U0001F600", lock.MaxLabel/4)
-	require.Len(t, long, lock.MaxLabel)
+	long := strings.Repeat("\U0001F600", maxLabel/4)
+	require.Len(t, long, maxLabel)
 	m, err := mutex.New(s, f.Path("long"))
 	require.NoError(t, err)
 	_, err = m.Acquire(lock.WithLabel(ctxT(t, 10*time.Second), long))
@@ -516,9 +520,10 @@ func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
 	require.NoError(t, m.Release(ctx))
 }
 
-// TestInvalidLabelOnReentryAndLocalHandoff: WithLabel's "A label over
-// MaxLabel bytes, not UTF-8 or with control characters fails with
-// ErrInvalidLabel and creates nothing", for acquires that would create no
+// TestInvalidLabelOnReentryAndLocalHandoff: WithLabel's "A label over 256
+// bytes, not UTF-8 or with control characters fails with an error matching
+// conn.ErrInvalidArgument at once, re-entry and local handoff included",
+// for acquires that would create no
 // node anyway: a re-entry of the holder (a failed one must leave its hold
 // count as it was) and a goroutine queueing in the process behind a local
 // handoff holder (it must fail at once, not wait for the holder).
@@ -535,11 +540,11 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	_, err = a.Acquire(bad)
 	t.Logf("re-entry with an invalid label: %v", err)
 	if err != nil {
-		require.ErrorIs(t, err, lock.ErrInvalidLabel)
+		require.ErrorIs(t, err, conn.ErrInvalidArgument)
 		require.NoError(t, a.Release(ctx))
 		require.Empty(t, children(f.Raw(), path), "one release after a refused re-entry frees the lock")
 	} else {
-		t.Errorf("re-entry with label %q granted (doc: fails with ErrInvalidLabel)", "bad\n")
+		t.Errorf("re-entry with label %q granted (doc: fails with ErrInvalidArgument)", "bad\n")
 		require.NoError(t, a.Release(ctx))
 		require.NoError(t, a.Release(ctx))
 	}
@@ -553,7 +558,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	_, err = b.Acquire(bctx)
 	took := time.Since(start)
 	t.Logf("local waiter with an invalid label: %v after %v", err, took)
-	require.ErrorIs(t, err, lock.ErrInvalidLabel, "a local waiter with an invalid label")
+	require.ErrorIs(t, err, conn.ErrInvalidArgument, "a local waiter with an invalid label")
 	require.Less(t, took, time.Second, "refused at once, not after waiting")
 	require.NoError(t, a.Release(ctx))
 
@@ -564,7 +569,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	_, err = rw.WriteLock().Acquire(lock.WithLabel(ctx, "ok"))
 	require.NoError(t, err)
 	_, err = rw.WriteLock().Acquire(bad)
-	require.ErrorIs(t, err, lock.ErrInvalidLabel, "rwlock re-entry with an invalid label")
+	require.ErrorIs(t, err, conn.ErrInvalidArgument, "rwlock re-entry with an invalid label")
 	require.NoError(t, rw.WriteLock().Release(ctx))
 	require.Empty(t, children(f.Raw(), f.Path("inv-rw")), "one release after a refused re-entry frees the rwlock")
 	sm, err := semaphoremutex.New(s, f.Path("inv-sm"))
@@ -574,7 +579,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	smctx, smcancel := context.WithTimeout(bad, 2*time.Second)
 	defer smcancel()
 	_, err = sm.Acquire(smctx)
-	require.ErrorIs(t, err, lock.ErrInvalidLabel, "semaphore mutex held by its handle, invalid label")
+	require.ErrorIs(t, err, conn.ErrInvalidArgument, "semaphore mutex held by its handle, invalid label")
 	require.NoError(t, sm.Release(ctx))
 }
 

@@ -321,8 +321,8 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 	})
 }
 
-// TestInvalidLabelWaitCountedAlike: an acquire refused with
-// lock.ErrInvalidLabel asks for nothing (it is refused before anything is
+// TestInvalidLabelWaitCountedAlike: an acquire refused for its label
+// (conn.ErrInvalidArgument) asks for nothing (it is refused before anything is
 // queued, re-entry and handoff included): every recipe must report it the
 // same way, as no wait (metrics.LockWait, docs/operations.md), or the wait
 // histogram's count differs by recipe for one and the same caller mistake.
@@ -344,13 +344,13 @@ func TestInvalidLabelWaitCountedAlike(t *testing.T) {
 		} else {
 			_, err = newLocker(t, recipe, s, path, i).Acquire(ctx)
 		}
-		require.ErrorIs(t, err, lock.ErrInvalidLabel, recipe)
+		require.ErrorIs(t, err, conn.ErrInvalidArgument, recipe)
 		got[recipe] = fmt.Sprintf("waits=%d error=%d", m.count(metrics.LockWait, "", ""), m.count(metrics.LockWait, "", metrics.OutcomeError))
 	}
 	t.Logf("%v", got)
 	for r, g := range got {
 		if g != "waits=0 error=0" {
-			t.Errorf("%s: %s after an acquire refused with ErrInvalidLabel, want no wait (all: %v)", r, g, got)
+			t.Errorf("%s: %s after an acquire refused for its label, want no wait (all: %v)", r, g, got)
 		}
 	}
 }

@@ -30,7 +30,7 @@ import (
 // the full path without it (one lock, multilock/doc.go's "One lock is one
 // lock"); that GuardedWrite's ops are namespaced; and that multilock.New
 // refuses the same full path reached through two namespaces
-// (ErrDuplicatePath).
+// (conn.ErrInvalidArgument).
 func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
@@ -142,8 +142,8 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		a, _ := mutex.New(sn, "/x/y")
 		sn2 := f.Session(conn.WithNamespace(ns + "/x"))
 		b, _ := mutex.New(sn2, "/y")
-		if _, err := multilock.New(a, b); !errors.Is(err, multilock.ErrDuplicatePath) {
-			t.Errorf("multilock.New over %s reached through two namespaces: %v, want ErrDuplicatePath", sn.FullPath("/x/y"), err)
+		if _, err := multilock.New(a, b); !errors.Is(err, conn.ErrInvalidArgument) || !strings.Contains(err.Error(), "two locks on the same path") {
+			t.Errorf("multilock.New over %s reached through two namespaces: %v, want ErrInvalidArgument (two locks on the same path)", sn.FullPath("/x/y"), err)
 		}
 	})
 }

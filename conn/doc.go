@@ -104,9 +104,9 @@
 //
 // Sentinels, compared with errors.Is: ErrClosed, ErrEpochEnded (with the
 // reason: ErrSessionExpired, ErrSessionTimeout, ErrClosed), ErrConnectionLoss
-// (a request's fate is unknown), ErrInvalidPath, ErrReservedPath,
-// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrAuthFailed,
-// ErrLeaseLost, ErrZKVersion. The errors every lock shares (ErrNotHeld,
-// ErrReleasePending, ...) are package lock's. Errors from the server are
+// (a request's fate is unknown), ErrInvalidArgument (bad input: a path,
+// an option, a nil value; every package's), ErrConnectTimeout,
+// ErrAuthFailed, ErrLeaseLost, ErrZKVersion. The errors every lock shares
+// (ErrNotHeld, ErrReleasePending, ...) are package lock's. Errors from the server are
 // wrapped and match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

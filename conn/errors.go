@@ -31,22 +31,12 @@ var (
 	// request may or may not have been applied.
 	ErrConnectionLoss = errors.New("conn: connection lost; the request may or may not have been applied")
 
-	// ErrInvalidPath: a path is not a valid absolute ZooKeeper path.
-	ErrInvalidPath = errors.New("conn: invalid path")
-
-	// ErrReservedPath: a path lies in the /zookeeper tree, which the server
-	// reserves for itself.
-	ErrReservedPath = errors.New("conn: path in the reserved /zookeeper tree")
-
-	// ErrNilSession: a recipe's constructor (mutex.New, leader.New, ...)
-	// was given a nil *Session. Every package returns this one value,
-	// wrapped with the recipe and the path.
-	ErrNilSession = errors.New("conn: nil session")
-	// ErrInvalidOption: an option was given an invalid value.
-	ErrInvalidOption = errors.New("conn: invalid option")
-
-	// ErrNoServers: Connect was given no server address.
-	ErrNoServers = errors.New("conn: no ZooKeeper server given")
+	// ErrInvalidArgument: a bad option, path, nil value or argument (a
+	// path ZooKeeper rejects or in its reserved /zookeeper tree, a nil
+	// session, option or lock, no server, a label too long, ...). Every
+	// package of this module returns this one value for bad input, wrapped
+	// in a message that says what was wrong; nothing was done.
+	ErrInvalidArgument = errors.New("conn: invalid argument")
 
 	// ErrConnectTimeout: no session could be established within the connect
 	// timeout.

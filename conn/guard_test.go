@@ -47,7 +47,7 @@ func TestGuardedGrantStandsOnItsGuard(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, conn.Fence{Zxid: zxid, Pass: 1}, f)
 	_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: guard, Version: -1})
-	assert.ErrorIs(t, err, conn.ErrInvalidOption, "a guarded write may not set its guard's data")
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument, "a guarded write may not set its guard's data")
 	_, err = l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-a-write", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 	require.NoError(t, err)
 	lost := l.Lost()

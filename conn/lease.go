@@ -390,7 +390,7 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 // naming it by its place among ops (from 0) and matching the server's
 // error, e.g. "conn: guarded write: op 0 (set-data /stock): zk: version
 // conflict". Ops may not set the data of the lock
-// node itself, nor of the node the grant stands on (ErrInvalidOption): a
+// node itself, nor of the node the grant stands on (ErrInvalidArgument): a
 // change of a held node's data is how its release tells the waiter behind
 // to enter.
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
@@ -408,7 +408,7 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 		check := l.CheckOp()
 		for _, op := range ops {
 			if sd, ok := op.(*zk.SetDataRequest); ok && (sd.Path == l.path || sd.Path == check.Path) {
-				return nil, fmt.Errorf("%w: a guarded write may not set the data of its own lock node %s", ErrInvalidOption, sd.Path)
+				return nil, fmt.Errorf("a guarded write may not set the data of its own lock node %s: %w", sd.Path, ErrInvalidArgument)
 			}
 		}
 		res, err := l.ep.Multi(ctx, append([]any{check}, ops...)...)

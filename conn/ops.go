@@ -365,5 +365,5 @@ func (s *Session) absOp(op any) (any, error) {
 		c.Path, err = check(o.Path)
 		return &c, err
 	}
-	return nil, fmt.Errorf("%w: multi: unsupported op %T", ErrInvalidOption, op)
+	return nil, fmt.Errorf("multi: unsupported op %T: %w", op, ErrInvalidArgument)
 }

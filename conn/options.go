@@ -12,7 +12,7 @@ import (
 
 // Option configures a Session. Each option documents its default and what an
 // invalid value does: Connect rejects it with an error matching
-// ErrInvalidOption.
+// ErrInvalidArgument.
 type Option func(*config) error
 
 type config struct {
@@ -59,7 +59,7 @@ func withCloseWait(d time.Duration) Option {
 func WithSessionTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 100*time.Millisecond {
-			return fmt.Errorf("%w: session timeout %v is below 100ms", ErrInvalidOption, d)
+			return fmt.Errorf("session timeout %v is below 100ms: %w", d, ErrInvalidArgument)
 		}
 		c.sessionTimeout = d
 		return nil
@@ -72,7 +72,7 @@ func WithSessionTimeout(d time.Duration) Option {
 func WithConnectTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: connect timeout %v must be positive", ErrInvalidOption, d)
+			return fmt.Errorf("connect timeout %v must be positive: %w", d, ErrInvalidArgument)
 		}
 		c.connectTimeout = d
 		return nil
@@ -84,7 +84,7 @@ func WithConnectTimeout(d time.Duration) Option {
 func WithLogger(l *zap.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+			return fmt.Errorf("nil logger: %w", ErrInvalidArgument)
 		}
 		c.logger = l
 		return nil
@@ -104,7 +104,7 @@ func WithLogger(l *zap.Logger) Option {
 func WithDigestAuth(user, password string) Option {
 	return func(c *config) error {
 		if user == "" {
-			return fmt.Errorf("%w: digest auth needs a user name", ErrInvalidOption)
+			return fmt.Errorf("digest auth needs a user name: %w", ErrInvalidArgument)
 		}
 		c.digest = append(c.digest, user+":"+password)
 		return nil
@@ -116,7 +116,7 @@ func WithDigestAuth(user, password string) Option {
 func WithDialer(d zk.Dialer) Option {
 	return func(c *config) error {
 		if d == nil {
-			return fmt.Errorf("%w: nil dialer", ErrInvalidOption)
+			return fmt.Errorf("nil dialer: %w", ErrInvalidArgument)
 		}
 		c.dialer = d
 		return nil
@@ -126,14 +126,14 @@ func WithDialer(d zk.Dialer) Option {
 // WithNamespace prefixes every path with ns, a chroot that callers never see
 // (default: none). ns must be a valid absolute path (ValidatePath) other
 // than "/" and outside /zookeeper; anything else fails Connect with an
-// error matching ErrInvalidOption.
+// error matching ErrInvalidArgument.
 func WithNamespace(ns string) Option {
 	return func(c *config) error {
 		if ns == "/" {
-			return fmt.Errorf("%w: namespace: %q is the root, which is no namespace (leave WithNamespace out)", ErrInvalidOption, ns)
+			return fmt.Errorf("namespace: %q is the root, which is no namespace (leave WithNamespace out): %w", ns, ErrInvalidArgument)
 		}
 		if err := ValidatePath(ns); err != nil {
-			return fmt.Errorf("%w: namespace: %w", ErrInvalidOption, err)
+			return fmt.Errorf("namespace: %w", err)
 		}
 		c.namespace = ns
 		return nil
@@ -161,7 +161,7 @@ func WithRetryPolicy(p RetryPolicy) Option {
 func WithACL(acl []zk.ACL) Option {
 	return func(c *config) error {
 		if len(acl) == 0 {
-			return fmt.Errorf("%w: empty ACL", ErrInvalidOption)
+			return fmt.Errorf("empty ACL: %w", ErrInvalidArgument)
 		}
 		c.acl = append([]zk.ACL(nil), acl...)
 		return nil

@@ -8,37 +8,37 @@ import (
 // ValidatePath checks that p is an absolute ZooKeeper path the server will
 // accept: not empty, starting with "/", no trailing "/" (except the root),
 // no empty, "." or ".." segment, no NUL or other character the server
-// rejects. Paths in the /zookeeper tree are refused with ErrReservedPath.
-// Every other failure matches ErrInvalidPath.
+// rejects, and not in the /zookeeper tree the server reserves. Its errors
+// match ErrInvalidArgument and say what is wrong with p.
 func ValidatePath(p string) error {
 	switch {
 	case p == "":
-		return fmt.Errorf("%w: empty", ErrInvalidPath)
+		return fmt.Errorf("empty path: %w", ErrInvalidArgument)
 	case p[0] != '/':
-		return fmt.Errorf("%w: %q is relative (must start with /)", ErrInvalidPath, p)
+		return fmt.Errorf("path %q is relative (must start with /): %w", p, ErrInvalidArgument)
 	case p == "/":
 		return nil
 	case strings.HasSuffix(p, "/"):
-		return fmt.Errorf("%w: %q ends with /", ErrInvalidPath, p)
+		return fmt.Errorf("path %q ends with /: %w", p, ErrInvalidArgument)
 	}
 	for _, seg := range strings.Split(p[1:], "/") {
 		switch seg {
 		case "":
-			return fmt.Errorf("%w: %q has an empty segment (//)", ErrInvalidPath, p)
+			return fmt.Errorf("path %q has an empty segment (//): %w", p, ErrInvalidArgument)
 		case ".", "..":
-			return fmt.Errorf("%w: %q has a %q segment", ErrInvalidPath, p, seg)
+			return fmt.Errorf("path %q has a %q segment: %w", p, seg, ErrInvalidArgument)
 		}
 	}
 	for i, r := range p {
 		if r == 0 {
-			return fmt.Errorf("%w: %q has a NUL at byte %d", ErrInvalidPath, p, i)
+			return fmt.Errorf("path %q has a NUL at byte %d: %w", p, i, ErrInvalidArgument)
 		}
 		if badRune(r) {
-			return fmt.Errorf("%w: %q has the character %U at byte %d, which ZooKeeper rejects", ErrInvalidPath, p, r, i)
+			return fmt.Errorf("path %q has the character %U at byte %d, which ZooKeeper rejects: %w", p, r, i, ErrInvalidArgument)
 		}
 	}
 	if p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/") {
-		return fmt.Errorf("%w: %q", ErrReservedPath, p)
+		return fmt.Errorf("path %s is reserved (the server's /zookeeper tree): %w", p, ErrInvalidArgument)
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func DefaultRetryPolicy() RetryPolicy {
 
 func (p RetryPolicy) validate() error {
 	if p.BaseDelay <= 0 || p.MaxDelay < p.BaseDelay || p.MaxAttempts < 0 {
-		return fmt.Errorf("%w: retry policy %+v needs 0 < BaseDelay <= MaxDelay and MaxAttempts >= 0", ErrInvalidOption, p)
+		return fmt.Errorf("retry policy %+v needs 0 < BaseDelay <= MaxDelay and MaxAttempts >= 0: %w", p, ErrInvalidArgument)
 	}
 	return nil
 }

@@ -85,17 +85,17 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		return nil, err
 	}
 	if len(servers) == 0 {
-		return nil, ErrNoServers
+		return nil, fmt.Errorf("no ZooKeeper server given: %w", ErrInvalidArgument)
 	}
 	for _, srv := range servers {
 		if _, _, err := net.SplitHostPort(srv); err != nil {
-			return nil, fmt.Errorf("%w: server address %q: %w", ErrInvalidOption, srv, err)
+			return nil, fmt.Errorf("server address %q: %w: %w", srv, err, ErrInvalidArgument)
 		}
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+			return nil, fmt.Errorf("nil option: %w", ErrInvalidArgument)
 		}
 		if err := o(&cfg); err != nil {
 			return nil, err

@@ -361,9 +361,11 @@ func TestDigestAuth(t *testing.T) {
 func TestConnectErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := conn.Connect(ctx, nil)
-	assert.ErrorIs(t, err, conn.ErrNoServers)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "no ZooKeeper server given")
 	_, err = conn.Connect(ctx, []string{"no-port"})
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, `server address "no-port"`)
 
 	for name, opt := range map[string]conn.Option{
 		"nil option":          nil,
@@ -379,7 +381,7 @@ func TestConnectErrors(t *testing.T) {
 		"empty acl":           conn.WithACL(nil),
 	} {
 		_, err := conn.Connect(ctx, []string{"127.0.0.1:1"}, opt)
-		assert.ErrorIs(t, err, conn.ErrInvalidOption, name)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, name)
 	}
 
 	// Nothing listens: the connect timeout ends the wait with a clear error.
@@ -399,7 +401,7 @@ func TestConnectErrors(t *testing.T) {
 }
 
 // TestNamespaceValidation: every form WithNamespace's doc calls invalid fails
-// Connect with ErrInvalidOption before anything is dialed; valid ones pass
+// Connect with ErrInvalidArgument before anything is dialed; valid ones pass
 // the option check (and then time out: nothing listens).
 func TestNamespaceValidation(t *testing.T) {
 	ctx := context.Background()
@@ -426,10 +428,10 @@ func TestNamespaceValidation(t *testing.T) {
 		_, err := conn.Connect(ctx, []string{"127.0.0.1:1"}, conn.WithNamespace(tc.ns),
 			conn.WithConnectTimeout(50*time.Millisecond))
 		if tc.valid {
-			assert.NotErrorIs(t, err, conn.ErrInvalidOption, "namespace %q", tc.ns)
+			assert.NotErrorIs(t, err, conn.ErrInvalidArgument, "namespace %q", tc.ns)
 			assert.ErrorIs(t, err, conn.ErrConnectTimeout, "namespace %q", tc.ns)
 		} else {
-			assert.ErrorIs(t, err, conn.ErrInvalidOption, "namespace %q", tc.ns)
+			assert.ErrorIs(t, err, conn.ErrInvalidArgument, "namespace %q", tc.ns)
 		}
 	}
 }
@@ -441,15 +443,20 @@ func TestBadPathsAreRefusedBeforeTheServer(t *testing.T) {
 	ctx := context.Background()
 	before := s.Stats().TotalRequests()
 	_, err := ep.Create(ctx, "rel", nil, 0, s.ACL())
-	assert.ErrorIs(t, err, conn.ErrInvalidPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "is relative")
 	_, _, err = ep.Get(ctx, "/a/")
-	assert.ErrorIs(t, err, conn.ErrInvalidPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "ends with /")
 	err = ep.Delete(ctx, "/zookeeper/config", -1)
-	assert.ErrorIs(t, err, conn.ErrReservedPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "path /zookeeper/config is reserved")
 	_, err = ep.Multi(ctx, &zk.DeleteRequest{Path: "//x"})
-	assert.ErrorIs(t, err, conn.ErrInvalidPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "empty segment")
 	_, err = ep.Multi(ctx, "not an op")
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "unsupported op string")
 	assert.Equal(t, before, s.Stats().TotalRequests(), "bad input never reaches the server")
 }
 
@@ -522,7 +529,7 @@ func TestLeaseGuardedWrite(t *testing.T) {
 
 	// A guarded write may not set the lock node's own data.
 	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: node2, Data: []byte("x"), Version: -1})
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 
 	// Someone else changes our (unsealed) node's data: not a loss. A
 	// revoke request closes Revoked; guarded writes still go through (the

@@ -91,9 +91,9 @@
 // lock.ErrReleasePending), read the same in every recipe:
 // "exclusive: release <path>: lock: not held".
 //
-// Sentinels, compared with errors.Is: conn.ErrNilSession,
-// conn.ErrInvalidPath or conn.ErrReservedPath (bad input to New),
-// lock.ErrNotHeld, lock.ErrReleasePending. Acquire and TryAcquire return an error
+// Sentinels, compared with errors.Is: conn.ErrInvalidArgument (bad input
+// to New: a nil session, a bad path), lock.ErrNotHeld,
+// lock.ErrReleasePending. Acquire and TryAcquire return an error
 // matching ctx.Err() when ctx ends, and conn's errors (conn.ErrClosed, ...)
 // or go-zookeeper's (zk.ErrNoAuth, ...) wrapped otherwise. Losing a session
 // while waiting is not an error: the wait goes on in the next session.

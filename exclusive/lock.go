@@ -56,7 +56,7 @@ type grant struct {
 // (conn.WithLogger), as every recipe does.
 func New(sess *conn.Session, path string) (*Lock, error) {
 	if sess == nil {
-		return nil, fmt.Errorf("exclusive: new %s: %w", path, conn.ErrNilSession)
+		return nil, fmt.Errorf("exclusive: new %s: nil session: %w", path, conn.ErrInvalidArgument)
 	}
 	if err := conn.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("exclusive: new %s: %w", path, err)

@@ -22,17 +22,19 @@ const sessionTimeout = 8 * time.Second
 
 func TestNewErrors(t *testing.T) {
 	_, err := exclusive.New(nil, "/a")
-	assert.ErrorIs(t, err, conn.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.EqualError(t, err, "exclusive: new /a: nil session: conn: invalid argument")
 
 	c := zktest.New(t)
 	s := locktest.Connect(t, c.Servers(), sessionTimeout)
 	for _, p := range []string{"", "a", "/a/", "/a//b", "/a/../b"} {
 		_, err := exclusive.New(s, p)
-		assert.ErrorIs(t, err, conn.ErrInvalidPath, "path %q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "path %q", p)
 		assert.True(t, strings.HasPrefix(err.Error(), "exclusive: "), "%v", err)
 	}
 	_, err = exclusive.New(s, "/zookeeper/lock")
-	assert.ErrorIs(t, err, conn.ErrReservedPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "path /zookeeper/lock is reserved")
 
 	l, err := exclusive.New(s, "/a/b")
 	require.NoError(t, err)

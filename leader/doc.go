@@ -75,14 +75,13 @@
 //
 // # Errors
 //
-// Sentinels, compared with errors.Is: conn.ErrNilSession, ErrEmptyID,
-// conn.ErrInvalidPath (bad input to New), ErrCampaigning (a handle campaigns
-// or leads already), lock.ErrNotHeld (Resign without leading),
+// Sentinels, compared with errors.Is: conn.ErrInvalidArgument (bad input
+// to New: a nil session, a bad path, an empty id), ErrCampaigning (a
+// handle campaigns or leads already), lock.ErrNotHeld (Resign without leading),
 // ErrNoLeader (Leader on an empty election), ErrLeadershipLost (Run's term
 // ended because leadership was lost; matches conn.ErrLeaseLost),
 // lock.ErrReleasePending (Resign not confirmed; deleting in the
 // background), as in every lock of this module: package lock has the table
 // of their contract. Errors of the caller's
-// context and of the session (conn.ErrClosed, conn.ErrInvalidOption, ...)
-// are wrapped.
+// context and of the session (conn.ErrClosed, ...) are wrapped.
 package leader

@@ -45,7 +45,7 @@ func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error)
 		return nil, err
 	}
 	if id == "" {
-		return nil, ErrEmptyID
+		return nil, fmt.Errorf("leader: new %s: empty participant id: %w", path, conn.ErrInvalidArgument)
 	}
 	// No handover mark (MarkRelease): Curator's LeaderLatch waiter reacts
 	// to the deletion of its predecessor only, and a mark would consume its

@@ -23,18 +23,22 @@ func TestNewBadInput(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	_, err := leader.New(nil, "/a", "id")
-	assert.ErrorIs(t, err, conn.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil session")
 	_, err = leader.New(s, "/a", "")
-	assert.ErrorIs(t, err, leader.ErrEmptyID)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.EqualError(t, err, "leader: new /a: empty participant id: conn: invalid argument")
 	for _, p := range []string{"", "a", "/a/", "/a//b"} {
 		_, err = leader.New(s, p, "id")
-		assert.ErrorIs(t, err, conn.ErrInvalidPath, "path %q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "path %q", p)
 		assert.True(t, strings.HasPrefix(err.Error(), "leader: new "), "%v", err)
 	}
 	_, err = leader.New(s, "/zookeeper/x", "id")
-	assert.ErrorIs(t, err, conn.ErrReservedPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "path /zookeeper/x is reserved")
 	_, err = leader.New(s, "/a", "id", nil)
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil option")
 }
 
 // Campaign, Leader, Participants, Resign, and what Curator's LeaderLatch

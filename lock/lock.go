@@ -74,22 +74,15 @@ var (
 	// ErrNotRevocable: Revoke refused because the holder's node is sealed
 	// (the default; see the recipes' WithRevocable); nothing was written.
 	ErrNotRevocable = errors.New("lock: lock node is sealed, not revocable")
-
-	// ErrInvalidLabel: an acquire was refused before it queued anything
-	// because the label its ctx carries (WithLabel) is longer than
-	// MaxLabel bytes, not valid UTF-8, or holds control characters.
-	ErrInvalidLabel = errors.New("lock: invalid label")
 )
-
-// MaxLabel is the longest label WithLabel may carry, in bytes.
-const MaxLabel = 256
 
 // WithLabel returns a copy of ctx carrying label, what the caller calls the
 // holder (a request id, a job name). Every lock's Acquire and TryAcquire
 // writes it into the node it creates, where Participants and the zkrecipes
 // command show it; Curator and kazoo read node data as opaque bytes. A label
-// over MaxLabel bytes, not UTF-8 or with control characters fails with
-// ErrInvalidLabel at once, re-entry and local handoff included: the call
+// over 256 bytes, not UTF-8 or with control characters fails with an error
+// matching conn.ErrInvalidArgument at once, re-entry and local handoff
+// included, that says what is wrong with the label: the call
 // asks for nothing, so it creates nothing and reports no metrics.LockWait. A
 // re-entry or a local handoff keeps the label of the acquire that created
 // the node; a leader's node data is its participant id, so Campaign neither

@@ -85,12 +85,13 @@ type MultiLock struct {
 	watching bool          // the watcher goroutine was started for this grant
 }
 
-// New returns a MultiLock over locks. It fails with ErrNoLocks, ErrNilLock
-// or ErrDuplicatePath (two locks with the same identity: the same full
-// path on the same ensemble, whatever their sessions' namespaces).
+// New returns a MultiLock over locks. It fails with an error matching
+// conn.ErrInvalidArgument when given no lock, a nil lock, or two locks with
+// the same identity (the same full path on the same ensemble, whatever
+// their sessions' namespaces: taking both would deadlock on itself).
 func New(locks ...Locker) (*MultiLock, error) {
 	if len(locks) == 0 {
-		return nil, ErrNoLocks
+		return nil, fmt.Errorf("multilock: new: no locks given: %w", conn.ErrInvalidArgument)
 	}
 	type entry struct {
 		l  Locker
@@ -99,7 +100,7 @@ func New(locks ...Locker) (*MultiLock, error) {
 	es := make([]entry, len(locks))
 	for i, l := range locks {
 		if isNil(l) {
-			return nil, fmt.Errorf("%w: lock %d of %d", ErrNilLock, i+1, len(locks))
+			return nil, fmt.Errorf("multilock: new: lock %d of %d is nil: %w", i+1, len(locks), conn.ErrInvalidArgument)
 		}
 		es[i] = entry{l, identify(l)}
 	}
@@ -107,7 +108,7 @@ func New(locks ...Locker) (*MultiLock, error) {
 	sorted := make([]Locker, len(es))
 	for i, e := range es {
 		if i > 0 && es[i-1].id == e.id {
-			return nil, fmt.Errorf("%w: %q and %q are both %s", ErrDuplicatePath, es[i-1].l.Path(), e.l.Path(), e.id)
+			return nil, fmt.Errorf("multilock: new: two locks on the same path: %q and %q are both %s: %w", es[i-1].l.Path(), e.l.Path(), e.id, conn.ErrInvalidArgument)
 		}
 		sorted[i] = e.l
 	}

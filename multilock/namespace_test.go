@@ -124,7 +124,8 @@ func TestNamespaces(t *testing.T) {
 	t.Run("SameLockThroughTwoNamespaces", func(t *testing.T) {
 		s1, s2 := connectNS(t, c, base), connectNS(t, c, base+"/l")
 		_, err := multilock.New(newExclusive(t, s1, "/l/m"), newMutex(t, s2, "/m"))
-		require.ErrorIs(t, err, multilock.ErrDuplicatePath)
+		require.ErrorIs(t, err, conn.ErrInvalidArgument)
+		assert.Contains(t, err.Error(), "two locks on the same path")
 		assert.Contains(t, err.Error(), base+"/l/m", "names the lock by its full path")
 		t.Log(err)
 

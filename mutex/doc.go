@@ -120,9 +120,9 @@
 // Revoke refuses a sealed node with an error matching lock.ErrNotRevocable.
 // Sentinels, compared with errors.Is: lock.ErrNotOwner, lock.ErrNotHeld (Release by a
 // goroutine that does not hold the mutex), lock.ErrReleasePending (deletion of
-// the node not confirmed; continuing in the background), conn.ErrNilSession.
-// Errors of the caller's context (context.DeadlineExceeded,
+// the node not confirmed; continuing in the background),
+// conn.ErrInvalidArgument (bad input to New: a nil session, a bad path or
+// option). Errors of the caller's context (context.DeadlineExceeded,
 // context.Canceled) and of the session (conn.ErrClosed after Close,
-// conn.ErrLeaseLost for a re-entry on a lost lease, conn.ErrInvalidPath)
-// are wrapped.
+// conn.ErrLeaseLost for a re-entry on a lost lease) are wrapped.
 package mutex

@@ -43,7 +43,7 @@ func TestLocalHandoffOptions(t *testing.T) {
 	s := testzk.Connect(t, c.Servers())
 	for _, o := range []mutex.Option{mutex.WithLocalHandoff(0, 0), mutex.WithLocalHandoff(1, -time.Second)} {
 		_, err := mutex.New(s, "/a", o)
-		assert.ErrorIs(t, err, conn.ErrInvalidOption)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	}
 	_, err := mutex.New(s, "/a", mutex.WithLocalHandoff(3, time.Second))
 	assert.NoError(t, err)

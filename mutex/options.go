@@ -7,7 +7,7 @@ import (
 )
 
 // Option configures New; a nil Option makes New fail with an error
-// matching conn.ErrInvalidOption.
+// matching conn.ErrInvalidArgument.
 type Option func(*config) error
 
 type config struct {
@@ -50,7 +50,7 @@ func WithRevocable() Option {
 // Fence.Zxid alone does not. The node is handed on only where a remote
 // grant could be made (epoch live, connection not suspended, no deletion
 // or revoke request seen). Default: off. maxPasses below 1 or a negative
-// budget make New fail with conn.ErrInvalidOption. See docs/design.md,
+// budget make New fail with conn.ErrInvalidArgument. See docs/design.md,
 // "In-process handoff (lock cohorting)".
 func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
 	return func(c *config) error {

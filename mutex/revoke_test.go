@@ -16,7 +16,7 @@ import (
 
 // Revoke's documented answers to its argument: a node that is gone is nil
 // (nothing left to revoke), a path that is not under the lock path or not a
-// valid path is conn.ErrInvalidPath and writes nothing, and a sealed
+// valid path is conn.ErrInvalidArgument and writes nothing, and a sealed
 // holder's node is lock.ErrNotRevocable.
 func TestRevokeArguments(t *testing.T) {
 	c := testzk.Shared(t)
@@ -32,9 +32,9 @@ func TestRevokeArguments(t *testing.T) {
 	assert.ErrorIs(t, err, lock.ErrNotRevocable)
 	assert.EqualError(t, err, "mutex: revoke "+path+": "+lock.ErrNotRevocable.Error()+": node "+l.Path(),
 		"the recipe, the operation and the lock's path once, then the cause")
-	assert.EqualError(t, other.Revoke(ctx, path+"-x/a"), "mutex: revoke "+path+": conn: invalid path: node "+path+"-x/a is not under the lock path")
+	assert.EqualError(t, other.Revoke(ctx, path+"-x/a"), "mutex: revoke "+path+": node "+path+"-x/a is not under the lock path: conn: invalid argument")
 	for _, bad := range []string{"", "x", path, path + "/", path + "-x/" + conn.BaseName(l.Path()), path + "/a/b"} {
-		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidPath, "node %q", bad)
+		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidArgument, "node %q", bad)
 	}
 	gone := l.Path()
 	require.NoError(t, sealed.Release(ctx))

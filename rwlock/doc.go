@@ -186,9 +186,10 @@
 // Sentinels, compared with errors.Is: ErrUpgrade (the write lock asked for
 // while holding only the read lock), lock.ErrNotOwner, lock.ErrNotHeld (Release by a
 // goroutine that does not hold that side), lock.ErrReleasePending (deletion of
-// the node not confirmed; continuing in the background), conn.ErrNilSession,
-// ErrInvalidHost. Errors of the caller's context (context.DeadlineExceeded,
+// the node not confirmed; continuing in the background),
+// conn.ErrInvalidArgument (bad input to New: a nil session, a bad path,
+// option or host). Errors of the caller's context (context.DeadlineExceeded,
 // context.Canceled) and of the session (conn.ErrClosed after Close,
-// conn.ErrLeaseLost for a re-entry or downgrade on a lost lease,
-// conn.ErrInvalidPath) are wrapped.
+// conn.ErrLeaseLost for a re-entry or downgrade on a lost lease) are
+// wrapped.
 package rwlock

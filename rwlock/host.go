@@ -31,12 +31,12 @@ func sanitizeHost(h string) string {
 func validateHost(path, host string) error {
 	switch {
 	case host == "":
-		return fmt.Errorf("%w: %w: empty", ErrInvalidHost, conn.ErrInvalidOption)
+		return fmt.Errorf("empty host: %w", conn.ErrInvalidArgument)
 	case strings.Contains(host, "/"):
-		return fmt.Errorf("%w: %w: %q contains '/'", ErrInvalidHost, conn.ErrInvalidOption, host)
+		return fmt.Errorf("host %q contains '/': %w", host, conn.ErrInvalidArgument)
 	}
 	if err := conn.ValidatePath(conn.JoinPath(path, host+"-W-0000000000")); err != nil {
-		return fmt.Errorf("%w: %w: %q: %w", ErrInvalidHost, conn.ErrInvalidOption, host, err)
+		return fmt.Errorf("host %q makes a bad node name: %w", host, err)
 	}
 	return nil
 }

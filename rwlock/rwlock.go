@@ -84,7 +84,7 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 		host = defaultHost()
 	}
 	if err := validateHost(path, host); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rwlock: new %s: %w", path, err)
 	}
 	rw := &RWLock{path: path, host: host, owners: make(map[int64]*owner)}
 	for _, q := range []struct {

@@ -18,21 +18,28 @@ import (
 
 func TestNewValidates(t *testing.T) {
 	_, err := rwlock.New(nil, "/a")
-	assert.ErrorIs(t, err, conn.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.EqualError(t, err, "rwlock: new /a: nil session: conn: invalid argument")
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	for _, p := range []string{"", "a", "/a/", "/a//b", "/a/./b"} {
 		_, err := rwlock.New(s, p)
-		assert.ErrorIs(t, err, conn.ErrInvalidPath, "%q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "%q", p)
 	}
 	_, err = rwlock.New(s, "/zookeeper/x")
-	assert.ErrorIs(t, err, conn.ErrReservedPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "path /zookeeper/x is reserved")
 	_, err = rwlock.New(s, "/a", nil)
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
-	for _, h := range []string{"", "a/b", "bad\x01host"} {
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil option")
+	for h, want := range map[string]string{
+		"":            "rwlock: new /a: empty host: conn: invalid argument",
+		"a/b":         `rwlock: new /a: host "a/b" contains '/': conn: invalid argument`,
+		"bad\x01host": `rwlock: new /a: host "bad\x01host" makes a bad node name: path "/a/bad\x01host-W-0000000000" has the character U+0001 at byte 6, which ZooKeeper rejects: conn: invalid argument`,
+	} {
 		_, err := rwlock.New(s, "/a", rwlock.WithHost(h))
-		assert.ErrorIs(t, err, rwlock.ErrInvalidHost, "%q", h)
-		assert.ErrorIs(t, err, conn.ErrInvalidOption, "%q", h)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "%q", h)
+		assert.EqualError(t, err, want, "%q", h)
 	}
 	rw := newRW(t, s, "/a/b", rwlock.WithHost("web-1.example"))
 	assert.Equal(t, "/a/b", rw.Path())

@@ -195,8 +195,8 @@
 // lease the handle does not hold, or Release of a Mutex that is not held),
 // lock.ErrReleasePending
 // (deletion of the lease node not confirmed; continuing in the background),
-// conn.ErrNilSession, ErrInvalidLeases (fewer than one lease). Errors of the
+// conn.ErrInvalidArgument (bad input to New or NewSemaphore: a nil
+// session, fewer than one lease, a bad path or option). Errors of the
 // caller's context (context.DeadlineExceeded, context.Canceled) and of the
-// session (conn.ErrClosed after Close, conn.ErrInvalidPath,
-// conn.ErrInvalidOption) are wrapped.
+// session (conn.ErrClosed after Close, ...) are wrapped.
 package semaphoremutex

@@ -43,7 +43,7 @@ func TestLocalHandoffOptions(t *testing.T) {
 	s := testzk.Connect(t, c.Servers())
 	for _, o := range []semaphoremutex.Option{semaphoremutex.WithLocalHandoff(0, 0), semaphoremutex.WithLocalHandoff(1, -time.Second)} {
 		_, err := semaphoremutex.New(s, "/a", o)
-		assert.ErrorIs(t, err, conn.ErrInvalidOption)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	}
 }
 
@@ -54,7 +54,8 @@ func TestNewSemaphoreRefusesLocalHandoff(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	sem, err := semaphoremutex.NewSemaphore(s, "/a", 2, semaphoremutex.WithLocalHandoff(3, time.Second))
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "WithLocalHandoff applies to New (the Mutex) only")
 	assert.Nil(t, sem)
 	_, err = semaphoremutex.New(s, "/a", semaphoremutex.WithLocalHandoff(3, time.Second))
 	assert.NoError(t, err, "the Mutex honours it")

@@ -42,9 +42,8 @@ type Mutex struct {
 }
 
 // New returns a handle on the mutex at path. Nothing is created until the
-// first acquire. Errors: conn.ErrNilSession, an error matching
-// conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
-// matching conn.ErrInvalidOption for a nil option.
+// first acquire. A nil session, a bad path or a nil option fails with an
+// error matching conn.ErrInvalidArgument.
 func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 	var cfg config
 	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // Option configures New and NewSemaphore; a nil Option makes either fail
-// with an error matching conn.ErrInvalidOption.
+// with an error matching conn.ErrInvalidArgument.
 type Option func(*config) error
 
 type config struct {
@@ -35,7 +35,7 @@ func WithRevocable() Option {
 // its own, whose Fence grows (Fence.Zxid alone does not). It is not passed
 // on once its epoch ended, while suspended, or once a deletion or revoke
 // request was seen. Default: off. maxPasses below 1 or a negative budget,
-// or the option given to NewSemaphore, fail with conn.ErrInvalidOption.
+// or the option given to NewSemaphore, fail with conn.ErrInvalidArgument.
 // See docs/design.md, "In-process handoff (lock cohorting)".
 func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
 	return func(c *config) error {

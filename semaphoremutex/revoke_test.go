@@ -15,7 +15,7 @@ import (
 
 // Revoke's documented answers to its argument: a node that is not a lease
 // node or an internal lock node of the semaphore (or not a valid path) is
-// conn.ErrInvalidPath, a sealed holder's node is lock.ErrNotRevocable, and
+// conn.ErrInvalidArgument, a sealed holder's node is lock.ErrNotRevocable, and
 // a node that is gone is nil.
 func TestRevokeArguments(t *testing.T) {
 	c := testzk.Shared(t)
@@ -31,7 +31,7 @@ func TestRevokeArguments(t *testing.T) {
 	assert.ErrorIs(t, other.Revoke(ctx, l.Path()), lock.ErrNotRevocable)
 	name := conn.BaseName(l.Path())
 	for _, bad := range []string{"", "x", path, path + "/" + name, path + "/other/" + name, l.Path() + "/x"} {
-		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidPath, "node %q", bad)
+		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidArgument, "node %q", bad)
 	}
 	gone := l.Path()
 	require.NoError(t, holder.ReturnLease(ctx, l))

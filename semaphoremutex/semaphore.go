@@ -70,17 +70,16 @@ type Semaphore struct {
 // acquire; the path, <path>/locks and <path>/leases are then created as
 // container nodes, which ZooKeeper removes when they are empty.
 //
-// Errors: conn.ErrNilSession, ErrInvalidLeases (leases < 1), an error matching
-// conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
-// matching conn.ErrInvalidOption for a nil option or WithLocalHandoff (the
-// Mutex's option: a Semaphore cannot honour it).
+// A nil session, leases < 1, a bad path, a nil option or WithLocalHandoff
+// (the Mutex's option: a Semaphore cannot honour it) fails with an error
+// matching conn.ErrInvalidArgument.
 func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (*Semaphore, error) {
 	var cfg config
 	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {
 		return nil, err
 	}
 	if cfg.handoff != nil {
-		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: %w: WithLocalHandoff applies to New (the Mutex) only", path, conn.ErrInvalidOption)
+		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: WithLocalHandoff applies to New (the Mutex) only: %w", path, conn.ErrInvalidArgument)
 	}
 	return newSemaphore(sess, path, leases, cfg)
 }
@@ -88,7 +87,7 @@ func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (
 // newSemaphore is NewSemaphore after Configure.
 func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Semaphore, error) {
 	if leases < 1 {
-		return nil, fmt.Errorf("%w: got %d", ErrInvalidLeases, leases)
+		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: %d leases, at least 1: %w", path, leases, conn.ErrInvalidArgument)
 	}
 	tag := ""
 	if leases == 1 {
@@ -277,5 +276,5 @@ func (s *Semaphore) revoke(ctx context.Context, node string) error {
 			return q.Revoke(ctx, name)
 		}
 	}
-	return fmt.Errorf("%w: node %s is neither a lease node nor an internal lock node of the semaphore", conn.ErrInvalidPath, node)
+	return fmt.Errorf("node %s is neither a lease node nor an internal lock node of the semaphore: %w", node, conn.ErrInvalidArgument)
 }

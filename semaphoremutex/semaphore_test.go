@@ -260,24 +260,28 @@ func TestNewErrors(t *testing.T) {
 	path := testzk.Path(t, c, "sem")
 
 	_, err := semaphoremutex.NewSemaphore(nil, path, 1)
-	assert.ErrorIs(t, err, conn.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil session")
 	_, err = semaphoremutex.New(nil, path)
-	assert.ErrorIs(t, err, conn.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil session")
 	for _, n := range []int{0, -1} {
 		_, err = semaphoremutex.NewSemaphore(s, path, n)
-		assert.ErrorIs(t, err, semaphoremutex.ErrInvalidLeases, "%d leases", n)
-		assert.Contains(t, err.Error(), fmt.Sprint(n))
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "%d leases", n)
+		assert.EqualError(t, err, fmt.Sprintf("semaphoremutex: new semaphore %s: %d leases, at least 1: conn: invalid argument", path, n))
 	}
 	for _, p := range []string{"", "relative", "/trailing/", "/a//b"} {
 		_, err = semaphoremutex.New(s, p)
-		assert.ErrorIs(t, err, conn.ErrInvalidPath, "path %q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "path %q", p)
 		_, err = semaphoremutex.NewSemaphore(s, p, 2)
-		assert.ErrorIs(t, err, conn.ErrInvalidPath, "path %q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "path %q", p)
 	}
 	_, err = semaphoremutex.New(s, "/zookeeper/x")
-	assert.ErrorIs(t, err, conn.ErrReservedPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "path /zookeeper/x is reserved")
 	_, err = semaphoremutex.New(s, path, nil)
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil option")
 
 	sem := newSemaphore(t, s, path, 4)
 	assert.Equal(t, path, sem.Path())

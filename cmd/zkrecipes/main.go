@@ -220,9 +220,9 @@ func fail(stderr io.Writer, err error) int {
 		return exitNoPath
 	case errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrAuthFailed):
 		return exitAuth
-	case errors.Is(err, conn.ErrConnectTimeout), errors.Is(err, conn.ErrNoServers):
+	case errors.Is(err, conn.ErrConnectTimeout):
 		return exitNoServer
-	case errors.Is(err, conn.ErrInvalidOption):
+	case errors.Is(err, conn.ErrInvalidArgument):
 		return exitUsage
 	}
 	return exitError

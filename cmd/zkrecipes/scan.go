@@ -165,8 +165,8 @@ func (s *scanner) walk(ctx context.Context, p string, names []string, out *[]Que
 			continue // lock nodes have no children
 		}
 		child := conn.JoinPath(p, n)
-		if errors.Is(conn.ValidatePath(child), conn.ErrReservedPath) {
-			continue // /zookeeper: the server's own
+		if child == "/zookeeper" {
+			continue // the server's own
 		}
 		grand, err := s.children(ctx, child)
 		if errors.Is(err, zk.ErrNoNode) {

@@ -69,7 +69,7 @@ type Handle struct {
 // at least 1.
 func New(sess *conn.Session, key Key, remote Remote) (*Handle, error) {
 	if b := key.Bound; b.MaxPasses < 1 || b.Budget < 0 {
-		return nil, fmt.Errorf("%w: WithLocalHandoff(%d, %v): at least one pass and a budget of 0 (none) or more", conn.ErrInvalidOption, b.MaxPasses, b.Budget)
+		return nil, fmt.Errorf("WithLocalHandoff(%d, %v): at least one pass and a budget of 0 (none) or more: %w", b.MaxPasses, b.Budget, conn.ErrInvalidArgument)
 	}
 	return &Handle{sess: sess, key: key, remote: remote}, nil
 }

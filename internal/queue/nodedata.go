@@ -9,8 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
-	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // NodeData is what the engine writes into each node it creates, as JSON:
@@ -57,16 +57,16 @@ func EncodeData(id, tag string, sealed bool, label string) []byte {
 }
 
 // Label returns the label ctx carries (lock.WithLabel), or an error
-// matching lock.ErrInvalidLabel when it is not one a node may carry.
+// matching conn.ErrInvalidArgument when it is not one a node may carry.
 func Label(ctx context.Context) (string, error) {
 	s := nodelabel.From(ctx)
 	switch {
-	case len(s) > lock.MaxLabel:
-		return "", fmt.Errorf("%w: %d bytes, over the bound of %d", lock.ErrInvalidLabel, len(s), lock.MaxLabel)
+	case len(s) > nodelabel.Max:
+		return "", fmt.Errorf("label is %d bytes, at most %d: %w", len(s), nodelabel.Max, conn.ErrInvalidArgument)
 	case !utf8.ValidString(s):
-		return "", fmt.Errorf("%w: not valid UTF-8", lock.ErrInvalidLabel)
+		return "", fmt.Errorf("label is not valid UTF-8: %w", conn.ErrInvalidArgument)
 	case strings.ContainsFunc(s, unicode.IsControl):
-		return "", fmt.Errorf("%w: %q holds control characters", lock.ErrInvalidLabel, s)
+		return "", fmt.Errorf("label %q holds control characters: %w", s, conn.ErrInvalidArgument)
 	}
 	return s, nil
 }

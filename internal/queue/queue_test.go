@@ -243,7 +243,7 @@ func TestNewValidates(t *testing.T) {
 	_, err := New(nil, "/a", cfg)
 	assert.Error(t, err)
 	_, err = New(s, "a/b", cfg)
-	assert.ErrorIs(t, err, conn.ErrInvalidPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	_, err = New(s, "/a", Config{Decide: First})
 	assert.ErrorIs(t, err, ErrBadRecipe)
 }

@@ -114,13 +114,13 @@ func (q *Queue) Revoke(ctx context.Context, node string) error {
 }
 
 // Child returns the name of node, a path, if it is a child of the queue's
-// path; else an error matching conn.ErrInvalidPath.
+// path; else an error matching conn.ErrInvalidArgument.
 func (q *Queue) Child(node string) (string, error) {
 	if err := conn.ValidatePath(node); err != nil {
 		return "", err
 	}
 	if node != conn.JoinPath(q.path, conn.BaseName(node)) {
-		return "", fmt.Errorf("%w: node %s is not under the lock path", conn.ErrInvalidPath, node)
+		return "", fmt.Errorf("node %s is not under the lock path: %w", node, conn.ErrInvalidArgument)
 	}
 	return conn.BaseName(node), nil
 }
