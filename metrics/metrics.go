@@ -104,7 +104,7 @@ const (
 	// in-process handoff included (a leader's campaign is one). A
 	// re-entrant call of a goroutine that holds a mutex or rwlock asks for
 	// nothing and is not reported, nor is its hold, nor a call refused
-	// with lock.ErrInvalidLabel.
+	// for its label (an invalid-argument error).
 	LockWait LockEvent = "wait"
 	// LockHold: a grant was released by its recipe (Release, Resign, a
 	// local handoff), held for Duration since the grant, and was not lost
