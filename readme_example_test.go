@@ -29,7 +29,7 @@ func sell(ctx context.Context, m *mutex.InterProcessMutex) (left int, err error)
 	}
 	defer func() { err = errors.Join(err, m.Release(context.WithoutCancel(ctx))) }()
 
-	data, _, err := lease.Epoch().Get(ctx, "/stock")
+	data, _, err := m.Session().Get(ctx, "/stock")
 	if err != nil {
 		return 0, err
 	}

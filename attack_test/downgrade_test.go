@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -314,12 +315,12 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	if _, err := wA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("gw-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
 		t.Errorf("GuardedWrite through the released write lease: %v, want conn.ErrLeaseLost", err)
 	}
-	if _, err := wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+	if _, err := connlink.Of(wA.Epoch()).Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
 		t.Errorf("a multi behind the released write lease's CheckOp while its W node is kept: %v, want it to commit (documented)", err)
 	}
 	require.NoError(t, rwA.ReadLock().Release(ctx))
 	for name, l := range map[string]*conn.Lease{"write": wA, "read": rA} {
-		_, err := l.Epoch().Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-release-") + name, Acl: zk.WorldACL(zk.PermAll)})
+		_, err := connlink.Of(l.Epoch()).Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-release-") + name, Acl: zk.WorldACL(zk.PermAll)})
 		if !errors.Is(err, zk.ErrNoNode) {
 			t.Errorf("a multi behind the %s lease's CheckOp after the read release: %v, want zk.ErrNoNode", name, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -161,8 +162,8 @@ func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 					// of the bystander may come from a lagging follower (it
 					// reconnects elsewhere when its server is killed).
 					ep := l.Epoch()
-					if err := ep.Sync(ctx, reg); err == nil {
-						if data, st, err := ep.Get(ctx, reg); err == nil {
+					if err := connlink.Of(ep).Sync(ctx, reg); err == nil {
+						if data, st, err := connlink.Of(ep).Get(ctx, reg); err == nil {
 							n, _ := strconv.Atoi(string(data))
 							_, err := l.GuardedWrite(ctx, &zk.SetDataRequest{Path: reg, Data: []byte(strconv.Itoa(n + 1)), Version: st.Version})
 							if err != nil && !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, conn.ErrConnectionLoss) && !errors.Is(err, conn.ErrEpochEnded) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -58,7 +59,7 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 			h := tc.mk(s, path)
 			l1, err := h.acquire1(ctx)
 			require.NoError(t, err)
-			_, err = l1.Epoch().Create(ctx, res, nil, 0, zk.WorldACL(zk.PermAll))
+			_, err = connlink.Of(l1.Epoch()).Create(ctx, res, nil, 0, zk.WorldACL(zk.PermAll))
 			require.NoError(t, err)
 			var mu sync.Mutex
 			var writeDone, grant2 time.Time

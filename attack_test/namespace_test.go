@@ -25,7 +25,7 @@ import (
 // TestNamespacePathsAreOneCoordinateSystem checks, under
 // conn.WithNamespace ("a chroot that callers never see"), that the paths the
 // public API hands out (Lease.Path, Participant.Node) are the ones it takes
-// back (Epoch.Exists, Revoke), for mutex, rwlock, semaphore mutex and
+// back (Session.Exists, Revoke), for mutex, rwlock, semaphore mutex and
 // leader; that a lock taken through a namespace excludes one taken through
 // the full path without it (one lock, multilock/doc.go's "One lock is one
 // lock"); that GuardedWrite's ops are namespaced; and that multilock.New
@@ -43,8 +43,8 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		m, _ := mutex.New(sn, "/m", mutex.WithRevocable())
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
-		if ok, _, err := l.Epoch().Exists(ctx, l.Path()); !ok || err != nil {
-			t.Errorf("Lease.Path %q not found through its own epoch: %v %v", l.Path(), ok, err)
+		if ok, _, err := sn.Exists(ctx, l.Path()); !ok || err != nil {
+			t.Errorf("Lease.Path %q not found through its session: %v %v", l.Path(), ok, err)
 		}
 		ps, err := m.Participants(ctx)
 		if err != nil || len(ps) != 1 || ps[0].Node != l.Path() {
@@ -80,8 +80,8 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		rw, _ := rwlock.New(sn, "/rw")
 		l, err := rw.WriteLock().Acquire(ctx)
 		require.NoError(t, err)
-		if ok, _, err := l.Epoch().Exists(ctx, l.Path()); !ok || err != nil {
-			t.Errorf("Lease.Path %q not found through its own epoch: %v %v", l.Path(), ok, err)
+		if ok, _, err := sn.Exists(ctx, l.Path()); !ok || err != nil {
+			t.Errorf("Lease.Path %q not found through its session: %v %v", l.Path(), ok, err)
 		}
 		other, _ := rwlock.New(sp, sn.FullPath("/rw"))
 		_, ok, err := other.ReadLock().TryAcquire(ctx)
@@ -97,8 +97,8 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		m, _ := semaphoremutex.New(sn, "/s", semaphoremutex.WithRevocable())
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
-		if ok, _, err := l.Epoch().Exists(ctx, l.Path()); !ok || err != nil {
-			t.Errorf("Lease.Path %q not found through its own epoch: %v %v", l.Path(), ok, err)
+		if ok, _, err := sn.Exists(ctx, l.Path()); !ok || err != nil {
+			t.Errorf("Lease.Path %q not found through its session: %v %v", l.Path(), ok, err)
 		}
 		ps, err := m.Participants(ctx)
 		if err != nil || len(ps) != 1 {

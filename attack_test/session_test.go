@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -48,6 +49,12 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 	}
 	calls := map[string]func() error{
 		"Session.Epoch":       func() error { _, err := s.Epoch(ctx); return err },
+		"Session.Get":         func() error { _, _, err := s.Get(ctx, root); return err },
+		"Session.Set":         func() error { _, err := s.Set(ctx, root, nil, -1); return err },
+		"Session.Create":      func() error { _, err := s.Create(ctx, root+"-c", nil, 0, s.ACL()); return err },
+		"Session.Delete":      func() error { return s.Delete(ctx, root, -1) },
+		"Session.Children":    func() error { _, _, err := s.Children(ctx, root); return err },
+		"Session.Exists":      func() error { _, _, err := s.Exists(ctx, root); return err },
 		"mutex.Acquire":       func() error { _, err := m.Acquire(ctx); return err },
 		"mutex.TryAcquire":    func() error { _, _, err := m.TryAcquire(ctx); return err },
 		"rwlock.Read":         func() error { _, err := rw.ReadLock().Acquire(ctx); return err },
@@ -65,7 +72,7 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 			_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: root + "-res", Acl: zk.WorldACL(zk.PermAll)})
 			return err
 		},
-		"Lease.Epoch.Get": func() error { _, _, err := l.Epoch().Get(ctx, "/"); return err },
+		"Lease.Epoch.Get": func() error { _, _, err := connlink.Of(l.Epoch()).Get(ctx, "/"); return err },
 	}
 	for name, f := range calls {
 		done := make(chan error, 1)

@@ -19,8 +19,10 @@
 //
 // # What it guarantees
 //
-//   - Operations on an Epoch run on that epoch's connection only, take a
-//     context first, and fail with ErrEpochEnded once the epoch has ended.
+//   - Each request (Session.Get, Set, Create, Delete, Children, Exists, and
+//     the recipes' own) runs in one epoch, on its connection only, takes a
+//     context first, and fails with ErrEpochEnded once the epoch has ended;
+//     it is never sent again in the next.
 //   - Idempotent operations are retried on connection loss with exponential
 //     backoff and jitter (RetryPolicy), bounded by the caller's context and
 //     the epoch. Sequential creates and multis are never retried blindly.

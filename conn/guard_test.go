@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/metrics"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -20,11 +21,11 @@ func guarded(t *testing.T, s *conn.Session, root string) (l *conn.Lease, guard s
 	t.Helper()
 	ctx := context.Background()
 	ep := epoch(t, s)
-	guard, err := ep.Create(ctx, root+"-guard", nil, zk.FlagEphemeral, s.ACL())
+	guard, err := connlink.Of(ep).Create(ctx, root+"-guard", nil, zk.FlagEphemeral, s.ACL())
 	require.NoError(t, err)
-	node, err := ep.Create(ctx, root+"-node", nil, zk.FlagEphemeral, s.ACL())
+	node, err := connlink.Of(ep).Create(ctx, root+"-node", nil, zk.FlagEphemeral, s.ACL())
 	require.NoError(t, err)
-	_, st, err := ep.Exists(ctx, guard)
+	_, st, err := connlink.Of(ep).Exists(ctx, guard)
 	require.NoError(t, err)
 	l = ep.NewLease(node)
 	l.GuardWith(guard, st.Czxid, 1)
@@ -39,7 +40,6 @@ func TestGuardedGrantStandsOnItsGuard(t *testing.T) {
 	c := zktest.New(t)
 	ctx := context.Background()
 	s, obs := connect(t, c.Servers()), connect(t, c.Servers())
-	oep := epoch(t, obs)
 
 	l, guard, zxid := guarded(t, s, c.Root()+"-a")
 	assert.Equal(t, guard, l.CheckOp().Path)
@@ -51,7 +51,7 @@ func TestGuardedGrantStandsOnItsGuard(t *testing.T) {
 	_, err = l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-a-write", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 	require.NoError(t, err)
 	lost := l.Lost()
-	require.NoError(t, oep.Delete(ctx, guard, -1))
+	require.NoError(t, obs.Delete(ctx, guard, -1))
 	select {
 	case <-lost:
 	case <-time.After(10 * time.Second):
@@ -66,14 +66,14 @@ func TestGuardedGrantStandsOnItsGuard(t *testing.T) {
 	lost = l.Lost()
 	l.Unguard()
 	assert.Equal(t, l.Path(), l.CheckOp().Path)
-	require.NoError(t, oep.Delete(ctx, guard, -1))
+	require.NoError(t, obs.Delete(ctx, guard, -1))
 	_, err = l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-b-write", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 	require.NoError(t, err, "checks its own node once unguarded")
 	assert.False(t, isClosed(lost), "the guard's deletion after Unguard is no loss")
 	f, err = l.Fence(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), f.Pass, "the grant's fence stays")
-	require.NoError(t, oep.Delete(ctx, l.Path(), -1))
+	require.NoError(t, obs.Delete(ctx, l.Path(), -1))
 	select {
 	case <-lost:
 	case <-time.After(10 * time.Second):
@@ -109,7 +109,6 @@ func TestGuardedWriteFollowsUnguard(t *testing.T) {
 	ctx := context.Background()
 	p := zktest.NewProxy(t, c.Servers())
 	s, obs := connect(t, p.Addrs()), connect(t, c.Servers())
-	oep := epoch(t, obs)
 	l, guard, _ := guarded(t, s, c.Root()+"-a")
 
 	p.SetLatency(latency)
@@ -124,7 +123,7 @@ func TestGuardedWriteFollowsUnguard(t *testing.T) {
 	}
 	sent := time.Now() // the multi, checking the guard, is on its way: it reaches the server after latency
 	l.Unguard()
-	require.NoError(t, oep.Delete(ctx, guard, -1))
+	require.NoError(t, obs.Delete(ctx, guard, -1))
 	if time.Since(sent) >= latency {
 		t.Skip("the bystander's delete took longer than the proxy's latency: the order is not known")
 	}
@@ -136,7 +135,7 @@ func TestGuardedWriteFollowsUnguard(t *testing.T) {
 	}
 	assert.Equal(t, before+2, s.Stats().Requests[metrics.OpMulti], "refused behind the deleted guard, then sent again")
 	assert.NoError(t, l.Err())
-	ok, _, err := oep.Exists(ctx, c.Root()+"-written")
+	ok, _, err := obs.Exists(ctx, c.Root()+"-written")
 	require.NoError(t, err)
 	assert.True(t, ok)
 }
@@ -151,7 +150,7 @@ func TestGuardedWriteCutByEpochEnd(t *testing.T) {
 	ctx := context.Background()
 	s := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
 	ep := epoch(t, s)
-	node, err := ep.Create(ctx, c.Root()+"-lock", nil, zk.FlagEphemeral, s.ACL())
+	node, err := s.Create(ctx, c.Root()+"-lock", nil, zk.FlagEphemeral, s.ACL())
 	require.NoError(t, err)
 	l := ep.NewLease(node)
 

@@ -286,7 +286,7 @@ func (l *Lease) watchNode(path string, guard bool) {
 		}
 	}
 	for !l.isLost() && (!guard || l.guardedBy(path)) {
-		data, st, ch, err := l.ep.GetW(l.ep.ctx, path)
+		data, st, ch, err := l.ep.getW(l.ep.ctx, path)
 		switch {
 		case err != nil && l.ep.ctx.Err() != nil:
 			return // watchEpoch reports it
@@ -358,7 +358,7 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 	if z != 0 {
 		return z, nil
 	}
-	ok, st, err := l.ep.Exists(ctx, l.path)
+	ok, st, err := l.ep.exists(ctx, l.path)
 	if err != nil {
 		return 0, err
 	}
@@ -373,9 +373,10 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 	return st.Czxid, nil
 }
 
-// GuardedWrite runs ops (see Epoch.Multi) in one transaction behind a check
-// that our lock node (or the node the grant stands on, see CheckOp) still
-// exists, so they commit only while the lock is ours (the check is
+// GuardedWrite runs ops (*zk.CreateRequest, *zk.DeleteRequest,
+// *zk.SetDataRequest, *zk.CheckVersionRequest) in one transaction behind a
+// check that our lock node (or the node the grant stands on, see CheckOp)
+// still exists, so they commit only while the lock is ours (the check is
 // CheckOp).
 //
 // Every failure because the lease ended matches ErrLeaseLost: stop
@@ -411,7 +412,7 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 				return nil, fmt.Errorf("a guarded write may not set the data of its own lock node %s: %w", sd.Path, ErrInvalidArgument)
 			}
 		}
-		res, err := l.ep.Multi(ctx, append([]any{check}, ops...)...)
+		res, err := l.ep.multi(ctx, append([]any{check}, ops...)...)
 		var oe *OpError
 		switch {
 		case err == nil:

@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -53,6 +54,54 @@ func (v *epochView) GetACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat
 func (v *epochView) SetACL(ctx context.Context, path string, acl []zk.ACL, version int32) (*zk.Stat, error) {
 	return (*Epoch)(v).setACL(ctx, path, acl, version)
 }
+
+func (v *epochView) Timeout() time.Duration { return v.timeout }
+
+func (v *epochView) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	return (*Epoch)(v).get(ctx, path)
+}
+
+func (v *epochView) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	return (*Epoch)(v).getW(ctx, path)
+}
+
+func (v *epochView) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	return (*Epoch)(v).children(ctx, path)
+}
+
+func (v *epochView) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	return (*Epoch)(v).childrenW(ctx, path)
+}
+
+func (v *epochView) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	return (*Epoch)(v).exists(ctx, path)
+}
+
+func (v *epochView) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	return (*Epoch)(v).existsW(ctx, path)
+}
+
+func (v *epochView) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	return (*Epoch)(v).set(ctx, path, data, version)
+}
+
+func (v *epochView) Delete(ctx context.Context, path string, version int32) error {
+	return (*Epoch)(v).delete(ctx, path, version)
+}
+
+func (v *epochView) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	return (*Epoch)(v).create(ctx, path, data, flags, acl)
+}
+
+func (v *epochView) CreateParents(ctx context.Context, path string) error {
+	return (*Epoch)(v).createParents(ctx, path)
+}
+
+func (v *epochView) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return (*Epoch)(v).multi(ctx, ops...)
+}
+
+func (v *epochView) Sync(ctx context.Context, path string) error { return (*Epoch)(v).sync(ctx, path) }
 
 func (v *leaseView) Released()                           { (*Lease)(v).released() }
 func (v *leaseView) Local(pass int64) *Lease             { return (*Lease)(v).localView(pass) }

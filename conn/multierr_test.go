@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -20,11 +21,11 @@ func TestMultiErrorNamesTheFailingOp(t *testing.T) {
 	s := connect(t, c.Servers(), conn.WithNamespace(c.Root()))
 	ctx := context.Background()
 	ep := epoch(t, s)
-	require.NoError(t, ep.CreateParents(ctx, "/shop/stock"))
-	_, err := ep.Create(ctx, "/shop/stock", []byte("10"), 0, s.ACL())
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, "/shop/stock"))
+	_, err := s.Create(ctx, "/shop/stock", []byte("10"), 0, s.ACL())
 	require.NoError(t, err)
 
-	_, err = ep.Multi(ctx,
+	_, err = connlink.Of(ep).Multi(ctx,
 		&zk.CreateRequest{Path: "/shop/order", Acl: s.ACL()},
 		&zk.SetDataRequest{Path: "/shop/stock", Data: []byte("9"), Version: 7})
 	require.Error(t, err)
@@ -33,11 +34,11 @@ func TestMultiErrorNamesTheFailingOp(t *testing.T) {
 	var oe *conn.OpError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, 1, oe.Index)
-	ok, _, err := ep.Exists(ctx, "/shop/order")
+	ok, _, err := s.Exists(ctx, "/shop/order")
 	require.NoError(t, err)
 	assert.False(t, ok, "nothing of a refused multi is applied")
 
-	_, err = ep.Multi(ctx, &zk.DeleteRequest{Path: "/shop/nothing", Version: -1})
+	_, err = connlink.Of(ep).Multi(ctx, &zk.DeleteRequest{Path: "/shop/nothing", Version: -1})
 	assert.Equal(t, "conn: multi: op 0 (delete /shop/nothing): zk: node does not exist", err.Error())
 	assert.ErrorIs(t, err, zk.ErrNoNode)
 }
@@ -49,10 +50,10 @@ func TestGuardedWriteAndCheckOpErrors(t *testing.T) {
 	s := connect(t, c.Servers())
 	ctx := context.Background()
 	ep := epoch(t, s)
-	node, err := ep.Create(ctx, c.Root()+"-lease", nil, zk.FlagEphemeral, s.ACL())
+	node, err := connlink.Of(ep).Create(ctx, c.Root()+"-lease", nil, zk.FlagEphemeral, s.ACL())
 	require.NoError(t, err)
 	stock := c.Root() + "-stock"
-	_, err = ep.Create(ctx, stock, []byte("10"), 0, s.ACL())
+	_, err = s.Create(ctx, stock, []byte("10"), 0, s.ACL())
 	require.NoError(t, err)
 	l := ep.NewLease(node)
 
@@ -62,15 +63,15 @@ func TestGuardedWriteAndCheckOpErrors(t *testing.T) {
 	assert.NotErrorIs(t, err, conn.ErrLeaseLost)
 
 	// The caller's own multi, guarded by the lease's check.
-	_, err = ep.Multi(ctx, l.CheckOp(), &zk.SetDataRequest{Path: stock, Data: []byte("9"), Version: 0})
+	_, err = connlink.Of(ep).Multi(ctx, l.CheckOp(), &zk.SetDataRequest{Path: stock, Data: []byte("9"), Version: 0})
 	require.NoError(t, err)
 
 	// Someone else deletes the lock node: the check refuses the multi.
 	other := connect(t, c.Servers())
-	require.NoError(t, epoch(t, other).Delete(ctx, node, -1))
-	_, err = ep.Multi(ctx, &zk.SetDataRequest{Path: stock, Data: []byte("8"), Version: -1}, l.CheckOp())
+	require.NoError(t, other.Delete(ctx, node, -1))
+	_, err = connlink.Of(ep).Multi(ctx, &zk.SetDataRequest{Path: stock, Data: []byte("8"), Version: -1}, l.CheckOp())
 	assert.Equal(t, "conn: multi: op 1 (check "+node+"): zk: node does not exist", err.Error())
-	got, _, err := ep.Get(ctx, stock)
+	got, _, err := s.Get(ctx, stock)
 	require.NoError(t, err)
 	assert.Equal(t, "9", string(got), "the refused multi changed nothing")
 

@@ -55,7 +55,7 @@ func withCloseWait(d time.Duration) Option {
 
 // WithSessionTimeout sets the session timeout asked of the server (default
 // 10s). The server clamps it to [2, 20] ticks; the negotiated value is what
-// the local timer uses (Epoch.Timeout). Values below 100ms are invalid.
+// the local timer uses. Values below 100ms are invalid.
 func WithSessionTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 100*time.Millisecond {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/metrics"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -86,7 +87,7 @@ func TestServerRestartKeepsSession(t *testing.T) {
 
 	ep2 := epoch(t, s)
 	assert.Same(t, ep, ep2)
-	_, _, err := ep2.Children(context.Background(), "/")
+	_, _, err := connlink.Of(ep2).Children(context.Background(), "/")
 	assert.NoError(t, err)
 }
 
@@ -96,7 +97,7 @@ func TestServerConfirmedExpiry(t *testing.T) {
 	ctx := context.Background()
 	ep := epoch(t, s)
 	node := c.Root() + "-expiry"
-	_, err := ep.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
 	require.NoError(t, err)
 	sub := s.Subscribe()
 	defer sub.Close()
@@ -114,14 +115,14 @@ func TestServerConfirmedExpiry(t *testing.T) {
 	}
 	assert.ErrorIs(t, ep.Err(), conn.ErrEpochEnded)
 	assert.ErrorIs(t, ep.Err(), conn.ErrSessionExpired)
-	_, _, err = ep.Get(ctx, "/")
+	_, _, err = connlink.Of(ep).Get(ctx, "/")
 	assert.ErrorIs(t, err, conn.ErrEpochEnded, "operations on an ended epoch fail")
 
 	conn2 := expect(t, sub, 20*time.Second, conn.Connected)
 	assert.NotEqual(t, ep.SessionID(), conn2.Epoch.SessionID(), "a new epoch is a new ZooKeeper session")
 	ep2 := epoch(t, s)
 	assert.Same(t, conn2.Epoch, ep2)
-	ok, _, err := ep2.Exists(ctx, node)
+	ok, _, err := connlink.Of(ep2).Exists(ctx, node)
 	require.NoError(t, err)
 	assert.False(t, ok, "the ephemeral node of the expired session is gone")
 }
@@ -138,7 +139,7 @@ func TestPartitionLocalTimer(t *testing.T) {
 		p := zktest.NewProxy(t, c.Servers())
 		s := connect(t, p.Addrs(), timerOpts(quorum, conn.WithSessionTimeout(timeout))...)
 		ep := epoch(t, s)
-		require.Equal(t, timeout, ep.Timeout())
+		require.Equal(t, timeout, connlink.Of(ep).Timeout())
 		sub := s.Subscribe()
 
 		cut := time.Now()
@@ -172,7 +173,7 @@ func TestLeaderKillKeepsSession(t *testing.T) {
 	ctx := context.Background()
 	ep := epoch(t, s)
 	node := c.Root() + "-leader"
-	_, err := ep.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
 	require.NoError(t, err)
 	sub := s.Subscribe()
 	defer sub.Close()
@@ -184,7 +185,7 @@ func TestLeaderKillKeepsSession(t *testing.T) {
 	expect(t, sub, 10*time.Second, conn.Suspended)
 	expect(t, sub, 20*time.Second, conn.Reconnected)
 	assert.NoError(t, ep.Err())
-	ok, _, err := ep.Exists(ctx, node)
+	ok, _, err := connlink.Of(ep).Exists(ctx, node)
 	require.NoError(t, err)
 	assert.True(t, ok, "the ephemeral node survives the leader's death")
 	assert.Same(t, ep, epoch(t, s))
@@ -241,7 +242,7 @@ func TestCloseIsPromptAndIdempotentWithServerDown(t *testing.T) {
 	assert.ErrorIs(t, ep.Err(), conn.ErrClosed)
 	_, err := s.Epoch(context.Background())
 	assert.ErrorIs(t, err, conn.ErrClosed)
-	_, _, err = ep.Children(context.Background(), "/")
+	_, _, err = connlink.Of(ep).Children(context.Background(), "/")
 	assert.ErrorIs(t, err, conn.ErrEpochEnded)
 	assert.Equal(t, conn.Closed, s.State())
 }
@@ -252,13 +253,13 @@ func TestOperationsRetryAcrossAConnectionCut(t *testing.T) {
 	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second), conn.WithNamespace(c.Root()))
 	ctx := context.Background()
 	ep := epoch(t, s)
-	require.NoError(t, ep.CreateParents(ctx, "/a/b"))
-	_, err := ep.Create(ctx, "/a/b", []byte("v"), zk.FlagPersistent, s.ACL())
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, "/a/b"))
+	_, err := connlink.Of(ep).Create(ctx, "/a/b", []byte("v"), zk.FlagPersistent, s.ACL())
 	require.NoError(t, err)
 
 	before := s.Stats()
 	p.Cut()
-	data, _, err := ep.Get(ctx, "/a/b")
+	data, _, err := connlink.Of(ep).Get(ctx, "/a/b")
 	require.NoError(t, err, "a read is retried across a connection cut")
 	assert.Equal(t, "v", string(data))
 	assert.NoError(t, ep.Err(), "same epoch")
@@ -267,10 +268,10 @@ func TestOperationsRetryAcrossAConnectionCut(t *testing.T) {
 
 	// The namespace is invisible to the caller and real on the server.
 	raw := connect(t, c.Servers())
-	ok, _, err := epoch(t, raw).Exists(ctx, c.Root()+"/a/b")
+	ok, _, err := raw.Exists(ctx, c.Root()+"/a/b")
 	require.NoError(t, err)
 	assert.True(t, ok)
-	names, _, err := ep.Children(ctx, "/a")
+	names, _, err := connlink.Of(ep).Children(ctx, "/a")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b"}, names)
 }
@@ -279,13 +280,12 @@ func TestOperationsHonourContextWhileDisconnected(t *testing.T) {
 	c := zktest.New(t)
 	p := zktest.NewProxy(t, c.Servers())
 	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second))
-	ep := epoch(t, s)
 	p.Blackhole()
 	defer p.Heal()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, _, err := ep.Get(ctx, "/")
+	_, _, err := s.Get(ctx, "/")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 2*time.Second)
 }
@@ -334,26 +334,24 @@ func TestDigestAuth(t *testing.T) {
 	acl := zk.DigestACL(zk.PermAll, "alice", "secret")
 	alice := connect(t, c.Servers(), conn.WithDigestAuth("alice", "secret"), conn.WithACL(acl))
 	parent, child := c.Root()+"-acl", c.Root()+"-acl/c"
-	aep := epoch(t, alice)
-	_, err := aep.Create(ctx, parent, []byte("x"), zk.FlagPersistent, alice.ACL())
+	_, err := alice.Create(ctx, parent, []byte("x"), zk.FlagPersistent, alice.ACL())
 	require.NoError(t, err)
-	_, err = aep.Create(ctx, child, nil, zk.FlagEphemeral, alice.ACL())
+	_, err = alice.Create(ctx, child, nil, zk.FlagEphemeral, alice.ACL())
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		aep.Delete(context.Background(), child, -1)
-		aep.Delete(context.Background(), parent, -1)
+		alice.Delete(context.Background(), child, -1)
+		alice.Delete(context.Background(), parent, -1)
 	})
 
 	mallory := connect(t, c.Servers())
-	mep := epoch(t, mallory)
 	// Deleting needs DELETE on the parent; reading needs READ on the node.
-	err = mep.Delete(ctx, child, -1)
+	err = mallory.Delete(ctx, child, -1)
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
-	_, _, err = mep.Get(ctx, parent)
+	_, _, err = mallory.Get(ctx, parent)
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
-	_, err = mep.Create(ctx, parent+"/m", nil, zk.FlagEphemeral, mallory.ACL())
+	_, err = mallory.Create(ctx, parent+"/m", nil, zk.FlagEphemeral, mallory.ACL())
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
-	data, _, err := aep.Get(ctx, parent)
+	data, _, err := alice.Get(ctx, parent)
 	require.NoError(t, err)
 	assert.Equal(t, "x", string(data))
 }
@@ -442,19 +440,19 @@ func TestBadPathsAreRefusedBeforeTheServer(t *testing.T) {
 	ep := epoch(t, s)
 	ctx := context.Background()
 	before := s.Stats().TotalRequests()
-	_, err := ep.Create(ctx, "rel", nil, 0, s.ACL())
+	_, err := s.Create(ctx, "rel", nil, 0, s.ACL())
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "is relative")
-	_, _, err = ep.Get(ctx, "/a/")
+	_, _, err = s.Get(ctx, "/a/")
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "ends with /")
-	err = ep.Delete(ctx, "/zookeeper/config", -1)
+	err = s.Delete(ctx, "/zookeeper/config", -1)
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "path /zookeeper/config is reserved")
-	_, err = ep.Multi(ctx, &zk.DeleteRequest{Path: "//x"})
+	_, err = connlink.Of(ep).Multi(ctx, &zk.DeleteRequest{Path: "//x"})
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "empty segment")
-	_, err = ep.Multi(ctx, "not an op")
+	_, err = connlink.Of(ep).Multi(ctx, "not an op")
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "unsupported op string")
 	assert.Equal(t, before, s.Stats().TotalRequests(), "bad input never reaches the server")
@@ -466,12 +464,12 @@ func TestStatsCountWatchEvents(t *testing.T) {
 	ctx := context.Background()
 	ep := epoch(t, s)
 	node := c.Root() + "-watch"
-	_, err := ep.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	_, err := s.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
 	require.NoError(t, err)
 	before := s.Stats()
-	_, _, ch, err := ep.GetW(ctx, node)
+	_, _, ch, err := connlink.Of(ep).GetW(ctx, node)
 	require.NoError(t, err)
-	require.NoError(t, ep.Delete(ctx, node, -1))
+	require.NoError(t, s.Delete(ctx, node, -1))
 	select {
 	case ev := <-ch:
 		assert.Equal(t, zk.EventNodeDeleted, ev.Type)
@@ -489,12 +487,12 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	s := connect(t, c.Servers())
 	ctx := context.Background()
 	ep := epoch(t, s)
-	node, err := ep.Create(ctx, c.Root()+"-lease", nil, zk.FlagEphemeral, s.ACL())
+	node, err := connlink.Of(ep).Create(ctx, c.Root()+"-lease", nil, zk.FlagEphemeral, s.ACL())
 	require.NoError(t, err)
 	data := c.Root() + "-data"
-	_, err = ep.Create(ctx, data, []byte("0"), zk.FlagPersistent, s.ACL())
+	_, err = s.Create(ctx, data, []byte("0"), zk.FlagPersistent, s.ACL())
 	require.NoError(t, err)
-	t.Cleanup(func() { epoch(t, s).Delete(context.Background(), data, -1) })
+	t.Cleanup(func() { s.Delete(context.Background(), data, -1) })
 
 	l := ep.NewLease(node)
 	tok, err := l.Fence(ctx)
@@ -506,7 +504,7 @@ func TestLeaseGuardedWrite(t *testing.T) {
 
 	// Someone else deletes our node: the lease is lost and writes are refused.
 	other := connect(t, c.Servers())
-	require.NoError(t, epoch(t, other).Delete(ctx, node, -1))
+	require.NoError(t, other.Delete(ctx, node, -1))
 	select {
 	case <-lost:
 	case <-time.After(10 * time.Second):
@@ -515,12 +513,12 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost)
 	_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("2"), Version: -1})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost)
-	got, _, err := ep.Get(ctx, data)
+	got, _, err := s.Get(ctx, data)
 	require.NoError(t, err)
 	assert.Equal(t, "1", string(got), "the refused write changed nothing")
 
 	// A caller's own failing op is not mistaken for a lost lease.
-	node2, err := ep.Create(ctx, c.Root()+"-lease2", nil, zk.FlagEphemeral, s.ACL())
+	node2, err := connlink.Of(ep).Create(ctx, c.Root()+"-lease2", nil, zk.FlagEphemeral, s.ACL())
 	require.NoError(t, err)
 	l2 := ep.NewLease(node2)
 	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("3"), Version: 99})
@@ -538,14 +536,14 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	watches := s.Stats().WatchesSet
 	require.Eventually(t, func() bool { return s.Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond)
 	watches = s.Stats().WatchesSet
-	_, err = epoch(t, other).Set(ctx, node2, []byte("mine now"), -1)
+	_, err = other.Set(ctx, node2, []byte("mine now"), -1)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return s.Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond,
 		"the lease reads its node again after the change")
 	watches = s.Stats().WatchesSet
 	assert.False(t, isClosed(lost2), "a data change is not a loss: %v", l2.Err())
 	assert.False(t, isClosed(revoked2), "only __REVOKE__ is a revoke request")
-	_, err = epoch(t, other).Set(ctx, node2, []byte("__REVOKE__"), -1)
+	_, err = other.Set(ctx, node2, []byte("__REVOKE__"), -1)
 	require.NoError(t, err)
 	select {
 	case <-revoked2:

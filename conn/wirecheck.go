@@ -67,16 +67,16 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	p := "/zkrecipes-wirecheck-" + hex.EncodeToString(b[:])
-	_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.ACL())
+	_, err = ep.create(ctx, p, nil, zk.FlagEphemeral, s.ACL())
 	if errors.Is(err, zk.ErrNoNode) { // the namespace's root does not exist yet
-		if err = ep.CreateParents(ctx, p); err == nil {
-			_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.ACL())
+		if err = ep.createParents(ctx, p); err == nil {
+			_, err = ep.create(ctx, p, nil, zk.FlagEphemeral, s.ACL())
 		}
 	}
 	if err != nil {
 		return fails, err
 	}
-	if _, err := ep.Set(ctx, p, []byte("1"), 0); err != nil {
+	if _, err := ep.set(ctx, p, []byte("1"), 0); err != nil {
 		return append(fails, fmt.Sprintf("a request failed: %v", err)), nil
 	}
 	if w.lastZxid.Load() <= 0 {
@@ -84,7 +84,7 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	}
 
 	// A watch across a reconnect: go-zookeeper re-sends it (set-watches).
-	_, _, ch, err := ep.GetW(ctx, p)
+	_, _, ch, err := ep.getW(ctx, p)
 	if err != nil {
 		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
 	}
@@ -102,7 +102,7 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 			return append(fails, fmt.Sprintf("the session ended after a cut: %v", ev.Err)), nil
 		}
 	}
-	if _, err := ep.Set(ctx, p, []byte("2"), 1); err != nil {
+	if _, err := ep.set(ctx, p, []byte("2"), 1); err != nil {
 		return append(fails, fmt.Sprintf("a request after the reconnect failed: %v", err)), nil
 	}
 	select {
@@ -118,17 +118,17 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	}
 
 	// A watch removed by a request injected on the wire.
-	_, _, ch, err = ep.GetW(ctx, p)
+	_, _, ch, err = ep.getW(ctx, p)
 	if err != nil {
 		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
 	}
 	if err := ep.unwatch(ctx, ch); err != nil {
 		fails = append(fails, fmt.Sprintf("removing a watch failed: %v", err))
 	}
-	if _, _, err := ep.Get(ctx, p); err != nil {
+	if _, _, err := ep.get(ctx, p); err != nil {
 		fails = append(fails, fmt.Sprintf("a request after a watch removal failed: %v", err))
 	}
-	if err := ep.Delete(ctx, p, -1); err != nil {
+	if err := ep.delete(ctx, p, -1); err != nil {
 		return fails, err
 	}
 	if err := s.Close(); err != nil {

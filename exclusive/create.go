@@ -59,11 +59,11 @@ func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id strin
 // container can be reaped between the two steps, hence the few rounds.
 func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) error {
 	for i := 0; ; i++ {
-		_, err := ep.Create(ctx, l.node, data, zk.FlagEphemeral, connlink.Of(l.sess).SealedACL())
+		_, err := connlink.Of(ep).Create(ctx, l.node, data, zk.FlagEphemeral, connlink.Of(l.sess).SealedACL())
 		if !errors.Is(err, zk.ErrNoNode) || i == 3 {
 			return err
 		}
-		if err := ep.CreateParents(ctx, l.node); err != nil {
+		if err := connlink.Of(ep).CreateParents(ctx, l.node); err != nil {
 			return err
 		}
 	}
@@ -85,7 +85,7 @@ func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) erro
 func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone bool, err error) {
 	unsure := false // a delete of ours was sent and its answer lost
 	for i := 0; ; i++ {
-		data, st, err := ep.Get(ctx, l.node)
+		data, st, err := connlink.Of(ep).Get(ctx, l.node)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return !unsure, nil

@@ -124,9 +124,9 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 			ch  <-chan zk.Event
 		)
 		if out == created {
-			got, st, err = ep.Get(ctx, l.node)
+			got, st, err = connlink.Of(ep).Get(ctx, l.node)
 		} else {
-			got, st, ch, err = ep.GetW(ctx, l.node)
+			got, st, ch, err = connlink.Of(ep).GetW(ctx, l.node)
 		}
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
@@ -187,7 +187,7 @@ func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 		}
 		// Read the node: ours (created, or a create whose first answer was
 		// lost had made it) is granted with its czxid (see Acquire).
-		got, st, err := ep.Get(ctx, l.node)
+		got, st, err := connlink.Of(ep).Get(ctx, l.node)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, false, nil // it was held when we tried, or ours was deleted

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -57,7 +58,7 @@ func TestLock(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, path+"/lock", lease.Path())
 		ep := lease.Epoch()
-		data, st, err := ep.Get(ctx, path+"/lock")
+		data, st, err := connlink.Of(ep).Get(ctx, path+"/lock")
 		require.NoError(t, err)
 		assert.Equal(t, ep.SessionID(), st.EphemeralOwner, "an ephemeral node of our session")
 		var d struct {
@@ -73,10 +74,10 @@ func TestLock(t *testing.T) {
 		tok, err := lease.Fence(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, conn.Fence{Zxid: st.Czxid}, tok, "the fencing token is the node's czxid, pass 0")
-		_, _, err = ep.Get(ctx, path)
+		_, _, err = connlink.Of(ep).Get(ctx, path)
 		require.NoError(t, err)
 		require.NoError(t, l.Release(ctx))
-		ok, _, err := ep.Exists(ctx, path+"/lock")
+		ok, _, err := connlink.Of(ep).Exists(ctx, path+"/lock")
 		require.NoError(t, err)
 		assert.False(t, ok, "released")
 	})
@@ -129,7 +130,7 @@ func TestLock(t *testing.T) {
 		// node's.
 		ep, err := s.Epoch(locktest.Ctx(t, 10*time.Second))
 		require.NoError(t, err)
-		require.NoError(t, ep.CreateParents(locktest.Ctx(t, 10*time.Second), path+"/lock"))
+		require.NoError(t, connlink.Of(ep).CreateParents(locktest.Ctx(t, 10*time.Second), path+"/lock"))
 
 		p.CutAfterNextWrite()
 		lease, err := l.Acquire(locktest.Ctx(t, 20*time.Second))
@@ -151,7 +152,7 @@ func TestLock(t *testing.T) {
 		require.NoError(t, err)
 		ep, err := s.Epoch(locktest.Ctx(t, 10*time.Second))
 		require.NoError(t, err)
-		require.NoError(t, ep.CreateParents(locktest.Ctx(t, 10*time.Second), path+"/lock"))
+		require.NoError(t, connlink.Of(ep).CreateParents(locktest.Ctx(t, 10*time.Second), path+"/lock"))
 
 		p.SetLatency(300 * time.Millisecond) // the create reaches the server after ctx ended
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

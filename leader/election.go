@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -252,7 +253,7 @@ func (e *Election) Participants(ctx context.Context) ([]lock.Participant, error)
 
 // list reads up to n participants (all when n < 0).
 func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]lock.Participant, error) {
-	names, _, err := ep.Children(ctx, e.Path())
+	names, _, err := connlink.Of(ep).Children(ctx, e.Path())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -270,7 +271,7 @@ func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n i
 			break
 		}
 		p := conn.JoinPath(e.Path(), c.Name)
-		b, _, err := ep.Get(ctx, p)
+		b, _, err := connlink.Of(ep).Get(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // left meanwhile
 		}

@@ -81,11 +81,10 @@ func TestCampaignAndResign(t *testing.T) {
 	for _, n := range names {
 		assert.Regexp(t, `^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-latch-\d{10}$`, n)
 	}
-	ep := testzk.Epoch(t, ss[2])
 	who, err := e1.Leader(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "zero", who.ID)
-	data, _, err := ep.Get(ctx, who.Node)
+	data, _, err := ss[2].Get(ctx, who.Node)
 	require.NoError(t, err)
 	assert.Equal(t, "zero", string(data), "node data is the participant id, as LeaderLatch writes it")
 	ps, err = e0.Participants(ctx)
@@ -206,7 +205,7 @@ func TestRunCancelled(t *testing.T) {
 		require.NoError(t, err)
 		// Wait for the lease's node watch, then delete as a third party.
 		testzk.Eventually(t, 10*time.Second, func() bool { return watchesOn(t, c, testzk.Epoch(t, ss[0]).SessionID(), who.Node) == 1 }, "lease watch")
-		require.NoError(t, testzk.Epoch(t, ss[1]).Delete(ctx, who.Node, -1))
+		require.NoError(t, ss[1].Delete(ctx, who.Node, -1))
 		waitCancelled(t, fctx, 10*time.Second)
 		assert.ErrorIs(t, <-res, leader.ErrLeadershipLost)
 	})

@@ -68,7 +68,7 @@ func TestMetricsCampaignIsOneWait(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
 	require.Equal(t, "P", ps[1].ID)
-	require.NoError(t, testzk.Epoch(t, sb).Delete(ctx, ps[1].Node, -1)) // the bystander
+	require.NoError(t, sb.Delete(ctx, ps[1].Node, -1)) // the bystander
 	require.NoError(t, l.Resign(ctx))
 	require.NoError(t, <-got)
 	lease := p.Leading()

@@ -64,7 +64,7 @@ func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan loc
 				t.Stop()
 				return true
 			}
-			delay = min(2*delay, ep.Timeout())
+			delay = min(2*delay, connlink.Of(ep).Timeout())
 			continue
 		}
 		delay = 50 * time.Millisecond
@@ -103,9 +103,9 @@ func publish(ch chan lock.Participant, p lock.Participant) {
 // or a watch on its creation.
 func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participant, <-chan zk.Event, bool, error) {
 	for {
-		names, _, w, err := ep.ChildrenW(ctx, e.Path())
+		names, _, w, err := connlink.Of(ep).ChildrenW(ctx, e.Path())
 		if errors.Is(err, zk.ErrNoNode) {
-			ok, _, w, err := ep.ExistsW(ctx, e.Path())
+			ok, _, w, err := connlink.Of(ep).ExistsW(ctx, e.Path())
 			if err != nil {
 				return lock.Participant{}, nil, false, err
 			}

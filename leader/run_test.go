@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -193,7 +194,7 @@ func TestCampaignAfterLoss(t *testing.T) {
 	for _, resign := range []bool{false, true} {
 		l, err := e.Campaign(ctx)
 		require.NoError(t, err)
-		require.NoError(t, testzk.Epoch(t, ss[1]).Delete(ctx, l.Path(), -1))
+		require.NoError(t, ss[1].Delete(ctx, l.Path(), -1))
 		select {
 		case <-l.Lost():
 		case <-time.After(10 * time.Second):
@@ -347,7 +348,7 @@ func TestResignIsAPlainDelete(t *testing.T) {
 	ctx := testzk.Ctx(t, 30*time.Second)
 	l, err := e.Campaign(ctx)
 	require.NoError(t, err)
-	_, _, w, err := testzk.Epoch(t, ss[1]).GetW(ctx, l.Path())
+	_, _, w, err := connlink.Of(testzk.Epoch(t, ss[1])).GetW(ctx, l.Path())
 	require.NoError(t, err)
 	require.NoError(t, e.Resign(ctx))
 	select {

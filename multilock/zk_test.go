@@ -321,9 +321,7 @@ func TestZooKeeper(t *testing.T) {
 		locktest.WaitFor(t, 10*time.Second, "the lease's watch", func() bool {
 			return sessions[1].Stats().WatchesSet > before
 		})
-		admin, err := sessions[2].Epoch(ctx)
-		require.NoError(t, err)
-		require.NoError(t, admin.Delete(ctx, p+"-b/lock", -1))
+		require.NoError(t, sessions[2].Delete(ctx, p+"-b/lock", -1))
 		select {
 		case <-lost:
 		case <-ctx.Done():

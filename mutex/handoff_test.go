@@ -380,10 +380,10 @@ func queuedAt(ctx context.Context, t *testing.T, s *conn.Session, path string, g
 	t.Helper()
 	ep := testzk.Epoch(t, s)
 	for {
-		names, _, err := ep.Children(ctx, path)
+		names, _, err := s.Children(ctx, path)
 		require.NoError(t, err)
 		for _, n := range names {
-			ok, st, err := ep.Exists(ctx, path+"/"+n)
+			ok, st, err := s.Exists(ctx, path+"/"+n)
 			require.NoError(t, err)
 			if ok && st.EphemeralOwner == ep.SessionID() {
 				return grants.Load()

@@ -155,8 +155,7 @@ func TestMetricsRevokeAndDeleted(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("revoke request not seen")
 	}
-	ep := testzk.Epoch(t, other)
-	require.NoError(t, ep.Delete(ctx, l.Path(), -1))
+	require.NoError(t, other.Delete(ctx, l.Path(), -1))
 	select {
 	case <-lost:
 	case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -124,9 +125,9 @@ func TestLocalHandoffCheckOpIsTheNodes(t *testing.T) {
 	acl := zk.WorldACL(zk.PermAll)
 	_, err := first.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-guarded", Acl: acl})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost)
-	_, err = first.Epoch().Multi(ctx, first.CheckOp(), &zk.CreateRequest{Path: path + "-checked", Acl: acl})
+	_, err = connlink.Of(first.Epoch()).Multi(ctx, first.CheckOp(), &zk.CreateRequest{Path: path + "-checked", Acl: acl})
 	assert.NoError(t, err, "the shared node exists: the check passes")
 	require.NoError(t, release())
-	_, err = first.Epoch().Multi(ctx, first.CheckOp(), &zk.CreateRequest{Path: path + "-after", Acl: acl})
+	_, err = connlink.Of(first.Epoch()).Multi(ctx, first.CheckOp(), &zk.CreateRequest{Path: path + "-after", Acl: acl})
 	assert.ErrorIs(t, err, zk.ErrNoNode, "refused once the node is gone")
 }

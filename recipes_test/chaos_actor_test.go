@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -490,7 +491,7 @@ func (a *chaosActor) work(stop context.Context, g *chaosGrant) {
 func (a *chaosActor) workZnode(ctx context.Context, g *chaosGrant, d string, l *conn.Lease, others []any) {
 	reg := a.r.registerPath(d)
 	call := time.Now()
-	data, st, err := l.Epoch().Get(ctx, reg)
+	data, st, err := connlink.Of(l.Epoch()).Get(ctx, reg)
 	if err != nil {
 		a.r.count("work read: " + errClass(err))
 		return

@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -223,12 +224,12 @@ func newChaosRun(t *testing.T, c *zktest.Cluster, cfg chaosConfig) *chaosRun {
 	defer admin.Close()
 	ep, err := admin.Epoch(ctx)
 	if err == nil {
-		err = ep.CreateParents(ctx, r.dataRoot+"/x")
+		err = connlink.Of(ep).CreateParents(ctx, r.dataRoot+"/x")
 	}
 	for _, d := range chaosDomains {
 		r.stores[d] = &fencedStore{}
 		if err == nil {
-			_, err = ep.Create(ctx, r.registerPath(d), []byte("0"), 0, zk.WorldACL(zk.PermAll))
+			_, err = admin.Create(ctx, r.registerPath(d), []byte("0"), 0, zk.WorldACL(zk.PermAll))
 		}
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -281,11 +282,11 @@ func (cl *faultClient) readCounter(ep *conn.Epoch, path string, sync bool) (int6
 	ctx, cancel := context.WithTimeout(context.Background(), faultOpTimeout)
 	defer cancel()
 	if sync {
-		if err := ep.Sync(ctx, path); err != nil {
+		if err := connlink.Of(ep).Sync(ctx, path); err != nil {
 			return 0, false
 		}
 	}
-	data, _, err := ep.Get(ctx, path)
+	data, _, err := connlink.Of(ep).Get(ctx, path)
 	if err != nil {
 		return 0, false
 	}
@@ -296,7 +297,7 @@ func (cl *faultClient) readCounter(ep *conn.Epoch, path string, sync bool) (int6
 func (cl *faultClient) readCounterStat(ep *conn.Epoch, path string) (int64, *zk.Stat, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), faultOpTimeout)
 	defer cancel()
-	data, st, err := ep.Get(ctx, path)
+	data, st, err := connlink.Of(ep).Get(ctx, path)
 	if err != nil {
 		return 0, nil, false
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -256,8 +257,8 @@ func mkdirs(t *testing.T, s *conn.Session, p string, data []byte) {
 	t.Helper()
 	ctx := locktest.Ctx(t, 20*time.Second)
 	ep := epochOf(t, s)
-	require.NoError(t, ep.CreateParents(ctx, p))
-	_, err := ep.Create(ctx, p, data, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, p))
+	_, err := s.Create(ctx, p, data, 0, zk.WorldACL(zk.PermAll))
 	if !errors.Is(err, zk.ErrNodeExists) {
 		require.NoError(t, err, "create %s", p)
 	}
@@ -488,13 +489,12 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 	path := locktest.UniquePath(env.c, "hostile/children-"+rec.name)
 	mkdirs(t, env.foreign, path, garbage[len(garbage)-1])
 	ctx := locktest.Ctx(t, 60*time.Second)
-	fep := epochOf(t, env.foreign)
 	var made []string
 	for _, dir := range rec.dirs(path) {
 		mkdirs(t, env.foreign, dir, garbage[0])
 		for i, name := range foreignNames() {
 			p := conn.JoinPath(dir, name)
-			_, err := fep.Create(ctx, p, garbage[i%len(garbage)], 0, zk.WorldACL(zk.PermAll))
+			_, err := env.foreign.Create(ctx, p, garbage[i%len(garbage)], 0, zk.WorldACL(zk.PermAll))
 			require.NoError(t, err, "create %s", p)
 			made = append(made, p)
 		}
@@ -536,7 +536,7 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 	require.NoError(t, lk.Release(ctx))
 	_ = l
 	for _, p := range made {
-		ok, _, err := fep.Exists(ctx, p)
+		ok, _, err := env.foreign.Exists(ctx, p)
 		require.NoError(t, err)
 		assert.True(t, ok, "%s, not ours, was left alone", p)
 	}
@@ -550,14 +550,13 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 func testHostileBlockers(t *testing.T, env *hostileEnv, s *conn.Session, rec hostileRecipe) {
 	path := locktest.UniquePath(env.c, "hostile/blockers-"+rec.name)
 	ctx := locktest.Ctx(t, 60*time.Second)
-	fep := epochOf(t, env.foreign)
 	dirs := rec.dirs(path)
 	dir := dirs[len(dirs)-1]
 	mkdirs(t, env.foreign, dir, nil)
 	var blockers []string
 	for i, name := range rec.blockers {
 		p := conn.JoinPath(dir, name)
-		_, err := fep.Create(ctx, p, garbage[i%2], 0, zk.WorldACL(zk.PermAll))
+		_, err := env.foreign.Create(ctx, p, garbage[i%2], 0, zk.WorldACL(zk.PermAll))
 		require.NoError(t, err)
 		blockers = append(blockers, p)
 	}
@@ -576,7 +575,7 @@ func testHostileBlockers(t *testing.T, env *hostileEnv, s *conn.Session, rec hos
 	noneOf(t, env.foreign, s, path)
 
 	for _, p := range blockers {
-		require.NoError(t, fep.Delete(ctx, p, -1))
+		require.NoError(t, env.foreign.Delete(ctx, p, -1))
 	}
 	l, err = lk.Acquire(ctx)
 	require.NoError(t, err)
@@ -634,7 +633,7 @@ func testHostileLostCreate(t *testing.T, env *hostileEnv, rec hostileRecipe) {
 			queued <- err
 		}()
 		locktest.WaitFor(t, 10*time.Second, "the other reader to queue", func() bool {
-			kids, _, err := epochOf(t, env.foreign).Children(ctx, path)
+			kids, _, err := env.foreign.Children(ctx, path)
 			return err == nil && len(kids) == 2
 		})
 	}
@@ -692,8 +691,8 @@ func testHostileEphemeralParent(t *testing.T, env *hostileEnv, s *conn.Session, 
 	ctx := locktest.Ctx(t, 60*time.Second)
 	fep := epochOf(t, env.foreign)
 	eph := locktest.UniquePath(env.c, "hostile/eph-"+rec.name)
-	require.NoError(t, fep.CreateParents(ctx, eph))
-	_, err := fep.Create(ctx, eph, []byte("ephemeral"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	require.NoError(t, connlink.Of(fep).CreateParents(ctx, eph))
+	_, err := env.foreign.Create(ctx, eph, []byte("ephemeral"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 	for _, path := range []string{eph, eph + "/lock", eph + "/a/b"} {
 		lk, err := rec.open(s, path)
@@ -819,8 +818,8 @@ func testHostileMultilockRollback(t *testing.T, env *hostileEnv, s *conn.Session
 	ctx := locktest.Ctx(t, 60*time.Second)
 	path := locktest.UniquePath(env.c, "hostile/mlrollback")
 	fep := epochOf(t, env.foreign)
-	require.NoError(t, fep.CreateParents(ctx, path+"/b"))
-	_, err := fep.Create(ctx, path+"/b", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	require.NoError(t, connlink.Of(fep).CreateParents(ctx, path+"/b"))
+	_, err := env.foreign.Create(ctx, path+"/b", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 	good, err := mutex.New(s, path+"/a")
 	require.NoError(t, err)
@@ -855,7 +854,7 @@ func testHostileSemaphoreRelease(t *testing.T, env *hostileEnv, s *conn.Session)
 		t.Error("releasing through the wrong handle disturbed the lease")
 	default:
 	}
-	ok, _, err := epochOf(t, s).Exists(ctx, l2.Path())
+	ok, _, err := s.Exists(ctx, l2.Path())
 	require.NoError(t, err)
 	assert.True(t, ok, "the other handle's lease node is still there")
 	require.NoError(t, s2.ReturnLease(ctx, l2))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -296,7 +297,7 @@ func TestForeignPredecessorDataChange(t *testing.T) {
 	ctx := locktest.Ctx(t, 60*time.Second)
 	path := locktest.UniquePath(c, "foreign-data")
 	s := dial(t, c.Servers())
-	require.NoError(t, epochOf(t, s).CreateParents(ctx, path+"/x"))
+	require.NoError(t, connlink.Of(epochOf(t, s)).CreateParents(ctx, path+"/x"))
 	// go-zookeeper's name, then Curator's: our waiter watches the second.
 	var foreign []string
 	for _, name := range []string{"_c_" + hex32() + "-lock-", "_c_" + uuid.NewString() + "-lock-"} {
@@ -444,7 +445,7 @@ func TestNoWatchLeft(t *testing.T) {
 			ep := epochOf(t, s)
 			// Anything still in flight from the last cycle has been
 			// answered once a request sent after it is.
-			_, _, err = ep.Exists(ctx, path)
+			_, _, err = s.Exists(ctx, path)
 			require.NoError(t, err)
 			w := sessionWatches(t, c, ep.SessionID())
 			assert.Empty(t, w, "watches of the open session after %d cycles", cycles)

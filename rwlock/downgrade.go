@@ -58,7 +58,7 @@ func standsOn(ctx context.Context, l, wl *conn.Lease) (*zk.Stat, error) {
 	if err := wl.Err(); err != nil {
 		return nil, fmt.Errorf("the write lock: %w", err)
 	}
-	ok, st, err := l.Epoch().Exists(ctx, wl.Path())
+	ok, st, err := connlink.Of(l.Epoch()).Exists(ctx, wl.Path())
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("checking the write node: %w", err)
@@ -82,7 +82,7 @@ const (
 // write lock, what becomes of its write node w, on which its read grant r
 // stands, from one listing (between); w is kept if the listing fails.
 func (rw *RWLock) afterDowngrade(ctx context.Context, w, r *conn.Lease) afterRelease {
-	names, _, err := w.Epoch().Children(ctx, rw.path)
+	names, _, err := connlink.Of(w.Epoch()).Children(ctx, rw.path)
 	if err != nil {
 		rw.wq.Session().Logger().Warn("downgrade: cannot list the queue; keeping the write node until the read lock is released",
 			zap.String("lock", rw.path), zap.Error(err))

@@ -21,7 +21,6 @@ func TestMetricsDowngradeUnwatchedLoss(t *testing.T) {
 	c := testzk.Shared(t)
 	ctx := testzk.Ctx(t, time.Minute)
 	other := testzk.Connect(t, c.Servers())
-	oep := testzk.Epoch(t, other)
 	for _, deleted := range []bool{false, true} {
 		rec := &testzk.Recorder{}
 		s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
@@ -33,7 +32,7 @@ func TestMetricsDowngradeUnwatchedLoss(t *testing.T) {
 		rec.Take()
 		want := metrics.Lock{Event: metrics.LockHold, Recipe: "rwlock", Path: rw.Path()}
 		if deleted {
-			require.NoError(t, oep.Delete(ctx, w.Path(), -1))
+			require.NoError(t, other.Delete(ctx, w.Path(), -1))
 			want = metrics.Lock{Event: metrics.LockLost, Recipe: "rwlock", Path: rw.Path(), Cause: metrics.CauseNodeDeleted}
 		}
 		require.NoError(t, rw.WriteLock().Release(ctx))

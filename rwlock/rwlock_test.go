@@ -68,7 +68,7 @@ func TestNodes(t *testing.T) {
 		require.Len(t, names, 1)
 		assert.Regexp(t, regexp.MustCompile(`^app-7-W-x-`+side.kind+`-\d{10}$`), names[0])
 		assert.Equal(t, path+"/"+names[0], l.Path())
-		b, _, err := testzk.Epoch(t, s).Get(ctx, l.Path())
+		b, _, err := s.Get(ctx, l.Path())
 		require.NoError(t, err)
 		var d struct {
 			ID   string `json:"id"`

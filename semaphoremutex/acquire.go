@@ -113,7 +113,7 @@ func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 	}
 	pzxid := a.pzxid
 	if a.noDir {
-		ok, st, err := a.ep.Exists(ctx, a.s.path)
+		ok, st, err := connlink.Of(a.ep).Exists(ctx, a.s.path)
 		switch {
 		case err != nil:
 			return false, err
@@ -127,7 +127,7 @@ func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 
 // list lists the lease nodes once.
 func (a *attempt) list(ctx context.Context) error {
-	names, st, err := a.ep.Children(ctx, a.s.leasesPath)
+	names, st, err := connlink.Of(a.ep).Children(ctx, a.s.leasesPath)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		a.noDir = true
@@ -154,7 +154,7 @@ func (a *attempt) watch(ctx context.Context) error {
 				break
 			}
 		}
-		_, _, ch, err := a.ep.GetW(ctx, conn.JoinPath(a.s.leasesPath, name))
+		_, _, ch, err := connlink.Of(a.ep).GetW(ctx, conn.JoinPath(a.s.leasesPath, name))
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			a.forget(name)

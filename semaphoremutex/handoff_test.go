@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -181,8 +182,8 @@ func TestLocalHandoffReleaseWaitsForGuardedWrites(t *testing.T) {
 	s := testzk.Connect(t, p.Addrs())
 	obs := testzk.Connect(t, c.Servers())
 	ctx := testzk.Ctx(t, time.Minute)
-	require.NoError(t, testzk.Epoch(t, obs).CreateParents(ctx, data))
-	_, err := testzk.Epoch(t, obs).Create(ctx, data, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, connlink.Of(testzk.Epoch(t, obs)).CreateParents(ctx, data))
+	_, err := obs.Create(ctx, data, nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 	opt := semaphoremutex.WithLocalHandoff(10, 0)
 	m, next := newMutex(t, s, path, opt), newMutex(t, s, path, opt)
@@ -206,7 +207,7 @@ func TestLocalHandoffReleaseWaitsForGuardedWrites(t *testing.T) {
 	}()
 	testzk.Eventually(t, 10*time.Second, func() bool { return s.Stats().Requests[metrics.OpMulti] > before }, "the guarded write in flight")
 	require.NoError(t, m.Release(ctx))
-	b, _, err := testzk.Epoch(t, obs).Get(ctx, data)
+	b, _, err := obs.Get(ctx, data)
 	require.NoError(t, err)
 	assert.Equal(t, "first", string(b), "the write was applied when the release returned")
 	p.SetLatency(0)
@@ -218,7 +219,7 @@ func TestLocalHandoffReleaseWaitsForGuardedWrites(t *testing.T) {
 	assert.Equal(t, first.Path(), second.Path(), "handed over in the process")
 	_, err = second.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("second"), Version: -1})
 	require.NoError(t, err)
-	b, _, err = testzk.Epoch(t, obs).Get(ctx, data)
+	b, _, err = obs.Get(ctx, data)
 	require.NoError(t, err)
 	assert.Equal(t, "second", string(b), "the writes in grant order")
 	require.NoError(t, next.Release(ctx))

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -358,7 +359,7 @@ func TestAbandonWhileWaitingForLease(t *testing.T) {
 			default:
 			}
 			assert.Len(t, testzk.Children(t, hs, path+"/locks"), 1, "next holds the internal lock")
-			require.NoError(t, testzk.Epoch(t, hs).Delete(ctx, held, -1))
+			require.NoError(t, hs.Delete(ctx, held, -1))
 			gn := await(t, rn, 10*time.Second, "next contender")
 			require.NoError(t, gn.err)
 			require.NoError(t, next.Release(ctx))
@@ -374,8 +375,8 @@ func foreignLease(t testing.TB, s *conn.Session, path string) string {
 	ctx := testzk.Ctx(t, 10*time.Second)
 	ep := testzk.Epoch(t, s)
 	p := path + "/leases/_c_" + uuid.NewString() + "-lease-"
-	require.NoError(t, ep.CreateParents(ctx, p))
-	created, err := ep.Create(ctx, p, []byte("10.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, s.ACL())
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, p))
+	created, err := s.Create(ctx, p, []byte("10.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, s.ACL())
 	require.NoError(t, err)
 	return created
 }
@@ -426,10 +427,10 @@ func TestLeaseFencing(t *testing.T) {
 			sem := newSemaphore(t, s, path, tc.leases)
 			ep := testzk.Epoch(t, s)
 			target := path + "-data"
-			require.NoError(t, ep.CreateParents(ctx, target))
-			_, err := ep.Create(ctx, target, nil, 0, s.ACL())
+			require.NoError(t, connlink.Of(ep).CreateParents(ctx, target))
+			_, err := s.Create(ctx, target, nil, 0, s.ACL())
 			require.NoError(t, err)
-			t.Cleanup(func() { _ = ep.Delete(context.Background(), target, -1) })
+			t.Cleanup(func() { _ = s.Delete(context.Background(), target, -1) })
 
 			var last conn.Fence
 			for i := 0; i < 3; i++ {

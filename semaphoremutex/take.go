@@ -79,7 +79,7 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 	if noDir {
 		// leases/ does not exist yet (first use, or its container was
 		// reaped): make it, or the transaction fails.
-		if err := ep.CreateParents(ectx, p); err != nil {
+		if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
 			return r, err
 		}
 	}
@@ -90,14 +90,14 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 		ops := append(s.unlockOps(lk),
 			&zk.CreateRequest{Path: p, Data: data, Acl: s.lock.NodeACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
 		create := len(ops) - 1
-		res, err := ep.Multi(ectx, ops...)
+		res, err := connlink.Of(ep).Multi(ectx, ops...)
 		switch {
 		case err == nil:
 			r.node = conn.BaseName(res[create].String)
 			return r, nil
 		case opFailed(res, create, zk.ErrNoNode) && tries == 0:
 			// leases/ was reaped between our listing and now.
-			if err := ep.CreateParents(ectx, p); err != nil {
+			if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
 				return r, err
 			}
 		case opFailed(res, 0, zk.ErrNoNode):

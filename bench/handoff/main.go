@@ -48,6 +48,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
@@ -203,7 +204,7 @@ func rawRound(rel, wait string, rounds int) ([7]float64, error) {
 			var ch <-chan zk.Event
 			for try := 0; ; try++ { // b's server may apply the create after a's (a leader may, after a sync)
 				if mode == 2 {
-					_, _, ch, err = eb.GetW(ctx, node)
+					_, _, ch, err = connlink.Of(eb).GetW(ctx, node)
 				} else {
 					_, _, ch, err = b.GetW(node)
 				}
@@ -224,7 +225,7 @@ func rawRound(rel, wait string, rounds int) ([7]float64, error) {
 			case 1:
 				_, err = a.Multi(ops...)
 			case 2:
-				_, err = ea.Multi(ctx, ops...)
+				_, err = connlink.Of(ea).Multi(ctx, ops...)
 			}
 			if err != nil {
 				return out, fmt.Errorf("release: %w", err)

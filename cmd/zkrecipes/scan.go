@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -89,7 +90,7 @@ func (s *scanner) scan(ctx context.Context, root string) ([]Queue, error) {
 	names, err := s.children(ctx, root)
 	if errors.Is(err, zk.ErrNoNode) {
 		if s.watch {
-			ok, _, w, err := s.ep.ExistsW(ctx, root)
+			ok, _, w, err := connlink.Of(s.ep).ExistsW(ctx, root)
 			if err != nil {
 				return nil, err
 			}
@@ -113,10 +114,10 @@ func (s *scanner) scan(ctx context.Context, root string) ([]Queue, error) {
 
 func (s *scanner) children(ctx context.Context, p string) ([]string, error) {
 	if !s.watch {
-		names, _, err := s.ep.Children(ctx, p)
+		names, _, err := connlink.Of(s.ep).Children(ctx, p)
 		return names, err
 	}
-	names, _, w, err := s.ep.ChildrenW(ctx, p)
+	names, _, w, err := connlink.Of(s.ep).ChildrenW(ctx, p)
 	if err == nil {
 		s.watches = append(s.watches, w)
 	}
@@ -250,7 +251,7 @@ func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queu
 func (s *scanner) read(ctx context.Context, dir string, cs []queue.Contender) ([]raw, error) {
 	out := make([]raw, 0, len(cs))
 	for _, c := range cs {
-		b, st, err := s.ep.Get(ctx, conn.JoinPath(dir, c.Name))
+		b, st, err := connlink.Of(s.ep).Get(ctx, conn.JoinPath(dir, c.Name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}

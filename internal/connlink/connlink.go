@@ -19,6 +19,7 @@ package connlink
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -109,6 +110,59 @@ type Epoch[L any] interface {
 	// on connection loss). rwlock sets the ACL a write node already has
 	// to mark it kept after a downgrade (its ACL version is then above 0).
 	SetACL(ctx context.Context, path string, acl []zk.ACL, version int32) (*zk.Stat, error)
+
+	// Timeout returns the session timeout the server granted.
+	Timeout() time.Duration
+
+	// The epoch's node operations. Each runs in this epoch only, as
+	// conn.Session's do in the live one: an epoch that ends cuts it with an
+	// error matching conn.ErrEpochEnded.
+
+	// Get reads node path's data. Retried on connection loss.
+	Get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
+
+	// GetW is Get leaving a data watch: its channel gets one event (the
+	// node changed or was deleted, or the epoch ended) and is then closed.
+	GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error)
+
+	// Children lists node path's children (names). Retried.
+	Children(ctx context.Context, path string) ([]string, *zk.Stat, error)
+
+	// ChildrenW is Children leaving a child watch: its channel gets one
+	// event (a child came or went, the node was deleted, or the epoch
+	// ended) and is then closed. Counted as conn.OpChildren.
+	ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error)
+
+	// Exists tells whether node path exists. Retried.
+	Exists(ctx context.Context, path string) (bool, *zk.Stat, error)
+
+	// ExistsW is Exists leaving a watch (created, changed or deleted).
+	ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error)
+
+	// Set writes node path's data if its version matches (-1: any);
+	// retried only with a real version.
+	Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error)
+
+	// Delete deletes node path if its version matches (-1: any). Retried,
+	// so zk.ErrNoNode may mean an earlier attempt deleted it; for a path
+	// others may create again, delete through Multi instead.
+	Delete(ctx context.Context, path string, version int32) error
+
+	// Create creates a node and returns its path (with the sequence
+	// number if sequential); only non-sequential creates are retried.
+	Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error)
+
+	// CreateParents creates every missing ancestor of path (and of the
+	// namespace) as a container node; existing ones are fine.
+	CreateParents(ctx context.Context, path string) error
+
+	// Multi runs ops (*zk.CreateRequest, *zk.DeleteRequest,
+	// *zk.SetDataRequest, *zk.CheckVersionRequest) atomically. Never
+	// retried; a refused multi returns a *conn.OpError naming the op.
+	Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error)
+
+	// Sync makes the server the epoch talks to catch up with the leader.
+	Sync(ctx context.Context, path string) error
 }
 
 // Lease is what the recipes reach of a *conn.Lease; L is *conn.Lease.

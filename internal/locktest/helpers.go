@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -100,7 +101,7 @@ func Ephemerals(ctx context.Context, s *conn.Session, path string) (map[string]i
 	out := make(map[string]int64)
 	var walk func(p string) error
 	walk = func(p string) error {
-		ok, st, err := ep.Exists(ctx, p)
+		ok, st, err := connlink.Of(ep).Exists(ctx, p)
 		if err != nil || !ok {
 			return err
 		}
@@ -110,7 +111,7 @@ func Ephemerals(ctx context.Context, s *conn.Session, path string) (map[string]i
 		if st.NumChildren == 0 {
 			return nil
 		}
-		kids, _, err := ep.Children(ctx, p)
+		kids, _, err := connlink.Of(ep).Children(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -146,7 +147,7 @@ func Exists(t testing.TB, s *conn.Session, node string) bool {
 	ep, err := s.Epoch(ctx)
 	if err == nil {
 		var ok bool
-		ok, _, err = ep.Exists(ctx, node)
+		ok, _, err = connlink.Of(ep).Exists(ctx, node)
 		if err == nil {
 			return ok
 		}
@@ -297,7 +298,7 @@ func (quiet) Printf(string, ...any) {}
 // batches of 200 deletes per transaction; a path that is not there is no
 // error.
 func DeleteTree(ctx context.Context, ep *conn.Epoch, path string) error {
-	kids, _, err := ep.Children(ctx, path)
+	kids, _, err := connlink.Of(ep).Children(ctx, path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -309,13 +310,13 @@ func DeleteTree(ctx context.Context, ep *conn.Epoch, path string) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		_, err := ep.Multi(ctx, batch...)
+		_, err := connlink.Of(ep).Multi(ctx, batch...)
 		batch = batch[:0]
 		return err
 	}
 	for _, k := range kids {
 		p := conn.JoinPath(path, k)
-		ok, st, err := ep.Exists(ctx, p)
+		ok, st, err := connlink.Of(ep).Exists(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -335,7 +336,7 @@ func DeleteTree(ctx context.Context, ep *conn.Epoch, path string) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	if err := ep.Delete(ctx, path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := connlink.Of(ep).Delete(ctx, path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	return nil

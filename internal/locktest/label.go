@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -60,7 +61,7 @@ func (s *suite) testLabel(t *testing.T) {
 	require.NoError(t, err)
 	ep, err := sess.Epoch(ctx)
 	require.NoError(t, err)
-	data, _, err := ep.Get(ctx, l.Path())
+	data, _, err := connlink.Of(ep).Get(ctx, l.Path())
 	require.NoError(t, err)
 	d, ok := queue.DecodeData(data)
 	require.True(t, ok, "node data %q", data)

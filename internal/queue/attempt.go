@@ -236,7 +236,7 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 		a.own = readOwn(ctx, a.ep, conn.JoinPath(a.q.path, a.node))
 	}
 	for {
-		data, st, ch, err := a.ep.GetW(ctx, p)
+		data, st, ch, err := connlink.Of(a.ep).GetW(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return a.gone(ctx, watch, false)
 		}

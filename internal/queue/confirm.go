@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"go.uber.org/zap"
 )
 
@@ -52,7 +53,7 @@ func readOwn(ctx context.Context, ep *conn.Epoch, p string) *ownRead {
 	ctx, stop := context.WithCancel(ctx)
 	r := &ownRead{res: make(chan ownStat, 1), stop: stop}
 	go func() {
-		found, st, err := ep.Exists(ctx, p)
+		found, st, err := connlink.Of(ep).Exists(ctx, p)
 		r.res <- ownStat{found: found, st: st, err: err}
 	}()
 	return r

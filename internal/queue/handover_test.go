@@ -104,9 +104,7 @@ func TestRevokeRequest(t *testing.T) {
 			l, err := q.Acquire(ctx)
 			require.NoError(t, err)
 			revoked := l.Revoked()
-			oep, err := other.Epoch(ctx)
-			require.NoError(t, err)
-			_, err = oep.Set(ctx, l.Path(), []byte("tampered"), -1)
+			_, err = other.Set(ctx, l.Path(), []byte("tampered"), -1)
 			err2 := oq.Revoke(ctx, conn.BaseName(l.Path()))
 			if revocable {
 				require.NoError(t, err)
@@ -249,11 +247,9 @@ func TestRevokeOwnSealedNode(t *testing.T) {
 			require.NoError(t, err)
 			l, err := q.Acquire(ctx)
 			require.NoError(t, err)
-			ep, err := s.Epoch(ctx)
-			require.NoError(t, err)
 			for _, rq := range []*Queue{q, q2} {
 				err := rq.Revoke(ctx, conn.BaseName(l.Path()))
-				_, st, gerr := ep.Get(ctx, l.Path())
+				_, st, gerr := s.Get(ctx, l.Path())
 				require.NoError(t, gerr)
 				if revocable {
 					assert.NoError(t, err)

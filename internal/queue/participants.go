@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -46,7 +47,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 	if err != nil {
 		return nil, err
 	}
-	names, _, err := ep.Children(ctx, q.path)
+	names, _, err := connlink.Of(ep).Children(ctx, q.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -56,7 +57,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 	cs := Parse(q.cfg.Schema, names)
 	out := make([]Participant, 0, len(cs))
 	for _, c := range cs {
-		b, st, err := ep.Get(ctx, conn.JoinPath(q.path, c.Name))
+		b, st, err := connlink.Of(ep).Get(ctx, conn.JoinPath(q.path, c.Name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}

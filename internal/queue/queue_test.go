@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/metrics"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 func TestAcquireReleaseUncontended(t *testing.T) {
@@ -93,18 +94,18 @@ func TestFIFOAndForeignChildren(t *testing.T) {
 	q := mutexQueue(t, s, path)
 	ctx := ctxTimeout(t, 30*time.Second)
 	ep := epoch(t, s)
-	require.NoError(t, ep.CreateParents(ctx, path+"/x"))
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, path+"/x"))
 	acl := s.ACL()
 
 	// Foreign nodes: not a contender, kazoo's and go-zookeeper's lock nodes
 	// (contenders, queued before us), a Curator node of another recipe.
-	_, err := ep.Create(ctx, path+"/hello", []byte("hi"), 0, acl)
+	_, err := s.Create(ctx, path+"/hello", []byte("hi"), 0, acl)
 	require.NoError(t, err)
-	kazoo, err := ep.Create(ctx, path+"/"+hex1+"__lock__", nil, zk.FlagSequence, acl)
+	kazoo, err := s.Create(ctx, path+"/"+hex1+"__lock__", nil, zk.FlagSequence, acl)
 	require.NoError(t, err)
-	gozk, err := ep.Create(ctx, path+"/_c_"+hex1+"-lock-", []byte("10.1.2.3"), zk.FlagSequence, acl)
+	gozk, err := s.Create(ctx, path+"/_c_"+hex1+"-lock-", []byte("10.1.2.3"), zk.FlagSequence, acl)
 	require.NoError(t, err)
-	_, err = ep.Create(ctx, path+"/_c_"+uuid1+"-lease-", nil, zk.FlagSequence, acl)
+	_, err = s.Create(ctx, path+"/_c_"+uuid1+"-lease-", nil, zk.FlagSequence, acl)
 	require.NoError(t, err)
 
 	l, ok, err := q.TryAcquire(ctx)
@@ -129,13 +130,13 @@ func TestFIFOAndForeignChildren(t *testing.T) {
 	assert.True(t, ps[2].Known)
 	assert.Equal(t, Hostname(), ps[2].Host)
 
-	require.NoError(t, ep.Delete(ctx, gozk, -1)) // not the one we watch: no grant
+	require.NoError(t, s.Delete(ctx, gozk, -1)) // not the one we watch: no grant
 	select {
 	case <-got:
 		t.Fatal("acquired while kazoo's node is queued before us")
 	case <-time.After(200 * time.Millisecond):
 	}
-	require.NoError(t, ep.Delete(ctx, kazoo, -1))
+	require.NoError(t, s.Delete(ctx, kazoo, -1))
 	select {
 	case l = <-got:
 	case <-time.After(10 * time.Second):
@@ -156,7 +157,7 @@ func TestParentReaped(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, q.Release(ctx, l))
 		// What the container reaper does to an empty lock path.
-		require.NoError(t, epoch(t, s).Delete(ctx, path, -1))
+		require.NoError(t, s.Delete(ctx, path, -1))
 	}
 }
 

@@ -88,7 +88,7 @@ func (q *Queue) Revoke(ctx context.Context, node string) error {
 	}
 	p := conn.JoinPath(q.path, node)
 	for {
-		data, st, err := ep.Get(ctx, p)
+		data, st, err := connlink.Of(ep).Get(ctx, p)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return nil
@@ -100,7 +100,7 @@ func (q *Queue) Revoke(ctx context.Context, node string) error {
 		if d, _ := decodeData(data); d.Sealed {
 			return fmt.Errorf("%w: node %s", lock.ErrNotRevocable, p)
 		}
-		_, err = ep.Set(ctx, p, []byte(revokeMessage), st.Version)
+		_, err = connlink.Of(ep).Set(ctx, p, []byte(revokeMessage), st.Version)
 		switch {
 		case err == nil || errors.Is(err, zk.ErrNoNode):
 			return nil
@@ -134,7 +134,7 @@ const revokeMessage = "__REVOKE__"
 // a node the retry finds gone may be the transaction's doing). gone
 // reports that the node was found gone: deleted by someone else.
 func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
-	_, err = ep.Multi(ctx, q.ReleaseOps(p)...)
+	_, err = connlink.Of(ep).Multi(ctx, q.ReleaseOps(p)...)
 	if done, gone, err := q.settle(ctx, ep, p, err, false); done {
 		return gone, err
 	}
@@ -148,7 +148,7 @@ func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) (gone bo
 // that the delete found it gone (deleted by someone else, or after a lost
 // answer by its own first attempt, which a retry cannot tell apart).
 func (q *Queue) deleteOwn(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
-	err = ep.Delete(ctx, p, -1)
+	err = connlink.Of(ep).Delete(ctx, p, -1)
 	_, gone, err = q.settle(ctx, ep, p, err, errors.Is(err, conn.ErrConnectionLoss))
 	return gone, err
 }
@@ -192,7 +192,7 @@ func (q *Queue) Delete(ctx context.Context, ep *conn.Epoch, name string) error {
 // (RetryUntilDone): no goroutine outlives its session.
 func (q *Queue) deleteInBackground(ep *conn.Epoch, p string) {
 	RetryUntilDone(ep, q.log.With(zap.String("node", p)), "pending delete", func(ctx context.Context) error {
-		if err := ep.Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := connlink.Of(ep).Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 		return nil

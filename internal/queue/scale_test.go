@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -84,12 +83,7 @@ func heapPerWaiter(t *testing.T, c *zktest.Cluster, hcfg, cfg Config, n int) (he
 			granted.Add(1)
 			at := time.Since(start)
 			defer checked.Add(1)
-			var there bool
-			var st *zk.Stat
-			ep, err := by.Epoch(ctx)
-			if err == nil {
-				there, st, err = ep.Exists(ctx, hl.Path())
-			}
+			there, st, err := by.Exists(ctx, hl.Path())
 			switch {
 			case err != nil:
 				t.Errorf("a waiter was granted %s after %v; the bystander could not tell whether the holder's node is there: %v", l.Path(), at, err)

@@ -71,7 +71,7 @@ func Children(t testing.TB, s *conn.Session, path string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	names, _, err := Epoch(t, s).Children(ctx, path)
+	names, _, err := s.Children(ctx, path)
 	if !errors.Is(err, zk.ErrNoNode) {
 		require.NoError(t, err)
 	}
