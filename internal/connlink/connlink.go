@@ -130,7 +130,7 @@ type Epoch[L any] interface {
 
 	// ChildrenW is Children leaving a child watch: its channel gets one
 	// event (a child came or went, the node was deleted, or the epoch
-	// ended) and is then closed. Counted as conn.OpChildren.
+	// ended) and is then closed. Counted as metrics.OpChildren.
 	ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error)
 
 	// Exists tells whether node path exists. Retried.
