@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -101,7 +102,7 @@ func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 	if !errors.Is(err, conn.ErrLeaseLost) {
 		t.Fatalf("downgrade on a lost write lease: %v, want conn.ErrLeaseLost", err)
 	}
-	if kids := children(zc, path); len(kids) != 1 || kids[0] != conn.BaseName(lB.Path()) {
+	if kids := children(zc, path); len(kids) != 1 || kids[0] != zkpath.Base(lB.Path()) {
 		t.Errorf("after the refused downgrade the queue is %v, want only B's node", kids)
 	}
 	_ = rwA.WriteLock().Release(ctx)
@@ -274,21 +275,19 @@ func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 		lC.Path(), rA.Path(), rA.Err(), werr)
 }
 
-// TestRWLockKeptWriteNodeCheckOpPasses checks conn.Lease.CheckOp (go doc
-// ./conn Lease.CheckOp): "the multi then commits only while the lock node
-// exists, and the server refuses all of it once the node is gone
-// (released, or the session ended)", "It checks the node the grant stands
-// on: its own lock node, except for a read lock of package rwlock taken by
-// a goroutine that holds the write lock (a downgrade), which stands on the
-// write node until the write lock's release moves it onto its own node"
-// and "It checks the node, not the grant: a released grant's check still
-// passes while its node stays, in two cases. ... rwlock keeps the write
-// node of a goroutine that downgraded, its write lease released, until its
-// read lock is released, when a writer is queued between the two nodes.
-// GuardedWrite refuses both", and rwlock/doc.go's "the write lease is
-// marked released all the same (its Lost closes, its GuardedWrite is
-// refused, but a Multi behind its CheckOp, which checks the node, still
-// commits while the node is kept)".
+// TestRWLockKeptWriteNodeCheckOpPasses checks connlink.Lease.CheckOp (go
+// doc ./internal/connlink Lease.CheckOp): "the multi then commits only
+// while the node the grant stands on (see Guard) exists, and the server
+// refuses all of it once the node is gone" and "the check passes for a
+// released grant while its node stays (... rwlock keeps the write node of
+// a goroutine that downgraded, its write lease released, while a writer is
+// queued between its two nodes): GuardedWrite checks Err first", with
+// conn.Lease.GuardedWrite's "That node is the lease's own lock node, except
+// for a read lock of package rwlock taken by a goroutine that holds the
+// write lock (a downgrade), which stands on the write node until the write
+// lock's release moves it onto its own node", and rwlock/doc.go's "the
+// write lease is marked released all the same (its Lost closes, its
+// GuardedWrite is refused)".
 //
 // (Found as a doc gap: the CheckOp doc named only local-handoff grants as
 // passing after a release. A check is a request built at any time and sent
@@ -304,7 +303,7 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	sc := newWriterBehind(t, f, ctx, f.Path("rw-kept-checkop"))
 	rwA, wA := sc.rwA, sc.wA
 	rA := sc.downgradeKeepingW(t, ctx)
-	if p := rA.CheckOp().Path; p != wA.Path() {
+	if p := connlink.Of(rA).CheckOp().Path; p != wA.Path() {
 		t.Errorf("the downgraded read lease's CheckOp checks %s while the W node %s is kept", p, wA.Path())
 	}
 	select {
@@ -315,12 +314,12 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	if _, err := wA.GuardedWrite(ctx, &zk.CreateRequest{Path: f.Path("gw-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, conn.ErrLeaseLost) {
 		t.Errorf("GuardedWrite through the released write lease: %v, want conn.ErrLeaseLost", err)
 	}
-	if _, err := connlink.Of(wA.Epoch()).Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+	if _, err := connlink.Of(wA.Epoch()).Multi(ctx, connlink.Of(wA).CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-w-release"), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
 		t.Errorf("a multi behind the released write lease's CheckOp while its W node is kept: %v, want it to commit (documented)", err)
 	}
 	require.NoError(t, rwA.ReadLock().Release(ctx))
 	for name, l := range map[string]*conn.Lease{"write": wA, "read": rA} {
-		_, err := connlink.Of(l.Epoch()).Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-release-") + name, Acl: zk.WorldACL(zk.PermAll)})
+		_, err := connlink.Of(l.Epoch()).Multi(ctx, connlink.Of(l).CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-release-") + name, Acl: zk.WorldACL(zk.PermAll)})
 		if !errors.Is(err, zk.ErrNoNode) {
 			t.Errorf("a multi behind the %s lease's CheckOp after the read release: %v, want zk.ErrNoNode", name, err)
 		}
@@ -545,7 +544,7 @@ func statusOf(ps []lock.Participant) map[string]string {
 		if p.Holding {
 			s = "holds"
 		}
-		m[conn.BaseName(p.Node)] = s
+		m[zkpath.Base(p.Node)] = s
 	}
 	return m
 }
@@ -589,7 +588,7 @@ func TestRWLockParticipantsShowDowngradeKeptAndReentrantReads(t *testing.T) {
 	rA := sc.downgradeKeepingW(t, ctx)
 	_, err := sc.rwA.ReadLock().Acquire(ctx) // re-entry
 	require.NoError(t, err)
-	wName, rName := conn.BaseName(sc.wA.Path()), conn.BaseName(rA.Path())
+	wName, rName := zkpath.Base(sc.wA.Path()), zkpath.Base(rA.Path())
 	var qName string
 	for _, ch := range children(f.Raw(), path) {
 		if ch != wName && ch != rName {
@@ -644,7 +643,7 @@ func TestRWLockParticipantsAfterDowngraderExpires(t *testing.T) {
 	require.NoError(t, err)
 	ps, err := rwO.Participants(ctx)
 	require.NoError(t, err)
-	want := map[string]string{conn.BaseName(lQ.Path()): "holds"}
+	want := map[string]string{zkpath.Base(lQ.Path()): "holds"}
 	require.Equal(t, want, statusOf(ps))
 	if got := cliStatus(t, f, path); got != nil {
 		require.Equal(t, want, got)
@@ -676,14 +675,14 @@ func TestRWLockViewAfterKeptWriteNodeDeleted(t *testing.T) {
 	ps, err := rwO.Participants(ctx)
 	require.NoError(t, err)
 	got := statusOf(ps)
-	t.Logf("Participants: %v (writer %s, A's lost read %s)", got, conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
+	t.Logf("Participants: %v (writer %s, A's lost read %s)", got, zkpath.Base(lQ.Path()), zkpath.Base(rA.Path()))
 	cli := cliStatus(t, f, path)
 	t.Logf("zkrecipes locks: %v", cli)
-	if got[conn.BaseName(rA.Path())] == "holds" && got[conn.BaseName(lQ.Path())] == "holds" {
-		t.Errorf("Participants shows writer %s and reader %s both holding", conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
+	if got[zkpath.Base(rA.Path())] == "holds" && got[zkpath.Base(lQ.Path())] == "holds" {
+		t.Errorf("Participants shows writer %s and reader %s both holding", zkpath.Base(lQ.Path()), zkpath.Base(rA.Path()))
 	}
-	if cli != nil && cli[conn.BaseName(rA.Path())] == "holds" && cli[conn.BaseName(lQ.Path())] == "holds" {
-		t.Errorf("zkrecipes locks shows writer %s and reader %s both holding", conn.BaseName(lQ.Path()), conn.BaseName(rA.Path()))
+	if cli != nil && cli[zkpath.Base(rA.Path())] == "holds" && cli[zkpath.Base(lQ.Path())] == "holds" {
+		t.Errorf("zkrecipes locks shows writer %s and reader %s both holding", zkpath.Base(lQ.Path()), zkpath.Base(rA.Path()))
 	}
 }
 
@@ -698,9 +697,9 @@ func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
 	path := f.Path("rw-setacl")
 	sc := newWriterBehind(t, f, ctx, path)
 	sA := sc.rwA.ReadLock().Session()
-	before := sA.Stats().Requests[metrics.OpSetACL]
+	before := connlink.Of(sA).Stats().Requests[metrics.OpSetACL]
 	sc.downgradeKeepingW(t, ctx)
-	require.Equal(t, before+1, sA.Stats().Requests[metrics.OpSetACL], "setacl requests after the write release that kept W")
+	require.Equal(t, before+1, connlink.Of(sA).Stats().Requests[metrics.OpSetACL], "setacl requests after the write release that kept W")
 
 	// no writer between: no setacl
 	s2 := f.Session()
@@ -711,7 +710,7 @@ func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
 	_, err = rw2.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, rw2.WriteLock().Release(ctx))
-	require.Zero(t, s2.Stats().Requests[metrics.OpSetACL], "setacl with no writer between")
+	require.Zero(t, connlink.Of(s2).Stats().Requests[metrics.OpSetACL], "setacl with no writer between")
 	require.NoError(t, rw2.ReadLock().Release(ctx))
 
 	m := &metricsRec{}
@@ -757,9 +756,9 @@ func TestRWLockDowngradeNodesCarryTheirAcquiresLabels(t *testing.T) {
 	require.NoError(t, err)
 	got := map[string]string{}
 	for _, p := range ps {
-		got[conn.BaseName(p.Node)] = p.Label
+		got[zkpath.Base(p.Node)] = p.Label
 	}
-	want := map[string]string{conn.BaseName(wA.Path()): "writer-a", conn.BaseName(rA.Path()): "reader-a"}
+	want := map[string]string{zkpath.Base(wA.Path()): "writer-a", zkpath.Base(rA.Path()): "reader-a"}
 	for n, l := range want {
 		require.Equal(t, l, got[n], "label of %s (all: %v)", n, got)
 	}
@@ -806,7 +805,7 @@ func TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing(t *testing.T) {
 			}
 			waitFor(t, 15*time.Second, "only the W node left", func() bool {
 				kids := children(f.Raw(), path)
-				return len(kids) == 1 && kids[0] == conn.BaseName(wl.Path())
+				return len(kids) == 1 && kids[0] == zkpath.Base(wl.Path())
 			})
 			require.True(t, rw.WriteLock().IsOwnedByCurrentGoroutine(), "the write lock is still held")
 			if err != nil {
@@ -925,10 +924,10 @@ func TestRWLockWriterShownHoldingAfterBystanderSetACL(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	if !ps[0].Holding {
-		t.Errorf("Participants shows the write lock's holder %s not holding after a bystander's setacl", conn.BaseName(wl.Path()))
+		t.Errorf("Participants shows the write lock's holder %s not holding after a bystander's setacl", zkpath.Base(wl.Path()))
 	}
-	if got := cliStatus(t, f, path); got != nil && got[conn.BaseName(wl.Path())] != "holds" {
-		t.Errorf("zkrecipes locks shows the write lock's holder as %q after a bystander's setacl", got[conn.BaseName(wl.Path())])
+	if got := cliStatus(t, f, path); got != nil && got[zkpath.Base(wl.Path())] != "holds" {
+		t.Errorf("zkrecipes locks shows the write lock's holder as %q after a bystander's setacl", got[zkpath.Base(wl.Path())])
 	}
 	require.NoError(t, rw.WriteLock().Release(ctx))
 }
@@ -977,10 +976,10 @@ func revokeKeptW(t *testing.T, f *fixture, armEarly bool) {
 	require.NoError(t, err)
 	st := statusOf(ps)
 	t.Logf("after Revoke of the kept W node: %v", st)
-	require.Equal(t, "waits", st[conn.BaseName(wA.Path())], "the kept W node holds nothing")
-	require.Equal(t, "holds", st[conn.BaseName(rA.Path())], "A's R node")
-	if got := cliStatus(t, f, path); got[conn.BaseName(wA.Path())] != "kept" {
-		t.Errorf("zkrecipes locks shows the revoked kept W node as %q, want kept (all: %v)", got[conn.BaseName(wA.Path())], got)
+	require.Equal(t, "waits", st[zkpath.Base(wA.Path())], "the kept W node holds nothing")
+	require.Equal(t, "holds", st[zkpath.Base(rA.Path())], "A's R node")
+	if got := cliStatus(t, f, path); got[zkpath.Base(wA.Path())] != "kept" {
+		t.Errorf("zkrecipes locks shows the revoked kept W node as %q, want kept (all: %v)", got[zkpath.Base(wA.Path())], got)
 	}
 	select {
 	case <-revoked:

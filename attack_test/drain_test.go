@@ -210,8 +210,8 @@ func TestInterleavedDrainMassCancelBystander(t *testing.T) {
 }
 
 // TestOneAttemptDrainUnderCuts attacks the drain of one session's
-// waiters after plain deletes (CHANGELOG) with conn.WithRetryPolicy's
-// MaxAttempts 1 and lost answers: session A (through a proxy, one attempt
+// waiters after plain deletes (CHANGELOG) with conn.WithRetry's
+// maxAttempts 1 and lost answers: session A (through a proxy, one attempt
 // per request) and session B queue 24 waiters interleaved behind a holder
 // of session D; revocable mutex and leader (plain deletes). While the queue
 // drains, new A acquires keep coming, and the proxy loses the answer of one
@@ -230,7 +230,7 @@ func TestOneAttemptDrainUnderCuts(t *testing.T) {
 			f := newFixture(t)
 			ctx := ctxT(t, 120*time.Second)
 			px := f.Proxy()
-			sa := f.SessionAt(px.Addrs(), conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxAttempts: 1}))
+			sa := f.SessionAt(px.Addrs(), conn.WithRetry(10*time.Millisecond, 50*time.Millisecond, 1))
 			sb := f.Session()
 			sd := f.Session()
 			zc := f.Raw()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
@@ -262,7 +263,7 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	require.NoError(t, err)
 	b := hold(ctx, xb)
 	waitFor(t, 5*time.Second, "B's watch on the lock node", func() bool { return watched(f, 0, la.Path()) })
-	multis := sa.Stats().Requests[metrics.OpMulti]
+	multis := connlink.Of(sa).Stats().Requests[metrics.OpMulti]
 	px.SetLatency(d)
 	released := make(chan error, 1)
 	start := time.Now()
@@ -276,11 +277,11 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	relErr := <-released
 	px.SetLatency(0)
 	t.Logf("B held after %v; A's Release: %v after %v; A sent %d multi", took.Round(time.Millisecond), relErr,
-		time.Since(start).Round(time.Millisecond), sa.Stats().Requests[metrics.OpMulti]-multis)
+		time.Since(start).Round(time.Millisecond), connlink.Of(sa).Stats().Requests[metrics.OpMulti]-multis)
 	if relErr != nil {
 		t.Errorf("A's Release: %v", relErr)
 	}
-	if sa.Stats().Requests[metrics.OpMulti] == multis {
+	if connlink.Of(sa).Stats().Requests[metrics.OpMulti] == multis {
 		t.Fatal("A's delete was never sent: the race was not set up (A's read already saw B's node)")
 	}
 	if took > 3*d {
@@ -315,7 +316,7 @@ func TestExclusiveCreatePendingThenRace(t *testing.T) {
 	require.NoError(t, err)
 	px := f.Proxy()
 	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second),
-		conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxAttempts: 1}))
+		conn.WithRetry(10*time.Millisecond, 20*time.Millisecond, 1))
 	sB := f.Session()
 	lA, _ := exclusive.New(sA, path)
 	lB, _ := exclusive.New(sB, path)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -444,7 +445,7 @@ func TestForgedLabelWithControlCharsNotPrintedRaw(t *testing.T) {
 	} else {
 		forged = strings.Replace(string(data), "LABELMARK", evil, 1)
 	}
-	name := conn.BaseName(l.Path())
+	name := zkpath.Base(l.Path())
 	prefix := name[:strings.LastIndexByte(name, '-')+1]
 	uuid := "_c_00000000-0000-4000-8000-000000000000-lock-"
 	if strings.HasPrefix(prefix, "_c_") {
@@ -494,10 +495,10 @@ func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
 	ps, err := m.Participants(ctx)
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
-	holderID := strings.TrimPrefix(conn.BaseName(l.Path()), "_c_")[:36]
+	holderID := strings.TrimPrefix(zkpath.Base(l.Path()), "_c_")[:36]
 	require.Equal(t, holderID, ps[0].ID, "the holder's ID")
 	if ps[1].ID != forgedUUID {
-		t.Errorf("Participant.ID of node %s = %q, want the uuid in its name %q (the holder's id is %q)", conn.BaseName(ps[1].Node), ps[1].ID, forgedUUID, holderID)
+		t.Errorf("Participant.ID of node %s = %q, want the uuid in its name %q (the holder's id is %q)", zkpath.Base(ps[1].Node), ps[1].ID, forgedUUID, holderID)
 	}
 	if bin := zkrecipesBin(t); bin != "" {
 		out, err := exec.Command(bin, "-servers", strings.Join(f.Servers(), ","), "-json", "locks", path).Output()

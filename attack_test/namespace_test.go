@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -51,7 +52,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 			t.Errorf("Participants %+v (%v), want one with Node %q", ps, err, l.Path())
 		}
 		// The same lock through the full path, without a namespace.
-		other, _ := mutex.New(sp, sn.FullPath("/m"))
+		other, _ := mutex.New(sp, connlink.Of(sn).FullPath("/m"))
 		_, ok, err := other.TryAcquire(ctx)
 		if ok || err != nil {
 			t.Errorf("TryAcquire of the same lock through its full path: ok=%v err=%v, want (false, nil)", ok, err)
@@ -83,7 +84,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		if ok, _, err := sn.Exists(ctx, l.Path()); !ok || err != nil {
 			t.Errorf("Lease.Path %q not found through its session: %v %v", l.Path(), ok, err)
 		}
-		other, _ := rwlock.New(sp, sn.FullPath("/rw"))
+		other, _ := rwlock.New(sp, connlink.Of(sn).FullPath("/rw"))
 		_, ok, err := other.ReadLock().TryAcquire(ctx)
 		if ok || err != nil {
 			t.Errorf("read TryAcquire through the full path while written: ok=%v err=%v", ok, err)
@@ -113,7 +114,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Errorf("Revoked not closed after Revoke(Participant.Node %q), lease %q", ps[0].Node, l.Path())
 		}
-		other, _ := semaphoremutex.New(sp, sn.FullPath("/s"))
+		other, _ := semaphoremutex.New(sp, connlink.Of(sn).FullPath("/s"))
 		_, ok, err := other.TryAcquire(ctx)
 		if ok || err != nil {
 			t.Errorf("TryAcquire through the full path: ok=%v err=%v", ok, err)
@@ -131,7 +132,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		if err != nil || p.Node != l.Path() || p.ID != "n" {
 			t.Errorf("Leader %+v (%v), want Node %q", p, err, l.Path())
 		}
-		o, _ := leader.New(sp, sn.FullPath("/l"), "p")
+		o, _ := leader.New(sp, connlink.Of(sn).FullPath("/l"), "p")
 		if p2, err := o.Leader(ctx); err != nil || p2.ID != "n" {
 			t.Errorf("Leader through the full path: %+v %v", p2, err)
 		}
@@ -143,7 +144,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		sn2 := f.Session(conn.WithNamespace(ns + "/x"))
 		b, _ := mutex.New(sn2, "/y")
 		if _, err := multilock.New(a, b); !errors.Is(err, conn.ErrInvalidArgument) || !strings.Contains(err.Error(), "two locks on the same path") {
-			t.Errorf("multilock.New over %s reached through two namespaces: %v, want ErrInvalidArgument (two locks on the same path)", sn.FullPath("/x/y"), err)
+			t.Errorf("multilock.New over %s reached through two namespaces: %v, want ErrInvalidArgument (two locks on the same path)", connlink.Of(sn).FullPath("/x/y"), err)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
@@ -122,7 +123,7 @@ func TestReleaseRefusedByServerLeavesLockHeld(t *testing.T) {
 				return held{}, err
 			}
 			for _, l := range ls {
-				if conn.ParentPath(l.Path()) == path {
+				if zkpath.Parent(l.Path()) == path {
 					return held{l, m.Release}, nil
 				}
 			}
@@ -135,7 +136,7 @@ func TestReleaseRefusedByServerLeavesLockHeld(t *testing.T) {
 			path := f.Path("refused-") + r.name
 			h, err := r.take(ctx, path)
 			require.NoError(t, err)
-			parent := conn.ParentPath(h.lease.Path())
+			parent := zkpath.Parent(h.lease.Path())
 			_, err = zc.SetACL(parent, zk.WorldACL(zk.PermAll&^zk.PermDelete), -1)
 			require.NoError(t, err, "bystander setACL")
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -462,7 +463,7 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	}()
 	// 30 s: A's quorum timer ends the epoch T/2 after its last answered sync, sent up to T/6 before the blackholes; at 8 s the ~3.7 s until the reconnect outlasted it.
 	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(30*time.Second),
-		conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxAttempts: 1}),
+		conn.WithRetry(10*time.Millisecond, 20*time.Millisecond, 1),
 		conn.WithLogger(trace.logger()), conn.WithMetrics(trace.hooks()))
 	sB := f.Session()
 	sC := f.Session()

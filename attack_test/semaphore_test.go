@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -194,7 +195,7 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 			require.NoError(t, err)
 			lost := l.Lost()
 			waitFor(t, 5*time.Second, "lease watched", func() bool { return rec.watches.Load() == 1 })
-			if err := zc.Delete(s.FullPath(l.Path()), -1); err != nil {
+			if err := zc.Delete(connlink.Of(s).FullPath(l.Path()), -1); err != nil {
 				t.Fatalf("bystander delete of %s: %v", l.Path(), err)
 			}
 			select {
@@ -234,7 +235,7 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 	s := f.Session(conn.WithMetrics(rec.Hooks()))
 	zc := f.Raw()
 	path := f.Path("r3-semwait")
-	full := s.FullPath(path)
+	full := connlink.Of(s).FullPath(path)
 	for _, p := range []string{f.Root(), full, full + "/leases"} {
 		_, _ = zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
 	}

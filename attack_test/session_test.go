@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -51,7 +52,7 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 		"Session.Epoch":       func() error { _, err := s.Epoch(ctx); return err },
 		"Session.Get":         func() error { _, _, err := s.Get(ctx, root); return err },
 		"Session.Set":         func() error { _, err := s.Set(ctx, root, nil, -1); return err },
-		"Session.Create":      func() error { _, err := s.Create(ctx, root+"-c", nil, 0, s.ACL()); return err },
+		"Session.Create":      func() error { _, err := s.Create(ctx, root+"-c", nil, 0, connlink.Of(s).ACL()); return err },
 		"Session.Delete":      func() error { return s.Delete(ctx, root, -1) },
 		"Session.Children":    func() error { _, _, err := s.Children(ctx, root); return err },
 		"Session.Exists":      func() error { _, _, err := s.Exists(ctx, root); return err },
@@ -303,8 +304,8 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 	t.Logf("%d events, the same on both subscriptions", len(seen))
 }
 
-// TestValidatePathEdges checks conn.ValidatePath (go doc ./conn
-// ValidatePath): "not empty, starting with "/", no trailing "/" (except the
+// TestValidatePathEdges checks zkpath.Validate (go doc ./internal/zkpath
+// Validate): "not empty, starting with "/", no trailing "/" (except the
 // root), no empty, "." or ".." segment, no NUL or other character the server
 // rejects, and not in the /zookeeper tree the server reserves."
 // on the edges: a sibling of /zookeeper whose name starts with it is not in
@@ -312,20 +313,20 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 func TestValidatePathEdges(t *testing.T) {
 	ok := []string{"/", "/zookeeperx", "/zookeeper-locks/a", "/a/...", "/a/.x", "/a/x..", "/a b", "/ü"}
 	for _, p := range ok {
-		if err := conn.ValidatePath(p); err != nil {
-			t.Errorf("ValidatePath(%q) = %v, want nil", p, err)
+		if err := zkpath.Validate(p); err != nil {
+			t.Errorf("Validate(%q) = %v, want nil", p, err)
 		}
 	}
 	reserved := []string{"/zookeeper", "/zookeeper/quota", "/zookeeper/config"}
 	for _, p := range reserved {
-		if err := conn.ValidatePath(p); !errors.Is(err, conn.ErrInvalidArgument) || !strings.Contains(err.Error(), "is reserved") {
-			t.Errorf("ValidatePath(%q) = %v, want ErrInvalidArgument (reserved)", p, err)
+		if err := zkpath.Validate(p); !errors.Is(err, conn.ErrInvalidArgument) || !strings.Contains(err.Error(), "is reserved") {
+			t.Errorf("Validate(%q) = %v, want ErrInvalidArgument (reserved)", p, err)
 		}
 	}
 	bad := []string{"", "a", "/a/", "//a", "/a//b", "/a/./b", "/a/../b", "/a/.", "/a\x00b", "/a\u0001b", "/a\ufffeb", "/a\u007fb", "/a\u0085b", "/a\ue000b"}
 	for _, p := range bad {
-		if err := conn.ValidatePath(p); !errors.Is(err, conn.ErrInvalidArgument) || strings.Contains(err.Error(), "is reserved") {
-			t.Errorf("ValidatePath(%q) = %v, want ErrInvalidArgument (not reserved)", p, err)
+		if err := zkpath.Validate(p); !errors.Is(err, conn.ErrInvalidArgument) || strings.Contains(err.Error(), "is reserved") {
+			t.Errorf("Validate(%q) = %v, want ErrInvalidArgument (not reserved)", p, err)
 		}
 	}
 }

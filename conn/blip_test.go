@@ -25,8 +25,8 @@ func blip(t *testing.T, p *zktest.Proxy, s *conn.Session, d time.Duration) bool 
 	ep := epoch(t, s)
 	sub := s.Subscribe()
 	defer sub.Close()
-	n := s.Stats().QuorumSyncs
-	waitUntil(t, 5*time.Second, "a sync of the quorum timer", func() bool { return s.Stats().QuorumSyncs > n })
+	n := connlink.Of(s).Stats().QuorumSyncs
+	waitUntil(t, 5*time.Second, "a sync of the quorum timer", func() bool { return connlink.Of(s).Stats().QuorumSyncs > n })
 	p.BlackholeAfterNextOp()
 	waitUntil(t, 5*time.Second, "the blackhole", p.Blackholed)
 	cut := time.Now()

@@ -24,10 +24,12 @@
 //     context first, and fails with ErrEpochEnded once the epoch has ended;
 //     it is never sent again in the next.
 //   - Idempotent operations are retried on connection loss with exponential
-//     backoff and jitter (RetryPolicy), bounded by the caller's context and
+//     backoff and jitter (WithRetry), bounded by the caller's context and
 //     the epoch. Sequential creates and multis are never retried blindly.
-//   - Paths are validated (ValidatePath) and prefixed with the namespace.
-//   - Requests and watch events are counted (Stats).
+//   - Paths are validated (ErrInvalidArgument) and prefixed with the
+//     namespace.
+//   - Requests and watch events are counted (the module's tests and
+//     benchmarks read the counts).
 //   - Each Session has a random digest identity of its own, added to every
 //     ZooKeeper session before it is handed out, so that the recipes can
 //     create lock nodes only that session may change (sealed; see WithACL).
@@ -56,10 +58,10 @@
 // follower, less the client's own scheduling delays. A connection cut and
 // back within T/2 (detection, redial and answer included) keeps the epoch;
 // the first redial after a working connection is made at once. The cost:
-// 12/T syncs per second per session (Stats.QuorumSyncs), and an epoch that
-// also ends when no sync is answered for about T/2 on a live connection (a
-// leader election, a slow link). docs/safety.md has the measured figures,
-// docs/design.md the argument.
+// 12/T syncs per second per session, and an epoch that also ends when no
+// sync is answered for about T/2 on a live connection (a leader election,
+// a slow link). docs/safety.md has the measured figures, docs/design.md the
+// argument.
 //
 // WithLastHeardTimer() keeps the earlier timer: no syncs, and the epoch
 // ends T after the last byte heard from the connected server, counted only

@@ -1,6 +1,10 @@
 package conn
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+)
 
 // Errors returned by this package. Compare with errors.Is; they are wrapped
 // with the operation and path that failed.
@@ -35,8 +39,11 @@ var (
 	// path ZooKeeper rejects or in its reserved /zookeeper tree, a nil
 	// session, option or lock, no server, a label too long, ...). Every
 	// package of this module returns this one value for bad input, wrapped
-	// in a message that says what was wrong; nothing was done.
-	ErrInvalidArgument = errors.New("conn: invalid argument")
+	// in a message that says what was wrong; nothing was done. A valid
+	// path is absolute ("/" first), does not end with "/" (except the
+	// root), and has no empty, "." or ".." segment and no NUL or other
+	// character the server rejects.
+	ErrInvalidArgument = zkpath.ErrInvalid
 
 	// ErrConnectTimeout: no session could be established within the connect
 	// timeout.

@@ -29,7 +29,7 @@ func Example() {
 	}
 	defer sess.Close()
 
-	_, err = sess.Create(ctx, "/example-config", []byte("v1"), 0, sess.ACL())
+	_, err = sess.Create(ctx, "/example-config", []byte("v1"), 0, zk.WorldACL(zk.PermAll))
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		log.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func ExampleLease_GuardedWrite() {
 		log.Fatal(err)
 	}
 	defer sess.Close()
-	_, err = sess.Create(ctx, "/example-stock", []byte("10"), 0, sess.ACL())
+	_, err = sess.Create(ctx, "/example-stock", []byte("10"), 0, zk.WorldACL(zk.PermAll))
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		log.Fatal(err)
 	}

@@ -21,9 +21,9 @@ func guarded(t *testing.T, s *conn.Session, root string) (l *conn.Lease, guard s
 	t.Helper()
 	ctx := context.Background()
 	ep := epoch(t, s)
-	guard, err := connlink.Of(ep).Create(ctx, root+"-guard", nil, zk.FlagEphemeral, s.ACL())
+	guard, err := connlink.Of(ep).Create(ctx, root+"-guard", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	node, err := connlink.Of(ep).Create(ctx, root+"-node", nil, zk.FlagEphemeral, s.ACL())
+	node, err := connlink.Of(ep).Create(ctx, root+"-node", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	_, st, err := connlink.Of(ep).Exists(ctx, guard)
 	require.NoError(t, err)
@@ -42,7 +42,7 @@ func TestGuardedGrantStandsOnItsGuard(t *testing.T) {
 	s, obs := connect(t, c.Servers()), connect(t, c.Servers())
 
 	l, guard, zxid := guarded(t, s, c.Root()+"-a")
-	assert.Equal(t, guard, l.CheckOp().Path)
+	assert.Equal(t, guard, connlink.Of(l).CheckOp().Path)
 	f, err := l.Fence(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, conn.Fence{Zxid: zxid, Pass: 1}, f)
@@ -65,7 +65,7 @@ func TestGuardedGrantStandsOnItsGuard(t *testing.T) {
 	l, guard, _ = guarded(t, s, c.Root()+"-b")
 	lost = l.Lost()
 	l.Unguard()
-	assert.Equal(t, l.Path(), l.CheckOp().Path)
+	assert.Equal(t, l.Path(), connlink.Of(l).CheckOp().Path)
 	require.NoError(t, obs.Delete(ctx, guard, -1))
 	_, err = l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-b-write", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 	require.NoError(t, err, "checks its own node once unguarded")
@@ -81,10 +81,10 @@ func TestGuardedGrantStandsOnItsGuard(t *testing.T) {
 	}
 
 	// Released while its guard stays: the watch on the guard is removed.
-	set := s.Stats().WatchesSet
+	set := connlink.Of(s).Stats().WatchesSet
 	l, _, _ = guarded(t, s, c.Root()+"-c")
 	_ = l.Lost()
-	waitUntil(t, 10*time.Second, "both watches", func() bool { return s.Stats().WatchesSet == set+2 })
+	waitUntil(t, 10*time.Second, "both watches", func() bool { return connlink.Of(s).Stats().WatchesSet == set+2 })
 	removed := conn.WatchesRemoved(s)
 	l.Released()
 	waitUntil(t, 10*time.Second, "the guard's watch removed", func() bool { return conn.WatchesRemoved(s) == removed+1 })
@@ -112,13 +112,13 @@ func TestGuardedWriteFollowsUnguard(t *testing.T) {
 	l, guard, _ := guarded(t, s, c.Root()+"-a")
 
 	p.SetLatency(latency)
-	before := s.Stats().Requests[metrics.OpMulti]
+	before := connlink.Of(s).Stats().Requests[metrics.OpMulti]
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-written", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 		done <- err
 	}()
-	for s.Stats().Requests[metrics.OpMulti] == before {
+	for connlink.Of(s).Stats().Requests[metrics.OpMulti] == before {
 		time.Sleep(time.Millisecond)
 	}
 	sent := time.Now() // the multi, checking the guard, is on its way: it reaches the server after latency
@@ -133,7 +133,7 @@ func TestGuardedWriteFollowsUnguard(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("guarded write not answered")
 	}
-	assert.Equal(t, before+2, s.Stats().Requests[metrics.OpMulti], "refused behind the deleted guard, then sent again")
+	assert.Equal(t, before+2, connlink.Of(s).Stats().Requests[metrics.OpMulti], "refused behind the deleted guard, then sent again")
 	assert.NoError(t, l.Err())
 	ok, _, err := obs.Exists(ctx, c.Root()+"-written")
 	require.NoError(t, err)
@@ -150,17 +150,17 @@ func TestGuardedWriteCutByEpochEnd(t *testing.T) {
 	ctx := context.Background()
 	s := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
 	ep := epoch(t, s)
-	node, err := s.Create(ctx, c.Root()+"-lock", nil, zk.FlagEphemeral, s.ACL())
+	node, err := s.Create(ctx, c.Root()+"-lock", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	l := ep.NewLease(node)
 
-	before := s.Stats().Requests[metrics.OpMulti]
+	before := connlink.Of(s).Stats().Requests[metrics.OpMulti]
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-written", Acl: zk.WorldACL(zk.PermAll)})
 		done <- err
 	}()
-	for s.Stats().Requests[metrics.OpMulti] == before {
+	for connlink.Of(s).Stats().Requests[metrics.OpMulti] == before {
 		time.Sleep(time.Millisecond)
 	}
 	require.NoError(t, c.Pause(0))

@@ -179,7 +179,7 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 // epoch ended (or, with WithSuspendedAsLost, the connection was suspended),
 // the node was deleted by someone else (seen through the node's watch, see
 // below; a node created again at its path is not ours: its czxid
-// differs; for a grant that stands on another node, see CheckOp, that node
+// differs; for a grant that stands on another node, see GuardedWrite, that node
 // too), or the lease was released. A change of the node's data is not a
 // loss: the recipes seal their nodes (nobody else can change them), and on
 // a revocable node it is a request to release (Revoked).
@@ -193,7 +193,7 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 // is noticed only by Fence and GuardedWrite: Err stays nil. No watch is
 // ever set once the lease is lost or released, and the one set goes with
 // the node: our release's delete consumes it (the watch on the node a
-// grant stands on, see CheckOp, is removed when the grant is lost or
+// grant stands on, see GuardedWrite, is removed when the grant is lost or
 // released, and goes with that node otherwise). Until Lost or Revoked is
 // called (or the handoff arms the watch) the lease runs no goroutine (a
 // session can hold many at little cost): Err and GuardedWrite look at the
@@ -206,7 +206,7 @@ func (l *Lease) Lost() <-chan struct{} {
 // Revoked returns a channel closed when someone asked the holder to give
 // the lock up: the node's data became "__REVOKE__", as Curator's
 // Revoker.attemptRevoke and the recipes' Revoke methods write it (for a
-// grant that stands on another node, see CheckOp, that node's too). Only a
+// grant that stands on another node, see GuardedWrite, that node's too). Only a
 // revocable node (the recipes' WithRevocable option) can be asked; a
 // sealed one (the default) refuses the write, and its channel never
 // closes. A request is not a loss: the lock stays held, and nobody else
@@ -375,9 +375,16 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 
 // GuardedWrite runs ops (*zk.CreateRequest, *zk.DeleteRequest,
 // *zk.SetDataRequest, *zk.CheckVersionRequest) in one transaction behind a
-// check that our lock node (or the node the grant stands on, see CheckOp)
-// still exists, so they commit only while the lock is ours (the check is
-// CheckOp).
+// check that the node the grant stands on still exists, so they commit only
+// while the lock is ours. That node is the lease's own lock node, except
+// for a read lock of package rwlock taken by a goroutine that holds the
+// write lock (a downgrade), which stands on the write node until the write
+// lock's release moves it onto its own node. The check is of the node's
+// existence, not of its data version: a revocable node's data may be
+// changed by a revoke request (see Revoked), which is no loss. A released
+// grant is refused even while its node stays (the grants of the
+// in-process handoff, WithLocalHandoff, share one node): GuardedWrite
+// checks Err first.
 //
 // Every failure because the lease ended matches ErrLeaseLost: stop
 // working under the lock. ErrLeaseLost alone does not say that nothing
@@ -387,7 +394,7 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 // the client's timer); reconcile before retrying. A connection loss while
 // the lease holds matches ErrConnectionLoss alone (the same unknown fate).
 // A check the server refused (the node is gone) or a lease lost before the
-// call wrote nothing. A refused op of the caller's returns an *OpError
+// call wrote nothing. A refused op of the caller's returns an error
 // naming it by its place among ops (from 0) and matching the server's
 // error, e.g. "conn: guarded write: op 0 (set-data /stock): zk: version
 // conflict". Ops may not set the data of the lock
@@ -406,14 +413,14 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 		return l.parent.GuardedWrite(ctx, ops...)
 	}
 	for {
-		check := l.CheckOp()
+		check := l.checkOp()
 		for _, op := range ops {
 			if sd, ok := op.(*zk.SetDataRequest); ok && (sd.Path == l.path || sd.Path == check.Path) {
 				return nil, fmt.Errorf("a guarded write may not set the data of its own lock node %s: %w", sd.Path, ErrInvalidArgument)
 			}
 		}
 		res, err := l.ep.multi(ctx, append([]any{check}, ops...)...)
-		var oe *OpError
+		var oe *opError
 		switch {
 		case err == nil:
 			return res[1:], nil
@@ -428,11 +435,11 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 				return nil, fmt.Errorf("%w: %w", lost, err)
 			}
 			return nil, err // fate unknown; the lease may still hold
-		case errors.As(err, &oe) && oe.Index == 0 && check.Path != l.checked():
+		case errors.As(err, &oe) && oe.index == 0 && check.Path != l.checked():
 			// A guarded grant was handed to its own node while we wrote,
 			// and its guard deleted: nothing was written; check that node.
 			continue
-		case oe != nil && oe.Index == 0:
+		case oe != nil && oe.index == 0:
 			// Our check failed: the node is gone (its version is not checked).
 			lost := causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, check.Path))
 			l.closeLost(lost)
@@ -440,7 +447,7 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 		case oe != nil:
 			// One of the caller's ops failed: name it by its place among them.
 			c := *oe
-			c.Index--
+			c.index--
 			c.call = "guarded write"
 			return nil, &c
 		}
@@ -448,32 +455,10 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 	}
 }
 
-// CheckOp returns the check a caller can put first into their own
-// Epoch.Multi (on this lease's epoch: Epoch) to guard it with the lease, as
-// GuardedWrite does: the multi then commits only while the lock node
-// exists, and the server refuses all of it once the node is gone (released,
-// or the session ended). It checks no data version (-1): a revocable node's
-// data may be changed by a revoke request (see Revoked), and a change of
-// data is not a loss. A refused check makes Multi return an *OpError with
-// Index 0 (or whatever place the caller gave it) matching zk.ErrNoNode.
-// Unlike GuardedWrite, Multi does not close Lost on such a refusal, and
-// does not refuse ops that set the lock node's own data; prefer
-// GuardedWrite unless the multi must be built elsewhere.
-//
-// It checks the node the grant stands on: its own lock node, except for a
-// read lock of package rwlock taken by a goroutine that holds the write
-// lock (a downgrade), which stands on the write node until the write
-// lock's release moves it onto its own node; a check made before that
-// move fails once the write node is gone (make a new one). It checks the
-// node, not the grant: a released grant's check still passes while its
-// node stays, in two cases. The grants of the recipes' in-process handoff
-// (WithLocalHandoff) share one node, so a released grant's check passes
-// while another grant holds that node; and rwlock keeps the write node of
-// a goroutine that downgraded, its write lease released, until its read
-// lock is released, when a writer is queued between the two nodes.
-// GuardedWrite refuses both: it checks Err first. Each call returns a new
-// request.
-func (l *Lease) CheckOp() *zk.CheckVersionRequest {
+// checkOp is the check GuardedWrite puts first (connlink.Lease.CheckOp):
+// that the node the grant stands on exists, whatever its data version. A
+// new request each call.
+func (l *Lease) checkOp() *zk.CheckVersionRequest {
 	return &zk.CheckVersionRequest{Path: l.checked(), Version: -1}
 }
 

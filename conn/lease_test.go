@@ -30,7 +30,7 @@ func TestLeaseUnwatchedSeesItsEpochEnd(t *testing.T) {
 		}
 		s := connect(t, p.Addrs(), opts...)
 		ep := epoch(t, s)
-		node, err := connlink.Of(ep).Create(ctx, c.Root()+"-unwatched", nil, zk.FlagEphemeral, s.ACL())
+		node, err := connlink.Of(ep).Create(ctx, c.Root()+"-unwatched", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 		require.NoError(t, err)
 		l := ep.NewLease(node)
 		require.NoError(t, l.Err())
@@ -68,7 +68,7 @@ func TestLeaseNodeCreatedAgainIsNotOurs(t *testing.T) {
 	ep := epoch(t, s)
 	other := connect(t, c.Servers())
 	for _, kind := range []string{"fence", "lost"} {
-		node, err := connlink.Of(ep).Create(ctx, c.Root()+"-again-"+kind, nil, zk.FlagEphemeral, s.ACL())
+		node, err := connlink.Of(ep).Create(ctx, c.Root()+"-again-"+kind, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 		require.NoError(t, err)
 		l := ep.NewLease(node)
 		require.NoError(t, other.Delete(ctx, node, -1))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/metrics"
@@ -34,6 +35,13 @@ func (v *sessionView) SealedACL() []zk.ACL      { return (*Session)(v).sealedACL
 func (v *sessionView) Shared() *sync.Map        { return &v.shared }
 func (v *sessionView) Closing() <-chan struct{} { return v.closing }
 func (v *sessionView) Metrics() *metrics.Hooks  { return &v.cfg.hooks }
+func (v *sessionView) Stats() connlink.Stats    { return v.stats.snapshot() }
+func (v *sessionView) ACL() []zk.ACL            { return (*Session)(v).acl() }
+func (v *sessionView) Ensemble() string         { return (*Session)(v).ensemble() }
+func (v *sessionView) FullPath(p string) string { return (*Session)(v).abs(p) }
+func (v *sessionView) Logger() *zap.Logger      { return v.log }
+
+func (v *sessionView) FailedOp(err error) (index int, ok bool) { return failedIndex(err) }
 
 func (v *epochView) NewLease(path string, czxid int64) *Lease {
 	return (*Epoch)(v).newLease(path, czxid)
@@ -109,6 +117,7 @@ func (v *leaseView) HoldWrites() (done func())           { return (*Lease)(v).ho
 func (v *leaseView) RevokeSeen() bool                    { return (*Lease)(v).revokeSeen() }
 func (v *leaseView) Guard(node string, zxid, pass int64) { (*Lease)(v).guardWith(node, zxid, pass) }
 func (v *leaseView) Unguard()                            { (*Lease)(v).unguard() }
+func (v *leaseView) CheckOp() *zk.CheckVersionRequest    { return (*Lease)(v).checkOp() }
 func (v *leaseView) Label(recipe, lock string) {
 	v.recipe, v.lock = recipe, lock
 	v.unreported.Store(false)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -21,17 +22,17 @@ func TestSessionNodeOps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	plain := connect(t, c.Servers())
-	_, err := plain.Create(ctx, c.Root(), nil, 0, plain.ACL())
+	_, err := plain.Create(ctx, c.Root(), nil, 0, connlink.Of(plain).ACL())
 	require.NoError(t, err)
 	s := connect(t, c.Servers(), conn.WithNamespace(c.Root()))
 
-	created, err := s.Create(ctx, "/n", []byte("a"), 0, s.ACL())
+	created, err := s.Create(ctx, "/n", []byte("a"), 0, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	assert.Equal(t, "/n", created)
-	seq, err := s.Create(ctx, "/n/kid-", nil, zk.FlagSequence, s.ACL())
+	seq, err := s.Create(ctx, "/n/kid-", nil, zk.FlagSequence, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	assert.Equal(t, "/n/kid-0000000000", seq)
-	_, err = s.Create(ctx, "/n", nil, 0, s.ACL())
+	_, err = s.Create(ctx, "/n", nil, 0, connlink.Of(s).ACL())
 	assert.ErrorIs(t, err, zk.ErrNodeExists)
 
 	data, st, err := s.Get(ctx, "/n")
@@ -74,7 +75,7 @@ func TestSessionNodeOpsWaitForAnEpoch(t *testing.T) {
 	defer cancel()
 	w := c.Root() + "-w"
 	for _, n := range []string{w, w + "/gone"} {
-		_, err := s.Create(ctx, n, []byte("x"), 0, s.ACL())
+		_, err := s.Create(ctx, n, []byte("x"), 0, connlink.Of(s).ACL())
 		require.NoError(t, err)
 	}
 	ep := epoch(t, s)
@@ -86,9 +87,12 @@ func TestSessionNodeOpsWaitForAnEpoch(t *testing.T) {
 	}
 
 	ops := map[string]func(context.Context) error{
-		"Get":      func(ctx context.Context) error { _, _, err := s.Get(ctx, w); return err },
-		"Set":      func(ctx context.Context) error { _, err := s.Set(ctx, w, []byte("y"), -1); return err },
-		"Create":   func(ctx context.Context) error { _, err := s.Create(ctx, w+"/new", nil, 0, s.ACL()); return err },
+		"Get": func(ctx context.Context) error { _, _, err := s.Get(ctx, w); return err },
+		"Set": func(ctx context.Context) error { _, err := s.Set(ctx, w, []byte("y"), -1); return err },
+		"Create": func(ctx context.Context) error {
+			_, err := s.Create(ctx, w+"/new", nil, 0, connlink.Of(s).ACL())
+			return err
+		},
 		"Delete":   func(ctx context.Context) error { return s.Delete(ctx, w+"/gone", -1) },
 		"Children": func(ctx context.Context) error { _, _, err := s.Children(ctx, w); return err },
 		"Exists":   func(ctx context.Context) error { _, _, err := s.Exists(ctx, w); return err },

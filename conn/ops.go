@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
@@ -139,7 +139,7 @@ func (e *Epoch) create(ctx context.Context, path string, data []byte, flags int3
 // in (the server checks that permission before it looks whether the node
 // exists, so it answers zk.ErrNoAuth, not zk.ErrNodeExists).
 func (e *Epoch) createParents(ctx context.Context, path string) error {
-	if err := ValidatePath(path); err != nil {
+	if err := zkpath.Validate(path); err != nil {
 		return err
 	}
 	full := e.s.cfg.namespace + path
@@ -169,7 +169,7 @@ func (e *Epoch) createParents(ctx context.Context, path string) error {
 // multi runs ops (*zk.CreateRequest, *zk.DeleteRequest, *zk.SetDataRequest,
 // *zk.CheckVersionRequest) atomically. Not retried: on connection loss the
 // error matches ErrConnectionLoss and the ops may or may not have been
-// applied. A multi the server refused (nothing applied) returns an *OpError
+// applied. A multi the server refused (nothing applied) returns an error
 // naming the failing op and path and wrapping the server's error, e.g.
 // "conn: multi: op 1 (set-data /stock): zk: version conflict", which
 // matches zk.ErrBadVersion.
@@ -210,7 +210,7 @@ type res3[A, B, C any] struct {
 
 // call validates and namespaces path, then runs f under callAbs.
 func call[T any](ctx context.Context, e *Epoch, op, path string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
-	if err := ValidatePath(path); err != nil {
+	if err := zkpath.Validate(path); err != nil {
 		var zero T
 		return zero, fmt.Errorf("conn: %s: %w", op, err)
 	}
@@ -342,7 +342,7 @@ func (s *Session) strip(p string) string {
 // absOp copies a multi op with its path validated and namespaced.
 func (s *Session) absOp(op any) (any, error) {
 	check := func(p string) (string, error) {
-		if err := ValidatePath(p); err != nil {
+		if err := zkpath.Validate(p); err != nil {
 			return "", fmt.Errorf("conn: multi: %w", err)
 		}
 		return s.abs(p), nil

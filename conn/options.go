@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/metrics"
@@ -22,7 +23,7 @@ type config struct {
 	digest          []string // "user:password" entries; never logged
 	dialer          zk.Dialer
 	namespace       string
-	retry           RetryPolicy
+	retry           retryPolicy
 	acl             []zk.ACL
 	suspendedAsLost bool
 	quorumTimer     bool
@@ -36,7 +37,7 @@ func defaultConfig() config {
 		sessionTimeout: 10 * time.Second,
 		connectTimeout: 15 * time.Second,
 		logger:         zap.NewNop(),
-		retry:          DefaultRetryPolicy(),
+		retry:          defaultRetryPolicy(),
 		acl:            zk.WorldACL(zk.PermAll),
 		closeWait:      10 * time.Second,
 		quorumTimer:    true,
@@ -124,15 +125,16 @@ func WithDialer(d zk.Dialer) Option {
 }
 
 // WithNamespace prefixes every path with ns, a chroot that callers never see
-// (default: none). ns must be a valid absolute path (ValidatePath) other
-// than "/" and outside /zookeeper; anything else fails Connect with an
-// error matching ErrInvalidArgument.
+// (default: none). ns must be a valid absolute path (as every path a
+// Session is given: see ErrInvalidArgument) other than "/" and outside
+// /zookeeper; anything else fails Connect with an error matching
+// ErrInvalidArgument.
 func WithNamespace(ns string) Option {
 	return func(c *config) error {
 		if ns == "/" {
 			return fmt.Errorf("namespace: %q is the root, which is no namespace (leave WithNamespace out): %w", ns, ErrInvalidArgument)
 		}
-		if err := ValidatePath(ns); err != nil {
+		if err := zkpath.Validate(ns); err != nil {
 			return fmt.Errorf("namespace: %w", err)
 		}
 		c.namespace = ns
@@ -140,14 +142,21 @@ func WithNamespace(ns string) Option {
 	}
 }
 
-// WithRetryPolicy sets how idempotent operations are retried on connection
-// loss (default DefaultRetryPolicy()). See RetryPolicy for invalid values.
-func WithRetryPolicy(p RetryPolicy) Option {
+// WithRetry sets how idempotent operations (reads, deletes, versioned
+// sets, non-sequential creates) are retried when the connection drops
+// under them: exponential backoff from base, doubling up to max, with full
+// jitter, for at most maxAttempts attempts, the first included (0: no
+// bound but the caller's context and the epoch, which bound retries
+// always). Sequential creates and multis are never retried blindly.
+// Default: WithRetry(20*time.Millisecond, time.Second, 0). Invalid: base
+// not above 0, max below base, maxAttempts below 0.
+func WithRetry(base, max time.Duration, maxAttempts int) Option {
 	return func(c *config) error {
-		if err := p.validate(); err != nil {
-			return err
+		if base <= 0 || max < base || maxAttempts < 0 {
+			return fmt.Errorf("retry: base %v, max %v, maxAttempts %d: needs 0 < base <= max and maxAttempts >= 0: %w",
+				base, max, maxAttempts, ErrInvalidArgument)
 		}
-		c.retry = p
+		c.retry = retryPolicy{BaseDelay: base, MaxDelay: max, MaxAttempts: maxAttempts}
 		return nil
 	}
 }
@@ -186,7 +195,7 @@ func WithSuspendedAsLost() Option {
 //
 // The quorum timer (the default): the session sends a sync every twelfth
 // of the session timeout T while an epoch lives (12/T requests per second
-// per session: 1.2/s at the default 10 s, 4/s at 3 s; Stats.QuorumSyncs),
+// per session: 1.2/s at the default 10 s, 4/s at 3 s),
 // and ends the epoch 7T/12 after the send time of the last sync answered
 // (or of a reconnect's handshake), connected or not. A sync is answered
 // only through the ensemble's leader, the only server that expires

@@ -24,7 +24,7 @@ func blackholeMargin(t *testing.T, p *zktest.Proxy, s, obs *conn.Session, node s
 	t.Helper()
 	ctx := context.Background()
 	ep := epoch(t, s)
-	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	ok, _, watch, err := connlink.Of(epoch(t, obs)).ExistsW(ctx, node)
 	require.NoError(t, err)

@@ -96,12 +96,12 @@ func TestLostArmedAcrossExpiry(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		path := c.Root() + fmt.Sprintf("/lost-%d", round)
 		require.NoError(t, connlink.Of(ep).CreateParents(ctx, path))
-		_, err := connlink.Of(ep).Create(ctx, path, nil, zk.FlagEphemeral, s.ACL())
+		_, err := connlink.Of(ep).Create(ctx, path, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 		require.NoError(t, err)
 		l := ep.NewLease(path)
-		before := s.Stats().WatchesSet
+		before := connlink.Of(s).Stats().WatchesSet
 		lost := l.Lost()
-		for s.Stats().WatchesSet == before {
+		for connlink.Of(s).Stats().WatchesSet == before {
 			time.Sleep(time.Millisecond)
 		}
 		require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))

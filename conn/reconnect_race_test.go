@@ -78,7 +78,7 @@ func TestReconnectWithWatchesIsRaceFree(t *testing.T) {
 	events := make([]<-chan zk.Event, watches)
 	for i := range events {
 		path := fmt.Sprintf("%s/n%03d", root, i)
-		_, err := connlink.Of(ep).Create(ctx, path, nil, zk.FlagPersistent, s.ACL())
+		_, err := connlink.Of(ep).Create(ctx, path, nil, zk.FlagPersistent, connlink.Of(s).ACL())
 		require.NoError(t, err)
 		_, _, events[i], err = connlink.Of(ep).GetW(ctx, path)
 		require.NoError(t, err)
@@ -142,7 +142,7 @@ func TestWatchFiresForAChangeMadeWhileCutOff(t *testing.T) {
 	defer cancel()
 	path := c.Root() + "/changed-while-cut/node"
 	require.NoError(t, connlink.Of(ep).CreateParents(ctx, path))
-	_, err := connlink.Of(ep).Create(ctx, path, nil, zk.FlagPersistent, s.ACL())
+	_, err := connlink.Of(ep).Create(ctx, path, nil, zk.FlagPersistent, connlink.Of(s).ACL())
 	require.NoError(t, err)
 
 	startMultiWorkers(t, ep, workers, path)

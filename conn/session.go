@@ -146,14 +146,9 @@ func (s *Session) State() State {
 	return s.state
 }
 
-// Logger is the session's logger (WithLogger; silent by default), which the
-// recipes built on the session log through.
-func (s *Session) Logger() *zap.Logger { return s.log }
-
-// ACL is the ACL recipes give the nodes they create (WithACL), apart from
-// their sealed lock nodes (see the recipes' documentation). It returns a
-// copy: changing it changes nothing.
-func (s *Session) ACL() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
+// acl is the ACL recipes give the nodes they create (WithACL), apart from
+// their sealed lock nodes (connlink.Session.ACL). A copy.
+func (s *Session) acl() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
 
 // sealedACL is the ACL of a lock node only this session may change: every
 // entry of the session's ACL without WRITE and ADMIN (entries left with no
@@ -183,9 +178,6 @@ func sealACL(acl []zk.ACL, id identity) []zk.ACL {
 	}
 	return append(out, zk.DigestACL(zk.PermAll, id.user, id.password)...)
 }
-
-// Stats is a snapshot of the requests and watch events so far.
-func (s *Session) Stats() Stats { return s.stats.snapshot() }
 
 // Epoch returns the live epoch, waiting (bounded by ctx) while there is none
 // because the last one was lost and the next has not begun. When ctx ends

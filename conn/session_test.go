@@ -97,7 +97,7 @@ func TestServerConfirmedExpiry(t *testing.T) {
 	ctx := context.Background()
 	ep := epoch(t, s)
 	node := c.Root() + "-expiry"
-	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	sub := s.Subscribe()
 	defer sub.Close()
@@ -173,7 +173,7 @@ func TestLeaderKillKeepsSession(t *testing.T) {
 	ctx := context.Background()
 	ep := epoch(t, s)
 	node := c.Root() + "-leader"
-	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	sub := s.Subscribe()
 	defer sub.Close()
@@ -254,16 +254,16 @@ func TestOperationsRetryAcrossAConnectionCut(t *testing.T) {
 	ctx := context.Background()
 	ep := epoch(t, s)
 	require.NoError(t, connlink.Of(ep).CreateParents(ctx, "/a/b"))
-	_, err := connlink.Of(ep).Create(ctx, "/a/b", []byte("v"), zk.FlagPersistent, s.ACL())
+	_, err := connlink.Of(ep).Create(ctx, "/a/b", []byte("v"), zk.FlagPersistent, connlink.Of(s).ACL())
 	require.NoError(t, err)
 
-	before := s.Stats()
+	before := connlink.Of(s).Stats()
 	p.Cut()
 	data, _, err := connlink.Of(ep).Get(ctx, "/a/b")
 	require.NoError(t, err, "a read is retried across a connection cut")
 	assert.Equal(t, "v", string(data))
 	assert.NoError(t, ep.Err(), "same epoch")
-	d := s.Stats().Sub(before)
+	d := connlink.Of(s).Stats().Sub(before)
 	assert.GreaterOrEqual(t, d.Requests[metrics.OpGet], int64(1))
 
 	// The namespace is invisible to the caller and real on the server.
@@ -334,9 +334,9 @@ func TestDigestAuth(t *testing.T) {
 	acl := zk.DigestACL(zk.PermAll, "alice", "secret")
 	alice := connect(t, c.Servers(), conn.WithDigestAuth("alice", "secret"), conn.WithACL(acl))
 	parent, child := c.Root()+"-acl", c.Root()+"-acl/c"
-	_, err := alice.Create(ctx, parent, []byte("x"), zk.FlagPersistent, alice.ACL())
+	_, err := alice.Create(ctx, parent, []byte("x"), zk.FlagPersistent, connlink.Of(alice).ACL())
 	require.NoError(t, err)
-	_, err = alice.Create(ctx, child, nil, zk.FlagEphemeral, alice.ACL())
+	_, err = alice.Create(ctx, child, nil, zk.FlagEphemeral, connlink.Of(alice).ACL())
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		alice.Delete(context.Background(), child, -1)
@@ -349,7 +349,7 @@ func TestDigestAuth(t *testing.T) {
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
 	_, _, err = mallory.Get(ctx, parent)
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
-	_, err = mallory.Create(ctx, parent+"/m", nil, zk.FlagEphemeral, mallory.ACL())
+	_, err = mallory.Create(ctx, parent+"/m", nil, zk.FlagEphemeral, connlink.Of(mallory).ACL())
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
 	data, _, err := alice.Get(ctx, parent)
 	require.NoError(t, err)
@@ -374,8 +374,9 @@ func TestConnectErrors(t *testing.T) {
 		"nil dialer":          conn.WithDialer(nil),
 		"relative namespace":  conn.WithNamespace("ns"),
 		"reserved namespace":  conn.WithNamespace("/zookeeper"),
-		"bad retry":           conn.WithRetryPolicy(conn.RetryPolicy{}),
-		"retry max below min": conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: time.Second, MaxDelay: time.Millisecond}),
+		"bad retry":           conn.WithRetry(0, 0, 0),
+		"retry max below min": conn.WithRetry(time.Second, time.Millisecond, 0),
+		"negative attempts":   conn.WithRetry(time.Millisecond, time.Second, -1),
 		"empty acl":           conn.WithACL(nil),
 	} {
 		_, err := conn.Connect(ctx, []string{"127.0.0.1:1"}, opt)
@@ -439,8 +440,8 @@ func TestBadPathsAreRefusedBeforeTheServer(t *testing.T) {
 	s := connect(t, c.Servers())
 	ep := epoch(t, s)
 	ctx := context.Background()
-	before := s.Stats().TotalRequests()
-	_, err := s.Create(ctx, "rel", nil, 0, s.ACL())
+	before := connlink.Of(s).Stats().TotalRequests()
+	_, err := s.Create(ctx, "rel", nil, 0, connlink.Of(s).ACL())
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "is relative")
 	_, _, err = s.Get(ctx, "/a/")
@@ -455,7 +456,7 @@ func TestBadPathsAreRefusedBeforeTheServer(t *testing.T) {
 	_, err = connlink.Of(ep).Multi(ctx, "not an op")
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "unsupported op string")
-	assert.Equal(t, before, s.Stats().TotalRequests(), "bad input never reaches the server")
+	assert.Equal(t, before, connlink.Of(s).Stats().TotalRequests(), "bad input never reaches the server")
 }
 
 func TestStatsCountWatchEvents(t *testing.T) {
@@ -464,9 +465,9 @@ func TestStatsCountWatchEvents(t *testing.T) {
 	ctx := context.Background()
 	ep := epoch(t, s)
 	node := c.Root() + "-watch"
-	_, err := s.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	_, err := s.Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	before := s.Stats()
+	before := connlink.Of(s).Stats()
 	_, _, ch, err := connlink.Of(ep).GetW(ctx, node)
 	require.NoError(t, err)
 	require.NoError(t, s.Delete(ctx, node, -1))
@@ -476,7 +477,7 @@ func TestStatsCountWatchEvents(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no watch event")
 	}
-	d := s.Stats().Sub(before)
+	d := connlink.Of(s).Stats().Sub(before)
 	assert.Equal(t, int64(1), d.WatchEvents)
 	assert.Equal(t, int64(1), d.Requests[metrics.OpGetW])
 	assert.Equal(t, int64(1), d.Requests[metrics.OpDelete])
@@ -487,10 +488,10 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	s := connect(t, c.Servers())
 	ctx := context.Background()
 	ep := epoch(t, s)
-	node, err := connlink.Of(ep).Create(ctx, c.Root()+"-lease", nil, zk.FlagEphemeral, s.ACL())
+	node, err := connlink.Of(ep).Create(ctx, c.Root()+"-lease", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	data := c.Root() + "-data"
-	_, err = s.Create(ctx, data, []byte("0"), zk.FlagPersistent, s.ACL())
+	_, err = s.Create(ctx, data, []byte("0"), zk.FlagPersistent, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Delete(context.Background(), data, -1) })
 
@@ -518,7 +519,7 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	assert.Equal(t, "1", string(got), "the refused write changed nothing")
 
 	// A caller's own failing op is not mistaken for a lost lease.
-	node2, err := connlink.Of(ep).Create(ctx, c.Root()+"-lease2", nil, zk.FlagEphemeral, s.ACL())
+	node2, err := connlink.Of(ep).Create(ctx, c.Root()+"-lease2", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	l2 := ep.NewLease(node2)
 	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("3"), Version: 99})
@@ -533,14 +534,14 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	// revoke request closes Revoked; guarded writes still go through (the
 	// check does not need version 0).
 	lost2, revoked2 := l2.Lost(), l2.Revoked()
-	watches := s.Stats().WatchesSet
-	require.Eventually(t, func() bool { return s.Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond)
-	watches = s.Stats().WatchesSet
+	watches := connlink.Of(s).Stats().WatchesSet
+	require.Eventually(t, func() bool { return connlink.Of(s).Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond)
+	watches = connlink.Of(s).Stats().WatchesSet
 	_, err = other.Set(ctx, node2, []byte("mine now"), -1)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return s.Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return connlink.Of(s).Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond,
 		"the lease reads its node again after the change")
-	watches = s.Stats().WatchesSet
+	watches = connlink.Of(s).Stats().WatchesSet
 	assert.False(t, isClosed(lost2), "a data change is not a loss: %v", l2.Err())
 	assert.False(t, isClosed(revoked2), "only __REVOKE__ is a revoke request")
 	_, err = other.Set(ctx, node2, []byte("__REVOKE__"), -1)
@@ -550,7 +551,7 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Revoked not closed after __REVOKE__ was written")
 	}
-	require.Eventually(t, func() bool { return s.Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return connlink.Of(s).Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond)
 	assert.False(t, isClosed(lost2), "a revoke request is not a loss: %v", l2.Err())
 	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("4"), Version: -1})
 	require.NoError(t, err, "still held: the guarded write goes through")
@@ -569,16 +570,17 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// TestACLIsACopy: changing what Session.ACL returns changes nothing: not
-// the next call's result, not the ACL of the nodes created after.
+// TestACLIsACopy: changing what connlink.Session.ACL returns changes
+// nothing: not the next call's result, not the ACL of the nodes created
+// after.
 func TestACLIsACopy(t *testing.T) {
 	c := zktest.New(t)
 	s := connect(t, c.Servers())
-	acl := s.ACL()
+	acl := connlink.Of(s).ACL()
 	require.Equal(t, zk.WorldACL(zk.PermAll), acl)
 	acl[0].Perms = zk.PermRead
 	acl[0].Scheme = "digest"
-	assert.Equal(t, zk.WorldACL(zk.PermAll), s.ACL())
+	assert.Equal(t, zk.WorldACL(zk.PermAll), connlink.Of(s).ACL())
 }
 
 // Connect returns after the Connected transition: State says so, and a

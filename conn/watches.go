@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // # Removing a watch nobody waits on any more
@@ -383,7 +384,7 @@ func (e *Epoch) unwatch(ctx context.Context, ch <-chan zk.Event) error {
 // when the watch is set) for the watcher count; see watchReg.
 func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watchKind,
 	f func(*zk.Conn, string) (T, <-chan zk.Event, error)) (T, <-chan zk.Event, error) {
-	if err := ValidatePath(path); err != nil {
+	if err := zkpath.Validate(path); err != nil {
 		var zero T
 		return zero, nil, fmt.Errorf("conn: %s: %w", op, err)
 	}

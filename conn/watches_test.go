@@ -24,7 +24,7 @@ func TestUnwatchRemovesServerWatch(t *testing.T) {
 	ctx := testzk.Ctx(t, 30*time.Second)
 	path := c.Root() + "/unwatch"
 	require.NoError(t, connlink.Of(ep).CreateParents(ctx, path))
-	_, err := s.Create(ctx, path, nil, zk.FlagPersistent, s.ACL())
+	_, err := s.Create(ctx, path, nil, zk.FlagPersistent, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	baseline := testzk.WatchCount(t, c)
 
@@ -70,7 +70,7 @@ func TestUnwatchSharedAndReconnect(t *testing.T) {
 	a, b := c.Root()+"/a", c.Root()+"/b"
 	require.NoError(t, connlink.Of(ep).CreateParents(ctx, a))
 	for _, n := range []string{a, b} {
-		_, err := connlink.Of(ep).Create(ctx, n, nil, zk.FlagPersistent, s.ACL())
+		_, err := connlink.Of(ep).Create(ctx, n, nil, zk.FlagPersistent, connlink.Of(s).ACL())
 		require.NoError(t, err)
 	}
 	sid := ep.SessionID()
@@ -130,7 +130,7 @@ func TestLostLeaseLeavesNoWatch(t *testing.T) {
 	ctx := testzk.Ctx(t, 60*time.Second)
 	root := c.Root() + "/lease"
 	require.NoError(t, connlink.Of(ep).CreateParents(ctx, root+"/n"))
-	node, err := connlink.Of(ep).Create(ctx, root+"/n", nil, zk.FlagEphemeral, s.ACL())
+	node, err := connlink.Of(ep).Create(ctx, root+"/n", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	sid := ep.SessionID()
 	l := ep.NewLease(node)
@@ -159,7 +159,7 @@ func TestLostLeaseLeavesNoWatch(t *testing.T) {
 	// Lost with the epoch.
 	s2 := connect(t, c.Servers())
 	ep2 := epoch(t, s2)
-	node2, err := connlink.Of(ep2).Create(ctx, root+"/m", nil, zk.FlagEphemeral, s2.ACL())
+	node2, err := connlink.Of(ep2).Create(ctx, root+"/m", nil, zk.FlagEphemeral, connlink.Of(s2).ACL())
 	require.NoError(t, err)
 	l2 := ep2.NewLease(node2)
 	before = testzk.WatchesSet(s2)

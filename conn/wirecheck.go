@@ -67,10 +67,10 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	p := "/zkrecipes-wirecheck-" + hex.EncodeToString(b[:])
-	_, err = ep.create(ctx, p, nil, zk.FlagEphemeral, s.ACL())
+	_, err = ep.create(ctx, p, nil, zk.FlagEphemeral, s.acl())
 	if errors.Is(err, zk.ErrNoNode) { // the namespace's root does not exist yet
 		if err = ep.createParents(ctx, p); err == nil {
-			_, err = ep.create(ctx, p, nil, zk.FlagEphemeral, s.ACL())
+			_, err = ep.create(ctx, p, nil, zk.FlagEphemeral, s.acl())
 		}
 	}
 	if err != nil {

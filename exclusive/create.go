@@ -95,7 +95,7 @@ func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone 
 			return !unsure, nil
 		}
 		err = l.deleteOnce(ctx, ep, data, st.Version)
-		var oe *conn.OpError
+		failed, refused := connlink.Of(l.sess).FailedOp(err)
 		switch {
 		case err == nil:
 			l.log.Debug("deleted our lock node")
@@ -107,7 +107,7 @@ func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone 
 			continue // the delete's fate is unknown: read the node again
 		case i == 3:
 			return false, err
-		case errors.Is(err, zk.ErrBadVersion), errors.As(err, &oe) && oe.Index == 0 && errors.Is(err, zk.ErrNoAuth):
+		case errors.Is(err, zk.ErrBadVersion), refused && failed == 0 && errors.Is(err, zk.ErrNoAuth):
 			continue // the node changed, or is not ours (another session's): read it again
 		}
 		return false, err

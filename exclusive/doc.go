@@ -25,7 +25,7 @@
 //     be, on a goroutine that keeps trying until that is done or the
 //     session ends (an expired session takes the node with it). An acquire
 //     that fails before it could tell whether the node is ours (with a
-//     bounded conn.RetryPolicy, when the connection is lost again) says so:
+//     bounded conn.WithRetry, when the connection is lost again) says so:
 //     its error matches lock.ErrCreatePending.
 //   - A holder learns that its lock is no longer safe from the returned
 //     conn.Lease (Lost, Err), and can fence its writes with Lease.Fence and

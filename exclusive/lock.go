@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // nodeName is the one node every contender tries to create under the lock
@@ -58,14 +59,14 @@ func New(sess *conn.Session, path string) (*Lock, error) {
 	if sess == nil {
 		return nil, fmt.Errorf("exclusive: new %s: nil session: %w", path, conn.ErrInvalidArgument)
 	}
-	if err := conn.ValidatePath(path); err != nil {
+	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("exclusive: new %s: %w", path, err)
 	}
 	return &Lock{
 		sess: sess,
 		path: path,
-		node: conn.JoinPath(path, nodeName),
-		log:  sess.Logger().With(zap.String("lock", path)),
+		node: zkpath.Join(path, nodeName),
+		log:  connlink.Of(sess).Logger().With(zap.String("lock", path)),
 	}, nil
 }
 

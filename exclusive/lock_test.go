@@ -98,14 +98,14 @@ func TestLock(t *testing.T) {
 		assert.False(t, ok, "TryAcquire on a held handle")
 
 		// It waits for the Release, from any goroutine.
-		before := s.Stats().WatchesSet
+		before := connlink.Of(s).Stats().WatchesSet
 		second := make(chan error, 1)
 		go func() {
 			_, err := l.Acquire(locktest.Ctx(t, 20*time.Second))
 			second <- err
 		}()
 		locktest.WaitFor(t, 10*time.Second, "the second Acquire to watch", func() bool {
-			return s.Stats().WatchesSet > before
+			return connlink.Of(s).Stats().WatchesSet > before
 		})
 		require.NoError(t, l.Release(locktest.Ctx(t, 10*time.Second)))
 		select {

@@ -53,7 +53,7 @@
 //   - Nothing is left behind: a cancelled, timed-out or failed Campaign
 //     deletes its node, including one whose create answer was lost with
 //     the connection, also when the search for it fails (a bounded
-//     conn.RetryPolicy): it then goes on in the background until the node
+//     conn.WithRetry): it then goes on in the background until the node
 //     is found and deleted or the session ends;
 //     Run resigns when its function returns, even after its ctx ended.
 //     A cancelled Campaign that was waiting, and Observe when it ends,

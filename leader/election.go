@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -124,7 +125,7 @@ func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err erro
 			}
 			return nil, errors.Join(err, rerr)
 		}
-		e.sess.Logger().Info("leader: our node was gone when we were to lead; campaigning again",
+		connlink.Of(e.sess).Logger().Info("leader: our node was gone when we were to lead; campaigning again",
 			zap.String("path", e.Path()), zap.Error(err), zap.NamedError("release", rerr))
 	}
 }
@@ -270,7 +271,7 @@ func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n i
 		if n >= 0 && len(out) >= n {
 			break
 		}
-		p := conn.JoinPath(e.Path(), c.Name)
+		p := zkpath.Join(e.Path(), c.Name)
 		b, _, err := connlink.Of(ep).Get(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // left meanwhile

@@ -29,7 +29,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer sess.Close()
-	_, err = sess.Create(ctx, "/example-billing", nil, 0, sess.ACL())
+	_, err = sess.Create(ctx, "/example-billing", nil, 0, zk.WorldACL(zk.PermAll))
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		log.Fatal(err)
 	}

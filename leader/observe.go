@@ -53,7 +53,7 @@ func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan loc
 			case ep.Err() != nil:
 				return true // watches went with the epoch
 			}
-			e.sess.Logger().Debug("leader: observe", zap.Error(err))
+			connlink.Of(e.sess).Logger().Debug("leader: observe", zap.Error(err))
 			t := time.NewTimer(delay)
 			select {
 			case <-t.C:
@@ -140,7 +140,7 @@ func (e *Election) unwatch(ctx context.Context, ep *conn.Epoch, w <-chan zk.Even
 	cctx, cancel := queue.CleanupContext(ctx, ep)
 	defer cancel()
 	if err := connlink.Of(ep).Unwatch(cctx, w); err != nil && ep.Err() == nil {
-		e.sess.Logger().Info("leader: could not remove the observer's watch; it stays until the participants change",
+		connlink.Of(e.sess).Logger().Info("leader: could not remove the observer's watch; it stays until the participants change",
 			zap.String("path", e.Path()), zap.Error(err))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
@@ -81,7 +82,7 @@ func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.
 	defer rcancel()
 	rerr := e.resign(rctx, l)
 	if errors.Is(rerr, lock.ErrReleasePending) {
-		e.sess.Logger().Info("leader: resign after the term is pending")
+		connlink.Of(e.sess).Logger().Info("leader: resign after the term is pending")
 	}
 	switch {
 	case lost != nil && ferr != nil && !errors.Is(ferr, context.Canceled):

@@ -25,11 +25,11 @@
 //     nothing and leaves nothing behind (its node is deleted, in the
 //     background if need be). A session lost while waiting is not an
 //     error: Acquire starts over in the next. A connection loss is retried
-//     as conn.WithRetryPolicy says, then returned.
+//     as conn.WithRetry says, then returned.
 //   - TryAcquire never waits: (nil, false, nil) when the lock is taken.
 //   - The *conn.Lease returned is the grant: Lost closes when the lock must
-//     be taken as lost, Fence is the fencing token, GuardedWrite and
-//     CheckOp guard writes with it.
+//     be taken as lost, Fence is the fencing token, GuardedWrite guards
+//     writes with it.
 //   - Release deletes the node (a Semaphore names the lease: ReturnLease).
 //     After a loss it returns nil; when only the local timer ended the
 //     session, the node may stay until the server expires the session, and
@@ -94,7 +94,8 @@ func WithLabel(ctx context.Context, label string) context.Context {
 
 // Locker is what every lock of this module is, and what a
 // multilock.MultiLock is made of. A lock is identified by its Session's
-// ensemble and its full path (conn.Session.FullPath).
+// ensemble and its full path (the Session's namespace followed by the
+// lock's path).
 type Locker interface {
 	// Acquire blocks until held or ctx ends.
 	Acquire(ctx context.Context) (*conn.Lease, error)

@@ -10,7 +10,7 @@ type Hooks struct {
 	// new ZooKeeper session.
 	State func(Transition)
 	// Request is every request attempt sent to ZooKeeper, retries
-	// included (as conn.Stats.Requests counts them), with its latency.
+	// included, with its latency.
 	Request func(Request)
 	// Lock is one event of a lock or election: a wait that ended, a hold
 	// that ended, a local handoff, a lost lease or a revoke request.
@@ -55,7 +55,7 @@ type Request struct {
 	Err error
 }
 
-// Operation names: Request.Op, and the keys of conn.Stats.Requests.
+// Operation names: Request.Op.
 const (
 	OpCreate   = "create"
 	OpDelete   = "delete"

@@ -11,8 +11,8 @@
 //
 //   - Fixed order: locks are taken in ascending order of their full path
 //     (the lock's Session's namespace followed by its Path), then of their
-//     ensemble (conn.Session.Ensemble), whatever the order given to New
-//     and whatever namespaces the sessions have. Two MultiLocks over
+//     ensemble (the addresses given to conn.Connect, sorted), whatever the
+//     order given to New and whatever namespaces the sessions have. Two MultiLocks over
 //     overlapping sets (A,B and B,A) take the shared locks in the same
 //     order, so neither can hold one while waiting for one the other holds.
 //   - One lock is one lock: two Lockers with the same full path on the

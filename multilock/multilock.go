@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Locker is lock.Locker: what a MultiLock is made of; every lock of this
-// module is one. A lock is identified by its full path (namespace
-// included, conn.Session.FullPath) and its ensemble: MultiLock orders the
+// module is one. A lock is identified by its full path (its Session's
+// namespace followed by its Path) and its ensemble: MultiLock orders the
 // locks by that identity and refuses two with the same one.
 type Locker = lock.Locker
 
@@ -34,7 +35,7 @@ func identify(l Locker) identity {
 	if s == nil {
 		return identity{path: l.Path()}
 	}
-	return identity{path: s.FullPath(l.Path()), ensemble: s.Ensemble()}
+	return identity{path: connlink.Of(s).FullPath(l.Path()), ensemble: connlink.Of(s).Ensemble()}
 }
 
 func (a identity) less(b identity) bool {

@@ -44,7 +44,7 @@
 //     still in flight is resolved (its answer, or, when the answer is lost,
 //     our node looked for by its unique id once the connection is back)
 //     and its node deleted; an acquire that fails because that search
-//     failed too (a bounded conn.RetryPolicy, the connection lost again)
+//     failed too (a bounded conn.WithRetry, the connection lost again)
 //     leaves it to the background as well (lock.ErrCreatePending), and its
 //     node is never left in the queue for the life of the session; a
 //     delete is retried until the node is gone. If the session expires
@@ -88,11 +88,11 @@
 //     node goes back to the queue; a contender of another process waits
 //     for at most maxPasses+1 holds of this process (or budget plus one
 //     hold). Every grant is a lease of its own: released, it refuses
-//     guarded writes (GuardedWrite; CheckOp checks the node, which the
-//     grants share); Lost closes with the node's; Lease.Fence (the node's
-//     czxid and the grant's pass) grows strictly with every grant. The
-//     node is not handed on once known deleted, in an ended epoch, or while
-//     the connection is suspended (see WithLocalHandoff).
+//     guarded writes (GuardedWrite); Lost closes with the node's;
+//     Lease.Fence (the node's czxid and the grant's pass) grows strictly
+//     with every grant. The node is not handed on once known deleted, in an
+//     ended epoch, or while the connection is suspended (see
+//     WithLocalHandoff).
 //
 // # What it does not guarantee
 //

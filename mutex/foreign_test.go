@@ -25,12 +25,12 @@ func TestForeignChildren(t *testing.T) {
 	require.NoError(t, connlink.Of(ep).CreateParents(ctx, path+"/x"))
 	hex := "9f86d081884c7d659a2feaa0c55ad015"
 	for _, n := range []string{"hello", "lock-0000000001"} { // ignored
-		_, err := s.Create(ctx, path+"/"+n, nil, 0, s.ACL())
+		_, err := s.Create(ctx, path+"/"+n, nil, 0, connlink.Of(s).ACL())
 		require.NoError(t, err)
 	}
-	kazoo, err := s.Create(ctx, path+"/"+hex+"__lock__", nil, zk.FlagEphemeral|zk.FlagSequence, s.ACL())
+	kazoo, err := s.Create(ctx, path+"/"+hex+"__lock__", nil, zk.FlagEphemeral|zk.FlagSequence, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	gozk, err := s.Create(ctx, path+"/_c_"+hex+"-lock-", nil, zk.FlagEphemeral|zk.FlagSequence, s.ACL())
+	gozk, err := s.Create(ctx, path+"/_c_"+hex+"-lock-", nil, zk.FlagEphemeral|zk.FlagSequence, connlink.Of(s).ACL())
 	require.NoError(t, err)
 
 	ps, err := m.Participants(ctx)

@@ -43,7 +43,7 @@ type hold struct {
 // New returns a handle on the mutex at path. Nothing is created until the
 // first acquire; the lock path and its parents are then created as
 // container nodes, which ZooKeeper removes when they are empty. path must be
-// valid (conn.ValidatePath).
+// valid (zkpath.Validate).
 func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, error) {
 	var cfg config
 	if err := queue.Configure("mutex", sess, path, &cfg, opts); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
@@ -34,7 +35,7 @@ func TestRevokeArguments(t *testing.T) {
 	assert.EqualError(t, err, "mutex: revoke "+path+": "+lock.ErrNotRevocable.Error()+": node "+l.Path(),
 		"the recipe, the operation and the lock's path once, then the cause")
 	assert.EqualError(t, other.Revoke(ctx, path+"-x/a"), "mutex: revoke "+path+": node "+path+"-x/a is not under the lock path: conn: invalid argument")
-	for _, bad := range []string{"", "x", path, path + "/", path + "-x/" + conn.BaseName(l.Path()), path + "/a/b"} {
+	for _, bad := range []string{"", "x", path, path + "/", path + "-x/" + zkpath.Base(l.Path()), path + "/a/b"} {
 		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidArgument, "node %q", bad)
 	}
 	gone := l.Path()
@@ -108,9 +109,9 @@ func TestRevokeEndsLocalHandoff(t *testing.T) {
 	assert.Empty(t, testzk.Children(t, ss[0], path))
 }
 
-// Lease.CheckOp checks the node, and the grants of the in-process handoff
-// share it: a released local grant's CheckOp still passes while the next
-// local grant holds the node, whereas its GuardedWrite is refused. Its
+// connlink.Lease.CheckOp checks the node, and the grants of the in-process
+// handoff share it: a released local grant's CheckOp still passes while the
+// next local grant holds the node, whereas its GuardedWrite is refused. Its
 // holder must use GuardedWrite (or check Err first).
 func TestLocalHandoffCheckOpIsTheNodes(t *testing.T) {
 	c := testzk.Shared(t)
@@ -125,9 +126,9 @@ func TestLocalHandoffCheckOpIsTheNodes(t *testing.T) {
 	acl := zk.WorldACL(zk.PermAll)
 	_, err := first.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-guarded", Acl: acl})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost)
-	_, err = connlink.Of(first.Epoch()).Multi(ctx, first.CheckOp(), &zk.CreateRequest{Path: path + "-checked", Acl: acl})
+	_, err = connlink.Of(first.Epoch()).Multi(ctx, connlink.Of(first).CheckOp(), &zk.CreateRequest{Path: path + "-checked", Acl: acl})
 	assert.NoError(t, err, "the shared node exists: the check passes")
 	require.NoError(t, release())
-	_, err = connlink.Of(first.Epoch()).Multi(ctx, first.CheckOp(), &zk.CreateRequest{Path: path + "-after", Acl: acl})
+	_, err = connlink.Of(first.Epoch()).Multi(ctx, connlink.Of(first).CheckOp(), &zk.CreateRequest{Path: path + "-after", Acl: acl})
 	assert.ErrorIs(t, err, zk.ErrNoNode, "refused once the node is gone")
 }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -86,7 +87,7 @@ func testACLDefault(t *testing.T, c *zktest.Cluster, admin *conn.Session, base s
 	require.NoError(t, err)
 	assertSealed(t, zk.WorldACL(zk.PermAll), rawACL(t, c.Servers(), l.Path()))
 	assert.Equal(t, zk.WorldACL(zk.PermAll), rawACL(t, c.Servers(), path))
-	assert.Equal(t, zk.WorldACL(zk.PermAll), s.ACL())
+	assert.Equal(t, zk.WorldACL(zk.PermAll), connlink.Of(s).ACL())
 	require.NoError(t, lk.Release(ctx))
 }
 

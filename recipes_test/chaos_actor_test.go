@@ -40,7 +40,7 @@ var chaosOpNames = []string{"acquire", "try", "release", "work", "release-wrong"
 type chaosSession struct {
 	idx    int
 	proxy  *zktest.Proxy
-	retry1 bool // RetryPolicy{MaxAttempts: 1}
+	retry1 bool // conn.WithRetry with maxAttempts 1
 
 	mu      sync.Mutex
 	sess    *conn.Session
@@ -447,7 +447,7 @@ func (a *chaosActor) inspect(stop context.Context) {
 		return
 	}
 	l := g.leases[0]
-	_ = l.CheckOp()
+	_ = connlink.Of(l).CheckOp()
 	_ = l.Err()
 	ctx, cancel := context.WithTimeout(stop, 2*time.Second)
 	_, err := l.Fence(ctx)
@@ -478,7 +478,7 @@ func (a *chaosActor) work(stop context.Context, g *chaosGrant) {
 		var others []any
 		for _, o := range g.leases {
 			if o != l {
-				others = append(others, o.CheckOp())
+				others = append(others, connlink.Of(o).CheckOp())
 			}
 		}
 		ctx, cancel := context.WithTimeout(stop, 5*time.Second)

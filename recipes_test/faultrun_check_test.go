@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // verify checks what the run recorded: hold intervals per domain, writes
@@ -240,7 +241,7 @@ func (r *faultRun) deleteData() {
 func leftovers(ctx context.Context, ep *conn.Epoch, root string, want []string) (left []string, found int, err error) {
 	allowed := map[string]bool{root: true}
 	for _, p := range want {
-		for ; p != root && strings.HasPrefix(p, root+"/"); p = conn.ParentPath(p) {
+		for ; p != root && strings.HasPrefix(p, root+"/"); p = zkpath.Parent(p) {
 			allowed[p] = true
 		}
 	}
@@ -269,7 +270,7 @@ func leftovers(ctx context.Context, ep *conn.Epoch, root string, want []string) 
 			return err
 		}
 		for _, k := range kids {
-			if err := walk(conn.JoinPath(p, k)); err != nil {
+			if err := walk(zkpath.Join(p, k)); err != nil {
 				return err
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -226,7 +227,7 @@ func (cl *faultClient) write(r faultRecipe, g *grant, iv *interval, holdFor time
 			}
 			ops := append(guardOps(g),
 				&zk.SetDataRequest{Path: counter, Data: []byte(strconv.FormatInt(val+1, 10)), Version: version},
-				&zk.CreateRequest{Path: conn.JoinPath(ledger, name), Acl: zk.WorldACL(zk.PermAll)})
+				&zk.CreateRequest{Path: zkpath.Join(ledger, name), Acl: zk.WorldACL(zk.PermAll)})
 			ctx, cancel := context.WithTimeout(context.Background(), faultOpTimeout)
 			w.start = time.Now()
 			_, err := g.leases[0].GuardedWrite(ctx, ops...)

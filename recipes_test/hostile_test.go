@@ -22,6 +22,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -493,7 +494,7 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 	for _, dir := range rec.dirs(path) {
 		mkdirs(t, env.foreign, dir, garbage[0])
 		for i, name := range foreignNames() {
-			p := conn.JoinPath(dir, name)
+			p := zkpath.Join(dir, name)
 			_, err := env.foreign.Create(ctx, p, garbage[i%len(garbage)], 0, zk.WorldACL(zk.PermAll))
 			require.NoError(t, err, "create %s", p)
 			made = append(made, p)
@@ -555,7 +556,7 @@ func testHostileBlockers(t *testing.T, env *hostileEnv, s *conn.Session, rec hos
 	mkdirs(t, env.foreign, dir, nil)
 	var blockers []string
 	for i, name := range rec.blockers {
-		p := conn.JoinPath(dir, name)
+		p := zkpath.Join(dir, name)
 		_, err := env.foreign.Create(ctx, p, garbage[i%2], 0, zk.WorldACL(zk.PermAll))
 		require.NoError(t, err)
 		blockers = append(blockers, p)

@@ -207,7 +207,7 @@ func goRound(ctx context.Context, name string, s *conn.Session, m *mutex.InterPr
 	}
 	start := time.Now().UnixNano()
 	ep := lease.Epoch()
-	_, err = connlink.Of(ep).Create(ctx, guard, nil, zk.FlagEphemeral, s.ACL())
+	_, err = connlink.Of(ep).Create(ctx, guard, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	violated := errors.Is(err, zk.ErrNodeExists)
 	if err != nil && !violated {
 		return fmt.Errorf("%s: guard: %w", name, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -57,7 +58,7 @@ func TestCuratorRevoker(t *testing.T) {
 				hl, err := holder.Acquire(ctx)
 				require.NoError(t, err)
 				lost, revoked := hl.Lost(), hl.Revoked()
-				before := ws.Stats().WatchesSet
+				before := connlink.Of(ws).Stats().WatchesSet
 				w := acquireAsync(ctx, waiter)
 				before = watching(t, ws, before)
 
@@ -133,7 +134,7 @@ func TestRevokeCuratorHolder(t *testing.T) {
 	ps, err := m.Participants(ctx)
 	require.NoError(t, err)
 	require.Len(t, ps, 1, "Curator's holder")
-	before := s.Stats().WatchesSet
+	before := connlink.Of(s).Stats().WatchesSet
 	w := acquireAsync(ctx, m)
 	watching(t, s, before)
 	require.NoError(t, m.Revoke(ctx, ps[0].Node))
@@ -175,7 +176,7 @@ func TestSemaphoreRevoke(t *testing.T) {
 			b, err := sems[1].Acquire(ctx)
 			require.NoError(t, err)
 			revoked := a.Revoked()
-			before := sessions[2].Stats().WatchesSet
+			before := connlink.Of(sessions[2]).Stats().WatchesSet
 			w := acquireAsync(ctx, &semaphoreLock{s: sems[2]})
 			// The waiter holds the internal lock and watches both lease
 			// nodes (two confirmed watches).

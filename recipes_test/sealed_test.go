@@ -192,9 +192,9 @@ func (p *pending) granted() bool {
 func watching(t *testing.T, s *conn.Session, before int64) int64 {
 	t.Helper()
 	require.True(t, locktest.WaitFor(t, 10*time.Second, "a confirmed watch", func() bool {
-		return s.Stats().WatchesSet > before
+		return connlink.Of(s).Stats().WatchesSet > before
 	}))
-	return s.Stats().WatchesSet
+	return connlink.Of(s).Stats().WatchesSet
 }
 
 // TestThirdPartyWrite: a third party (a raw go-zookeeper client with a
@@ -234,7 +234,7 @@ func TestThirdPartyWrite(t *testing.T) {
 				hl, err := holder.Acquire(ctx)
 				require.NoError(t, err)
 				lost, revoked := hl.Lost(), hl.Revoked()
-				before := ws.Stats().WatchesSet
+				before := connlink.Of(ws).Stats().WatchesSet
 				w := acquireAsync(ctx, waiter)
 				before = watching(t, ws, before)
 
@@ -307,7 +307,7 @@ func TestForeignPredecessorDataChange(t *testing.T) {
 	}
 	m, err := mutex.New(s, path)
 	require.NoError(t, err)
-	before := s.Stats().WatchesSet
+	before := connlink.Of(s).Stats().WatchesSet
 	w := acquireAsync(ctx, m)
 	before = watching(t, s, before)
 	for _, f := range foreign {

@@ -9,6 +9,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
@@ -84,11 +85,11 @@ const (
 func (rw *RWLock) afterDowngrade(ctx context.Context, w, r *conn.Lease) afterRelease {
 	names, _, err := connlink.Of(w.Epoch()).Children(ctx, rw.path)
 	if err != nil {
-		rw.wq.Session().Logger().Warn("downgrade: cannot list the queue; keeping the write node until the read lock is released",
+		connlink.Of(rw.wq.Session()).Logger().Warn("downgrade: cannot list the queue; keeping the write node until the read lock is released",
 			zap.String("lock", rw.path), zap.Error(err))
 		return keepWrite
 	}
-	return between(queue.Parse(queue.HostKindSchema{}, names), conn.BaseName(w.Path()), conn.BaseName(r.Path()))
+	return between(queue.Parse(queue.HostKindSchema{}, names), zkpath.Base(w.Path()), zkpath.Base(r.Path()))
 }
 
 // between says, from the contenders cs (in queue order), what becomes of
@@ -122,6 +123,6 @@ func between(cs []queue.Contender, w, r string) afterRelease {
 // shown as holding the write lock.
 func (rw *RWLock) markKept(ctx context.Context, l *conn.Lease) {
 	if _, err := connlink.Of(l.Epoch()).SetACL(ctx, l.Path(), rw.wq.NodeACL(), -1); err != nil {
-		rw.wq.Session().Logger().Debug("downgrade: cannot mark the kept write node", zap.String("node", l.Path()), zap.Error(err))
+		connlink.Of(rw.wq.Session()).Logger().Debug("downgrade: cannot mark the kept write node", zap.String("node", l.Path()), zap.Error(err))
 	}
 }

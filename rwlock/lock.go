@@ -177,7 +177,7 @@ func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 			rw.mu.Lock()
 			o.w, o.kept = nil, l
 			rw.mu.Unlock()
-			rw.wq.Session().Logger().Debug("write lock released; its node kept until the read lock is released (a writer is queued behind it)")
+			connlink.Of(rw.wq.Session()).Logger().Debug("write lock released; its node kept until the read lock is released (a writer is queued behind it)")
 			return nil
 		case readAlone:
 			connlink.Of(o.r.lease).Unguard()

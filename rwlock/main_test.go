@@ -41,7 +41,7 @@ func settled(t testing.TB, s *conn.Session, path string) {
 }
 
 // events is the number of watch events s has received.
-func events(s *conn.Session) int64 { return s.Stats().WatchEvents }
+func events(s *conn.Session) int64 { return connlink.Of(s).Stats().WatchEvents }
 
 // result is what a background acquire came to.
 type result struct {

@@ -72,7 +72,7 @@ type hold struct {
 // New returns a handle on the read/write lock at path. Nothing is created
 // until the first acquire; the lock path and its parents are then created
 // as container nodes, which ZooKeeper removes when they are empty. path
-// must be valid (conn.ValidatePath); see WithHost for the host part of the
+// must be valid (zkpath.Validate); see WithHost for the host part of the
 // node names.
 func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 	var cfg config

@@ -107,7 +107,7 @@
 //     deletes its internal lock node (a waiter has no lease node), and a
 //     transaction whose answer was lost with the connection is resolved by
 //     looking for our lease node by its id; if that search fails too (a
-//     bounded conn.RetryPolicy), it goes on in the background until the
+//     bounded conn.WithRetry), it goes on in the background until the
 //     node is found and deleted or the session ends. What cannot be done within
 //     those 100 ms goes on in the background, on a goroutine that ends
 //     with the session: a create or transaction still in flight is
@@ -135,11 +135,11 @@
 //     default): the Mutex handles of one session and path share one lease
 //     and pass it between them without a request, up to a bound, after
 //     which the lease goes back to ZooKeeper. Every grant is a lease of its
-//     own (released, it refuses guarded writes through GuardedWrite, not
-//     through CheckOp, which checks the node the grants share; Lost closes
-//     with the node's); Lease.Fence grows strictly with every grant. The
-//     lease is not handed on once its node is known deleted, in an ended
-//     epoch, or while the connection is suspended (see WithLocalHandoff).
+//     own (released, it refuses guarded writes through GuardedWrite; Lost
+//     closes with the node's); Lease.Fence grows strictly with every
+//     grant. The lease is not handed on once its node is known deleted, in
+//     an ended epoch, or while the connection is suspended (see
+//     WithLocalHandoff).
 //
 // # Not reentrant, on purpose
 //

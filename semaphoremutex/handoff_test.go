@@ -199,13 +199,13 @@ func TestLocalHandoffReleaseWaitsForGuardedWrites(t *testing.T) {
 	testzk.Eventually(t, 10*time.Second, func() bool { return semaphoremutex.LocalWaiters(m) == 1 }, "a local waiter")
 
 	p.SetLatency(300 * time.Millisecond)
-	before := s.Stats().Requests[metrics.OpMulti]
+	before := connlink.Of(s).Stats().Requests[metrics.OpMulti]
 	written := make(chan error, 1)
 	go func() {
 		_, err := first.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("first"), Version: -1})
 		written <- err
 	}()
-	testzk.Eventually(t, 10*time.Second, func() bool { return s.Stats().Requests[metrics.OpMulti] > before }, "the guarded write in flight")
+	testzk.Eventually(t, 10*time.Second, func() bool { return connlink.Of(s).Stats().Requests[metrics.OpMulti] > before }, "the guarded write in flight")
 	require.NoError(t, m.Release(ctx))
 	b, _, err := obs.Get(ctx, data)
 	require.NoError(t, err)

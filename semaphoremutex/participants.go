@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -33,7 +33,7 @@ func (s *Semaphore) Holders(ctx context.Context) ([]lock.Participant, error) {
 	if len(locks) == 0 || locks[0].Tag != soleLeaseTag {
 		return convert(s.leasesPath, ps, true), nil // none
 	}
-	return convert(conn.JoinPath(s.path, locksDir), locks[:1], true), nil
+	return convert(zkpath.Join(s.path, locksDir), locks[:1], true), nil
 }
 
 // Participants lists the holders (as Holders), then the contenders queued
@@ -54,7 +54,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]lock.Participant, error
 		ids[h.ID] = true
 	}
 	out := holders
-	for _, w := range convert(conn.JoinPath(s.path, locksDir), waiting, false) {
+	for _, w := range convert(zkpath.Join(s.path, locksDir), waiting, false) {
 		if !ids[w.ID] { // our lease node carries our lock node's id
 			out = append(out, w)
 		}

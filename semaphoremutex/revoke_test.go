@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -29,7 +30,7 @@ func TestRevokeArguments(t *testing.T) {
 	l, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 	assert.ErrorIs(t, other.Revoke(ctx, l.Path()), lock.ErrNotRevocable)
-	name := conn.BaseName(l.Path())
+	name := zkpath.Base(l.Path())
 	for _, bad := range []string{"", "x", path, path + "/" + name, path + "/other/" + name, l.Path() + "/x"} {
 		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidArgument, "node %q", bad)
 	}
@@ -53,7 +54,7 @@ func TestRevokeOwnLeaseNode(t *testing.T) {
 
 	l, err := holder.Acquire(ctx)
 	require.NoError(t, err)
-	require.Equal(t, path+"/leases/"+conn.BaseName(l.Path()), l.Path(), "a lease node")
+	require.Equal(t, path+"/leases/"+zkpath.Base(l.Path()), l.Path(), "a lease node")
 	for _, sem := range []*semaphoremutex.Semaphore{holder, other} {
 		assert.ErrorIs(t, sem.Revoke(ctx, l.Path()), lock.ErrNotRevocable)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -93,7 +94,7 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 	if leases == 1 {
 		tag = soleLeaseTag
 	}
-	lock, err := queue.New(sess, conn.JoinPath(path, locksDir), queue.Config{
+	lock, err := queue.New(sess, zkpath.Join(path, locksDir), queue.Config{
 		Schema:      lockSchema,
 		Internal:    true, // no holder's work: its holds and losses are not reported
 		Decide:      queue.First,
@@ -105,7 +106,7 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
-	leasesPath := conn.JoinPath(path, leasesDir)
+	leasesPath := zkpath.Join(path, leasesDir)
 	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First, Revocable: cfg.revocable})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
@@ -115,7 +116,7 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 		leasesPath: leasesPath,
 		max:        leases,
 		sess:       sess,
-		log:        sess.Logger().With(zap.String("semaphore", path)),
+		log:        connlink.Of(sess).Logger().With(zap.String("semaphore", path)),
 		lock:       lock,
 		leases:     lq,
 		held:       make(map[*conn.Lease]struct{}),
@@ -248,7 +249,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 // node carries too, so that Participants can tell the two apart for one
 // contender. A fresh id if the name cannot be read (it always can).
 func attemptID(lk *conn.Lease) string {
-	if c, ok := lockSchema.Parse(conn.BaseName(lk.Path())); ok && c.ID != "" {
+	if c, ok := lockSchema.Parse(zkpath.Base(lk.Path())); ok && c.ID != "" {
 		return c.ID
 	}
 	return newID()
@@ -268,7 +269,7 @@ func (s *Semaphore) Revoke(ctx context.Context, node string) error {
 }
 
 func (s *Semaphore) revoke(ctx context.Context, node string) error {
-	if err := conn.ValidatePath(node); err != nil {
+	if err := zkpath.Validate(node); err != nil {
 		return err
 	}
 	for _, q := range []*queue.Queue{s.leases, s.lock} {

@@ -376,7 +376,7 @@ func foreignLease(t testing.TB, s *conn.Session, path string) string {
 	ep := testzk.Epoch(t, s)
 	p := path + "/leases/_c_" + uuid.NewString() + "-lease-"
 	require.NoError(t, connlink.Of(ep).CreateParents(ctx, p))
-	created, err := s.Create(ctx, p, []byte("10.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, s.ACL())
+	created, err := s.Create(ctx, p, []byte("10.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	return created
 }
@@ -428,7 +428,7 @@ func TestLeaseFencing(t *testing.T) {
 			ep := testzk.Epoch(t, s)
 			target := path + "-data"
 			require.NoError(t, connlink.Of(ep).CreateParents(ctx, target))
-			_, err := s.Create(ctx, target, nil, 0, s.ACL())
+			_, err := s.Create(ctx, target, nil, 0, connlink.Of(s).ACL())
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = s.Delete(context.Background(), target, -1) })
 

@@ -141,7 +141,7 @@ func run(ctx context.Context, servers []string, w io.Writer) (err error) {
 	if err := demo.CreateParents(ctx, carol.sess, ledger); err != nil {
 		return err
 	}
-	if _, err := carol.sess.Create(ctx, ledger, nil, 0, carol.sess.ACL()); err != nil {
+	if _, err := carol.sess.Create(ctx, ledger, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, carol.sess.Delete(context.WithoutCancel(ctx), ledger, -1)) }()

@@ -227,12 +227,15 @@ func transfer(ctx context.Context, s *conn.Session, b bank, m *multilock.MultiLo
 }
 
 // guardedWrite commits ops only while every lease is held: the first
-// lease's guarded write, with every other lease's check (Lease.CheckOp) in
-// front.
+// lease's guarded write, with a check that every other lease's lock node
+// (a mutex lease stands on its own node, Path) still exists in front.
 func guardedWrite(ctx context.Context, leases []*conn.Lease, ops ...any) ([]zk.MultiResponse, error) {
 	checks := make([]any, 0, len(leases)-1+len(ops))
 	for _, l := range leases[1:] {
-		checks = append(checks, l.CheckOp())
+		if err := l.Err(); err != nil {
+			return nil, err
+		}
+		checks = append(checks, &zk.CheckVersionRequest{Path: l.Path(), Version: -1})
 	}
 	return leases[0].GuardedWrite(ctx, append(checks, ops...)...)
 }
@@ -376,7 +379,7 @@ func (b bank) open(ctx context.Context, s *conn.Session) error {
 		return err
 	}
 	for _, n := range []string{"A", "B"} {
-		if _, err := s.Create(ctx, b.account(n), []byte(strconv.Itoa(opening)), 0, s.ACL()); err != nil {
+		if _, err := s.Create(ctx, b.account(n), []byte(strconv.Itoa(opening)), 0, zk.WorldACL(zk.PermAll)); err != nil {
 			return err
 		}
 	}

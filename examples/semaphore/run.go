@@ -246,7 +246,7 @@ func createDir(ctx context.Context, s *conn.Session, path string) error {
 	if err := demo.CreateParents(ctx, s, path); err != nil {
 		return err
 	}
-	_, err := s.Create(ctx, path, nil, 0, s.ACL())
+	_, err := s.Create(ctx, path, nil, 0, zk.WorldACL(zk.PermAll))
 	return err
 }
 

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
@@ -61,6 +62,39 @@ type Session interface {
 	// without), never nil. The recipes report through package queue's
 	// helpers.
 	Metrics() *metrics.Hooks
+
+	// Stats returns a snapshot of the requests and watch events of the
+	// session so far: what tests and benchmarks count a recipe's cost by.
+	Stats() Stats
+
+	// ACL returns the ACL recipes give the nodes they create
+	// (conn.WithACL), apart from their sealed lock nodes (SealedACL). A
+	// copy: changing it changes nothing.
+	ACL() []zk.ACL
+
+	// Ensemble names the ZooKeeper ensemble the session connects to: the
+	// server addresses given to conn.Connect, sorted, without duplicates,
+	// joined with ",". Sessions given the same addresses, in any order,
+	// name the same ensemble; nothing asks the servers, so one ensemble
+	// reached through other addresses (another host name, a subset of its
+	// servers) gets another name. Package multilock tells the locks of
+	// one ensemble apart by it.
+	Ensemble() string
+
+	// FullPath is path p of the session as the server knows it: with the
+	// session's namespace (conn.WithNamespace) in front. p is not checked.
+	FullPath(p string) string
+
+	// Logger returns the session's logger (conn.WithLogger; silent by
+	// default), which the recipes built on the session log through.
+	Logger() *zap.Logger
+
+	// FailedOp returns the place (from 0) among its ops of the op that a
+	// multi of the session (Epoch.Multi, conn.Lease.GuardedWrite) failed
+	// on, when the server refused the multi for it (nothing was applied);
+	// ok is false for any other error (a connection loss, the epoch's
+	// end) and nil.
+	FailedOp(err error) (index int, ok bool)
 }
 
 // Epoch is what the recipes reach of a *conn.Epoch; L is *conn.Lease.
@@ -158,7 +192,8 @@ type Epoch[L any] interface {
 
 	// Multi runs ops (*zk.CreateRequest, *zk.DeleteRequest,
 	// *zk.SetDataRequest, *zk.CheckVersionRequest) atomically. Never
-	// retried; a refused multi returns a *conn.OpError naming the op.
+	// retried; a refused multi's error names the failing op and path and
+	// matches the server's error (Session.FailedOp gives its place).
 	Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error)
 
 	// Sync makes the server the epoch talks to catch up with the leader.
@@ -203,6 +238,23 @@ type Lease[L any] interface {
 	// its checks are on that node, and node's deletion is no loss. Called
 	// before the recipe deletes node.
 	Unguard()
+
+	// CheckOp returns the check that conn.Lease.GuardedWrite puts first,
+	// for a multi built elsewhere (Epoch.Multi on the lease's epoch):
+	// the multi then commits only while the node the grant stands on (see
+	// Guard) exists, and the server refuses all of it once the node is
+	// gone. It checks no data version (-1): a revocable node's data may be
+	// changed by a revoke request, which is no loss. A refused check fails
+	// the multi at the check's place (Session.FailedOp), matching
+	// zk.ErrNoNode. Unlike GuardedWrite, Multi neither closes Lost on such
+	// a refusal nor refuses ops that set the lock node's own data, and the
+	// check passes for a released grant while its node stays (the
+	// in-process handoff's grants share one node; rwlock keeps the write
+	// node of a goroutine that downgraded, its write lease released, while
+	// a writer is queued between its two nodes): GuardedWrite checks Err
+	// first. A check made on a guarded grant before Unguard fails once the
+	// guard is gone. Each call returns a new request.
+	CheckOp() *zk.CheckVersionRequest
 
 	// Label names the recipe and the lock path of the lease, just granted
 	// and not handed out yet: what its hold and loss are reported under

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -119,7 +120,7 @@ func Ephemerals(ctx context.Context, s *conn.Session, path string) (map[string]i
 			return err
 		}
 		for _, k := range kids {
-			if err := walk(conn.JoinPath(p, k)); err != nil {
+			if err := walk(zkpath.Join(p, k)); err != nil {
 				return err
 			}
 		}
@@ -170,7 +171,7 @@ func ephemeralsOrFail(t testing.TB, s *conn.Session, path string) map[string]int
 
 // watchesSet is how many watches (GetW, ExistsW) the server has
 // confirmed to s: counted on the answer, so the watch is in place.
-func watchesSet(s *conn.Session) int64 { return s.Stats().WatchesSet }
+func watchesSet(s *conn.Session) int64 { return connlink.Of(s).Stats().WatchesSet }
 
 // WaitQueued waits until the server has confirmed more watches to session
 // s than the before it had (see watchesSet): the sign that a contender
@@ -315,7 +316,7 @@ func DeleteTree(ctx context.Context, ep *conn.Epoch, path string) error {
 		return err
 	}
 	for _, k := range kids {
-		p := conn.JoinPath(path, k)
+		p := zkpath.Join(path, k)
 		ok, st, err := connlink.Of(ep).Exists(ctx, p)
 		if err != nil {
 			return err

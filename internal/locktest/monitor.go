@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Interval is one hold of the lock by one contender: from the moment
@@ -66,10 +67,10 @@ func newMonitor(ctx context.Context, s *conn.Session, path string) (*monitor, er
 	if err := connlink.Of(ep).CreateParents(ctx, parent); err != nil {
 		return nil, err
 	}
-	if _, err := connlink.Of(ep).Create(ctx, parent, nil, 0, s.ACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	if _, err := connlink.Of(ep).Create(ctx, parent, nil, 0, connlink.Of(s).ACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return nil, err
 	}
-	return &monitor{guard: conn.JoinPath(parent, "holder")}, nil
+	return &monitor{guard: zkpath.Join(parent, "holder")}, nil
 }
 
 func (m *monitor) violate(format string, args ...any) {

@@ -6,6 +6,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
@@ -17,7 +18,7 @@ import (
 // it gives the lease its czxid.
 func (a *attempt) confirm(ctx context.Context) error {
 	if a.own == nil {
-		a.own = readOwn(ctx, a.ep, conn.JoinPath(a.q.path, a.node))
+		a.own = readOwn(ctx, a.ep, zkpath.Join(a.q.path, a.node))
 	}
 	r := a.own.wait()
 	a.own = nil

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -55,18 +57,18 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 				return got
 			}
 			got1 := acquire(w1, 2)
-			eventually(t, 10*time.Second, func() bool { return sessions[1].Stats().WatchesSet == 1 }, "W1 watching")
+			eventually(t, 10*time.Second, func() bool { return connlink.Of(sessions[1]).Stats().WatchesSet == 1 }, "W1 watching")
 			got2 := acquire(w2, 3)
-			eventually(t, 10*time.Second, func() bool { return sessions[2].Stats().WatchesSet == 1 }, "W2 watching")
+			eventually(t, 10*time.Second, func() bool { return connlink.Of(sessions[2]).Stats().WatchesSet == 1 }, "W2 watching")
 
 			require.NoError(t, h.Release(ctx, hl))
 			l1 := <-got1
 			require.NotNil(t, l1)
-			before := sessions[2].Stats()
+			before := connlink.Of(sessions[2]).Stats()
 			require.NoError(t, w1.Release(ctx, l1))
 			l2 := <-got2
 			require.NotNil(t, l2)
-			d := sessions[2].Stats().Sub(before)
+			d := connlink.Of(sessions[2]).Stats().Sub(before)
 			if mark {
 				assert.Zero(t, d.TotalRequests(), "a marked handover costs the next holder no request: %v", d.Requests)
 			} else {
@@ -76,7 +78,7 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 				assert.EqualValues(t, 0, d.Requests[metrics.OpExists], "%v", d.Requests)
 			}
 			assert.EqualValues(t, 1, d.WatchEvents)
-			assert.Equal(t, []string{conn.BaseName(l2.Path())}, children(t, sessions[0], path), "W2 alone holds")
+			assert.Equal(t, []string{zkpath.Base(l2.Path())}, children(t, sessions[0], path), "W2 alone holds")
 			require.NoError(t, w2.Release(context.Background(), l2))
 			assert.Empty(t, children(t, sessions[0], path))
 		})
@@ -105,7 +107,7 @@ func TestRevokeRequest(t *testing.T) {
 			require.NoError(t, err)
 			revoked := l.Revoked()
 			_, err = other.Set(ctx, l.Path(), []byte("tampered"), -1)
-			err2 := oq.Revoke(ctx, conn.BaseName(l.Path()))
+			err2 := oq.Revoke(ctx, zkpath.Base(l.Path()))
 			if revocable {
 				require.NoError(t, err)
 				require.NoError(t, err2)
@@ -123,7 +125,7 @@ func TestRevokeRequest(t *testing.T) {
 			assert.NoError(t, l.Err())
 			require.NoError(t, q.Release(ctx, l))
 			assert.Empty(t, children(t, s, path))
-			assert.NoError(t, oq.Revoke(ctx, conn.BaseName(l.Path())), "nothing left to revoke")
+			assert.NoError(t, oq.Revoke(ctx, zkpath.Base(l.Path())), "nothing left to revoke")
 		})
 	}
 }
@@ -153,9 +155,9 @@ func TestGrantFrom(t *testing.T) {
 				assert.NoError(t, err)
 				got <- g
 			}()
-			eventually(t, 10*time.Second, func() bool { return ws.Stats().WatchesSet == 1 }, "waiter watching")
+			eventually(t, 10*time.Second, func() bool { return connlink.Of(ws).Stats().WatchesSet == 1 }, "waiter watching")
 			holderID := ProtectedSchema{Name: "lock"}
-			hc, ok := holderID.Parse(conn.BaseName(hg.Lease.Path()))
+			hc, ok := holderID.Parse(zkpath.Base(hg.Lease.Path()))
 			require.True(t, ok)
 
 			if withdraw {
@@ -216,9 +218,9 @@ func TestHandoverAfterReconnect(t *testing.T) {
 		}
 		require.NotEqual(t, conn.Lost, ev.State, "the session survives the cut")
 	}
-	before := hs.Stats()
+	before := connlink.Of(hs).Stats()
 	require.NoError(t, h.Release(ctx, hl))
-	d := hs.Stats().Sub(before)
+	d := connlink.Of(hs).Stats().Sub(before)
 	assert.EqualValues(t, 1, d.Requests[metrics.OpMulti], "the mark and the delete: %v", d.Requests)
 	assert.Zero(t, d.Requests[metrics.OpDelete], "no fallback to a plain delete: %v", d.Requests)
 	g := <-got
@@ -248,7 +250,7 @@ func TestRevokeOwnSealedNode(t *testing.T) {
 			l, err := q.Acquire(ctx)
 			require.NoError(t, err)
 			for _, rq := range []*Queue{q, q2} {
-				err := rq.Revoke(ctx, conn.BaseName(l.Path()))
+				err := rq.Revoke(ctx, zkpath.Base(l.Path()))
 				_, st, gerr := s.Get(ctx, l.Path())
 				require.NoError(t, gerr)
 				if revocable {

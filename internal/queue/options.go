@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Configure is the prologue of every recipe's New: it checks sess, applies
@@ -21,7 +22,7 @@ func Configure[C any, O ~func(*C) error](recipe string, sess *conn.Session, path
 			return err
 		}
 	}
-	if err := conn.ValidatePath(path); err != nil {
+	if err := zkpath.Validate(path); err != nil {
 		return fmt.Errorf("%s: new %s: %w", recipe, path, err)
 	}
 	return nil

@@ -5,8 +5,8 @@ import (
 	"errors"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -34,7 +34,7 @@ type Participant struct {
 
 // Public is p as a recipe reports it: its node under dir, holding or not.
 func (p Participant) Public(dir string, holding bool) lock.Participant {
-	return lock.Participant{Node: conn.JoinPath(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
+	return lock.Participant{Node: zkpath.Join(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
 		Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
 }
 
@@ -57,7 +57,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 	cs := Parse(q.cfg.Schema, names)
 	out := make([]Participant, 0, len(cs))
 	for _, c := range cs {
-		b, st, err := connlink.Of(ep).Get(ctx, conn.JoinPath(q.path, c.Name))
+		b, st, err := connlink.Of(ep).Get(ctx, zkpath.Join(q.path, c.Name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}

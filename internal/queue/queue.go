@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
@@ -93,7 +94,7 @@ type Queue struct {
 }
 
 // New returns the queue of the lock at path. Path must be a valid absolute
-// path (conn.ValidatePath); it and its parents are created on first use as
+// path (zkpath.Validate); it and its parents are created on first use as
 // container nodes, which ZooKeeper removes when they are empty.
 func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 	switch {
@@ -104,10 +105,10 @@ func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 	case cfg.Data != nil && !strings.Contains(cfg.Schema.Prefix(dataProbe), dataProbe):
 		return nil, fmt.Errorf("%w: Config.Data needs a Schema that puts the acquire id in the name", ErrBadRecipe)
 	}
-	if err := conn.ValidatePath(path); err != nil {
+	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("queue: lock path: %w", err)
 	}
-	q := &Queue{sess: sess, path: path, cfg: cfg, log: sess.Logger().With(zap.String("lock", path))}
+	q := &Queue{sess: sess, path: path, cfg: cfg, log: connlink.Of(sess).Logger().With(zap.String("lock", path))}
 	q.own = &listings{key: listingsKey{path: path, schema: cfg.Schema}}
 	return q, nil
 }
@@ -125,7 +126,7 @@ func (q *Queue) Sealed() bool { return !q.cfg.Revocable }
 // revocable, the session's ACL as it is.
 func (q *Queue) NodeACL() []zk.ACL {
 	if q.cfg.Revocable {
-		return q.sess.ACL()
+		return connlink.Of(q.sess).ACL()
 	}
 	return connlink.Of(q.sess).SealedACL()
 }

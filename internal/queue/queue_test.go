@@ -60,7 +60,7 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 
 			hl, err := holder.Acquire(ctx)
 			require.NoError(t, err)
-			before := ws.Stats()
+			before := connlink.Of(ws).Stats()
 			got := make(chan error, 1)
 			var wl *conn.Lease
 			go func() {
@@ -68,10 +68,10 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 				wl, err = waiter.Acquire(ctx)
 				got <- err
 			}()
-			eventually(t, 10*time.Second, func() bool { return ws.Stats().WatchesSet > before.WatchesSet }, "waiter watching")
+			eventually(t, 10*time.Second, func() bool { return connlink.Of(ws).Stats().WatchesSet > before.WatchesSet }, "waiter watching")
 			require.NoError(t, holder.Release(ctx, hl))
 			require.NoError(t, <-got)
-			after := ws.Stats()
+			after := connlink.Of(ws).Stats()
 			// One notification, or none if the release overtook the getW.
 			// The holder is another session's: its deletion needs no read
 			// of our node (confirm).
@@ -95,7 +95,7 @@ func TestFIFOAndForeignChildren(t *testing.T) {
 	ctx := ctxTimeout(t, 30*time.Second)
 	ep := epoch(t, s)
 	require.NoError(t, connlink.Of(ep).CreateParents(ctx, path+"/x"))
-	acl := s.ACL()
+	acl := connlink.Of(s).ACL()
 
 	// Foreign nodes: not a contender, kazoo's and go-zookeeper's lock nodes
 	// (contenders, queued before us), a Curator node of another recipe.
@@ -293,7 +293,7 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 	eventually(t, 5*time.Second, func() bool { return requests(ms)-before >= 3 }, "relist + getW + getACL")
 	watching(t, ms, 0)
 	assert.EqualValues(t, 3, requests(ms)-before, "relist + getW + getACL")
-	assert.EqualValues(t, 2, ms.Stats().Requests[metrics.OpChildren], "the first listing and one re-list")
+	assert.EqualValues(t, 2, connlink.Of(ms).Stats().Requests[metrics.OpChildren], "the first listing and one re-list")
 
 	// The first waiter leaves: the holder is the one entry left: one getW
 	// (and its getACL). No read of our own node: the holder is another
@@ -321,7 +321,7 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 		t.Fatal("not granted")
 	}
 	assert.EqualValues(t, 0, requests(ms)-before)
-	assert.EqualValues(t, 0, ms.Stats().Requests[metrics.OpExists])
+	assert.EqualValues(t, 0, connlink.Of(ms).Stats().Requests[metrics.OpExists])
 	require.NoError(t, me.Release(ctx, l))
 	for _, cancel := range cancels {
 		cancel()

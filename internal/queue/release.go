@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"go.uber.org/zap"
 )
@@ -54,7 +55,7 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 	if err != nil {
 		return err
 	}
-	q.log.Debug("released", zap.String("node", conn.BaseName(l.Path())))
+	q.log.Debug("released", zap.String("node", zkpath.Base(l.Path())))
 	return nil
 }
 
@@ -86,7 +87,7 @@ func (q *Queue) Revoke(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	p := conn.JoinPath(q.path, node)
+	p := zkpath.Join(q.path, node)
 	for {
 		data, st, err := connlink.Of(ep).Get(ctx, p)
 		switch {
@@ -116,13 +117,13 @@ func (q *Queue) Revoke(ctx context.Context, node string) error {
 // Child returns the name of node, a path, if it is a child of the queue's
 // path; else an error matching conn.ErrInvalidArgument.
 func (q *Queue) Child(node string) (string, error) {
-	if err := conn.ValidatePath(node); err != nil {
+	if err := zkpath.Validate(node); err != nil {
 		return "", err
 	}
-	if node != conn.JoinPath(q.path, conn.BaseName(node)) {
+	if node != zkpath.Join(q.path, zkpath.Base(node)) {
 		return "", fmt.Errorf("node %s is not under the lock path: %w", node, conn.ErrInvalidArgument)
 	}
-	return conn.BaseName(node), nil
+	return zkpath.Base(node), nil
 }
 
 // revokeMessage is Curator's LockInternals.REVOKE_MESSAGE.
@@ -168,7 +169,7 @@ func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error 
 func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error, unknown bool) (done, gone bool, _ error) {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
-		q.known().left(ep, conn.BaseName(p))
+		q.known().left(ep, zkpath.Base(p))
 		return true, err != nil, nil
 	case ep.Err() != nil:
 		return true, false, nil // ephemeral: it goes with the session
@@ -185,7 +186,7 @@ func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error,
 // is unknown and a background deleter took over; the server's error
 // otherwise.
 func (q *Queue) Delete(ctx context.Context, ep *conn.Epoch, name string) error {
-	return q.deleteNode(ctx, ep, conn.JoinPath(q.path, name))
+	return q.deleteNode(ctx, ep, zkpath.Join(q.path, name))
 }
 
 // deleteInBackground keeps deleting p until it is gone or ep ends

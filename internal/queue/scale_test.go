@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -65,7 +66,7 @@ func heapPerWaiter(t *testing.T, c *zktest.Cluster, hcfg, cfg Config, n int) (he
 		assert.NoError(t, holder.Release(ctx, hl))
 	}()
 	watches := WatchesSet(ws)
-	lists := ws.Stats().Requests[metrics.OpChildren]
+	lists := connlink.Of(ws).Stats().Requests[metrics.OpChildren]
 	before := liveHeap()
 	start := time.Now()
 	var lostOnce sync.Once
@@ -116,7 +117,7 @@ func heapPerWaiter(t *testing.T, c *zktest.Cluster, hcfg, cfg Config, n int) (he
 	}, "every waiter watching")
 	queued := time.Since(start)
 	heap = float64(liveHeap()-before) / float64(n)
-	listings = float64(ws.Stats().Requests[metrics.OpChildren]-lists) / float64(n)
+	listings = float64(connlink.Of(ws).Stats().Requests[metrics.OpChildren]-lists) / float64(n)
 	t.Logf("%d waiters: queued in %v, %.0f bytes of heap and %.3f listings per waiter", n, queued.Round(time.Millisecond), heap, listings)
 	return heap, listings
 }

@@ -17,7 +17,7 @@ func CreateNodes(ctx context.Context, s *conn.Session, paths ...string) error {
 		if err := CreateParents(ctx, s, p); err != nil {
 			return err
 		}
-		if _, err := s.Create(ctx, p, []byte("0"), 0, s.ACL()); err != nil {
+		if _, err := s.Create(ctx, p, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 			return err
 		}
 	}
@@ -31,7 +31,7 @@ func CreateParents(ctx context.Context, s *conn.Session, path string) error {
 		if path[i] != '/' {
 			continue
 		}
-		_, err := s.Create(ctx, path[:i], nil, zk.FlagContainer, s.ACL())
+		_, err := s.Create(ctx, path[:i], nil, zk.FlagContainer, zk.WorldACL(zk.PermAll))
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
