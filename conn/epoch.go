@@ -11,14 +11,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Epoch is one ZooKeeper session of a Session. Locks are bound to the epoch
-// they were acquired in: when it ends, their ephemeral nodes are gone (or
-// must be taken as gone). An epoch ends exactly once: on server-confirmed
-// expiry, on the local timer, or on Close. A request runs in one epoch
-// (the Session's node operations in the live one) and never in a later
-// session; once its epoch has ended it fails with ErrEpochEnded.
-//
-// Safe for concurrent use.
+// Epoch is one ZooKeeper session of a Session, the one a Lease was taken
+// in. It ends exactly once (expiry, the local timer, or Close); a request
+// of an ended epoch fails with ErrEpochEnded. Safe for concurrent use.
 type Epoch struct {
 	epochLink // what the recipes reach (link.go)
 

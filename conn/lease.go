@@ -23,13 +23,10 @@ var ErrLeaseLost = errors.New("conn: lease lost")
 // node to ask its holder to release (LockInternals.REVOKE_MESSAGE).
 const revokeMessage = "__REVOKE__"
 
-// Lease is a lock node held in one epoch: what every recipe hands out on a
-// grant. Holding a lease is a lease on the ZooKeeper session, not a promise:
-// the session can end at any time (expiry, partition), and the holder learns
-// it from Lost. Use Fence as a fencing token and GuardedWrite for writes that
-// must only happen while the lock is held.
-//
-// Safe for concurrent use.
+// Lease is a held lock node: what every recipe hands out on a grant. It
+// holds only as long as its ZooKeeper session: the holder learns of a loss
+// from Lost, fences with Fence and writes with GuardedWrite. Safe for
+// concurrent use.
 type Lease struct {
 	leaseLink // what the recipes reach (link.go)
 
@@ -175,44 +172,22 @@ func (l *Lease) Path() string { return l.path }
 // Epoch is the epoch the lease was taken in.
 func (l *Lease) Epoch() *Epoch { return l.ep }
 
-// Lost returns a channel closed when the lease must be taken as lost: the
+// Lost returns a channel closed when the lease must be taken as lost: its
 // epoch ended (or, with WithSuspendedAsLost, the connection was suspended),
-// the node was deleted by someone else (seen through the node's watch, see
-// below; a node created again at its path is not ours: its czxid
-// differs; for a grant that stands on another node, see GuardedWrite, that node
-// too), or the lease was released. A change of the node's data is not a
-// loss: the recipes seal their nodes (nobody else can change them), and on
-// a revocable node it is a request to release (Revoked).
-//
-// The node's watch is a data watch set, in the background (one request),
-// by the first call of Lost or Revoked on a lease that is not lost yet,
-// or by the recipes' in-process handoff (WithLocalHandoff) as soon as
-// another goroutine of the process waits for the node. A node already
-// deleted when it is set is seen at once; one deleted later, when the
-// notification arrives. Until the watch is set, a deletion by someone else
-// is noticed only by Fence and GuardedWrite: Err stays nil. No watch is
-// ever set once the lease is lost or released, and the one set goes with
-// the node: our release's delete consumes it (the watch on the node a
-// grant stands on, see GuardedWrite, is removed when the grant is lost or
-// released, and goes with that node otherwise). Until Lost or Revoked is
-// called (or the handoff arms the watch) the lease runs no goroutine (a
-// session can hold many at little cost): Err and GuardedWrite look at the
-// epoch's state when called. The channel is closed, never sent on.
+// someone else deleted its node, or it was released. A change of the node's
+// data is no loss (see Revoked). The first call of Lost or Revoked sets a
+// watch on the node (one request); until then a foreign delete is noticed
+// only by Fence and GuardedWrite, and the lease costs no goroutine.
 func (l *Lease) Lost() <-chan struct{} {
 	l.arm()
 	return l.lostChan()
 }
 
-// Revoked returns a channel closed when someone asked the holder to give
-// the lock up: the node's data became "__REVOKE__", as Curator's
-// Revoker.attemptRevoke and the recipes' Revoke methods write it (for a
-// grant that stands on another node, see GuardedWrite, that node's too). Only a
-// revocable node (the recipes' WithRevocable option) can be asked; a
-// sealed one (the default) refuses the write, and its channel never
-// closes. A request is not a loss: the lock stays held, and nobody else
-// gets it, until the holder releases it (or its session ends). The first
-// call arms the node's watch as Lost does. The channel is closed, never
-// sent on.
+// Revoked returns a channel closed when someone asked the holder to
+// release (lock.Revoke, or Curator's Revoker, wrote "__REVOKE__" into the
+// node). Only a revocable lock's node can be asked (WithRevocable); a
+// sealed one refuses the write. A request is no loss: the lock stays held
+// until the holder releases it. The first call arms the watch as Lost does.
 func (l *Lease) Revoked() <-chan struct{} {
 	l.arm()
 	l.lostChan() // watchNode waits on it
@@ -375,32 +350,13 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 
 // GuardedWrite runs ops (*zk.CreateRequest, *zk.DeleteRequest,
 // *zk.SetDataRequest, *zk.CheckVersionRequest) in one transaction behind a
-// check that the node the grant stands on still exists, so they commit only
-// while the lock is ours. That node is the lease's own lock node, except
-// for a read lock of package rwlock taken by a goroutine that holds the
-// write lock (a downgrade), which stands on the write node until the write
-// lock's release moves it onto its own node. The check is of the node's
-// existence, not of its data version: a revocable node's data may be
-// changed by a revoke request (see Revoked), which is no loss. A released
-// grant is refused even while its node stays (the grants of the
-// in-process handoff, WithLocalHandoff, share one node): GuardedWrite
-// checks Err first.
-//
-// Every failure because the lease ended matches ErrLeaseLost: stop
-// working under the lock. ErrLeaseLost alone does not say that nothing
-// was written: a write cut short by the end of the epoch (or, with
-// WithSuspendedAsLost, by a Suspended) matches ErrConnectionLoss too, and
-// may still be applied (the server may have it, and the node may outlive
-// the client's timer); reconcile before retrying. A connection loss while
-// the lease holds matches ErrConnectionLoss alone (the same unknown fate).
-// A check the server refused (the node is gone) or a lease lost before the
-// call wrote nothing. A refused op of the caller's returns an error
-// naming it by its place among ops (from 0) and matching the server's
-// error, e.g. "conn: guarded write: op 0 (set-data /stock): zk: version
-// conflict". Ops may not set the data of the lock
-// node itself, nor of the node the grant stands on (ErrInvalidArgument): a
-// change of a held node's data is how its release tells the waiter behind
-// to enter.
+// check that the grant's node still exists, so they commit only while the
+// lock is held; a released grant is refused first. A failure because the
+// lease ended matches ErrLeaseLost; when it also matches ErrConnectionLoss
+// the write may still have been applied: reconcile before retrying. A
+// refused op is named by its place among ops and matches the server's
+// error. Ops may not set the data of the grant's own node
+// (ErrInvalidArgument).
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.parent != nil {
 		l.writes.RLock()

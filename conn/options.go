@@ -92,16 +92,11 @@ func WithLogger(l *zap.Logger) Option {
 	}
 }
 
-// WithDigestAuth adds digest credentials, sent to the server at the start of
-// every session before the session is handed to callers (default: none),
-// before the session's own identity (see WithACL), which is always sent. A
-// connection cut while they are sent keeps the session: the rest is sent
-// on reconnect, unless the local timer ends the session first. A server
-// that refuses them (AUTHFAILED) makes the session give that ZooKeeper
-// session up and open another after a backoff (250 ms doubling up to 30 s,
-// with jitter, from the first refusal in a row); Connect's and Epoch's
-// errors then match ErrAuthFailed. An empty user is invalid. The password
-// is never logged.
+// WithDigestAuth adds digest credentials, sent at the start of every
+// ZooKeeper session before it is handed out (default: none). A refusal
+// makes the session open another after a backoff (250 ms doubling to
+// 30 s); Connect's and Epoch's errors then match ErrAuthFailed. An empty
+// user is invalid. The password is never logged.
 func WithDigestAuth(user, password string) Option {
 	return func(c *config) error {
 		if user == "" {
@@ -142,14 +137,11 @@ func WithNamespace(ns string) Option {
 	}
 }
 
-// WithRetry sets how idempotent operations (reads, deletes, versioned
-// sets, non-sequential creates) are retried when the connection drops
-// under them: exponential backoff from base, doubling up to max, with full
-// jitter, for at most maxAttempts attempts, the first included (0: no
-// bound but the caller's context and the epoch, which bound retries
-// always). Sequential creates and multis are never retried blindly.
-// Default: WithRetry(20*time.Millisecond, time.Second, 0). Invalid: base
-// not above 0, max below base, maxAttempts below 0.
+// WithRetry sets how idempotent requests (reads, deletes, versioned sets,
+// plain creates) are retried on connection loss: backoff from base
+// doubling to max, with jitter, at most maxAttempts attempts (0: bounded
+// only by the context and the epoch). Sequential creates and multis are
+// never retried. Default WithRetry(20*time.Millisecond, time.Second, 0).
 func WithRetry(base, max time.Duration, maxAttempts int) Option {
 	return func(c *config) error {
 		if base <= 0 || max < base || maxAttempts < 0 {
@@ -162,11 +154,10 @@ func WithRetry(base, max time.Duration, maxAttempts int) Option {
 }
 
 // WithACL sets the ACL of the nodes the recipes create (default
-// zk.WorldACL(zk.PermAll): anyone may do anything). Lock nodes get it
-// sealed unless a recipe is asked for revocable nodes: every entry without
-// WRITE and ADMIN, plus the session's own digest identity (random, made by
-// Connect and added to every ZooKeeper session of it) with ALL, so that
-// only their own session can change them. An empty ACL is invalid.
+// zk.WorldACL(zk.PermAll)). Lock nodes get it sealed unless a recipe is
+// made revocable: WRITE and ADMIN removed, plus ALL for the session's own
+// random digest identity, so only their session can change them. An empty
+// ACL is invalid.
 func WithACL(acl []zk.ACL) Option {
 	return func(c *config) error {
 		if len(acl) == 0 {
@@ -188,34 +179,13 @@ func WithSuspendedAsLost() Option {
 	}
 }
 
-// WithLastHeardTimer replaces the default local timer, the quorum timer,
-// with the last-heard timer. The local timer ends an epoch when the server
-// cannot say so (ErrSessionTimeout); "The local timer" in the package
-// documentation gives both in full, with their margins.
-//
-// The quorum timer (the default): the session sends a sync every twelfth
-// of the session timeout T while an epoch lives (12/T requests per second
-// per session: 1.2/s at the default 10 s, 4/s at 3 s),
-// and ends the epoch 7T/12 after the send time of the last sync answered
-// (or of a reconnect's handshake), connected or not. A sync is answered
-// only through the ensemble's leader, the only server that expires
-// sessions, so the epoch, and every lease and leader term of it, ends
-// before the leader can expire the session and grant what it held to
-// someone else; a follower cut off from the leader, which still answers
-// pings, does not keep it alive. A connection back within T/2 of a cut
-// keeps the epoch. The price: the epoch also ends while the connection is
-// up when no sync sent in the last 7T/12 is answered: a leader election
-// or a stalled leader longer than about T/2, or a link whose round trip
-// exceeds about T/2.
-//
-// The last-heard timer (this option): no syncs, and the epoch ends T after
-// the last byte heard from the connected server, counted only while
-// disconnected. It never gives up a session the server kept and sends
-// nothing extra, but the server may expire the session first (it counts
-// from the last request it received, rounded up to a tick, which leaves a
-// margin of luck), and a server cut off from its quorum that still answers
-// pings keeps the timer from starting: another client can then be granted
-// a lock, or lead, while this one still holds.
+// WithLastHeardTimer replaces the default local timer (the quorum timer:
+// a sync every T/12, the epoch ends 7T/12 after the last one the leader
+// answered) with the last-heard timer: no syncs, and the epoch ends T after
+// the last byte heard from the server, counted while disconnected. It sends
+// nothing extra and never gives up a session the server kept, but the
+// server may expire the session first, and a server cut off from its
+// quorum that still answers pings keeps the timer from starting.
 func WithLastHeardTimer() Option {
 	return func(c *config) error {
 		c.quorumTimer = false

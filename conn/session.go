@@ -21,16 +21,10 @@ import (
 
 var errRetired = errors.New("conn: connection retired")
 
-// Session is the root object: one logical client of a ZooKeeper ensemble
-// that lives across many ZooKeeper sessions (epochs). It reconnects, notices
-// expiry (told by the server, or by its own timer while cut off), opens a new
-// ZooKeeper session after one is lost, and tells subscribers about every
-// transition. Recipes take a *Session, never a raw *zk.Conn.
-//
-// Every epoch gets its own *zk.Conn, so a request made in one ZooKeeper
-// session can never be carried out in the next.
-//
-// Safe for concurrent use.
+// Session is one client of a ZooKeeper ensemble across many ZooKeeper
+// sessions (epochs): it reconnects, notices expiry, and opens a new
+// ZooKeeper session, on a new connection, after one is lost. Recipes take
+// a *Session. Safe for concurrent use.
 type Session struct {
 	sessionLink // what the recipes reach (link.go)
 
@@ -76,10 +70,8 @@ type zkLink struct {
 	drained   chan struct{} // closed when go-zookeeper's event loop has ended
 }
 
-// Connect starts a session and waits, bounded by ctx and the connect timeout,
-// until the first ZooKeeper session is established. When the wait fails,
-// Connect returns at once: it does not wait for the server to answer the
-// close request of the connection it opened.
+// Connect starts a session and waits, bounded by ctx and the connect
+// timeout, until the first ZooKeeper session is established.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	if err := checkZKVersion(opts); err != nil {
 		return nil, err
@@ -211,16 +203,11 @@ func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 // see Epoch.Done.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// Close ends the current epoch (its ephemeral nodes go with it), closes the
-// connection and stops every goroutine of the session. Idempotent. It
-// returns at once when the server answers its close request or the
-// connection is already down, and after about a second when the
-// connection is up but nothing answers (go-zookeeper waits 1 s for the
-// answer). It waits at most 10 s for go-zookeeper's goroutines to end, so
-// it returns within about 10 s (13 s at worst: go-zookeeper's own Close
-// can add 3 s) even when they are stuck (a dialer whose Write never
-// returns): those are left behind, logged at Error. TestCloseDurations
-// measures each case.
+// Close ends the current epoch (its ephemeral nodes go with it) and stops
+// every goroutine of the session. Idempotent. It returns at once when the
+// server answers or the connection is down, after about a second when
+// nothing answers, and within 13 s at worst (stuck goroutines of
+// go-zookeeper's are then left behind, logged at Error).
 func (s *Session) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done

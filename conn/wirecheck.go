@@ -11,21 +11,12 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// CheckWire checks, against the servers (a real ZooKeeper: zktest gives a
-// test one), that the go-zookeeper the program links keeps what conn's
-// wire layer relies on in v1.0.4: the connect request is the first frame
-// written and its response the first read (session id, timeout and
-// password decoded); every frame is written with one Write; requests are
-// answered while the wire hides response zxids from go-zookeeper; after a
-// reconnect a watch is re-sent in a set-watches request (opcode 101) and
-// still fires; a watch removal injected on the wire is answered without
-// upsetting go-zookeeper's reader; Close writes a close request (opcode
-// -11). It is for programs that replace go-zookeeper (WithPatchedZK): run
-// it in a test of the program, built with its go.mod's replace. It returns
-// nil, or an error matching ErrZKVersion that lists what does not hold.
-// It connects with opts (WithPatchedZK implied), creates one ephemeral
-// node at the namespace's root, cuts the connection once, and closes the
-// session.
+// CheckWire checks, against a real server, that the go-zookeeper the
+// program links keeps what conn's wire layer relies on in v1.0.4 (frames,
+// the connect handshake, watches across a reconnect, the close request).
+// Run it in a test of a program that replaces go-zookeeper (WithPatchedZK).
+// It returns nil or an error matching ErrZKVersion that lists what does
+// not hold; it creates one ephemeral node and cuts the connection once.
 func CheckWire(ctx context.Context, servers []string, opts ...Option) error {
 	s, err := Connect(ctx, servers, append(opts[:len(opts):len(opts)], WithPatchedZK())...)
 	if err != nil {

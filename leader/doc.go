@@ -44,7 +44,7 @@
 //     quorum), the leader learns it before anyone else can lead: with the
 //     session's quorum timer (the default; conn.WithLastHeardTimer opts out) its epoch
 //     ends at least T/3 − tickTime/2 of the session timeout T before the
-//     ensemble can expire the session (see conn's "The local timer"),
+//     ensemble can expire the session (see conn's package documentation),
 //     unless the process is paused or starved for longer than that.
 //   - A fencing token per term (Lease.Fence, the node's czxid, growing with
 //     every leader) and guarded writes (Lease.GuardedWrite: a transaction
