@@ -29,6 +29,7 @@ import (
 // behind it on a goroutine of its own (q), ended with the test.
 type writerBehind struct {
 	f   *fixture
+	sA  *conn.Session // A's
 	rwA *rwlock.RWLock
 	wA  *conn.Lease
 	q   *holder
@@ -36,7 +37,8 @@ type writerBehind struct {
 
 func newWriterBehind(t *testing.T, f *fixture, ctx context.Context, path string) *writerBehind {
 	t.Helper()
-	rwA, err := rwlock.New(f.Session(), path)
+	sA := f.Session()
+	rwA, err := rwlock.New(sA, path)
 	require.NoError(t, err)
 	rwQ, err := rwlock.New(f.Session(), path)
 	require.NoError(t, err)
@@ -46,7 +48,7 @@ func newWriterBehind(t *testing.T, f *fixture, ctx context.Context, path string)
 	q := hold(qctx, rwQ.WriteLock())
 	t.Cleanup(func() { cancel(); <-q.done })
 	waitFor(t, 10*time.Second, "the queued writer's W node", func() bool { return len(children(f.Raw(), path)) == 2 })
-	return &writerBehind{f: f, rwA: rwA, wA: wA, q: q}
+	return &writerBehind{f: f, sA: sA, rwA: rwA, wA: wA, q: q}
 }
 
 // downgradeKeepingW has A take the read lock and release the write lock:
@@ -632,7 +634,7 @@ func TestRWLockParticipantsAfterDowngraderExpires(t *testing.T) {
 	sc := newWriterBehind(t, f, ctx, path)
 	rA := sc.downgradeKeepingW(t, ctx)
 	lost := rA.Lost()
-	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], epochOf(t, sc.rwA.ReadLock().Session())))
+	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], epochOf(t, sc.sA)))
 	lQ := sc.q.wait(t, 15*time.Second, "the writer between, after A's session expired")
 	select {
 	case <-lost:
@@ -696,7 +698,7 @@ func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	path := f.Path("rw-setacl")
 	sc := newWriterBehind(t, f, ctx, path)
-	sA := sc.rwA.ReadLock().Session()
+	sA := sc.sA
 	before := connlink.Of(sA).Stats().Requests[metrics.OpSetACL]
 	sc.downgradeKeepingW(t, ctx)
 	require.Equal(t, before+1, connlink.Of(sA).Stats().Requests[metrics.OpSetACL], "setacl requests after the write release that kept W")
@@ -934,7 +936,7 @@ func TestRWLockWriterShownHoldingAfterBystanderSetACL(t *testing.T) {
 
 // TestRWLockRevokeOfKeptWriteNode: revocable rwlock; A downgrades while Q
 // is queued between, so A's W node is kept and A's read grant stands on
-// it. A third session revokes the kept W node (Revoke writes its mark into
+// it. A third session revokes the kept W node (lock.Revoke writes its mark into
 // the node's data, which Q, a revocable waiter, reads again after every
 // data change). Q must not get in while A reads; Participants must still
 // show W kept, A's R holding, Q waiting; and A's read lease, the grant
@@ -968,9 +970,10 @@ func revokeKeptW(t *testing.T, f *fixture, armEarly bool) {
 	revoked := rA.Revoked()
 	ok, _, _ := f.Raw().Exists(wA.Path())
 	require.True(t, ok, "W kept")
-	rwO, err := rwlock.New(f.Session(), path, rwlock.WithRevocable())
+	sO := f.Session()
+	rwO, err := rwlock.New(sO, path, rwlock.WithRevocable())
 	require.NoError(t, err)
-	require.NoError(t, rwO.Revoke(ctx, wA.Path()))
+	require.NoError(t, lock.Revoke(ctx, sO, wA.Path()))
 	q.notGranted(t, time.Second, "Q got the write lock after a revoke request on the kept W node, while A still reads")
 	ps, err := rwO.Participants(ctx)
 	require.NoError(t, err)

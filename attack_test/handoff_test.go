@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -252,7 +253,7 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 			waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(bys, path)) == 2 })
 			g2 := hold(ctx, mA)
 			waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(f, 0, l1.Path()) })
-			require.NoError(t, mB.Revoke(ctx, l1.Path()), "revoke")
+			require.NoError(t, lock.Revoke(ctx, sB, l1.Path()), "revoke")
 			if seen {
 				select {
 				case <-rev1:

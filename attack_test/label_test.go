@@ -291,9 +291,10 @@ func TestLabelSurvivesRevokeRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	require.Equal(t, "job-7", ps[0].Label)
-	other, err := mutex.New(f.Session(), path, mutex.WithRevocable())
+	sO := f.Session()
+	other, err := mutex.New(sO, path, mutex.WithRevocable())
 	require.NoError(t, err)
-	require.NoError(t, other.Revoke(ctx, ps[0].Node))
+	require.NoError(t, lock.Revoke(ctx, sO, ps[0].Node))
 	select {
 	case <-l.Revoked():
 	case <-time.After(10 * time.Second):
@@ -614,14 +615,16 @@ func TestRevokeMarkNotReadAsOwnerInEveryRecipe(t *testing.T) {
 			}
 		}
 	}
-	rw, err := rwlock.New(f.Session(), f.Path("rw"), rwlock.WithRevocable())
+	sRW := f.Session()
+	rw, err := rwlock.New(sRW, f.Path("rw"), rwlock.WithRevocable())
 	require.NoError(t, err)
 	wl, err := rw.WriteLock().Acquire(lock.WithLabel(ctx, "lbl"))
 	require.NoError(t, err)
-	check("rwlock writer", wl, rw.Participants, func(n string) error { return rw.Revoke(ctx, n) })
-	sem, err := semaphoremutex.NewSemaphore(f.Session(), f.Path("sem"), 2, semaphoremutex.WithRevocable())
+	check("rwlock writer", wl, rw.Participants, func(n string) error { return lock.Revoke(ctx, sRW, n) })
+	sSem := f.Session()
+	sem, err := semaphoremutex.NewSemaphore(sSem, f.Path("sem"), 2, semaphoremutex.WithRevocable())
 	require.NoError(t, err)
 	sl, err := sem.Acquire(lock.WithLabel(ctx, "lbl"))
 	require.NoError(t, err)
-	check("semaphore lease", sl, sem.Participants, func(n string) error { return sem.Revoke(ctx, n) })
+	check("semaphore lease", sl, sem.Participants, func(n string) error { return lock.Revoke(ctx, sSem, n) })
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -67,7 +68,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 			t.Errorf("GuardedWrite's create did not land at %s", ns+"/m-res")
 		}
 		rev := l.Revoked()
-		if err := m.Revoke(ctx, ps[0].Node); err != nil {
+		if err := lock.Revoke(ctx, sn, ps[0].Node); err != nil {
 			t.Errorf("Revoke(Participant.Node) under a namespace: %v", err)
 		}
 		select {
@@ -106,7 +107,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 			t.Fatalf("Participants %+v (%v)", ps, err)
 		}
 		rev := l.Revoked()
-		if err := m.Revoke(ctx, ps[0].Node); err != nil {
+		if err := lock.Revoke(ctx, sn, ps[0].Node); err != nil {
 			t.Errorf("Revoke(Participant.Node %q) under a namespace: %v", ps[0].Node, err)
 		}
 		select {

@@ -140,7 +140,7 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 	var end1, start2 time.Time
 	leading := make(chan struct{})
 	go func() {
-		_ = e1.Run(ctx, func(fctx context.Context) error {
+		_ = e1.Run(ctx, func(fctx context.Context, _ *conn.Lease) error {
 			close(leading)
 			<-fctx.Done()
 			mu.Lock()
@@ -156,7 +156,7 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 	}
 	started2 := make(chan struct{})
 	go func() {
-		_ = e2.Run(ctx, func(fctx context.Context) error {
+		_ = e2.Run(ctx, func(fctx context.Context, _ *conn.Lease) error {
 			mu.Lock()
 			start2 = time.Now()
 			mu.Unlock()

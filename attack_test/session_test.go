@@ -64,7 +64,7 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 		"semaphore":           func() error { _, err := sem.Acquire(ctx); return err },
 		"exclusive":           func() error { _, err := x.Acquire(ctx); return err },
 		"leader.Campaign":     func() error { _, err := e.Campaign(ctx); return err },
-		"leader.Run":          func() error { return e.Run(ctx, func(context.Context) error { return nil }) },
+		"leader.Run":          func() error { return e.Run(ctx, func(context.Context, *conn.Lease) error { return nil }) },
 		"leader.Leader":       func() error { _, err := e.Leader(ctx); return err },
 		"leader.Participants": func() error { _, err := e.Participants(ctx); return err },
 		"multilock.Acquire":   func() error { _, err := ml.Acquire(ctx); return err },
@@ -167,7 +167,7 @@ func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
 	start(func() error { _, err := ws.Acquire(ctx); return err })
 	wl, _ := leader.New(s, root+"/l", "w")
 	start(func() error {
-		return wl.Run(ctx, func(context.Context) error { return nil })
+		return wl.Run(ctx, func(context.Context, *conn.Lease) error { return nil })
 	})
 	obs := wl.Observe(ctx)
 	// Holdings with armed Lost, a MultiLock's Lost goroutine.

@@ -460,9 +460,7 @@ func TestRevokedHolderWatchesGaugeMatchesServer(t *testing.T) {
 	_ = l.Lost()
 	revoked := l.Revoked()
 	match("armed")
-	other, err := mutex.New(f.Session(), path, mutex.WithRevocable())
-	require.NoError(t, err)
-	require.NoError(t, other.Revoke(ctx, l.Path()))
+	require.NoError(t, lock.Revoke(ctx, f.Session(), l.Path()))
 	select {
 	case <-revoked:
 	case <-time.After(5 * time.Second):

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -35,6 +36,8 @@ const nodeName = "lock"
 //
 // Safe for concurrent use.
 type Lock struct {
+	lockLink // the session, for multilock
+
 	sess *conn.Session
 	path string // the lock path, as given to New
 	node string // path + "/lock"
@@ -43,6 +46,9 @@ type Lock struct {
 	mu   sync.Mutex // guards held
 	held *grant     // what this handle holds; nil when nothing
 }
+
+// lockLink is embedded unexported: it adds nothing to the lock's API.
+type lockLink = lockid.Link
 
 // grant is one successful Acquire.
 type grant struct {
@@ -63,19 +69,16 @@ func New(sess *conn.Session, path string) (*Lock, error) {
 		return nil, fmt.Errorf("exclusive: new %s: %w", path, err)
 	}
 	return &Lock{
-		sess: sess,
-		path: path,
-		node: zkpath.Join(path, nodeName),
-		log:  connlink.Of(sess).Logger().With(zap.String("lock", path)),
+		lockLink: lockid.NewLink(sess),
+		sess:     sess,
+		path:     path,
+		node:     zkpath.Join(path, nodeName),
+		log:      connlink.Of(sess).Logger().With(zap.String("lock", path)),
 	}, nil
 }
 
 // Path is the lock path given to New. The lock node is Path()+"/lock".
 func (l *Lock) Path() string { return l.path }
-
-// Session is the session the lock's node is created in; with Path it
-// identifies the lock (multilock.Locker).
-func (l *Lock) Session() *conn.Session { return l.sess }
 
 // Acquire blocks until this handle holds the lock or ctx ends. On success
 // it returns the lease on the lock node. When ctx ends first it returns an

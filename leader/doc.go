@@ -3,9 +3,10 @@
 // same path as Apache Curator's LeaderLatch (same node names, same data).
 //
 //	e, err := leader.New(sess, "/services/billing/leader", "host-1")
-//	err = e.Run(ctx, func(ctx context.Context) error {
-//		// We lead. ctx is cancelled when leadership is lost (see Run).
-//		return work(ctx)
+//	err = e.Run(ctx, func(ctx context.Context, lease *conn.Lease) error {
+//		// We lead. ctx is cancelled when leadership is lost (see Run);
+//		// lease.GuardedWrite commits only while we lead.
+//		return work(ctx, lease)
 //	})
 //
 // or, step by step:

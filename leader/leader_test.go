@@ -146,9 +146,9 @@ func runTerm(t *testing.T, ctx context.Context, e *leader.Election) (context.Con
 	started := make(chan context.Context, 1)
 	res := make(chan error, 1)
 	go func() {
-		res <- e.Run(ctx, func(fctx context.Context) error {
-			if l := leader.LeaseFrom(fctx); l == nil || l != e.Leading() {
-				t.Errorf("LeaseFrom(fn's ctx) = %p, want the term's lease %p", l, e.Leading())
+		res <- e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
+			if lease == nil || lease != e.Leading() {
+				t.Errorf("fn's lease = %p, want the term's lease %p", lease, e.Leading())
 			}
 			started <- fctx
 			<-fctx.Done()
@@ -264,7 +264,7 @@ func TestRunRequeue(t *testing.T) {
 	terms := make(chan context.Context, 3)
 	res := make(chan error, 1)
 	go func() {
-		res <- e.Run(ctx, func(fctx context.Context) error {
+		res <- e.Run(ctx, func(fctx context.Context, _ *conn.Lease) error {
 			terms <- fctx
 			<-fctx.Done()
 			return fctx.Err()
@@ -287,7 +287,7 @@ func TestRunRequeue(t *testing.T) {
 
 	boom := errors.New("boom")
 	e2 := newElection(t, ss[0], path, "a", leader.WithRequeue())
-	err := e2.Run(testzk.Ctx(t, 30*time.Second), func(context.Context) error { return boom })
+	err := e2.Run(testzk.Ctx(t, 30*time.Second), func(context.Context, *conn.Lease) error { return boom })
 	assert.ErrorIs(t, err, boom)
 	assert.Empty(t, testzk.Children(t, ss[1], path), "resigned after the function's error")
 }
@@ -310,7 +310,6 @@ func TestObserveSessionClosed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("not closed within 10s of the session's close")
 	}
-	assert.Nil(t, leader.LeaseFrom(context.Background()))
 }
 
 // Observe: the current leader first, then changes; a slow reader gets the

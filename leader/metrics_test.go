@@ -24,7 +24,7 @@ func TestMetricsTerm(t *testing.T) {
 	e := newElection(t, s, path, "a")
 	ctx := testzk.Ctx(t, 30*time.Second)
 	var during []metrics.Leader
-	require.NoError(t, e.Run(ctx, func(context.Context) error {
+	require.NoError(t, e.Run(ctx, func(context.Context, *conn.Lease) error {
 		during = rec.TakeLeader()
 		time.Sleep(10 * time.Millisecond) // a term of measurable length
 		return nil

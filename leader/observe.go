@@ -103,9 +103,9 @@ func publish(ch chan lock.Participant, p lock.Participant) {
 // or a watch on its creation.
 func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participant, <-chan zk.Event, bool, error) {
 	for {
-		names, _, w, err := connlink.Of(ep).ChildrenW(ctx, e.Path())
+		names, _, w, err := connlink.Of(ep).ChildrenW(ctx, e.path())
 		if errors.Is(err, zk.ErrNoNode) {
-			ok, _, w, err := connlink.Of(ep).ExistsW(ctx, e.Path())
+			ok, _, w, err := connlink.Of(ep).ExistsW(ctx, e.path())
 			if err != nil {
 				return lock.Participant{}, nil, false, err
 			}
@@ -141,6 +141,6 @@ func (e *Election) unwatch(ctx context.Context, ep *conn.Epoch, w <-chan zk.Even
 	defer cancel()
 	if err := connlink.Of(ep).Unwatch(cctx, w); err != nil && ep.Err() == nil {
 		connlink.Of(e.sess).Logger().Info("leader: could not remove the observer's watch; it stays until the participants change",
-			zap.String("path", e.Path()), zap.Error(err))
+			zap.String("path", e.path()), zap.Error(err))
 	}
 }

@@ -93,20 +93,19 @@ func WithLabel(ctx context.Context, label string) context.Context {
 }
 
 // Locker is what every lock of this module is, and what a
-// multilock.MultiLock is made of. A lock is identified by its Session's
-// ensemble and its full path (the Session's namespace followed by the
-// lock's path).
+// multilock.MultiLock is made of. A lock of this module is identified by
+// the ensemble of the session it was made with and its full path (that
+// session's namespace followed by the lock's path), and so is a type that
+// embeds one (such as *mutex.InterProcessMutex); any other Locker (a
+// stand-in, or a wrapper that holds the lock in a Locker field) by its
+// Path alone, on no ensemble.
 type Locker interface {
 	// Acquire blocks until held or ctx ends.
 	Acquire(ctx context.Context) (*conn.Lease, error)
 	// Release gives the lock back (errors: this package's).
 	Release(ctx context.Context) error
-	// Path is the lock's path in its Session (without the namespace).
+	// Path is the lock's path in its session (without the namespace).
 	Path() string
-	// Session is the session the lock's nodes are created in. A nil
-	// Session (a stand-in that is not a ZooKeeper lock) makes Path alone,
-	// on no ensemble, the lock's identity.
-	Session() *conn.Session
 }
 
 // Participant is one contender as the recipes' Participants (and leader's

@@ -10,11 +10,12 @@
 // # What it guarantees
 //
 //   - Fixed order: locks are taken in ascending order of their full path
-//     (the lock's Session's namespace followed by its Path), then of their
-//     ensemble (the addresses given to conn.Connect, sorted), whatever the
-//     order given to New and whatever namespaces the sessions have. Two MultiLocks over
-//     overlapping sets (A,B and B,A) take the shared locks in the same
-//     order, so neither can hold one while waiting for one the other holds.
+//     (the namespace of the session the lock was made with, followed by
+//     its Path), then of their ensemble (the addresses given to
+//     conn.Connect, sorted), whatever the order given to New and whatever
+//     namespaces the sessions have. Two MultiLocks over overlapping sets
+//     (A,B and B,A) take the shared locks in the same order, so neither can
+//     hold one while waiting for one the other holds.
 //   - One lock is one lock: two Lockers with the same full path on the
 //     same ensemble (through sessions with different namespaces, say) are
 //     refused by New (conn.ErrInvalidArgument), rather than a MultiLock

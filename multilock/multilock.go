@@ -13,14 +13,16 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Locker is lock.Locker: what a MultiLock is made of; every lock of this
-// module is one. A lock is identified by its full path (its Session's
-// namespace followed by its Path) and its ensemble: MultiLock orders the
-// locks by that identity and refuses two with the same one.
+// module is one. A lock is identified by its full path (the namespace of
+// the session it was made with, followed by its Path) and its ensemble
+// (see lock.Locker): MultiLock orders the locks by that identity and
+// refuses two with the same one.
 type Locker = lock.Locker
 
 // identity is what identifies a lock physically: its full path (namespace
@@ -31,7 +33,7 @@ type identity struct {
 }
 
 func identify(l Locker) identity {
-	s := l.Session()
+	s := lockid.Session(l)
 	if s == nil {
 		return identity{path: l.Path()}
 	}

@@ -56,8 +56,6 @@ type fake struct {
 
 func (f *fake) Path() string { return f.path }
 
-func (f *fake) Session() *conn.Session { return nil }
-
 func (f *fake) Acquire(ctx context.Context) (*conn.Lease, error) {
 	f.rec.add("acquire " + f.path)
 	if f.block {

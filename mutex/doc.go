@@ -73,11 +73,12 @@
 //     holder's node is up to the parent's ACL: it lets the next waiter in,
 //     and the holder's Lost closes.
 //   - Cooperative revocation, as Curator's: with WithRevocable the nodes
-//     keep the session's ACL as it is, Curator's Revoker or Revoke can ask
-//     the holder to release (Lease.Revoked closes on "__REVOKE__"), and
-//     the holder keeps the mutex until it releases it. Revoke also reaches
-//     a Curator holder that called makeRevocable. Revoke on a sealed node
-//     fails with an error matching lock.ErrNotRevocable.
+//     keep the session's ACL as it is, Curator's Revoker or lock.Revoke
+//     can ask the holder to release (Lease.Revoked closes on
+//     "__REVOKE__"), and the holder keeps the mutex until it releases it.
+//     lock.Revoke also reaches a Curator holder that called
+//     makeRevocable. lock.Revoke on a sealed node fails with an error
+//     matching lock.ErrNotRevocable.
 //   - A fencing token per grant (Lease.Fence: the node's czxid and the
 //     grant's pass on it, growing with every grant, handed on in the
 //     process or not) and guarded writes (Lease.GuardedWrite: a
@@ -117,7 +118,8 @@
 // lock.ErrReleasePending, lock.ErrNotOwner), read the same in every recipe:
 // "mutex: release <path>: lock: not held".
 //
-// Revoke refuses a sealed node with an error matching lock.ErrNotRevocable.
+// lock.Revoke refuses a sealed node with an error matching
+// lock.ErrNotRevocable.
 // Sentinels, compared with errors.Is: lock.ErrNotOwner, lock.ErrNotHeld (Release by a
 // goroutine that does not hold the mutex), lock.ErrReleasePending (deletion of
 // the node not confirmed; continuing in the background),

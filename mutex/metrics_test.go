@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -149,7 +150,7 @@ func TestMetricsRevokeAndDeleted(t *testing.T) {
 	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	revoked, lost := l.Revoked(), l.Lost()
-	require.NoError(t, newMutex(t, other, path, mutex.WithRevocable()).Revoke(ctx, l.Path()))
+	require.NoError(t, lock.Revoke(ctx, other, l.Path()))
 	select {
 	case <-revoked:
 	case <-ctx.Done():

@@ -28,12 +28,12 @@ func withRelist(v bool) Option {
 
 // WithRevocable makes the nodes this handle creates revocable instead of
 // sealed (default: sealed). Anyone may then ask the holder to release, as
-// Curator's Revoker does: Revoke writes "__REVOKE__" into its node and the
-// holder's Lease.Revoked closes; the lock stays held until the holder
-// releases. A sealed node can be written by its own session only (others
-// get zk.ErrNoAuth), so nobody can forge its release mark. The cost: a
-// revocable holder's release is a plain delete, and its waiter reads the
-// node again after every data change. See docs/design.md,
+// Curator's Revoker does: lock.Revoke writes "__REVOKE__" into its node
+// and the holder's Lease.Revoked closes; the lock stays held until the
+// holder releases. A sealed node can be written by its own session only
+// (others get zk.ErrNoAuth), so nobody can forge its release mark. The
+// cost: a revocable holder's release is a plain delete, and its waiter
+// reads the node again after every data change. See docs/design.md,
 // "Revocation, Curator style".
 func WithRevocable() Option {
 	return func(c *config) error { c.revocable = true; return nil }

@@ -414,10 +414,10 @@ func (a *chaosActor) run(stop context.Context) {
 	defer cancel()
 	a.r.mon.waiting(h.lock, +1)
 	waiting := true
-	err := h.elect.Run(ctx, func(ctx context.Context) error {
+	err := h.elect.Run(ctx, func(ctx context.Context, lease *conn.Lease) error {
 		a.r.mon.waiting(h.lock, -1)
 		waiting = false
-		g := a.grant(h, []*conn.Lease{leader.LeaseFrom(ctx)}, time.Now())
+		g := a.grant(h, []*conn.Lease{lease}, time.Now())
 		a.r.count("run: led")
 		for i := a.rng.IntN(3); i >= 0 && ctx.Err() == nil; i-- {
 			a.work(ctx, g)

@@ -64,9 +64,10 @@ type hostileLock interface {
 // semaphoreLock drives a Semaphore as a hostileLock, holding one lease at a
 // time.
 type semaphoreLock struct {
-	s  *semaphoremutex.Semaphore
-	mu sync.Mutex
-	l  *conn.Lease
+	s    *semaphoremutex.Semaphore
+	path string // the semaphore's
+	mu   sync.Mutex
+	l    *conn.Lease
 }
 
 func (s *semaphoreLock) Acquire(ctx context.Context) (*conn.Lease, error) {
@@ -97,7 +98,7 @@ func (s *semaphoreLock) Release(ctx context.Context) error {
 	return s.s.ReturnLease(ctx, l)
 }
 
-func (s *semaphoreLock) Path() string { return s.s.Path() }
+func (s *semaphoreLock) Path() string { return s.path }
 
 // hostileRecipe is one lock type of the hostile tests.
 type hostileRecipe struct {
@@ -166,7 +167,7 @@ func hostileRecipes() []hostileRecipe {
 				if err != nil {
 					return nil, err
 				}
-				return &semaphoreLock{s: sem}, nil
+				return &semaphoreLock{s: sem, path: p}, nil
 			},
 			dirs: semDirs,
 			// Curator's and go-zookeeper's lease names.
@@ -297,7 +298,7 @@ func notCtxErr(t *testing.T, err error) {
 func TestHostileInput(t *testing.T) {
 	env := newHostileEnv(t)
 	ours := dial(t, env.c.Servers())
-	t.Run("Constructors", func(t *testing.T) { testHostileConstructors(t, ours) })
+	t.Run("Constructors", func(t *testing.T) { testHostileConstructors(t, ours, env.root) })
 	t.Run("MultilockConstructor", func(t *testing.T) { testHostileMultilockNew(t, ours, env.root) })
 	for _, rec := range hostileRecipes() {
 		t.Run(rec.name, func(t *testing.T) {
@@ -316,7 +317,7 @@ func TestHostileInput(t *testing.T) {
 
 // testHostileConstructors: nil session, invalid paths, nil and invalid
 // options, invalid lease counts. On error no handle is returned.
-func testHostileConstructors(t *testing.T, s *conn.Session) {
+func testHostileConstructors(t *testing.T, s *conn.Session, root string) {
 	type ctor struct {
 		name string
 		make func(s *conn.Session, path string) (any, error)
@@ -373,9 +374,14 @@ func testHostileConstructors(t *testing.T, s *conn.Session) {
 	check(t, "rwlock empty host", func() (any, error) { return rwlock.New(s, "/ok", rwlock.WithHost("")) }, "rwlock: new /ok: empty host")
 	// A host that makes names parse oddly is still a valid segment: the
 	// names are parsed from the right.
-	rw, err := rwlock.New(s, "/ok", rwlock.WithHost("h-W-0000000001-R"))
+	rw, err := rwlock.New(s, root+"/odd-host", rwlock.WithHost("h-W-0000000001-R"))
 	require.NoError(t, err)
-	assert.Equal(t, "h-W-0000000001-R", rw.Host())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	assert.Regexp(t, `^h-W-0000000001-R-W-\d{10}$`, zkpath.Base(l.Path()), "the host as given")
+	require.NoError(t, rw.WriteLock().Release(ctx))
 }
 
 // isNilHandle reports whether h, a constructor's first result, is nil.
@@ -522,13 +528,11 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 		require.Len(t, ps, 1, "only our lease is a participant")
 		assert.Equal(t, l.Path(), ps[0].Node)
 	case *semaphoreLock:
-		for _, list := range []func(context.Context) ([]lock.Participant, error){m.s.Holders, m.s.Participants} {
-			ps, err := list(ctx)
-			require.NoError(t, err)
-			require.Len(t, ps, 1, "only our lease is listed")
-			assert.Equal(t, l.Path(), ps[0].Node)
-			assert.True(t, ps[0].Holding)
-		}
+		ps, err := m.s.Participants(ctx)
+		require.NoError(t, err)
+		require.Len(t, ps, 1, "only our lease is listed")
+		assert.Equal(t, l.Path(), ps[0].Node)
+		assert.True(t, ps[0].Holding)
 	}
 	require.NoError(t, lk.Release(ctx))
 

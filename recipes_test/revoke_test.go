@@ -91,7 +91,7 @@ func TestCuratorRevoker(t *testing.T) {
 	}
 }
 
-// TestRevokeCuratorHolder: our Revoke writes "__REVOKE__" into the node of a
+// TestRevokeCuratorHolder: lock.Revoke writes "__REVOKE__" into the node of a
 // Curator InterProcessMutex holder that called makeRevocable: its
 // RevocationListener fires, it releases, and our waiter queued behind it
 // enters.
@@ -137,7 +137,7 @@ func TestRevokeCuratorHolder(t *testing.T) {
 	before := connlink.Of(s).Stats().WatchesSet
 	w := acquireAsync(ctx, m)
 	watching(t, s, before)
-	require.NoError(t, m.Revoke(ctx, ps[0].Node))
+	require.NoError(t, lock.Revoke(ctx, s, ps[0].Node))
 	assert.Equal(t, "revoke-requested", next(), "Curator's RevocationListener fired")
 	assert.Equal(t, "released", next())
 	select {
@@ -177,12 +177,12 @@ func TestSemaphoreRevoke(t *testing.T) {
 			require.NoError(t, err)
 			revoked := a.Revoked()
 			before := connlink.Of(sessions[2]).Stats().WatchesSet
-			w := acquireAsync(ctx, &semaphoreLock{s: sems[2]})
+			w := acquireAsync(ctx, &semaphoreLock{s: sems[2], path: path})
 			// The waiter holds the internal lock and watches both lease
 			// nodes (two confirmed watches).
 			before = watching(t, sessions[2], before+1)
 
-			err = sems[2].Revoke(ctx, a.Path())
+			err = lock.Revoke(ctx, sessions[2], a.Path())
 			if !revocable {
 				require.ErrorIs(t, err, lock.ErrNotRevocable)
 				assert.False(t, isClosed(revoked))

@@ -34,8 +34,7 @@ type exclusiveRecipe struct {
 	open func(s *conn.Session, path string, revocable bool) (hostileLock, error)
 	// openWaiter makes the waiter's handle; nil: open.
 	openWaiter func(s *conn.Session, path string, revocable bool) (hostileLock, error)
-	canRevoke  bool
-	revoke     func(s *conn.Session, path, node string) error // our Revoke API; nil without canRevoke
+	canRevoke  bool // lock.Revoke reaches it
 }
 
 func exclusiveRecipes() []exclusiveRecipe {
@@ -64,13 +63,6 @@ func exclusiveRecipes() []exclusiveRecipe {
 				return nilLock(mutex.New(s, p, mutexOpts(rev)...))
 			},
 			canRevoke: true,
-			revoke: func(s *conn.Session, p, node string) error {
-				m, err := mutex.New(s, p)
-				if err != nil {
-					return err
-				}
-				return m.Revoke(context.Background(), node)
-			},
 		},
 		{
 			name: "rwlock-write",
@@ -82,13 +74,6 @@ func exclusiveRecipes() []exclusiveRecipe {
 				return rw.WriteLock(), nil
 			},
 			canRevoke: true,
-			revoke: func(s *conn.Session, p, node string) error {
-				rw, err := rwlock.New(s, p)
-				if err != nil {
-					return err
-				}
-				return rw.Revoke(context.Background(), node)
-			},
 		},
 		{
 			// A reader holds, a writer waits behind it.
@@ -108,13 +93,6 @@ func exclusiveRecipes() []exclusiveRecipe {
 				return rw.WriteLock(), nil
 			},
 			canRevoke: true,
-			revoke: func(s *conn.Session, p, node string) error {
-				rw, err := rwlock.New(s, p)
-				if err != nil {
-					return err
-				}
-				return rw.Revoke(context.Background(), node)
-			},
 		},
 		{
 			name: "semmutex",
@@ -122,13 +100,6 @@ func exclusiveRecipes() []exclusiveRecipe {
 				return nilLock(semaphoremutex.New(s, p, semOpts(rev)...))
 			},
 			canRevoke: true,
-			revoke: func(s *conn.Session, p, node string) error {
-				m, err := semaphoremutex.New(s, p)
-				if err != nil {
-					return err
-				}
-				return m.Revoke(context.Background(), node)
-			},
 		},
 		{
 			name: "exclusive",
@@ -202,8 +173,8 @@ func watching(t *testing.T, s *conn.Session, before int64) int64 {
 // queued behind it and watching. The waiter must not be granted until the
 // holder releases. With sealed nodes (the default) the write fails with
 // zk.ErrNoAuth; with revocable nodes it succeeds, "__REVOKE__" closes the
-// holder's Revoked, and the holder keeps the lock (Lost stays open). Our
-// Revoke API is refused on a sealed node (lock.ErrNotRevocable) and
+// holder's Revoked, and the holder keeps the lock (Lost stays open).
+// lock.Revoke is refused on a sealed node (lock.ErrNotRevocable) and
 // reaches a revocable one.
 func TestThirdPartyWrite(t *testing.T) {
 	c := newZK(t)
@@ -251,8 +222,8 @@ func TestThirdPartyWrite(t *testing.T) {
 						assert.False(t, isClosed(revoked), "only __REVOKE__ is a revoke request")
 					}
 				}
-				if rec.revoke != nil {
-					err := rec.revoke(dial(t, c.Servers()), path, hl.Path())
+				if rec.canRevoke {
+					err := lock.Revoke(ctx, dial(t, c.Servers()), hl.Path())
 					if revocable {
 						require.NoError(t, err)
 						watching(t, ws, before)
@@ -390,7 +361,7 @@ func TestNoWatchLeft(t *testing.T) {
 		},
 		"semaphore": func(s *conn.Session, p string) (leakRecipe, error) {
 			sem, err := semaphoremutex.NewSemaphore(s, p, 2)
-			return single("semaphore", &semaphoreLock{s: sem}), err
+			return single("semaphore", &semaphoreLock{s: sem, path: p}), err
 		},
 		"exclusive": func(s *conn.Session, p string) (leakRecipe, error) {
 			l, err := exclusive.New(s, p)

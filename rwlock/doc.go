@@ -147,10 +147,12 @@
 //     as a writer's release only on a node that was sealed when it read
 //     it, by its data and its ACL (see package mutex, which also says what
 //     a waiter cannot tell). With WithRevocable the nodes keep the
-//     session's ACL as it is, so that Revoke (or Curator's Revoker) can
-//     ask a holder to release (Lease.Revoked); the holder keeps the lock
-//     until it releases it. Revoke on a sealed node fails with an error
-//     matching lock.ErrNotRevocable.
+//     session's ACL as it is, so that lock.Revoke (or Curator's Revoker)
+//     can ask a holder to release (Lease.Revoked); the holder keeps the
+//     lock until it releases it. A write node kept after a downgrade's
+//     write release holds no write lock: a request to it goes to the read
+//     lease that stands on it. lock.Revoke on a sealed node fails with an
+//     error matching lock.ErrNotRevocable.
 //   - A fencing token per grant (Lease.Fence: the node's czxid, growing
 //     with every node created, and pass 0; a downgrade's read grant has
 //     its W node's czxid and a pass above 0, see Downgrade), growing

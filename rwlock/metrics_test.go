@@ -30,10 +30,10 @@ func TestMetricsDowngradeUnwatchedLoss(t *testing.T) {
 		_, err = rw.ReadLock().Acquire(ctx)
 		require.NoError(t, err)
 		rec.Take()
-		want := metrics.Lock{Event: metrics.LockHold, Recipe: "rwlock", Path: rw.Path()}
+		want := metrics.Lock{Event: metrics.LockHold, Recipe: "rwlock", Path: rw.WriteLock().Path()}
 		if deleted {
 			require.NoError(t, other.Delete(ctx, w.Path(), -1))
-			want = metrics.Lock{Event: metrics.LockLost, Recipe: "rwlock", Path: rw.Path(), Cause: metrics.CauseNodeDeleted}
+			want = metrics.Lock{Event: metrics.LockLost, Recipe: "rwlock", Path: rw.WriteLock().Path(), Cause: metrics.CauseNodeDeleted}
 		}
 		require.NoError(t, rw.WriteLock().Release(ctx))
 		require.NoError(t, rw.ReadLock().Release(ctx))

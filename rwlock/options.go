@@ -24,7 +24,7 @@ func WithHost(host string) Option {
 
 // WithRevocable makes this handle's read and write nodes revocable instead
 // of sealed (default: sealed), as mutex.WithRevocable does for the mutex:
-// Revoke, or Curator's Revoker, may then ask the holder to release (its
+// lock.Revoke, or Curator's Revoker, may then ask the holder to release (its
 // Lease.Revoked closes), while the lock stays held until it does. Sealed
 // nodes can be written by their own session only; revocable ones cost a
 // plain-delete release and a read after every data change. See

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
@@ -42,11 +43,19 @@ func TestNewValidates(t *testing.T) {
 		assert.EqualError(t, err, want, "%q", h)
 	}
 	rw := newRW(t, s, "/a/b", rwlock.WithHost("web-1.example"))
-	assert.Equal(t, "/a/b", rw.Path())
 	assert.Equal(t, "/a/b", rw.ReadLock().Path())
 	assert.Equal(t, "/a/b", rw.WriteLock().Path())
-	assert.Equal(t, "web-1.example", rw.Host())
-	assert.NotEmpty(t, newRW(t, s, "/a/b").Host(), "a default host")
+	host := func(rw *rwlock.RWLock) string { // the host part of its node's name
+		ctx := testzk.Ctx(t, 30*time.Second)
+		l, err := rw.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, rw.WriteLock().Release(ctx)) }()
+		name := zkpath.Base(l.Path())
+		require.Regexp(t, `-W-\d{10}$`, name)
+		return name[:len(name)-len("-W-0000000000")]
+	}
+	assert.Equal(t, "web-1.example", host(newRW(t, s, testzk.Path(t, c, "host"), rwlock.WithHost("web-1.example"))))
+	assert.NotEmpty(t, host(newRW(t, s, testzk.Path(t, c, "host"))), "a default host")
 }
 
 // TestNodes: the node names and data, for both sides.
@@ -99,8 +108,12 @@ func TestReentrant(t *testing.T) {
 	path := testzk.Path(t, c, "lock")
 	rw := newRW(t, s, path)
 	ctx := testzk.Ctx(t, 30*time.Second)
-	for _, lk := range []*rwlock.Lock{rw.ReadLock(), rw.WriteLock()} {
-		t.Run(lk.String(), func(t *testing.T) {
+	for _, side := range []struct {
+		name string
+		lk   *rwlock.Lock
+	}{{"read", rw.ReadLock()}, {"write", rw.WriteLock()}} {
+		lk := side.lk
+		t.Run(side.name, func(t *testing.T) {
 			l1, err := lk.Acquire(ctx)
 			require.NoError(t, err)
 			before := testzk.Requests(s)
@@ -139,8 +152,12 @@ func TestReleaseByAnotherGoroutine(t *testing.T) {
 		go func() { errc <- f() }()
 		return <-errc
 	}
-	for _, lk := range []*rwlock.Lock{rw.ReadLock(), rw.WriteLock()} {
-		t.Run(lk.String(), func(t *testing.T) {
+	for _, side := range []struct {
+		name string
+		lk   *rwlock.Lock
+	}{{"read", rw.ReadLock()}, {"write", rw.WriteLock()}} {
+		lk := side.lk
+		t.Run(side.name, func(t *testing.T) {
 			assert.ErrorIs(t, lk.Release(ctx), lock.ErrNotHeld, "never acquired")
 			_, err := lk.Acquire(ctx)
 			require.NoError(t, err)

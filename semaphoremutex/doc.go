@@ -17,10 +17,6 @@
 //	lease, err := sem.Acquire(ctx) // one of 3 leases
 //	defer sem.ReturnLease(context.WithoutCancel(ctx), lease)
 //
-// Mutex.Locker(ctx) is the Mutex as a sync.Locker, for code written
-// against one (Lock and Unlock panic with the error they cannot return;
-// see there).
-//
 // # How it works
 //
 // Under the semaphore's path, <path>/locks holds an internal mutex (the
@@ -69,8 +65,8 @@
 // carries no tag, so the next one lists the lease nodes as above. A handoff
 // then costs what the mutex's costs: the holder's transaction and one
 // notification. One difference shows: Curator's getParticipantNodes lists
-// lease nodes only, so it does not see our one-lease holder (Holders and
-// Participants here do).
+// lease nodes only, so it does not see our one-lease holder (Participants
+// here does).
 //
 // Costs, in ZooKeeper requests: an uncontended acquire and release is five
 // with several leases (create and list the internal lock; list the leases;
@@ -178,9 +174,9 @@
 // that was sealed when it read it, by its data and its ACL (see package
 // mutex's documentation, which also says what a waiter cannot tell).
 // With WithRevocable the nodes carry the session's ACL as it is: Curator's
-// Revoker, or Revoke, can then ask the holder to release (Lease.Revoked),
-// the holder keeps its lease until it releases, and the handoff is a plain
-// delete (the next contender lists the lease nodes).
+// Revoker, or lock.Revoke, can then ask the holder to release
+// (Lease.Revoked), the holder keeps its lease until it releases, and the
+// handoff is a plain delete (the next contender lists the lease nodes).
 //
 // # Errors
 //

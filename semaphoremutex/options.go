@@ -17,9 +17,9 @@ type config struct {
 
 // WithRevocable makes the internal lock and lease nodes this handle
 // creates revocable instead of sealed (default: sealed), as
-// mutex.WithRevocable does for the mutex: Revoke, or Curator's Revoker,
-// may then ask a holder to let go (its Lease.Revoked closes); the lease
-// stays held until it is returned. See docs/design.md,
+// mutex.WithRevocable does for the mutex: lock.Revoke, or Curator's
+// Revoker, may then ask a holder to let go (its Lease.Revoked closes); the
+// lease stays held until it is returned. See docs/design.md,
 // "Revocation, Curator style".
 func WithRevocable() Option {
 	return func(c *config) error { c.revocable = true; return nil }

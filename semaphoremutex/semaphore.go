@@ -123,9 +123,6 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 	}, nil
 }
 
-// Path is the semaphore's path, the parent of locks/ and leases/.
-func (s *Semaphore) Path() string { return s.path }
-
 // Leases is the number of leases the handle was made with.
 func (s *Semaphore) Leases() int { return s.max }
 
@@ -253,29 +250,4 @@ func attemptID(lk *conn.Lease) string {
 		return c.ID
 	}
 	return newID()
-}
-
-// Revoke asks the holder of node, a lease node or an internal lock node
-// (Participant.Node), to release, as Curator's Revoker does: a
-// WithRevocable holder sees its Lease.Revoked close, and holds until it
-// returns the lease. A sealed node (the default) is refused with
-// lock.ErrNotRevocable, whoever asks. A node that is gone is nil. Two
-// requests (a read, a versioned write).
-func (s *Semaphore) Revoke(ctx context.Context, node string) error {
-	if err := s.revoke(ctx, node); err != nil {
-		return fmt.Errorf("semaphoremutex: revoke %s: %w", s.path, err)
-	}
-	return nil
-}
-
-func (s *Semaphore) revoke(ctx context.Context, node string) error {
-	if err := zkpath.Validate(node); err != nil {
-		return err
-	}
-	for _, q := range []*queue.Queue{s.leases, s.lock} {
-		if name, err := q.Child(node); err == nil {
-			return q.Revoke(ctx, name)
-		}
-	}
-	return fmt.Errorf("node %s is neither a lease node nor an internal lock node of the semaphore: %w", node, conn.ErrInvalidArgument)
 }

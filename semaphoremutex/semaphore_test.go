@@ -145,7 +145,7 @@ func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
 	}
 	bl, err := semB.Acquire(ctx)
 	require.NoError(t, err)
-	holders, err := semB.Holders(ctx)
+	holders, err := leaseHolders(ctx, semB)
 	require.NoError(t, err)
 	require.Len(t, holders, 3, "every lease taken")
 
@@ -175,7 +175,7 @@ func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
 	require.NoError(t, got1.err)
 	got2 := await(t, r2, 20*time.Second, "second waiter after the expiry")
 	require.NoError(t, got2.err)
-	holders, err = semB.Holders(ctx)
+	holders, err = leaseHolders(ctx, semB)
 	require.NoError(t, err)
 	var nodes []string
 	for _, h := range holders {
@@ -285,7 +285,6 @@ func TestNewErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "nil option")
 
 	sem := newSemaphore(t, s, path, 4)
-	assert.Equal(t, path, sem.Path())
 	assert.Equal(t, 4, sem.Leases())
 }
 
@@ -477,7 +476,7 @@ func TestParticipants(t *testing.T) {
 		rs = append(rs, acquireAsync(ctx, sems[i].Acquire))
 		testzk.Watching(t, sessions[i], before)
 	}
-	hs, err := sems[0].Holders(ctx)
+	hs, err := leaseHolders(ctx, sems[0])
 	require.NoError(t, err)
 	require.Len(t, hs, 2)
 	assert.Equal(t, []string{l0.Path(), l1.Path()}, []string{hs[0].Node, hs[1].Node})
@@ -536,7 +535,7 @@ func TestSemaphoreAnyReleaseAdmits(t *testing.T) {
 			require.NoError(t, sems[which].ReturnLease(ctx, held[which]))
 			got := await(t, r, 10*time.Second, "waiter after a release")
 			require.NoError(t, got.err)
-			hs, err := sems[0].Holders(ctx)
+			hs, err := leaseHolders(ctx, sems[0])
 			require.NoError(t, err)
 			assert.Len(t, hs, leases)
 			require.NoError(t, sems[leases].ReturnLease(ctx, got.lease))

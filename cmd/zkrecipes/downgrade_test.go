@@ -71,8 +71,9 @@ func TestLocksDowngrade(t *testing.T) {
 	// Participants' Holding.
 	check := func(rw *rwlock.RWLock, want map[string]string) {
 		t.Helper()
-		got := statuses(rw.Path())
-		assert.Equal(t, want, got, "zkrecipes locks %s", rw.Path())
+		path := rw.WriteLock().Path()
+		got := statuses(path)
+		assert.Equal(t, want, got, "zkrecipes locks %s", path)
 		ps, err := rw.Participants(ctx)
 		require.NoError(t, err)
 		holding := map[string]bool{}

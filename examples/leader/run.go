@@ -81,8 +81,8 @@ func (p *participant) close() {
 func (p *participant) run(ctx context.Context) {
 	p.started = true
 	go func() {
-		p.done <- p.e.Run(ctx, func(fctx context.Context) error {
-			p.terms <- term{lease: leader.LeaseFrom(fctx), ctx: fctx}
+		p.done <- p.e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
+			p.terms <- term{lease: lease, ctx: fctx}
 			<-fctx.Done()
 			return fctx.Err()
 		})

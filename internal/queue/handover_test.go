@@ -86,7 +86,7 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 }
 
 // TestRevokeRequest: another session's write into a sealed node fails with
-// zk.ErrNoAuth, and Revoke says lock.ErrNotRevocable (before any write:
+// zk.ErrNoAuth, and lock.Revoke says lock.ErrNotRevocable (before any write:
 // see TestRevokeOwnSealedNode); into a revocable node
 // it succeeds, closes the holder's Revoked, and the holder still holds
 // (guarded writes pass although the data version is no longer 0) and
@@ -101,13 +101,11 @@ func TestRevokeRequest(t *testing.T) {
 			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
 			q, err := New(s, path, cfg)
 			require.NoError(t, err)
-			oq, err := New(other, path, cfg)
-			require.NoError(t, err)
 			l, err := q.Acquire(ctx)
 			require.NoError(t, err)
 			revoked := l.Revoked()
 			_, err = other.Set(ctx, l.Path(), []byte("tampered"), -1)
-			err2 := oq.Revoke(ctx, zkpath.Base(l.Path()))
+			err2 := lock.Revoke(ctx, other, l.Path())
 			if revocable {
 				require.NoError(t, err)
 				require.NoError(t, err2)
@@ -125,7 +123,7 @@ func TestRevokeRequest(t *testing.T) {
 			assert.NoError(t, l.Err())
 			require.NoError(t, q.Release(ctx, l))
 			assert.Empty(t, children(t, s, path))
-			assert.NoError(t, oq.Revoke(ctx, zkpath.Base(l.Path())), "nothing left to revoke")
+			assert.NoError(t, lock.Revoke(ctx, other, l.Path()), "nothing left to revoke")
 		})
 	}
 }
@@ -230,11 +228,11 @@ func TestHandoverAfterReconnect(t *testing.T) {
 }
 
 // TestRevokeOwnSealedNode: a sealed node gives its own session every
-// right, so the server would take a revoke from it; Revoke refuses it
-// anyway, through the holder's queue or another on the same session
-// (lock.ErrNotRevocable), and writes nothing: a waiter of another session
-// would take that data change for the holder's release. Through its own
-// session a revocable node takes the request, as from any other.
+// right, so the server would take a revoke from it; lock.Revoke refuses it
+// anyway, every time it is asked (lock.ErrNotRevocable), and writes
+// nothing: a waiter of another session would take that data change for
+// the holder's release. Through its own session a revocable node takes
+// the request, as from any other.
 func TestRevokeOwnSealedNode(t *testing.T) {
 	for _, revocable := range []bool{false, true} {
 		t.Run(map[bool]string{false: "sealed", true: "revocable"}[revocable], func(t *testing.T) {
@@ -245,12 +243,10 @@ func TestRevokeOwnSealedNode(t *testing.T) {
 			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
 			q, err := New(s, path, cfg)
 			require.NoError(t, err)
-			q2, err := New(s, path, cfg)
-			require.NoError(t, err)
 			l, err := q.Acquire(ctx)
 			require.NoError(t, err)
-			for _, rq := range []*Queue{q, q2} {
-				err := rq.Revoke(ctx, zkpath.Base(l.Path()))
+			for range 2 {
+				err := lock.Revoke(ctx, s, l.Path())
 				_, st, gerr := s.Get(ctx, l.Path())
 				require.NoError(t, gerr)
 				if revocable {

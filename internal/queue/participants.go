@@ -16,7 +16,7 @@ type Participant struct {
 	// Host and PID say which process queued the node, and ID its acquire
 	// id (from the name, else from the data). Known is false when the data
 	// could not be read as this engine's or as a host name (a foreign
-	// client's node, or one Revoke marked): then only the name-derived
+	// client's node, or one lock.Revoke marked): then only the name-derived
 	// fields are set.
 	Host  string
 	PID   int

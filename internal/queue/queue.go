@@ -37,7 +37,7 @@ type Config struct {
 	Tag string
 	// Revocable makes the queue's nodes revocable instead of sealed: they
 	// get the session's ACL as it is (conn.WithACL), so that others can
-	// write "__REVOKE__" into them (Revoke, Curator's Revoker) and the
+	// write "__REVOKE__" into them (lock.Revoke, Curator's Revoker) and the
 	// holder learns it (conn.Lease.Revoked). A revocable node's data
 	// change proves nothing, so its release is a plain delete (no
 	// handover mark) and the waiter behind it reads it again after any

@@ -9,7 +9,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
-	"github.com/zkrecipes/zkrecipes/lock"
 	"go.uber.org/zap"
 )
 
@@ -74,60 +73,6 @@ func (q *Queue) ReleaseOps(p string) []any {
 	}
 	return []any{&zk.SetDataRequest{Path: p, Data: handoverMark, Version: 0}, del}
 }
-
-// Revoke asks the holder of node (a child of the lock path, by name) to
-// release: it writes "__REVOKE__" into the node, as Curator's Revoker does,
-// with the data version it read. A sealed node, or one we may not read, is
-// refused with lock.ErrNotRevocable whichever session asks: its own
-// session could write it, and the waiter behind would take that for a
-// release. A node that is gone is nil. See docs/design.md, "Revocation,
-// Curator style".
-func (q *Queue) Revoke(ctx context.Context, node string) error {
-	ep, err := q.sess.Epoch(ctx)
-	if err != nil {
-		return err
-	}
-	p := zkpath.Join(q.path, node)
-	for {
-		data, st, err := connlink.Of(ep).Get(ctx, p)
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			return nil
-		case errors.Is(err, zk.ErrNoAuth):
-			return fmt.Errorf("%w: %w", lock.ErrNotRevocable, err)
-		case err != nil:
-			return err
-		}
-		if d, _ := decodeData(data); d.Sealed {
-			return fmt.Errorf("%w: node %s", lock.ErrNotRevocable, p)
-		}
-		_, err = connlink.Of(ep).Set(ctx, p, []byte(revokeMessage), st.Version)
-		switch {
-		case err == nil || errors.Is(err, zk.ErrNoNode):
-			return nil
-		case errors.Is(err, zk.ErrBadVersion):
-			continue // changed since we read it: read it again
-		case errors.Is(err, zk.ErrNoAuth):
-			return fmt.Errorf("%w: %w", lock.ErrNotRevocable, err)
-		}
-		return err
-	}
-}
-
-// Child returns the name of node, a path, if it is a child of the queue's
-// path; else an error matching conn.ErrInvalidArgument.
-func (q *Queue) Child(node string) (string, error) {
-	if err := zkpath.Validate(node); err != nil {
-		return "", err
-	}
-	if node != zkpath.Join(q.path, zkpath.Base(node)) {
-		return "", fmt.Errorf("node %s is not under the lock path: %w", node, conn.ErrInvalidArgument)
-	}
-	return zkpath.Base(node), nil
-}
-
-// revokeMessage is Curator's LockInternals.REVOKE_MESSAGE.
-const revokeMessage = "__REVOKE__"
 
 // handOver releases a First holder's node with ReleaseOps, falling back to
 // a plain delete when the node is not as we created it or the connection
