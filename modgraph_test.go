@@ -11,7 +11,7 @@ import (
 
 // libraryPackages are the packages a service imports: every public package
 // of the library module but the tests' zktest.
-var libraryPackages = []string{"conn", "lock", "mutex", "semaphoremutex", "rwlock", "multilock", "leader", "exclusive"}
+var libraryPackages = []string{"conn", "metrics", "lock", "mutex", "semaphoremutex", "rwlock", "multilock", "leader", "exclusive"}
 
 // maxUserModules is the most lines `go list -m all` may list for a module
 // that imports every library package: the floor is 13 (the user's module,

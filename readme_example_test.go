@@ -11,25 +11,26 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
-// open runs once per process: one Session (close it on exit with
-// m.Session().Close()), and the lock every request shares.
-func open(ctx context.Context, servers []string) (*mutex.InterProcessMutex, error) {
+// open runs once per process: one Session (close it on exit), and the
+// lock every request shares.
+func open(ctx context.Context, servers []string) (*conn.Session, *mutex.InterProcessMutex, error) {
 	sess, err := conn.Connect(ctx, servers)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return mutex.New(sess, "/locks/stock")
+	m, err := mutex.New(sess, "/locks/stock")
+	return sess, m, err
 }
 
 // sell takes one item from the stock counted in the node /stock.
-func sell(ctx context.Context, m *mutex.InterProcessMutex) (left int, err error) {
+func sell(ctx context.Context, sess *conn.Session, m *mutex.InterProcessMutex) (left int, err error) {
 	lease, err := m.Acquire(ctx) // fair; ctx's deadline is the timeout
 	if err != nil {
 		return 0, err
 	}
 	defer func() { err = errors.Join(err, m.Release(context.WithoutCancel(ctx))) }()
 
-	data, _, err := lease.Epoch().Get(ctx, "/stock")
+	data, _, err := sess.Get(ctx, "/stock")
 	if err != nil {
 		return 0, err
 	}

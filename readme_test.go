@@ -71,16 +71,16 @@ func TestReadmeExample(t *testing.T) {
 		wg   sync.WaitGroup
 	)
 	for range 3 {
-		m, err := open(ctx, c.Servers())
+		sess, m, err := open(ctx, c.Servers())
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer m.Session().Close()
+		defer sess.Close()
 		for range 2 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n, err := sell(ctx, m)
+				n, err := sell(ctx, sess, m)
 				if err != nil {
 					t.Error(err)
 					return
@@ -100,12 +100,12 @@ func TestReadmeExample(t *testing.T) {
 	if _, err := admin.Set("/stock", []byte("0"), -1); err != nil {
 		t.Fatal(err)
 	}
-	m, err := open(ctx, c.Servers())
+	sess, m, err := open(ctx, c.Servers())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Session().Close()
-	if n, err := sell(ctx, m); err == nil || err.Error() != "sold out" {
+	defer sess.Close()
+	if n, err := sell(ctx, sess, m); err == nil || err.Error() != "sold out" {
 		t.Errorf("sell at 0: %d, %v; want sold out", n, err)
 	}
 }
@@ -115,7 +115,7 @@ func TestReadmeExample(t *testing.T) {
 func TestReadmeExampleNoServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if _, err := open(ctx, []string{"127.0.0.1:1"}); err == nil {
+	if _, _, err := open(ctx, []string{"127.0.0.1:1"}); err == nil {
 		t.Fatal("open without a server: no error")
 	}
 }

@@ -13,7 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
@@ -135,7 +138,7 @@ func TestRWLockDowngradeAfterForeignDeleteRefused(t *testing.T) {
 	if !errors.Is(err, conn.ErrLeaseLost) {
 		t.Fatalf("downgrade on a lost write lease: %v, want conn.ErrLeaseLost", err)
 	}
-	if kids := children(f.Raw(), path); len(kids) != 1 || kids[0] != conn.BaseName(lB.Path()) {
+	if kids := children(f.Raw(), path); len(kids) != 1 || kids[0] != zkpath.Base(lB.Path()) {
 		t.Errorf("after the refused downgrade the queue is %v, want only B's node", kids)
 	}
 	_ = sc.rwA.WriteLock().Release(ctx)
@@ -288,21 +291,19 @@ func TestRWLockDowngradedReaderLostWithKeptWriteNode(t *testing.T) {
 		lC.Path(), rA.Path(), rA.Err(), werr)
 }
 
-// TestRWLockKeptWriteNodeCheckOpPasses checks conn.Lease.CheckOp (go doc
-// ./conn Lease.CheckOp): "the multi then commits only while the lock node
-// exists, and the server refuses all of it once the node is gone
-// (released, or the session ended)", "It checks the node the grant stands
-// on: its own lock node, except for a read lock of package rwlock taken by
-// a goroutine that holds the write lock (a downgrade), which stands on the
-// write node until the write lock's release moves it onto its own node"
-// and "It checks the node, not the grant: a released grant's check still
-// passes while its node stays, in two cases. ... rwlock keeps the write
-// node of a goroutine that downgraded, its write lease released, until its
-// read lock is released, when a writer is queued between the two nodes.
-// GuardedWrite refuses both", and rwlock/doc.go's "the write lease is
-// marked released all the same (its Lost closes, its GuardedWrite is
-// refused, but a Multi behind its CheckOp, which checks the node, still
-// commits while the node is kept)".
+// TestRWLockKeptWriteNodeCheckOpPasses checks connlink.Lease.CheckOp (go
+// doc ./internal/connlink Lease.CheckOp): "the multi then commits only
+// while the node the grant stands on (see Guard) exists, and the server
+// refuses all of it once the node is gone" and "the check passes for a
+// released grant while its node stays (... rwlock keeps the write node of
+// a goroutine that downgraded, its write lease released, while a writer is
+// queued between its two nodes): GuardedWrite checks Err first", with
+// conn.Lease.GuardedWrite's "That node is the lease's own lock node, except
+// for a read lock of package rwlock taken by a goroutine that holds the
+// write lock (a downgrade), which stands on the write node until the write
+// lock's release moves it onto its own node", and rwlock/doc.go's "the
+// write lease is marked released all the same (its Lost closes, its
+// GuardedWrite is refused)".
 //
 // (Found as a doc gap: the CheckOp doc named only local-handoff grants as
 // passing after a release. A check is a request built at any time and sent
@@ -317,7 +318,7 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	f := sc.f
 	wA := sc.wA
 	rA := sc.downgradeKeepingW(t, ctx)
-	if p := rA.CheckOp().Path; p != wA.Path() {
+	if p := connlink.Of(rA).CheckOp().Path; p != wA.Path() {
 		t.Errorf("the downgraded read lease's CheckOp checks %s while the W node %s is kept", p, wA.Path())
 	}
 	if _, ok := within(wA.Lost(), 2*time.Second); !ok {
@@ -326,12 +327,12 @@ func TestRWLockKeptWriteNodeCheckOpPasses(t *testing.T) {
 	if err := guardedCreate(ctx, wA, f.Path("gw-after-w-release")); !errors.Is(err, conn.ErrLeaseLost) {
 		t.Errorf("GuardedWrite through the released write lease: %v, want conn.ErrLeaseLost", err)
 	}
-	if _, err := wA.Epoch().Multi(ctx, wA.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-w-release"), Acl: zkWorld}); err != nil {
+	if _, err := connlink.Of(wA.Epoch()).Multi(ctx, connlink.Of(wA).CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-w-release"), Acl: zkWorld}); err != nil {
 		t.Errorf("a multi behind the released write lease's CheckOp while its W node is kept: %v, want it to commit (documented)", err)
 	}
 	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
 	for name, l := range map[string]*conn.Lease{"write": wA, "read": rA} {
-		_, err := l.Epoch().Multi(ctx, l.CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-release-") + name, Acl: zkWorld})
+		_, err := connlink.Of(l.Epoch()).Multi(ctx, connlink.Of(l).CheckOp(), &zk.CreateRequest{Path: f.Path("checkop-after-release-") + name, Acl: zkWorld})
 		if !errors.Is(err, zk.ErrNoNode) {
 			t.Errorf("a multi behind the %s lease's CheckOp after the read release: %v, want zk.ErrNoNode", name, err)
 		}
@@ -526,7 +527,7 @@ func statusOf(ps []lock.Participant) map[string]string {
 		if p.Holding {
 			s = "holds"
 		}
-		m[conn.BaseName(p.Node)] = s
+		m[zkpath.Base(p.Node)] = s
 	}
 	return m
 }
@@ -544,7 +545,7 @@ func TestRWLockParticipantsShowDowngradeKeptAndReentrantReads(t *testing.T) {
 	rA := sc.downgradeKeepingW(t, ctx)
 	_, err := sc.rwA.ReadLock().Acquire(ctx) // re-entry
 	require.NoError(t, err)
-	wName, rName := conn.BaseName(sc.wA.Path()), conn.BaseName(rA.Path())
+	wName, rName := zkpath.Base(sc.wA.Path()), zkpath.Base(rA.Path())
 	var qName string
 	for _, ch := range children(f.Raw(), path) {
 		if ch != wName && ch != rName {
@@ -584,7 +585,7 @@ func TestRWLockParticipantsAfterDowngraderExpires(t *testing.T) {
 	f.Expire(ctx, epochOf(t, sc.sA))
 	lQ := sc.q.wait(t, 15*time.Second, "the writer between, after A's session expired")
 	recv(t, lost, 10*time.Second, "A's read lease not lost 10 s after its session expired")
-	want := map[string]string{conn.BaseName(lQ.Path()): "holds"}
+	want := map[string]string{zkpath.Base(lQ.Path()): "holds"}
 	require.Equal(t, want, sc.observed(t, ctx))
 	if got := cliStatus(t, f, path); got != nil {
 		require.Equal(t, want, got)
@@ -605,7 +606,7 @@ func TestRWLockViewAfterKeptWriteNodeDeleted(t *testing.T) {
 	require.NoError(t, f.Raw().Delete(sc.wA.Path(), -1))
 	lQ := sc.q.wait(t, 10*time.Second, "the writer between, after the kept W node was deleted")
 	recv(t, lost, 5*time.Second, "A's read lease not lost after its kept W node was deleted")
-	w, r := conn.BaseName(lQ.Path()), conn.BaseName(rA.Path())
+	w, r := zkpath.Base(lQ.Path()), zkpath.Base(rA.Path())
 	got := sc.observed(t, ctx)
 	t.Logf("Participants: %v (writer %s, A's lost read %s)", got, w, r)
 	cli := cliStatus(t, f, path)
@@ -619,27 +620,27 @@ func TestRWLockViewAfterKeptWriteNodeDeleted(t *testing.T) {
 
 // TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch checks the
 // CHANGELOG's "The kept node's ACL is set again, unchanged (counted as
-// conn.OpSetACL)": one setacl when the W node is kept, none for a
+// metrics.OpSetACL)": one setacl when the W node is kept, none for a
 // downgrade with no writer between; and that Participants, "a snapshot",
 // leaves no watch on the servers (wchc) nor in the session's watches gauge.
 func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
 	sc, ctx := writerBehindTest(t, 30*time.Second, "rw-setacl")
 	f, path := sc.f, sc.path
 	sA := sc.sA
-	before := sA.Stats().Requests[conn.OpSetACL]
+	before := connlink.Of(sA).Stats().Requests[metrics.OpSetACL]
 	sc.downgradeKeepingW(t, ctx)
-	require.Equal(t, before+1, sA.Stats().Requests[conn.OpSetACL], "setacl requests after the write release that kept W")
+	require.Equal(t, before+1, connlink.Of(sA).Stats().Requests[metrics.OpSetACL], "setacl requests after the write release that kept W")
 
 	// no writer between: no setacl
 	s2 := f.Session()
 	rw2 := newRW(t, s2, f.Path("rw-setacl-2"))
 	downgrade(t, ctx, rw2)
 	require.NoError(t, rw2.WriteLock().Release(ctx))
-	require.Zero(t, s2.Stats().Requests[conn.OpSetACL], "setacl with no writer between")
+	require.Zero(t, connlink.Of(s2).Stats().Requests[metrics.OpSetACL], "setacl with no writer between")
 	require.NoError(t, rw2.ReadLock().Release(ctx))
 
 	m := &metricsRec{}
-	sO := f.Session(conn.WithMetrics(m))
+	sO := f.Session(conn.WithMetrics(m.Hooks()))
 	rwO := newRW(t, sO, path)
 	for i := 0; i < 3; i++ {
 		ps, err := rwO.Participants(ctx)
@@ -672,9 +673,9 @@ func TestRWLockDowngradeNodesCarryTheirAcquiresLabels(t *testing.T) {
 	require.NoError(t, err)
 	got := map[string]string{}
 	for _, p := range ps {
-		got[conn.BaseName(p.Node)] = p.Label
+		got[zkpath.Base(p.Node)] = p.Label
 	}
-	want := map[string]string{conn.BaseName(sc.wA.Path()): "writer-a", conn.BaseName(rA.Path()): "reader-a"}
+	want := map[string]string{zkpath.Base(sc.wA.Path()): "writer-a", zkpath.Base(rA.Path()): "reader-a"}
 	for n, l := range want {
 		require.Equal(t, l, got[n], "label of %s (all: %v)", n, got)
 	}
@@ -714,7 +715,7 @@ func TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing(t *testing.T) {
 			}
 			waitFor(t, 15*time.Second, "only the W node left", func() bool {
 				kids := children(f.Raw(), path)
-				return len(kids) == 1 && kids[0] == conn.BaseName(wl.Path())
+				return len(kids) == 1 && kids[0] == zkpath.Base(wl.Path())
 			})
 			require.True(t, rw.WriteLock().IsOwnedByCurrentGoroutine(), "the write lock is still held")
 			if err != nil {
@@ -733,14 +734,14 @@ func TestRWLockDowngradeBlackholedKeepsDeadlineLeavesNothing(t *testing.T) {
 // itself: Lost must stay open (our own delete is no loss), then close when
 // a bystander deletes the R node. (2) A writer between: the W node is
 // kept; after the read release nothing is left: no node, the session's
-// watches gauge (conn.Metrics.Watches) back to 0 and no watch on the
+// watches gauge (metrics.Hooks.Watches) back to 0 and no watch on the
 // server (wchc).
 func TestRWLockDowngradeArmedLostAcrossWriteRelease(t *testing.T) {
 	newFixture(t).Each(t, []string{"moved", "kept"}, func(t *testing.T, f *fixture, name string) {
 		writerBetween := name == "kept"
 		ctx := ctxT(t, 30*time.Second)
 		m := &metricsRec{}
-		s := f.Session(conn.WithMetrics(m))
+		s := f.Session(conn.WithMetrics(m.Hooks()))
 		path := f.Path("rw-armed-" + name)
 		var rw *rwlock.RWLock
 		var q *holder
@@ -796,17 +797,17 @@ func TestRWLockWriterShownHoldingAfterBystanderSetACL(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	if !ps[0].Holding {
-		t.Errorf("Participants shows the write lock's holder %s not holding after a bystander's setacl", conn.BaseName(wl.Path()))
+		t.Errorf("Participants shows the write lock's holder %s not holding after a bystander's setacl", zkpath.Base(wl.Path()))
 	}
-	if got := cliStatus(t, f, path); got != nil && got[conn.BaseName(wl.Path())] != "holds" {
-		t.Errorf("zkrecipes locks shows the write lock's holder as %q after a bystander's setacl", got[conn.BaseName(wl.Path())])
+	if got := cliStatus(t, f, path); got != nil && got[zkpath.Base(wl.Path())] != "holds" {
+		t.Errorf("zkrecipes locks shows the write lock's holder as %q after a bystander's setacl", got[zkpath.Base(wl.Path())])
 	}
 	require.NoError(t, rw.WriteLock().Release(ctx))
 }
 
 // TestRWLockRevokeOfKeptWriteNode: revocable rwlock; A downgrades while Q
 // is queued between, so A's W node is kept and A's read grant stands on
-// it. A third session revokes the kept W node (Revoke writes its mark into
+// it. A third session revokes the kept W node (lock.Revoke writes its mark into
 // the node's data, which Q, a revocable waiter, reads again after every
 // data change). Q must not get in while A reads; Participants must still
 // show W kept, A's R holding, Q waiting; and A's read lease, the grant
@@ -828,17 +829,18 @@ func revokeKeptW(t *testing.T, f *fixture, name string) {
 	require.NoError(t, sc.rwA.WriteLock().Release(ctx))
 	revoked := rA.Revoked()
 	require.True(t, exists(f.Raw(), sc.wA.Path()), "W kept")
-	rwO := newRW(t, f.Session(), path, rwlock.WithRevocable())
-	require.NoError(t, rwO.Revoke(ctx, sc.wA.Path()))
+	sO := f.Session()
+	rwO := newRW(t, sO, path, rwlock.WithRevocable())
+	require.NoError(t, lock.Revoke(ctx, sO, sc.wA.Path()))
 	sc.q.notGranted(t, time.Second, "Q got the write lock after a revoke request on the kept W node, while A still reads")
 	ps, err := rwO.Participants(ctx)
 	require.NoError(t, err)
 	st := statusOf(ps)
 	t.Logf("after Revoke of the kept W node: %v", st)
-	require.Equal(t, "waits", st[conn.BaseName(sc.wA.Path())], "the kept W node holds nothing")
-	require.Equal(t, "holds", st[conn.BaseName(rA.Path())], "A's R node")
-	if got := cliStatus(t, f, path); got[conn.BaseName(sc.wA.Path())] != "kept" {
-		t.Errorf("zkrecipes locks shows the revoked kept W node as %q, want kept (all: %v)", got[conn.BaseName(sc.wA.Path())], got)
+	require.Equal(t, "waits", st[zkpath.Base(sc.wA.Path())], "the kept W node holds nothing")
+	require.Equal(t, "holds", st[zkpath.Base(rA.Path())], "A's R node")
+	if got := cliStatus(t, f, path); got[zkpath.Base(sc.wA.Path())] != "kept" {
+		t.Errorf("zkrecipes locks shows the revoked kept W node as %q, want kept (all: %v)", got[zkpath.Base(sc.wA.Path())], got)
 	}
 	if _, ok := within(revoked, 3*time.Second); !ok {
 		t.Errorf("A's read lease, standing on the kept W node, did not see the revoke request")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // TestExpiryMidDrainMetrics: B holds the lock; four goroutines of
@@ -26,7 +27,7 @@ import (
 // after the other, each watching its lease's Lost, and release.
 //
 // Checked: never two of them holding at once (docs/safety.md guarantee 1);
-// every Acquire granted; conn.Metrics "LockWait: ... One per call" with
+// every Acquire granted; metrics.LockWait "One per call" with
 // outcome granted (4 of them, nothing else); the watches gauge back to 0
 // ("It rises with the waiters and comes back down as they are granted or
 // give up; a count that only grows is watches left behind"); and no watch
@@ -36,7 +37,7 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 	forEach(t, recipes, func(t *testing.T, f *fixture, recipe string) {
 		ctx := ctxT(t, 60*time.Second)
 		rec := &metricsRec{}
-		sa := f.Session(conn.WithMetrics(rec))
+		sa := f.Session(conn.WithMetrics(rec.Hooks()))
 		path := f.Path("r3-exp/") + recipe
 		bh := hold(ctx, newLocker(t, recipe, f.Session(), path, 100))
 		bh.wait(t, 60*time.Second, "bh")
@@ -87,8 +88,8 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 		if m := occ.peak.Load(); m > 1 {
 			t.Errorf("%d of A's goroutines held at once", m)
 		}
-		rec.expect(t, n, conn.LockWait, "", conn.OutcomeGranted, "waits granted")
-		rec.expect(t, n, conn.LockWait, "", "", "waits reported, one per call,")
+		rec.expect(t, n, metrics.LockWait, "", metrics.OutcomeGranted, "waits granted")
+		rec.expect(t, n, metrics.LockWait, "", "", "waits reported, one per call,")
 		rec.gaugeDrains(t, 3*time.Second)
 		noWatchesOf(t, f, ep2.SessionID(), 3*time.Second, "A's session")
 	})
@@ -173,8 +174,8 @@ func TestInterleavedDrainMassCancelBystander(t *testing.T) {
 }
 
 // TestOneAttemptDrainUnderCuts attacks the drain of one session's
-// waiters after plain deletes (CHANGELOG) with conn.WithRetryPolicy's
-// MaxAttempts 1 and lost answers: session A (through a proxy, one attempt
+// waiters after plain deletes (CHANGELOG) with conn.WithRetry's
+// maxAttempts 1 and lost answers: session A (through a proxy, one attempt
 // per request) and session B queue 24 waiters interleaved behind a holder
 // of session D; revocable mutex and leader (plain deletes). While the queue
 // drains, new A acquires keep coming, and the proxy loses the answer of one

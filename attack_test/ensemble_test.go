@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -143,8 +144,8 @@ func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 			// of the bystander may come from a lagging follower (it
 			// reconnects elsewhere when its server is killed).
 			ep := l.Epoch()
-			if err := ep.Sync(ctx, reg); err == nil {
-				if data, st, err := ep.Get(ctx, reg); err == nil {
+			if err := connlink.Of(ep).Sync(ctx, reg); err == nil {
+				if data, st, err := connlink.Of(ep).Get(ctx, reg); err == nil {
 					n, _ := strconv.Atoi(string(data))
 					err := guardedSet(ctx, l, reg, []byte(strconv.Itoa(n+1)), st.Version)
 					if err != nil && !errors.Is(err, conn.ErrLeaseLost) && !errors.Is(err, conn.ErrConnectionLoss) && !errors.Is(err, conn.ErrEpochEnded) {

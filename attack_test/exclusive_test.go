@@ -13,7 +13,9 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // exclusiveScene: A (on a session the test chooses) holds the exclusive
@@ -237,7 +239,7 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	ctx := ctxT(t, 40*time.Second)
 	px, sa := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
 	x := newExclusiveScene(t, f, ctx, f.Path("excl-race"), sa)
-	multis := sa.Stats().Requests[conn.OpMulti]
+	multis := connlink.Of(sa).Stats().Requests[metrics.OpMulti]
 	px.SetLatency(d)
 	released := make(chan error, 1)
 	start := time.Now()
@@ -249,11 +251,11 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	relErr := <-released
 	px.SetLatency(0)
 	t.Logf("B held after %v; A's Release: %v after %v; A sent %d multi", took.Round(time.Millisecond), relErr,
-		time.Since(start).Round(time.Millisecond), sa.Stats().Requests[conn.OpMulti]-multis)
+		time.Since(start).Round(time.Millisecond), connlink.Of(sa).Stats().Requests[metrics.OpMulti]-multis)
 	if relErr != nil {
 		t.Errorf("A's Release: %v", relErr)
 	}
-	if sa.Stats().Requests[conn.OpMulti] == multis {
+	if connlink.Of(sa).Stats().Requests[metrics.OpMulti] == multis {
 		t.Fatal("A's delete was never sent: the race was not set up (A's read already saw B's node)")
 	}
 	if took > 3*d {

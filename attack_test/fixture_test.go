@@ -22,8 +22,10 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -474,7 +476,7 @@ func stressDeadline(r *rand.Rand, long time.Duration) time.Duration {
 // oneAttempt is a retry policy of one attempt per request (no retry after
 // a lost connection), backing off up to maxDelay.
 func oneAttempt(maxDelay time.Duration) conn.Option {
-	return conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: maxDelay, MaxAttempts: 1})
+	return conn.WithRetry(10*time.Millisecond, maxDelay, 1)
 }
 
 // createLostInBlackhole runs acquire (bounded by 12 s) with the answer to
@@ -679,25 +681,28 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// metricsRec is a conn.Metrics that keeps the watches gauge and every lock
-// event, for the metric checks.
+// metricsRec keeps the watches gauge and every lock event its Hooks are
+// told, for the metric checks.
 type metricsRec struct {
-	conn.NopMetrics
 	watches atomic.Int64
 	mu      sync.Mutex
-	locks   []conn.LockMetric
-	states  []conn.State
+	locks   []metrics.Lock
+	states  []string
+}
+
+func (m *metricsRec) Hooks() metrics.Hooks {
+	return metrics.Hooks{State: m.State, Lock: m.Lock, Watches: m.Watches}
 }
 
 func (m *metricsRec) Watches(d int) { m.watches.Add(int64(d)) }
 
-func (m *metricsRec) Lock(l conn.LockMetric) {
+func (m *metricsRec) Lock(l metrics.Lock) {
 	m.mu.Lock()
 	m.locks = append(m.locks, l)
 	m.mu.Unlock()
 }
 
-func (m *metricsRec) State(e conn.Event) {
+func (m *metricsRec) State(e metrics.Transition) {
 	m.mu.Lock()
 	m.states = append(m.states, e.State)
 	m.mu.Unlock()
@@ -705,7 +710,7 @@ func (m *metricsRec) State(e conn.Event) {
 
 // count returns how many lock events match ev (and outcome or cause, when
 // not empty).
-func (m *metricsRec) count(ev conn.LockEvent, recipe, detail string) int {
+func (m *metricsRec) count(ev metrics.LockEvent, recipe, detail string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
@@ -723,7 +728,7 @@ func (m *metricsRec) count(ev conn.LockEvent, recipe, detail string) int {
 
 // expect reports an error unless want lock events match ev (and recipe,
 // outcome or cause, when not empty); what names the count.
-func (m *metricsRec) expect(t *testing.T, want int, ev conn.LockEvent, recipe, detail, what string) {
+func (m *metricsRec) expect(t *testing.T, want int, ev metrics.LockEvent, recipe, detail, what string) {
 	t.Helper()
 	if got := m.count(ev, recipe, detail); got != want {
 		t.Errorf("%s = %d, want %d: %s", what, got, want, m.dump())
@@ -935,7 +940,7 @@ func (l *multiLocker) Acquire(ctx context.Context) (*conn.Lease, error) {
 		return nil, err
 	}
 	for _, lease := range ls {
-		if conn.ParentPath(lease.Path()) == l.path {
+		if zkpath.Parent(lease.Path()) == l.path {
 			return lease, nil
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -53,7 +55,7 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 			h := tc.mk(s, path)
 			l1, err := h.acquire1(ctx)
 			require.NoError(t, err)
-			_, err = l1.Epoch().Create(ctx, res, nil, 0, zkWorld)
+			_, err = connlink.Of(l1.Epoch()).Create(ctx, res, nil, 0, zkWorld)
 			require.NoError(t, err)
 			var mu sync.Mutex
 			var writeDone, grant2 time.Time
@@ -208,14 +210,15 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 		path := f.Path("r2-revoke/lock")
 		bys := f.Raw()
 		mA, _ := mutex.New(f.Session(), path, mutex.WithLocalHandoff(5, 0), mutex.WithRevocable())
-		mB, _ := mutex.New(f.Session(), path, mutex.WithRevocable())
+		sB := f.Session()
+		mB, _ := mutex.New(sB, path, mutex.WithRevocable())
 		g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
 		if seen {
 			rev1 := l1.Revoked()
-			require.NoError(t, mB.Revoke(ctx, l1.Path()), "revoke")
+			require.NoError(t, lock.Revoke(ctx, sB, l1.Path()), "revoke")
 			recv(t, rev1, 5*time.Second, "G1's Revoked never closed")
 		} else {
-			require.NoError(t, mB.Revoke(ctx, l1.Path()), "revoke")
+			require.NoError(t, lock.Revoke(ctx, sB, l1.Path()), "revoke")
 			waitFor(t, 5*time.Second, "the revoke mark on the node", func() bool {
 				d, _, err := bys.Get(l1.Path())
 				return err == nil && string(d) == "__REVOKE__"

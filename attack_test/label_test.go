@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -59,15 +60,19 @@ func revokeMarkNoOwner(t *testing.T, name string, p lock.Participant) {
 	}
 }
 
-// TestLabelRefusedBeforeQueueingInEveryLock: a label over MaxLabel bytes,
+// maxLabel is the bound lock.WithLabel documents, in bytes.
+const maxLabel = 256
+
+// TestLabelRefusedBeforeQueueingInEveryLock: a label over maxLabel bytes,
 // not UTF-8 or with control characters (C0, DEL, C1) fails every lock's
-// Acquire and TryAcquire with ErrInvalidLabel and creates no node; one of
-// exactly MaxLabel bytes (multi-byte runes) is taken and read back whole.
+// Acquire and TryAcquire with conn.ErrInvalidArgument, saying it is the
+// label, and creates no node; one of exactly maxLabel bytes (multi-byte
+// runes) is taken and read back whole.
 func TestLabelRefusedBeforeQueueingInEveryLock(t *testing.T) {
 	f := newFixture(t)
 	s := f.Session()
 	bad := map[string]string{
-		"too long":  strings.Repeat("a", lock.MaxLabel+1),
+		"too long":  strings.Repeat("a", maxLabel+1),
 		"newline":   "req\n42",
 		"tab":       "req\t42",
 		"nul":       "req\x0042",
@@ -102,8 +107,8 @@ func TestLabelRefusedBeforeQueueingInEveryLock(t *testing.T) {
 			acq, err := mk(path)
 			require.NoError(t, err)
 			err = acq(lock.WithLabel(ctxT(t, 10*time.Second), label))
-			if !errors.Is(err, lock.ErrInvalidLabel) {
-				t.Errorf("%s, label %s: err = %v, want lock.ErrInvalidLabel", lname, bname, err)
+			if !errors.Is(err, conn.ErrInvalidArgument) || !strings.Contains(err.Error(), "label") {
+				t.Errorf("%s, label %s: err = %v, want conn.ErrInvalidArgument naming the label", lname, bname, err)
 			}
 			if d := descendants(f, path); len(d) != 0 {
 				t.Errorf("%s, label %s: created %v", lname, bname, d)
@@ -111,8 +116,8 @@ func TestLabelRefusedBeforeQueueingInEveryLock(t *testing.T) {
 		}
 	}
 	// The longest valid label, of 4-byte runes, is written and read back whole.
-	long := strings.Repeat("\U0001F600", lock.MaxLabel/4)
-	require.Len(t, long, lock.MaxLabel)
+	long := strings.Repeat("\U0001F600", maxLabel/4)
+	require.Len(t, long, maxLabel)
 	ctx := ctxT(t, 10*time.Second)
 	m, _ := labelled(t, ctx, s, f.Path("long"), long)
 	require.Equal(t, long, sole(t, ctx, m.Participants).Label)
@@ -198,9 +203,10 @@ func TestLabelSurvivesRevokeRequest(t *testing.T) {
 	m, l := labelled(t, ctx, s, path, "job-7", mutex.WithRevocable())
 	p := sole(t, ctx, m.Participants)
 	require.Equal(t, "job-7", p.Label)
-	other, err := mutex.New(f.Session(), path, mutex.WithRevocable())
+	sO := f.Session()
+	other, err := mutex.New(sO, path, mutex.WithRevocable())
 	require.NoError(t, err)
-	require.NoError(t, other.Revoke(ctx, p.Node))
+	require.NoError(t, lock.Revoke(ctx, sO, p.Node))
 	recv(t, l.Revoked(), 10*time.Second, "Revoked did not close")
 	p2 := sole(t, ctx, other.Participants)
 	t.Logf("after Revoke: %+v", p2)
@@ -320,7 +326,7 @@ func TestForgedLabelWithControlCharsNotPrintedRaw(t *testing.T) {
 	} else {
 		forged = strings.Replace(string(data), "LABELMARK", evil, 1)
 	}
-	name := conn.BaseName(l.Path())
+	name := zkpath.Base(l.Path())
 	prefix := name[:strings.LastIndexByte(name, '-')+1]
 	uuid := "_c_00000000-0000-4000-8000-000000000000-lock-"
 	if strings.HasPrefix(prefix, "_c_") {
@@ -359,10 +365,10 @@ func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
 	ps, err := m.Participants(ctx)
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
-	holderID := strings.TrimPrefix(conn.BaseName(l.Path()), "_c_")[:36]
+	holderID := strings.TrimPrefix(zkpath.Base(l.Path()), "_c_")[:36]
 	require.Equal(t, holderID, ps[0].ID, "the holder's ID")
 	if ps[1].ID != forgedUUID {
-		t.Errorf("Participant.ID of node %s = %q, want the uuid in its name %q (the holder's id is %q)", conn.BaseName(ps[1].Node), ps[1].ID, forgedUUID, holderID)
+		t.Errorf("Participant.ID of node %s = %q, want the uuid in its name %q (the holder's id is %q)", zkpath.Base(ps[1].Node), ps[1].ID, forgedUUID, holderID)
 	}
 	if doc, _, ok := f.locksJSON(t, path); ok {
 		for _, n := range doc.Queues[0].Nodes {
@@ -374,9 +380,10 @@ func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
 	require.NoError(t, m.Release(ctx))
 }
 
-// TestInvalidLabelOnReentryAndLocalHandoff: WithLabel's "A label over
-// MaxLabel bytes, not UTF-8 or with control characters fails with
-// ErrInvalidLabel and creates nothing", for acquires that would create no
+// TestInvalidLabelOnReentryAndLocalHandoff: WithLabel's "A label over 256
+// bytes, not UTF-8 or with control characters fails with an error matching
+// conn.ErrInvalidArgument at once, re-entry and local handoff included",
+// for acquires that would create no
 // node anyway: a re-entry of the holder (a failed one must leave its hold
 // count as it was) and a goroutine queueing in the process behind a local
 // handoff holder (it must fail at once, not wait for the holder).
@@ -390,11 +397,11 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	_, err := a.Acquire(bad)
 	t.Logf("re-entry with an invalid label: %v", err)
 	if err != nil {
-		require.ErrorIs(t, err, lock.ErrInvalidLabel)
+		require.ErrorIs(t, err, conn.ErrInvalidArgument)
 		require.NoError(t, a.Release(ctx))
 		require.Empty(t, children(f.Raw(), path), "one release after a refused re-entry frees the lock")
 	} else {
-		t.Errorf("re-entry with label %q granted (doc: fails with ErrInvalidLabel)", "bad\n")
+		t.Errorf("re-entry with label %q granted (doc: fails with ErrInvalidArgument)", "bad\n")
 		require.NoError(t, a.Release(ctx))
 		require.NoError(t, a.Release(ctx))
 	}
@@ -404,7 +411,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	require.NoError(t, err)
 	took, err := timed(bad, 2*time.Second, acquireErr(b))
 	t.Logf("local waiter with an invalid label: %v after %v", err, took)
-	require.ErrorIs(t, err, lock.ErrInvalidLabel, "a local waiter with an invalid label")
+	require.ErrorIs(t, err, conn.ErrInvalidArgument, "a local waiter with an invalid label")
 	require.Less(t, took, time.Second, "refused at once, not after waiting")
 	require.NoError(t, a.Release(ctx))
 
@@ -414,7 +421,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	_, err = rw.WriteLock().Acquire(lock.WithLabel(ctx, "ok"))
 	require.NoError(t, err)
 	_, err = rw.WriteLock().Acquire(bad)
-	require.ErrorIs(t, err, lock.ErrInvalidLabel, "rwlock re-entry with an invalid label")
+	require.ErrorIs(t, err, conn.ErrInvalidArgument, "rwlock re-entry with an invalid label")
 	require.NoError(t, rw.WriteLock().Release(ctx))
 	require.Empty(t, children(f.Raw(), f.Path("inv-rw")), "one release after a refused re-entry frees the rwlock")
 	sm, err := semaphoremutex.New(s, f.Path("inv-sm"))
@@ -422,7 +429,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	_, err = sm.Acquire(lock.WithLabel(ctx, "ok"))
 	require.NoError(t, err)
 	_, err = timed(bad, 2*time.Second, acquireErr(sm))
-	require.ErrorIs(t, err, lock.ErrInvalidLabel, "semaphore mutex held by its handle, invalid label")
+	require.ErrorIs(t, err, conn.ErrInvalidArgument, "semaphore mutex held by its handle, invalid label")
 	require.NoError(t, sm.Release(ctx))
 }
 
@@ -435,8 +442,8 @@ func TestRevokeMarkNotReadAsOwnerInEveryRecipe(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	type parts func(context.Context) ([]lock.Participant, error)
-	check := func(name string, l *conn.Lease, p parts, revoke func(context.Context, string) error) {
-		require.NoError(t, revoke(ctx, l.Path()), name)
+	check := func(name string, l *conn.Lease, p parts, s *conn.Session) {
+		require.NoError(t, lock.Revoke(ctx, s, l.Path()), name)
 		recv(t, l.Revoked(), 5*time.Second, "%s: Revoked not closed", name)
 		ps, err := p(ctx)
 		require.NoError(t, err)
@@ -450,13 +457,15 @@ func TestRevokeMarkNotReadAsOwnerInEveryRecipe(t *testing.T) {
 			}
 		}
 	}
-	rw := newRW(t, f.Session(), f.Path("rw"), rwlock.WithRevocable())
+	sRW := f.Session()
+	rw := newRW(t, sRW, f.Path("rw"), rwlock.WithRevocable())
 	wl, err := rw.WriteLock().Acquire(lock.WithLabel(ctx, "lbl"))
 	require.NoError(t, err)
-	check("rwlock writer", wl, rw.Participants, rw.Revoke)
-	sem, err := semaphoremutex.NewSemaphore(f.Session(), f.Path("sem"), 2, semaphoremutex.WithRevocable())
+	check("rwlock writer", wl, rw.Participants, sRW)
+	sSem := f.Session()
+	sem, err := semaphoremutex.NewSemaphore(sSem, f.Path("sem"), 2, semaphoremutex.WithRevocable())
 	require.NoError(t, err)
 	sl, err := sem.Acquire(lock.WithLabel(ctx, "lbl"))
 	require.NoError(t, err)
-	check("semaphore lease", sl, sem.Participants, sem.Revoke)
+	check("semaphore lease", sl, sem.Participants, sSem)
 }

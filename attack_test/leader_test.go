@@ -127,8 +127,8 @@ func runRequeue(t *testing.T, ctx context.Context, s *conn.Session, path string)
 	t.Cleanup(stop)
 	r := &runTerms{e: e, stop: stop, evs: make(chan termEvent, 16), err: make(chan error, 1)}
 	go func() {
-		r.err <- e.Run(ctx, func(fctx context.Context) error {
-			tok, err := fenceZxid(fctx, leader.LeaseFrom(fctx))
+		r.err <- e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
+			tok, err := fenceZxid(fctx, lease)
 			r.evs <- termEvent{token: tok, cause: err, start: true}
 			<-fctx.Done()
 			r.evs <- termEvent{token: tok, cause: context.Cause(fctx)}
@@ -284,9 +284,9 @@ func TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted(t *testing.T) {
 	}
 	terms := make(chan term, 4)
 	run := func(who string, e *leader.Election) {
-		_ = e.Run(ctx, func(fctx context.Context) error {
+		_ = e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
 			start := time.Now()
-			ok, _, _ := zc.Exists(leader.LeaseFrom(fctx).Path())
+			ok, _, _ := zc.Exists(lease.Path())
 			select {
 			case <-fctx.Done():
 			case <-time.After(3 * time.Second):
@@ -348,12 +348,12 @@ func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Electio
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	var node string
-	runErr := e.Run(ctx, func(fctx context.Context) error {
+	runErr := e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
 		if node != "" {
 			<-fctx.Done() // a second term: wait for the end
 			return nil
 		}
-		node = leader.LeaseFrom(fctx).Path()
+		node = lease.Path()
 		if _, err := zc.SetACL(path, zk.WorldACL(zk.PermAll&^zk.PermDelete), -1); err != nil {
 			t.Errorf("bystander setACL: %v", err)
 		}
@@ -438,11 +438,11 @@ func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
 	order := make(chan string, 4)
 	run := func(e *leader.Election, id string, hold time.Duration, queued int) {
 		go func() {
-			_ = e.Run(ctx, func(fctx context.Context) error {
+			_ = e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
 				if n := occ.enter(); n != 1 {
 					t.Errorf("%s: %d leaders at once", id, n)
 				}
-				if ok, _, err := bys.Exists(leader.LeaseFrom(fctx).Path()); err != nil || !ok {
+				if ok, _, err := bys.Exists(lease.Path()); err != nil || !ok {
 					t.Errorf("%s: leads from a node that does not exist", id)
 				}
 				order <- id
@@ -488,7 +488,7 @@ func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
 // election path, whose Run ctx is cancelled at random (1 in 3 runs, after
 // 5–80 ms) and restarted, and whose fn holds for 0–3 ms. Nobody else
 // deletes or resigns, so no two fn may run at once, and every term's
-// Fence (from LeaseFrom) must be above the last one's.
+// Fence (of the lease Run gives it) must be above the last one's.
 func TestLeaderSharedListingsRequeueCancelStress(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 28*time.Second)
@@ -512,13 +512,13 @@ func TestLeaderSharedListingsRequeueCancelStress(t *testing.T) {
 				cancel()
 				rctx, cancel = context.WithTimeout(ctx, time.Duration(5+r.Intn(75))*time.Millisecond)
 			}
-			_ = e.Run(rctx, func(fctx context.Context) error {
+			_ = e.Run(rctx, func(fctx context.Context, lease *conn.Lease) error {
 				if n := occ.enter(); n != 1 {
 					t.Errorf("%s: %d leaders at once", id, n)
 				}
 				defer occ.leave()
 				terms.Add(1)
-				fe, err := leader.LeaseFrom(fctx).Fence(fctx)
+				fe, err := lease.Fence(fctx)
 				if err == nil {
 					if prev, ok := fences.write(id, fe); !ok {
 						t.Errorf("%s: term fence %v not above %v", id, fe, prev)

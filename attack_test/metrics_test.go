@@ -12,19 +12,20 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
 // TestHandoffMetricsMatchFences: goroutines of one session take a
 // mutex (and a semaphore mutex) with WithLocalHandoff, while a bystander
 // deletes the shared node from time to time and a goroutine of another
-// session contends. The metrics must count what happened (conn.Metrics:
-// "LockHandoff: a grant passed to a local waiter of the same session
-// without a ZooKeeper round trip"; "LockWait ... One per call ... (a local
-// waiter's wait included)"): a grant passed in the process is the one whose
-// Fence has Pass > 0 (conn.Fence: "Pass numbers the grants made on that
-// node: 0 for the grant that created it, 1, 2, ... for each local handoff on
-// it"), so the handoffs counted must equal the grants seen with Pass > 0,
+// session contends. The metrics must count what happened (package metrics:
+// "LockHandoff: a grant was passed to a local waiter of the same session,
+// without a ZooKeeper round trip"; "LockWait ... One per call ..., a local
+// waiter of an in-process handoff included"): a grant passed in the
+// process is the one whose Fence has Pass > 0 (conn.Fence: "Pass numbers
+// the grants made on that node: 0 for the grant that created it, 1, 2, ...
+// for each local handoff on it"), so the handoffs counted must equal the grants seen with Pass > 0,
 // and the granted waits the grants. Fences must grow strictly in grant order
 // (each grant checks against the greatest seen so far, under a lock that
 // the holders take while they hold). At the end the watches gauge is 0.
@@ -32,7 +33,7 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
 		ctx := ctxT(t, 60*time.Second)
 		rec := &metricsRec{}
-		sa := f.Session(conn.WithMetrics(rec))
+		sa := f.Session(conn.WithMetrics(rec.Hooks()))
 		zc := f.Raw()
 		path := f.Path("r3-hm/") + recipe
 		var (
@@ -155,23 +156,23 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		t.Logf("bystander deletes %d (nodes now %v %v); grants %d, with Pass > 0: %d; metrics: handoffs %d, granted waits %d, holds %d, lost %d",
-			deleted, children(zc, path), children(zc, path+"/leases"), grants, passes, rec.count(conn.LockHandoff, "", ""), rec.count(conn.LockWait, "", conn.OutcomeGranted),
-			rec.count(conn.LockHold, "", ""), rec.count(conn.LockLost, "", ""))
+			deleted, children(zc, path), children(zc, path+"/leases"), grants, passes, rec.count(metrics.LockHandoff, "", ""), rec.count(metrics.LockWait, "", metrics.OutcomeGranted),
+			rec.count(metrics.LockHold, "", ""), rec.count(metrics.LockLost, "", ""))
 		t.Logf("grants whose Err was set at release: %d", userLost)
 		for _, r := range []string{"mutex", "semaphoremutex", "semaphore", "semaphore-lock"} {
-			t.Logf("%s: waits %d, holds %d, lost %d, handoffs %d", r, rec.count(conn.LockWait, r, ""), rec.count(conn.LockHold, r, ""),
-				rec.count(conn.LockLost, r, ""), rec.count(conn.LockHandoff, r, ""))
+			t.Logf("%s: waits %d, holds %d, lost %d, handoffs %d", r, rec.count(metrics.LockWait, r, ""), rec.count(metrics.LockHold, r, ""),
+				rec.count(metrics.LockLost, r, ""), rec.count(metrics.LockHandoff, r, ""))
 		}
 		for _, b := range backwards {
 			t.Errorf("fence not above the greatest seen: %s", b)
 		}
-		rec.expect(t, passes, conn.LockHandoff, "", "", "handoffs counted (want the grants with Pass > 0)")
-		rec.expect(t, grants, conn.LockWait, "", conn.OutcomeGranted, "granted waits counted (want the grants)")
+		rec.expect(t, passes, metrics.LockHandoff, "", "", "handoffs counted (want the grants with Pass > 0)")
+		rec.expect(t, grants, metrics.LockWait, "", metrics.OutcomeGranted, "granted waits counted (want the grants)")
 		rec.gaugeDrains(t, 3*time.Second)
 	})
 }
 
-// TestDowngradeMetrics checks conn's Metrics promises on rwlock's
+// TestDowngradeMetrics checks package metrics' promises on rwlock's
 // downgrade ("A goroutine that holds the write lock may take the read lock;
 // it then holds both"): write, read, release write, release read must give
 // two waits granted ("LockWait ... One per call"), two holds ("LockHold: a
@@ -182,20 +183,20 @@ func TestDowngradeMetrics(t *testing.T) {
 	f.Each(t, []string{"rwlock-downgrade"}, func(t *testing.T, f *fixture, _ string) {
 		rec := &metricsRec{}
 		path := f.Path("r4-re/rw")
-		rw := newRW(t, f.Session(conn.WithMetrics(rec)), path)
+		rw := newRW(t, f.Session(conn.WithMetrics(rec.Hooks())), path)
 		downgrade(t, ctx, rw)
 		require.NoError(t, rw.WriteLock().Release(ctx))
 		require.NoError(t, rw.ReadLock().Release(ctx))
-		rec.expect(t, 2, conn.LockWait, "rwlock", conn.OutcomeGranted, "waits granted")
-		rec.expect(t, 2, conn.LockHold, "rwlock", "", "holds")
-		rec.expect(t, 0, conn.LockLost, "", "", "losses (a downgrade loses nothing)")
+		rec.expect(t, 2, metrics.LockWait, "rwlock", metrics.OutcomeGranted, "waits granted")
+		rec.expect(t, 2, metrics.LockHold, "rwlock", "", "holds")
+		rec.expect(t, 0, metrics.LockLost, "", "", "losses (a downgrade loses nothing)")
 		waitFor(t, 5*time.Second, "no node left", func() bool { return len(children(f.Raw(), path)) == 0 })
 	})
 }
 
 // TestReentrantAcquireIsNoWait: an outside user's finding
 // (the docs said "one per call" of LockWait, and re-entrant acquires were
-// not reported). The docs now say what the library does (conn.LockWait:
+// not reported). The docs now say what the library does (metrics.LockWait:
 // "a re-entrant call of a goroutine that holds the lock (mutex, rwlock)
 // waits for nothing and is not reported, nor is its hold"), and this
 // checks it:
@@ -210,7 +211,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 	zc := f.Raw()
 	metered := func(f *fixture) (*metricsRec, *conn.Session) {
 		rec := &metricsRec{}
-		return rec, f.Session(conn.WithMetrics(rec))
+		return rec, f.Session(conn.WithMetrics(rec.Hooks()))
 	}
 
 	t.Run("mutex", func(t *testing.T) {
@@ -233,8 +234,8 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 		for i := 0; i < 4; i++ {
 			require.NoError(t, m.Release(ctx))
 		}
-		rec.expect(t, 1, conn.LockWait, "mutex", conn.OutcomeGranted, "waits granted (re-entries are not waits)")
-		rec.expect(t, 1, conn.LockHold, "mutex", "", "holds (one grant)")
+		rec.expect(t, 1, metrics.LockWait, "mutex", metrics.OutcomeGranted, "waits granted (re-entries are not waits)")
+		rec.expect(t, 1, metrics.LockHold, "mutex", "", "holds (one grant)")
 	})
 
 	t.Run("rwlock-write", func(t *testing.T) {
@@ -247,8 +248,8 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 		for i := 0; i < 2; i++ {
 			require.NoError(t, rw.WriteLock().Release(ctx))
 		}
-		rec.expect(t, 1, conn.LockWait, "rwlock", conn.OutcomeGranted, "waits granted (re-entries are not waits)")
-		rec.expect(t, 1, conn.LockHold, "rwlock", "", "holds (one grant)")
+		rec.expect(t, 1, metrics.LockWait, "rwlock", metrics.OutcomeGranted, "waits granted (re-entries are not waits)")
+		rec.expect(t, 1, metrics.LockHold, "rwlock", "", "holds (one grant)")
 	})
 
 	t.Run("mutex-reentry-lost", func(t *testing.T) {
@@ -265,18 +266,18 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 			t.Fatalf("re-entry on a lost lease: %v", err)
 		}
 		require.NoError(t, m.Release(context.Background()), "release after loss")
-		rec.expect(t, 0, conn.LockWait, "mutex", conn.OutcomeError, "waits with error (a re-entry is not a wait)")
-		rec.expect(t, 1, conn.LockLost, "mutex", conn.CauseNodeDeleted, "losses")
+		rec.expect(t, 0, metrics.LockWait, "mutex", metrics.OutcomeError, "waits with error (a re-entry is not a wait)")
+		rec.expect(t, 1, metrics.LockLost, "mutex", metrics.CauseNodeDeleted, "losses")
 		if got := rec.watches.Load(); got != 0 {
 			t.Errorf("watches gauge %d after release, want 0", got)
 		}
 	})
 }
 
-// TestInvalidLabelWaitCountedAlike: an acquire refused with
-// lock.ErrInvalidLabel asks for nothing (it is refused before anything is
+// TestInvalidLabelWaitCountedAlike: an acquire refused for its label
+// (conn.ErrInvalidArgument) asks for nothing (it is refused before anything is
 // queued, re-entry and handoff included): every recipe must report it the
-// same way, as no wait (conn.LockWait, docs/operations.md), or the wait
+// same way, as no wait (metrics.LockWait, docs/operations.md), or the wait
 // histogram's count differs by recipe for one and the same caller mistake.
 // Not leader: Campaign writes no label and so ignores it (lock.WithLabel;
 // TestCampaignWritesNoLabel).
@@ -286,14 +287,14 @@ func TestInvalidLabelWaitCountedAlike(t *testing.T) {
 	got := map[string]string{}
 	for i, recipe := range []string{"mutex", "mutex-handoff", "semaphoremutex", "semaphoremutex-handoff", "rwlock", "exclusive", "semaphore-2"} {
 		m := &metricsRec{}
-		_, err := newLocker(t, recipe, f.Session(conn.WithMetrics(m)), f.Path(fmt.Sprintf("badlabel-%d", i)), i).Acquire(ctx)
-		require.ErrorIs(t, err, lock.ErrInvalidLabel, recipe)
-		got[recipe] = fmt.Sprintf("waits=%d error=%d", m.count(conn.LockWait, "", ""), m.count(conn.LockWait, "", conn.OutcomeError))
+		_, err := newLocker(t, recipe, f.Session(conn.WithMetrics(m.Hooks())), f.Path(fmt.Sprintf("badlabel-%d", i)), i).Acquire(ctx)
+		require.ErrorIs(t, err, conn.ErrInvalidArgument, recipe)
+		got[recipe] = fmt.Sprintf("waits=%d error=%d", m.count(metrics.LockWait, "", ""), m.count(metrics.LockWait, "", metrics.OutcomeError))
 	}
 	t.Logf("%v", got)
 	for r, g := range got {
 		if g != "waits=0 error=0" {
-			t.Errorf("%s: %s after an acquire refused with ErrInvalidLabel, want no wait (all: %v)", r, g, got)
+			t.Errorf("%s: %s after an acquire refused for its label, want no wait (all: %v)", r, g, got)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -45,7 +46,7 @@ func TestMultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
 	lost := m.Lost()
 	var victim *conn.Lease
 	for _, l := range leases {
-		if conn.ParentPath(l.Path()) == root+"/b" {
+		if zkpath.Parent(l.Path()) == root+"/b" {
 			victim = l
 		}
 	}

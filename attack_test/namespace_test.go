@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -24,12 +26,12 @@ import (
 // TestNamespacePathsAreOneCoordinateSystem checks, under
 // conn.WithNamespace ("a chroot that callers never see"), that the paths the
 // public API hands out (Lease.Path, Participant.Node) are the ones it takes
-// back (Epoch.Exists, Revoke), for mutex, rwlock, semaphore mutex and
+// back (Session.Exists, Revoke), for mutex, rwlock, semaphore mutex and
 // leader; that a lock taken through a namespace excludes one taken through
 // the full path without it (one lock, multilock/doc.go's "One lock is one
 // lock"); that GuardedWrite's ops are namespaced; and that multilock.New
 // refuses the same full path reached through two namespaces
-// (ErrDuplicatePath).
+// (conn.ErrInvalidArgument).
 func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 25*time.Second)
@@ -37,11 +39,11 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 	sn := f.Session(conn.WithNamespace(ns))
 	sp := f.Session() // plain, sees the full paths
 	zc := f.Raw()
-	// foundByEpoch: the lease's path is the one its own epoch takes back.
-	foundByEpoch := func(t *testing.T, l *conn.Lease) {
+	// foundBySession: the lease's path is the one its session takes back.
+	foundBySession := func(t *testing.T, l *conn.Lease) {
 		t.Helper()
-		if ok, _, err := l.Epoch().Exists(ctx, l.Path()); !ok || err != nil {
-			t.Errorf("Lease.Path %q not found through its own epoch: %v %v", l.Path(), ok, err)
+		if ok, _, err := sn.Exists(ctx, l.Path()); !ok || err != nil {
+			t.Errorf("Lease.Path %q not found through its session: %v %v", l.Path(), ok, err)
 		}
 	}
 	// keptOut: the same lock through its full path, without a namespace,
@@ -56,10 +58,10 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		}
 	}
 	// revokedBy: Revoke of the node Participants lists reaches the lease.
-	revokedBy := func(t *testing.T, l *conn.Lease, node string, revoke func(context.Context, string) error) {
+	revokedBy := func(t *testing.T, l *conn.Lease, node string) {
 		t.Helper()
 		rev := l.Revoked()
-		if err := revoke(ctx, node); err != nil {
+		if err := lock.Revoke(ctx, sn, node); err != nil {
 			t.Errorf("Revoke(Participant.Node %q) under a namespace: %v", node, err)
 		}
 		if _, ok := within(rev, 5*time.Second); !ok {
@@ -71,12 +73,12 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		m, _ := mutex.New(sn, "/m", mutex.WithRevocable())
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
-		foundByEpoch(t, l)
+		foundBySession(t, l)
 		ps, err := m.Participants(ctx)
 		if err != nil || len(ps) != 1 || ps[0].Node != l.Path() {
 			t.Errorf("Participants %+v (%v), want one with Node %q", ps, err, l.Path())
 		}
-		other, _ := mutex.New(sp, sn.FullPath("/m"))
+		other, _ := mutex.New(sp, connlink.Of(sn).FullPath("/m"))
 		keptOut(t, "TryAcquire of the same lock", other, other.Release)
 		// GuardedWrite is namespaced.
 		_, err = l.GuardedWrite(ctx, &zk.CreateRequest{Path: "/m-res", Data: []byte("x"), Acl: zkWorld})
@@ -84,15 +86,15 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		if !exists(zc, ns+"/m-res") {
 			t.Errorf("GuardedWrite's create did not land at %s", ns+"/m-res")
 		}
-		revokedBy(t, l, ps[0].Node, m.Revoke)
+		revokedBy(t, l, ps[0].Node)
 		require.NoError(t, m.Release(ctx))
 	})
 	t.Run("rwlock", func(t *testing.T) {
 		rw, _ := rwlock.New(sn, "/rw")
 		l, err := rw.WriteLock().Acquire(ctx)
 		require.NoError(t, err)
-		foundByEpoch(t, l)
-		other, _ := rwlock.New(sp, sn.FullPath("/rw"))
+		foundBySession(t, l)
+		other, _ := rwlock.New(sp, connlink.Of(sn).FullPath("/rw"))
 		keptOut(t, "read TryAcquire while written", other.ReadLock(), other.ReadLock().Release)
 		require.NoError(t, rw.WriteLock().Release(ctx))
 	})
@@ -100,13 +102,13 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		m, _ := semaphoremutex.New(sn, "/s", semaphoremutex.WithRevocable())
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
-		foundByEpoch(t, l)
+		foundBySession(t, l)
 		ps, err := m.Participants(ctx)
 		if err != nil || len(ps) != 1 {
 			t.Fatalf("Participants %+v (%v)", ps, err)
 		}
-		revokedBy(t, l, ps[0].Node, m.Revoke)
-		other, _ := semaphoremutex.New(sp, sn.FullPath("/s"))
+		revokedBy(t, l, ps[0].Node)
+		other, _ := semaphoremutex.New(sp, connlink.Of(sn).FullPath("/s"))
 		keptOut(t, "TryAcquire", other, other.Release)
 		require.NoError(t, m.Release(ctx))
 	})
@@ -118,7 +120,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		if err != nil || p.Node != l.Path() || p.ID != "n" {
 			t.Errorf("Leader %+v (%v), want Node %q", p, err, l.Path())
 		}
-		o, _ := leader.New(sp, sn.FullPath("/l"), "p")
+		o, _ := leader.New(sp, connlink.Of(sn).FullPath("/l"), "p")
 		if p2, err := o.Leader(ctx); err != nil || p2.ID != "n" {
 			t.Errorf("Leader through the full path: %+v %v", p2, err)
 		}
@@ -129,8 +131,8 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		a, _ := mutex.New(sn, "/x/y")
 		sn2 := f.Session(conn.WithNamespace(ns + "/x"))
 		b, _ := mutex.New(sn2, "/y")
-		if _, err := multilock.New(a, b); !errors.Is(err, multilock.ErrDuplicatePath) {
-			t.Errorf("multilock.New over %s reached through two namespaces: %v, want ErrDuplicatePath", sn.FullPath("/x/y"), err)
+		if _, err := multilock.New(a, b); !errors.Is(err, conn.ErrInvalidArgument) || !strings.Contains(err.Error(), "two locks on the same path") {
+			t.Errorf("multilock.New over %s reached through two namespaces: %v, want ErrInvalidArgument (two locks on the same path)", connlink.Of(sn).FullPath("/x/y"), err)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -38,7 +39,7 @@ func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept
 	for time.Now().Before(end) {
 		sent := time.Now()
 		sctx, cancel := context.WithTimeout(ctx, T)
-		err := ep.Sync(sctx, "/")
+		err := connlink.Of(ep).Sync(sctx, "/")
 		cancel()
 		if err != nil {
 			// An epoch that ended under the sync fails it: wait for Lost.
@@ -134,7 +135,7 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 	var end1, start2 time.Time
 	leading := make(chan struct{})
 	go func() {
-		_ = e1.Run(ctx, func(fctx context.Context) error {
+		_ = e1.Run(ctx, func(fctx context.Context, _ *conn.Lease) error {
 			close(leading)
 			<-fctx.Done()
 			mu.Lock()
@@ -150,7 +151,7 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 	}
 	started2 := make(chan struct{})
 	go func() {
-		_ = e2.Run(ctx, func(fctx context.Context) error {
+		_ = e2.Run(ctx, func(fctx context.Context, _ *conn.Lease) error {
 			mu.Lock()
 			start2 = time.Now()
 			mu.Unlock()
@@ -199,8 +200,8 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	mB, _ := mutex.New(sB, path)
 	ep, err := sB.Epoch(ctx)
 	require.NoError(t, err)
-	_ = ep.CreateParents(ctx, reg)
-	_, err = ep.Create(ctx, reg, nil, 0, zkWorld)
+	_ = connlink.Of(ep).CreateParents(ctx, reg)
+	_, err = sB.Create(ctx, reg, nil, 0, zkWorld)
 	require.NoError(t, err)
 	g1 := hold(ctx, mA)
 	l1 := g1.wait(t, 10*time.Second, "G1")
@@ -208,7 +209,7 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	lost1 := l1.Lost()
 	b := hold(ctx, mB)
 	waitFor(t, 10*time.Second, "B queued", func() bool {
-		ch, _, err := ep.Children(ctx, path)
+		ch, _, err := sB.Children(ctx, path)
 		return err == nil && len(ch) == 2
 	})
 	g2 := hold(ctx, mA)

@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -33,7 +35,7 @@ func TestReleaseRefusedByServerLeavesLockHeld(t *testing.T) {
 		lk := newLocker(t, recipe, s, f.Path("refused-")+name, 0)
 		l, err := lk.Acquire(ctx)
 		require.NoError(t, err)
-		parent := conn.ParentPath(l.Path())
+		parent := zkpath.Parent(l.Path())
 		_, err = zc.SetACL(parent, zk.WorldACL(zk.PermAll&^zk.PermDelete), -1)
 		require.NoError(t, err, "bystander setACL")
 		_, err = timed(ctx, 5*time.Second, lk.Release)
@@ -186,13 +188,13 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 // session the server holds no watch of that session on lock nodes").
 // After the Release the node must go (another session acquires), the
 // server must hold no watch of the session, the watches gauge
-// (conn.Metrics.Watches) must be back to 0, and the loss must be counted
+// (metrics.Hooks.Watches) must be back to 0, and the loss must be counted
 // once with cause "suspended".
 func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 	forEach(t, []string{"mutex", "semaphoremutex", "rwlock-write", "rwlock-read", "exclusive"}, func(t *testing.T, f *fixture, recipe string) {
 		ctx := ctxT(t, 40*time.Second)
 		rec := &metricsRec{}
-		px, s := f.ProxiedSession(conn.WithSuspendedAsLost(), conn.WithMetrics(rec))
+		px, s := f.ProxiedSession(conn.WithSuspendedAsLost(), conn.WithMetrics(rec.Hooks()))
 		path := f.Path("r3-susp/") + recipe
 		lk := newLocker(t, recipe, s, path, 0)
 		sid := epochOf(t, s).SessionID()
@@ -219,7 +221,7 @@ func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 		}
 		noWatchesOf(t, f, sid, 3*time.Second, "the session")
 		rec.gaugeDrains(t, 3*time.Second)
-		rec.expect(t, 1, conn.LockLost, "", conn.CauseSuspended, "losses with cause suspended")
+		rec.expect(t, 1, metrics.LockLost, "", metrics.CauseSuspended, "losses with cause suspended")
 	})
 }
 
@@ -247,7 +249,7 @@ func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	}()
 	// 30 s: A's quorum timer ends the epoch T/2 after its last answered sync, sent up to T/6 before the blackholes; at 8 s the ~3.7 s until the reconnect outlasted it.
 	px, sA := f.ProxiedSession(conn.WithSessionTimeout(30*time.Second), oneAttempt(20*time.Millisecond),
-		conn.WithLogger(trace.logger()), conn.WithMetrics(trace))
+		conn.WithLogger(trace.logger()), conn.WithMetrics(trace.hooks()))
 	mA, _ := mutex.New(sA, path)
 	mB, _ := mutex.New(f.Session(), path)
 	mC, _ := mutex.New(f.Session(), path)

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -119,10 +121,8 @@ func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
 // TestSemaphoreMutexLossCountedOnce: one semaphoremutex.Mutex
 // holder, one bystander delete of its node, one loss, counted once (with and
 // without local handoff). Promises checked:
-//   - conn.LockLost: "a held lease was found lost; Cause says why. It is
-//     reported when the lease learns it ... once per lease" (and conn's
-//     "Metrics": "LockLost: a lease lost ... reported when the lease learns
-//     it ..., once");
+//   - metrics.LockLost: "a held lease was found lost, with a Cause. Once
+//     per lease, when the lease learns it";
 //   - docs/operations.md: "A semaphoremutex's holds and losses are counted
 //     under `semaphore` (its lease's) ... `semaphore-lock` is a semaphore's
 //     internal lock (PATH/locks), held only while a lease is taken", and its
@@ -136,23 +136,23 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 	forEach(t, []string{"plain", "local-handoff"}, func(t *testing.T, f *fixture, name string) {
 		ctx := ctxT(t, 20*time.Second)
 		rec := &metricsRec{}
-		s := f.Session(conn.WithMetrics(rec))
+		s := f.Session(conn.WithMetrics(rec.Hooks()))
 		recipe := map[string]string{"plain": "semaphoremutex", "local-handoff": "semaphoremutex-handoff"}[name]
 		m := newLocker(t, recipe, s, f.Path("r3-semlost"), 0)
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		lost := l.Lost()
 		waitFor(t, 5*time.Second, "lease watched", func() bool { return rec.watches.Load() == 1 })
-		require.NoError(t, f.Raw().Delete(s.FullPath(l.Path()), -1), "bystander delete of %s", l.Path())
+		require.NoError(t, f.Raw().Delete(connlink.Of(s).FullPath(l.Path()), -1), "bystander delete of %s", l.Path())
 		recv(t, lost, 5*time.Second, "Lost not closed after the bystander's delete")
 		if err := m.Release(ctx); err != nil {
 			t.Logf("release after loss: %v", err)
 		}
 		// Give a second report time to come; none is allowed.
-		eventually(time.Second, func() bool { return rec.count(conn.LockLost, "", "") > 1 })
+		eventually(time.Second, func() bool { return rec.count(metrics.LockLost, "", "") > 1 })
 		t.Logf("lock events: %s", rec.dump())
-		rec.expect(t, 1, conn.LockLost, "", "", "LockLost reports of one holder's one loss")
-		rec.expect(t, 1, conn.LockLost, "semaphore", conn.CauseNodeDeleted, "LockLost{recipe=semaphore, cause=node_deleted}")
+		rec.expect(t, 1, metrics.LockLost, "", "", "LockLost reports of one holder's one loss")
+		rec.expect(t, 1, metrics.LockLost, "semaphore", metrics.CauseNodeDeleted, "LockLost{recipe=semaphore, cause=node_deleted}")
 	})
 }
 
@@ -161,7 +161,7 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 // held; it waits holding the internal lock (semaphoremutex: "Otherwise it
 // keeps the internal mutex and waits ... until one is deleted"). A
 // bystander deletes that internal lock node. Nobody held a lease of ours,
-// so nothing was lost: conn.LockLost is "a held lease was found lost", and
+// so nothing was lost: metrics.LockLost is "a held lease was found lost", and
 // docs/operations.md's alert says of zkrecipes_lock_lost_total "Every loss
 // is a holder that must stop mid-work". The contender is then granted once
 // the foreign lease goes and releases; LockLost must not have been reported.
@@ -169,10 +169,10 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	rec := &metricsRec{}
-	s := f.Session(conn.WithMetrics(rec))
+	s := f.Session(conn.WithMetrics(rec.Hooks()))
 	zc := f.Raw()
 	path := f.Path("r3-semwait")
-	full := s.FullPath(path)
+	full := connlink.Of(s).FullPath(path)
 	for _, p := range []string{f.Root(), full, full + "/leases"} {
 		_, _ = zc.Create(p, nil, 0, zkWorld)
 	}
@@ -199,5 +199,5 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 	require.NoError(t, recv(t, got, 15*time.Second, "not granted after the foreign lease went"))
 	require.NoError(t, m.Release(ctx))
 	t.Logf("lock events: %s", rec.dump())
-	rec.expect(t, 0, conn.LockLost, "", "", "LockLost reports (no held lease was lost)")
+	rec.expect(t, 0, metrics.LockLost, "", "", "LockLost reports (no held lease was lost)")
 }

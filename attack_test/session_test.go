@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -37,22 +40,33 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 		t.Logf("Close: %v", err)
 	}
 	calls := map[string]func(context.Context) error{
-		"Session.Epoch":       func(ctx context.Context) error { _, err := s.Epoch(ctx); return err },
-		"mutex.Acquire":       acquireErr(r.m),
-		"mutex.TryAcquire":    tryErr(r.m),
-		"rwlock.Read":         acquireErr(r.rw.ReadLock()),
-		"rwlock.Write":        acquireErr(r.rw.WriteLock()),
-		"semaphoremutex":      acquireErr(r.sm),
-		"semaphore":           acquireErr(r.sem),
-		"exclusive":           acquireErr(r.x),
-		"leader.Campaign":     func(ctx context.Context) error { _, err := r.e.Campaign(ctx); return err },
-		"leader.Run":          func(ctx context.Context) error { return r.e.Run(ctx, func(context.Context) error { return nil }) },
+		"Session.Epoch": func(ctx context.Context) error { _, err := s.Epoch(ctx); return err },
+		"Session.Get":   func(ctx context.Context) error { _, _, err := s.Get(ctx, root); return err },
+		"Session.Set":   func(ctx context.Context) error { _, err := s.Set(ctx, root, nil, -1); return err },
+		"Session.Create": func(ctx context.Context) error {
+			_, err := s.Create(ctx, root+"-c", nil, 0, connlink.Of(s).ACL())
+			return err
+		},
+		"Session.Delete":   func(ctx context.Context) error { return s.Delete(ctx, root, -1) },
+		"Session.Children": func(ctx context.Context) error { _, _, err := s.Children(ctx, root); return err },
+		"Session.Exists":   func(ctx context.Context) error { _, _, err := s.Exists(ctx, root); return err },
+		"mutex.Acquire":    acquireErr(r.m),
+		"mutex.TryAcquire": tryErr(r.m),
+		"rwlock.Read":      acquireErr(r.rw.ReadLock()),
+		"rwlock.Write":     acquireErr(r.rw.WriteLock()),
+		"semaphoremutex":   acquireErr(r.sm),
+		"semaphore":        acquireErr(r.sem),
+		"exclusive":        acquireErr(r.x),
+		"leader.Campaign":  func(ctx context.Context) error { _, err := r.e.Campaign(ctx); return err },
+		"leader.Run": func(ctx context.Context) error {
+			return r.e.Run(ctx, func(context.Context, *conn.Lease) error { return nil })
+		},
 		"leader.Leader":       func(ctx context.Context) error { _, err := r.e.Leader(ctx); return err },
 		"leader.Participants": func(ctx context.Context) error { _, err := r.e.Participants(ctx); return err },
 		"multilock.Acquire":   func(ctx context.Context) error { _, err := r.ml.Acquire(ctx); return err },
 		"mutex.Participants":  func(ctx context.Context) error { _, err := r.m.Participants(ctx); return err },
 		"Lease.GuardedWrite":  func(ctx context.Context) error { return guardedCreate(ctx, l, root+"-res") },
-		"Lease.Epoch.Get":     func(ctx context.Context) error { _, _, err := l.Epoch().Get(ctx, "/"); return err },
+		"Lease.Epoch.Get":     func(ctx context.Context) error { _, _, err := connlink.Of(l.Epoch()).Get(ctx, "/"); return err },
 	}
 	for name, call := range calls {
 		done := make(chan error, 1)
@@ -138,7 +152,7 @@ func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
 	start(func() error { _, err := ws.Acquire(ctx); return err })
 	wl, _ := leader.New(s, root+"/l", "w")
 	start(func() error {
-		return wl.Run(ctx, func(context.Context) error { return nil })
+		return wl.Run(ctx, func(context.Context, *conn.Lease) error { return nil })
 	})
 	obs := wl.Observe(ctx)
 	// Holdings with armed Lost, a MultiLock's Lost goroutine.
@@ -253,29 +267,29 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 	t.Logf("%d events, the same on both subscriptions", len(seen))
 }
 
-// TestValidatePathEdges checks conn.ValidatePath (go doc ./conn
-// ValidatePath): "not empty, starting with "/", no trailing "/" (except the
+// TestValidatePathEdges checks zkpath.Validate (go doc ./internal/zkpath
+// Validate): "not empty, starting with "/", no trailing "/" (except the
 // root), no empty, "." or ".." segment, no NUL or other character the server
-// rejects. Paths in the /zookeeper tree are refused with ErrReservedPath."
+// rejects, and not in the /zookeeper tree the server reserves."
 // on the edges: a sibling of /zookeeper whose name starts with it is not in
 // its tree; "..." and ".x" are ordinary names.
 func TestValidatePathEdges(t *testing.T) {
 	ok := []string{"/", "/zookeeperx", "/zookeeper-locks/a", "/a/...", "/a/.x", "/a/x..", "/a b", "/ü"}
 	for _, p := range ok {
-		if err := conn.ValidatePath(p); err != nil {
-			t.Errorf("ValidatePath(%q) = %v, want nil", p, err)
+		if err := zkpath.Validate(p); err != nil {
+			t.Errorf("Validate(%q) = %v, want nil", p, err)
 		}
 	}
 	reserved := []string{"/zookeeper", "/zookeeper/quota", "/zookeeper/config"}
 	for _, p := range reserved {
-		if err := conn.ValidatePath(p); !errors.Is(err, conn.ErrReservedPath) {
-			t.Errorf("ValidatePath(%q) = %v, want ErrReservedPath", p, err)
+		if err := zkpath.Validate(p); !errors.Is(err, conn.ErrInvalidArgument) || !strings.Contains(err.Error(), "is reserved") {
+			t.Errorf("Validate(%q) = %v, want ErrInvalidArgument (reserved)", p, err)
 		}
 	}
 	bad := []string{"", "a", "/a/", "//a", "/a//b", "/a/./b", "/a/../b", "/a/.", "/a\x00b", "/a\u0001b", "/a\ufffeb", "/a\u007fb", "/a\u0085b", "/a\ue000b"}
 	for _, p := range bad {
-		if err := conn.ValidatePath(p); !errors.Is(err, conn.ErrInvalidPath) {
-			t.Errorf("ValidatePath(%q) = %v, want ErrInvalidPath", p, err)
+		if err := zkpath.Validate(p); !errors.Is(err, conn.ErrInvalidArgument) || strings.Contains(err.Error(), "is reserved") {
+			t.Errorf("Validate(%q) = %v, want ErrInvalidArgument (not reserved)", p, err)
 		}
 	}
 }

@@ -9,13 +9,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // traceLog keeps a session's log lines and state transitions, time-stamped,
 // for a failing test to print.
 type traceLog struct {
-	conn.NopMetrics
 	mu    sync.Mutex
 	lines []string
 	t0    time.Time
@@ -31,7 +30,16 @@ func (d *traceLog) add(s string) {
 
 func (d *traceLog) note(f string, a ...any) { d.add("TEST " + fmt.Sprintf(f, a...)) }
 
-func (d *traceLog) State(e conn.Event) { d.add("STATE " + e.String()) }
+// hooks reports the session's transitions into the log.
+func (d *traceLog) hooks() metrics.Hooks {
+	return metrics.Hooks{State: func(e metrics.Transition) {
+		if e.Err != nil {
+			d.add(fmt.Sprintf("STATE %s(session 0x%x: %v)", e.State, e.SessionID, e.Err))
+			return
+		}
+		d.add(fmt.Sprintf("STATE %s(session 0x%x)", e.State, e.SessionID))
+	}}
+}
 
 func (d *traceLog) dump() string {
 	d.mu.Lock()

@@ -325,14 +325,14 @@ func massCancel(t *testing.T, f *fixture, cut bool) {
 
 // TestRevokedHolderWatchesGaugeMatchesServer: a revocable holder (with a
 // label) arms Lost and Revoked; another session revokes it. At each step
-// the holder's watches gauge (conn.Metrics.Watches: "the number of watches
+// the holder's watches gauge (metrics.Hooks.Watches: "the number of watches
 // the session has on the servers for its callers") equals what the server
 // lists for its session (wchc), and both are 0 after its release.
 func TestRevokedHolderWatchesGaugeMatchesServer(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	m := &metricsRec{}
-	s := f.Session(conn.WithMetrics(m))
+	s := f.Session(conn.WithMetrics(m.Hooks()))
 	path := f.Path("rev-watch")
 	h, err := mutex.New(s, path, mutex.WithRevocable())
 	require.NoError(t, err)
@@ -348,9 +348,7 @@ func TestRevokedHolderWatchesGaugeMatchesServer(t *testing.T) {
 	_ = l.Lost()
 	revoked := l.Revoked()
 	match("armed")
-	other, err := mutex.New(f.Session(), path, mutex.WithRevocable())
-	require.NoError(t, err)
-	require.NoError(t, other.Revoke(ctx, l.Path()))
+	require.NoError(t, lock.Revoke(ctx, f.Session(), l.Path()))
 	recv(t, revoked, 5*time.Second, "Revoked not closed")
 	match("revoked")
 	select {

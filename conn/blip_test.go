@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -24,8 +25,8 @@ func blip(t *testing.T, p *zktest.Proxy, s *conn.Session, d time.Duration) bool 
 	ep := epoch(t, s)
 	sub := s.Subscribe()
 	defer sub.Close()
-	n := s.Stats().QuorumSyncs
-	waitUntil(t, 5*time.Second, "a sync of the quorum timer", func() bool { return s.Stats().QuorumSyncs > n })
+	n := connlink.Of(s).Stats().QuorumSyncs
+	waitUntil(t, 5*time.Second, "a sync of the quorum timer", func() bool { return connlink.Of(s).Stats().QuorumSyncs > n })
 	p.BlackholeAfterNextOp()
 	waitUntil(t, 5*time.Second, "the blackhole", p.Blackholed)
 	cut := time.Now()
@@ -56,7 +57,7 @@ func blip(t *testing.T, p *zktest.Proxy, s *conn.Session, d time.Duration) bool 
 		switch ev.State {
 		case conn.Reconnected:
 			require.Same(t, ep, ev.Epoch)
-			ctx, cancel := context.WithTimeout(context.Background(), ep.Timeout())
+			ctx, cancel := context.WithTimeout(context.Background(), connlink.Of(ep).Timeout())
 			ev, err := sub.Next(ctx)
 			cancel()
 			if err == nil {
@@ -95,7 +96,7 @@ func TestQuorumTimerKeepsSessionThroughABlip(t *testing.T) {
 			}
 			p := zktest.NewProxy(t, []string{target})
 			s := connect(t, p.Addrs(), conn.WithSessionTimeout(timeout))
-			require.Equal(t, timeout, epoch(t, s).Timeout())
+			require.Equal(t, timeout, connlink.Of(epoch(t, s)).Timeout())
 			for _, d := range []time.Duration{time.Second, 1500 * time.Millisecond} {
 				for i := range 3 {
 					if !blip(t, p, s, d) {

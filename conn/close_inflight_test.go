@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -33,7 +34,7 @@ func TestCloseWithContainerCreatesInFlight(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := 0; ep.Err() == nil; i++ {
-					_ = ep.CreateParents(context.Background(), fmt.Sprintf("%s/inflight-%d/%d-%d/x", c.Root(), round, w, i))
+					_ = connlink.Of(ep).CreateParents(context.Background(), fmt.Sprintf("%s/inflight-%d/%d-%d/x", c.Root(), round, w, i))
 				}
 			}()
 		}

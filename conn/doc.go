@@ -1,137 +1,30 @@
-// Package conn is the session manager every recipe stands on: one Session
-// per process (or per logical client) over github.com/go-zookeeper/zk.
+// Package conn is the session every recipe stands on: one Session per
+// process over github.com/go-zookeeper/zk, that reconnects and tells its
+// holders when what they hold is lost.
 //
-// # Sessions and epochs
+// A Session lives across many ZooKeeper sessions, its epochs. An epoch
+// ends exactly once: the server confirmed expiry (ErrSessionExpired), the
+// local timer ran out while the server could not tell us
+// (ErrSessionTimeout), or Close (ErrClosed). A request runs in one epoch
+// and is never sent again in the next. Subscribe gives every transition
+// (Connected, Suspended, Reconnected, Lost, Closed: Curator's names) in
+// order.
 //
-// A Session survives many ZooKeeper sessions. Each one is an Epoch: it
-// begins when the server grants a session and ends exactly once, when the
-// server confirms expiry (ErrSessionExpired), when the local timer runs out
-// (ErrSessionTimeout: during a partition the server cannot tell us; see
-// "The local timer"), or on Close (ErrClosed). Its end is a closed
-// channel (Epoch.Done), with the reason in Epoch.Err. A new epoch
-// then begins on a fresh connection, so nothing sent in one ZooKeeper session
-// can be carried out in the next.
-//
-// Transitions, with Curator's names: Connected (an epoch began), Suspended
-// (connection broke; the session may live), Reconnected (same session back),
-// Lost (the epoch ended), Closed. Subscribe gives every transition in order,
-// never dropping one, however slowly it is read.
-//
-// # What it guarantees
-//
-//   - Operations on an Epoch run on that epoch's connection only, take a
-//     context first, and fail with ErrEpochEnded once the epoch has ended.
-//   - Idempotent operations are retried on connection loss with exponential
-//     backoff and jitter (RetryPolicy), bounded by the caller's context and
-//     the epoch. Sequential creates and multis are never retried blindly.
-//   - Paths are validated (ValidatePath) and prefixed with the namespace.
-//   - Requests and watch events are counted (Stats).
-//   - Each Session has a random digest identity of its own, added to every
-//     ZooKeeper session before it is handed out, so that the recipes can
-//     create lock nodes only that session may change (sealed; see WithACL).
-//     A server that refuses the credentials is retried after 250 ms,
-//     doubling up to 30 s, and the refusal is reported (ErrAuthFailed).
-//   - Close is idempotent and never hangs: it returns at once when the
-//     server answers or the connection is down, after about a second when
-//     nothing answers, and within about 13 s at worst.
-//   - A watch nobody waits on any more is removed from the server
-//     (ZooKeeper 3.5 and later), and does not come back on a reconnect.
-//
-// # The local timer
-//
-// Only the ensemble's leader expires sessions, no earlier than one session
-// timeout T after it last heard of the session; the client must stop
-// acting on its session (its leases, its leader terms) before that,
-// without being told.
-//
-// The quorum timer (the default) sends a sync every T/12 while an epoch
-// lives and ends the epoch 7T/12 after the last proof that the leader heard
-// of the session: the send time of an answered sync, or of a reconnect's
-// answered connect request. A new epoch starts its clock at a first sync
-// sent once its session is established. So the epoch ends at least 5T/12
-// before the server can expire the session on a standalone server or
-// through the leader, and T/3 − tickTime/2 (at least T/12) through a
-// follower, less the client's own scheduling delays. A connection cut and
-// back within T/2 (detection, redial and answer included) keeps the epoch;
-// the first redial after a working connection is made at once. The cost:
-// 12/T syncs per second per session (Stats.QuorumSyncs), and an epoch that
-// also ends when no sync is answered for about T/2 on a live connection (a
-// leader election, a slow link). docs/safety.md has the measured figures,
-// docs/design.md the argument.
-//
-// WithLastHeardTimer() keeps the earlier timer: no syncs, and the epoch
-// ends T after the last byte heard from the connected server, counted only
-// while disconnected. It never gives up a session the server kept, but its
-// margin is whatever the server's tick rounding leaves, and a follower cut
-// off from the leader keeps it from starting for up to syncLimit ×
-// tickTime.
-//
-// # What it does not guarantee
+// The local timer ends an epoch before the ensemble's leader can expire
+// its session: by default it syncs every T/12 (T the session timeout) and
+// ends the epoch 7T/12 after the last sync the leader answered, at least
+// T/3 − tickTime/2 before the leader can (WithLastHeardTimer has the
+// alternative). docs/design.md gives the argument, docs/safety.md the
+// measured margins.
 //
 // A Lease (a held lock node) is a lease on a session, not a promise: a
-// client whose process is paused (GC, SIGSTOP) or whose clock runs slow
-// for longer than the margins above, or one that runs with
-// WithLastHeardTimer(), may still believe it holds a lock while another
-// client holds it; and Lost and Done are signals, which code that checks
-// them and then acts may act on late. Only the resource can close that
-// window: fencing tokens (Lease.Fence) and guarded writes
-// (Lease.GuardedWrite), which the ensemble refuses once the session is
-// gone, whatever the client believes.
+// process paused longer than the margin may still believe it holds.
+// Only the resource can close that window: Lease.Fence gives a fencing
+// token and Lease.GuardedWrite a write the ensemble refuses once the lock
+// is gone.
 //
-// # One go-zookeeper version
-//
-// conn works with github.com/go-zookeeper/zk v1.0.4 only: it owns the
-// connection's wire and depends on that version's frames. Connect returns
-// ErrZKVersion, naming what is linked, when the program's build records
-// another version or a replacement; pin v1.0.4 in go.mod. A patched copy of
-// v1.0.4 (a replace) runs with WithPatchedZK; CheckWire, run in a test
-// against a real server, tells whether the copy keeps what conn relies on.
-// docs/design.md ("The wire") says what conn does on the wire and why.
-//
-// # Metrics
-//
-// WithMetrics gives the session a Metrics, to which it and the recipes on
-// it report what they do (default: none; every report point is then one
-// nil check). The library has no metrics dependency: the adapters are
-// modules of their own, github.com/zkrecipes/zkrecipes/metrics/prometheus
-// and github.com/zkrecipes/zkrecipes/metrics/otel, and docs/operations.md
-// lists what they export and what to alert on. Durations are
-// time.Duration; the adapters export seconds. The events:
-//
-//   - State: every state transition (Event); each Connected is a new
-//     epoch.
-//   - Request: each request attempt to ZooKeeper (the Op* names), with its
-//     latency and error.
-//   - Lock, LockWait: an Acquire or TryAcquire ended after Duration, with
-//     Outcome granted, not_granted, timeout, cancelled or error; one per
-//     call that asks for the lock, every recipe's (a local waiter's wait
-//     included; a re-entrant call of the goroutine that holds a mutex or
-//     rwlock, or one refused with lock.ErrInvalidLabel, asks for nothing
-//     and is not reported).
-//   - Lock, LockHold: a grant released by its recipe, held for Duration
-//     since the grant (a recipe's own delete seen by the lease's watch
-//     first is still a hold).
-//   - Lock, LockHandoff: a grant passed to a local waiter (in-process
-//     handoff).
-//   - Lock, LockLost: a lease lost, with Cause expiry, local_timer,
-//     node_deleted, suspended, closed or other; reported when the lease
-//     learns it (something waits on Lost or checks it), once.
-//   - Lock, LockRevokeRequest: a revoke request seen on a held node.
-//   - Leader: a term of leader.Election.Run began (Leading) or ended
-//     (with its Duration).
-//   - Watches: the number of watches the session has on the servers for
-//     its callers rose or fell by one.
-//
-// Paths are passed as they are; the adapters bound the label values they
-// make of them.
-//
-// # Errors
-//
-// Sentinels, compared with errors.Is: ErrClosed, ErrEpochEnded (with the
-// reason: ErrSessionExpired, ErrSessionTimeout, ErrClosed), ErrConnectionLoss
-// (a request's fate is unknown), ErrInvalidPath, ErrReservedPath,
-// ErrInvalidOption, ErrNoServers, ErrConnectTimeout, ErrAuthFailed,
-// ErrLeaseLost, ErrZKVersion. The errors every lock shares (ErrNotHeld,
-// ErrReleasePending, ...) are package lock's. Errors from the server are
-// wrapped and match go-zookeeper's (zk.ErrNoNode, ...).
+// conn runs go-zookeeper v1.0.4 only (ErrZKVersion otherwise; a patched
+// copy with WithPatchedZK, checked by CheckWire). Errors are compared with
+// errors.Is; those every lock shares are package lock's, and server errors
+// match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

@@ -11,13 +11,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Epoch is one ZooKeeper session of a Session. Locks are bound to the epoch
-// they were acquired in: when it ends, their ephemeral nodes are gone (or
-// must be taken as gone). An epoch ends exactly once: on server-confirmed
-// expiry, on the local timer, or on Close. Operations on an epoch never run
-// in a later session; once the epoch has ended they fail with ErrEpochEnded.
-//
-// Safe for concurrent use.
+// Epoch is one ZooKeeper session of a Session, the one a Lease was taken
+// in. It ends exactly once (expiry, the local timer, or Close); a request
+// of an ended epoch fails with ErrEpochEnded. Safe for concurrent use.
 type Epoch struct {
 	epochLink // what the recipes reach (link.go)
 
@@ -50,9 +46,6 @@ func newEpoch(s *Session, zc *zk.Conn, hs handshake) *Epoch {
 
 // SessionID is the ZooKeeper session id.
 func (e *Epoch) SessionID() int64 { return e.sessionID }
-
-// Timeout is the session timeout the server granted.
-func (e *Epoch) Timeout() time.Duration { return e.timeout }
 
 // Done is closed when the epoch ends; Err then tells why. Never nil. It is
 // the one way to learn that an epoch ended (Session.Done is the Session's

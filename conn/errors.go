@@ -1,59 +1,47 @@
 package conn
 
-import "errors"
+import (
+	"errors"
 
-// Errors returned by this package. Compare with errors.Is; they are wrapped
-// with the operation and path that failed.
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+)
+
+// Errors returned by this package, wrapped with the operation and path that
+// failed. Compare with errors.Is.
 var (
 	// ErrClosed is returned by every call made after Close.
 	ErrClosed = errors.New("conn: session closed")
 
-	// ErrEpochEnded is returned by an operation bound to an epoch that has
-	// ended. The error also matches the reason: ErrSessionExpired,
-	// ErrSessionTimeout or ErrClosed.
+	// ErrEpochEnded: the request's epoch ended; the error also matches
+	// the reason (ErrSessionExpired, ErrSessionTimeout or ErrClosed).
 	ErrEpochEnded = errors.New("conn: session epoch ended")
 
 	// ErrSessionExpired: the server confirmed that the ZooKeeper session
 	// expired; its ephemeral nodes are gone.
 	ErrSessionExpired = errors.New("conn: session expired (confirmed by the server)")
 
-	// ErrSessionTimeout: the local timer ran out (see "The local timer" in
-	// the package documentation): the last sync answered through the
-	// ensemble's leader was sent half the session timeout ago (the default;
-	// also while connected, over a link whose round trip exceeds about a
-	// third of the session timeout), or, with WithLastHeardTimer(), the
-	// client was disconnected for the session timeout. The session is
-	// taken as lost although the server could not confirm it.
+	// ErrSessionTimeout: the local timer ran out (see the package
+	// documentation); the session is taken as lost although the server
+	// could not confirm it.
 	ErrSessionTimeout = errors.New("conn: session timed out on the client (local timer); session taken as lost")
 
 	// ErrConnectionLoss: the connection broke while a request that is not
-	// retried blindly (a sequential create, a multi) was in flight. The
-	// request may or may not have been applied.
+	// retried (a sequential create, a multi) was in flight: it may or may
+	// not have been applied.
 	ErrConnectionLoss = errors.New("conn: connection lost; the request may or may not have been applied")
 
-	// ErrInvalidPath: a path is not a valid absolute ZooKeeper path.
-	ErrInvalidPath = errors.New("conn: invalid path")
-
-	// ErrReservedPath: a path lies in the /zookeeper tree, which the server
-	// reserves for itself.
-	ErrReservedPath = errors.New("conn: path in the reserved /zookeeper tree")
-
-	// ErrNilSession: a recipe's constructor (mutex.New, leader.New, ...)
-	// was given a nil *Session. Every package returns this one value,
-	// wrapped with the recipe and the path.
-	ErrNilSession = errors.New("conn: nil session")
-	// ErrInvalidOption: an option was given an invalid value.
-	ErrInvalidOption = errors.New("conn: invalid option")
-
-	// ErrNoServers: Connect was given no server address.
-	ErrNoServers = errors.New("conn: no ZooKeeper server given")
+	// ErrInvalidArgument: bad input (an option, a path, a nil value, a
+	// label, ...), from every package of this module, in a message that
+	// says what was wrong; nothing was done. A valid path is absolute, does
+	// not end with "/" (but the root), has no empty, "." or ".." segment,
+	// no character the server rejects, and is not under /zookeeper.
+	ErrInvalidArgument = zkpath.ErrInvalid
 
 	// ErrConnectTimeout: no session could be established within the connect
 	// timeout.
 	ErrConnectTimeout = errors.New("conn: no session established within the connect timeout")
 
-	// ErrAuthFailed: a server refused the credentials sent at the start of
-	// a session (WithDigestAuth, the session's own identity). The session
-	// backs off and opens another (see Connect).
+	// ErrAuthFailed: a server refused the session's credentials
+	// (WithDigestAuth); the session backs off and opens another.
 	ErrAuthFailed = errors.New("conn: the server refused the credentials")
 )

@@ -29,18 +29,14 @@ func Example() {
 	}
 	defer sess.Close()
 
-	ep, err := sess.Epoch(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = ep.Create(ctx, "/example-config", []byte("v1"), 0, sess.ACL())
+	_, err = sess.Create(ctx, "/example-config", []byte("v1"), 0, zk.WorldACL(zk.PermAll))
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		log.Fatal(err)
 	}
-	if _, err := ep.Set(ctx, "/example-config", []byte("v2"), -1); err != nil {
+	if _, err := sess.Set(ctx, "/example-config", []byte("v2"), -1); err != nil {
 		log.Fatal(err)
 	}
-	data, _, err := ep.Get(ctx, "/example-config")
+	data, _, err := sess.Get(ctx, "/example-config")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -59,11 +55,7 @@ func ExampleLease_GuardedWrite() {
 		log.Fatal(err)
 	}
 	defer sess.Close()
-	ep, err := sess.Epoch(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = ep.Create(ctx, "/example-stock", []byte("10"), 0, sess.ACL())
+	_, err = sess.Create(ctx, "/example-stock", []byte("10"), 0, zk.WorldACL(zk.PermAll))
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		log.Fatal(err)
 	}

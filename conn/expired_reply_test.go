@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -142,7 +143,7 @@ func TestRequestAnsweredSessionExpiredEndsEpoch(t *testing.T) {
 
 	p.armed.Store(true)
 	begin := time.Now()
-	_, _, err := ep.Get(ctx, "/")
+	_, _, err := connlink.Of(ep).Get(ctx, "/")
 	assert.ErrorIs(t, err, zk.ErrSessionExpired)
 	assert.ErrorIs(t, err, conn.ErrEpochEnded)
 	assert.ErrorIs(t, err, conn.ErrSessionExpired)
@@ -163,6 +164,6 @@ func TestRequestAnsweredSessionExpiredEndsEpoch(t *testing.T) {
 	expect(t, sub, 30*time.Second, conn.Connected)
 	ep2 := epoch(t, s)
 	assert.NotEqual(t, ep.SessionID(), ep2.SessionID(), "a new session")
-	_, _, err = ep2.Get(ctx, "/")
+	_, _, err = connlink.Of(ep2).Get(ctx, "/")
 	assert.NoError(t, err)
 }

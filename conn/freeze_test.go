@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -44,7 +45,7 @@ func TestServerFreezeCostsOneSession(t *testing.T) {
 		t.Run(fmt.Sprintf("quorum=%v", quorum), func(t *testing.T) {
 			s := connect(t, c.Servers(), timerOpts(quorum, conn.WithSessionTimeout(timeout))...)
 			ep := epoch(t, s)
-			require.Equal(t, timeout, ep.Timeout())
+			require.Equal(t, timeout, connlink.Of(ep).Timeout())
 			sub := s.Subscribe()
 			defer sub.Close()
 			sessions := map[int64]bool{ep.SessionID(): true}
@@ -65,7 +66,7 @@ func TestServerFreezeCostsOneSession(t *testing.T) {
 				sessions[ev.Epoch.SessionID()] = true
 				ep = ev.Epoch
 				quiet(t, sub, began.Add(timeout), fmt.Sprintf("round %d: the epoch that began after the resume", i))
-				_, _, err := ep.Exists(context.Background(), "/")
+				_, _, err := connlink.Of(ep).Exists(context.Background(), "/")
 				require.NoError(t, err)
 				require.NoError(t, ep.Err())
 			}

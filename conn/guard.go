@@ -4,11 +4,11 @@ package conn
 // the recipe hands it to its own node (unguard): rwlock's downgrade, a
 // read lock granted at once because the goroutine's write node (the
 // guard) keeps everyone else out. While guarded, the grant's check
-// (GuardedWrite, CheckOp) is on the guard, the guard's deletion is a loss
-// (seen through a watch on it once Lost or Revoked is called), and its
-// Fence is the guard's czxid with the recipe's pass: it sorts after the
-// guard's own grant and before the grant of any node created after the
-// guard.
+// (GuardedWrite, connlink.Lease.CheckOp) is on the guard, the guard's
+// deletion is a loss (seen through a watch on it once Lost or Revoked is
+// called), and its Fence is the guard's czxid with the recipe's pass: it
+// sorts after the guard's own grant and before the grant of any node
+// created after the guard.
 
 // guardWith makes l, a lease just granted and not handed out yet (its
 // watch not armed), a grant that stands on node, which exists and whose

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -19,11 +21,11 @@ func guarded(t *testing.T, s *conn.Session, root string) (l *conn.Lease, guard s
 	t.Helper()
 	ctx := context.Background()
 	ep := epoch(t, s)
-	guard, err := ep.Create(ctx, root+"-guard", nil, zk.FlagEphemeral, s.ACL())
+	guard, err := connlink.Of(ep).Create(ctx, root+"-guard", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	node, err := ep.Create(ctx, root+"-node", nil, zk.FlagEphemeral, s.ACL())
+	node, err := connlink.Of(ep).Create(ctx, root+"-node", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	_, st, err := ep.Exists(ctx, guard)
+	_, st, err := connlink.Of(ep).Exists(ctx, guard)
 	require.NoError(t, err)
 	l = ep.NewLease(node)
 	l.GuardWith(guard, st.Czxid, 1)
@@ -38,19 +40,18 @@ func TestGuardedGrantStandsOnItsGuard(t *testing.T) {
 	c := zktest.New(t)
 	ctx := context.Background()
 	s, obs := connect(t, c.Servers()), connect(t, c.Servers())
-	oep := epoch(t, obs)
 
 	l, guard, zxid := guarded(t, s, c.Root()+"-a")
-	assert.Equal(t, guard, l.CheckOp().Path)
+	assert.Equal(t, guard, connlink.Of(l).CheckOp().Path)
 	f, err := l.Fence(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, conn.Fence{Zxid: zxid, Pass: 1}, f)
 	_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: guard, Version: -1})
-	assert.ErrorIs(t, err, conn.ErrInvalidOption, "a guarded write may not set its guard's data")
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument, "a guarded write may not set its guard's data")
 	_, err = l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-a-write", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 	require.NoError(t, err)
 	lost := l.Lost()
-	require.NoError(t, oep.Delete(ctx, guard, -1))
+	require.NoError(t, obs.Delete(ctx, guard, -1))
 	select {
 	case <-lost:
 	case <-time.After(10 * time.Second):
@@ -64,15 +65,15 @@ func TestGuardedGrantStandsOnItsGuard(t *testing.T) {
 	l, guard, _ = guarded(t, s, c.Root()+"-b")
 	lost = l.Lost()
 	l.Unguard()
-	assert.Equal(t, l.Path(), l.CheckOp().Path)
-	require.NoError(t, oep.Delete(ctx, guard, -1))
+	assert.Equal(t, l.Path(), connlink.Of(l).CheckOp().Path)
+	require.NoError(t, obs.Delete(ctx, guard, -1))
 	_, err = l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-b-write", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 	require.NoError(t, err, "checks its own node once unguarded")
 	assert.False(t, isClosed(lost), "the guard's deletion after Unguard is no loss")
 	f, err = l.Fence(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), f.Pass, "the grant's fence stays")
-	require.NoError(t, oep.Delete(ctx, l.Path(), -1))
+	require.NoError(t, obs.Delete(ctx, l.Path(), -1))
 	select {
 	case <-lost:
 	case <-time.After(10 * time.Second):
@@ -80,10 +81,10 @@ func TestGuardedGrantStandsOnItsGuard(t *testing.T) {
 	}
 
 	// Released while its guard stays: the watch on the guard is removed.
-	set := s.Stats().WatchesSet
+	set := connlink.Of(s).Stats().WatchesSet
 	l, _, _ = guarded(t, s, c.Root()+"-c")
 	_ = l.Lost()
-	waitUntil(t, 10*time.Second, "both watches", func() bool { return s.Stats().WatchesSet == set+2 })
+	waitUntil(t, 10*time.Second, "both watches", func() bool { return connlink.Of(s).Stats().WatchesSet == set+2 })
 	removed := conn.WatchesRemoved(s)
 	l.Released()
 	waitUntil(t, 10*time.Second, "the guard's watch removed", func() bool { return conn.WatchesRemoved(s) == removed+1 })
@@ -108,22 +109,21 @@ func TestGuardedWriteFollowsUnguard(t *testing.T) {
 	ctx := context.Background()
 	p := zktest.NewProxy(t, c.Servers())
 	s, obs := connect(t, p.Addrs()), connect(t, c.Servers())
-	oep := epoch(t, obs)
 	l, guard, _ := guarded(t, s, c.Root()+"-a")
 
 	p.SetLatency(latency)
-	before := s.Stats().Requests[conn.OpMulti]
+	before := connlink.Of(s).Stats().Requests[metrics.OpMulti]
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-written", Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral})
 		done <- err
 	}()
-	for s.Stats().Requests[conn.OpMulti] == before {
+	for connlink.Of(s).Stats().Requests[metrics.OpMulti] == before {
 		time.Sleep(time.Millisecond)
 	}
 	sent := time.Now() // the multi, checking the guard, is on its way: it reaches the server after latency
 	l.Unguard()
-	require.NoError(t, oep.Delete(ctx, guard, -1))
+	require.NoError(t, obs.Delete(ctx, guard, -1))
 	if time.Since(sent) >= latency {
 		t.Skip("the bystander's delete took longer than the proxy's latency: the order is not known")
 	}
@@ -133,9 +133,9 @@ func TestGuardedWriteFollowsUnguard(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("guarded write not answered")
 	}
-	assert.Equal(t, before+2, s.Stats().Requests[conn.OpMulti], "refused behind the deleted guard, then sent again")
+	assert.Equal(t, before+2, connlink.Of(s).Stats().Requests[metrics.OpMulti], "refused behind the deleted guard, then sent again")
 	assert.NoError(t, l.Err())
-	ok, _, err := oep.Exists(ctx, c.Root()+"-written")
+	ok, _, err := obs.Exists(ctx, c.Root()+"-written")
 	require.NoError(t, err)
 	assert.True(t, ok)
 }
@@ -150,17 +150,17 @@ func TestGuardedWriteCutByEpochEnd(t *testing.T) {
 	ctx := context.Background()
 	s := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
 	ep := epoch(t, s)
-	node, err := ep.Create(ctx, c.Root()+"-lock", nil, zk.FlagEphemeral, s.ACL())
+	node, err := s.Create(ctx, c.Root()+"-lock", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	l := ep.NewLease(node)
 
-	before := s.Stats().Requests[conn.OpMulti]
+	before := connlink.Of(s).Stats().Requests[metrics.OpMulti]
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: c.Root() + "-written", Acl: zk.WorldACL(zk.PermAll)})
 		done <- err
 	}()
-	for s.Stats().Requests[conn.OpMulti] == before {
+	for connlink.Of(s).Stats().Requests[metrics.OpMulti] == before {
 		time.Sleep(time.Millisecond)
 	}
 	require.NoError(t, c.Pause(0))

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -16,9 +17,9 @@ func TestIdentity(t *testing.T) {
 	srv := c.Servers()[0]
 	plain := connect(t, []string{srv})
 	twice := connect(t, []string{srv, srv}, conn.WithNamespace(c.Root()))
-	assert.Equal(t, srv, plain.Ensemble())
-	assert.Equal(t, plain.Ensemble(), twice.Ensemble(), "same servers, repeated")
-	assert.Equal(t, "/a/b", plain.FullPath("/a/b"))
-	assert.Equal(t, c.Root()+"/a/b", twice.FullPath("/a/b"))
-	assert.Equal(t, c.Root(), twice.FullPath("/"))
+	assert.Equal(t, srv, connlink.Of(plain).Ensemble())
+	assert.Equal(t, connlink.Of(plain).Ensemble(), connlink.Of(twice).Ensemble(), "same servers, repeated")
+	assert.Equal(t, "/a/b", connlink.Of(plain).FullPath("/a/b"))
+	assert.Equal(t, c.Root()+"/a/b", connlink.Of(twice).FullPath("/a/b"))
+	assert.Equal(t, c.Root(), connlink.Of(twice).FullPath("/"))
 }

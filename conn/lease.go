@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // ErrLeaseLost: the lease ended (its epoch ended, its node was deleted by
@@ -21,13 +23,10 @@ var ErrLeaseLost = errors.New("conn: lease lost")
 // node to ask its holder to release (LockInternals.REVOKE_MESSAGE).
 const revokeMessage = "__REVOKE__"
 
-// Lease is a lock node held in one epoch: what every recipe hands out on a
-// grant. Holding a lease is a lease on the ZooKeeper session, not a promise:
-// the session can end at any time (expiry, partition), and the holder learns
-// it from Lost. Use Fence as a fencing token and GuardedWrite for writes that
-// must only happen while the lock is held.
-//
-// Safe for concurrent use.
+// Lease is a held lock node: what every recipe hands out on a grant. It
+// holds only as long as its ZooKeeper session: the holder learns of a loss
+// from Lost, fences with Fence and writes with GuardedWrite. Safe for
+// concurrent use.
 type Lease struct {
 	leaseLink // what the recipes reach (link.go)
 
@@ -56,7 +55,7 @@ type Lease struct {
 	// granted is when the grant was made; recipe and lock name the
 	// recipe and its lock path (connlink.Lease.Label, before the lease is
 	// handed out; lock "" stands for the node's parent): what the hold and
-	// loss reported to Metrics carry.
+	// loss reported to the Lock hook carry.
 	granted time.Time
 	recipe  string
 	lock    string
@@ -64,9 +63,9 @@ type Lease struct {
 	// the node's lease, report holds and losses.
 	shared atomic.Bool
 	// releasing: the recipe is deleting the node (connlink.Lease.Releasing);
-	// its deletion seen meanwhile is the release, not a loss, for Metrics.
+	// its deletion seen meanwhile is the release, not a loss, for the Lock hook.
 	releasing atomic.Bool
-	// unreported: the lease reports nothing to Metrics
+	// unreported: the lease reports nothing to the Lock hook
 	// (connlink.Lease.Unreported, until Label).
 	unreported atomic.Bool
 
@@ -118,7 +117,7 @@ func (l *Lease) own(st *zk.Stat) error {
 	if ok {
 		return nil
 	}
-	err := causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted; the node there now (czxid 0x%x, owner 0x%x) is not ours",
+	err := causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted; the node there now (czxid 0x%x, owner 0x%x) is not ours",
 		ErrLeaseLost, l.path, st.Czxid, st.EphemeralOwner))
 	l.closeLost(err)
 	return err
@@ -173,44 +172,22 @@ func (l *Lease) Path() string { return l.path }
 // Epoch is the epoch the lease was taken in.
 func (l *Lease) Epoch() *Epoch { return l.ep }
 
-// Lost returns a channel closed when the lease must be taken as lost: the
+// Lost returns a channel closed when the lease must be taken as lost: its
 // epoch ended (or, with WithSuspendedAsLost, the connection was suspended),
-// the node was deleted by someone else (seen through the node's watch, see
-// below; a node created again at its path is not ours: its czxid
-// differs; for a grant that stands on another node, see CheckOp, that node
-// too), or the lease was released. A change of the node's data is not a
-// loss: the recipes seal their nodes (nobody else can change them), and on
-// a revocable node it is a request to release (Revoked).
-//
-// The node's watch is a data watch set, in the background (one request),
-// by the first call of Lost or Revoked on a lease that is not lost yet,
-// or by the recipes' in-process handoff (WithLocalHandoff) as soon as
-// another goroutine of the process waits for the node. A node already
-// deleted when it is set is seen at once; one deleted later, when the
-// notification arrives. Until the watch is set, a deletion by someone else
-// is noticed only by Fence and GuardedWrite: Err stays nil. No watch is
-// ever set once the lease is lost or released, and the one set goes with
-// the node: our release's delete consumes it (the watch on the node a
-// grant stands on, see CheckOp, is removed when the grant is lost or
-// released, and goes with that node otherwise). Until Lost or Revoked is
-// called (or the handoff arms the watch) the lease runs no goroutine (a
-// session can hold many at little cost): Err and GuardedWrite look at the
-// epoch's state when called. The channel is closed, never sent on.
+// someone else deleted its node, or it was released. A change of the node's
+// data is no loss (see Revoked). The first call of Lost or Revoked sets a
+// watch on the node (one request); until then a foreign delete is noticed
+// only by Fence and GuardedWrite, and the lease costs no goroutine.
 func (l *Lease) Lost() <-chan struct{} {
 	l.arm()
 	return l.lostChan()
 }
 
-// Revoked returns a channel closed when someone asked the holder to give
-// the lock up: the node's data became "__REVOKE__", as Curator's
-// Revoker.attemptRevoke and the recipes' Revoke methods write it (for a
-// grant that stands on another node, see CheckOp, that node's too). Only a
-// revocable node (the recipes' WithRevocable option) can be asked; a
-// sealed one (the default) refuses the write, and its channel never
-// closes. A request is not a loss: the lock stays held, and nobody else
-// gets it, until the holder releases it (or its session ends). The first
-// call arms the node's watch as Lost does. The channel is closed, never
-// sent on.
+// Revoked returns a channel closed when someone asked the holder to
+// release (lock.Revoke, or Curator's Revoker, wrote "__REVOKE__" into the
+// node). Only a revocable lock's node can be asked (WithRevocable); a
+// sealed one refuses the write. A request is no loss: the lock stays held
+// until the holder releases it. The first call arms the watch as Lost does.
 func (l *Lease) Revoked() <-chan struct{} {
 	l.arm()
 	l.lostChan() // watchNode waits on it
@@ -284,12 +261,12 @@ func (l *Lease) watchNode(path string, guard bool) {
 		}
 	}
 	for !l.isLost() && (!guard || l.guardedBy(path)) {
-		data, st, ch, err := l.ep.GetW(l.ep.ctx, path)
+		data, st, ch, err := l.ep.getW(l.ep.ctx, path)
 		switch {
 		case err != nil && l.ep.ctx.Err() != nil:
 			return // watchEpoch reports it
 		case errors.Is(err, zk.ErrNoNode):
-			gone(causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
+			gone(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
 			return
 		case err != nil:
 			gone(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, path, err))
@@ -305,15 +282,13 @@ func (l *Lease) watchNode(path string, guard bool) {
 		if string(data) == revokeMessage {
 			l.revokedOnce.Do(func() {
 				close(l.revoked)
-				if m := l.ep.s.cfg.metrics; m != nil {
-					m.Lock(LockMetric{Event: LockRevokeRequest, Recipe: l.recipe, Path: l.lockPath()})
-				}
+				l.ep.s.reportLock(metrics.Lock{Event: metrics.LockRevokeRequest, Recipe: l.recipe, Path: l.lockPath()})
 			})
 		}
 		select {
 		case ev := <-ch:
 			if ev.Type == zk.EventNodeDeleted {
-				gone(causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
+				gone(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
 				return
 			}
 			// Data changed (a revoke request, or our own release's mark),
@@ -358,12 +333,12 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 	if z != 0 {
 		return z, nil
 	}
-	ok, st, err := l.ep.Exists(ctx, l.path)
+	ok, st, err := l.ep.exists(ctx, l.path)
 	if err != nil {
 		return 0, err
 	}
 	if !ok {
-		err := causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
+		err := causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
 		l.closeLost(err)
 		return 0, err
 	}
@@ -373,26 +348,15 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 	return st.Czxid, nil
 }
 
-// GuardedWrite runs ops (see Epoch.Multi) in one transaction behind a check
-// that our lock node (or the node the grant stands on, see CheckOp) still
-// exists, so they commit only while the lock is ours (the check is
-// CheckOp).
-//
-// Every failure because the lease ended matches ErrLeaseLost: stop
-// working under the lock. ErrLeaseLost alone does not say that nothing
-// was written: a write cut short by the end of the epoch (or, with
-// WithSuspendedAsLost, by a Suspended) matches ErrConnectionLoss too, and
-// may still be applied (the server may have it, and the node may outlive
-// the client's timer); reconcile before retrying. A connection loss while
-// the lease holds matches ErrConnectionLoss alone (the same unknown fate).
-// A check the server refused (the node is gone) or a lease lost before the
-// call wrote nothing. A refused op of the caller's returns an *OpError
-// naming it by its place among ops (from 0) and matching the server's
-// error, e.g. "conn: guarded write: op 0 (set-data /stock): zk: version
-// conflict". Ops may not set the data of the lock
-// node itself, nor of the node the grant stands on (ErrInvalidOption): a
-// change of a held node's data is how its release tells the waiter behind
-// to enter.
+// GuardedWrite runs ops (*zk.CreateRequest, *zk.DeleteRequest,
+// *zk.SetDataRequest, *zk.CheckVersionRequest) in one transaction behind a
+// check that the grant's node still exists, so they commit only while the
+// lock is held; a released grant is refused first. A failure because the
+// lease ended matches ErrLeaseLost; when it also matches ErrConnectionLoss
+// the write may still have been applied: reconcile before retrying. A
+// refused op is named by its place among ops and matches the server's
+// error. Ops may not set the data of the grant's own node
+// (ErrInvalidArgument).
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.parent != nil {
 		l.writes.RLock()
@@ -405,14 +369,14 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 		return l.parent.GuardedWrite(ctx, ops...)
 	}
 	for {
-		check := l.CheckOp()
+		check := l.checkOp()
 		for _, op := range ops {
 			if sd, ok := op.(*zk.SetDataRequest); ok && (sd.Path == l.path || sd.Path == check.Path) {
-				return nil, fmt.Errorf("%w: a guarded write may not set the data of its own lock node %s", ErrInvalidOption, sd.Path)
+				return nil, fmt.Errorf("a guarded write may not set the data of its own lock node %s: %w", sd.Path, ErrInvalidArgument)
 			}
 		}
-		res, err := l.ep.Multi(ctx, append([]any{check}, ops...)...)
-		var oe *OpError
+		res, err := l.ep.multi(ctx, append([]any{check}, ops...)...)
+		var oe *opError
 		switch {
 		case err == nil:
 			return res[1:], nil
@@ -427,19 +391,19 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 				return nil, fmt.Errorf("%w: %w", lost, err)
 			}
 			return nil, err // fate unknown; the lease may still hold
-		case errors.As(err, &oe) && oe.Index == 0 && check.Path != l.checked():
+		case errors.As(err, &oe) && oe.index == 0 && check.Path != l.checked():
 			// A guarded grant was handed to its own node while we wrote,
 			// and its guard deleted: nothing was written; check that node.
 			continue
-		case oe != nil && oe.Index == 0:
+		case oe != nil && oe.index == 0:
 			// Our check failed: the node is gone (its version is not checked).
-			lost := causeErr(CauseNodeDeleted, fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, check.Path))
+			lost := causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: guarded write refused: node %s is gone", ErrLeaseLost, check.Path))
 			l.closeLost(lost)
 			return nil, lost
 		case oe != nil:
 			// One of the caller's ops failed: name it by its place among them.
 			c := *oe
-			c.Index--
+			c.index--
 			c.call = "guarded write"
 			return nil, &c
 		}
@@ -447,32 +411,10 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 	}
 }
 
-// CheckOp returns the check a caller can put first into their own
-// Epoch.Multi (on this lease's epoch: Epoch) to guard it with the lease, as
-// GuardedWrite does: the multi then commits only while the lock node
-// exists, and the server refuses all of it once the node is gone (released,
-// or the session ended). It checks no data version (-1): a revocable node's
-// data may be changed by a revoke request (see Revoked), and a change of
-// data is not a loss. A refused check makes Multi return an *OpError with
-// Index 0 (or whatever place the caller gave it) matching zk.ErrNoNode.
-// Unlike GuardedWrite, Multi does not close Lost on such a refusal, and
-// does not refuse ops that set the lock node's own data; prefer
-// GuardedWrite unless the multi must be built elsewhere.
-//
-// It checks the node the grant stands on: its own lock node, except for a
-// read lock of package rwlock taken by a goroutine that holds the write
-// lock (a downgrade), which stands on the write node until the write
-// lock's release moves it onto its own node; a check made before that
-// move fails once the write node is gone (make a new one). It checks the
-// node, not the grant: a released grant's check still passes while its
-// node stays, in two cases. The grants of the recipes' in-process handoff
-// (WithLocalHandoff) share one node, so a released grant's check passes
-// while another grant holds that node; and rwlock keeps the write node of
-// a goroutine that downgraded, its write lease released, until its read
-// lock is released, when a writer is queued between the two nodes.
-// GuardedWrite refuses both: it checks Err first. Each call returns a new
-// request.
-func (l *Lease) CheckOp() *zk.CheckVersionRequest {
+// checkOp is the check GuardedWrite puts first (connlink.Lease.CheckOp):
+// that the node the grant stands on exists, whatever its data version. A
+// new request each call.
+func (l *Lease) checkOp() *zk.CheckVersionRequest {
 	return &zk.CheckVersionRequest{Path: l.checked(), Version: -1}
 }
 
@@ -501,7 +443,7 @@ func (l *Lease) revokeSeen() bool {
 
 // released marks the lease as no longer held; recipes call it (through
 // internal/connlink) when they delete the node. Lost is closed (Err says
-// released). A lease found lost first ends as lost, for Metrics: its epoch
+// released). A lease found lost first ends as lost, for the Lock hook: its epoch
 // ended before the release began (see setReleasing), or, for a local
 // grant, its node's lease was lost.
 func (l *Lease) released() {
@@ -531,7 +473,7 @@ func (l *Lease) setReleasing(on bool) {
 // (checked) deleted, or not ours, before deleting it (connlink.Lease.Gone).
 func (l *Lease) gone() {
 	l.releasing.Store(false)
-	l.closeLost(causeErr(CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.checked())))
+	l.closeLost(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.checked())))
 }
 
 func (l *Lease) closeLost(reason error) {
@@ -553,16 +495,16 @@ func (l *Lease) isReleasing() bool {
 	return l.releasing.Load() || l.parent != nil && l.parent.releasing.Load()
 }
 
-// report decides how the lease ended, for the session's Metrics: a hold
+// report decides how the lease ended, for the session's Lock hook: a hold
 // for a release, a loss otherwise; the returned func reports it.
 func (l *Lease) report(reason error) func() {
-	m := l.ep.s.cfg.metrics
-	if m == nil || l.shared.Load() || l.unreported.Load() {
+	s := l.ep.s
+	if s.cfg.hooks.Lock == nil || l.shared.Load() || l.unreported.Load() {
 		return func() {}
 	}
-	ev := LockMetric{Event: LockLost, Recipe: l.recipe, Path: l.lockPath(), Cause: lostCause(reason)}
-	if ev.Cause == causeReleased || ev.Cause == CauseNodeDeleted && l.isReleasing() {
-		ev = LockMetric{Event: LockHold, Recipe: l.recipe, Path: ev.Path, Duration: time.Since(l.granted)}
+	ev := metrics.Lock{Event: metrics.LockLost, Recipe: l.recipe, Path: l.lockPath(), Cause: lostCause(reason)}
+	if ev.Cause == causeReleased || ev.Cause == metrics.CauseNodeDeleted && l.isReleasing() {
+		ev = metrics.Lock{Event: metrics.LockHold, Recipe: l.recipe, Path: ev.Path, Duration: time.Since(l.granted)}
 	}
-	return func() { m.Lock(ev) }
+	return func() { s.reportLock(ev) }
 }

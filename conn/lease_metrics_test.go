@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -130,7 +131,7 @@ var leaseRecipes = []recipeCase{
 func ends(rec *testzk.Recorder) []string {
 	var out []string
 	for _, m := range rec.Take() {
-		if m.Event == conn.LockHold || m.Event == conn.LockLost {
+		if m.Event == metrics.LockHold || m.Event == metrics.LockLost {
 			out = append(out, fmt.Sprintf("%s %s %s", m.Event, m.Recipe, m.Cause))
 		}
 	}
@@ -159,7 +160,7 @@ func TestUnwatchedLossCountedAtRelease(t *testing.T) {
 		t.Run(rc.name, func(t *testing.T) {
 			for _, fault := range []string{"none", "bystander", "expiry"} {
 				rec := &testzk.Recorder{}
-				s := connect(t, c.Servers(), conn.WithMetrics(rec))
+				s := connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
 				h, err := rc.take(ctx, s, testzk.Path(t, c, fault))
@@ -169,12 +170,12 @@ func TestUnwatchedLossCountedAtRelease(t *testing.T) {
 				switch fault {
 				case "bystander":
 					require.NoError(t, bystander.Delete(h.leases[0].Path(), -1))
-					want[0] = fmt.Sprintf("lost %s %s", rc.recipe, conn.CauseNodeDeleted)
+					want[0] = fmt.Sprintf("lost %s %s", rc.recipe, metrics.CauseNodeDeleted)
 				case "expiry":
 					ep := h.leases[0].Epoch()
 					require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 					<-ep.Done()
-					want = repeat(fmt.Sprintf("lost %s %s", rc.recipe, conn.CauseExpiry), len(h.leases))
+					want = repeat(fmt.Sprintf("lost %s %s", rc.recipe, metrics.CauseExpiry), len(h.leases))
 				}
 				_ = h.release(ctx) // a lost lease's release may fail: the metrics tell the loss
 				assert.ElementsMatch(t, want, ends(rec), "fault %s", fault)
@@ -195,7 +196,7 @@ func TestCloseCountsHeldLeasesClosed(t *testing.T) {
 	for _, rc := range leaseRecipes {
 		t.Run(rc.name, func(t *testing.T) {
 			rec := &testzk.Recorder{}
-			s := connect(t, c.Servers(), conn.WithMetrics(rec))
+			s := connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			var leases []*conn.Lease
@@ -224,7 +225,7 @@ func TestCloseCountsHeldLeasesClosed(t *testing.T) {
 			for _, e := range ends(rec) {
 				got[e]++
 			}
-			assert.Equal(t, map[string]int{fmt.Sprintf("lost %s %s", rc.recipe, conn.CauseClosed): len(leases)}, got)
+			assert.Equal(t, map[string]int{fmt.Sprintf("lost %s %s", rc.recipe, metrics.CauseClosed): len(leases)}, got)
 		})
 	}
 }

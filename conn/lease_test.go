@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -29,7 +30,7 @@ func TestLeaseUnwatchedSeesItsEpochEnd(t *testing.T) {
 		}
 		s := connect(t, p.Addrs(), opts...)
 		ep := epoch(t, s)
-		node, err := ep.Create(ctx, c.Root()+"-unwatched", nil, zk.FlagEphemeral, s.ACL())
+		node, err := connlink.Of(ep).Create(ctx, c.Root()+"-unwatched", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 		require.NoError(t, err)
 		l := ep.NewLease(node)
 		require.NoError(t, l.Err())
@@ -65,9 +66,9 @@ func TestLeaseNodeCreatedAgainIsNotOurs(t *testing.T) {
 	defer cancel()
 	s := connect(t, c.Servers())
 	ep := epoch(t, s)
-	other := epoch(t, connect(t, c.Servers()))
+	other := connect(t, c.Servers())
 	for _, kind := range []string{"fence", "lost"} {
-		node, err := ep.Create(ctx, c.Root()+"-again-"+kind, nil, zk.FlagEphemeral, s.ACL())
+		node, err := connlink.Of(ep).Create(ctx, c.Root()+"-again-"+kind, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 		require.NoError(t, err)
 		l := ep.NewLease(node)
 		require.NoError(t, other.Delete(ctx, node, -1))

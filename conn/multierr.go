@@ -7,33 +7,44 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// OpError is the error of a multi (Epoch.Multi, Lease.GuardedWrite) that the
-// server refused because one of its ops failed: nothing of the multi was
-// applied. It names the failing op and wraps the server's error, so that
-// errors.Is(err, zk.ErrBadVersion) and the like work.
-type OpError struct {
-	// Index is the failing op's position among the ops the caller gave
+// opError is the error of a multi (an epoch's multi, Lease.GuardedWrite)
+// that the server refused because one of its ops failed: nothing of the
+// multi was applied. It names the failing op and wraps the server's error,
+// so that errors.Is(err, zk.ErrBadVersion) and the like work. The module's
+// recipes read its index through connlink.Session.FailedOp.
+type opError struct {
+	// index is the failing op's position among the ops the caller gave
 	// (from 0).
-	Index int
-	// Op names the op: "create", "delete", "set-data" or "check".
-	Op string
-	// Path is the op's path, as the caller gave it (without namespace).
-	Path string
-	// Err is the server's error for that op (zk.ErrNoNode, zk.ErrBadVersion,
+	index int
+	// op names the op: "create", "delete", "set-data" or "check".
+	op string
+	// path is the op's path, as the caller gave it (without namespace).
+	path string
+	// err is the server's error for that op (zk.ErrNoNode, zk.ErrBadVersion,
 	// zk.ErrNodeExists, ...).
-	Err error
+	err error
 
 	call string // "multi" or "guarded write", for the message
 }
 
-func (e *OpError) Error() string {
-	return fmt.Sprintf("conn: %s: op %d (%s %s): %v", e.call, e.Index, e.Op, e.Path, e.Err)
+func (e *opError) Error() string {
+	return fmt.Sprintf("conn: %s: op %d (%s %s): %v", e.call, e.index, e.op, e.path, e.err)
 }
 
 // Unwrap returns the server's error.
-func (e *OpError) Unwrap() error { return e.Err }
+func (e *opError) Unwrap() error { return e.err }
 
-// opName names a multi op and its path, for an OpError.
+// failedIndex returns the place among its ops of the op a refused multi
+// failed on (connlink.Session.FailedOp), if err is such a refusal.
+func failedIndex(err error) (int, bool) {
+	var oe *opError
+	if errors.As(err, &oe) {
+		return oe.index, true
+	}
+	return 0, false
+}
+
+// opName names a multi op and its path, for an opError.
 func opName(op any) (string, string) {
 	switch o := op.(type) {
 	case *zk.CreateRequest:
@@ -54,14 +65,14 @@ func opName(op any) (string, string) {
 // it, and zk.ErrAPIError (runtime inconsistency) for those after. It
 // returns nil when err is not such a refusal (nil, a connection loss, the
 // epoch's end).
-func failedOp(ops []any, res []zk.MultiResponse, err error) *OpError {
+func failedOp(ops []any, res []zk.MultiResponse, err error) *opError {
 	if err == nil && len(res) == 0 || errors.Is(err, ErrConnectionLoss) || errors.Is(err, ErrEpochEnded) {
 		return nil
 	}
 	for i, r := range res {
 		if r.Error != nil && i < len(ops) {
 			name, path := opName(ops[i])
-			return &OpError{Index: i, Op: name, Path: path, Err: r.Error, call: "multi"}
+			return &opError{index: i, op: name, path: path, err: r.Error, call: "multi"}
 		}
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // The operations below are bound to the epoch: they run on its own
@@ -15,22 +17,23 @@ import (
 // ends (with ctx's error wrapped). Paths are absolute and validated; the
 // session's namespace is added on the way in and removed on the way out.
 // Errors from the server are wrapped and match go-zookeeper's sentinels
-// (errors.Is(err, zk.ErrNoNode)).
+// (errors.Is(err, zk.ErrNoNode)). Session's node operations (nodes.go) and
+// the recipes (through connlink.Epoch) call them.
 
-// Get reads a node's data. Retried on connection loss.
-func (e *Epoch) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	r, err := call(ctx, e, OpGet, path, true, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], error) {
+// get reads a node's data. Retried on connection loss.
+func (e *Epoch) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	r, err := call(ctx, e, metrics.OpGet, path, true, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], error) {
 		data, st, err := zc.Get(p)
 		return res3[[]byte, *zk.Stat, struct{}]{data, st, struct{}{}}, err
 	})
 	return r.a, r.b, err
 }
 
-// GetW reads a node's data and leaves a data watch on it. The channel gets
+// getW reads a node's data and leaves a data watch on it. The channel gets
 // one event (the node changed or was deleted, or the watch was dropped
 // because the epoch ended) and is then closed. Retried on connection loss.
-func (e *Epoch) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	r, ch, err := watchCall(ctx, e, OpGetW, path, kindData, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], <-chan zk.Event, error) {
+func (e *Epoch) getW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	r, ch, err := watchCall(ctx, e, metrics.OpGetW, path, kindData, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		data, st, ch, err := zc.GetW(p)
 		return res3[[]byte, *zk.Stat, struct{}]{data, st, struct{}{}}, ch, err
 	})
@@ -39,7 +42,7 @@ func (e *Epoch) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan
 
 // getACL reads a node's ACL and stat (connlink.Epoch.GetACL). Retried.
 func (e *Epoch) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error) {
-	r, err := call(ctx, e, OpGetACL, path, true, func(zc *zk.Conn, p string) (res3[[]zk.ACL, *zk.Stat, struct{}], error) {
+	r, err := call(ctx, e, metrics.OpGetACL, path, true, func(zc *zk.Conn, p string) (res3[[]zk.ACL, *zk.Stat, struct{}], error) {
 		acl, st, err := zc.GetACL(p)
 		return res3[[]zk.ACL, *zk.Stat, struct{}]{acl, st, struct{}{}}, err
 	})
@@ -48,80 +51,80 @@ func (e *Epoch) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, er
 
 // setACL sets a node's ACL (connlink.Epoch.SetACL). Retried.
 func (e *Epoch) setACL(ctx context.Context, path string, acl []zk.ACL, version int32) (*zk.Stat, error) {
-	return call(ctx, e, OpSetACL, path, true, func(zc *zk.Conn, p string) (*zk.Stat, error) {
+	return call(ctx, e, metrics.OpSetACL, path, true, func(zc *zk.Conn, p string) (*zk.Stat, error) {
 		return zc.SetACL(p, acl, version)
 	})
 }
 
-// Children lists a node's children (names, not paths). Retried.
-func (e *Epoch) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	r, err := call(ctx, e, OpChildren, path, true, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], error) {
+// children lists a node's children (names, not paths). Retried.
+func (e *Epoch) children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	r, err := call(ctx, e, metrics.OpChildren, path, true, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], error) {
 		names, st, err := zc.Children(p)
 		return res3[[]string, *zk.Stat, struct{}]{names, st, struct{}{}}, err
 	})
 	return r.a, r.b, err
 }
 
-// ChildrenW lists a node's children and leaves a child watch on it. The
+// childrenW lists a node's children and leaves a child watch on it. The
 // channel gets one event (a child was created or deleted, the node was
 // deleted, or the watch was dropped because the epoch ended) and is then
-// closed. Counted as OpChildren. Retried on connection loss.
-func (e *Epoch) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	r, ch, err := watchCall(ctx, e, OpChildren, path, kindChild, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], <-chan zk.Event, error) {
+// closed. Counted as metrics.OpChildren. Retried on connection loss.
+func (e *Epoch) childrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	r, ch, err := watchCall(ctx, e, metrics.OpChildren, path, kindChild, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		names, st, ch, err := zc.ChildrenW(p)
 		return res3[[]string, *zk.Stat, struct{}]{names, st, struct{}{}}, ch, err
 	})
 	return r.a, r.b, ch, err
 }
 
-// Exists tells whether a node exists. Retried.
-func (e *Epoch) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	r, err := call(ctx, e, OpExists, path, true, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], error) {
+// exists tells whether a node exists. Retried.
+func (e *Epoch) exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	r, err := call(ctx, e, metrics.OpExists, path, true, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], error) {
 		ok, st, err := zc.Exists(p)
 		return res3[bool, *zk.Stat, struct{}]{ok, st, struct{}{}}, err
 	})
 	return r.a, r.b, err
 }
 
-// ExistsW tells whether a node exists and leaves a watch on it (created,
+// existsW tells whether a node exists and leaves a watch on it (created,
 // changed or deleted). Retried.
-func (e *Epoch) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	r, ch, err := watchCall(ctx, e, OpExists, path, kindData, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], <-chan zk.Event, error) {
+func (e *Epoch) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	r, ch, err := watchCall(ctx, e, metrics.OpExists, path, kindData, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		ok, st, ch, err := zc.ExistsW(p)
 		return res3[bool, *zk.Stat, struct{}]{ok, st, struct{}{}}, ch, err
 	})
 	return r.a, r.b, ch, err
 }
 
-// Set writes a node's data if its version matches (-1: any). Retried only
+// set writes a node's data if its version matches (-1: any). Retried only
 // with a real version, since an unversioned set could overwrite a later one.
-func (e *Epoch) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	return call(ctx, e, OpSet, path, version >= 0, func(zc *zk.Conn, p string) (*zk.Stat, error) {
+func (e *Epoch) set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	return call(ctx, e, metrics.OpSet, path, version >= 0, func(zc *zk.Conn, p string) (*zk.Stat, error) {
 		return zc.Set(p, data, version)
 	})
 }
 
-// Delete deletes a node if its version matches (-1: any). Retried; a retry
+// delete deletes a node if its version matches (-1: any). Retried; a retry
 // that finds the node gone returns zk.ErrNoNode, which after a retry may mean
 // the first attempt succeeded. Retrying is safe for a node no one else can
 // create again at the same path (a sequential node). For a path that others
 // may re-create, a retry after a lost answer could delete their new node
-// (a new node has version 0 again): send a single delete through Multi,
+// (a new node has version 0 again): send a single delete through multi,
 // which is never retried, and read the node before trying again.
-func (e *Epoch) Delete(ctx context.Context, path string, version int32) error {
-	_, err := call(ctx, e, OpDelete, path, true, func(zc *zk.Conn, p string) (struct{}, error) {
+func (e *Epoch) delete(ctx context.Context, path string, version int32) error {
+	_, err := call(ctx, e, metrics.OpDelete, path, true, func(zc *zk.Conn, p string) (struct{}, error) {
 		return struct{}{}, zc.Delete(p, version)
 	})
 	return err
 }
 
-// Create creates a node and returns its path (with the sequence number for
+// create creates a node and returns its path (with the sequence number for
 // sequential nodes). Non-sequential creates are retried; a retry can then
 // return zk.ErrNodeExists. Sequential creates are not retried: on connection
 // loss the error matches ErrConnectionLoss and the node may exist.
-func (e *Epoch) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+func (e *Epoch) create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	retry := flags&zk.FlagSequence == 0
-	created, err := call(ctx, e, OpCreate, path, retry, func(zc *zk.Conn, p string) (string, error) {
+	created, err := call(ctx, e, metrics.OpCreate, path, retry, func(zc *zk.Conn, p string) (string, error) {
 		if flags == zk.FlagContainer {
 			return zc.CreateContainer(p, data, flags, acl)
 		}
@@ -130,13 +133,13 @@ func (e *Epoch) Create(ctx context.Context, path string, data []byte, flags int3
 	return e.s.strip(created), err
 }
 
-// CreateParents creates every missing ancestor of path (and of the
+// createParents creates every missing ancestor of path (and of the
 // namespace) as a container node, which the server removes once it is empty.
 // Nodes that exist already are fine, also under a parent we may not create
 // in (the server checks that permission before it looks whether the node
 // exists, so it answers zk.ErrNoAuth, not zk.ErrNodeExists).
-func (e *Epoch) CreateParents(ctx context.Context, path string) error {
-	if err := ValidatePath(path); err != nil {
+func (e *Epoch) createParents(ctx context.Context, path string) error {
+	if err := zkpath.Validate(path); err != nil {
 		return err
 	}
 	full := e.s.cfg.namespace + path
@@ -144,11 +147,11 @@ func (e *Epoch) CreateParents(ctx context.Context, path string) error {
 		if full[i] != '/' {
 			continue
 		}
-		_, err := callAbs(ctx, e, OpCreate, full[:i], true, func(zc *zk.Conn, p string) (string, error) {
+		_, err := callAbs(ctx, e, metrics.OpCreate, full[:i], true, func(zc *zk.Conn, p string) (string, error) {
 			return zc.CreateContainer(p, nil, zk.FlagContainer, e.s.cfg.acl)
 		})
 		if errors.Is(err, zk.ErrNoAuth) {
-			ok, xerr := callAbs(ctx, e, OpExists, full[:i], true, func(zc *zk.Conn, p string) (bool, error) {
+			ok, xerr := callAbs(ctx, e, metrics.OpExists, full[:i], true, func(zc *zk.Conn, p string) (bool, error) {
 				ok, _, err := zc.Exists(p) // needs no permission
 				return ok, err
 			})
@@ -163,14 +166,14 @@ func (e *Epoch) CreateParents(ctx context.Context, path string) error {
 	return nil
 }
 
-// Multi runs ops (*zk.CreateRequest, *zk.DeleteRequest, *zk.SetDataRequest,
+// multi runs ops (*zk.CreateRequest, *zk.DeleteRequest, *zk.SetDataRequest,
 // *zk.CheckVersionRequest) atomically. Not retried: on connection loss the
 // error matches ErrConnectionLoss and the ops may or may not have been
-// applied. A multi the server refused (nothing applied) returns an *OpError
+// applied. A multi the server refused (nothing applied) returns an error
 // naming the failing op and path and wrapping the server's error, e.g.
 // "conn: multi: op 1 (set-data /stock): zk: version conflict", which
 // matches zk.ErrBadVersion.
-func (e *Epoch) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+func (e *Epoch) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	abs := make([]any, len(ops))
 	for i, op := range ops {
 		var err error
@@ -178,7 +181,7 @@ func (e *Epoch) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 			return nil, err
 		}
 	}
-	res, err := callAbs(ctx, e, OpMulti, describeOps(ops), false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
+	res, err := callAbs(ctx, e, metrics.OpMulti, describeOps(ops), false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
 		return zc.Multi(abs...)
 	})
 	for i := range res {
@@ -190,9 +193,9 @@ func (e *Epoch) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	return res, err
 }
 
-// Sync makes the server this epoch talks to catch up with the leader.
-func (e *Epoch) Sync(ctx context.Context, path string) error {
-	_, err := call(ctx, e, OpSync, path, true, func(zc *zk.Conn, p string) (string, error) {
+// sync makes the server this epoch talks to catch up with the leader.
+func (e *Epoch) sync(ctx context.Context, path string) error {
+	_, err := call(ctx, e, metrics.OpSync, path, true, func(zc *zk.Conn, p string) (string, error) {
 		return zc.Sync(p)
 	})
 	return err
@@ -207,7 +210,7 @@ type res3[A, B, C any] struct {
 
 // call validates and namespaces path, then runs f under callAbs.
 func call[T any](ctx context.Context, e *Epoch, op, path string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
-	if err := ValidatePath(path); err != nil {
+	if err := zkpath.Validate(path); err != nil {
 		var zero T
 		return zero, fmt.Errorf("conn: %s: %w", op, err)
 	}
@@ -228,13 +231,13 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 		}
 		e.s.stats.count(op)
 		var sent time.Time
-		m := e.s.cfg.metrics
-		if m != nil {
+		timed := e.s.cfg.hooks.Request != nil
+		if timed {
 			sent = time.Now()
 		}
 		v, err := await(ctx, e, func() (T, error) { return f(e.zc, full) })
-		if m != nil {
-			m.Request(RequestMetric{Op: op, Duration: time.Since(sent), Err: err})
+		if timed {
+			e.s.reportRequest(metrics.Request{Op: op, Duration: time.Since(sent), Err: err})
 		}
 		if err == nil {
 			return v, nil
@@ -339,7 +342,7 @@ func (s *Session) strip(p string) string {
 // absOp copies a multi op with its path validated and namespaced.
 func (s *Session) absOp(op any) (any, error) {
 	check := func(p string) (string, error) {
-		if err := ValidatePath(p); err != nil {
+		if err := zkpath.Validate(p); err != nil {
 			return "", fmt.Errorf("conn: multi: %w", err)
 		}
 		return s.abs(p), nil
@@ -363,5 +366,5 @@ func (s *Session) absOp(op any) (any, error) {
 		c.Path, err = check(o.Path)
 		return &c, err
 	}
-	return nil, fmt.Errorf("%w: multi: unsupported op %T", ErrInvalidOption, op)
+	return nil, fmt.Errorf("multi: unsupported op %T: %w", op, ErrInvalidArgument)
 }

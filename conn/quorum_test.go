@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -23,9 +24,9 @@ func blackholeMargin(t *testing.T, p *zktest.Proxy, s, obs *conn.Session, node s
 	t.Helper()
 	ctx := context.Background()
 	ep := epoch(t, s)
-	_, err := ep.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	ok, _, watch, err := epoch(t, obs).ExistsW(ctx, node)
+	ok, _, watch, err := connlink.Of(epoch(t, obs)).ExistsW(ctx, node)
 	require.NoError(t, err)
 	require.True(t, ok)
 	sub := s.Subscribe()
@@ -33,18 +34,18 @@ func blackholeMargin(t *testing.T, p *zktest.Proxy, s, obs *conn.Session, node s
 
 	cut := time.Now()
 	p.Blackhole()
-	lost := expectPast(t, sub, 3*ep.Timeout(), conn.Lost)
+	lost := expectPast(t, sub, 3*connlink.Of(ep).Timeout(), conn.Lost)
 	require.ErrorIs(t, lost.Err, conn.ErrSessionTimeout)
 	var deleted time.Time
 	select {
 	case ev := <-watch:
 		deleted = time.Now()
 		require.Equal(t, zk.EventNodeDeleted, ev.Type)
-	case <-time.After(3 * ep.Timeout()):
+	case <-time.After(3 * connlink.Of(ep).Timeout()):
 		t.Fatal("the server did not expire the session")
 	}
 	t.Logf("session timeout %v: ended locally %v after the blackhole, expired by the server (node deleted) after %v: margin %v",
-		ep.Timeout(), lost.Time.Sub(cut).Round(time.Millisecond), deleted.Sub(cut).Round(time.Millisecond),
+		connlink.Of(ep).Timeout(), lost.Time.Sub(cut).Round(time.Millisecond), deleted.Sub(cut).Round(time.Millisecond),
 		deleted.Sub(lost.Time).Round(time.Millisecond))
 	p.Heal()
 	expect(t, sub, 20*time.Second, conn.Connected)

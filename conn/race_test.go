@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -32,19 +33,19 @@ func busy(ep *conn.Epoch, path string, stop <-chan struct{}) *sync.WaitGroup {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%5)*100*time.Microsecond)
 				switch (g + i) % 7 {
 				case 0:
-					ep.GetW(ctx, path)
+					connlink.Of(ep).GetW(ctx, path)
 				case 1:
-					ep.ExistsW(ctx, path+"/none")
+					connlink.Of(ep).ExistsW(ctx, path+"/none")
 				case 2:
-					ep.Children(ctx, path)
+					connlink.Of(ep).Children(ctx, path)
 				case 3:
-					ep.CreateParents(ctx, path+"/p/q")
+					connlink.Of(ep).CreateParents(ctx, path+"/p/q")
 				case 4:
-					ep.Multi(ctx, &zk.CheckVersionRequest{Path: path, Version: -1})
+					connlink.Of(ep).Multi(ctx, &zk.CheckVersionRequest{Path: path, Version: -1})
 				case 5:
-					ep.Sync(ctx, path)
+					connlink.Of(ep).Sync(ctx, path)
 				case 6:
-					ep.Exists(ctx, path)
+					connlink.Of(ep).Exists(ctx, path)
 				}
 				cancel()
 			}
@@ -63,7 +64,7 @@ func TestRequestsInFlightWhenTheEpochEnds(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		ep := epoch(t, s)
 		path := c.Root() + fmt.Sprintf("/inflight-%d", round)
-		require.NoError(t, ep.CreateParents(context.Background(), path+"/x"))
+		require.NoError(t, connlink.Of(ep).CreateParents(context.Background(), path+"/x"))
 		stop := make(chan struct{})
 		wg := busy(ep, path, stop)
 		// Runs before the Close above if a requirement below fails: the
@@ -94,13 +95,13 @@ func TestLostArmedAcrossExpiry(t *testing.T) {
 		ep := epoch(t, s)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		path := c.Root() + fmt.Sprintf("/lost-%d", round)
-		require.NoError(t, ep.CreateParents(ctx, path))
-		_, err := ep.Create(ctx, path, nil, zk.FlagEphemeral, s.ACL())
+		require.NoError(t, connlink.Of(ep).CreateParents(ctx, path))
+		_, err := connlink.Of(ep).Create(ctx, path, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 		require.NoError(t, err)
 		l := ep.NewLease(path)
-		before := s.Stats().WatchesSet
+		before := connlink.Of(s).Stats().WatchesSet
 		lost := l.Lost()
-		for s.Stats().WatchesSet == before {
+		for connlink.Of(s).Stats().WatchesSet == before {
 			time.Sleep(time.Millisecond)
 		}
 		require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -69,17 +70,17 @@ func TestReconnectWithWatchesIsRaceFree(t *testing.T) {
 	addrs := append(p.Addrs(), p.Addrs()...)
 	s := connect(t, addrs, conn.WithSessionTimeout(timeout), conn.WithDialer(slowMultiDialer))
 	ep := epoch(t, s)
-	require.Equal(t, timeout, ep.Timeout(), "negotiated session timeout")
+	require.Equal(t, timeout, connlink.Of(ep).Timeout(), "negotiated session timeout")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	root := c.Root() + "/reconnect-watches"
-	require.NoError(t, ep.CreateParents(ctx, root+"/x"))
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, root+"/x"))
 	events := make([]<-chan zk.Event, watches)
 	for i := range events {
 		path := fmt.Sprintf("%s/n%03d", root, i)
-		_, err := ep.Create(ctx, path, nil, zk.FlagPersistent, s.ACL())
+		_, err := connlink.Of(ep).Create(ctx, path, nil, zk.FlagPersistent, connlink.Of(s).ACL())
 		require.NoError(t, err)
-		_, _, events[i], err = ep.GetW(ctx, path)
+		_, _, events[i], err = connlink.Of(ep).GetW(ctx, path)
 		require.NoError(t, err)
 	}
 
@@ -109,7 +110,7 @@ func TestReconnectWithWatchesIsRaceFree(t *testing.T) {
 
 	// The watches survived every reconnect: each fires once on a change.
 	for i := range events {
-		_, err := ep.Set(ctx, fmt.Sprintf("%s/n%03d", root, i), []byte("x"), 0)
+		_, err := connlink.Of(ep).Set(ctx, fmt.Sprintf("%s/n%03d", root, i), []byte("x"), 0)
 		require.NoError(t, err)
 	}
 	for i, ch := range events {
@@ -140,8 +141,8 @@ func TestWatchFiresForAChangeMadeWhileCutOff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	path := c.Root() + "/changed-while-cut/node"
-	require.NoError(t, ep.CreateParents(ctx, path))
-	_, err := ep.Create(ctx, path, nil, zk.FlagPersistent, s.ACL())
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, path))
+	_, err := connlink.Of(ep).Create(ctx, path, nil, zk.FlagPersistent, connlink.Of(s).ACL())
 	require.NoError(t, err)
 
 	startMultiWorkers(t, ep, workers, path)
@@ -149,12 +150,12 @@ func TestWatchFiresForAChangeMadeWhileCutOff(t *testing.T) {
 	sub := s.Subscribe()
 	defer sub.Close()
 	for i := 0; i < rounds; i++ {
-		_, _, ch, err := ep.GetW(ctx, path)
+		_, _, ch, err := connlink.Of(ep).GetW(ctx, path)
 		require.NoError(t, err)
 		p.Blackhole() // new connections stay silent until Heal
 		p.Cut()
 		expect(t, sub, 10*time.Second, conn.Suspended)
-		_, err = oep.Set(ctx, path, []byte{byte(i)}, -1)
+		_, err = connlink.Of(oep).Set(ctx, path, []byte{byte(i)}, -1)
 		require.NoError(t, err)
 		p.Heal()
 		expect(t, sub, 10*time.Second, conn.Reconnected)
@@ -182,7 +183,7 @@ func startMultiWorkers(t *testing.T, ep *conn.Epoch, n int, path string) (stop f
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil && ep.Err() == nil {
-				_, _ = ep.Multi(ctx, &zk.CheckVersionRequest{Path: path, Version: -1})
+				_, _ = connlink.Of(ep).Multi(ctx, &zk.CheckVersionRequest{Path: path, Version: -1})
 			}
 		}()
 	}

@@ -2,7 +2,6 @@ package conn
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -11,34 +10,25 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// RetryPolicy says how idempotent operations (reads, deletes, versioned sets,
-// non-sequential creates) are retried when the connection drops under them:
-// exponential backoff from BaseDelay, doubling up to MaxDelay, with full
-// jitter. Retries also stop when the caller's context or the epoch ends.
-// Sequential creates and multis are never retried blindly.
-type RetryPolicy struct {
-	BaseDelay time.Duration // > 0
-	MaxDelay  time.Duration // >= BaseDelay
-	// MaxAttempts bounds the attempts, the first included; 0 means no bound
-	// other than the context and the epoch.
-	MaxAttempts int
+// retryPolicy says how idempotent operations are retried when the
+// connection drops under them (WithRetry): exponential backoff from
+// BaseDelay, doubling up to MaxDelay, with full jitter, for at most
+// MaxAttempts attempts (0: no bound but the caller's context and the
+// epoch).
+type retryPolicy struct {
+	BaseDelay   time.Duration // > 0
+	MaxDelay    time.Duration // >= BaseDelay
+	MaxAttempts int           // >= 0, the first attempt included
 }
 
-// DefaultRetryPolicy: 20ms doubling up to 1s, attempts bounded only by the
+// defaultRetryPolicy: 20ms doubling up to 1s, attempts bounded only by the
 // caller's context and the epoch.
-func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second}
-}
-
-func (p RetryPolicy) validate() error {
-	if p.BaseDelay <= 0 || p.MaxDelay < p.BaseDelay || p.MaxAttempts < 0 {
-		return fmt.Errorf("%w: retry policy %+v needs 0 < BaseDelay <= MaxDelay and MaxAttempts >= 0", ErrInvalidOption, p)
-	}
-	return nil
+func defaultRetryPolicy() retryPolicy {
+	return retryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second}
 }
 
 // delay is the pause before retry number attempt (1 = first retry).
-func (p RetryPolicy) delay(attempt int) time.Duration {
+func (p retryPolicy) delay(attempt int) time.Duration {
 	d := p.BaseDelay
 	for i := 1; i < attempt && d < p.MaxDelay; i++ {
 		d *= 2

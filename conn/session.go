@@ -16,20 +16,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 var errRetired = errors.New("conn: connection retired")
 
-// Session is the root object: one logical client of a ZooKeeper ensemble
-// that lives across many ZooKeeper sessions (epochs). It reconnects, notices
-// expiry (told by the server, or by its own timer while cut off), opens a new
-// ZooKeeper session after one is lost, and tells subscribers about every
-// transition. Recipes take a *Session, never a raw *zk.Conn.
-//
-// Every epoch gets its own *zk.Conn, so a request made in one ZooKeeper
-// session can never be carried out in the next.
-//
-// Safe for concurrent use.
+// Session is one client of a ZooKeeper ensemble across many ZooKeeper
+// sessions (epochs): it reconnects, notices expiry, and opens a new
+// ZooKeeper session, on a new connection, after one is lost. Recipes take
+// a *Session. Safe for concurrent use.
 type Session struct {
 	sessionLink // what the recipes reach (link.go)
 
@@ -75,26 +70,24 @@ type zkLink struct {
 	drained   chan struct{} // closed when go-zookeeper's event loop has ended
 }
 
-// Connect starts a session and waits, bounded by ctx and the connect timeout,
-// until the first ZooKeeper session is established. When the wait fails,
-// Connect returns at once: it does not wait for the server to answer the
-// close request of the connection it opened.
+// Connect starts a session and waits, bounded by ctx and the connect
+// timeout, until the first ZooKeeper session is established.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	if err := checkZKVersion(opts); err != nil {
 		return nil, err
 	}
 	if len(servers) == 0 {
-		return nil, ErrNoServers
+		return nil, fmt.Errorf("no ZooKeeper server given: %w", ErrInvalidArgument)
 	}
 	for _, srv := range servers {
 		if _, _, err := net.SplitHostPort(srv); err != nil {
-			return nil, fmt.Errorf("%w: server address %q: %w", ErrInvalidOption, srv, err)
+			return nil, fmt.Errorf("server address %q: %w: %w", srv, err, ErrInvalidArgument)
 		}
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+			return nil, fmt.Errorf("nil option: %w", ErrInvalidArgument)
 		}
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -145,14 +138,9 @@ func (s *Session) State() State {
 	return s.state
 }
 
-// Logger is the session's logger (WithLogger; silent by default), which the
-// recipes built on the session log through.
-func (s *Session) Logger() *zap.Logger { return s.log }
-
-// ACL is the ACL recipes give the nodes they create (WithACL), apart from
-// their sealed lock nodes (see the recipes' documentation). It returns a
-// copy: changing it changes nothing.
-func (s *Session) ACL() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
+// acl is the ACL recipes give the nodes they create (WithACL), apart from
+// their sealed lock nodes (connlink.Session.ACL). A copy.
+func (s *Session) acl() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
 
 // sealedACL is the ACL of a lock node only this session may change: every
 // entry of the session's ACL without WRITE and ADMIN (entries left with no
@@ -182,9 +170,6 @@ func sealACL(acl []zk.ACL, id identity) []zk.ACL {
 	}
 	return append(out, zk.DigestACL(zk.PermAll, id.user, id.password)...)
 }
-
-// Stats is a snapshot of the requests and watch events so far.
-func (s *Session) Stats() Stats { return s.stats.snapshot() }
 
 // Epoch returns the live epoch, waiting (bounded by ctx) while there is none
 // because the last one was lost and the next has not begun. When ctx ends
@@ -218,16 +203,11 @@ func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 // see Epoch.Done.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// Close ends the current epoch (its ephemeral nodes go with it), closes the
-// connection and stops every goroutine of the session. Idempotent. It
-// returns at once when the server answers its close request or the
-// connection is already down, and after about a second when the
-// connection is up but nothing answers (go-zookeeper waits 1 s for the
-// answer). It waits at most 10 s for go-zookeeper's goroutines to end, so
-// it returns within about 10 s (13 s at worst: go-zookeeper's own Close
-// can add 3 s) even when they are stuck (a dialer whose Write never
-// returns): those are left behind, logged at Error. TestCloseDurations
-// measures each case.
+// Close ends the current epoch (its ephemeral nodes go with it) and stops
+// every goroutine of the session. Idempotent. It returns at once when the
+// server answers or the connection is down, after about a second when
+// nothing answers, and within 13 s at worst (stuck goroutines of
+// go-zookeeper's are then left behind, logged at Error).
 func (s *Session) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done
@@ -414,7 +394,7 @@ func (s *Session) authenticate(l *zkLink) {
 		defer s.helpers.Done()
 		n, err := from, error(nil)
 		for _, cred := range s.creds[from:] {
-			s.stats.count(OpAuth)
+			s.stats.count(metrics.OpAuth)
 			if err = l.zc.AddAuth("digest", []byte(cred)); err != nil {
 				break
 			}
@@ -536,7 +516,7 @@ func (s *Session) dial() error {
 	if base == nil {
 		base = net.DialTimeout
 	}
-	l := &zkLink{link: newLink(base, s.stats, s.cfg.metrics), drained: make(chan struct{})}
+	l := &zkLink{link: newLink(base, s.stats, s.cfg.hooks.Watches), drained: make(chan struct{})}
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithHostProvider(&hostProvider{DNSHostProvider: zk.NewDNSHostProvider(), link: l.link}),
@@ -686,8 +666,12 @@ func (s *Session) transition(st State, ep *Epoch, cause error) {
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
-	if m := s.cfg.metrics; m != nil {
-		m.State(ev)
+	if s.cfg.hooks.State != nil {
+		var id int64
+		if ep != nil {
+			id = ep.SessionID()
+		}
+		s.reportState(metrics.Transition{State: st.String(), SessionID: id, Err: cause, Time: ev.Time})
 	}
 	for sub := range s.subs {
 		sub.push(ev, st == Closed)

@@ -12,6 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -85,7 +87,7 @@ func TestServerRestartKeepsSession(t *testing.T) {
 
 	ep2 := epoch(t, s)
 	assert.Same(t, ep, ep2)
-	_, _, err := ep2.Children(context.Background(), "/")
+	_, _, err := connlink.Of(ep2).Children(context.Background(), "/")
 	assert.NoError(t, err)
 }
 
@@ -95,7 +97,7 @@ func TestServerConfirmedExpiry(t *testing.T) {
 	ctx := context.Background()
 	ep := epoch(t, s)
 	node := c.Root() + "-expiry"
-	_, err := ep.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	sub := s.Subscribe()
 	defer sub.Close()
@@ -113,14 +115,14 @@ func TestServerConfirmedExpiry(t *testing.T) {
 	}
 	assert.ErrorIs(t, ep.Err(), conn.ErrEpochEnded)
 	assert.ErrorIs(t, ep.Err(), conn.ErrSessionExpired)
-	_, _, err = ep.Get(ctx, "/")
+	_, _, err = connlink.Of(ep).Get(ctx, "/")
 	assert.ErrorIs(t, err, conn.ErrEpochEnded, "operations on an ended epoch fail")
 
 	conn2 := expect(t, sub, 20*time.Second, conn.Connected)
 	assert.NotEqual(t, ep.SessionID(), conn2.Epoch.SessionID(), "a new epoch is a new ZooKeeper session")
 	ep2 := epoch(t, s)
 	assert.Same(t, conn2.Epoch, ep2)
-	ok, _, err := ep2.Exists(ctx, node)
+	ok, _, err := connlink.Of(ep2).Exists(ctx, node)
 	require.NoError(t, err)
 	assert.False(t, ok, "the ephemeral node of the expired session is gone")
 }
@@ -137,7 +139,7 @@ func TestPartitionLocalTimer(t *testing.T) {
 		p := zktest.NewProxy(t, c.Servers())
 		s := connect(t, p.Addrs(), timerOpts(quorum, conn.WithSessionTimeout(timeout))...)
 		ep := epoch(t, s)
-		require.Equal(t, timeout, ep.Timeout())
+		require.Equal(t, timeout, connlink.Of(ep).Timeout())
 		sub := s.Subscribe()
 
 		cut := time.Now()
@@ -171,7 +173,7 @@ func TestLeaderKillKeepsSession(t *testing.T) {
 	ctx := context.Background()
 	ep := epoch(t, s)
 	node := c.Root() + "-leader"
-	_, err := ep.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	sub := s.Subscribe()
 	defer sub.Close()
@@ -183,7 +185,7 @@ func TestLeaderKillKeepsSession(t *testing.T) {
 	expect(t, sub, 10*time.Second, conn.Suspended)
 	expect(t, sub, 20*time.Second, conn.Reconnected)
 	assert.NoError(t, ep.Err())
-	ok, _, err := ep.Exists(ctx, node)
+	ok, _, err := connlink.Of(ep).Exists(ctx, node)
 	require.NoError(t, err)
 	assert.True(t, ok, "the ephemeral node survives the leader's death")
 	assert.Same(t, ep, epoch(t, s))
@@ -240,7 +242,7 @@ func TestCloseIsPromptAndIdempotentWithServerDown(t *testing.T) {
 	assert.ErrorIs(t, ep.Err(), conn.ErrClosed)
 	_, err := s.Epoch(context.Background())
 	assert.ErrorIs(t, err, conn.ErrClosed)
-	_, _, err = ep.Children(context.Background(), "/")
+	_, _, err = connlink.Of(ep).Children(context.Background(), "/")
 	assert.ErrorIs(t, err, conn.ErrEpochEnded)
 	assert.Equal(t, conn.Closed, s.State())
 }
@@ -251,25 +253,25 @@ func TestOperationsRetryAcrossAConnectionCut(t *testing.T) {
 	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second), conn.WithNamespace(c.Root()))
 	ctx := context.Background()
 	ep := epoch(t, s)
-	require.NoError(t, ep.CreateParents(ctx, "/a/b"))
-	_, err := ep.Create(ctx, "/a/b", []byte("v"), zk.FlagPersistent, s.ACL())
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, "/a/b"))
+	_, err := connlink.Of(ep).Create(ctx, "/a/b", []byte("v"), zk.FlagPersistent, connlink.Of(s).ACL())
 	require.NoError(t, err)
 
-	before := s.Stats()
+	before := connlink.Of(s).Stats()
 	p.Cut()
-	data, _, err := ep.Get(ctx, "/a/b")
+	data, _, err := connlink.Of(ep).Get(ctx, "/a/b")
 	require.NoError(t, err, "a read is retried across a connection cut")
 	assert.Equal(t, "v", string(data))
 	assert.NoError(t, ep.Err(), "same epoch")
-	d := s.Stats().Sub(before)
-	assert.GreaterOrEqual(t, d.Requests[conn.OpGet], int64(1))
+	d := connlink.Of(s).Stats().Sub(before)
+	assert.GreaterOrEqual(t, d.Requests[metrics.OpGet], int64(1))
 
 	// The namespace is invisible to the caller and real on the server.
 	raw := connect(t, c.Servers())
-	ok, _, err := epoch(t, raw).Exists(ctx, c.Root()+"/a/b")
+	ok, _, err := raw.Exists(ctx, c.Root()+"/a/b")
 	require.NoError(t, err)
 	assert.True(t, ok)
-	names, _, err := ep.Children(ctx, "/a")
+	names, _, err := connlink.Of(ep).Children(ctx, "/a")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b"}, names)
 }
@@ -278,13 +280,12 @@ func TestOperationsHonourContextWhileDisconnected(t *testing.T) {
 	c := zktest.New(t)
 	p := zktest.NewProxy(t, c.Servers())
 	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second))
-	ep := epoch(t, s)
 	p.Blackhole()
 	defer p.Heal()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, _, err := ep.Get(ctx, "/")
+	_, _, err := s.Get(ctx, "/")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 2*time.Second)
 }
@@ -333,26 +334,24 @@ func TestDigestAuth(t *testing.T) {
 	acl := zk.DigestACL(zk.PermAll, "alice", "secret")
 	alice := connect(t, c.Servers(), conn.WithDigestAuth("alice", "secret"), conn.WithACL(acl))
 	parent, child := c.Root()+"-acl", c.Root()+"-acl/c"
-	aep := epoch(t, alice)
-	_, err := aep.Create(ctx, parent, []byte("x"), zk.FlagPersistent, alice.ACL())
+	_, err := alice.Create(ctx, parent, []byte("x"), zk.FlagPersistent, connlink.Of(alice).ACL())
 	require.NoError(t, err)
-	_, err = aep.Create(ctx, child, nil, zk.FlagEphemeral, alice.ACL())
+	_, err = alice.Create(ctx, child, nil, zk.FlagEphemeral, connlink.Of(alice).ACL())
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		aep.Delete(context.Background(), child, -1)
-		aep.Delete(context.Background(), parent, -1)
+		alice.Delete(context.Background(), child, -1)
+		alice.Delete(context.Background(), parent, -1)
 	})
 
 	mallory := connect(t, c.Servers())
-	mep := epoch(t, mallory)
 	// Deleting needs DELETE on the parent; reading needs READ on the node.
-	err = mep.Delete(ctx, child, -1)
+	err = mallory.Delete(ctx, child, -1)
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
-	_, _, err = mep.Get(ctx, parent)
+	_, _, err = mallory.Get(ctx, parent)
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
-	_, err = mep.Create(ctx, parent+"/m", nil, zk.FlagEphemeral, mallory.ACL())
+	_, err = mallory.Create(ctx, parent+"/m", nil, zk.FlagEphemeral, connlink.Of(mallory).ACL())
 	assert.ErrorIs(t, err, zk.ErrNoAuth)
-	data, _, err := aep.Get(ctx, parent)
+	data, _, err := alice.Get(ctx, parent)
 	require.NoError(t, err)
 	assert.Equal(t, "x", string(data))
 }
@@ -360,9 +359,11 @@ func TestDigestAuth(t *testing.T) {
 func TestConnectErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := conn.Connect(ctx, nil)
-	assert.ErrorIs(t, err, conn.ErrNoServers)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "no ZooKeeper server given")
 	_, err = conn.Connect(ctx, []string{"no-port"})
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, `server address "no-port"`)
 
 	for name, opt := range map[string]conn.Option{
 		"nil option":          nil,
@@ -373,12 +374,13 @@ func TestConnectErrors(t *testing.T) {
 		"nil dialer":          conn.WithDialer(nil),
 		"relative namespace":  conn.WithNamespace("ns"),
 		"reserved namespace":  conn.WithNamespace("/zookeeper"),
-		"bad retry":           conn.WithRetryPolicy(conn.RetryPolicy{}),
-		"retry max below min": conn.WithRetryPolicy(conn.RetryPolicy{BaseDelay: time.Second, MaxDelay: time.Millisecond}),
+		"bad retry":           conn.WithRetry(0, 0, 0),
+		"retry max below min": conn.WithRetry(time.Second, time.Millisecond, 0),
+		"negative attempts":   conn.WithRetry(time.Millisecond, time.Second, -1),
 		"empty acl":           conn.WithACL(nil),
 	} {
 		_, err := conn.Connect(ctx, []string{"127.0.0.1:1"}, opt)
-		assert.ErrorIs(t, err, conn.ErrInvalidOption, name)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, name)
 	}
 
 	// Nothing listens: the connect timeout ends the wait with a clear error.
@@ -398,7 +400,7 @@ func TestConnectErrors(t *testing.T) {
 }
 
 // TestNamespaceValidation: every form WithNamespace's doc calls invalid fails
-// Connect with ErrInvalidOption before anything is dialed; valid ones pass
+// Connect with ErrInvalidArgument before anything is dialed; valid ones pass
 // the option check (and then time out: nothing listens).
 func TestNamespaceValidation(t *testing.T) {
 	ctx := context.Background()
@@ -425,10 +427,10 @@ func TestNamespaceValidation(t *testing.T) {
 		_, err := conn.Connect(ctx, []string{"127.0.0.1:1"}, conn.WithNamespace(tc.ns),
 			conn.WithConnectTimeout(50*time.Millisecond))
 		if tc.valid {
-			assert.NotErrorIs(t, err, conn.ErrInvalidOption, "namespace %q", tc.ns)
+			assert.NotErrorIs(t, err, conn.ErrInvalidArgument, "namespace %q", tc.ns)
 			assert.ErrorIs(t, err, conn.ErrConnectTimeout, "namespace %q", tc.ns)
 		} else {
-			assert.ErrorIs(t, err, conn.ErrInvalidOption, "namespace %q", tc.ns)
+			assert.ErrorIs(t, err, conn.ErrInvalidArgument, "namespace %q", tc.ns)
 		}
 	}
 }
@@ -438,18 +440,23 @@ func TestBadPathsAreRefusedBeforeTheServer(t *testing.T) {
 	s := connect(t, c.Servers())
 	ep := epoch(t, s)
 	ctx := context.Background()
-	before := s.Stats().TotalRequests()
-	_, err := ep.Create(ctx, "rel", nil, 0, s.ACL())
-	assert.ErrorIs(t, err, conn.ErrInvalidPath)
-	_, _, err = ep.Get(ctx, "/a/")
-	assert.ErrorIs(t, err, conn.ErrInvalidPath)
-	err = ep.Delete(ctx, "/zookeeper/config", -1)
-	assert.ErrorIs(t, err, conn.ErrReservedPath)
-	_, err = ep.Multi(ctx, &zk.DeleteRequest{Path: "//x"})
-	assert.ErrorIs(t, err, conn.ErrInvalidPath)
-	_, err = ep.Multi(ctx, "not an op")
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
-	assert.Equal(t, before, s.Stats().TotalRequests(), "bad input never reaches the server")
+	before := connlink.Of(s).Stats().TotalRequests()
+	_, err := s.Create(ctx, "rel", nil, 0, connlink.Of(s).ACL())
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "is relative")
+	_, _, err = s.Get(ctx, "/a/")
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "ends with /")
+	err = s.Delete(ctx, "/zookeeper/config", -1)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "path /zookeeper/config is reserved")
+	_, err = connlink.Of(ep).Multi(ctx, &zk.DeleteRequest{Path: "//x"})
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "empty segment")
+	_, err = connlink.Of(ep).Multi(ctx, "not an op")
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "unsupported op string")
+	assert.Equal(t, before, connlink.Of(s).Stats().TotalRequests(), "bad input never reaches the server")
 }
 
 func TestStatsCountWatchEvents(t *testing.T) {
@@ -458,22 +465,22 @@ func TestStatsCountWatchEvents(t *testing.T) {
 	ctx := context.Background()
 	ep := epoch(t, s)
 	node := c.Root() + "-watch"
-	_, err := ep.Create(ctx, node, nil, zk.FlagEphemeral, s.ACL())
+	_, err := s.Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	before := s.Stats()
-	_, _, ch, err := ep.GetW(ctx, node)
+	before := connlink.Of(s).Stats()
+	_, _, ch, err := connlink.Of(ep).GetW(ctx, node)
 	require.NoError(t, err)
-	require.NoError(t, ep.Delete(ctx, node, -1))
+	require.NoError(t, s.Delete(ctx, node, -1))
 	select {
 	case ev := <-ch:
 		assert.Equal(t, zk.EventNodeDeleted, ev.Type)
 	case <-time.After(10 * time.Second):
 		t.Fatal("no watch event")
 	}
-	d := s.Stats().Sub(before)
+	d := connlink.Of(s).Stats().Sub(before)
 	assert.Equal(t, int64(1), d.WatchEvents)
-	assert.Equal(t, int64(1), d.Requests[conn.OpGetW])
-	assert.Equal(t, int64(1), d.Requests[conn.OpDelete])
+	assert.Equal(t, int64(1), d.Requests[metrics.OpGetW])
+	assert.Equal(t, int64(1), d.Requests[metrics.OpDelete])
 }
 
 func TestLeaseGuardedWrite(t *testing.T) {
@@ -481,12 +488,12 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	s := connect(t, c.Servers())
 	ctx := context.Background()
 	ep := epoch(t, s)
-	node, err := ep.Create(ctx, c.Root()+"-lease", nil, zk.FlagEphemeral, s.ACL())
+	node, err := connlink.Of(ep).Create(ctx, c.Root()+"-lease", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	data := c.Root() + "-data"
-	_, err = ep.Create(ctx, data, []byte("0"), zk.FlagPersistent, s.ACL())
+	_, err = s.Create(ctx, data, []byte("0"), zk.FlagPersistent, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	t.Cleanup(func() { epoch(t, s).Delete(context.Background(), data, -1) })
+	t.Cleanup(func() { s.Delete(context.Background(), data, -1) })
 
 	l := ep.NewLease(node)
 	tok, err := l.Fence(ctx)
@@ -498,7 +505,7 @@ func TestLeaseGuardedWrite(t *testing.T) {
 
 	// Someone else deletes our node: the lease is lost and writes are refused.
 	other := connect(t, c.Servers())
-	require.NoError(t, epoch(t, other).Delete(ctx, node, -1))
+	require.NoError(t, other.Delete(ctx, node, -1))
 	select {
 	case <-lost:
 	case <-time.After(10 * time.Second):
@@ -507,12 +514,12 @@ func TestLeaseGuardedWrite(t *testing.T) {
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost)
 	_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("2"), Version: -1})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost)
-	got, _, err := ep.Get(ctx, data)
+	got, _, err := s.Get(ctx, data)
 	require.NoError(t, err)
 	assert.Equal(t, "1", string(got), "the refused write changed nothing")
 
 	// A caller's own failing op is not mistaken for a lost lease.
-	node2, err := ep.Create(ctx, c.Root()+"-lease2", nil, zk.FlagEphemeral, s.ACL())
+	node2, err := connlink.Of(ep).Create(ctx, c.Root()+"-lease2", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	l2 := ep.NewLease(node2)
 	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("3"), Version: 99})
@@ -521,30 +528,30 @@ func TestLeaseGuardedWrite(t *testing.T) {
 
 	// A guarded write may not set the lock node's own data.
 	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: node2, Data: []byte("x"), Version: -1})
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 
 	// Someone else changes our (unsealed) node's data: not a loss. A
 	// revoke request closes Revoked; guarded writes still go through (the
 	// check does not need version 0).
 	lost2, revoked2 := l2.Lost(), l2.Revoked()
-	watches := s.Stats().WatchesSet
-	require.Eventually(t, func() bool { return s.Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond)
-	watches = s.Stats().WatchesSet
-	_, err = epoch(t, other).Set(ctx, node2, []byte("mine now"), -1)
+	watches := connlink.Of(s).Stats().WatchesSet
+	require.Eventually(t, func() bool { return connlink.Of(s).Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond)
+	watches = connlink.Of(s).Stats().WatchesSet
+	_, err = other.Set(ctx, node2, []byte("mine now"), -1)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return s.Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return connlink.Of(s).Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond,
 		"the lease reads its node again after the change")
-	watches = s.Stats().WatchesSet
+	watches = connlink.Of(s).Stats().WatchesSet
 	assert.False(t, isClosed(lost2), "a data change is not a loss: %v", l2.Err())
 	assert.False(t, isClosed(revoked2), "only __REVOKE__ is a revoke request")
-	_, err = epoch(t, other).Set(ctx, node2, []byte("__REVOKE__"), -1)
+	_, err = other.Set(ctx, node2, []byte("__REVOKE__"), -1)
 	require.NoError(t, err)
 	select {
 	case <-revoked2:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Revoked not closed after __REVOKE__ was written")
 	}
-	require.Eventually(t, func() bool { return s.Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return connlink.Of(s).Stats().WatchesSet > watches }, 10*time.Second, 10*time.Millisecond)
 	assert.False(t, isClosed(lost2), "a revoke request is not a loss: %v", l2.Err())
 	_, err = l2.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("4"), Version: -1})
 	require.NoError(t, err, "still held: the guarded write goes through")
@@ -563,16 +570,17 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// TestACLIsACopy: changing what Session.ACL returns changes nothing: not
-// the next call's result, not the ACL of the nodes created after.
+// TestACLIsACopy: changing what connlink.Session.ACL returns changes
+// nothing: not the next call's result, not the ACL of the nodes created
+// after.
 func TestACLIsACopy(t *testing.T) {
 	c := zktest.New(t)
 	s := connect(t, c.Servers())
-	acl := s.ACL()
+	acl := connlink.Of(s).ACL()
 	require.Equal(t, zk.WorldACL(zk.PermAll), acl)
 	acl[0].Perms = zk.PermRead
 	acl[0].Scheme = "digest"
-	assert.Equal(t, zk.WorldACL(zk.PermAll), s.ACL())
+	assert.Equal(t, zk.WorldACL(zk.PermAll), connlink.Of(s).ACL())
 }
 
 // Connect returns after the Connected transition: State says so, and a

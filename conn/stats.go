@@ -1,74 +1,17 @@
 package conn
 
-import "sync/atomic"
+import (
+	"sync/atomic"
 
-// Operation names used as keys of Stats.Requests.
-const (
-	OpCreate   = "create"
-	OpDelete   = "delete"
-	OpGet      = "get"
-	OpGetW     = "getw"
-	OpChildren = "children"
-	OpExists   = "exists"
-	OpSet      = "set"
-	OpMulti    = "multi"
-	OpSync     = "sync"
-	OpAuth     = "auth"
-	// OpGetACL is a read of a node's ACL: a waiter of the recipes reads
-	// its predecessor's ACL with its data (see package mutex, "trust").
-	OpGetACL = "getacl"
-	// OpSetACL is a change of a node's ACL: rwlock marks a write node it
-	// keeps after a downgrade's write release (see package rwlock).
-	OpSetACL = "setacl"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-var opNames = []string{OpCreate, OpDelete, OpGet, OpGetW, OpChildren, OpExists, OpSet, OpMulti, OpSync, OpAuth, OpGetACL, OpSetACL}
+var opNames = []string{metrics.OpCreate, metrics.OpDelete, metrics.OpGet, metrics.OpGetW, metrics.OpChildren, metrics.OpExists,
+	metrics.OpSet, metrics.OpMulti, metrics.OpSync, metrics.OpAuth, metrics.OpGetACL, metrics.OpSetACL}
 
-// Stats is a snapshot of what a Session has asked of ZooKeeper, over all its
-// epochs. Every attempt counts, retries included.
-type Stats struct {
-	// Requests by operation (the Op* names).
-	Requests map[string]int64
-	// WatchEvents is the number of watch notifications the servers sent
-	// (node created, deleted, data or children changed).
-	WatchEvents int64
-	// WatchesSet is the number of watches the servers confirmed: GetW and
-	// ExistsW calls that returned without error. Unlike Requests, which
-	// count a request when it is sent, this counts only once the watch is
-	// in place on the server.
-	WatchesSet int64
-	// QuorumSyncs is the number of syncs the quorum timer sent
-	// (the quorum timer, unless WithLastHeardTimer: one every twelfth of the session timeout while an
-	// epoch lives, and one as each epoch begins). They are not in Requests, which count what callers
-	// and recipes ask.
-	QuorumSyncs int64
-}
-
-// TotalRequests is the sum of Requests.
-func (s Stats) TotalRequests() int64 {
-	var n int64
-	for _, v := range s.Requests {
-		n += v
-	}
-	return n
-}
-
-// Sub returns s minus an earlier snapshot, for measuring one stretch of work.
-func (s Stats) Sub(earlier Stats) Stats {
-	d := Stats{
-		Requests:    make(map[string]int64, len(s.Requests)),
-		WatchEvents: s.WatchEvents - earlier.WatchEvents,
-		WatchesSet:  s.WatchesSet - earlier.WatchesSet,
-		QuorumSyncs: s.QuorumSyncs - earlier.QuorumSyncs,
-	}
-	for k, v := range s.Requests {
-		d.Requests[k] = v - earlier.Requests[k]
-	}
-	return d
-}
-
-// counters are the live counts behind Stats. The map is filled once at
-// construction and only read after, so it needs no lock.
+// counters are the live counts behind connlink.Session.Stats. The map is
+// filled once at construction and only read after, so it needs no lock.
 type counters struct {
 	requests    map[string]*atomic.Int64
 	watchEvents atomic.Int64
@@ -94,8 +37,8 @@ func newCounters() *counters {
 
 func (c *counters) count(op string) { c.requests[op].Add(1) }
 
-func (c *counters) snapshot() Stats {
-	s := Stats{
+func (c *counters) snapshot() connlink.Stats {
+	s := connlink.Stats{
 		Requests:    make(map[string]int64, len(c.requests)),
 		WatchEvents: c.watchEvents.Load(),
 		WatchesSet:  c.watchesSet.Load(),

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // # Removing a watch nobody waits on any more
@@ -98,9 +99,9 @@ type removal struct {
 }
 
 // watchSet is the link's record of watchers and removals. Lock order:
-// link.wmu, then watchSet.mu. The keys of live are the watches Metrics
-// counts: a key's first watcher adds one, its last one counted off takes
-// it away, told under mu so that the session's sum never goes below 0.
+// link.wmu, then watchSet.mu. The keys of live are the watches the Watches
+// hook counts: a key's first watcher adds one, its last one counted off
+// takes it away, told under mu so that the session's sum never goes below 0.
 type watchSet struct {
 	mu      sync.Mutex
 	live    map[watchKey]int              // watchers not counted off, by key; no zero entries
@@ -120,8 +121,8 @@ func (l *link) register(key watchKey) *watchReg {
 		ws.byCh = make(map[<-chan zk.Event]*watchReg)
 		ws.pending = make(map[int32]*removal)
 	}
-	if ws.live[key]++; ws.live[key] == 1 && l.metrics != nil {
-		l.metrics.Watches(1)
+	if ws.live[key]++; ws.live[key] == 1 && l.counted != nil {
+		l.counted(1)
 	}
 	return &watchReg{key: key, stop: make(chan struct{})}
 }
@@ -182,8 +183,8 @@ func (l *link) countOff(r *watchReg, stopped bool) *removal {
 		return nil
 	}
 	delete(ws.live, r.key)
-	if l.metrics != nil {
-		l.metrics.Watches(-1)
+	if l.counted != nil {
+		l.counted(-1)
 	}
 	if stopped && r.attached {
 		return l.queueRemovalLocked(r.key)
@@ -383,7 +384,7 @@ func (e *Epoch) unwatch(ctx context.Context, ch <-chan zk.Event) error {
 // when the watch is set) for the watcher count; see watchReg.
 func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watchKind,
 	f func(*zk.Conn, string) (T, <-chan zk.Event, error)) (T, <-chan zk.Event, error) {
-	if err := ValidatePath(path); err != nil {
+	if err := zkpath.Validate(path); err != nil {
 		var zero T
 		return zero, nil, fmt.Errorf("conn: %s: %w", op, err)
 	}

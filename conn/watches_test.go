@@ -23,14 +23,14 @@ func TestUnwatchRemovesServerWatch(t *testing.T) {
 	ep := epoch(t, s)
 	ctx := testzk.Ctx(t, 30*time.Second)
 	path := c.Root() + "/unwatch"
-	require.NoError(t, ep.CreateParents(ctx, path))
-	_, err := ep.Create(ctx, path, nil, zk.FlagPersistent, s.ACL())
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, path))
+	_, err := s.Create(ctx, path, nil, zk.FlagPersistent, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	baseline := testzk.WatchCount(t, c)
 
-	_, _, ch, err := ep.GetW(ctx, path)
+	_, _, ch, err := connlink.Of(ep).GetW(ctx, path)
 	require.NoError(t, err)
-	_, _, cw, err := ep.ChildrenW(ctx, path)
+	_, _, cw, err := connlink.Of(ep).ChildrenW(ctx, path)
 	require.NoError(t, err)
 	assert.Equal(t, []string{path}, testzk.DataWatches(t, c, ep.SessionID()))
 	assert.Equal(t, baseline+2, testzk.WatchCount(t, c))
@@ -45,9 +45,9 @@ func TestUnwatchRemovesServerWatch(t *testing.T) {
 	assert.Equal(t, sent+2, conn.WatchesRemoved(s))
 
 	// A fired watch: nothing to remove, no request.
-	_, _, ch, err = ep.GetW(ctx, path)
+	_, _, ch, err = connlink.Of(ep).GetW(ctx, path)
 	require.NoError(t, err)
-	_, err = ep.Set(ctx, path, []byte("x"), -1)
+	_, err = s.Set(ctx, path, []byte("x"), -1)
 	require.NoError(t, err)
 	ev := <-ch
 	assert.Equal(t, zk.EventNodeDataChanged, ev.Type)
@@ -68,20 +68,20 @@ func TestUnwatchSharedAndReconnect(t *testing.T) {
 	ep := epoch(t, s)
 	ctx := testzk.Ctx(t, 60*time.Second)
 	a, b := c.Root()+"/a", c.Root()+"/b"
-	require.NoError(t, ep.CreateParents(ctx, a))
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, a))
 	for _, n := range []string{a, b} {
-		_, err := ep.Create(ctx, n, nil, zk.FlagPersistent, s.ACL())
+		_, err := connlink.Of(ep).Create(ctx, n, nil, zk.FlagPersistent, connlink.Of(s).ACL())
 		require.NoError(t, err)
 	}
 	sid := ep.SessionID()
 
-	_, _, w1, err := ep.GetW(ctx, a)
+	_, _, w1, err := connlink.Of(ep).GetW(ctx, a)
 	require.NoError(t, err)
-	_, _, w2, err := ep.ExistsW(ctx, a)
+	_, _, w2, err := connlink.Of(ep).ExistsW(ctx, a)
 	require.NoError(t, err)
 	require.NoError(t, connlink.Of(ep).Unwatch(ctx, w1))
 	assert.Equal(t, []string{a}, testzk.DataWatches(t, c, sid), "the other watcher still waits")
-	_, err = ep.Set(ctx, a, []byte("1"), -1)
+	_, err = connlink.Of(ep).Set(ctx, a, []byte("1"), -1)
 	require.NoError(t, err)
 	select {
 	case ev := <-w2:
@@ -92,9 +92,9 @@ func TestUnwatchSharedAndReconnect(t *testing.T) {
 
 	// Removed, then a reconnect: the watch stays gone. b's watch, still
 	// waited on, comes back and fires.
-	_, _, wa, err := ep.GetW(ctx, a)
+	_, _, wa, err := connlink.Of(ep).GetW(ctx, a)
 	require.NoError(t, err)
-	_, _, wb, err := ep.GetW(ctx, b)
+	_, _, wb, err := connlink.Of(ep).GetW(ctx, b)
 	require.NoError(t, err)
 	require.NoError(t, connlink.Of(ep).Unwatch(ctx, wa))
 	assert.Equal(t, []string{b}, testzk.DataWatches(t, c, sid))
@@ -107,7 +107,7 @@ func TestUnwatchSharedAndReconnect(t *testing.T) {
 		return len(w) == 1 && w[0] == b
 	}, "b's watch back, a's not")
 	assert.Equal(t, sid, epoch(t, s).SessionID(), "the same session")
-	_, err = ep.Set(ctx, b, []byte("1"), -1)
+	_, err = connlink.Of(ep).Set(ctx, b, []byte("1"), -1)
 	require.NoError(t, err)
 	select {
 	case ev := <-wb:
@@ -129,8 +129,8 @@ func TestLostLeaseLeavesNoWatch(t *testing.T) {
 	ep := epoch(t, s)
 	ctx := testzk.Ctx(t, 60*time.Second)
 	root := c.Root() + "/lease"
-	require.NoError(t, ep.CreateParents(ctx, root+"/n"))
-	node, err := ep.Create(ctx, root+"/n", nil, zk.FlagEphemeral, s.ACL())
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, root+"/n"))
+	node, err := connlink.Of(ep).Create(ctx, root+"/n", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	sid := ep.SessionID()
 	l := ep.NewLease(node)
@@ -151,7 +151,7 @@ func TestLostLeaseLeavesNoWatch(t *testing.T) {
 		e, err := s.Epoch(ctx)
 		return err == nil && e == ep && conn.SetWatchesSent(s) > sw
 	}, "the same session back")
-	ok, _, err := ep.Exists(ctx, node)
+	ok, _, err := connlink.Of(ep).Exists(ctx, node)
 	require.NoError(t, err)
 	require.True(t, ok, "our node lives")
 	assert.Empty(t, testzk.DataWatches(t, c, sid), "no watch on our node")
@@ -159,7 +159,7 @@ func TestLostLeaseLeavesNoWatch(t *testing.T) {
 	// Lost with the epoch.
 	s2 := connect(t, c.Servers())
 	ep2 := epoch(t, s2)
-	node2, err := ep2.Create(ctx, root+"/m", nil, zk.FlagEphemeral, s2.ACL())
+	node2, err := connlink.Of(ep2).Create(ctx, root+"/m", nil, zk.FlagEphemeral, connlink.Of(s2).ACL())
 	require.NoError(t, err)
 	l2 := ep2.NewLease(node2)
 	before = testzk.WatchesSet(s2)

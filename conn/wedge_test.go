@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -110,7 +111,7 @@ func TestCredentialsResendWriteFailureKeepsSession(t *testing.T) {
 		ev := next(t, sub, time.Until(deadline))
 		require.Contains(t, []conn.State{conn.Suspended, conn.Reconnected}, ev.State, "got %v", ev)
 	}
-	_, _, err = ep.Exists(ctx, "/")
+	_, _, err = connlink.Of(ep).Exists(ctx, "/")
 	require.NoError(t, err, "the session survives a failed write of its credentials")
 	require.NoError(t, ep.Err())
 

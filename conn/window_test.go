@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -39,7 +40,7 @@ func TestFollowerCutOffFromQuorumKeepsAnsweringPings(t *testing.T) {
 		f := (leader + 1) % 3
 		s := connect(t, []string{c.Servers()[f]}, timerOpts(quorum, conn.WithSessionTimeout(timeout))...)
 		ep := epoch(t, s)
-		require.Equal(t, timeout, ep.Timeout())
+		require.Equal(t, timeout, connlink.Of(ep).Timeout())
 		sub := s.Subscribe()
 
 		cut := time.Now()
@@ -70,7 +71,7 @@ func TestFollowerCutOffFromQuorumKeepsAnsweringPings(t *testing.T) {
 			// answering its pings for longer than a whole session timeout.
 			assert.Greater(t, suspended, timeout+paused, "the follower answered pings for longer than the session timeout")
 		}
-		_, _, err = ep.Exists(context.Background(), "/")
+		_, _, err = connlink.Of(ep).Exists(context.Background(), "/")
 		assert.ErrorIs(t, err, conn.ErrEpochEnded)
 		sub.Close()
 		s.Close()

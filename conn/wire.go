@@ -308,11 +308,11 @@ type link struct {
 	wmu     sync.Mutex               // held for every frame written, go-zookeeper's and injected
 	cur     atomic.Pointer[wireConn] // the connection with a session, nil while there is none
 	watches watchSet
-	metrics Metrics // the session's (WithMetrics), told the watch count's changes; nil: none
+	counted func(delta int) // the session's Watches hook (WithMetrics), told the watch count's changes; nil: none
 }
 
-func newLink(dial func(network, addr string, timeout time.Duration) (net.Conn, error), stats *counters, m Metrics) *link {
-	l := &link{dial: dial, stats: stats, metrics: m, closeSent: make(chan struct{})}
+func newLink(dial func(network, addr string, timeout time.Duration) (net.Conn, error), stats *counters, counted func(int)) *link {
+	l := &link{dial: dial, stats: stats, counted: counted, closeSent: make(chan struct{})}
 	l.idle.L = &l.gate
 	return l
 }

@@ -11,21 +11,12 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// CheckWire checks, against the servers (a real ZooKeeper: zktest gives a
-// test one), that the go-zookeeper the program links keeps what conn's
-// wire layer relies on in v1.0.4: the connect request is the first frame
-// written and its response the first read (session id, timeout and
-// password decoded); every frame is written with one Write; requests are
-// answered while the wire hides response zxids from go-zookeeper; after a
-// reconnect a watch is re-sent in a set-watches request (opcode 101) and
-// still fires; a watch removal injected on the wire is answered without
-// upsetting go-zookeeper's reader; Close writes a close request (opcode
-// -11). It is for programs that replace go-zookeeper (WithPatchedZK): run
-// it in a test of the program, built with its go.mod's replace. It returns
-// nil, or an error matching ErrZKVersion that lists what does not hold.
-// It connects with opts (WithPatchedZK implied), creates one ephemeral
-// node at the namespace's root, cuts the connection once, and closes the
-// session.
+// CheckWire checks, against a real server, that the go-zookeeper the
+// program links keeps what conn's wire layer relies on in v1.0.4 (frames,
+// the connect handshake, watches across a reconnect, the close request).
+// Run it in a test of a program that replaces go-zookeeper (WithPatchedZK).
+// It returns nil or an error matching ErrZKVersion that lists what does
+// not hold; it creates one ephemeral node and cuts the connection once.
 func CheckWire(ctx context.Context, servers []string, opts ...Option) error {
 	s, err := Connect(ctx, servers, append(opts[:len(opts):len(opts)], WithPatchedZK())...)
 	if err != nil {
@@ -67,16 +58,16 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	p := "/zkrecipes-wirecheck-" + hex.EncodeToString(b[:])
-	_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.ACL())
+	_, err = ep.create(ctx, p, nil, zk.FlagEphemeral, s.acl())
 	if errors.Is(err, zk.ErrNoNode) { // the namespace's root does not exist yet
-		if err = ep.CreateParents(ctx, p); err == nil {
-			_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.ACL())
+		if err = ep.createParents(ctx, p); err == nil {
+			_, err = ep.create(ctx, p, nil, zk.FlagEphemeral, s.acl())
 		}
 	}
 	if err != nil {
 		return fails, err
 	}
-	if _, err := ep.Set(ctx, p, []byte("1"), 0); err != nil {
+	if _, err := ep.set(ctx, p, []byte("1"), 0); err != nil {
 		return append(fails, fmt.Sprintf("a request failed: %v", err)), nil
 	}
 	if w.lastZxid.Load() <= 0 {
@@ -84,7 +75,7 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	}
 
 	// A watch across a reconnect: go-zookeeper re-sends it (set-watches).
-	_, _, ch, err := ep.GetW(ctx, p)
+	_, _, ch, err := ep.getW(ctx, p)
 	if err != nil {
 		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
 	}
@@ -102,7 +93,7 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 			return append(fails, fmt.Sprintf("the session ended after a cut: %v", ev.Err)), nil
 		}
 	}
-	if _, err := ep.Set(ctx, p, []byte("2"), 1); err != nil {
+	if _, err := ep.set(ctx, p, []byte("2"), 1); err != nil {
 		return append(fails, fmt.Sprintf("a request after the reconnect failed: %v", err)), nil
 	}
 	select {
@@ -118,17 +109,17 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	}
 
 	// A watch removed by a request injected on the wire.
-	_, _, ch, err = ep.GetW(ctx, p)
+	_, _, ch, err = ep.getW(ctx, p)
 	if err != nil {
 		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
 	}
 	if err := ep.unwatch(ctx, ch); err != nil {
 		fails = append(fails, fmt.Sprintf("removing a watch failed: %v", err))
 	}
-	if _, _, err := ep.Get(ctx, p); err != nil {
+	if _, _, err := ep.get(ctx, p); err != nil {
 		fails = append(fails, fmt.Sprintf("a request after a watch removal failed: %v", err))
 	}
-	if err := ep.Delete(ctx, p, -1); err != nil {
+	if err := ep.delete(ctx, p, -1); err != nil {
 		return fails, err
 	}
 	if err := s.Close(); err != nil {

@@ -16,23 +16,14 @@ const (
 	zkVersion = "v1.0.4"
 )
 
-// ErrZKVersion is returned by Connect when the program links a go-zookeeper
-// other than zkVersion (another version selected by the program's module
-// graph, or a replacement): conn refuses to run a wire layer written for
-// another version's internals. A replacement of v1.0.4 (a patched copy) is
-// let through by WithPatchedZK; CheckWire tells whether it keeps what the
-// wire layer relies on, and fails with an error matching ErrZKVersion when
-// it does not.
+// ErrZKVersion: the program links a go-zookeeper other than v1.0.4, or a
+// replaced v1.0.4 without WithPatchedZK (see CheckWire).
 var ErrZKVersion = errors.New("conn: unsupported go-zookeeper version (conn's wire layer is checked against " +
 	zkModule + " " + zkVersion + " only)")
 
-// WithPatchedZK lets Connect run with a go-zookeeper v1.0.4 that the
-// program's go.mod replaces (a patched copy, a fork of v1.0.4), which it
-// otherwise refuses with ErrZKVersion. The wire layer relies on v1.0.4's
-// internals; run CheckWire against a real server in a test of the program
-// (with its go.mod's replace) before deploying it, and again after each
-// change of the copy. Another version than v1.0.4, replaced or not, is
-// still refused. Default: refused.
+// WithPatchedZK lets Connect run a replaced (patched) go-zookeeper v1.0.4,
+// which it otherwise refuses with ErrZKVersion; check the copy with
+// CheckWire. Another version stays refused.
 func WithPatchedZK() Option {
 	return func(c *config) error { c.patchedZK = true; return nil }
 }

@@ -59,11 +59,11 @@ func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id strin
 // container can be reaped between the two steps, hence the few rounds.
 func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) error {
 	for i := 0; ; i++ {
-		_, err := ep.Create(ctx, l.node, data, zk.FlagEphemeral, connlink.Of(l.sess).SealedACL())
+		_, err := connlink.Of(ep).Create(ctx, l.node, data, zk.FlagEphemeral, connlink.Of(l.sess).SealedACL())
 		if !errors.Is(err, zk.ErrNoNode) || i == 3 {
 			return err
 		}
-		if err := ep.CreateParents(ctx, l.node); err != nil {
+		if err := connlink.Of(ep).CreateParents(ctx, l.node); err != nil {
 			return err
 		}
 	}
@@ -85,7 +85,7 @@ func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) erro
 func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone bool, err error) {
 	unsure := false // a delete of ours was sent and its answer lost
 	for i := 0; ; i++ {
-		data, st, err := ep.Get(ctx, l.node)
+		data, st, err := connlink.Of(ep).Get(ctx, l.node)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return !unsure, nil
@@ -95,7 +95,7 @@ func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone 
 			return !unsure, nil
 		}
 		err = l.deleteOnce(ctx, ep, data, st.Version)
-		var oe *conn.OpError
+		failed, refused := connlink.Of(l.sess).FailedOp(err)
 		switch {
 		case err == nil:
 			l.log.Debug("deleted our lock node")
@@ -107,7 +107,7 @@ func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone 
 			continue // the delete's fate is unknown: read the node again
 		case i == 3:
 			return false, err
-		case errors.Is(err, zk.ErrBadVersion), errors.As(err, &oe) && oe.Index == 0 && errors.Is(err, zk.ErrNoAuth):
+		case errors.Is(err, zk.ErrBadVersion), refused && failed == 0 && errors.Is(err, zk.ErrNoAuth):
 			continue // the node changed, or is not ours (another session's): read it again
 		}
 		return false, err

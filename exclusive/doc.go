@@ -25,7 +25,7 @@
 //     be, on a goroutine that keeps trying until that is done or the
 //     session ends (an expired session takes the node with it). An acquire
 //     that fails before it could tell whether the node is ours (with a
-//     bounded conn.RetryPolicy, when the connection is lost again) says so:
+//     bounded conn.WithRetry, when the connection is lost again) says so:
 //     its error matches lock.ErrCreatePending.
 //   - A holder learns that its lock is no longer safe from the returned
 //     conn.Lease (Lost, Err), and can fence its writes with Lease.Fence and
@@ -91,9 +91,9 @@
 // lock.ErrReleasePending), read the same in every recipe:
 // "exclusive: release <path>: lock: not held".
 //
-// Sentinels, compared with errors.Is: conn.ErrNilSession,
-// conn.ErrInvalidPath or conn.ErrReservedPath (bad input to New),
-// lock.ErrNotHeld, lock.ErrReleasePending. Acquire and TryAcquire return an error
+// Sentinels, compared with errors.Is: conn.ErrInvalidArgument (bad input
+// to New: a nil session, a bad path), lock.ErrNotHeld,
+// lock.ErrReleasePending. Acquire and TryAcquire return an error
 // matching ctx.Err() when ctx ends, and conn's errors (conn.ErrClosed, ...)
 // or go-zookeeper's (zk.ErrNoAuth, ...) wrapped otherwise. Losing a session
 // while waiting is not an error: the wait goes on in the next session.

@@ -11,8 +11,10 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // nodeName is the one node every contender tries to create under the lock
@@ -34,6 +36,8 @@ const nodeName = "lock"
 //
 // Safe for concurrent use.
 type Lock struct {
+	lockLink // the session, for multilock
+
 	sess *conn.Session
 	path string // the lock path, as given to New
 	node string // path + "/lock"
@@ -42,6 +46,9 @@ type Lock struct {
 	mu   sync.Mutex // guards held
 	held *grant     // what this handle holds; nil when nothing
 }
+
+// lockLink is embedded unexported: it adds nothing to the lock's API.
+type lockLink = lockid.Link
 
 // grant is one successful Acquire.
 type grant struct {
@@ -56,25 +63,22 @@ type grant struct {
 // (conn.WithLogger), as every recipe does.
 func New(sess *conn.Session, path string) (*Lock, error) {
 	if sess == nil {
-		return nil, fmt.Errorf("exclusive: new %s: %w", path, conn.ErrNilSession)
+		return nil, fmt.Errorf("exclusive: new %s: nil session: %w", path, conn.ErrInvalidArgument)
 	}
-	if err := conn.ValidatePath(path); err != nil {
+	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("exclusive: new %s: %w", path, err)
 	}
 	return &Lock{
-		sess: sess,
-		path: path,
-		node: conn.JoinPath(path, nodeName),
-		log:  sess.Logger().With(zap.String("lock", path)),
+		lockLink: lockid.NewLink(sess),
+		sess:     sess,
+		path:     path,
+		node:     zkpath.Join(path, nodeName),
+		log:      connlink.Of(sess).Logger().With(zap.String("lock", path)),
 	}, nil
 }
 
 // Path is the lock path given to New. The lock node is Path()+"/lock".
 func (l *Lock) Path() string { return l.path }
-
-// Session is the session the lock's node is created in; with Path it
-// identifies the lock (multilock.Locker).
-func (l *Lock) Session() *conn.Session { return l.sess }
 
 // Acquire blocks until this handle holds the lock or ctx ends. On success
 // it returns the lease on the lock node. When ctx ends first it returns an
@@ -124,9 +128,9 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 			ch  <-chan zk.Event
 		)
 		if out == created {
-			got, st, err = ep.Get(ctx, l.node)
+			got, st, err = connlink.Of(ep).Get(ctx, l.node)
 		} else {
-			got, st, ch, err = ep.GetW(ctx, l.node)
+			got, st, ch, err = connlink.Of(ep).GetW(ctx, l.node)
 		}
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
@@ -187,7 +191,7 @@ func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 		}
 		// Read the node: ours (created, or a create whose first answer was
 		// lost had made it) is granted with its czxid (see Acquire).
-		got, st, err := ep.Get(ctx, l.node)
+		got, st, err := connlink.Of(ep).Get(ctx, l.node)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, false, nil // it was held when we tried, or ours was deleted

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -22,17 +23,19 @@ const sessionTimeout = 8 * time.Second
 
 func TestNewErrors(t *testing.T) {
 	_, err := exclusive.New(nil, "/a")
-	assert.ErrorIs(t, err, conn.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.EqualError(t, err, "exclusive: new /a: nil session: conn: invalid argument")
 
 	c := zktest.New(t)
 	s := locktest.Connect(t, c.Servers(), sessionTimeout)
 	for _, p := range []string{"", "a", "/a/", "/a//b", "/a/../b"} {
 		_, err := exclusive.New(s, p)
-		assert.ErrorIs(t, err, conn.ErrInvalidPath, "path %q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "path %q", p)
 		assert.True(t, strings.HasPrefix(err.Error(), "exclusive: "), "%v", err)
 	}
 	_, err = exclusive.New(s, "/zookeeper/lock")
-	assert.ErrorIs(t, err, conn.ErrReservedPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "path /zookeeper/lock is reserved")
 
 	l, err := exclusive.New(s, "/a/b")
 	require.NoError(t, err)
@@ -55,7 +58,7 @@ func TestLock(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, path+"/lock", lease.Path())
 		ep := lease.Epoch()
-		data, st, err := ep.Get(ctx, path+"/lock")
+		data, st, err := connlink.Of(ep).Get(ctx, path+"/lock")
 		require.NoError(t, err)
 		assert.Equal(t, ep.SessionID(), st.EphemeralOwner, "an ephemeral node of our session")
 		var d struct {
@@ -71,10 +74,10 @@ func TestLock(t *testing.T) {
 		tok, err := lease.Fence(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, conn.Fence{Zxid: st.Czxid}, tok, "the fencing token is the node's czxid, pass 0")
-		_, _, err = ep.Get(ctx, path)
+		_, _, err = connlink.Of(ep).Get(ctx, path)
 		require.NoError(t, err)
 		require.NoError(t, l.Release(ctx))
-		ok, _, err := ep.Exists(ctx, path+"/lock")
+		ok, _, err := connlink.Of(ep).Exists(ctx, path+"/lock")
 		require.NoError(t, err)
 		assert.False(t, ok, "released")
 	})
@@ -95,14 +98,14 @@ func TestLock(t *testing.T) {
 		assert.False(t, ok, "TryAcquire on a held handle")
 
 		// It waits for the Release, from any goroutine.
-		before := s.Stats().WatchesSet
+		before := connlink.Of(s).Stats().WatchesSet
 		second := make(chan error, 1)
 		go func() {
 			_, err := l.Acquire(locktest.Ctx(t, 20*time.Second))
 			second <- err
 		}()
 		locktest.WaitFor(t, 10*time.Second, "the second Acquire to watch", func() bool {
-			return s.Stats().WatchesSet > before
+			return connlink.Of(s).Stats().WatchesSet > before
 		})
 		require.NoError(t, l.Release(locktest.Ctx(t, 10*time.Second)))
 		select {
@@ -127,7 +130,7 @@ func TestLock(t *testing.T) {
 		// node's.
 		ep, err := s.Epoch(locktest.Ctx(t, 10*time.Second))
 		require.NoError(t, err)
-		require.NoError(t, ep.CreateParents(locktest.Ctx(t, 10*time.Second), path+"/lock"))
+		require.NoError(t, connlink.Of(ep).CreateParents(locktest.Ctx(t, 10*time.Second), path+"/lock"))
 
 		p.CutAfterNextWrite()
 		lease, err := l.Acquire(locktest.Ctx(t, 20*time.Second))
@@ -149,7 +152,7 @@ func TestLock(t *testing.T) {
 		require.NoError(t, err)
 		ep, err := s.Epoch(locktest.Ctx(t, 10*time.Second))
 		require.NoError(t, err)
-		require.NoError(t, ep.CreateParents(locktest.Ctx(t, 10*time.Second), path+"/lock"))
+		require.NoError(t, connlink.Of(ep).CreateParents(locktest.Ctx(t, 10*time.Second), path+"/lock"))
 
 		p.SetLatency(300 * time.Millisecond) // the create reaches the server after ctx ended
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

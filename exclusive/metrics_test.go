@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestMetricsHold(t *testing.T) {
 	c := zktest.New(t)
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, 30*time.Second)
 	l, err := exclusive.New(s, path)
@@ -29,9 +30,9 @@ func TestMetricsHold(t *testing.T) {
 	lost := lease.Lost()
 	require.NoError(t, l.Release(ctx))
 	<-lost
-	assert.Equal(t, []conn.LockMetric{
-		{Event: conn.LockWait, Recipe: "exclusive", Path: path, Outcome: conn.OutcomeGranted},
-		{Event: conn.LockHold, Recipe: "exclusive", Path: path},
+	assert.Equal(t, []metrics.Lock{
+		{Event: metrics.LockWait, Recipe: "exclusive", Path: path, Outcome: metrics.OutcomeGranted},
+		{Event: metrics.LockHold, Recipe: "exclusive", Path: path},
 	}, testzk.LockEvents(rec.Take()))
 }
 
@@ -42,7 +43,7 @@ func TestMetricsHold(t *testing.T) {
 func TestMetricsWaits(t *testing.T) {
 	c := testzk.Shared(t)
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	other := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
@@ -81,11 +82,11 @@ func TestMetricsWaits(t *testing.T) {
 	require.NoError(t, <-errc)
 	took := time.Since(began)
 	got := rec.Take()
-	assert.Equal(t, []conn.LockMetric{
-		{Event: conn.LockWait, Recipe: "exclusive", Path: path, Outcome: conn.OutcomeNotGranted},
-		{Event: conn.LockWait, Recipe: "exclusive", Path: path, Outcome: conn.OutcomeTimeout},
-		{Event: conn.LockWait, Recipe: "exclusive", Path: path, Outcome: conn.OutcomeCancelled},
-		{Event: conn.LockWait, Recipe: "exclusive", Path: path, Outcome: conn.OutcomeGranted},
+	assert.Equal(t, []metrics.Lock{
+		{Event: metrics.LockWait, Recipe: "exclusive", Path: path, Outcome: metrics.OutcomeNotGranted},
+		{Event: metrics.LockWait, Recipe: "exclusive", Path: path, Outcome: metrics.OutcomeTimeout},
+		{Event: metrics.LockWait, Recipe: "exclusive", Path: path, Outcome: metrics.OutcomeCancelled},
+		{Event: metrics.LockWait, Recipe: "exclusive", Path: path, Outcome: metrics.OutcomeGranted},
 	}, testzk.LockEvents(got))
 	require.Len(t, got, 4)
 	assert.GreaterOrEqual(t, got[3].Duration, hold, "the granted wait's duration")
@@ -97,7 +98,7 @@ func TestMetricsWaits(t *testing.T) {
 	require.NoError(t, s.Close())
 	_, err = l.Acquire(ctx)
 	require.ErrorIs(t, err, conn.ErrClosed)
-	assert.Equal(t, []conn.LockMetric{
-		{Event: conn.LockWait, Recipe: "exclusive", Path: path, Outcome: conn.OutcomeError},
+	assert.Equal(t, []metrics.Lock{
+		{Event: metrics.LockWait, Recipe: "exclusive", Path: path, Outcome: metrics.OutcomeError},
 	}, testzk.LockEvents(rec.Take()))
 }

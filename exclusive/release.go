@@ -64,7 +64,7 @@ func (l *Lock) Release(ctx context.Context) error {
 // (every holder's node has version 0, so a version check alone would not
 // tell). After an error, read the node again (deleteIfOurs).
 func (l *Lock) deleteOnce(ctx context.Context, ep *conn.Epoch, data []byte, version int32) error {
-	_, err := ep.Multi(ctx,
+	_, err := connlink.Of(ep).Multi(ctx,
 		&zk.SetDataRequest{Path: l.node, Data: data, Version: version},
 		&zk.DeleteRequest{Path: l.node, Version: version + 1})
 	return err

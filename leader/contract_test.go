@@ -16,7 +16,7 @@ type locker struct{ e *Election }
 
 func (l locker) Acquire(ctx context.Context) (*conn.Lease, error) { return l.e.Campaign(ctx) }
 func (l locker) Release(ctx context.Context) error                { return l.e.Resign(ctx) }
-func (l locker) Path() string                                     { return l.e.Path() }
+func (l locker) Path() string                                     { return l.e.path() }
 func (l locker) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	lease, err := l.e.campaign(ctx, false)
 	return lease, lease != nil, err

@@ -3,9 +3,10 @@
 // same path as Apache Curator's LeaderLatch (same node names, same data).
 //
 //	e, err := leader.New(sess, "/services/billing/leader", "host-1")
-//	err = e.Run(ctx, func(ctx context.Context) error {
-//		// We lead. ctx is cancelled when leadership is lost (see Run).
-//		return work(ctx)
+//	err = e.Run(ctx, func(ctx context.Context, lease *conn.Lease) error {
+//		// We lead. ctx is cancelled when leadership is lost (see Run);
+//		// lease.GuardedWrite commits only while we lead.
+//		return work(ctx, lease)
 //	})
 //
 // or, step by step:
@@ -44,7 +45,7 @@
 //     quorum), the leader learns it before anyone else can lead: with the
 //     session's quorum timer (the default; conn.WithLastHeardTimer opts out) its epoch
 //     ends at least T/3 − tickTime/2 of the session timeout T before the
-//     ensemble can expire the session (see conn's "The local timer"),
+//     ensemble can expire the session (see conn's package documentation),
 //     unless the process is paused or starved for longer than that.
 //   - A fencing token per term (Lease.Fence, the node's czxid, growing with
 //     every leader) and guarded writes (Lease.GuardedWrite: a transaction
@@ -53,7 +54,7 @@
 //   - Nothing is left behind: a cancelled, timed-out or failed Campaign
 //     deletes its node, including one whose create answer was lost with
 //     the connection, also when the search for it fails (a bounded
-//     conn.RetryPolicy): it then goes on in the background until the node
+//     conn.WithRetry): it then goes on in the background until the node
 //     is found and deleted or the session ends;
 //     Run resigns when its function returns, even after its ctx ended.
 //     A cancelled Campaign that was waiting, and Observe when it ends,
@@ -75,14 +76,13 @@
 //
 // # Errors
 //
-// Sentinels, compared with errors.Is: conn.ErrNilSession, ErrEmptyID,
-// conn.ErrInvalidPath (bad input to New), ErrCampaigning (a handle campaigns
-// or leads already), lock.ErrNotHeld (Resign without leading),
+// Sentinels, compared with errors.Is: conn.ErrInvalidArgument (bad input
+// to New: a nil session, a bad path, an empty id), ErrCampaigning (a
+// handle campaigns or leads already), lock.ErrNotHeld (Resign without leading),
 // ErrNoLeader (Leader on an empty election), ErrLeadershipLost (Run's term
 // ended because leadership was lost; matches conn.ErrLeaseLost),
 // lock.ErrReleasePending (Resign not confirmed; deleting in the
 // background), as in every lock of this module: package lock has the table
 // of their contract. Errors of the caller's
-// context and of the session (conn.ErrClosed, conn.ErrInvalidOption, ...)
-// are wrapped.
+// context and of the session (conn.ErrClosed, ...) are wrapped.
 package leader

@@ -10,7 +10,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -45,7 +47,7 @@ func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error)
 		return nil, err
 	}
 	if id == "" {
-		return nil, ErrEmptyID
+		return nil, fmt.Errorf("leader: new %s: empty participant id: %w", path, conn.ErrInvalidArgument)
 	}
 	// No handover mark (MarkRelease): Curator's LeaderLatch waiter reacts
 	// to the deletion of its predecessor only, and a mark would consume its
@@ -64,8 +66,8 @@ func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error)
 	return &Election{sess: sess, q: q, id: id, cfg: cfg}, nil
 }
 
-// Path is the election path.
-func (e *Election) Path() string { return e.q.Path() }
+// path is the election path.
+func (e *Election) path() string { return e.q.Path() }
 
 // ID is our participant id.
 func (e *Election) ID() string { return e.id }
@@ -94,7 +96,7 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 	}
 	e.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("leader: campaign %s: %w", e.Path(), err)
+		return nil, fmt.Errorf("leader: campaign %s: %w", e.path(), err)
 	}
 	return l, nil
 }
@@ -105,7 +107,7 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 // queue grants a node deleted while it waited, whose successor already
 // leads. A node gone is queued again.
 func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err error) {
-	done := queue.Meter(e.sess, "leader", e.Path())
+	done := queue.Meter(e.sess, "leader", e.path())
 	defer func() { done(l != nil, err) }()
 	for {
 		g, err := e.q.AcquireGrant(ctx, wait)
@@ -123,8 +125,8 @@ func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err erro
 			}
 			return nil, errors.Join(err, rerr)
 		}
-		e.sess.Logger().Info("leader: our node was gone when we were to lead; campaigning again",
-			zap.String("path", e.Path()), zap.Error(err), zap.NamedError("release", rerr))
+		connlink.Of(e.sess).Logger().Info("leader: our node was gone when we were to lead; campaigning again",
+			zap.String("path", e.path()), zap.Error(err), zap.NamedError("release", rerr))
 	}
 }
 
@@ -140,13 +142,13 @@ func (e *Election) begin(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return fmt.Errorf("leader: campaign %s: %w", e.Path(), queue.CtxErr(ctx))
+			return fmt.Errorf("leader: campaign %s: %w", e.path(), queue.CtxErr(ctx))
 		}
 		e.mu.Lock()
 	}
 	if e.campaigning || e.lease != nil && e.lease.Err() == nil {
 		e.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrCampaigning, e.Path())
+		return fmt.Errorf("%w: %s", ErrCampaigning, e.path())
 	}
 	stale := e.lease
 	e.lease = nil
@@ -180,7 +182,7 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 		return nil
 	case l == nil || e.campaigning || e.resigning != nil:
 		e.mu.Unlock()
-		return fmt.Errorf("leader: resign %s: %w", e.Path(), lock.ErrNotHeld)
+		return fmt.Errorf("leader: resign %s: %w", e.path(), lock.ErrNotHeld)
 	}
 	done := make(chan struct{})
 	e.lease, e.resigning = nil, done
@@ -197,7 +199,7 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 	if err != nil {
 		// err already matches lock.ErrReleasePending when the deletion is
 		// pending: say it once.
-		return fmt.Errorf("leader: resign %s: %w", e.Path(), err)
+		return fmt.Errorf("leader: resign %s: %w", e.path(), err)
 	}
 	return nil
 }
@@ -223,14 +225,14 @@ func (e *Election) Leading() *conn.Lease {
 func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
 	ep, err := e.sess.Epoch(ctx)
 	if err != nil {
-		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
+		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.path(), err)
 	}
 	ps, err := e.list(ctx, ep, 1)
 	if err != nil {
-		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.Path(), err)
+		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.path(), err)
 	}
 	if len(ps) == 0 {
-		return lock.Participant{}, fmt.Errorf("%w: %s", ErrNoLeader, e.Path())
+		return lock.Participant{}, fmt.Errorf("%w: %s", ErrNoLeader, e.path())
 	}
 	return ps[0], nil
 }
@@ -241,18 +243,18 @@ func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
 func (e *Election) Participants(ctx context.Context) ([]lock.Participant, error) {
 	ep, err := e.sess.Epoch(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("leader: participants of %s: %w", e.Path(), err)
+		return nil, fmt.Errorf("leader: participants of %s: %w", e.path(), err)
 	}
 	ps, err := e.list(ctx, ep, -1)
 	if err != nil {
-		return nil, fmt.Errorf("leader: participants of %s: %w", e.Path(), err)
+		return nil, fmt.Errorf("leader: participants of %s: %w", e.path(), err)
 	}
 	return ps, nil
 }
 
 // list reads up to n participants (all when n < 0).
 func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]lock.Participant, error) {
-	names, _, err := ep.Children(ctx, e.Path())
+	names, _, err := connlink.Of(ep).Children(ctx, e.path())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -269,8 +271,8 @@ func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n i
 		if n >= 0 && len(out) >= n {
 			break
 		}
-		p := conn.JoinPath(e.Path(), c.Name)
-		b, _, err := ep.Get(ctx, p)
+		p := zkpath.Join(e.path(), c.Name)
+		b, _, err := connlink.Of(ep).Get(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // left meanwhile
 		}

@@ -5,13 +5,10 @@ import (
 )
 
 // Errors returned by this package, compared with errors.Is. Errors of the
-// session (conn.ErrClosed, conn.ErrLeaseLost, conn.ErrInvalidPath, ...) and
+// session (conn.ErrClosed, conn.ErrLeaseLost, ...) and
 // of the caller's context (context.Canceled, context.DeadlineExceeded) are
 // wrapped, not replaced.
 var (
-	// ErrEmptyID: New was given an empty participant id.
-	ErrEmptyID = errors.New("leader: empty participant id")
-
 	// ErrCampaigning: Campaign or Run was called while this handle already
 	// campaigns or leads. One handle is one participant: make a handle per
 	// participant, or Resign first.

@@ -29,11 +29,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer sess.Close()
-	ep, err := sess.Epoch(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = ep.Create(ctx, "/example-billing", nil, 0, sess.ACL())
+	_, err = sess.Create(ctx, "/example-billing", nil, 0, zk.WorldACL(zk.PermAll))
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		log.Fatal(err)
 	}
@@ -42,8 +38,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = e.Run(ctx, func(ctx context.Context) error {
-		lease := leader.LeaseFrom(ctx) // this term's leadership
+	err = e.Run(ctx, func(ctx context.Context, lease *conn.Lease) error { // lease: this term's leadership
 		fmt.Println("leading")
 		// Commits only while we lead.
 		_, err := lease.GuardedWrite(ctx, &zk.SetDataRequest{Path: "/example-billing", Data: []byte("run"), Version: -1})

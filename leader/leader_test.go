@@ -23,18 +23,22 @@ func TestNewBadInput(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	_, err := leader.New(nil, "/a", "id")
-	assert.ErrorIs(t, err, conn.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil session")
 	_, err = leader.New(s, "/a", "")
-	assert.ErrorIs(t, err, leader.ErrEmptyID)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.EqualError(t, err, "leader: new /a: empty participant id: conn: invalid argument")
 	for _, p := range []string{"", "a", "/a/", "/a//b"} {
 		_, err = leader.New(s, p, "id")
-		assert.ErrorIs(t, err, conn.ErrInvalidPath, "path %q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "path %q", p)
 		assert.True(t, strings.HasPrefix(err.Error(), "leader: new "), "%v", err)
 	}
 	_, err = leader.New(s, "/zookeeper/x", "id")
-	assert.ErrorIs(t, err, conn.ErrReservedPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "path /zookeeper/x is reserved")
 	_, err = leader.New(s, "/a", "id", nil)
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil option")
 }
 
 // Campaign, Leader, Participants, Resign, and what Curator's LeaderLatch
@@ -77,11 +81,10 @@ func TestCampaignAndResign(t *testing.T) {
 	for _, n := range names {
 		assert.Regexp(t, `^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-latch-\d{10}$`, n)
 	}
-	ep := testzk.Epoch(t, ss[2])
 	who, err := e1.Leader(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "zero", who.ID)
-	data, _, err := ep.Get(ctx, who.Node)
+	data, _, err := ss[2].Get(ctx, who.Node)
 	require.NoError(t, err)
 	assert.Equal(t, "zero", string(data), "node data is the participant id, as LeaderLatch writes it")
 	ps, err = e0.Participants(ctx)
@@ -143,9 +146,9 @@ func runTerm(t *testing.T, ctx context.Context, e *leader.Election) (context.Con
 	started := make(chan context.Context, 1)
 	res := make(chan error, 1)
 	go func() {
-		res <- e.Run(ctx, func(fctx context.Context) error {
-			if l := leader.LeaseFrom(fctx); l == nil || l != e.Leading() {
-				t.Errorf("LeaseFrom(fn's ctx) = %p, want the term's lease %p", l, e.Leading())
+		res <- e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
+			if lease == nil || lease != e.Leading() {
+				t.Errorf("fn's lease = %p, want the term's lease %p", lease, e.Leading())
 			}
 			started <- fctx
 			<-fctx.Done()
@@ -202,7 +205,7 @@ func TestRunCancelled(t *testing.T) {
 		require.NoError(t, err)
 		// Wait for the lease's node watch, then delete as a third party.
 		testzk.Eventually(t, 10*time.Second, func() bool { return watchesOn(t, c, testzk.Epoch(t, ss[0]).SessionID(), who.Node) == 1 }, "lease watch")
-		require.NoError(t, testzk.Epoch(t, ss[1]).Delete(ctx, who.Node, -1))
+		require.NoError(t, ss[1].Delete(ctx, who.Node, -1))
 		waitCancelled(t, fctx, 10*time.Second)
 		assert.ErrorIs(t, <-res, leader.ErrLeadershipLost)
 	})
@@ -261,7 +264,7 @@ func TestRunRequeue(t *testing.T) {
 	terms := make(chan context.Context, 3)
 	res := make(chan error, 1)
 	go func() {
-		res <- e.Run(ctx, func(fctx context.Context) error {
+		res <- e.Run(ctx, func(fctx context.Context, _ *conn.Lease) error {
 			terms <- fctx
 			<-fctx.Done()
 			return fctx.Err()
@@ -284,7 +287,7 @@ func TestRunRequeue(t *testing.T) {
 
 	boom := errors.New("boom")
 	e2 := newElection(t, ss[0], path, "a", leader.WithRequeue())
-	err := e2.Run(testzk.Ctx(t, 30*time.Second), func(context.Context) error { return boom })
+	err := e2.Run(testzk.Ctx(t, 30*time.Second), func(context.Context, *conn.Lease) error { return boom })
 	assert.ErrorIs(t, err, boom)
 	assert.Empty(t, testzk.Children(t, ss[1], path), "resigned after the function's error")
 }
@@ -307,7 +310,6 @@ func TestObserveSessionClosed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("not closed within 10s of the session's close")
 	}
-	assert.Nil(t, leader.LeaseFrom(context.Background()))
 }
 
 // Observe: the current leader first, then changes; a slow reader gets the

@@ -10,46 +10,47 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// A term of Run reaches the session's Metrics as its start (leading) and
+// A term of Run reaches the session's Leader hook as its start (leading) and
 // its end (with its length), the campaign as a granted wait of recipe
 // leader, the resign as a hold.
 func TestMetricsTerm(t *testing.T) {
 	c := testzk.Shared(t)
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	path := testzk.Path(t, c, "election")
 	e := newElection(t, s, path, "a")
 	ctx := testzk.Ctx(t, 30*time.Second)
-	var during []conn.LeaderMetric
-	require.NoError(t, e.Run(ctx, func(context.Context) error {
+	var during []metrics.Leader
+	require.NoError(t, e.Run(ctx, func(context.Context, *conn.Lease) error {
 		during = rec.TakeLeader()
 		time.Sleep(10 * time.Millisecond) // a term of measurable length
 		return nil
 	}))
-	assert.Equal(t, []conn.LeaderMetric{{Path: path, Leading: true}}, during)
+	assert.Equal(t, []metrics.Leader{{Path: path, Leading: true}}, during)
 	after := rec.TakeLeader()
 	require.Len(t, after, 1)
 	assert.False(t, after[0].Leading)
 	assert.Equal(t, path, after[0].Path)
 	assert.GreaterOrEqual(t, after[0].Duration, 10*time.Millisecond)
-	assert.Equal(t, []conn.LockMetric{
-		{Event: conn.LockWait, Recipe: "leader", Path: path, Outcome: conn.OutcomeGranted},
-		{Event: conn.LockHold, Recipe: "leader", Path: path},
+	assert.Equal(t, []metrics.Lock{
+		{Event: metrics.LockWait, Recipe: "leader", Path: path, Outcome: metrics.OutcomeGranted},
+		{Event: metrics.LockHold, Recipe: "leader", Path: path},
 	}, testzk.LockEvents(rec.Take()))
 }
 
 // A campaign is one wait however many nodes it queues: a participant whose
 // node a bystander deleted while it waited is granted that node when the
 // leader resigns, finds it gone and queues again (lead), and the session's
-// Metrics see one granted wait, not one per node.
+// Lock hook sees one granted wait, not one per node.
 func TestMetricsCampaignIsOneWait(t *testing.T) {
 	c := testzk.Shared(t)
 	rec := &testzk.Recorder{}
 	path := testzk.Path(t, c, "election")
 	sl := testzk.Connect(t, c.Servers())
-	sp := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	sp := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	sb := testzk.Connect(t, c.Servers())
 	ctx := testzk.Ctx(t, 30*time.Second)
 	l := newElection(t, sl, path, "L")
@@ -67,18 +68,18 @@ func TestMetricsCampaignIsOneWait(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
 	require.Equal(t, "P", ps[1].ID)
-	require.NoError(t, testzk.Epoch(t, sb).Delete(ctx, ps[1].Node, -1)) // the bystander
+	require.NoError(t, sb.Delete(ctx, ps[1].Node, -1)) // the bystander
 	require.NoError(t, l.Resign(ctx))
 	require.NoError(t, <-got)
 	lease := p.Leading()
 	require.NotNil(t, lease)
 	assert.NotEqual(t, ps[1].Node, lease.Path(), "P leads on a node queued after the deleted one")
-	var waits []conn.LockMetric
+	var waits []metrics.Lock
 	for _, m := range testzk.LockEvents(rec.Take()) {
-		if m.Event == conn.LockWait {
+		if m.Event == metrics.LockWait {
 			waits = append(waits, m)
 		}
 	}
-	assert.Equal(t, []conn.LockMetric{{Event: conn.LockWait, Recipe: "leader", Path: path, Outcome: conn.OutcomeGranted}}, waits)
+	assert.Equal(t, []metrics.Lock{{Event: metrics.LockWait, Recipe: "leader", Path: path, Outcome: metrics.OutcomeGranted}}, waits)
 	require.NoError(t, p.Resign(ctx))
 }

@@ -53,7 +53,7 @@ func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan loc
 			case ep.Err() != nil:
 				return true // watches went with the epoch
 			}
-			e.sess.Logger().Debug("leader: observe", zap.Error(err))
+			connlink.Of(e.sess).Logger().Debug("leader: observe", zap.Error(err))
 			t := time.NewTimer(delay)
 			select {
 			case <-t.C:
@@ -64,7 +64,7 @@ func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan loc
 				t.Stop()
 				return true
 			}
-			delay = min(2*delay, ep.Timeout())
+			delay = min(2*delay, connlink.Of(ep).Timeout())
 			continue
 		}
 		delay = 50 * time.Millisecond
@@ -103,9 +103,9 @@ func publish(ch chan lock.Participant, p lock.Participant) {
 // or a watch on its creation.
 func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participant, <-chan zk.Event, bool, error) {
 	for {
-		names, _, w, err := ep.ChildrenW(ctx, e.Path())
+		names, _, w, err := connlink.Of(ep).ChildrenW(ctx, e.path())
 		if errors.Is(err, zk.ErrNoNode) {
-			ok, _, w, err := ep.ExistsW(ctx, e.Path())
+			ok, _, w, err := connlink.Of(ep).ExistsW(ctx, e.path())
 			if err != nil {
 				return lock.Participant{}, nil, false, err
 			}
@@ -140,7 +140,7 @@ func (e *Election) unwatch(ctx context.Context, ep *conn.Epoch, w <-chan zk.Even
 	cctx, cancel := queue.CleanupContext(ctx, ep)
 	defer cancel()
 	if err := connlink.Of(ep).Unwatch(cctx, w); err != nil && ep.Err() == nil {
-		e.sess.Logger().Info("leader: could not remove the observer's watch; it stays until the participants change",
-			zap.String("path", e.Path()), zap.Error(err))
+		connlink.Of(e.sess).Logger().Info("leader: could not remove the observer's watch; it stays until the participants change",
+			zap.String("path", e.path()), zap.Error(err))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 )
 
@@ -21,13 +22,13 @@ func TestUnwatchMissingPath(t *testing.T) {
 	require.NoError(t, err)
 	ep := testzk.Epoch(t, s)
 	ctx := testzk.Ctx(t, 30*time.Second)
-	ok, _, w, err := ep.ExistsW(ctx, path)
+	ok, _, w, err := connlink.Of(ep).ExistsW(ctx, path)
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.Equal(t, []string{path}, testzk.DataWatches(t, c, ep.SessionID()))
 	e.unwatch(ctx, ep, w)
 	assert.Empty(t, testzk.DataWatches(t, c, ep.SessionID()), "no watch left")
-	ok, _, err = ep.Exists(ctx, base)
+	ok, _, err = s.Exists(ctx, base)
 	require.NoError(t, err)
 	assert.False(t, ok, "nothing created")
 }
@@ -42,13 +43,13 @@ func TestUnwatchExistingPath(t *testing.T) {
 	require.NoError(t, err)
 	ep := testzk.Epoch(t, s)
 	ctx := testzk.Ctx(t, 30*time.Second)
-	require.NoError(t, ep.CreateParents(ctx, path+"/x"))
-	ok, st, w, err := ep.ExistsW(ctx, path)
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, path+"/x"))
+	ok, st, w, err := connlink.Of(ep).ExistsW(ctx, path)
 	require.NoError(t, err)
 	require.True(t, ok)
 	e.unwatch(ctx, ep, w)
 	assert.Empty(t, testzk.DataWatches(t, c, ep.SessionID()), "no watch left")
-	_, st2, err := ep.Get(ctx, path)
+	_, st2, err := s.Get(ctx, path)
 	require.NoError(t, err)
 	assert.Equal(t, st.Mzxid, st2.Mzxid, "the path was not written")
 }

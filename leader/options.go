@@ -1,7 +1,7 @@
 package leader
 
 // Option configures New; a nil Option makes New fail with an error
-// matching conn.ErrInvalidOption.
+// matching conn.ErrInvalidArgument.
 type Option func(*config) error
 
 type config struct {

@@ -30,8 +30,8 @@ type term struct {
 
 // fn is a term function for participant who: it records when it starts and
 // when its ctx is cancelled.
-func (r *terms) fn(who string) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
+func (r *terms) fn(who string) func(ctx context.Context, lease *conn.Lease) error {
+	return func(ctx context.Context, _ *conn.Lease) error {
 		r.mu.Lock()
 		i := len(r.list)
 		r.list = append(r.list, term{who: who, start: time.Now()})

@@ -7,18 +7,21 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// Run campaigns, then runs fn while we lead. fn's ctx is cancelled when
-// Run's ctx ends, or, with a cause matching ErrLeadershipLost, when the
-// term's lease is lost: the epoch ended (before the ensemble can let
-// another participant lead, with the session's default quorum timer), our
-// node was deleted, Resign was called, or conn.WithSuspendedAsLost counts
-// a suspension as lost. fn must return promptly then, and write through
-// the term's lease (LeaseFrom(ctx)) what must not overlap the next
-// leader's writes: see docs/leader.md, "Two leaders".
+// Run campaigns, then runs fn while we lead, with the term's lease. fn's
+// ctx is cancelled when Run's ctx ends, or, with a cause matching
+// ErrLeadershipLost, when the lease is lost: the epoch ended (before the
+// ensemble can let another participant lead, with the session's default
+// quorum timer), our node was deleted, Resign was called, or
+// conn.WithSuspendedAsLost counts a suspension as lost. fn must return
+// promptly then, and write through the lease (GuardedWrite; Fence is its
+// fencing token) what must not overlap the next leader's writes: see
+// docs/leader.md, "Two leaders".
 //
 // When fn returns, Run resigns (even if ctx ended) and returns the
 // campaign's error if we never led; an error matching ErrLeadershipLost
@@ -26,9 +29,9 @@ import (
 // term ended in a loss; else fn's error joined with the resign's. With
 // WithRequeue it campaigns again instead (see there). ErrCampaigning when
 // this handle already campaigns or leads; a nil fn is an error.
-func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) error {
+func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *conn.Lease) error) error {
 	if fn == nil {
-		return fmt.Errorf("leader: run %s: nil function", e.Path())
+		return fmt.Errorf("leader: run %s: nil function", e.path())
 	}
 	for {
 		l, err := e.Campaign(ctx)
@@ -44,7 +47,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 			// ctx ended: either way, as for a term followed by a campaign
 			// that ctx ended, Run's answer is ctx's.
 			if err == nil || errors.Is(err, ErrLeadershipLost) {
-				err = fmt.Errorf("leader: run %s: %w", e.Path(), queue.CtxErr(ctx))
+				err = fmt.Errorf("leader: run %s: %w", e.path(), queue.CtxErr(ctx))
 			}
 			return err
 		}
@@ -55,13 +58,11 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 }
 
 // term runs fn under lease l and resigns.
-func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.Context) error) error {
-	if m := queue.Metrics(e.sess); m != nil {
-		start := time.Now()
-		m.Leader(conn.LeaderMetric{Path: e.Path(), Leading: true})
-		defer func() { m.Leader(conn.LeaderMetric{Path: e.Path(), Duration: time.Since(start)}) }()
-	}
-	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, l))
+func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.Context, lease *conn.Lease) error) error {
+	start := time.Now()
+	queue.ReportLeader(e.sess, metrics.Leader{Path: e.path(), Leading: true})
+	defer func() { queue.ReportLeader(e.sess, metrics.Leader{Path: e.path(), Duration: time.Since(start)}) }()
+	fctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -73,7 +74,7 @@ func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.
 		case <-stop:
 		}
 	}()
-	ferr := fn(fctx)
+	ferr := fn(fctx, l)
 	close(stop)
 	<-done
 	lost := l.Err() // before our own resign closes Lost
@@ -82,25 +83,13 @@ func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.
 	defer rcancel()
 	rerr := e.resign(rctx, l)
 	if errors.Is(rerr, lock.ErrReleasePending) {
-		e.sess.Logger().Info("leader: resign after the term is pending")
+		connlink.Of(e.sess).Logger().Info("leader: resign after the term is pending")
 	}
 	switch {
 	case lost != nil && ferr != nil && !errors.Is(ferr, context.Canceled):
-		return fmt.Errorf("%w: %s: %w (fn: %w)", ErrLeadershipLost, e.Path(), lost, ferr)
+		return fmt.Errorf("%w: %s: %w (fn: %w)", ErrLeadershipLost, e.path(), lost, ferr)
 	case lost != nil:
-		return fmt.Errorf("%w: %s: %w", ErrLeadershipLost, e.Path(), lost)
+		return fmt.Errorf("%w: %s: %w", ErrLeadershipLost, e.path(), lost)
 	}
 	return errors.Join(ferr, rerr)
-}
-
-// leaseKey is the context key of a term's lease.
-type leaseKey struct{}
-
-// LeaseFrom returns the lease of the term whose function Run called with
-// ctx (or a context derived from it), or nil if ctx is no term's. The lease
-// is what the function writes through: GuardedWrite commits only while the
-// term's node exists, and Fence is its fencing token.
-func LeaseFrom(ctx context.Context) *conn.Lease {
-	l, _ := ctx.Value(leaseKey{}).(*conn.Lease)
-	return l
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -28,7 +29,7 @@ func TestRunNeverLed(t *testing.T) {
 	e0 := newElection(t, ss[0], path, "a")
 	e1 := newElection(t, ss[1], path, "b")
 	ctx := testzk.Ctx(t, 30*time.Second)
-	called := func(context.Context) error { t.Error("fn called without leadership"); return nil }
+	called := func(context.Context, *conn.Lease) error { t.Error("fn called without leadership"); return nil }
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
@@ -55,7 +56,7 @@ func TestRunWhileLeading(t *testing.T) {
 	ctx := testzk.Ctx(t, 30*time.Second)
 	l, err := e.Campaign(ctx)
 	require.NoError(t, err)
-	err = e.Run(ctx, func(context.Context) error { t.Error("fn called"); return nil })
+	err = e.Run(ctx, func(context.Context, *conn.Lease) error { t.Error("fn called"); return nil })
 	assert.ErrorIs(t, err, leader.ErrCampaigning)
 	assert.Same(t, l, e.Leading(), "the leadership is untouched")
 	assert.NoError(t, l.Err())
@@ -73,8 +74,8 @@ func TestRunReturnsFnError(t *testing.T) {
 	boom := errors.New("boom")
 	for _, want := range []error{nil, boom} {
 		var held *conn.Lease
-		err := e.Run(ctx, func(fctx context.Context) error {
-			held = leader.LeaseFrom(fctx)
+		err := e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
+			held = lease
 			assert.Len(t, testzk.Children(t, s, path), 1, "our node while we lead")
 			return want
 		})
@@ -104,7 +105,7 @@ func TestRunLostWrapsFnError(t *testing.T) {
 	started := make(chan struct{})
 	res := make(chan error, 1)
 	go func() {
-		res <- e.Run(ctx, func(fctx context.Context) error {
+		res <- e.Run(ctx, func(fctx context.Context, _ *conn.Lease) error {
 			close(started)
 			<-fctx.Done()
 			return boom
@@ -164,8 +165,8 @@ func TestRunRequeueAfterNil(t *testing.T) {
 	res := make(chan error, 1)
 	go func() {
 		n := 0
-		res <- e.Run(ctx, func(fctx context.Context) error {
-			nodes <- leader.LeaseFrom(fctx).Path()
+		res <- e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
+			nodes <- lease.Path()
 			if n++; n == 1 {
 				return nil // the first term ends at once
 			}
@@ -193,7 +194,7 @@ func TestCampaignAfterLoss(t *testing.T) {
 	for _, resign := range []bool{false, true} {
 		l, err := e.Campaign(ctx)
 		require.NoError(t, err)
-		require.NoError(t, testzk.Epoch(t, ss[1]).Delete(ctx, l.Path(), -1))
+		require.NoError(t, ss[1].Delete(ctx, l.Path(), -1))
 		select {
 		case <-l.Lost():
 		case <-time.After(10 * time.Second):
@@ -347,7 +348,7 @@ func TestResignIsAPlainDelete(t *testing.T) {
 	ctx := testzk.Ctx(t, 30*time.Second)
 	l, err := e.Campaign(ctx)
 	require.NoError(t, err)
-	_, _, w, err := testzk.Epoch(t, ss[1]).GetW(ctx, l.Path())
+	_, _, w, err := connlink.Of(testzk.Epoch(t, ss[1])).GetW(ctx, l.Path())
 	require.NoError(t, err)
 	require.NoError(t, e.Resign(ctx))
 	select {

@@ -25,11 +25,11 @@
 //     nothing and leaves nothing behind (its node is deleted, in the
 //     background if need be). A session lost while waiting is not an
 //     error: Acquire starts over in the next. A connection loss is retried
-//     as conn.WithRetryPolicy says, then returned.
+//     as conn.WithRetry says, then returned.
 //   - TryAcquire never waits: (nil, false, nil) when the lock is taken.
 //   - The *conn.Lease returned is the grant: Lost closes when the lock must
-//     be taken as lost, Fence is the fencing token, GuardedWrite and
-//     CheckOp guard writes with it.
+//     be taken as lost, Fence is the fencing token, GuardedWrite guards
+//     writes with it.
 //   - Release deletes the node (a Semaphore names the lease: ReturnLease).
 //     After a loss it returns nil; when only the local timer ended the
 //     session, the node may stay until the server expires the session, and
@@ -74,23 +74,16 @@ var (
 	// ErrNotRevocable: Revoke refused because the holder's node is sealed
 	// (the default; see the recipes' WithRevocable); nothing was written.
 	ErrNotRevocable = errors.New("lock: lock node is sealed, not revocable")
-
-	// ErrInvalidLabel: an acquire was refused before it queued anything
-	// because the label its ctx carries (WithLabel) is longer than
-	// MaxLabel bytes, not valid UTF-8, or holds control characters.
-	ErrInvalidLabel = errors.New("lock: invalid label")
 )
-
-// MaxLabel is the longest label WithLabel may carry, in bytes.
-const MaxLabel = 256
 
 // WithLabel returns a copy of ctx carrying label, what the caller calls the
 // holder (a request id, a job name). Every lock's Acquire and TryAcquire
 // writes it into the node it creates, where Participants and the zkrecipes
 // command show it; Curator and kazoo read node data as opaque bytes. A label
-// over MaxLabel bytes, not UTF-8 or with control characters fails with
-// ErrInvalidLabel at once, re-entry and local handoff included: the call
-// asks for nothing, so it creates nothing and reports no conn.LockWait. A
+// over 256 bytes, not UTF-8 or with control characters fails with an error
+// matching conn.ErrInvalidArgument at once, re-entry and local handoff
+// included, that says what is wrong with the label: the call
+// asks for nothing, so it creates nothing and reports no metrics.LockWait. A
 // re-entry or a local handoff keeps the label of the acquire that created
 // the node; a leader's node data is its participant id, so Campaign neither
 // writes nor checks a label. Revoke replaces the node's data with Curator's
@@ -100,19 +93,19 @@ func WithLabel(ctx context.Context, label string) context.Context {
 }
 
 // Locker is what every lock of this module is, and what a
-// multilock.MultiLock is made of. A lock is identified by its Session's
-// ensemble and its full path (conn.Session.FullPath).
+// multilock.MultiLock is made of. A lock of this module is identified by
+// the ensemble of the session it was made with and its full path (that
+// session's namespace followed by the lock's path), and so is a type that
+// embeds one (such as *mutex.InterProcessMutex); any other Locker (a
+// stand-in, or a wrapper that holds the lock in a Locker field) by its
+// Path alone, on no ensemble.
 type Locker interface {
 	// Acquire blocks until held or ctx ends.
 	Acquire(ctx context.Context) (*conn.Lease, error)
 	// Release gives the lock back (errors: this package's).
 	Release(ctx context.Context) error
-	// Path is the lock's path in its Session (without the namespace).
+	// Path is the lock's path in its session (without the namespace).
 	Path() string
-	// Session is the session the lock's nodes are created in. A nil
-	// Session (a stand-in that is not a ZooKeeper lock) makes Path alone,
-	// on no ensemble, the lock's identity.
-	Session() *conn.Session
 }
 
 // Participant is one contender as the recipes' Participants (and leader's

@@ -10,16 +10,18 @@
 // # What it guarantees
 //
 //   - Fixed order: locks are taken in ascending order of their full path
-//     (the lock's Session's namespace followed by its Path), then of their
-//     ensemble (conn.Session.Ensemble), whatever the order given to New
-//     and whatever namespaces the sessions have. Two MultiLocks over
-//     overlapping sets (A,B and B,A) take the shared locks in the same
-//     order, so neither can hold one while waiting for one the other holds.
+//     (the namespace of the session the lock was made with, followed by
+//     its Path), then of their ensemble (the addresses given to
+//     conn.Connect, sorted), whatever the order given to New and whatever
+//     namespaces the sessions have. Two MultiLocks over overlapping sets
+//     (A,B and B,A) take the shared locks in the same order, so neither can
+//     hold one while waiting for one the other holds.
 //   - One lock is one lock: two Lockers with the same full path on the
 //     same ensemble (through sessions with different namespaces, say) are
-//     refused by New (ErrDuplicatePath), rather than a MultiLock that waits
-//     on itself. The ensemble is named by the addresses given to
-//     conn.Connect: one reached through other addresses is not recognised.
+//     refused by New (conn.ErrInvalidArgument), rather than a MultiLock
+//     that waits on itself. The ensemble is named by the addresses given
+//     to conn.Connect: one reached through other addresses is not
+//     recognised.
 //   - One deadline: Acquire's ctx bounds the whole acquisition, not each
 //     lock, rollback included: Acquire returns at the latest 100 ms after
 //     ctx ended, even with the connection down.
@@ -61,9 +63,10 @@
 // holds what every lock of this module shares, and the one table of their
 // Acquire/Release contract).
 //
-// Sentinels, compared with errors.Is: ErrNoLocks, ErrNilLock,
-// ErrDuplicatePath (from New), ErrBusy, lock.ErrNotHeld, ErrPartlyReleased
-// (Release left some locks held: call it again). Errors of the locks
+// Sentinels, compared with errors.Is: conn.ErrInvalidArgument (from New:
+// no lock, a nil lock, two locks on the same path), ErrBusy,
+// lock.ErrNotHeld, ErrPartlyReleased (Release left some locks held: call
+// it again). Errors of the locks
 // underneath are wrapped with their path and joined, so errors.Is finds
 // them too (context.DeadlineExceeded, conn.ErrLeaseLost,
 // lock.ErrReleasePending, lock.ErrNotHeld, ...).

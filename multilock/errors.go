@@ -9,17 +9,6 @@ import (
 // (errors.Join), so errors.Is also finds them (context.DeadlineExceeded,
 // conn.ErrLeaseLost, ...).
 var (
-	// ErrNoLocks: New was given no lock.
-	ErrNoLocks = errors.New("multilock: no locks given")
-
-	// ErrNilLock: New was given a nil lock.
-	ErrNilLock = errors.New("multilock: nil lock")
-
-	// ErrDuplicatePath: New was given two locks with the same full path
-	// (namespace included) on the same ensemble (see Locker); taking both
-	// would deadlock on itself (or be meaningless).
-	ErrDuplicatePath = errors.New("multilock: two locks on the same path")
-
 	// ErrBusy: Acquire was called while this MultiLock is held (wholly, or
 	// partly: see ErrPartlyReleased), or being acquired or released by
 	// another call.

@@ -61,8 +61,7 @@ func Example() {
 // mutex.New, ...).
 type printLock string
 
-func (p printLock) Path() string           { return string(p) }
-func (p printLock) Session() *conn.Session { return nil } // a stand-in: identified by Path alone
+func (p printLock) Path() string { return string(p) } // a stand-in: identified by Path alone
 func (p printLock) Acquire(context.Context) (*conn.Lease, error) {
 	fmt.Println("acquire", p)
 	return nil, nil

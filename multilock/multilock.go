@@ -12,14 +12,17 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Locker is lock.Locker: what a MultiLock is made of; every lock of this
-// module is one. A lock is identified by its full path (namespace
-// included, conn.Session.FullPath) and its ensemble: MultiLock orders the
-// locks by that identity and refuses two with the same one.
+// module is one. A lock is identified by its full path (the namespace of
+// the session it was made with, followed by its Path) and its ensemble
+// (see lock.Locker): MultiLock orders the locks by that identity and
+// refuses two with the same one.
 type Locker = lock.Locker
 
 // identity is what identifies a lock physically: its full path (namespace
@@ -30,11 +33,11 @@ type identity struct {
 }
 
 func identify(l Locker) identity {
-	s := l.Session()
+	s := lockid.Session(l)
 	if s == nil {
 		return identity{path: l.Path()}
 	}
-	return identity{path: s.FullPath(l.Path()), ensemble: s.Ensemble()}
+	return identity{path: connlink.Of(s).FullPath(l.Path()), ensemble: connlink.Of(s).Ensemble()}
 }
 
 func (a identity) less(b identity) bool {
@@ -85,12 +88,13 @@ type MultiLock struct {
 	watching bool          // the watcher goroutine was started for this grant
 }
 
-// New returns a MultiLock over locks. It fails with ErrNoLocks, ErrNilLock
-// or ErrDuplicatePath (two locks with the same identity: the same full
-// path on the same ensemble, whatever their sessions' namespaces).
+// New returns a MultiLock over locks. It fails with an error matching
+// conn.ErrInvalidArgument when given no lock, a nil lock, or two locks with
+// the same identity (the same full path on the same ensemble, whatever
+// their sessions' namespaces: taking both would deadlock on itself).
 func New(locks ...Locker) (*MultiLock, error) {
 	if len(locks) == 0 {
-		return nil, ErrNoLocks
+		return nil, fmt.Errorf("multilock: new: no locks given: %w", conn.ErrInvalidArgument)
 	}
 	type entry struct {
 		l  Locker
@@ -99,7 +103,7 @@ func New(locks ...Locker) (*MultiLock, error) {
 	es := make([]entry, len(locks))
 	for i, l := range locks {
 		if isNil(l) {
-			return nil, fmt.Errorf("%w: lock %d of %d", ErrNilLock, i+1, len(locks))
+			return nil, fmt.Errorf("multilock: new: lock %d of %d is nil: %w", i+1, len(locks), conn.ErrInvalidArgument)
 		}
 		es[i] = entry{l, identify(l)}
 	}
@@ -107,7 +111,7 @@ func New(locks ...Locker) (*MultiLock, error) {
 	sorted := make([]Locker, len(es))
 	for i, e := range es {
 		if i > 0 && es[i-1].id == e.id {
-			return nil, fmt.Errorf("%w: %q and %q are both %s", ErrDuplicatePath, es[i-1].l.Path(), e.l.Path(), e.id)
+			return nil, fmt.Errorf("multilock: new: two locks on the same path: %q and %q are both %s: %w", es[i-1].l.Path(), e.l.Path(), e.id, conn.ErrInvalidArgument)
 		}
 		sorted[i] = e.l
 	}

@@ -56,8 +56,6 @@ type fake struct {
 
 func (f *fake) Path() string { return f.path }
 
-func (f *fake) Session() *conn.Session { return nil }
-
 func (f *fake) Acquire(ctx context.Context) (*conn.Lease, error) {
 	f.rec.add("acquire " + f.path)
 	if f.block {
@@ -128,19 +126,19 @@ func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		locks []multilock.Locker
-		want  error
+		says  string
 	}{
-		{"none", nil, multilock.ErrNoLocks},
-		{"nil", []multilock.Locker{&fake{path: "/a", rec: rec}, nil}, multilock.ErrNilLock},
-		{"typed nil", []multilock.Locker{typedNil}, multilock.ErrNilLock},
-		{"duplicate", []multilock.Locker{&fake{path: "/a", rec: rec}, &fake{path: "/b", rec: rec}, &fake{path: "/a", rec: rec}}, multilock.ErrDuplicatePath},
+		{"none", nil, "no locks given"},
+		{"nil", []multilock.Locker{&fake{path: "/a", rec: rec}, nil}, "lock 2 of 2 is nil"},
+		{"typed nil", []multilock.Locker{typedNil}, "lock 1 of 1 is nil"},
+		{"duplicate", []multilock.Locker{&fake{path: "/a", rec: rec}, &fake{path: "/b", rec: rec}, &fake{path: "/a", rec: rec}}, "two locks on the same path"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := multilock.New(tc.locks...)
-			assert.ErrorIs(t, err, tc.want)
+			assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 			assert.Nil(t, m)
-			assert.Contains(t, err.Error(), "multilock: ")
+			assert.Contains(t, err.Error(), "multilock: new: "+tc.says)
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -52,15 +53,16 @@ func (b *barrier) arrive(d time.Duration) {
 // pausing is a Locker that, when it is the first lock its MultiLock
 // takes (first is shared by the MultiLock's locks), waits at a barrier
 // once it holds it: until the other MultiLock holds its own first lock too
-// (or a bound passes).
+// (or a bound passes). It embeds the lock itself, not a Locker, so that
+// MultiLock identifies it as that lock.
 type pausing struct {
-	multilock.Locker
+	*exclusive.Lock
 	first *atomic.Bool
 	b     *barrier
 }
 
 func (p *pausing) Acquire(ctx context.Context) (*conn.Lease, error) {
-	l, err := p.Locker.Acquire(ctx)
+	l, err := p.Lock.Acquire(ctx)
 	if err == nil && p.first.CompareAndSwap(false, true) {
 		p.b.arrive(time.Second)
 	}
@@ -68,11 +70,11 @@ func (p *pausing) Acquire(ctx context.Context) (*conn.Lease, error) {
 }
 
 // pauseFirst wraps locks so that the first one taken pauses at b.
-func pauseFirst(b *barrier, locks ...multilock.Locker) []multilock.Locker {
+func pauseFirst(b *barrier, locks ...*exclusive.Lock) []multilock.Locker {
 	first := new(atomic.Bool)
 	out := make([]multilock.Locker, len(locks))
 	for i, l := range locks {
-		out[i] = &pausing{Locker: l, first: first, b: b}
+		out[i] = &pausing{Lock: l, first: first, b: b}
 	}
 	return out
 }
@@ -124,7 +126,8 @@ func TestNamespaces(t *testing.T) {
 	t.Run("SameLockThroughTwoNamespaces", func(t *testing.T) {
 		s1, s2 := connectNS(t, c, base), connectNS(t, c, base+"/l")
 		_, err := multilock.New(newExclusive(t, s1, "/l/m"), newMutex(t, s2, "/m"))
-		require.ErrorIs(t, err, multilock.ErrDuplicatePath)
+		require.ErrorIs(t, err, conn.ErrInvalidArgument)
+		assert.Contains(t, err.Error(), "two locks on the same path")
 		assert.Contains(t, err.Error(), base+"/l/m", "names the lock by its full path")
 		t.Log(err)
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -312,18 +313,16 @@ func TestZooKeeper(t *testing.T) {
 		leases, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		require.Len(t, leases, 2)
-		before := sessions[1].Stats().WatchesSet
+		before := connlink.Of(sessions[1]).Stats().WatchesSet
 		lost := m.Lost()
 		assert.False(t, isClosed(lost))
 
 		// Once the lease's node watch is in place (confirmed by the
 		// server), an administrator deletes the second lock's node.
 		locktest.WaitFor(t, 10*time.Second, "the lease's watch", func() bool {
-			return sessions[1].Stats().WatchesSet > before
+			return connlink.Of(sessions[1]).Stats().WatchesSet > before
 		})
-		admin, err := sessions[2].Epoch(ctx)
-		require.NoError(t, err)
-		require.NoError(t, admin.Delete(ctx, p+"-b/lock", -1))
+		require.NoError(t, sessions[2].Delete(ctx, p+"-b/lock", -1))
 		select {
 		case <-lost:
 		case <-ctx.Done():

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
@@ -76,9 +77,9 @@ func handoff2(b *testing.B, opts ...mutex.Option) {
 	var done [2]atomic.Bool      // each one's loop is over
 	errs := make(chan error, 2)
 	var wg sync.WaitGroup
-	before := make([]conn.Stats, len(sessions))
+	before := make([]connlink.Stats, len(sessions))
 	for i, s := range sessions {
-		before[i] = s.Stats()
+		before[i] = connlink.Of(s).Stats()
 	}
 	b.ResetTimer()
 	for i := range ms {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -68,12 +69,12 @@ func contend(ctx context.Context, m *mutex.InterProcessMutex, rounds int, guard 
 			return fmt.Errorf("round %d: %d holders inside", r, n)
 		}
 		ep := l.Epoch()
-		if _, err := ep.Create(ctx, guard, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := connlink.Of(ep).Create(ctx, guard, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 			return fmt.Errorf("round %d: guard node: %w", r, err) // ErrNodeExists: two holders
 		}
 		_, seq, _ := queue.SplitSeq(l.Path())
 		record(seq)
-		if err := ep.Delete(ctx, guard, -1); err != nil {
+		if err := connlink.Of(ep).Delete(ctx, guard, -1); err != nil {
 			return fmt.Errorf("round %d: guard node: %w", r, err)
 		}
 		inside.Add(-1)

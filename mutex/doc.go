@@ -44,7 +44,7 @@
 //     still in flight is resolved (its answer, or, when the answer is lost,
 //     our node looked for by its unique id once the connection is back)
 //     and its node deleted; an acquire that fails because that search
-//     failed too (a bounded conn.RetryPolicy, the connection lost again)
+//     failed too (a bounded conn.WithRetry, the connection lost again)
 //     leaves it to the background as well (lock.ErrCreatePending), and its
 //     node is never left in the queue for the life of the session; a
 //     delete is retried until the node is gone. If the session expires
@@ -73,11 +73,12 @@
 //     holder's node is up to the parent's ACL: it lets the next waiter in,
 //     and the holder's Lost closes.
 //   - Cooperative revocation, as Curator's: with WithRevocable the nodes
-//     keep the session's ACL as it is, Curator's Revoker or Revoke can ask
-//     the holder to release (Lease.Revoked closes on "__REVOKE__"), and
-//     the holder keeps the mutex until it releases it. Revoke also reaches
-//     a Curator holder that called makeRevocable. Revoke on a sealed node
-//     fails with an error matching lock.ErrNotRevocable.
+//     keep the session's ACL as it is, Curator's Revoker or lock.Revoke
+//     can ask the holder to release (Lease.Revoked closes on
+//     "__REVOKE__"), and the holder keeps the mutex until it releases it.
+//     lock.Revoke also reaches a Curator holder that called
+//     makeRevocable. lock.Revoke on a sealed node fails with an error
+//     matching lock.ErrNotRevocable.
 //   - A fencing token per grant (Lease.Fence: the node's czxid and the
 //     grant's pass on it, growing with every grant, handed on in the
 //     process or not) and guarded writes (Lease.GuardedWrite: a
@@ -88,11 +89,11 @@
 //     node goes back to the queue; a contender of another process waits
 //     for at most maxPasses+1 holds of this process (or budget plus one
 //     hold). Every grant is a lease of its own: released, it refuses
-//     guarded writes (GuardedWrite; CheckOp checks the node, which the
-//     grants share); Lost closes with the node's; Lease.Fence (the node's
-//     czxid and the grant's pass) grows strictly with every grant. The
-//     node is not handed on once known deleted, in an ended epoch, or while
-//     the connection is suspended (see WithLocalHandoff).
+//     guarded writes (GuardedWrite); Lost closes with the node's;
+//     Lease.Fence (the node's czxid and the grant's pass) grows strictly
+//     with every grant. The node is not handed on once known deleted, in an
+//     ended epoch, or while the connection is suspended (see
+//     WithLocalHandoff).
 //
 // # What it does not guarantee
 //
@@ -117,12 +118,13 @@
 // lock.ErrReleasePending, lock.ErrNotOwner), read the same in every recipe:
 // "mutex: release <path>: lock: not held".
 //
-// Revoke refuses a sealed node with an error matching lock.ErrNotRevocable.
+// lock.Revoke refuses a sealed node with an error matching
+// lock.ErrNotRevocable.
 // Sentinels, compared with errors.Is: lock.ErrNotOwner, lock.ErrNotHeld (Release by a
 // goroutine that does not hold the mutex), lock.ErrReleasePending (deletion of
-// the node not confirmed; continuing in the background), conn.ErrNilSession.
-// Errors of the caller's context (context.DeadlineExceeded,
+// the node not confirmed; continuing in the background),
+// conn.ErrInvalidArgument (bad input to New: a nil session, a bad path or
+// option). Errors of the caller's context (context.DeadlineExceeded,
 // context.Canceled) and of the session (conn.ErrClosed after Close,
-// conn.ErrLeaseLost for a re-entry on a lost lease, conn.ErrInvalidPath)
-// are wrapped.
+// conn.ErrLeaseLost for a re-entry on a lost lease) are wrapped.
 package mutex

@@ -27,11 +27,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer sess.Close()
-	ep, err := sess.Epoch(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = ep.Create(ctx, "/example-orders", nil, 0, sess.ACL())
+	_, err = sess.Create(ctx, "/example-orders", nil, 0, zk.WorldACL(zk.PermAll))
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		log.Fatal(err)
 	}

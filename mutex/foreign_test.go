@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 )
 
@@ -21,15 +22,15 @@ func TestForeignChildren(t *testing.T) {
 	m := newMutex(t, s, path)
 	ctx := testzk.Ctx(t, time.Minute)
 	ep := testzk.Epoch(t, s)
-	require.NoError(t, ep.CreateParents(ctx, path+"/x"))
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, path+"/x"))
 	hex := "9f86d081884c7d659a2feaa0c55ad015"
 	for _, n := range []string{"hello", "lock-0000000001"} { // ignored
-		_, err := ep.Create(ctx, path+"/"+n, nil, 0, s.ACL())
+		_, err := s.Create(ctx, path+"/"+n, nil, 0, connlink.Of(s).ACL())
 		require.NoError(t, err)
 	}
-	kazoo, err := ep.Create(ctx, path+"/"+hex+"__lock__", nil, zk.FlagEphemeral|zk.FlagSequence, s.ACL())
+	kazoo, err := s.Create(ctx, path+"/"+hex+"__lock__", nil, zk.FlagEphemeral|zk.FlagSequence, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	gozk, err := ep.Create(ctx, path+"/_c_"+hex+"-lock-", nil, zk.FlagEphemeral|zk.FlagSequence, s.ACL())
+	gozk, err := s.Create(ctx, path+"/_c_"+hex+"-lock-", nil, zk.FlagEphemeral|zk.FlagSequence, connlink.Of(s).ACL())
 	require.NoError(t, err)
 
 	ps, err := m.Participants(ctx)
@@ -41,8 +42,8 @@ func TestForeignChildren(t *testing.T) {
 	_, ok, err := m.TryAcquire(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok, "kazoo's and go-zookeeper's nodes hold the lock")
-	require.NoError(t, ep.Delete(ctx, kazoo, -1))
-	require.NoError(t, ep.Delete(ctx, gozk, -1))
+	require.NoError(t, s.Delete(ctx, kazoo, -1))
+	require.NoError(t, s.Delete(ctx, gozk, -1))
 	_, ok, err = m.TryAcquire(ctx)
 	require.NoError(t, err)
 	assert.True(t, ok, "the names that are no contenders do not count")

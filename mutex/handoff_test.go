@@ -43,7 +43,7 @@ func TestLocalHandoffOptions(t *testing.T) {
 	s := testzk.Connect(t, c.Servers())
 	for _, o := range []mutex.Option{mutex.WithLocalHandoff(0, 0), mutex.WithLocalHandoff(1, -time.Second)} {
 		_, err := mutex.New(s, "/a", o)
-		assert.ErrorIs(t, err, conn.ErrInvalidOption)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	}
 	_, err := mutex.New(s, "/a", mutex.WithLocalHandoff(3, time.Second))
 	assert.NoError(t, err)
@@ -380,10 +380,10 @@ func queuedAt(ctx context.Context, t *testing.T, s *conn.Session, path string, g
 	t.Helper()
 	ep := testzk.Epoch(t, s)
 	for {
-		names, _, err := ep.Children(ctx, path)
+		names, _, err := s.Children(ctx, path)
 		require.NoError(t, err)
 		for _, n := range names {
-			ok, st, err := ep.Exists(ctx, path+"/"+n)
+			ok, st, err := s.Exists(ctx, path+"/"+n)
 			require.NoError(t, err)
 			if ok && st.EphemeralOwner == ep.SessionID() {
 				return grants.Load()

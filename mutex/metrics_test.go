@@ -11,18 +11,20 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// Each event of a mutex reaches the session's Metrics once, with its
+// Each event of a mutex reaches the session's hooks once, with its
 // outcome: a granted wait and a hold; a TryAcquire refused; a wait that
 // times out and one cancelled; the session's first epoch and its
 // requests.
 func TestMetricsWaitsAndHolds(t *testing.T) {
 	c := testzk.Shared(t)
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	other := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
@@ -33,14 +35,14 @@ func TestMetricsWaitsAndHolds(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.Release(ctx))
 	got := rec.Take()
-	assert.Equal(t, []conn.LockMetric{
-		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeGranted},
-		{Event: conn.LockHold, Recipe: "mutex", Path: path},
+	assert.Equal(t, []metrics.Lock{
+		{Event: metrics.LockWait, Recipe: "mutex", Path: path, Outcome: metrics.OutcomeGranted},
+		{Event: metrics.LockHold, Recipe: "mutex", Path: path},
 	}, testzk.LockEvents(got))
 	for _, e := range got {
 		assert.Positive(t, e.Duration, "%v", e)
 	}
-	assert.Positive(t, rec.Requests(conn.OpCreate))
+	assert.Positive(t, rec.Requests(metrics.OpCreate))
 
 	held := newMutex(t, other, path)
 	_, err = held.Acquire(ctx)
@@ -58,10 +60,10 @@ func TestMetricsWaitsAndHolds(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel)
 	_, err = m.Acquire(cctx)
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, []conn.LockMetric{
-		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeNotGranted},
-		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeTimeout},
-		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeCancelled},
+	assert.Equal(t, []metrics.Lock{
+		{Event: metrics.LockWait, Recipe: "mutex", Path: path, Outcome: metrics.OutcomeNotGranted},
+		{Event: metrics.LockWait, Recipe: "mutex", Path: path, Outcome: metrics.OutcomeTimeout},
+		{Event: metrics.LockWait, Recipe: "mutex", Path: path, Outcome: metrics.OutcomeCancelled},
 	}, testzk.LockEvents(rec.Take()))
 }
 
@@ -71,20 +73,20 @@ func TestMetricsWaitsAndHolds(t *testing.T) {
 func TestMetricsLocalHandoff(t *testing.T) {
 	c := testzk.Shared(t)
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
 	m, err := mutex.New(s, path, mutex.WithLocalHandoff(10, 0))
 	require.NoError(t, err)
 	_, _, release := holdAndQueue(ctx, t, m)
 	require.NoError(t, release())
-	wait := conn.LockMetric{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeGranted}
-	hold := conn.LockMetric{Event: conn.LockHold, Recipe: "mutex", Path: path}
+	wait := metrics.Lock{Event: metrics.LockWait, Recipe: "mutex", Path: path, Outcome: metrics.OutcomeGranted}
+	hold := metrics.Lock{Event: metrics.LockHold, Recipe: "mutex", Path: path}
 	got := testzk.LockEvents(rec.Take())
 	// The order of the two goroutines' reports is theirs: compare as sets.
-	assert.ElementsMatch(t, []conn.LockMetric{
+	assert.ElementsMatch(t, []metrics.Lock{
 		wait, wait, hold, hold,
-		{Event: conn.LockHandoff, Recipe: "mutex", Path: path},
+		{Event: metrics.LockHandoff, Recipe: "mutex", Path: path},
 	}, got)
 
 	_, err = m.Acquire(ctx)
@@ -99,9 +101,9 @@ func TestMetricsLocalHandoff(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-errc, context.Canceled)
 	require.NoError(t, m.Release(ctx))
-	assert.ElementsMatch(t, []conn.LockMetric{
+	assert.ElementsMatch(t, []metrics.Lock{
 		wait, hold,
-		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeCancelled},
+		{Event: metrics.LockWait, Recipe: "mutex", Path: path, Outcome: metrics.OutcomeCancelled},
 	}, testzk.LockEvents(rec.Take()))
 }
 
@@ -110,7 +112,7 @@ func TestMetricsLocalHandoff(t *testing.T) {
 func TestMetricsLostOnExpiry(t *testing.T) {
 	c := testzk.Shared(t)
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
 	m := newMutex(t, s, path)
@@ -124,8 +126,8 @@ func TestMetricsLostOnExpiry(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("lease not lost")
 	}
-	assert.Equal(t, []conn.LockMetric{
-		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseExpiry},
+	assert.Equal(t, []metrics.Lock{
+		{Event: metrics.LockLost, Recipe: "mutex", Path: path, Cause: metrics.CauseExpiry},
 	}, testzk.LockEvents(rec.Take()))
 	_, err = s.Epoch(ctx)
 	require.NoError(t, err)
@@ -140,7 +142,7 @@ func TestMetricsLostOnExpiry(t *testing.T) {
 func TestMetricsRevokeAndDeleted(t *testing.T) {
 	c := testzk.Shared(t)
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	other := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
@@ -148,28 +150,27 @@ func TestMetricsRevokeAndDeleted(t *testing.T) {
 	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	revoked, lost := l.Revoked(), l.Lost()
-	require.NoError(t, newMutex(t, other, path, mutex.WithRevocable()).Revoke(ctx, l.Path()))
+	require.NoError(t, lock.Revoke(ctx, other, l.Path()))
 	select {
 	case <-revoked:
 	case <-ctx.Done():
 		t.Fatal("revoke request not seen")
 	}
-	ep := testzk.Epoch(t, other)
-	require.NoError(t, ep.Delete(ctx, l.Path(), -1))
+	require.NoError(t, other.Delete(ctx, l.Path(), -1))
 	select {
 	case <-lost:
 	case <-ctx.Done():
 		t.Fatal("deletion not seen")
 	}
 	_ = m.Release(ctx)
-	assert.Equal(t, []conn.LockMetric{
-		{Event: conn.LockWait, Recipe: "mutex", Path: path, Outcome: conn.OutcomeGranted},
-		{Event: conn.LockRevokeRequest, Recipe: "mutex", Path: path},
-		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseNodeDeleted},
+	assert.Equal(t, []metrics.Lock{
+		{Event: metrics.LockWait, Recipe: "mutex", Path: path, Outcome: metrics.OutcomeGranted},
+		{Event: metrics.LockRevokeRequest, Recipe: "mutex", Path: path},
+		{Event: metrics.LockLost, Recipe: "mutex", Path: path, Cause: metrics.CauseNodeDeleted},
 	}, testzk.LockEvents(rec.Take()))
 }
 
-// The session's watches (Metrics.Watches, summed as a gauge) follow what
+// The session's watches (the Watches hook, summed as a gauge) follow what
 // the server holds for the session (wchc): each waiter queued behind the
 // holder adds the watch on its predecessor, a waiter that gives up takes
 // its own away, and each grant the one its waiter had, back to the count
@@ -177,7 +178,7 @@ func TestMetricsRevokeAndDeleted(t *testing.T) {
 func TestMetricsWatches(t *testing.T) {
 	c := testzk.Shared(t)
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	other := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
@@ -252,7 +253,7 @@ func TestMetricsWatches(t *testing.T) {
 func TestMetricsLostOnLocalTimer(t *testing.T) {
 	c := zktest.New(t)
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec), conn.WithSessionTimeout(4*time.Second))
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()), conn.WithSessionTimeout(4*time.Second))
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
 	m := newMutex(t, s, path)
@@ -268,8 +269,8 @@ func TestMetricsLostOnLocalTimer(t *testing.T) {
 		t.Fatal("lease not lost")
 	}
 	require.ErrorIs(t, l.Err(), conn.ErrSessionTimeout)
-	assert.Equal(t, []conn.LockMetric{
-		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseLocalTimer},
+	assert.Equal(t, []metrics.Lock{
+		{Event: metrics.LockLost, Recipe: "mutex", Path: path, Cause: metrics.CauseLocalTimer},
 	}, testzk.LockEvents(rec.Take()))
 	require.NoError(t, c.Resume(0))
 	_, err = s.Epoch(ctx)
@@ -287,7 +288,7 @@ func TestMetricsLostOnSuspended(t *testing.T) {
 	c := testzk.Shared(t)
 	p := zktest.NewProxy(t, c.Servers())
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, p.Addrs(), conn.WithMetrics(rec), conn.WithSuspendedAsLost())
+	s := testzk.Connect(t, p.Addrs(), conn.WithMetrics(rec.Hooks()), conn.WithSuspendedAsLost())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
 	m := newMutex(t, s, path)
@@ -303,8 +304,8 @@ func TestMetricsLostOnSuspended(t *testing.T) {
 	}
 	require.ErrorIs(t, l.Err(), conn.ErrLeaseLost)
 	assert.NoError(t, l.Epoch().Err(), "the epoch lives on")
-	assert.Equal(t, []conn.LockMetric{
-		{Event: conn.LockLost, Recipe: "mutex", Path: path, Cause: conn.CauseSuspended},
+	assert.Equal(t, []metrics.Lock{
+		{Event: metrics.LockLost, Recipe: "mutex", Path: path, Cause: metrics.CauseSuspended},
 	}, testzk.LockEvents(rec.Take()))
 	_ = m.Release(ctx) // a lost lease's release is no hold
 	assert.Empty(t, rec.Take())

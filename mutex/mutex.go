@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
+	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -27,12 +28,17 @@ import (
 //
 // Safe for concurrent use.
 type InterProcessMutex struct {
+	lockLink // the session, for multilock
+
 	q *queue.Queue
 	c cohort.Contender // through a cohort with WithLocalHandoff, else q's
 
 	mu    sync.Mutex      // guards owned
 	owned map[int64]*hold // by goroutine id; an entry exists while held
 }
+
+// lockLink is embedded unexported: it adds nothing to the mutex's API.
+type lockLink = lockid.Link
 
 // hold is one goroutine's grant.
 type hold struct {
@@ -43,7 +49,7 @@ type hold struct {
 // New returns a handle on the mutex at path. Nothing is created until the
 // first acquire; the lock path and its parents are then created as
 // container nodes, which ZooKeeper removes when they are empty. path must be
-// valid (conn.ValidatePath).
+// valid (zkpath.Validate).
 func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, error) {
 	var cfg config
 	if err := queue.Configure("mutex", sess, path, &cfg, opts); err != nil {
@@ -74,16 +80,12 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
-	m := &InterProcessMutex{q: q, c: c, owned: make(map[int64]*hold)}
+	m := &InterProcessMutex{lockLink: lockid.NewLink(sess), q: q, c: c, owned: make(map[int64]*hold)}
 	return m, nil
 }
 
 // Path is the lock path.
 func (m *InterProcessMutex) Path() string { return m.q.Path() }
-
-// Session is the session the mutex's nodes are created in; with Path it
-// identifies the lock (multilock.Locker).
-func (m *InterProcessMutex) Session() *conn.Session { return m.q.Session() }
 
 // Acquire blocks until the calling goroutine holds the mutex or ctx ends;
 // a deadline on ctx is the timeout. On error the caller holds nothing, and
@@ -205,21 +207,4 @@ func (m *InterProcessMutex) IsOwnedByCurrentGoroutine() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.owned[gid] != nil
-}
-
-// Revoke asks the holder of node, a contender's node under the lock path
-// (Participant.Node), to release the mutex, as Curator's Revoker does: a
-// WithRevocable holder sees its Lease.Revoked close (a Curator holder, its
-// listener), and keeps the mutex until it releases. A sealed node (the
-// default) is refused with lock.ErrNotRevocable, whoever asks. A node that
-// is gone is nil. Two requests (a read, a versioned write).
-func (m *InterProcessMutex) Revoke(ctx context.Context, node string) error {
-	name, err := m.q.Child(node)
-	if err == nil {
-		err = m.q.Revoke(ctx, name)
-	}
-	if err != nil {
-		return fmt.Errorf("mutex: revoke %s: %w", m.Path(), err)
-	}
-	return nil
 }

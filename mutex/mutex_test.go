@@ -15,15 +15,17 @@ import (
 
 func TestNewValidates(t *testing.T) {
 	_, err := mutex.New(nil, "/a")
-	assert.ErrorIs(t, err, conn.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.EqualError(t, err, "mutex: new /a: nil session: conn: invalid argument")
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	for _, p := range []string{"", "a", "/a/", "/a//b", "/zookeeper/x"} {
 		_, err := mutex.New(s, p)
-		assert.Error(t, err, "%q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "%q", p)
 	}
 	_, err = mutex.New(s, "/a", nil)
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.EqualError(t, err, "mutex: new /a: nil option: conn: invalid argument")
 	m := newMutex(t, s, "/a/b")
 	assert.Equal(t, "/a/b", m.Path())
 }

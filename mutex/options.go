@@ -7,7 +7,7 @@ import (
 )
 
 // Option configures New; a nil Option makes New fail with an error
-// matching conn.ErrInvalidOption.
+// matching conn.ErrInvalidArgument.
 type Option func(*config) error
 
 type config struct {
@@ -28,12 +28,12 @@ func withRelist(v bool) Option {
 
 // WithRevocable makes the nodes this handle creates revocable instead of
 // sealed (default: sealed). Anyone may then ask the holder to release, as
-// Curator's Revoker does: Revoke writes "__REVOKE__" into its node and the
-// holder's Lease.Revoked closes; the lock stays held until the holder
-// releases. A sealed node can be written by its own session only (others
-// get zk.ErrNoAuth), so nobody can forge its release mark. The cost: a
-// revocable holder's release is a plain delete, and its waiter reads the
-// node again after every data change. See docs/design.md,
+// Curator's Revoker does: lock.Revoke writes "__REVOKE__" into its node
+// and the holder's Lease.Revoked closes; the lock stays held until the
+// holder releases. A sealed node can be written by its own session only
+// (others get zk.ErrNoAuth), so nobody can forge its release mark. The
+// cost: a revocable holder's release is a plain delete, and its waiter
+// reads the node again after every data change. See docs/design.md,
 // "Revocation, Curator style".
 func WithRevocable() Option {
 	return func(c *config) error { c.revocable = true; return nil }
@@ -50,7 +50,7 @@ func WithRevocable() Option {
 // Fence.Zxid alone does not. The node is handed on only where a remote
 // grant could be made (epoch live, connection not suspended, no deletion
 // or revoke request seen). Default: off. maxPasses below 1 or a negative
-// budget make New fail with conn.ErrInvalidOption. See docs/design.md,
+// budget make New fail with conn.ErrInvalidArgument. See docs/design.md,
 // "In-process handoff (lock cohorting)".
 func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
 	return func(c *config) error {

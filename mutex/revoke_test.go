@@ -9,36 +9,41 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
-// Revoke's documented answers to its argument: a node that is gone is nil
-// (nothing left to revoke), a path that is not under the lock path or not a
-// valid path is conn.ErrInvalidPath and writes nothing, and a sealed
-// holder's node is lock.ErrNotRevocable.
+// lock.Revoke's documented answers to its argument: a node that is gone
+// is nil (nothing left to revoke), a path that is not a lock's contender
+// node (an election's node, a node of no lock) or not a valid path is
+// conn.ErrInvalidArgument and writes nothing, and a sealed holder's node
+// is lock.ErrNotRevocable.
 func TestRevokeArguments(t *testing.T) {
 	c := testzk.Shared(t)
 	ss := testzk.ConnectN(t, c.Servers(), 2)
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, 30*time.Second)
 	sealed := newMutex(t, ss[0], path)
-	other := newMutex(t, ss[1], path, mutex.WithRevocable())
 
 	l, err := sealed.Acquire(ctx)
 	require.NoError(t, err)
-	err = other.Revoke(ctx, l.Path())
+	err = lock.Revoke(ctx, ss[1], l.Path())
 	assert.ErrorIs(t, err, lock.ErrNotRevocable)
-	assert.EqualError(t, err, "mutex: revoke "+path+": "+lock.ErrNotRevocable.Error()+": node "+l.Path(),
-		"the recipe, the operation and the lock's path once, then the cause")
-	assert.EqualError(t, other.Revoke(ctx, path+"-x/a"), "mutex: revoke "+path+": conn: invalid path: node "+path+"-x/a is not under the lock path")
-	for _, bad := range []string{"", "x", path, path + "/", path + "-x/" + conn.BaseName(l.Path()), path + "/a/b"} {
-		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidPath, "node %q", bad)
+	assert.EqualError(t, err, "lock: revoke "+l.Path()+": "+lock.ErrNotRevocable.Error(),
+		"the operation and the node once, then the cause")
+	assert.EqualError(t, lock.Revoke(ctx, ss[1], path+"/a"), "lock: revoke "+path+"/a: not a lock's contender node: conn: invalid argument")
+	latch := path + "/_c_0f8f1f2e-4b1a-4c3d-9e5f-000000000001-latch-0000000001" // an election's
+	for _, bad := range []string{"", "x", "/", path, path + "/", path + "/a/b", latch} {
+		assert.ErrorIs(t, lock.Revoke(ctx, ss[1], bad), conn.ErrInvalidArgument, "node %q", bad)
 	}
+	assert.ErrorIs(t, lock.Revoke(ctx, nil, l.Path()), conn.ErrInvalidArgument)
 	gone := l.Path()
 	require.NoError(t, sealed.Release(ctx))
-	assert.NoError(t, other.Revoke(ctx, gone), "a node that is gone")
+	assert.NoError(t, lock.Revoke(ctx, ss[1], gone), "a node that is gone")
+	assert.NoError(t, lock.Revoke(ctx, ss[1], path+"-x/"+zkpath.Base(gone)), "a node that never was")
 	assert.Empty(t, testzk.Children(t, ss[0], path), "Revoke created nothing")
 }
 
@@ -84,7 +89,7 @@ func TestRevokeEndsLocalHandoff(t *testing.T) {
 	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, ss[0], path)) == 2 }, "the other process does not queue")
 
 	revoked := first.Revoked()
-	require.NoError(t, other.Revoke(ctx, first.Path()))
+	require.NoError(t, lock.Revoke(ctx, ss[1], first.Path()))
 	select {
 	case <-revoked:
 	case <-time.After(10 * time.Second):
@@ -107,9 +112,9 @@ func TestRevokeEndsLocalHandoff(t *testing.T) {
 	assert.Empty(t, testzk.Children(t, ss[0], path))
 }
 
-// Lease.CheckOp checks the node, and the grants of the in-process handoff
-// share it: a released local grant's CheckOp still passes while the next
-// local grant holds the node, whereas its GuardedWrite is refused. Its
+// connlink.Lease.CheckOp checks the node, and the grants of the in-process
+// handoff share it: a released local grant's CheckOp still passes while the
+// next local grant holds the node, whereas its GuardedWrite is refused. Its
 // holder must use GuardedWrite (or check Err first).
 func TestLocalHandoffCheckOpIsTheNodes(t *testing.T) {
 	c := testzk.Shared(t)
@@ -124,9 +129,9 @@ func TestLocalHandoffCheckOpIsTheNodes(t *testing.T) {
 	acl := zk.WorldACL(zk.PermAll)
 	_, err := first.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-guarded", Acl: acl})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost)
-	_, err = first.Epoch().Multi(ctx, first.CheckOp(), &zk.CreateRequest{Path: path + "-checked", Acl: acl})
+	_, err = connlink.Of(first.Epoch()).Multi(ctx, connlink.Of(first).CheckOp(), &zk.CreateRequest{Path: path + "-checked", Acl: acl})
 	assert.NoError(t, err, "the shared node exists: the check passes")
 	require.NoError(t, release())
-	_, err = first.Epoch().Multi(ctx, first.CheckOp(), &zk.CreateRequest{Path: path + "-after", Acl: acl})
+	_, err = connlink.Of(first.Epoch()).Multi(ctx, connlink.Of(first).CheckOp(), &zk.CreateRequest{Path: path + "-after", Acl: acl})
 	assert.ErrorIs(t, err, zk.ErrNoNode, "refused once the node is gone")
 }

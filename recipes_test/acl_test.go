@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -86,7 +87,7 @@ func testACLDefault(t *testing.T, c *zktest.Cluster, admin *conn.Session, base s
 	require.NoError(t, err)
 	assertSealed(t, zk.WorldACL(zk.PermAll), rawACL(t, c.Servers(), l.Path()))
 	assert.Equal(t, zk.WorldACL(zk.PermAll), rawACL(t, c.Servers(), path))
-	assert.Equal(t, zk.WorldACL(zk.PermAll), s.ACL())
+	assert.Equal(t, zk.WorldACL(zk.PermAll), connlink.Of(s).ACL())
 	require.NoError(t, lk.Release(ctx))
 }
 
@@ -144,12 +145,11 @@ func testACLNoTakeover(t *testing.T, c *zktest.Cluster, admin *conn.Session, bas
 		{"other user", []conn.Option{conn.WithDigestAuth("mallory", aclPassword)}},
 	} {
 		s := dial(t, c.Servers(), intruder.opts...)
-		ep := epochOf(t, s)
-		err := ep.Delete(ctx, l.Path(), -1)
+		err := s.Delete(ctx, l.Path(), -1)
 		assert.ErrorIs(t, err, zk.ErrNoAuth, "%s deletes the lock node", intruder.name)
-		_, err = ep.Set(ctx, l.Path(), []byte("mine now"), -1)
+		_, err = s.Set(ctx, l.Path(), []byte("mine now"), -1)
 		assert.ErrorIs(t, err, zk.ErrNoAuth, "%s overwrites the lock node", intruder.name)
-		_, _, err = ep.Get(ctx, l.Path())
+		_, _, err = s.Get(ctx, l.Path())
 		assert.ErrorIs(t, err, zk.ErrNoAuth, "%s reads the lock node", intruder.name)
 
 		theirs, err := rec.open(s, path)
@@ -187,7 +187,7 @@ func testACLReadOnlyParent(t *testing.T, c *zktest.Cluster, admin *conn.Session,
 	ctx := locktest.Ctx(t, 90*time.Second)
 	alice := dial(t, c.Servers(), conn.WithDigestAuth(aclUser, aclPassword))
 	parent := locktest.UniquePath(c, "acl/readonly-"+rec.name)
-	_, err := epochOf(t, alice).Create(ctx, parent, []byte("alice's"), 0, aliceAndWorldRead())
+	_, err := alice.Create(ctx, parent, []byte("alice's"), 0, aliceAndWorldRead())
 	require.NoError(t, err)
 
 	bob := dial(t, c.Servers())
@@ -209,7 +209,7 @@ func testACLReadOnlyParent(t *testing.T, c *zktest.Cluster, admin *conn.Session,
 		assert.ErrorIs(t, lk.Release(ctx), rec.notHeld)
 	}
 	noneOf(t, admin, bob, parent)
-	kids, _, err := epochOf(t, bob).Children(ctx, parent)
+	kids, _, err := bob.Children(ctx, parent)
 	require.NoError(t, err, "the parent is world-readable")
 	assert.Empty(t, kids, "nothing was created under alice's parent")
 }
@@ -224,11 +224,10 @@ func testACLWritableUnderReadOnly(t *testing.T, c *zktest.Cluster, admin *conn.S
 	ctx := locktest.Ctx(t, 60*time.Second)
 	alice := dial(t, c.Servers(), conn.WithDigestAuth(aclUser, aclPassword))
 	parent := locktest.UniquePath(c, "acl/shared-"+rec.name)
-	aep := epochOf(t, alice)
-	_, err := aep.Create(ctx, parent, nil, 0, aliceAndWorldRead())
+	_, err := alice.Create(ctx, parent, nil, 0, aliceAndWorldRead())
 	require.NoError(t, err)
 	shared := parent + "/locks"
-	_, err = aep.Create(ctx, shared, nil, 0, zk.WorldACL(zk.PermAll))
+	_, err = alice.Create(ctx, shared, nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 
 	bob := dial(t, c.Servers())

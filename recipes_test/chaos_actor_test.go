@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -39,7 +40,7 @@ var chaosOpNames = []string{"acquire", "try", "release", "work", "release-wrong"
 type chaosSession struct {
 	idx    int
 	proxy  *zktest.Proxy
-	retry1 bool // RetryPolicy{MaxAttempts: 1}
+	retry1 bool // conn.WithRetry with maxAttempts 1
 
 	mu      sync.Mutex
 	sess    *conn.Session
@@ -413,10 +414,10 @@ func (a *chaosActor) run(stop context.Context) {
 	defer cancel()
 	a.r.mon.waiting(h.lock, +1)
 	waiting := true
-	err := h.elect.Run(ctx, func(ctx context.Context) error {
+	err := h.elect.Run(ctx, func(ctx context.Context, lease *conn.Lease) error {
 		a.r.mon.waiting(h.lock, -1)
 		waiting = false
-		g := a.grant(h, []*conn.Lease{leader.LeaseFrom(ctx)}, time.Now())
+		g := a.grant(h, []*conn.Lease{lease}, time.Now())
 		a.r.count("run: led")
 		for i := a.rng.IntN(3); i >= 0 && ctx.Err() == nil; i-- {
 			a.work(ctx, g)
@@ -446,7 +447,7 @@ func (a *chaosActor) inspect(stop context.Context) {
 		return
 	}
 	l := g.leases[0]
-	_ = l.CheckOp()
+	_ = connlink.Of(l).CheckOp()
 	_ = l.Err()
 	ctx, cancel := context.WithTimeout(stop, 2*time.Second)
 	_, err := l.Fence(ctx)
@@ -477,7 +478,7 @@ func (a *chaosActor) work(stop context.Context, g *chaosGrant) {
 		var others []any
 		for _, o := range g.leases {
 			if o != l {
-				others = append(others, o.CheckOp())
+				others = append(others, connlink.Of(o).CheckOp())
 			}
 		}
 		ctx, cancel := context.WithTimeout(stop, 5*time.Second)
@@ -490,7 +491,7 @@ func (a *chaosActor) work(stop context.Context, g *chaosGrant) {
 func (a *chaosActor) workZnode(ctx context.Context, g *chaosGrant, d string, l *conn.Lease, others []any) {
 	reg := a.r.registerPath(d)
 	call := time.Now()
-	data, st, err := l.Epoch().Get(ctx, reg)
+	data, st, err := connlink.Of(l.Epoch()).Get(ctx, reg)
 	if err != nil {
 		a.r.count("work read: " + errClass(err))
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -101,32 +102,33 @@ func openChaosHandles(sess *conn.Session, root string, actor int) (map[string]*c
 		}
 	}
 	out := map[string]*chaosHandle{}
+	revoke := func(ctx context.Context, node string) error { return lock.Revoke(ctx, sess, node) }
 	m, err := mutex.New(sess, paths[domMutex])
 	if err != nil {
 		return nil, err
 	}
-	out["mutex"] = one(m, m.Revoke)
+	out["mutex"] = one(m, revoke)
 	mh, err := mutex.New(sess, paths[domMutex], mutex.WithLocalHandoff(chaosHandoffPasses, chaosHandoffBudget))
 	if err != nil {
 		return nil, err
 	}
-	out["mutex-handoff"] = one(mh, mh.Revoke)
+	out["mutex-handoff"] = one(mh, revoke)
 	sm, err := semaphoremutex.New(sess, paths[domSemMutex])
 	if err != nil {
 		return nil, err
 	}
-	out["semmutex"] = one(sm, sm.Revoke)
+	out["semmutex"] = one(sm, revoke)
 	smh, err := semaphoremutex.New(sess, paths[domSemMutex], semaphoremutex.WithLocalHandoff(chaosHandoffPasses, chaosHandoffBudget))
 	if err != nil {
 		return nil, err
 	}
-	out["semmutex-handoff"] = one(smh, smh.Revoke)
+	out["semmutex-handoff"] = one(smh, revoke)
 	rw, err := rwlock.New(sess, paths[domRW])
 	if err != nil {
 		return nil, err
 	}
-	out["rw-read"] = one(rw.ReadLock(), rw.Revoke)
-	out["rw-write"] = one(rw.WriteLock(), rw.Revoke)
+	out["rw-read"] = one(rw.ReadLock(), revoke)
+	out["rw-write"] = one(rw.WriteLock(), revoke)
 
 	mlA, err := mutex.New(sess, paths[domMutex])
 	if err != nil {

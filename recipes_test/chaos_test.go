@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -50,7 +51,7 @@ var chaosFaultKinds = []string{faultLeaderKill, faultFollowerKill, faultPause, f
 type chaosConfig struct {
 	seed             uint64
 	duration         time.Duration
-	sessions         int // of actors each, plus one of a single actor with RetryPolicy{MaxAttempts: 1}
+	sessions         int // of actors each, plus one of a single actor with conn.WithRetry(20ms, 1s, 1)
 	actors           int // per session
 	sessionTimeout   time.Duration
 	stuckBound       time.Duration
@@ -223,12 +224,12 @@ func newChaosRun(t *testing.T, c *zktest.Cluster, cfg chaosConfig) *chaosRun {
 	defer admin.Close()
 	ep, err := admin.Epoch(ctx)
 	if err == nil {
-		err = ep.CreateParents(ctx, r.dataRoot+"/x")
+		err = connlink.Of(ep).CreateParents(ctx, r.dataRoot+"/x")
 	}
 	for _, d := range chaosDomains {
 		r.stores[d] = &fencedStore{}
 		if err == nil {
-			_, err = ep.Create(ctx, r.registerPath(d), []byte("0"), 0, zk.WorldACL(zk.PermAll))
+			_, err = admin.Create(ctx, r.registerPath(d), []byte("0"), 0, zk.WorldACL(zk.PermAll))
 		}
 	}
 	if err != nil {
@@ -263,9 +264,7 @@ func (r *chaosRun) registerPath(domain string) string { return r.dataRoot + "/re
 func (r *chaosRun) connect(ctx context.Context, s *chaosSession) (*conn.Session, error) {
 	opts := []conn.Option{conn.WithSessionTimeout(r.cfg.sessionTimeout)}
 	if s.retry1 {
-		p := conn.DefaultRetryPolicy()
-		p.MaxAttempts = 1
-		opts = append(opts, conn.WithRetryPolicy(p))
+		opts = append(opts, conn.WithRetry(20*time.Millisecond, time.Second, 1))
 	}
 	return conn.Connect(ctx, s.proxy.Addrs(), opts...)
 }

@@ -12,7 +12,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // verify checks what the run recorded: hold intervals per domain, writes
@@ -180,16 +182,16 @@ func (r *faultRun) checkLedgers() {
 		return
 	}
 	for _, d := range faultDomains() {
-		if err := ep.Sync(ctx, r.ledgerPath(d)); err != nil {
+		if err := connlink.Of(ep).Sync(ctx, r.ledgerPath(d)); err != nil {
 			r.t.Errorf("fault run: sync: %v", err)
 			return
 		}
-		names, _, err := ep.Children(ctx, r.ledgerPath(d))
+		names, _, err := r.admin.Children(ctx, r.ledgerPath(d))
 		if err != nil {
 			r.t.Errorf("fault run: ledger of %s: %v", d, err)
 			continue
 		}
-		data, _, err := ep.Get(ctx, r.counterPath(d))
+		data, _, err := r.admin.Get(ctx, r.counterPath(d))
 		if err != nil {
 			r.t.Errorf("fault run: counter of %s: %v", d, err)
 			continue
@@ -239,13 +241,13 @@ func (r *faultRun) deleteData() {
 func leftovers(ctx context.Context, ep *conn.Epoch, root string, want []string) (left []string, found int, err error) {
 	allowed := map[string]bool{root: true}
 	for _, p := range want {
-		for ; p != root && strings.HasPrefix(p, root+"/"); p = conn.ParentPath(p) {
+		for ; p != root && strings.HasPrefix(p, root+"/"); p = zkpath.Parent(p) {
 			allowed[p] = true
 		}
 	}
 	var walk func(p string) error
 	walk = func(p string) error {
-		ok, st, err := ep.Exists(ctx, p)
+		ok, st, err := connlink.Of(ep).Exists(ctx, p)
 		if err != nil || !ok {
 			return err
 		}
@@ -260,7 +262,7 @@ func leftovers(ctx context.Context, ep *conn.Epoch, root string, want []string) 
 		if st.NumChildren == 0 {
 			return nil
 		}
-		kids, _, err := ep.Children(ctx, p)
+		kids, _, err := connlink.Of(ep).Children(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -268,7 +270,7 @@ func leftovers(ctx context.Context, ep *conn.Epoch, root string, want []string) 
 			return err
 		}
 		for _, k := range kids {
-			if err := walk(conn.JoinPath(p, k)); err != nil {
+			if err := walk(zkpath.Join(p, k)); err != nil {
 				return err
 			}
 		}
@@ -311,7 +313,7 @@ func (r *faultRun) hygiene() {
 		}
 		t.Errorf("fault run: left behind after every client released and closed: %s", p)
 	}
-	if ok, _, err := ep.Exists(ctx, r.dataRoot); err != nil || ok {
+	if ok, _, err := r.admin.Exists(ctx, r.dataRoot); err != nil || ok {
 		t.Errorf("fault run: %s still exists (%v)", r.dataRoot, err)
 	}
 	if len(left) == 0 {

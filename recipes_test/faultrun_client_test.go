@@ -12,6 +12,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -225,7 +227,7 @@ func (cl *faultClient) write(r faultRecipe, g *grant, iv *interval, holdFor time
 			}
 			ops := append(guardOps(g),
 				&zk.SetDataRequest{Path: counter, Data: []byte(strconv.FormatInt(val+1, 10)), Version: version},
-				&zk.CreateRequest{Path: conn.JoinPath(ledger, name), Acl: zk.WorldACL(zk.PermAll)})
+				&zk.CreateRequest{Path: zkpath.Join(ledger, name), Acl: zk.WorldACL(zk.PermAll)})
 			ctx, cancel := context.WithTimeout(context.Background(), faultOpTimeout)
 			w.start = time.Now()
 			_, err := g.leases[0].GuardedWrite(ctx, ops...)
@@ -281,11 +283,11 @@ func (cl *faultClient) readCounter(ep *conn.Epoch, path string, sync bool) (int6
 	ctx, cancel := context.WithTimeout(context.Background(), faultOpTimeout)
 	defer cancel()
 	if sync {
-		if err := ep.Sync(ctx, path); err != nil {
+		if err := connlink.Of(ep).Sync(ctx, path); err != nil {
 			return 0, false
 		}
 	}
-	data, _, err := ep.Get(ctx, path)
+	data, _, err := connlink.Of(ep).Get(ctx, path)
 	if err != nil {
 		return 0, false
 	}
@@ -296,7 +298,7 @@ func (cl *faultClient) readCounter(ep *conn.Epoch, path string, sync bool) (int6
 func (cl *faultClient) readCounterStat(ep *conn.Epoch, path string) (int64, *zk.Stat, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), faultOpTimeout)
 	defer cancel()
-	data, st, err := ep.Get(ctx, path)
+	data, st, err := connlink.Of(ep).Get(ctx, path)
 	if err != nil {
 		return 0, nil, false
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -363,18 +364,18 @@ func (r *faultRun) makeData(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := ep.CreateParents(ctx, r.dataRoot); err != nil {
+	if err := connlink.Of(ep).CreateParents(ctx, r.dataRoot); err != nil {
 		return err
 	}
 	world := zk.WorldACL(zk.PermAll)
-	if _, err := ep.Create(ctx, r.dataRoot, nil, 0, world); err != nil {
+	if _, err := r.admin.Create(ctx, r.dataRoot, nil, 0, world); err != nil {
 		return err
 	}
 	for _, d := range faultDomains() {
-		if _, err := ep.Create(ctx, r.counterPath(d), []byte("0"), 0, world); err != nil {
+		if _, err := r.admin.Create(ctx, r.counterPath(d), []byte("0"), 0, world); err != nil {
 			return err
 		}
-		if _, err := ep.Create(ctx, r.ledgerPath(d), nil, 0, world); err != nil {
+		if _, err := r.admin.Create(ctx, r.ledgerPath(d), nil, 0, world); err != nil {
 			return err
 		}
 	}

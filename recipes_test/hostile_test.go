@@ -20,7 +20,9 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -30,25 +32,25 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// invalidPaths are lock paths every constructor must refuse, with the
-// conn sentinel each must match.
+// invalidPaths are lock paths every constructor must refuse with an error
+// matching conn.ErrInvalidArgument, with what its message must say.
 var invalidPaths = []struct {
 	path string
-	want error
+	says string
 }{
-	{"", conn.ErrInvalidPath},
-	{"rel", conn.ErrInvalidPath},
-	{"rel/a", conn.ErrInvalidPath},
-	{"/a/", conn.ErrInvalidPath},
-	{"//", conn.ErrInvalidPath},
-	{"/a//b", conn.ErrInvalidPath},
-	{"/a/../b", conn.ErrInvalidPath},
-	{"/a/./b", conn.ErrInvalidPath},
-	{"/a\x00b", conn.ErrInvalidPath},
-	{"/a\x1fb", conn.ErrInvalidPath},
-	{"/a\xffb", conn.ErrInvalidPath},
-	{"/zookeeper", conn.ErrReservedPath},
-	{"/zookeeper/x", conn.ErrReservedPath},
+	{"", "empty path"},
+	{"rel", "is relative"},
+	{"rel/a", "is relative"},
+	{"/a/", "ends with /"},
+	{"//", "ends with /"},
+	{"/a//b", "empty segment"},
+	{"/a/../b", `".." segment`},
+	{"/a/./b", `"." segment`},
+	{"/a\x00b", "NUL"},
+	{"/a\x1fb", "U+001F"},
+	{"/a\xffb", "U+FFFD"},
+	{"/zookeeper", "path /zookeeper is reserved"},
+	{"/zookeeper/x", "path /zookeeper/x is reserved"},
 }
 
 // hostileLock is the method set the hostile tests drive.
@@ -62,9 +64,10 @@ type hostileLock interface {
 // semaphoreLock drives a Semaphore as a hostileLock, holding one lease at a
 // time.
 type semaphoreLock struct {
-	s  *semaphoremutex.Semaphore
-	mu sync.Mutex
-	l  *conn.Lease
+	s    *semaphoremutex.Semaphore
+	path string // the semaphore's
+	mu   sync.Mutex
+	l    *conn.Lease
 }
 
 func (s *semaphoreLock) Acquire(ctx context.Context) (*conn.Lease, error) {
@@ -95,7 +98,7 @@ func (s *semaphoreLock) Release(ctx context.Context) error {
 	return s.s.ReturnLease(ctx, l)
 }
 
-func (s *semaphoreLock) Path() string { return s.s.Path() }
+func (s *semaphoreLock) Path() string { return s.path }
 
 // hostileRecipe is one lock type of the hostile tests.
 type hostileRecipe struct {
@@ -164,7 +167,7 @@ func hostileRecipes() []hostileRecipe {
 				if err != nil {
 					return nil, err
 				}
-				return &semaphoreLock{s: sem}, nil
+				return &semaphoreLock{s: sem, path: p}, nil
 			},
 			dirs: semDirs,
 			// Curator's and go-zookeeper's lease names.
@@ -256,8 +259,8 @@ func mkdirs(t *testing.T, s *conn.Session, p string, data []byte) {
 	t.Helper()
 	ctx := locktest.Ctx(t, 20*time.Second)
 	ep := epochOf(t, s)
-	require.NoError(t, ep.CreateParents(ctx, p))
-	_, err := ep.Create(ctx, p, data, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, p))
+	_, err := s.Create(ctx, p, data, 0, zk.WorldACL(zk.PermAll))
 	if !errors.Is(err, zk.ErrNodeExists) {
 		require.NoError(t, err, "create %s", p)
 	}
@@ -295,7 +298,7 @@ func notCtxErr(t *testing.T, err error) {
 func TestHostileInput(t *testing.T) {
 	env := newHostileEnv(t)
 	ours := dial(t, env.c.Servers())
-	t.Run("Constructors", func(t *testing.T) { testHostileConstructors(t, ours) })
+	t.Run("Constructors", func(t *testing.T) { testHostileConstructors(t, ours, env.root) })
 	t.Run("MultilockConstructor", func(t *testing.T) { testHostileMultilockNew(t, ours, env.root) })
 	for _, rec := range hostileRecipes() {
 		t.Run(rec.name, func(t *testing.T) {
@@ -314,7 +317,7 @@ func TestHostileInput(t *testing.T) {
 
 // testHostileConstructors: nil session, invalid paths, nil and invalid
 // options, invalid lease counts. On error no handle is returned.
-func testHostileConstructors(t *testing.T, s *conn.Session) {
+func testHostileConstructors(t *testing.T, s *conn.Session, root string) {
 	type ctor struct {
 		name string
 		make func(s *conn.Session, path string) (any, error)
@@ -327,51 +330,58 @@ func testHostileConstructors(t *testing.T, s *conn.Session) {
 		{"exclusive.New", func(s *conn.Session, p string) (any, error) { return exclusive.New(s, p) }},
 		{"leader.New", func(s *conn.Session, p string) (any, error) { return leader.New(s, p, "id") }},
 	}
-	check := func(t *testing.T, name string, f func() (any, error), want ...error) {
+	// check: f fails with an error matching conn.ErrInvalidArgument that
+	// says what was wrong, and returns no handle.
+	check := func(t *testing.T, name string, f func() (any, error), says string) {
 		t.Helper()
 		var h any
 		var err error
 		require.NotPanics(t, func() { h, err = f() }, name)
 		require.Error(t, err, name)
-		for _, w := range want {
-			assert.ErrorIs(t, err, w, name)
-		}
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, name)
+		assert.ErrorContains(t, err, says, name)
 		assert.True(t, isNilHandle(h), "%s returned a handle with its error", name)
 	}
 	for _, c := range ctors {
 		t.Run(c.name, func(t *testing.T) {
 			// One error value for a nil session, whichever recipe; the
 			// message says which.
-			check(t, "nil session", func() (any, error) { return c.make(nil, "/ok") }, conn.ErrNilSession)
-			check(t, "nil session, bad path", func() (any, error) { return c.make(nil, "rel") }, conn.ErrNilSession)
+			check(t, "nil session", func() (any, error) { return c.make(nil, "/ok") }, "nil session")
+			check(t, "nil session, bad path", func() (any, error) { return c.make(nil, "rel") }, "nil session")
 			_, err := c.make(nil, "/ok")
 			pkg, _, _ := strings.Cut(c.name, ".")
 			assert.True(t, strings.HasPrefix(err.Error(), pkg+": "), "%q names its recipe", err)
 			for _, p := range invalidPaths {
-				check(t, fmt.Sprintf("path %q", p.path), func() (any, error) { return c.make(s, p.path) }, p.want)
+				check(t, fmt.Sprintf("path %q", p.path), func() (any, error) { return c.make(s, p.path) }, p.says)
 			}
 			h, err := c.make(s, "/hostile/ok")
 			require.NoError(t, err)
 			require.False(t, isNilHandle(h))
 		})
 	}
-	check(t, "mutex nil option", func() (any, error) { return mutex.New(s, "/ok", nil) }, conn.ErrInvalidOption)
-	check(t, "rwlock nil option", func() (any, error) { return rwlock.New(s, "/ok", nil) }, conn.ErrInvalidOption)
-	check(t, "semaphore nil option", func() (any, error) { return semaphoremutex.NewSemaphore(s, "/ok", 1, nil) }, conn.ErrInvalidOption)
-	check(t, "semaphore mutex nil option", func() (any, error) { return semaphoremutex.New(s, "/ok", nil) }, conn.ErrInvalidOption)
-	check(t, "exclusive bad path", func() (any, error) { return exclusive.New(s, "/a/../b") }, conn.ErrInvalidPath)
+	check(t, "mutex nil option", func() (any, error) { return mutex.New(s, "/ok", nil) }, "nil option")
+	check(t, "rwlock nil option", func() (any, error) { return rwlock.New(s, "/ok", nil) }, "nil option")
+	check(t, "semaphore nil option", func() (any, error) { return semaphoremutex.NewSemaphore(s, "/ok", 1, nil) }, "nil option")
+	check(t, "semaphore mutex nil option", func() (any, error) { return semaphoremutex.New(s, "/ok", nil) }, "nil option")
+	check(t, "exclusive bad path", func() (any, error) { return exclusive.New(s, "/a/../b") }, `".." segment`)
 	for _, n := range []int{0, -1, math.MinInt} {
-		check(t, fmt.Sprintf("%d leases", n), func() (any, error) { return semaphoremutex.NewSemaphore(s, "/ok", n) }, semaphoremutex.ErrInvalidLeases)
+		check(t, fmt.Sprintf("%d leases", n), func() (any, error) { return semaphoremutex.NewSemaphore(s, "/ok", n) }, fmt.Sprintf("%d leases, at least 1", n))
 	}
-	for _, host := range []string{"", "a/b", "a\x00b", "\x7f", "\ufffe"} {
+	for _, host := range []string{"a/b", "a\x00b", "\x7f", "\ufffe"} {
 		check(t, fmt.Sprintf("rwlock host %q", host), func() (any, error) { return rwlock.New(s, "/ok", rwlock.WithHost(host)) },
-			rwlock.ErrInvalidHost, conn.ErrInvalidOption)
+			fmt.Sprintf("rwlock: new /ok: host %q", host))
 	}
+	check(t, "rwlock empty host", func() (any, error) { return rwlock.New(s, "/ok", rwlock.WithHost("")) }, "rwlock: new /ok: empty host")
 	// A host that makes names parse oddly is still a valid segment: the
 	// names are parsed from the right.
-	rw, err := rwlock.New(s, "/ok", rwlock.WithHost("h-W-0000000001-R"))
+	rw, err := rwlock.New(s, root+"/odd-host", rwlock.WithHost("h-W-0000000001-R"))
 	require.NoError(t, err)
-	assert.Equal(t, "h-W-0000000001-R", rw.Host())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	assert.Regexp(t, `^h-W-0000000001-R-W-\d{10}$`, zkpath.Base(l.Path()), "the host as given")
+	require.NoError(t, rw.WriteLock().Release(ctx))
 }
 
 // isNilHandle reports whether h, a constructor's first result, is nil.
@@ -412,22 +422,23 @@ func testHostileMultilockNew(t *testing.T, s *conn.Session, root string) {
 	for _, tc := range []struct {
 		name  string
 		locks []multilock.Locker
-		want  error
+		says  string
 	}{
-		{"none", nil, multilock.ErrNoLocks},
-		{"empty", []multilock.Locker{}, multilock.ErrNoLocks},
-		{"nil", []multilock.Locker{nil}, multilock.ErrNilLock},
-		{"nil among good", []multilock.Locker{m1, nil, m2}, multilock.ErrNilLock},
-		{"typed nil", []multilock.Locker{m1, typedNil}, multilock.ErrNilLock},
-		{"typed nil semaphore mutex", []multilock.Locker{nilSem}, multilock.ErrNilLock},
-		{"same handle twice", []multilock.Locker{m1, m2, m1}, multilock.ErrDuplicatePath},
-		{"two handles on one path", []multilock.Locker{m1, m1again}, multilock.ErrDuplicatePath},
-		{"both sides of one rwlock", []multilock.Locker{rw.ReadLock(), rw.WriteLock()}, multilock.ErrDuplicatePath},
+		{"none", nil, "no locks given"},
+		{"empty", []multilock.Locker{}, "no locks given"},
+		{"nil", []multilock.Locker{nil}, "lock 1 of 1 is nil"},
+		{"nil among good", []multilock.Locker{m1, nil, m2}, "lock 2 of 3 is nil"},
+		{"typed nil", []multilock.Locker{m1, typedNil}, "lock 2 of 2 is nil"},
+		{"typed nil semaphore mutex", []multilock.Locker{nilSem}, "lock 1 of 1 is nil"},
+		{"same handle twice", []multilock.Locker{m1, m2, m1}, "two locks on the same path"},
+		{"two handles on one path", []multilock.Locker{m1, m1again}, "two locks on the same path"},
+		{"both sides of one rwlock", []multilock.Locker{rw.ReadLock(), rw.WriteLock()}, "two locks on the same path"},
 	} {
 		var ml *multilock.MultiLock
 		var err error
 		require.NotPanics(t, func() { ml, err = multilock.New(tc.locks...) }, tc.name)
-		assert.ErrorIs(t, err, tc.want, tc.name)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, tc.name)
+		assert.ErrorContains(t, err, "multilock: new: "+tc.says, tc.name)
 		assert.Nil(t, ml, tc.name)
 	}
 }
@@ -485,13 +496,12 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 	path := locktest.UniquePath(env.c, "hostile/children-"+rec.name)
 	mkdirs(t, env.foreign, path, garbage[len(garbage)-1])
 	ctx := locktest.Ctx(t, 60*time.Second)
-	fep := epochOf(t, env.foreign)
 	var made []string
 	for _, dir := range rec.dirs(path) {
 		mkdirs(t, env.foreign, dir, garbage[0])
 		for i, name := range foreignNames() {
-			p := conn.JoinPath(dir, name)
-			_, err := fep.Create(ctx, p, garbage[i%len(garbage)], 0, zk.WorldACL(zk.PermAll))
+			p := zkpath.Join(dir, name)
+			_, err := env.foreign.Create(ctx, p, garbage[i%len(garbage)], 0, zk.WorldACL(zk.PermAll))
 			require.NoError(t, err, "create %s", p)
 			made = append(made, p)
 		}
@@ -518,13 +528,11 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 		require.Len(t, ps, 1, "only our lease is a participant")
 		assert.Equal(t, l.Path(), ps[0].Node)
 	case *semaphoreLock:
-		for _, list := range []func(context.Context) ([]lock.Participant, error){m.s.Holders, m.s.Participants} {
-			ps, err := list(ctx)
-			require.NoError(t, err)
-			require.Len(t, ps, 1, "only our lease is listed")
-			assert.Equal(t, l.Path(), ps[0].Node)
-			assert.True(t, ps[0].Holding)
-		}
+		ps, err := m.s.Participants(ctx)
+		require.NoError(t, err)
+		require.Len(t, ps, 1, "only our lease is listed")
+		assert.Equal(t, l.Path(), ps[0].Node)
+		assert.True(t, ps[0].Holding)
 	}
 	require.NoError(t, lk.Release(ctx))
 
@@ -533,7 +541,7 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 	require.NoError(t, lk.Release(ctx))
 	_ = l
 	for _, p := range made {
-		ok, _, err := fep.Exists(ctx, p)
+		ok, _, err := env.foreign.Exists(ctx, p)
 		require.NoError(t, err)
 		assert.True(t, ok, "%s, not ours, was left alone", p)
 	}
@@ -547,14 +555,13 @@ func testHostileForeignChildren(t *testing.T, env *hostileEnv, s *conn.Session, 
 func testHostileBlockers(t *testing.T, env *hostileEnv, s *conn.Session, rec hostileRecipe) {
 	path := locktest.UniquePath(env.c, "hostile/blockers-"+rec.name)
 	ctx := locktest.Ctx(t, 60*time.Second)
-	fep := epochOf(t, env.foreign)
 	dirs := rec.dirs(path)
 	dir := dirs[len(dirs)-1]
 	mkdirs(t, env.foreign, dir, nil)
 	var blockers []string
 	for i, name := range rec.blockers {
-		p := conn.JoinPath(dir, name)
-		_, err := fep.Create(ctx, p, garbage[i%2], 0, zk.WorldACL(zk.PermAll))
+		p := zkpath.Join(dir, name)
+		_, err := env.foreign.Create(ctx, p, garbage[i%2], 0, zk.WorldACL(zk.PermAll))
 		require.NoError(t, err)
 		blockers = append(blockers, p)
 	}
@@ -573,7 +580,7 @@ func testHostileBlockers(t *testing.T, env *hostileEnv, s *conn.Session, rec hos
 	noneOf(t, env.foreign, s, path)
 
 	for _, p := range blockers {
-		require.NoError(t, fep.Delete(ctx, p, -1))
+		require.NoError(t, env.foreign.Delete(ctx, p, -1))
 	}
 	l, err = lk.Acquire(ctx)
 	require.NoError(t, err)
@@ -631,7 +638,7 @@ func testHostileLostCreate(t *testing.T, env *hostileEnv, rec hostileRecipe) {
 			queued <- err
 		}()
 		locktest.WaitFor(t, 10*time.Second, "the other reader to queue", func() bool {
-			kids, _, err := epochOf(t, env.foreign).Children(ctx, path)
+			kids, _, err := env.foreign.Children(ctx, path)
 			return err == nil && len(kids) == 2
 		})
 	}
@@ -689,8 +696,8 @@ func testHostileEphemeralParent(t *testing.T, env *hostileEnv, s *conn.Session, 
 	ctx := locktest.Ctx(t, 60*time.Second)
 	fep := epochOf(t, env.foreign)
 	eph := locktest.UniquePath(env.c, "hostile/eph-"+rec.name)
-	require.NoError(t, fep.CreateParents(ctx, eph))
-	_, err := fep.Create(ctx, eph, []byte("ephemeral"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	require.NoError(t, connlink.Of(fep).CreateParents(ctx, eph))
+	_, err := env.foreign.Create(ctx, eph, []byte("ephemeral"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 	for _, path := range []string{eph, eph + "/lock", eph + "/a/b"} {
 		lk, err := rec.open(s, path)
@@ -816,8 +823,8 @@ func testHostileMultilockRollback(t *testing.T, env *hostileEnv, s *conn.Session
 	ctx := locktest.Ctx(t, 60*time.Second)
 	path := locktest.UniquePath(env.c, "hostile/mlrollback")
 	fep := epochOf(t, env.foreign)
-	require.NoError(t, fep.CreateParents(ctx, path+"/b"))
-	_, err := fep.Create(ctx, path+"/b", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	require.NoError(t, connlink.Of(fep).CreateParents(ctx, path+"/b"))
+	_, err := env.foreign.Create(ctx, path+"/b", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 	good, err := mutex.New(s, path+"/a")
 	require.NoError(t, err)
@@ -852,7 +859,7 @@ func testHostileSemaphoreRelease(t *testing.T, env *hostileEnv, s *conn.Session)
 		t.Error("releasing through the wrong handle disturbed the lease")
 	default:
 	}
-	ok, _, err := epochOf(t, s).Exists(ctx, l2.Path())
+	ok, _, err := s.Exists(ctx, l2.Path())
 	require.NoError(t, err)
 	assert.True(t, ok, "the other handle's lease node is still there")
 	require.NoError(t, s2.ReturnLease(ctx, l2))

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -206,14 +207,14 @@ func goRound(ctx context.Context, name string, s *conn.Session, m *mutex.InterPr
 	}
 	start := time.Now().UnixNano()
 	ep := lease.Epoch()
-	_, err = ep.Create(ctx, guard, nil, zk.FlagEphemeral, s.ACL())
+	_, err = connlink.Of(ep).Create(ctx, guard, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	violated := errors.Is(err, zk.ErrNodeExists)
 	if err != nil && !violated {
 		return fmt.Errorf("%s: guard: %w", name, err)
 	}
 	time.Sleep(time.Duration(holdMillis) * time.Millisecond) // the critical section
 	if !violated {
-		if err := ep.Delete(ctx, guard, -1); err != nil {
+		if err := connlink.Of(ep).Delete(ctx, guard, -1); err != nil {
 			return fmt.Errorf("%s: guard: %w", name, err)
 		}
 	}

@@ -1,7 +1,7 @@
 package recipes_test
 
 import (
-	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -16,104 +17,81 @@ import (
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
-// revokeFunc is a recipe's Revoke.
-type revokeFunc func(ctx context.Context, node string) error
-
 // ownRevokeRecipe is one lock of TestRevokeThroughOwnSession: open makes a
-// handle on a session (sealed nodes, the default) and returns it with its
-// Revoke; waiter makes the handle queued behind the holder.
+// handle on a session (sealed nodes, the default); waiter makes the handle
+// queued behind the holder.
 type ownRevokeRecipe struct {
 	name   string
-	open   func(s *conn.Session, path string) (hostileLock, revokeFunc, error)
+	open   func(s *conn.Session, path string) (hostileLock, error)
 	waiter func(s *conn.Session, path string) (hostileLock, error)
 }
 
 func ownRevokeRecipes() []ownRevokeRecipe {
-	openMutex := func(s *conn.Session, p string) (hostileLock, revokeFunc, error) {
-		m, err := mutex.New(s, p)
-		if err != nil {
-			return nil, nil, err
-		}
-		return m, m.Revoke, nil
-	}
-	openWrite := func(s *conn.Session, p string) (hostileLock, revokeFunc, error) {
+	openMutex := func(s *conn.Session, p string) (hostileLock, error) { return mutex.New(s, p) }
+	openWrite := func(s *conn.Session, p string) (hostileLock, error) {
 		rw, err := rwlock.New(s, p)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return rw.WriteLock(), rw.Revoke, nil
+		return rw.WriteLock(), nil
 	}
-	openRead := func(s *conn.Session, p string) (hostileLock, revokeFunc, error) {
+	openRead := func(s *conn.Session, p string) (hostileLock, error) {
 		rw, err := rwlock.New(s, p)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return rw.ReadLock(), rw.Revoke, nil
+		return rw.ReadLock(), nil
 	}
-	openSemMutex := func(s *conn.Session, p string) (hostileLock, revokeFunc, error) {
-		m, err := semaphoremutex.New(s, p)
-		if err != nil {
-			return nil, nil, err
-		}
-		return m, m.Revoke, nil
-	}
+	openSemMutex := func(s *conn.Session, p string) (hostileLock, error) { return semaphoremutex.New(s, p) }
 	// A semaphore with one lease: its holder keeps its internal lock node
 	// as the lease, and the waiter queues behind that node.
-	openSemaphore := func(s *conn.Session, p string) (hostileLock, revokeFunc, error) {
+	openSemaphore := func(s *conn.Session, p string) (hostileLock, error) {
 		sem, err := semaphoremutex.NewSemaphore(s, p, 1)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return &semaphoreLock{s: sem}, sem.Revoke, nil
-	}
-	drop := func(open func(*conn.Session, string) (hostileLock, revokeFunc, error)) func(*conn.Session, string) (hostileLock, error) {
-		return func(s *conn.Session, p string) (hostileLock, error) {
-			lk, _, err := open(s, p)
-			return lk, err
-		}
+		return &semaphoreLock{s: sem, path: p}, nil
 	}
 	return []ownRevokeRecipe{
-		{name: "mutex", open: openMutex, waiter: drop(openMutex)},
-		{name: "rwlock-write", open: openWrite, waiter: drop(openWrite)},
-		{name: "rwlock-read", open: openRead, waiter: drop(openWrite)},
-		{name: "semmutex", open: openSemMutex, waiter: drop(openSemMutex)},
-		{name: "semaphore", open: openSemaphore, waiter: drop(openSemaphore)},
+		{name: "mutex", open: openMutex, waiter: openMutex},
+		{name: "rwlock-write", open: openWrite, waiter: openWrite},
+		{name: "rwlock-read", open: openRead, waiter: openWrite},
+		{name: "semmutex", open: openSemMutex, waiter: openSemMutex},
+		{name: "semaphore", open: openSemaphore, waiter: openSemaphore},
 	}
 }
 
-// TestRevokeThroughOwnSession: Revoke called through the holder's own
-// session — the holder's handle, or another handle on the same Session —
-// on a sealed node (the default) is refused with lock.ErrNotRevocable and
-// writes nothing: the node keeps data version 0, so the waiter of another
-// session behind it is not let in, the holder still holds, and the waiter
-// is granted only once the holder releases. (A sealed node gives its own
-// session every right: the refusal must come from us, not the server.)
+// TestRevokeThroughOwnSession: lock.Revoke called through the holder's own
+// session, once or again, on a sealed node (the default) is refused with
+// lock.ErrNotRevocable and writes nothing: the node keeps data version 0,
+// so the waiter of another session behind it is not let in, the holder
+// still holds, and the waiter is granted only once the holder releases. (A
+// sealed node gives its own session every right: the refusal must come
+// from us, not the server.)
 func TestRevokeThroughOwnSession(t *testing.T) {
 	c := newZK(t)
 	for _, rec := range ownRevokeRecipes() {
-		for _, via := range []string{"same-handle", "same-session"} {
-			t.Run(rec.name+"/"+via, func(t *testing.T) {
+		for _, times := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/%d", rec.name, times), func(t *testing.T) {
 				ctx := locktest.Ctx(t, 60*time.Second)
 				path := locktest.UniquePath(c, "ownrevoke-"+rec.name)
 				hs, ws := dial(t, c.Servers()), dial(t, c.Servers())
-				holder, revoke, err := rec.open(hs, path)
+				holder, err := rec.open(hs, path)
 				require.NoError(t, err)
-				if via == "same-session" {
-					_, revoke, err = rec.open(hs, path)
-					require.NoError(t, err)
-				}
 				waiter, err := rec.waiter(ws, path)
 				require.NoError(t, err)
 
 				hl, err := holder.Acquire(ctx)
 				require.NoError(t, err)
-				before := ws.Stats().WatchesSet
+				before := connlink.Of(ws).Stats().WatchesSet
 				w := acquireAsync(ctx, waiter)
 				watching(t, ws, before)
 
-				err = revoke(ctx, hl.Path())
-				assert.ErrorIs(t, err, lock.ErrNotRevocable, "a sealed node refuses a revoke, from its own session too")
-				data, st, err := epochOf(t, ws).Get(ctx, hl.Path())
+				for range times {
+					err = lock.Revoke(ctx, hs, hl.Path())
+					assert.ErrorIs(t, err, lock.ErrNotRevocable, "a sealed node refuses a revoke, from its own session too")
+				}
+				data, st, err := ws.Get(ctx, hl.Path())
 				require.NoError(t, err, "the holder's node exists")
 				assert.Zero(t, st.Version, "nothing was written into the sealed node (data now %q)", data)
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -57,7 +58,7 @@ func TestCuratorRevoker(t *testing.T) {
 				hl, err := holder.Acquire(ctx)
 				require.NoError(t, err)
 				lost, revoked := hl.Lost(), hl.Revoked()
-				before := ws.Stats().WatchesSet
+				before := connlink.Of(ws).Stats().WatchesSet
 				w := acquireAsync(ctx, waiter)
 				before = watching(t, ws, before)
 
@@ -90,7 +91,7 @@ func TestCuratorRevoker(t *testing.T) {
 	}
 }
 
-// TestRevokeCuratorHolder: our Revoke writes "__REVOKE__" into the node of a
+// TestRevokeCuratorHolder: lock.Revoke writes "__REVOKE__" into the node of a
 // Curator InterProcessMutex holder that called makeRevocable: its
 // RevocationListener fires, it releases, and our waiter queued behind it
 // enters.
@@ -133,10 +134,10 @@ func TestRevokeCuratorHolder(t *testing.T) {
 	ps, err := m.Participants(ctx)
 	require.NoError(t, err)
 	require.Len(t, ps, 1, "Curator's holder")
-	before := s.Stats().WatchesSet
+	before := connlink.Of(s).Stats().WatchesSet
 	w := acquireAsync(ctx, m)
 	watching(t, s, before)
-	require.NoError(t, m.Revoke(ctx, ps[0].Node))
+	require.NoError(t, lock.Revoke(ctx, s, ps[0].Node))
 	assert.Equal(t, "revoke-requested", next(), "Curator's RevocationListener fired")
 	assert.Equal(t, "released", next())
 	select {
@@ -175,13 +176,13 @@ func TestSemaphoreRevoke(t *testing.T) {
 			b, err := sems[1].Acquire(ctx)
 			require.NoError(t, err)
 			revoked := a.Revoked()
-			before := sessions[2].Stats().WatchesSet
-			w := acquireAsync(ctx, &semaphoreLock{s: sems[2]})
+			before := connlink.Of(sessions[2]).Stats().WatchesSet
+			w := acquireAsync(ctx, &semaphoreLock{s: sems[2], path: path})
 			// The waiter holds the internal lock and watches both lease
 			// nodes (two confirmed watches).
 			before = watching(t, sessions[2], before+1)
 
-			err = sems[2].Revoke(ctx, a.Path())
+			err = lock.Revoke(ctx, sessions[2], a.Path())
 			if !revocable {
 				require.ErrorIs(t, err, lock.ErrNotRevocable)
 				assert.False(t, isClosed(revoked))

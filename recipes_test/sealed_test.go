@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -33,8 +34,7 @@ type exclusiveRecipe struct {
 	open func(s *conn.Session, path string, revocable bool) (hostileLock, error)
 	// openWaiter makes the waiter's handle; nil: open.
 	openWaiter func(s *conn.Session, path string, revocable bool) (hostileLock, error)
-	canRevoke  bool
-	revoke     func(s *conn.Session, path, node string) error // our Revoke API; nil without canRevoke
+	canRevoke  bool // lock.Revoke reaches it
 }
 
 func exclusiveRecipes() []exclusiveRecipe {
@@ -63,13 +63,6 @@ func exclusiveRecipes() []exclusiveRecipe {
 				return nilLock(mutex.New(s, p, mutexOpts(rev)...))
 			},
 			canRevoke: true,
-			revoke: func(s *conn.Session, p, node string) error {
-				m, err := mutex.New(s, p)
-				if err != nil {
-					return err
-				}
-				return m.Revoke(context.Background(), node)
-			},
 		},
 		{
 			name: "rwlock-write",
@@ -81,13 +74,6 @@ func exclusiveRecipes() []exclusiveRecipe {
 				return rw.WriteLock(), nil
 			},
 			canRevoke: true,
-			revoke: func(s *conn.Session, p, node string) error {
-				rw, err := rwlock.New(s, p)
-				if err != nil {
-					return err
-				}
-				return rw.Revoke(context.Background(), node)
-			},
 		},
 		{
 			// A reader holds, a writer waits behind it.
@@ -107,13 +93,6 @@ func exclusiveRecipes() []exclusiveRecipe {
 				return rw.WriteLock(), nil
 			},
 			canRevoke: true,
-			revoke: func(s *conn.Session, p, node string) error {
-				rw, err := rwlock.New(s, p)
-				if err != nil {
-					return err
-				}
-				return rw.Revoke(context.Background(), node)
-			},
 		},
 		{
 			name: "semmutex",
@@ -121,13 +100,6 @@ func exclusiveRecipes() []exclusiveRecipe {
 				return nilLock(semaphoremutex.New(s, p, semOpts(rev)...))
 			},
 			canRevoke: true,
-			revoke: func(s *conn.Session, p, node string) error {
-				m, err := semaphoremutex.New(s, p)
-				if err != nil {
-					return err
-				}
-				return m.Revoke(context.Background(), node)
-			},
 		},
 		{
 			name: "exclusive",
@@ -191,9 +163,9 @@ func (p *pending) granted() bool {
 func watching(t *testing.T, s *conn.Session, before int64) int64 {
 	t.Helper()
 	require.True(t, locktest.WaitFor(t, 10*time.Second, "a confirmed watch", func() bool {
-		return s.Stats().WatchesSet > before
+		return connlink.Of(s).Stats().WatchesSet > before
 	}))
-	return s.Stats().WatchesSet
+	return connlink.Of(s).Stats().WatchesSet
 }
 
 // TestThirdPartyWrite: a third party (a raw go-zookeeper client with a
@@ -201,8 +173,8 @@ func watching(t *testing.T, s *conn.Session, before int64) int64 {
 // queued behind it and watching. The waiter must not be granted until the
 // holder releases. With sealed nodes (the default) the write fails with
 // zk.ErrNoAuth; with revocable nodes it succeeds, "__REVOKE__" closes the
-// holder's Revoked, and the holder keeps the lock (Lost stays open). Our
-// Revoke API is refused on a sealed node (lock.ErrNotRevocable) and
+// holder's Revoked, and the holder keeps the lock (Lost stays open).
+// lock.Revoke is refused on a sealed node (lock.ErrNotRevocable) and
 // reaches a revocable one.
 func TestThirdPartyWrite(t *testing.T) {
 	c := newZK(t)
@@ -233,7 +205,7 @@ func TestThirdPartyWrite(t *testing.T) {
 				hl, err := holder.Acquire(ctx)
 				require.NoError(t, err)
 				lost, revoked := hl.Lost(), hl.Revoked()
-				before := ws.Stats().WatchesSet
+				before := connlink.Of(ws).Stats().WatchesSet
 				w := acquireAsync(ctx, waiter)
 				before = watching(t, ws, before)
 
@@ -250,8 +222,8 @@ func TestThirdPartyWrite(t *testing.T) {
 						assert.False(t, isClosed(revoked), "only __REVOKE__ is a revoke request")
 					}
 				}
-				if rec.revoke != nil {
-					err := rec.revoke(dial(t, c.Servers()), path, hl.Path())
+				if rec.canRevoke {
+					err := lock.Revoke(ctx, dial(t, c.Servers()), hl.Path())
 					if revocable {
 						require.NoError(t, err)
 						watching(t, ws, before)
@@ -296,7 +268,7 @@ func TestForeignPredecessorDataChange(t *testing.T) {
 	ctx := locktest.Ctx(t, 60*time.Second)
 	path := locktest.UniquePath(c, "foreign-data")
 	s := dial(t, c.Servers())
-	require.NoError(t, epochOf(t, s).CreateParents(ctx, path+"/x"))
+	require.NoError(t, connlink.Of(epochOf(t, s)).CreateParents(ctx, path+"/x"))
 	// go-zookeeper's name, then Curator's: our waiter watches the second.
 	var foreign []string
 	for _, name := range []string{"_c_" + hex32() + "-lock-", "_c_" + uuid.NewString() + "-lock-"} {
@@ -306,7 +278,7 @@ func TestForeignPredecessorDataChange(t *testing.T) {
 	}
 	m, err := mutex.New(s, path)
 	require.NoError(t, err)
-	before := s.Stats().WatchesSet
+	before := connlink.Of(s).Stats().WatchesSet
 	w := acquireAsync(ctx, m)
 	before = watching(t, s, before)
 	for _, f := range foreign {
@@ -389,7 +361,7 @@ func TestNoWatchLeft(t *testing.T) {
 		},
 		"semaphore": func(s *conn.Session, p string) (leakRecipe, error) {
 			sem, err := semaphoremutex.NewSemaphore(s, p, 2)
-			return single("semaphore", &semaphoreLock{s: sem}), err
+			return single("semaphore", &semaphoreLock{s: sem, path: p}), err
 		},
 		"exclusive": func(s *conn.Session, p string) (leakRecipe, error) {
 			l, err := exclusive.New(s, p)
@@ -444,7 +416,7 @@ func TestNoWatchLeft(t *testing.T) {
 			ep := epochOf(t, s)
 			// Anything still in flight from the last cycle has been
 			// answered once a request sent after it is.
-			_, _, err = ep.Exists(ctx, path)
+			_, _, err = s.Exists(ctx, path)
 			require.NoError(t, err)
 			w := sessionWatches(t, c, ep.SessionID())
 			assert.Empty(t, w, "watches of the open session after %d cycles", cycles)

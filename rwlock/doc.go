@@ -72,10 +72,10 @@
 // node does not escape the second case.)
 //
 // The read grant stands on the W node for as long as the W node is what
-// keeps the others out: its GuardedWrite and CheckOp check the W node, the
-// W node's deletion by someone else makes it lost (Lost, once watched),
-// and its Fence is the W node's czxid with pass 1, 2, ... (one per
-// downgrade under that write grant): it sorts after the write grant and
+// keeps the others out: its GuardedWrite checks the W node, the W node's
+// deletion by someone else makes it lost (Lost, once watched), and its
+// Fence is the W node's czxid with pass 1, 2, ... (one per downgrade
+// under that write grant): it sorts after the write grant and
 // before the grant of any node queued after the W node, a writer between
 // our two nodes included.
 //
@@ -88,13 +88,12 @@
 // still read, because its node sorts before our R node. So the W node is
 // kept until the read lock is released, and the read grant stays on it;
 // the write lease is marked released all the same (its Lost closes, its
-// GuardedWrite is refused, but a Multi behind its CheckOp, which checks
-// the node, still commits while the node is kept). The read release
-// deletes the R node, then the W node. Meanwhile readers queued behind our
-// W node wait too. The kept W node's ACL is set again, unchanged (its ACL
-// version rises; its data, which the waiter behind reads as a release
-// mark, is left alone), so that Participants and the zkrecipes command
-// show it kept, not holding; the downgrade's R node says it is one in its
+// GuardedWrite is refused). The read release deletes the R node, then the W
+// node. Meanwhile readers queued behind our W node wait too. The kept W
+// node's ACL is set again, unchanged (its ACL version rises; its data, which
+// the waiter behind reads as a release mark, is left alone), so that
+// Participants and the zkrecipes command show it kept, not holding; the
+// downgrade's R node says it is one in its
 // data, and both show it holding while the node it stands on (then the
 // first node, of its session) is there. If the listing shows our W node gone (deleted by
 // someone else), the read grant stays on it, lost: its GuardedWrite is
@@ -126,7 +125,7 @@
 //     create.
 //   - Nothing is left behind: a failed, timed-out or cancelled acquire
 //     deletes its node, including a node whose create answer was lost,
-//     also when the search for it fails (a bounded conn.RetryPolicy): it
+//     also when the search for it fails (a bounded conn.WithRetry): it
 //     goes on in the background until the node is found and deleted or the
 //     session ends.
 //     What cannot be done within those 100 ms goes on in the background,
@@ -148,10 +147,12 @@
 //     as a writer's release only on a node that was sealed when it read
 //     it, by its data and its ACL (see package mutex, which also says what
 //     a waiter cannot tell). With WithRevocable the nodes keep the
-//     session's ACL as it is, so that Revoke (or Curator's Revoker) can
-//     ask a holder to release (Lease.Revoked); the holder keeps the lock
-//     until it releases it. Revoke on a sealed node fails with an error
-//     matching lock.ErrNotRevocable.
+//     session's ACL as it is, so that lock.Revoke (or Curator's Revoker)
+//     can ask a holder to release (Lease.Revoked); the holder keeps the
+//     lock until it releases it. A write node kept after a downgrade's
+//     write release holds no write lock: a request to it goes to the read
+//     lease that stands on it. lock.Revoke on a sealed node fails with an
+//     error matching lock.ErrNotRevocable.
 //   - A fencing token per grant (Lease.Fence: the node's czxid, growing
 //     with every node created, and pass 0; a downgrade's read grant has
 //     its W node's czxid and a pass above 0, see Downgrade), growing
@@ -186,9 +187,10 @@
 // Sentinels, compared with errors.Is: ErrUpgrade (the write lock asked for
 // while holding only the read lock), lock.ErrNotOwner, lock.ErrNotHeld (Release by a
 // goroutine that does not hold that side), lock.ErrReleasePending (deletion of
-// the node not confirmed; continuing in the background), conn.ErrNilSession,
-// ErrInvalidHost. Errors of the caller's context (context.DeadlineExceeded,
+// the node not confirmed; continuing in the background),
+// conn.ErrInvalidArgument (bad input to New: a nil session, a bad path,
+// option or host). Errors of the caller's context (context.DeadlineExceeded,
 // context.Canceled) and of the session (conn.ErrClosed after Close,
-// conn.ErrLeaseLost for a re-entry or downgrade on a lost lease,
-// conn.ErrInvalidPath) are wrapped.
+// conn.ErrLeaseLost for a re-entry or downgrade on a lost lease) are
+// wrapped.
 package rwlock

@@ -9,6 +9,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
@@ -58,7 +59,7 @@ func standsOn(ctx context.Context, l, wl *conn.Lease) (*zk.Stat, error) {
 	if err := wl.Err(); err != nil {
 		return nil, fmt.Errorf("the write lock: %w", err)
 	}
-	ok, st, err := l.Epoch().Exists(ctx, wl.Path())
+	ok, st, err := connlink.Of(l.Epoch()).Exists(ctx, wl.Path())
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("checking the write node: %w", err)
@@ -82,13 +83,13 @@ const (
 // write lock, what becomes of its write node w, on which its read grant r
 // stands, from one listing (between); w is kept if the listing fails.
 func (rw *RWLock) afterDowngrade(ctx context.Context, w, r *conn.Lease) afterRelease {
-	names, _, err := w.Epoch().Children(ctx, rw.path)
+	names, _, err := connlink.Of(w.Epoch()).Children(ctx, rw.path)
 	if err != nil {
-		rw.wq.Session().Logger().Warn("downgrade: cannot list the queue; keeping the write node until the read lock is released",
+		connlink.Of(rw.wq.Session()).Logger().Warn("downgrade: cannot list the queue; keeping the write node until the read lock is released",
 			zap.String("lock", rw.path), zap.Error(err))
 		return keepWrite
 	}
-	return between(queue.Parse(queue.HostKindSchema{}, names), conn.BaseName(w.Path()), conn.BaseName(r.Path()))
+	return between(queue.Parse(queue.HostKindSchema{}, names), zkpath.Base(w.Path()), zkpath.Base(r.Path()))
 }
 
 // between says, from the contenders cs (in queue order), what becomes of
@@ -122,6 +123,6 @@ func between(cs []queue.Contender, w, r string) afterRelease {
 // shown as holding the write lock.
 func (rw *RWLock) markKept(ctx context.Context, l *conn.Lease) {
 	if _, err := connlink.Of(l.Epoch()).SetACL(ctx, l.Path(), rw.wq.NodeACL(), -1); err != nil {
-		rw.wq.Session().Logger().Debug("downgrade: cannot mark the kept write node", zap.String("node", l.Path()), zap.Error(err))
+		connlink.Of(rw.wq.Session()).Logger().Debug("downgrade: cannot mark the kept write node", zap.String("node", l.Path()), zap.Error(err))
 	}
 }

@@ -53,8 +53,8 @@ func TestHost(t *testing.T) {
 	}
 	for _, h := range []string{"", "a/b", "/", "a\x00b", "a\x01", "a\u0085", "a\ufffd"} {
 		err := validateHost("/l", h)
-		if !errors.Is(err, ErrInvalidHost) || !errors.Is(err, conn.ErrInvalidOption) {
-			t.Errorf("validateHost(%q) = %v, want ErrInvalidHost", h, err)
+		if !errors.Is(err, conn.ErrInvalidArgument) || !strings.Contains(err.Error(), "host") {
+			t.Errorf("validateHost(%q) = %v, want ErrInvalidArgument naming the host", h, err)
 		}
 	}
 	for in, want := range map[string]string{"": "unknown", "web-1": "web-1", "a/b": "a_b", "a\x01b": "a_b"} {

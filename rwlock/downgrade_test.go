@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -50,7 +51,7 @@ func TestDowngradeWithWriterQueued(t *testing.T) {
 	settled(t, bs, path)
 	assert.Equal(t, bEvents, events(bs), "the queued writer was not woken")
 	assert.False(t, cb.holds(), "the queued writer got in while we hold the read lock")
-	assert.Contains(t, testzk.Children(t, obs, path), conn.BaseName(wl.Path()), "our write node is kept while we read")
+	assert.Contains(t, testzk.Children(t, obs, path), zkpath.Base(wl.Path()), "our write node is kept while we read")
 
 	before := testzk.Requests(as)
 	_, err = a.WriteLock().Acquire(ctx)

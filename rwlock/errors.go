@@ -5,7 +5,7 @@ import (
 )
 
 // Errors returned by this package, compared with errors.Is. Errors of the
-// session (conn.ErrClosed, conn.ErrLeaseLost, conn.ErrInvalidPath, ...) and
+// session (conn.ErrClosed, conn.ErrLeaseLost, ...) and
 // of the caller's context (context.DeadlineExceeded, context.Canceled) are
 // wrapped, not replaced.
 var (
@@ -14,9 +14,4 @@ var (
 	// soon as two readers tried it, so it is refused at once; nothing
 	// changed. Release the read lock first.
 	ErrUpgrade = errors.New("rwlock: upgrade from the read lock to the write lock is not supported (release the read lock first)")
-
-	// ErrInvalidHost: the host given with WithHost cannot be part of a node
-	// name: empty, containing '/', or with characters ZooKeeper rejects.
-	// Also matches conn.ErrInvalidOption.
-	ErrInvalidHost = errors.New("rwlock: invalid host")
 )

@@ -29,11 +29,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer sess.Close()
-	ep, err := sess.Epoch(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = ep.Create(ctx, "/example-catalog", []byte("v1"), 0, sess.ACL())
+	_, err = sess.Create(ctx, "/example-catalog", []byte("v1"), 0, zk.WorldACL(zk.PermAll))
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		log.Fatal(err)
 	}
@@ -71,7 +67,7 @@ func Example() {
 	if err := rw.WriteLock().Release(context.WithoutCancel(ctx)); err != nil {
 		log.Fatal(err)
 	}
-	data, _, err := ep.Get(ctx, "/example-catalog")
+	data, _, err := sess.Get(ctx, "/example-catalog")
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -50,16 +51,16 @@ func TestHerdReaders(t *testing.T) {
 		w := newRW(t, sessions[n], path)
 		_, err := w.WriteLock().Acquire(ctx)
 		require.NoError(t, err)
-		before := make([]conn.Stats, n)
+		before := make([]connlink.Stats, n)
 		readers := make([]*contender, n)
 		for i := range readers {
-			before[i] = sessions[i].Stats()
+			before[i] = connlink.Of(sessions[i]).Stats()
 			readers[i] = start(ctx, newRW(t, sessions[i], path).ReadLock())
 			testzk.Watching(t, sessions[i], before[i].WatchesSet)
 		}
-		atRelease := make([]conn.Stats, n)
+		atRelease := make([]connlink.Stats, n)
 		for i := range readers {
-			atRelease[i] = sessions[i].Stats()
+			atRelease[i] = connlink.Of(sessions[i]).Stats()
 		}
 		require.NoError(t, w.WriteLock().Release(ctx))
 		for i, r := range readers {
@@ -71,11 +72,11 @@ func TestHerdReaders(t *testing.T) {
 		}
 		var f fig
 		for i, s := range sessions[:n] {
-			d := s.Stats().Sub(before[i])
+			d := connlink.Of(s).Stats().Sub(before[i])
 			assert.Equal(t, int64(1), d.WatchEvents, "reader %d of %d: one watch event", i, n)
 			f.requests += float64(d.TotalRequests())
 			f.events += float64(d.WatchEvents)
-			f.fromRelease += float64(s.Stats().Sub(atRelease[i]).TotalRequests())
+			f.fromRelease += float64(connlink.Of(s).Stats().Sub(atRelease[i]).TotalRequests())
 		}
 		f.requests, f.events, f.fromRelease = f.requests/float64(n), f.events/float64(n), f.fromRelease/float64(n)
 		figs[n] = f

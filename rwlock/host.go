@@ -6,6 +6,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // defaultHost is the machine's host name made fit for a node name: every
@@ -16,7 +17,7 @@ func defaultHost() string {
 
 func sanitizeHost(h string) string {
 	h = strings.Map(func(r rune) rune {
-		if r == '/' || conn.ValidatePath("/x"+string(r)) != nil {
+		if r == '/' || zkpath.Validate("/x"+string(r)) != nil {
 			return '_'
 		}
 		return r
@@ -31,12 +32,12 @@ func sanitizeHost(h string) string {
 func validateHost(path, host string) error {
 	switch {
 	case host == "":
-		return fmt.Errorf("%w: %w: empty", ErrInvalidHost, conn.ErrInvalidOption)
+		return fmt.Errorf("empty host: %w", conn.ErrInvalidArgument)
 	case strings.Contains(host, "/"):
-		return fmt.Errorf("%w: %w: %q contains '/'", ErrInvalidHost, conn.ErrInvalidOption, host)
+		return fmt.Errorf("host %q contains '/': %w", host, conn.ErrInvalidArgument)
 	}
-	if err := conn.ValidatePath(conn.JoinPath(path, host+"-W-0000000000")); err != nil {
-		return fmt.Errorf("%w: %w: %q: %w", ErrInvalidHost, conn.ErrInvalidOption, host, err)
+	if err := zkpath.Validate(zkpath.Join(path, host+"-W-0000000000")); err != nil {
+		return fmt.Errorf("host %q makes a bad node name: %w", host, err)
 	}
 	return nil
 }

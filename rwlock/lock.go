@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -18,27 +19,17 @@ import (
 // contract suite take it. Ownership and reentrancy are per goroutine and
 // per RWLock handle. Safe for concurrent use.
 type Lock struct {
+	lockLink // the session, for multilock
+
 	rw    *RWLock
 	write bool
 }
 
+// lockLink is embedded unexported: it adds nothing to the lock's API.
+type lockLink = lockid.Link
+
 // Path is the lock path shared by both sides.
 func (k *Lock) Path() string { return k.rw.path }
-
-// Session is the session the lock's nodes are created in; with Path it
-// identifies the lock (multilock.Locker).
-func (k *Lock) Session() *conn.Session { return k.rw.wq.Session() }
-
-// RWLock is the lock this side belongs to.
-func (k *Lock) RWLock() *RWLock { return k.rw }
-
-// String says which side of which lock this is.
-func (k *Lock) String() string {
-	if k.write {
-		return "write lock " + k.rw.path
-	}
-	return "read lock " + k.rw.path
-}
 
 // Acquire blocks until the calling goroutine holds this side or ctx ends;
 // a deadline on ctx is the timeout. On error the caller holds nothing new,
@@ -177,7 +168,7 @@ func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 			rw.mu.Lock()
 			o.w, o.kept = nil, l
 			rw.mu.Unlock()
-			rw.wq.Session().Logger().Debug("write lock released; its node kept until the read lock is released (a writer is queued behind it)")
+			connlink.Of(rw.wq.Session()).Logger().Debug("write lock released; its node kept until the read lock is released (a writer is queued behind it)")
 			return nil
 		case readAlone:
 			connlink.Of(o.r.lease).Unguard()

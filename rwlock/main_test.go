@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
@@ -34,13 +35,13 @@ func settled(t testing.TB, s *conn.Session, path string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ep := testzk.Epoch(t, s)
-	require.NoError(t, ep.Sync(ctx, path))
-	_, _, err := ep.Exists(ctx, path)
+	require.NoError(t, connlink.Of(ep).Sync(ctx, path))
+	_, _, err := s.Exists(ctx, path)
 	require.NoError(t, err)
 }
 
 // events is the number of watch events s has received.
-func events(s *conn.Session) int64 { return s.Stats().WatchEvents }
+func events(s *conn.Session) int64 { return connlink.Of(s).Stats().WatchEvents }
 
 // result is what a background acquire came to.
 type result struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // A goroutine that downgraded (write lock, then read lock) and never
@@ -20,24 +21,23 @@ func TestMetricsDowngradeUnwatchedLoss(t *testing.T) {
 	c := testzk.Shared(t)
 	ctx := testzk.Ctx(t, time.Minute)
 	other := testzk.Connect(t, c.Servers())
-	oep := testzk.Epoch(t, other)
 	for _, deleted := range []bool{false, true} {
 		rec := &testzk.Recorder{}
-		s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+		s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 		rw := newRW(t, s, testzk.Path(t, c, "lock"))
 		w, err := rw.WriteLock().Acquire(ctx)
 		require.NoError(t, err)
 		_, err = rw.ReadLock().Acquire(ctx)
 		require.NoError(t, err)
 		rec.Take()
-		want := conn.LockMetric{Event: conn.LockHold, Recipe: "rwlock", Path: rw.Path()}
+		want := metrics.Lock{Event: metrics.LockHold, Recipe: "rwlock", Path: rw.WriteLock().Path()}
 		if deleted {
-			require.NoError(t, oep.Delete(ctx, w.Path(), -1))
-			want = conn.LockMetric{Event: conn.LockLost, Recipe: "rwlock", Path: rw.Path(), Cause: conn.CauseNodeDeleted}
+			require.NoError(t, other.Delete(ctx, w.Path(), -1))
+			want = metrics.Lock{Event: metrics.LockLost, Recipe: "rwlock", Path: rw.WriteLock().Path(), Cause: metrics.CauseNodeDeleted}
 		}
 		require.NoError(t, rw.WriteLock().Release(ctx))
 		require.NoError(t, rw.ReadLock().Release(ctx))
-		assert.Equal(t, []conn.LockMetric{want, want}, testzk.LockEvents(rec.Take()), "write node deleted: %v", deleted)
+		assert.Equal(t, []metrics.Lock{want, want}, testzk.LockEvents(rec.Take()), "write node deleted: %v", deleted)
 		s.Close()
 	}
 }

@@ -1,11 +1,11 @@
 package rwlock
 
 import (
-	"context"
 	"fmt"
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
@@ -72,7 +72,7 @@ type hold struct {
 // New returns a handle on the read/write lock at path. Nothing is created
 // until the first acquire; the lock path and its parents are then created
 // as container nodes, which ZooKeeper removes when they are empty. path
-// must be valid (conn.ValidatePath); see WithHost for the host part of the
+// must be valid (zkpath.Validate); see WithHost for the host part of the
 // node names.
 func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 	var cfg config
@@ -84,7 +84,7 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 		host = defaultHost()
 	}
 	if err := validateHost(path, host); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rwlock: new %s: %w", path, err)
 	}
 	rw := &RWLock{path: path, host: host, owners: make(map[int64]*owner)}
 	for _, q := range []struct {
@@ -110,8 +110,8 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 			return nil, fmt.Errorf("rwlock: %w", err)
 		}
 	}
-	rw.read = Lock{rw: rw, write: false}
-	rw.write = Lock{rw: rw, write: true}
+	rw.read = Lock{lockLink: lockid.NewLink(sess), rw: rw, write: false}
+	rw.write = Lock{lockLink: lockid.NewLink(sess), rw: rw, write: true}
 	return rw, nil
 }
 
@@ -121,12 +121,6 @@ func (rw *RWLock) ReadLock() *Lock { return &rw.read }
 
 // WriteLock is the exclusive side: held by one writer, with no reader.
 func (rw *RWLock) WriteLock() *Lock { return &rw.write }
-
-// Path is the lock path: the parent of the contenders' nodes.
-func (rw *RWLock) Path() string { return rw.path }
-
-// Host is the host part of this handle's node names.
-func (rw *RWLock) Host() string { return rw.host }
 
 // tidy drops goroutine gid's entry once it holds nothing. Called with mu.
 func (rw *RWLock) tidy(gid int64, o *owner) {
@@ -144,22 +138,4 @@ func (rw *RWLock) heldBy(write bool) bool {
 		}
 	}
 	return false
-}
-
-// Revoke asks the holder of node, a reader's or writer's node under the
-// lock path, to release, as Curator's Revoker does: a WithRevocable holder
-// sees its Lease.Revoked close, and holds until it releases. A write node
-// kept after a downgrade's write release (see Downgrade) holds no write
-// lock: the read lease that stands on it is the one asked. A sealed node
-// (the default) is refused with lock.ErrNotRevocable, whoever asks. A node
-// that is gone is nil. Two requests (a read, a versioned write).
-func (rw *RWLock) Revoke(ctx context.Context, node string) error {
-	name, err := rw.wq.Child(node)
-	if err == nil {
-		err = rw.wq.Revoke(ctx, name)
-	}
-	if err != nil {
-		return fmt.Errorf("rwlock: revoke %s: %w", rw.path, err)
-	}
-	return nil
 }

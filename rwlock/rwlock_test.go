@@ -12,34 +12,50 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
 func TestNewValidates(t *testing.T) {
 	_, err := rwlock.New(nil, "/a")
-	assert.ErrorIs(t, err, conn.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.EqualError(t, err, "rwlock: new /a: nil session: conn: invalid argument")
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	for _, p := range []string{"", "a", "/a/", "/a//b", "/a/./b"} {
 		_, err := rwlock.New(s, p)
-		assert.ErrorIs(t, err, conn.ErrInvalidPath, "%q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "%q", p)
 	}
 	_, err = rwlock.New(s, "/zookeeper/x")
-	assert.ErrorIs(t, err, conn.ErrReservedPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "path /zookeeper/x is reserved")
 	_, err = rwlock.New(s, "/a", nil)
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
-	for _, h := range []string{"", "a/b", "bad\x01host"} {
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil option")
+	for h, want := range map[string]string{
+		"":            "rwlock: new /a: empty host: conn: invalid argument",
+		"a/b":         `rwlock: new /a: host "a/b" contains '/': conn: invalid argument`,
+		"bad\x01host": `rwlock: new /a: host "bad\x01host" makes a bad node name: path "/a/bad\x01host-W-0000000000" has the character U+0001 at byte 6, which ZooKeeper rejects: conn: invalid argument`,
+	} {
 		_, err := rwlock.New(s, "/a", rwlock.WithHost(h))
-		assert.ErrorIs(t, err, rwlock.ErrInvalidHost, "%q", h)
-		assert.ErrorIs(t, err, conn.ErrInvalidOption, "%q", h)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "%q", h)
+		assert.EqualError(t, err, want, "%q", h)
 	}
 	rw := newRW(t, s, "/a/b", rwlock.WithHost("web-1.example"))
-	assert.Equal(t, "/a/b", rw.Path())
 	assert.Equal(t, "/a/b", rw.ReadLock().Path())
 	assert.Equal(t, "/a/b", rw.WriteLock().Path())
-	assert.Equal(t, "web-1.example", rw.Host())
-	assert.NotEmpty(t, newRW(t, s, "/a/b").Host(), "a default host")
+	host := func(rw *rwlock.RWLock) string { // the host part of its node's name
+		ctx := testzk.Ctx(t, 30*time.Second)
+		l, err := rw.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, rw.WriteLock().Release(ctx)) }()
+		name := zkpath.Base(l.Path())
+		require.Regexp(t, `-W-\d{10}$`, name)
+		return name[:len(name)-len("-W-0000000000")]
+	}
+	assert.Equal(t, "web-1.example", host(newRW(t, s, testzk.Path(t, c, "host"), rwlock.WithHost("web-1.example"))))
+	assert.NotEmpty(t, host(newRW(t, s, testzk.Path(t, c, "host"))), "a default host")
 }
 
 // TestNodes: the node names and data, for both sides.
@@ -61,7 +77,7 @@ func TestNodes(t *testing.T) {
 		require.Len(t, names, 1)
 		assert.Regexp(t, regexp.MustCompile(`^app-7-W-x-`+side.kind+`-\d{10}$`), names[0])
 		assert.Equal(t, path+"/"+names[0], l.Path())
-		b, _, err := testzk.Epoch(t, s).Get(ctx, l.Path())
+		b, _, err := s.Get(ctx, l.Path())
 		require.NoError(t, err)
 		var d struct {
 			ID   string `json:"id"`
@@ -92,8 +108,12 @@ func TestReentrant(t *testing.T) {
 	path := testzk.Path(t, c, "lock")
 	rw := newRW(t, s, path)
 	ctx := testzk.Ctx(t, 30*time.Second)
-	for _, lk := range []*rwlock.Lock{rw.ReadLock(), rw.WriteLock()} {
-		t.Run(lk.String(), func(t *testing.T) {
+	for _, side := range []struct {
+		name string
+		lk   *rwlock.Lock
+	}{{"read", rw.ReadLock()}, {"write", rw.WriteLock()}} {
+		lk := side.lk
+		t.Run(side.name, func(t *testing.T) {
 			l1, err := lk.Acquire(ctx)
 			require.NoError(t, err)
 			before := testzk.Requests(s)
@@ -132,8 +152,12 @@ func TestReleaseByAnotherGoroutine(t *testing.T) {
 		go func() { errc <- f() }()
 		return <-errc
 	}
-	for _, lk := range []*rwlock.Lock{rw.ReadLock(), rw.WriteLock()} {
-		t.Run(lk.String(), func(t *testing.T) {
+	for _, side := range []struct {
+		name string
+		lk   *rwlock.Lock
+	}{{"read", rw.ReadLock()}, {"write", rw.WriteLock()}} {
+		lk := side.lk
+		t.Run(side.name, func(t *testing.T) {
 			assert.ErrorIs(t, lk.Release(ctx), lock.ErrNotHeld, "never acquired")
 			_, err := lk.Acquire(ctx)
 			require.NoError(t, err)

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 )
 
@@ -46,9 +46,9 @@ func TestWakeups(t *testing.T) {
 		assert.False(t, cs[i+1].holds(), "%s holds too early", name)
 	}
 
-	base := make([]conn.Stats, len(names))
+	base := make([]connlink.Stats, len(names))
 	for i, s := range sessions {
-		base[i] = s.Stats()
+		base[i] = connlink.Of(s).Stats()
 	}
 	// got is the watch events of each waiter since the queue was complete,
 	// once every session has received what the server sent it so far.
@@ -56,7 +56,7 @@ func TestWakeups(t *testing.T) {
 		out := map[string]int64{}
 		for i, s := range sessions[1:] {
 			settled(t, s, path)
-			out[names[i+1]] = s.Stats().Sub(base[i+1]).WatchEvents
+			out[names[i+1]] = connlink.Of(s).Stats().Sub(base[i+1]).WatchEvents
 		}
 		return out
 	}

@@ -21,7 +21,7 @@ import (
 	"strings"
 )
 
-var pkgs = []string{"conn", "lock", "mutex", "semaphoremutex", "rwlock", "multilock", "exclusive", "leader", "zktest"}
+var pkgs = []string{"conn", "metrics", "lock", "mutex", "semaphoremutex", "rwlock", "multilock", "exclusive", "leader", "zktest"}
 
 func main() {
 	verbose := flag.Bool("v", false, "list every identifier")

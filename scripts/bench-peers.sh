@@ -12,6 +12,11 @@
 # count, so an ensemble's figure is three servers' time). Machines are
 # noisy: only ratios measured in one run mean anything.
 #
+# A fresh ZooKeeper runs its first requests slowly while its JIT compiles
+# them (up to 2x), so whoever ran first would lose: WARMUP rounds (default
+# 1) run every library and the limit once before the measured rounds, and
+# are not counted. WARMUP=0 measures a cold server (to see the difference).
+#
 #   scripts/bench-peers.sh [--ensemble] [CLIENTS] [CYCLES] [ROUNDS] [RECIPES] [THREADS]
 #
 # Defaults: 10 clients, 100 cycles, 3 rounds, "mutex semmutex write read",
@@ -39,12 +44,17 @@ clients=${args[0]:-10} cycles=${args[1]:-100} rounds=${args[2]:-3} recipes=${arg
 . scripts/bench-setup.sh
 
 results=$build/results
-echo "# $(date -u +%FT%TZ) $(nproc) cores; ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper) $scenario $servers; $clients clients x $threads threads x $cycles cycles; rounds: $rounds"
+warmup=${WARMUP:-1}
+echo "# $(date -u +%FT%TZ) $(nproc) cores; ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper) $scenario $servers; $clients clients x $threads threads x $cycles cycles; rounds: $rounds after $warmup warm-up round(s)"
 failed=0
-for ((r = 1; r <= rounds; r++)); do
+# Rounds 1-warmup..0 warm the servers up: printed with "warm-up", not kept.
+for ((r = 1 - warmup; r <= rounds; r++)); do
+  keep() { if ((r > 0)); then sed "s/^/$r /" >>"$results"; else cat >/dev/null; fi; }
+  tag=""
+  ((r > 0)) || tag="warm-up "
   if out=$(run_limit $((clients * threads * cycles))); then
-    echo "$out"
-    sed "s/^/$r /" <<<"$out" >>"$results"
+    echo "$tag$out"
+    keep <<<"$out"
   else
     echo "limit: failed (round $r): $(tail -3 "$build/limit.log")" >&2
     failed=1
@@ -57,8 +67,8 @@ for ((r = 1; r <= rounds; r++)); do
       if line=$(run_lib "$lib" "$recipe" "$clients" "$cycles" "$threads") && [[ -n $line ]]; then
         # the servers' CPU time over the run, per handoff (ms)
         line+=" server_cpu_ms=$(awk -v t=$(($(server_cpu) - cpu0)) -v hz="$(getconf CLK_TCK)" -v n=$((clients * threads * cycles)) 'BEGIN { printf "%.3f", t * 1000 / hz / n }')"
-        echo "$line"
-        echo "$r $line" >>"$results"
+        echo "$tag$line"
+        keep <<<"$line"
       else
         echo "$lib $recipe: failed (round $r): $(tail -3 "$build/$lib-$recipe.log")" >&2
         failed=1

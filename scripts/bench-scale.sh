@@ -22,7 +22,9 @@
 # time after which Curator's JVM is killed (default 180s; seconds, or a Go
 # duration such as 3m). With SCALE_CHART=FILE (.svg, .png or .pdf) it draws
 # the chart of docs/benchmarks.md from the run's lines with
-# examples/scalechart. Exits 1 when a step failed.
+# examples/scalechart. Exits 1 when a step failed. Before the measured run
+# one unrecorded pass (N 1000, mutex and read) warms the fresh server's JIT
+# up; SCALE_WARMUP=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case ${1:-} in -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
@@ -36,8 +38,12 @@ ensemble=0
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 java=$(java -version 2>&1 | head -1)
 rc=0
+if [[ ${SCALE_WARMUP:-1} != 0 ]]; then
+  "$build/scale" -servers "$servers" -n 1000 -recipes mutex,read -timeout "${SCALE_TIMEOUT:-10m}" \
+    -curator-cp "$classpath" -curator-cap "$cap" >/dev/null || { echo "warm-up failed" >&2; exit 1; }
+fi
 {
-  echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper) $scenario; $java; commit $commit; N $ns; Curator cap $cap"
+  echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper) $scenario; $java; commit $commit; N $ns; Curator cap $cap; warm-up ${SCALE_WARMUP:-1}"
   "$build/scale" -servers "$servers" -n "$ns" -recipes "$recipes" -timeout "${SCALE_TIMEOUT:-10m}" \
     -curator-cp "$classpath" -curator-cap "$cap"
 } | tee "$build/results" || rc=$?

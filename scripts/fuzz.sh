@@ -5,7 +5,7 @@
 #
 #   scripts/fuzz.sh                 # every target, FUZZTIME each (default 10s)
 #   FUZZTIME=2m scripts/fuzz.sh     # longer
-#   scripts/fuzz.sh FuzzValidatePath FuzzDecide   # only these targets
+#   scripts/fuzz.sh FuzzValidate FuzzDecide   # only these targets
 #
 # A crash is written by `go test` to <package>/testdata/fuzz/<target>/<id>;
 # commit it as a regression seed once fixed. The seed corpora

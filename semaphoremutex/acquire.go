@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // attempt is one try for a lease, made while holding the internal lock, in
@@ -113,7 +114,7 @@ func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 	}
 	pzxid := a.pzxid
 	if a.noDir {
-		ok, st, err := a.ep.Exists(ctx, a.s.path)
+		ok, st, err := connlink.Of(a.ep).Exists(ctx, a.s.path)
 		switch {
 		case err != nil:
 			return false, err
@@ -127,7 +128,7 @@ func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 
 // list lists the lease nodes once.
 func (a *attempt) list(ctx context.Context) error {
-	names, st, err := a.ep.Children(ctx, a.s.leasesPath)
+	names, st, err := connlink.Of(a.ep).Children(ctx, a.s.leasesPath)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		a.noDir = true
@@ -154,7 +155,7 @@ func (a *attempt) watch(ctx context.Context) error {
 				break
 			}
 		}
-		_, _, ch, err := a.ep.GetW(ctx, conn.JoinPath(a.s.leasesPath, name))
+		_, _, ch, err := connlink.Of(a.ep).GetW(ctx, zkpath.Join(a.s.leasesPath, name))
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			a.forget(name)
@@ -220,7 +221,7 @@ func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
 		return nil, errRestart
 	}
 	a.s.log.Debug("lease acquired", zap.String("node", a.node))
-	return connlink.Of(a.ep).NewLease(conn.JoinPath(a.s.leasesPath, a.node), 0), nil
+	return connlink.Of(a.ep).NewLease(zkpath.Join(a.s.leasesPath, a.node), 0), nil
 }
 
 // abort ends a failed attempt: errRestart if the epoch ended (our nodes go

@@ -54,7 +54,7 @@ var (
 func TestSemaphoreDeadlines(t *testing.T) {
 	newSem := func(t *testing.T, s *conn.Session, path string) locktest.Locker {
 		t.Helper()
-		return &semLock{sem: newSemaphore(t, s, path, 2)}
+		return &semLock{sem: newSemaphore(t, s, path, 2), path: path}
 	}
 	t.Run("InternalLock", func(t *testing.T) { locktest.RunDeadlines(t, newSem, suiteOptions(t)...) })
 	t.Run("LeaseTransaction", func(t *testing.T) {
@@ -65,9 +65,10 @@ func TestSemaphoreDeadlines(t *testing.T) {
 // semLock is a Semaphore as a locktest.Locker: it holds at most one of
 // the semaphore's leases.
 type semLock struct {
-	sem *semaphoremutex.Semaphore
-	mu  sync.Mutex
-	l   *conn.Lease
+	sem  *semaphoremutex.Semaphore
+	path string // the semaphore's
+	mu   sync.Mutex
+	l    *conn.Lease
 }
 
 func (s *semLock) Acquire(ctx context.Context) (*conn.Lease, error) {
@@ -98,18 +99,18 @@ func (s *semLock) Release(ctx context.Context) error {
 	return s.sem.ReturnLease(ctx, l)
 }
 
-func (s *semLock) Path() string { return s.sem.Path() }
+func (s *semLock) Path() string { return s.path }
 
 // A waiter of a two-lease semaphore queued behind a holder of both leases
 // watches lease nodes; giving up, it leaves no watch on the server.
 func TestSemaphoreAbandonLeavesNoWatch(t *testing.T) {
 	newSem := func(t *testing.T, s *conn.Session, path string) locktest.Locker {
 		t.Helper()
-		return &semLock{sem: newSemaphore(t, s, path, 2)}
+		return &semLock{sem: newSemaphore(t, s, path, 2), path: path}
 	}
 	full := func(t *testing.T, s *conn.Session, path string) locktest.Locker {
 		t.Helper()
-		return &fullSem{sem: newSemaphore(t, s, path, 2)}
+		return &fullSem{sem: newSemaphore(t, s, path, 2), path: path}
 	}
 	locktest.RunAbandon(t, newSem, append(suiteOptions(t), locktest.WithRival(full))...)
 }
@@ -118,6 +119,7 @@ func TestSemaphoreAbandonLeavesNoWatch(t *testing.T) {
 // locktest.Locker (Acquire returns the first; no TryAcquire).
 type fullSem struct {
 	sem    *semaphoremutex.Semaphore
+	path   string // the semaphore's
 	leases []*conn.Lease
 }
 
@@ -145,4 +147,4 @@ func (f *fullSem) Release(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (f *fullSem) Path() string { return f.sem.Path() }
+func (f *fullSem) Path() string { return f.path }

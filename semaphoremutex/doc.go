@@ -17,10 +17,6 @@
 //	lease, err := sem.Acquire(ctx) // one of 3 leases
 //	defer sem.ReturnLease(context.WithoutCancel(ctx), lease)
 //
-// Mutex.Locker(ctx) is the Mutex as a sync.Locker, for code written
-// against one (Lock and Unlock panic with the error they cannot return;
-// see there).
-//
 // # How it works
 //
 // Under the semaphore's path, <path>/locks holds an internal mutex (the
@@ -69,8 +65,8 @@
 // carries no tag, so the next one lists the lease nodes as above. A handoff
 // then costs what the mutex's costs: the holder's transaction and one
 // notification. One difference shows: Curator's getParticipantNodes lists
-// lease nodes only, so it does not see our one-lease holder (Holders and
-// Participants here do).
+// lease nodes only, so it does not see our one-lease holder (Participants
+// here does).
 //
 // Costs, in ZooKeeper requests: an uncontended acquire and release is five
 // with several leases (create and list the internal lock; list the leases;
@@ -107,7 +103,7 @@
 //     deletes its internal lock node (a waiter has no lease node), and a
 //     transaction whose answer was lost with the connection is resolved by
 //     looking for our lease node by its id; if that search fails too (a
-//     bounded conn.RetryPolicy), it goes on in the background until the
+//     bounded conn.WithRetry), it goes on in the background until the
 //     node is found and deleted or the session ends. What cannot be done within
 //     those 100 ms goes on in the background, on a goroutine that ends
 //     with the session: a create or transaction still in flight is
@@ -135,11 +131,11 @@
 //     default): the Mutex handles of one session and path share one lease
 //     and pass it between them without a request, up to a bound, after
 //     which the lease goes back to ZooKeeper. Every grant is a lease of its
-//     own (released, it refuses guarded writes through GuardedWrite, not
-//     through CheckOp, which checks the node the grants share; Lost closes
-//     with the node's); Lease.Fence grows strictly with every grant. The
-//     lease is not handed on once its node is known deleted, in an ended
-//     epoch, or while the connection is suspended (see WithLocalHandoff).
+//     own (released, it refuses guarded writes through GuardedWrite; Lost
+//     closes with the node's); Lease.Fence grows strictly with every
+//     grant. The lease is not handed on once its node is known deleted, in
+//     an ended epoch, or while the connection is suspended (see
+//     WithLocalHandoff).
 //
 // # Not reentrant, on purpose
 //
@@ -178,9 +174,9 @@
 // that was sealed when it read it, by its data and its ACL (see package
 // mutex's documentation, which also says what a waiter cannot tell).
 // With WithRevocable the nodes carry the session's ACL as it is: Curator's
-// Revoker, or Revoke, can then ask the holder to release (Lease.Revoked),
-// the holder keeps its lease until it releases, and the handoff is a plain
-// delete (the next contender lists the lease nodes).
+// Revoker, or lock.Revoke, can then ask the holder to release
+// (Lease.Revoked), the holder keeps its lease until it releases, and the
+// handoff is a plain delete (the next contender lists the lease nodes).
 //
 // # Errors
 //
@@ -195,8 +191,8 @@
 // lease the handle does not hold, or Release of a Mutex that is not held),
 // lock.ErrReleasePending
 // (deletion of the lease node not confirmed; continuing in the background),
-// conn.ErrNilSession, ErrInvalidLeases (fewer than one lease). Errors of the
+// conn.ErrInvalidArgument (bad input to New or NewSemaphore: a nil
+// session, fewer than one lease, a bad path or option). Errors of the
 // caller's context (context.DeadlineExceeded, context.Canceled) and of the
-// session (conn.ErrClosed after Close, conn.ErrInvalidPath,
-// conn.ErrInvalidOption) are wrapped.
+// session (conn.ErrClosed after Close, ...) are wrapped.
 package semaphoremutex

@@ -28,11 +28,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer sess.Close()
-	ep, err := sess.Epoch(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = ep.Create(ctx, "/example-report", nil, 0, sess.ACL())
+	_, err = sess.Create(ctx, "/example-report", nil, 0, zk.WorldACL(zk.PermAll))
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		log.Fatal(err)
 	}
@@ -93,11 +89,17 @@ func ExampleSemaphore() {
 	case <-lease.Lost(): // the session ended: stop using the pool
 		log.Print("lease lost: ", lease.Err())
 	default:
-		holders, err := sem.Holders(ctx)
+		ps, err := sem.Participants(ctx)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("holding one of %d leases (%d taken)\n", sem.Leases(), len(holders))
+		taken := 0
+		for _, p := range ps {
+			if p.Holding {
+				taken++
+			}
+		}
+		fmt.Printf("holding one of %d leases (%d taken)\n", sem.Leases(), taken)
 	}
 	// Output: holding one of 3 leases (1 taken)
 }

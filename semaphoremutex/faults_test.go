@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -66,14 +68,14 @@ func TestLostTransactionAnswer(t *testing.T) {
 	before := testzk.WatchesSet(s)
 	r := acquireAsync(ctx, sem.Acquire)
 	testzk.Watching(t, s, before+1) // watching both leases: its next request is the transaction
-	syncs := s.Stats().Requests[conn.OpSync]
-	multis := s.Stats().Requests[conn.OpMulti]
+	syncs := connlink.Of(s).Stats().Requests[metrics.OpSync]
+	multis := connlink.Of(s).Stats().Requests[metrics.OpMulti]
 	p.CutAfterNextWrite()
 	require.NoError(t, holder.ReturnLease(ctx, h1))
 	got := await(t, r, 20*time.Second, "acquire after a lost answer")
 	require.NoError(t, got.err)
-	assert.Equal(t, multis+1, s.Stats().Requests[conn.OpMulti], "one transaction")
-	assert.Greater(t, s.Stats().Requests[conn.OpSync], syncs, "the answer was lost and the node looked for")
+	assert.Equal(t, multis+1, connlink.Of(s).Stats().Requests[metrics.OpMulti], "one transaction")
+	assert.Greater(t, connlink.Of(s).Stats().Requests[metrics.OpSync], syncs, "the answer was lost and the node looked for")
 	leases := testzk.Children(t, hs, path+"/leases")
 	require.Len(t, leases, 2, "two lease nodes: the other holder's and ours")
 	assert.Contains(t, []string{path + "/leases/" + leases[0], path + "/leases/" + leases[1]}, got.lease.Path())

@@ -11,9 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -42,7 +44,7 @@ func TestLocalHandoffOptions(t *testing.T) {
 	s := testzk.Connect(t, c.Servers())
 	for _, o := range []semaphoremutex.Option{semaphoremutex.WithLocalHandoff(0, 0), semaphoremutex.WithLocalHandoff(1, -time.Second)} {
 		_, err := semaphoremutex.New(s, "/a", o)
-		assert.ErrorIs(t, err, conn.ErrInvalidOption)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	}
 }
 
@@ -53,7 +55,8 @@ func TestNewSemaphoreRefusesLocalHandoff(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
 	sem, err := semaphoremutex.NewSemaphore(s, "/a", 2, semaphoremutex.WithLocalHandoff(3, time.Second))
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "WithLocalHandoff applies to New (the Mutex) only")
 	assert.Nil(t, sem)
 	_, err = semaphoremutex.New(s, "/a", semaphoremutex.WithLocalHandoff(3, time.Second))
 	assert.NoError(t, err, "the Mutex honours it")
@@ -179,8 +182,8 @@ func TestLocalHandoffReleaseWaitsForGuardedWrites(t *testing.T) {
 	s := testzk.Connect(t, p.Addrs())
 	obs := testzk.Connect(t, c.Servers())
 	ctx := testzk.Ctx(t, time.Minute)
-	require.NoError(t, testzk.Epoch(t, obs).CreateParents(ctx, data))
-	_, err := testzk.Epoch(t, obs).Create(ctx, data, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, connlink.Of(testzk.Epoch(t, obs)).CreateParents(ctx, data))
+	_, err := obs.Create(ctx, data, nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 	opt := semaphoremutex.WithLocalHandoff(10, 0)
 	m, next := newMutex(t, s, path, opt), newMutex(t, s, path, opt)
@@ -196,15 +199,15 @@ func TestLocalHandoffReleaseWaitsForGuardedWrites(t *testing.T) {
 	testzk.Eventually(t, 10*time.Second, func() bool { return semaphoremutex.LocalWaiters(m) == 1 }, "a local waiter")
 
 	p.SetLatency(300 * time.Millisecond)
-	before := s.Stats().Requests[conn.OpMulti]
+	before := connlink.Of(s).Stats().Requests[metrics.OpMulti]
 	written := make(chan error, 1)
 	go func() {
 		_, err := first.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("first"), Version: -1})
 		written <- err
 	}()
-	testzk.Eventually(t, 10*time.Second, func() bool { return s.Stats().Requests[conn.OpMulti] > before }, "the guarded write in flight")
+	testzk.Eventually(t, 10*time.Second, func() bool { return connlink.Of(s).Stats().Requests[metrics.OpMulti] > before }, "the guarded write in flight")
 	require.NoError(t, m.Release(ctx))
-	b, _, err := testzk.Epoch(t, obs).Get(ctx, data)
+	b, _, err := obs.Get(ctx, data)
 	require.NoError(t, err)
 	assert.Equal(t, "first", string(b), "the write was applied when the release returned")
 	p.SetLatency(0)
@@ -216,7 +219,7 @@ func TestLocalHandoffReleaseWaitsForGuardedWrites(t *testing.T) {
 	assert.Equal(t, first.Path(), second.Path(), "handed over in the process")
 	_, err = second.GuardedWrite(ctx, &zk.SetDataRequest{Path: data, Data: []byte("second"), Version: -1})
 	require.NoError(t, err)
-	b, _, err = testzk.Epoch(t, obs).Get(ctx, data)
+	b, _, err = obs.Get(ctx, data)
 	require.NoError(t, err)
 	assert.Equal(t, "second", string(b), "the writes in grant order")
 	require.NoError(t, next.Release(ctx))

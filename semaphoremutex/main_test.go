@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -30,6 +31,18 @@ func newSemaphore(t testing.TB, s *conn.Session, path string, leases int) *semap
 	sem, err := semaphoremutex.NewSemaphore(s, path, leases)
 	require.NoError(t, err)
 	return sem
+}
+
+// leaseHolders is the part of sem's Participants that holds a lease.
+func leaseHolders(ctx context.Context, sem *semaphoremutex.Semaphore) ([]lock.Participant, error) {
+	ps, err := sem.Participants(ctx)
+	var out []lock.Participant
+	for _, p := range ps {
+		if p.Holding {
+			out = append(out, p)
+		}
+	}
+	return out, err
 }
 
 // ephemerals lists the ephemeral nodes under path (path included).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestMetricsSemaphore(t *testing.T) {
 	c := testzk.Shared(t)
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	path := testzk.Path(t, c, "sem")
 	ctx := testzk.Ctx(t, 30*time.Second)
 	sem, err := semaphoremutex.NewSemaphore(s, path, 2)
@@ -27,9 +28,9 @@ func TestMetricsSemaphore(t *testing.T) {
 	l, err := sem.Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, sem.ReturnLease(ctx, l))
-	assert.ElementsMatch(t, []conn.LockMetric{
-		{Event: conn.LockWait, Recipe: "semaphore", Path: path, Outcome: conn.OutcomeGranted},
-		{Event: conn.LockHold, Recipe: "semaphore", Path: path},
+	assert.ElementsMatch(t, []metrics.Lock{
+		{Event: metrics.LockWait, Recipe: "semaphore", Path: path, Outcome: metrics.OutcomeGranted},
+		{Event: metrics.LockHold, Recipe: "semaphore", Path: path},
 	}, testzk.LockEvents(rec.Take()))
 }
 
@@ -39,7 +40,7 @@ func TestMetricsSemaphore(t *testing.T) {
 func TestMetricsMutex(t *testing.T) {
 	c := testzk.Shared(t)
 	rec := &testzk.Recorder{}
-	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec))
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, 30*time.Second)
 	m, err := semaphoremutex.New(s, path)
@@ -47,8 +48,8 @@ func TestMetricsMutex(t *testing.T) {
 	_, err = m.Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, m.Release(ctx))
-	assert.ElementsMatch(t, []conn.LockMetric{
-		{Event: conn.LockWait, Recipe: "semaphoremutex", Path: path, Outcome: conn.OutcomeGranted},
-		{Event: conn.LockHold, Recipe: "semaphore", Path: path},
+	assert.ElementsMatch(t, []metrics.Lock{
+		{Event: metrics.LockWait, Recipe: "semaphoremutex", Path: path, Outcome: metrics.OutcomeGranted},
+		{Event: metrics.LockHold, Recipe: "semaphore", Path: path},
 	}, testzk.LockEvents(rec.Take()))
 }

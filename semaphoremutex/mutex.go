@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
+	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -29,6 +30,8 @@ import (
 //
 // Safe for concurrent use.
 type Mutex struct {
+	lockLink // the session, for multilock
+
 	sem *Semaphore
 	c   cohort.Contender // through a cohort with WithLocalHandoff, else sem's
 
@@ -41,10 +44,12 @@ type Mutex struct {
 	lease *conn.Lease // non-nil while held
 }
 
+// lockLink is embedded unexported: it adds nothing to the mutex's API.
+type lockLink = lockid.Link
+
 // New returns a handle on the mutex at path. Nothing is created until the
-// first acquire. Errors: conn.ErrNilSession, an error matching
-// conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
-// matching conn.ErrInvalidOption for a nil option.
+// first acquire. A nil session, a bad path or a nil option fails with an
+// error matching conn.ErrInvalidArgument.
 func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 	var cfg config
 	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {
@@ -67,15 +72,11 @@ func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
-	return &Mutex{sem: s, c: c, gate: make(chan struct{}, 1)}, nil
+	return &Mutex{lockLink: lockid.NewLink(sess), sem: s, c: c, gate: make(chan struct{}, 1)}, nil
 }
 
 // Path is the mutex's path, the parent of locks/ and leases/.
-func (m *Mutex) Path() string { return m.sem.Path() }
-
-// Session is the session the mutex's nodes are created in; with Path it
-// identifies the lock (multilock.Locker).
-func (m *Mutex) Session() *conn.Session { return m.sem.sess }
+func (m *Mutex) Path() string { return m.sem.path }
 
 // Acquire blocks until the handle holds the mutex or ctx ends; a deadline
 // on ctx is the timeout. If the handle already holds it (or another
@@ -163,10 +164,6 @@ func (m *Mutex) IsAcquired() bool {
 	defer m.mu.Unlock()
 	return m.lease != nil
 }
-
-// Revoke asks the holder of node (Participant.Node) to release the mutex;
-// see Semaphore.Revoke.
-func (m *Mutex) Revoke(ctx context.Context, node string) error { return m.sem.Revoke(ctx, node) }
 
 // acquireErr names the mutex in an error of its Contender (whose remote
 // acquire, the Semaphore's, does not name it); nil stays nil.

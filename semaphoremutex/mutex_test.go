@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -47,7 +49,7 @@ func TestMutexNotReentrant(t *testing.T) {
 	first, err := m.Acquire(ctx)
 	require.NoError(t, err)
 
-	reqs := s.Stats().TotalRequests()
+	reqs := connlink.Of(s).Stats().TotalRequests()
 	l, ok, err := m.TryAcquire(ctx)
 	assert.NoError(t, err)
 	assert.False(t, ok, "TryAcquire on a held handle")
@@ -57,7 +59,7 @@ func TestMutexNotReentrant(t *testing.T) {
 	l, err = m.Acquire(short)
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "a second Acquire times out while held")
 	assert.Nil(t, l)
-	assert.Equal(t, reqs, s.Stats().TotalRequests(), "the handle's own waiters do not ask ZooKeeper")
+	assert.Equal(t, reqs, connlink.Of(s).Stats().TotalRequests(), "the handle's own waiters do not ask ZooKeeper")
 	assert.NoError(t, first.Err(), "still held")
 
 	r := acquireAsync(ctx, m.Acquire)
@@ -66,7 +68,7 @@ func TestMutexNotReentrant(t *testing.T) {
 		t.Fatalf("second Acquire returned while held: %+v", got)
 	case <-time.After(100 * time.Millisecond):
 	}
-	assert.Equal(t, reqs, s.Stats().TotalRequests(), "still waiting locally")
+	assert.Equal(t, reqs, connlink.Of(s).Stats().TotalRequests(), "still waiting locally")
 	require.NoError(t, m.Release(ctx))
 	got := await(t, r, 10*time.Second, "second Acquire after the release")
 	require.NoError(t, got.err)
@@ -116,20 +118,20 @@ func TestMutexNothingLeft(t *testing.T) {
 	assert.Empty(t, testzk.Children(t, s, path+"/locks"))
 	assert.Empty(t, ephemerals(t, s, path))
 
-	before := s.Stats()
+	before := connlink.Of(s).Stats()
 	_, err = m.Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, m.Release(ctx))
-	d := s.Stats().Sub(before)
+	d := connlink.Of(s).Stats().Sub(before)
 	t.Logf("uncontended acquire and release: %v", d.Requests)
 	// lock create + lock children + lease children (none: leases/ does not
 	// exist) + our lock node's czxid and the semaphore node's pzxid (no
 	// lease granted since we queued: keep the lock node as the lease) +
 	// release (handover transaction).
 	assert.EqualValues(t, 6, d.TotalRequests())
-	assert.EqualValues(t, 2, d.Requests[conn.OpChildren])
-	assert.EqualValues(t, 2, d.Requests[conn.OpExists])
-	assert.EqualValues(t, 1, d.Requests[conn.OpMulti])
+	assert.EqualValues(t, 2, d.Requests[metrics.OpChildren])
+	assert.EqualValues(t, 2, d.Requests[metrics.OpExists])
+	assert.EqualValues(t, 1, d.Requests[metrics.OpMulti])
 }
 
 // TestMutexHandoff: a waiter handed the internal lock by a holder of the
@@ -147,16 +149,16 @@ func TestMutexHandoff(t *testing.T) {
 	_, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 
-	before := ws.Stats()
+	before := connlink.Of(ws).Stats()
 	r := acquireAsync(ctx, waiter.Acquire)
 	testzk.Watching(t, ws, before.WatchesSet)
 	require.NoError(t, holder.Release(ctx))
 	got := await(t, r, 10*time.Second, "waiter")
 	require.NoError(t, got.err)
-	d := ws.Stats().Sub(before)
+	d := connlink.Of(ws).Stats().Sub(before)
 	t.Logf("waiter's acquire: %v", d.Requests)
 	assert.EqualValues(t, 4, d.TotalRequests(), "create, children, getW, getACL")
-	assert.EqualValues(t, 1, d.Requests[conn.OpChildren], "the leases are not listed")
+	assert.EqualValues(t, 1, d.Requests[metrics.OpChildren], "the leases are not listed")
 	require.NoError(t, waiter.Release(ctx))
 	assert.Empty(t, ephemerals(t, hs, path))
 }

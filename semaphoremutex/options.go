@@ -7,7 +7,7 @@ import (
 )
 
 // Option configures New and NewSemaphore; a nil Option makes either fail
-// with an error matching conn.ErrInvalidOption.
+// with an error matching conn.ErrInvalidArgument.
 type Option func(*config) error
 
 type config struct {
@@ -17,9 +17,9 @@ type config struct {
 
 // WithRevocable makes the internal lock and lease nodes this handle
 // creates revocable instead of sealed (default: sealed), as
-// mutex.WithRevocable does for the mutex: Revoke, or Curator's Revoker,
-// may then ask a holder to let go (its Lease.Revoked closes); the lease
-// stays held until it is returned. See docs/design.md,
+// mutex.WithRevocable does for the mutex: lock.Revoke, or Curator's
+// Revoker, may then ask a holder to let go (its Lease.Revoked closes); the
+// lease stays held until it is returned. See docs/design.md,
 // "Revocation, Curator style".
 func WithRevocable() Option {
 	return func(c *config) error { c.revocable = true; return nil }
@@ -35,7 +35,7 @@ func WithRevocable() Option {
 // its own, whose Fence grows (Fence.Zxid alone does not). It is not passed
 // on once its epoch ended, while suspended, or once a deletion or revoke
 // request was seen. Default: off. maxPasses below 1 or a negative budget,
-// or the option given to NewSemaphore, fail with conn.ErrInvalidOption.
+// or the option given to NewSemaphore, fail with conn.ErrInvalidArgument.
 // See docs/design.md, "In-process handoff (lock cohorting)".
 func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
 	return func(c *config) error {

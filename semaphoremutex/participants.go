@@ -4,18 +4,18 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Holders lists the lease holders, oldest first: the first Leases() lease
+// holders lists the lease holders, oldest first: the first Leases() lease
 // nodes. With one lease, when no lease node exists, the holder may be ours
 // holding the internal lock as its lease (see "How it works" in the
 // package documentation): then it is listed with its internal lock node.
 // A snapshot (a listing or two, and a read per node); nodes that leave
 // while it is taken are left out.
-func (s *Semaphore) Holders(ctx context.Context) ([]lock.Participant, error) {
+func (s *Semaphore) holders(ctx context.Context) ([]lock.Participant, error) {
 	ps, err := s.leases.Participants(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: holders of %s: %w", s.path, err)
@@ -33,15 +33,18 @@ func (s *Semaphore) Holders(ctx context.Context) ([]lock.Participant, error) {
 	if len(locks) == 0 || locks[0].Tag != soleLeaseTag {
 		return convert(s.leasesPath, ps, true), nil // none
 	}
-	return convert(conn.JoinPath(s.path, locksDir), locks[:1], true), nil
+	return convert(zkpath.Join(s.path, locksDir), locks[:1], true), nil
 }
 
-// Participants lists the holders (as Holders), then the contenders queued
-// on the internal lock, in the order they will be served. The two lists
-// are read one after the other, not atomically; a foreign contender that is
-// just taking a lease may show up in both.
+// Participants lists the lease holders, oldest first (Holding), then the
+// contenders queued on the internal lock, in the order they will be
+// served. With one lease, when no lease node exists, the holder may be ours
+// holding the internal lock as its lease (see "How it works" in the
+// package documentation): then it is listed with its internal lock node.
+// A snapshot: the holders and the queue are read one after the other, not
+// atomically, and nodes that leave while it is taken are left out.
 func (s *Semaphore) Participants(ctx context.Context) ([]lock.Participant, error) {
-	holders, err := s.Holders(ctx)
+	holders, err := s.holders(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +57,7 @@ func (s *Semaphore) Participants(ctx context.Context) ([]lock.Participant, error
 		ids[h.ID] = true
 	}
 	out := holders
-	for _, w := range convert(conn.JoinPath(s.path, locksDir), waiting, false) {
+	for _, w := range convert(zkpath.Join(s.path, locksDir), waiting, false) {
 		if !ids[w.ID] { // our lease node carries our lock node's id
 			out = append(out, w)
 		}

@@ -1,6 +1,7 @@
 package semaphoremutex_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -9,57 +10,53 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
-	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
-// Revoke's documented answers to its argument: a node that is not a lease
-// node or an internal lock node of the semaphore (or not a valid path) is
-// conn.ErrInvalidPath, a sealed holder's node is lock.ErrNotRevocable, and
-// a node that is gone is nil.
+// lock.Revoke's documented answers to a semaphore's nodes: a path that is
+// not a lease node or an internal lock node (or not a valid path) is
+// conn.ErrInvalidArgument, a sealed holder's lease node is
+// lock.ErrNotRevocable, and a node that is gone is nil.
 func TestRevokeArguments(t *testing.T) {
 	c := testzk.Shared(t)
 	ss := testzk.ConnectN(t, c.Servers(), 2)
 	path := testzk.Path(t, c, "sem")
 	ctx := testzk.Ctx(t, 30*time.Second)
 	holder := newSemaphore(t, ss[0], path, 2)
-	other, err := semaphoremutex.NewSemaphore(ss[1], path, 2, semaphoremutex.WithRevocable())
-	require.NoError(t, err)
 
 	l, err := holder.Acquire(ctx)
 	require.NoError(t, err)
-	assert.ErrorIs(t, other.Revoke(ctx, l.Path()), lock.ErrNotRevocable)
-	name := conn.BaseName(l.Path())
-	for _, bad := range []string{"", "x", path, path + "/" + name, path + "/other/" + name, l.Path() + "/x"} {
-		assert.ErrorIs(t, other.Revoke(ctx, bad), conn.ErrInvalidPath, "node %q", bad)
+	assert.ErrorIs(t, lock.Revoke(ctx, ss[1], l.Path()), lock.ErrNotRevocable)
+	for _, bad := range []string{"", "x", path, path + "/leases", path + "/locks", l.Path() + "/x"} {
+		assert.ErrorIs(t, lock.Revoke(ctx, ss[1], bad), conn.ErrInvalidArgument, "node %q", bad)
 	}
+	name := zkpath.Base(l.Path())
 	gone := l.Path()
 	require.NoError(t, holder.ReturnLease(ctx, l))
-	assert.NoError(t, other.Revoke(ctx, gone), "a lease node that is gone")
-	assert.NoError(t, other.Revoke(ctx, path+"/locks/"+name), "an internal lock node that is gone")
+	assert.NoError(t, lock.Revoke(ctx, ss[1], gone), "a lease node that is gone")
+	lockName := strings.Replace(name, "-lease-", "-lock-", 1)
+	assert.NoError(t, lock.Revoke(ctx, ss[1], path+"/locks/"+lockName), "an internal lock node that is gone")
 }
 
 // TestRevokeOwnLeaseNode: a sealed lease node (the default) refuses a
-// Revoke through its own session too, the holder's handle or another on
-// the same Session: lock.ErrNotRevocable, and nothing is written (a sealed
-// node gives its own session every right: the refusal is ours).
+// lock.Revoke through its own session too, asked once or again:
+// lock.ErrNotRevocable, and nothing is written (a sealed node gives its own
+// session every right: the refusal is ours).
 func TestRevokeOwnLeaseNode(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.ConnectN(t, c.Servers(), 1)[0]
 	path := testzk.Path(t, c, "sem")
 	ctx := testzk.Ctx(t, 30*time.Second)
 	holder := newSemaphore(t, s, path, 2)
-	other := newSemaphore(t, s, path, 2)
 
 	l, err := holder.Acquire(ctx)
 	require.NoError(t, err)
-	require.Equal(t, path+"/leases/"+conn.BaseName(l.Path()), l.Path(), "a lease node")
-	for _, sem := range []*semaphoremutex.Semaphore{holder, other} {
-		assert.ErrorIs(t, sem.Revoke(ctx, l.Path()), lock.ErrNotRevocable)
+	require.Equal(t, path+"/leases/"+zkpath.Base(l.Path()), l.Path(), "a lease node")
+	for range 2 {
+		assert.ErrorIs(t, lock.Revoke(ctx, s, l.Path()), lock.ErrNotRevocable)
 	}
-	ep, err := s.Epoch(ctx)
-	require.NoError(t, err)
-	_, st, err := ep.Get(ctx, l.Path())
+	_, st, err := s.Get(ctx, l.Path())
 	require.NoError(t, err)
 	assert.Zero(t, st.Version, "nothing written into the lease node")
 	require.NoError(t, holder.ReturnLease(ctx, l))

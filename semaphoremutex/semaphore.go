@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -70,17 +71,16 @@ type Semaphore struct {
 // acquire; the path, <path>/locks and <path>/leases are then created as
 // container nodes, which ZooKeeper removes when they are empty.
 //
-// Errors: conn.ErrNilSession, ErrInvalidLeases (leases < 1), an error matching
-// conn.ErrInvalidPath or conn.ErrReservedPath for a bad path, and one
-// matching conn.ErrInvalidOption for a nil option or WithLocalHandoff (the
-// Mutex's option: a Semaphore cannot honour it).
+// A nil session, leases < 1, a bad path, a nil option or WithLocalHandoff
+// (the Mutex's option: a Semaphore cannot honour it) fails with an error
+// matching conn.ErrInvalidArgument.
 func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (*Semaphore, error) {
 	var cfg config
 	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {
 		return nil, err
 	}
 	if cfg.handoff != nil {
-		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: %w: WithLocalHandoff applies to New (the Mutex) only", path, conn.ErrInvalidOption)
+		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: WithLocalHandoff applies to New (the Mutex) only: %w", path, conn.ErrInvalidArgument)
 	}
 	return newSemaphore(sess, path, leases, cfg)
 }
@@ -88,13 +88,13 @@ func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (
 // newSemaphore is NewSemaphore after Configure.
 func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Semaphore, error) {
 	if leases < 1 {
-		return nil, fmt.Errorf("%w: got %d", ErrInvalidLeases, leases)
+		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: %d leases, at least 1: %w", path, leases, conn.ErrInvalidArgument)
 	}
 	tag := ""
 	if leases == 1 {
 		tag = soleLeaseTag
 	}
-	lock, err := queue.New(sess, conn.JoinPath(path, locksDir), queue.Config{
+	lock, err := queue.New(sess, zkpath.Join(path, locksDir), queue.Config{
 		Schema:      lockSchema,
 		Internal:    true, // no holder's work: its holds and losses are not reported
 		Decide:      queue.First,
@@ -106,7 +106,7 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
-	leasesPath := conn.JoinPath(path, leasesDir)
+	leasesPath := zkpath.Join(path, leasesDir)
 	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First, Revocable: cfg.revocable})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
@@ -116,15 +116,12 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 		leasesPath: leasesPath,
 		max:        leases,
 		sess:       sess,
-		log:        sess.Logger().With(zap.String("semaphore", path)),
+		log:        connlink.Of(sess).Logger().With(zap.String("semaphore", path)),
 		lock:       lock,
 		leases:     lq,
 		held:       make(map[*conn.Lease]struct{}),
 	}, nil
 }
-
-// Path is the semaphore's path, the parent of locks/ and leases/.
-func (s *Semaphore) Path() string { return s.path }
 
 // Leases is the number of leases the handle was made with.
 func (s *Semaphore) Leases() int { return s.max }
@@ -164,7 +161,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, ok, nil
 }
 
-// tryAcquire is TryAcquire without its report to Metrics.
+// tryAcquire is TryAcquire without its report to the Lock hook.
 func (s *Semaphore) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	l, err := s.acquire(ctx, false)
 	if err != nil {
@@ -249,33 +246,8 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 // node carries too, so that Participants can tell the two apart for one
 // contender. A fresh id if the name cannot be read (it always can).
 func attemptID(lk *conn.Lease) string {
-	if c, ok := lockSchema.Parse(conn.BaseName(lk.Path())); ok && c.ID != "" {
+	if c, ok := lockSchema.Parse(zkpath.Base(lk.Path())); ok && c.ID != "" {
 		return c.ID
 	}
 	return newID()
-}
-
-// Revoke asks the holder of node, a lease node or an internal lock node
-// (Participant.Node), to release, as Curator's Revoker does: a
-// WithRevocable holder sees its Lease.Revoked close, and holds until it
-// returns the lease. A sealed node (the default) is refused with
-// lock.ErrNotRevocable, whoever asks. A node that is gone is nil. Two
-// requests (a read, a versioned write).
-func (s *Semaphore) Revoke(ctx context.Context, node string) error {
-	if err := s.revoke(ctx, node); err != nil {
-		return fmt.Errorf("semaphoremutex: revoke %s: %w", s.path, err)
-	}
-	return nil
-}
-
-func (s *Semaphore) revoke(ctx context.Context, node string) error {
-	if err := conn.ValidatePath(node); err != nil {
-		return err
-	}
-	for _, q := range []*queue.Queue{s.leases, s.lock} {
-		if name, err := q.Child(node); err == nil {
-			return q.Revoke(ctx, name)
-		}
-	}
-	return fmt.Errorf("%w: node %s is neither a lease node nor an internal lock node of the semaphore", conn.ErrInvalidPath, node)
 }

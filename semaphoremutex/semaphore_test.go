@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -144,7 +145,7 @@ func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
 	}
 	bl, err := semB.Acquire(ctx)
 	require.NoError(t, err)
-	holders, err := semB.Holders(ctx)
+	holders, err := leaseHolders(ctx, semB)
 	require.NoError(t, err)
 	require.Len(t, holders, 3, "every lease taken")
 
@@ -174,7 +175,7 @@ func TestSemaphoreExpiredLeasesComeBack(t *testing.T) {
 	require.NoError(t, got1.err)
 	got2 := await(t, r2, 20*time.Second, "second waiter after the expiry")
 	require.NoError(t, got2.err)
-	holders, err = semB.Holders(ctx)
+	holders, err = leaseHolders(ctx, semB)
 	require.NoError(t, err)
 	var nodes []string
 	for _, h := range holders {
@@ -260,27 +261,30 @@ func TestNewErrors(t *testing.T) {
 	path := testzk.Path(t, c, "sem")
 
 	_, err := semaphoremutex.NewSemaphore(nil, path, 1)
-	assert.ErrorIs(t, err, conn.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil session")
 	_, err = semaphoremutex.New(nil, path)
-	assert.ErrorIs(t, err, conn.ErrNilSession)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil session")
 	for _, n := range []int{0, -1} {
 		_, err = semaphoremutex.NewSemaphore(s, path, n)
-		assert.ErrorIs(t, err, semaphoremutex.ErrInvalidLeases, "%d leases", n)
-		assert.Contains(t, err.Error(), fmt.Sprint(n))
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "%d leases", n)
+		assert.EqualError(t, err, fmt.Sprintf("semaphoremutex: new semaphore %s: %d leases, at least 1: conn: invalid argument", path, n))
 	}
 	for _, p := range []string{"", "relative", "/trailing/", "/a//b"} {
 		_, err = semaphoremutex.New(s, p)
-		assert.ErrorIs(t, err, conn.ErrInvalidPath, "path %q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "path %q", p)
 		_, err = semaphoremutex.NewSemaphore(s, p, 2)
-		assert.ErrorIs(t, err, conn.ErrInvalidPath, "path %q", p)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, "path %q", p)
 	}
 	_, err = semaphoremutex.New(s, "/zookeeper/x")
-	assert.ErrorIs(t, err, conn.ErrReservedPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "path /zookeeper/x is reserved")
 	_, err = semaphoremutex.New(s, path, nil)
-	assert.ErrorIs(t, err, conn.ErrInvalidOption)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "nil option")
 
 	sem := newSemaphore(t, s, path, 4)
-	assert.Equal(t, path, sem.Path())
 	assert.Equal(t, 4, sem.Leases())
 }
 
@@ -354,7 +358,7 @@ func TestAbandonWhileWaitingForLease(t *testing.T) {
 			default:
 			}
 			assert.Len(t, testzk.Children(t, hs, path+"/locks"), 1, "next holds the internal lock")
-			require.NoError(t, testzk.Epoch(t, hs).Delete(ctx, held, -1))
+			require.NoError(t, hs.Delete(ctx, held, -1))
 			gn := await(t, rn, 10*time.Second, "next contender")
 			require.NoError(t, gn.err)
 			require.NoError(t, next.Release(ctx))
@@ -370,8 +374,8 @@ func foreignLease(t testing.TB, s *conn.Session, path string) string {
 	ctx := testzk.Ctx(t, 10*time.Second)
 	ep := testzk.Epoch(t, s)
 	p := path + "/leases/_c_" + uuid.NewString() + "-lease-"
-	require.NoError(t, ep.CreateParents(ctx, p))
-	created, err := ep.Create(ctx, p, []byte("10.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, s.ACL())
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, p))
+	created, err := s.Create(ctx, p, []byte("10.0.0.1"), zk.FlagEphemeral|zk.FlagSequence, connlink.Of(s).ACL())
 	require.NoError(t, err)
 	return created
 }
@@ -422,10 +426,10 @@ func TestLeaseFencing(t *testing.T) {
 			sem := newSemaphore(t, s, path, tc.leases)
 			ep := testzk.Epoch(t, s)
 			target := path + "-data"
-			require.NoError(t, ep.CreateParents(ctx, target))
-			_, err := ep.Create(ctx, target, nil, 0, s.ACL())
+			require.NoError(t, connlink.Of(ep).CreateParents(ctx, target))
+			_, err := s.Create(ctx, target, nil, 0, connlink.Of(s).ACL())
 			require.NoError(t, err)
-			t.Cleanup(func() { _ = ep.Delete(context.Background(), target, -1) })
+			t.Cleanup(func() { _ = s.Delete(context.Background(), target, -1) })
 
 			var last conn.Fence
 			for i := 0; i < 3; i++ {
@@ -472,7 +476,7 @@ func TestParticipants(t *testing.T) {
 		rs = append(rs, acquireAsync(ctx, sems[i].Acquire))
 		testzk.Watching(t, sessions[i], before)
 	}
-	hs, err := sems[0].Holders(ctx)
+	hs, err := leaseHolders(ctx, sems[0])
 	require.NoError(t, err)
 	require.Len(t, hs, 2)
 	assert.Equal(t, []string{l0.Path(), l1.Path()}, []string{hs[0].Node, hs[1].Node})
@@ -531,7 +535,7 @@ func TestSemaphoreAnyReleaseAdmits(t *testing.T) {
 			require.NoError(t, sems[which].ReturnLease(ctx, held[which]))
 			got := await(t, r, 10*time.Second, "waiter after a release")
 			require.NoError(t, got.err)
-			hs, err := sems[0].Holders(ctx)
+			hs, err := leaseHolders(ctx, sems[0])
 			require.NoError(t, err)
 			assert.Len(t, hs, leases)
 			require.NoError(t, sems[leases].ReturnLease(ctx, got.lease))

@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // take creates our lease node and releases the internal lock in one
@@ -70,7 +71,7 @@ type took struct {
 // trying again; the lock node's delete makes the transaction one-shot.
 func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
 	r := took{lossy: lossy}
-	p := conn.JoinPath(s.leasesPath, leaseSchema.Prefix(id))
+	p := zkpath.Join(s.leasesPath, leaseSchema.Prefix(id))
 	label, err := queue.Label(ctx) // checked by the internal lock's acquire
 	if err != nil {
 		return r, err
@@ -79,7 +80,7 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 	if noDir {
 		// leases/ does not exist yet (first use, or its container was
 		// reaped): make it, or the transaction fails.
-		if err := ep.CreateParents(ectx, p); err != nil {
+		if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
 			return r, err
 		}
 	}
@@ -90,14 +91,14 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 		ops := append(s.unlockOps(lk),
 			&zk.CreateRequest{Path: p, Data: data, Acl: s.lock.NodeACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
 		create := len(ops) - 1
-		res, err := ep.Multi(ectx, ops...)
+		res, err := connlink.Of(ep).Multi(ectx, ops...)
 		switch {
 		case err == nil:
-			r.node = conn.BaseName(res[create].String)
+			r.node = zkpath.Base(res[create].String)
 			return r, nil
 		case opFailed(res, create, zk.ErrNoNode) && tries == 0:
 			// leases/ was reaped between our listing and now.
-			if err := ep.CreateParents(ectx, p); err != nil {
+			if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
 				return r, err
 			}
 		case opFailed(res, 0, zk.ErrNoNode):

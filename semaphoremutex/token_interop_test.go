@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -89,9 +90,9 @@ func TestTokensGrowWithCurator(t *testing.T) {
 				}
 			}()
 
-			before := make([]conn.Stats, len(sessions))
+			before := make([]connlink.Stats, len(sessions))
 			for i, s := range sessions {
-				before[i] = s.Stats()
+				before[i] = connlink.Of(s).Stats()
 			}
 			_, err = stdin.Write([]byte("go\n"))
 			require.NoError(t, err)
@@ -147,7 +148,7 @@ func TestTokensGrowWithCurator(t *testing.T) {
 			assert.GreaterOrEqual(t, handoffs, 3, "grants handed from Curator's holders to ours")
 			var reqs int64
 			for i, s := range sessions {
-				reqs += s.Stats().Sub(before[i]).TotalRequests()
+				reqs += connlink.Of(s).Stats().Sub(before[i]).TotalRequests()
 			}
 			t.Logf("%d grants, %d from a Curator holder to ours, %d tokens not above the one before; "+
 				"our requests per grant (acquire, Fence, release): %.1f", len(grants), handoffs, decreases,

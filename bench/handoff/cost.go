@@ -30,8 +30,10 @@ func serverCPU(pids []string) (int, error) {
 
 // cost runs each kind of request a handoff is made of n times in a row from
 // one client on server, three times, and prints the servers' CPU time and
-// the wall time per request (or pair) for each.
-func cost(server string, pids []string, n int) error {
+// the wall time per request (or pair) for each; warmup passes over every
+// kind, n of each, run first and are not printed.
+func cost(server string, pids []string, n, warmup int) error {
+	fmt.Printf("# warm-up: %d unrecorded pass(es) of %d requests of every kind before the measured ones\n", warmup, n)
 	c, err := connect(server)
 	if err != nil {
 		return err
@@ -89,6 +91,15 @@ func cost(server string, pids []string, n int) error {
 		{"getACL", func() error { _, _, err := c.GetACL(one); return err }},
 		{"exists", func() error { _, _, err := c.Exists(one); return err }},
 		{"sync", func() error { _, err := c.Sync(base); return err }},
+	}
+	for w := 0; w < warmup; w++ {
+		for _, k := range kinds {
+			for i := 0; i < n; i++ {
+				if err := k.f(); err != nil {
+					return fmt.Errorf("warm-up: %s: %w", k.name, err)
+				}
+			}
+		}
 	}
 	for _, k := range kinds {
 		for r := 0; r < 3; r++ {

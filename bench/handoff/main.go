@@ -24,11 +24,18 @@
 //
 // R and W name the servers by their mode (L leader, F1/F2 followers).
 //
+// A fresh server runs its first requests slowly while its JIT compiles
+// them, so the first pair measured would lose: before the measured rounds,
+// -warmup N (default 1) unrecorded rounds of the same steps and size run
+// on every server (each as both releaser and waiter); the first output
+// line says so. -warmup 0 measures the servers as they are.
+//
 // With -cost PIDS (the servers' process ids, on this machine), it measures
 // instead what each kind of request of a handoff costs the servers: 1,000
 // of one kind in a row from one client on the first server, three times,
 // each line the servers' CPU time per request (from /proc, all PIDS
-// summed) and the wall time:
+// summed) and the wall time, after -warmup N unrecorded passes over every
+// kind:
 //
 //	cost KIND server_cpu_ms=C wall_ms=W
 package main
@@ -48,6 +55,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
@@ -55,12 +63,17 @@ func main() {
 	servers := flag.String("servers", os.Getenv("ZK_SERVERS"), "ZooKeeper servers host:port,...")
 	rounds := flag.Int("rounds", 200, "handoffs per measurement")
 	pids := flag.String("cost", "", "server pids p1,p2,...: measure what each request costs the servers instead (see cost.go)")
+	warmup := flag.Int("warmup", 1, "unrecorded warm-up rounds of the same size on every server before the measured ones; 0: none")
 	flag.Parse()
 	var err error
-	if *pids != "" {
-		err = cost(strings.Split(*servers, ",")[0], strings.Split(*pids, ","), 1000)
-	} else {
-		err = run(strings.Split(*servers, ","), *rounds)
+	switch {
+	case *warmup < 0:
+		fmt.Fprintln(os.Stderr, "handoff: -warmup must be at least 0")
+		os.Exit(2)
+	case *pids != "":
+		err = cost(strings.Split(*servers, ",")[0], strings.Split(*pids, ","), 1000, *warmup)
+	default:
+		err = run(strings.Split(*servers, ","), *rounds, *warmup)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "handoff:", err)
@@ -68,7 +81,8 @@ func main() {
 	}
 }
 
-func run(servers []string, rounds int) error {
+func run(servers []string, rounds, warmup int) error {
+	fmt.Printf("# warm-up: %d unrecorded round(s) of %d handoffs on every server before the measured ones\n", warmup, rounds)
 	names := make([]string, len(servers))
 	f := 0
 	for i, s := range servers {
@@ -83,6 +97,16 @@ func run(servers []string, rounds int) error {
 			names[i] = fmt.Sprintf("F%d", f)
 		}
 		fmt.Printf("# %s %s (%s)\n", names[i], s, mode)
+	}
+	for w := 0; w < warmup; w++ {
+		for _, s := range servers {
+			if _, err := rawRound(s, s, rounds); err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+			if _, err := libRound(s, s, rounds); err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+		}
 	}
 	for i := range servers {
 		for j := range servers {
@@ -203,7 +227,7 @@ func rawRound(rel, wait string, rounds int) ([7]float64, error) {
 			var ch <-chan zk.Event
 			for try := 0; ; try++ { // b's server may apply the create after a's (a leader may, after a sync)
 				if mode == 2 {
-					_, _, ch, err = eb.GetW(ctx, node)
+					_, _, ch, err = connlink.Of(eb).GetW(ctx, node)
 				} else {
 					_, _, ch, err = b.GetW(node)
 				}
@@ -224,7 +248,7 @@ func rawRound(rel, wait string, rounds int) ([7]float64, error) {
 			case 1:
 				_, err = a.Multi(ops...)
 			case 2:
-				_, err = ea.Multi(ctx, ops...)
+				_, err = connlink.Of(ea).Multi(ctx, ops...)
 			}
 			if err != nil {
 				return out, fmt.Errorf("release: %w", err)

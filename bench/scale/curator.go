@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
@@ -51,7 +52,7 @@ func curator(servers []string, n int, cp string, capD, timeout time.Duration) (s
 		if err != nil {
 			return 0, err
 		}
-		_, st, err := e.Exists(ctx, path)
+		_, st, err := connlink.Of(e).Exists(ctx, path)
 		if err != nil {
 			return 0, err
 		}

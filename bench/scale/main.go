@@ -78,6 +78,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -294,7 +295,7 @@ func step(servers []string, recipe string, n int, timeout time.Duration) (string
 			return "", err
 		}
 	}
-	watches0 := s.Stats().WatchesSet
+	watches0 := connlink.Of(s).Stats().WatchesSet
 	start := time.Now()
 	var done sync.WaitGroup
 	var failures atomic.Int64
@@ -313,11 +314,11 @@ func step(servers []string, recipe string, n int, timeout time.Duration) (string
 			}
 		}()
 	}
-	for s.Stats().WatchesSet-watches0 < int64(want) {
+	for connlink.Of(s).Stats().WatchesSet-watches0 < int64(want) {
 		if ctx.Err() != nil || failures.Load() > 0 {
 			cancel()
 			done.Wait()
-			return "", fmt.Errorf("queueing: %d of %d waiting: %v (%v)", s.Stats().WatchesSet-watches0, want, ctx.Err(), firstErr.Load())
+			return "", fmt.Errorf("queueing: %d of %d waiting: %v (%v)", connlink.Of(s).Stats().WatchesSet-watches0, want, ctx.Err(), firstErr.Load())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

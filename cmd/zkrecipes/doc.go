@@ -33,7 +33,7 @@
 // default data, the client's IP address, on a Curator-named node; kazoo's
 // identifier on a kazoo-named node; go-zookeeper's empty data on its names;
 // a LeaderLatch participant id; the revoke mark ("revoke requested": a
-// holder asked to release by Revoke or Curator's Revoker, whose data the
+// holder asked to release by lock.Revoke or Curator's Revoker, whose data the
 // mark replaced, so its owner and label are unknown); otherwise "unknown".
 //
 // A Curator semaphore contender that holds the internal lock creates its

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
@@ -70,13 +71,14 @@ func TestLocksDowngrade(t *testing.T) {
 	// Participants' Holding.
 	check := func(rw *rwlock.RWLock, want map[string]string) {
 		t.Helper()
-		got := statuses(rw.Path())
-		assert.Equal(t, want, got, "zkrecipes locks %s", rw.Path())
+		path := rw.WriteLock().Path()
+		got := statuses(path)
+		assert.Equal(t, want, got, "zkrecipes locks %s", path)
 		ps, err := rw.Participants(ctx)
 		require.NoError(t, err)
 		holding := map[string]bool{}
 		for _, p := range ps {
-			holding[conn.BaseName(p.Node)] = p.Holding
+			holding[zkpath.Base(p.Node)] = p.Holding
 		}
 		require.Len(t, holding, len(got), "Participants: %+v", ps)
 		for name, st := range got {
@@ -96,7 +98,7 @@ func TestLocksDowngrade(t *testing.T) {
 			rl, err = rw.ReadLock().Acquire(ctx) // downgrade: granted at once
 			require.NoError(t, err)
 		})
-		w, r := conn.BaseName(wl.Path()), conn.BaseName(rl.Path())
+		w, r := zkpath.Base(wl.Path()), zkpath.Base(rl.Path())
 		check(rw, map[string]string{w: "holds write", r: "holds read"})
 
 		g.do(func() { require.NoError(t, rw.WriteLock().Release(ctx)) })
@@ -124,7 +126,7 @@ func TestLocksDowngrade(t *testing.T) {
 		})
 		names := testzk.Children(t, ss[0], path)
 		require.Len(t, names, 3)
-		w, r := conn.BaseName(wl.Path()), conn.BaseName(rl.Path())
+		w, r := zkpath.Base(wl.Path()), zkpath.Base(rl.Path())
 		var between string
 		for _, n := range names {
 			if n != w && n != r {

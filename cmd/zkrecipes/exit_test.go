@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 )
 
@@ -60,8 +61,8 @@ func TestExitCodes(t *testing.T) {
 	s := testzk.Connect(t, c.Servers(), conn.WithDigestAuth("ops", "secret"))
 	ep := testzk.Epoch(t, s)
 	ctx := testzk.Ctx(t, time.Minute)
-	require.NoError(t, ep.CreateParents(ctx, root+"/x"))
-	_, err := ep.Create(ctx, root+"/locked", nil, 0, zk.DigestACL(zk.PermAll, "ops", "secret"))
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, root+"/x"))
+	_, err := s.Create(ctx, root+"/locked", nil, 0, zk.DigestACL(zk.PermAll, "ops", "secret"))
 	require.NoError(t, err)
 	_, stderr, code = command(t, srv, "locks", root+"/locked")
 	assert.Equal(t, exitAuth, code, stderr)

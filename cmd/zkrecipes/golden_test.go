@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -52,9 +53,8 @@ func TestLocksGolden(t *testing.T) {
 	waitNodes(t, ss[0], orders, 2)
 	peer(t, "/usr/bin/python3", "testdata/kazoo_waiter.py", servers(c.Servers()), orders, "worker-7")
 	waitNodes(t, ss[0], orders, 3)
-	ep := testzk.Epoch(t, ss[5])
 	ctx := testzk.Ctx(t, time.Minute)
-	_, err = ep.Create(ctx, orders+"/_c_6f1b1c8e-2b7a-4f5e-9d3c-0a1b2c3d4e5f-lock-", []byte{0, 1, 2}, zk.FlagEphemeral|zk.FlagSequence, ss[5].ACL())
+	_, err = ss[5].Create(ctx, orders+"/_c_6f1b1c8e-2b7a-4f5e-9d3c-0a1b2c3d4e5f-lock-", []byte{0, 1, 2}, zk.FlagEphemeral|zk.FlagSequence, connlink.Of(ss[5]).ACL())
 	require.NoError(t, err)
 
 	// /catalog: two readers hold, a writer waits, a reader behind it too.

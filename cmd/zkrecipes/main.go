@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Exit codes (see the package documentation).
@@ -128,7 +129,7 @@ func parse(args []string, stderr io.Writer) (options, int, bool) {
 			*f.v = os.Getenv(f.env)
 		}
 	}
-	if err := conn.ValidatePath(o.path); err != nil {
+	if err := zkpath.Validate(o.path); err != nil {
 		fmt.Fprintf(stderr, "zkrecipes: %v\n", err)
 		return o, exitUsage, false
 	}
@@ -220,9 +221,9 @@ func fail(stderr io.Writer, err error) int {
 		return exitNoPath
 	case errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrAuthFailed):
 		return exitAuth
-	case errors.Is(err, conn.ErrConnectTimeout), errors.Is(err, conn.ErrNoServers):
+	case errors.Is(err, conn.ErrConnectTimeout):
 		return exitNoServer
-	case errors.Is(err, conn.ErrInvalidOption):
+	case errors.Is(err, conn.ErrInvalidArgument):
 		return exitUsage
 	}
 	return exitError

@@ -23,7 +23,7 @@ import (
 //   - "latch": a LeaderLatch node (ours or Curator's: both write the
 //     participant id as the data), ID is the participant id;
 //   - "revoke": a lock node whose data is the revoke mark ("__REVOKE__",
-//     written by Revoke and Curator's Revoker to ask its holder to
+//     written by lock.Revoke and Curator's Revoker to ask its holder to
 //     release): the mark replaced the data, so the owner and its label are
 //     unknown; ID is the uuid in the name, if any;
 //   - "unknown": anything else, which is not guessed at.

@@ -11,7 +11,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Kinds of node, as the command prints them.
@@ -89,7 +91,7 @@ func (s *scanner) scan(ctx context.Context, root string) ([]Queue, error) {
 	names, err := s.children(ctx, root)
 	if errors.Is(err, zk.ErrNoNode) {
 		if s.watch {
-			ok, _, w, err := s.ep.ExistsW(ctx, root)
+			ok, _, w, err := connlink.Of(s.ep).ExistsW(ctx, root)
 			if err != nil {
 				return nil, err
 			}
@@ -113,10 +115,10 @@ func (s *scanner) scan(ctx context.Context, root string) ([]Queue, error) {
 
 func (s *scanner) children(ctx context.Context, p string) ([]string, error) {
 	if !s.watch {
-		names, _, err := s.ep.Children(ctx, p)
+		names, _, err := connlink.Of(s.ep).Children(ctx, p)
 		return names, err
 	}
-	names, _, w, err := s.ep.ChildrenW(ctx, p)
+	names, _, w, err := connlink.Of(s.ep).ChildrenW(ctx, p)
 	if err == nil {
 		s.watches = append(s.watches, w)
 	}
@@ -164,9 +166,9 @@ func (s *scanner) walk(ctx context.Context, p string, names []string, out *[]Que
 		if contender[n] {
 			continue // lock nodes have no children
 		}
-		child := conn.JoinPath(p, n)
-		if errors.Is(conn.ValidatePath(child), conn.ErrReservedPath) {
-			continue // /zookeeper: the server's own
+		child := zkpath.Join(p, n)
+		if child == "/zookeeper" {
+			continue // the server's own
 		}
 		grand, err := s.children(ctx, child)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -202,7 +204,7 @@ func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queu
 		if !d.has {
 			continue
 		}
-		dir := conn.JoinPath(p, d.name)
+		dir := zkpath.Join(p, d.name)
 		kids, err := s.children(ctx, dir)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
@@ -228,7 +230,7 @@ func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queu
 	}
 	q := Queue{Path: p, Recipe: "semaphore"}
 	for _, r := range leases {
-		q.Nodes = append(q.Nodes, node(conn.JoinPath(p, "leases"), kindLease, statusHolds, r))
+		q.Nodes = append(q.Nodes, node(zkpath.Join(p, "leases"), kindLease, statusHolds, r))
 	}
 	for i, r := range locks {
 		st := statusWaits
@@ -240,7 +242,7 @@ func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queu
 		case i == 0:
 			st = statusNext
 		}
-		q.Nodes = append(q.Nodes, node(conn.JoinPath(p, "locks"), kindSemLock, st, r))
+		q.Nodes = append(q.Nodes, node(zkpath.Join(p, "locks"), kindSemLock, st, r))
 	}
 	return q, true, nil
 }
@@ -250,7 +252,7 @@ func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queu
 func (s *scanner) read(ctx context.Context, dir string, cs []queue.Contender) ([]raw, error) {
 	out := make([]raw, 0, len(cs))
 	for _, c := range cs {
-		b, st, err := s.ep.Get(ctx, conn.JoinPath(dir, c.Name))
+		b, st, err := connlink.Of(s.ep).Get(ctx, zkpath.Join(dir, c.Name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -326,7 +328,7 @@ func decideRW(p string, rs []raw) Queue {
 func node(dir, kind, status string, r raw) Node {
 	return Node{
 		Name:    r.c.Name,
-		Path:    conn.JoinPath(dir, r.c.Name),
+		Path:    zkpath.Join(dir, r.c.Name),
 		Kind:    kind,
 		Status:  status,
 		Seq:     r.c.Seq,

@@ -42,6 +42,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -216,10 +217,10 @@ func run(cfg config) error {
 }
 
 // totalStats sums the sessions' request and watch counters.
-func totalStats(sessions []*conn.Session) conn.Stats {
-	sum := conn.Stats{Requests: map[string]int64{}}
+func totalStats(sessions []*conn.Session) connlink.Stats {
+	sum := connlink.Stats{Requests: map[string]int64{}}
 	for _, s := range sessions {
-		st := s.Stats()
+		st := connlink.Of(s).Stats()
 		for k, v := range st.Requests {
 			sum.Requests[k] += v
 		}
@@ -229,7 +230,7 @@ func totalStats(sessions []*conn.Session) conn.Stats {
 }
 
 // perOp formats the non-zero request counts per acquire, by operation.
-func perOp(d conn.Stats, n int) string {
+func perOp(d connlink.Stats, n int) string {
 	var ops []string
 	for op, v := range d.Requests {
 		if v > 0 {

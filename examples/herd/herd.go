@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -323,10 +324,10 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 }
 
 // sumStats adds up the Stats of sessions.
-func sumStats(sessions []*conn.Session) conn.Stats {
-	sum := conn.Stats{Requests: map[string]int64{}}
+func sumStats(sessions []*conn.Session) connlink.Stats {
+	sum := connlink.Stats{Requests: map[string]int64{}}
 	for _, s := range sessions {
-		st := s.Stats()
+		st := connlink.Of(s).Stats()
 		sum.WatchEvents += st.WatchEvents
 		for op, v := range st.Requests {
 			sum.Requests[op] += v

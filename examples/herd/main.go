@@ -24,7 +24,8 @@
 //     the table of locks counts the whole acquire-and-release cycle per
 //     acquisition, queueing and session set-up included, hence more;
 //   - requests and watch events per acquire, counted by every session
-//     (conn.Session.Stats);
+//     (the counters the module's benchmarks read, internal/connlink's
+//     Stats);
 //   - handoff latency, p50 and p99: from the moment a holder starts its
 //     release to the moment the next holder's Acquire returns (for readers
 //     let in together, the release of the writer before them).

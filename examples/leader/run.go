@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -80,8 +81,8 @@ func (p *participant) close() {
 func (p *participant) run(ctx context.Context) {
 	p.started = true
 	go func() {
-		p.done <- p.e.Run(ctx, func(fctx context.Context) error {
-			p.terms <- term{lease: leader.LeaseFrom(fctx), ctx: fctx}
+		p.done <- p.e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
+			p.terms <- term{lease: lease, ctx: fctx}
 			<-fctx.Done()
 			return fctx.Err()
 		})
@@ -137,17 +138,13 @@ func run(ctx context.Context, servers []string, w io.Writer) (err error) {
 		ps = append(ps, p)
 	}
 	alice, bob, carol := ps[0], ps[1], ps[2]
-	ep, err := carol.sess.Epoch(ctx)
-	if err != nil {
+	if err := demo.CreateParents(ctx, carol.sess, ledger); err != nil {
 		return err
 	}
-	if err := ep.CreateParents(ctx, ledger); err != nil {
+	if _, err := carol.sess.Create(ctx, ledger, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		return err
 	}
-	if _, err := ep.Create(ctx, ledger, nil, 0, carol.sess.ACL()); err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, ep.Delete(context.WithoutCancel(ctx), ledger, -1)) }()
+	defer func() { err = errors.Join(err, carol.sess.Delete(context.WithoutCancel(ctx), ledger, -1)) }()
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {

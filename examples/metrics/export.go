@@ -17,7 +17,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	zkotel "github.com/zkrecipes/zkrecipes/metrics/otel"
 	zkprom "github.com/zkrecipes/zkrecipes/metrics/prometheus"
 )
@@ -25,8 +25,8 @@ import (
 // exporter serves the sessions' metrics over HTTP: the Prometheus adapter
 // at /metrics, the OpenTelemetry adapter at /otel.
 type exporter struct {
-	url      string       // http://host:port, without a path
-	metrics  conn.Metrics // what the sessions report to: both adapters
+	url      string        // http://host:port, without a path
+	hooks    metrics.Hooks // what the sessions report to: both adapters
 	provider *sdkmetric.MeterProvider
 	srv      *http.Server
 	served   chan error // Serve's return
@@ -68,7 +68,7 @@ func export(addr string, label func(recipe, path string) string) (*exporter, err
 	}
 	e := &exporter{
 		url:      "http://" + ln.Addr().String(),
-		metrics:  both{pm, om},
+		hooks:    both(pm, om),
 		provider: provider,
 		srv:      &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		served:   make(chan error, 1),
@@ -119,30 +119,14 @@ func (e *exporter) excerpt(ctx context.Context, path string, out io.Writer) erro
 	return sc.Err()
 }
 
-// both is a conn.Metrics that reports to two: a session takes one.
-type both [2]conn.Metrics
-
-func (b both) State(e conn.Event) {
-	b[0].State(e)
-	b[1].State(e)
-}
-
-func (b both) Request(r conn.RequestMetric) {
-	b[0].Request(r)
-	b[1].Request(r)
-}
-
-func (b both) Lock(l conn.LockMetric) {
-	b[0].Lock(l)
-	b[1].Lock(l)
-}
-
-func (b both) Leader(l conn.LeaderMetric) {
-	b[0].Leader(l)
-	b[1].Leader(l)
-}
-
-func (b both) Watches(delta int) {
-	b[0].Watches(delta)
-	b[1].Watches(delta)
+// both returns hooks that report to a and then b: a session takes one
+// Hooks. Both adapters set every hook.
+func both(a, b metrics.Hooks) metrics.Hooks {
+	return metrics.Hooks{
+		State:   func(t metrics.Transition) { a.State(t); b.State(t) },
+		Request: func(r metrics.Request) { a.Request(r); b.Request(r) },
+		Lock:    func(l metrics.Lock) { a.Lock(l); b.Lock(l) },
+		Leader:  func(l metrics.Leader) { a.Leader(l); b.Leader(l) },
+		Watches: func(delta int) { a.Watches(delta); b.Watches(delta) },
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -65,7 +66,7 @@ func run(ctx context.Context, cfg config, servers []string, out io.Writer) (err 
 	defer func() { err = errors.Join(err, exp.close()) }()
 	sessions := make([]*conn.Session, workers)
 	for i := range sessions {
-		if sessions[i], err = conn.Connect(ctx, servers, conn.WithSessionTimeout(sessionTimeout), conn.WithMetrics(exp.metrics)); err != nil {
+		if sessions[i], err = conn.Connect(ctx, servers, conn.WithSessionTimeout(sessionTimeout), conn.WithMetrics(exp.hooks)); err != nil {
 			return err
 		}
 		defer sessions[i].Close()
@@ -215,7 +216,7 @@ func (w *worker) sellOne(ctx context.Context) (soldOut bool, err error) {
 	if f.Pass > 0 {
 		w.t.handoffs.Add(1)
 	}
-	left, err := w.sh.left(ctx, lease.Epoch())
+	left, err := w.sh.left(ctx, w.sess)
 	if err != nil || left <= 0 {
 		return left <= 0, err
 	}
@@ -264,16 +265,13 @@ type shop struct {
 
 // open creates the stock node holding stock and the empty orders node.
 func (sh shop) open(ctx context.Context, s *conn.Session) error {
-	ep, err := s.Epoch(ctx)
-	if err != nil {
+	if err := demo.CreateParents(ctx, s, sh.stock); err != nil {
 		return err
 	}
-	if err := ep.CreateParents(ctx, sh.stock); err != nil {
+	if _, err := s.Create(ctx, sh.stock, []byte(strconv.Itoa(stock)), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		return err
 	}
-	_, err = ep.Multi(ctx,
-		&zk.CreateRequest{Path: sh.stock, Data: []byte(strconv.Itoa(stock)), Acl: zk.WorldACL(zk.PermAll)},
-		&zk.CreateRequest{Path: sh.orders, Acl: zk.WorldACL(zk.PermAll)})
+	_, err := s.Create(ctx, sh.orders, nil, 0, zk.WorldACL(zk.PermAll))
 	return err
 }
 
@@ -282,26 +280,25 @@ func (sh shop) open(ctx context.Context, s *conn.Session) error {
 func (sh shop) close(s *conn.Session) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
+	names, _, err := s.Children(ctx, sh.orders)
 	if err != nil {
 		return err
 	}
-	names, _, err := ep.Children(ctx, sh.orders)
-	if err != nil {
-		return err
-	}
-	ops := make([]any, 0, len(names)+2)
+	paths := make([]string, 0, len(names)+2)
 	for _, n := range names {
-		ops = append(ops, &zk.DeleteRequest{Path: sh.orders + "/" + n, Version: -1})
+		paths = append(paths, sh.orders+"/"+n)
 	}
-	ops = append(ops, &zk.DeleteRequest{Path: sh.orders, Version: -1}, &zk.DeleteRequest{Path: sh.stock, Version: -1})
-	_, err = ep.Multi(ctx, ops...)
-	return err
+	for _, p := range append(paths, sh.orders, sh.stock) {
+		if err := s.Delete(ctx, p, -1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // left reads the stock.
-func (sh shop) left(ctx context.Context, ep *conn.Epoch) (int, error) {
-	data, _, err := ep.Get(ctx, sh.stock)
+func (sh shop) left(ctx context.Context, s *conn.Session) (int, error) {
+	data, _, err := s.Get(ctx, sh.stock)
 	if err != nil {
 		return 0, err
 	}
@@ -321,20 +318,16 @@ func (sh shop) sale(left int, worker string, n int) []any {
 // audit counts the orders, each item at most once, and reads what is
 // left.
 func (sh shop) audit(ctx context.Context, s *conn.Session) (sold, left int, err error) {
-	ep, err := s.Epoch(ctx)
-	if err != nil {
+	if left, err = sh.left(ctx, s); err != nil {
 		return 0, 0, err
 	}
-	if left, err = sh.left(ctx, ep); err != nil {
-		return 0, 0, err
-	}
-	names, _, err := ep.Children(ctx, sh.orders)
+	names, _, err := s.Children(ctx, sh.orders)
 	if err != nil {
 		return 0, 0, err
 	}
 	items := map[string]bool{}
 	for _, n := range names {
-		data, _, err := ep.Get(ctx, sh.orders+"/"+n)
+		data, _, err := s.Get(ctx, sh.orders+"/"+n)
 		if err != nil {
 			return 0, 0, err
 		}

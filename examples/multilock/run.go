@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -177,7 +178,7 @@ func transferMany(ctx context.Context, b bank, tellers [2]*conn.Session, auditor
 		go func() {
 			defer wg.Done()
 			for range transfers {
-				if errs[t] = transfer(ctx, b, m, p.from, p.to, p.amount); errs[t] != nil {
+				if errs[t] = transfer(ctx, tellers[t], b, m, p.from, p.to, p.amount); errs[t] != nil {
 					return
 				}
 			}
@@ -202,20 +203,20 @@ func transferMany(ctx context.Context, b bank, tellers [2]*conn.Session, auditor
 	return nil
 }
 
-// transfer moves amount from one account to the other under m, writing
-// both balances in one transaction that checks both lock nodes.
-func transfer(ctx context.Context, b bank, m *multilock.MultiLock, from, to string, amount int) (err error) {
+// transfer moves amount from one account to the other under m, a lock of
+// session s, writing both balances in one transaction that checks both lock
+// nodes.
+func transfer(ctx context.Context, s *conn.Session, b bank, m *multilock.MultiLock, from, to string, amount int) (err error) {
 	leases, err := m.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, m.Release(context.WithoutCancel(ctx))) }()
-	ep := leases[0].Epoch()
-	src, err := balance(ctx, ep, b.account(from))
+	src, err := balance(ctx, s, b.account(from))
 	if err != nil {
 		return err
 	}
-	dst, err := balance(ctx, ep, b.account(to))
+	dst, err := balance(ctx, s, b.account(to))
 	if err != nil {
 		return err
 	}
@@ -226,12 +227,15 @@ func transfer(ctx context.Context, b bank, m *multilock.MultiLock, from, to stri
 }
 
 // guardedWrite commits ops only while every lease is held: the first
-// lease's guarded write, with every other lease's check (Lease.CheckOp) in
-// front.
+// lease's guarded write, with a check that every other lease's lock node
+// (a mutex lease stands on its own node, Path) still exists in front.
 func guardedWrite(ctx context.Context, leases []*conn.Lease, ops ...any) ([]zk.MultiResponse, error) {
 	checks := make([]any, 0, len(leases)-1+len(ops))
 	for _, l := range leases[1:] {
-		checks = append(checks, l.CheckOp())
+		if err := l.Err(); err != nil {
+			return nil, err
+		}
+		checks = append(checks, &zk.CheckVersionRequest{Path: l.Path(), Version: -1})
 	}
 	return leases[0].GuardedWrite(ctx, append(checks, ops...)...)
 }
@@ -371,15 +375,11 @@ func names(b bank, paths []string) string {
 
 // open creates both accounts with the opening balance.
 func (b bank) open(ctx context.Context, s *conn.Session) error {
-	ep, err := s.Epoch(ctx)
-	if err != nil {
-		return err
-	}
-	if err := ep.CreateParents(ctx, b.account("A")); err != nil {
+	if err := demo.CreateParents(ctx, s, b.account("A")); err != nil {
 		return err
 	}
 	for _, n := range []string{"A", "B"} {
-		if _, err := ep.Create(ctx, b.account(n), []byte(strconv.Itoa(opening)), 0, s.ACL()); err != nil {
+		if _, err := s.Create(ctx, b.account(n), []byte(strconv.Itoa(opening)), 0, zk.WorldACL(zk.PermAll)); err != nil {
 			return err
 		}
 	}
@@ -391,28 +391,19 @@ func (b bank) open(ctx context.Context, s *conn.Session) error {
 func (b bank) close(s *conn.Session) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = ep.Multi(ctx, &zk.DeleteRequest{Path: b.account("A"), Version: -1}, &zk.DeleteRequest{Path: b.account("B"), Version: -1})
-	return err
+	return errors.Join(s.Delete(ctx, b.account("A"), -1), s.Delete(ctx, b.account("B"), -1))
 }
 
 func (b bank) balances(ctx context.Context, s *conn.Session) (a, bb int, err error) {
-	ep, err := s.Epoch(ctx)
-	if err != nil {
+	if a, err = balance(ctx, s, b.account("A")); err != nil {
 		return 0, 0, err
 	}
-	if a, err = balance(ctx, ep, b.account("A")); err != nil {
-		return 0, 0, err
-	}
-	bb, err = balance(ctx, ep, b.account("B"))
+	bb, err = balance(ctx, s, b.account("B"))
 	return a, bb, err
 }
 
-func balance(ctx context.Context, ep *conn.Epoch, path string) (int, error) {
-	data, _, err := ep.Get(ctx, path)
+func balance(ctx context.Context, s *conn.Session, path string) (int, error) {
+	data, _, err := s.Get(ctx, path)
 	if err != nil {
 		return 0, err
 	}

@@ -243,14 +243,10 @@ func lose(ctx context.Context, servers []string, ws []*worker, records string, o
 
 // createDir creates the node at path (and its parents, as containers).
 func createDir(ctx context.Context, s *conn.Session, path string) error {
-	ep, err := s.Epoch(ctx)
-	if err != nil {
+	if err := demo.CreateParents(ctx, s, path); err != nil {
 		return err
 	}
-	if err := ep.CreateParents(ctx, path); err != nil {
-		return err
-	}
-	_, err = ep.Create(ctx, path, nil, 0, s.ACL())
+	_, err := s.Create(ctx, path, nil, 0, zk.WorldACL(zk.PermAll))
 	return err
 }
 
@@ -262,24 +258,16 @@ func deleteDir(s *conn.Session, path string) error {
 	if err != nil {
 		return err
 	}
-	ops := make([]any, 0, len(names)+1)
 	for _, n := range names {
-		ops = append(ops, &zk.DeleteRequest{Path: path + "/" + n, Version: -1})
+		if err := s.Delete(ctx, path+"/"+n, -1); err != nil {
+			return err
+		}
 	}
-	ep, err := s.Epoch(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = ep.Multi(ctx, append(ops, &zk.DeleteRequest{Path: path, Version: -1})...)
-	return err
+	return s.Delete(ctx, path, -1)
 }
 
 func children(ctx context.Context, s *conn.Session, path string) ([]string, error) {
-	ep, err := s.Epoch(ctx)
-	if err != nil {
-		return nil, err
-	}
-	names, _, err := ep.Children(ctx, path)
+	names, _, err := s.Children(ctx, path)
 	return names, err
 }
 

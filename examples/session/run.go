@@ -29,9 +29,9 @@ func run(ctx context.Context, servers []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "epoch 1: session 0x%x, timeout %v\n", ep.SessionID(), ep.Timeout())
+	fmt.Fprintf(out, "epoch 1: session 0x%x\n", ep.SessionID())
 	node := fmt.Sprintf("/zkrecipes-examples-session-%x-hello", time.Now().UnixNano())
-	if _, err := ep.Create(ctx, node, []byte("hi"), zk.FlagEphemeral, sess.ACL()); err != nil {
+	if _, err := sess.Create(ctx, node, []byte("hi"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "created ephemeral %s\n", node)
@@ -57,7 +57,7 @@ func run(ctx context.Context, servers []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ok, _, err := ep2.Exists(ctx, node)
+	ok, _, err := sess.Exists(ctx, node)
 	if err != nil {
 		return err
 	}
@@ -65,6 +65,5 @@ func run(ctx context.Context, servers []string, out io.Writer) error {
 	if ok {
 		return fmt.Errorf("the ephemeral node outlived its session")
 	}
-	fmt.Fprintf(out, "requests so far: %v\n", sess.Stats().Requests)
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // ErrNotHolder: Release was given a lease that is not the cohort's current
@@ -36,7 +37,7 @@ type Bound struct {
 
 // Remote is the lock a cohort shares: the recipe's own acquire and release
 // of one ZooKeeper contender. Its Acquire and TryAcquire report no wait to
-// the session's Metrics: the Contender that calls them does.
+// the session's Lock hook: the Contender that calls them does.
 type Remote struct {
 	Acquire    func(ctx context.Context) (*conn.Lease, error)
 	TryAcquire func(ctx context.Context) (*conn.Lease, bool, error)
@@ -68,7 +69,7 @@ type Handle struct {
 // at least 1.
 func New(sess *conn.Session, key Key, remote Remote) (*Handle, error) {
 	if b := key.Bound; b.MaxPasses < 1 || b.Budget < 0 {
-		return nil, fmt.Errorf("%w: WithLocalHandoff(%d, %v): at least one pass and a budget of 0 (none) or more", conn.ErrInvalidOption, b.MaxPasses, b.Budget)
+		return nil, fmt.Errorf("WithLocalHandoff(%d, %v): at least one pass and a budget of 0 (none) or more: %w", b.MaxPasses, b.Budget, conn.ErrInvalidArgument)
 	}
 	return &Handle{sess: sess, key: key, remote: remote}, nil
 }
@@ -303,9 +304,7 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 		c.holder = connlink.Of(c.node).Local(int64(c.passes))
 		w.ch <- wake{lease: c.holder}
 		c.mu.Unlock()
-		if m := queue.Metrics(h.sess); m != nil {
-			m.Lock(conn.LockMetric{Event: conn.LockHandoff, Recipe: recipeOf(h.key.Kind), Path: h.key.Path})
-		}
+		queue.ReportLock(h.sess, metrics.Lock{Event: metrics.LockHandoff, Recipe: recipeOf(h.key.Kind), Path: h.key.Path})
 		return nil
 	}
 	c.st = releasing

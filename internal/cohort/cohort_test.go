@@ -141,14 +141,14 @@ func TestNoHandoffOfDeletedNode(t *testing.T) {
 		a1, err := h.Acquire(ctx)
 		require.NoError(t, err)
 		a2 := acquireAsync(ctx, t, h)
-		require.NoError(t, testzk.Epoch(t, bystander).Delete(ctx, a1.Path(), -1))
+		require.NoError(t, bystander.Delete(ctx, a1.Path(), -1))
 		b, err := rb.Acquire(ctx)
 		require.NoError(t, err, "the other session is not granted once the holder's node is gone")
 
 		// The session is told of the deletion (a request behind it is
 		// answered after the event); the grant then says so, within the
 		// event's delivery: nobody called its Lost or Revoked.
-		_, _, err = testzk.Epoch(t, sa).Exists(ctx, a1.Path())
+		_, _, err = sa.Exists(ctx, a1.Path())
 		require.NoError(t, err)
 		for deadline := time.Now().Add(5 * time.Second); a1.Err() == nil && time.Now().Before(deadline); {
 			time.Sleep(10 * time.Millisecond)

@@ -16,7 +16,7 @@ type Contender struct {
 	co     *Handle // nil without local handoff
 	remote Remote
 	sess   *conn.Session
-	recipe string // kind up to its first "/", for Metrics
+	recipe string // kind up to its first "/", for the Lock hook
 	path   string
 }
 
@@ -44,7 +44,7 @@ func recipeOf(kind string) string {
 }
 
 // Acquire returns a grant (Handle.Acquire, or Remote.Acquire). It reports
-// the whole wait, a local one included, once to the session's Metrics:
+// the whole wait, a local one included, once to the session's Lock hook:
 // the remote's calls report none (queue.Config.Unmetered).
 func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
 	done := queue.Meter(c.sess, c.recipe, c.path)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -65,7 +66,7 @@ func (s *suite) testHolderExpired(t *testing.T) {
 	_, err = hl.GuardedWrite(ctx, &zk.SetDataRequest{Path: mon.guard, Data: []byte("stale"), Version: -1})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost, "the old holder's guarded write is refused")
 	if oep, err := observer.Epoch(ctx); assert.NoError(t, err) {
-		b, _, err := oep.Get(ctx, mon.guard)
+		b, _, err := connlink.Of(oep).Get(ctx, mon.guard)
 		assert.NoError(t, err)
 		assert.NotEqual(t, "stale", string(b), "and not applied")
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -59,8 +61,8 @@ func (s *suite) testParentReaped(t *testing.T) {
 	l := mustAcquire(t, lk, 10*time.Second)
 	ctx := Ctx(t, 10*time.Second)
 	ep := l.Epoch()
-	for p := conn.ParentPath(l.Path()); len(p) >= len(conn.ParentPath(path)); p = conn.ParentPath(p) {
-		ok, st, err := ep.Exists(ctx, p)
+	for p := zkpath.Parent(l.Path()); len(p) >= len(zkpath.Parent(path)); p = zkpath.Parent(p) {
+		ok, st, err := connlink.Of(ep).Exists(ctx, p)
 		if assert.NoError(t, err) && assert.True(t, ok, "%s exists", p) {
 			assert.Zero(t, st.EphemeralOwner, "%s is a plain persistent node", p)
 		}

@@ -24,8 +24,8 @@ const (
 	GhostBound = 4 * time.Second
 )
 
-// testGhost: with a bounded retry policy (conn.RetryPolicy{MaxAttempts:
-// 1}: every request fails at its first connection loss) the create is
+// testGhost: with a bounded retry policy (conn.WithRetry's maxAttempts
+// 1: every request fails at its first connection loss) the create is
 // applied but its answer lost, and the connection goes dark again right
 // after each search for the node by its unique id (the next operation on
 // the lock's path; not the first request of a new connection, which may be
@@ -37,8 +37,8 @@ const (
 // The session lives throughout (its expiry would remove the node and
 // prove nothing).
 func (s *suite) testGhost(t *testing.T) {
-	bounded := conn.RetryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second, MaxAttempts: 1}
-	f := s.partitioned(t, "ghost", s.cfg.sessionTimeout, conn.WithRetryPolicy(bounded))
+	bounded := conn.WithRetry(20*time.Millisecond, time.Second, 1)
+	f := s.partitioned(t, "ghost", s.cfg.sessionTimeout, bounded)
 
 	f.proxy.BlackholeAfterWrites(s.cfg.lostWrite)
 	res := acquireAsync(Ctx(t, time.Minute), f.lk)

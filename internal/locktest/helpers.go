@@ -13,6 +13,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -100,7 +102,7 @@ func Ephemerals(ctx context.Context, s *conn.Session, path string) (map[string]i
 	out := make(map[string]int64)
 	var walk func(p string) error
 	walk = func(p string) error {
-		ok, st, err := ep.Exists(ctx, p)
+		ok, st, err := connlink.Of(ep).Exists(ctx, p)
 		if err != nil || !ok {
 			return err
 		}
@@ -110,7 +112,7 @@ func Ephemerals(ctx context.Context, s *conn.Session, path string) (map[string]i
 		if st.NumChildren == 0 {
 			return nil
 		}
-		kids, _, err := ep.Children(ctx, p)
+		kids, _, err := connlink.Of(ep).Children(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -118,7 +120,7 @@ func Ephemerals(ctx context.Context, s *conn.Session, path string) (map[string]i
 			return err
 		}
 		for _, k := range kids {
-			if err := walk(conn.JoinPath(p, k)); err != nil {
+			if err := walk(zkpath.Join(p, k)); err != nil {
 				return err
 			}
 		}
@@ -146,7 +148,7 @@ func Exists(t testing.TB, s *conn.Session, node string) bool {
 	ep, err := s.Epoch(ctx)
 	if err == nil {
 		var ok bool
-		ok, _, err = ep.Exists(ctx, node)
+		ok, _, err = connlink.Of(ep).Exists(ctx, node)
 		if err == nil {
 			return ok
 		}
@@ -169,7 +171,7 @@ func ephemeralsOrFail(t testing.TB, s *conn.Session, path string) map[string]int
 
 // watchesSet is how many watches (GetW, ExistsW) the server has
 // confirmed to s: counted on the answer, so the watch is in place.
-func watchesSet(s *conn.Session) int64 { return s.Stats().WatchesSet }
+func watchesSet(s *conn.Session) int64 { return connlink.Of(s).Stats().WatchesSet }
 
 // WaitQueued waits until the server has confirmed more watches to session
 // s than the before it had (see watchesSet): the sign that a contender
@@ -297,7 +299,7 @@ func (quiet) Printf(string, ...any) {}
 // batches of 200 deletes per transaction; a path that is not there is no
 // error.
 func DeleteTree(ctx context.Context, ep *conn.Epoch, path string) error {
-	kids, _, err := ep.Children(ctx, path)
+	kids, _, err := connlink.Of(ep).Children(ctx, path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -309,13 +311,13 @@ func DeleteTree(ctx context.Context, ep *conn.Epoch, path string) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		_, err := ep.Multi(ctx, batch...)
+		_, err := connlink.Of(ep).Multi(ctx, batch...)
 		batch = batch[:0]
 		return err
 	}
 	for _, k := range kids {
-		p := conn.JoinPath(path, k)
-		ok, st, err := ep.Exists(ctx, p)
+		p := zkpath.Join(path, k)
+		ok, st, err := connlink.Of(ep).Exists(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -335,7 +337,7 @@ func DeleteTree(ctx context.Context, ep *conn.Epoch, path string) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	if err := ep.Delete(ctx, path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := connlink.Of(ep).Delete(ctx, path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	return nil

@@ -14,18 +14,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // HerdFigures is what draining a queue of waiters cost, counted on the
-// clients over every contender's session (conn.Session.Stats), divided by
+// clients over every contender's session (connlink.Session.Stats), divided by
 // the number of acquires.
 type HerdFigures struct {
 	Waiters  int
 	Hold     time.Duration
 	Acquires int
 	Elapsed  time.Duration
-	// Requests per acquire, by operation (conn.Op* names); only the
+	// Requests per acquire, by operation (metrics.Op* names); only the
 	// operations that were used.
 	Requests map[string]float64
 	// TotalRequests per acquire.
@@ -165,10 +166,10 @@ func serverPackets(c *zktest.Cluster) (in, out int64, err error) {
 }
 
 // sumStats adds up the Stats of every session.
-func sumStats(sessions []*conn.Session) conn.Stats {
-	sum := conn.Stats{Requests: map[string]int64{}}
+func sumStats(sessions []*conn.Session) connlink.Stats {
+	sum := connlink.Stats{Requests: map[string]int64{}}
 	for _, s := range sessions {
-		st := s.Stats()
+		st := connlink.Of(s).Stats()
 		sum.WatchEvents += st.WatchEvents
 		for op, v := range st.Requests {
 			sum.Requests[op] += v

@@ -9,13 +9,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// testLabel: an acquire whose ctx carries a label over lock.MaxLabel
-// bytes (or not printable text) fails with lock.ErrInvalidLabel, naming
-// the bound, and creates nothing; one with a valid label writes it into
+// maxLabel is the bound lock.WithLabel documents, in bytes.
+const maxLabel = 256
+
+// testLabel: an acquire whose ctx carries a label over maxLabel bytes (or
+// not printable text) fails with conn.ErrInvalidArgument, saying what is
+// wrong with it (the bound, for a long one), and creates nothing; one with a valid label writes it into
 // the node it holds. A lock WithoutLabel (a leader's) neither writes nor
 // checks one.
 func (s *suite) testLabel(t *testing.T) {
@@ -32,28 +37,31 @@ func (s *suite) testLabel(t *testing.T) {
 		return
 	}
 
-	for _, bad := range []string{strings.Repeat("x", lock.MaxLabel+1), "job\n7", "\xff"} {
+	for bad, says := range map[string]string{
+		strings.Repeat("x", maxLabel+1): "label is 257 bytes, at most 256",
+		"job\n7":                        "holds control characters",
+		"\xff":                          "label is not valid UTF-8",
+	} {
 		l, err := lk.Acquire(lock.WithLabel(ctx, bad))
-		require.ErrorIs(t, err, lock.ErrInvalidLabel)
+		require.ErrorIs(t, err, conn.ErrInvalidArgument)
 		assert.Nil(t, l)
-		if len(bad) > lock.MaxLabel {
-			assert.Contains(t, err.Error(), "over the bound of 256", "the error names the bound")
-		}
+		assert.ErrorContains(t, err, says, "the error says what is wrong with the label")
 		if !s.cfg.noTry {
 			l, ok, err := lk.TryAcquire(lock.WithLabel(ctx, bad))
-			assert.ErrorIs(t, err, lock.ErrInvalidLabel)
+			assert.ErrorIs(t, err, conn.ErrInvalidArgument)
+			assert.ErrorContains(t, err, says)
 			assert.False(t, ok)
 			assert.Nil(t, l)
 		}
 	}
 	assert.Empty(t, ephemeralsOrFail(t, sess, path), "nothing created for a refused label")
 
-	label := strings.Repeat("é", lock.MaxLabel/2) // the bound is in bytes: 256
+	label := strings.Repeat("é", maxLabel/2) // the bound is in bytes: 256
 	l, err := lk.Acquire(lock.WithLabel(ctx, label))
 	require.NoError(t, err)
 	ep, err := sess.Epoch(ctx)
 	require.NoError(t, err)
-	data, _, err := ep.Get(ctx, l.Path())
+	data, _, err := connlink.Of(ep).Get(ctx, l.Path())
 	require.NoError(t, err)
 	d, ok := queue.DecodeData(data)
 	require.True(t, ok, "node data %q", data)

@@ -8,8 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // testLostCreateAnswer: the answer to our create is lost with the
@@ -20,13 +21,13 @@ func (s *suite) testLostCreateAnswer(t *testing.T) {
 	f := s.proxied(t, "lost-create")
 	warm(t, f.lk)
 
-	before := f.sess.Stats()
+	before := connlink.Of(f.sess).Stats()
 	f.proxy.CutAfterNextWrite()
 	l := mustAcquire(t, f.lk, 30*time.Second)
-	d := f.sess.Stats().Sub(before)
-	assert.Positive(t, d.Requests[conn.OpSync], "the create's answer was lost and the node looked for")
+	d := connlink.Of(f.sess).Stats().Sub(before)
+	assert.Positive(t, d.Requests[metrics.OpSync], "the create's answer was lost and the node looked for")
 	if s.cfg.findByData {
-		assert.Positive(t, d.Requests[conn.OpGet], "found by the id in its data")
+		assert.Positive(t, d.Requests[metrics.OpGet], "found by the id in its data")
 	}
 	assert.Equal(t, onlyNode(l), ephemeralsOrFail(t, f.direct, f.path), "one node, the lease's: no orphan")
 	mustRelease(t, f.lk, 10*time.Second)
@@ -43,11 +44,11 @@ func (s *suite) testLostCreateWhileQueued(t *testing.T) {
 	mustAcquire(t, holder, 10*time.Second)
 	held := ephemeralsOrFail(t, f.direct, f.path)
 
-	before := f.sess.Stats()
+	before := connlink.Of(f.sess).Stats()
 	f.proxy.CutAfterNextWrite()
 	res := acquireAsync(ctx, f.lk)
 	require.True(t, WaitQueued(t, f.sess, before.WatchesSet, 20*time.Second))
-	assert.Positive(t, f.sess.Stats().Sub(before).Requests[conn.OpSync], "the create's answer was lost and the node looked for")
+	assert.Positive(t, connlink.Of(f.sess).Stats().Sub(before).Requests[metrics.OpSync], "the create's answer was lost and the node looked for")
 	select {
 	case r := <-res:
 		t.Fatalf("acquired while the other holds: %+v", r)
@@ -79,9 +80,9 @@ func (s *suite) testCutAfterCreate(t *testing.T) {
 	warm(t, f.lk)
 
 	f.proxy.SetLatency(50 * time.Millisecond)
-	creates := f.sess.Stats().Requests[conn.OpCreate]
+	creates := connlink.Of(f.sess).Stats().Requests[metrics.OpCreate]
 	res := acquireAsync(Ctx(t, time.Minute), f.lk)
-	WaitFor(t, 10*time.Second, "the create sent", func() bool { return f.sess.Stats().Requests[conn.OpCreate] > creates })
+	WaitFor(t, 10*time.Second, "the create sent", func() bool { return connlink.Of(f.sess).Stats().Requests[metrics.OpCreate] > creates })
 	f.proxy.CutAfterNextWrite()
 	r, ok := await(t, res, 30*time.Second, "acquire across the cut")
 	f.proxy.SetLatency(0)

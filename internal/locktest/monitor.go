@@ -12,6 +12,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Interval is one hold of the lock by one contender: from the moment
@@ -62,13 +64,13 @@ func newMonitor(ctx context.Context, s *conn.Session, path string) (*monitor, er
 		return nil, err
 	}
 	parent := path + "-guard"
-	if err := ep.CreateParents(ctx, parent); err != nil {
+	if err := connlink.Of(ep).CreateParents(ctx, parent); err != nil {
 		return nil, err
 	}
-	if _, err := ep.Create(ctx, parent, nil, 0, s.ACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	if _, err := connlink.Of(ep).Create(ctx, parent, nil, 0, connlink.Of(s).ACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return nil, err
 	}
-	return &monitor{guard: conn.JoinPath(parent, "holder")}, nil
+	return &monitor{guard: zkpath.Join(parent, "holder")}, nil
 }
 
 func (m *monitor) violate(format string, args ...any) {
@@ -87,11 +89,11 @@ func (m *monitor) enter(ctx context.Context, who int, lease *conn.Lease) (time.T
 		m.violate("contender %d entered while %d others were inside (in-process counter)", who, n-1)
 	}
 	ep := lease.Epoch()
-	_, err := ep.Create(ctx, m.guard, []byte(fmt.Sprint(who)), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err := connlink.Of(ep).Create(ctx, m.guard, []byte(fmt.Sprint(who)), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	if errors.Is(err, zk.ErrNodeExists) {
 		// A create retried after a lost answer finds its own node: ask the
 		// server whose it is.
-		data, st, gerr := ep.Get(ctx, m.guard)
+		data, st, gerr := connlink.Of(ep).Get(ctx, m.guard)
 		switch {
 		case gerr != nil:
 			err = gerr
@@ -116,7 +118,7 @@ func (m *monitor) exit(ctx context.Context, who int, lease *conn.Lease, start ti
 	m.mu.Unlock()
 	ep := lease.Epoch()
 	for {
-		_, st, err := ep.Get(ctx, m.guard)
+		_, st, err := connlink.Of(ep).Get(ctx, m.guard)
 		switch {
 		case errors.Is(err, zk.ErrNoNode) || ep.Err() != nil:
 			return nil // gone with our session
@@ -127,7 +129,7 @@ func (m *monitor) exit(ctx context.Context, who int, lease *conn.Lease, start ti
 		}
 		// One delete, never retried blindly: the guard path is shared, and a
 		// retry after a lost answer could remove the next holder's guard.
-		_, err = ep.Multi(ctx, &zk.DeleteRequest{Path: m.guard, Version: st.Version})
+		_, err = connlink.Of(ep).Multi(ctx, &zk.DeleteRequest{Path: m.guard, Version: st.Version})
 		switch {
 		case err == nil || errors.Is(err, zk.ErrNoNode) || ep.Err() != nil:
 			return nil

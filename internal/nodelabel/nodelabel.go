@@ -5,6 +5,9 @@ package nodelabel
 
 import "context"
 
+// Max is the longest label a node may carry, in bytes (lock.WithLabel).
+const Max = 256
+
 type key struct{}
 
 // With returns a copy of ctx carrying label.

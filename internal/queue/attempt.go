@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
@@ -228,15 +229,15 @@ func (a *attempt) missing() error {
 // on any other node it means "look again". See docs/design.md, "The
 // handover mark".
 func (a *attempt) await(ctx context.Context, watch string) error {
-	p := conn.JoinPath(a.q.path, watch)
+	p := zkpath.Join(a.q.path, watch)
 	a.from = nil
 	seal := readSeal(ctx, a.ep, p)
 	defer seal.end()
 	if a.stale && a.own == nil {
-		a.own = readOwn(ctx, a.ep, conn.JoinPath(a.q.path, a.node))
+		a.own = readOwn(ctx, a.ep, zkpath.Join(a.q.path, a.node))
 	}
 	for {
-		data, st, ch, err := a.ep.GetW(ctx, p)
+		data, st, ch, err := connlink.Of(a.ep).GetW(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return a.gone(ctx, watch, false)
 		}
@@ -359,7 +360,7 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	if a.ep.Err() != nil {
 		return Grant{}, errRestart
 	}
-	p := conn.JoinPath(a.q.path, a.node)
+	p := zkpath.Join(a.q.path, a.node)
 	a.q.log.Debug("acquired", zap.String("node", a.node))
 	// a.czxid: our node's, if confirm read it (the lease need not), else 0
 	g := Grant{Lease: connlink.Of(a.ep).NewLease(p, a.czxid)}

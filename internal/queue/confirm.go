@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
@@ -16,7 +18,7 @@ import (
 // it gives the lease its czxid.
 func (a *attempt) confirm(ctx context.Context) error {
 	if a.own == nil {
-		a.own = readOwn(ctx, a.ep, conn.JoinPath(a.q.path, a.node))
+		a.own = readOwn(ctx, a.ep, zkpath.Join(a.q.path, a.node))
 	}
 	r := a.own.wait()
 	a.own = nil
@@ -52,7 +54,7 @@ func readOwn(ctx context.Context, ep *conn.Epoch, p string) *ownRead {
 	ctx, stop := context.WithCancel(ctx)
 	r := &ownRead{res: make(chan ownStat, 1), stop: stop}
 	go func() {
-		found, st, err := ep.Exists(ctx, p)
+		found, st, err := connlink.Of(ep).Exists(ctx, p)
 		r.res <- ownStat{found: found, st: st, err: err}
 	}()
 	return r

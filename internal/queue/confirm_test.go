@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -50,7 +51,7 @@ func TestNoGrantInAnExpiredSession(t *testing.T) {
 			got <- l
 		}()
 		watching(t, s, watches)
-		_, _, ch, err := ep.GetW(ctx, hl.Path())
+		_, _, ch, err := connlink.Of(ep).GetW(ctx, hl.Path())
 		require.NoError(t, err)
 
 		require.NoError(t, zktest.ExpireEpoch(ctx, srv[1], ep))

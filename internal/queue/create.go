@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
@@ -49,7 +51,7 @@ func (a *attempt) create(ctx context.Context) error {
 // creating again, so we never queue behind our own ghost.
 func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string) (created, error) {
 	prefix := q.cfg.Schema.Prefix(id)
-	p := conn.JoinPath(q.path, prefix)
+	p := zkpath.Join(q.path, prefix)
 	data := q.cfg.Data
 	if data == nil {
 		label, err := Label(ctx) // checked by AcquireGrant
@@ -64,16 +66,16 @@ func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string)
 		if err := ctx.Err(); err != nil {
 			return c, CtxErr(ctx)
 		}
-		name, err := ep.Create(ectx, p, data, zk.FlagEphemeral|zk.FlagSequence, q.NodeACL())
+		name, err := connlink.Of(ep).Create(ectx, p, data, zk.FlagEphemeral|zk.FlagSequence, q.NodeACL())
 		switch {
 		case err == nil:
-			c.node = conn.BaseName(name)
+			c.node = zkpath.Base(name)
 			return c, nil
 		case errors.Is(err, zk.ErrNoNode) && !parentsMade:
 			// The lock path (or a parent) does not exist, or its container
 			// was reaped: make the parents and try once more.
 			parentsMade = true
-			if err := ep.CreateParents(ectx, p); err != nil {
+			if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
 				return c, err
 			}
 		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil:
@@ -116,7 +118,7 @@ func (q *Queue) deleteLost(ctx context.Context, ep *conn.Epoch, id string) error
 		return err
 	}
 	q.log.Info("deleting the node of a create whose answer was lost", zap.String("node", node))
-	if err := ep.Delete(ctx, conn.JoinPath(q.path, node), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := connlink.Of(ep).Delete(ctx, zkpath.Join(q.path, node), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	return nil
@@ -135,10 +137,10 @@ func Unresolved(ep *conn.Epoch, log *zap.Logger, err error, resolve func(context
 // the schema's prefix for id, or the id in the data), after a sync so that
 // it sees every write of our session: "" if there is none or no path.
 func (q *Queue) Find(ctx context.Context, ep *conn.Epoch, id string) (string, error) {
-	if err := ep.Sync(ctx, q.path); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := connlink.Of(ep).Sync(ctx, q.path); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return "", err
 	}
-	names, _, err := ep.Children(ctx, q.path)
+	names, _, err := connlink.Of(ep).Children(ctx, q.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", nil
 	}
@@ -170,7 +172,7 @@ func (q *Queue) ours(ctx context.Context, ep *conn.Epoch, id, prefix, name strin
 	if strings.Contains(prefix, id) {
 		return true, nil
 	}
-	b, _, err := ep.Get(ctx, conn.JoinPath(q.path, name))
+	b, _, err := connlink.Of(ep).Get(ctx, zkpath.Join(q.path, name))
 	if errors.Is(err, zk.ErrNoNode) {
 		return false, nil
 	}
@@ -204,7 +206,7 @@ func (a *attempt) dropGhosts(ctx context.Context) error {
 			continue
 		}
 		a.q.log.Warn("deleting a ghost of our own node", zap.String("node", c.Name))
-		if err := a.ep.Delete(ctx, conn.JoinPath(a.q.path, c.Name), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := connlink.Of(a.ep).Delete(ctx, zkpath.Join(a.q.path, c.Name), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 		a.cs = remove(a.cs, c.Name)

@@ -73,7 +73,7 @@ func TestConfigData(t *testing.T) {
 	ctx := ctxTimeout(t, 30*time.Second)
 	l, err := q.Acquire(ctx)
 	require.NoError(t, err)
-	b, _, err := epoch(t, s).Get(ctx, l.Path())
+	b, _, err := s.Get(ctx, l.Path())
 	require.NoError(t, err)
 	assert.Equal(t, "participant-1", string(b))
 	require.NoError(t, q.Release(ctx, l))

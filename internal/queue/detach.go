@@ -41,7 +41,7 @@ func GraceContext(ctx context.Context, limit time.Duration) (context.Context, co
 // deleting our own nodes after ctx ended, or while giving up for another
 // reason (the epoch bounds every operation as well).
 func CleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, context.CancelFunc) {
-	return GraceContext(ctx, ep.Timeout())
+	return GraceContext(ctx, connlink.Of(ep).Timeout())
 }
 
 // Settle runs f, which removes what an acquire leaves behind, on a
@@ -56,7 +56,7 @@ func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context
 			log.Warn("removing what an abandoned acquire left failed", zap.Error(err))
 		}
 	}()
-	gctx, cancel := GraceContext(ctx, ep.Timeout())
+	gctx, cancel := GraceContext(ctx, connlink.Of(ep).Timeout())
 	defer cancel()
 	select {
 	case <-done:

@@ -180,7 +180,7 @@
 // (Lost).
 //
 // Config.Revocable makes a queue's nodes revocable instead: they carry the
-// session's ACL as it is, so that Curator's Revoker, or Revoke, can write
+// session's ACL as it is, so that Curator's Revoker, or lock.Revoke, can write
 // "__REVOKE__" into them, and the holder learns it from its lease
 // (conn.Lease.Revoked) without losing the lock. Its release is then a
 // plain delete (ReleaseOps), since a data change of such a node proves

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // WaitEpochEnd follows a watch's "not watching" event (zk.EventNotWatching):
@@ -13,7 +14,7 @@ import (
 // CtxErr(ctx) if ctx ends first, and nil if ep still lives after its
 // session timeout: the caller then sets its watches again.
 func WaitEpochEnd(ctx context.Context, ep *conn.Epoch) error {
-	t := time.NewTimer(ep.Timeout())
+	t := time.NewTimer(connlink.Of(ep).Timeout())
 	defer t.Stop()
 	select {
 	case <-ep.Done():

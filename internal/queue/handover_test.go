@@ -10,7 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -54,28 +57,28 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 				return got
 			}
 			got1 := acquire(w1, 2)
-			eventually(t, 10*time.Second, func() bool { return sessions[1].Stats().WatchesSet == 1 }, "W1 watching")
+			eventually(t, 10*time.Second, func() bool { return connlink.Of(sessions[1]).Stats().WatchesSet == 1 }, "W1 watching")
 			got2 := acquire(w2, 3)
-			eventually(t, 10*time.Second, func() bool { return sessions[2].Stats().WatchesSet == 1 }, "W2 watching")
+			eventually(t, 10*time.Second, func() bool { return connlink.Of(sessions[2]).Stats().WatchesSet == 1 }, "W2 watching")
 
 			require.NoError(t, h.Release(ctx, hl))
 			l1 := <-got1
 			require.NotNil(t, l1)
-			before := sessions[2].Stats()
+			before := connlink.Of(sessions[2]).Stats()
 			require.NoError(t, w1.Release(ctx, l1))
 			l2 := <-got2
 			require.NotNil(t, l2)
-			d := sessions[2].Stats().Sub(before)
+			d := connlink.Of(sessions[2]).Stats().Sub(before)
 			if mark {
 				assert.Zero(t, d.TotalRequests(), "a marked handover costs the next holder no request: %v", d.Requests)
 			} else {
 				// getW, and the read of the ACL that goes with it; no read of
 				// our node: W1's node is another session's (confirm)
 				assert.EqualValues(t, 2, d.TotalRequests(), "a plain delete leaves W2 to check H's stale entry: %v", d.Requests)
-				assert.EqualValues(t, 0, d.Requests[conn.OpExists], "%v", d.Requests)
+				assert.EqualValues(t, 0, d.Requests[metrics.OpExists], "%v", d.Requests)
 			}
 			assert.EqualValues(t, 1, d.WatchEvents)
-			assert.Equal(t, []string{conn.BaseName(l2.Path())}, children(t, sessions[0], path), "W2 alone holds")
+			assert.Equal(t, []string{zkpath.Base(l2.Path())}, children(t, sessions[0], path), "W2 alone holds")
 			require.NoError(t, w2.Release(context.Background(), l2))
 			assert.Empty(t, children(t, sessions[0], path))
 		})
@@ -83,7 +86,7 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 }
 
 // TestRevokeRequest: another session's write into a sealed node fails with
-// zk.ErrNoAuth, and Revoke says lock.ErrNotRevocable (before any write:
+// zk.ErrNoAuth, and lock.Revoke says lock.ErrNotRevocable (before any write:
 // see TestRevokeOwnSealedNode); into a revocable node
 // it succeeds, closes the holder's Revoked, and the holder still holds
 // (guarded writes pass although the data version is no longer 0) and
@@ -98,15 +101,11 @@ func TestRevokeRequest(t *testing.T) {
 			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
 			q, err := New(s, path, cfg)
 			require.NoError(t, err)
-			oq, err := New(other, path, cfg)
-			require.NoError(t, err)
 			l, err := q.Acquire(ctx)
 			require.NoError(t, err)
 			revoked := l.Revoked()
-			oep, err := other.Epoch(ctx)
-			require.NoError(t, err)
-			_, err = oep.Set(ctx, l.Path(), []byte("tampered"), -1)
-			err2 := oq.Revoke(ctx, conn.BaseName(l.Path()))
+			_, err = other.Set(ctx, l.Path(), []byte("tampered"), -1)
+			err2 := lock.Revoke(ctx, other, l.Path())
 			if revocable {
 				require.NoError(t, err)
 				require.NoError(t, err2)
@@ -124,7 +123,7 @@ func TestRevokeRequest(t *testing.T) {
 			assert.NoError(t, l.Err())
 			require.NoError(t, q.Release(ctx, l))
 			assert.Empty(t, children(t, s, path))
-			assert.NoError(t, oq.Revoke(ctx, conn.BaseName(l.Path())), "nothing left to revoke")
+			assert.NoError(t, lock.Revoke(ctx, other, l.Path()), "nothing left to revoke")
 		})
 	}
 }
@@ -154,9 +153,9 @@ func TestGrantFrom(t *testing.T) {
 				assert.NoError(t, err)
 				got <- g
 			}()
-			eventually(t, 10*time.Second, func() bool { return ws.Stats().WatchesSet == 1 }, "waiter watching")
+			eventually(t, 10*time.Second, func() bool { return connlink.Of(ws).Stats().WatchesSet == 1 }, "waiter watching")
 			holderID := ProtectedSchema{Name: "lock"}
-			hc, ok := holderID.Parse(conn.BaseName(hg.Lease.Path()))
+			hc, ok := holderID.Parse(zkpath.Base(hg.Lease.Path()))
 			require.True(t, ok)
 
 			if withdraw {
@@ -217,11 +216,11 @@ func TestHandoverAfterReconnect(t *testing.T) {
 		}
 		require.NotEqual(t, conn.Lost, ev.State, "the session survives the cut")
 	}
-	before := hs.Stats()
+	before := connlink.Of(hs).Stats()
 	require.NoError(t, h.Release(ctx, hl))
-	d := hs.Stats().Sub(before)
-	assert.EqualValues(t, 1, d.Requests[conn.OpMulti], "the mark and the delete: %v", d.Requests)
-	assert.Zero(t, d.Requests[conn.OpDelete], "no fallback to a plain delete: %v", d.Requests)
+	d := connlink.Of(hs).Stats().Sub(before)
+	assert.EqualValues(t, 1, d.Requests[metrics.OpMulti], "the mark and the delete: %v", d.Requests)
+	assert.Zero(t, d.Requests[metrics.OpDelete], "no fallback to a plain delete: %v", d.Requests)
 	g := <-got
 	require.NotNil(t, g.Lease)
 	assert.True(t, g.HandedOver, "the waiter was handed over to")
@@ -229,11 +228,11 @@ func TestHandoverAfterReconnect(t *testing.T) {
 }
 
 // TestRevokeOwnSealedNode: a sealed node gives its own session every
-// right, so the server would take a revoke from it; Revoke refuses it
-// anyway, through the holder's queue or another on the same session
-// (lock.ErrNotRevocable), and writes nothing: a waiter of another session
-// would take that data change for the holder's release. Through its own
-// session a revocable node takes the request, as from any other.
+// right, so the server would take a revoke from it; lock.Revoke refuses it
+// anyway, every time it is asked (lock.ErrNotRevocable), and writes
+// nothing: a waiter of another session would take that data change for
+// the holder's release. Through its own session a revocable node takes
+// the request, as from any other.
 func TestRevokeOwnSealedNode(t *testing.T) {
 	for _, revocable := range []bool{false, true} {
 		t.Run(map[bool]string{false: "sealed", true: "revocable"}[revocable], func(t *testing.T) {
@@ -244,15 +243,11 @@ func TestRevokeOwnSealedNode(t *testing.T) {
 			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
 			q, err := New(s, path, cfg)
 			require.NoError(t, err)
-			q2, err := New(s, path, cfg)
-			require.NoError(t, err)
 			l, err := q.Acquire(ctx)
 			require.NoError(t, err)
-			ep, err := s.Epoch(ctx)
-			require.NoError(t, err)
-			for _, rq := range []*Queue{q, q2} {
-				err := rq.Revoke(ctx, conn.BaseName(l.Path()))
-				_, st, gerr := ep.Get(ctx, l.Path())
+			for range 2 {
+				err := lock.Revoke(ctx, s, l.Path())
+				_, st, gerr := s.Get(ctx, l.Path())
 				require.NoError(t, gerr)
 				if revocable {
 					assert.NoError(t, err)

@@ -211,7 +211,7 @@ func (ls *listings) send(ep *conn.Epoch) {
 		}
 		delete(ls.next, ep)
 		ls.mu.Unlock()
-		names, _, err := ep.Children(r.ctx, ls.key.path)
+		names, _, err := connlink.Of(ep).Children(r.ctx, ls.key.path)
 		if err == nil {
 			r.cs = Parse(ls.key.schema, names)
 			ls.install(ep, r.cs)

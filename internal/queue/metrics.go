@@ -7,40 +7,49 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// Metrics returns the conn.Metrics of sess (conn.WithMetrics), nil without
-// one.
-func Metrics(sess *conn.Session) conn.Metrics {
-	return connlink.Of(sess).Metrics()
+// ReportLock and ReportLeader call sess's hook (conn.WithMetrics), if
+// set: the recipes' one way to report.
+func ReportLock(sess *conn.Session, l metrics.Lock) {
+	if f := connlink.Of(sess).Metrics().Lock; f != nil {
+		f(l)
+	}
+}
+
+func ReportLeader(sess *conn.Session, l metrics.Leader) {
+	if f := connlink.Of(sess).Metrics().Leader; f != nil {
+		f(l)
+	}
 }
 
 // Meter starts the clock on one Acquire or TryAcquire of recipe on path and
 // returns what the call runs when it returns: it reports the wait, with
-// the outcome granted and err make of it, to sess's Metrics (nothing
+// the outcome granted and err make of it, to sess's Lock hook (nothing
 // without one). The recipes' one place that times and classifies a wait;
 // each call is metered once, by the outermost layer (see Config.Unmetered).
 func Meter(sess *conn.Session, recipe, path string) (done func(granted bool, err error)) {
-	m := Metrics(sess)
-	if m == nil {
+	f := connlink.Of(sess).Metrics().Lock
+	if f == nil {
 		return func(bool, error) {}
 	}
 	start := time.Now()
 	return func(granted bool, err error) {
-		m.Lock(conn.LockMetric{Event: conn.LockWait, Recipe: recipe, Path: path, Outcome: outcome(granted, err), Duration: time.Since(start)})
+		f(metrics.Lock{Event: metrics.LockWait, Recipe: recipe, Path: path, Outcome: outcome(granted, err), Duration: time.Since(start)})
 	}
 }
 
 func outcome(granted bool, err error) string {
 	switch {
 	case err == nil && granted:
-		return conn.OutcomeGranted
+		return metrics.OutcomeGranted
 	case err == nil:
-		return conn.OutcomeNotGranted
+		return metrics.OutcomeNotGranted
 	case errors.Is(err, context.DeadlineExceeded):
-		return conn.OutcomeTimeout
+		return metrics.OutcomeTimeout
 	case errors.Is(err, context.Canceled):
-		return conn.OutcomeCancelled
+		return metrics.OutcomeCancelled
 	}
-	return conn.OutcomeError
+	return metrics.OutcomeError
 }

@@ -9,28 +9,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
-	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // NodeData is what the engine writes into each node it creates, as JSON:
-// who is queued or holds the lock.
-type NodeData struct {
-	ID   string `json:"id"`   // the unique acquire id (the uuid of a protected name)
-	Host string `json:"host"` // os.Hostname of the process
-	PID  int    `json:"pid"`  // process id
-	// Tag is the queue's Config.Tag: what kind of contender queued the
-	// node, for the waiter it hands over to. Empty for most recipes.
-	Tag string `json:"tag,omitempty"`
-	// Sealed says that the node was created sealed (only its creator may
-	// change it; Queue.NodeACL), so that a change of a queue node's data
-	// is its holder's release (the handover mark), and Revoke refuses to
-	// write into it. False on revocable nodes and on every foreign
-	// client's node.
-	Sealed bool `json:"sealed,omitempty"`
-	// Label is the caller's label of the acquire (lock.WithLabel).
-	Label string `json:"label,omitempty"`
-}
+// who is queued or holds the lock (locknode.NodeData).
+type NodeData = locknode.NodeData
 
 // local is this process, computed once.
 var local = func() NodeData {
@@ -57,28 +43,28 @@ func EncodeData(id, tag string, sealed bool, label string) []byte {
 }
 
 // Label returns the label ctx carries (lock.WithLabel), or an error
-// matching lock.ErrInvalidLabel when it is not one a node may carry.
+// matching conn.ErrInvalidArgument when it is not one a node may carry.
 func Label(ctx context.Context) (string, error) {
 	s := nodelabel.From(ctx)
 	switch {
-	case len(s) > lock.MaxLabel:
-		return "", fmt.Errorf("%w: %d bytes, over the bound of %d", lock.ErrInvalidLabel, len(s), lock.MaxLabel)
+	case len(s) > nodelabel.Max:
+		return "", fmt.Errorf("label is %d bytes, at most %d: %w", len(s), nodelabel.Max, conn.ErrInvalidArgument)
 	case !utf8.ValidString(s):
-		return "", fmt.Errorf("%w: not valid UTF-8", lock.ErrInvalidLabel)
+		return "", fmt.Errorf("label is not valid UTF-8: %w", conn.ErrInvalidArgument)
 	case strings.ContainsFunc(s, unicode.IsControl):
-		return "", fmt.Errorf("%w: %q holds control characters", lock.ErrInvalidLabel, s)
+		return "", fmt.Errorf("label %q holds control characters: %w", s, conn.ErrInvalidArgument)
 	}
 	return s, nil
 }
 
 // DecodeData reads node data; see NodeData. ok is false for data that says
 // nothing useful, the revoke mark included.
-func DecodeData(b []byte) (d NodeData, ok bool) { return decodeData(b) }
+func DecodeData(b []byte) (d NodeData, ok bool) { return locknode.DecodeData(b) }
 
-// IsRevokeMark reports whether b is the data Revoke (and Curator's Revoker)
-// writes into a holder's node to ask it to release. It replaces the node's
-// data, so it says nothing of who holds the node.
-func IsRevokeMark(b []byte) bool { return string(b) == revokeMessage }
+// IsRevokeMark reports whether b is the data lock.Revoke (and Curator's
+// Revoker) writes into a holder's node to ask it to release. It replaces
+// the node's data, so it says nothing of who holds the node.
+func IsRevokeMark(b []byte) bool { return locknode.IsRevokeMark(b) }
 
 func encodeData(id, tag string, sealed bool, label string) []byte {
 	d := local
@@ -87,20 +73,4 @@ func encodeData(id, tag string, sealed bool, label string) []byte {
 	return b
 }
 
-// decodeData reads node data written by this engine. Anything else is
-// described as well as it can be: Curator writes the client's IP address as
-// text by default, which becomes Host. ok is false for data that says
-// nothing useful: the revoke mark is not an owner.
-func decodeData(b []byte) (d NodeData, ok bool) {
-	if len(b) == 0 || IsRevokeMark(b) {
-		return NodeData{}, false
-	}
-	if json.Unmarshal(b, &d) == nil {
-		return d, d.ID != "" || d.Host != ""
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" || len(s) > 255 || !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return NodeData{}, false
-	}
-	return NodeData{Host: s}, true
-}
+func decodeData(b []byte) (d NodeData, ok bool) { return locknode.DecodeData(b) }

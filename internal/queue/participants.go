@@ -5,7 +5,8 @@ import (
 	"errors"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -15,7 +16,7 @@ type Participant struct {
 	// Host and PID say which process queued the node, and ID its acquire
 	// id (from the name, else from the data). Known is false when the data
 	// could not be read as this engine's or as a host name (a foreign
-	// client's node, or one Revoke marked): then only the name-derived
+	// client's node, or one lock.Revoke marked): then only the name-derived
 	// fields are set.
 	Host  string
 	PID   int
@@ -33,7 +34,7 @@ type Participant struct {
 
 // Public is p as a recipe reports it: its node under dir, holding or not.
 func (p Participant) Public(dir string, holding bool) lock.Participant {
-	return lock.Participant{Node: conn.JoinPath(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
+	return lock.Participant{Node: zkpath.Join(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
 		Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
 }
 
@@ -46,7 +47,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 	if err != nil {
 		return nil, err
 	}
-	names, _, err := ep.Children(ctx, q.path)
+	names, _, err := connlink.Of(ep).Children(ctx, q.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -56,7 +57,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 	cs := Parse(q.cfg.Schema, names)
 	out := make([]Participant, 0, len(cs))
 	for _, c := range cs {
-		b, st, err := ep.Get(ctx, conn.JoinPath(q.path, c.Name))
+		b, st, err := connlink.Of(ep).Get(ctx, zkpath.Join(q.path, c.Name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}

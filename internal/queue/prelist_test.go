@@ -7,7 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -32,16 +33,16 @@ func TestUncontendedAcquireListsBehindCreate(t *testing.T) {
 	const d = 250 * time.Millisecond
 	p.SetLatency(d)
 	defer p.SetLatency(0)
-	before := s.Stats()
+	before := connlink.Of(s).Stats()
 	start := time.Now()
 	l, err = q.Acquire(ctx)
 	took := time.Since(start)
 	require.NoError(t, err)
-	after := s.Stats()
+	after := connlink.Of(s).Stats()
 	t.Logf("uncontended acquire took %v with %v per chunk", took.Round(time.Millisecond), d)
 	assert.Less(t, took, 7*d/2, "the listing waited for the create's answer")
-	assert.Equal(t, int64(1), after.Requests[conn.OpCreate]-before.Requests[conn.OpCreate])
-	assert.Equal(t, int64(1), after.Requests[conn.OpChildren]-before.Requests[conn.OpChildren])
+	assert.Equal(t, int64(1), after.Requests[metrics.OpCreate]-before.Requests[metrics.OpCreate])
+	assert.Equal(t, int64(1), after.Requests[metrics.OpChildren]-before.Requests[metrics.OpChildren])
 	p.SetLatency(0)
 	require.NoError(t, q.Release(ctx, l))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
@@ -36,7 +37,7 @@ type Config struct {
 	Tag string
 	// Revocable makes the queue's nodes revocable instead of sealed: they
 	// get the session's ACL as it is (conn.WithACL), so that others can
-	// write "__REVOKE__" into them (Revoke, Curator's Revoker) and the
+	// write "__REVOKE__" into them (lock.Revoke, Curator's Revoker) and the
 	// holder learns it (conn.Lease.Revoked). A revocable node's data
 	// change proves nothing, so its release is a plain delete (no
 	// handover mark) and the waiter behind it reads it again after any
@@ -49,11 +50,11 @@ type Config struct {
 	// (ProtectedSchema does), and Tag is not written. Default nil.
 	Data []byte
 	// Recipe names the recipe in what the queue reports to the session's
-	// conn.Metrics (waits; its grants' holds and losses). Default "".
+	// Lock hook (waits; its grants' holds and losses). Default "".
 	Recipe string
 	// Internal says that the queue is a recipe's internal lock
 	// (semaphoremutex's PATH/locks): its grants report neither holds nor
-	// losses to Metrics (connlink.Lease.Unreported); the recipe labels a
+	// losses (connlink.Lease.Unreported); the recipe labels a
 	// grant it keeps as its own lease.
 	Internal bool
 	// Unmetered says that the queue's caller reports the waits of
@@ -93,7 +94,7 @@ type Queue struct {
 }
 
 // New returns the queue of the lock at path. Path must be a valid absolute
-// path (conn.ValidatePath); it and its parents are created on first use as
+// path (zkpath.Validate); it and its parents are created on first use as
 // container nodes, which ZooKeeper removes when they are empty.
 func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 	switch {
@@ -104,10 +105,10 @@ func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 	case cfg.Data != nil && !strings.Contains(cfg.Schema.Prefix(dataProbe), dataProbe):
 		return nil, fmt.Errorf("%w: Config.Data needs a Schema that puts the acquire id in the name", ErrBadRecipe)
 	}
-	if err := conn.ValidatePath(path); err != nil {
+	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("queue: lock path: %w", err)
 	}
-	q := &Queue{sess: sess, path: path, cfg: cfg, log: sess.Logger().With(zap.String("lock", path))}
+	q := &Queue{sess: sess, path: path, cfg: cfg, log: connlink.Of(sess).Logger().With(zap.String("lock", path))}
 	q.own = &listings{key: listingsKey{path: path, schema: cfg.Schema}}
 	return q, nil
 }
@@ -125,7 +126,7 @@ func (q *Queue) Sealed() bool { return !q.cfg.Revocable }
 // revocable, the session's ACL as it is.
 func (q *Queue) NodeACL() []zk.ACL {
 	if q.cfg.Revocable {
-		return q.sess.ACL()
+		return connlink.Of(q.sess).ACL()
 	}
 	return connlink.Of(q.sess).SealedACL()
 }

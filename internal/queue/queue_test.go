@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 func TestAcquireReleaseUncontended(t *testing.T) {
@@ -58,7 +60,7 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 
 			hl, err := holder.Acquire(ctx)
 			require.NoError(t, err)
-			before := ws.Stats()
+			before := connlink.Of(ws).Stats()
 			got := make(chan error, 1)
 			var wl *conn.Lease
 			go func() {
@@ -66,10 +68,10 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 				wl, err = waiter.Acquire(ctx)
 				got <- err
 			}()
-			eventually(t, 10*time.Second, func() bool { return ws.Stats().WatchesSet > before.WatchesSet }, "waiter watching")
+			eventually(t, 10*time.Second, func() bool { return connlink.Of(ws).Stats().WatchesSet > before.WatchesSet }, "waiter watching")
 			require.NoError(t, holder.Release(ctx, hl))
 			require.NoError(t, <-got)
-			after := ws.Stats()
+			after := connlink.Of(ws).Stats()
 			// One notification, or none if the release overtook the getW.
 			// The holder is another session's: its deletion needs no read
 			// of our node (confirm).
@@ -92,18 +94,18 @@ func TestFIFOAndForeignChildren(t *testing.T) {
 	q := mutexQueue(t, s, path)
 	ctx := ctxTimeout(t, 30*time.Second)
 	ep := epoch(t, s)
-	require.NoError(t, ep.CreateParents(ctx, path+"/x"))
-	acl := s.ACL()
+	require.NoError(t, connlink.Of(ep).CreateParents(ctx, path+"/x"))
+	acl := connlink.Of(s).ACL()
 
 	// Foreign nodes: not a contender, kazoo's and go-zookeeper's lock nodes
 	// (contenders, queued before us), a Curator node of another recipe.
-	_, err := ep.Create(ctx, path+"/hello", []byte("hi"), 0, acl)
+	_, err := s.Create(ctx, path+"/hello", []byte("hi"), 0, acl)
 	require.NoError(t, err)
-	kazoo, err := ep.Create(ctx, path+"/"+hex1+"__lock__", nil, zk.FlagSequence, acl)
+	kazoo, err := s.Create(ctx, path+"/"+hex1+"__lock__", nil, zk.FlagSequence, acl)
 	require.NoError(t, err)
-	gozk, err := ep.Create(ctx, path+"/_c_"+hex1+"-lock-", []byte("10.1.2.3"), zk.FlagSequence, acl)
+	gozk, err := s.Create(ctx, path+"/_c_"+hex1+"-lock-", []byte("10.1.2.3"), zk.FlagSequence, acl)
 	require.NoError(t, err)
-	_, err = ep.Create(ctx, path+"/_c_"+uuid1+"-lease-", nil, zk.FlagSequence, acl)
+	_, err = s.Create(ctx, path+"/_c_"+uuid1+"-lease-", nil, zk.FlagSequence, acl)
 	require.NoError(t, err)
 
 	l, ok, err := q.TryAcquire(ctx)
@@ -128,13 +130,13 @@ func TestFIFOAndForeignChildren(t *testing.T) {
 	assert.True(t, ps[2].Known)
 	assert.Equal(t, Hostname(), ps[2].Host)
 
-	require.NoError(t, ep.Delete(ctx, gozk, -1)) // not the one we watch: no grant
+	require.NoError(t, s.Delete(ctx, gozk, -1)) // not the one we watch: no grant
 	select {
 	case <-got:
 		t.Fatal("acquired while kazoo's node is queued before us")
 	case <-time.After(200 * time.Millisecond):
 	}
-	require.NoError(t, ep.Delete(ctx, kazoo, -1))
+	require.NoError(t, s.Delete(ctx, kazoo, -1))
 	select {
 	case l = <-got:
 	case <-time.After(10 * time.Second):
@@ -155,7 +157,7 @@ func TestParentReaped(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, q.Release(ctx, l))
 		// What the container reaper does to an empty lock path.
-		require.NoError(t, epoch(t, s).Delete(ctx, path, -1))
+		require.NoError(t, s.Delete(ctx, path, -1))
 	}
 }
 
@@ -242,7 +244,7 @@ func TestNewValidates(t *testing.T) {
 	_, err := New(nil, "/a", cfg)
 	assert.Error(t, err)
 	_, err = New(s, "a/b", cfg)
-	assert.ErrorIs(t, err, conn.ErrInvalidPath)
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	_, err = New(s, "/a", Config{Decide: First})
 	assert.ErrorIs(t, err, ErrBadRecipe)
 }
@@ -291,7 +293,7 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 	eventually(t, 5*time.Second, func() bool { return requests(ms)-before >= 3 }, "relist + getW + getACL")
 	watching(t, ms, 0)
 	assert.EqualValues(t, 3, requests(ms)-before, "relist + getW + getACL")
-	assert.EqualValues(t, 2, ms.Stats().Requests[conn.OpChildren], "the first listing and one re-list")
+	assert.EqualValues(t, 2, connlink.Of(ms).Stats().Requests[metrics.OpChildren], "the first listing and one re-list")
 
 	// The first waiter leaves: the holder is the one entry left: one getW
 	// (and its getACL). No read of our own node: the holder is another
@@ -319,7 +321,7 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 		t.Fatal("not granted")
 	}
 	assert.EqualValues(t, 0, requests(ms)-before)
-	assert.EqualValues(t, 0, ms.Stats().Requests[conn.OpExists])
+	assert.EqualValues(t, 0, connlink.Of(ms).Stats().Requests[metrics.OpExists])
 	require.NoError(t, me.Release(ctx, l))
 	for _, cancel := range cancels {
 		cancel()

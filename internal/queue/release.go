@@ -8,7 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
@@ -54,7 +54,7 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 	if err != nil {
 		return err
 	}
-	q.log.Debug("released", zap.String("node", conn.BaseName(l.Path())))
+	q.log.Debug("released", zap.String("node", zkpath.Base(l.Path())))
 	return nil
 }
 
@@ -74,67 +74,13 @@ func (q *Queue) ReleaseOps(p string) []any {
 	return []any{&zk.SetDataRequest{Path: p, Data: handoverMark, Version: 0}, del}
 }
 
-// Revoke asks the holder of node (a child of the lock path, by name) to
-// release: it writes "__REVOKE__" into the node, as Curator's Revoker does,
-// with the data version it read. A sealed node, or one we may not read, is
-// refused with lock.ErrNotRevocable whichever session asks: its own
-// session could write it, and the waiter behind would take that for a
-// release. A node that is gone is nil. See docs/design.md, "Revocation,
-// Curator style".
-func (q *Queue) Revoke(ctx context.Context, node string) error {
-	ep, err := q.sess.Epoch(ctx)
-	if err != nil {
-		return err
-	}
-	p := conn.JoinPath(q.path, node)
-	for {
-		data, st, err := ep.Get(ctx, p)
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			return nil
-		case errors.Is(err, zk.ErrNoAuth):
-			return fmt.Errorf("%w: %w", lock.ErrNotRevocable, err)
-		case err != nil:
-			return err
-		}
-		if d, _ := decodeData(data); d.Sealed {
-			return fmt.Errorf("%w: node %s", lock.ErrNotRevocable, p)
-		}
-		_, err = ep.Set(ctx, p, []byte(revokeMessage), st.Version)
-		switch {
-		case err == nil || errors.Is(err, zk.ErrNoNode):
-			return nil
-		case errors.Is(err, zk.ErrBadVersion):
-			continue // changed since we read it: read it again
-		case errors.Is(err, zk.ErrNoAuth):
-			return fmt.Errorf("%w: %w", lock.ErrNotRevocable, err)
-		}
-		return err
-	}
-}
-
-// Child returns the name of node, a path, if it is a child of the queue's
-// path; else an error matching conn.ErrInvalidPath.
-func (q *Queue) Child(node string) (string, error) {
-	if err := conn.ValidatePath(node); err != nil {
-		return "", err
-	}
-	if node != conn.JoinPath(q.path, conn.BaseName(node)) {
-		return "", fmt.Errorf("%w: node %s is not under the lock path", conn.ErrInvalidPath, node)
-	}
-	return conn.BaseName(node), nil
-}
-
-// revokeMessage is Curator's LockInternals.REVOKE_MESSAGE.
-const revokeMessage = "__REVOKE__"
-
 // handOver releases a First holder's node with ReleaseOps, falling back to
 // a plain delete when the node is not as we created it or the connection
 // was lost under the transaction (conn retries a delete, not a multi, and
 // a node the retry finds gone may be the transaction's doing). gone
 // reports that the node was found gone: deleted by someone else.
 func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
-	_, err = ep.Multi(ctx, q.ReleaseOps(p)...)
+	_, err = connlink.Of(ep).Multi(ctx, q.ReleaseOps(p)...)
 	if done, gone, err := q.settle(ctx, ep, p, err, false); done {
 		return gone, err
 	}
@@ -148,7 +94,7 @@ func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) (gone bo
 // that the delete found it gone (deleted by someone else, or after a lost
 // answer by its own first attempt, which a retry cannot tell apart).
 func (q *Queue) deleteOwn(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
-	err = ep.Delete(ctx, p, -1)
+	err = connlink.Of(ep).Delete(ctx, p, -1)
 	_, gone, err = q.settle(ctx, ep, p, err, errors.Is(err, conn.ErrConnectionLoss))
 	return gone, err
 }
@@ -168,7 +114,7 @@ func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error 
 func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error, unknown bool) (done, gone bool, _ error) {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
-		q.known().left(ep, conn.BaseName(p))
+		q.known().left(ep, zkpath.Base(p))
 		return true, err != nil, nil
 	case ep.Err() != nil:
 		return true, false, nil // ephemeral: it goes with the session
@@ -185,14 +131,14 @@ func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error,
 // is unknown and a background deleter took over; the server's error
 // otherwise.
 func (q *Queue) Delete(ctx context.Context, ep *conn.Epoch, name string) error {
-	return q.deleteNode(ctx, ep, conn.JoinPath(q.path, name))
+	return q.deleteNode(ctx, ep, zkpath.Join(q.path, name))
 }
 
 // deleteInBackground keeps deleting p until it is gone or ep ends
 // (RetryUntilDone): no goroutine outlives its session.
 func (q *Queue) deleteInBackground(ep *conn.Epoch, p string) {
 	RetryUntilDone(ep, q.log.With(zap.String("node", p)), "pending delete", func(ctx context.Context) error {
-		if err := ep.Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := connlink.Of(ep).Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 		return nil

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,6 +16,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -65,7 +66,7 @@ func heapPerWaiter(t *testing.T, c *zktest.Cluster, hcfg, cfg Config, n int) (he
 		assert.NoError(t, holder.Release(ctx, hl))
 	}()
 	watches := WatchesSet(ws)
-	lists := ws.Stats().Requests[conn.OpChildren]
+	lists := connlink.Of(ws).Stats().Requests[metrics.OpChildren]
 	before := liveHeap()
 	start := time.Now()
 	var lostOnce sync.Once
@@ -83,12 +84,7 @@ func heapPerWaiter(t *testing.T, c *zktest.Cluster, hcfg, cfg Config, n int) (he
 			granted.Add(1)
 			at := time.Since(start)
 			defer checked.Add(1)
-			var there bool
-			var st *zk.Stat
-			ep, err := by.Epoch(ctx)
-			if err == nil {
-				there, st, err = ep.Exists(ctx, hl.Path())
-			}
+			there, st, err := by.Exists(ctx, hl.Path())
 			switch {
 			case err != nil:
 				t.Errorf("a waiter was granted %s after %v; the bystander could not tell whether the holder's node is there: %v", l.Path(), at, err)
@@ -121,7 +117,7 @@ func heapPerWaiter(t *testing.T, c *zktest.Cluster, hcfg, cfg Config, n int) (he
 	}, "every waiter watching")
 	queued := time.Since(start)
 	heap = float64(liveHeap()-before) / float64(n)
-	listings = float64(ws.Stats().Requests[conn.OpChildren]-lists) / float64(n)
+	listings = float64(connlink.Of(ws).Stats().Requests[metrics.OpChildren]-lists) / float64(n)
 	t.Logf("%d waiters: queued in %v, %.0f bytes of heap and %.3f listings per waiter", n, queued.Round(time.Millisecond), heap, listings)
 	return heap, listings
 }

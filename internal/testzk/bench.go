@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // Locker is the acquire/release pair the benchmarks drive.
@@ -38,9 +39,9 @@ func BenchContended(b *testing.B, sessions []*conn.Session, locks []Locker) {
 	if err := locks[0].Release(ctx); err != nil {
 		b.Fatal(err)
 	}
-	before := make([]conn.Stats, len(sessions))
+	before := make([]connlink.Stats, len(sessions))
 	for i, s := range sessions {
-		before[i] = s.Stats()
+		before[i] = connlink.Of(s).Stats()
 	}
 	b.ResetTimer()
 	err := Hammer(ctx, locks, b.N)
@@ -82,10 +83,10 @@ func Hammer(ctx context.Context, locks []Locker, total int) error {
 // ReportZK reports the ZooKeeper requests and watch events per acquisition
 // across sessions, from their Stats before and after, and the acquisitions
 // per second.
-func ReportZK(b *testing.B, sessions []*conn.Session, before []conn.Stats, acquisitions int) {
+func ReportZK(b *testing.B, sessions []*conn.Session, before []connlink.Stats, acquisitions int) {
 	var reqs, events int64
 	for i, s := range sessions {
-		after := s.Stats()
+		after := connlink.Of(s).Stats()
 		reqs += after.TotalRequests() - before[i].TotalRequests()
 		events += after.WatchEvents - before[i].WatchEvents
 	}

@@ -4,28 +4,34 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// Recorder is a conn.Metrics that keeps what it is told, for tests of the
-// events the session and the recipes report.
+// Recorder keeps what its Hooks are told, for tests of the events the
+// session and the recipes report.
 type Recorder struct {
 	mu       sync.Mutex
-	states   []conn.State
+	states   []string
 	requests map[string]int
-	locks    []conn.LockMetric
-	leader   []conn.LeaderMetric
+	locks    []metrics.Lock
+	leader   []metrics.Leader
 	watches  int
 }
 
-// State implements conn.Metrics.
-func (r *Recorder) State(e conn.Event) {
+// Hooks returns hooks that record into r, for conn.WithMetrics.
+func (r *Recorder) Hooks() metrics.Hooks {
+	return metrics.Hooks{State: r.State, Request: r.Request, Lock: r.Lock, Leader: r.Leader, Watches: r.Watches}
+}
+
+// State is the State hook.
+func (r *Recorder) State(e metrics.Transition) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.states = append(r.states, e.State)
 }
 
-// Request implements conn.Metrics.
-func (r *Recorder) Request(m conn.RequestMetric) {
+// Request is the Request hook.
+func (r *Recorder) Request(m metrics.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.requests == nil {
@@ -34,21 +40,21 @@ func (r *Recorder) Request(m conn.RequestMetric) {
 	r.requests[m.Op]++
 }
 
-// Lock implements conn.Metrics.
-func (r *Recorder) Lock(m conn.LockMetric) {
+// Lock is the Lock hook.
+func (r *Recorder) Lock(m metrics.Lock) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.locks = append(r.locks, m)
 }
 
-// Leader implements conn.Metrics.
-func (r *Recorder) Leader(m conn.LeaderMetric) {
+// Leader is the Leader hook.
+func (r *Recorder) Leader(m metrics.Leader) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.leader = append(r.leader, m)
 }
 
-// Watches implements conn.Metrics.
+// Watches is the Watches hook.
 func (r *Recorder) Watches(delta int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -64,7 +70,7 @@ func (r *Recorder) WatchGauge() int {
 }
 
 // Take returns the lock events recorded since the last Take.
-func (r *Recorder) Take() []conn.LockMetric {
+func (r *Recorder) Take() []metrics.Lock {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l := r.locks
@@ -73,7 +79,7 @@ func (r *Recorder) Take() []conn.LockMetric {
 }
 
 // TakeLeader returns the leader events recorded since the last call.
-func (r *Recorder) TakeLeader() []conn.LeaderMetric {
+func (r *Recorder) TakeLeader() []metrics.Leader {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l := r.leader
@@ -94,7 +100,7 @@ func (r *Recorder) Connected() int {
 	defer r.mu.Unlock()
 	n := 0
 	for _, s := range r.states {
-		if s == conn.Connected {
+		if s == conn.Connected.String() {
 			n++
 		}
 	}
@@ -102,8 +108,8 @@ func (r *Recorder) Connected() int {
 }
 
 // LockEvents returns ms without their durations, for comparing.
-func LockEvents(ms []conn.LockMetric) []conn.LockMetric {
-	out := make([]conn.LockMetric, len(ms))
+func LockEvents(ms []metrics.Lock) []metrics.Lock {
+	out := make([]metrics.Lock, len(ms))
 	for i, m := range ms {
 		m.Duration = 0
 		out[i] = m

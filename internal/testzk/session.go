@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // SessionTimeout is the session timeout Connect and ConnectN ask for
@@ -71,7 +72,7 @@ func Children(t testing.TB, s *conn.Session, path string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	names, _, err := Epoch(t, s).Children(ctx, path)
+	names, _, err := s.Children(ctx, path)
 	if !errors.Is(err, zk.ErrNoNode) {
 		require.NoError(t, err)
 	}
@@ -79,12 +80,12 @@ func Children(t testing.TB, s *conn.Session, path string) []string {
 }
 
 // Requests is the number of requests s has sent so far.
-func Requests(s *conn.Session) int64 { return s.Stats().TotalRequests() }
+func Requests(s *conn.Session) int64 { return connlink.Of(s).Stats().TotalRequests() }
 
 // WatchesSet is the number of watches the server has confirmed to s so far
-// (conn.Stats.WatchesSet): a getW counts once its answer is back, so the
+// (connlink.Stats.WatchesSet): a getW counts once its answer is back, so the
 // watch is in place on the server.
-func WatchesSet(s *conn.Session) int64 { return s.Stats().WatchesSet }
+func WatchesSet(s *conn.Session) int64 { return connlink.Of(s).Stats().WatchesSet }
 
 // Watching waits (up to 10 s, else fails t) until the server has confirmed
 // more watches to session s than the before it had: its waiter is parked

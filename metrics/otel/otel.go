@@ -1,9 +1,9 @@
 // Package otel records what a zkrecipes session and its recipes report
-// (conn.Metrics) through an OpenTelemetry metric.Meter. It is a module of
+// (package metrics) through an OpenTelemetry metric.Meter. It is a module of
 // its own, so that the library needs no OpenTelemetry dependency:
 //
-//	m, err := otel.New(provider.Meter("zkrecipes"))
-//	sess, err := conn.Connect(ctx, servers, conn.WithMetrics(m))
+//	hooks, err := otel.New(provider.Meter("zkrecipes"))
+//	sess, err := conn.Connect(ctx, servers, conn.WithMetrics(hooks))
 //
 // The instruments (durations in seconds, "s"), with their attributes:
 //
@@ -20,7 +20,7 @@
 //	zkrecipes.session.watches         updowncounter
 //	zkrecipes.request.duration        histogram      op, outcome
 //
-// The attribute values are conn's, as in package
+// The attribute values are package metrics', as in package
 // github.com/zkrecipes/zkrecipes/metrics/prometheus (which lists them).
 //
 // The path attribute is what WithPathLabel's function makes of the lock
@@ -37,27 +37,30 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // Option configures New.
-type Option func(*Metrics)
+type Option func(*config)
+
+type config struct {
+	label func(recipe, path string) string
+}
 
 // WithPathLabel sets the function that makes the path attribute of a lock
 // or election from its recipe and path (default: "" for all). It must
 // return few distinct values: each is a series of every lock instrument.
 func WithPathLabel(f func(recipe, path string) string) Option {
-	return func(m *Metrics) { m.label = f }
+	return func(c *config) { c.label = f }
 }
 
 // PathAsIs is a path label function that keeps the path: for services
 // whose lock paths are a small fixed set.
 func PathAsIs(_, path string) string { return path }
 
-// Metrics is a conn.Metrics that records through OpenTelemetry
-// instruments. Safe for concurrent use; one Metrics may serve many
-// sessions.
-type Metrics struct {
-	conn.NopMetrics
+// recorder records through OpenTelemetry instruments; its methods are the
+// hooks.
+type recorder struct {
 	label func(recipe, path string) string
 
 	wait, hold, term, request               metric.Float64Histogram
@@ -70,18 +73,20 @@ type Metrics struct {
 // seconds: a handoff takes about a millisecond, a contended wait seconds.
 var lockBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 
-// New returns a Metrics whose instruments come from meter.
-func New(meter metric.Meter, opts ...Option) (*Metrics, error) {
+// New returns hooks, for conn.WithMetrics, that record through instruments
+// from meter. Safe for concurrent use; the hooks may serve many sessions.
+func New(meter metric.Meter, opts ...Option) (metrics.Hooks, error) {
 	if meter == nil {
-		return nil, errors.New("zkrecipes otel: nil meter")
+		return metrics.Hooks{}, errors.New("zkrecipes otel: nil meter")
 	}
-	m := &Metrics{label: func(string, string) string { return "" }}
+	c := config{label: func(string, string) string { return "" }}
 	for _, o := range opts {
-		o(m)
+		o(&c)
 	}
-	if m.label == nil {
-		return nil, errors.New("zkrecipes otel: nil path label function")
+	if c.label == nil {
+		return metrics.Hooks{}, errors.New("zkrecipes otel: nil path label function")
 	}
+	m := &recorder{label: c.label}
 	var errs []error
 	hist := func(name, desc string, buckets []float64) metric.Float64Histogram {
 		o := []metric.Float64HistogramOption{metric.WithUnit("s"), metric.WithDescription(desc)}
@@ -115,22 +120,20 @@ func New(meter metric.Meter, opts ...Option) (*Metrics, error) {
 		metric.WithDescription("Watches the sessions have on the servers for their callers."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return metrics.Hooks{}, err
 	}
-	return m, nil
+	return metrics.Hooks{State: m.onState, Request: m.onRequest, Lock: m.onLock, Leader: m.onLeader, Watches: m.onWatches}, nil
 }
 
-// State implements conn.Metrics.
-func (m *Metrics) State(e conn.Event) {
+func (m *recorder) onState(t metrics.Transition) {
 	ctx := context.Background()
-	m.changes.Add(ctx, 1, metric.WithAttributes(attribute.String("state", e.State.String())))
-	if e.State == conn.Connected {
+	m.changes.Add(ctx, 1, metric.WithAttributes(attribute.String("state", t.State)))
+	if t.State == conn.Connected.String() {
 		m.epochs.Add(ctx, 1)
 	}
 }
 
-// Request implements conn.Metrics.
-func (m *Metrics) Request(r conn.RequestMetric) {
+func (m *recorder) onRequest(r metrics.Request) {
 	outcome := "ok"
 	if r.Err != nil {
 		outcome = "error"
@@ -139,26 +142,24 @@ func (m *Metrics) Request(r conn.RequestMetric) {
 		metric.WithAttributes(attribute.String("op", r.Op), attribute.String("outcome", outcome)))
 }
 
-// Lock implements conn.Metrics.
-func (m *Metrics) Lock(l conn.LockMetric) {
+func (m *recorder) onLock(l metrics.Lock) {
 	ctx := context.Background()
 	recipe, path := attribute.String("recipe", l.Recipe), attribute.String("path", m.label(l.Recipe, l.Path))
 	switch l.Event {
-	case conn.LockWait:
+	case metrics.LockWait:
 		m.wait.Record(ctx, l.Duration.Seconds(), metric.WithAttributes(recipe, path, attribute.String("outcome", l.Outcome)))
-	case conn.LockHold:
+	case metrics.LockHold:
 		m.hold.Record(ctx, l.Duration.Seconds(), metric.WithAttributes(recipe, path))
-	case conn.LockHandoff:
+	case metrics.LockHandoff:
 		m.handoffs.Add(ctx, 1, metric.WithAttributes(recipe, path))
-	case conn.LockLost:
+	case metrics.LockLost:
 		m.lost.Add(ctx, 1, metric.WithAttributes(recipe, path, attribute.String("cause", l.Cause)))
-	case conn.LockRevokeRequest:
+	case metrics.LockRevokeRequest:
 		m.revokes.Add(ctx, 1, metric.WithAttributes(recipe, path))
 	}
 }
 
-// Leader implements conn.Metrics.
-func (m *Metrics) Leader(l conn.LeaderMetric) {
+func (m *recorder) onLeader(l metrics.Leader) {
 	ctx := context.Background()
 	path := metric.WithAttributes(attribute.String("path", m.label("leader", l.Path)))
 	if l.Leading {
@@ -170,5 +171,4 @@ func (m *Metrics) Leader(l conn.LeaderMetric) {
 	m.term.Record(ctx, l.Duration.Seconds(), path)
 }
 
-// Watches implements conn.Metrics.
-func (m *Metrics) Watches(delta int) { m.watches.Add(context.Background(), int64(delta)) }
+func (m *recorder) onWatches(delta int) { m.watches.Add(context.Background(), int64(delta)) }

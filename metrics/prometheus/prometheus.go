@@ -1,9 +1,9 @@
 // Package prometheus exports what a zkrecipes session and its recipes
-// report (conn.Metrics) as Prometheus metrics. It is a module of its own, so
-// that the library needs no Prometheus dependency:
+// report (package metrics) as Prometheus metrics. It is a module of its
+// own, so that the library needs no Prometheus dependency:
 //
-//	m, err := prometheus.New(prom.DefaultRegisterer)
-//	sess, err := conn.Connect(ctx, servers, conn.WithMetrics(m))
+//	hooks, err := prometheus.New(prom.DefaultRegisterer)
+//	sess, err := conn.Connect(ctx, servers, conn.WithMetrics(hooks))
 //
 // The metrics (durations in seconds, names after OpenTelemetry's
 // conventions as Prometheus spells them):
@@ -21,9 +21,9 @@
 //	zkrecipes_session_watches                 gauge
 //	zkrecipes_request_duration_seconds        histogram  op, outcome
 //
-// The label values are conn's: outcome granted, not_granted, timeout,
-// cancelled, error (conn.Outcome*); cause expiry, local_timer,
-// node_deleted, suspended, closed, other (conn.Cause*); state Connected,
+// The label values are package metrics': outcome granted, not_granted,
+// timeout, cancelled, error (metrics.Outcome*); cause expiry, local_timer,
+// node_deleted, suspended, closed, other (metrics.Cause*); state Connected,
 // Suspended, Reconnected, Lost, Closed; a request's outcome ok or error.
 // Acquisitions are the wait histogram's count with outcome granted.
 //
@@ -39,27 +39,30 @@ import (
 	prom "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // Option configures New.
-type Option func(*Metrics)
+type Option func(*config)
+
+type config struct {
+	label func(recipe, path string) string
+}
 
 // WithPathLabel sets the function that makes the path label of a lock or
 // election from its recipe ("mutex", "leader", ...) and path (default: a
 // function that returns "" for all). It must return few distinct values:
 // each is a series of every lock metric.
 func WithPathLabel(f func(recipe, path string) string) Option {
-	return func(m *Metrics) { m.label = f }
+	return func(c *config) { c.label = f }
 }
 
 // PathAsIs is a path label function that keeps the path: for services
 // whose lock paths are a small fixed set.
 func PathAsIs(_, path string) string { return path }
 
-// Metrics is a conn.Metrics that records into Prometheus collectors. Safe
-// for concurrent use; one Metrics may serve many sessions.
-type Metrics struct {
-	conn.NopMetrics
+// recorder records into Prometheus collectors; its methods are the hooks.
+type recorder struct {
 	label func(recipe, path string) string
 
 	wait, hold, term, request *prom.HistogramVec
@@ -74,18 +77,21 @@ type Metrics struct {
 // seconds: a handoff takes about a millisecond, a contended wait seconds.
 var lockBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 
-// New returns a Metrics whose collectors are registered with reg.
-func New(reg prom.Registerer, opts ...Option) (*Metrics, error) {
+// New returns hooks, for conn.WithMetrics, that record into collectors
+// registered with reg. Safe for concurrent use; the hooks may serve many
+// sessions.
+func New(reg prom.Registerer, opts ...Option) (metrics.Hooks, error) {
 	if reg == nil {
-		return nil, errors.New("zkrecipes prometheus: nil registerer")
+		return metrics.Hooks{}, errors.New("zkrecipes prometheus: nil registerer")
 	}
-	m := &Metrics{label: func(string, string) string { return "" }}
+	c := config{label: func(string, string) string { return "" }}
 	for _, o := range opts {
-		o(m)
+		o(&c)
 	}
-	if m.label == nil {
-		return nil, errors.New("zkrecipes prometheus: nil path label function")
+	if c.label == nil {
+		return metrics.Hooks{}, errors.New("zkrecipes prometheus: nil path label function")
 	}
+	m := &recorder{label: c.label}
 	hist := func(name, help string, buckets []float64, labels ...string) *prom.HistogramVec {
 		return prom.NewHistogramVec(prom.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 	}
@@ -104,24 +110,22 @@ func New(reg prom.Registerer, opts ...Option) (*Metrics, error) {
 	m.leading = prom.NewGaugeVec(prom.GaugeOpts{Name: "zkrecipes_leader_leading", Help: "1 while this process leads the election, else 0."}, []string{"path"})
 	m.epochs = prom.NewCounter(prom.CounterOpts{Name: "zkrecipes_session_epochs_total", Help: "ZooKeeper sessions (epochs) begun."})
 	m.watches = prom.NewGauge(prom.GaugeOpts{Name: "zkrecipes_session_watches", Help: "Watches the sessions have on the servers for their callers."})
-	for _, c := range []prom.Collector{m.wait, m.hold, m.term, m.request, m.handoffs, m.lost, m.revokes, m.terms, m.transitions, m.leading, m.epochs, m.watches} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
+	for _, col := range []prom.Collector{m.wait, m.hold, m.term, m.request, m.handoffs, m.lost, m.revokes, m.terms, m.transitions, m.leading, m.epochs, m.watches} {
+		if err := reg.Register(col); err != nil {
+			return metrics.Hooks{}, err
 		}
 	}
-	return m, nil
+	return metrics.Hooks{State: m.onState, Request: m.onRequest, Lock: m.onLock, Leader: m.onLeader, Watches: m.onWatches}, nil
 }
 
-// State implements conn.Metrics.
-func (m *Metrics) State(e conn.Event) {
-	m.transitions.WithLabelValues(e.State.String()).Inc()
-	if e.State == conn.Connected {
+func (m *recorder) onState(t metrics.Transition) {
+	m.transitions.WithLabelValues(t.State).Inc()
+	if t.State == conn.Connected.String() {
 		m.epochs.Inc()
 	}
 }
 
-// Request implements conn.Metrics.
-func (m *Metrics) Request(r conn.RequestMetric) {
+func (m *recorder) onRequest(r metrics.Request) {
 	outcome := "ok"
 	if r.Err != nil {
 		outcome = "error"
@@ -129,25 +133,23 @@ func (m *Metrics) Request(r conn.RequestMetric) {
 	m.request.WithLabelValues(r.Op, outcome).Observe(r.Duration.Seconds())
 }
 
-// Lock implements conn.Metrics.
-func (m *Metrics) Lock(l conn.LockMetric) {
+func (m *recorder) onLock(l metrics.Lock) {
 	path := m.label(l.Recipe, l.Path)
 	switch l.Event {
-	case conn.LockWait:
+	case metrics.LockWait:
 		m.wait.WithLabelValues(l.Recipe, path, l.Outcome).Observe(l.Duration.Seconds())
-	case conn.LockHold:
+	case metrics.LockHold:
 		m.hold.WithLabelValues(l.Recipe, path).Observe(l.Duration.Seconds())
-	case conn.LockHandoff:
+	case metrics.LockHandoff:
 		m.handoffs.WithLabelValues(l.Recipe, path).Inc()
-	case conn.LockLost:
+	case metrics.LockLost:
 		m.lost.WithLabelValues(l.Recipe, path, l.Cause).Inc()
-	case conn.LockRevokeRequest:
+	case metrics.LockRevokeRequest:
 		m.revokes.WithLabelValues(l.Recipe, path).Inc()
 	}
 }
 
-// Leader implements conn.Metrics.
-func (m *Metrics) Leader(l conn.LeaderMetric) {
+func (m *recorder) onLeader(l metrics.Leader) {
 	path := m.label("leader", l.Path)
 	if l.Leading {
 		m.terms.WithLabelValues(path).Inc()
@@ -158,5 +160,4 @@ func (m *Metrics) Leader(l conn.LeaderMetric) {
 	m.term.WithLabelValues(path).Observe(l.Duration.Seconds())
 }
 
-// Watches implements conn.Metrics.
-func (m *Metrics) Watches(delta int) { m.watches.Add(float64(delta)) }
+func (m *recorder) onWatches(delta int) { m.watches.Add(float64(delta)) }

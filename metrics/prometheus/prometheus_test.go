@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	zkprom "github.com/zkrecipes/zkrecipes/metrics/prometheus"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -126,7 +127,7 @@ func TestDefaultPathLabelBounded(t *testing.T) {
 	m, err := zkprom.New(reg)
 	require.NoError(t, err)
 	for _, p := range []string{"/orders/1", "/orders/2"} {
-		m.Lock(conn.LockMetric{Event: conn.LockWait, Recipe: "mutex", Path: p, Outcome: conn.OutcomeGranted, Duration: time.Millisecond})
+		m.Lock(metrics.Lock{Event: metrics.LockWait, Recipe: "mutex", Path: p, Outcome: metrics.OutcomeGranted, Duration: time.Millisecond})
 	}
 	fams, err := reg.Gather()
 	require.NoError(t, err)

@@ -13,15 +13,26 @@ import (
 // CreateNodes creates the data nodes, each holding "0" (and their parents,
 // as containers).
 func CreateNodes(ctx context.Context, s *conn.Session, paths ...string) error {
-	ep, err := s.Epoch(ctx)
-	if err != nil {
-		return err
-	}
 	for _, p := range paths {
-		if err := ep.CreateParents(ctx, p); err != nil {
+		if err := CreateParents(ctx, s, p); err != nil {
 			return err
 		}
-		if _, err := ep.Create(ctx, p, []byte("0"), 0, s.ACL()); err != nil {
+		if _, err := s.Create(ctx, p, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CreateParents creates the missing ancestors of path as containers, which
+// ZooKeeper removes once they are empty.
+func CreateParents(ctx context.Context, s *conn.Session, path string) error {
+	for i := 1; i < len(path); i++ {
+		if path[i] != '/' {
+			continue
+		}
+		_, err := s.Create(ctx, path[:i], nil, zk.FlagContainer, zk.WorldACL(zk.PermAll))
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
 	}
@@ -33,13 +44,9 @@ func CreateNodes(ctx context.Context, s *conn.Session, paths ...string) error {
 func DeleteNodes(s *conn.Session, paths ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
-	if err != nil {
-		return err
-	}
 	var errs []error
 	for _, p := range paths {
-		if err := ep.Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := s.Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			errs = append(errs, err)
 		}
 	}
@@ -48,10 +55,6 @@ func DeleteNodes(s *conn.Session, paths ...string) error {
 
 // Read returns the data of the node at path.
 func Read(ctx context.Context, s *conn.Session, path string) (string, error) {
-	ep, err := s.Epoch(ctx)
-	if err != nil {
-		return "", err
-	}
-	data, _, err := ep.Get(ctx, path)
+	data, _, err := s.Get(ctx, path)
 	return string(data), err
 }

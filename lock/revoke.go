@@ -1,0 +1,78 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+)
+
+// Revoke asks the holder of node to release its lock, as Curator's
+// Revoker.attemptRevoke does: it writes Curator's revoke mark into the
+// node, with the data version it read (two requests). node is a
+// contender's node of a mutex, a semaphoremutex Mutex or Semaphore (a
+// lease node or an internal lock node) or an rwlock, as their
+// Participants report it (Participant.Node) or a Lease names it, in s. A
+// holder made revocable (the recipes' WithRevocable) sees its
+// Lease.Revoked close, a Curator holder its revocation listener, and
+// keeps the lock until it releases it.
+//
+// A sealed node (the recipes' default), or one s may not write, is refused
+// with ErrNotRevocable, whichever session asks, and nothing is written. A
+// node that is gone is nil. Any other path (an election's node, a node of
+// no lock) is an error matching conn.ErrInvalidArgument, and nothing is
+// written.
+func Revoke(ctx context.Context, s *conn.Session, node string) error {
+	if err := revoke(ctx, s, node); err != nil {
+		return fmt.Errorf("lock: revoke %s: %w", node, err)
+	}
+	return nil
+}
+
+func revoke(ctx context.Context, s *conn.Session, node string) error {
+	if err := zkpath.Validate(node); err != nil {
+		return err
+	}
+	if !locknode.Revocable(zkpath.Base(node)) {
+		return fmt.Errorf("not a lock's contender node: %w", conn.ErrInvalidArgument)
+	}
+	if s == nil {
+		return fmt.Errorf("nil session: %w", conn.ErrInvalidArgument)
+	}
+	ep, err := s.Epoch(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		data, st, err := connlink.Of(ep).Get(ctx, node)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return nil
+		case errors.Is(err, zk.ErrNoAuth):
+			return fmt.Errorf("%w: %w", ErrNotRevocable, err)
+		case err != nil:
+			return err
+		}
+		// A sealed node gives its own session every right: refuse it
+		// here, as the server refuses every other session.
+		if d, _ := locknode.DecodeData(data); d.Sealed {
+			return ErrNotRevocable
+		}
+		_, err = connlink.Of(ep).Set(ctx, node, []byte(locknode.RevokeMark), st.Version)
+		switch {
+		case err == nil || errors.Is(err, zk.ErrNoNode):
+			return nil
+		case errors.Is(err, zk.ErrBadVersion):
+			continue // changed since we read it: read it again
+		case errors.Is(err, zk.ErrNoAuth):
+			return fmt.Errorf("%w: %w", ErrNotRevocable, err)
+		}
+		return err
+	}
+}

@@ -1,0 +1,154 @@
+package metrics
+
+import "time"
+
+// Hooks are the functions a session calls for what it and its recipes do.
+// A nil hook is skipped: set only those you export. Fields may be added.
+type Hooks struct {
+	// State is every state transition of the session (what
+	// conn.Session.Subscribe delivers). A "Connected" is a new epoch: a
+	// new ZooKeeper session.
+	State func(Transition)
+	// Request is every request attempt sent to ZooKeeper, retries
+	// included, with its latency.
+	Request func(Request)
+	// Lock is one event of a lock or election: a wait that ended, a hold
+	// that ended, a local handoff, a lost lease or a revoke request.
+	Lock func(Lock)
+	// Leader is the start (Leading) or the end (with the term's Duration)
+	// of a leader term of leader.Election.Run.
+	Leader func(Leader)
+	// Watches is a change, by delta (+1 or -1), of the number of watches
+	// the session has on the servers for its callers (a gauge is the sum
+	// of the deltas; several sessions may add into one). A watch is a
+	// path and a kind (data: GetW, ExistsW; child: ChildrenW), one server
+	// watch for all the callers waiting on it: counted from the first of
+	// those calls (a call that fails takes it back) until it fires, its
+	// last caller stops waiting (its removal is then sent), or its epoch
+	// ends. The recipes' waiters and Lost channels watch through them.
+	Watches func(delta int)
+}
+
+// Transition is one state transition of a session.
+type Transition struct {
+	// State is the new state as conn.State's String gives it: "Connected",
+	// "Suspended", "Reconnected", "Lost" or "Closed".
+	State string
+	// SessionID is the ZooKeeper session of the transition's epoch: the
+	// new one for Connected, the one that ended for Lost and Closed.
+	SessionID int64
+	// Err says why the epoch ended, for Lost and Closed.
+	Err error
+	// Time is when the session manager saw the transition.
+	Time time.Time
+}
+
+// Request is one request attempt to ZooKeeper.
+type Request struct {
+	// Op is the operation: one of the Op* names.
+	Op string
+	// Duration is from the send to the answer, or to the moment the
+	// caller stopped waiting (its context or the epoch ended).
+	Duration time.Duration
+	// Err is the request's error, nil on success (zk.ErrNoNode and the
+	// like are errors here).
+	Err error
+}
+
+// Operation names: Request.Op.
+const (
+	OpCreate   = "create"
+	OpDelete   = "delete"
+	OpGet      = "get"
+	OpGetW     = "getw"
+	OpChildren = "children"
+	OpExists   = "exists"
+	OpSet      = "set"
+	OpMulti    = "multi"
+	OpSync     = "sync"
+	OpAuth     = "auth"
+	// OpGetACL is a read of a node's ACL: a waiter of the recipes reads
+	// its predecessor's ACL with its data (see package mutex, "trust").
+	OpGetACL = "getacl"
+	// OpSetACL is a change of a node's ACL: rwlock marks a write node it
+	// keeps after a downgrade's write release (see package rwlock).
+	OpSetACL = "setacl"
+)
+
+// Lock is one event of a lock, a semaphore lease or an election candidacy.
+type Lock struct {
+	Event LockEvent
+	// Recipe is "mutex", "rwlock", "semaphoremutex", "semaphore",
+	// "leader" or "exclusive". A semaphoremutex's holds and losses are its
+	// semaphore lease's: "semaphore". A semaphore's internal lock
+	// (PATH/locks) is no holder's work: its waits are part of the
+	// semaphore's, its holds and losses are not reported (with one lease
+	// its node may become the lease: then as "semaphore").
+	Recipe string
+	// Path is the lock path as the recipe was given it.
+	Path string
+	// Outcome, for LockWait: one of the Outcome* constants.
+	Outcome string
+	// Cause, for LockLost: one of the Cause* constants.
+	Cause string
+	// Duration is the wait (LockWait) or the hold (LockHold); 0 otherwise.
+	Duration time.Duration
+}
+
+// LockEvent says what a Lock reports.
+type LockEvent string
+
+const (
+	// LockWait: an Acquire or TryAcquire returned after Duration, with an
+	// Outcome. One per call that asks for the lock, a local waiter of an
+	// in-process handoff included (a leader's campaign is one). A
+	// re-entrant call of a goroutine that holds a mutex or rwlock asks for
+	// nothing and is not reported, nor is its hold, nor a call refused
+	// for its label (an invalid-argument error).
+	LockWait LockEvent = "wait"
+	// LockHold: a grant was released by its recipe (Release, Resign, a
+	// local handoff), held for Duration since the grant, and was not lost
+	// before: its release began in a live epoch and found the node there.
+	// A grant ends in one LockHold or one LockLost, never both.
+	LockHold LockEvent = "hold"
+	// LockHandoff: a grant was passed to a local waiter of the same
+	// session, without a ZooKeeper round trip.
+	LockHandoff LockEvent = "handoff"
+	// LockLost: a held lease was found lost, with a Cause. Once per
+	// lease, when the lease learns it: something waits on its Lost channel
+	// or checks it (Err, Fence, a guarded write), or at the latest its
+	// recipe's release finds its epoch ended or its node gone.
+	LockLost LockEvent = "lost"
+	// LockRevokeRequest: someone asked the holder to release (its
+	// Lease.Revoked channel was closed).
+	LockRevokeRequest LockEvent = "revoke_request"
+)
+
+// Outcomes of a LockWait.
+const (
+	OutcomeGranted    = "granted"
+	OutcomeNotGranted = "not_granted" // TryAcquire found the lock taken
+	OutcomeTimeout    = "timeout"     // the context's deadline passed
+	OutcomeCancelled  = "cancelled"   // the context was cancelled
+	OutcomeError      = "error"       // any other error
+)
+
+// Causes of a LockLost.
+const (
+	CauseExpiry      = "expiry"       // the server expired the session (conn.ErrSessionExpired)
+	CauseLocalTimer  = "local_timer"  // the local timer ended the epoch (conn.ErrSessionTimeout)
+	CauseNodeDeleted = "node_deleted" // the node was deleted or replaced by another session while the epoch lived
+	CauseSuspended   = "suspended"    // the connection was suspended under conn.WithSuspendedAsLost
+	CauseClosed      = "closed"       // the session was closed while the lease was held (its own deletion of its nodes included)
+	CauseOther       = "other"        // anything else (the node's watch failed)
+)
+
+// Leader is the start or the end of a leader term.
+type Leader struct {
+	// Path is the election's path.
+	Path string
+	// Leading is true when the term starts, false when it ends.
+	Leading bool
+	// Duration is the term's length, when it ends.
+	Duration time.Duration
+}
