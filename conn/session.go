@@ -142,11 +142,8 @@ func (s *Session) State() State {
 // their sealed lock nodes (connlink.Session.ACL). A copy.
 func (s *Session) acl() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
 
-// sealedACL is the ACL of a lock node only this session may change: every
-// entry of the session's ACL without WRITE and ADMIN (entries left with no
-// permission are dropped), plus the session's own digest identity with
-// ALL. Others may still read it and, as the parent's ACL allows, delete it.
-// A copy.
+// sealedACL is the ACL of a lock node only this session may change: the
+// session's ACL without WRITE and ADMIN, plus its own identity with ALL.
 func (s *Session) sealedACL() []zk.ACL { return append([]zk.ACL(nil), s.sealed...) }
 
 // identity is a session's own digest identity, added to every epoch's
@@ -214,9 +211,8 @@ func (s *Session) Close() error {
 	return nil
 }
 
-// abandon is Close for a caller whose deadline has passed (a failed
-// Connect or CheckWire): it does not wait for the close request's answer
-// (see abandonLink).
+// abandon is Close for a caller past its deadline (a failed Connect or
+// CheckWire): it does not wait for the close request's answer.
 func (s *Session) abandon() {
 	s.abandoning.Store(true)
 	_ = s.Close()
@@ -264,19 +260,15 @@ type message struct {
 	authed  bool   // AddAuth finished (authErr says how)
 	authN   int    // with authed: credentials accepted
 	expired *Epoch // a request of this epoch was answered "session expired"
-	// quorumLost: no sync of this epoch was answered through the leader
-	// within half the session timeout (keepQuorum).
+	// quorumLost: the epoch's quorum timer ran out (keepQuorum).
 	quorumLost *Epoch
 }
 
 func (s *Session) handle(m message) {
 	if ep := m.expired; ep != nil {
-		// go-zookeeper passes a request's "session expired" to the caller
-		// only; it ends the session only when a handshake says so. The
-		// server can keep a connection open, and answer its pings, for a
-		// session closed under it (a close sent by another connection of
-		// the session racing the owner's reconnect). Nothing else would
-		// end this epoch.
+		// go-zookeeper ends a session only when a handshake says so,
+		// yet a server may keep answering pings for a session closed
+		// under it: nothing else would end this epoch.
 		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
 			s.log.Warn("a request was answered 'session expired'; taking the session as lost",
 				logfield.Session("session", ep.sessionID))
@@ -302,23 +294,18 @@ func (s *Session) handle(m message) {
 		case m.authErr == nil:
 			s.beginEpoch(l)
 		case l.epoch.ctx.Err() == nil && isConnectionLoss(m.authErr):
-			// Cut off mid-way: go-zookeeper keeps the session and re-sends
-			// the credentials it accepted; the rest follow on reconnect
-			// (the local timer runs meanwhile, see disconnected). A request
-			// that fails on a broken connection can be answered before the
-			// disconnect is reported, or after the reconnect: then send
-			// the rest now (go-zookeeper queues it until it is connected).
+			// Cut off mid-way: go-zookeeper re-sends what it accepted on
+			// reconnect; send the rest then, or now if the failure came
+			// before the disconnect was reported or after the reconnect.
 			if l.suspended {
 				l.authWait = true
 			} else {
 				s.authenticate(l)
 			}
 		default:
-			// Refused (AUTHFAILED: the server also closes the connection)
-			// or failed otherwise: this session is of no use. Open another
-			// after a pause, not at once: a server that refuses the
-			// credentials refuses them again, and a redial at once is a
-			// storm of new sessions.
+			// Refused or failed: this session is of no use. Redial after
+			// a backoff: a refusing server refuses again, and redialing
+			// at once would be a storm of new sessions.
 			err := fmt.Errorf("conn: sending credentials: %w", m.authErr)
 			if errors.Is(m.authErr, zk.ErrAuthFailed) {
 				err = fmt.Errorf("%w (session 0x%x): %w", ErrAuthFailed, l.epoch.sessionID, m.authErr)
@@ -337,8 +324,7 @@ func (s *Session) handle(m message) {
 			l.epoch.confirmed.Store(l.connectSent.Load()) // the session's creation is the leader's
 			s.authenticate(l)
 		case l.suspended && !l.live:
-			// Reconnected while authenticating: nobody has seen the
-			// epoch, so there is no transition to tell.
+			// Reconnected while authenticating: no transition to tell.
 			l.suspended = false
 			s.stopTimer()
 			if l.authWait {
@@ -371,10 +357,8 @@ func (s *Session) disconnected(l *zkLink) {
 	wait := time.Until(lastHeard.Add(ep.timeout))
 	s.timer = time.NewTimer(max(wait, 0))
 	if !l.live {
-		// Cut off while authenticating: the epoch has not been handed
-		// out (no Suspended to send), but the local timer runs as for
-		// a live one, so a session that cannot come back is given up
-		// and the next one opened.
+		// Cut off while authenticating: no Suspended to send, but the
+		// timer runs so that a session that cannot come back is given up.
 		s.log.Info("disconnected while authenticating", logfield.Session("session", ep.sessionID), zap.Duration("lost_in", wait))
 		return
 	}
@@ -383,10 +367,8 @@ func (s *Session) disconnected(l *zkLink) {
 	s.transition(Suspended, ep, nil)
 }
 
-// authenticate sends the credentials l has not had accepted yet (the
-// session's own identity last), then, under the quorum timer, a sync
-// (confirmFresh), and reports to run. It runs on a helper goroutine:
-// AddAuth and Sync wait for the server.
+// authenticate sends the credentials not yet accepted (own identity last)
+// and, under the quorum timer, a first sync, then reports to run.
 func (s *Session) authenticate(l *zkLink) {
 	from := l.authed
 	s.helpers.Add(1)
@@ -407,10 +389,8 @@ func (s *Session) authenticate(l *zkLink) {
 	}()
 }
 
-// confirmFresh starts a new epoch's quorum timer from a sync sent now.
-// Until then it counts from the send time of the connect request, which
-// may have waited long for a frozen server: the epoch would end the
-// moment it is handed out, and another session be opened.
+// confirmFresh starts the quorum timer from a sync sent now, not from a
+// connect request that may have waited long on a frozen server.
 func (s *Session) confirmFresh(l *zkLink) error {
 	sent := time.Now()
 	s.stats.quorumSyncs.Add(1)
@@ -449,9 +429,8 @@ func (s *Session) loseEpoch(cause error) {
 	}
 }
 
-// Redial backoff: after the n-th failed attempt in a row at a session (a
-// refused AddAuth, a failed zk.Connect), the next one waits between half
-// and all of redialBase·2^(n-1), at most redialMax.
+// Redial backoff: after n failed attempts in a row, wait half to all of
+// redialBase·2^(n-1), at most redialMax.
 const (
 	redialBase = 250 * time.Millisecond
 	redialMax  = 30 * time.Second
@@ -474,8 +453,7 @@ func (s *Session) scheduleRedial(why error) {
 	s.redial = time.NewTimer(d)
 }
 
-// lastFailure is why the last attempt at a session failed, or nil when an
-// epoch began after it.
+// lastFailure is why the last attempt failed; nil once an epoch began.
 func (s *Session) lastFailure() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -567,13 +545,10 @@ func (s *Session) retire(l *zkLink) {
 	}()
 }
 
-// closeLink closes the session on the server if it can, then the sockets, and
-// waits for go-zookeeper's goroutines to end: at most cfg.closeWait in all
-// (plus go-zookeeper's Close, at most ~3s). They end at once when the sockets
-// are closed; if they have not by then, something holds them forever (a
-// dialer whose Write never returns; go-zookeeper blocked on its own
-// channels, see writeFailConn), and waiting longer would make Close hang:
-// they are left behind, retired (their zk.Conn can never dial again).
+// closeLink closes the session on the server if it can, then the sockets,
+// and waits for go-zookeeper's goroutines at most cfg.closeWait (plus its
+// Close, ~3s): they end at once unless stuck for good (a dialer's Write),
+// and are then left behind, retired, so Close cannot hang.
 func (s *Session) closeLink(l *zkLink) {
 	deadline := time.Now().Add(s.cfg.closeWait)
 	l.retired.Store(true)
@@ -600,13 +575,10 @@ func (s *Session) closeLink(l *zkLink) {
 	}
 }
 
-// abandonLink closes l's zk.Conn without waiting for the answer to its
-// close request, which go-zookeeper waits a second for when nothing
-// answers. Once the close request is on the wire, closing the sockets
-// fails it at once. On a connection without a session go-zookeeper never
-// writes it: closing the sockets ends its goroutines at once, and its
-// Close goes on in the background for at most a second (3 s if its queue
-// is full), waiting for an answer that cannot come.
+// abandonLink closes l's zk.Conn without go-zookeeper's wait of up to a
+// second for the close request's answer: once it is written, closing the
+// sockets fails it. Without a session it is never written, and Close runs
+// on in the background (at most 1 s, 3 s with a full queue).
 func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
 	closed := make(chan struct{})
 	go func() {
@@ -636,9 +608,7 @@ func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
 	}
 }
 
-// abandonWrite bounds abandonLink's wait for go-zookeeper to write its
-// close request on a connection with a session (it is queued behind the
-// requests not yet written).
+// abandonWrite bounds abandonLink's wait for the close request's write.
 const abandonWrite = 100 * time.Millisecond
 
 func (s *Session) shutdown() {
@@ -659,10 +629,8 @@ func (s *Session) transition(st State, ep *Epoch, cause error) {
 	s.transitionLocked(st, ep, cause)
 }
 
-// transitionLocked is transition with s.mu held. Closed is the last event:
-// the step that sends it also marks the session closed for Subscribe (subs
-// nil), so a subscription made after it gets ErrClosed at once and none made
-// before it misses the event.
+// transitionLocked is transition with s.mu held. The step that sends
+// Closed also sets subs nil: no subscription misses it or waits after it.
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
