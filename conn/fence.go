@@ -56,8 +56,7 @@ func (l *Lease) localView(pass int64) *Lease {
 	return v
 }
 
-// watchParent closes the view's Lost when its node's lease is lost; it
-// ends when either is closed.
+// watchParent closes the view's Lost when its node's lease is lost.
 func (l *Lease) watchParent() {
 	select {
 	case <-l.parent.lostChan():

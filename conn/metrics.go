@@ -17,8 +17,7 @@ func WithMetrics(h metrics.Hooks) Option {
 	}
 }
 
-// reportState, reportRequest and reportLock call the session's hook, if
-// set.
+// reportState, reportRequest and reportLock call the session's hook, if set.
 func (s *Session) reportState(t metrics.Transition) {
 	if f := s.cfg.hooks.State; f != nil {
 		f(t)
@@ -51,8 +50,7 @@ func causeErr(cause string, err error) error { return &causeError{cause: cause, 
 // causeReleased is the cause of a lease's end by release: no loss.
 const causeReleased = "released"
 
-// lockPath is the lease's lock path: the one its recipe gave, else its
-// node's parent.
+// lockPath is the lock path its recipe gave, else the node's parent.
 func (l *Lease) lockPath() string {
 	if l.lock != "" {
 		return l.lock
@@ -60,8 +58,7 @@ func (l *Lease) lockPath() string {
 	return path.Dir(l.path)
 }
 
-// lostCause classifies why a lease ended: a metrics.Cause*, or
-// causeReleased.
+// lostCause classifies why a lease ended: a metrics.Cause*, or causeReleased.
 func lostCause(reason error) string {
 	var ce *causeError
 	switch {

@@ -6,12 +6,6 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// A Session's node operations. Each runs in the live epoch, waiting for one
-// (bounded by ctx) as Session.Epoch does, and is never sent again in a later
-// epoch: a request cut by the end of its ZooKeeper session returns an error
-// matching ErrEpochEnded (and ErrConnectionLoss if it was in flight). Paths
-// are absolute; errors from the server match go-zookeeper's (zk.ErrNoNode).
-
 // Get reads a node's data in the live epoch, retrying on connection loss. A
 // request cut by the end of the ZooKeeper session returns an error matching
 // ErrEpochEnded.

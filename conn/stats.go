@@ -17,13 +17,11 @@ type counters struct {
 	watchEvents atomic.Int64
 	watchesSet  atomic.Int64
 	quorumSyncs atomic.Int64
-	// set-watches requests written (go-zookeeper re-sending watches after
-	// a reconnect); not in Stats, read by tests
+	// set-watches requests written; not in Stats, read by tests
 	setWatchesSent atomic.Int64
 	// removeWatches requests written (watches.go); not in Stats, read by tests
 	watchesRemoved atomic.Int64
-	// Writes by go-zookeeper that were not exactly one frame (wire.go);
-	// read by CheckWire
+	// go-zookeeper writes that were not one whole frame; read by CheckWire
 	splitWrites atomic.Int64
 }
 
