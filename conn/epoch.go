@@ -46,9 +46,8 @@ func newEpoch(s *Session, zc *zk.Conn, hs handshake) *Epoch {
 // SessionID is the ZooKeeper session id.
 func (e *Epoch) SessionID() int64 { return e.sessionID }
 
-// Done is closed when the epoch ends; Err then tells why. Never nil. It is
-// the one way to learn that an epoch ended (Session.Done is the Session's
-// final end; a lock holder watches its Lease.Lost instead).
+// Done is closed when the epoch ends; Err then tells why. Never nil. A lock
+// holder watches its Lease.Lost instead.
 func (e *Epoch) Done() <-chan struct{} { return e.ctx.Done() }
 
 // Err is nil while the epoch lives; after, an error matching ErrEpochEnded
@@ -97,8 +96,7 @@ func (e *Epoch) end(cause error) {
 	e.suspend()
 }
 
-// confirm records that a request sent at sent was answered through the
-// ensemble's leader.
+// confirm records that a request sent at sent was answered via the leader.
 func (e *Epoch) confirm(sent time.Time) {
 	for {
 		old := e.confirmed.Load()

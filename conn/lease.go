@@ -14,18 +14,14 @@ import (
 )
 
 // ErrLeaseLost: the lease ended (its epoch ended, its node was deleted by
-// someone else, or it was released): stop working under the lock. A
-// guarded write that fails with it may still have been applied when the
-// error also matches ErrConnectionLoss (see Lease.GuardedWrite).
+// someone else, or it was released): stop working under the lock.
 var ErrLeaseLost = errors.New("conn: lease lost")
 
 // revokeMessage asks a holder to release (Curator's REVOKE_MESSAGE).
 const revokeMessage = "__REVOKE__"
 
-// Lease is a held lock node: what every recipe hands out on a grant. It
-// holds only as long as its ZooKeeper session: the holder learns of a loss
-// from Lost, fences with Fence and writes with GuardedWrite. Safe for
-// concurrent use.
+// Lease is a held lock node, handed out by every recipe on a grant; it
+// holds only as long as its ZooKeeper session. Safe for concurrent use.
 type Lease struct {
 	leaseLink // what the recipes reach (link.go)
 
@@ -48,8 +44,7 @@ type Lease struct {
 	parent *Lease
 	pass   int64
 
-	// granted, recipe and lock ("" = the node's parent) label the holds and
-	// losses reported to the Lock hook.
+	// granted, recipe and lock ("" = the node's parent) label Lock hook reports.
 	granted time.Time
 	recipe  string
 	lock    string
@@ -74,20 +69,18 @@ type Lease struct {
 	guard  string // the node a guarded grant stands on (guard.go); "" for none
 }
 
-// newLease makes a lease for node path, held by this epoch's session;
-// czxid 0 means unknown (see own). It starts no goroutine until someone
-// waits on Lost or Revoked.
+// newLease makes a lease for node path, held by this epoch's session (czxid
+// 0: unknown, see own). No goroutine runs until Lost or Revoked is called.
 func (e *Epoch) newLease(path string, czxid int64) *Lease {
 	l := &Lease{ep: e, path: path, czxid: czxid, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal(), granted: time.Now()}
 	linkLease(l)
 	return l
 }
 
-// own checks that st, read at the lease's path, is our node, recording its
-// czxid the first time. Another czxid (or, before we know it, another
-// ephemeral owner) means ours was deleted: Lost closes. Only a known czxid
-// tells ours from a node our own session re-created at the path, so
-// exclusive, which reuses paths, passes it to newLease.
+// own checks that st, read at the lease's path, is our node (recording its
+// czxid): another czxid, or before we know it another ephemeral owner,
+// means ours was deleted and Lost closes. Only a known czxid tells ours
+// from our session's re-creation at the path (exclusive passes it).
 func (l *Lease) own(st *zk.Stat) error {
 	l.mu.Lock()
 	ok := l.czxid == st.Czxid || l.czxid == 0 && st.EphemeralOwner == l.ep.SessionID()
@@ -104,8 +97,7 @@ func (l *Lease) own(st *zk.Stat) error {
 	return err
 }
 
-// lostChan returns l.lost for a caller that waits on it, first starting
-// (once) the goroutine that closes it when the epoch's signal comes.
+// lostChan returns l.lost for a waiter, first starting watchEpoch (once).
 func (l *Lease) lostChan() <-chan struct{} {
 	if l.sig != nil {
 		l.sigWaiter.Do(func() { go l.watchEpoch() })
@@ -151,22 +143,18 @@ func (l *Lease) Path() string { return l.path }
 // Epoch is the epoch the lease was taken in.
 func (l *Lease) Epoch() *Epoch { return l.ep }
 
-// Lost returns a channel closed when the lease must be taken as lost: its
-// epoch ended (or, with WithSuspendedAsLost, the connection was suspended),
-// someone else deleted its node, or it was released. A change of the node's
-// data is no loss (see Revoked). The first call of Lost or Revoked sets a
-// watch on the node (one request); until then a foreign delete is noticed
-// only by Fence and GuardedWrite, and the lease costs no goroutine.
+// Lost is closed when the lease must be taken as lost: its epoch ended (or,
+// with WithSuspendedAsLost, was suspended), someone else deleted its node,
+// or it was released. The first call of Lost or Revoked watches the node;
+// until then only Fence and GuardedWrite notice a foreign delete.
 func (l *Lease) Lost() <-chan struct{} {
 	l.arm()
 	return l.lostChan()
 }
 
-// Revoked returns a channel closed when someone asked the holder to
-// release (lock.Revoke, or Curator's Revoker, wrote "__REVOKE__" into the
-// node). Only a revocable lock's node can be asked (WithRevocable); a
-// sealed one refuses the write. A request is no loss: the lock stays held
-// until the holder releases it. The first call arms the watch as Lost does.
+// Revoked is closed when someone asked the holder to release (lock.Revoke,
+// or Curator's Revoker, wrote "__REVOKE__" into a revocable lock's node).
+// It is no loss: the lock stays held until released. Watches as Lost does.
 func (l *Lease) Revoked() <-chan struct{} {
 	l.arm()
 	l.lostChan() // watchNode waits on it
@@ -205,9 +193,8 @@ func (l *Lease) isLost() bool {
 	}
 }
 
-// Err is nil while the lease holds as far as this process knows (a
-// deletion by someone else only once the node is watched, see Lost), and
-// says why once Lost is closed.
+// Err is nil while the lease holds as far as this process knows (see
+// Lost), and says why once Lost is closed.
 func (l *Lease) Err() error {
 	l.poll()
 	select {
@@ -313,14 +300,11 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 }
 
 // GuardedWrite runs ops (*zk.CreateRequest, *zk.DeleteRequest,
-// *zk.SetDataRequest, *zk.CheckVersionRequest) in one transaction behind a
-// check that the grant's node still exists, so they commit only while the
-// lock is held; a released grant is refused first. A failure because the
-// lease ended matches ErrLeaseLost; when it also matches ErrConnectionLoss
-// the write may still have been applied: reconcile before retrying. A
-// refused op is named by its place among ops and matches the server's
-// error. Ops may not set the data of the grant's own node
-// (ErrInvalidArgument).
+// *zk.SetDataRequest, *zk.CheckVersionRequest) in one transaction that
+// commits only while the grant's node exists. A lost lease fails with
+// ErrLeaseLost (maybe applied if it also matches ErrConnectionLoss). A
+// refused op is named by its index and matches the server's error. Ops
+// may not set the data of the grant's own node (ErrInvalidArgument).
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.parent != nil {
 		l.writes.RLock()
@@ -398,9 +382,8 @@ func (l *Lease) revokeSeen() bool {
 	}
 }
 
-// released marks the lease released (the recipe deletes its node). A lease
-// lost first (its epoch ended before setReleasing, or its parent was lost)
-// stays lost for the Lock hook.
+// released marks the lease released; one lost first (its epoch ended before
+// setReleasing, or its parent was lost) stays lost for the Lock hook.
 func (l *Lease) released() {
 	if !l.isReleasing() {
 		l.poll()
@@ -446,8 +429,7 @@ func (l *Lease) isReleasing() bool {
 	return l.releasing.Load() || l.parent != nil && l.parent.releasing.Load()
 }
 
-// report decides how the lease ended, for the session's Lock hook: a hold
-// for a release, a loss otherwise; the returned func reports it.
+// report decides how the lease ended for the Lock hook: a hold or a loss.
 func (l *Lease) report(reason error) func() {
 	s := l.ep.s
 	if s.cfg.hooks.Lock == nil || l.shared.Load() || l.unreported.Load() {

@@ -7,9 +7,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// WithMetrics sets the hooks to which the session and the recipes on it
-// report what they do (package metrics; default: none). A nil hook is
-// skipped.
+// WithMetrics sets the hooks the session and its recipes report to
+// (package metrics; default: none). A nil hook is skipped.
 func WithMetrics(h metrics.Hooks) Option {
 	return func(c *config) error {
 		c.hooks = h

@@ -30,8 +30,7 @@ func (e *opError) Error() string {
 // Unwrap returns the server's error.
 func (e *opError) Unwrap() error { return e.err }
 
-// failedIndex returns the place among its ops of the op a refused multi
-// failed on (connlink.Session.FailedOp), if err is such a refusal.
+// failedIndex is the index of a refused multi's failing op, if err is one.
 func failedIndex(err error) (int, bool) {
 	var oe *opError
 	if errors.As(err, &oe) {
@@ -71,9 +70,8 @@ func failedOp(ops []any, res []zk.MultiResponse, err error) *opError {
 	return nil
 }
 
-// describeOps names a multi's ops for an error that is not one op's (a
-// connection loss, a context's end): its first op and how many follow,
-// e.g. "set-data /a/b +1 op".
+// describeOps names a multi's ops for an error of no single op, e.g.
+// "set-data /a/b +1 op".
 func describeOps(ops []any) string {
 	if len(ops) == 0 {
 		return "(no ops)"

@@ -6,9 +6,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Get reads a node's data in the live epoch, retrying on connection loss. A
-// request cut by the end of the ZooKeeper session returns an error matching
-// ErrEpochEnded.
+// Get reads a node's data, retrying on connection loss.
 func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
 	e, err := s.Epoch(ctx)
 	if err != nil {
@@ -17,9 +15,8 @@ func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error
 	return e.get(ctx, path)
 }
 
-// Set writes a node's data if its version matches (-1: any), in the live
-// epoch; retried on connection loss only with a real version. A request cut
-// by the end of the ZooKeeper session returns an error matching ErrEpochEnded.
+// Set writes a node's data if its version matches (-1: any); retried on
+// connection loss only with a real version.
 func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
 	e, err := s.Epoch(ctx)
 	if err != nil {
@@ -28,10 +25,8 @@ func (s *Session) Set(ctx context.Context, path string, data []byte, version int
 	return e.set(ctx, path, data, version)
 }
 
-// Create creates a node in the live epoch and returns its path (with the
-// sequence number if sequential); only non-sequential creates are retried on
-// connection loss. A request cut by the end of the ZooKeeper session returns
-// an error matching ErrEpochEnded.
+// Create creates a node and returns its path (with the sequence number if
+// sequential); only non-sequential creates are retried on connection loss.
 func (s *Session) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	e, err := s.Epoch(ctx)
 	if err != nil {
@@ -40,10 +35,9 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, flags in
 	return e.create(ctx, path, data, flags, acl)
 }
 
-// Delete deletes a node if its version matches (-1: any), in the live epoch.
-// Retried on connection loss: zk.ErrNoNode may then mean it was deleted, and
-// a retry may delete a node created again at path. A request cut by the end
-// of the ZooKeeper session returns an error matching ErrEpochEnded.
+// Delete deletes a node if its version matches (-1: any). Retried on
+// connection loss: zk.ErrNoNode may then mean it was deleted, and a retry
+// may delete a node created again at path.
 func (s *Session) Delete(ctx context.Context, path string, version int32) error {
 	e, err := s.Epoch(ctx)
 	if err != nil {
@@ -52,9 +46,8 @@ func (s *Session) Delete(ctx context.Context, path string, version int32) error 
 	return e.delete(ctx, path, version)
 }
 
-// Children lists a node's children (names, not paths) in the live epoch,
-// retrying on connection loss. A request cut by the end of the ZooKeeper
-// session returns an error matching ErrEpochEnded.
+// Children lists a node's children (names, not paths), retrying on
+// connection loss.
 func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
 	e, err := s.Epoch(ctx)
 	if err != nil {
@@ -63,9 +56,7 @@ func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat
 	return e.children(ctx, path)
 }
 
-// Exists tells whether a node exists, in the live epoch, retrying on
-// connection loss. A request cut by the end of the ZooKeeper session returns
-// an error matching ErrEpochEnded.
+// Exists tells whether a node exists, retrying on connection loss.
 func (s *Session) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
 	e, err := s.Epoch(ctx)
 	if err != nil {

@@ -61,8 +61,7 @@ func (e *Epoch) children(ctx context.Context, path string) ([]string, *zk.Stat, 
 	return r.a, r.b, err
 }
 
-// childrenW lists a node's children and sets a child watch, as getW.
-// Counted as metrics.OpChildren. Retried.
+// childrenW is children with a child watch, as getW. Counted as OpChildren.
 func (e *Epoch) childrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	r, ch, err := watchCall(ctx, e, metrics.OpChildren, path, kindChild, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		names, st, ch, err := zc.ChildrenW(p)
@@ -80,8 +79,7 @@ func (e *Epoch) exists(ctx context.Context, path string) (bool, *zk.Stat, error)
 	return r.a, r.b, err
 }
 
-// existsW tells whether a node exists and leaves a watch on it (created,
-// changed or deleted). Retried.
+// existsW is exists with a watch (created, changed or deleted). Retried.
 func (e *Epoch) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
 	r, ch, err := watchCall(ctx, e, metrics.OpExists, path, kindData, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		ok, st, ch, err := zc.ExistsW(p)
@@ -200,8 +198,7 @@ func call[T any](ctx context.Context, e *Epoch, op, path string, retry bool, f f
 	return callAbs(ctx, e, op, e.s.abs(path), retry, f)
 }
 
-// callAbs runs f against the epoch's connection, retrying on connection loss
-// when retry is set, as the retry policy allows.
+// callAbs runs f on the epoch's connection, retrying (if retry) on loss.
 func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
 	var zero T
 	policy := e.s.cfg.retry

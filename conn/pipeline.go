@@ -40,8 +40,7 @@ func (s *sentCreates) wrote(p []byte) {
 	s.mu.Unlock()
 }
 
-// after returns a channel closed when the next create request (after
-// this call) has been written; never closed if none is.
+// after returns a channel closed once the next create request is written.
 func (s *sentCreates) after() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()

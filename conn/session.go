@@ -22,9 +22,10 @@ import (
 var errRetired = errors.New("conn: connection retired")
 
 // Session is one client of a ZooKeeper ensemble across many ZooKeeper
-// sessions (epochs): it reconnects, notices expiry, and opens a new
-// ZooKeeper session, on a new connection, after one is lost. Recipes take
-// a *Session. Safe for concurrent use.
+// sessions (epochs): it reconnects, and opens a new session on a new
+// connection after one is lost. Its node operations run in the live epoch
+// and are never re-sent in the next: one cut by its end fails with
+// ErrEpochEnded. Safe for concurrent use.
 type Session struct {
 	sessionLink // what the recipes reach (link.go)
 
@@ -138,16 +139,14 @@ func (s *Session) State() State {
 	return s.state
 }
 
-// acl is the ACL recipes give the nodes they create (WithACL), apart from
-// their sealed lock nodes (connlink.Session.ACL). A copy.
+// acl is a copy of WithACL's ACL, for nodes other than sealed lock nodes.
 func (s *Session) acl() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
 
 // sealedACL is the ACL of a lock node only this session may change: the
 // session's ACL without WRITE and ADMIN, plus its own identity with ALL.
 func (s *Session) sealedACL() []zk.ACL { return append([]zk.ACL(nil), s.sealed...) }
 
-// identity is a session's own digest identity, added to every epoch's
-// connection: random, never logged, never shown.
+// identity is the session's own random digest identity; never logged.
 type identity struct{ user, password string }
 
 func newIdentity() (identity, error) {
@@ -168,10 +167,9 @@ func sealACL(acl []zk.ACL, id identity) []zk.ACL {
 	return append(out, zk.DigestACL(zk.PermAll, id.user, id.password)...)
 }
 
-// Epoch returns the live epoch, waiting (bounded by ctx) while there is none
-// because the last one was lost and the next has not begun. When ctx ends
-// first and the last attempt at a new session failed, the error also
-// matches why (ErrAuthFailed: a server refused the credentials).
+// Epoch returns the live epoch, waiting (bounded by ctx) while there is
+// none. If ctx ends first after a failed attempt at a session, the error
+// also matches why (ErrAuthFailed: a server refused the credentials).
 func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 	for {
 		s.mu.Lock()
@@ -194,17 +192,14 @@ func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 	}
 }
 
-// Done is closed once the Session is closed (Close) and every goroutine
-// of it has stopped. It is the Session's final end; for the end of the
-// ZooKeeper session in use now (after which the Session opens another),
-// see Epoch.Done.
+// Done is closed once Close has stopped every goroutine of the Session: its
+// final end (for the current ZooKeeper session's, see Epoch.Done).
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Close ends the current epoch (its ephemeral nodes go with it) and stops
-// every goroutine of the session. Idempotent. It returns at once when the
-// server answers or the connection is down, after about a second when
-// nothing answers, and within 13 s at worst (stuck goroutines of
-// go-zookeeper's are then left behind, logged at Error).
+// the session's goroutines. Idempotent. It returns at once when the server
+// answers or the connection is down, else after about a second (13 s at
+// worst, leaving stuck go-zookeeper goroutines behind, logged at Error).
 func (s *Session) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done
@@ -218,8 +213,7 @@ func (s *Session) abandon() {
 	_ = s.Close()
 }
 
-// run owns the state machine: it alone begins and ends epochs and sends
-// transitions.
+// run owns the state machine: only it begins and ends epochs and sends transitions.
 func (s *Session) run() {
 	defer close(s.done)
 	for {
@@ -294,18 +288,16 @@ func (s *Session) handle(m message) {
 		case m.authErr == nil:
 			s.beginEpoch(l)
 		case l.epoch.ctx.Err() == nil && isConnectionLoss(m.authErr):
-			// Cut off mid-way: go-zookeeper re-sends what it accepted on
-			// reconnect; send the rest then, or now if the failure came
-			// before the disconnect was reported or after the reconnect.
+			// Cut off: go-zookeeper re-sends what it accepted on reconnect;
+			// send the rest then, or now if we are not suspended.
 			if l.suspended {
 				l.authWait = true
 			} else {
 				s.authenticate(l)
 			}
 		default:
-			// Refused or failed: this session is of no use. Redial after
-			// a backoff: a refusing server refuses again, and redialing
-			// at once would be a storm of new sessions.
+			// Refused or failed: redial after a backoff, since a refusing
+			// server refuses again (at once would be a storm of sessions).
 			err := fmt.Errorf("conn: sending credentials: %w", m.authErr)
 			if errors.Is(m.authErr, zk.ErrAuthFailed) {
 				err = fmt.Errorf("%w (session 0x%x): %w", ErrAuthFailed, l.epoch.sessionID, m.authErr)
@@ -436,8 +428,7 @@ const (
 	redialMax  = 30 * time.Second
 )
 
-// scheduleRedial records why an attempt at a session failed and arms the
-// next one, after the backoff. Run's goroutine only.
+// scheduleRedial records why an attempt failed and arms the next. Run only.
 func (s *Session) scheduleRedial(why error) {
 	s.failed++
 	d := redialBase
@@ -546,9 +537,8 @@ func (s *Session) retire(l *zkLink) {
 }
 
 // closeLink closes the session on the server if it can, then the sockets,
-// and waits for go-zookeeper's goroutines at most cfg.closeWait (plus its
-// Close, ~3s): they end at once unless stuck for good (a dialer's Write),
-// and are then left behind, retired, so Close cannot hang.
+// and waits at most cfg.closeWait (plus Close's ~3s) for go-zookeeper's
+// goroutines: any still stuck are left behind, so Close cannot hang.
 func (s *Session) closeLink(l *zkLink) {
 	deadline := time.Now().Add(s.cfg.closeWait)
 	l.retired.Store(true)
@@ -575,10 +565,9 @@ func (s *Session) closeLink(l *zkLink) {
 	}
 }
 
-// abandonLink closes l's zk.Conn without go-zookeeper's wait of up to a
-// second for the close request's answer: once it is written, closing the
-// sockets fails it. Without a session it is never written, and Close runs
-// on in the background (at most 1 s, 3 s with a full queue).
+// abandonLink closes l's zk.Conn without waiting for the close request's
+// answer: closing the sockets once it is written fails it. Without a
+// session it is never written; Close then runs on in the background (≤ 3 s).
 func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
 	closed := make(chan struct{})
 	go func() {
@@ -654,8 +643,7 @@ type zkLogger struct{ l *zap.SugaredLogger }
 
 func (z zkLogger) Printf(format string, args ...any) { z.l.Debugf("zk: "+format, args...) }
 
-// inbox is an unbounded queue with a wake-up signal, so go-zookeeper's
-// callback never blocks and no event is dropped.
+// inbox is an unbounded queue: go-zookeeper's callback never blocks or drops.
 type inbox struct {
 	signal chan struct{} // capacity 1
 	mu     sync.Mutex    // guards items

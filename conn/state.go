@@ -5,8 +5,7 @@ import (
 	"time"
 )
 
-// State is the state of a Session as lock holders see it. The names are
-// Curator's.
+// State is a Session's state as lock holders see it (Curator's names).
 type State int32
 
 const (
@@ -19,9 +18,8 @@ const (
 	Suspended
 	// Reconnected: the connection is back and the same session survived.
 	Reconnected
-	// Lost: the epoch ended: the server confirmed expiry, or the client was
-	// disconnected for the whole session timeout. Every lock of the epoch
-	// is gone.
+	// Lost: the epoch ended (expiry confirmed, or the local timer ran out);
+	// every lock of the epoch is gone.
 	Lost
 	// Closed: Close was called. Final.
 	Closed

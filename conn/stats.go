@@ -10,8 +10,7 @@ import (
 var opNames = []string{metrics.OpCreate, metrics.OpDelete, metrics.OpGet, metrics.OpGetW, metrics.OpChildren, metrics.OpExists,
 	metrics.OpSet, metrics.OpMulti, metrics.OpSync, metrics.OpAuth, metrics.OpGetACL, metrics.OpSetACL}
 
-// counters are the live counts behind connlink.Session.Stats. The map is
-// filled once at construction and only read after, so it needs no lock.
+// counters are the live counts behind Stats; the map is read-only once built.
 type counters struct {
 	requests    map[string]*atomic.Int64
 	watchEvents atomic.Int64

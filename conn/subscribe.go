@@ -18,9 +18,8 @@ type Subscription struct {
 	final  error         // set once no more events will come (ErrClosed)
 }
 
-// Subscribe starts a subscription. Call Close when done with it (or read
-// until Next returns ErrClosed). State() tells the state at the time of the
-// call; the subscription sees what comes after.
+// Subscribe starts a subscription to the transitions after State(). Close
+// it when done (or read until Next returns ErrClosed).
 func (s *Session) Subscribe() *Subscription {
 	sub := &Subscription{s: s, notify: make(chan struct{}, 1)}
 	s.mu.Lock()
@@ -33,9 +32,8 @@ func (s *Session) Subscribe() *Subscription {
 	return sub
 }
 
-// Next returns the next transition, waiting for it until ctx ends. After the
-// Closed event has been returned (or after Close on the subscription), it
-// returns an error matching ErrClosed.
+// Next returns the next transition, waiting until ctx ends; after Closed
+// (or Close), an error matching ErrClosed.
 func (sub *Subscription) Next(ctx context.Context) (Event, error) {
 	for {
 		sub.mu.Lock()

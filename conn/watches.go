@@ -29,8 +29,7 @@ type watchKey struct {
 	kind watchKind
 }
 
-// opRemoveWatches is ZooKeeper's removeWatches opcode; errNoWatcher its
-// answer when there was nothing to remove.
+// removeWatches' opcode, and its answer when there was nothing to remove.
 const (
 	opRemoveWatches       = 18
 	errNoWatcher    int32 = -121
@@ -162,9 +161,8 @@ func (l *link) queueRemovalLocked(key watchKey) *removal {
 	return rm
 }
 
-// kick writes the queued removals now if a connection with a session is up
-// (else go-zookeeper's next write does), on its own goroutine: a write to
-// a failing connection can block.
+// kick writes the queued removals now, if a connection has a session, on
+// its own goroutine: a write to a failing connection can block.
 func (l *link) kick() {
 	go func() {
 		l.wmu.Lock()
@@ -216,8 +214,7 @@ func isRemovalXid(xid int32) bool {
 	return xid <= removeXidBase && xid > removeXidBase-removeXidSpan
 }
 
-// answered takes the answer to an injected request (int32 length, int32
-// xid, int64 zxid, int32 err) off the wire.
+// answered takes an injected request's answer (length, xid, zxid, err).
 func (l *link) answered(xid int32, f []byte) {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -237,8 +234,7 @@ func (l *link) answered(xid int32, f []byte) {
 	close(rm.done)
 }
 
-// connGone completes the removals written on w, which is closed: the
-// server dropped its watches with it.
+// connGone completes the removals written on w: its watches went with it.
 func (l *link) connGone(w *wireConn) {
 	l.cur.CompareAndSwap(w, nil)
 	ws := &l.watches
@@ -336,8 +332,7 @@ func (e *Epoch) unwatch(ctx context.Context, ch <-chan zk.Event) error {
 	}
 }
 
-// watchCall runs a watch-setting call (f returns go-zookeeper's channel
-// when the watch is set) for the watcher count; see watchReg.
+// watchCall runs f, a watch-setting call, counting its watcher (watchReg).
 func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watchKind,
 	f func(*zk.Conn, string) (T, <-chan zk.Event, error)) (T, <-chan zk.Event, error) {
 	if err := zkpath.Validate(path); err != nil {

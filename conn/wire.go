@@ -10,19 +10,16 @@ import (
 	"time"
 )
 
-// handshake is the server's connect response, read off the wire:
-// go-zookeeper keeps the negotiated timeout and password to itself.
+// handshake is the connect response, which go-zookeeper keeps to itself.
 type handshake struct {
 	sessionID int64
 	timeout   time.Duration
 	passwd    []byte
 }
 
-// wireConn wraps one TCP connection of a zk.Conn: it records when the
-// server was last heard, decodes the connect response, and hands
-// go-zookeeper's reader whole frames in order. Responses reach it with
-// zxid 0, so its racy Conn.lastZxid is never written: the link keeps the
-// zxid instead (see docs/design.md, "The last zxid").
+// wireConn is one TCP connection of a zk.Conn: it hands go-zookeeper's
+// reader whole frames in order, responses with zxid 0 so that its racy
+// Conn.lastZxid is never written (see docs/design.md, "The last zxid").
 type wireConn struct {
 	net.Conn
 	link *link
@@ -52,10 +49,9 @@ const (
 	opClose      = -11
 )
 
-// Write passes one frame on (go-zookeeper writes each with one Write), with
-// the link's last zxid in connect and set-watches requests, after the
-// queued removeWatches (watches.go); set-watches lose unwatched paths. All
-// frames are written under link.wmu, so none interleave.
+// Write passes one frame on, after the queued removeWatches, with our last
+// zxid in connect and set-watches requests (which lose unwatched paths).
+// All frames are written whole under link.wmu, so none interleave.
 func (w *wireConn) Write(p []byte) (int, error) {
 	w.link.wmu.Lock()
 	defer w.link.wmu.Unlock()
@@ -323,10 +319,8 @@ func (l *link) handshake() handshake {
 }
 
 // beginClose runs right before zk.Conn.Close: from then on the reader gets
-// no answer but the close request's (events and pings pass), since the
-// callers stop waiting and may read their response structs (see
-// docs/design.md, "The wire"). It first waits, until deadline at most, for
-// the reader to finish its frame; false if it has not.
+// no answer but the close request's (see docs/design.md, "The wire"). It
+// waits, until deadline at most, for the reader to finish its frame (false: not).
 func (l *link) beginClose(deadline time.Time) bool {
 	t := time.AfterFunc(time.Until(deadline), func() {
 		l.gate.Lock()
@@ -343,8 +337,7 @@ func (l *link) beginClose(deadline time.Time) bool {
 	return !l.busy
 }
 
-// hand is called by the reader before it hands over frame f; false means
-// drop it.
+// hand is called before the reader gets frame f; false: drop it.
 func (l *link) hand(f []byte) bool {
 	l.gate.Lock()
 	defer l.gate.Unlock()
@@ -358,8 +351,7 @@ func (l *link) hand(f []byte) bool {
 	return true
 }
 
-// readerBack: the reader is done with its frame (it asks for the next one,
-// or go-zookeeper's reader has ended: the connection is reported down).
+// readerBack: the reader is done with its frame (or has ended).
 func (l *link) readerBack() {
 	l.gate.Lock()
 	defer l.gate.Unlock()
@@ -367,8 +359,7 @@ func (l *link) readerBack() {
 	l.idle.Broadcast()
 }
 
-// closeAll closes every open TCP connection, which unblocks go-zookeeper's
-// reader at once instead of after its read deadline.
+// closeAll closes every TCP connection, unblocking the reader at once.
 func (l *link) closeAll() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
