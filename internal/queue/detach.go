@@ -9,15 +9,13 @@ import (
 	"go.uber.org/zap"
 )
 
-// Grace is how long an acquire whose ctx has ended still waits for the
-// cleanup of what it may have written before it leaves that cleanup to a
-// goroutine bound to the epoch: every acquire returns by Grace after its
-// ctx ended, even with the connection down.
+// Grace is how long an acquire whose ctx ended still waits for its cleanup
+// before leaving it to a goroutine bound to the epoch: every acquire
+// returns by Grace after its ctx ended, even with the connection down.
 const Grace = 100 * time.Millisecond
 
 // GraceContext keeps ctx's values, not its cancellation: it ends Grace
-// after ctx ends, and at the latest after limit. For removing what an
-// acquire leaves behind once ctx is why it gives up.
+// after ctx ends, and at the latest after limit.
 func GraceContext(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	if d, ok := ctx.Deadline(); ok {
@@ -37,17 +35,15 @@ func GraceContext(ctx context.Context, limit time.Duration) (context.Context, co
 	return c, func() { stop(); cancel() }
 }
 
-// CleanupContext is GraceContext bounded by the session timeout: for
-// deleting our own nodes after ctx ended, or while giving up for another
-// reason (the epoch bounds every operation as well).
+// CleanupContext is GraceContext bounded by the session timeout, for
+// deleting our own nodes while giving up.
 func CleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, context.CancelFunc) {
 	return GraceContext(ctx, connlink.Of(ep).Timeout())
 }
 
-// Settle runs f, which removes what an acquire leaves behind, on a
-// goroutine under ep's context, and waits for it until Grace after ctx
-// ended. f should keep trying until done or its context ends; its error
-// while the epoch lives is logged.
+// Settle runs f, which removes what an acquire left, on a goroutine under
+// ep's context, and waits for it until Grace after ctx ended. f should
+// keep trying until done or its context ends.
 func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context.Context) error) {
 	done := make(chan struct{}) // closed when f returns
 	go func() {
@@ -66,11 +62,9 @@ func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context
 }
 
 // Detach runs op, a write whose outcome must be learnt, on a goroutine
-// under ep's context (ectx), so that it is never abandoned mid-flight and
-// ctx never waits for it past its end; op checks ctx before each write. If
-// op returns while ctx lives, the caller gets its result (detached false).
-// Otherwise Detach returns ctx's error with detached true, and undo gets
-// op's result once it comes (Settle) and removes what op made.
+// under ep's context (ectx), so that it is never abandoned mid-flight; op
+// checks ctx before each write. If ctx ends first, Detach returns its
+// error with detached true, and undo removes what op made once op returns.
 func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 	op func(ctx, ectx context.Context) (T, error),
 	undo func(ectx context.Context, v T, err error) error,
@@ -107,11 +101,9 @@ func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 	return zero, true, CtxErr(ctx)
 }
 
-// RetryUntilDone calls f under ep's context until f returns nil or the
-// epoch ends (what f removes then went with the session), backing off from
-// 50 ms to 1 s between tries, and logs each failure as what. Run it on a
-// goroutine of its own: it ends with the epoch at the latest, so no
-// goroutine outlives its session.
+// RetryUntilDone calls f under ep's context, backing off up to 1 s, until
+// f returns nil or the epoch ends (what f removes went with it); it logs
+// each failure as what. Run on its own goroutine.
 func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context.Context) error) {
 	ctx := connlink.Of(ep).Context()
 	delay := 50 * time.Millisecond

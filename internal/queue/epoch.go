@@ -8,11 +8,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
-// WaitEpochEnd follows a watch's "not watching" event (zk.EventNotWatching):
-// go-zookeeper drops the watches when its session expired or it is
-// closing, so ep ends very soon. It returns ep's error once ep ends,
-// CtxErr(ctx) if ctx ends first, and nil if ep still lives after its
-// session timeout: the caller then sets its watches again.
+// WaitEpochEnd follows zk.EventNotWatching, after which ep ends very soon:
+// ep's error once it ends, CtxErr(ctx) if ctx ends first, nil if ep still
+// lives after its session timeout (then set the watches again).
 func WaitEpochEnd(ctx context.Context, ep *conn.Epoch) error {
 	t := time.NewTimer(connlink.Of(ep).Timeout())
 	defer t.Stop()

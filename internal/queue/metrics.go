@@ -24,11 +24,9 @@ func ReportLeader(sess *conn.Session, l metrics.Leader) {
 	}
 }
 
-// Meter starts the clock on one Acquire or TryAcquire of recipe on path and
-// returns what the call runs when it returns: it reports the wait, with
-// the outcome granted and err make of it, to sess's Lock hook (nothing
-// without one). The recipes' one place that times and classifies a wait;
-// each call is metered once, by the outermost layer (see Config.Unmetered).
+// Meter starts the clock on one Acquire or TryAcquire of recipe on path;
+// done reports the wait and its outcome to sess's Lock hook. Each call is
+// metered once, by the outermost layer (Config.Unmetered).
 func Meter(sess *conn.Session, recipe, path string) (done func(granted bool, err error)) {
 	f := connlink.Of(sess).Metrics().Lock
 	if f == nil {

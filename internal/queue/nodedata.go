@@ -14,8 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 )
 
-// NodeData is what the engine writes into each node it creates, as JSON:
-// who is queued or holds the lock (locknode.NodeData).
+// NodeData is the JSON the engine writes into each node it creates.
 type NodeData = locknode.NodeData
 
 // local is this process, computed once.
@@ -27,17 +26,13 @@ var local = func() NodeData {
 	return NodeData{Host: host, PID: os.Getpid()}
 }()
 
-// Hostname is the host name the engine writes into node data; recipes that
-// put the host into names (HostKindSchema) use it.
+// Hostname is the host name the engine writes into node data.
 func Hostname() string { return local.Host }
 
-// NewID returns a new unique acquire id (a random UUID), for recipes that
-// make their own nodes the engine's way.
+// NewID returns a new unique acquire id (a random UUID).
 func NewID() string { return newID() }
 
-// EncodeData is the data of a node made for acquire id, with tag, the
-// sealed flag and the caller's label (see NodeData), as the engine writes
-// it.
+// EncodeData is the data the engine writes into a node (see NodeData).
 func EncodeData(id, tag string, sealed bool, label string) []byte {
 	return encodeData(id, tag, sealed, label)
 }
@@ -57,13 +52,12 @@ func Label(ctx context.Context) (string, error) {
 	return s, nil
 }
 
-// DecodeData reads node data; see NodeData. ok is false for data that says
-// nothing useful, the revoke mark included.
+// DecodeData reads node data; ok is false for data that says nothing
+// useful, the revoke mark included.
 func DecodeData(b []byte) (d NodeData, ok bool) { return locknode.DecodeData(b) }
 
 // IsRevokeMark reports whether b is the data lock.Revoke (and Curator's
-// Revoker) writes into a holder's node to ask it to release. It replaces
-// the node's data, so it says nothing of who holds the node.
+// Revoker) writes into a holder's node to ask it to release.
 func IsRevokeMark(b []byte) bool { return locknode.IsRevokeMark(b) }
 
 func encodeData(id, tag string, sealed bool, label string) []byte {

@@ -5,16 +5,12 @@ import (
 	"strings"
 )
 
-// Before reports whether sequence number a comes before b in the queue:
-// the server's 32-bit counter wraps to negative numbers, so they compare
-// as serial numbers (RFC 1982), which is creation order for nodes created
-// within 2^31 changes of the parent. (Curator and kazoo compare the text:
-// across a wrap they may disagree on who is first.)
+// Before reports whether sequence number a comes before b: the server's
+// 32-bit counter wraps to negative numbers, so they compare as serial
+// numbers (RFC 1982), creation order within 2^31 changes of the parent.
 func Before(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
 
-// Parse returns the children that schema recognises as contenders, sorted
-// in queue order (Before; equal numbers, which one parent never hands out
-// twice, by name).
+// Parse returns the children that schema recognises, in queue order.
 func Parse(schema Schema, names []string) []Contender {
 	cs := make([]Contender, 0, len(names))
 	for _, n := range names {
@@ -50,8 +46,7 @@ func index(cs []Contender, name string) int {
 	return -1
 }
 
-// remove returns cs without the contender named name: a new slice, since
-// cs may be a listing shared with other waiters (listings).
+// remove returns cs without name: a new slice, since cs may be shared.
 func remove(cs []Contender, name string) []Contender {
 	if i := index(cs, name); i >= 0 {
 		return slices.Concat(cs[:i], cs[i+1:])

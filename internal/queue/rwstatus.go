@@ -4,8 +4,7 @@ package queue
 // a read node queued by the holder of the write lock, granted at once.
 const DowngradeTag = "downgrade"
 
-// RWStatus is what a node of a read/write lock does: waits, holds, or, for
-// a write node, is kept (see RWNode.ACLVersion).
+// RWStatus is what a node of a read/write lock does.
 type RWStatus int
 
 // The statuses of RWStatuses.
@@ -15,37 +14,27 @@ const (
 	RWKept
 )
 
-// RWNode is a node of a read/write lock as RWStatuses judges it: its name
-// and what its stat and data say.
+// RWNode is a node of a read/write lock as RWStatuses judges it.
 type RWNode struct {
 	Contender
-	// Session is the session that created it (the stat's ephemeralOwner).
+	// Session is the stat's ephemeralOwner.
 	Session int64
-	// Tag is its data's NodeData.Tag (ours only): DowngradeTag for a
-	// downgrade's read node.
+	// Tag is its data's NodeData.Tag (ours only).
 	Tag string
-	// ACLVersion is the stat's aversion: above 0 on a write node that the
-	// write lock's release kept for a downgrade's read node (its ACL set
-	// again, unchanged; no data change, which the waiter behind would take
-	// as a release).
+	// ACLVersion is the stat's aversion: above 0 on a write node kept for
+	// a downgrade (its ACL set again: a data change would be a release).
 	ACLVersion int32
 }
 
-// RWStatuses says, for each node of a read/write lock in queue order, what
-// it does, by the rules the recipe grants by (package rwlock; the
-// zkrecipes command applies the same):
+// RWStatuses says what each node of a read/write lock, in queue order,
+// does, by the rules rwlock grants by (docs/design.md, "Downgrading a
+// write lock"):
 //
-//   - a read node holds when no write node is before it (NoneBefore("W")),
-//     or, for a downgrade's (DowngradeTag), when the first node is a write
-//     node of its session: the grant stands on the write node it was
-//     downgraded from, which was first then and stays first until deleted
-//     (its deletion loses the read lease; a writer queued between then
-//     holds, and the read node waits);
+//   - a read node holds when no write node is before it, or, for a
+//     downgrade's, when the first node is a write node of its session;
 //   - a write node is kept when its ACL version is above 0 and a
-//     downgrade's read node of its session follows it: the write lock was
-//     released, the node stays only to keep a writer queued between the
-//     two out;
-//   - otherwise a write node holds when it is first (First).
+//     downgrade's read node of its session follows it;
+//   - otherwise a write node holds when it is first.
 func RWStatuses(ns []RWNode) []RWStatus {
 	cs := make([]Contender, len(ns))
 	for i, n := range ns {

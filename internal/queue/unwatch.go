@@ -9,10 +9,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
-// Unwatch tells ep that its caller stopped waiting on ch (a channel of
-// GetW, ExistsW or ChildrenW): conn removes the server's watch unless
-// another watcher still waits on it. It sends without waiting: the removal
-// is written before the epoch's next request.
+// Unwatch tells ep that its caller stopped waiting on ch
+// (connlink.Epoch.Unwatch), without waiting for the removal.
 func Unwatch(ep *conn.Epoch, ch <-chan zk.Event) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // send, do not wait
