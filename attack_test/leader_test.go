@@ -124,6 +124,7 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 	defer rcancel()
 	type term struct {
 		token int64
+		node  string // the term's lease's node
 		cause error
 	}
 	terms := make(chan term, 8)
@@ -132,13 +133,13 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 		runErr <- e.Run(rctx, func(fctx context.Context, lease *conn.Lease) error {
 			tok, err := fenceZxid(fctx, lease)
 			if err != nil {
-				terms <- term{0, err}
+				terms <- term{0, lease.Path(), err}
 				<-fctx.Done()
 				return nil
 			}
-			terms <- term{tok, nil}
+			terms <- term{tok, lease.Path(), nil}
 			<-fctx.Done()
-			terms <- term{tok, context.Cause(fctx)}
+			terms <- term{tok, lease.Path(), context.Cause(fctx)}
 			return nil
 		})
 	}()
@@ -167,11 +168,7 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 		case 1:
-			l := e.Leading()
-			if l == nil {
-				t.Fatal("Leading nil during a term")
-			}
-			require.NoError(t, zc.Delete(l.Path(), -1))
+			require.NoError(t, zc.Delete(tm.node, -1))
 		case 2:
 			rcancel()
 		}
@@ -366,9 +363,9 @@ func TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted(t *testing.T) {
 
 // leaderRunResignRefused runs one Election.Run whose function makes a
 // bystander take DELETE off the election path, then returns nil, so that
-// Run's resign is refused by the server. It returns Run's error, the node
+// Run's resign is refused by the server. It returns Run's error, the lease
 // of the term and the handle.
-func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Election, *zk.Conn, string, error) {
+func leaderRunResignRefused(t *testing.T, requeue bool) (*conn.Lease, *leader.Election, *zk.Conn, string, error) {
 	f := newFixture(t)
 	s := f.Session()
 	zc := f.Raw()
@@ -381,19 +378,20 @@ func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Electio
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
-	var node string
+	var held *conn.Lease
 	runErr := e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
-		if node != "" {
+		if held != nil {
 			<-fctx.Done() // a second term: wait for the end
 			return nil
 		}
-		node = lease.Path()
+		held = lease
 		if _, err := zc.SetACL(path, zk.WorldACL(zk.PermAll&^zk.PermDelete), -1); err != nil {
 			t.Errorf("bystander setACL: %v", err)
 		}
 		return nil
 	})
-	return node, e, zc, path, runErr
+	require.NotNil(t, held, "a term ran")
+	return held, e, zc, path, runErr
 }
 
 // TestLeaderRunTellsRefusedResign checks leader.Run's doc (go doc
@@ -403,15 +401,16 @@ func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Electio
 // leading: call Resign again": a resign the server refuses must not be
 // silent.
 func TestLeaderRunTellsRefusedResign(t *testing.T) {
-	node, e, zc, path, runErr := leaderRunResignRefused(t, false)
+	held, e, zc, path, runErr := leaderRunResignRefused(t, false)
+	node := held.Path()
 	ok, _, _ := zc.Exists(node)
-	t.Logf("Run: %v; node %s exists: %v; Leading: %v", runErr, node, ok, e.Leading() != nil)
+	t.Logf("Run: %v; node %s exists: %v; lease Err: %v", runErr, node, ok, held.Err())
 	if ok && runErr == nil {
 		t.Fatalf("Run returned nil, but the term's node %s is still there: the caller was not told", node)
 	}
 	_, err := zc.SetACL(path, zk.WorldACL(zk.PermAll), -1)
 	require.NoError(t, err)
-	if ok && e.Leading() != nil {
+	if ok && held.Err() == nil {
 		require.NoError(t, e.Resign(context.Background()), "Resign once the ACL is back")
 	}
 }
@@ -429,17 +428,18 @@ func TestLeaderRunTellsRefusedResign(t *testing.T) {
 // back.
 func TestLeaderRunRequeueReturnsOnRefusedResign(t *testing.T) {
 	start := time.Now()
-	node, e, zc, path, runErr := leaderRunResignRefused(t, true)
+	held, e, zc, path, runErr := leaderRunResignRefused(t, true)
 	took := time.Since(start)
+	node := held.Path()
 	ok, _, _ := zc.Exists(node)
-	t.Logf("Run after %v: %v; node %s exists: %v; Leading: %v", took, runErr, node, ok, e.Leading() != nil)
+	t.Logf("Run after %v: %v; node %s exists: %v; lease Err: %v", took, runErr, node, ok, held.Err())
 	_, err := zc.SetACL(path, zk.WorldACL(zk.PermAll), -1)
 	require.NoError(t, err)
 	if !errors.Is(runErr, zk.ErrNoAuth) || errors.Is(runErr, context.DeadlineExceeded) {
 		t.Errorf("Run returned %v after %v; want the resign's refusal (zk.ErrNoAuth) before its ctx ended", runErr, took.Round(time.Millisecond))
 	}
-	if !ok || e.Leading() == nil {
-		t.Fatalf("after a refused resign: node %s exists %v, Leading %v; want both", node, ok, e.Leading())
+	if !ok || held.Err() != nil {
+		t.Fatalf("after a refused resign: node %s exists %v, lease lost %v; want the node and the lease held", node, ok, held.Err())
 	}
 	require.NoError(t, e.Resign(context.Background()), "Resign once the ACL is back")
 	if ok, _, _ := zc.Exists(node); ok {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -103,7 +104,7 @@ func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 	if n := countNodes(zc, root); n != 0 {
 		t.Fatalf("%d ephemeral nodes left after the rollback", n)
 	}
-	if !a.IsAcquiredInThisProcess() {
+	if !a.IsOwnedByCurrentGoroutine() {
 		return
 	}
 	t.Fatal("mutex /a still held after the rollback")
@@ -189,7 +190,7 @@ func TestMultiLockOverLocalHandoffStress(t *testing.T) {
 			wg.Add(1)
 			go func(id string, g int) {
 				defer wg.Done()
-				mk := func(p string) multilock.Locker {
+				mk := func(p string) lock.Locker {
 					if p == "/b" {
 						l, _ := semaphoremutex.New(s, root+p, semaphoremutex.WithLocalHandoff(3, 0))
 						return l

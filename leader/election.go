@@ -27,7 +27,6 @@ var schema = queue.ProtectedSchema{Name: "latch"}
 type Election struct {
 	sess *conn.Session
 	q    *queue.Queue
-	id   string
 	cfg  config
 
 	mu          sync.Mutex    // guards the fields below
@@ -63,21 +62,19 @@ func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error)
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
-	return &Election{sess: sess, q: q, id: id, cfg: cfg}, nil
+	return &Election{sess: sess, q: q, cfg: cfg}, nil
 }
 
 // path is the election path.
 func (e *Election) path() string { return e.q.Path() }
 
-// ID is our participant id.
-func (e *Election) ID() string { return e.id }
-
 // Campaign queues our node and blocks until we lead or ctx ends; a deadline
-// on ctx is the timeout. It returns the leadership as a lease: watch Lost,
-// fence with Fence, write with GuardedWrite; Resign ends it. A node deleted
-// by someone else while we waited is not led from (Campaign queues again).
-// On error nothing is left behind, and the error wraps ctx's or the
-// session's; ErrCampaigning when this handle already campaigns or leads.
+// on ctx is the timeout. It returns the leadership as a lease: watch Lost
+// (Err is nil while we lead), fence with Fence, write with GuardedWrite;
+// Resign ends it. A node deleted by someone else while we waited is not led
+// from (Campaign queues again). On error nothing is left behind, and the
+// error wraps ctx's or the session's; ErrCampaigning when this handle
+// already campaigns or leads.
 func (e *Election) Campaign(ctx context.Context) (*conn.Lease, error) {
 	return e.campaign(ctx, true)
 }
@@ -202,20 +199,6 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 		return fmt.Errorf("leader: resign %s: %w", e.path(), err)
 	}
 	return nil
-}
-
-// Leading returns our leadership's lease while this handle leads, or nil.
-// It never returns a lost lease (one whose Lost is closed: the epoch ended,
-// the node was deleted, Resign): leadership lost as far as this process
-// knows is no leadership. The lease may still be lost the moment after;
-// watch its Lost, and fence writes with it.
-func (e *Election) Leading() *conn.Lease {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.lease == nil || e.lease.Err() != nil {
-		return nil
-	}
-	return e.lease
 }
 
 // Leader returns the current leader: the participant with the lowest

@@ -2,7 +2,7 @@
 // spirit of Curator's InterProcessMultiLock, minus its deadlock: the locks
 // are always taken in the order of their full paths.
 //
-//	m, err := multilock.New(accountA, accountB) // any Lockers, any order
+//	m, err := multilock.New(accountA, accountB) // any locks, any order
 //	leases, err := m.Acquire(ctx)               // one deadline for all
 //	defer m.Release(ctx)
 //	select { case <-m.Lost(): ... }              // any of them lost
@@ -16,7 +16,7 @@
 //     namespaces the sessions have. Two MultiLocks over overlapping sets
 //     (A,B and B,A) take the shared locks in the same order, so neither can
 //     hold one while waiting for one the other holds.
-//   - One lock is one lock: two Lockers with the same full path on the
+//   - One lock is one lock: two locks with the same full path on the
 //     same ensemble (through sessions with different namespaces, say) are
 //     refused by New (conn.ErrInvalidArgument), rather than a MultiLock
 //     that waits on itself. The ensemble is named by the addresses given
@@ -59,7 +59,7 @@
 //
 // # Errors
 //
-// Locker is lock.Locker, and "not held" is lock.ErrNotHeld (package lock
+// New takes lock.Lockers, and "not held" is lock.ErrNotHeld (package lock
 // holds what every lock of this module shares, and the one table of their
 // Acquire/Release contract).
 //

@@ -192,14 +192,6 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 	return nil
 }
 
-// IsAcquiredInThisProcess reports whether any goroutine of this process
-// holds the mutex through this handle.
-func (m *InterProcessMutex) IsAcquiredInThisProcess() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.owned) > 0
-}
-
 // IsOwnedByCurrentGoroutine reports whether the calling goroutine holds
 // the mutex through this handle.
 func (m *InterProcessMutex) IsOwnedByCurrentGoroutine() bool {

@@ -210,14 +210,6 @@ func (rw *RWLock) releaseRead(ctx context.Context, gid int64, o *owner) error {
 	return err // nil, or release pending
 }
 
-// IsAcquiredInThisProcess reports whether any goroutine of this process
-// holds this side through this handle.
-func (k *Lock) IsAcquiredInThisProcess() bool {
-	k.rw.mu.Lock()
-	defer k.rw.mu.Unlock()
-	return k.rw.heldBy(k.write)
-}
-
 // IsOwnedByCurrentGoroutine reports whether the calling goroutine holds
 // this side through this handle.
 func (k *Lock) IsOwnedByCurrentGoroutine() bool {

@@ -9,7 +9,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// holders lists the lease holders, oldest first: the first Leases() lease
+// holders lists the lease holders, oldest first: the first s.max lease
 // nodes. With one lease, when no lease node exists, the holder may be ours
 // holding the internal lock as its lease (see "How it works" in the
 // package documentation): then it is listed with its internal lock node.

@@ -35,12 +35,13 @@ var (
 // lease").
 const soleLeaseTag = "sole-lease"
 
-// Semaphore is a counting semaphore: at most Leases() holders at a time
-// among every process that uses the same path on the same ZooKeeper
-// ensemble, Curator's InterProcessSemaphoreV2 included. Each Acquire takes
-// one lease, returned with ReturnLease (Curator's returnLease: a handle
-// holds several leases, so the lease is named, unlike every lock's
-// Release(ctx)); any goroutine may return a lease the handle granted.
+// Semaphore is a counting semaphore: at most as many holders at a time as it
+// has leases (NewSemaphore's count) among every process that uses the same
+// path on the same ZooKeeper ensemble, Curator's InterProcessSemaphoreV2
+// included. Each Acquire takes one lease, returned with ReturnLease
+// (Curator's returnLease: a handle holds several leases, so the lease is
+// named, unlike every lock's Release(ctx)); any goroutine may return a lease
+// the handle granted.
 //
 // Holding a lease is a lease on the ZooKeeper session, not a promise: watch
 // Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale holder
@@ -122,9 +123,6 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 		held:       make(map[*conn.Lease]struct{}),
 	}, nil
 }
-
-// Leases is the number of leases the handle was made with.
-func (s *Semaphore) Leases() int { return s.max }
 
 // Acquire blocks until the caller holds one lease or ctx ends; a deadline
 // on ctx is the timeout. The lease is held until ReturnLease or its loss;

@@ -284,8 +284,18 @@ func TestNewErrors(t *testing.T) {
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "nil option")
 
+	// The count given is the count: four leases, not a fifth.
 	sem := newSemaphore(t, s, path, 4)
-	assert.Equal(t, 4, sem.Leases())
+	ctx := testzk.Ctx(t, 30*time.Second)
+	for i := 0; i < 4; i++ {
+		l, ok, err := sem.TryAcquire(ctx)
+		require.NoError(t, err)
+		require.True(t, ok, "lease %d of 4", i+1)
+		defer func() { assert.NoError(t, sem.ReturnLease(ctx, l)) }()
+	}
+	_, ok, err := sem.TryAcquire(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "a fifth lease")
 }
 
 // TestAcquireAfterClose: a closed session refuses a semaphore's acquires
