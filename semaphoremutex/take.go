@@ -45,8 +45,7 @@ func (a *attempt) take(ctx context.Context) error {
 		a.lk = nil
 		return nil
 	case r.lockGone:
-		// Deleted by someone else: we no longer hold the internal lock, so
-		// we may not create a lease node. Start over.
+		// Deleted by someone else: we may not create a lease node.
 		a.s.log.Warn("our internal lock node was deleted by someone else; starting over", zap.String("node", a.lk.Path()))
 		connlink.Of(a.lk).Released()
 		a.lk = nil
