@@ -16,8 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// schema is the naming of the election's nodes: Curator LeaderLatch's
-// protected sequential "_c_<uuid>-latch-<seq>".
+// schema names the nodes as Curator's LeaderLatch: "_c_<uuid>-latch-<seq>".
 var schema = queue.ProtectedSchema{Name: "latch"}
 
 // Election is one participant in the election at a path, Curator's
@@ -158,9 +157,8 @@ func (e *Election) Resign(ctx context.Context) error {
 	return e.resign(ctx, nil)
 }
 
-// resign releases the recorded lease if it is want (any lease when want is
-// nil). With want set and no longer recorded (someone called Resign), it
-// returns nil.
+// resign releases the recorded lease if it is want (any when want is nil);
+// nil if want is no longer recorded (someone called Resign).
 func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 	e.mu.Lock()
 	l := e.lease

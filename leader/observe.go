@@ -97,9 +97,8 @@ func publish(ch chan lock.Participant, p lock.Participant) {
 	ch <- p
 }
 
-// leaderW reads the leader and leaves a watch that fires when the
-// participants may have changed: a child watch on the path (exists true),
-// or a watch on its creation.
+// leaderW reads the leader and leaves a watch on the path's children
+// (exists true), or on its creation.
 func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participant, <-chan zk.Event, bool, error) {
 	for {
 		names, _, w, err := connlink.Of(ep).ChildrenW(ctx, e.path())

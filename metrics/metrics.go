@@ -30,8 +30,7 @@ type Transition struct {
 	// State is the new state as conn.State's String gives it: "Connected",
 	// "Suspended", "Reconnected", "Lost" or "Closed".
 	State string
-	// SessionID is the ZooKeeper session of the transition's epoch: the
-	// new one for Connected, the one that ended for Lost and Closed.
+	// SessionID is the epoch's session (for Lost and Closed, the one ended).
 	SessionID int64
 	// Err says why the epoch ended, for Lost and Closed.
 	Err error
@@ -43,11 +42,9 @@ type Transition struct {
 type Request struct {
 	// Op is the operation: one of the Op* names.
 	Op string
-	// Duration is from the send to the answer, or to the moment the
-	// caller stopped waiting (its context or the epoch ended).
+	// Duration is from the send to the answer, or until the caller gave up.
 	Duration time.Duration
-	// Err is the request's error, nil on success (zk.ErrNoNode and the
-	// like are errors here).
+	// Err is the request's error (zk.ErrNoNode included), nil on success.
 	Err error
 }
 
