@@ -69,11 +69,9 @@ func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) erro
 	}
 }
 
-// deleteIfOurs deletes the lock node if the Acquire call with id created
-// it in ep: it reads the node and deletes it only if it carries our
-// session and id (deleteOnce), reading again after each failed delete.
-// (A node created again, between the read and the delete, by another
-// handle of our own session is not told from ours.)
+// deleteIfOurs deletes the lock node if it carries our session and the id
+// of the Acquire call that created it in ep, reading it again after each
+// failed delete.
 func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) error {
 	_, err := l.deleteOurs(ctx, ep, id)
 	return err

@@ -18,9 +18,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// identity is what identifies a lock physically (see lock.Locker): its
-// full path (namespace included) and its ensemble. MultiLock orders the
-// locks by it and refuses two with the same one.
+// identity is a lock's full path (namespace included) and its ensemble
+// (see lock.Locker): MultiLock orders the locks by it and refuses two with
+// the same one.
 type identity struct {
 	path     string
 	ensemble string
@@ -61,15 +61,10 @@ const (
 	partlyHeld // a Release left some locks held; Release again retries them
 )
 
-// MultiLock takes several locks as one, all or nothing: in the order of
-// their identities (see lock.Locker), whatever the order given to New, so
-// two MultiLocks over overlapping sets cannot deadlock each other; one
-// context bounds the whole Acquire; on failure the locks taken are released
-// in reverse order. Holding it is holding every lease it returned (leases
-// on the sessions, not promises; Lost closes when any is lost). Not
-// reentrant (ErrBusy). Any goroutine may Release it, but a mutex or rwlock
-// lock stays held unless released by the goroutine that took it. Safe for
-// concurrent use.
+// MultiLock takes several locks as one, all or nothing, in the order of
+// their full paths, so MultiLocks over overlapping sets cannot deadlock
+// each other. Holding it is holding every lease it returned (Lost closes
+// when any is lost). Not reentrant (ErrBusy). Safe for concurrent use.
 type MultiLock struct {
 	locks []lock.Locker // sorted by identity (full path, then ensemble); fixed by New
 
@@ -82,10 +77,9 @@ type MultiLock struct {
 	watching bool          // the watcher goroutine was started for this grant
 }
 
-// New returns a MultiLock over locks. It fails with an error matching
-// conn.ErrInvalidArgument when given no lock, a nil lock, or two locks with
-// the same identity (the same full path on the same ensemble, whatever
-// their sessions' namespaces: taking both would deadlock on itself).
+// New returns a MultiLock over locks. No lock, a nil lock, or two on the
+// same full path and ensemble (it would wait on itself) fail with an error
+// matching conn.ErrInvalidArgument.
 func New(locks ...lock.Locker) (*MultiLock, error) {
 	if len(locks) == 0 {
 		return nil, fmt.Errorf("multilock: new: no locks given: %w", conn.ErrInvalidArgument)
@@ -125,12 +119,10 @@ func isNil(l lock.Locker) bool {
 	return false
 }
 
-// Acquire takes every lock in order of identity within ctx, one deadline
-// for all, and returns the leases in that order. If a lock cannot be taken,
-// those taken are released in reverse order (until 100 ms after ctx ended,
-// 10 s at most), and the error wraps the failing lock's, joined with the
-// rollback's; a lock whose rollback failed (other than pending) stays held
-// by its own handle, named in the error.
+// Acquire takes every lock in order within ctx and returns the leases in
+// that order. If one cannot be taken, those taken are released in reverse
+// order (until 100 ms after ctx ended, 10 s at most); the error joins the
+// failure and the rollback's, naming any lock the rollback left held.
 func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	m.mu.Lock()
 	if m.state != idle {
@@ -163,8 +155,7 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 }
 
 // rollback releases locks[n-1] down to locks[0] on a context of its own
-// (queue.GraceContext: 100 ms past ctx's end, rollbackTimeout at most) and
-// joins their errors.
+// (queue.GraceContext) and joins their errors.
 func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
@@ -180,13 +171,11 @@ func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	return errors.Join(errs...)
 }
 
-// Release releases the locks held in reverse order, going on past a
-// failure, and returns the failures joined, each with its lock's path. A
-// lock counts as released on nil, lock.ErrReleasePending or
-// lock.ErrNotHeld; any other error leaves it held, and the MultiLock with
-// it: the error matches ErrPartlyReleased, and Release again retries only
-// those locks. Lost closes at the first Release. lock.ErrNotHeld when not
-// held, or while another call acquires or releases it.
+// Release releases the locks held in reverse order, past failures, and
+// joins the errors. A lock left held (any error but lock.ErrReleasePending
+// or lock.ErrNotHeld) keeps the MultiLock held: ErrPartlyReleased, and
+// Release again retries just those. lock.ErrNotHeld when not held, or
+// while another call acquires or releases it.
 func (m *MultiLock) Release(ctx context.Context) error {
 	m.mu.Lock()
 	switch m.state {

@@ -15,18 +15,11 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// InterProcessMutex is a fair, reentrant lock shared by every process that
-// uses the same lock path on the same ZooKeeper ensemble, Curator's
-// InterProcessMutex included. Reentrancy is per goroutine: the goroutine
-// that acquired it may acquire it again (counted, without asking
-// ZooKeeper) and must release it as often; any other goroutine, of this
-// process or another, is a separate contender and waits its turn.
-//
-// Holding it is a lease on the ZooKeeper session, not a promise: watch
-// Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale holder
-// must not write.
-//
-// Safe for concurrent use.
+// InterProcessMutex is a fair lock shared by every process on the lock
+// path, Curator's InterProcessMutex included. It is reentrant per
+// goroutine (counted locally; release as often); any other goroutine is a
+// separate contender. Holding it is a lease on the session, not a promise:
+// watch Lease.Lost and fence writes. Safe for concurrent use.
 type InterProcessMutex struct {
 	lockLink // the session, for multilock
 
@@ -47,9 +40,7 @@ type hold struct {
 }
 
 // New returns a handle on the mutex at path. Nothing is created until the
-// first acquire; the lock path and its parents are then created as
-// container nodes, which ZooKeeper removes when they are empty. path must be
-// valid (zkpath.Validate).
+// first acquire, which creates the path as container nodes.
 func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, error) {
 	var cfg config
 	if err := queue.Configure("mutex", sess, path, &cfg, opts); err != nil {
@@ -88,14 +79,9 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 func (m *InterProcessMutex) Path() string { return m.q.Path() }
 
 // Acquire blocks until the calling goroutine holds the mutex or ctx ends;
-// a deadline on ctx is the timeout. On error the caller holds nothing, and
-// the error wraps ctx's (or the session's) error. A goroutine that already
-// holds the mutex gets the same lease back at once, without a ZooKeeper
-// call, unless the lease is lost: then the error matches conn.ErrLeaseLost
-// and the count is unchanged (release it, then acquire again).
-//
-// A grant that comes at the moment ctx ends is given up: the error is
-// ctx's.
+// on error it holds nothing, and a grant as ctx ends is given up. The
+// holder gets its lease back at once, or conn.ErrLeaseLost if it is lost
+// (the count unchanged: release, then acquire again).
 func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 	if _, err := queue.Label(ctx); err != nil { // before re-entry and handoff
 		return nil, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
@@ -155,10 +141,9 @@ func (m *InterProcessMutex) record(gid int64, l *conn.Lease) {
 }
 
 // Release undoes one Acquire of the calling goroutine; the last one deletes
-// the lock node. lock.ErrNotOwner or lock.ErrNotHeld when the goroutine
-// does not hold the mutex; lock.ErrReleasePending when the delete is
-// unconfirmed (the mutex counts as released); any other error leaves it
-// held with a count of one. A lost lease is released without error.
+// the node. lock.ErrNotOwner or lock.ErrNotHeld when the goroutine does not
+// hold the mutex; lock.ErrReleasePending when the delete is unconfirmed (it
+// counts as released); any other error leaves it held with a count of one.
 func (m *InterProcessMutex) Release(ctx context.Context) error {
 	gid := goid.Get()
 	m.mu.Lock()
@@ -177,8 +162,7 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 
-	// Only this goroutine touches owned[gid]: no lock is needed while the
-	// node is deleted.
+	// Only this goroutine touches owned[gid]: no lock while deleting.
 	err := m.c.Release(ctx, h.lease)
 	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		return fmt.Errorf("mutex: release %s: %w", m.Path(), err)

@@ -9,24 +9,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
-// RWLock is a fair read/write lock shared by every process that uses the
-// same lock path on the same ZooKeeper ensemble: any number of readers
-// hold it together, a writer holds it alone. ReadLock and WriteLock are its
-// two sides; each has the method set of the module's other locks (Acquire,
-// TryAcquire, Release, Path).
-//
-// Both sides are reentrant per goroutine: the goroutine that holds a side
-// may acquire it again (counted, without asking ZooKeeper) and must
-// release it as often. A goroutine holding the write lock may take the
-// read lock too (downgrade); a goroutine holding only the read lock may
-// not take the write lock (ErrUpgrade). Any other goroutine, of this
-// process or another, is a separate contender and waits its turn.
-//
-// Holding either side is a lease on the ZooKeeper session, not a promise:
-// watch Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale
-// holder must not write.
-//
-// Safe for concurrent use.
+// RWLock is a fair read/write lock shared by every process on the lock
+// path: readers hold it together, a writer alone. Both sides are reentrant
+// per goroutine; the write lock's holder may take the read lock
+// (downgrade), not the other way round (ErrUpgrade). Holding either side
+// is a lease on the session, not a promise: watch Lease.Lost and fence
+// writes. Safe for concurrent use.
 type RWLock struct {
 	path string
 	host string
@@ -46,10 +34,8 @@ type RWLock struct {
 type owner struct {
 	r, w *hold // nil when that side is not held
 
-	// kept is our write node after the write lock was released in a
-	// downgrade while another writer was queued between it and our read
-	// node: it stays until the read lock is released, so that writer does
-	// not get in while we read. Its lease is marked released.
+	// kept is our write node, its lease released, kept after a downgrade
+	// so that a writer queued before our read node stays out while we read.
 	kept *conn.Lease
 }
 
@@ -70,10 +56,7 @@ type hold struct {
 }
 
 // New returns a handle on the read/write lock at path. Nothing is created
-// until the first acquire; the lock path and its parents are then created
-// as container nodes, which ZooKeeper removes when they are empty. path
-// must be valid (zkpath.Validate); see WithHost for the host part of the
-// node names.
+// until the first acquire, which creates the path as container nodes.
 func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 	var cfg config
 	if err := queue.Configure("rwlock", sess, path, &cfg, opts); err != nil {

@@ -13,11 +13,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
-// attempt is one try for a lease, made while holding the internal lock, in
-// the epoch it was taken in: it lists the lease nodes once, watches max of
-// them until fewer than max are left, then creates our lease node in the
-// transaction that releases the internal lock (take). See docs/design.md,
-// "The semaphore's wait for a lease". Owned by the goroutine that calls run.
+// attempt is one try for a lease, made under the internal lock in its
+// epoch (docs/design.md, "The semaphore's wait for a lease"). Owned by the
+// goroutine that calls run.
 type attempt struct {
 	s  *Semaphore
 	ep *conn.Epoch
@@ -71,9 +69,7 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 		if sole {
 			return a.keep()
 		}
-		// A lease node was made since we queued: our internal lock node's
-		// czxid would be a token older than that grant's. Take a lease
-		// node, whose czxid is fresh (see soleLeaseFresh).
+		// Our lock node's czxid would be older than that grant's token.
 		a.s.log.Debug("a lease was granted since we queued: taking a lease node", zap.String("node", a.lk.Path()))
 	}
 	if err := a.take(ctx); err != nil {
@@ -82,10 +78,8 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 	return a.grant(ctx)
 }
 
-// keep makes the internal lock our lease, for a semaphore with one lease:
-// no lease node exists and none can be created while we hold the internal
-// lock, so holding it is holding the lease (see soleLeaseTag). Unless the
-// epoch ended (start over); run has just checked ctx.
+// keep makes the internal lock our lease (one lease, none taken: holding
+// it is holding the lease), unless the epoch ended; run checked ctx.
 func (a *attempt) keep() (*conn.Lease, error) {
 	if a.ep.Err() != nil {
 		return nil, errRestart
@@ -96,11 +90,9 @@ func (a *attempt) keep() (*conn.Lease, error) {
 	return l, nil
 }
 
-// soleLeaseFresh reports whether, with one lease, the internal lock node
-// may be kept as the lease (keep) and still give a fencing token above
-// every earlier grant's: when no lease node was made since it was (a.free,
-// or leases/'s pzxid below its czxid). Else take makes a lease node. See
-// docs/design.md, "The semaphore with one lease".
+// soleLeaseFresh reports whether the internal lock node may be kept as the
+// lease with a token above every earlier grant's: no lease node was made
+// since it was (docs/design.md, "The semaphore with one lease").
 func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 	if a.free {
 		return true, nil
@@ -179,20 +171,17 @@ func (a *attempt) await(ctx context.Context) error {
 	case zk.EventNodeDeleted:
 		a.forget(name)
 	case zk.EventNotWatching:
-		// go-zookeeper dropped the session's watches: it expired or is
-		// closing, so the epoch ends very soon. If it does not within the
-		// session timeout, the watches are set again.
+		// The session expired or is closing: wait for the epoch's end (the
+		// watches are set again if it does not come).
 		a.watches = nil
 		return queue.WaitEpochEnd(ctx, a.ep)
 	}
-	// Any other event (the node's data changed): watch it again.
+	// A data change: watch it again.
 	return nil
 }
 
-// unwatch stops waiting on the watches still set when giving up, so that
-// none of ours is left on the server. (Admitted, we keep them: each fires
-// once when its node goes, an event with no request; see the package
-// documentation.)
+// unwatch removes our watches from the server when giving up. Admitted, we
+// keep them: each fires once when its node goes, at no request.
 func (a *attempt) unwatch() {
 	for name, ch := range a.watches {
 		queue.Unwatch(a.ep, ch)
@@ -225,9 +214,7 @@ func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
 }
 
 // abort ends a failed attempt: errRestart if the epoch ended (our nodes go
-// with its session); otherwise our lease node, if any, and the internal
-// lock, if still held, are released, and err (errRestart included) is
-// returned.
+// with it); else it releases what we hold and returns err.
 func (a *attempt) abort(ctx context.Context, err error) error {
 	if a.ep.Err() != nil {
 		return errRestart
@@ -253,9 +240,8 @@ func (a *attempt) unlock(ctx context.Context) {
 	a.lk = nil
 }
 
-// drop deletes our lease node, if any, in the background under the epoch
-// (queue.Settle): ctx may be the reason we are giving up, and its caller
-// waits for the delete only until queue.Grace after ctx ended.
+// drop deletes our lease node, if any, under the epoch (queue.Settle): ctx
+// may be why we are giving up.
 func (a *attempt) drop(ctx context.Context) {
 	if a.node == "" {
 		return

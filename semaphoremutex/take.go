@@ -45,8 +45,7 @@ func (a *attempt) take(ctx context.Context) error {
 		a.lk = nil
 		return nil
 	case r.lockGone:
-		// Deleted by someone else: we no longer hold the internal lock, so
-		// we may not create a lease node. Start over.
+		// Deleted by someone else: we may not create a lease node.
 		a.s.log.Warn("our internal lock node was deleted by someone else; starting over", zap.String("node", a.lk.Path()))
 		connlink.Of(a.lk).Released()
 		a.lk = nil
@@ -55,10 +54,9 @@ func (a *attempt) take(ctx context.Context) error {
 	return err
 }
 
-// took is what a lease transaction came to: our lease node ("" if none;
-// it committed, releasing lk, when there is one), lockGone when lk's node
-// was found gone without a lease node of ours (someone else deleted it),
-// lossy when an answer was lost on the way.
+// took is what a lease transaction came to: our lease node if it committed
+// (releasing lk), lockGone if lk's node was deleted by someone else, lossy
+// if an answer was lost on the way.
 type took struct {
 	node     string
 	lockGone bool
@@ -78,8 +76,7 @@ func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.L
 	}
 	data := queue.EncodeData(id, "", s.lock.Sealed(), label)
 	if noDir {
-		// leases/ does not exist yet (first use, or its container was
-		// reaped): make it, or the transaction fails.
+		// leases/ is missing (first use, or reaped): make it.
 		if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
 			return r, err
 		}

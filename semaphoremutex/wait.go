@@ -9,9 +9,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
-// next waits until one of the attempt's watches fires, ctx ends or the
-// epoch does, and says which watch and what event. A watch channel closed
-// without an event counts as "not watching".
+// next waits until one of the attempt's watches fires (a channel closed
+// without an event counts as "not watching"), ctx ends or the epoch does.
 func (a *attempt) next(ctx context.Context) (string, zk.Event, error) {
 	if len(a.watches) == 1 { // the N = 1 case: no reflection
 		for name, ch := range a.watches {
