@@ -373,7 +373,7 @@ func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Electio
 	s := f.Session()
 	zc := f.Raw()
 	path := f.Path("run-resign-refused")
-	var opts []leader.Option
+	var opts []lock.Option
 	if requeue {
 		opts = append(opts, leader.WithRequeue())
 	}

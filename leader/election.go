@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -28,7 +29,7 @@ type Election struct {
 	sess *conn.Session
 	q    *queue.Queue
 	id   string
-	cfg  config
+	cfg  lockopt.Config
 
 	mu          sync.Mutex    // guards the fields below
 	campaigning bool          // a Campaign is under way
@@ -40,10 +41,11 @@ type Election struct {
 // created until Campaign; the path and its parents are then created as
 // container nodes, which ZooKeeper removes when they are empty. id is
 // written into our node (Curator's LeaderLatch id) and is what Leader and
-// Participants report; it need not be unique, but should be.
-func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error) {
-	var cfg config
-	if err := queue.Configure("leader", sess, path, &cfg, opts); err != nil {
+// Participants report; it need not be unique, but should be. It takes
+// WithRequeue; any other option fails with conn.ErrInvalidArgument.
+func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, error) {
+	cfg, err := queue.Configure("leader.New", sess, path, lockopt.Requeue, opts)
+	if err != nil {
 		return nil, err
 	}
 	if id == "" {

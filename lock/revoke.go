@@ -19,7 +19,7 @@ import (
 // contender's node of a mutex, a semaphoremutex Mutex or Semaphore (a
 // lease node or an internal lock node) or an rwlock, as their
 // Participants report it (Participant.Node) or a Lease names it, in s. A
-// holder made revocable (the recipes' WithRevocable) sees its
+// holder made revocable (WithRevocable) sees its
 // Lease.Revoked close, a Curator holder its revocation listener, and
 // keeps the lock until it releases it.
 //

@@ -72,8 +72,8 @@
 //     ours): keep such clients off the lock path with its ACL. Deleting a
 //     holder's node is up to the parent's ACL: it lets the next waiter in,
 //     and the holder's Lost closes.
-//   - Cooperative revocation, as Curator's: with WithRevocable the nodes
-//     keep the session's ACL as it is, Curator's Revoker or lock.Revoke
+//   - Cooperative revocation, as Curator's: with lock.WithRevocable the
+//     nodes keep the session's ACL as it is, Curator's Revoker or lock.Revoke
 //     can ask the holder to release (Lease.Revoked closes on
 //     "__REVOKE__"), and the holder keeps the mutex until it releases it.
 //     lock.Revoke also reaches a Curator holder that called
@@ -83,7 +83,7 @@
 //     grant's pass on it, growing with every grant, handed on in the
 //     process or not) and guarded writes (Lease.GuardedWrite: a
 //     transaction that commits only while our node exists).
-//   - In-process handoff, when asked for (WithLocalHandoff; off by
+//   - In-process handoff, when asked for (lock.WithLocalHandoff; off by
 //     default): the goroutines of one session share one node and pass the
 //     lock between them without a request, up to a bound, after which the
 //     node goes back to the queue; a contender of another process waits
@@ -93,7 +93,7 @@
 //     Lease.Fence (the node's czxid and the grant's pass) grows strictly
 //     with every grant. The node is not handed on once known deleted, in an
 //     ended epoch, or while the connection is suspended (see
-//     WithLocalHandoff).
+//     lock.WithLocalHandoff).
 //
 // # What it does not guarantee
 //

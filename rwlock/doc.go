@@ -146,8 +146,8 @@
 //     set-data fails with zk.ErrNoAuth), and a waiter trusts a data change
 //     as a writer's release only on a node that was sealed when it read
 //     it, by its data and its ACL (see package mutex, which also says what
-//     a waiter cannot tell). With WithRevocable the nodes keep the
-//     session's ACL as it is, so that lock.Revoke (or Curator's Revoker)
+//     a waiter cannot tell). With lock.WithRevocable the nodes keep
+//     the session's ACL as it is, so that lock.Revoke (or Curator's Revoker)
 //     can ask a holder to release (Lease.Revoked); the holder keeps the
 //     lock until it releases it. A write node kept after a downgrade's
 //     write release holds no write lock: a request to it goes to the read

@@ -6,7 +6,9 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // RWLock is a fair read/write lock shared by every process that uses the
@@ -73,14 +75,15 @@ type hold struct {
 // until the first acquire; the lock path and its parents are then created
 // as container nodes, which ZooKeeper removes when they are empty. path
 // must be valid (zkpath.Validate); see WithHost for the host part of the
-// node names.
-func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
-	var cfg config
-	if err := queue.Configure("rwlock", sess, path, &cfg, opts); err != nil {
+// node names. It takes WithHost and lock.WithRevocable; any other option
+// fails with conn.ErrInvalidArgument.
+func New(sess *conn.Session, path string, opts ...lock.Option) (*RWLock, error) {
+	cfg, err := queue.Configure("rwlock.New", sess, path, lockopt.Revocable|lockopt.Host, opts)
+	if err != nil {
 		return nil, err
 	}
-	host := cfg.host
-	if !cfg.hostSet {
+	host := cfg.Host
+	if cfg.Given&lockopt.Host == 0 {
 		host = defaultHost()
 	}
 	if err := validateHost(path, host); err != nil {
@@ -104,7 +107,7 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 			Decide:      q.decide,
 			MarkRelease: q.kind == "W",
 			Tag:         q.tag,
-			Revocable:   cfg.revocable,
+			Revocable:   cfg.Revocable,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("rwlock: %w", err)

@@ -127,7 +127,7 @@
 //     only while that node exists). With one lease the tokens grow
 //     strictly in grant order, Curator's holders' (their lease nodes'
 //     czxids, compared with Fence.Zxid) included.
-//   - In-process handoff, when asked for (WithLocalHandoff; off by
+//   - In-process handoff, when asked for (lock.WithLocalHandoff; off by
 //     default): the Mutex handles of one session and path share one lease
 //     and pass it between them without a request, up to a bound, after
 //     which the lease goes back to ZooKeeper. Every grant is a lease of its
@@ -135,7 +135,7 @@
 //     closes with the node's); Lease.Fence grows strictly with every
 //     grant. The lease is not handed on once its node is known deleted, in
 //     an ended epoch, or while the connection is suspended (see
-//     WithLocalHandoff).
+//     lock.WithLocalHandoff).
 //
 // # Not reentrant, on purpose
 //
@@ -173,7 +173,7 @@
 // be forged; a waiter trusts a data change as a handover only on a node
 // that was sealed when it read it, by its data and its ACL (see package
 // mutex's documentation, which also says what a waiter cannot tell).
-// With WithRevocable the nodes carry the session's ACL as it is: Curator's
+// With lock.WithRevocable the nodes carry the session's ACL as it is: Curator's
 // Revoker, or lock.Revoke, can then ask the holder to release
 // (Lease.Revoked), the holder keeps its lease until it releases, and the
 // handoff is a plain delete (the next contender lists the lease nodes).
