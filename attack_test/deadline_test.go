@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -109,7 +110,7 @@ func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
 	sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second))
 	b := f.mutexHeld(ctx, path) // B, another session, holds
 	m1, _ := mutex.New(sA, path)
-	m2, _ := mutex.New(sA, path, mutex.WithLocalHandoff(3, 0))
+	m2, _ := mutex.New(sA, path, lock.WithLocalHandoff(3, 0))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	worst := time.Duration(0)
@@ -221,9 +222,9 @@ func TestParticipantsAndFenceKeepDeadlineBlackholed(t *testing.T) {
 	s := f.SessionAt(p.Addrs(), conn.WithSessionTimeout(20*time.Second))
 	ctx := ctxT(t, 60*time.Second)
 	mpath, rpath, spath := f.Path("m"), f.Path("rw"), f.Path("sem")
-	m1, err := mutex.New(s, mpath, mutex.WithLocalHandoff(3, 0))
+	m1, err := mutex.New(s, mpath, lock.WithLocalHandoff(3, 0))
 	require.NoError(t, err)
-	m2, err := mutex.New(s, mpath, mutex.WithLocalHandoff(3, 0))
+	m2, err := mutex.New(s, mpath, lock.WithLocalHandoff(3, 0))
 	require.NoError(t, err)
 	rw, err := rwlock.New(s, rpath)
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -122,7 +123,7 @@ func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 	for si := 0; si < 2; si++ {
 		s := f.Session()
 		m1, _ := mutex.New(s, path)
-		m2, _ := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+		m2, _ := mutex.New(s, path, lock.WithLocalHandoff(3, 0))
 		for g := 0; g < 5; g++ {
 			m := m1
 			if g%2 == 1 {

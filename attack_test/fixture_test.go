@@ -23,6 +23,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -382,17 +383,17 @@ func newLocker(t *testing.T, recipe string, s *conn.Session, path string, i int)
 	case "mutex":
 		lk, err = mutex.New(s, path)
 	case "mutex-handoff":
-		lk, err = mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+		lk, err = mutex.New(s, path, lock.WithLocalHandoff(3, 0))
 	case "mutex-revocable":
-		lk, err = mutex.New(s, path, mutex.WithRevocable())
+		lk, err = mutex.New(s, path, lock.WithRevocable())
 	case "semaphoremutex":
 		lk, err = semaphoremutex.New(s, path)
 	case "semaphoremutex-handoff":
-		lk, err = semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(3, 0))
+		lk, err = semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
 	case "rwlock", "rwlock-revocable":
-		var opts []rwlock.Option
+		var opts []lock.Option
 		if recipe == "rwlock-revocable" {
-			opts = append(opts, rwlock.WithRevocable())
+			opts = append(opts, lock.WithRevocable())
 		}
 		var rw *rwlock.RWLock
 		rw, err = rwlock.New(s, path, opts...)

@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
@@ -248,7 +249,7 @@ func TestMutexRevocableNodeForgedSealKeepsWaiterOut(t *testing.T) {
 	zc := f.Raw()
 	path := f.Path("forged-seal")
 
-	ma, err := mutex.New(sa, path, mutex.WithRevocable())
+	ma, err := mutex.New(sa, path, lock.WithRevocable())
 	require.NoError(t, err)
 	la, err := ma.Acquire(ctx)
 	require.NoError(t, err)

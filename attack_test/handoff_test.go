@@ -19,11 +19,11 @@ import (
 )
 
 // TestLocalHandoffWaitsForInFlightGuardedWrite checks
-// semaphoremutex.WithLocalHandoff (go doc ./semaphoremutex
+// lock.WithLocalHandoff (go doc ./semaphoremutex
 // WithLocalHandoff): "A release waits for the guarded writes of its grant
 // that are in flight (another goroutine may be writing through the handle's
 // lease), so none reaches the server after the next grant exists", and the
-// same for mutex.WithLocalHandoff, whose doc says "Every grant is a lease of
+// same for lock.WithLocalHandoff, whose doc says "Every grant is a lease of
 // its own: released, it refuses guarded writes": with 150 ms of latency on
 // the connection, a goroutine's GuardedWrite through grant 1 is in flight
 // when grant 1 is released and passed locally to grant 2. Grant 2 must not
@@ -39,12 +39,12 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 		mk   func(s *conn.Session, path string) handles
 	}{
 		{"semaphoremutex", func(s *conn.Session, path string) handles {
-			m1, _ := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(8, 0))
-			m2, _ := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(8, 0))
+			m1, _ := semaphoremutex.New(s, path, lock.WithLocalHandoff(8, 0))
+			m2, _ := semaphoremutex.New(s, path, lock.WithLocalHandoff(8, 0))
 			return handles{m1.Acquire, m2.Acquire, m1.Release, m2.Release}
 		}},
 		{"mutex", func(s *conn.Session, path string) handles {
-			m, _ := mutex.New(s, path, mutex.WithLocalHandoff(8, 0))
+			m, _ := mutex.New(s, path, lock.WithLocalHandoff(8, 0))
 			return handles{m.Acquire, m.Acquire, m.Release, m.Release}
 		}},
 	}
@@ -113,7 +113,7 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 	}
 }
 
-// TestLocalHandoffRefusedAfterFault checks mutex.WithLocalHandoff's
+// TestLocalHandoffRefusedAfterFault checks lock.WithLocalHandoff's
 // "the node is handed on only while its epoch lives, the connection is not
 // suspended, and no deletion of the node by someone else has been seen (from
 // the moment a goroutine waits in the process, the node is watched: one
@@ -134,7 +134,7 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 			px := f.Proxy()
 			sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(6*time.Second))
 			sB := f.Session()
-			mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
+			mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0))
 			mB, _ := mutex.New(sB, path)
 
 			g1 := hold(ctx, mA)
@@ -214,7 +214,7 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 
 var _ = zk.ErrNoNode
 
-// TestRevokeSeenAcrossLocalHandoff checks mutex.WithLocalHandoff's
+// TestRevokeSeenAcrossLocalHandoff checks lock.WithLocalHandoff's
 // "Once a revoke request has been seen on the node (WithRevocable: a grant's
 // Revoked closed, and Revoked was called, which starts the watch), the node
 // is not passed on in the process any more: the next release deletes it, so
@@ -241,8 +241,8 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 			bys := f.Raw()
 			sA := f.Session()
 			sB := f.Session()
-			mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0), mutex.WithRevocable())
-			mB, _ := mutex.New(sB, path, mutex.WithRevocable())
+			mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0), lock.WithRevocable())
+			mB, _ := mutex.New(sB, path, lock.WithRevocable())
 			g1 := hold(ctx, mA)
 			l1 := g1.wait(t, 10*time.Second, "G1")
 			var rev1 <-chan struct{}

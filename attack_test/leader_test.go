@@ -370,7 +370,7 @@ func leaderRunResignRefused(t *testing.T, requeue bool) (*conn.Lease, *leader.El
 	s := f.Session()
 	zc := f.Raw()
 	path := f.Path("run-resign-refused")
-	var opts []leader.Option
+	var opts []lock.Option
 	if requeue {
 		opts = append(opts, leader.WithRequeue())
 	}

@@ -166,7 +166,7 @@ func TestMultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
 // MultiLocks over overlapping sets (A,B and B,A) take the shared locks in
 // the same order, so neither can hold one while waiting for one the other
 // holds" and mutual exclusion, over locks with in-process handoff
-// (mutex.WithLocalHandoff, semaphoremutex.WithLocalHandoff), with conn.Fence's
+// (lock.WithLocalHandoff, lock.WithLocalHandoff), with conn.Fence's
 // "grows strictly with every grant of a lock": 2 sessions × 3 goroutines,
 // each looping over MultiLocks of {A,B}, {B,C} or {C,A} for 4 s. Every
 // grant is checked against an in-process ledger per lock, and each lock's
@@ -192,10 +192,10 @@ func TestMultiLockOverLocalHandoffStress(t *testing.T) {
 				defer wg.Done()
 				mk := func(p string) lock.Locker {
 					if p == "/b" {
-						l, _ := semaphoremutex.New(s, root+p, semaphoremutex.WithLocalHandoff(3, 0))
+						l, _ := semaphoremutex.New(s, root+p, lock.WithLocalHandoff(3, 0))
 						return l
 					}
-					l, _ := mutex.New(s, root+p, mutex.WithLocalHandoff(3, 0))
+					l, _ := mutex.New(s, root+p, lock.WithLocalHandoff(3, 0))
 					return l
 				}
 				sets := [][]string{{"/a", "/b"}, {"/c", "/b"}, {"/a", "/c"}}

@@ -42,7 +42,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 	zc := f.Raw()
 
 	t.Run("mutex", func(t *testing.T) {
-		m, _ := mutex.New(sn, "/m", mutex.WithRevocable())
+		m, _ := mutex.New(sn, "/m", lock.WithRevocable())
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		if ok, _, err := sn.Exists(ctx, l.Path()); !ok || err != nil {
@@ -96,7 +96,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		require.NoError(t, rw.WriteLock().Release(ctx))
 	})
 	t.Run("semaphoremutex", func(t *testing.T) {
-		m, _ := semaphoremutex.New(sn, "/s", semaphoremutex.WithRevocable())
+		m, _ := semaphoremutex.New(sn, "/s", lock.WithRevocable())
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		if ok, _, err := sn.Exists(ctx, l.Path()); !ok || err != nil {

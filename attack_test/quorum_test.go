@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -207,7 +208,7 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	f1, sA, sB := followerAndRest(t, f, T)
 	path := f.Path("r2-qmutex/lock")
 	reg := f.Path("r2-qmutex-reg")
-	mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
+	mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0))
 	mB, _ := mutex.New(sB, path)
 	ep, err := sB.Epoch(ctx)
 	require.NoError(t, err)

@@ -50,7 +50,7 @@ func TestReleaseRefusedByServerLeavesLockHeld(t *testing.T) {
 			return held{l, m.Release}, err
 		}},
 		{"mutex-localhandoff", func(ctx context.Context, path string) (held, error) {
-			m, err := mutex.New(s, path, mutex.WithLocalHandoff(4, 0))
+			m, err := mutex.New(s, path, lock.WithLocalHandoff(4, 0))
 			if err != nil {
 				return held{}, err
 			}
@@ -279,7 +279,7 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 			bys := f.Raw()
 			px := f.Proxy()
 			sA := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(8*time.Second))
-			mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
+			mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0))
 			g1 := hold(ctx, mA)
 			l1 := g1.wait(t, 10*time.Second, "G1")
 			if localWaiter {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -185,9 +186,9 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 			s := f.Session(conn.WithMetrics(rec.Hooks()))
 			zc := f.Raw()
 			path := f.Path("r3-semlost")
-			var opts []semaphoremutex.Option
+			var opts []lock.Option
 			if handoff {
-				opts = append(opts, semaphoremutex.WithLocalHandoff(3, 0))
+				opts = append(opts, lock.WithLocalHandoff(3, 0))
 			}
 			m, err := semaphoremutex.New(s, path, opts...)
 			require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -44,14 +45,14 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 	sA := f.Session()
 	sB := f.Session()
 	sC := f.Session()
-	mk := func(s *conn.Session, opts ...mutex.Option) *mutex.InterProcessMutex {
+	mk := func(s *conn.Session, opts ...lock.Option) *mutex.InterProcessMutex {
 		m, err := mutex.New(s, path, opts...)
 		require.NoError(t, err)
 		return m
 	}
 	handles := []*mutex.InterProcessMutex{
-		mk(sA), mk(sA), mk(sA, mutex.WithLocalHandoff(3, 0)), mk(sA, mutex.WithLocalHandoff(3, 0)),
-		mk(sB, mutex.WithLocalHandoff(2, 0)), mk(sC),
+		mk(sA), mk(sA), mk(sA, lock.WithLocalHandoff(3, 0)), mk(sA, lock.WithLocalHandoff(3, 0)),
+		mk(sB, lock.WithLocalHandoff(2, 0)), mk(sC),
 	}
 	var (
 		inside int32
@@ -156,7 +157,7 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 	sA := f.Session()
 	b := f.mutexHeld(ctx, path) // B, another session, holds
 	m1, _ := mutex.New(sA, path)
-	m2, _ := mutex.New(sA, path, mutex.WithLocalHandoff(3, 0))
+	m2, _ := mutex.New(sA, path, lock.WithLocalHandoff(3, 0))
 	var inside, granted int32
 	var wg sync.WaitGroup
 	const n = 10
@@ -211,7 +212,7 @@ func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	path := f.Path("r2-try/lock")
 	s := f.Session()
-	m, _ := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+	m, _ := mutex.New(s, path, lock.WithLocalHandoff(3, 0))
 	g1 := hold(ctx, m)
 	l1 := g1.wait(t, 10*time.Second, "G1")
 	g3 := hold(ctx, m)
@@ -319,7 +320,7 @@ func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
 	path := f.Path("r2-foreign/lock")
 	s := f.Session()
 	m1, _ := mutex.New(s, path)
-	m2, _ := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+	m2, _ := mutex.New(s, path, lock.WithLocalHandoff(3, 0))
 	var inside, grants, foreign int32
 	enter := func(who string) {
 		if n := atomic.AddInt32(&inside, 1); n != 1 {

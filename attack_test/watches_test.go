@@ -391,7 +391,7 @@ func massCancel(t *testing.T, cut bool) {
 	base := watchCount()
 	hs := []*mutex.InterProcessMutex{}
 	m1, _ := mutex.New(sA, path)
-	m2, _ := mutex.New(sA, path, mutex.WithLocalHandoff(3, 0))
+	m2, _ := mutex.New(sA, path, lock.WithLocalHandoff(3, 0))
 	hs = append(hs, m1, m2)
 	actx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -446,7 +446,7 @@ func TestRevokedHolderWatchesGaugeMatchesServer(t *testing.T) {
 	m := &metricsRec{}
 	s := f.Session(conn.WithMetrics(m.Hooks()))
 	path := f.Path("rev-watch")
-	h, err := mutex.New(s, path, mutex.WithRevocable())
+	h, err := mutex.New(s, path, lock.WithRevocable())
 	require.NoError(t, err)
 	l, err := h.Acquire(lock.WithLabel(ctx, "job"))
 	require.NoError(t, err)

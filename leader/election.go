@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -25,7 +26,7 @@ var schema = queue.ProtectedSchema{Name: "latch"}
 type Election struct {
 	sess *conn.Session
 	q    *queue.Queue
-	cfg  config
+	cfg  lockopt.Config
 
 	mu          sync.Mutex    // guards the fields below
 	campaigning bool          // a Campaign is under way
@@ -36,9 +37,10 @@ type Election struct {
 // New returns participant id's handle on the election at path; nothing is
 // created until Campaign. id is our node's data (LeaderLatch's id), what
 // Leader and Participants report; it should be unique.
-func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error) {
-	var cfg config
-	if err := queue.Configure("leader", sess, path, &cfg, opts); err != nil {
+// It takes WithRequeue; any other option fails with conn.ErrInvalidArgument.
+func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, error) {
+	cfg, err := queue.Configure("leader.New", sess, path, lockopt.Requeue, opts)
+	if err != nil {
 		return nil, err
 	}
 	if id == "" {

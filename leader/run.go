@@ -34,7 +34,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 			return err
 		}
 		err = e.term(ctx, l, fn)
-		if !e.cfg.requeue {
+		if !e.cfg.Requeue {
 			return err
 		}
 		if ctx.Err() != nil {

@@ -1,6 +1,7 @@
 // Package lock holds what every lock of this module shares: the Locker
-// interface, the Participant the recipes list, and the errors they all
-// return (wrapped), so that one errors.Is works for every recipe.
+// interface that multilock combines, the Participant the recipes list, the
+// Option their New functions take, and the errors they all return
+// (wrapped), so that one errors.Is works for every recipe.
 //
 // # Acquire, TryAcquire and Release: one contract
 //
@@ -71,7 +72,7 @@ var (
 	ErrNotOwner = errors.New("lock: not owner (held by another goroutine of this process)")
 
 	// ErrNotRevocable: Revoke refused because the holder's node is sealed
-	// (the default; see the recipes' WithRevocable); nothing was written.
+	// (the default; see WithRevocable); nothing was written.
 	ErrNotRevocable = errors.New("lock: lock node is sealed, not revocable")
 )
 

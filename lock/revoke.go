@@ -16,7 +16,7 @@ import (
 // Revoke asks the holder of node (a Participant.Node or Lease.Path of a
 // mutex, semaphoremutex or rwlock) to release, as Curator's
 // Revoker.attemptRevoke does: it writes Curator's revoke mark into the
-// node. A revocable holder (WithRevocable) sees Lease.Revoked close, a
+// node. A revocable holder (lock.WithRevocable) sees Lease.Revoked close, a
 // Curator holder its listener; either keeps the lock until it releases.
 // A sealed node (the default), or one s may not write, fails with
 // ErrNotRevocable from any session; a node of no lock with

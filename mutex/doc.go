@@ -32,9 +32,9 @@
 //     with every grant) and Lease.GuardedWrite fence writes.
 //   - Nodes are sealed: only the holder's own release lets the next waiter
 //     in, not a third party's write (docs/design.md, "The handover mark").
-//     With WithRevocable, Curator's Revoker or lock.Revoke may ask the
+//     With lock.WithRevocable, Curator's Revoker or lock.Revoke may ask the
 //     holder to release (Lease.Revoked); it keeps the lock until it does.
-//   - WithLocalHandoff (off by default): the goroutines of one session pass
+//   - lock.WithLocalHandoff (off by default): the goroutines of one session pass
 //     the lock between them without a request, up to a bound.
 //
 // # What it does not guarantee

@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -41,31 +42,31 @@ type hold struct {
 
 // New returns a handle on the mutex at path. Nothing is created until the
 // first acquire, which creates the path as container nodes.
-func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, error) {
-	var cfg config
-	if err := queue.Configure("mutex", sess, path, &cfg, opts); err != nil {
+func New(sess *conn.Session, path string, opts ...lock.Option) (*InterProcessMutex, error) {
+	cfg, err := queue.Configure("mutex.New", sess, path, lockopt.Revocable|lockopt.LocalHandoff|lockopt.Relist, opts)
+	if err != nil {
 		return nil, err
 	}
 	q, err := queue.New(sess, path, queue.Config{
 		Schema:      queue.ProtectedSchema{Name: "lock"},
 		Recipe:      "mutex",
 		Decide:      queue.First,
-		Relist:      cfg.relist,
+		Relist:      cfg.Relist,
 		MarkRelease: true,
-		Revocable:   cfg.revocable,
+		Revocable:   cfg.Revocable,
 		Unmetered:   true, // the Contender reports the waits
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
 	kind := "mutex"
-	if cfg.revocable {
+	if cfg.Revocable {
 		kind += "/revocable"
 	}
-	if cfg.relist {
+	if cfg.Relist {
 		kind += "/relist"
 	}
-	c, err := cohort.NewContender(sess, kind, path, cfg.handoff, cohort.Remote{
+	c, err := cohort.NewContender(sess, kind, path, cfg.Handoff, cohort.Remote{
 		Acquire: q.Acquire, TryAcquire: q.TryAcquire, Release: q.Release,
 	})
 	if err != nil {

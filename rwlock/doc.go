@@ -50,7 +50,7 @@
 //     readers too, growing in grant order) and Lease.GuardedWrite fence
 //     writes.
 //   - Nodes are sealed: only a writer's own release lets the next waiter
-//     in (see package mutex). With WithRevocable, lock.Revoke or Curator's
+//     in (see package mutex). With lock.WithRevocable, lock.Revoke or Curator's
 //     Revoker may ask a holder to release (Lease.Revoked).
 //
 // # What it does not guarantee

@@ -6,7 +6,9 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // RWLock is a fair read/write lock shared by every process on the lock
@@ -57,13 +59,13 @@ type hold struct {
 
 // New returns a handle on the read/write lock at path. Nothing is created
 // until the first acquire, which creates the path as container nodes.
-func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
-	var cfg config
-	if err := queue.Configure("rwlock", sess, path, &cfg, opts); err != nil {
+func New(sess *conn.Session, path string, opts ...lock.Option) (*RWLock, error) {
+	cfg, err := queue.Configure("rwlock.New", sess, path, lockopt.Revocable|lockopt.Host, opts)
+	if err != nil {
 		return nil, err
 	}
-	host := cfg.host
-	if !cfg.hostSet {
+	host := cfg.Host
+	if cfg.Given&lockopt.Host == 0 {
 		host = defaultHost()
 	}
 	if err := validateHost(path, host); err != nil {
@@ -87,7 +89,7 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 			Decide:      q.decide,
 			MarkRelease: q.kind == "W",
 			Tag:         q.tag,
-			Revocable:   cfg.revocable,
+			Revocable:   cfg.Revocable,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("rwlock: %w", err)

@@ -42,9 +42,9 @@
 //     Lease.GuardedWrite fence writes. With one lease the tokens grow
 //     strictly in grant order, Curator holders' included.
 //   - Nodes are sealed: nobody else's write lets a waiter in (see package
-//     mutex). WithRevocable lets Curator's Revoker or lock.Revoke ask the
+//     mutex). lock.WithRevocable lets Curator's Revoker or lock.Revoke ask the
 //     holder to release (Lease.Revoked).
-//   - WithLocalHandoff (Mutex only, off by default): the handles of one
+//   - lock.WithLocalHandoff (Mutex only, off by default): the handles of one
 //     session and path pass the lease between them without a request, up
 //     to a bound.
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -39,10 +40,12 @@ type Mutex struct {
 type lockLink = lockid.Link
 
 // New returns a handle on the mutex at path; nothing is created until the
-// first acquire. Bad input fails with an error matching conn.ErrInvalidArgument.
-func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
-	var cfg config
-	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {
+// first acquire. It takes lock.WithRevocable and lock.WithLocalHandoff;
+// bad input or any other option fails with an error matching
+// conn.ErrInvalidArgument.
+func New(sess *conn.Session, path string, opts ...lock.Option) (*Mutex, error) {
+	cfg, err := queue.Configure("semaphoremutex.New", sess, path, lockopt.Revocable|lockopt.LocalHandoff, opts)
+	if err != nil {
 		return nil, err
 	}
 	s, err := newSemaphore(sess, path, 1, cfg)
@@ -50,10 +53,10 @@ func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 		return nil, err
 	}
 	kind := "semaphoremutex"
-	if cfg.revocable {
+	if cfg.Revocable {
 		kind += "/revocable"
 	}
-	c, err := cohort.NewContender(sess, kind, path, cfg.handoff, cohort.Remote{
+	c, err := cohort.NewContender(sess, kind, path, cfg.Handoff, cohort.Remote{
 		// The Contender reports the waits, as semaphoremutex's.
 		Acquire:    func(ctx context.Context) (*conn.Lease, error) { return s.acquire(ctx, true) },
 		TryAcquire: s.tryAcquire,

@@ -179,7 +179,7 @@ func TestAcquireErrorNamesTheLockOnce(t *testing.T) {
 
 	sem, err := semaphoremutex.NewSemaphore(s, path, 1)
 	require.NoError(t, err)
-	shared, err := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(4, 0))
+	shared, err := semaphoremutex.New(s, path, lock.WithLocalHandoff(4, 0))
 	require.NoError(t, err)
 	acquires := map[string]func(context.Context) error{
 		"Semaphore.Acquire": func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err },

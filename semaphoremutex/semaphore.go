@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -60,21 +61,18 @@ type Semaphore struct {
 // NewSemaphore returns a handle on the semaphore at path with the given
 // number of leases, on which every process using the path must agree
 // (nothing checks it, as in Curator). Nothing is created until the first
-// acquire. Bad input, leases < 1 or WithLocalHandoff (the Mutex's) fails
-// with an error matching conn.ErrInvalidArgument.
-func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (*Semaphore, error) {
-	var cfg config
-	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {
+// acquire. It takes lock.WithRevocable; bad input, leases < 1 or any other
+// option fails with an error matching conn.ErrInvalidArgument.
+func NewSemaphore(sess *conn.Session, path string, leases int, opts ...lock.Option) (*Semaphore, error) {
+	cfg, err := queue.Configure("semaphoremutex.NewSemaphore", sess, path, lockopt.Revocable, opts)
+	if err != nil {
 		return nil, err
-	}
-	if cfg.handoff != nil {
-		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: WithLocalHandoff applies to New (the Mutex) only: %w", path, conn.ErrInvalidArgument)
 	}
 	return newSemaphore(sess, path, leases, cfg)
 }
 
 // newSemaphore is NewSemaphore after Configure.
-func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Semaphore, error) {
+func newSemaphore(sess *conn.Session, path string, leases int, cfg lockopt.Config) (*Semaphore, error) {
 	if leases < 1 {
 		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: %d leases, at least 1: %w", path, leases, conn.ErrInvalidArgument)
 	}
@@ -88,14 +86,14 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 		Decide:      queue.First,
 		MarkRelease: true,
 		Tag:         tag,
-		Revocable:   cfg.revocable,
+		Revocable:   cfg.Revocable,
 		Unmetered:   true, // its wait is part of the semaphore's
 	})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
 	leasesPath := zkpath.Join(path, leasesDir)
-	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First, Revocable: cfg.revocable})
+	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First, Revocable: cfg.Revocable})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}

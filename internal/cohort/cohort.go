@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
@@ -26,10 +27,7 @@ var ErrNotHolder = fmt.Errorf("cohort: not the current holder: %w", lock.ErrNotH
 // Bound limits how long the node stays in the process: after MaxPasses
 // local handoffs on it, or once Budget has passed since it was granted
 // (<= 0: no time budget), the release deletes it instead of passing it on.
-type Bound struct {
-	MaxPasses int
-	Budget    time.Duration
-}
+type Bound = lockopt.Bound
 
 // Remote is the recipe's own acquire and release of one ZooKeeper
 // contender. It reports no wait: the Contender does.
@@ -59,7 +57,7 @@ type Handle struct {
 // New returns the handle of a recipe handle on sess.
 func New(sess *conn.Session, key Key, remote Remote) (*Handle, error) {
 	if b := key.Bound; b.MaxPasses < 1 || b.Budget < 0 {
-		return nil, fmt.Errorf("WithLocalHandoff(%d, %v): at least one pass and a budget of 0 (none) or more: %w", b.MaxPasses, b.Budget, conn.ErrInvalidArgument)
+		return nil, fmt.Errorf("lock.WithLocalHandoff(%d, %v): at least one pass and a budget of 0 (none) or more: %w", b.MaxPasses, b.Budget, conn.ErrInvalidArgument)
 	}
 	return &Handle{sess: sess, key: key, remote: remote}, nil
 }
