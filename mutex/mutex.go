@@ -41,7 +41,9 @@ type hold struct {
 }
 
 // New returns a handle on the mutex at path. Nothing is created until the
-// first acquire, which creates the path as container nodes.
+// first acquire, which creates the path as container nodes. It takes
+// lock.WithRevocable and lock.WithLocalHandoff; any other option fails
+// with an error matching conn.ErrInvalidArgument.
 func New(sess *conn.Session, path string, opts ...lock.Option) (*InterProcessMutex, error) {
 	cfg, err := queue.Configure("mutex.New", sess, path, lockopt.Revocable|lockopt.LocalHandoff|lockopt.Relist, opts)
 	if err != nil {

@@ -58,7 +58,9 @@ type hold struct {
 }
 
 // New returns a handle on the read/write lock at path. Nothing is created
-// until the first acquire, which creates the path as container nodes.
+// until the first acquire, which creates the path as container nodes. It
+// takes WithHost and lock.WithRevocable; any other option fails with an
+// error matching conn.ErrInvalidArgument.
 func New(sess *conn.Session, path string, opts ...lock.Option) (*RWLock, error) {
 	cfg, err := queue.Configure("rwlock.New", sess, path, lockopt.Revocable|lockopt.Host, opts)
 	if err != nil {
