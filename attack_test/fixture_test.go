@@ -288,7 +288,7 @@ func (m *metricsRec) State(e metrics.Transition) {
 
 // count returns how many lock events match ev (and outcome or cause, when
 // not empty).
-func (m *metricsRec) count(ev metrics.LockEvent, recipe, detail string) int {
+func (m *metricsRec) count(ev string, recipe, detail string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0

@@ -68,7 +68,8 @@ const (
 
 // Lock is one event of a lock, a semaphore lease or an election candidacy.
 type Lock struct {
-	Event LockEvent
+	// Event is one of the Lock* constants.
+	Event string
 	// Recipe is "mutex", "rwlock", "semaphoremutex", "semaphore",
 	// "leader" or "exclusive". A semaphoremutex's holds and losses are
 	// reported as "semaphore"; a semaphore's internal lock is not reported
@@ -84,28 +85,26 @@ type Lock struct {
 	Duration time.Duration
 }
 
-// LockEvent says what a Lock reports.
-type LockEvent string
-
+// What a Lock reports (its Event).
 const (
 	// LockWait: an Acquire or TryAcquire (or a leader's campaign) returned
 	// after Duration, with an Outcome. A re-entry, which asks for nothing,
 	// is not reported, nor is a call refused for its label.
-	LockWait LockEvent = "wait"
+	LockWait = "wait"
 	// LockHold: a grant not lost before was released (Release, Resign, a
 	// local handoff) after Duration. A grant ends in one LockHold or one
 	// LockLost, never both.
-	LockHold LockEvent = "hold"
+	LockHold = "hold"
 	// LockHandoff: a grant was passed to a local waiter of the same
 	// session, without a ZooKeeper round trip.
-	LockHandoff LockEvent = "handoff"
+	LockHandoff = "handoff"
 	// LockLost: a held lease was found lost, with a Cause: once per lease,
 	// when it learns it (its Lost, Err, Fence, a guarded write, or at the
 	// latest its release).
-	LockLost LockEvent = "lost"
+	LockLost = "lost"
 	// LockRevokeRequest: someone asked the holder to release (its
 	// Lease.Revoked channel was closed).
-	LockRevokeRequest LockEvent = "revoke_request"
+	LockRevokeRequest = "revoke_request"
 )
 
 // Outcomes of a LockWait.
