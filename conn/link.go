@@ -17,7 +17,7 @@ import (
 // unexported aliases, to a view of itself that implements connlink's
 // interface by calling the unexported functions below.
 type (
-	sessionLink = connlink.Link[connlink.Session]
+	sessionLink = connlink.Link[connlink.Session[*Epoch]]
 	epochLink   = connlink.Link[connlink.Epoch[*Lease]]
 	leaseLink   = connlink.Link[connlink.Lease[*Lease]]
 )
@@ -30,6 +30,9 @@ type (
 	epochView   Epoch
 	leaseView   Lease
 )
+
+func (v *sessionView) Epoch(ctx context.Context) (*Epoch, error) { return (*Session)(v).epoch(ctx) }
+func (v *sessionView) CheckWire(ctx context.Context) error       { return (*Session)(v).checkWire(ctx) }
 
 func (v *sessionView) SealedACL() []zk.ACL      { return (*Session)(v).sealedACL() }
 func (v *sessionView) Shared() *sync.Map        { return &v.shared }
@@ -128,7 +131,7 @@ func (v *leaseView) Gone()             { (*Lease)(v).gone() }
 
 // linkSession, linkEpoch and linkLease set the link of a value just made.
 func linkSession(s *Session) {
-	s.sessionLink = connlink.NewLink[connlink.Session]((*sessionView)(s))
+	s.sessionLink = connlink.NewLink[connlink.Session[*Epoch]]((*sessionView)(s))
 }
 
 func linkEpoch(e *Epoch) {

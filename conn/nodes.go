@@ -7,7 +7,7 @@ import (
 )
 
 // A Session's node operations. Each runs in the live epoch, waiting for one
-// (bounded by ctx) as Session.Epoch does, and is never sent again in a later
+// (bounded by ctx) while there is none, and is never sent again in a later
 // epoch: a request cut by the end of its ZooKeeper session returns an error
 // matching ErrEpochEnded (and ErrConnectionLoss if it was in flight). Paths
 // are absolute; errors from the server match go-zookeeper's (zk.ErrNoNode).
@@ -16,7 +16,7 @@ import (
 // request cut by the end of the ZooKeeper session returns an error matching
 // ErrEpochEnded.
 func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -27,7 +27,7 @@ func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error
 // epoch; retried on connection loss only with a real version. A request cut
 // by the end of the ZooKeeper session returns an error matching ErrEpochEnded.
 func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func (s *Session) Set(ctx context.Context, path string, data []byte, version int
 // connection loss. A request cut by the end of the ZooKeeper session returns
 // an error matching ErrEpochEnded.
 func (s *Session) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -51,7 +51,7 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, flags in
 // a retry may delete a node created again at path. A request cut by the end
 // of the ZooKeeper session returns an error matching ErrEpochEnded.
 func (s *Session) Delete(ctx context.Context, path string, version int32) error {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (s *Session) Delete(ctx context.Context, path string, version int32) error 
 // retrying on connection loss. A request cut by the end of the ZooKeeper
 // session returns an error matching ErrEpochEnded.
 func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,7 +73,7 @@ func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat
 // connection loss. A request cut by the end of the ZooKeeper session returns
 // an error matching ErrEpochEnded.
 func (s *Session) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return false, nil, err
 	}

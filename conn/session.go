@@ -70,8 +70,9 @@ type zkLink struct {
 	drained   chan struct{} // closed when go-zookeeper's event loop has ended
 }
 
-// Connect starts a session and waits, bounded by ctx and the connect
-// timeout, until the first ZooKeeper session is established.
+// Connect starts a session and waits, bounded by ctx alone, until the first
+// ZooKeeper session is established. When ctx ends first, the error matches
+// ctx's (context.DeadlineExceeded) and says why the last attempt failed.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	if err := checkZKVersion(opts); err != nil {
 		return nil, err
@@ -116,15 +117,17 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	}
 	go s.run()
 
-	wctx, cancel := context.WithTimeoutCause(ctx, cfg.connectTimeout, ErrConnectTimeout)
-	defer cancel()
-	if _, err := s.Epoch(wctx); err != nil {
+	if _, err := s.epoch(ctx); err != nil {
 		s.abandon()
-		if cause := context.Cause(wctx); errors.Is(cause, ErrConnectTimeout) {
-			err = fmt.Errorf("%w (%v, servers %v)", ErrConnectTimeout, cfg.connectTimeout, servers)
-			if last := s.lastFailure(); last != nil {
-				err = fmt.Errorf("%w; last attempt: %w", err, last)
-			}
+		if ctx.Err() == nil {
+			return nil, err
+		}
+		err = fmt.Errorf("conn: no session established with servers %v: %w", servers, ctx.Err())
+		if cause := context.Cause(ctx); cause != ctx.Err() {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		if last := s.lastFailure(); last != nil {
+			err = fmt.Errorf("%w; last attempt: %w", err, last)
 		}
 		return nil, err
 	}
@@ -171,11 +174,12 @@ func sealACL(acl []zk.ACL, id identity) []zk.ACL {
 	return append(out, zk.DigestACL(zk.PermAll, id.user, id.password)...)
 }
 
-// Epoch returns the live epoch, waiting (bounded by ctx) while there is none
+// epoch returns the live epoch, waiting (bounded by ctx) while there is none
 // because the last one was lost and the next has not begun. When ctx ends
 // first and the last attempt at a new session failed, the error also
-// matches why (ErrAuthFailed: a server refused the credentials).
-func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
+// matches why (ErrAuthFailed: a server refused the credentials). The
+// module reaches it through connlink.Session.Epoch.
+func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 	for {
 		s.mu.Lock()
 		ep, ready := s.cur, s.ready
@@ -215,7 +219,7 @@ func (s *Session) Close() error {
 }
 
 // abandon is Close for a caller whose deadline has passed (a failed
-// Connect or CheckWire): it does not wait for the close request's answer
+// Connect or checkWire): it does not wait for the close request's answer
 // (see abandonLink).
 func (s *Session) abandon() {
 	s.abandoning.Store(true)

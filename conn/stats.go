@@ -23,7 +23,7 @@ type counters struct {
 	// removeWatches requests written (watches.go); not in Stats, read by tests
 	watchesRemoved atomic.Int64
 	// Writes by go-zookeeper that were not exactly one frame (wire.go);
-	// read by CheckWire
+	// read by checkWire
 	splitWrites atomic.Int64
 }
 

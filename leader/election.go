@@ -223,7 +223,7 @@ func (e *Election) Leading() *conn.Lease {
 // none. It is a snapshot: the leader may have changed by the time it
 // returns.
 func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
-	ep, err := e.sess.Epoch(ctx)
+	ep, err := connlink.Of(e.sess).Epoch(ctx)
 	if err != nil {
 		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.path(), err)
 	}
@@ -241,7 +241,7 @@ func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
 // others follow in the order they will take over. It is a snapshot; nodes
 // that leave while it is taken are left out. Empty when nobody campaigns.
 func (e *Election) Participants(ctx context.Context) ([]lock.Participant, error) {
-	ep, err := e.sess.Epoch(ctx)
+	ep, err := connlink.Of(e.sess).Epoch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("leader: participants of %s: %w", e.path(), err)
 	}

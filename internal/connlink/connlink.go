@@ -40,8 +40,21 @@ func (l Link[T]) linked() T { return l.view }
 // *conn.Epoch an Epoch, for a *conn.Lease a Lease.
 func Of[T any](x interface{ linked() T }) T { return x.linked() }
 
-// Session is what the recipes reach of a *conn.Session.
-type Session interface {
+// Session is what the recipes reach of a *conn.Session; E is *conn.Epoch.
+type Session[E any] interface {
+	// Epoch returns the live epoch, waiting (bounded by ctx) while there
+	// is none because the last one was lost and the next has not begun.
+	// When ctx ends first and the last attempt at a new session failed,
+	// the error also matches why (conn.ErrAuthFailed).
+	Epoch(ctx context.Context) (E, error)
+
+	// CheckWire runs zktest.CheckWire's checks on the session, which
+	// Connect made with conn.WithPatchedZK, and closes it. It returns nil
+	// or an error matching conn.ErrZKVersion that lists what does not
+	// hold; any other error (ctx's end, the server's) is no verdict on
+	// go-zookeeper.
+	CheckWire(ctx context.Context) error
+
 	// SealedACL returns the ACL a recipe gives the lock nodes it seals:
 	// the session's ACL (conn.WithACL) with WRITE and ADMIN removed from
 	// every entry, plus the session's own digest identity with ALL. Only

@@ -43,7 +43,7 @@ func (p Participant) Public(dir string, holding bool) lock.Participant {
 // leave while they are being read are left out. Errors are the session's,
 // as they are: the recipe says what it was doing.
 func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
-	ep, err := q.sess.Epoch(ctx)
+	ep, err := connlink.Of(q.sess).Epoch(ctx)
 	if err != nil {
 		return nil, err
 	}
