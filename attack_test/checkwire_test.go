@@ -10,9 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestCheckWirePassesAndLeavesNoNode checks conn.CheckWire's doc against
+// TestCheckWirePassesAndLeavesNoNode checks zktest.CheckWire's doc against
 // the go-zookeeper this module pins: it "returns nil" for v1.0.4 itself,
 // and "creates one ephemeral node at the namespace's root, cuts the
 // connection once, and closes the session": once it returned, the node is
@@ -21,7 +22,7 @@ func TestCheckWirePassesAndLeavesNoNode(t *testing.T) {
 	f := newFixture(t)
 	ns := f.Path("cw")
 	ensure(t, f.Raw(), zk.WorldACL(zk.PermAll), f.Root(), ns)
-	require.NoError(t, conn.CheckWire(ctxT(t, 30*time.Second), f.Servers(), conn.WithNamespace(ns)))
+	require.NoError(t, zktest.CheckWire(ctxT(t, 30*time.Second), f.Servers(), conn.WithNamespace(ns)))
 	if kids := children(f.Raw(), ns); len(kids) != 0 {
 		t.Errorf("CheckWire returned and left %v at the namespace's root", kids)
 	}
@@ -39,7 +40,7 @@ func TestCheckWireUnreachableIsNotAVersionVerdict(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	start := time.Now()
-	err := conn.CheckWire(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
+	err := zktest.CheckWire(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
 	took := time.Since(start)
 	t.Logf("CheckWire: %v after %v", err, took)
 	require.Error(t, err)
@@ -64,7 +65,7 @@ func TestCheckWireCutMidCheckIsNotAVersionVerdict(t *testing.T) {
 		p.BlackholeAfterWrites(n)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		start := time.Now()
-		err := conn.CheckWire(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
+		err := zktest.CheckWire(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
 		took := time.Since(start)
 		cancel()
 		t.Logf("blackholed after write %d: CheckWire: %v after %v", n, err, took)
@@ -79,7 +80,7 @@ func TestCheckWireCutMidCheckIsNotAVersionVerdict(t *testing.T) {
 }
 
 // TestConnectKeepsDeadlineWhenUnreachable: Connect "waits, bounded by ctx
-// and the connect timeout": against a blackholed proxy it returns by its
+// alone": against a blackholed proxy it returns by its
 // ctx's deadline (plus 250 ms) with an error matching
 // context.DeadlineExceeded. CheckWire, which connects first, is held to
 // the same.

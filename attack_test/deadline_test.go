@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -34,7 +35,7 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 	f := newFixture(t)
 	s := f.Session(conn.WithSessionTimeout(8 * time.Second))
 	root := f.Path("paused")
-	ep, err := s.Epoch(context.Background())
+	ep, err := connlink.Of(s).Epoch(context.Background())
 	require.NoError(t, err)
 	// Create the parents first so that each call gets as far as its create.
 	warm, _ := mutex.New(s, root+"/warm")

@@ -151,7 +151,7 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 			case "bystander-delete":
 				require.NoError(t, bys.Delete(l1.Path(), -1))
 			case "expire":
-				ep, err := sA.Epoch(ctx)
+				ep, err := connlink.Of(sA).Epoch(ctx)
 				require.NoError(t, err)
 				require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 			case "suspended":

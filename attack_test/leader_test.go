@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -164,7 +165,7 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 		}
 		switch i {
 		case 0:
-			ep, err := s.Epoch(ctx)
+			ep, err := connlink.Of(s).Epoch(ctx)
 			require.NoError(t, err)
 			require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 		case 1:

@@ -257,7 +257,7 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	sidA := epochOf(t, sa).SessionID()
 	px.Cut()
 	waitFor(t, 10*time.Second, "A reconnected", func() bool {
-		ep, err := sa.Epoch(ctx)
+		ep, err := connlink.Of(sa).Epoch(ctx)
 		return err == nil && ep.SessionID() == sidA
 	})
 	require.NoError(t, ha.release(), "A's Release after a cut, digest-only parent")

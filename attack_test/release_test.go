@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -287,7 +288,7 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 				waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(f, 0, l1.Path()) })
 				_ = g2
 			}
-			ep0, err := sA.Epoch(ctx)
+			ep0, err := connlink.Of(sA).Epoch(ctx)
 			require.NoError(t, err)
 			px.Blackhole()
 			px.Cut()
@@ -318,7 +319,7 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 						break
 					}
 					if time.Now().After(end) {
-						ep1, _ := sA.Epoch(ctx)
+						ep1, _ := connlink.Of(sA).Epoch(ctx)
 						var sid1 int64
 						if ep1 != nil {
 							sid1 = ep1.SessionID()

@@ -49,7 +49,7 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 		t.Logf("Close: %v", err)
 	}
 	calls := map[string]func() error{
-		"Session.Epoch":       func() error { _, err := s.Epoch(ctx); return err },
+		"connlink.Epoch":      func() error { _, err := connlink.Of(s).Epoch(ctx); return err },
 		"Session.Get":         func() error { _, _, err := s.Get(ctx, root); return err },
 		"Session.Set":         func() error { _, err := s.Set(ctx, root, nil, -1); return err },
 		"Session.Create":      func() error { _, err := s.Create(ctx, root+"-c", nil, 0, connlink.Of(s).ACL()); return err },
@@ -285,7 +285,7 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 			px.Cut()
 			wait(conn.Reconnected)
 		}
-		ep, err := s.Epoch(ctx)
+		ep, err := connlink.Of(s).Epoch(ctx)
 		require.NoError(t, err)
 		require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 		wait(conn.Connected)

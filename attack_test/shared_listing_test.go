@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -187,7 +188,7 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 		}(i)
 	}
 	waitFor(t, 10*time.Second, "A's waiters queued", func() bool { return len(children(bys, path)) == 1+n/2+1 })
-	ep, err := sA.Epoch(ctx)
+	ep, err := connlink.Of(sA).Epoch(ctx)
 	require.NoError(t, err)
 	require.NoError(t, zktest.ExpireEpoch(ctx, f.Servers()[0], ep))
 	waitFor(t, 10*time.Second, "A's waiters queued again in the next epoch", func() bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -193,7 +194,7 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 			p := mk[name](path)
 			require.NoError(t, p.hold(ctx))
 			before := countNodes(zc, path)
-			ep, err := sw.Epoch(ctx)
+			ep, err := connlink.Of(sw).Epoch(ctx)
 			require.NoError(t, err)
 			sid := ep.SessionID()
 			wctx, cancel := context.WithCancel(ctx)
@@ -221,10 +222,10 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 			}
 			px.Heal()
 			waitFor(t, 10*time.Second, "the waiter's session to be back", func() bool {
-				ep, err := sw.Epoch(ctx)
+				ep, err := connlink.Of(sw).Epoch(ctx)
 				return err == nil && ep.Err() == nil && sw.State().String() != "Suspended"
 			})
-			if ep2, _ := sw.Epoch(ctx); ep2.SessionID() != sid {
+			if ep2, _ := connlink.Of(sw).Epoch(ctx); ep2.SessionID() != sid {
 				t.Skipf("the session was not kept across the blackhole (%x -> %x): nothing to check", sid, ep2.SessionID())
 			}
 			ws, n := leftOver(f, path, before, 5*time.Second)

@@ -36,9 +36,6 @@ var (
 	// no character the server rejects, and is not under /zookeeper.
 	ErrInvalidArgument = zkpath.ErrInvalid
 
-	// ErrConnectTimeout: no session was established within the connect timeout.
-	ErrConnectTimeout = errors.New("conn: no session established within the connect timeout")
-
 	// ErrAuthFailed: a server refused the session's credentials
 	// (WithDigestAuth); the session backs off and opens another.
 	ErrAuthFailed = errors.New("conn: the server refused the credentials")

@@ -15,7 +15,7 @@ import (
 // What the recipes reach beyond the public API (internal/connlink): Session,
 // Epoch and Lease each embed a link to a view of itself implementing it.
 type (
-	sessionLink = connlink.Link[connlink.Session]
+	sessionLink = connlink.Link[connlink.Session[*Epoch]]
 	epochLink   = connlink.Link[connlink.Epoch[*Lease]]
 	leaseLink   = connlink.Link[connlink.Lease[*Lease]]
 )
@@ -27,6 +27,9 @@ type (
 	epochView   Epoch
 	leaseView   Lease
 )
+
+func (v *sessionView) Epoch(ctx context.Context) (*Epoch, error) { return (*Session)(v).epoch(ctx) }
+func (v *sessionView) CheckWire(ctx context.Context) error       { return (*Session)(v).checkWire(ctx) }
 
 func (v *sessionView) SealedACL() []zk.ACL      { return (*Session)(v).sealedACL() }
 func (v *sessionView) Shared() *sync.Map        { return &v.shared }
@@ -125,7 +128,7 @@ func (v *leaseView) Gone()             { (*Lease)(v).gone() }
 
 // linkSession, linkEpoch and linkLease set the link of a value just made.
 func linkSession(s *Session) {
-	s.sessionLink = connlink.NewLink[connlink.Session]((*sessionView)(s))
+	s.sessionLink = connlink.NewLink[connlink.Session[*Epoch]]((*sessionView)(s))
 }
 
 func linkEpoch(e *Epoch) {

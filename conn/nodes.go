@@ -8,7 +8,7 @@ import (
 
 // Get reads a node's data, retrying on connection loss.
 func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -18,7 +18,7 @@ func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error
 // Set writes a node's data if its version matches (-1: any); retried on
 // connection loss only with a real version.
 func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +28,7 @@ func (s *Session) Set(ctx context.Context, path string, data []byte, version int
 // Create creates a node and returns its path (with the sequence number if
 // sequential); only non-sequential creates are retried on connection loss.
 func (s *Session) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -39,7 +39,7 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, flags in
 // connection loss: zk.ErrNoNode may then mean it was deleted, and a retry
 // may delete a node created again at path.
 func (s *Session) Delete(ctx context.Context, path string, version int32) error {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (s *Session) Delete(ctx context.Context, path string, version int32) error 
 // Children lists a node's children (names, not paths), retrying on
 // connection loss.
 func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -58,7 +58,7 @@ func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat
 
 // Exists tells whether a node exists, retrying on connection loss.
 func (s *Session) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return false, nil, err
 	}

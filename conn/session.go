@@ -71,8 +71,9 @@ type zkLink struct {
 	drained   chan struct{} // closed when go-zookeeper's event loop has ended
 }
 
-// Connect starts a session and waits, bounded by ctx and the connect
-// timeout, until the first ZooKeeper session is established.
+// Connect starts a session and waits, bounded by ctx alone, until the first
+// ZooKeeper session is established. When ctx ends first, the error matches
+// ctx's (context.DeadlineExceeded) and says why the last attempt failed.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	if err := checkZKVersion(opts); err != nil {
 		return nil, err
@@ -117,15 +118,17 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	}
 	go s.run()
 
-	wctx, cancel := context.WithTimeoutCause(ctx, cfg.connectTimeout, ErrConnectTimeout)
-	defer cancel()
-	if _, err := s.Epoch(wctx); err != nil {
+	if _, err := s.epoch(ctx); err != nil {
 		s.abandon()
-		if cause := context.Cause(wctx); errors.Is(cause, ErrConnectTimeout) {
-			err = fmt.Errorf("%w (%v, servers %v)", ErrConnectTimeout, cfg.connectTimeout, servers)
-			if last := s.lastFailure(); last != nil {
-				err = fmt.Errorf("%w; last attempt: %w", err, last)
-			}
+		if ctx.Err() == nil {
+			return nil, err
+		}
+		err = fmt.Errorf("conn: no session established with servers %v: %w", servers, ctx.Err())
+		if cause := context.Cause(ctx); cause != ctx.Err() {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		if last := s.lastFailure(); last != nil {
+			err = fmt.Errorf("%w; last attempt: %w", err, last)
 		}
 		return nil, err
 	}
@@ -167,10 +170,10 @@ func sealACL(acl []zk.ACL, id identity) []zk.ACL {
 	return append(out, zk.DigestACL(zk.PermAll, id.user, id.password)...)
 }
 
-// Epoch returns the live epoch, waiting (bounded by ctx) while there is
+// epoch returns the live epoch, waiting (bounded by ctx) while there is
 // none. If ctx ends first after a failed attempt at a session, the error
-// also matches why (ErrAuthFailed: a server refused the credentials).
-func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
+// also matches why (ErrAuthFailed). Reached through connlink.
+func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 	for {
 		s.mu.Lock()
 		ep, ready := s.cur, s.ready
@@ -207,7 +210,7 @@ func (s *Session) Close() error {
 }
 
 // abandon is Close for a caller past its deadline (a failed Connect or
-// CheckWire): it does not wait for the close request's answer.
+// checkWire): it does not wait for the close request's answer.
 func (s *Session) abandon() {
 	s.abandoning.Store(true)
 	_ = s.Close()

@@ -31,7 +31,7 @@ func epoch(t *testing.T, s *conn.Session) *conn.Epoch {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	require.NoError(t, err)
 	return ep
 }
@@ -207,7 +207,7 @@ func TestSlowSubscriberMissesNothing(t *testing.T) {
 		require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 		waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		<-ep.Done()
-		_, err := s.Epoch(waitCtx) // the next epoch has begun
+		_, err := connlink.Of(s).Epoch(waitCtx) // the next epoch has begun
 		cancel()
 		require.NoError(t, err)
 	}
@@ -240,7 +240,7 @@ func TestCloseIsPromptAndIdempotentWithServerDown(t *testing.T) {
 	assert.ErrorIs(t, ev.Err, conn.ErrClosed)
 
 	assert.ErrorIs(t, ep.Err(), conn.ErrClosed)
-	_, err := s.Epoch(context.Background())
+	_, err := connlink.Of(s).Epoch(context.Background())
 	assert.ErrorIs(t, err, conn.ErrClosed)
 	_, _, err = connlink.Of(ep).Children(context.Background(), "/")
 	assert.ErrorIs(t, err, conn.ErrEpochEnded)
@@ -368,7 +368,6 @@ func TestConnectErrors(t *testing.T) {
 	for name, opt := range map[string]conn.Option{
 		"nil option":          nil,
 		"short timeout":       conn.WithSessionTimeout(time.Millisecond),
-		"zero connect":        conn.WithConnectTimeout(0),
 		"nil logger":          conn.WithLogger(nil),
 		"empty user":          conn.WithDigestAuth("", "pw"),
 		"nil dialer":          conn.WithDialer(nil),
@@ -383,14 +382,17 @@ func TestConnectErrors(t *testing.T) {
 		assert.ErrorIs(t, err, conn.ErrInvalidArgument, name)
 	}
 
-	// Nothing listens: the connect timeout ends the wait with a clear error.
+	// Nothing listens: ctx's deadline ends the wait with a clear error.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	l.Close()
 	start := time.Now()
-	_, err = conn.Connect(ctx, []string{addr}, conn.WithConnectTimeout(500*time.Millisecond))
-	assert.ErrorIs(t, err, conn.ErrConnectTimeout)
+	dctx, dcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer dcancel()
+	_, err = conn.Connect(dctx, []string{addr})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, addr, "the error names the servers")
 	assert.Less(t, time.Since(start), 3*time.Second)
 
 	cctx, cancel := context.WithCancel(ctx)
@@ -403,7 +405,6 @@ func TestConnectErrors(t *testing.T) {
 // Connect with ErrInvalidArgument before anything is dialed; valid ones pass
 // the option check (and then time out: nothing listens).
 func TestNamespaceValidation(t *testing.T) {
-	ctx := context.Background()
 	for _, tc := range []struct {
 		ns    string
 		valid bool
@@ -424,11 +425,12 @@ func TestNamespaceValidation(t *testing.T) {
 		{"/a/b", true},
 		{"/zookeeperish", true},
 	} {
-		_, err := conn.Connect(ctx, []string{"127.0.0.1:1"}, conn.WithNamespace(tc.ns),
-			conn.WithConnectTimeout(50*time.Millisecond))
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, err := conn.Connect(ctx, []string{"127.0.0.1:1"}, conn.WithNamespace(tc.ns))
+		cancel()
 		if tc.valid {
 			assert.NotErrorIs(t, err, conn.ErrInvalidArgument, "namespace %q", tc.ns)
-			assert.ErrorIs(t, err, conn.ErrConnectTimeout, "namespace %q", tc.ns)
+			assert.ErrorIs(t, err, context.DeadlineExceeded, "namespace %q", tc.ns)
 		} else {
 			assert.ErrorIs(t, err, conn.ErrInvalidArgument, "namespace %q", tc.ns)
 		}

@@ -20,7 +20,7 @@ type counters struct {
 	setWatchesSent atomic.Int64
 	// removeWatches requests written (watches.go); not in Stats, read by tests
 	watchesRemoved atomic.Int64
-	// go-zookeeper writes that were not one whole frame; read by CheckWire
+	// go-zookeeper writes that were not one whole frame; read by checkWire
 	splitWrites atomic.Int64
 }
 

@@ -56,7 +56,7 @@ func (w *wireConn) Write(p []byte) (int, error) {
 	w.link.wmu.Lock()
 	defer w.link.wmu.Unlock()
 	if len(p) < 4 || int64(binary.BigEndian.Uint32(p))+4 != int64(len(p)) {
-		w.link.stats.splitWrites.Add(1) // not one whole frame: see CheckWire
+		w.link.stats.splitWrites.Add(1) // not one whole frame: see checkWire
 	}
 	if w.sentConnect {
 		if err := w.flushLocked(); err != nil {

@@ -90,7 +90,7 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 		if ctx.Err() != nil {
 			return nil, l.ctxErr("acquire", ctx)
 		}
-		ep, err := l.sess.Epoch(ctx)
+		ep, err := connlink.Of(l.sess).Epoch(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, l.ctxErr("acquire", ctx)
@@ -163,7 +163,7 @@ func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 		if ctx.Err() != nil {
 			return nil, false, l.ctxErr("try acquire", ctx)
 		}
-		ep, err := l.sess.Epoch(ctx)
+		ep, err := connlink.Of(l.sess).Epoch(ctx)
 		if err != nil {
 			return nil, false, l.wrap("try acquire", ctx, err)
 		}

@@ -190,7 +190,7 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 // Leader returns the current leader, ours or a foreign client's;
 // ErrNoLeader when there is none. A snapshot.
 func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
-	ep, err := e.sess.Epoch(ctx)
+	ep, err := connlink.Of(e.sess).Epoch(ctx)
 	if err != nil {
 		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.path(), err)
 	}
@@ -207,7 +207,7 @@ func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
 // Participants lists the participants in order: the first leads, the
 // others in the order they will take over. A snapshot.
 func (e *Election) Participants(ctx context.Context) ([]lock.Participant, error) {
-	ep, err := e.sess.Epoch(ctx)
+	ep, err := connlink.Of(e.sess).Epoch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("leader: participants of %s: %w", e.path(), err)
 	}

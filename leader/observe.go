@@ -29,7 +29,7 @@ func (e *Election) observe(ctx context.Context, ch chan lock.Participant) {
 	defer close(ch)
 	var last *lock.Participant
 	for {
-		ep, err := e.sess.Epoch(ctx)
+		ep, err := connlink.Of(e.sess).Epoch(ctx)
 		if err != nil {
 			return // ctx ended or the session closed
 		}

@@ -38,7 +38,7 @@ func revoke(ctx context.Context, s *conn.Session, node string) error {
 	if s == nil {
 		return fmt.Errorf("nil session: %w", conn.ErrInvalidArgument)
 	}
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func watch(ctx context.Context, sess *conn.Session, o options, w io.Writer, tty 
 	defer drop()
 	first := true
 	for {
-		ep, err := sess.Epoch(ctx)
+		ep, err := connlink.Of(sess).Epoch(ctx)
 		if err != nil {
 			return err
 		}

@@ -27,8 +27,18 @@ func (l Link[T]) linked() T { return l.view }
 // Of returns the view linked to x (a *conn.Session, Epoch or Lease).
 func Of[T any](x interface{ linked() T }) T { return x.linked() }
 
-// Session is what the recipes reach of a *conn.Session.
-type Session interface {
+// Session is what the recipes reach of a *conn.Session; E is *conn.Epoch.
+type Session[E any] interface {
+	// Epoch returns the live epoch, waiting (bounded by ctx) while there
+	// is none; after a failed attempt at a session, the error also
+	// matches why (conn.ErrAuthFailed).
+	Epoch(ctx context.Context) (E, error)
+
+	// CheckWire runs zktest.CheckWire's checks on the session (made with
+	// conn.WithPatchedZK) and closes it: nil, or an error matching
+	// conn.ErrZKVersion listing what does not hold.
+	CheckWire(ctx context.Context) error
+
 	// SealedACL returns the session's ACL without WRITE and ADMIN, plus its
 	// own digest identity with ALL: only the session can change such a node.
 	SealedACL() []zk.ACL

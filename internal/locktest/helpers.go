@@ -95,7 +95,7 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 // Ephemerals returns every ephemeral node under path (path included), with
 // the session that owns it. A missing path gives an empty map.
 func Ephemerals(ctx context.Context, s *conn.Session, path string) (map[string]int64, error) {
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func Exists(t testing.TB, s *conn.Session, node string) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	if err == nil {
 		var ok bool
 		ok, _, err = connlink.Of(ep).Exists(ctx, node)

@@ -59,7 +59,7 @@ func (s *suite) testLabel(t *testing.T) {
 	label := strings.Repeat("é", maxLabel/2) // the bound is in bytes: 256
 	l, err := lk.Acquire(lock.WithLabel(ctx, label))
 	require.NoError(t, err)
-	ep, err := sess.Epoch(ctx)
+	ep, err := connlink.Of(sess).Epoch(ctx)
 	require.NoError(t, err)
 	data, _, err := connlink.Of(ep).Get(ctx, l.Path())
 	require.NoError(t, err)

@@ -37,7 +37,7 @@ func (p Participant) Public(dir string, holding bool) lock.Participant {
 // Participants lists the contenders in queue order with who they are;
 // nodes that leave meanwhile are left out. Errors are the session's.
 func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
-	ep, err := q.sess.Epoch(ctx)
+	ep, err := connlink.Of(q.sess).Epoch(ctx)
 	if err != nil {
 		return nil, err
 	}

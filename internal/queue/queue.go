@@ -143,7 +143,7 @@ func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (g Grant, err error
 		if err := ctx.Err(); err != nil {
 			return Grant{}, CtxErr(ctx)
 		}
-		ep, err := q.sess.Epoch(ctx)
+		ep, err := connlink.Of(q.sess).Epoch(ctx)
 		if err != nil {
 			return Grant{}, err
 		}
