@@ -10,11 +10,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // nodeName is the one node every contender tries to create.
@@ -73,10 +76,10 @@ func (l *Lock) Path() string { return l.path }
 // error matches ctx.Err() and no node is left behind (a grant as ctx ends
 // is undone). A session lost while waiting is not an error.
 func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := queue.Label(ctx); err != nil {
+	if _, err := nodelabel.From(ctx); err != nil {
 		return nil, fmt.Errorf("exclusive: acquire %s: %w", l.path, err)
 	}
-	done := queue.Meter(l.sess, "exclusive", l.path)
+	done := report.Meter(l.sess, "exclusive", l.path)
 	lease, err := l.acquire(ctx)
 	done(lease != nil, err)
 	return lease, err
@@ -84,7 +87,7 @@ func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 
 func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 	id := newID()
-	label, _ := queue.Label(ctx) // checked by Acquire
+	label, _ := nodelabel.From(ctx) // checked by Acquire
 	data := nodeData(id, label)
 	for {
 		if ctx.Err() != nil {
@@ -138,7 +141,7 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 		case <-ch: // deleted or changed, or the watch was dropped: look again
 		case <-ep.Done():
 		case <-ctx.Done():
-			queue.Unwatch(ep, ch) // no watch of ours is left on the server
+			bg.Unwatch(ep, ch) // no watch of ours is left on the server
 			return nil, l.ctxErr("acquire", ctx)
 		}
 	}
@@ -148,10 +151,10 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 // handle now holds the lock; nil, false and a nil error if someone else
 // (or this very handle) holds it. Errors as for Acquire.
 func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := queue.Label(ctx); err != nil {
+	if _, err := nodelabel.From(ctx); err != nil {
 		return nil, false, fmt.Errorf("exclusive: try acquire %s: %w", l.path, err)
 	}
-	done := queue.Meter(l.sess, "exclusive", l.path)
+	done := report.Meter(l.sess, "exclusive", l.path)
 	lease, ok, err := l.tryAcquire(ctx)
 	done(ok, err)
 	return lease, ok, err
@@ -167,7 +170,7 @@ func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 		if err != nil {
 			return nil, false, l.wrap("try acquire", ctx, err)
 		}
-		label, _ := queue.Label(ctx) // checked by TryAcquire
+		label, _ := nodelabel.From(ctx) // checked by TryAcquire
 		out, err := l.create(ctx, ep, nodeData(id, label), id)
 		switch out {
 		case epochEnded:
@@ -240,9 +243,9 @@ func (l *Lock) wrap(op string, ctx context.Context, err error) error {
 }
 
 // settle deletes the lock node if the Acquire call with id created it in
-// ep, under the epoch (queue.Settle, undo).
+// ep, under the epoch (bg.Settle, undo).
 func (l *Lock) settle(ctx context.Context, ep *conn.Epoch, id string) {
-	queue.Settle(ctx, ep, l.log, func(c context.Context) error { return l.undo(c, ep, id) })
+	bg.Settle(ctx, ep, l.log, func(c context.Context) error { return l.undo(c, ep, id) })
 }
 
 // undo deletes the lock node if the Acquire call with id created it in ep;
@@ -252,7 +255,7 @@ func (l *Lock) undo(ctx context.Context, ep *conn.Epoch, id string) error {
 	err := l.deleteIfOurs(ctx, ep, id)
 	if err != nil && ep.Err() == nil {
 		l.log.Info("the lock node's owner is unknown; deleting it if ours in the background", zap.Error(err))
-		queue.Unresolved(ep, l.log, err, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+		bg.Unresolved(ep, l.log, err, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
 		return nil
 	}
 	return err
@@ -262,7 +265,7 @@ func (l *Lock) undo(ctx context.Context, ep *conn.Epoch, id string) error {
 // unknown), as resolved in the background (settle).
 func pending(out outcome, err error) error {
 	if out == unknown {
-		return fmt.Errorf("%w: %w", queue.ErrCreatePending, err)
+		return fmt.Errorf("%w: %w", lock.ErrCreatePending, err)
 	}
 	return err
 }

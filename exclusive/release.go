@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -71,7 +71,7 @@ func (l *Lock) deleteOnce(ctx context.Context, ep *conn.Epoch, data []byte, vers
 // deleteInBackground retries the deletion of g's node until it is gone or
 // g's epoch ends; run it on its own goroutine.
 func (l *Lock) deleteInBackground(g *grant) {
-	queue.RetryUntilDone(g.ep, l.log, "deleting the lock node after an unconfirmed release", func(ctx context.Context) error {
+	bg.RetryUntilDone(g.ep, l.log, "deleting the lock node after an unconfirmed release", func(ctx context.Context) error {
 		return l.deleteIfOurs(ctx, g.ep, g.id)
 	})
 }

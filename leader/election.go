@@ -10,15 +10,18 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // schema names the nodes as Curator's LeaderLatch: "_c_<uuid>-latch-<seq>".
-var schema = queue.ProtectedSchema{Name: "latch"}
+var schema = locknode.ProtectedSchema{Name: "latch"}
 
 // Election is one participant in the election at a path, Curator's
 // LeaderLatch participants included: it campaigns, leads and resigns at
@@ -39,7 +42,7 @@ type Election struct {
 // Leader and Participants report; it should be unique.
 // It takes WithRequeue; any other option fails with conn.ErrInvalidArgument.
 func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, error) {
-	cfg, err := queue.Configure("leader.New", sess, path, lockopt.Requeue, opts)
+	cfg, err := lockopt.Configure("leader.New", sess, path, lockopt.Requeue, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +99,7 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 // confirms with the lease's Fence that it still exists: the queue grants a
 // node deleted while it waited, whose successor already leads.
 func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err error) {
-	done := queue.Meter(e.sess, "leader", e.path())
+	done := report.Meter(e.sess, "leader", e.path())
 	defer func() { done(l != nil, err) }()
 	for {
 		g, err := e.q.AcquireGrant(ctx, wait)
@@ -110,7 +113,7 @@ func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err erro
 		rerr := e.q.Release(ctx, g.Lease) // gone: nothing to do; else delete it
 		if !errors.Is(err, conn.ErrLeaseLost) {
 			if ctx.Err() != nil {
-				err = queue.CtxErr(ctx)
+				err = bg.CtxErr(ctx)
 			}
 			return nil, errors.Join(err, rerr)
 		}
@@ -129,7 +132,7 @@ func (e *Election) begin(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return fmt.Errorf("leader: campaign %s: %w", e.path(), queue.CtxErr(ctx))
+			return fmt.Errorf("leader: campaign %s: %w", e.path(), bg.CtxErr(ctx))
 		}
 		e.mu.Lock()
 	}
@@ -176,7 +179,7 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 	e.mu.Lock()
 	e.resigning = nil
 	close(done)
-	if err != nil && !errors.Is(err, queue.ErrReleasePending) {
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		e.lease = l // the node is still ours
 	}
 	e.mu.Unlock()
@@ -233,7 +236,7 @@ func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]lock.Part
 // read reads the data of up to n contenders among names, in queue order.
 func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n int) ([]lock.Participant, error) {
 	var out []lock.Participant
-	for _, c := range queue.Parse(schema, names) {
+	for _, c := range locknode.Parse(schema, names) {
 		if n >= 0 && len(out) >= n {
 			break
 		}

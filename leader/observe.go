@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -131,9 +131,9 @@ func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participan
 }
 
 // unwatch removes pending watch w from the server, waiting at most
-// queue.Grace after ctx ended.
+// bg.Grace after ctx ended.
 func (e *Election) unwatch(ctx context.Context, ep *conn.Epoch, w <-chan zk.Event) {
-	cctx, cancel := queue.CleanupContext(ctx, ep)
+	cctx, cancel := bg.CleanupContext(ctx, ep)
 	defer cancel()
 	if err := connlink.Of(ep).Unwatch(cctx, w); err != nil && ep.Err() == nil {
 		connlink.Of(e.sess).Logger().Info("leader: could not remove the observer's watch; it stays until the participants change",

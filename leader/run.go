@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
@@ -41,7 +42,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 			// The term ended with ctx: Run's answer is ctx's, as after a
 			// campaign that ctx ended.
 			if err == nil || errors.Is(err, ErrLeadershipLost) {
-				err = fmt.Errorf("leader: run %s: %w", e.path(), queue.CtxErr(ctx))
+				err = fmt.Errorf("leader: run %s: %w", e.path(), bg.CtxErr(ctx))
 			}
 			return err
 		}
@@ -54,8 +55,8 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 // term runs fn under lease l and resigns.
 func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.Context, lease *conn.Lease) error) error {
 	start := time.Now()
-	queue.ReportLeader(e.sess, metrics.Leader{Path: e.path(), Leading: true})
-	defer func() { queue.ReportLeader(e.sess, metrics.Leader{Path: e.path(), Duration: time.Since(start)}) }()
+	report.Leader(e.sess, metrics.Leader{Path: e.path(), Leading: true})
+	defer func() { report.Leader(e.sess, metrics.Leader{Path: e.path(), Duration: time.Since(start)}) }()
 	fctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := make(chan struct{})
@@ -73,7 +74,7 @@ func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.
 	<-done
 	lost := l.Err() // before our own resign closes Lost
 
-	rctx, rcancel := queue.CleanupContext(ctx, l.Epoch())
+	rctx, rcancel := bg.CleanupContext(ctx, l.Epoch())
 	defer rcancel()
 	rerr := e.resign(rctx, l)
 	if errors.Is(rerr, lock.ErrReleasePending) {

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -155,12 +155,12 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 }
 
 // rollback releases locks[n-1] down to locks[0] on a context of its own
-// (queue.GraceContext) and joins their errors.
+// (bg.GraceContext) and joins their errors.
 func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
 	}
-	rctx, cancel := queue.GraceContext(ctx, rollbackTimeout)
+	rctx, cancel := bg.GraceContext(ctx, rollbackTimeout)
 	defer cancel()
 	var errs []error
 	for j := n - 1; j >= 0; j-- {

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 )
@@ -311,7 +310,7 @@ func TestPartlyReleasedIsRetried(t *testing.T) {
 }
 
 // Every lock's "release pending" error is lock.ErrReleasePending (the
-// engine's queue.ErrReleasePending is that value) and its "not held" error
+// engine returns it too) and its "not held" error
 // lock.ErrNotHeld, and a MultiLock counts such a lock
 // as released: the handle no longer holds it (its node goes in the
 // background), or never did, so a retry would have nothing to do.
@@ -320,7 +319,7 @@ func TestPendingAndNotHeldCountAsReleased(t *testing.T) {
 		pkg            string
 		sentinel, root error
 	}{
-		{"queue", queue.ErrReleasePending, lock.ErrReleasePending},
+		{"queue", lock.ErrReleasePending, lock.ErrReleasePending},
 		{"mutex", lock.ErrReleasePending, lock.ErrReleasePending},
 		{"mutex", lock.ErrNotHeld, lock.ErrNotHeld},
 	}

@@ -197,7 +197,7 @@ func TestZooKeeper(t *testing.T) {
 		assert.Less(t, took, deadline+time.Second, "one overall deadline")
 		t.Logf("Acquire gave up after %v (deadline %v)", took, deadline)
 		// The rollback's releases may finish in the background (they get
-		// queue.Grace after the deadline): wait for them on the server.
+		// bg.Grace after the deadline): wait for them on the server.
 		for _, p := range paths[:2] {
 			locktest.WaitFor(t, 10*time.Second, p+" rolled back", func() bool {
 				return !locktest.Exists(t, sessions[1], p+"/lock")

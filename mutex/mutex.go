@@ -11,7 +11,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -45,12 +47,12 @@ type hold struct {
 // lock.WithRevocable and lock.WithLocalHandoff; any other option fails
 // with an error matching conn.ErrInvalidArgument.
 func New(sess *conn.Session, path string, opts ...lock.Option) (*InterProcessMutex, error) {
-	cfg, err := queue.Configure("mutex.New", sess, path, lockopt.Revocable|lockopt.LocalHandoff|lockopt.Relist, opts)
+	cfg, err := lockopt.Configure("mutex.New", sess, path, lockopt.Revocable|lockopt.LocalHandoff|lockopt.Relist, opts)
 	if err != nil {
 		return nil, err
 	}
 	q, err := queue.New(sess, path, queue.Config{
-		Schema:      queue.ProtectedSchema{Name: "lock"},
+		Schema:      locknode.ProtectedSchema{Name: "lock"},
 		Recipe:      "mutex",
 		Decide:      queue.First,
 		Relist:      cfg.Relist,
@@ -86,7 +88,7 @@ func (m *InterProcessMutex) Path() string { return m.q.Path() }
 // holder gets its lease back at once, or conn.ErrLeaseLost if it is lost
 // (the count unchanged: release, then acquire again).
 func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := queue.Label(ctx); err != nil { // before re-entry and handoff
+	if _, err := nodelabel.From(ctx); err != nil { // before re-entry and handoff
 		return nil, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
 	gid := goid.Get()
@@ -105,7 +107,7 @@ func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 // another contender is ahead of it, deletes it and returns (nil, false,
 // nil). Re-entry works as for Acquire.
 func (m *InterProcessMutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := queue.Label(ctx); err != nil { // before re-entry and handoff
+	if _, err := nodelabel.From(ctx); err != nil { // before re-entry and handoff
 		return nil, false, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
 	gid := goid.Get()

@@ -7,15 +7,16 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
 // downgraded is the predicate of a read acquire under our own write lock:
 // granted at once (NoneBefore("W") would deadlock on our write node).
-func downgraded([]queue.Contender, int) (bool, string) { return true, "" }
+func downgraded([]locknode.Contender, int) (bool, string) { return true, "" }
 
 // downgrade queues a read node under write hold w and grants it at once,
 // standing on the write node, only if that node still exists once the read
@@ -31,7 +32,7 @@ func (rw *RWLock) downgrade(ctx context.Context, w *hold) (*conn.Lease, error) {
 	}
 	st, err := standsOn(ctx, l, wl)
 	if err != nil {
-		rctx, cancel := queue.CleanupContext(ctx, l.Epoch())
+		rctx, cancel := bg.CleanupContext(ctx, l.Epoch())
 		_ = rw.dq.Release(rctx, l)
 		cancel()
 		return nil, fmt.Errorf("downgrade: %w", err)
@@ -83,14 +84,14 @@ func (rw *RWLock) afterDowngrade(ctx context.Context, w, r *conn.Lease) afterRel
 			zap.String("lock", rw.path), zap.Error(err))
 		return keepWrite
 	}
-	return between(queue.Parse(queue.HostKindSchema{}, names), zkpath.Base(w.Path()), zkpath.Base(r.Path()))
+	return between(locknode.Parse(locknode.HostKindSchema{}, names), zkpath.Base(w.Path()), zkpath.Base(r.Path()))
 }
 
 // between says, from the contenders cs (in queue order), what becomes of
 // write node w when the write lock is released while read node r stands on
 // it: kept if a writer sorts between them (or r is missing and a writer
 // follows w); gone if w is missing; else r stands alone.
-func between(cs []queue.Contender, w, r string) afterRelease {
+func between(cs []locknode.Contender, w, r string) afterRelease {
 	after := false
 	for _, c := range cs {
 		switch {
@@ -109,7 +110,7 @@ func between(cs []queue.Contender, w, r string) afterRelease {
 	return readAlone
 }
 
-// markKept shows kept write node l as kept (queue.RWStatuses) by setting
+// markKept shows kept write node l as kept (locknode.RWStatuses) by setting
 // its ACL again, unchanged, which raises its ACL version. Not its data: the
 // waiter behind takes a data change as a release. A failure only leaves
 // the node shown as holding.

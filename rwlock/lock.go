@@ -10,7 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -47,7 +47,7 @@ func (k *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 }
 
 func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error) {
-	if _, err := queue.Label(ctx); err != nil { // before re-entry and downgrade
+	if _, err := nodelabel.From(ctx); err != nil { // before re-entry and downgrade
 		return nil, false, fmt.Errorf("rwlock: acquire %v: %w", k, err)
 	}
 	rw := k.rw

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -16,14 +16,14 @@ func (rw *RWLock) Participants(ctx context.Context) ([]lock.Participant, error) 
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: participants of %s: %w", rw.path, err)
 	}
-	ns := make([]queue.RWNode, len(ps))
+	ns := make([]locknode.RWNode, len(ps))
 	for i, p := range ps {
-		ns[i] = queue.RWNode{Contender: p.Contender, Session: p.Session, Tag: p.Tag, ACLVersion: p.ACLVersion}
+		ns[i] = locknode.RWNode{Contender: p.Contender, Session: p.Session, Tag: p.Tag, ACLVersion: p.ACLVersion}
 	}
-	st := queue.RWStatuses(ns)
+	st := locknode.RWStatuses(ns)
 	out := make([]lock.Participant, len(ps))
 	for i, p := range ps {
-		out[i] = p.Public(rw.path, st[i] == queue.RWHolds)
+		out[i] = p.Public(rw.path, st[i] == locknode.RWHolds)
 	}
 	return out, nil
 }

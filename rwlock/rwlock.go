@@ -6,6 +6,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -62,7 +63,7 @@ type hold struct {
 // takes WithHost and lock.WithRevocable; any other option fails with an
 // error matching conn.ErrInvalidArgument.
 func New(sess *conn.Session, path string, opts ...lock.Option) (*RWLock, error) {
-	cfg, err := queue.Configure("rwlock.New", sess, path, lockopt.Revocable|lockopt.Host, opts)
+	cfg, err := lockopt.Configure("rwlock.New", sess, path, lockopt.Revocable|lockopt.Host, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -81,12 +82,12 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*RWLock, error) 
 		tag    string
 	}{
 		{&rw.rq, "R", queue.NoneBefore("W"), ""},
-		{&rw.wq, "W", queue.First, ""},                // the only First queue: its releases hand over
-		{&rw.dq, "R", downgraded, queue.DowngradeTag}, // the tag tells Participants and zkrecipes
+		{&rw.wq, "W", queue.First, ""},                   // the only First queue: its releases hand over
+		{&rw.dq, "R", downgraded, locknode.DowngradeTag}, // the tag tells Participants and zkrecipes
 	} {
 		var err error
 		*q.q, err = queue.New(sess, path, queue.Config{
-			Schema:      queue.HostKindSchema{Host: host, Kind: q.kind},
+			Schema:      locknode.HostKindSchema{Host: host, Kind: q.kind},
 			Recipe:      "rwlock",
 			Decide:      q.decide,
 			MarkRelease: q.kind == "W",

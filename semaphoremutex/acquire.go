@@ -8,8 +8,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
@@ -23,7 +24,7 @@ type attempt struct {
 	id string      // the internal lock node's id, which our lease node carries
 
 	free    bool                       // no lease node can exist: skip the listing (see soleLeaseTag)
-	before  []queue.Contender          // lease nodes from our listing, minus those seen gone
+	before  []locknode.Contender       // lease nodes from our listing, minus those seen gone
 	watches map[string]<-chan zk.Event // data watches set on entries of before
 	noDir   bool                       // leases/ did not exist when we listed
 	pzxid   int64                      // leases/'s pzxid at our listing (0 if not listed or no leases/)
@@ -31,7 +32,7 @@ type attempt struct {
 	node    string                     // our lease node's name, once created
 }
 
-func newID() string { return queue.NewID() }
+func newID() string { return locknode.NewID() }
 
 // run takes a lease, or with wait false takes one only if one is free now
 // (nil lease, nil error otherwise). The internal lock is released when run
@@ -59,7 +60,7 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 		}
 	}
 	if ctx.Err() != nil {
-		return nil, a.abort(ctx, queue.CtxErr(ctx))
+		return nil, a.abort(ctx, bg.CtxErr(ctx))
 	}
 	if a.s.max == 1 {
 		sole, err := a.soleLeaseFresh(ctx)
@@ -129,7 +130,7 @@ func (a *attempt) list(ctx context.Context) error {
 	default:
 		a.pzxid = st.Pzxid
 	}
-	a.before = queue.Parse(leaseSchema, names)
+	a.before = locknode.Parse(leaseSchema, names)
 	return nil
 }
 
@@ -174,7 +175,7 @@ func (a *attempt) await(ctx context.Context) error {
 		// The session expired or is closing: wait for the epoch's end (the
 		// watches are set again if it does not come).
 		a.watches = nil
-		return queue.WaitEpochEnd(ctx, a.ep)
+		return bg.WaitEpochEnd(ctx, a.ep)
 	}
 	// A data change: watch it again.
 	return nil
@@ -184,7 +185,7 @@ func (a *attempt) await(ctx context.Context) error {
 // keep them: each fires once when its node goes, at no request.
 func (a *attempt) unwatch() {
 	for name, ch := range a.watches {
-		queue.Unwatch(a.ep, ch)
+		bg.Unwatch(a.ep, ch)
 		delete(a.watches, name)
 	}
 }
@@ -204,7 +205,7 @@ func (a *attempt) forget(name string) {
 // (then the lease is given up) or the epoch did (start over).
 func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
 	if ctx.Err() != nil {
-		return nil, a.abort(ctx, queue.CtxErr(ctx))
+		return nil, a.abort(ctx, bg.CtxErr(ctx))
 	}
 	if a.ep.Err() != nil {
 		return nil, errRestart
@@ -226,13 +227,13 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 }
 
 // unlock releases the internal lock if we still hold it, on a context of
-// its own (queue.CleanupContext), with a plain delete (queue.Withdraw): we
+// its own (bg.CleanupContext), with a plain delete (queue.Withdraw): we
 // cannot promise the next one-lease contender that no lease node exists.
 func (a *attempt) unlock(ctx context.Context) {
 	if a.lk == nil {
 		return
 	}
-	rctx, cancel := queue.CleanupContext(ctx, a.ep)
+	rctx, cancel := bg.CleanupContext(ctx, a.ep)
 	defer cancel()
 	if err := a.s.lock.Withdraw(rctx, a.lk); err != nil {
 		a.s.log.Warn("releasing the internal lock", zap.String("node", a.lk.Path()), zap.Error(err))
@@ -240,7 +241,7 @@ func (a *attempt) unlock(ctx context.Context) {
 	a.lk = nil
 }
 
-// drop deletes our lease node, if any, under the epoch (queue.Settle): ctx
+// drop deletes our lease node, if any, under the epoch (bg.Settle): ctx
 // may be why we are giving up.
 func (a *attempt) drop(ctx context.Context) {
 	if a.node == "" {
@@ -248,5 +249,5 @@ func (a *attempt) drop(ctx context.Context) {
 	}
 	node := a.node
 	a.node = ""
-	queue.Settle(ctx, a.ep, a.s.log, func(ectx context.Context) error { return a.s.leases.Delete(ectx, a.ep, node) })
+	bg.Settle(ctx, a.ep, a.s.log, func(ectx context.Context) error { return a.s.leases.Delete(ectx, a.ep, node) })
 }

@@ -7,10 +7,11 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -44,7 +45,7 @@ type lockLink = lockid.Link
 // bad input or any other option fails with an error matching
 // conn.ErrInvalidArgument.
 func New(sess *conn.Session, path string, opts ...lock.Option) (*Mutex, error) {
-	cfg, err := queue.Configure("semaphoremutex.New", sess, path, lockopt.Revocable|lockopt.LocalHandoff, opts)
+	cfg, err := lockopt.Configure("semaphoremutex.New", sess, path, lockopt.Revocable|lockopt.LocalHandoff, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -75,16 +76,16 @@ func (m *Mutex) Path() string { return m.sem.path }
 // waiting for the handle's own hold or acquire to end. On error nothing is
 // held or left behind; the error wraps ctx's or the session's.
 func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := queue.Label(ctx); err != nil { // before the gate and handoff
+	if _, err := nodelabel.From(ctx); err != nil { // before the gate and handoff
 		return nil, m.acquireErr(err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), queue.CtxErr(ctx))
+		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), bg.CtxErr(ctx))
 	}
 	select {
 	case m.gate <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), queue.CtxErr(ctx))
+		return nil, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), bg.CtxErr(ctx))
 	}
 	l, err := m.c.Acquire(ctx)
 	if err != nil {
@@ -100,11 +101,11 @@ func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 // TryAcquire makes one attempt and does not wait: (nil, false, nil) when
 // the handle or another contender holds or is taking the mutex.
 func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := queue.Label(ctx); err != nil { // before the gate and handoff
+	if _, err := nodelabel.From(ctx); err != nil { // before the gate and handoff
 		return nil, false, m.acquireErr(err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), queue.CtxErr(ctx))
+		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), bg.CtxErr(ctx))
 	}
 	select {
 	case m.gate <- struct{}{}:

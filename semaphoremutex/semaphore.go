@@ -10,10 +10,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -26,8 +30,8 @@ const (
 )
 
 var (
-	lockSchema  = queue.ProtectedSchema{Name: "lock"}
-	leaseSchema = queue.ProtectedSchema{Name: "lease"}
+	lockSchema  = locknode.ProtectedSchema{Name: "lock"}
+	leaseSchema = locknode.ProtectedSchema{Name: "lease"}
 )
 
 // soleLeaseTag tags one-lease semaphores' internal lock nodes: a handover
@@ -64,7 +68,7 @@ type Semaphore struct {
 // acquire. It takes lock.WithRevocable; bad input, leases < 1 or any other
 // option fails with an error matching conn.ErrInvalidArgument.
 func NewSemaphore(sess *conn.Session, path string, leases int, opts ...lock.Option) (*Semaphore, error) {
-	cfg, err := queue.Configure("semaphoremutex.NewSemaphore", sess, path, lockopt.Revocable, opts)
+	cfg, err := lockopt.Configure("semaphoremutex.NewSemaphore", sess, path, lockopt.Revocable, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +118,10 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg lockopt.Confi
 // nothing is held or left behind; the error wraps ctx's or the session's.
 // A lease granted as ctx ends is given up.
 func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := queue.Label(ctx); err != nil { // asks for nothing: no wait
+	if _, err := nodelabel.From(ctx); err != nil { // asks for nothing: no wait
 		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
 	}
-	done := queue.Meter(s.sess, "semaphore", s.path)
+	done := report.Meter(s.sess, "semaphore", s.path)
 	l, err := s.acquire(ctx, true)
 	done(l != nil, err)
 	if err != nil {
@@ -130,10 +134,10 @@ func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
 // every lease is taken or, as in Curator, another contender holds the
 // internal lock.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := queue.Label(ctx); err != nil { // asks for nothing: no wait
+	if _, err := nodelabel.From(ctx); err != nil { // asks for nothing: no wait
 		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
 	}
-	done := queue.Meter(s.sess, "semaphore", s.path)
+	done := report.Meter(s.sess, "semaphore", s.path)
 	l, ok, err := s.tryAcquire(ctx)
 	done(ok, err)
 	if err != nil {
@@ -190,7 +194,7 @@ func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, queue.CtxErr(ctx)
+			return nil, bg.CtxErr(ctx)
 		}
 		g, err := s.lock.AcquireGrant(ctx, wait)
 		if err != nil {

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
@@ -97,7 +98,7 @@ type wake struct {
 // is held or left behind (a local waiter has no node, watch or goroutine).
 func (h *Handle) Acquire(ctx context.Context) (*conn.Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, queue.CtxErr(ctx)
+		return nil, bg.CtxErr(ctx)
 	}
 	m := connlink.Of(h.sess).Shared()
 	var c *cohort
@@ -125,9 +126,9 @@ func (h *Handle) Acquire(ctx context.Context) (*conn.Lease, error) {
 			return h.woken(ctx, c, wk)
 		}
 		// A grant at the moment ctx ended is given up, as the queue does.
-		return nil, h.giveUp(ctx, c, wk, queue.CtxErr(ctx))
+		return nil, h.giveUp(ctx, c, wk, bg.CtxErr(ctx))
 	case <-ctx.Done():
-		return nil, h.leave(ctx, c, w, queue.CtxErr(ctx))
+		return nil, h.leave(ctx, c, w, bg.CtxErr(ctx))
 	case <-connlink.Of(h.sess).Closing():
 		return nil, h.leave(ctx, c, w, conn.ErrClosed)
 	}
@@ -148,7 +149,7 @@ func (h *Handle) leave(ctx context.Context, c *cohort, w *waiter, err error) err
 // giveUp gives on a wake its waiter does not take, and returns err.
 func (h *Handle) giveUp(ctx context.Context, c *cohort, wk wake, err error) error {
 	if wk.lease != nil {
-		rctx, cancel := queue.GraceContext(ctx, queue.Grace)
+		rctx, cancel := bg.GraceContext(ctx, bg.Grace)
 		defer cancel()
 		_ = h.Release(rctx, wk.lease) // a pending delete goes on in the background
 		return err
@@ -172,7 +173,7 @@ func (h *Handle) woken(ctx context.Context, c *cohort, wk wake) (*conn.Lease, er
 // remote try succeeds.
 func (h *Handle) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, false, queue.CtxErr(ctx)
+		return nil, false, bg.CtxErr(ctx)
 	}
 	m := connlink.Of(h.sess).Shared()
 	for {
@@ -287,7 +288,7 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 		c.holder = connlink.Of(c.node).Local(int64(c.passes))
 		w.ch <- wake{lease: c.holder}
 		c.mu.Unlock()
-		queue.ReportLock(h.sess, metrics.Lock{Event: metrics.LockHandoff, Recipe: recipeOf(h.key.Kind), Path: h.key.Path})
+		report.Lock(h.sess, metrics.Lock{Event: metrics.LockHandoff, Recipe: recipeOf(h.key.Kind), Path: h.key.Path})
 		return nil
 	}
 	c.st = releasing

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 )
 
 // Contender is how a recipe handle gets its grants: through its cohort
@@ -43,7 +43,7 @@ func recipeOf(kind string) string {
 // Acquire returns a grant, reporting the whole wait, a local one included,
 // once to the session's Lock hook.
 func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
-	done := queue.Meter(c.sess, c.recipe, c.path)
+	done := report.Meter(c.sess, c.recipe, c.path)
 	var (
 		l   *conn.Lease
 		err error
@@ -59,7 +59,7 @@ func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
 
 // TryAcquire returns a grant if one is free now, reporting as Acquire.
 func (c Contender) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	done := queue.Meter(c.sess, c.recipe, c.path)
+	done := report.Meter(c.sess, c.recipe, c.path)
 	var (
 		l   *conn.Lease
 		ok  bool

@@ -1,12 +1,16 @@
 // Package lockopt is the configuration that lock.Option sets: one struct
 // for every recipe, so that the recipes share one option vocabulary. Each
-// recipe's New says which options it takes (queue.Configure refuses the
+// recipe's New says which options it takes (Configure refuses the
 // others).
 package lockopt
 
 import (
+	"fmt"
 	"strings"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Set is a set of options, one bit each.
@@ -51,4 +55,31 @@ type Config struct {
 	Host      string // rwlock's node-name identity; meaningful when Given has Host
 	Requeue   bool
 	Relist    bool
+}
+
+// Configure is the prologue of every recipe's New ("mutex.New"): it checks
+// sess, applies opts (lock.Option), refuses a nil option and any option not
+// in takes, and validates path. Its errors are prefixed with the recipe's
+// package and match conn.ErrInvalidArgument.
+func Configure[O ~func(*Config) error](ctor string, sess *conn.Session, path string, takes Set, opts []O) (Config, error) {
+	var cfg Config
+	recipe, _, _ := strings.Cut(ctor, ".")
+	if sess == nil {
+		return cfg, fmt.Errorf("%s: new %s: nil session: %w", recipe, path, conn.ErrInvalidArgument)
+	}
+	for _, o := range opts {
+		if o == nil {
+			return cfg, fmt.Errorf("%s: new %s: nil option: %w", recipe, path, conn.ErrInvalidArgument)
+		}
+		if err := o(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	if refused := cfg.Given &^ takes; refused != 0 {
+		return cfg, fmt.Errorf("%s: new %s: %s: not an option of %s: %w", recipe, path, refused, ctor, conn.ErrInvalidArgument)
+	}
+	if err := zkpath.Validate(path); err != nil {
+		return cfg, fmt.Errorf("%s: new %s: %w", recipe, path, err)
+	}
+	return cfg, nil
 }

@@ -8,9 +8,10 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/google/uuid"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
@@ -27,7 +28,7 @@ type attempt struct {
 	// cs is the cache: the contenders of our last listing in queue order,
 	// minus those seen gone; once we wait, only what the next decisions
 	// need (shrink). May be shared with other waiters: never modified.
-	cs []Contender
+	cs []locknode.Contender
 	// part says that cs may lack contenders before ours that still block
 	// us: a grant decided from cs is then checked by listing again.
 	// clearedBy names the contender whose handover grants us even so:
@@ -45,10 +46,8 @@ type attempt struct {
 	czxid int64 // our node's, when confirm read it
 
 	// from is the data of the node whose handover woke us last, else nil.
-	from *NodeData
+	from *locknode.NodeData
 }
-
-func newID() string { return uuid.NewString() }
 
 // run acquires our node in a.ep (with wait false: only if granted at
 // once; a zero Grant otherwise). Errors: errRestart when the epoch ended
@@ -105,7 +104,7 @@ func (a *attempt) list(ctx context.Context) error {
 }
 
 // listed makes a fresh listing, which shows our node, the cache.
-func (a *attempt) listed(cs []Contender) {
+func (a *attempt) listed(cs []locknode.Contender) {
 	a.cs, a.part, a.clearedBy, a.stale = cs, false, "", false
 }
 
@@ -162,9 +161,9 @@ func (a *attempt) shrink(self, w int) {
 	}
 	decide := a.q.cfg.Decide
 	cs := a.cs
-	keep := []Contender{cs[w], cs[self]}
+	keep := []locknode.Contender{cs[w], cs[self]}
 	// rest is cs up to ours without cs[i]; nil if that would copy too much.
-	rest := func(cs []Contender, i, self int) []Contender {
+	rest := func(cs []locknode.Contender, i, self int) []locknode.Contender {
 		switch {
 		case i == 0:
 			return cs[1 : self+1]
@@ -192,7 +191,7 @@ func (a *attempt) shrink(self, w int) {
 			a.clearedBy = cs[w].Name
 		}
 	}
-	Sort(keep)
+	locknode.Sort(keep)
 	a.cs, a.part = keep, !complete
 }
 
@@ -226,7 +225,7 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 		if err != nil {
 			return err
 		}
-		d, _ := decodeData(data)
+		d, _ := locknode.DecodeData(data)
 		marked := d.Sealed && st.Version == 0
 		czxid := st.Czxid
 		select {
@@ -247,16 +246,16 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 				}
 			}
 		case <-ctx.Done():
-			Unwatch(a.ep, ch) // no watch of ours is left on the server
-			return CtxErr(ctx)
+			bg.Unwatch(a.ep, ch) // no watch of ours is left on the server
+			return bg.CtxErr(ctx)
 		case <-a.ep.Done():
 			return a.ep.Err()
 		}
 	}
 }
 
-// waitEpochEnd follows a "not watching" event (see WaitEpochEnd).
-func (a *attempt) waitEpochEnd(ctx context.Context) error { return WaitEpochEnd(ctx, a.ep) }
+// waitEpochEnd follows a "not watching" event (see bg.WaitEpochEnd).
+func (a *attempt) waitEpochEnd(ctx context.Context) error { return bg.WaitEpochEnd(ctx, a.ep) }
 
 // gone records that contender name has left (listings.left, forget) and
 // relists if needed. told: a notification said so of a node of our own
@@ -293,7 +292,7 @@ func (a *attempt) forget(name string) (relist bool) {
 // settled reports whether at most one contender of cs (ours among them,
 // named self) blocks us: decide grants, or names one to watch and would
 // grant once that one is gone.
-func settled(decide Predicate, cs []Contender, self string) bool {
+func settled(decide Predicate, cs []locknode.Contender, self string) bool {
 	ok, watch := decide(cs, index(cs, self))
 	if ok {
 		return true
@@ -328,7 +327,7 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 		}
 	}
 	if ctx.Err() != nil {
-		return Grant{}, a.abort(ctx, CtxErr(ctx))
+		return Grant{}, a.abort(ctx, bg.CtxErr(ctx))
 	}
 	if a.ep.Err() != nil {
 		return Grant{}, errRestart
@@ -357,21 +356,12 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 	return err
 }
 
-// drop deletes our node, if any (Settle).
+// drop deletes our node, if any (bg.Settle).
 func (a *attempt) drop(ctx context.Context) {
 	if a.node == "" {
 		return
 	}
 	node := a.node
 	a.node = ""
-	Settle(ctx, a.ep, a.q.log, func(ectx context.Context) error { return a.q.Delete(ectx, a.ep, node) })
-}
-
-// CtxErr is ctx's error, and its cause too when one was given.
-func CtxErr(ctx context.Context) error {
-	err, cause := ctx.Err(), context.Cause(ctx)
-	if cause == nil || cause == err {
-		return err
-	}
-	return fmt.Errorf("%w: %w", err, cause)
+	bg.Settle(ctx, a.ep, a.q.log, func(ectx context.Context) error { return a.q.Delete(ectx, a.ep, node) })
 }

@@ -3,12 +3,14 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
@@ -20,9 +22,9 @@ type created struct {
 	lossy bool
 }
 
-// create makes our node and sets a.node, detached from ctx (Detach).
+// create makes our node and sets a.node, detached from ctx (bg.Detach).
 func (a *attempt) create(ctx context.Context) error {
-	c, detached, err := Detach(ctx, a.ep, a.q.log,
+	c, detached, err := bg.Detach(ctx, a.ep, a.q.log,
 		func(ctx, ectx context.Context) (created, error) { return a.q.createNode(ctx, ectx, a.ep, a.id) },
 		func(ectx context.Context, c created, _ error) error {
 			if c.node == "" {
@@ -50,17 +52,17 @@ func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string)
 	p := zkpath.Join(q.path, prefix)
 	data := q.cfg.Data
 	if data == nil {
-		label, err := Label(ctx) // checked by AcquireGrant
+		label, err := nodelabel.From(ctx) // checked by AcquireGrant
 		if err != nil {
 			return created{}, err
 		}
-		data = encodeData(id, q.cfg.Tag, q.Sealed(), label)
+		data = locknode.EncodeData(id, q.cfg.Tag, q.Sealed(), label)
 	}
 	var c created
 	parentsMade := false
 	for {
 		if err := ctx.Err(); err != nil {
-			return c, CtxErr(ctx)
+			return c, bg.CtxErr(ctx)
 		}
 		name, err := connlink.Of(ep).Create(ectx, p, data, zk.FlagEphemeral|zk.FlagSequence, q.NodeACL())
 		switch {
@@ -88,13 +90,13 @@ func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string)
 
 // FindLost finds the node of acquire id (Find) after a create lost its
 // answer: "" when none was made. If the search fails while the epoch
-// lives, it goes on in the background (Unresolved) and the error matches
-// ErrCreatePending; id must not be used again.
+// lives, it goes on in the background (bg.Unresolved) and the error matches
+// lock.ErrCreatePending; id must not be used again.
 func (q *Queue) FindLost(ctx context.Context, ep *conn.Epoch, id string) (string, error) {
 	node, err := q.Find(ctx, ep, id)
 	switch {
 	case err != nil && ep.Err() == nil:
-		return "", Unresolved(ep, q.log, err, func(ctx context.Context) error { return q.deleteLost(ctx, ep, id) })
+		return "", bg.Unresolved(ep, q.log, err, func(ctx context.Context) error { return q.deleteLost(ctx, ep, id) })
 	case err != nil:
 		return "", err
 	case node != "":
@@ -116,14 +118,6 @@ func (q *Queue) deleteLost(ctx context.Context, ep *conn.Epoch, id string) error
 		return err
 	}
 	return nil
-}
-
-// Unresolved runs resolve on a goroutine until it succeeds or ep ends (as
-// Curator's FindAndDeleteProtectedNodeInBackground), and returns err
-// behind ErrCreatePending.
-func Unresolved(ep *conn.Epoch, log *zap.Logger, err error, resolve func(context.Context) error) error {
-	go RetryUntilDone(ep, log, "deleting the node of a create whose answer was lost", resolve)
-	return fmt.Errorf("%w: %w", ErrCreatePending, err)
 }
 
 // Find returns the node of acquire id, "" if none; it syncs first so that
@@ -170,7 +164,7 @@ func (q *Queue) ours(ctx context.Context, ep *conn.Epoch, id, prefix, name strin
 	if err != nil {
 		return false, err
 	}
-	d, _ := decodeData(b)
+	d, _ := locknode.DecodeData(b)
 	return d.ID == id, nil
 }
 
@@ -183,7 +177,7 @@ func (a *attempt) dropGhosts(ctx context.Context) error {
 	if !a.lossy && !strings.Contains(prefix, a.id) {
 		return nil
 	}
-	for _, c := range append([]Contender(nil), a.cs...) {
+	for _, c := range append([]locknode.Contender(nil), a.cs...) {
 		if c.Name == a.node {
 			continue
 		}

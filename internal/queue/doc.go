@@ -1,22 +1,22 @@
 // Package queue is the engine of every sequential-node recipe: the mutex,
 // the read/write lock and the semaphore's internal lock. A recipe is a
-// Queue with a Config: a Schema names its nodes and recognises contenders;
-// a Predicate decides, from the contenders in queue order and our index,
-// whether we hold the lock and whom to watch.
+// Queue with a Config: a Schema (package locknode) names its nodes and
+// recognises contenders; a Predicate decides, from the contenders in queue
+// order and our index, whether we hold the lock and whom to watch.
 //
 // For example, the read side of a read/write lock:
 //
 //	q, err := queue.New(sess, path, queue.Config{
-//		Schema: queue.HostKindSchema{Host: queue.Hostname(), Kind: "R"},
+//		Schema: locknode.HostKindSchema{Host: locknode.Hostname(), Kind: "R"},
 //		Decide: queue.NoneBefore("W"),
 //	})
 //	lease, err := q.Acquire(ctx) // ... q.Release(ctx, lease)
 //
 // An acquire creates an ephemeral sequential node (detached from ctx:
-// Detach), lists the children once, and waits on the one node the
+// bg.Detach), lists the children once, and waits on the one node the
 // predicate names, deciding from that first listing instead of listing
 // again after every notification. On error our node is deleted on the
-// epoch's context (Settle); an epoch that ends while we wait took our node
+// epoch's context (bg.Settle); an epoch that ends while we wait took our node
 // with it, and the acquire starts over in the next. A Queue keeps no state
 // between acquires; reentrancy and ownership are the recipe's. A session's
 // waiters on one path share their listings and a view of the queue

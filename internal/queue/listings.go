@@ -7,7 +7,9 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 )
 
 // listings shares the listings of one session's waiters on one path and
@@ -31,7 +33,7 @@ type listings struct {
 // listingsKey: waiters share a listing only if they parse it alike.
 type listingsKey struct {
 	path   string
-	schema Schema
+	schema locknode.Schema
 }
 
 // lists returns the session's listings for the queue, or the queue's own
@@ -111,14 +113,14 @@ func (ls *listings) left(ep *conn.Epoch, name string) {
 }
 
 // install makes cs, the latest listing of ep, the view.
-func (ls *listings) install(ep *conn.Epoch, cs []Contender) {
+func (ls *listings) install(ep *conn.Epoch, cs []locknode.Contender) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.view = view{ep: ep, cs: cs, gone: make([]bool, len(cs))}
 }
 
 // before is view.before, under ls.mu; false when ls is nil.
-func (ls *listings) before(ep *conn.Epoch, self Contender, max int) ([]Contender, bool) {
+func (ls *listings) before(ep *conn.Epoch, self locknode.Contender, max int) ([]locknode.Contender, bool) {
 	if ls == nil {
 		return nil, false
 	}
@@ -128,7 +130,7 @@ func (ls *listings) before(ep *conn.Epoch, self Contender, max int) ([]Contender
 }
 
 // prune is view.prune, under ls.mu; cs as it is when ls is nil.
-func (ls *listings) prune(ep *conn.Epoch, cs []Contender, self string) []Contender {
+func (ls *listings) prune(ep *conn.Epoch, cs []locknode.Contender, self string) []locknode.Contender {
 	if ls == nil {
 		return cs
 	}
@@ -141,15 +143,15 @@ func (ls *listings) prune(ep *conn.Epoch, cs []Contender, self string) []Contend
 type round struct {
 	ctx     context.Context // the request's; cancelled when no waiter is left
 	cancel  context.CancelFunc
-	waiters int           // guarded by listings.mu
-	done    chan struct{} // closed when cs and err are set
-	cs      []Contender   // read-only once done
+	waiters int                  // guarded by listings.mu
+	done    chan struct{}        // closed when cs and err are set
+	cs      []locknode.Contender // read-only once done
 	err     error
 }
 
 // list returns the contenders in queue order from a listing sent after the
 // call; the slice is shared: do not modify it.
-func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]Contender, error) {
+func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]locknode.Contender, error) {
 	ls.mu.Lock()
 	if ls.next == nil {
 		ls.next, ls.busy = map[*conn.Epoch]*round{}, map[*conn.Epoch]bool{}
@@ -178,7 +180,7 @@ func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]Contender, erro
 			r.cancel()
 		}
 		ls.mu.Unlock()
-		return nil, CtxErr(ctx)
+		return nil, bg.CtxErr(ctx)
 	}
 }
 
@@ -197,7 +199,7 @@ func (ls *listings) send(ep *conn.Epoch) {
 		ls.mu.Unlock()
 		names, _, err := connlink.Of(ep).Children(r.ctx, ls.key.path)
 		if err == nil {
-			r.cs = Parse(ls.key.schema, names)
+			r.cs = locknode.Parse(ls.key.schema, names)
 			ls.install(ep, r.cs)
 		}
 		r.err = err
@@ -211,21 +213,21 @@ func (ls *listings) send(ep *conn.Epoch) {
 // Guarded by listings.mu.
 type view struct {
 	ep   *conn.Epoch
-	cs   []Contender // in queue order; shared: never modified
-	gone []bool      // gone[i]: cs[i] is known to have left
-	low  int         // every cs[i] with i < low is known gone
+	cs   []locknode.Contender // in queue order; shared: never modified
+	gone []bool               // gone[i]: cs[i] is known to have left
+	low  int                  // every cs[i] with i < low is known gone
 }
 
 // find returns the index of c in the view, or -1.
-func (v *view) find(c Contender) int {
-	if i, ok := slices.BinarySearchFunc(v.cs, c, compare); ok {
+func (v *view) find(c locknode.Contender) int {
+	if i, ok := slices.BinarySearchFunc(v.cs, c, locknode.Compare); ok {
 		return i
 	}
 	return -1
 }
 
 // left records that c, a contender of epoch ep, has left.
-func (v *view) left(ep *conn.Epoch, c Contender) {
+func (v *view) left(ep *conn.Epoch, c locknode.Contender) {
 	if v.ep != ep {
 		return
 	}
@@ -240,7 +242,7 @@ func (v *view) left(ep *conn.Epoch, c Contender) {
 // before returns the view's contenders before self not known gone, and
 // self, if the view is ep's and shows self (answered after its create);
 // ok is false otherwise, or when there are more than max.
-func (v *view) before(ep *conn.Epoch, self Contender, max int) (cs []Contender, ok bool) {
+func (v *view) before(ep *conn.Epoch, self locknode.Contender, max int) (cs []locknode.Contender, ok bool) {
 	if v.ep != ep || ep == nil {
 		return nil, false
 	}
@@ -262,7 +264,7 @@ func (v *view) before(ep *conn.Epoch, self Contender, max int) (cs []Contender, 
 
 // prune returns cs without those known gone, other than self: a new
 // slice when it drops any.
-func (v *view) prune(ep *conn.Epoch, cs []Contender, self string) []Contender {
+func (v *view) prune(ep *conn.Epoch, cs []locknode.Contender, self string) []locknode.Contender {
 	if v.ep != ep || ep == nil {
 		return cs
 	}

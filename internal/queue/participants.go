@@ -6,13 +6,14 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Participant is one contender as Participants reports it.
 type Participant struct {
-	Contender
+	locknode.Contender
 	// Host and PID say which process queued the node (and ID, if not in
 	// the name, comes from the data). Known is false when the data is not
 	// this engine's (a foreign node, a revoke mark).
@@ -23,7 +24,7 @@ type Participant struct {
 	Tag string
 	// Label is the caller's lock.WithLabel (engine nodes only).
 	Label string
-	// Session is the ephemeralOwner, ACLVersion the ACL's (see RWNode).
+	// Session is the ephemeralOwner, ACLVersion the ACL's (see locknode.RWNode).
 	Session    int64
 	ACLVersion int32
 }
@@ -48,7 +49,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs := Parse(q.cfg.Schema, names)
+	cs := locknode.Parse(q.cfg.Schema, names)
 	out := make([]Participant, 0, len(cs))
 	for _, c := range cs {
 		b, st, err := connlink.Of(ep).Get(ctx, zkpath.Join(q.path, c.Name))
@@ -59,7 +60,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 			return nil, err
 		}
 		p := Participant{Contender: c, Session: st.EphemeralOwner, ACLVersion: st.Aversion}
-		if d, ok := decodeData(b); ok {
+		if d, ok := locknode.DecodeData(b); ok {
 			p.Host, p.PID, p.Known, p.Tag, p.Label = d.Host, d.PID, true, d.Tag, d.Label
 			if p.ID == "" { // the name's uuid is the id; data can be copied
 				p.ID = d.ID

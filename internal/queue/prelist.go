@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 )
 
 // prelisting is the listing sent right behind our create, without waiting
@@ -16,7 +17,7 @@ type prelisting struct {
 }
 
 type listed struct {
-	cs   []Contender // shared: see listings
+	cs   []locknode.Contender // shared: see listings
 	err  error
 	sent bool // a listing was sent
 }

@@ -8,8 +8,12 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
@@ -17,7 +21,7 @@ import (
 // Config is what a recipe plugs into the engine.
 type Config struct {
 	// Schema names our nodes and recognises contenders. Required.
-	Schema Schema
+	Schema locknode.Schema
 	// Decide is the recipe's predicate (see Predicate). Required.
 	Decide Predicate
 	// Relist lists the children again after every notification, as Curator
@@ -26,7 +30,7 @@ type Config struct {
 	// MarkRelease makes Release leave the handover mark (ReleaseOps). Only
 	// for queues whose Decide is First.
 	MarkRelease bool
-	// Tag is written into every node's data (NodeData.Tag); a waiter
+	// Tag is written into every node's data (locknode.NodeData.Tag); a waiter
 	// granted by a handover learns its holder's (Grant.From), so a recipe
 	// can promise something to its own kind (semaphoremutex).
 	Tag string
@@ -34,7 +38,7 @@ type Config struct {
 	// sealing them, so that lock.Revoke and Curator's Revoker can write into
 	// them; a data change then proves nothing, and release is a plain delete.
 	Revocable bool
-	// Data, if not nil, replaces NodeData in every node (Curator's
+	// Data, if not nil, replaces locknode.NodeData in every node (Curator's
 	// LeaderLatch: the participant id); the Schema must then put the
 	// acquire id in the name, and Tag is not written.
 	Data []byte
@@ -44,7 +48,7 @@ type Config struct {
 	// Internal marks a recipe's internal lock (semaphoremutex's PATH/locks):
 	// its grants report neither holds nor losses until the recipe labels one.
 	Internal bool
-	// Unmetered leaves reporting the waits (Meter) to the caller: a
+	// Unmetered leaves reporting the waits (report.Meter) to the caller: a
 	// cohort.Contender, or a semaphore's internal lock.
 	Unmetered bool
 }
@@ -60,7 +64,7 @@ type Grant struct {
 	// node right before ours; From is that node's data, read when we began
 	// to watch it.
 	HandedOver bool
-	From       NodeData
+	From       locknode.NodeData
 }
 
 // Queue is one sequential-node queue: a lock path and the recipe's Config.
@@ -81,9 +85,9 @@ func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 	case sess == nil:
 		return nil, errors.New("queue: nil session")
 	case cfg.Schema == nil || cfg.Decide == nil:
-		return nil, fmt.Errorf("%w: Config needs a Schema and a Predicate", ErrBadRecipe)
+		return nil, fmt.Errorf("%w: Config needs a locknode.Schema and a Predicate", ErrBadRecipe)
 	case cfg.Data != nil && !strings.Contains(cfg.Schema.Prefix(dataProbe), dataProbe):
-		return nil, fmt.Errorf("%w: Config.Data needs a Schema that puts the acquire id in the name", ErrBadRecipe)
+		return nil, fmt.Errorf("%w: Config.Data needs a locknode.Schema that puts the acquire id in the name", ErrBadRecipe)
 	}
 	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("queue: lock path: %w", err)
@@ -114,7 +118,7 @@ func (q *Queue) Session() *conn.Session { return q.sess }
 
 // Acquire queues a new node and waits until the predicate grants it or ctx
 // ends, starting over if the epoch ends. On error nothing is held and our
-// node is deleted (Settle). A grant at the moment ctx ended is given up.
+// node is deleted (bg.Settle). A grant at the moment ctx ended is given up.
 func (q *Queue) Acquire(ctx context.Context) (*conn.Lease, error) {
 	g, err := q.AcquireGrant(ctx, true)
 	return g.Lease, err
@@ -131,23 +135,23 @@ func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 // Grant when not granted at once) that also says how the node was granted.
 func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (g Grant, err error) {
 	if q.cfg.Data == nil { // fixed data (a leader's id) carries no label
-		if _, err := Label(ctx); err != nil {
+		if _, err := nodelabel.From(ctx); err != nil {
 			return Grant{}, err // before anything is queued
 		}
 	}
 	if !q.cfg.Unmetered {
-		done := Meter(q.sess, q.cfg.Recipe, q.path)
+		done := report.Meter(q.sess, q.cfg.Recipe, q.path)
 		defer func() { done(g.Lease != nil, err) }()
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return Grant{}, CtxErr(ctx)
+			return Grant{}, bg.CtxErr(ctx)
 		}
 		ep, err := connlink.Of(q.sess).Epoch(ctx)
 		if err != nil {
 			return Grant{}, err
 		}
-		a := &attempt{q: q, ep: ep, id: newID(), ls: q.join()}
+		a := &attempt{q: q, ep: ep, id: locknode.NewID(), ls: q.join()}
 		g, err := a.run(ctx, wait)
 		a.ls.leave()
 		if errors.Is(err, errRestart) {

@@ -7,13 +7,15 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"go.uber.org/zap"
 )
 
 // Release deletes the lease's node (with the handover mark if
-// Config.MarkRelease) and marks the lease released. ErrReleasePending: the
+// Config.MarkRelease) and marks the lease released. lock.ErrReleasePending: the
 // outcome is unknown and a goroutine deletes the node until gone or the
 // epoch ends; any other error leaves everything as it was.
 func (q *Queue) Release(ctx context.Context, l *conn.Lease) error {
@@ -40,7 +42,7 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 	} else {
 		gone, err = q.deleteOwn(ctx, l.Epoch(), l.Path())
 	}
-	if err != nil && !errors.Is(err, ErrReleasePending) {
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		connlink.Of(l).Releasing(false)
 		return err
 	}
@@ -98,7 +100,7 @@ func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error 
 }
 
 // settle decides the outcome err of deleting p: nil once p is gone or goes
-// with the epoch; ErrReleasePending, a background deleter taking over, if
+// with the epoch; lock.ErrReleasePending, a background deleter taking over, if
 // ctx ended or unknown; else done is false and err returned as it is.
 func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error, unknown bool) (done, gone bool, _ error) {
 	switch {
@@ -109,7 +111,7 @@ func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error,
 		return true, false, nil // ephemeral: it goes with the session
 	case unknown || ctx.Err() != nil:
 		go q.deleteInBackground(ep, p)
-		return true, false, fmt.Errorf("%w: %w", ErrReleasePending, err)
+		return true, false, fmt.Errorf("%w: %w", lock.ErrReleasePending, err)
 	}
 	return false, false, err
 }
@@ -120,9 +122,9 @@ func (q *Queue) Delete(ctx context.Context, ep *conn.Epoch, name string) error {
 	return q.deleteNode(ctx, ep, zkpath.Join(q.path, name))
 }
 
-// deleteInBackground deletes p until gone or ep ends (RetryUntilDone).
+// deleteInBackground deletes p until gone or ep ends (bg.RetryUntilDone).
 func (q *Queue) deleteInBackground(ep *conn.Epoch, p string) {
-	RetryUntilDone(ep, q.log.With(zap.String("node", p)), "pending delete", func(ctx context.Context) error {
+	bg.RetryUntilDone(ep, q.log.With(zap.String("node", p)), "pending delete", func(ctx context.Context) error {
 		if err := connlink.Of(ep).Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}

@@ -1,6 +1,8 @@
-package queue
+package locknode
 
-// DowngradeTag is the Config.Tag of a read/write lock's downgrade queue:
+import "slices"
+
+// DowngradeTag is the queue Config.Tag of a read/write lock's downgrade queue:
 // a read node queued by the holder of the write lock, granted at once.
 const DowngradeTag = "downgrade"
 
@@ -35,17 +37,16 @@ type RWNode struct {
 //   - a write node is kept when its ACL version is above 0 and a
 //     downgrade's read node of its session follows it;
 //   - otherwise a write node holds when it is first.
+//
+// These are the engine's predicates (queue.NoneBefore("W"), queue.First)
+// plus the downgrade's.
 func RWStatuses(ns []RWNode) []RWStatus {
-	cs := make([]Contender, len(ns))
-	for i, n := range ns {
-		cs[i] = n.Contender
-	}
 	out := make([]RWStatus, len(ns))
 	for i, n := range ns {
 		var held bool
 		switch {
 		case n.Kind == "R":
-			held, _ = NoneBefore("W")(cs, i)
+			held = !slices.ContainsFunc(ns[:i], func(m RWNode) bool { return m.Kind == "W" })
 			if !held && n.Tag == DowngradeTag {
 				held = ns[0].Kind == "W" && ns[0].Session == n.Session
 			}
@@ -53,7 +54,7 @@ func RWStatuses(ns []RWNode) []RWStatus {
 			out[i] = RWKept
 			continue
 		default:
-			held, _ = First(cs, i)
+			held = i == 0
 		}
 		if held {
 			out[i] = RWHolds

@@ -1,11 +1,16 @@
-package queue
+// Package bg is the work that outlives a caller's context: it runs on an
+// epoch's context (connlink.Epoch.Context), which ends with the ZooKeeper
+// session, and the caller waits for it until Grace after its ctx ended.
+package bg
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"go.uber.org/zap"
 )
 
@@ -126,4 +131,21 @@ func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context
 		}
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// Unresolved runs resolve on a goroutine until it succeeds or ep ends (as
+// Curator's FindAndDeleteProtectedNodeInBackground), and returns err
+// behind lock.ErrCreatePending.
+func Unresolved(ep *conn.Epoch, log *zap.Logger, err error, resolve func(context.Context) error) error {
+	go RetryUntilDone(ep, log, "deleting the node of a create whose answer was lost", resolve)
+	return fmt.Errorf("%w: %w", lock.ErrCreatePending, err)
+}
+
+// CtxErr is ctx's error, and its cause too when one was given.
+func CtxErr(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || cause == err {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, cause)
 }

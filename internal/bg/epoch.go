@@ -1,8 +1,10 @@
-package queue
+package bg
 
 import (
 	"context"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
@@ -22,4 +24,12 @@ func WaitEpochEnd(ctx context.Context, ep *conn.Epoch) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Unwatch tells ep that its caller stopped waiting on ch
+// (connlink.Epoch.Unwatch), without waiting for the removal.
+func Unwatch(ep *conn.Epoch, ch <-chan zk.Event) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // send, do not wait
+	_ = connlink.Of(ep).Unwatch(ctx, ch)
 }
