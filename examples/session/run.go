@@ -22,8 +22,9 @@ func run(ctx context.Context, servers []string, out io.Writer) error {
 		return err
 	}
 	defer sess.Close()
-	sub := sess.Subscribe()
-	defer sub.Close()
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the subscription
+	sub := sess.Subscribe(subCtx)
 
 	ep, err := sess.Epoch(ctx)
 	if err != nil {
@@ -41,11 +42,11 @@ func run(ctx context.Context, servers []string, out io.Writer) error {
 		return err
 	}
 	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			return err
+		ev, ok := <-sub
+		if !ok {
+			return fmt.Errorf("waiting for a new session: %w", ctx.Err())
 		}
-		fmt.Fprintf(out, "transition: %v\n", ev)
+		fmt.Fprintf(out, "transition: %v\n", ev.State)
 		if ev.State == conn.Connected {
 			break
 		}
