@@ -49,7 +49,7 @@ type Session struct {
 	state State                      // last transition
 	cur   *Epoch                     // the live epoch, nil between epochs
 	ready chan struct{}              // closed when an epoch becomes live; replaced when it ends
-	subs  map[*Subscription]struct{} // nil from the step that sent Closed on
+	subs  map[*subscription]struct{} // nil from the step that sent Closed on
 	fail  error                      // why the last attempt at a session failed; nil once one began
 
 	// Owned by the run goroutine.
@@ -110,7 +110,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
-		subs:    make(map[*Subscription]struct{}),
+		subs:    make(map[*subscription]struct{}),
 	}
 	linkSession(s)
 	if err := s.dial(); err != nil {

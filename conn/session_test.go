@@ -2,6 +2,7 @@ package conn_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -36,25 +37,44 @@ func epoch(t *testing.T, s *conn.Session) *conn.Epoch {
 	return ep
 }
 
-// next returns the next transition, failing the test if none comes in time.
-func next(t *testing.T, sub *conn.Subscription, within time.Duration) conn.Event {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	ev, err := sub.Next(ctx)
-	require.NoError(t, err, "no state transition within %v", within)
-	return ev
+// subscribe subscribes to s until the test ends.
+func subscribe(t *testing.T, s *conn.Session) <-chan conn.Event {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return s.Subscribe(ctx)
 }
 
-func expect(t *testing.T, sub *conn.Subscription, within time.Duration, want conn.State) conn.Event {
+// describe formats ev for a failure message.
+func describe(ev conn.Event) string {
+	var id int64
+	if ev.Epoch != nil {
+		id = ev.Epoch.SessionID()
+	}
+	return fmt.Sprintf("%v(session 0x%x, err %v)", ev.State, id, ev.Err)
+}
+
+// next returns the next transition, failing the test if none comes in time.
+func next(t *testing.T, sub <-chan conn.Event, within time.Duration) conn.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-sub:
+		require.True(t, ok, "the subscription ended")
+		return ev
+	case <-time.After(within):
+		t.Fatalf("no state transition within %v", within)
+		return conn.Event{}
+	}
+}
+
+func expect(t *testing.T, sub <-chan conn.Event, within time.Duration, want conn.State) conn.Event {
 	t.Helper()
 	ev := next(t, sub, within)
-	require.Equal(t, want, ev.State, "got %v", ev)
+	require.Equal(t, want, ev.State, "got %s", describe(ev))
 	return ev
 }
 
 // expectPast is expect, passing over Suspended and Reconnected on the way.
-func expectPast(t *testing.T, sub *conn.Subscription, within time.Duration, want conn.State) conn.Event {
+func expectPast(t *testing.T, sub <-chan conn.Event, within time.Duration, want conn.State) conn.Event {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -62,7 +82,7 @@ func expectPast(t *testing.T, sub *conn.Subscription, within time.Duration, want
 		if ev.State == want {
 			return ev
 		}
-		require.Contains(t, []conn.State{conn.Suspended, conn.Reconnected}, ev.State, "waiting for %v, got %v", want, ev)
+		require.Contains(t, []conn.State{conn.Suspended, conn.Reconnected}, ev.State, "waiting for %v, got %s", want, describe(ev))
 	}
 }
 
@@ -74,8 +94,7 @@ func TestServerRestartKeepsSession(t *testing.T) {
 	c := zktest.New(t)
 	s := connect(t, c.Servers(), conn.WithSessionTimeout(8*time.Second), conn.WithLastHeardTimer())
 	ep := epoch(t, s)
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 
 	require.NoError(t, c.Kill(0))
 	ev := expect(t, sub, 10*time.Second, conn.Suspended)
@@ -99,8 +118,7 @@ func TestServerConfirmedExpiry(t *testing.T) {
 	node := c.Root() + "-expiry"
 	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 
 	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 
@@ -140,7 +158,7 @@ func TestPartitionLocalTimer(t *testing.T) {
 		s := connect(t, p.Addrs(), timerOpts(quorum, conn.WithSessionTimeout(timeout))...)
 		ep := epoch(t, s)
 		require.Equal(t, timeout, connlink.Of(ep).Timeout())
-		sub := s.Subscribe()
+		sub := subscribe(t, s)
 
 		cut := time.Now()
 		p.Blackhole()
@@ -162,7 +180,6 @@ func TestPartitionLocalTimer(t *testing.T) {
 		p.Heal()
 		next := expect(t, sub, 20*time.Second, conn.Connected)
 		assert.NotEqual(t, ep.SessionID(), next.Epoch.SessionID())
-		sub.Close()
 		s.Close()
 	}
 }
@@ -175,8 +192,7 @@ func TestLeaderKillKeepsSession(t *testing.T) {
 	node := c.Root() + "-leader"
 	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 
 	leader, err := c.Leader()
 	require.NoError(t, err)
@@ -196,8 +212,7 @@ func TestLeaderKillKeepsSession(t *testing.T) {
 func TestSlowSubscriberMissesNothing(t *testing.T) {
 	c := zktest.New(t)
 	s := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 	ctx := context.Background()
 
 	var ids []int64
@@ -219,15 +234,19 @@ func TestSlowSubscriberMissesNothing(t *testing.T) {
 	}
 	s.Close()
 	expect(t, sub, time.Second, conn.Closed)
-	_, err := sub.Next(ctx)
-	assert.ErrorIs(t, err, conn.ErrClosed)
+	select {
+	case ev, ok := <-sub:
+		assert.False(t, ok, "nothing after Closed, got %s", describe(ev))
+	case <-time.After(time.Second):
+		t.Error("the channel is not closed after Closed")
+	}
 }
 
 func TestCloseIsPromptAndIdempotentWithServerDown(t *testing.T) {
 	c := zktest.New(t)
 	s := connect(t, c.Servers(), conn.WithSessionTimeout(8*time.Second))
 	ep := epoch(t, s)
-	sub := s.Subscribe()
+	sub := subscribe(t, s)
 	require.NoError(t, c.Kill(0))
 	expect(t, sub, 10*time.Second, conn.Suspended)
 
@@ -296,8 +315,7 @@ func TestSuspendedAsLostPolicy(t *testing.T) {
 	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second), conn.WithSuspendedAsLost())
 	ep := epoch(t, s)
 	sig := conn.LostSignal(ep)
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 	p.Cut()
 	expect(t, sub, 10*time.Second, conn.Suspended)
 	select {
@@ -316,8 +334,7 @@ func TestSuspendedAsLostPolicy(t *testing.T) {
 	// Default policy: a cut is not a loss.
 	s2 := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second))
 	ep2 := epoch(t, s2)
-	sub2 := s2.Subscribe()
-	defer sub2.Close()
+	sub2 := subscribe(t, s2)
 	p.Cut()
 	expect(t, sub2, 10*time.Second, conn.Suspended)
 	select {
@@ -592,12 +609,12 @@ func TestConnectedBeforeConnectReturns(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		s := connect(t, c.Servers())
 		assert.Equal(t, conn.Connected, s.State())
-		sub := s.Subscribe()
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		ev, err := sub.Next(ctx)
-		cancel()
-		assert.ErrorIs(t, err, context.DeadlineExceeded, "unexpected %v", ev)
-		sub.Close()
+		sub := subscribe(t, s)
+		select {
+		case ev := <-sub:
+			t.Errorf("unexpected %s", describe(ev))
+		case <-time.After(100 * time.Millisecond):
+		}
 		s.Close()
 	}
 }

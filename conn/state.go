@@ -53,14 +53,3 @@ type Event struct {
 	// Time is when the session manager saw the transition.
 	Time time.Time
 }
-
-func (e Event) String() string {
-	id := int64(0)
-	if e.Epoch != nil {
-		id = e.Epoch.SessionID()
-	}
-	if e.Err != nil {
-		return fmt.Sprintf("%s(session 0x%x: %v)", e.State, id, e.Err)
-	}
-	return fmt.Sprintf("%s(session 0x%x)", e.State, id)
-}

@@ -39,8 +39,9 @@ func (s *Session) checkWire(ctx context.Context) error {
 // exercise runs checkWire's requests on s: fails lists the assumptions
 // found broken, err a failure that is not go-zookeeper's (the server, ctx).
 func exercise(ctx context.Context, s *Session) (fails []string, err error) {
-	sub := s.Subscribe()
-	defer sub.Close()
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub := s.Subscribe(subCtx)
 	ep, err := s.epoch(ctx)
 	if err != nil {
 		return nil, err
@@ -78,8 +79,8 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	sent := s.stats.setWatchesSent.Load()
 	w.closeAll()
 	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
+		ev, ok := <-sub // closed once ctx ends
+		if !ok {
 			return append(fails, "no reconnect in the same session after a cut"), nil
 		}
 		if ev.State == Reconnected {

@@ -643,8 +643,7 @@ func testHostileLostCreate(t *testing.T, env *hostileEnv, rec hostileRecipe) {
 		})
 	}
 
-	sub := ours.Subscribe()
-	defer sub.Close()
+	sub := ours.Subscribe(ctx)
 	proxy.CutAfterNextWrite() // our first request is the create
 	// One goroutine acquires and releases: the mutex and the read/write
 	// lock are owned per goroutine.

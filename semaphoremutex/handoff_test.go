@@ -93,8 +93,8 @@ func TestLocalHandoffHandles(t *testing.T) {
 	require.NotNil(t, l2)
 	assert.Equal(t, reqs, testzk.Requests(s), "a local handoff sent requests")
 	assert.Equal(t, l1.Path(), l2.Path())
-	assert.False(t, m1.IsAcquired())
-	assert.True(t, m2.IsAcquired())
+	assert.ErrorIs(t, m1.Release(ctx), lock.ErrNotHeld)
+	assert.NoError(t, l2.Err(), "m2 holds")
 
 	_, err = l1.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-x", Acl: zk.WorldACL(zk.PermAll)})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost, "a released handle wrote")

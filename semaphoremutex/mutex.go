@@ -145,14 +145,6 @@ func (m *Mutex) Release(ctx context.Context) error {
 	return err
 }
 
-// IsAcquired reports whether the handle holds the mutex (its lease may
-// have been lost since; see Lease.Lost).
-func (m *Mutex) IsAcquired() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lease != nil
-}
-
 // acquireErr names the mutex in an error of its Contender (whose remote
 // acquire, the Semaphore's, does not name it); nil stays nil.
 func (m *Mutex) acquireErr(err error) error {

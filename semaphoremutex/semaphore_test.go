@@ -356,7 +356,7 @@ func TestAbandonWhileWaitingForLease(t *testing.T) {
 			assert.Nil(t, got.lease)
 			assert.Empty(t, locktest.OwnedBy(ephemerals(t, hs, path), testzk.Epoch(t, ws).SessionID()),
 				"the waiter's nodes are gone when Acquire returns")
-			assert.False(t, waiter.IsAcquired())
+			assert.ErrorIs(t, waiter.Release(ctx), lock.ErrNotHeld)
 
 			// The next contender took the internal lock over, listed the
 			// leases and now watches the foreign lease node; it gets the

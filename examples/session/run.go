@@ -23,8 +23,9 @@ func run(ctx context.Context, servers []string, out io.Writer) error {
 		return err
 	}
 	defer sess.Close()
-	sub := sess.Subscribe()
-	defer sub.Close()
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the subscription
+	sub := sess.Subscribe(subCtx)
 
 	// An epoch (one ZooKeeper session) shows through what was done in it:
 	// a lease taken in it (Lease.Epoch), or the transition that began it
@@ -53,11 +54,11 @@ func run(ctx context.Context, servers []string, out io.Writer) error {
 	}
 	var ep2 *conn.Epoch
 	for ep2 == nil {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			return err
+		ev, ok := <-sub
+		if !ok {
+			return fmt.Errorf("waiting for a new session: %w", ctx.Err())
 		}
-		fmt.Fprintf(out, "transition: %v\n", ev)
+		fmt.Fprintf(out, "transition: %v\n", ev.State)
 		if ev.State == conn.Connected {
 			ep2 = ev.Epoch
 		}

@@ -206,12 +206,11 @@ func TestHandoverAfterReconnect(t *testing.T) {
 	}()
 	watching(t, ws, 0)
 
-	sub := hs.Subscribe()
-	defer sub.Close()
+	sub := hs.Subscribe(ctx)
 	proxy.Cut()
 	for {
-		ev, err := sub.Next(ctx)
-		require.NoError(t, err)
+		ev, ok := <-sub
+		require.True(t, ok, "the subscription ended: %v", ctx.Err())
 		if ev.State == conn.Reconnected {
 			break
 		}
