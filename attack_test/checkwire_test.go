@@ -12,7 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestCheckWirePassesAndLeavesNoNode checks conn.CheckWire's doc against
+// TestCheckWirePassesAndLeavesNoNode checks zktest.CheckWire's doc against
 // the go-zookeeper this module pins: it "returns nil" for v1.0.4 itself,
 // and "creates one ephemeral node at the namespace's root, cuts the
 // connection once, and closes the session": once it returned, the node is
@@ -21,7 +21,7 @@ func TestCheckWirePassesAndLeavesNoNode(t *testing.T) {
 	f := newFixture(t)
 	ns := f.Path("cw")
 	ensure(t, f.Raw(), zkWorld, f.Root(), ns)
-	require.NoError(t, conn.CheckWire(ctxT(t, 30*time.Second), f.Servers(), conn.WithNamespace(ns)))
+	require.NoError(t, zktest.CheckWire(ctxT(t, 30*time.Second), f.Servers(), conn.WithNamespace(ns)))
 	if kids := children(f.Raw(), ns); len(kids) != 0 {
 		t.Errorf("CheckWire returned and left %v at the namespace's root", kids)
 	}
@@ -71,7 +71,7 @@ func TestCheckWireCutMidCheckIsNotAVersionVerdict(t *testing.T) {
 }
 
 // TestConnectKeepsDeadlineWhenUnreachable: Connect "waits, bounded by ctx
-// and the connect timeout": against a blackholed proxy it returns by its
+// alone": against a blackholed proxy it returns by its
 // ctx's deadline (plus 250 ms) with an error matching
 // context.DeadlineExceeded. CheckWire, which connects first, is held to
 // the same.
@@ -98,9 +98,9 @@ func TestConnectKeepsDeadlineWhenUnreachable(t *testing.T) {
 	}
 }
 
-// checkWire is conn.CheckWire through p (session timeout 4 s).
+// checkWire is zktest.CheckWire through p (session timeout 4 s).
 func checkWire(p *zktest.Proxy) func(context.Context) error {
 	return func(ctx context.Context) error {
-		return conn.CheckWire(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
+		return zktest.CheckWire(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
 	}
 }

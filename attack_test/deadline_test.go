@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -29,7 +31,7 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 	f := newFixture(t)
 	s := f.Session(conn.WithSessionTimeout(8 * time.Second))
 	root := f.Path("paused")
-	ep, err := s.Epoch(context.Background())
+	ep, err := connlink.Of(s).Epoch(context.Background())
 	require.NoError(t, err)
 	// Create the parents first so that each call gets as far as its create.
 	warm, _ := mutex.New(s, root+"/warm")
@@ -187,9 +189,9 @@ func TestParticipantsAndFenceKeepDeadlineBlackholed(t *testing.T) {
 	p, s := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
 	ctx := ctxT(t, 60*time.Second)
 	mpath := f.Path("m")
-	m1, err := mutex.New(s, mpath, mutex.WithLocalHandoff(3, 0))
+	m1, err := mutex.New(s, mpath, lock.WithLocalHandoff(3, 0))
 	require.NoError(t, err)
-	m2, err := mutex.New(s, mpath, mutex.WithLocalHandoff(3, 0))
+	m2, err := mutex.New(s, mpath, lock.WithLocalHandoff(3, 0))
 	require.NoError(t, err)
 	rw := newRW(t, s, f.Path("rw"))
 	sem, err := semaphoremutex.NewSemaphore(s, f.Path("sem"), 2)

@@ -33,7 +33,7 @@ type writerBehind struct {
 }
 
 // newWriterBehind sets the scene on path, with the rwlock options opts.
-func newWriterBehind(t *testing.T, f *fixture, ctx context.Context, path string, opts ...rwlock.Option) *writerBehind {
+func newWriterBehind(t *testing.T, f *fixture, ctx context.Context, path string, opts ...lock.Option) *writerBehind {
 	t.Helper()
 	return writerBehindOf(t, f, ctx, ctx, f.Session(), path, opts...)
 }
@@ -49,7 +49,7 @@ func writerBehindTest(t *testing.T, d time.Duration, name string) (*writerBehind
 
 // writerBehindOf sets the scene with A on session sA, A's write acquire
 // under actx and Q's under qctx (their labels, say).
-func writerBehindOf(t *testing.T, f *fixture, actx, qctx context.Context, sA *conn.Session, path string, opts ...rwlock.Option) *writerBehind {
+func writerBehindOf(t *testing.T, f *fixture, actx, qctx context.Context, sA *conn.Session, path string, opts ...lock.Option) *writerBehind {
 	t.Helper()
 	rwA := newRW(t, sA, path, opts...)
 	rwQ := newRW(t, f.Session(), path, opts...)
@@ -784,7 +784,7 @@ func TestRWLockWriterShownHoldingAfterBystanderSetACL(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 30*time.Second)
 	path := f.Path("rw-setacl-forge")
-	rw := newRW(t, f.Session(), path, rwlock.WithRevocable())
+	rw := newRW(t, f.Session(), path, lock.WithRevocable())
 	wl, err := rw.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
 	acl, st, err := f.Raw().GetACL(wl.Path())
@@ -820,7 +820,7 @@ func revokeKeptW(t *testing.T, f *fixture, name string) {
 	armEarly := name == "armed-before-write-release"
 	ctx := ctxT(t, 30*time.Second)
 	path := f.Path(fmt.Sprintf("rw-rev-kept-%v", armEarly))
-	sc := newWriterBehind(t, f, ctx, path, rwlock.WithRevocable())
+	sc := newWriterBehind(t, f, ctx, path, lock.WithRevocable())
 	rA, err := sc.rwA.ReadLock().Acquire(ctx)
 	require.NoError(t, err)
 	if armEarly {
@@ -830,7 +830,7 @@ func revokeKeptW(t *testing.T, f *fixture, name string) {
 	revoked := rA.Revoked()
 	require.True(t, exists(f.Raw(), sc.wA.Path()), "W kept")
 	sO := f.Session()
-	rwO := newRW(t, sO, path, rwlock.WithRevocable())
+	rwO := newRW(t, sO, path, lock.WithRevocable())
 	require.NoError(t, lock.Revoke(ctx, sO, sc.wA.Path()))
 	sc.q.notGranted(t, time.Second, "Q got the write lock after a revoke request on the kept W node, while A still reads")
 	ps, err := rwO.Participants(ctx)

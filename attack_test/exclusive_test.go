@@ -167,7 +167,7 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 	waitFor(t, 10*time.Second, "A's session back", func() bool {
 		return sa.State() == conn.Reconnected || sa.State() == conn.Connected
 	})
-	if ep2, _ := sa.Epoch(ctx); ep2.SessionID() != sid {
+	if ep2, _ := connlink.Of(sa).Epoch(ctx); ep2.SessionID() != sid {
 		t.Logf("A's session was not kept (%x -> %x)", sid, ep2.SessionID())
 	}
 	c.notGranted(t, 2*time.Second, fmt.Sprintf("C entered while B holds: A's background deletion removed B's node (czxid %d)", czxid))

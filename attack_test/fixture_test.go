@@ -22,6 +22,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -309,7 +310,7 @@ func oneOfEach(s *conn.Session, root string) recipeSet {
 // s, whose waiters share one listing.
 func mutexPair(s *conn.Session, path string) (plain, handoff *mutex.InterProcessMutex) {
 	plain, _ = mutex.New(s, path)
-	handoff, _ = mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+	handoff, _ = mutex.New(s, path, lock.WithLocalHandoff(3, 0))
 	return plain, handoff
 }
 
@@ -335,7 +336,7 @@ func tryErr(a tryAcquirer) func(context.Context) error {
 }
 
 // newRW makes an rwlock on path in s.
-func newRW(t *testing.T, s *conn.Session, path string, opts ...rwlock.Option) *rwlock.RWLock {
+func newRW(t *testing.T, s *conn.Session, path string, opts ...lock.Option) *rwlock.RWLock {
 	t.Helper()
 	rw, err := rwlock.New(s, path, opts...)
 	require.NoError(t, err)
@@ -710,7 +711,7 @@ func (m *metricsRec) State(e metrics.Transition) {
 
 // count returns how many lock events match ev (and outcome or cause, when
 // not empty).
-func (m *metricsRec) count(ev metrics.LockEvent, recipe, detail string) int {
+func (m *metricsRec) count(ev string, recipe, detail string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
@@ -728,7 +729,7 @@ func (m *metricsRec) count(ev metrics.LockEvent, recipe, detail string) int {
 
 // expect reports an error unless want lock events match ev (and recipe,
 // outcome or cause, when not empty); what names the count.
-func (m *metricsRec) expect(t *testing.T, want int, ev metrics.LockEvent, recipe, detail, what string) {
+func (m *metricsRec) expect(t *testing.T, want int, ev string, recipe, detail, what string) {
 	t.Helper()
 	if got := m.count(ev, recipe, detail); got != want {
 		t.Errorf("%s = %d, want %d: %s", what, got, want, m.dump())
@@ -798,7 +799,7 @@ func epochOf(t *testing.T, s *conn.Session) *conn.Epoch {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	require.NoError(t, err, "epoch")
 	return ep
 }
@@ -842,17 +843,17 @@ func newLocker(t *testing.T, recipe string, s *conn.Session, path string, i int)
 	case "mutex":
 		lk, err = mutex.New(s, path)
 	case "mutex-handoff":
-		lk, err = mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+		lk, err = mutex.New(s, path, lock.WithLocalHandoff(3, 0))
 	case "mutex-revocable":
-		lk, err = mutex.New(s, path, mutex.WithRevocable())
+		lk, err = mutex.New(s, path, lock.WithRevocable())
 	case "semaphoremutex":
 		lk, err = semaphoremutex.New(s, path)
 	case "semaphoremutex-handoff":
-		lk, err = semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(3, 0))
+		lk, err = semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
 	case "rwlock", "rwlock-write", "rwlock-revocable", "rwlock-read":
-		var opts []rwlock.Option
+		var opts []lock.Option
 		if recipe == "rwlock-revocable" {
-			opts = append(opts, rwlock.WithRevocable())
+			opts = append(opts, lock.WithRevocable())
 		}
 		var rw *rwlock.RWLock
 		rw, err = rwlock.New(s, path, opts...)

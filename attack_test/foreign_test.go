@@ -183,7 +183,7 @@ func TestMutexRevocableNodeForgedSealKeepsWaiterOut(t *testing.T) {
 	zc := f.Raw()
 	path := f.Path("forged-seal")
 
-	ma, err := mutex.New(f.Session(), path, mutex.WithRevocable())
+	ma, err := mutex.New(f.Session(), path, lock.WithRevocable())
 	require.NoError(t, err)
 	la, err := ma.Acquire(ctx)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
@@ -180,8 +181,8 @@ func TestMultiLockLostGoroutinesEnd(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
 	s := f.Session()
-	a, _ := mutex.New(s, f.Root()+"/r2-ml/a", mutex.WithLocalHandoff(3, 0))
-	b, _ := semaphoremutex.New(s, f.Root()+"/r2-ml/b", semaphoremutex.WithLocalHandoff(3, 0))
+	a, _ := mutex.New(s, f.Root()+"/r2-ml/a", lock.WithLocalHandoff(3, 0))
+	b, _ := semaphoremutex.New(s, f.Root()+"/r2-ml/b", lock.WithLocalHandoff(3, 0))
 	ml, err := multilock.New(a, b)
 	require.NoError(t, err)
 	// Warm-up: the session's own goroutines.

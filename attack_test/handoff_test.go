@@ -16,11 +16,11 @@ import (
 )
 
 // TestLocalHandoffWaitsForInFlightGuardedWrite checks
-// semaphoremutex.WithLocalHandoff (go doc ./semaphoremutex
+// lock.WithLocalHandoff (go doc ./semaphoremutex
 // WithLocalHandoff): "A release waits for the guarded writes of its grant
 // that are in flight (another goroutine may be writing through the handle's
 // lease), so none reaches the server after the next grant exists", and the
-// same for mutex.WithLocalHandoff, whose doc says "Every grant is a lease of
+// same for lock.WithLocalHandoff, whose doc says "Every grant is a lease of
 // its own: released, it refuses guarded writes": with 150 ms of latency on
 // the connection, a goroutine's GuardedWrite through grant 1 is in flight
 // when grant 1 is released and passed locally to grant 2. Grant 2 must not
@@ -36,12 +36,12 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 		mk   func(s *conn.Session, path string) handles
 	}{
 		{"semaphoremutex", func(s *conn.Session, path string) handles {
-			m1, _ := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(8, 0))
-			m2, _ := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(8, 0))
+			m1, _ := semaphoremutex.New(s, path, lock.WithLocalHandoff(8, 0))
+			m2, _ := semaphoremutex.New(s, path, lock.WithLocalHandoff(8, 0))
 			return handles{m1.Acquire, m2.Acquire, m1.Release, m2.Release}
 		}},
 		{"mutex", func(s *conn.Session, path string) handles {
-			m, _ := mutex.New(s, path, mutex.WithLocalHandoff(8, 0))
+			m, _ := mutex.New(s, path, lock.WithLocalHandoff(8, 0))
 			return handles{m.Acquire, m.Acquire, m.Release, m.Release}
 		}},
 	}
@@ -108,7 +108,7 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 	}
 }
 
-// TestLocalHandoffRefusedAfterFault checks mutex.WithLocalHandoff's
+// TestLocalHandoffRefusedAfterFault checks lock.WithLocalHandoff's
 // "the node is handed on only while its epoch lives, the connection is not
 // suspended, and no deletion of the node by someone else has been seen (from
 // the moment a goroutine waits in the process, the node is watched: one
@@ -125,7 +125,7 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 		path := f.Path("r2-handoff/lock")
 		bys := f.Raw()
 		px, sA := f.ProxiedSession(conn.WithSessionTimeout(6 * time.Second))
-		mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
+		mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0))
 		mB, _ := mutex.New(f.Session(), path)
 		g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
 		lost1 := l1.Lost()
@@ -133,7 +133,7 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 		case "bystander-delete":
 			require.NoError(t, bys.Delete(l1.Path(), -1))
 		case "expire":
-			ep, err := sA.Epoch(ctx)
+			ep, err := connlink.Of(sA).Epoch(ctx)
 			require.NoError(t, err)
 			f.Expire(ctx, ep)
 		case "suspended":
@@ -189,7 +189,7 @@ func handoffBehind(t *testing.T, f *fixture, ctx context.Context, mA, mB *mutex.
 	return g1, l1, b, g2
 }
 
-// TestRevokeSeenAcrossLocalHandoff checks mutex.WithLocalHandoff's
+// TestRevokeSeenAcrossLocalHandoff checks lock.WithLocalHandoff's
 // "Once a revoke request has been seen on the node (WithRevocable: a grant's
 // Revoked closed, and Revoked was called, which starts the watch), the node
 // is not passed on in the process any more: the next release deletes it, so
@@ -209,9 +209,9 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 		ctx := ctxT(t, 25*time.Second)
 		path := f.Path("r2-revoke/lock")
 		bys := f.Raw()
-		mA, _ := mutex.New(f.Session(), path, mutex.WithLocalHandoff(5, 0), mutex.WithRevocable())
+		mA, _ := mutex.New(f.Session(), path, lock.WithLocalHandoff(5, 0), lock.WithRevocable())
 		sB := f.Session()
-		mB, _ := mutex.New(sB, path, mutex.WithRevocable())
+		mB, _ := mutex.New(sB, path, lock.WithRevocable())
 		g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
 		if seen {
 			rev1 := l1.Revoked()

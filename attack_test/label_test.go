@@ -17,7 +17,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
-	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -33,7 +32,7 @@ func descendants(f *fixture, path string) []string {
 }
 
 // labelled has s take a mutex on path with label.
-func labelled(t *testing.T, ctx context.Context, s *conn.Session, path, label string, opts ...mutex.Option) (*mutex.InterProcessMutex, *conn.Lease) {
+func labelled(t *testing.T, ctx context.Context, s *conn.Session, path, label string, opts ...lock.Option) (*mutex.InterProcessMutex, *conn.Lease) {
 	t.Helper()
 	m, err := mutex.New(s, path, opts...)
 	require.NoError(t, err)
@@ -170,8 +169,8 @@ func TestLabelKeptAcrossLocalHandoffAndReentry(t *testing.T) {
 	s := f.Session()
 	path := f.Path("handoff")
 	ctx := ctxT(t, 30*time.Second)
-	a, la := labelled(t, ctx, s, path, "creator", mutex.WithLocalHandoff(3, 0))
-	b, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+	a, la := labelled(t, ctx, s, path, "creator", lock.WithLocalHandoff(3, 0))
+	b, err := mutex.New(s, path, lock.WithLocalHandoff(3, 0))
 	require.NoError(t, err)
 	fa := fenceOf(t, ctx, la)
 	// re-entry with another label
@@ -200,11 +199,11 @@ func TestLabelSurvivesRevokeRequest(t *testing.T) {
 	s := f.Session()
 	path := f.Path("rev")
 	ctx := ctxT(t, 30*time.Second)
-	m, l := labelled(t, ctx, s, path, "job-7", mutex.WithRevocable())
+	m, l := labelled(t, ctx, s, path, "job-7", lock.WithRevocable())
 	p := sole(t, ctx, m.Participants)
 	require.Equal(t, "job-7", p.Label)
 	sO := f.Session()
-	other, err := mutex.New(sO, path, mutex.WithRevocable())
+	other, err := mutex.New(sO, path, lock.WithRevocable())
 	require.NoError(t, err)
 	require.NoError(t, lock.Revoke(ctx, sO, p.Node))
 	recv(t, l.Revoked(), 10*time.Second, "Revoked did not close")
@@ -392,7 +391,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	s := f.Session()
 	path := f.Path("inv")
-	a, _ := labelled(t, ctx, s, path, "ok", mutex.WithLocalHandoff(3, 0))
+	a, _ := labelled(t, ctx, s, path, "ok", lock.WithLocalHandoff(3, 0))
 	bad := lock.WithLabel(ctx, "bad\n")
 	_, err := a.Acquire(bad)
 	t.Logf("re-entry with an invalid label: %v", err)
@@ -407,7 +406,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 	}
 	_, err = a.Acquire(lock.WithLabel(ctx, "ok"))
 	require.NoError(t, err)
-	b, err := mutex.New(s, path, mutex.WithLocalHandoff(3, 0))
+	b, err := mutex.New(s, path, lock.WithLocalHandoff(3, 0))
 	require.NoError(t, err)
 	took, err := timed(bad, 2*time.Second, acquireErr(b))
 	t.Logf("local waiter with an invalid label: %v after %v", err, took)
@@ -458,12 +457,12 @@ func TestRevokeMarkNotReadAsOwnerInEveryRecipe(t *testing.T) {
 		}
 	}
 	sRW := f.Session()
-	rw := newRW(t, sRW, f.Path("rw"), rwlock.WithRevocable())
+	rw := newRW(t, sRW, f.Path("rw"), lock.WithRevocable())
 	wl, err := rw.WriteLock().Acquire(lock.WithLabel(ctx, "lbl"))
 	require.NoError(t, err)
 	check("rwlock writer", wl, rw.Participants, sRW)
 	sSem := f.Session()
-	sem, err := semaphoremutex.NewSemaphore(sSem, f.Path("sem"), 2, semaphoremutex.WithRevocable())
+	sem, err := semaphoremutex.NewSemaphore(sSem, f.Path("sem"), 2, lock.WithRevocable())
 	require.NoError(t, err)
 	sl, err := sem.Acquire(lock.WithLabel(ctx, "lbl"))
 	require.NoError(t, err)

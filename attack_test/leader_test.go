@@ -105,6 +105,7 @@ func observeUntil(t *testing.T, ch <-chan lock.Participant, d time.Duration, nod
 // fencing token or the error reading it) or its end (with its ctx's cause).
 type termEvent struct {
 	token int64
+	node  string // the term's lease's node
 	cause error
 	start bool
 }
@@ -129,9 +130,9 @@ func runRequeue(t *testing.T, ctx context.Context, s *conn.Session, path string)
 	go func() {
 		r.err <- e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
 			tok, err := fenceZxid(fctx, lease)
-			r.evs <- termEvent{token: tok, cause: err, start: true}
+			r.evs <- termEvent{token: tok, node: lease.Path(), cause: err, start: true}
 			<-fctx.Done()
-			r.evs <- termEvent{token: tok, cause: context.Cause(fctx)}
+			r.evs <- termEvent{token: tok, node: lease.Path(), cause: context.Cause(fctx)}
 			return nil
 		})
 	}()
@@ -190,11 +191,7 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 		case 0:
 			f.Expire(ctx, epochOf(t, s))
 		case 1:
-			l := run.e.Leading()
-			if l == nil {
-				t.Fatal("Leading nil during a term")
-			}
-			require.NoError(t, f.Raw().Delete(l.Path(), -1))
+			require.NoError(t, f.Raw().Delete(tm.node, -1))
 		case 2:
 			run.stop()
 		}
@@ -332,14 +329,14 @@ func TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted(t *testing.T) {
 
 // leaderRunResignRefused runs one Election.Run whose function makes a
 // bystander take DELETE off the election path, then returns nil, so that
-// Run's resign is refused by the server. It returns Run's error, the node
+// Run's resign is refused by the server. It returns Run's error, the lease
 // of the term and the handle.
-func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Election, *zk.Conn, string, error) {
+func leaderRunResignRefused(t *testing.T, requeue bool) (*conn.Lease, *leader.Election, *zk.Conn, string, error) {
 	f := newFixture(t)
 	s := f.Session()
 	zc := f.Raw()
 	path := f.Path("run-resign-refused")
-	var opts []leader.Option
+	var opts []lock.Option
 	if requeue {
 		opts = append(opts, leader.WithRequeue())
 	}
@@ -347,19 +344,20 @@ func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Electio
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
-	var node string
+	var held *conn.Lease
 	runErr := e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
-		if node != "" {
+		if held != nil {
 			<-fctx.Done() // a second term: wait for the end
 			return nil
 		}
-		node = lease.Path()
+		held = lease
 		if _, err := zc.SetACL(path, zk.WorldACL(zk.PermAll&^zk.PermDelete), -1); err != nil {
 			t.Errorf("bystander setACL: %v", err)
 		}
 		return nil
 	})
-	return node, e, zc, path, runErr
+	require.NotNil(t, held, "a term ran")
+	return held, e, zc, path, runErr
 }
 
 // TestLeaderRunTellsRefusedResign checks leader.Run's doc (go doc
@@ -369,15 +367,16 @@ func leaderRunResignRefused(t *testing.T, requeue bool) (string, *leader.Electio
 // leading: call Resign again": a resign the server refuses must not be
 // silent.
 func TestLeaderRunTellsRefusedResign(t *testing.T) {
-	node, e, zc, path, runErr := leaderRunResignRefused(t, false)
+	held, e, zc, path, runErr := leaderRunResignRefused(t, false)
+	node := held.Path()
 	ok, _, _ := zc.Exists(node)
-	t.Logf("Run: %v; node %s exists: %v; Leading: %v", runErr, node, ok, e.Leading() != nil)
+	t.Logf("Run: %v; node %s exists: %v; lease Err: %v", runErr, node, ok, held.Err())
 	if ok && runErr == nil {
 		t.Fatalf("Run returned nil, but the term's node %s is still there: the caller was not told", node)
 	}
 	_, err := zc.SetACL(path, zk.WorldACL(zk.PermAll), -1)
 	require.NoError(t, err)
-	if ok && e.Leading() != nil {
+	if ok && held.Err() == nil {
 		require.NoError(t, e.Resign(context.Background()), "Resign once the ACL is back")
 	}
 }
@@ -395,17 +394,18 @@ func TestLeaderRunTellsRefusedResign(t *testing.T) {
 // back.
 func TestLeaderRunRequeueReturnsOnRefusedResign(t *testing.T) {
 	start := time.Now()
-	node, e, zc, path, runErr := leaderRunResignRefused(t, true)
+	held, e, zc, path, runErr := leaderRunResignRefused(t, true)
 	took := time.Since(start)
+	node := held.Path()
 	ok, _, _ := zc.Exists(node)
-	t.Logf("Run after %v: %v; node %s exists: %v; Leading: %v", took, runErr, node, ok, e.Leading() != nil)
+	t.Logf("Run after %v: %v; node %s exists: %v; lease Err: %v", took, runErr, node, ok, held.Err())
 	_, err := zc.SetACL(path, zk.WorldACL(zk.PermAll), -1)
 	require.NoError(t, err)
 	if !errors.Is(runErr, zk.ErrNoAuth) || errors.Is(runErr, context.DeadlineExceeded) {
 		t.Errorf("Run returned %v after %v; want the resign's refusal (zk.ErrNoAuth) before its ctx ended", runErr, took.Round(time.Millisecond))
 	}
-	if !ok || e.Leading() == nil {
-		t.Fatalf("after a refused resign: node %s exists %v, Leading %v; want both", node, ok, e.Leading())
+	if !ok || held.Err() != nil {
+		t.Fatalf("after a refused resign: node %s exists %v, lease lost %v; want the node and the lease held", node, ok, held.Err())
 	}
 	require.NoError(t, e.Resign(context.Background()), "Resign once the ACL is back")
 	if ok, _, _ := zc.Exists(node); ok {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -93,7 +94,7 @@ func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 	if n := countNodes(zc, root); n != 0 {
 		t.Fatalf("%d ephemeral nodes left after the rollback", n)
 	}
-	if !a.IsAcquiredInThisProcess() {
+	if !a.IsOwnedByCurrentGoroutine() {
 		return
 	}
 	t.Fatal("mutex /a still held after the rollback")
@@ -154,7 +155,7 @@ func TestMultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
 // MultiLocks over overlapping sets (A,B and B,A) take the shared locks in
 // the same order, so neither can hold one while waiting for one the other
 // holds" and mutual exclusion, over locks with in-process handoff
-// (mutex.WithLocalHandoff, semaphoremutex.WithLocalHandoff), with conn.Fence's
+// (lock.WithLocalHandoff, lock.WithLocalHandoff), with conn.Fence's
 // "grows strictly with every grant of a lock": 2 sessions × 3 goroutines,
 // each looping over MultiLocks of {A,B}, {B,C} or {C,A} for 4 s. Every
 // grant is checked against an in-process ledger per lock, and each lock's
@@ -173,12 +174,12 @@ func TestMultiLockOverLocalHandoffStress(t *testing.T) {
 	var grants int
 	onSessions(f, 2, 3, func(s *conn.Session) *conn.Session { return s }, func(s *conn.Session, i int) {
 		id, g := fmt.Sprintf("s%dg%d", i/3, i%3), i%3
-		mk := func(p string) multilock.Locker {
+		mk := func(p string) lock.Locker {
 			if p == "/b" {
-				l, _ := semaphoremutex.New(s, root+p, semaphoremutex.WithLocalHandoff(3, 0))
+				l, _ := semaphoremutex.New(s, root+p, lock.WithLocalHandoff(3, 0))
 				return l
 			}
-			l, _ := mutex.New(s, root+p, mutex.WithLocalHandoff(3, 0))
+			l, _ := mutex.New(s, root+p, lock.WithLocalHandoff(3, 0))
 			return l
 		}
 		sets := [][]string{{"/a", "/b"}, {"/c", "/b"}, {"/a", "/c"}}

@@ -70,7 +70,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 	}
 
 	t.Run("mutex", func(t *testing.T) {
-		m, _ := mutex.New(sn, "/m", mutex.WithRevocable())
+		m, _ := mutex.New(sn, "/m", lock.WithRevocable())
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		foundBySession(t, l)
@@ -99,7 +99,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 		require.NoError(t, rw.WriteLock().Release(ctx))
 	})
 	t.Run("semaphoremutex", func(t *testing.T) {
-		m, _ := semaphoremutex.New(sn, "/s", semaphoremutex.WithRevocable())
+		m, _ := semaphoremutex.New(sn, "/s", lock.WithRevocable())
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		foundBySession(t, l)
@@ -210,7 +210,7 @@ func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	sidA := epochOf(t, sa).SessionID()
 	px.Cut()
 	waitFor(t, 10*time.Second, "A reconnected", func() bool {
-		ep, err := sa.Epoch(ctx)
+		ep, err := connlink.Of(sa).Epoch(ctx)
 		return err == nil && ep.SessionID() == sidA
 	})
 	require.NoError(t, ha.release(), "A's Release after a cut, digest-only parent")

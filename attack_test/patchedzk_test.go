@@ -14,7 +14,7 @@ import (
 
 // patchedMain is a program whose go.mod replaces go-zookeeper v1.0.4 by a
 // copy: it connects without and with conn.WithPatchedZK, then runs
-// conn.CheckWire, and prints one line each.
+// zktest.CheckWire, and prints one line each.
 const patchedMain = `package main
 
 import (
@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 func main() {
@@ -42,7 +43,7 @@ func main() {
 	if s != nil {
 		s.Close()
 	}
-	err = conn.CheckWire(ctx, servers)
+	err = zktest.CheckWire(ctx, servers)
 	fmt.Printf("checkwire: zkversion=%v err=%v\n", errors.Is(err, conn.ErrZKVersion), err)
 }
 `
@@ -91,8 +92,9 @@ func runPatched(t *testing.T, servers []string, patch func(conngo string) string
 	return string(out)
 }
 
-// TestPatchedZKCopyAcceptedAndChecked checks conn's WithPatchedZK and
-// CheckWire docs with an unchanged copy of v1.0.4 replacing the module:
+// TestPatchedZKCopyAcceptedAndChecked checks the docs of conn's
+// WithPatchedZK and zktest's CheckWire with an unchanged copy of v1.0.4
+// replacing the module:
 // Connect refuses it (ErrZKVersion) without WithPatchedZK, accepts it
 // with, and CheckWire returns nil; and with a copy whose Close no longer
 // writes a close request (opcode -11), one of the things CheckWire lists,

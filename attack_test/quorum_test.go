@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -28,7 +29,7 @@ func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept
 	h := hold(ctx, m)
 	l := h.wait(t, 10*time.Second, "holder")
 	lost := l.Lost()
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	require.NoError(t, err)
 	px.SetLatency(latency)
 	t.Cleanup(func() { px.SetLatency(0) })
@@ -196,9 +197,9 @@ func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	ctx := ctxT(t, 29*time.Second)
 	path := f.Path("r2-qmutex/lock")
 	reg := f.Path("r2-qmutex-reg")
-	mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
+	mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0))
 	mB, _ := mutex.New(sB, path)
-	ep, err := sB.Epoch(ctx)
+	ep, err := connlink.Of(sB).Epoch(ctx)
 	require.NoError(t, err)
 	_ = connlink.Of(ep).CreateParents(ctx, reg)
 	_, err = sB.Create(ctx, reg, nil, 0, zkWorld)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
@@ -120,14 +121,14 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 		path := f.Path("r2-relsusp/lock")
 		bys := f.Raw()
 		px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
-		mA, _ := mutex.New(sA, path, mutex.WithLocalHandoff(5, 0))
+		mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0))
 		g1 := hold(ctx, mA)
 		l1 := g1.wait(t, 10*time.Second, "G1")
 		if localWaiter {
 			hold(ctx, mA)
 			waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(f, 0, l1.Path()) })
 		}
-		ep0, err := sA.Epoch(ctx)
+		ep0, err := connlink.Of(sA).Epoch(ctx)
 		require.NoError(t, err)
 		suspend(t, px, sA)
 		if !nolimit {
@@ -155,7 +156,7 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 					break
 				}
 				if time.Now().After(end) {
-					ep1, _ := sA.Epoch(ctx)
+					ep1, _ := connlink.Of(sA).Epoch(ctx)
 					var sid1 int64
 					if ep1 != nil {
 						sid1 = ep1.SessionID()

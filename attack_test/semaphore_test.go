@@ -58,8 +58,8 @@ func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 }
 
 // TestSemaphoreSharedListingsCancelStress checks Semaphore's "at
-// most Leases() holders at a time among every process that uses the same
-// path" and semaphoremutex's "Nothing is left behind" with one session's
+// most as many holders at a time as it has leases ... among every process
+// that uses the same path" and semaphoremutex's "Nothing is left behind" with one session's
 // shared listings: 2 sessions × 8 goroutines on one 3-lease semaphore, a
 // third of the acquires with a 5–60 ms deadline, leases returned from a
 // goroutine other than the acquirer's half the time. Ledger at every

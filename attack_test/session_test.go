@@ -3,6 +3,7 @@ package attack_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -40,9 +41,9 @@ func TestEveryCallAfterCloseFailsAtOnce(t *testing.T) {
 		t.Logf("Close: %v", err)
 	}
 	calls := map[string]func(context.Context) error{
-		"Session.Epoch": func(ctx context.Context) error { _, err := s.Epoch(ctx); return err },
-		"Session.Get":   func(ctx context.Context) error { _, _, err := s.Get(ctx, root); return err },
-		"Session.Set":   func(ctx context.Context) error { _, err := s.Set(ctx, root, nil, -1); return err },
+		"connlink.Epoch": func(ctx context.Context) error { _, err := connlink.Of(s).Epoch(ctx); return err },
+		"Session.Get":    func(ctx context.Context) error { _, _, err := s.Get(ctx, root); return err },
+		"Session.Set":    func(ctx context.Context) error { _, err := s.Set(ctx, root, nil, -1); return err },
 		"Session.Create": func(ctx context.Context) error {
 			_, err := s.Create(ctx, root+"-c", nil, 0, connlink.Of(s).ACL())
 			return err
@@ -217,9 +218,9 @@ func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
 	}
 }
 
-// TestSubscribeNeverDropsUnderCutsAndExpiry checks conn/doc.go:
-// "Subscribe gives every transition in order, never dropping one, however
-// slowly it is read": one subscription is read as events come, another is
+// TestSubscribeNeverDropsUnderCutsAndExpiry checks Session.Subscribe's doc:
+// "every state transition after the call, in order, never dropping one
+// however slowly the channel is read": one subscription is read as events come, another is
 // not read at all while the proxy cuts the connection 8 times and the
 // server expires the session twice; then the second must hold exactly the
 // same events, in the same order.
@@ -231,16 +232,16 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 	// timer may end the epoch first when the redial takes longer than about
 	// T/3 (conn's "The local timer").
 	px, s := f.ProxiedSession(conn.WithLastHeardTimer())
-	live := s.Subscribe()
-	defer live.Close()
-	slow := s.Subscribe()
-	defer slow.Close()
+	live := s.Subscribe(ctx)
+	slow := s.Subscribe(ctx)
 	var seen []conn.Event
 	wait := func(st conn.State) {
 		t.Helper()
 		for {
-			ev, err := live.Next(ctx)
-			require.NoError(t, err, "waiting for %v (seen %v)", st, seen)
+			ev, ok := <-live
+			if !ok {
+				t.Fatalf("waiting for %v: %v (seen %s)", st, ctx.Err(), transitions(seen...))
+			}
 			seen = append(seen, ev)
 			if ev.State == st {
 				return
@@ -256,15 +257,30 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 		wait(conn.Connected)
 	}
 	for i, want := range seen {
-		nctx, cancel := context.WithTimeout(ctx, time.Second)
-		got, err := slow.Next(nctx)
-		cancel()
-		require.NoError(t, err, "slow subscription: event %d (want %v)", i, want)
+		var got conn.Event
+		select {
+		case got = <-slow:
+		case <-time.After(time.Second):
+			t.Fatalf("slow subscription: event %d: none within 1 s (want %s)", i, transitions(want))
+		}
 		if got.State != want.State || got.Epoch != want.Epoch {
-			t.Fatalf("slow subscription: event %d is %v, the live one saw %v", i, got, want)
+			t.Fatalf("slow subscription: event %d is %s, the live one saw %s", i, transitions(got), transitions(want))
 		}
 	}
 	t.Logf("%d events, the same on both subscriptions", len(seen))
+}
+
+// transitions formats events for a failure message.
+func transitions(evs ...conn.Event) string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		var id int64
+		if ev.Epoch != nil {
+			id = ev.Epoch.SessionID()
+		}
+		out[i] = fmt.Sprintf("%v(session 0x%x, err %v)", ev.State, id, ev.Err)
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 // TestValidatePathEdges checks zkpath.Validate (go doc ./internal/zkpath

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
@@ -39,14 +41,14 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 	f.Register(reg, []byte("0"))
 	bys := f.Raw()
 	sA := f.Session()
-	mk := func(s *conn.Session, opts ...mutex.Option) *mutex.InterProcessMutex {
+	mk := func(s *conn.Session, opts ...lock.Option) *mutex.InterProcessMutex {
 		m, err := mutex.New(s, path, opts...)
 		require.NoError(t, err)
 		return m
 	}
 	handles := []*mutex.InterProcessMutex{
-		mk(sA), mk(sA), mk(sA, mutex.WithLocalHandoff(3, 0)), mk(sA, mutex.WithLocalHandoff(3, 0)),
-		mk(f.Session(), mutex.WithLocalHandoff(2, 0)), mk(f.Session()),
+		mk(sA), mk(sA), mk(sA, lock.WithLocalHandoff(3, 0)), mk(sA, lock.WithLocalHandoff(3, 0)),
+		mk(f.Session(), lock.WithLocalHandoff(2, 0)), mk(f.Session()),
 	}
 	var (
 		occ    occupancy
@@ -137,7 +139,7 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 		}
 	})
 	waitFor(t, 10*time.Second, "A's waiters queued", func() bool { return len(children(bys, path)) == 1+n/2+1 })
-	ep, err := sA.Epoch(ctx)
+	ep, err := connlink.Of(sA).Epoch(ctx)
 	require.NoError(t, err)
 	f.Expire(ctx, ep)
 	waitFor(t, 10*time.Second, "A's waiters queued again in the next epoch", func() bool {
@@ -161,7 +163,7 @@ func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 20*time.Second)
 	path := f.Path("r2-try/lock")
-	m, _ := mutex.New(f.Session(), path, mutex.WithLocalHandoff(3, 0))
+	m, _ := mutex.New(f.Session(), path, lock.WithLocalHandoff(3, 0))
 	g1 := hold(ctx, m)
 	l1 := g1.wait(t, 10*time.Second, "G1")
 	g3 := hold(ctx, m)

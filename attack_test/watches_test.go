@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -138,7 +139,7 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 			ctx := ctxT(t, 25*time.Second)
 			path := f.Path("bh-watch-") + name
 			p, before := heldPair(t, ctx, f, mk[name], path)
-			ep, err := sw.Epoch(ctx)
+			ep, err := connlink.Of(sw).Epoch(ctx)
 			require.NoError(t, err)
 			sid := ep.SessionID()
 			wctx, cancel := context.WithCancel(ctx)
@@ -165,10 +166,10 @@ func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
 			}
 			px.Heal()
 			waitFor(t, 10*time.Second, "the waiter's session to be back", func() bool {
-				ep, err := sw.Epoch(ctx)
+				ep, err := connlink.Of(sw).Epoch(ctx)
 				return err == nil && ep.Err() == nil && sw.State().String() != "Suspended"
 			})
-			if ep2, _ := sw.Epoch(ctx); ep2.SessionID() != sid {
+			if ep2, _ := connlink.Of(sw).Epoch(ctx); ep2.SessionID() != sid {
 				t.Skipf("the session was not kept across the blackhole (%x -> %x): nothing to check", sid, ep2.SessionID())
 			}
 			nothingLeft(t, f, path, before, 5*time.Second, "5 s after the session came back")
@@ -334,7 +335,7 @@ func TestRevokedHolderWatchesGaugeMatchesServer(t *testing.T) {
 	m := &metricsRec{}
 	s := f.Session(conn.WithMetrics(m.Hooks()))
 	path := f.Path("rev-watch")
-	h, err := mutex.New(s, path, mutex.WithRevocable())
+	h, err := mutex.New(s, path, lock.WithRevocable())
 	require.NoError(t, err)
 	l, err := h.Acquire(lock.WithLabel(ctx, "job"))
 	require.NoError(t, err)

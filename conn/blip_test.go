@@ -23,8 +23,7 @@ import (
 func blip(t *testing.T, p *zktest.Proxy, s *conn.Session, d time.Duration) bool {
 	t.Helper()
 	ep := epoch(t, s)
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 	n := connlink.Of(s).Stats().QuorumSyncs
 	waitUntil(t, 5*time.Second, "a sync of the quorum timer", func() bool { return connlink.Of(s).Stats().QuorumSyncs > n })
 	p.BlackholeAfterNextOp()
@@ -34,14 +33,16 @@ func blip(t *testing.T, p *zktest.Proxy, s *conn.Session, d time.Duration) bool 
 	defer cancel()
 	var seen []string
 	var lost *conn.Event
+read:
 	for lost == nil {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			break
-		}
-		seen = append(seen, fmt.Sprintf("%v@+%v", ev.State, ev.Time.Sub(cut).Round(time.Millisecond)))
-		if ev.State == conn.Lost {
-			lost = &ev
+		select {
+		case ev := <-sub:
+			seen = append(seen, fmt.Sprintf("%v@+%v", ev.State, ev.Time.Sub(cut).Round(time.Millisecond)))
+			if ev.State == conn.Lost {
+				lost = &ev
+			}
+		case <-ctx.Done():
+			break read
 		}
 	}
 	<-ctx.Done()
@@ -57,14 +58,15 @@ func blip(t *testing.T, p *zktest.Proxy, s *conn.Session, d time.Duration) bool 
 		switch ev.State {
 		case conn.Reconnected:
 			require.Same(t, ep, ev.Epoch)
-			ctx, cancel := context.WithTimeout(context.Background(), connlink.Of(ep).Timeout())
-			ev, err := sub.Next(ctx)
-			cancel()
-			if err == nil {
+			quiet := true
+			select {
+			case ev := <-sub:
+				quiet = false
 				seen = append(seen, fmt.Sprintf("%v@+%v", ev.State, ev.Time.Sub(cut).Round(time.Millisecond)))
+			case <-time.After(connlink.Of(ep).Timeout()):
 			}
 			t.Logf("blackhole of %v: %v", d, seen)
-			return err != nil && ep.Err() == nil
+			return quiet && ep.Err() == nil
 		case conn.Lost:
 			t.Logf("blackhole of %v: %v", d, seen)
 			require.Same(t, ep, ev.Epoch)

@@ -24,7 +24,7 @@
 // is gone.
 //
 // conn runs go-zookeeper v1.0.4 only (ErrZKVersion otherwise; a patched
-// copy with WithPatchedZK, checked by CheckWire). Errors are compared with
-// errors.Is; those every lock shares are package lock's, and server errors
-// match go-zookeeper's (zk.ErrNoNode, ...).
+// copy with WithPatchedZK, checked by zktest.CheckWire). Errors are
+// compared with errors.Is; those every lock shares are package lock's, and
+// server errors match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

@@ -30,9 +30,8 @@ type Epoch struct {
 	mu     sync.Mutex    // guards unsafe
 	unsafe chan struct{} // see lostSignal; closed by the session's run goroutine
 
-	// confirmed is when the last request the ensemble's leader answered
-	// was sent (unix nanoseconds): the connect request that created the
-	// session, then each answered sync (see keepQuorum).
+	// confirmed: send time (unix ns) of the last request answered through
+	// the leader: the creating connect request, then each answered sync.
 	confirmed atomic.Int64
 }
 
@@ -47,9 +46,8 @@ func newEpoch(s *Session, zc *zk.Conn, hs handshake) *Epoch {
 // SessionID is the ZooKeeper session id.
 func (e *Epoch) SessionID() int64 { return e.sessionID }
 
-// Done is closed when the epoch ends; Err then tells why. Never nil. It is
-// the one way to learn that an epoch ended (Session.Done is the Session's
-// final end; a lock holder watches its Lease.Lost instead).
+// Done is closed when the epoch ends; Err then tells why. Never nil. A lock
+// holder watches its Lease.Lost instead.
 func (e *Epoch) Done() <-chan struct{} { return e.ctx.Done() }
 
 // Err is nil while the epoch lives; after, an error matching ErrEpochEnded
@@ -61,10 +59,8 @@ func (e *Epoch) Err() error {
 	return fmt.Errorf("%w: session 0x%x: %w", ErrEpochEnded, e.sessionID, context.Cause(e.ctx))
 }
 
-// lostSignal returns a channel that is closed when a lock taken now in this
-// epoch must be taken as lost under the session's error policy: when the
-// epoch ends, and, with WithSuspendedAsLost, at the next Suspended. The
-// channel is closed, never sent on. Holders see it through Lease.Lost.
+// lostSignal is closed when a lock taken now must be taken as lost: at the
+// epoch's end or, with WithSuspendedAsLost, at the next Suspended.
 func (e *Epoch) lostSignal() <-chan struct{} {
 	if !e.s.cfg.suspendedAsLost {
 		return e.ctx.Done()
@@ -100,8 +96,7 @@ func (e *Epoch) end(cause error) {
 	e.suspend()
 }
 
-// confirm records that a request sent at sent was answered through the
-// ensemble's leader.
+// confirm records that a request sent at sent was answered via the leader.
 func (e *Epoch) confirm(sent time.Time) {
 	for {
 		old := e.confirmed.Load()
@@ -111,12 +106,8 @@ func (e *Epoch) confirm(sent time.Time) {
 	}
 }
 
-// The quorum timer (the default; WithLastHeardTimer opts out): a sync every
-// T/quorumPeriod, and the epoch ends quorumLimit·T/quorumPeriod after the
-// last proof that the leader had heard of the session: the send time of
-// the last sync answered, or the write time of the connect request of the
-// last handshake that resumed the session. Period plus limit is 2T/3: see
-// the package documentation for the margin that leaves.
+// The quorum timer (see docs/design.md, "The quorum timer's numbers"):
+// its margin needs 1 + quorumLimit ≤ 2·quorumPeriod/3.
 const (
 	quorumPeriod = 12 // a sync every T/12
 	quorumLimit  = 7  // the epoch ends 7T/12 after the last proof
@@ -131,17 +122,9 @@ func (e *Epoch) quorumDeadline() time.Time {
 	return time.Unix(0, at).Add(e.timeout * quorumLimit / quorumPeriod)
 }
 
-// keepQuorum is the quorum timer of l's epoch, from the moment it is handed
-// out until it ends (the default; the margin it leaves is worked out in the
-// package documentation). It sends a sync every T/12, without waiting for
-// the last one's answer: a sync is answered only once the ensemble's
-// leader has processed it, so its answer proves the session was alive on
-// the leader when it was sent, whatever the server we are connected to
-// says. Once the deadline (quorumDeadline) has passed, it tells the run
-// goroutine, which ends the epoch with ErrSessionTimeout. Its goroutines
-// are s.helpers: the ticker, one per sync in flight (each ends with its
-// answer, at the latest when the epoch's zk.Conn is closed), and the
-// deadline.
+// keepQuorum runs the quorum timer of l's epoch: a sync every T/12, not
+// waiting for answers (one proves the leader knew the session when it was
+// sent), and a quorumLost message to run past quorumDeadline.
 func (s *Session) keepQuorum(l *zkLink) {
 	ep := l.epoch
 	s.helpers.Add(2)

@@ -20,9 +20,8 @@ var (
 	// expired; its ephemeral nodes are gone.
 	ErrSessionExpired = errors.New("conn: session expired (confirmed by the server)")
 
-	// ErrSessionTimeout: the local timer ran out (see the package
-	// documentation); the session is taken as lost although the server
-	// could not confirm it.
+	// ErrSessionTimeout: the local timer ran out; the session is taken as
+	// lost although the server could not confirm it.
 	ErrSessionTimeout = errors.New("conn: session timed out on the client (local timer); session taken as lost")
 
 	// ErrConnectionLoss: the connection broke while a request that is not
@@ -36,10 +35,6 @@ var (
 	// not end with "/" (but the root), has no empty, "." or ".." segment,
 	// no character the server rejects, and is not under /zookeeper.
 	ErrInvalidArgument = zkpath.ErrInvalid
-
-	// ErrConnectTimeout: no session could be established within the connect
-	// timeout.
-	ErrConnectTimeout = errors.New("conn: no session established within the connect timeout")
 
 	// ErrAuthFailed: a server refused the session's credentials
 	// (WithDigestAuth); the session backs off and opens another.

@@ -135,8 +135,7 @@ func TestRequestAnsweredSessionExpiredEndsEpoch(t *testing.T) {
 	// No quorum timer: the proxy answers whichever request comes next,
 	// which must be the Get below, not one of the timer's syncs.
 	s := connect(t, []string{p.addr()}, conn.WithSessionTimeout(4*time.Second), conn.WithLastHeardTimer())
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 	ep := epoch(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -157,7 +156,7 @@ func TestRequestAnsweredSessionExpiredEndsEpoch(t *testing.T) {
 		if ev.State == conn.Connected && ev.Epoch == ep {
 			continue
 		}
-		require.Equal(t, conn.Lost, ev.State, "got %v", ev)
+		require.Equal(t, conn.Lost, ev.State, "got %s", describe(ev))
 		assert.ErrorIs(t, ev.Err, conn.ErrSessionExpired)
 		break
 	}

@@ -7,13 +7,11 @@ import (
 	"time"
 )
 
-// Fence is a grant's fencing token: it grows strictly with every grant of
-// a lock, in-process handoffs and rwlock downgrades included. Zxid is the
-// czxid of the node the grant stands on; Pass numbers the grants made on
-// that node (0 for the one that created it). A resource keeps the greatest
-// Fence it has seen (Compare) and refuses any below it. Zxid alone is a
-// token only where Pass is always 0 (no WithLocalHandoff, no downgrade),
-// as with Curator's InterProcessMutex.
+// Fence is a grant's fencing token, growing strictly with every grant of a
+// lock (in-process handoffs and rwlock downgrades included): Zxid is the
+// czxid of the node the grant stands on, Pass numbers the grants on that
+// node (0 first). A resource keeps the greatest Fence seen (Compare) and
+// refuses any below it. Zxid alone suffices only where Pass is always 0.
 type Fence struct {
 	Zxid int64
 	Pass int64
@@ -31,9 +29,8 @@ func (f Fence) Compare(g Fence) int {
 // String is "zxid.pass", in hexadecimal as ZooKeeper prints zxids.
 func (f Fence) String() string { return fmt.Sprintf("0x%x.%d", f.Zxid, f.Pass) }
 
-// Fence returns the grant's fencing token, reading the node's czxid on
-// first use (one request, then cached). It fails with ErrLeaseLost once
-// the lease is released or lost, or when the node is gone or not ours.
+// Fence returns the grant's fencing token (the czxid is read once, then
+// cached); ErrLeaseLost once the lease ended or its node is not ours.
 func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 	if err := l.Err(); err != nil {
 		return Fence{}, err
@@ -56,8 +53,7 @@ func (l *Lease) localView(pass int64) *Lease {
 	return v
 }
 
-// watchParent closes the view's Lost when its node's lease is lost; it
-// ends when either is closed.
+// watchParent closes the view's Lost when its node's lease is lost.
 func (l *Lease) watchParent() {
 	select {
 	case <-l.parent.lostChan():

@@ -6,14 +6,11 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// hostProvider is go-zookeeper's, except that the first server tried after
-// a connection that worked is dialed at once, unless the server closed that
-// connection itself. go-zookeeper waits a second before each round of the
-// server list, so with one address (a standalone server, a load balancer)
-// every reconnect waited a second, a good part of what the quorum timer
-// leaves for it. A server that closes the connection (shutting down,
-// refusing us, or handing our session to another connection) is still
-// given that second, and so is every later round.
+// hostProvider is go-zookeeper's, but the first server tried after a
+// working connection is dialed at once, not after go-zookeeper's pause of
+// a second per round, which the quorum timer can ill spare (with one
+// address, every reconnect). A server that closed the connection itself
+// still gets the pause, as does every later round.
 type hostProvider struct {
 	*zk.DNSHostProvider
 	link *link

@@ -5,8 +5,7 @@ import (
 	"strings"
 )
 
-// ensemble names the ZooKeeper ensemble the session connects to
-// (connlink.Session.Ensemble).
+// ensemble names the session's ZooKeeper ensemble (connlink.Session.Ensemble).
 func (s *Session) ensemble() string {
 	srv := slices.Clone(s.servers)
 	slices.Sort(srv)

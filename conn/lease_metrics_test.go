@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -53,7 +54,7 @@ var leaseRecipes = []recipeCase{
 		return one(l, err, m.Release)
 	}},
 	{"mutex-local-handoff", "mutex", func(ctx context.Context, s *conn.Session, path string) (holding, error) {
-		m, err := mutex.New(s, path, mutex.WithLocalHandoff(10, 0))
+		m, err := mutex.New(s, path, lock.WithLocalHandoff(10, 0))
 		if err != nil {
 			return holding{}, err
 		}

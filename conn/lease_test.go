@@ -34,7 +34,7 @@ func TestLeaseUnwatchedSeesItsEpochEnd(t *testing.T) {
 		require.NoError(t, err)
 		l := ep.NewLease(node)
 		require.NoError(t, l.Err())
-		sub := s.Subscribe()
+		sub := subscribe(t, s)
 		if suspended {
 			p.Cut()
 			expect(t, sub, 10*time.Second, conn.Suspended)
@@ -42,7 +42,6 @@ func TestLeaseUnwatchedSeesItsEpochEnd(t *testing.T) {
 			require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 			expectPast(t, sub, 20*time.Second, conn.Lost)
 		}
-		sub.Close()
 		assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "suspended as lost: %v", suspended)
 		if !suspended {
 			assert.ErrorIs(t, l.Err(), conn.ErrSessionExpired)

@@ -12,24 +12,24 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// What the module's recipes reach of Session, Epoch and Lease beyond the
-// public API (see internal/connlink): each embeds a link, through these
-// unexported aliases, to a view of itself that implements connlink's
-// interface by calling the unexported functions below.
+// What the recipes reach beyond the public API (internal/connlink): Session,
+// Epoch and Lease each embed a link to a view of itself implementing it.
 type (
-	sessionLink = connlink.Link[connlink.Session]
+	sessionLink = connlink.Link[connlink.Session[*Epoch]]
 	epochLink   = connlink.Link[connlink.Epoch[*Lease]]
 	leaseLink   = connlink.Link[connlink.Lease[*Lease]]
 )
 
-// sessionView, epochView and leaseView are Session, Epoch and Lease seen
-// through connlink: a view is the value's own pointer converted, so a link
-// costs no allocation, only its two words in the value.
+// A view is the value's own pointer converted, so a link costs no
+// allocation, only its two words in the value.
 type (
 	sessionView Session
 	epochView   Epoch
 	leaseView   Lease
 )
+
+func (v *sessionView) Epoch(ctx context.Context) (*Epoch, error) { return (*Session)(v).epoch(ctx) }
+func (v *sessionView) CheckWire(ctx context.Context) error       { return (*Session)(v).checkWire(ctx) }
 
 func (v *sessionView) SealedACL() []zk.ACL      { return (*Session)(v).sealedACL() }
 func (v *sessionView) Shared() *sync.Map        { return &v.shared }
@@ -128,7 +128,7 @@ func (v *leaseView) Gone()             { (*Lease)(v).gone() }
 
 // linkSession, linkEpoch and linkLease set the link of a value just made.
 func linkSession(s *Session) {
-	s.sessionLink = connlink.NewLink[connlink.Session]((*sessionView)(s))
+	s.sessionLink = connlink.NewLink[connlink.Session[*Epoch]]((*sessionView)(s))
 }
 
 func linkEpoch(e *Epoch) {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -29,7 +30,7 @@ func TestLogsSessionIDsInHex(t *testing.T) {
 	defer cancel()
 	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 	<-ep.Done()
-	next, err := s.Epoch(ctx)
+	next, err := connlink.Of(s).Epoch(ctx)
 	require.NoError(t, err)
 
 	hex := regexp.MustCompile(`^0x[0-9a-f]+$`)

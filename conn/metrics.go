@@ -7,9 +7,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// WithMetrics sets the hooks to which the session and the recipes on it
-// report what they do (package metrics; default: none). A nil hook is
-// skipped.
+// WithMetrics sets the hooks the session and its recipes report to
+// (package metrics; default: none). A nil hook is skipped.
 func WithMetrics(h metrics.Hooks) Option {
 	return func(c *config) error {
 		c.hooks = h
@@ -17,8 +16,7 @@ func WithMetrics(h metrics.Hooks) Option {
 	}
 }
 
-// reportState, reportRequest and reportLock call the session's hook, if
-// set.
+// reportState, reportRequest and reportLock call the session's hook, if set.
 func (s *Session) reportState(t metrics.Transition) {
 	if f := s.cfg.hooks.State; f != nil {
 		f(t)
@@ -51,8 +49,7 @@ func causeErr(cause string, err error) error { return &causeError{cause: cause, 
 // causeReleased is the cause of a lease's end by release: no loss.
 const causeReleased = "released"
 
-// lockPath is the lease's lock path: the one its recipe gave, else its
-// node's parent.
+// lockPath is the lock path its recipe gave, else the node's parent.
 func (l *Lease) lockPath() string {
 	if l.lock != "" {
 		return l.lock
@@ -60,8 +57,7 @@ func (l *Lease) lockPath() string {
 	return path.Dir(l.path)
 }
 
-// lostCause classifies why a lease ended: a metrics.Cause*, or
-// causeReleased.
+// lostCause classifies why a lease ended: a metrics.Cause*, or causeReleased.
 func lostCause(reason error) string {
 	var ce *causeError
 	switch {

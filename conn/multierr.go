@@ -7,21 +7,17 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// opError is the error of a multi (an epoch's multi, Lease.GuardedWrite)
-// that the server refused because one of its ops failed: nothing of the
-// multi was applied. It names the failing op and wraps the server's error,
-// so that errors.Is(err, zk.ErrBadVersion) and the like work. The module's
-// recipes read its index through connlink.Session.FailedOp.
+// opError is a multi the server refused (nothing applied): it names the
+// failing op and wraps the server's error, e.g. "conn: multi: op 1
+// (set-data /stock): zk: version conflict", matching zk.ErrBadVersion.
 type opError struct {
-	// index is the failing op's position among the ops the caller gave
-	// (from 0).
+	// index is the failing op's place among the caller's ops (from 0).
 	index int
 	// op names the op: "create", "delete", "set-data" or "check".
 	op string
 	// path is the op's path, as the caller gave it (without namespace).
 	path string
-	// err is the server's error for that op (zk.ErrNoNode, zk.ErrBadVersion,
-	// zk.ErrNodeExists, ...).
+	// err is the server's error for that op (zk.ErrNoNode, ...).
 	err error
 
 	call string // "multi" or "guarded write", for the message
@@ -34,8 +30,7 @@ func (e *opError) Error() string {
 // Unwrap returns the server's error.
 func (e *opError) Unwrap() error { return e.err }
 
-// failedIndex returns the place among its ops of the op a refused multi
-// failed on (connlink.Session.FailedOp), if err is such a refusal.
+// failedIndex is the index of a refused multi's failing op, if err is one.
 func failedIndex(err error) (int, bool) {
 	var oe *opError
 	if errors.As(err, &oe) {
@@ -59,12 +54,9 @@ func opName(op any) (string, string) {
 	return fmt.Sprintf("%T", op), ""
 }
 
-// failedOp finds the op a refused multi failed on: the first with an
-// error. The server answers every op of a refused multi with an error
-// result: zero (ok) for the ops before the failing one, the failure for
-// it, and zk.ErrAPIError (runtime inconsistency) for those after. It
-// returns nil when err is not such a refusal (nil, a connection loss, the
-// epoch's end).
+// failedOp finds the op a refused multi failed on: the first with an error
+// (the server answers ok before it, zk.ErrAPIError after); nil if err is
+// no refusal (a connection loss, the epoch's end).
 func failedOp(ops []any, res []zk.MultiResponse, err error) *opError {
 	if err == nil && len(res) == 0 || errors.Is(err, ErrConnectionLoss) || errors.Is(err, ErrEpochEnded) {
 		return nil
@@ -78,9 +70,8 @@ func failedOp(ops []any, res []zk.MultiResponse, err error) *opError {
 	return nil
 }
 
-// describeOps names a multi's ops for an error that is not one op's (a
-// connection loss, a context's end): its first op and how many follow,
-// e.g. "set-data /a/b +1 op".
+// describeOps names a multi's ops for an error of no single op, e.g.
+// "set-data /a/b +1 op".
 func describeOps(ops []any) string {
 	if len(ops) == 0 {
 		return "(no ops)"

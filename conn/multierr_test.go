@@ -117,7 +117,7 @@ func TestSessionDoneAndEpochDone(t *testing.T) {
 		t.Fatal("Session.Done closed when an epoch ended")
 	default:
 	}
-	next, err := s.Epoch(ctx)
+	next, err := connlink.Of(s).Epoch(ctx)
 	require.NoError(t, err)
 	require.NotEqual(t, ep.SessionID(), next.SessionID())
 	select {

@@ -6,74 +6,59 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// A Session's node operations. Each runs in the live epoch, waiting for one
-// (bounded by ctx) as Session.Epoch does, and is never sent again in a later
-// epoch: a request cut by the end of its ZooKeeper session returns an error
-// matching ErrEpochEnded (and ErrConnectionLoss if it was in flight). Paths
-// are absolute; errors from the server match go-zookeeper's (zk.ErrNoNode).
-
-// Get reads a node's data in the live epoch, retrying on connection loss. A
-// request cut by the end of the ZooKeeper session returns an error matching
-// ErrEpochEnded.
+// Get reads a node's data, retrying on connection loss.
 func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	return e.get(ctx, path)
 }
 
-// Set writes a node's data if its version matches (-1: any), in the live
-// epoch; retried on connection loss only with a real version. A request cut
-// by the end of the ZooKeeper session returns an error matching ErrEpochEnded.
+// Set writes a node's data if its version matches (-1: any); retried on
+// connection loss only with a real version.
 func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return e.set(ctx, path, data, version)
 }
 
-// Create creates a node in the live epoch and returns its path (with the
-// sequence number if sequential); only non-sequential creates are retried on
-// connection loss. A request cut by the end of the ZooKeeper session returns
-// an error matching ErrEpochEnded.
+// Create creates a node and returns its path (with the sequence number if
+// sequential); only non-sequential creates are retried on connection loss.
 func (s *Session) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return "", err
 	}
 	return e.create(ctx, path, data, flags, acl)
 }
 
-// Delete deletes a node if its version matches (-1: any), in the live epoch.
-// Retried on connection loss: zk.ErrNoNode may then mean it was deleted, and
-// a retry may delete a node created again at path. A request cut by the end
-// of the ZooKeeper session returns an error matching ErrEpochEnded.
+// Delete deletes a node if its version matches (-1: any). Retried on
+// connection loss: zk.ErrNoNode may then mean it was deleted, and a retry
+// may delete a node created again at path.
 func (s *Session) Delete(ctx context.Context, path string, version int32) error {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return err
 	}
 	return e.delete(ctx, path, version)
 }
 
-// Children lists a node's children (names, not paths) in the live epoch,
-// retrying on connection loss. A request cut by the end of the ZooKeeper
-// session returns an error matching ErrEpochEnded.
+// Children lists a node's children (names, not paths), retrying on
+// connection loss.
 func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	return e.children(ctx, path)
 }
 
-// Exists tells whether a node exists, in the live epoch, retrying on
-// connection loss. A request cut by the end of the ZooKeeper session returns
-// an error matching ErrEpochEnded.
+// Exists tells whether a node exists, retrying on connection loss.
 func (s *Session) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	e, err := s.Epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return false, nil, err
 	}

@@ -12,13 +12,10 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// The operations below are bound to the epoch: they run on its own
-// connection, fail with ErrEpochEnded once it has ended, and return when ctx
-// ends (with ctx's error wrapped). Paths are absolute and validated; the
-// session's namespace is added on the way in and removed on the way out.
-// Errors from the server are wrapped and match go-zookeeper's sentinels
-// (errors.Is(err, zk.ErrNoNode)). Session's node operations (nodes.go) and
-// the recipes (through connlink.Epoch) call them.
+// The epoch's operations run on its own connection, fail with
+// ErrEpochEnded once it ended, and return when ctx ends. Paths are
+// absolute, validated and namespaced both ways; server errors match
+// go-zookeeper's sentinels.
 
 // get reads a node's data. Retried on connection loss.
 func (e *Epoch) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
@@ -29,9 +26,8 @@ func (e *Epoch) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) 
 	return r.a, r.b, err
 }
 
-// getW reads a node's data and leaves a data watch on it. The channel gets
-// one event (the node changed or was deleted, or the watch was dropped
-// because the epoch ended) and is then closed. Retried on connection loss.
+// getW reads a node's data and sets a data watch; its channel gets one
+// event (change, deletion, or the epoch's end), then closes. Retried.
 func (e *Epoch) getW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 	r, ch, err := watchCall(ctx, e, metrics.OpGetW, path, kindData, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		data, st, ch, err := zc.GetW(p)
@@ -65,10 +61,7 @@ func (e *Epoch) children(ctx context.Context, path string) ([]string, *zk.Stat, 
 	return r.a, r.b, err
 }
 
-// childrenW lists a node's children and leaves a child watch on it. The
-// channel gets one event (a child was created or deleted, the node was
-// deleted, or the watch was dropped because the epoch ended) and is then
-// closed. Counted as metrics.OpChildren. Retried on connection loss.
+// childrenW is children with a child watch, as getW. Counted as OpChildren.
 func (e *Epoch) childrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	r, ch, err := watchCall(ctx, e, metrics.OpChildren, path, kindChild, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		names, st, ch, err := zc.ChildrenW(p)
@@ -86,8 +79,7 @@ func (e *Epoch) exists(ctx context.Context, path string) (bool, *zk.Stat, error)
 	return r.a, r.b, err
 }
 
-// existsW tells whether a node exists and leaves a watch on it (created,
-// changed or deleted). Retried.
+// existsW is exists with a watch (created, changed or deleted). Retried.
 func (e *Epoch) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
 	r, ch, err := watchCall(ctx, e, metrics.OpExists, path, kindData, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], <-chan zk.Event, error) {
 		ok, st, ch, err := zc.ExistsW(p)
@@ -97,20 +89,17 @@ func (e *Epoch) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-cha
 }
 
 // set writes a node's data if its version matches (-1: any). Retried only
-// with a real version, since an unversioned set could overwrite a later one.
+// with a real version: an unversioned retry could overwrite a later set.
 func (e *Epoch) set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
 	return call(ctx, e, metrics.OpSet, path, version >= 0, func(zc *zk.Conn, p string) (*zk.Stat, error) {
 		return zc.Set(p, data, version)
 	})
 }
 
-// delete deletes a node if its version matches (-1: any). Retried; a retry
-// that finds the node gone returns zk.ErrNoNode, which after a retry may mean
-// the first attempt succeeded. Retrying is safe for a node no one else can
-// create again at the same path (a sequential node). For a path that others
-// may re-create, a retry after a lost answer could delete their new node
-// (a new node has version 0 again): send a single delete through multi,
-// which is never retried, and read the node before trying again.
+// delete deletes a node if its version matches (-1: any). Retried, so
+// zk.ErrNoNode may mean the first attempt worked. Safe only for paths no
+// one re-creates (sequential nodes): elsewhere a retry could delete the new
+// node; use a one-op multi (never retried) and read before trying again.
 func (e *Epoch) delete(ctx context.Context, path string, version int32) error {
 	_, err := call(ctx, e, metrics.OpDelete, path, true, func(zc *zk.Conn, p string) (struct{}, error) {
 		return struct{}{}, zc.Delete(p, version)
@@ -118,10 +107,9 @@ func (e *Epoch) delete(ctx context.Context, path string, version int32) error {
 	return err
 }
 
-// create creates a node and returns its path (with the sequence number for
-// sequential nodes). Non-sequential creates are retried; a retry can then
-// return zk.ErrNodeExists. Sequential creates are not retried: on connection
-// loss the error matches ErrConnectionLoss and the node may exist.
+// create creates a node and returns its path. Non-sequential creates are
+// retried (zk.ErrNodeExists may then be ours); sequential ones are not
+// (ErrConnectionLoss: the node may exist).
 func (e *Epoch) create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	retry := flags&zk.FlagSequence == 0
 	created, err := call(ctx, e, metrics.OpCreate, path, retry, func(zc *zk.Conn, p string) (string, error) {
@@ -133,11 +121,9 @@ func (e *Epoch) create(ctx context.Context, path string, data []byte, flags int3
 	return e.s.strip(created), err
 }
 
-// createParents creates every missing ancestor of path (and of the
-// namespace) as a container node, which the server removes once it is empty.
-// Nodes that exist already are fine, also under a parent we may not create
-// in (the server checks that permission before it looks whether the node
-// exists, so it answers zk.ErrNoAuth, not zk.ErrNodeExists).
+// createParents creates path's missing ancestors (and the namespace's) as
+// containers. Existing ones are fine, also where we may not create: the
+// server checks permission first (zk.ErrNoAuth, not zk.ErrNodeExists).
 func (e *Epoch) createParents(ctx context.Context, path string) error {
 	if err := zkpath.Validate(path); err != nil {
 		return err
@@ -166,13 +152,8 @@ func (e *Epoch) createParents(ctx context.Context, path string) error {
 	return nil
 }
 
-// multi runs ops (*zk.CreateRequest, *zk.DeleteRequest, *zk.SetDataRequest,
-// *zk.CheckVersionRequest) atomically. Not retried: on connection loss the
-// error matches ErrConnectionLoss and the ops may or may not have been
-// applied. A multi the server refused (nothing applied) returns an error
-// naming the failing op and path and wrapping the server's error, e.g.
-// "conn: multi: op 1 (set-data /stock): zk: version conflict", which
-// matches zk.ErrBadVersion.
+// multi runs ops atomically, never retried (ErrConnectionLoss: maybe
+// applied). A refusal (nothing applied) is an *opError naming the op.
 func (e *Epoch) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	abs := make([]any, len(ops))
 	for i, op := range ops {
@@ -217,8 +198,7 @@ func call[T any](ctx context.Context, e *Epoch, op, path string, retry bool, f f
 	return callAbs(ctx, e, op, e.s.abs(path), retry, f)
 }
 
-// callAbs runs f against the epoch's connection, retrying on connection loss
-// when retry is set, as the retry policy allows.
+// callAbs runs f on the epoch's connection, retrying (if retry) on loss.
 func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
 	var zero T
 	policy := e.s.cfg.retry
@@ -243,9 +223,8 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 			return v, nil
 		}
 		if errors.Is(err, zk.ErrSessionExpired) && e.ctx.Err() == nil {
-			// The server confirms the session is gone: end the epoch (see
-			// Session.handle) before returning, so that the error matches
-			// ErrEpochEnded and callers start over in the next one.
+			// The server confirms expiry: end the epoch first, so that
+			// the error matches ErrEpochEnded.
 			e.s.inbox.put(message{expired: e})
 			t := time.NewTimer(e.timeout) // bound: the run loop ends it at once
 			defer t.Stop()
@@ -280,11 +259,9 @@ type outcome[T any] struct {
 	err error
 }
 
-// await runs f, which blocks while go-zookeeper is disconnected, and stops
-// waiting when ctx or the epoch ends; the results travel only through the
-// channel, so a call that finishes late touches nothing of the caller's.
-// When the epoch ends with the request in flight, the error matches both
-// ErrEpochEnded and ErrConnectionLoss.
+// await runs f and stops waiting when ctx or the epoch ends. Results pass
+// only through the channel, so a late f touches nothing of the caller's;
+// an epoch's end in flight matches ErrEpochEnded and ErrConnectionLoss.
 func await[T any](ctx context.Context, e *Epoch, f func() (T, error)) (T, error) {
 	res := make(chan outcome[T], 1) // buffered: f may finish after we stopped waiting
 	go func() {

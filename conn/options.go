@@ -18,7 +18,6 @@ type Option func(*config) error
 
 type config struct {
 	sessionTimeout  time.Duration
-	connectTimeout  time.Duration
 	logger          *zap.Logger
 	digest          []string // "user:password" entries; never logged
 	dialer          zk.Dialer
@@ -35,7 +34,6 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		sessionTimeout: 10 * time.Second,
-		connectTimeout: 15 * time.Second,
 		logger:         zap.NewNop(),
 		retry:          defaultRetryPolicy(),
 		acl:            zk.WorldACL(zk.PermAll),
@@ -67,19 +65,6 @@ func WithSessionTimeout(d time.Duration) Option {
 	}
 }
 
-// WithConnectTimeout bounds how long Connect waits for the first session
-// (default 15s), in addition to Connect's context. Zero or negative is
-// invalid.
-func WithConnectTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("connect timeout %v must be positive: %w", d, ErrInvalidArgument)
-		}
-		c.connectTimeout = d
-		return nil
-	}
-}
-
 // WithLogger sets the logger (default zap.NewNop(): silent). go-zookeeper's
 // own log lines are routed through it at Debug level. nil is invalid.
 func WithLogger(l *zap.Logger) Option {
@@ -95,8 +80,9 @@ func WithLogger(l *zap.Logger) Option {
 // WithDigestAuth adds digest credentials, sent at the start of every
 // ZooKeeper session before it is handed out (default: none). A refusal
 // makes the session open another after a backoff (250 ms doubling to
-// 30 s); Connect's and Epoch's errors then match ErrAuthFailed. An empty
-// user is invalid. The password is never logged.
+// 30 s); Connect's errors, and those of node operations left waiting for
+// a session, then match ErrAuthFailed. An empty user is invalid. The
+// password is never logged.
 func WithDigestAuth(user, password string) Option {
 	return func(c *config) error {
 		if user == "" {

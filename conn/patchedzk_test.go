@@ -17,9 +17,10 @@ import (
 // TestPatchedZK builds a program whose go.mod replaces go-zookeeper v1.0.4
 // with a copy of it in a directory, as a company carrying patches does, and
 // runs it against a real server: Connect refuses it with ErrZKVersion
-// naming the way through; with WithPatchedZK it connects; CheckWire passes
-// for the unmodified copy, and fails for a copy that writes a request's
-// length apart from its body (one assumption of the wire layer broken).
+// naming the way through; with WithPatchedZK it connects; zktest.CheckWire
+// passes for the unmodified copy, and fails for a copy that writes a
+// request's length apart from its body (one assumption of the wire layer
+// broken).
 // Offline: the modules come from the module cache.
 func TestPatchedZK(t *testing.T) {
 	if testing.Short() {
@@ -68,6 +69,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 func main() {
@@ -87,7 +89,7 @@ func main() {
 			s.Close()
 		}
 	case "check":
-		err = conn.CheckWire(ctx, servers)
+		err = zktest.CheckWire(ctx, servers)
 	}
 	if err == nil {
 		fmt.Println("ok")
@@ -116,7 +118,7 @@ func main() {
 	assert.True(t, strings.HasPrefix(got, "true "+conn.ErrZKVersion.Error()), "Connect: %s", got)
 	assert.Contains(t, got, "replaced by ./zk (devel)", "the error names what is linked")
 	assert.Contains(t, got, "conn.WithPatchedZK()", "the error names the way through")
-	assert.Contains(t, got, "conn.CheckWire", "and the check to run")
+	assert.Contains(t, got, "zktest.CheckWire", "and the check to run")
 	assert.Equal(t, "ok", run(bin, "patched", servers), "Connect with WithPatchedZK")
 	assert.Equal(t, "ok", run(bin, "check", servers), "CheckWire on an unmodified copy")
 

@@ -5,8 +5,7 @@ import (
 	"sync"
 )
 
-// go-zookeeper's create opcodes (create, create2, createContainer,
-// createTTL).
+// go-zookeeper's create opcodes.
 const (
 	opCreate          = 1
 	opCreate2         = 15
@@ -14,11 +13,9 @@ const (
 	opCreateTTL       = 21
 )
 
-// sentCreates tells when go-zookeeper writes a create request to the
-// server: a request queued on the same connection after that is answered
-// after it (ZooKeeper answers one session's requests in order), so a
-// caller can send a read right behind a create without waiting for the
-// create's answer (connlink.Epoch.CreateWritten).
+// sentCreates tells when a create request is written: ZooKeeper answers a
+// session's requests in order, so a read queued after it is answered after
+// it (connlink.Epoch.CreateWritten).
 type sentCreates struct {
 	mu   sync.Mutex
 	next chan struct{} // closed at the next create written; nil while nobody waits
@@ -43,8 +40,7 @@ func (s *sentCreates) wrote(p []byte) {
 	s.mu.Unlock()
 }
 
-// after returns a channel closed when the next create request (after
-// this call) has been written; never closed if none is.
+// after returns a channel closed once the next create request is written.
 func (s *sentCreates) after() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -29,8 +29,7 @@ func blackholeMargin(t *testing.T, p *zktest.Proxy, s, obs *conn.Session, node s
 	ok, _, watch, err := connlink.Of(epoch(t, obs)).ExistsW(ctx, node)
 	require.NoError(t, err)
 	require.True(t, ok)
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 
 	cut := time.Now()
 	p.Blackhole()

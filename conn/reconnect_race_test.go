@@ -89,8 +89,7 @@ func TestReconnectWithWatchesIsRaceFree(t *testing.T) {
 	// them the moment it is back, ahead of the set-watches request.
 	stopWorkers := startMultiWorkers(t, ep, workers, root)
 
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 	for i := 0; i < cuts; i++ {
 		p.Cut()
 		expect(t, sub, 10*time.Second, conn.Suspended)
@@ -147,8 +146,7 @@ func TestWatchFiresForAChangeMadeWhileCutOff(t *testing.T) {
 
 	startMultiWorkers(t, ep, workers, path)
 
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 	for i := 0; i < rounds; i++ {
 		_, _, ch, err := connlink.Of(ep).GetW(ctx, path)
 		require.NoError(t, err)

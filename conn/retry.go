@@ -10,19 +10,15 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// retryPolicy says how idempotent operations are retried when the
-// connection drops under them (WithRetry): exponential backoff from
-// BaseDelay, doubling up to MaxDelay, with full jitter, for at most
-// MaxAttempts attempts (0: no bound but the caller's context and the
-// epoch).
+// retryPolicy is WithRetry's: backoff from BaseDelay doubling to MaxDelay,
+// full jitter, at most MaxAttempts attempts (0: ctx and the epoch bound).
 type retryPolicy struct {
 	BaseDelay   time.Duration // > 0
 	MaxDelay    time.Duration // >= BaseDelay
 	MaxAttempts int           // >= 0, the first attempt included
 }
 
-// defaultRetryPolicy: 20ms doubling up to 1s, attempts bounded only by the
-// caller's context and the epoch.
+// defaultRetryPolicy: 20ms doubling up to 1s, attempts unbounded.
 func defaultRetryPolicy() retryPolicy {
 	return retryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second}
 }
@@ -37,9 +33,8 @@ func (p retryPolicy) delay(attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(d)) + 1)
 }
 
-// isConnectionLoss reports whether err means the request's fate is unknown
-// because the connection dropped.
-// go-zookeeper hands back raw socket errors when a write fails.
+// isConnectionLoss reports whether the connection dropped under the request
+// (go-zookeeper returns raw socket errors when a write fails).
 func isConnectionLoss(err error) bool {
 	var ne net.Error
 	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||

@@ -22,9 +22,10 @@ import (
 var errRetired = errors.New("conn: connection retired")
 
 // Session is one client of a ZooKeeper ensemble across many ZooKeeper
-// sessions (epochs): it reconnects, notices expiry, and opens a new
-// ZooKeeper session, on a new connection, after one is lost. Recipes take
-// a *Session. Safe for concurrent use.
+// sessions (epochs): it reconnects, and opens a new session on a new
+// connection after one is lost. Its node operations run in the live epoch
+// and are never re-sent in the next: one cut by its end fails with
+// ErrEpochEnded. Safe for concurrent use.
 type Session struct {
 	sessionLink // what the recipes reach (link.go)
 
@@ -48,7 +49,7 @@ type Session struct {
 	state State                      // last transition
 	cur   *Epoch                     // the live epoch, nil between epochs
 	ready chan struct{}              // closed when an epoch becomes live; replaced when it ends
-	subs  map[*Subscription]struct{} // nil from the step that sent Closed on
+	subs  map[*subscription]struct{} // nil from the step that sent Closed on
 	fail  error                      // why the last attempt at a session failed; nil once one began
 
 	// Owned by the run goroutine.
@@ -70,8 +71,9 @@ type zkLink struct {
 	drained   chan struct{} // closed when go-zookeeper's event loop has ended
 }
 
-// Connect starts a session and waits, bounded by ctx and the connect
-// timeout, until the first ZooKeeper session is established.
+// Connect starts a session and waits, bounded by ctx alone, until the first
+// ZooKeeper session is established. When ctx ends first, the error matches
+// ctx's (context.DeadlineExceeded) and says why the last attempt failed.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	if err := checkZKVersion(opts); err != nil {
 		return nil, err
@@ -108,7 +110,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
-		subs:    make(map[*Subscription]struct{}),
+		subs:    make(map[*subscription]struct{}),
 	}
 	linkSession(s)
 	if err := s.dial(); err != nil {
@@ -116,15 +118,17 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	}
 	go s.run()
 
-	wctx, cancel := context.WithTimeoutCause(ctx, cfg.connectTimeout, ErrConnectTimeout)
-	defer cancel()
-	if _, err := s.Epoch(wctx); err != nil {
+	if _, err := s.epoch(ctx); err != nil {
 		s.abandon()
-		if cause := context.Cause(wctx); errors.Is(cause, ErrConnectTimeout) {
-			err = fmt.Errorf("%w (%v, servers %v)", ErrConnectTimeout, cfg.connectTimeout, servers)
-			if last := s.lastFailure(); last != nil {
-				err = fmt.Errorf("%w; last attempt: %w", err, last)
-			}
+		if ctx.Err() == nil {
+			return nil, err
+		}
+		err = fmt.Errorf("conn: no session established with servers %v: %w", servers, ctx.Err())
+		if cause := context.Cause(ctx); cause != ctx.Err() {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		if last := s.lastFailure(); last != nil {
+			err = fmt.Errorf("%w; last attempt: %w", err, last)
 		}
 		return nil, err
 	}
@@ -138,19 +142,14 @@ func (s *Session) State() State {
 	return s.state
 }
 
-// acl is the ACL recipes give the nodes they create (WithACL), apart from
-// their sealed lock nodes (connlink.Session.ACL). A copy.
+// acl is a copy of WithACL's ACL, for nodes other than sealed lock nodes.
 func (s *Session) acl() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
 
-// sealedACL is the ACL of a lock node only this session may change: every
-// entry of the session's ACL without WRITE and ADMIN (entries left with no
-// permission are dropped), plus the session's own digest identity with
-// ALL. Others may still read it and, as the parent's ACL allows, delete it.
-// A copy.
+// sealedACL is the ACL of a lock node only this session may change: the
+// session's ACL without WRITE and ADMIN, plus its own identity with ALL.
 func (s *Session) sealedACL() []zk.ACL { return append([]zk.ACL(nil), s.sealed...) }
 
-// identity is a session's own digest identity, added to every epoch's
-// connection: random, never logged, never shown.
+// identity is the session's own random digest identity; never logged.
 type identity struct{ user, password string }
 
 func newIdentity() (identity, error) {
@@ -171,11 +170,10 @@ func sealACL(acl []zk.ACL, id identity) []zk.ACL {
 	return append(out, zk.DigestACL(zk.PermAll, id.user, id.password)...)
 }
 
-// Epoch returns the live epoch, waiting (bounded by ctx) while there is none
-// because the last one was lost and the next has not begun. When ctx ends
-// first and the last attempt at a new session failed, the error also
-// matches why (ErrAuthFailed: a server refused the credentials).
-func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
+// epoch returns the live epoch, waiting (bounded by ctx) while there is
+// none. If ctx ends first after a failed attempt at a session, the error
+// also matches why (ErrAuthFailed). Reached through connlink.
+func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 	for {
 		s.mu.Lock()
 		ep, ready := s.cur, s.ready
@@ -197,33 +195,28 @@ func (s *Session) Epoch(ctx context.Context) (*Epoch, error) {
 	}
 }
 
-// Done is closed once the Session is closed (Close) and every goroutine
-// of it has stopped. It is the Session's final end; for the end of the
-// ZooKeeper session in use now (after which the Session opens another),
-// see Epoch.Done.
+// Done is closed once Close has stopped every goroutine of the Session: its
+// final end (for the current ZooKeeper session's, see Epoch.Done).
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Close ends the current epoch (its ephemeral nodes go with it) and stops
-// every goroutine of the session. Idempotent. It returns at once when the
-// server answers or the connection is down, after about a second when
-// nothing answers, and within 13 s at worst (stuck goroutines of
-// go-zookeeper's are then left behind, logged at Error).
+// the session's goroutines. Idempotent. It returns at once when the server
+// answers or the connection is down, else after about a second (13 s at
+// worst, leaving stuck go-zookeeper goroutines behind, logged at Error).
 func (s *Session) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done
 	return nil
 }
 
-// abandon is Close for a caller whose deadline has passed (a failed
-// Connect or CheckWire): it does not wait for the close request's answer
-// (see abandonLink).
+// abandon is Close for a caller past its deadline (a failed Connect or
+// checkWire): it does not wait for the close request's answer.
 func (s *Session) abandon() {
 	s.abandoning.Store(true)
 	_ = s.Close()
 }
 
-// run owns the state machine: it alone begins and ends epochs and sends
-// transitions.
+// run owns the state machine: only it begins and ends epochs and sends transitions.
 func (s *Session) run() {
 	defer close(s.done)
 	for {
@@ -264,19 +257,15 @@ type message struct {
 	authed  bool   // AddAuth finished (authErr says how)
 	authN   int    // with authed: credentials accepted
 	expired *Epoch // a request of this epoch was answered "session expired"
-	// quorumLost: no sync of this epoch was answered through the leader
-	// within half the session timeout (keepQuorum).
+	// quorumLost: the epoch's quorum timer ran out (keepQuorum).
 	quorumLost *Epoch
 }
 
 func (s *Session) handle(m message) {
 	if ep := m.expired; ep != nil {
-		// go-zookeeper passes a request's "session expired" to the caller
-		// only; it ends the session only when a handshake says so. The
-		// server can keep a connection open, and answer its pings, for a
-		// session closed under it (a close sent by another connection of
-		// the session racing the owner's reconnect). Nothing else would
-		// end this epoch.
+		// go-zookeeper ends a session only when a handshake says so,
+		// yet a server may keep answering pings for a session closed
+		// under it: nothing else would end this epoch.
 		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
 			s.log.Warn("a request was answered 'session expired'; taking the session as lost",
 				logfield.Session("session", ep.sessionID))
@@ -302,23 +291,16 @@ func (s *Session) handle(m message) {
 		case m.authErr == nil:
 			s.beginEpoch(l)
 		case l.epoch.ctx.Err() == nil && isConnectionLoss(m.authErr):
-			// Cut off mid-way: go-zookeeper keeps the session and re-sends
-			// the credentials it accepted; the rest follow on reconnect
-			// (the local timer runs meanwhile, see disconnected). A request
-			// that fails on a broken connection can be answered before the
-			// disconnect is reported, or after the reconnect: then send
-			// the rest now (go-zookeeper queues it until it is connected).
+			// Cut off: go-zookeeper re-sends what it accepted on reconnect;
+			// send the rest then, or now if we are not suspended.
 			if l.suspended {
 				l.authWait = true
 			} else {
 				s.authenticate(l)
 			}
 		default:
-			// Refused (AUTHFAILED: the server also closes the connection)
-			// or failed otherwise: this session is of no use. Open another
-			// after a pause, not at once: a server that refuses the
-			// credentials refuses them again, and a redial at once is a
-			// storm of new sessions.
+			// Refused or failed: redial after a backoff, since a refusing
+			// server refuses again (at once would be a storm of sessions).
 			err := fmt.Errorf("conn: sending credentials: %w", m.authErr)
 			if errors.Is(m.authErr, zk.ErrAuthFailed) {
 				err = fmt.Errorf("%w (session 0x%x): %w", ErrAuthFailed, l.epoch.sessionID, m.authErr)
@@ -337,8 +319,7 @@ func (s *Session) handle(m message) {
 			l.epoch.confirmed.Store(l.connectSent.Load()) // the session's creation is the leader's
 			s.authenticate(l)
 		case l.suspended && !l.live:
-			// Reconnected while authenticating: nobody has seen the
-			// epoch, so there is no transition to tell.
+			// Reconnected while authenticating: no transition to tell.
 			l.suspended = false
 			s.stopTimer()
 			if l.authWait {
@@ -371,10 +352,8 @@ func (s *Session) disconnected(l *zkLink) {
 	wait := time.Until(lastHeard.Add(ep.timeout))
 	s.timer = time.NewTimer(max(wait, 0))
 	if !l.live {
-		// Cut off while authenticating: the epoch has not been handed
-		// out (no Suspended to send), but the local timer runs as for
-		// a live one, so a session that cannot come back is given up
-		// and the next one opened.
+		// Cut off while authenticating: no Suspended to send, but the
+		// timer runs so that a session that cannot come back is given up.
 		s.log.Info("disconnected while authenticating", logfield.Session("session", ep.sessionID), zap.Duration("lost_in", wait))
 		return
 	}
@@ -383,10 +362,8 @@ func (s *Session) disconnected(l *zkLink) {
 	s.transition(Suspended, ep, nil)
 }
 
-// authenticate sends the credentials l has not had accepted yet (the
-// session's own identity last), then, under the quorum timer, a sync
-// (confirmFresh), and reports to run. It runs on a helper goroutine:
-// AddAuth and Sync wait for the server.
+// authenticate sends the credentials not yet accepted (own identity last)
+// and, under the quorum timer, a first sync, then reports to run.
 func (s *Session) authenticate(l *zkLink) {
 	from := l.authed
 	s.helpers.Add(1)
@@ -407,10 +384,8 @@ func (s *Session) authenticate(l *zkLink) {
 	}()
 }
 
-// confirmFresh starts a new epoch's quorum timer from a sync sent now.
-// Until then it counts from the send time of the connect request, which
-// may have waited long for a frozen server: the epoch would end the
-// moment it is handed out, and another session be opened.
+// confirmFresh starts the quorum timer from a sync sent now, not from a
+// connect request that may have waited long on a frozen server.
 func (s *Session) confirmFresh(l *zkLink) error {
 	sent := time.Now()
 	s.stats.quorumSyncs.Add(1)
@@ -449,16 +424,14 @@ func (s *Session) loseEpoch(cause error) {
 	}
 }
 
-// Redial backoff: after the n-th failed attempt in a row at a session (a
-// refused AddAuth, a failed zk.Connect), the next one waits between half
-// and all of redialBase·2^(n-1), at most redialMax.
+// Redial backoff: after n failed attempts in a row, wait half to all of
+// redialBase·2^(n-1), at most redialMax.
 const (
 	redialBase = 250 * time.Millisecond
 	redialMax  = 30 * time.Second
 )
 
-// scheduleRedial records why an attempt at a session failed and arms the
-// next one, after the backoff. Run's goroutine only.
+// scheduleRedial records why an attempt failed and arms the next. Run only.
 func (s *Session) scheduleRedial(why error) {
 	s.failed++
 	d := redialBase
@@ -474,8 +447,7 @@ func (s *Session) scheduleRedial(why error) {
 	s.redial = time.NewTimer(d)
 }
 
-// lastFailure is why the last attempt at a session failed, or nil when an
-// epoch began after it.
+// lastFailure is why the last attempt failed; nil once an epoch began.
 func (s *Session) lastFailure() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -567,13 +539,9 @@ func (s *Session) retire(l *zkLink) {
 	}()
 }
 
-// closeLink closes the session on the server if it can, then the sockets, and
-// waits for go-zookeeper's goroutines to end: at most cfg.closeWait in all
-// (plus go-zookeeper's Close, at most ~3s). They end at once when the sockets
-// are closed; if they have not by then, something holds them forever (a
-// dialer whose Write never returns; go-zookeeper blocked on its own
-// channels, see writeFailConn), and waiting longer would make Close hang:
-// they are left behind, retired (their zk.Conn can never dial again).
+// closeLink closes the session on the server if it can, then the sockets,
+// and waits at most cfg.closeWait (plus Close's ~3s) for go-zookeeper's
+// goroutines: any still stuck are left behind, so Close cannot hang.
 func (s *Session) closeLink(l *zkLink) {
 	deadline := time.Now().Add(s.cfg.closeWait)
 	l.retired.Store(true)
@@ -600,13 +568,9 @@ func (s *Session) closeLink(l *zkLink) {
 	}
 }
 
-// abandonLink closes l's zk.Conn without waiting for the answer to its
-// close request, which go-zookeeper waits a second for when nothing
-// answers. Once the close request is on the wire, closing the sockets
-// fails it at once. On a connection without a session go-zookeeper never
-// writes it: closing the sockets ends its goroutines at once, and its
-// Close goes on in the background for at most a second (3 s if its queue
-// is full), waiting for an answer that cannot come.
+// abandonLink closes l's zk.Conn without waiting for the close request's
+// answer: closing the sockets once it is written fails it. Without a
+// session it is never written; Close then runs on in the background (≤ 3 s).
 func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
 	closed := make(chan struct{})
 	go func() {
@@ -636,9 +600,7 @@ func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
 	}
 }
 
-// abandonWrite bounds abandonLink's wait for go-zookeeper to write its
-// close request on a connection with a session (it is queued behind the
-// requests not yet written).
+// abandonWrite bounds abandonLink's wait for the close request's write.
 const abandonWrite = 100 * time.Millisecond
 
 func (s *Session) shutdown() {
@@ -659,10 +621,8 @@ func (s *Session) transition(st State, ep *Epoch, cause error) {
 	s.transitionLocked(st, ep, cause)
 }
 
-// transitionLocked is transition with s.mu held. Closed is the last event:
-// the step that sends it also marks the session closed for Subscribe (subs
-// nil), so a subscription made after it gets ErrClosed at once and none made
-// before it misses the event.
+// transitionLocked is transition with s.mu held. The step that sends
+// Closed also sets subs nil: no subscription misses it or waits after it.
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
@@ -686,8 +646,7 @@ type zkLogger struct{ l *zap.SugaredLogger }
 
 func (z zkLogger) Printf(format string, args ...any) { z.l.Debugf("zk: "+format, args...) }
 
-// inbox is an unbounded queue with a wake-up signal, so go-zookeeper's
-// callback never blocks and no event is dropped.
+// inbox is an unbounded queue: go-zookeeper's callback never blocks or drops.
 type inbox struct {
 	signal chan struct{} // capacity 1
 	mu     sync.Mutex    // guards items

@@ -2,6 +2,7 @@ package conn_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -31,30 +32,49 @@ func epoch(t *testing.T, s *conn.Session) *conn.Epoch {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	require.NoError(t, err)
 	return ep
 }
 
-// next returns the next transition, failing the test if none comes in time.
-func next(t *testing.T, sub *conn.Subscription, within time.Duration) conn.Event {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	ev, err := sub.Next(ctx)
-	require.NoError(t, err, "no state transition within %v", within)
-	return ev
+// subscribe subscribes to s until the test ends.
+func subscribe(t *testing.T, s *conn.Session) <-chan conn.Event {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return s.Subscribe(ctx)
 }
 
-func expect(t *testing.T, sub *conn.Subscription, within time.Duration, want conn.State) conn.Event {
+// describe formats ev for a failure message.
+func describe(ev conn.Event) string {
+	var id int64
+	if ev.Epoch != nil {
+		id = ev.Epoch.SessionID()
+	}
+	return fmt.Sprintf("%v(session 0x%x, err %v)", ev.State, id, ev.Err)
+}
+
+// next returns the next transition, failing the test if none comes in time.
+func next(t *testing.T, sub <-chan conn.Event, within time.Duration) conn.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-sub:
+		require.True(t, ok, "the subscription ended")
+		return ev
+	case <-time.After(within):
+		t.Fatalf("no state transition within %v", within)
+		return conn.Event{}
+	}
+}
+
+func expect(t *testing.T, sub <-chan conn.Event, within time.Duration, want conn.State) conn.Event {
 	t.Helper()
 	ev := next(t, sub, within)
-	require.Equal(t, want, ev.State, "got %v", ev)
+	require.Equal(t, want, ev.State, "got %s", describe(ev))
 	return ev
 }
 
 // expectPast is expect, passing over Suspended and Reconnected on the way.
-func expectPast(t *testing.T, sub *conn.Subscription, within time.Duration, want conn.State) conn.Event {
+func expectPast(t *testing.T, sub <-chan conn.Event, within time.Duration, want conn.State) conn.Event {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -62,7 +82,7 @@ func expectPast(t *testing.T, sub *conn.Subscription, within time.Duration, want
 		if ev.State == want {
 			return ev
 		}
-		require.Contains(t, []conn.State{conn.Suspended, conn.Reconnected}, ev.State, "waiting for %v, got %v", want, ev)
+		require.Contains(t, []conn.State{conn.Suspended, conn.Reconnected}, ev.State, "waiting for %v, got %s", want, describe(ev))
 	}
 }
 
@@ -74,8 +94,7 @@ func TestServerRestartKeepsSession(t *testing.T) {
 	c := zktest.New(t)
 	s := connect(t, c.Servers(), conn.WithSessionTimeout(8*time.Second), conn.WithLastHeardTimer())
 	ep := epoch(t, s)
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 
 	require.NoError(t, c.Kill(0))
 	ev := expect(t, sub, 10*time.Second, conn.Suspended)
@@ -99,8 +118,7 @@ func TestServerConfirmedExpiry(t *testing.T) {
 	node := c.Root() + "-expiry"
 	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 
 	require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 
@@ -140,7 +158,7 @@ func TestPartitionLocalTimer(t *testing.T) {
 		s := connect(t, p.Addrs(), timerOpts(quorum, conn.WithSessionTimeout(timeout))...)
 		ep := epoch(t, s)
 		require.Equal(t, timeout, connlink.Of(ep).Timeout())
-		sub := s.Subscribe()
+		sub := subscribe(t, s)
 
 		cut := time.Now()
 		p.Blackhole()
@@ -162,7 +180,6 @@ func TestPartitionLocalTimer(t *testing.T) {
 		p.Heal()
 		next := expect(t, sub, 20*time.Second, conn.Connected)
 		assert.NotEqual(t, ep.SessionID(), next.Epoch.SessionID())
-		sub.Close()
 		s.Close()
 	}
 }
@@ -175,8 +192,7 @@ func TestLeaderKillKeepsSession(t *testing.T) {
 	node := c.Root() + "-leader"
 	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 
 	leader, err := c.Leader()
 	require.NoError(t, err)
@@ -196,8 +212,7 @@ func TestLeaderKillKeepsSession(t *testing.T) {
 func TestSlowSubscriberMissesNothing(t *testing.T) {
 	c := zktest.New(t)
 	s := connect(t, c.Servers(), conn.WithSessionTimeout(4*time.Second))
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 	ctx := context.Background()
 
 	var ids []int64
@@ -207,7 +222,7 @@ func TestSlowSubscriberMissesNothing(t *testing.T) {
 		require.NoError(t, zktest.ExpireEpoch(ctx, c.Servers()[0], ep))
 		waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		<-ep.Done()
-		_, err := s.Epoch(waitCtx) // the next epoch has begun
+		_, err := connlink.Of(s).Epoch(waitCtx) // the next epoch has begun
 		cancel()
 		require.NoError(t, err)
 	}
@@ -219,15 +234,19 @@ func TestSlowSubscriberMissesNothing(t *testing.T) {
 	}
 	s.Close()
 	expect(t, sub, time.Second, conn.Closed)
-	_, err := sub.Next(ctx)
-	assert.ErrorIs(t, err, conn.ErrClosed)
+	select {
+	case ev, ok := <-sub:
+		assert.False(t, ok, "nothing after Closed, got %s", describe(ev))
+	case <-time.After(time.Second):
+		t.Error("the channel is not closed after Closed")
+	}
 }
 
 func TestCloseIsPromptAndIdempotentWithServerDown(t *testing.T) {
 	c := zktest.New(t)
 	s := connect(t, c.Servers(), conn.WithSessionTimeout(8*time.Second))
 	ep := epoch(t, s)
-	sub := s.Subscribe()
+	sub := subscribe(t, s)
 	require.NoError(t, c.Kill(0))
 	expect(t, sub, 10*time.Second, conn.Suspended)
 
@@ -240,7 +259,7 @@ func TestCloseIsPromptAndIdempotentWithServerDown(t *testing.T) {
 	assert.ErrorIs(t, ev.Err, conn.ErrClosed)
 
 	assert.ErrorIs(t, ep.Err(), conn.ErrClosed)
-	_, err := s.Epoch(context.Background())
+	_, err := connlink.Of(s).Epoch(context.Background())
 	assert.ErrorIs(t, err, conn.ErrClosed)
 	_, _, err = connlink.Of(ep).Children(context.Background(), "/")
 	assert.ErrorIs(t, err, conn.ErrEpochEnded)
@@ -296,8 +315,7 @@ func TestSuspendedAsLostPolicy(t *testing.T) {
 	s := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second), conn.WithSuspendedAsLost())
 	ep := epoch(t, s)
 	sig := conn.LostSignal(ep)
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 	p.Cut()
 	expect(t, sub, 10*time.Second, conn.Suspended)
 	select {
@@ -316,8 +334,7 @@ func TestSuspendedAsLostPolicy(t *testing.T) {
 	// Default policy: a cut is not a loss.
 	s2 := connect(t, p.Addrs(), conn.WithSessionTimeout(8*time.Second))
 	ep2 := epoch(t, s2)
-	sub2 := s2.Subscribe()
-	defer sub2.Close()
+	sub2 := subscribe(t, s2)
 	p.Cut()
 	expect(t, sub2, 10*time.Second, conn.Suspended)
 	select {
@@ -368,7 +385,6 @@ func TestConnectErrors(t *testing.T) {
 	for name, opt := range map[string]conn.Option{
 		"nil option":          nil,
 		"short timeout":       conn.WithSessionTimeout(time.Millisecond),
-		"zero connect":        conn.WithConnectTimeout(0),
 		"nil logger":          conn.WithLogger(nil),
 		"empty user":          conn.WithDigestAuth("", "pw"),
 		"nil dialer":          conn.WithDialer(nil),
@@ -383,14 +399,17 @@ func TestConnectErrors(t *testing.T) {
 		assert.ErrorIs(t, err, conn.ErrInvalidArgument, name)
 	}
 
-	// Nothing listens: the connect timeout ends the wait with a clear error.
+	// Nothing listens: ctx's deadline ends the wait with a clear error.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	l.Close()
 	start := time.Now()
-	_, err = conn.Connect(ctx, []string{addr}, conn.WithConnectTimeout(500*time.Millisecond))
-	assert.ErrorIs(t, err, conn.ErrConnectTimeout)
+	dctx, dcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer dcancel()
+	_, err = conn.Connect(dctx, []string{addr})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, addr, "the error names the servers")
 	assert.Less(t, time.Since(start), 3*time.Second)
 
 	cctx, cancel := context.WithCancel(ctx)
@@ -403,7 +422,6 @@ func TestConnectErrors(t *testing.T) {
 // Connect with ErrInvalidArgument before anything is dialed; valid ones pass
 // the option check (and then time out: nothing listens).
 func TestNamespaceValidation(t *testing.T) {
-	ctx := context.Background()
 	for _, tc := range []struct {
 		ns    string
 		valid bool
@@ -424,11 +442,12 @@ func TestNamespaceValidation(t *testing.T) {
 		{"/a/b", true},
 		{"/zookeeperish", true},
 	} {
-		_, err := conn.Connect(ctx, []string{"127.0.0.1:1"}, conn.WithNamespace(tc.ns),
-			conn.WithConnectTimeout(50*time.Millisecond))
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, err := conn.Connect(ctx, []string{"127.0.0.1:1"}, conn.WithNamespace(tc.ns))
+		cancel()
 		if tc.valid {
 			assert.NotErrorIs(t, err, conn.ErrInvalidArgument, "namespace %q", tc.ns)
-			assert.ErrorIs(t, err, conn.ErrConnectTimeout, "namespace %q", tc.ns)
+			assert.ErrorIs(t, err, context.DeadlineExceeded, "namespace %q", tc.ns)
 		} else {
 			assert.ErrorIs(t, err, conn.ErrInvalidArgument, "namespace %q", tc.ns)
 		}
@@ -590,12 +609,12 @@ func TestConnectedBeforeConnectReturns(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		s := connect(t, c.Servers())
 		assert.Equal(t, conn.Connected, s.State())
-		sub := s.Subscribe()
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		ev, err := sub.Next(ctx)
-		cancel()
-		assert.ErrorIs(t, err, context.DeadlineExceeded, "unexpected %v", ev)
-		sub.Close()
+		sub := subscribe(t, s)
+		select {
+		case ev := <-sub:
+			t.Errorf("unexpected %s", describe(ev))
+		case <-time.After(100 * time.Millisecond):
+		}
 		s.Close()
 	}
 }

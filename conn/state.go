@@ -5,8 +5,7 @@ import (
 	"time"
 )
 
-// State is the state of a Session as lock holders see it. The names are
-// Curator's.
+// State is a Session's state as lock holders see it (Curator's names).
 type State int32
 
 const (
@@ -19,9 +18,8 @@ const (
 	Suspended
 	// Reconnected: the connection is back and the same session survived.
 	Reconnected
-	// Lost: the epoch ended: the server confirmed expiry, or the client was
-	// disconnected for the whole session timeout. Every lock of the epoch
-	// is gone.
+	// Lost: the epoch ended (expiry confirmed, or the local timer ran out);
+	// every lock of the epoch is gone.
 	Lost
 	// Closed: Close was called. Final.
 	Closed
@@ -54,15 +52,4 @@ type Event struct {
 	Err error
 	// Time is when the session manager saw the transition.
 	Time time.Time
-}
-
-func (e Event) String() string {
-	id := int64(0)
-	if e.Epoch != nil {
-		id = e.Epoch.SessionID()
-	}
-	if e.Err != nil {
-		return fmt.Sprintf("%s(session 0x%x: %v)", e.State, id, e.Err)
-	}
-	return fmt.Sprintf("%s(session 0x%x)", e.State, id)
 }

@@ -10,20 +10,17 @@ import (
 var opNames = []string{metrics.OpCreate, metrics.OpDelete, metrics.OpGet, metrics.OpGetW, metrics.OpChildren, metrics.OpExists,
 	metrics.OpSet, metrics.OpMulti, metrics.OpSync, metrics.OpAuth, metrics.OpGetACL, metrics.OpSetACL}
 
-// counters are the live counts behind connlink.Session.Stats. The map is
-// filled once at construction and only read after, so it needs no lock.
+// counters are the live counts behind Stats; the map is read-only once built.
 type counters struct {
 	requests    map[string]*atomic.Int64
 	watchEvents atomic.Int64
 	watchesSet  atomic.Int64
 	quorumSyncs atomic.Int64
-	// set-watches requests written (go-zookeeper re-sending watches after
-	// a reconnect); not in Stats, read by tests
+	// set-watches requests written; not in Stats, read by tests
 	setWatchesSent atomic.Int64
 	// removeWatches requests written (watches.go); not in Stats, read by tests
 	watchesRemoved atomic.Int64
-	// Writes by go-zookeeper that were not exactly one frame (wire.go);
-	// read by CheckWire
+	// go-zookeeper writes that were not one whole frame; read by checkWire
 	splitWrites atomic.Int64
 }
 

@@ -2,89 +2,80 @@ package conn
 
 import (
 	"context"
-	"fmt"
 	"sync"
 )
 
-// Subscription receives every state transition of a Session from the moment
-// it was made, in order, however slowly it is read: events queue without
-// bound and are never dropped. Safe for concurrent use.
-type Subscription struct {
-	s *Session
-
-	mu     sync.Mutex    // guards the fields below
-	queue  []Event       // events not yet returned by Next
-	notify chan struct{} // capacity 1; signalled when queue grows or final is set
-	final  error         // set once no more events will come (ErrClosed)
-}
-
-// Subscribe starts a subscription. Call Close when done with it (or read
-// until Next returns ErrClosed). State() tells the state at the time of the
-// call; the subscription sees what comes after.
-func (s *Session) Subscribe() *Subscription {
-	sub := &Subscription{s: s, notify: make(chan struct{}, 1)}
+// Subscribe returns every state transition after the call, in order, never
+// dropping one however slowly the channel is read (they queue without bound).
+// The channel is closed after Closed (at once on a closed Session) or once ctx
+// ends; read it until then or cancel ctx, or its goroutine stays.
+func (s *Session) Subscribe(ctx context.Context) <-chan Event {
+	out := make(chan Event)
+	sub := &subscription{notify: make(chan struct{}, 1)}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.subs == nil {
-		sub.final = ErrClosed
-	} else {
+	closed := s.subs == nil
+	if !closed {
 		s.subs[sub] = struct{}{}
 	}
-	return sub
+	s.mu.Unlock()
+	if closed {
+		close(out)
+		return out
+	}
+	go s.pump(ctx, sub, out)
+	return out
 }
 
-// Next returns the next transition, waiting for it until ctx ends. After the
-// Closed event has been returned (or after Close on the subscription), it
-// returns an error matching ErrClosed.
-func (sub *Subscription) Next(ctx context.Context) (Event, error) {
+// subscription is one Subscribe's queue, filled by transitionLocked and
+// emptied into the channel by pump.
+type subscription struct {
+	mu     sync.Mutex    // guards the fields below
+	queue  []Event       // events not yet sent
+	last   bool          // Closed is queued: nothing follows it
+	notify chan struct{} // capacity 1; signalled when queue grows
+}
+
+// pump sends sub's events to out until Closed is sent or ctx ends, then
+// closes out and forgets sub.
+func (s *Session) pump(ctx context.Context, sub *subscription, out chan<- Event) {
+	defer close(out)
+	defer func() {
+		s.mu.Lock()
+		delete(s.subs, sub) // a no-op once subs is nil
+		s.mu.Unlock()
+	}()
 	for {
 		sub.mu.Lock()
-		if len(sub.queue) > 0 {
-			ev := sub.queue[0]
-			sub.queue[0] = Event{}
-			sub.queue = sub.queue[1:]
+		if len(sub.queue) == 0 {
+			last := sub.last
 			sub.mu.Unlock()
-			return ev, nil
+			if last {
+				return
+			}
+			select {
+			case <-sub.notify:
+				continue
+			case <-ctx.Done():
+				return
+			}
 		}
-		final := sub.final
+		ev := sub.queue[0]
+		sub.queue[0] = Event{}
+		sub.queue = sub.queue[1:]
 		sub.mu.Unlock()
-		if final != nil {
-			return Event{}, final
-		}
 		select {
-		case <-sub.notify:
+		case out <- ev:
 		case <-ctx.Done():
-			return Event{}, fmt.Errorf("conn: waiting for a state change: %w", ctx.Err())
+			return
 		}
 	}
 }
 
-// Close ends the subscription; queued events are discarded.
-func (sub *Subscription) Close() {
-	sub.s.mu.Lock()
-	if sub.s.subs != nil {
-		delete(sub.s.subs, sub)
-	}
-	sub.s.mu.Unlock()
+func (sub *subscription) push(ev Event, last bool) {
 	sub.mu.Lock()
-	sub.queue, sub.final = nil, ErrClosed
+	sub.queue = append(sub.queue, ev)
+	sub.last = last
 	sub.mu.Unlock()
-	sub.signal()
-}
-
-func (sub *Subscription) push(ev Event, last bool) {
-	sub.mu.Lock()
-	if sub.final == nil {
-		sub.queue = append(sub.queue, ev)
-		if last {
-			sub.final = ErrClosed
-		}
-	}
-	sub.mu.Unlock()
-	sub.signal()
-}
-
-func (sub *Subscription) signal() {
 	select {
 	case sub.notify <- struct{}{}:
 	default:

@@ -10,46 +10,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
-// # Removing a watch nobody waits on any more
-//
-// go-zookeeper v1.0.4 cannot remove a watch: a waiter that gives up would
-// leave its watch on the server until the watched node changes. The
-// session manager owns the wire (see wireConn), so it removes the watch
-// itself with ZooKeeper's removeWatches request (3.5 and later): it counts,
-// per epoch, the watchers of this session waiting on each (path, kind)
-// (watchReg, made by GetW, ExistsW and ChildrenW), and when the last one
-// stops waiting (Epoch.unwatch, reached through connlink.Epoch.Unwatch) on a
-// watch that is set and has not fired, it writes a removeWatches request
-// on the wire, as one frame between go-zookeeper's own, with an xid
-// go-zookeeper never uses (negative), and takes its answer off the wire
-// before go-zookeeper's reader could see it.
-//
-// Kinds follow the server's two watch tables: data (GetW and ExistsW) and
-// child (ChildrenW). Two watchers of one session on one (path, kind) share
-// one server watch, so it is removed only when neither waits.
-//
-// Order: the request is queued when the last watcher stops, and the queue
-// is written before any frame go-zookeeper writes after that (and at once
-// if go-zookeeper writes nothing), so a watch set again later on the same
-// path (a new GetW, or the set-watches request of a reconnect) always
-// reaches the server after the removal and is not removed by it.
-//
-// go-zookeeper keeps its own record of the watch (a channel in its
-// watchers map that will never fire) and re-sends every path it records in
-// the set-watches request of each reconnect, which would set the removed
-// watch again on the new connection. So every set-watches frame is
-// rewritten without the (path, kind) no watcher of ours waits on. That
-// record, and this filtering, last until go-zookeeper forgets the path:
-// when another watch on it fires, or when the epoch's zk.Conn is closed,
-// which happens when the epoch ends; the memory is bounded by the watches
-// set in one epoch.
-//
-// A removal written on a connection that breaks before the answer has
-// succeeded all the same: the server drops a connection's watches with
-// it, and the filter keeps them from coming back.
+// Watch removal (see docs/design.md, "Removing watches"): the link counts
+// the session's watchers per (path, kind); when the last one stops on a
+// set watch it writes a removeWatches request of its own, takes the answer
+// off the wire, and drops the watch from later set-watches requests.
 
-// watchKind is a server watch table, numbered as removeWatches'
-// watcherType.
+// watchKind is a server watch table, numbered as removeWatches' watcherType.
 type watchKind int32
 
 const (
@@ -57,15 +23,13 @@ const (
 	kindData  watchKind = 2 // GetW, ExistsW
 )
 
-// watchKey is a server watch of this session: a full (namespaced) path and
-// a table.
+// watchKey is a server watch: a full (namespaced) path and a table.
 type watchKey struct {
 	path string
 	kind watchKind
 }
 
-// opRemoveWatches is ZooKeeper's removeWatches opcode; errNoWatcher its
-// answer when there was nothing to remove.
+// removeWatches' opcode, and its answer when there was nothing to remove.
 const (
 	opRemoveWatches       = 18
 	errNoWatcher    int32 = -121
@@ -79,8 +43,7 @@ const (
 	removeXidSpan = 0x10000000
 )
 
-// watchReg is one watcher: one successful GetW, ExistsW or ChildrenW (or
-// one in flight).
+// watchReg is one watcher: one GetW, ExistsW or ChildrenW, set or in flight.
 type watchReg struct {
 	key      watchKey
 	done     bool            // counted off: stopped, fired, or the call failed
@@ -99,9 +62,8 @@ type removal struct {
 }
 
 // watchSet is the link's record of watchers and removals. Lock order:
-// link.wmu, then watchSet.mu. The keys of live are the watches the Watches
-// hook counts: a key's first watcher adds one, its last one counted off
-// takes it away, told under mu so that the session's sum never goes below 0.
+// link.wmu, then mu. live's keys are what the Watches hook counts, told
+// under mu so that the session's sum never goes below 0.
 type watchSet struct {
 	mu      sync.Mutex
 	live    map[watchKey]int              // watchers not counted off, by key; no zero entries
@@ -127,9 +89,8 @@ func (l *link) register(key watchKey) *watchReg {
 	return &watchReg{key: key, stop: make(chan struct{})}
 }
 
-// attach records that r's call set its watch, and returns the channel to
-// hand out (nil if r was stopped meanwhile: then the watch is removed). It
-// forwards go-zookeeper's event so that a fired watch is counted off.
+// attach records that r's call set its watch and returns the channel to
+// hand out, which counts r off when it fires; nil if r stopped meanwhile.
 func (l *link) attach(r *watchReg, zch <-chan zk.Event) <-chan zk.Event {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -164,9 +125,8 @@ func (l *link) attach(r *watchReg, zch <-chan zk.Event) <-chan zk.Event {
 	return out
 }
 
-// countOff counts r off; with stopped (r's watcher gave up), it also
-// queues the removal of the server watch if r was the last watcher on it
-// and the watch is set. Returns the removal, if any.
+// countOff counts r off; if stopped (its watcher gave up) and r was the
+// last on a set watch, it queues and returns the watch's removal.
 func (l *link) countOff(r *watchReg, stopped bool) *removal {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -201,10 +161,8 @@ func (l *link) queueRemovalLocked(key watchKey) *removal {
 	return rm
 }
 
-// kick writes the queued removals now if a connection with a session is
-// up (otherwise go-zookeeper's next write on the next connection does). It
-// runs on its own goroutine: a write can block while the connection is
-// failing, and nobody should wait for that but the removal's caller.
+// kick writes the queued removals now, if a connection has a session, on
+// its own goroutine: a write to a failing connection can block.
 func (l *link) kick() {
 	go func() {
 		l.wmu.Lock()
@@ -256,8 +214,7 @@ func isRemovalXid(xid int32) bool {
 	return xid <= removeXidBase && xid > removeXidBase-removeXidSpan
 }
 
-// answered takes the answer to an injected request (int32 length, int32
-// xid, int64 zxid, int32 err) off the wire.
+// answered takes an injected request's answer (length, xid, zxid, err).
 func (l *link) answered(xid int32, f []byte) {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -277,8 +234,7 @@ func (l *link) answered(xid int32, f []byte) {
 	close(rm.done)
 }
 
-// connGone completes the removals written on w, which is closed: the
-// server dropped its watches with it.
+// connGone completes the removals written on w: its watches went with it.
 func (l *link) connGone(w *wireConn) {
 	l.cur.CompareAndSwap(w, nil)
 	ws := &l.watches
@@ -295,10 +251,9 @@ func (l *link) connGone(w *wireConn) {
 // liveLocked tells whether a watcher of ours waits on key. ws.mu held.
 func (ws *watchSet) liveLocked(key watchKey) bool { return ws.live[key] > 0 }
 
-// filterSetWatches rewrites a set-watches request (int32 length, int32
-// xid, int32 opcode, int64 relativeZxid, vector<string> dataWatches,
-// existWatches, childWatches) without the paths no watcher of ours waits
-// on. It returns f itself if nothing is dropped or f does not parse.
+// filterSetWatches drops the paths no watcher of ours waits on from
+// set-watches request f (int32 length, xid, opcode, int64 relativeZxid,
+// data, exist and child path vectors); f itself if none or if unparsable.
 func (l *link) filterSetWatches(f []byte) []byte {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -348,12 +303,9 @@ func (k watchKind) String() string {
 	return "data"
 }
 
-// unwatch tells the epoch that the watcher of ch (a channel GetW, ExistsW
-// or ChildrenW returned) stopped waiting. If it was the last watcher of
-// this session on that path and kind and the watch has not fired, the
-// server watch is removed; unwatch waits for the server's answer, bounded
-// by ctx and the epoch (the removal goes out all the same when ctx has
-// ended). A channel already fired, or already stopped, costs nothing.
+// unwatch: the watcher of ch (from GetW, ExistsW or ChildrenW) stopped. If
+// it was the last on a watch not yet fired, the server watch is removed,
+// waiting for the answer within ctx and the epoch (it is sent regardless).
 func (e *Epoch) unwatch(ctx context.Context, ch <-chan zk.Event) error {
 	if e.wire == nil || ch == nil {
 		return nil
@@ -380,8 +332,7 @@ func (e *Epoch) unwatch(ctx context.Context, ch <-chan zk.Event) error {
 	}
 }
 
-// watchCall runs a watch-setting call (f returns go-zookeeper's channel
-// when the watch is set) for the watcher count; see watchReg.
+// watchCall runs f, a watch-setting call, counting its watcher (watchReg).
 func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watchKind,
 	f func(*zk.Conn, string) (T, <-chan zk.Event, error)) (T, <-chan zk.Event, error) {
 	if err := zkpath.Validate(path); err != nil {

@@ -148,7 +148,7 @@ func TestLostLeaseLeavesNoWatch(t *testing.T) {
 	}
 	p.Heal()
 	testzk.Eventually(t, 20*time.Second, func() bool {
-		e, err := s.Epoch(ctx)
+		e, err := connlink.Of(s).Epoch(ctx)
 		return err == nil && e == ep && conn.SetWatchesSent(s) > sw
 	}, "the same session back")
 	ok, _, err := connlink.Of(ep).Exists(ctx, node)

@@ -99,8 +99,7 @@ func TestCredentialsResendWriteFailureKeepsSession(t *testing.T) {
 		}
 	}()
 	ep := epoch(t, s)
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := subscribe(t, s)
 
 	f.armed.Store(true)
 	p.Cut()
@@ -109,7 +108,7 @@ func TestCredentialsResendWriteFailureKeepsSession(t *testing.T) {
 	deadline := time.Now().Add(3 * timeout)
 	for !f.fired.Load() || s.State() != conn.Reconnected {
 		ev := next(t, sub, time.Until(deadline))
-		require.Contains(t, []conn.State{conn.Suspended, conn.Reconnected}, ev.State, "got %v", ev)
+		require.Contains(t, []conn.State{conn.Suspended, conn.Reconnected}, ev.State, "got %s", describe(ev))
 	}
 	_, _, err = connlink.Of(ep).Exists(ctx, "/")
 	require.NoError(t, err, "the session survives a failed write of its credentials")

@@ -10,59 +10,16 @@ import (
 	"time"
 )
 
-// handshake is what the server said in its connect response. go-zookeeper
-// keeps the negotiated timeout and the session password to itself, and the
-// session manager needs both (the local expiry timer; force-expiry in tests),
-// so the wire is read as it passes.
+// handshake is the connect response, which go-zookeeper keeps to itself.
 type handshake struct {
 	sessionID int64
 	timeout   time.Duration
 	passwd    []byte
 }
 
-// wireConn wraps one TCP connection of a zk.Conn: it records when the server
-// was last heard from, decodes the connect response (the first frame the
-// server sends), and keeps go-zookeeper's last zxid for it (see below). It
-// hands go-zookeeper's reader whole frames, in the order the server sent
-// them.
-//
-// # go-zookeeper's lastZxid race, and why it cannot happen here
-//
-// go-zookeeper v1.0.4 (conn.go) keeps the zxid of the last response it read
-// in Conn.lastZxid: its reader goroutine writes it for every response with a
-// zxid (recvLoop), and its connect loop reads it twice per connection: for
-// the connect request (authenticate, before the reader starts: ordered) and,
-// when it holds watches, for the set-watches request (sendSetWatches), which
-// it builds after it has started the new reader and queues behind the
-// requests queued while it was disconnected. Nothing orders that read and
-// the new reader's writes: a response read before the set-watches request
-// is built is a data race in go-zookeeper itself (never fixed upstream:
-// github.com/go-zookeeper/zk/pull/35, github.com/samuel/go-zookeeper/pull/178
-// and /pull/260), and, when the
-// write wins, the set-watches request carries the zxid of a response read
-// on the new connection: the server then takes the client for up to date
-// to that zxid and drops the events of watched nodes changed before it
-// while the client was away (the Java client sends set-watches first for
-// that reason).
-//
-// Since this package owns the dialer, it owns the wire, and it keeps that
-// zxid itself instead: every response handed to go-zookeeper carries zxid
-// 0 in its header (go-zookeeper reads nothing else from it: the zxid a
-// request call returns is dropped by every API), so go-zookeeper's reader
-// never writes Conn.lastZxid and the race cannot happen. The link records
-// the zxid of every response as go-zookeeper would have (last one > 0; 0
-// again after an expired handshake), and writes it into the two requests
-// that carry it: the connect request (LastZxidSeen, so a server behind the
-// client still refuses it) and each set-watches request (RelativeZxid),
-// with the value it had when this connection's handshake was read, before
-// any response on it: the last zxid read on the previous connections,
-// which is what the server must compare watched nodes against.
-// TestReconnectWithWatchesIsRaceFree reproduces the race without this
-// (under -race); TestWatchFiresForAChangeMadeWhileCutOff checks that a watch
-// still fires for a change made while the client was cut off, with newer
-// zxids read on the new connection before the set-watches request is
-// written (it fails if set-watches carries the zxid of the last response
-// read when it is written).
+// wireConn is one TCP connection of a zk.Conn: it hands go-zookeeper's
+// reader whole frames in order, responses with zxid 0 so that its racy
+// Conn.lastZxid is never written (see docs/design.md, "The last zxid").
 type wireConn struct {
 	net.Conn
 	link *link
@@ -92,19 +49,14 @@ const (
 	opClose      = -11
 )
 
-// Write passes one frame on (go-zookeeper writes each frame with one Write),
-// with the link's last zxid written into the connect request and the
-// set-watches requests.
-//
-// Every other frame is preceded by the removeWatches requests queued so far
-// (see watches.go), and set-watches requests lose the paths no watcher of
-// ours waits on. Injected frames are written under link.wmu like
-// go-zookeeper's, each with one Write, so no two frames interleave.
+// Write passes one frame on, after the queued removeWatches, with our last
+// zxid in connect and set-watches requests (which lose unwatched paths).
+// All frames are written whole under link.wmu, so none interleave.
 func (w *wireConn) Write(p []byte) (int, error) {
 	w.link.wmu.Lock()
 	defer w.link.wmu.Unlock()
 	if len(p) < 4 || int64(binary.BigEndian.Uint32(p))+4 != int64(len(p)) {
-		w.link.stats.splitWrites.Add(1) // not one whole frame: see CheckWire
+		w.link.stats.splitWrites.Add(1) // not one whole frame: see checkWire
 	}
 	if w.sentConnect {
 		if err := w.flushLocked(); err != nil {
@@ -209,11 +161,9 @@ func (w *wireConn) nextFrame() error {
 	}
 }
 
-// frame reads one whole frame f before go-zookeeper does: the connect
-// response first; then responses and watch events (int32 length, int32
-// xid, int64 zxid, int32 err, body; xid -1 for a watch event, -2 for a
-// ping), whose zxid it takes over (see wireConn).
-// An answer to a request this package injected (ours) is taken instead.
+// frame reads f before go-zookeeper does: the connect response, then
+// responses and events (int32 length, int32 xid, int64 zxid, int32 err,
+// body; xid -1 event, -2 ping), taking their zxid. ours: an injected answer.
 func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	if !w.parsed {
 		w.parsed = true
@@ -269,21 +219,17 @@ func parseConnectResponse(b []byte) (handshake, bool) {
 	return hs, true
 }
 
-// link is what the session manager knows of one zk.Conn's wire: every TCP
-// connection it dialed, the last handshake, and when the server was last
-// heard from. It also refuses new dials once the zk.Conn is retired, so a
-// retired zk.Conn can never open a new session behind our back.
+// link is one zk.Conn's wire. Once retired it refuses to dial, so the
+// zk.Conn can never open a new session behind our back.
 type link struct {
 	dial      func(network, addr string, timeout time.Duration) (net.Conn, error)
 	stats     *counters
 	retired   atomic.Bool
 	lastHeard atomic.Int64 // unix nanoseconds
-	// connectSent is when the connect request of the link's latest
-	// connection was written (unix nanoseconds).
+	// connectSent: when the latest connect request was written (unix ns).
 	connectSent atomic.Int64
 	lastZxid    atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
-	// closedByServer: the last connection to end was closed by the
-	// server (EOF), not reset or timed out (see hostProvider).
+	// closedByServer: the last connection ended with EOF (hostProvider).
 	closedByServer atomic.Bool
 
 	// Closing a zk.Conn with answers on the wire: see beginClose.
@@ -292,8 +238,7 @@ type link struct {
 	busy     bool         // the reader has a frame it has not finished with
 	closing  bool         // beginClose was called: hand over no more answers
 	closeXid atomic.Int64 // xid of go-zookeeper's close request + 1; 0 until written
-	// closeSent is closed once the close request is on the wire (see
-	// Session.abandonLink).
+	// closeSent is closed once the close request is written (abandonLink).
 	closeSent     chan struct{}
 	closeSentOnce sync.Once
 
@@ -346,8 +291,7 @@ func (t *trackedConn) Close() error {
 	return t.wireConn.Conn.Close()
 }
 
-// setHandshake records the connect response of a connect request written
-// at sent (unix nanoseconds).
+// setHandshake records the answer to a connect request written at sent.
 func (l *link) setHandshake(hs handshake, sent int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -357,11 +301,8 @@ func (l *link) setHandshake(hs handshake, sent int64) {
 	}
 }
 
-// keptSince is when the connect request was written whose answer last
-// created or kept session id (unix nanoseconds; 0 if none). The server
-// answers one that resumes a session only after the ensemble's leader
-// renewed it (a follower asks the leader), so the leader had heard of the
-// session after that time.
+// keptSince is when the connect request last answered for session id was
+// written (unix ns; 0: none): the leader renewed the session after it.
 func (l *link) keptSince(id int64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -377,20 +318,9 @@ func (l *link) handshake() handshake {
 	return l.hs
 }
 
-// beginClose is called right before zk.Conn.Close. go-zookeeper v1.0.4's
-// request calls give up when Close is called, and CreateContainer then
-// reads its response struct, while the reader goes on decoding answers
-// into those structs until the close request is answered: a data race in
-// go-zookeeper (TestCloseWithContainerCreatesInFlight reproduces it under
-// -race). So from here on the wire hands the reader no answer but the one to
-// the close request (watch events and pings still pass), and beginClose
-// first waits until the reader has finished with the last frame it was
-// handed (it asks for the next one, or go-zookeeper reports the connection
-// down); that takes no longer than go-zookeeper takes to process one frame,
-// which never blocks. The requests whose answers are dropped fail with
-// go-zookeeper's ErrClosing; their callers have already been told the
-// epoch ended. It waits until deadline at most (false: the reader is still
-// busy), so that a stuck reader cannot make Close hang.
+// beginClose runs right before zk.Conn.Close: from then on the reader gets
+// no answer but the close request's (see docs/design.md, "The wire"). It
+// waits, until deadline at most, for the reader to finish its frame (false: not).
 func (l *link) beginClose(deadline time.Time) bool {
 	t := time.AfterFunc(time.Until(deadline), func() {
 		l.gate.Lock()
@@ -407,8 +337,7 @@ func (l *link) beginClose(deadline time.Time) bool {
 	return !l.busy
 }
 
-// hand is called by the reader before it hands over frame f; false means
-// drop it.
+// hand is called before the reader gets frame f; false: drop it.
 func (l *link) hand(f []byte) bool {
 	l.gate.Lock()
 	defer l.gate.Unlock()
@@ -422,8 +351,7 @@ func (l *link) hand(f []byte) bool {
 	return true
 }
 
-// readerBack: the reader is done with its frame (it asks for the next one,
-// or go-zookeeper's reader has ended: the connection is reported down).
+// readerBack: the reader is done with its frame (or has ended).
 func (l *link) readerBack() {
 	l.gate.Lock()
 	defer l.gate.Unlock()
@@ -431,8 +359,7 @@ func (l *link) readerBack() {
 	l.idle.Broadcast()
 }
 
-// closeAll closes every open TCP connection, which unblocks go-zookeeper's
-// reader at once instead of after its read deadline.
+// closeAll closes every TCP connection, unblocking the reader at once.
 func (l *link) closeAll() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

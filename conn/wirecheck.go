@@ -11,17 +11,13 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// CheckWire checks, against a real server, that the go-zookeeper the
-// program links keeps what conn's wire layer relies on in v1.0.4 (frames,
-// the connect handshake, watches across a reconnect, the close request).
-// Run it in a test of a program that replaces go-zookeeper (WithPatchedZK).
-// It returns nil or an error matching ErrZKVersion that lists what does
-// not hold; it creates one ephemeral node and cuts the connection once.
-func CheckWire(ctx context.Context, servers []string, opts ...Option) error {
-	s, err := Connect(ctx, servers, append(opts[:len(opts):len(opts)], WithPatchedZK())...)
-	if err != nil {
-		return fmt.Errorf("conn: check wire: %w", err)
-	}
+// checkWire runs zktest.CheckWire's checks on s, a session Connect made
+// with WithPatchedZK: that the go-zookeeper the program links keeps what
+// the wire layer relies on in v1.0.4 (frames, the connect handshake,
+// watches across a reconnect, the close request). It closes s, and
+// returns nil or an error matching ErrZKVersion that lists what does not
+// hold; it creates one ephemeral node and cuts the connection once.
+func (s *Session) checkWire(ctx context.Context) error {
 	fails, err := exercise(ctx, s)
 	if ctx.Err() != nil {
 		s.abandon() // keep ctx's deadline; idempotent, like Close
@@ -29,7 +25,7 @@ func CheckWire(ctx context.Context, servers []string, opts ...Option) error {
 		s.Close() // exercise closes it when it gets that far
 	}
 	if err != nil {
-		return fmt.Errorf("conn: check wire: %w", err)
+		return err
 	}
 	if n := s.stats.splitWrites.Load(); n > 0 {
 		fails = append(fails, fmt.Sprintf("%d writes were not one whole frame (the wire layer needs one Write per frame)", n))
@@ -40,12 +36,13 @@ func CheckWire(ctx context.Context, servers []string, opts ...Option) error {
 	return nil
 }
 
-// exercise runs CheckWire's requests on s: fails lists the assumptions
+// exercise runs checkWire's requests on s: fails lists the assumptions
 // found broken, err a failure that is not go-zookeeper's (the server, ctx).
 func exercise(ctx context.Context, s *Session) (fails []string, err error) {
-	sub := s.Subscribe()
-	defer sub.Close()
-	ep, err := s.Epoch(ctx)
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub := s.Subscribe(subCtx)
+	ep, err := s.epoch(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +79,8 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	sent := s.stats.setWatchesSent.Load()
 	w.closeAll()
 	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
+		ev, ok := <-sub // closed once ctx ends
+		if !ok {
 			return append(fails, "no reconnect in the same session after a cut"), nil
 		}
 		if ev.State == Reconnected {

@@ -17,13 +17,13 @@ const (
 )
 
 // ErrZKVersion: the program links a go-zookeeper other than v1.0.4, or a
-// replaced v1.0.4 without WithPatchedZK (see CheckWire).
+// replaced v1.0.4 without WithPatchedZK (see zktest.CheckWire).
 var ErrZKVersion = errors.New("conn: unsupported go-zookeeper version (conn's wire layer is checked against " +
 	zkModule + " " + zkVersion + " only)")
 
 // WithPatchedZK lets Connect run a replaced (patched) go-zookeeper v1.0.4,
 // which it otherwise refuses with ErrZKVersion; check the copy with
-// CheckWire. Another version stays refused.
+// zktest.CheckWire. Another version stays refused.
 func WithPatchedZK() Option {
 	return func(c *config) error { c.patchedZK = true; return nil }
 }
@@ -31,7 +31,7 @@ func WithPatchedZK() Option {
 // errZKPatched is checkZKBuild's error for a replacement of v1.0.4, which
 // WithPatchedZK lets through.
 var errZKPatched = errors.New("to run a patched copy of " + zkVersion +
-	", pass conn.WithPatchedZK() to Connect, and run conn.CheckWire against a server in a test")
+	", pass conn.WithPatchedZK() to Connect, and run zktest.CheckWire against a server in a test")
 
 // checkZKVersion returns ErrZKVersion, wrapped with what is linked, when
 // the program's build information names a go-zookeeper other than

@@ -6,8 +6,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
 )
 
 // outcome is what one create of the lock node came to.
@@ -36,10 +36,10 @@ func classify(ep *conn.Epoch, err error) outcome {
 }
 
 // create makes one attempt to create the lock node in ep, detached from
-// ctx (queue.Detach): if ctx ends first, the node, if this attempt made
+// ctx (bg.Detach): if ctx ends first, the node, if this attempt made
 // it, is deleted in the background (undo).
 func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id string) (outcome, error) {
-	_, detached, err := queue.Detach(ctx, ep, l.log,
+	_, detached, err := bg.Detach(ctx, ep, l.log,
 		func(_, ectx context.Context) (struct{}, error) { return struct{}{}, l.createNode(ectx, ep, data) },
 		func(ectx context.Context, _ struct{}, err error) error {
 			switch classify(ep, err) {
@@ -69,11 +69,9 @@ func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) erro
 	}
 }
 
-// deleteIfOurs deletes the lock node if the Acquire call with id created
-// it in ep: it reads the node and deletes it only if it carries our
-// session and id (deleteOnce), reading again after each failed delete.
-// (A node created again, between the read and the delete, by another
-// handle of our own session is not told from ours.)
+// deleteIfOurs deletes the lock node if it carries our session and the id
+// of the Acquire call that created it in ep, reading it again after each
+// failed delete.
 func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) error {
 	_, err := l.deleteOurs(ctx, ep, id)
 	return err

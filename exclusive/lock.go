@@ -10,31 +10,25 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// nodeName is the one node every contender tries to create under the lock
-// path.
+// nodeName is the one node every contender tries to create.
 const nodeName = "lock"
 
-// Lock is the naive exclusive lock on one path: whoever creates the
-// ephemeral node <path>/lock holds it; everyone else watches that node and,
-// when it is deleted, all of them race to create it again. It never lets two
-// holders in, but it is unfair and herd-prone (see the package doc); it is
-// kept to measure against the sequential recipes.
-//
-// A Lock is a handle owned by whoever holds it, like sync.Mutex: it is not
-// reentrant (a second Acquire on a handle that holds the lock waits for the
-// Release, bounded by its ctx), and any goroutine may Release. Holding the
-// lock is a lease on the ZooKeeper session, not a promise: watch the
-// returned Lease's Lost channel, and use Lease.Fence or Lease.GuardedWrite
-// for writes that must happen only under the lock.
-//
-// Safe for concurrent use.
+// Lock is the naive exclusive lock: whoever creates <path>/lock holds it,
+// and on its deletion every waiter races to create it again: never two
+// holders, but unfair and herd-prone. Owned by the handle like sync.Mutex
+// (not reentrant; any goroutine may Release). Holding it is a lease on the
+// session, not a promise: watch Lease.Lost and fence writes. Safe for
+// concurrent use.
 type Lock struct {
 	lockLink // the session, for multilock
 
@@ -57,10 +51,8 @@ type grant struct {
 	id    string // the unique id in the node's data
 }
 
-// New returns a handle on the exclusive lock at path. Nothing is sent to
-// ZooKeeper until Acquire or TryAcquire; the path's missing ancestors are
-// then created as container nodes. It logs through the session's logger
-// (conn.WithLogger), as every recipe does.
+// New returns a handle on the exclusive lock at path. Nothing is sent
+// until the first acquire, which creates the path as container nodes.
 func New(sess *conn.Session, path string) (*Lock, error) {
 	if sess == nil {
 		return nil, fmt.Errorf("exclusive: new %s: nil session: %w", path, conn.ErrInvalidArgument)
@@ -80,17 +72,14 @@ func New(sess *conn.Session, path string) (*Lock, error) {
 // Path is the lock path given to New. The lock node is Path()+"/lock".
 func (l *Lock) Path() string { return l.path }
 
-// Acquire blocks until this handle holds the lock or ctx ends. On success
-// it returns the lease on the lock node. When ctx ends first it returns an
-// error matching ctx.Err() (context.Canceled or context.DeadlineExceeded)
-// and leaves no node of ours behind; if the lock was granted at the very
-// moment ctx ended, the grant is undone and the ctx error returned. A lost
-// session while waiting is not an error: Acquire carries on in the next one.
+// Acquire blocks until this handle holds the lock or ctx ends; then the
+// error matches ctx.Err() and no node is left behind (a grant as ctx ends
+// is undone). A session lost while waiting is not an error.
 func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := queue.Label(ctx); err != nil {
+	if _, err := nodelabel.From(ctx); err != nil {
 		return nil, fmt.Errorf("exclusive: acquire %s: %w", l.path, err)
 	}
-	done := queue.Meter(l.sess, "exclusive", l.path)
+	done := report.Meter(l.sess, "exclusive", l.path)
 	lease, err := l.acquire(ctx)
 	done(lease != nil, err)
 	return lease, err
@@ -98,13 +87,13 @@ func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 
 func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 	id := newID()
-	label, _ := queue.Label(ctx) // checked by Acquire
+	label, _ := nodelabel.From(ctx) // checked by Acquire
 	data := nodeData(id, label)
 	for {
 		if ctx.Err() != nil {
 			return nil, l.ctxErr("acquire", ctx)
 		}
-		ep, err := l.sess.Epoch(ctx)
+		ep, err := connlink.Of(l.sess).Epoch(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, l.ctxErr("acquire", ctx)
@@ -152,7 +141,7 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 		case <-ch: // deleted or changed, or the watch was dropped: look again
 		case <-ep.Done():
 		case <-ctx.Done():
-			queue.Unwatch(ep, ch) // no watch of ours is left on the server
+			bg.Unwatch(ep, ch) // no watch of ours is left on the server
 			return nil, l.ctxErr("acquire", ctx)
 		}
 	}
@@ -162,10 +151,10 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 // handle now holds the lock; nil, false and a nil error if someone else
 // (or this very handle) holds it. Errors as for Acquire.
 func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := queue.Label(ctx); err != nil {
+	if _, err := nodelabel.From(ctx); err != nil {
 		return nil, false, fmt.Errorf("exclusive: try acquire %s: %w", l.path, err)
 	}
-	done := queue.Meter(l.sess, "exclusive", l.path)
+	done := report.Meter(l.sess, "exclusive", l.path)
 	lease, ok, err := l.tryAcquire(ctx)
 	done(ok, err)
 	return lease, ok, err
@@ -177,11 +166,11 @@ func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 		if ctx.Err() != nil {
 			return nil, false, l.ctxErr("try acquire", ctx)
 		}
-		ep, err := l.sess.Epoch(ctx)
+		ep, err := connlink.Of(l.sess).Epoch(ctx)
 		if err != nil {
 			return nil, false, l.wrap("try acquire", ctx, err)
 		}
-		label, _ := queue.Label(ctx) // checked by TryAcquire
+		label, _ := nodelabel.From(ctx) // checked by TryAcquire
 		out, err := l.create(ctx, ep, nodeData(id, label), id)
 		switch out {
 		case epochEnded:
@@ -208,10 +197,9 @@ func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	}
 }
 
-// grant records the lock node, read as st and found ours, as held by this
-// handle, unless ctx ended at the same moment: then the node is deleted
-// again and ctx's error returned. The lease knows the node's czxid: a
-// node created at the path after ours is deleted is not its node.
+// grant records the lock node, read as st and found ours, as held, unless
+// ctx ended meanwhile (then it is deleted again). The lease knows the
+// node's czxid: a node created at the path after ours is not its node.
 func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat) (*conn.Lease, error) {
 	if ctx.Err() != nil {
 		l.log.Debug("granted as ctx ended; undoing the grant")
@@ -225,9 +213,8 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 	l.held = g
 	l.mu.Unlock()
 	if stale != nil {
-		// Only possible when the old grant's node is already gone (we just
-		// created or found the node as ours): its epoch ended, or someone
-		// deleted it.
+		// Only when the old grant's node is gone (its epoch ended, or
+		// someone deleted it): we just found the node ours.
 		l.log.Warn("replacing a grant that was never released; its node was gone",
 			logfield.Session("old_session", stale.ep.SessionID()))
 		connlink.Of(stale.lease).Released()
@@ -256,33 +243,29 @@ func (l *Lock) wrap(op string, ctx context.Context, err error) error {
 }
 
 // settle deletes the lock node if the Acquire call with id created it in
-// ep, in the background under the epoch (queue.Settle, undo): the caller
-// waits only until queue.Grace after ctx ended.
+// ep, under the epoch (bg.Settle, undo).
 func (l *Lock) settle(ctx context.Context, ep *conn.Epoch, id string) {
-	queue.Settle(ctx, ep, l.log, func(c context.Context) error { return l.undo(c, ep, id) })
+	bg.Settle(ctx, ep, l.log, func(c context.Context) error { return l.undo(c, ep, id) })
 }
 
-// undo deletes the lock node if the Acquire call with id created it in ep
-// (deleteIfOurs). If that cannot be learnt now (a read or the delete fails
-// while the epoch lives), it goes on in the background until it is done
-// or the epoch ends (queue.Unresolved): a node of ours is never left to
-// hold the lock for the life of the session.
+// undo deletes the lock node if the Acquire call with id created it in ep;
+// if that cannot be learnt now, it goes on in the background until done or
+// the epoch ends: a node of ours never holds the lock for the session.
 func (l *Lock) undo(ctx context.Context, ep *conn.Epoch, id string) error {
 	err := l.deleteIfOurs(ctx, ep, id)
 	if err != nil && ep.Err() == nil {
 		l.log.Info("the lock node's owner is unknown; deleting it if ours in the background", zap.Error(err))
-		queue.Unresolved(ep, l.log, err, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+		bg.Unresolved(ep, l.log, err, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
 		return nil
 	}
 	return err
 }
 
-// pending is err, the failure of the read that was to tell whether the
-// lock node is ours, said to be resolved in the background (settle) when
-// the create's answer had been lost (out unknown).
+// pending marks err, a failed read of a node that may be ours (out
+// unknown), as resolved in the background (settle).
 func pending(out outcome, err error) error {
 	if out == unknown {
-		return fmt.Errorf("%w: %w", queue.ErrCreatePending, err)
+		return fmt.Errorf("%w: %w", lock.ErrCreatePending, err)
 	}
 	return err
 }

@@ -128,7 +128,7 @@ func TestLock(t *testing.T) {
 		require.NoError(t, err)
 		// Create the parents first, so that the lost answer is the lock
 		// node's.
-		ep, err := s.Epoch(locktest.Ctx(t, 10*time.Second))
+		ep, err := connlink.Of(s).Epoch(locktest.Ctx(t, 10*time.Second))
 		require.NoError(t, err)
 		require.NoError(t, connlink.Of(ep).CreateParents(locktest.Ctx(t, 10*time.Second), path+"/lock"))
 
@@ -150,7 +150,7 @@ func TestLock(t *testing.T) {
 		path := locktest.UniquePath(c, "inflight")
 		l, err := exclusive.New(s, path)
 		require.NoError(t, err)
-		ep, err := s.Epoch(locktest.Ctx(t, 10*time.Second))
+		ep, err := connlink.Of(s).Epoch(locktest.Ctx(t, 10*time.Second))
 		require.NoError(t, err)
 		require.NoError(t, connlink.Of(ep).CreateParents(locktest.Ctx(t, 10*time.Second), path+"/lock"))
 

@@ -1,21 +1,18 @@
 package exclusive
 
 import (
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 )
 
-// nodeData is what the lock node says about its holder: the engine's
-// NodeData (host, pid and the unique id of the Acquire call that created
-// it) as JSON. The id lets an Acquire whose create had an unknown fate
-// recognise its own node; the host and pid are for people reading the
-// tree.
-func nodeData(id, label string) []byte { return queue.EncodeData(id, "", true, label) }
+// nodeData is the lock node's data: host, pid and the Acquire call's
+// unique id, by which a create of unknown fate recognises its node.
+func nodeData(id, label string) []byte { return locknode.EncodeData(id, "", true, label) }
 
 // hasID reports whether node data was written by the Acquire call with id.
 func hasID(data []byte, id string) bool {
-	d, _ := queue.DecodeData(data)
+	d, _ := locknode.DecodeData(data)
 	return d.ID == id
 }
 
 // newID returns a new unique acquire id.
-func newID() string { return queue.NewID() }
+func newID() string { return locknode.NewID() }

@@ -9,16 +9,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Release gives the lock up, from any goroutine: the lease is marked
-// released and the lock node deleted if it is still ours (a node someone
-// else created since is left alone). nil once it is gone, or went with the
-// session; lock.ErrNotHeld when the handle holds nothing;
-// lock.ErrReleasePending when the delete is unconfirmed (the lock counts as
+// Release gives the lock up, from any goroutine, deleting the lock node if
+// it is still ours. lock.ErrNotHeld when the handle holds nothing;
+// lock.ErrReleasePending when the delete is unconfirmed (it counts as
 // released); any other error leaves it held.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
@@ -71,10 +69,9 @@ func (l *Lock) deleteOnce(ctx context.Context, ep *conn.Epoch, data []byte, vers
 }
 
 // deleteInBackground retries the deletion of g's node until it is gone or
-// g's epoch ends (then the node is gone with it): queue.RetryUntilDone. It
-// runs on its own goroutine, which ends with the epoch at the latest.
+// g's epoch ends; run it on its own goroutine.
 func (l *Lock) deleteInBackground(g *grant) {
-	queue.RetryUntilDone(g.ep, l.log, "deleting the lock node after an unconfirmed release", func(ctx context.Context) error {
+	bg.RetryUntilDone(g.ep, l.log, "deleting the lock node after an unconfirmed release", func(ctx context.Context) error {
 		return l.deleteIfOurs(ctx, g.ep, g.id)
 	})
 }

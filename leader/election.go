@@ -10,25 +10,26 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// schema is the naming of the election's nodes: Curator LeaderLatch's
-// protected sequential "_c_<uuid>-latch-<seq>".
-var schema = queue.ProtectedSchema{Name: "latch"}
+// schema names the nodes as Curator's LeaderLatch: "_c_<uuid>-latch-<seq>".
+var schema = locknode.ProtectedSchema{Name: "latch"}
 
-// Election is one participant in the leader election at a path, shared by
-// every process that elects on the same path of the same ensemble, Curator's
-// LeaderLatch included. One handle is one participant: it campaigns, leads
-// and resigns at most once at a time. Safe for concurrent use.
+// Election is one participant in the election at a path, Curator's
+// LeaderLatch participants included: it campaigns, leads and resigns at
+// most once at a time. Safe for concurrent use.
 type Election struct {
 	sess *conn.Session
 	q    *queue.Queue
-	id   string
-	cfg  config
+	cfg  lockopt.Config
 
 	mu          sync.Mutex    // guards the fields below
 	campaigning bool          // a Campaign is under way
@@ -36,22 +37,20 @@ type Election struct {
 	lease       *conn.Lease   // while we lead (possibly lost: see Lost)
 }
 
-// New returns participant id's handle on the election at path. Nothing is
-// created until Campaign; the path and its parents are then created as
-// container nodes, which ZooKeeper removes when they are empty. id is
-// written into our node (Curator's LeaderLatch id) and is what Leader and
-// Participants report; it need not be unique, but should be.
-func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error) {
-	var cfg config
-	if err := queue.Configure("leader", sess, path, &cfg, opts); err != nil {
+// New returns participant id's handle on the election at path; nothing is
+// created until Campaign. id is our node's data (LeaderLatch's id), what
+// Leader and Participants report; it should be unique.
+// It takes WithRequeue; any other option fails with conn.ErrInvalidArgument.
+func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, error) {
+	cfg, err := lockopt.Configure("leader.New", sess, path, lockopt.Requeue, opts)
+	if err != nil {
 		return nil, err
 	}
 	if id == "" {
 		return nil, fmt.Errorf("leader: new %s: empty participant id: %w", path, conn.ErrInvalidArgument)
 	}
-	// No handover mark (MarkRelease): Curator's LeaderLatch waiter reacts
-	// to the deletion of its predecessor only, and a mark would consume its
-	// one-shot watch with a data change it ignores.
+	// No handover mark (MarkRelease): its data change would consume a
+	// LeaderLatch waiter's one-shot watch, which acts on deletions only.
 	q, err := queue.New(sess, path, queue.Config{
 		Schema: schema,
 		Recipe: "leader",
@@ -63,21 +62,16 @@ func New(sess *conn.Session, path, id string, opts ...Option) (*Election, error)
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
-	return &Election{sess: sess, q: q, id: id, cfg: cfg}, nil
+	return &Election{sess: sess, q: q, cfg: cfg}, nil
 }
 
 // path is the election path.
 func (e *Election) path() string { return e.q.Path() }
 
-// ID is our participant id.
-func (e *Election) ID() string { return e.id }
-
-// Campaign queues our node and blocks until we lead or ctx ends; a deadline
-// on ctx is the timeout. It returns the leadership as a lease: watch Lost,
-// fence with Fence, write with GuardedWrite; Resign ends it. A node deleted
-// by someone else while we waited is not led from (Campaign queues again).
-// On error nothing is left behind, and the error wraps ctx's or the
-// session's; ErrCampaigning when this handle already campaigns or leads.
+// Campaign queues our node and blocks until we lead or ctx ends, and
+// returns the leadership as a lease (watch Lost, fence writes; Err is nil
+// while we lead); Resign ends it. On error nothing is left behind;
+// ErrCampaigning when this handle already campaigns or leads.
 func (e *Election) Campaign(ctx context.Context) (*conn.Lease, error) {
 	return e.campaign(ctx, true)
 }
@@ -101,13 +95,11 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 	return l, nil
 }
 
-// lead queues our node and waits until it is first (nil, nil if someone
-// else leads and wait is false), then confirms through the lease's Fence
-// (a read, unless the queue made one) that the node still exists: the
-// queue grants a node deleted while it waited, whose successor already
-// leads. A node gone is queued again.
+// lead queues our node until it is first (nil, nil if not and !wait), then
+// confirms with the lease's Fence that it still exists: the queue grants a
+// node deleted while it waited, whose successor already leads.
 func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err error) {
-	done := queue.Meter(e.sess, "leader", e.path())
+	done := report.Meter(e.sess, "leader", e.path())
 	defer func() { done(l != nil, err) }()
 	for {
 		g, err := e.q.AcquireGrant(ctx, wait)
@@ -121,7 +113,7 @@ func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err erro
 		rerr := e.q.Release(ctx, g.Lease) // gone: nothing to do; else delete it
 		if !errors.Is(err, conn.ErrLeaseLost) {
 			if ctx.Err() != nil {
-				err = queue.CtxErr(ctx)
+				err = bg.CtxErr(ctx)
 			}
 			return nil, errors.Join(err, rerr)
 		}
@@ -130,10 +122,8 @@ func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err erro
 	}
 }
 
-// begin marks a campaign under way, after a Resign still under way has
-// ended (Run requeues while a Resign from another goroutine may still be
-// deleting the node). A lost leadership still recorded is dropped (its node
-// deleted if it is still there).
+// begin marks a campaign under way, once a Resign under way has ended, and
+// drops a lost leadership still recorded (deleting its node if need be).
 func (e *Election) begin(ctx context.Context) error {
 	e.mu.Lock()
 	for e.resigning != nil {
@@ -142,7 +132,7 @@ func (e *Election) begin(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return fmt.Errorf("leader: campaign %s: %w", e.path(), queue.CtxErr(ctx))
+			return fmt.Errorf("leader: campaign %s: %w", e.path(), bg.CtxErr(ctx))
 		}
 		e.mu.Lock()
 	}
@@ -161,18 +151,15 @@ func (e *Election) begin(ctx context.Context) error {
 }
 
 // Resign gives up leadership: our node is deleted and the lease's Lost
-// closes (a Run in progress sees its function's ctx cancelled). The next
-// participant in line takes over. lock.ErrNotHeld when this handle does not
-// lead; lock.ErrReleasePending when the deletion could not be confirmed (see
-// there: the handle no longer leads). Any other error (the server refused
-// the delete) leaves us leading: call Resign again.
+// closes. lock.ErrNotHeld when this handle does not lead;
+// lock.ErrReleasePending when the deletion is unconfirmed (we no longer
+// lead); any other error leaves us leading: call Resign again.
 func (e *Election) Resign(ctx context.Context) error {
 	return e.resign(ctx, nil)
 }
 
-// resign releases the recorded lease if it is want (any lease when want is
-// nil). With want set and no longer recorded (someone called Resign), it
-// returns nil.
+// resign releases the recorded lease if it is want (any when want is nil);
+// nil if want is no longer recorded (someone called Resign).
 func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 	e.mu.Lock()
 	l := e.lease
@@ -192,38 +179,21 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 	e.mu.Lock()
 	e.resigning = nil
 	close(done)
-	if err != nil && !errors.Is(err, queue.ErrReleasePending) {
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		e.lease = l // the node is still ours
 	}
 	e.mu.Unlock()
 	if err != nil {
-		// err already matches lock.ErrReleasePending when the deletion is
-		// pending: say it once.
+		// err already says "release pending" if it is.
 		return fmt.Errorf("leader: resign %s: %w", e.path(), err)
 	}
 	return nil
 }
 
-// Leading returns our leadership's lease while this handle leads, or nil.
-// It never returns a lost lease (one whose Lost is closed: the epoch ended,
-// the node was deleted, Resign): leadership lost as far as this process
-// knows is no leadership. The lease may still be lost the moment after;
-// watch its Lost, and fence writes with it.
-func (e *Election) Leading() *conn.Lease {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.lease == nil || e.lease.Err() != nil {
-		return nil
-	}
-	return e.lease
-}
-
-// Leader returns the current leader: the participant with the lowest
-// sequence number, ours or a foreign client's. ErrNoLeader when there is
-// none. It is a snapshot: the leader may have changed by the time it
-// returns.
+// Leader returns the current leader, ours or a foreign client's;
+// ErrNoLeader when there is none. A snapshot.
 func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
-	ep, err := e.sess.Epoch(ctx)
+	ep, err := connlink.Of(e.sess).Epoch(ctx)
 	if err != nil {
 		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.path(), err)
 	}
@@ -238,10 +208,9 @@ func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
 }
 
 // Participants lists the participants in order: the first leads, the
-// others follow in the order they will take over. It is a snapshot; nodes
-// that leave while it is taken are left out. Empty when nobody campaigns.
+// others in the order they will take over. A snapshot.
 func (e *Election) Participants(ctx context.Context) ([]lock.Participant, error) {
-	ep, err := e.sess.Epoch(ctx)
+	ep, err := connlink.Of(e.sess).Epoch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("leader: participants of %s: %w", e.path(), err)
 	}
@@ -267,7 +236,7 @@ func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]lock.Part
 // read reads the data of up to n contenders among names, in queue order.
 func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n int) ([]lock.Participant, error) {
 	var out []lock.Participant
-	for _, c := range queue.Parse(schema, names) {
+	for _, c := range locknode.Parse(schema, names) {
 		if n >= 0 && len(out) >= n {
 			break
 		}

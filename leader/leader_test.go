@@ -74,7 +74,12 @@ func TestCampaignAndResign(t *testing.T) {
 	assert.Equal(t, "zero", ps[0].ID)
 
 	res := make(chan error, 1)
-	go func() { _, err := e1.Campaign(ctx); res <- err }()
+	var l1 *conn.Lease // e1's, once res has its error
+	go func() {
+		var err error
+		l1, err = e1.Campaign(ctx)
+		res <- err
+	}()
 	testzk.Eventually(t, 10*time.Second, func() bool { return len(testzk.Children(t, ss[2], path)) == 2 }, "the follower queued")
 
 	names := testzk.Children(t, ss[2], path)
@@ -99,8 +104,8 @@ func TestCampaignAndResign(t *testing.T) {
 	who, err = e0.Leader(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "one", who.ID)
-	l1 := e1.Leading()
 	require.NotNil(t, l1)
+	assert.Equal(t, who.Node, l1.Path(), "the lease Campaign returned is the leader's node")
 	tok1, err := l1.Fence(ctx)
 	require.NoError(t, err)
 	assert.Positive(t, tok1.Compare(tok0), "fencing tokens grow with every leader: %v after %v", tok1, tok0)
@@ -147,8 +152,10 @@ func runTerm(t *testing.T, ctx context.Context, e *leader.Election) (context.Con
 	res := make(chan error, 1)
 	go func() {
 		res <- e.Run(ctx, func(fctx context.Context, lease *conn.Lease) error {
-			if lease == nil || lease != e.Leading() {
-				t.Errorf("fn's lease = %p, want the term's lease %p", lease, e.Leading())
+			if lease == nil || lease.Err() != nil {
+				t.Errorf("fn's lease = %v, want the term's live lease", lease)
+			} else if who, err := e.Leader(fctx); err != nil || who.Node != lease.Path() {
+				t.Errorf("fn's lease is on %s, the leader's node is %q (%v)", lease.Path(), who.Node, err)
 			}
 			started <- fctx
 			<-fctx.Done()
@@ -336,11 +343,12 @@ func TestObserve(t *testing.T) {
 	// Slow reader: b and c queue, a resigns, b resigns; the reader looks
 	// only now and sees c, the latest leader.
 	res := make(chan error, 2)
-	for _, e := range es[1:] {
+	for i, e := range es[1:] {
+		id := []string{"b", "c"}[i]
 		go func() { _, err := e.Campaign(ctx); res <- err }()
 		testzk.Eventually(t, 10*time.Second, func() bool {
 			ps, err := obs.Participants(ctx)
-			return err == nil && ps[len(ps)-1].ID == e.ID()
+			return err == nil && ps[len(ps)-1].ID == id
 		}, "queued")
 	}
 	require.NoError(t, es[0].Resign(ctx))

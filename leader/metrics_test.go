@@ -59,8 +59,10 @@ func TestMetricsCampaignIsOneWait(t *testing.T) {
 	p := newElection(t, sp, path, "P")
 	before := testzk.WatchesSet(sp)
 	got := make(chan error, 1)
+	var lease *conn.Lease // P's, once got has its error
 	go func() {
-		_, err := p.Campaign(ctx)
+		var err error
+		lease, err = p.Campaign(ctx)
 		got <- err
 	}()
 	testzk.Watching(t, sp, before)
@@ -71,7 +73,6 @@ func TestMetricsCampaignIsOneWait(t *testing.T) {
 	require.NoError(t, sb.Delete(ctx, ps[1].Node, -1)) // the bystander
 	require.NoError(t, l.Resign(ctx))
 	require.NoError(t, <-got)
-	lease := p.Leading()
 	require.NotNil(t, lease)
 	assert.NotEqual(t, ps[1].Node, lease.Path(), "P leads on a node queued after the deleted one")
 	var waits []metrics.Lock

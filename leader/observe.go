@@ -9,17 +9,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Observe returns a channel of leader changes: first the current leader,
-// then each new one (compared by node), or the zero lock.Participant when
-// nobody campaigns. The latest value wins: a slow reader may skip leaders
-// but never misses a change. The channel is closed when ctx ends or the
-// session is closed. It costs one watch on the election path, removed
-// from the server when ctx ends.
+// Observe returns a channel of leader changes: the current leader, then
+// each new one (the zero Participant when nobody campaigns). The latest
+// value wins: a slow reader may skip leaders but never misses a change.
+// Closed when ctx ends or the session is closed. It keeps one watch on the
+// path, removed from the server when ctx ends.
 func (e *Election) Observe(ctx context.Context) <-chan lock.Participant {
 	ch := make(chan lock.Participant, 1)
 	go e.observe(ctx, ch)
@@ -30,7 +29,7 @@ func (e *Election) observe(ctx context.Context, ch chan lock.Participant) {
 	defer close(ch)
 	var last *lock.Participant
 	for {
-		ep, err := e.sess.Epoch(ctx)
+		ep, err := connlink.Of(e.sess).Epoch(ctx)
 		if err != nil {
 			return // ctx ended or the session closed
 		}
@@ -98,9 +97,8 @@ func publish(ch chan lock.Participant, p lock.Participant) {
 	ch <- p
 }
 
-// leaderW reads the leader and leaves a watch that fires when the
-// participants may have changed: a child watch on the path (exists true),
-// or a watch on its creation.
+// leaderW reads the leader and leaves a watch on the path's children
+// (exists true), or on its creation.
 func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participant, <-chan zk.Event, bool, error) {
 	for {
 		names, _, w, err := connlink.Of(ep).ChildrenW(ctx, e.path())
@@ -112,9 +110,8 @@ func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participan
 			if !ok {
 				return lock.Participant{}, w, false, nil
 			}
-			// Created meanwhile: our watch is now a data watch on the path,
-			// which would fire only when the path changes. Remove it, then
-			// list the path.
+			// Created meanwhile: our watch is a data watch, which misses
+			// the children. Remove it and list again.
 			e.unwatch(ctx, ep, w)
 			continue
 		}
@@ -133,11 +130,10 @@ func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participan
 	}
 }
 
-// unwatch removes our pending watch w from the server (conn's
-// removeWatches; nothing if it fired already), waiting for the answer for
-// at most queue.Grace after ctx ended.
+// unwatch removes pending watch w from the server, waiting at most
+// bg.Grace after ctx ended.
 func (e *Election) unwatch(ctx context.Context, ep *conn.Epoch, w <-chan zk.Event) {
-	cctx, cancel := queue.CleanupContext(ctx, ep)
+	cctx, cancel := bg.CleanupContext(ctx, ep)
 	defer cancel()
 	if err := connlink.Of(ep).Unwatch(cctx, w); err != nil && ep.Err() == nil {
 		connlink.Of(e.sess).Logger().Info("leader: could not remove the observer's watch; it stays until the participants change",

@@ -1,12 +1,9 @@
 package leader
 
-// Option configures New; a nil Option makes New fail with an error
-// matching conn.ErrInvalidArgument.
-type Option func(*config) error
-
-type config struct {
-	requeue bool
-}
+import (
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
+	"github.com/zkrecipes/zkrecipes/lock"
+)
 
 // WithRequeue makes Run campaign again after each term instead of
 // returning: when the function returns nil, or when its term ended because
@@ -16,7 +13,11 @@ type config struct {
 // after a safe term fails: with Resign's error, the server's refusal (the
 // handle then still leads: call Resign) or lock.ErrReleasePending. Default
 // (without it): Run returns after one term. This is Curator
-// LeaderSelector's autoRequeue.
-func WithRequeue() Option {
-	return func(c *config) error { c.requeue = true; return nil }
+// LeaderSelector's autoRequeue. Only leader.New takes it.
+func WithRequeue() lock.Option {
+	return func(c *lockopt.Config) error {
+		c.Given |= lockopt.Requeue
+		c.Requeue = true
+		return nil
+	}
 }

@@ -7,28 +7,24 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// Run campaigns, then runs fn while we lead, with the term's lease. fn's
-// ctx is cancelled when Run's ctx ends, or, with a cause matching
-// ErrLeadershipLost, when the lease is lost: the epoch ended (before the
-// ensemble can let another participant lead, with the session's default
-// quorum timer), our node was deleted, Resign was called, or
-// conn.WithSuspendedAsLost counts a suspension as lost. fn must return
-// promptly then, and write through the lease (GuardedWrite; Fence is its
-// fencing token) what must not overlap the next leader's writes: see
-// docs/leader.md, "Two leaders".
+// Run campaigns, then runs fn with the term's lease while we lead. fn's
+// ctx is cancelled when Run's ctx ends or, with a cause matching
+// ErrLeadershipLost, when the lease is lost; fn must then return promptly.
+// Writes that must not overlap the next leader's go through the lease
+// (GuardedWrite, Fence): see docs/leader.md, "Two leaders".
 //
-// When fn returns, Run resigns (even if ctx ended) and returns the
-// campaign's error if we never led; an error matching ErrLeadershipLost
-// (and conn.ErrLeaseLost, and fn's error unless it is its ctx's) if the
-// term ended in a loss; else fn's error joined with the resign's. With
-// WithRequeue it campaigns again instead (see there). ErrCampaigning when
-// this handle already campaigns or leads; a nil fn is an error.
+// When fn returns, Run resigns (even if ctx ended) and returns: the
+// campaign's error if we never led; ErrLeadershipLost (with fn's error
+// unless it is its ctx's) if the term was lost; else fn's error joined
+// with the resign's. WithRequeue campaigns again instead. A nil fn is an
+// error.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *conn.Lease) error) error {
 	if fn == nil {
 		return fmt.Errorf("leader: run %s: nil function", e.path())
@@ -39,15 +35,14 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 			return err
 		}
 		err = e.term(ctx, l, fn)
-		if !e.cfg.requeue {
+		if !e.cfg.Requeue {
 			return err
 		}
 		if ctx.Err() != nil {
-			// fn answered its ctx's end with nil, or the term was lost as
-			// ctx ended: either way, as for a term followed by a campaign
-			// that ctx ended, Run's answer is ctx's.
+			// The term ended with ctx: Run's answer is ctx's, as after a
+			// campaign that ctx ended.
 			if err == nil || errors.Is(err, ErrLeadershipLost) {
-				err = fmt.Errorf("leader: run %s: %w", e.path(), queue.CtxErr(ctx))
+				err = fmt.Errorf("leader: run %s: %w", e.path(), bg.CtxErr(ctx))
 			}
 			return err
 		}
@@ -60,8 +55,8 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 // term runs fn under lease l and resigns.
 func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.Context, lease *conn.Lease) error) error {
 	start := time.Now()
-	queue.ReportLeader(e.sess, metrics.Leader{Path: e.path(), Leading: true})
-	defer func() { queue.ReportLeader(e.sess, metrics.Leader{Path: e.path(), Duration: time.Since(start)}) }()
+	report.Leader(e.sess, metrics.Leader{Path: e.path(), Leading: true})
+	defer func() { report.Leader(e.sess, metrics.Leader{Path: e.path(), Duration: time.Since(start)}) }()
 	fctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := make(chan struct{})
@@ -79,7 +74,7 @@ func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.
 	<-done
 	lost := l.Err() // before our own resign closes Lost
 
-	rctx, rcancel := queue.CleanupContext(ctx, l.Epoch())
+	rctx, rcancel := bg.CleanupContext(ctx, l.Epoch())
 	defer rcancel()
 	rerr := e.resign(rctx, l)
 	if errors.Is(rerr, lock.ErrReleasePending) {

@@ -42,7 +42,7 @@ func TestRunNeverLed(t *testing.T) {
 	defer cancel()
 	assert.ErrorIs(t, e1.Run(tctx, called), context.DeadlineExceeded)
 	assert.Len(t, testzk.Children(t, ss[0], path), 1, "only the leader's node")
-	assert.Nil(t, e1.Leading())
+	assert.ErrorIs(t, e1.Resign(ctx), lock.ErrNotHeld, "never led")
 	require.NoError(t, e0.Resign(ctx))
 }
 
@@ -58,8 +58,10 @@ func TestRunWhileLeading(t *testing.T) {
 	require.NoError(t, err)
 	err = e.Run(ctx, func(context.Context, *conn.Lease) error { t.Error("fn called"); return nil })
 	assert.ErrorIs(t, err, leader.ErrCampaigning)
-	assert.Same(t, l, e.Leading(), "the leadership is untouched")
-	assert.NoError(t, l.Err())
+	assert.NoError(t, l.Err(), "the leadership is untouched")
+	who, err := e.Leader(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, l.Path(), who.Node, "still the leader's node")
 	require.NoError(t, e.Resign(ctx))
 }
 
@@ -86,7 +88,6 @@ func TestRunReturnsFnError(t *testing.T) {
 			assert.NotErrorIs(t, err, leader.ErrLeadershipLost)
 		}
 		assert.Empty(t, testzk.Children(t, s, path), "resigned after the term")
-		assert.Nil(t, e.Leading())
 		assert.ErrorIs(t, e.Resign(ctx), lock.ErrNotHeld, "Run's term ended")
 		require.NotNil(t, held)
 		assert.ErrorIs(t, held.Err(), conn.ErrLeaseLost, "the term's lease is over")
@@ -182,8 +183,8 @@ func TestRunRequeueAfterNil(t *testing.T) {
 }
 
 // A handle whose leadership was lost (our node deleted by someone else)
-// reports the lost lease through Leading, Resign returns nil (nothing left
-// to release), and the handle campaigns again.
+// reports the loss through the lease (Lost closed, Err set), Resign returns
+// nil (nothing left to release), and the handle campaigns again.
 func TestCampaignAfterLoss(t *testing.T) {
 	c := testzk.Shared(t)
 	ss := testzk.ConnectN(t, c.Servers(), 2)
@@ -201,12 +202,9 @@ func TestCampaignAfterLoss(t *testing.T) {
 			t.Fatal("Lost not closed within 10s of the deletion")
 		}
 		assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost)
-		if got := e.Leading(); got != nil {
-			t.Errorf("Leading() = the lease of %s (Err: %v), want nil: Leading never returns a lost lease", got.Path(), got.Err())
-		}
 		if resign {
 			assert.NoError(t, e.Resign(ctx), "resigning a lost leadership")
-			assert.Nil(t, e.Leading())
+			assert.ErrorIs(t, e.Resign(ctx), lock.ErrNotHeld, "nothing left to resign")
 		}
 		l2, err := e.Campaign(ctx)
 		require.NoError(t, err, "a lost leadership does not block a new campaign")
@@ -334,7 +332,7 @@ func TestRunNilFunction(t *testing.T) {
 	require.NotPanics(t, func() { err = e.Run(ctx, nil) })
 	assert.EqualError(t, err, "leader: run "+path+": nil function")
 	assert.Empty(t, testzk.Children(t, s, path), "nothing queued")
-	assert.Nil(t, e.Leading())
+	assert.ErrorIs(t, e.Resign(ctx), lock.ErrNotHeld, "not leading")
 }
 
 // Resign deletes our node plainly, without the locks' handover mark (a

@@ -1,12 +1,11 @@
 // Package lock holds what every lock of this module shares: the Locker
-// interface that multilock combines, the Participant the recipes list, and
-// the errors they all return (wrapped), so that one errors.Is works for
-// every recipe.
+// interface that multilock combines, the Participant the recipes list, the
+// Option their New functions take, and the errors they all return
+// (wrapped), so that one errors.Is works for every recipe.
 //
 // # Acquire, TryAcquire and Release: one contract
 //
-// The locks side by side (README.md's "Which lock do I want" adds the cost
-// per handoff and the paths shared with Curator and kazoo):
+// The locks side by side:
 //
 //	lock                   owner      reentrant       fair          Release by another    TryAcquire
 //	                                                                goroutine
@@ -21,21 +20,22 @@
 //
 // What every one of them does:
 //
-//   - Acquire blocks until the lock is held or ctx ends. On error it holds
-//     nothing and leaves nothing behind (its node is deleted, in the
-//     background if need be). A session lost while waiting is not an
-//     error: Acquire starts over in the next. A connection loss is retried
-//     as conn.WithRetry says, then returned.
+//   - Acquire blocks until the lock is held or ctx ends, and returns at
+//     most 100 ms after ctx ends. On error it holds nothing and leaves
+//     nothing behind (in the background if need be). A session lost while
+//     waiting is not an error: Acquire starts over in the next. A
+//     connection loss is retried as conn.WithRetry says, then returned.
 //   - TryAcquire never waits: (nil, false, nil) when the lock is taken.
 //   - The *conn.Lease returned is the grant: Lost closes when the lock must
-//     be taken as lost, Fence is the fencing token, GuardedWrite guards
-//     writes with it.
+//     be taken as lost; Fence and GuardedWrite fence writes.
 //   - Release deletes the node (a Semaphore names the lease: ReturnLease).
 //     After a loss it returns nil; when only the local timer ended the
-//     session, the node may stay until the server expires the session, and
-//     nobody gets the lock before that.
+//     session, the node may stay, and nobody gets the lock, until the
+//     server expires the session.
 //   - Errors say the recipe, the operation and the lock's path once, then
 //     the cause: "mutex: release /locks/a: lock: not held".
+//
+// See docs/safety.md for what holds under which fault.
 package lock
 
 import (
@@ -72,33 +72,24 @@ var (
 	ErrNotOwner = errors.New("lock: not owner (held by another goroutine of this process)")
 
 	// ErrNotRevocable: Revoke refused because the holder's node is sealed
-	// (the default; see the recipes' WithRevocable); nothing was written.
+	// (the default; see WithRevocable); nothing was written.
 	ErrNotRevocable = errors.New("lock: lock node is sealed, not revocable")
 )
 
 // WithLabel returns a copy of ctx carrying label, what the caller calls the
-// holder (a request id, a job name). Every lock's Acquire and TryAcquire
-// writes it into the node it creates, where Participants and the zkrecipes
-// command show it; Curator and kazoo read node data as opaque bytes. A label
-// over 256 bytes, not UTF-8 or with control characters fails with an error
-// matching conn.ErrInvalidArgument at once, re-entry and local handoff
-// included, that says what is wrong with the label: the call
-// asks for nothing, so it creates nothing and reports no metrics.LockWait. A
-// re-entry or a local handoff keeps the label of the acquire that created
-// the node; a leader's node data is its participant id, so Campaign neither
-// writes nor checks a label. Revoke replaces the node's data with Curator's
-// revoke mark, the label with it.
+// holder (a request id, a job name). Acquire and TryAcquire write it into
+// the node they create, where Participants and the zkrecipes command show
+// it (a re-entry or local handoff keeps the node's; Campaign ignores it).
+// A label over 256 bytes, not UTF-8 or with control characters fails at
+// once, asking nothing, with an error matching conn.ErrInvalidArgument.
 func WithLabel(ctx context.Context, label string) context.Context {
 	return nodelabel.With(ctx, label)
 }
 
 // Locker is what every lock of this module is, and what a
-// multilock.MultiLock is made of. A lock of this module is identified by
-// the ensemble of the session it was made with and its full path (that
-// session's namespace followed by the lock's path), and so is a type that
-// embeds one (such as *mutex.InterProcessMutex); any other Locker (a
-// stand-in, or a wrapper that holds the lock in a Locker field) by its
-// Path alone, on no ensemble.
+// multilock.MultiLock is made of. A lock of this module, or a type that
+// embeds one, is identified by its session's ensemble and its full path
+// (namespace included); any other Locker by its Path alone.
 type Locker interface {
 	// Acquire blocks until held or ctx ends.
 	Acquire(ctx context.Context) (*conn.Lease, error)
@@ -119,20 +110,16 @@ type Participant struct {
 	Holding bool
 	// Seq is the sequence number the server gave the node.
 	Seq int32
-	// ID is the contender's id: for a lock, its unique acquire id (the
-	// uuid in the name; the node's data's for a name without one, a
-	// rwlock's); for an election, the participant id given to leader.New
-	// (the node's data, as Curator's LeaderLatch writes it).
+	// ID is a lock contender's unique acquire id (from the name, or for
+	// rwlock the data), or an election participant's id (leader.New).
 	ID string
 	// Host and PID say which process queued it, when its data tells
 	// (Curator writes only an address, which becomes Host).
 	Host string
 	PID  int
 	// Known is false when the node's data does not say which process
-	// queued it (a foreign lock client's, any election node, whose data
-	// is the participant id, or a holder asked to release by Revoke, whose
-	// data became Curator's revoke mark); then only Node, Holding, Seq and
-	// ID are set.
+	// queued it (a foreign client's node, an election's, a revoked one);
+	// then only Node, Holding, Seq and ID are set.
 	Known bool
 	// Label is the label the holder's acquire carried (WithLabel), ""
 	// for none, or once Revoke has replaced the node's data.

@@ -13,21 +13,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
-// Revoke asks the holder of node to release its lock, as Curator's
+// Revoke asks the holder of node (a Participant.Node or Lease.Path of a
+// mutex, semaphoremutex or rwlock) to release, as Curator's
 // Revoker.attemptRevoke does: it writes Curator's revoke mark into the
-// node, with the data version it read (two requests). node is a
-// contender's node of a mutex, a semaphoremutex Mutex or Semaphore (a
-// lease node or an internal lock node) or an rwlock, as their
-// Participants report it (Participant.Node) or a Lease names it, in s. A
-// holder made revocable (the recipes' WithRevocable) sees its
-// Lease.Revoked close, a Curator holder its revocation listener, and
-// keeps the lock until it releases it.
-//
-// A sealed node (the recipes' default), or one s may not write, is refused
-// with ErrNotRevocable, whichever session asks, and nothing is written. A
-// node that is gone is nil. Any other path (an election's node, a node of
-// no lock) is an error matching conn.ErrInvalidArgument, and nothing is
-// written.
+// node. A revocable holder (lock.WithRevocable) sees Lease.Revoked close, a
+// Curator holder its listener; either keeps the lock until it releases.
+// A sealed node (the default), or one s may not write, fails with
+// ErrNotRevocable from any session; a node of no lock with
+// conn.ErrInvalidArgument; a node that is gone is nil.
 func Revoke(ctx context.Context, s *conn.Session, node string) error {
 	if err := revoke(ctx, s, node); err != nil {
 		return fmt.Errorf("lock: revoke %s: %w", node, err)
@@ -45,7 +38,7 @@ func revoke(ctx context.Context, s *conn.Session, node string) error {
 	if s == nil {
 		return fmt.Errorf("nil session: %w", conn.ErrInvalidArgument)
 	}
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	if err != nil {
 		return err
 	}
@@ -59,8 +52,7 @@ func revoke(ctx context.Context, s *conn.Session, node string) error {
 		case err != nil:
 			return err
 		}
-		// A sealed node gives its own session every right: refuse it
-		// here, as the server refuses every other session.
+		// A sealed node gives its own session every right: refuse it here.
 		if d, _ := locknode.DecodeData(data); d.Sealed {
 			return ErrNotRevocable
 		}

@@ -4,10 +4,8 @@
 // github.com/zkrecipes/zkrecipes/metrics/prometheus and
 // github.com/zkrecipes/zkrecipes/metrics/otel.
 //
-// The hooks are called synchronously, from the goroutine of the event (a
-// request, an Acquire, a Release, the session manager), and concurrently:
-// they must be quick, must not block and must not call back into the
-// session. Durations are time.Duration (the adapters export seconds).
-// Paths are passed as they are (without namespace): an adapter bounds the
-// label values it makes of them.
+// The hooks are called synchronously and concurrently, from the goroutine
+// of the event: they must be quick, must not block and must not call back
+// into the session. Paths are passed without namespace; an adapter bounds
+// the label values it makes of them. See docs/operations.md, "Metrics".
 package metrics

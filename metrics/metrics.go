@@ -5,9 +5,8 @@ import "time"
 // Hooks are the functions a session calls for what it and its recipes do.
 // A nil hook is skipped: set only those you export. Fields may be added.
 type Hooks struct {
-	// State is every state transition of the session (what
-	// conn.Session.Subscribe delivers). A "Connected" is a new epoch: a
-	// new ZooKeeper session.
+	// State is every state transition of the session (as
+	// conn.Session.Subscribe delivers it); "Connected" is a new epoch.
 	State func(Transition)
 	// Request is every request attempt sent to ZooKeeper, retries
 	// included, with its latency.
@@ -18,14 +17,11 @@ type Hooks struct {
 	// Leader is the start (Leading) or the end (with the term's Duration)
 	// of a leader term of leader.Election.Run.
 	Leader func(Leader)
-	// Watches is a change, by delta (+1 or -1), of the number of watches
-	// the session has on the servers for its callers (a gauge is the sum
-	// of the deltas; several sessions may add into one). A watch is a
-	// path and a kind (data: GetW, ExistsW; child: ChildrenW), one server
-	// watch for all the callers waiting on it: counted from the first of
-	// those calls (a call that fails takes it back) until it fires, its
-	// last caller stops waiting (its removal is then sent), or its epoch
-	// ends. The recipes' waiters and Lost channels watch through them.
+	// Watches is a change (+1 or -1) of the number of watches the session
+	// has on the servers; a gauge is the sum of the deltas. A watch is a
+	// path and a kind (data or child), one for all the callers waiting on
+	// it, counted until it fires, its last caller stops waiting, or its
+	// epoch ends.
 	Watches func(delta int)
 }
 
@@ -34,8 +30,7 @@ type Transition struct {
 	// State is the new state as conn.State's String gives it: "Connected",
 	// "Suspended", "Reconnected", "Lost" or "Closed".
 	State string
-	// SessionID is the ZooKeeper session of the transition's epoch: the
-	// new one for Connected, the one that ended for Lost and Closed.
+	// SessionID is the epoch's session (for Lost and Closed, the one ended).
 	SessionID int64
 	// Err says why the epoch ended, for Lost and Closed.
 	Err error
@@ -47,11 +42,9 @@ type Transition struct {
 type Request struct {
 	// Op is the operation: one of the Op* names.
 	Op string
-	// Duration is from the send to the answer, or to the moment the
-	// caller stopped waiting (its context or the epoch ended).
+	// Duration is from the send to the answer, or until the caller gave up.
 	Duration time.Duration
-	// Err is the request's error, nil on success (zk.ErrNoNode and the
-	// like are errors here).
+	// Err is the request's error (zk.ErrNoNode included), nil on success.
 	Err error
 }
 
@@ -67,23 +60,20 @@ const (
 	OpMulti    = "multi"
 	OpSync     = "sync"
 	OpAuth     = "auth"
-	// OpGetACL is a read of a node's ACL: a waiter of the recipes reads
-	// its predecessor's ACL with its data (see package mutex, "trust").
+	// OpGetACL: a waiter reads its predecessor's ACL with its data.
 	OpGetACL = "getacl"
-	// OpSetACL is a change of a node's ACL: rwlock marks a write node it
-	// keeps after a downgrade's write release (see package rwlock).
+	// OpSetACL: rwlock marks a write node it keeps after a downgrade.
 	OpSetACL = "setacl"
 )
 
 // Lock is one event of a lock, a semaphore lease or an election candidacy.
 type Lock struct {
-	Event LockEvent
+	// Event is one of the Lock* constants.
+	Event string
 	// Recipe is "mutex", "rwlock", "semaphoremutex", "semaphore",
-	// "leader" or "exclusive". A semaphoremutex's holds and losses are its
-	// semaphore lease's: "semaphore". A semaphore's internal lock
-	// (PATH/locks) is no holder's work: its waits are part of the
-	// semaphore's, its holds and losses are not reported (with one lease
-	// its node may become the lease: then as "semaphore").
+	// "leader" or "exclusive". A semaphoremutex's holds and losses are
+	// reported as "semaphore"; a semaphore's internal lock is not reported
+	// on its own (its waits are part of the semaphore's).
 	Recipe string
 	// Path is the lock path as the recipe was given it.
 	Path string
@@ -95,33 +85,26 @@ type Lock struct {
 	Duration time.Duration
 }
 
-// LockEvent says what a Lock reports.
-type LockEvent string
-
+// What a Lock reports (its Event).
 const (
-	// LockWait: an Acquire or TryAcquire returned after Duration, with an
-	// Outcome. One per call that asks for the lock, a local waiter of an
-	// in-process handoff included (a leader's campaign is one). A
-	// re-entrant call of a goroutine that holds a mutex or rwlock asks for
-	// nothing and is not reported, nor is its hold, nor a call refused
-	// for its label (an invalid-argument error).
-	LockWait LockEvent = "wait"
-	// LockHold: a grant was released by its recipe (Release, Resign, a
-	// local handoff), held for Duration since the grant, and was not lost
-	// before: its release began in a live epoch and found the node there.
-	// A grant ends in one LockHold or one LockLost, never both.
-	LockHold LockEvent = "hold"
+	// LockWait: an Acquire or TryAcquire (or a leader's campaign) returned
+	// after Duration, with an Outcome. A re-entry, which asks for nothing,
+	// is not reported, nor is a call refused for its label.
+	LockWait = "wait"
+	// LockHold: a grant not lost before was released (Release, Resign, a
+	// local handoff) after Duration. A grant ends in one LockHold or one
+	// LockLost, never both.
+	LockHold = "hold"
 	// LockHandoff: a grant was passed to a local waiter of the same
 	// session, without a ZooKeeper round trip.
-	LockHandoff LockEvent = "handoff"
-	// LockLost: a held lease was found lost, with a Cause. Once per
-	// lease, when the lease learns it: something waits on its Lost channel
-	// or checks it (Err, Fence, a guarded write), or at the latest its
-	// recipe's release finds its epoch ended or its node gone.
-	LockLost LockEvent = "lost"
+	LockHandoff = "handoff"
+	// LockLost: a held lease was found lost, with a Cause: once per lease,
+	// when it learns it (its Lost, Err, Fence, a guarded write, or at the
+	// latest its release).
+	LockLost = "lost"
 	// LockRevokeRequest: someone asked the holder to release (its
 	// Lease.Revoked channel was closed).
-	LockRevokeRequest LockEvent = "revoke_request"
+	LockRevokeRequest = "revoke_request"
 )
 
 // Outcomes of a LockWait.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"path"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -51,7 +52,11 @@ func Example() {
 	case <-m.Lost(): // any of them lost: stop the transfer
 		log.Print("lost a lock")
 	default:
-		fmt.Println("holding", len(leases), "locks:", m.Paths())
+		var locks []string // the leases come in path order; a mutex's node is under its path
+		for _, l := range leases {
+			locks = append(locks, path.Dir(l.Path()))
+		}
+		fmt.Println("holding", len(leases), "locks:", locks)
 	}
 	// Output: holding 2 locks: [/example-accounts/alice /example-accounts/bob]
 }

@@ -10,9 +10,8 @@ var closed = func() chan struct{} {
 }()
 
 // Lost returns a channel closed when any lease of the current grant is
-// lost, or when the MultiLock is released; already closed when it is not
-// held. The first call after an Acquire starts one goroutine (and arms
-// each lease's watch, a request each), which ends with the grant.
+// lost or the MultiLock is released; already closed when not held. The
+// first call per grant starts one goroutine, which ends with the grant.
 func (m *MultiLock) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -12,27 +12,21 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Locker is lock.Locker: what a MultiLock is made of; every lock of this
-// module is one. A lock is identified by its full path (the namespace of
-// the session it was made with, followed by its Path) and its ensemble
-// (see lock.Locker): MultiLock orders the locks by that identity and
-// refuses two with the same one.
-type Locker = lock.Locker
-
-// identity is what identifies a lock physically: its full path (namespace
-// included) and its ensemble.
+// identity is a lock's full path (namespace included) and its ensemble
+// (see lock.Locker): MultiLock orders the locks by it and refuses two with
+// the same one.
 type identity struct {
 	path     string
 	ensemble string
 }
 
-func identify(l Locker) identity {
+func identify(l lock.Locker) identity {
 	s := lockid.Session(l)
 	if s == nil {
 		return identity{path: l.Path()}
@@ -67,37 +61,31 @@ const (
 	partlyHeld // a Release left some locks held; Release again retries them
 )
 
-// MultiLock takes several locks as one, all or nothing: in the order of
-// their identities (see Locker), whatever the order given to New, so two
-// MultiLocks over overlapping sets cannot deadlock each other; one context
-// bounds the whole Acquire; on failure the locks taken are released in
-// reverse order. Holding it is holding every lease it returned (leases on
-// the sessions, not promises; Lost closes when any is lost). Not
-// reentrant (ErrBusy). Any goroutine may Release it, but a mutex or rwlock
-// lock stays held unless released by the goroutine that took it. Safe for
-// concurrent use.
+// MultiLock takes several locks as one, all or nothing, in the order of
+// their full paths, so MultiLocks over overlapping sets cannot deadlock
+// each other. Holding it is holding every lease it returned (Lost closes
+// when any is lost). Not reentrant (ErrBusy). Safe for concurrent use.
 type MultiLock struct {
-	locks []Locker // sorted by identity (full path, then ensemble); fixed by New
+	locks []lock.Locker // sorted by identity (full path, then ensemble); fixed by New
 
 	mu       sync.Mutex    // guards the fields below
 	state    state         // see the constants
-	holding  []Locker      // the locks held, in path order: all of them once acquired, those a Release left held after it; nil otherwise
+	holding  []lock.Locker // the locks held, in path order: all of them once acquired, those a Release left held after it; nil otherwise
 	leases   []*conn.Lease // the grant's leases, in lock order, while held (for Lost)
 	lost     chan struct{} // made on each grant; closed once: by the watcher if started, else by the first Release
 	stop     chan struct{} // made on each grant; closed by the first Release to end the watcher
 	watching bool          // the watcher goroutine was started for this grant
 }
 
-// New returns a MultiLock over locks. It fails with an error matching
-// conn.ErrInvalidArgument when given no lock, a nil lock, or two locks with
-// the same identity (the same full path on the same ensemble, whatever
-// their sessions' namespaces: taking both would deadlock on itself).
-func New(locks ...Locker) (*MultiLock, error) {
+// New returns a MultiLock over locks. No lock, a nil lock, or two on the
+// same full path and ensemble (it would wait on itself) fail with an error
+// matching conn.ErrInvalidArgument.
+func New(locks ...lock.Locker) (*MultiLock, error) {
 	if len(locks) == 0 {
 		return nil, fmt.Errorf("multilock: new: no locks given: %w", conn.ErrInvalidArgument)
 	}
 	type entry struct {
-		l  Locker
+		l  lock.Locker
 		id identity
 	}
 	es := make([]entry, len(locks))
@@ -108,7 +96,7 @@ func New(locks ...Locker) (*MultiLock, error) {
 		es[i] = entry{l, identify(l)}
 	}
 	sort.SliceStable(es, func(i, j int) bool { return es[i].id.less(es[j].id) })
-	sorted := make([]Locker, len(es))
+	sorted := make([]lock.Locker, len(es))
 	for i, e := range es {
 		if i > 0 && es[i-1].id == e.id {
 			return nil, fmt.Errorf("multilock: new: two locks on the same path: %q and %q are both %s: %w", es[i-1].l.Path(), e.l.Path(), e.id, conn.ErrInvalidArgument)
@@ -119,7 +107,7 @@ func New(locks ...Locker) (*MultiLock, error) {
 }
 
 // isNil catches a nil interface and a typed nil pointer in one.
-func isNil(l Locker) bool {
+func isNil(l lock.Locker) bool {
 	if l == nil {
 		return true
 	}
@@ -131,22 +119,10 @@ func isNil(l Locker) bool {
 	return false
 }
 
-// Paths returns the locks' paths (Locker.Path, without namespace) in the
-// order they are taken, which is the order of the leases Acquire returns.
-func (m *MultiLock) Paths() []string {
-	out := make([]string, len(m.locks))
-	for i, l := range m.locks {
-		out[i] = l.Path()
-	}
-	return out
-}
-
-// Acquire takes every lock in order of identity within ctx, one deadline
-// for all, and returns the leases in that order (see Paths). If a lock
-// cannot be taken, those taken are released in reverse order (until 100
-// ms after ctx ended, 10 s at most), and the error wraps the failing
-// lock's, joined with the rollback's; a lock whose rollback failed (other
-// than pending) stays held by its own handle, named in the error.
+// Acquire takes every lock in order within ctx and returns the leases in
+// that order. If one cannot be taken, those taken are released in reverse
+// order (until 100 ms after ctx ended, 10 s at most); the error joins the
+// failure and the rollback's, naming any lock the rollback left held.
 func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	m.mu.Lock()
 	if m.state != idle {
@@ -179,13 +155,12 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 }
 
 // rollback releases locks[n-1] down to locks[0] on a context of its own
-// (queue.GraceContext: 100 ms past ctx's end, rollbackTimeout at most) and
-// joins their errors.
+// (bg.GraceContext) and joins their errors.
 func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
 	}
-	rctx, cancel := queue.GraceContext(ctx, rollbackTimeout)
+	rctx, cancel := bg.GraceContext(ctx, rollbackTimeout)
 	defer cancel()
 	var errs []error
 	for j := n - 1; j >= 0; j-- {
@@ -196,13 +171,11 @@ func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	return errors.Join(errs...)
 }
 
-// Release releases the locks held in reverse order, going on past a
-// failure, and returns the failures joined, each with its lock's path. A
-// lock counts as released on nil, lock.ErrReleasePending or
-// lock.ErrNotHeld; any other error leaves it held, and the MultiLock with
-// it: the error matches ErrPartlyReleased, and Release again retries only
-// those locks. Lost closes at the first Release. lock.ErrNotHeld when not
-// held, or while another call acquires or releases it.
+// Release releases the locks held in reverse order, past failures, and
+// joins the errors. A lock left held (any error but lock.ErrReleasePending
+// or lock.ErrNotHeld) keeps the MultiLock held: ErrPartlyReleased, and
+// Release again retries just those. lock.ErrNotHeld when not held, or
+// while another call acquires or releases it.
 func (m *MultiLock) Release(ctx context.Context) error {
 	m.mu.Lock()
 	switch m.state {
@@ -223,7 +196,7 @@ func (m *MultiLock) Release(ctx context.Context) error {
 
 	var (
 		errs []error
-		kept []Locker // in reverse path order
+		kept []lock.Locker // in reverse path order
 	)
 	for j := len(locks) - 1; j >= 0; j-- {
 		err := locks[j].Release(ctx)

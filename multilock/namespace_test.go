@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -70,9 +71,9 @@ func (p *pausing) Acquire(ctx context.Context) (*conn.Lease, error) {
 }
 
 // pauseFirst wraps locks so that the first one taken pauses at b.
-func pauseFirst(b *barrier, locks ...*exclusive.Lock) []multilock.Locker {
+func pauseFirst(b *barrier, locks ...*exclusive.Lock) []lock.Locker {
 	first := new(atomic.Bool)
-	out := make([]multilock.Locker, len(locks))
+	out := make([]lock.Locker, len(locks))
 	for i, l := range locks {
 		out[i] = &pausing{Lock: l, first: first, b: b}
 	}
@@ -98,19 +99,22 @@ func TestNamespaces(t *testing.T) {
 		b := &barrier{all: make(chan struct{})}
 		one := newMulti(t, pauseFirst(b, newExclusive(t, sp, "/z"), newExclusive(t, sq, "/a"))...)
 		two := newMulti(t, pauseFirst(b, newExclusive(t, sb, "/p/z"), newExclusive(t, sb, "/q/a"))...)
-		assert.Equal(t, []string{"/z", "/a"}, one.Paths(), "X (base/p/z) before Y (base/q/a)")
-		assert.Equal(t, []string{"/p/z", "/q/a"}, two.Paths())
 
 		ctx := locktest.Ctx(t, 8*time.Second)
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
+		taken := make([][]string, 2) // the leases' paths, in the order Acquire returns them
 		for i, m := range []*multilock.MultiLock{one, two} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := m.Acquire(ctx); err != nil {
+				leases, err := m.Acquire(ctx)
+				if err != nil {
 					errs[i] = err
 					return
+				}
+				for _, l := range leases {
+					taken[i] = append(taken[i], l.Path())
 				}
 				errs[i] = m.Release(context.WithoutCancel(ctx))
 			}()
@@ -118,6 +122,8 @@ func TestNamespaces(t *testing.T) {
 		wg.Wait()
 		assert.NoError(t, errs[0], "first MultiLock")
 		assert.NoError(t, errs[1], "second MultiLock")
+		assert.Equal(t, []string{"/z/lock", "/a/lock"}, taken[0], "X (base/p/z) before Y (base/q/a)")
+		assert.Equal(t, []string{"/p/z/lock", "/q/a/lock"}, taken[1])
 		assert.Empty(t, nodes(t, sb, "/"), "nothing left")
 	})
 

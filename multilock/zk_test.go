@@ -46,7 +46,7 @@ func nodes(t *testing.T, s *conn.Session, path string) map[string]int64 {
 	return m
 }
 
-func newMulti(t *testing.T, locks ...multilock.Locker) *multilock.MultiLock {
+func newMulti(t *testing.T, locks ...lock.Locker) *multilock.MultiLock {
 	t.Helper()
 	m, err := multilock.New(locks...)
 	require.NoError(t, err)
@@ -149,26 +149,26 @@ func TestZooKeeper(t *testing.T) {
 		p1, p2, p3 := locktest.UniquePath(c, "1"), locktest.UniquePath(c, "2"), locktest.UniquePath(c, "3")
 		l1, l2, l3 := newExclusive(t, s, p1), newExclusive(t, s, p2), newExclusive(t, s, p3)
 		m := newMulti(t, l3, l1, l2)
-		paths := m.Paths()
-		_, err := m.Acquire(locktest.Ctx(t, 10*time.Second))
+		leases, err := m.Acquire(locktest.Ctx(t, 10*time.Second))
 		require.NoError(t, err)
 
-		// Release the middle one (in path order) directly.
+		// Release the middle one (in path order: the leases' order) directly.
 		var middle *exclusive.Lock
 		for _, l := range []*exclusive.Lock{l1, l2, l3} {
-			if l.Path() == paths[1] {
+			if l.Path()+"/lock" == leases[1].Path() {
 				middle = l
 			}
 		}
+		require.NotNil(t, middle)
 		require.NoError(t, middle.Release(locktest.Ctx(t, 10*time.Second)))
 
 		err = m.Release(locktest.Ctx(t, 10*time.Second))
 		assert.ErrorIs(t, err, lock.ErrNotHeld)
 		assert.ErrorIs(t, err, lock.ErrNotHeld)
 		assert.NotErrorIs(t, err, multilock.ErrPartlyReleased, "a lock not held has nothing left to release")
-		assert.Contains(t, err.Error(), paths[1])
-		for _, p := range paths {
-			assert.False(t, locktest.Exists(t, s, p+"/lock"), "%s released", p)
+		assert.Contains(t, err.Error(), middle.Path())
+		for _, l := range leases {
+			assert.False(t, locktest.Exists(t, s, l.Path()), "%s released", l.Path())
 		}
 		assert.ErrorIs(t, m.Release(locktest.Ctx(t, 10*time.Second)), lock.ErrNotHeld, "released, even if with errors")
 		_, err = m.Acquire(locktest.Ctx(t, 10*time.Second))
@@ -197,7 +197,7 @@ func TestZooKeeper(t *testing.T) {
 		assert.Less(t, took, deadline+time.Second, "one overall deadline")
 		t.Logf("Acquire gave up after %v (deadline %v)", took, deadline)
 		// The rollback's releases may finish in the background (they get
-		// queue.Grace after the deadline): wait for them on the server.
+		// bg.Grace after the deadline): wait for them on the server.
 		for _, p := range paths[:2] {
 			locktest.WaitFor(t, 10*time.Second, p+" rolled back", func() bool {
 				return !locktest.Exists(t, sessions[1], p+"/lock")
@@ -234,7 +234,7 @@ func TestZooKeeper(t *testing.T) {
 
 		locktest.SetACL(t, c.Servers(), pm, zk.WorldACL(zk.PermAll))
 		require.NoError(t, m.Release(ctx), "the retry releases the mutex")
-		assert.False(t, mu.IsAcquiredInThisProcess())
+		assert.False(t, mu.IsOwnedByCurrentGoroutine())
 		assert.Empty(t, nodes(t, s, pm), "its node is gone")
 		assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld)
 
@@ -268,7 +268,7 @@ func TestZooKeeper(t *testing.T) {
 		assert.ErrorIs(t, err, multilock.ErrBusy)
 
 		require.NoError(t, m.Release(ctx), "the owner releases what is left")
-		assert.False(t, mu.IsAcquiredInThisProcess())
+		assert.False(t, mu.IsOwnedByCurrentGoroutine())
 		assert.Empty(t, nodes(t, s, pm), "its node is gone")
 		assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld)
 	})
@@ -292,7 +292,7 @@ func TestZooKeeper(t *testing.T) {
 		assert.ErrorIs(t, err, lock.ErrReleasePending)
 		assert.ErrorIs(t, err, lock.ErrReleasePending)
 		assert.NotErrorIs(t, err, multilock.ErrPartlyReleased)
-		assert.False(t, mu.IsAcquiredInThisProcess())
+		assert.False(t, mu.IsOwnedByCurrentGoroutine())
 		assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld, "released")
 		locktest.WaitFor(t, 10*time.Second, "the background deletes", func() bool {
 			return len(nodes(t, s, pm)) == 0 && !locktest.Exists(t, s, pe+"/lock")

@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
@@ -27,13 +28,13 @@ func BenchmarkUncontended(b *testing.B) {
 func BenchmarkContended10(b *testing.B) {
 	for _, v := range []struct {
 		name string
-		opts []mutex.Option
-	}{{"cache", nil}, {"relist", []mutex.Option{mutex.WithRelist(true)}}} {
+		opts []lock.Option
+	}{{"cache", nil}, {"relist", []lock.Option{mutex.WithRelist(true)}}} {
 		b.Run(v.name, func(b *testing.B) { contended(b, 10, v.opts...) })
 	}
 }
 
-func contended(b *testing.B, n int, opts ...mutex.Option) {
+func contended(b *testing.B, n int, opts ...lock.Option) {
 	c := testzk.Shared(b)
 	path := testzk.Path(b, c, "lock")
 	sessions := testzk.ConnectN(b, c.Servers(), n)
@@ -52,13 +53,13 @@ func contended(b *testing.B, n int, opts ...mutex.Option) {
 func BenchmarkHandoff2(b *testing.B) {
 	for _, v := range []struct {
 		name string
-		opts []mutex.Option
-	}{{"cache", nil}, {"relist", []mutex.Option{mutex.WithRelist(true)}}} {
+		opts []lock.Option
+	}{{"cache", nil}, {"relist", []lock.Option{mutex.WithRelist(true)}}} {
 		b.Run(v.name, func(b *testing.B) { handoff2(b, v.opts...) })
 	}
 }
 
-func handoff2(b *testing.B, opts ...mutex.Option) {
+func handoff2(b *testing.B, opts ...lock.Option) {
 	c := testzk.Shared(b)
 	path := testzk.Path(b, c, "lock")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
@@ -53,7 +53,7 @@ func TestMutualExclusion(t *testing.T) {
 	}
 	require.Len(t, grants, sessions*rounds)
 	for i := 1; i < len(grants); i++ {
-		require.True(t, queue.Before(grants[i-1], grants[i]), "grant %d: sequence %d after %d: not FIFO", i, grants[i], grants[i-1])
+		require.True(t, locknode.Before(grants[i-1], grants[i]), "grant %d: sequence %d after %d: not FIFO", i, grants[i], grants[i-1])
 	}
 	assert.Empty(t, testzk.Children(t, testzk.Connect(t, c.Servers()), path))
 }
@@ -72,7 +72,7 @@ func contend(ctx context.Context, m *mutex.InterProcessMutex, rounds int, guard 
 		if _, err := connlink.Of(ep).Create(ctx, guard, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 			return fmt.Errorf("round %d: guard node: %w", r, err) // ErrNodeExists: two holders
 		}
-		_, seq, _ := queue.SplitSeq(l.Path())
+		_, seq, _ := locknode.SplitSeq(l.Path())
 		record(seq)
 		if err := connlink.Of(ep).Delete(ctx, guard, -1); err != nil {
 			return fmt.Errorf("round %d: guard node: %w", r, err)

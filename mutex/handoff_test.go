@@ -15,13 +15,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 func newHandoffLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
 	t.Helper()
-	m, err := mutex.New(s, path, mutex.WithLocalHandoff(4, time.Second))
+	m, err := mutex.New(s, path, lock.WithLocalHandoff(4, time.Second))
 	if err != nil {
 		t.Fatalf("mutex.New(%q): %v", path, err)
 	}
@@ -41,11 +42,11 @@ func TestContractLocalHandoff(t *testing.T) {
 func TestLocalHandoffOptions(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
-	for _, o := range []mutex.Option{mutex.WithLocalHandoff(0, 0), mutex.WithLocalHandoff(1, -time.Second)} {
+	for _, o := range []lock.Option{lock.WithLocalHandoff(0, 0), lock.WithLocalHandoff(1, -time.Second)} {
 		_, err := mutex.New(s, "/a", o)
 		assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	}
-	_, err := mutex.New(s, "/a", mutex.WithLocalHandoff(3, time.Second))
+	_, err := mutex.New(s, "/a", lock.WithLocalHandoff(3, time.Second))
 	assert.NoError(t, err)
 }
 
@@ -119,7 +120,7 @@ func TestLocalHandoffFencesGrow(t *testing.T) {
 	errs := make(chan []error, 2)
 	for range 2 {
 		s := testzk.Connect(t, c.Servers())
-		m, err := mutex.New(s, path, mutex.WithLocalHandoff(passes, 0))
+		m, err := mutex.New(s, path, lock.WithLocalHandoff(passes, 0))
 		require.NoError(t, err)
 		wg.Add(1)
 		go func() {
@@ -153,7 +154,7 @@ func TestLocalHandoffSavesRequests(t *testing.T) {
 	s := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, 2*time.Minute)
-	m, err := mutex.New(s, path, mutex.WithLocalHandoff(100, 0))
+	m, err := mutex.New(s, path, lock.WithLocalHandoff(100, 0))
 	require.NoError(t, err)
 	const goroutines, rounds = 10, 20
 	before := testzk.Requests(s)
@@ -205,7 +206,7 @@ func TestLocalHandoffReleasedGuardedWriteRefused(t *testing.T) {
 	s := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
-	m, err := mutex.New(s, path, mutex.WithLocalHandoff(10, 0))
+	m, err := mutex.New(s, path, lock.WithLocalHandoff(10, 0))
 	require.NoError(t, err)
 
 	l1, err := m.Acquire(ctx)
@@ -262,7 +263,7 @@ func TestLocalHandoffLostOnExpiry(t *testing.T) {
 	s := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
-	m, err := mutex.New(s, path, mutex.WithLocalHandoff(10, 0))
+	m, err := mutex.New(s, path, lock.WithLocalHandoff(10, 0))
 	require.NoError(t, err)
 	l1, l2, release := holdAndQueue(ctx, t, m)
 	require.Equal(t, l1.Path(), l2.Path(), "not a local handoff")
@@ -295,7 +296,7 @@ func TestLocalHandoffCancelledWaiter(t *testing.T) {
 	s := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
-	m, err := mutex.New(s, path, mutex.WithLocalHandoff(10, 0))
+	m, err := mutex.New(s, path, lock.WithLocalHandoff(10, 0))
 	require.NoError(t, err)
 	_, err = m.Acquire(ctx)
 	require.NoError(t, err)
@@ -330,9 +331,9 @@ func TestLocalHandoffCrossProcessBound(t *testing.T) {
 	ctx := testzk.Ctx(t, 2*time.Minute)
 	const goroutines, passes = 8, 5
 	sa, sb := testzk.Connect(t, c.Servers()), testzk.Connect(t, c.Servers())
-	ma, err := mutex.New(sa, path, mutex.WithLocalHandoff(passes, 0))
+	ma, err := mutex.New(sa, path, lock.WithLocalHandoff(passes, 0))
 	require.NoError(t, err)
-	mb, err := mutex.New(sb, path, mutex.WithLocalHandoff(passes, 0))
+	mb, err := mutex.New(sb, path, lock.WithLocalHandoff(passes, 0))
 	require.NoError(t, err)
 
 	var grants atomic.Int64
@@ -405,7 +406,7 @@ func TestLocalHandoffWaiterSessionClosed(t *testing.T) {
 	s := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
-	m, err := mutex.New(s, path, mutex.WithLocalHandoff(10, 0))
+	m, err := mutex.New(s, path, lock.WithLocalHandoff(10, 0))
 	require.NoError(t, err)
 	_, err = m.Acquire(ctx)
 	require.NoError(t, err)
@@ -433,7 +434,7 @@ func TestLocalHandoffBudget(t *testing.T) {
 	s := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, 2*time.Minute)
-	m, err := mutex.New(s, path, mutex.WithLocalHandoff(1_000_000, 20*time.Millisecond))
+	m, err := mutex.New(s, path, lock.WithLocalHandoff(1_000_000, 20*time.Millisecond))
 	require.NoError(t, err)
 	const goroutines, rounds = 4, 50
 	res := &fenced{}

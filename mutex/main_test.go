@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
@@ -15,7 +16,7 @@ import (
 // their own.
 func TestMain(m *testing.M) { testzk.Main(m) }
 
-func newMutex(t testing.TB, s *conn.Session, path string, opts ...mutex.Option) *mutex.InterProcessMutex {
+func newMutex(t testing.TB, s *conn.Session, path string, opts ...lock.Option) *mutex.InterProcessMutex {
 	t.Helper()
 	m, err := mutex.New(s, path, opts...)
 	require.NoError(t, err)

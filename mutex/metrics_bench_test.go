@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
@@ -30,7 +31,7 @@ func BenchmarkMetrics(b *testing.B) {
 		b.Run("LocalHandoff/"+v.name, func(b *testing.B) {
 			c := testzk.Shared(b)
 			s := testzk.Connect(b, c.Servers(), v.opts...)
-			localHandoff(b, newMutex(b, s, testzk.Path(b, c, "lock"), mutex.WithLocalHandoff(1<<30, 0)), 4)
+			localHandoff(b, newMutex(b, s, testzk.Path(b, c, "lock"), lock.WithLocalHandoff(1<<30, 0)), 4)
 		})
 	}
 }

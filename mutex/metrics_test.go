@@ -76,7 +76,7 @@ func TestMetricsLocalHandoff(t *testing.T) {
 	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
-	m, err := mutex.New(s, path, mutex.WithLocalHandoff(10, 0))
+	m, err := mutex.New(s, path, lock.WithLocalHandoff(10, 0))
 	require.NoError(t, err)
 	_, _, release := holdAndQueue(ctx, t, m)
 	require.NoError(t, release())
@@ -129,8 +129,7 @@ func TestMetricsLostOnExpiry(t *testing.T) {
 	assert.Equal(t, []metrics.Lock{
 		{Event: metrics.LockLost, Recipe: "mutex", Path: path, Cause: metrics.CauseExpiry},
 	}, testzk.LockEvents(rec.Take()))
-	_, err = s.Epoch(ctx)
-	require.NoError(t, err)
+	testzk.Epoch(t, s)
 	testzk.Eventually(t, 10*time.Second, func() bool { return rec.Connected() == 2 }, "no second epoch reported")
 	_ = m.Release(ctx) // its error is the recipe's business; a lost lease's release is no hold
 	assert.Empty(t, rec.Take())
@@ -146,7 +145,7 @@ func TestMetricsRevokeAndDeleted(t *testing.T) {
 	other := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "lock")
 	ctx := testzk.Ctx(t, time.Minute)
-	m := newMutex(t, s, path, mutex.WithRevocable())
+	m := newMutex(t, s, path, lock.WithRevocable())
 	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
 	revoked, lost := l.Revoked(), l.Lost()
@@ -273,8 +272,7 @@ func TestMetricsLostOnLocalTimer(t *testing.T) {
 		{Event: metrics.LockLost, Recipe: "mutex", Path: path, Cause: metrics.CauseLocalTimer},
 	}, testzk.LockEvents(rec.Take()))
 	require.NoError(t, c.Resume(0))
-	_, err = s.Epoch(ctx)
-	require.NoError(t, err)
+	testzk.Epoch(t, s)
 	testzk.Eventually(t, 10*time.Second, func() bool { return rec.Connected() == 2 }, "no second epoch reported")
 	_ = m.Release(ctx) // a lost lease's release is no hold
 	assert.Empty(t, rec.Take())

@@ -11,22 +11,18 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// InterProcessMutex is a fair, reentrant lock shared by every process that
-// uses the same lock path on the same ZooKeeper ensemble, Curator's
-// InterProcessMutex included. Reentrancy is per goroutine: the goroutine
-// that acquired it may acquire it again (counted, without asking
-// ZooKeeper) and must release it as often; any other goroutine, of this
-// process or another, is a separate contender and waits its turn.
-//
-// Holding it is a lease on the ZooKeeper session, not a promise: watch
-// Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale holder
-// must not write.
-//
-// Safe for concurrent use.
+// InterProcessMutex is a fair lock shared by every process on the lock
+// path, Curator's InterProcessMutex included. It is reentrant per
+// goroutine (counted locally; release as often); any other goroutine is a
+// separate contender. Holding it is a lease on the session, not a promise:
+// watch Lease.Lost and fence writes. Safe for concurrent use.
 type InterProcessMutex struct {
 	lockLink // the session, for multilock
 
@@ -47,34 +43,34 @@ type hold struct {
 }
 
 // New returns a handle on the mutex at path. Nothing is created until the
-// first acquire; the lock path and its parents are then created as
-// container nodes, which ZooKeeper removes when they are empty. path must be
-// valid (zkpath.Validate).
-func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, error) {
-	var cfg config
-	if err := queue.Configure("mutex", sess, path, &cfg, opts); err != nil {
+// first acquire, which creates the path as container nodes. It takes
+// lock.WithRevocable and lock.WithLocalHandoff; any other option fails
+// with an error matching conn.ErrInvalidArgument.
+func New(sess *conn.Session, path string, opts ...lock.Option) (*InterProcessMutex, error) {
+	cfg, err := lockopt.Configure("mutex.New", sess, path, lockopt.Revocable|lockopt.LocalHandoff|lockopt.Relist, opts)
+	if err != nil {
 		return nil, err
 	}
 	q, err := queue.New(sess, path, queue.Config{
-		Schema:      queue.ProtectedSchema{Name: "lock"},
+		Schema:      locknode.ProtectedSchema{Name: "lock"},
 		Recipe:      "mutex",
 		Decide:      queue.First,
-		Relist:      cfg.relist,
+		Relist:      cfg.Relist,
 		MarkRelease: true,
-		Revocable:   cfg.revocable,
+		Revocable:   cfg.Revocable,
 		Unmetered:   true, // the Contender reports the waits
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
 	kind := "mutex"
-	if cfg.revocable {
+	if cfg.Revocable {
 		kind += "/revocable"
 	}
-	if cfg.relist {
+	if cfg.Relist {
 		kind += "/relist"
 	}
-	c, err := cohort.NewContender(sess, kind, path, cfg.handoff, cohort.Remote{
+	c, err := cohort.NewContender(sess, kind, path, cfg.Handoff, cohort.Remote{
 		Acquire: q.Acquire, TryAcquire: q.TryAcquire, Release: q.Release,
 	})
 	if err != nil {
@@ -88,16 +84,11 @@ func New(sess *conn.Session, path string, opts ...Option) (*InterProcessMutex, e
 func (m *InterProcessMutex) Path() string { return m.q.Path() }
 
 // Acquire blocks until the calling goroutine holds the mutex or ctx ends;
-// a deadline on ctx is the timeout. On error the caller holds nothing, and
-// the error wraps ctx's (or the session's) error. A goroutine that already
-// holds the mutex gets the same lease back at once, without a ZooKeeper
-// call, unless the lease is lost: then the error matches conn.ErrLeaseLost
-// and the count is unchanged (release it, then acquire again).
-//
-// A grant that comes at the moment ctx ends is given up: the error is
-// ctx's.
+// on error it holds nothing, and a grant as ctx ends is given up. The
+// holder gets its lease back at once, or conn.ErrLeaseLost if it is lost
+// (the count unchanged: release, then acquire again).
 func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := queue.Label(ctx); err != nil { // before re-entry and handoff
+	if _, err := nodelabel.From(ctx); err != nil { // before re-entry and handoff
 		return nil, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
 	gid := goid.Get()
@@ -116,7 +107,7 @@ func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 // another contender is ahead of it, deletes it and returns (nil, false,
 // nil). Re-entry works as for Acquire.
 func (m *InterProcessMutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := queue.Label(ctx); err != nil { // before re-entry and handoff
+	if _, err := nodelabel.From(ctx); err != nil { // before re-entry and handoff
 		return nil, false, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
 	gid := goid.Get()
@@ -155,10 +146,9 @@ func (m *InterProcessMutex) record(gid int64, l *conn.Lease) {
 }
 
 // Release undoes one Acquire of the calling goroutine; the last one deletes
-// the lock node. lock.ErrNotOwner or lock.ErrNotHeld when the goroutine
-// does not hold the mutex; lock.ErrReleasePending when the delete is
-// unconfirmed (the mutex counts as released); any other error leaves it
-// held with a count of one. A lost lease is released without error.
+// the node. lock.ErrNotOwner or lock.ErrNotHeld when the goroutine does not
+// hold the mutex; lock.ErrReleasePending when the delete is unconfirmed (it
+// counts as released); any other error leaves it held with a count of one.
 func (m *InterProcessMutex) Release(ctx context.Context) error {
 	gid := goid.Get()
 	m.mu.Lock()
@@ -177,8 +167,7 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 
-	// Only this goroutine touches owned[gid]: no lock is needed while the
-	// node is deleted.
+	// Only this goroutine touches owned[gid]: no lock while deleting.
 	err := m.c.Release(ctx, h.lease)
 	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		return fmt.Errorf("mutex: release %s: %w", m.Path(), err)
@@ -190,14 +179,6 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 		return fmt.Errorf("mutex: release %s: %w", m.Path(), err)
 	}
 	return nil
-}
-
-// IsAcquiredInThisProcess reports whether any goroutine of this process
-// holds the mutex through this handle.
-func (m *InterProcessMutex) IsAcquiredInThisProcess() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.owned) > 0
 }
 
 // IsOwnedByCurrentGoroutine reports whether the calling goroutine holds

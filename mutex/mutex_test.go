@@ -37,10 +37,9 @@ func TestUncontended(t *testing.T) {
 	m := newMutex(t, s, path)
 	ctx := testzk.Ctx(t, 30*time.Second)
 
-	assert.False(t, m.IsAcquiredInThisProcess())
+	assert.False(t, m.IsOwnedByCurrentGoroutine())
 	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	assert.True(t, m.IsAcquiredInThisProcess())
 	assert.True(t, m.IsOwnedByCurrentGoroutine())
 	names := testzk.Children(t, s, path)
 	require.Len(t, names, 1)
@@ -61,7 +60,7 @@ func TestUncontended(t *testing.T) {
 	assert.Positive(t, tok.Zxid)
 
 	require.NoError(t, m.Release(ctx))
-	assert.False(t, m.IsAcquiredInThisProcess())
+	assert.False(t, m.IsOwnedByCurrentGoroutine())
 	assert.Empty(t, testzk.Children(t, s, path))
 	select {
 	case <-l.Lost():
@@ -94,7 +93,7 @@ func TestReentrant(t *testing.T) {
 	require.NoError(t, m.Release(ctx))
 	require.NoError(t, m.Release(ctx))
 	assert.Len(t, testzk.Children(t, s, path), 1, "still held once")
-	assert.True(t, m.IsAcquiredInThisProcess())
+	assert.True(t, m.IsOwnedByCurrentGoroutine())
 	require.NoError(t, m.Release(ctx))
 	assert.Empty(t, testzk.Children(t, s, path))
 	assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld, "released more often than acquired")

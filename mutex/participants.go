@@ -8,8 +8,7 @@ import (
 )
 
 // Participants lists the contenders in queue order: the first holds the
-// mutex, the others wait in that order. It is a snapshot; nodes that leave
-// while it is taken are left out. An empty list means nobody holds it.
+// mutex. A snapshot; nodes that leave while it is taken are left out.
 func (m *InterProcessMutex) Participants(ctx context.Context) ([]lock.Participant, error) {
 	ps, err := m.q.Participants(ctx)
 	if err != nil {

@@ -265,8 +265,7 @@ func testACLNotLogged(t *testing.T, c *zktest.Cluster, base string) {
 	}
 	run("first session")
 
-	sub := s.Subscribe()
-	defer sub.Close()
+	sub := s.Subscribe(ctx)
 	proxy.Cut()
 	_, ok := locktest.WaitState(t, sub, 30*time.Second, conn.Reconnected, conn.Connected)
 	require.True(t, ok)

@@ -396,7 +396,7 @@ func (s *chaosSession) sessID() int64 {
 	sess, _ := s.current()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	ep, err := sess.Epoch(ctx)
+	ep, err := connlink.Of(sess).Epoch(ctx)
 	if err != nil {
 		return 0
 	}

@@ -108,7 +108,7 @@ func openChaosHandles(sess *conn.Session, root string, actor int) (map[string]*c
 		return nil, err
 	}
 	out["mutex"] = one(m, revoke)
-	mh, err := mutex.New(sess, paths[domMutex], mutex.WithLocalHandoff(chaosHandoffPasses, chaosHandoffBudget))
+	mh, err := mutex.New(sess, paths[domMutex], lock.WithLocalHandoff(chaosHandoffPasses, chaosHandoffBudget))
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func openChaosHandles(sess *conn.Session, root string, actor int) (map[string]*c
 		return nil, err
 	}
 	out["semmutex"] = one(sm, revoke)
-	smh, err := semaphoremutex.New(sess, paths[domSemMutex], semaphoremutex.WithLocalHandoff(chaosHandoffPasses, chaosHandoffBudget))
+	smh, err := semaphoremutex.New(sess, paths[domSemMutex], lock.WithLocalHandoff(chaosHandoffPasses, chaosHandoffBudget))
 	if err != nil {
 		return nil, err
 	}

@@ -222,7 +222,7 @@ func newChaosRun(t *testing.T, c *zktest.Cluster, cfg chaosConfig) *chaosRun {
 		t.Fatalf("chaos run: admin session: %v", err)
 	}
 	defer admin.Close()
-	ep, err := admin.Epoch(ctx)
+	ep, err := connlink.Of(admin).Epoch(ctx)
 	if err == nil {
 		err = connlink.Of(ep).CreateParents(ctx, r.dataRoot+"/x")
 	}
@@ -414,7 +414,7 @@ func (r *chaosRun) hygiene() {
 		return
 	}
 	defer admin.Close()
-	ep, err := admin.Epoch(ctx)
+	ep, err := connlink.Of(admin).Epoch(ctx)
 	if err != nil {
 		r.t.Errorf("chaos run: admin session: %v", err)
 		return

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -74,7 +75,7 @@ func blackholeFor(rng *rand.Rand, p *zktest.Proxy, st time.Duration, long bool) 
 func expireSession(c *zktest.Cluster, rng *rand.Rand, sess *conn.Session, marked func(sid int64)) (int64, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	ep, err := sess.Epoch(ctx)
+	ep, err := connlink.Of(sess).Epoch(ctx)
 	if err != nil {
 		return 0, "", fmt.Errorf("no live session: %w", err)
 	}

@@ -176,7 +176,7 @@ func stamp(t time.Time) string { return t.Format("15:04:05.000000") }
 func (r *faultRun) checkLedgers() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ep, err := r.admin.Epoch(ctx)
+	ep, err := connlink.Of(r.admin).Epoch(ctx)
 	if err != nil {
 		r.t.Errorf("fault run: admin session: %v", err)
 		return
@@ -223,7 +223,7 @@ func (r *faultRun) checkLedgers() {
 func (r *faultRun) deleteData() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ep, err := r.admin.Epoch(ctx)
+	ep, err := connlink.Of(r.admin).Epoch(ctx)
 	if err == nil {
 		err = locktest.DeleteTree(ctx, ep, r.dataRoot)
 	}
@@ -286,7 +286,7 @@ func (r *faultRun) hygiene() {
 	t := r.t
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ep, err := r.admin.Epoch(ctx)
+	ep, err := connlink.Of(r.admin).Epoch(ctx)
 	if err != nil {
 		t.Errorf("fault run: admin session: %v", err)
 		return

@@ -8,6 +8,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -123,7 +124,7 @@ func openRecipes(sess *conn.Session, root string, client int) (map[string]acquir
 	if err != nil {
 		return nil, err
 	}
-	mc, err := mutex.New(sess, root+"/mutex", mutex.WithLocalHandoff(faultHandoffPasses, faultHandoffBudget))
+	mc, err := mutex.New(sess, root+"/mutex", lock.WithLocalHandoff(faultHandoffPasses, faultHandoffBudget))
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func openRecipes(sess *conn.Session, root string, client int) (map[string]acquir
 	if err != nil {
 		return nil, err
 	}
-	smc, err := semaphoremutex.New(sess, root+"/semmutex", semaphoremutex.WithLocalHandoff(faultHandoffPasses, faultHandoffBudget))
+	smc, err := semaphoremutex.New(sess, root+"/semmutex", lock.WithLocalHandoff(faultHandoffPasses, faultHandoffBudget))
 	if err != nil {
 		return nil, err
 	}

@@ -360,7 +360,7 @@ func (r *faultRun) ledgerPath(domain string) string  { return r.dataRoot + "/led
 // makeData creates, as persistent nodes, the data root, a counter "0" and
 // an empty ledger per domain.
 func (r *faultRun) makeData(ctx context.Context) error {
-	ep, err := r.admin.Epoch(ctx)
+	ep, err := connlink.Of(r.admin).Epoch(ctx)
 	if err != nil {
 		return err
 	}

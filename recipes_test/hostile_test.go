@@ -249,7 +249,7 @@ func epochOf(t *testing.T, s *conn.Session) *conn.Epoch {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	require.NoError(t, err)
 	return ep
 }
@@ -421,18 +421,18 @@ func testHostileMultilockNew(t *testing.T, s *conn.Session, root string) {
 	var nilSem *semaphoremutex.Mutex
 	for _, tc := range []struct {
 		name  string
-		locks []multilock.Locker
+		locks []lock.Locker
 		says  string
 	}{
 		{"none", nil, "no locks given"},
-		{"empty", []multilock.Locker{}, "no locks given"},
-		{"nil", []multilock.Locker{nil}, "lock 1 of 1 is nil"},
-		{"nil among good", []multilock.Locker{m1, nil, m2}, "lock 2 of 3 is nil"},
-		{"typed nil", []multilock.Locker{m1, typedNil}, "lock 2 of 2 is nil"},
-		{"typed nil semaphore mutex", []multilock.Locker{nilSem}, "lock 1 of 1 is nil"},
-		{"same handle twice", []multilock.Locker{m1, m2, m1}, "two locks on the same path"},
-		{"two handles on one path", []multilock.Locker{m1, m1again}, "two locks on the same path"},
-		{"both sides of one rwlock", []multilock.Locker{rw.ReadLock(), rw.WriteLock()}, "two locks on the same path"},
+		{"empty", []lock.Locker{}, "no locks given"},
+		{"nil", []lock.Locker{nil}, "lock 1 of 1 is nil"},
+		{"nil among good", []lock.Locker{m1, nil, m2}, "lock 2 of 3 is nil"},
+		{"typed nil", []lock.Locker{m1, typedNil}, "lock 2 of 2 is nil"},
+		{"typed nil semaphore mutex", []lock.Locker{nilSem}, "lock 1 of 1 is nil"},
+		{"same handle twice", []lock.Locker{m1, m2, m1}, "two locks on the same path"},
+		{"two handles on one path", []lock.Locker{m1, m1again}, "two locks on the same path"},
+		{"both sides of one rwlock", []lock.Locker{rw.ReadLock(), rw.WriteLock()}, "two locks on the same path"},
 	} {
 		var ml *multilock.MultiLock
 		var err error
@@ -643,8 +643,7 @@ func testHostileLostCreate(t *testing.T, env *hostileEnv, rec hostileRecipe) {
 		})
 	}
 
-	sub := ours.Subscribe()
-	defer sub.Close()
+	sub := ours.Subscribe(ctx)
 	proxy.CutAfterNextWrite() // our first request is the create
 	// One goroutine acquires and releases: the mutex and the read/write
 	// lock are owned per goroutine.
@@ -794,7 +793,6 @@ func testHostileMultilockCalls(t *testing.T, env *hostileEnv, s *conn.Session) {
 	require.NoError(t, err)
 	ml, err := multilock.New(b, a)
 	require.NoError(t, err)
-	assert.Equal(t, []string{path + "/a", path + "/b"}, ml.Paths())
 	ctx := locktest.Ctx(t, 30*time.Second)
 	assert.ErrorIs(t, ml.Release(ctx), lock.ErrNotHeld)
 	select {
@@ -809,6 +807,8 @@ func testHostileMultilockCalls(t *testing.T, env *hostileEnv, s *conn.Session) {
 	ls, err := ml.Acquire(ctx)
 	require.NoError(t, err)
 	require.Len(t, ls, 2)
+	assert.True(t, strings.HasPrefix(ls[0].Path(), path+"/a/"), "the leases in path order: %s first", ls[0].Path())
+	assert.True(t, strings.HasPrefix(ls[1].Path(), path+"/b/"), "then %s", ls[1].Path())
 	_, err = ml.Acquire(ctx)
 	assert.ErrorIs(t, err, multilock.ErrBusy, "not reentrant")
 	require.NoError(t, ml.Release(ctx))
@@ -838,7 +838,7 @@ func testHostileMultilockRollback(t *testing.T, env *hostileEnv, s *conn.Session
 	notCtxErr(t, err)
 	assert.Nil(t, ls)
 	assert.Less(t, time.Since(begin), 10*time.Second)
-	assert.False(t, good.IsAcquiredInThisProcess(), "the first lock was rolled back")
+	assert.False(t, good.IsOwnedByCurrentGoroutine(), "the first lock was rolled back")
 	noneOf(t, env.foreign, s, path)
 }
 

@@ -70,9 +70,9 @@ func interopCuratorKazoo(t *testing.T, c *zktest.Cluster, cp, tag string, side i
 	lockPath := c.Root() + "/interop-" + tag + "/lock"
 	guard := c.Root() + "-guard-" + tag
 	const rounds, holdMillis = 15, 5
-	var opts []mutex.Option
+	var opts []lock.Option
 	if side.passes > 0 {
-		opts = append(opts, mutex.WithLocalHandoff(side.passes, 0))
+		opts = append(opts, lock.WithLocalHandoff(side.passes, 0))
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,9 +82,10 @@ func (j *curatorLatch) kill() {
 
 // goLatch is one of our participants, campaigning in the background.
 type goLatch struct {
-	e    *leader.Election
-	s    *conn.Session
-	done chan error
+	e     *leader.Election
+	s     *conn.Session
+	lease atomic.Pointer[conn.Lease] // the campaign's, once it leads
+	done  chan error
 }
 
 func campaignGo(ctx context.Context, t *testing.T, servers []string, path, id string) *goLatch {
@@ -92,12 +94,18 @@ func campaignGo(ctx context.Context, t *testing.T, servers []string, path, id st
 	e, err := leader.New(s, path, id)
 	require.NoError(t, err)
 	g := &goLatch{e: e, s: s, done: make(chan error, 1)}
-	go func() { _, err := e.Campaign(ctx); g.done <- err }()
+	go func() {
+		l, err := e.Campaign(ctx)
+		g.lease.Store(l)
+		g.done <- err
+	}()
 	return g
 }
 
+// leads reports whether the campaign led and its lease is not lost.
 func (g *goLatch) leads() bool {
-	return g.e.Leading() != nil
+	l := g.lease.Load()
+	return l != nil && l.Err() == nil
 }
 
 // TestLeaderInteropWithCuratorLatch elects among our participants and
@@ -179,7 +187,8 @@ func TestLeaderInteropWithCuratorLatch(t *testing.T) {
 	// Our leader's session expires: Curator's next in line takes over, and
 	// our stale leader knows it lost.
 	g2 := gos["go-2"]
-	lease := g2.e.Leading()
+	lease := g2.lease.Load()
+	require.NotNil(t, lease)
 	ep := lease.Epoch()
 	require.NoError(t, zktest.ExpireEpoch(ctx, servers[0], ep))
 	<-ep.Done()

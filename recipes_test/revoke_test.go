@@ -160,9 +160,9 @@ func TestSemaphoreRevoke(t *testing.T) {
 		t.Run(map[bool]string{false: "sealed", true: "revocable"}[revocable], func(t *testing.T) {
 			ctx := locktest.Ctx(t, 60*time.Second)
 			path := locktest.UniquePath(c, "sem-revoke")
-			var opts []semaphoremutex.Option
+			var opts []lock.Option
 			if revocable {
-				opts = append(opts, semaphoremutex.WithRevocable())
+				opts = append(opts, lock.WithRevocable())
 			}
 			sessions := []*conn.Session{dial(t, c.Servers()), dial(t, c.Servers()), dial(t, c.Servers())}
 			var sems []*semaphoremutex.Semaphore

@@ -38,21 +38,21 @@ type exclusiveRecipe struct {
 }
 
 func exclusiveRecipes() []exclusiveRecipe {
-	mutexOpts := func(rev bool) []mutex.Option {
+	mutexOpts := func(rev bool) []lock.Option {
 		if rev {
-			return []mutex.Option{mutex.WithRevocable()}
+			return []lock.Option{lock.WithRevocable()}
 		}
 		return nil
 	}
-	rwOpts := func(rev bool) []rwlock.Option {
+	rwOpts := func(rev bool) []lock.Option {
 		if rev {
-			return []rwlock.Option{rwlock.WithRevocable()}
+			return []lock.Option{lock.WithRevocable()}
 		}
 		return nil
 	}
-	semOpts := func(rev bool) []semaphoremutex.Option {
+	semOpts := func(rev bool) []lock.Option {
 		if rev {
-			return []semaphoremutex.Option{semaphoremutex.WithRevocable()}
+			return []lock.Option{lock.WithRevocable()}
 		}
 		return nil
 	}
@@ -338,7 +338,7 @@ func TestNoWatchLeft(t *testing.T) {
 			return single("mutex", m), err
 		},
 		"mutex-revocable": func(s *conn.Session, p string) (leakRecipe, error) {
-			m, err := mutex.New(s, p, mutex.WithRevocable())
+			m, err := mutex.New(s, p, lock.WithRevocable())
 			return single("mutex", m), err
 		},
 		"rwlock-read": func(s *conn.Session, p string) (leakRecipe, error) {

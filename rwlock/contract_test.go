@@ -6,6 +6,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
@@ -13,7 +14,7 @@ import (
 // (*rwlock.RWLock).ReadLock or WriteLock) of a new rwlock.RWLock made with
 // opts. Each side is owned per goroutine: the suites get one owning
 // goroutine per handle.
-func newSide(side func(*rwlock.RWLock) *rwlock.Lock, opts ...rwlock.Option) locktest.NewLockFunc {
+func newSide(side func(*rwlock.RWLock) *rwlock.Lock, opts ...lock.Option) locktest.NewLockFunc {
 	return func(t *testing.T, s *conn.Session, path string) locktest.Locker {
 		t.Helper()
 		rw, err := rwlock.New(s, path, opts...)

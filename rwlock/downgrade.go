@@ -7,24 +7,20 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
-// downgraded is the predicate of a read acquire by a goroutine that holds
-// the write lock: granted at once (NoneBefore("W") would deadlock on our
-// own write node).
-func downgraded([]queue.Contender, int) (bool, string) { return true, "" }
+// downgraded is the predicate of a read acquire under our own write lock:
+// granted at once (NoneBefore("W") would deadlock on our write node).
+func downgraded([]locknode.Contender, int) (bool, string) { return true, "" }
 
-// downgrade queues a read node for a goroutine that holds the write lock
-// (hold w) and grants it at once, standing on the write node: only if that
-// node still exists once the read node does, in w's epoch (else the read
-// node is deleted and the error matches conn.ErrLeaseLost). Until the
-// write lock's release, the read lease guards, is lost and fences with the
-// write node (its czxid, then the downgrade's pass). See docs/design.md,
-// "Downgrading a write lock".
+// downgrade queues a read node under write hold w and grants it at once,
+// standing on the write node, only if that node still exists once the read
+// node does (docs/design.md, "Downgrading a write lock").
 func (rw *RWLock) downgrade(ctx context.Context, w *hold) (*conn.Lease, error) {
 	wl := w.lease
 	if err := wl.Err(); err != nil {
@@ -36,7 +32,7 @@ func (rw *RWLock) downgrade(ctx context.Context, w *hold) (*conn.Lease, error) {
 	}
 	st, err := standsOn(ctx, l, wl)
 	if err != nil {
-		rctx, cancel := queue.CleanupContext(ctx, l.Epoch())
+		rctx, cancel := bg.CleanupContext(ctx, l.Epoch())
 		_ = rw.dq.Release(rctx, l)
 		cancel()
 		return nil, fmt.Errorf("downgrade: %w", err)
@@ -79,9 +75,8 @@ const (
 	writeGone                     // deleted by someone else: the read grant, which stood on it, is lost
 )
 
-// afterDowngrade decides, when a goroutine that downgraded releases the
-// write lock, what becomes of its write node w, on which its read grant r
-// stands, from one listing (between); w is kept if the listing fails.
+// afterDowngrade decides from one listing what becomes of write node w,
+// on which read grant r stands; w is kept if the listing fails.
 func (rw *RWLock) afterDowngrade(ctx context.Context, w, r *conn.Lease) afterRelease {
 	names, _, err := connlink.Of(w.Epoch()).Children(ctx, rw.path)
 	if err != nil {
@@ -89,14 +84,14 @@ func (rw *RWLock) afterDowngrade(ctx context.Context, w, r *conn.Lease) afterRel
 			zap.String("lock", rw.path), zap.Error(err))
 		return keepWrite
 	}
-	return between(queue.Parse(queue.HostKindSchema{}, names), zkpath.Base(w.Path()), zkpath.Base(r.Path()))
+	return between(locknode.Parse(locknode.HostKindSchema{}, names), zkpath.Base(w.Path()), zkpath.Base(r.Path()))
 }
 
 // between says, from the contenders cs (in queue order), what becomes of
 // write node w when the write lock is released while read node r stands on
 // it: kept if a writer sorts between them (or r is missing and a writer
 // follows w); gone if w is missing; else r stands alone.
-func between(cs []queue.Contender, w, r string) afterRelease {
+func between(cs []locknode.Contender, w, r string) afterRelease {
 	after := false
 	for _, c := range cs {
 		switch {
@@ -115,12 +110,10 @@ func between(cs []queue.Contender, w, r string) afterRelease {
 	return readAlone
 }
 
-// markKept marks write node l, kept after the write lock's release, as
-// kept, for Participants and the zkrecipes command (queue.RWStatuses): it
-// sets the node's ACL again, unchanged, which raises its ACL version. Its
-// data is left alone: a data change of a sealed node is what the waiter
-// behind takes as its holder's release. A failure only leaves the node
-// shown as holding the write lock.
+// markKept shows kept write node l as kept (locknode.RWStatuses) by setting
+// its ACL again, unchanged, which raises its ACL version. Not its data: the
+// waiter behind takes a data change as a release. A failure only leaves
+// the node shown as holding.
 func (rw *RWLock) markKept(ctx context.Context, l *conn.Lease) {
 	if _, err := connlink.Of(l.Epoch()).SetACL(ctx, l.Path(), rw.wq.NodeACL(), -1); err != nil {
 		connlink.Of(rw.wq.Session()).Logger().Debug("downgrade: cannot mark the kept write node", zap.String("node", l.Path()), zap.Error(err))

@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 )
 
 func TestBetween(t *testing.T) {
-	s := queue.HostKindSchema{}
+	s := locknode.HostKindSchema{}
 	for _, tc := range []struct {
 		name  string
 		nodes []string
@@ -31,7 +31,7 @@ func TestBetween(t *testing.T) {
 		{"negative numbers", []string{"a-W--000000003", "b-R--000000002", "a-R--000000001"}, "a-W--000000003", "a-R--000000001", readAlone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := between(queue.Parse(s, tc.nodes), tc.w, tc.r); got != tc.want {
+			if got := between(locknode.Parse(s, tc.nodes), tc.w, tc.r); got != tc.want {
 				t.Errorf("between(%v, %s, %s) = %v, want %v", tc.nodes, tc.w, tc.r, got, tc.want)
 			}
 		})
@@ -39,7 +39,7 @@ func TestBetween(t *testing.T) {
 }
 
 func TestDowngradedGrantsAtOnce(t *testing.T) {
-	cs := queue.Parse(queue.HostKindSchema{}, []string{"a-W-0000000001", "b-W-0000000002", "a-R-0000000003"})
+	cs := locknode.Parse(locknode.HostKindSchema{}, []string{"a-W-0000000001", "b-W-0000000002", "a-R-0000000003"})
 	if ok, watch := downgraded(cs, 2); !ok || watch != "" {
 		t.Errorf("downgraded = %v, %q", ok, watch)
 	}

@@ -5,14 +5,14 @@ import (
 	"strings"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // defaultHost is the machine's host name made fit for a node name: every
 // character ZooKeeper rejects in a path, and '/', becomes '_'.
 func defaultHost() string {
-	return sanitizeHost(queue.Hostname())
+	return sanitizeHost(locknode.Hostname())
 }
 
 func sanitizeHost(h string) string {

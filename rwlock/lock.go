@@ -10,14 +10,13 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Lock is one side of an RWLock: its read lock or its write lock. It has
-// the method set of the module's other locks, so multilock and the shared
-// contract suite take it. Ownership and reentrancy are per goroutine and
-// per RWLock handle. Safe for concurrent use.
+// Lock is one side of an RWLock, its read or its write lock: a
+// lock.Locker, owned and reentrant per goroutine and per RWLock handle.
+// Safe for concurrent use.
 type Lock struct {
 	lockLink // the session, for multilock
 
@@ -32,12 +31,9 @@ type lockLink = lockid.Link
 func (k *Lock) Path() string { return k.rw.path }
 
 // Acquire blocks until the calling goroutine holds this side or ctx ends;
-// a deadline on ctx is the timeout. On error the caller holds nothing new,
-// and the error wraps ctx's (or the session's); a grant at the moment ctx
-// ends is given up. A goroutine holding this side gets its lease back at
-// once (counted; conn.ErrLeaseLost if it is lost). The write lock while
-// holding only the read lock is ErrUpgrade; the read lock while holding the
-// write lock is a downgrade, granted at once (see the package doc).
+// on error it holds nothing new, and a grant as ctx ends is given up. The
+// holder gets its lease back at once (conn.ErrLeaseLost if lost). Upgrade
+// is ErrUpgrade; a downgrade is granted at once.
 func (k *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 	l, _, err := k.acquire(ctx, true)
 	return l, err
@@ -51,7 +47,7 @@ func (k *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 }
 
 func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error) {
-	if _, err := queue.Label(ctx); err != nil { // before re-entry and downgrade
+	if _, err := nodelabel.From(ctx); err != nil { // before re-entry and downgrade
 		return nil, false, fmt.Errorf("rwlock: acquire %v: %w", k, err)
 	}
 	rw := k.rw
@@ -114,11 +110,10 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 }
 
 // Release undoes one Acquire of this side by the calling goroutine; the
-// last one deletes the side's node (after a downgrade, see the package
-// documentation). lock.ErrNotOwner or lock.ErrNotHeld when the goroutine
-// does not hold this side; lock.ErrReleasePending when the delete is
-// unconfirmed (the side counts as released); any other error leaves it
-// held with a count of one. A lost lease is released without error.
+// last one deletes the side's node (a downgrade's write node may be kept).
+// lock.ErrNotOwner or lock.ErrNotHeld when the goroutine does not hold this
+// side; lock.ErrReleasePending when the delete is unconfirmed (it counts as
+// released); any other error leaves it held with a count of one.
 func (k *Lock) Release(ctx context.Context) error {
 	rw := k.rw
 	gid := goid.Get()
@@ -142,8 +137,7 @@ func (k *Lock) Release(ctx context.Context) error {
 	}
 	rw.mu.Unlock()
 
-	// Only this goroutine changes o: no lock is needed to read it while
-	// nodes are deleted.
+	// Only this goroutine changes o: no lock to read it while deleting.
 	release := rw.releaseRead
 	if k.write {
 		release = rw.releaseWrite
@@ -154,10 +148,9 @@ func (k *Lock) Release(ctx context.Context) error {
 	return nil
 }
 
-// releaseWrite ends goroutine gid's write hold. If the goroutine also holds
-// the read lock (it downgraded) and another writer is queued between our
-// write node and our read node, the write node is kept until the read lock
-// is released.
+// releaseWrite ends goroutine gid's write hold; after a downgrade, with a
+// writer queued between our two nodes, the write node is kept until the
+// read release.
 func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 	l := o.w.lease
 	if o.r != nil {
@@ -208,14 +201,6 @@ func (rw *RWLock) releaseRead(ctx context.Context, gid int64, o *owner) error {
 	rw.tidy(gid, o)
 	rw.mu.Unlock()
 	return err // nil, or release pending
-}
-
-// IsAcquiredInThisProcess reports whether any goroutine of this process
-// holds this side through this handle.
-func (k *Lock) IsAcquiredInThisProcess() bool {
-	k.rw.mu.Lock()
-	defer k.rw.mu.Unlock()
-	return k.rw.heldBy(k.write)
 }
 
 // IsOwnedByCurrentGoroutine reports whether the calling goroutine holds

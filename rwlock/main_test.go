@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
@@ -18,7 +19,7 @@ import (
 // server, so no test runs in parallel.
 func TestMain(m *testing.M) { testzk.Main(m) }
 
-func newRW(t testing.TB, s *conn.Session, path string, opts ...rwlock.Option) *rwlock.RWLock {
+func newRW(t testing.TB, s *conn.Session, path string, opts ...lock.Option) *rwlock.RWLock {
 	t.Helper()
 	rw, err := rwlock.New(s, path, opts...)
 	require.NoError(t, err)

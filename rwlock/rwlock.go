@@ -6,27 +6,18 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// RWLock is a fair read/write lock shared by every process that uses the
-// same lock path on the same ZooKeeper ensemble: any number of readers
-// hold it together, a writer holds it alone. ReadLock and WriteLock are its
-// two sides; each has the method set of the module's other locks (Acquire,
-// TryAcquire, Release, Path).
-//
-// Both sides are reentrant per goroutine: the goroutine that holds a side
-// may acquire it again (counted, without asking ZooKeeper) and must
-// release it as often. A goroutine holding the write lock may take the
-// read lock too (downgrade); a goroutine holding only the read lock may
-// not take the write lock (ErrUpgrade). Any other goroutine, of this
-// process or another, is a separate contender and waits its turn.
-//
-// Holding either side is a lease on the ZooKeeper session, not a promise:
-// watch Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale
-// holder must not write.
-//
-// Safe for concurrent use.
+// RWLock is a fair read/write lock shared by every process on the lock
+// path: readers hold it together, a writer alone. Both sides are reentrant
+// per goroutine; the write lock's holder may take the read lock
+// (downgrade), not the other way round (ErrUpgrade). Holding either side
+// is a lease on the session, not a promise: watch Lease.Lost and fence
+// writes. Safe for concurrent use.
 type RWLock struct {
 	path string
 	host string
@@ -46,10 +37,8 @@ type RWLock struct {
 type owner struct {
 	r, w *hold // nil when that side is not held
 
-	// kept is our write node after the write lock was released in a
-	// downgrade while another writer was queued between it and our read
-	// node: it stays until the read lock is released, so that writer does
-	// not get in while we read. Its lease is marked released.
+	// kept is our write node, its lease released, kept after a downgrade
+	// so that a writer queued before our read node stays out while we read.
 	kept *conn.Lease
 }
 
@@ -70,17 +59,16 @@ type hold struct {
 }
 
 // New returns a handle on the read/write lock at path. Nothing is created
-// until the first acquire; the lock path and its parents are then created
-// as container nodes, which ZooKeeper removes when they are empty. path
-// must be valid (zkpath.Validate); see WithHost for the host part of the
-// node names.
-func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
-	var cfg config
-	if err := queue.Configure("rwlock", sess, path, &cfg, opts); err != nil {
+// until the first acquire, which creates the path as container nodes. It
+// takes WithHost and lock.WithRevocable; any other option fails with an
+// error matching conn.ErrInvalidArgument.
+func New(sess *conn.Session, path string, opts ...lock.Option) (*RWLock, error) {
+	cfg, err := lockopt.Configure("rwlock.New", sess, path, lockopt.Revocable|lockopt.Host, opts)
+	if err != nil {
 		return nil, err
 	}
-	host := cfg.host
-	if !cfg.hostSet {
+	host := cfg.Host
+	if cfg.Given&lockopt.Host == 0 {
 		host = defaultHost()
 	}
 	if err := validateHost(path, host); err != nil {
@@ -94,17 +82,17 @@ func New(sess *conn.Session, path string, opts ...Option) (*RWLock, error) {
 		tag    string
 	}{
 		{&rw.rq, "R", queue.NoneBefore("W"), ""},
-		{&rw.wq, "W", queue.First, ""},                // the only First queue: its releases hand over
-		{&rw.dq, "R", downgraded, queue.DowngradeTag}, // the tag tells Participants and zkrecipes
+		{&rw.wq, "W", queue.First, ""},                   // the only First queue: its releases hand over
+		{&rw.dq, "R", downgraded, locknode.DowngradeTag}, // the tag tells Participants and zkrecipes
 	} {
 		var err error
 		*q.q, err = queue.New(sess, path, queue.Config{
-			Schema:      queue.HostKindSchema{Host: host, Kind: q.kind},
+			Schema:      locknode.HostKindSchema{Host: host, Kind: q.kind},
 			Recipe:      "rwlock",
 			Decide:      q.decide,
 			MarkRelease: q.kind == "W",
 			Tag:         q.tag,
-			Revocable:   cfg.revocable,
+			Revocable:   cfg.Revocable,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("rwlock: %w", err)

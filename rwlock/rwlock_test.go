@@ -92,11 +92,10 @@ func TestNodes(t *testing.T) {
 		require.NoError(t, err)
 		assert.Positive(t, tok.Zxid)
 		assert.True(t, side.lk.IsOwnedByCurrentGoroutine())
-		assert.True(t, side.lk.IsAcquiredInThisProcess())
 		require.NoError(t, side.lk.Release(ctx))
 		assert.Empty(t, testzk.Children(t, s, path))
 		assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "a released lease reports itself lost")
-		assert.False(t, side.lk.IsAcquiredInThisProcess())
+		assert.False(t, side.lk.IsOwnedByCurrentGoroutine())
 	}
 }
 
@@ -201,7 +200,7 @@ func TestUpgradeRefused(t *testing.T) {
 	assert.Less(t, time.Since(begin), time.Second)
 	assert.Equal(t, before, testzk.Requests(s), "refused without asking ZooKeeper")
 	assert.Len(t, testzk.Children(t, s, path), 1)
-	assert.False(t, rw.WriteLock().IsAcquiredInThisProcess())
+	assert.False(t, rw.WriteLock().IsOwnedByCurrentGoroutine())
 
 	// Another goroutine of the process is a separate contender: its write
 	// acquire is no upgrade, it waits for our read lock.

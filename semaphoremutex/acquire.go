@@ -8,16 +8,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
-// attempt is one try for a lease, made while holding the internal lock, in
-// the epoch it was taken in: it lists the lease nodes once, watches max of
-// them until fewer than max are left, then creates our lease node in the
-// transaction that releases the internal lock (take). See docs/design.md,
-// "The semaphore's wait for a lease". Owned by the goroutine that calls run.
+// attempt is one try for a lease, made under the internal lock in its
+// epoch (docs/design.md, "The semaphore's wait for a lease"). Owned by the
+// goroutine that calls run.
 type attempt struct {
 	s  *Semaphore
 	ep *conn.Epoch
@@ -25,7 +24,7 @@ type attempt struct {
 	id string      // the internal lock node's id, which our lease node carries
 
 	free    bool                       // no lease node can exist: skip the listing (see soleLeaseTag)
-	before  []queue.Contender          // lease nodes from our listing, minus those seen gone
+	before  []locknode.Contender       // lease nodes from our listing, minus those seen gone
 	watches map[string]<-chan zk.Event // data watches set on entries of before
 	noDir   bool                       // leases/ did not exist when we listed
 	pzxid   int64                      // leases/'s pzxid at our listing (0 if not listed or no leases/)
@@ -33,7 +32,7 @@ type attempt struct {
 	node    string                     // our lease node's name, once created
 }
 
-func newID() string { return queue.NewID() }
+func newID() string { return locknode.NewID() }
 
 // run takes a lease, or with wait false takes one only if one is free now
 // (nil lease, nil error otherwise). The internal lock is released when run
@@ -61,7 +60,7 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 		}
 	}
 	if ctx.Err() != nil {
-		return nil, a.abort(ctx, queue.CtxErr(ctx))
+		return nil, a.abort(ctx, bg.CtxErr(ctx))
 	}
 	if a.s.max == 1 {
 		sole, err := a.soleLeaseFresh(ctx)
@@ -71,9 +70,7 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 		if sole {
 			return a.keep()
 		}
-		// A lease node was made since we queued: our internal lock node's
-		// czxid would be a token older than that grant's. Take a lease
-		// node, whose czxid is fresh (see soleLeaseFresh).
+		// Our lock node's czxid would be older than that grant's token.
 		a.s.log.Debug("a lease was granted since we queued: taking a lease node", zap.String("node", a.lk.Path()))
 	}
 	if err := a.take(ctx); err != nil {
@@ -82,10 +79,8 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 	return a.grant(ctx)
 }
 
-// keep makes the internal lock our lease, for a semaphore with one lease:
-// no lease node exists and none can be created while we hold the internal
-// lock, so holding it is holding the lease (see soleLeaseTag). Unless the
-// epoch ended (start over); run has just checked ctx.
+// keep makes the internal lock our lease (one lease, none taken: holding
+// it is holding the lease), unless the epoch ended; run checked ctx.
 func (a *attempt) keep() (*conn.Lease, error) {
 	if a.ep.Err() != nil {
 		return nil, errRestart
@@ -96,11 +91,9 @@ func (a *attempt) keep() (*conn.Lease, error) {
 	return l, nil
 }
 
-// soleLeaseFresh reports whether, with one lease, the internal lock node
-// may be kept as the lease (keep) and still give a fencing token above
-// every earlier grant's: when no lease node was made since it was (a.free,
-// or leases/'s pzxid below its czxid). Else take makes a lease node. See
-// docs/design.md, "The semaphore with one lease".
+// soleLeaseFresh reports whether the internal lock node may be kept as the
+// lease with a token above every earlier grant's: no lease node was made
+// since it was (docs/design.md, "The semaphore with one lease").
 func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 	if a.free {
 		return true, nil
@@ -137,7 +130,7 @@ func (a *attempt) list(ctx context.Context) error {
 	default:
 		a.pzxid = st.Pzxid
 	}
-	a.before = queue.Parse(leaseSchema, names)
+	a.before = locknode.Parse(leaseSchema, names)
 	return nil
 }
 
@@ -179,23 +172,20 @@ func (a *attempt) await(ctx context.Context) error {
 	case zk.EventNodeDeleted:
 		a.forget(name)
 	case zk.EventNotWatching:
-		// go-zookeeper dropped the session's watches: it expired or is
-		// closing, so the epoch ends very soon. If it does not within the
-		// session timeout, the watches are set again.
+		// The session expired or is closing: wait for the epoch's end (the
+		// watches are set again if it does not come).
 		a.watches = nil
-		return queue.WaitEpochEnd(ctx, a.ep)
+		return bg.WaitEpochEnd(ctx, a.ep)
 	}
-	// Any other event (the node's data changed): watch it again.
+	// A data change: watch it again.
 	return nil
 }
 
-// unwatch stops waiting on the watches still set when giving up, so that
-// none of ours is left on the server. (Admitted, we keep them: each fires
-// once when its node goes, an event with no request; see the package
-// documentation.)
+// unwatch removes our watches from the server when giving up. Admitted, we
+// keep them: each fires once when its node goes, at no request.
 func (a *attempt) unwatch() {
 	for name, ch := range a.watches {
-		queue.Unwatch(a.ep, ch)
+		bg.Unwatch(a.ep, ch)
 		delete(a.watches, name)
 	}
 }
@@ -215,7 +205,7 @@ func (a *attempt) forget(name string) {
 // (then the lease is given up) or the epoch did (start over).
 func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
 	if ctx.Err() != nil {
-		return nil, a.abort(ctx, queue.CtxErr(ctx))
+		return nil, a.abort(ctx, bg.CtxErr(ctx))
 	}
 	if a.ep.Err() != nil {
 		return nil, errRestart
@@ -225,9 +215,7 @@ func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
 }
 
 // abort ends a failed attempt: errRestart if the epoch ended (our nodes go
-// with its session); otherwise our lease node, if any, and the internal
-// lock, if still held, are released, and err (errRestart included) is
-// returned.
+// with it); else it releases what we hold and returns err.
 func (a *attempt) abort(ctx context.Context, err error) error {
 	if a.ep.Err() != nil {
 		return errRestart
@@ -239,13 +227,13 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 }
 
 // unlock releases the internal lock if we still hold it, on a context of
-// its own (queue.CleanupContext), with a plain delete (queue.Withdraw): we
+// its own (bg.CleanupContext), with a plain delete (queue.Withdraw): we
 // cannot promise the next one-lease contender that no lease node exists.
 func (a *attempt) unlock(ctx context.Context) {
 	if a.lk == nil {
 		return
 	}
-	rctx, cancel := queue.CleanupContext(ctx, a.ep)
+	rctx, cancel := bg.CleanupContext(ctx, a.ep)
 	defer cancel()
 	if err := a.s.lock.Withdraw(rctx, a.lk); err != nil {
 		a.s.log.Warn("releasing the internal lock", zap.String("node", a.lk.Path()), zap.Error(err))
@@ -253,14 +241,13 @@ func (a *attempt) unlock(ctx context.Context) {
 	a.lk = nil
 }
 
-// drop deletes our lease node, if any, in the background under the epoch
-// (queue.Settle): ctx may be the reason we are giving up, and its caller
-// waits for the delete only until queue.Grace after ctx ended.
+// drop deletes our lease node, if any, under the epoch (bg.Settle): ctx
+// may be why we are giving up.
 func (a *attempt) drop(ctx context.Context) {
 	if a.node == "" {
 		return
 	}
 	node := a.node
 	a.node = ""
-	queue.Settle(ctx, a.ep, a.s.log, func(ectx context.Context) error { return a.s.leases.Delete(ectx, a.ep, node) })
+	bg.Settle(ctx, a.ep, a.s.log, func(ectx context.Context) error { return a.s.leases.Delete(ectx, a.ep, node) })
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
-	"github.com/zkrecipes/zkrecipes/multilock"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -43,8 +43,8 @@ func TestFaults(t *testing.T) {
 
 // The Mutex is a lock of this module like any other.
 var (
-	_ locktest.Locker  = (*semaphoremutex.Mutex)(nil)
-	_ multilock.Locker = (*semaphoremutex.Mutex)(nil)
+	_ locktest.Locker = (*semaphoremutex.Mutex)(nil)
+	_ lock.Locker     = (*semaphoremutex.Mutex)(nil)
 )
 
 // A semaphore with two leases keeps its deadlines across a blackhole as

@@ -72,7 +72,8 @@ func ExampleSemaphore() {
 	}
 	defer sess.Close()
 
-	sem, err := semaphoremutex.NewSemaphore(sess, "/example-db-pool", 3)
+	const leases = 3
+	sem, err := semaphoremutex.NewSemaphore(sess, "/example-db-pool", leases)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func ExampleSemaphore() {
 				taken++
 			}
 		}
-		fmt.Printf("holding one of %d leases (%d taken)\n", sem.Leases(), taken)
+		fmt.Printf("holding one of %d leases (%d taken)\n", leases, taken)
 	}
 	// Output: holding one of 3 leases (1 taken)
 }

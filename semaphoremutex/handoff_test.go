@@ -22,7 +22,7 @@ import (
 
 func newHandoffLock(t *testing.T, s *conn.Session, path string) locktest.Locker {
 	t.Helper()
-	m, err := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(4, time.Second))
+	m, err := semaphoremutex.New(s, path, lock.WithLocalHandoff(4, time.Second))
 	if err != nil {
 		t.Fatalf("semaphoremutex.New(%q): %v", path, err)
 	}
@@ -42,7 +42,7 @@ func TestContractLocalHandoff(t *testing.T) {
 func TestLocalHandoffOptions(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
-	for _, o := range []semaphoremutex.Option{semaphoremutex.WithLocalHandoff(0, 0), semaphoremutex.WithLocalHandoff(1, -time.Second)} {
+	for _, o := range []lock.Option{lock.WithLocalHandoff(0, 0), lock.WithLocalHandoff(1, -time.Second)} {
 		_, err := semaphoremutex.New(s, "/a", o)
 		assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	}
@@ -54,11 +54,11 @@ func TestLocalHandoffOptions(t *testing.T) {
 func TestNewSemaphoreRefusesLocalHandoff(t *testing.T) {
 	c := testzk.Shared(t)
 	s := testzk.Connect(t, c.Servers())
-	sem, err := semaphoremutex.NewSemaphore(s, "/a", 2, semaphoremutex.WithLocalHandoff(3, time.Second))
+	sem, err := semaphoremutex.NewSemaphore(s, "/a", 2, lock.WithLocalHandoff(3, time.Second))
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
-	assert.ErrorContains(t, err, "WithLocalHandoff applies to New (the Mutex) only")
+	assert.ErrorContains(t, err, "lock.WithLocalHandoff: not an option of semaphoremutex.NewSemaphore")
 	assert.Nil(t, sem)
-	_, err = semaphoremutex.New(s, "/a", semaphoremutex.WithLocalHandoff(3, time.Second))
+	_, err = semaphoremutex.New(s, "/a", lock.WithLocalHandoff(3, time.Second))
 	assert.NoError(t, err, "the Mutex honours it")
 }
 
@@ -71,7 +71,7 @@ func TestLocalHandoffHandles(t *testing.T) {
 	s := testzk.Connect(t, c.Servers())
 	path := testzk.Path(t, c, "mutex")
 	ctx := testzk.Ctx(t, time.Minute)
-	opt := semaphoremutex.WithLocalHandoff(10, 0)
+	opt := lock.WithLocalHandoff(10, 0)
 	m1, m2 := newMutex(t, s, path, opt), newMutex(t, s, path, opt)
 
 	l1, err := m1.Acquire(ctx)
@@ -93,8 +93,8 @@ func TestLocalHandoffHandles(t *testing.T) {
 	require.NotNil(t, l2)
 	assert.Equal(t, reqs, testzk.Requests(s), "a local handoff sent requests")
 	assert.Equal(t, l1.Path(), l2.Path())
-	assert.False(t, m1.IsAcquired())
-	assert.True(t, m2.IsAcquired())
+	assert.ErrorIs(t, m1.Release(ctx), lock.ErrNotHeld)
+	assert.NoError(t, l2.Err(), "m2 holds")
 
 	_, err = l1.GuardedWrite(ctx, &zk.CreateRequest{Path: path + "-x", Acl: zk.WorldACL(zk.PermAll)})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost, "a released handle wrote")
@@ -136,7 +136,7 @@ func TestLocalHandoffHammer(t *testing.T) {
 	)
 	before := testzk.Requests(s)
 	for range handles {
-		m := newMutex(t, s, path, semaphoremutex.WithLocalHandoff(100, 0))
+		m := newMutex(t, s, path, lock.WithLocalHandoff(100, 0))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -185,7 +185,7 @@ func TestLocalHandoffReleaseWaitsForGuardedWrites(t *testing.T) {
 	require.NoError(t, connlink.Of(testzk.Epoch(t, obs)).CreateParents(ctx, data))
 	_, err := obs.Create(ctx, data, nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
-	opt := semaphoremutex.WithLocalHandoff(10, 0)
+	opt := lock.WithLocalHandoff(10, 0)
 	m, next := newMutex(t, s, path, opt), newMutex(t, s, path, opt)
 
 	first, err := m.Acquire(ctx)

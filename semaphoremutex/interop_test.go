@@ -19,6 +19,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -46,7 +47,7 @@ func (side interopSide) contender(t *testing.T, s *conn.Session, path string, se
 	acquire func(context.Context) (*conn.Lease, error), release func(context.Context, *conn.Lease) error) {
 	t.Helper()
 	if side.passes > 0 {
-		m, err := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(side.passes, 0))
+		m, err := semaphoremutex.New(s, path, lock.WithLocalHandoff(side.passes, 0))
 		require.NoError(t, err)
 		return m.Acquire, func(ctx context.Context, _ *conn.Lease) error { return m.Release(ctx) }
 	}

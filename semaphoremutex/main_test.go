@@ -19,7 +19,7 @@ import (
 // so it runs alone (no test here is parallel).
 func TestMain(m *testing.M) { testzk.Main(m) }
 
-func newMutex(t testing.TB, s *conn.Session, path string, opts ...semaphoremutex.Option) *semaphoremutex.Mutex {
+func newMutex(t testing.TB, s *conn.Session, path string, opts ...lock.Option) *semaphoremutex.Mutex {
 	t.Helper()
 	m, err := semaphoremutex.New(s, path, opts...)
 	require.NoError(t, err)

@@ -7,27 +7,20 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Mutex is a lock shared by every process that uses the same path on the
-// same ZooKeeper ensemble: the semaphore with one lease, as Curator's
-// InterProcessSemaphoreMutex (with which it shares the path).
-//
-// It is NOT reentrant and is owned by the handle, not by a goroutine, like
-// sync.Mutex: while the handle holds it, a further Acquire on the same
-// handle, from any goroutine, waits for the release (bounded by its
-// context), and any goroutine may call Release. (mutex.InterProcessMutex is
-// the opposite: reentrant per goroutine, released by its holder.)
-//
-// Holding it is a lease on the ZooKeeper session, not a promise: watch
-// Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale holder
-// must not write. A lease that is lost still counts as held by the handle
-// until Release.
-//
+// Mutex is the semaphore with one lease, shared with Curator's
+// InterProcessSemaphoreMutex on the same path. It is owned by the handle,
+// like sync.Mutex: not reentrant (a further Acquire waits for the Release),
+// and any goroutine may Release it. Holding it is a lease on the session,
+// not a promise: watch Lease.Lost and fence writes (Lease.Fence,
+// Lease.GuardedWrite). A lost lease counts as held until Release.
 // Safe for concurrent use.
 type Mutex struct {
 	lockLink // the session, for multilock
@@ -47,12 +40,13 @@ type Mutex struct {
 // lockLink is embedded unexported: it adds nothing to the mutex's API.
 type lockLink = lockid.Link
 
-// New returns a handle on the mutex at path. Nothing is created until the
-// first acquire. A nil session, a bad path or a nil option fails with an
-// error matching conn.ErrInvalidArgument.
-func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
-	var cfg config
-	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {
+// New returns a handle on the mutex at path; nothing is created until the
+// first acquire. It takes lock.WithRevocable and lock.WithLocalHandoff;
+// bad input or any other option fails with an error matching
+// conn.ErrInvalidArgument.
+func New(sess *conn.Session, path string, opts ...lock.Option) (*Mutex, error) {
+	cfg, err := lockopt.Configure("semaphoremutex.New", sess, path, lockopt.Revocable|lockopt.LocalHandoff, opts)
+	if err != nil {
 		return nil, err
 	}
 	s, err := newSemaphore(sess, path, 1, cfg)
@@ -60,10 +54,10 @@ func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 		return nil, err
 	}
 	kind := "semaphoremutex"
-	if cfg.revocable {
+	if cfg.Revocable {
 		kind += "/revocable"
 	}
-	c, err := cohort.NewContender(sess, kind, path, cfg.handoff, cohort.Remote{
+	c, err := cohort.NewContender(sess, kind, path, cfg.Handoff, cohort.Remote{
 		// The Contender reports the waits, as semaphoremutex's.
 		Acquire:    func(ctx context.Context) (*conn.Lease, error) { return s.acquire(ctx, true) },
 		TryAcquire: s.tryAcquire,
@@ -78,22 +72,20 @@ func New(sess *conn.Session, path string, opts ...Option) (*Mutex, error) {
 // Path is the mutex's path, the parent of locks/ and leases/.
 func (m *Mutex) Path() string { return m.sem.path }
 
-// Acquire blocks until the handle holds the mutex or ctx ends; a deadline
-// on ctx is the timeout. If the handle already holds it (or another
-// goroutine is acquiring it through the handle), Acquire first waits for
-// that to end. On error nothing is held and nothing is left on the server
-// (see Semaphore.Acquire); the error wraps ctx's or the session's.
+// Acquire blocks until the handle holds the mutex or ctx ends, first
+// waiting for the handle's own hold or acquire to end. On error nothing is
+// held or left behind; the error wraps ctx's or the session's.
 func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := queue.Label(ctx); err != nil { // before the gate and handoff
+	if _, err := nodelabel.From(ctx); err != nil { // before the gate and handoff
 		return nil, m.acquireErr(err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), queue.CtxErr(ctx))
+		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), bg.CtxErr(ctx))
 	}
 	select {
 	case m.gate <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), queue.CtxErr(ctx))
+		return nil, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), bg.CtxErr(ctx))
 	}
 	l, err := m.c.Acquire(ctx)
 	if err != nil {
@@ -107,15 +99,13 @@ func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 }
 
 // TryAcquire makes one attempt and does not wait: (nil, false, nil) when
-// the handle already holds the mutex (or is acquiring it), when another
-// contender holds it, or when another contender is taking it at that
-// moment (see Semaphore.TryAcquire).
+// the handle or another contender holds or is taking the mutex.
 func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := queue.Label(ctx); err != nil { // before the gate and handoff
+	if _, err := nodelabel.From(ctx); err != nil { // before the gate and handoff
 		return nil, false, m.acquireErr(err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), queue.CtxErr(ctx))
+		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), bg.CtxErr(ctx))
 	}
 	select {
 	case m.gate <- struct{}{}:
@@ -133,11 +123,9 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, true, nil
 }
 
-// Release releases the mutex; any goroutine may call it. lock.ErrNotHeld
-// when the handle does not hold it (or an Acquire is under way);
-// lock.ErrReleasePending when the delete is unconfirmed (the mutex counts
-// as released); any other error leaves it held. A lost lease is released
-// without error.
+// Release releases the mutex, from any goroutine. lock.ErrNotHeld when the
+// handle does not hold it (or is acquiring it); lock.ErrReleasePending when the delete is
+// unconfirmed (it counts as released); any other error leaves it held.
 func (m *Mutex) Release(ctx context.Context) error {
 	m.mu.Lock()
 	l := m.lease
@@ -155,14 +143,6 @@ func (m *Mutex) Release(ctx context.Context) error {
 	}
 	<-m.gate
 	return err
-}
-
-// IsAcquired reports whether the handle holds the mutex (its lease may
-// have been lost since; see Lease.Lost).
-func (m *Mutex) IsAcquired() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lease != nil
 }
 
 // acquireErr names the mutex in an error of its Contender (whose remote

@@ -27,12 +27,12 @@ func TestMutexReleaseFromAnotherGoroutine(t *testing.T) {
 	ctx := testzk.Ctx(t, 30*time.Second)
 	l, err := m.Acquire(ctx)
 	require.NoError(t, err)
-	assert.True(t, m.IsAcquired())
+	assert.NoError(t, l.Err(), "held")
 
 	done := make(chan error, 1)
 	go func() { done <- m.Release(ctx) }()
 	require.NoError(t, <-done)
-	assert.False(t, m.IsAcquired())
+	assert.ErrorIs(t, m.Release(ctx), lock.ErrNotHeld)
 	assert.ErrorIs(t, l.Err(), conn.ErrLeaseLost, "released")
 	assert.Empty(t, ephemerals(t, s, path))
 }
@@ -179,7 +179,7 @@ func TestAcquireErrorNamesTheLockOnce(t *testing.T) {
 
 	sem, err := semaphoremutex.NewSemaphore(s, path, 1)
 	require.NoError(t, err)
-	shared, err := semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(4, 0))
+	shared, err := semaphoremutex.New(s, path, lock.WithLocalHandoff(4, 0))
 	require.NoError(t, err)
 	acquires := map[string]func(context.Context) error{
 		"Semaphore.Acquire": func(ctx context.Context) error { _, err := sem.Acquire(ctx); return err },

@@ -9,12 +9,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// holders lists the lease holders, oldest first: the first Leases() lease
-// nodes. With one lease, when no lease node exists, the holder may be ours
-// holding the internal lock as its lease (see "How it works" in the
-// package documentation): then it is listed with its internal lock node.
-// A snapshot (a listing or two, and a read per node); nodes that leave
-// while it is taken are left out.
+// holders lists the lease holders, oldest first. With one lease and no
+// lease node, the holder may be ours, listed with the internal lock node it
+// keeps as its lease (soleLeaseTag). A snapshot.
 func (s *Semaphore) holders(ctx context.Context) ([]lock.Participant, error) {
 	ps, err := s.leases.Participants(ctx)
 	if err != nil {
@@ -37,12 +34,9 @@ func (s *Semaphore) holders(ctx context.Context) ([]lock.Participant, error) {
 }
 
 // Participants lists the lease holders, oldest first (Holding), then the
-// contenders queued on the internal lock, in the order they will be
-// served. With one lease, when no lease node exists, the holder may be ours
-// holding the internal lock as its lease (see "How it works" in the
-// package documentation): then it is listed with its internal lock node.
-// A snapshot: the holders and the queue are read one after the other, not
-// atomically, and nodes that leave while it is taken are left out.
+// contenders queued on the internal lock in the order they will be served.
+// With one lease, a holder's Node may be its internal lock node. A
+// snapshot, not atomic: nodes that leave while it is taken are left out.
 func (s *Semaphore) Participants(ctx context.Context) ([]lock.Participant, error) {
 	holders, err := s.holders(ctx)
 	if err != nil {
@@ -65,9 +59,8 @@ func (s *Semaphore) Participants(ctx context.Context) ([]lock.Participant, error
 	return out, nil
 }
 
-// Participants lists the holder, if any, then the contenders waiting for
-// the mutex in the order they will be served (see Semaphore.Participants).
-// An empty list means nobody holds or wants it.
+// Participants lists the holder, if any, then the waiters in the order
+// they will be served (see Semaphore.Participants).
 func (m *Mutex) Participants(ctx context.Context) ([]lock.Participant, error) {
 	return m.sem.Participants(ctx)
 }

@@ -10,9 +10,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -25,28 +30,20 @@ const (
 )
 
 var (
-	lockSchema  = queue.ProtectedSchema{Name: "lock"}
-	leaseSchema = queue.ProtectedSchema{Name: "lease"}
+	lockSchema  = locknode.ProtectedSchema{Name: "lock"}
+	leaseSchema = locknode.ProtectedSchema{Name: "lease"}
 )
 
-// soleLeaseTag is the queue tag of one-lease semaphores' internal lock
-// nodes: a handover from such a node tells the next one-lease contender
-// that no lease node exists (docs/design.md, "The semaphore with one
-// lease").
+// soleLeaseTag tags one-lease semaphores' internal lock nodes: a handover
+// from one tells the next contender that no lease node exists
+// (docs/design.md, "The semaphore with one lease").
 const soleLeaseTag = "sole-lease"
 
-// Semaphore is a counting semaphore: at most Leases() holders at a time
-// among every process that uses the same path on the same ZooKeeper
-// ensemble, Curator's InterProcessSemaphoreV2 included. Each Acquire takes
-// one lease, returned with ReturnLease (Curator's returnLease: a handle
-// holds several leases, so the lease is named, unlike every lock's
-// Release(ctx)); any goroutine may return a lease the handle granted.
-//
-// Holding a lease is a lease on the ZooKeeper session, not a promise: watch
-// Lease.Lost, and use Lease.Fence or Lease.GuardedWrite where a stale holder
-// must not write.
-//
-// Safe for concurrent use.
+// Semaphore is a counting semaphore: at most N holders at a time among
+// every process on the path, Curator's InterProcessSemaphoreV2 included.
+// Each Acquire takes one lease, which any goroutine may return with
+// ReturnLease. Holding a lease is a lease on the session, not a promise:
+// watch Lease.Lost and fence writes. Safe for concurrent use.
 type Semaphore struct {
 	path       string
 	leasesPath string
@@ -58,7 +55,7 @@ type Semaphore struct {
 	// a lease node (with one lease, it may keep its lock node as the lease).
 	lock *queue.Queue
 	// leases is the queue over <path>/leases, for Release and Participants
-	// only: the wait for a lease is attempt's (acquire.go).
+	// only: attempt waits for a lease.
 	leases *queue.Queue
 
 	mu   sync.Mutex               // guards held
@@ -66,27 +63,20 @@ type Semaphore struct {
 }
 
 // NewSemaphore returns a handle on the semaphore at path with the given
-// number of leases. Every process using the path must agree on that number;
-// nothing checks it (as in Curator). Nothing is created until the first
-// acquire; the path, <path>/locks and <path>/leases are then created as
-// container nodes, which ZooKeeper removes when they are empty.
-//
-// A nil session, leases < 1, a bad path, a nil option or WithLocalHandoff
-// (the Mutex's option: a Semaphore cannot honour it) fails with an error
-// matching conn.ErrInvalidArgument.
-func NewSemaphore(sess *conn.Session, path string, leases int, opts ...Option) (*Semaphore, error) {
-	var cfg config
-	if err := queue.Configure("semaphoremutex", sess, path, &cfg, opts); err != nil {
+// number of leases, on which every process using the path must agree
+// (nothing checks it, as in Curator). Nothing is created until the first
+// acquire. It takes lock.WithRevocable; bad input, leases < 1 or any other
+// option fails with an error matching conn.ErrInvalidArgument.
+func NewSemaphore(sess *conn.Session, path string, leases int, opts ...lock.Option) (*Semaphore, error) {
+	cfg, err := lockopt.Configure("semaphoremutex.NewSemaphore", sess, path, lockopt.Revocable, opts)
+	if err != nil {
 		return nil, err
-	}
-	if cfg.handoff != nil {
-		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: WithLocalHandoff applies to New (the Mutex) only: %w", path, conn.ErrInvalidArgument)
 	}
 	return newSemaphore(sess, path, leases, cfg)
 }
 
 // newSemaphore is NewSemaphore after Configure.
-func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Semaphore, error) {
+func newSemaphore(sess *conn.Session, path string, leases int, cfg lockopt.Config) (*Semaphore, error) {
 	if leases < 1 {
 		return nil, fmt.Errorf("semaphoremutex: new semaphore %s: %d leases, at least 1: %w", path, leases, conn.ErrInvalidArgument)
 	}
@@ -100,14 +90,14 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 		Decide:      queue.First,
 		MarkRelease: true,
 		Tag:         tag,
-		Revocable:   cfg.revocable,
+		Revocable:   cfg.Revocable,
 		Unmetered:   true, // its wait is part of the semaphore's
 	})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
 	leasesPath := zkpath.Join(path, leasesDir)
-	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First, Revocable: cfg.revocable})
+	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First, Revocable: cfg.Revocable})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
@@ -123,19 +113,15 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg config) (*Sem
 	}, nil
 }
 
-// Leases is the number of leases the handle was made with.
-func (s *Semaphore) Leases() int { return s.max }
-
-// Acquire blocks until the caller holds one lease or ctx ends; a deadline
-// on ctx is the timeout. The lease is held until ReturnLease or its loss;
-// its Path is its node (with one lease, maybe the internal lock node). On
-// error nothing is held or left behind, and the error wraps ctx's or the
-// session's; a lease free at the moment ctx ended is given up.
+// Acquire blocks until the caller holds one lease or ctx ends. The lease's
+// Path is its node (with one lease, maybe the internal lock node). On error
+// nothing is held or left behind; the error wraps ctx's or the session's.
+// A lease granted as ctx ends is given up.
 func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := queue.Label(ctx); err != nil { // asks for nothing: no wait
+	if _, err := nodelabel.From(ctx); err != nil { // asks for nothing: no wait
 		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
 	}
-	done := queue.Meter(s.sess, "semaphore", s.path)
+	done := report.Meter(s.sess, "semaphore", s.path)
 	l, err := s.acquire(ctx, true)
 	done(l != nil, err)
 	if err != nil {
@@ -144,15 +130,14 @@ func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
 	return l, nil
 }
 
-// TryAcquire makes one attempt and does not wait: it returns (nil, false,
-// nil) when every lease is taken, and also, as Curator's acquire with a
-// zero timeout does, when another contender holds the internal lock at
-// that moment (it is taking or waiting for a lease).
+// TryAcquire makes one attempt and does not wait: (nil, false, nil) when
+// every lease is taken or, as in Curator, another contender holds the
+// internal lock.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := queue.Label(ctx); err != nil { // asks for nothing: no wait
+	if _, err := nodelabel.From(ctx); err != nil { // asks for nothing: no wait
 		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
 	}
-	done := queue.Meter(s.sess, "semaphore", s.path)
+	done := report.Meter(s.sess, "semaphore", s.path)
 	l, ok, err := s.tryAcquire(ctx)
 	done(ok, err)
 	if err != nil {
@@ -170,11 +155,10 @@ func (s *Semaphore) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, l != nil, nil
 }
 
-// ReturnLease returns a lease this handle granted: it deletes the lease's
-// node and marks the lease released. lock.ErrNotHeld when the lease is nil,
-// not this handle's or already returned; lock.ErrReleasePending when the
-// delete is unconfirmed (the lease counts as returned); any other error
-// leaves it held. A lost lease is returned without error.
+// ReturnLease returns a lease this handle granted, from any goroutine.
+// lock.ErrNotHeld when the lease is nil, not this handle's or already
+// returned; lock.ErrReleasePending when the delete is unconfirmed (it
+// counts as returned); any other error leaves it held.
 func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 	if lease == nil {
 		return fmt.Errorf("semaphoremutex: release %s: nil lease: %w", s.path, lock.ErrNotHeld)
@@ -204,14 +188,13 @@ func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 	return fmt.Errorf("semaphoremutex: release %s: %w", lease.Path(), err)
 }
 
-// acquire takes the internal lock, then a lease under it; the internal lock
-// is released whatever happened. With wait false it takes neither if
-// either is taken (nil lease, nil error). Its callers meter it and name
-// the semaphore in its errors.
+// acquire takes the internal lock, then a lease under it, and releases the
+// internal lock. With wait false it takes neither if either is taken (nil
+// lease, nil error). Its callers meter it and wrap its errors.
 func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, queue.CtxErr(ctx)
+			return nil, bg.CtxErr(ctx)
 		}
 		g, err := s.lock.AcquireGrant(ctx, wait)
 		if err != nil {
@@ -231,8 +214,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 		case err != nil:
 			return nil, err
 		case l != nil:
-			// The lease may be the internal lock's node (one lease):
-			// its hold is the semaphore's.
+			// Maybe the internal lock's node: its hold is the semaphore's.
 			connlink.Of(l).Label("semaphore", s.path)
 			s.mu.Lock()
 			s.held[l] = struct{}{}
@@ -242,9 +224,8 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 	}
 }
 
-// attemptID is the unique id of the internal lock node, which our lease
-// node carries too, so that Participants can tell the two apart for one
-// contender. A fresh id if the name cannot be read (it always can).
+// attemptID is the internal lock node's unique id, which our lease node
+// carries too, so that Participants can pair them.
 func attemptID(lk *conn.Lease) string {
 	if c, ok := lockSchema.Parse(zkpath.Base(lk.Path())); ok && c.ID != "" {
 		return c.ID

@@ -284,8 +284,18 @@ func TestNewErrors(t *testing.T) {
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "nil option")
 
+	// The count given is the count: four leases, not a fifth.
 	sem := newSemaphore(t, s, path, 4)
-	assert.Equal(t, 4, sem.Leases())
+	ctx := testzk.Ctx(t, 30*time.Second)
+	for i := 0; i < 4; i++ {
+		l, ok, err := sem.TryAcquire(ctx)
+		require.NoError(t, err)
+		require.True(t, ok, "lease %d of 4", i+1)
+		defer func() { assert.NoError(t, sem.ReturnLease(ctx, l)) }()
+	}
+	_, ok, err := sem.TryAcquire(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "a fifth lease")
 }
 
 // TestAcquireAfterClose: a closed session refuses a semaphore's acquires
@@ -346,7 +356,7 @@ func TestAbandonWhileWaitingForLease(t *testing.T) {
 			assert.Nil(t, got.lease)
 			assert.Empty(t, locktest.OwnedBy(ephemerals(t, hs, path), testzk.Epoch(t, ws).SessionID()),
 				"the waiter's nodes are gone when Acquire returns")
-			assert.False(t, waiter.IsAcquired())
+			assert.ErrorIs(t, waiter.Release(ctx), lock.ErrNotHeld)
 
 			// The next contender took the internal lock over, listed the
 			// leases and now watches the foreign lease node; it gets the

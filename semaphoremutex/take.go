@@ -8,18 +8,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // take creates our lease node and releases the internal lock in one
 // transaction, which commits only while we hold the internal lock. It runs
-// detached (queue.Detach): if ctx ends first, the lease node it made, or
+// detached (bg.Detach): if ctx ends first, the lease node it made, or
 // else the internal lock, is released in the background.
 func (a *attempt) take(ctx context.Context) error {
 	lk, id, noDir, lossy := a.lk, a.id, a.noDir, a.lossy
-	r, detached, err := queue.Detach(ctx, a.ep, a.s.log,
+	r, detached, err := bg.Detach(ctx, a.ep, a.s.log,
 		func(ctx, ectx context.Context) (took, error) {
 			return a.s.commit(ctx, ectx, a.ep, lk, id, noDir, lossy)
 		},
@@ -45,8 +47,7 @@ func (a *attempt) take(ctx context.Context) error {
 		a.lk = nil
 		return nil
 	case r.lockGone:
-		// Deleted by someone else: we no longer hold the internal lock, so
-		// we may not create a lease node. Start over.
+		// Deleted by someone else: we may not create a lease node.
 		a.s.log.Warn("our internal lock node was deleted by someone else; starting over", zap.String("node", a.lk.Path()))
 		connlink.Of(a.lk).Released()
 		a.lk = nil
@@ -55,10 +56,9 @@ func (a *attempt) take(ctx context.Context) error {
 	return err
 }
 
-// took is what a lease transaction came to: our lease node ("" if none;
-// it committed, releasing lk, when there is one), lockGone when lk's node
-// was found gone without a lease node of ours (someone else deleted it),
-// lossy when an answer was lost on the way.
+// took is what a lease transaction came to: our lease node if it committed
+// (releasing lk), lockGone if lk's node was deleted by someone else, lossy
+// if an answer was lost on the way.
 type took struct {
 	node     string
 	lockGone bool
@@ -72,21 +72,20 @@ type took struct {
 func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
 	r := took{lossy: lossy}
 	p := zkpath.Join(s.leasesPath, leaseSchema.Prefix(id))
-	label, err := queue.Label(ctx) // checked by the internal lock's acquire
+	label, err := nodelabel.From(ctx) // checked by the internal lock's acquire
 	if err != nil {
 		return r, err
 	}
-	data := queue.EncodeData(id, "", s.lock.Sealed(), label)
+	data := locknode.EncodeData(id, "", s.lock.Sealed(), label)
 	if noDir {
-		// leases/ does not exist yet (first use, or its container was
-		// reaped): make it, or the transaction fails.
+		// leases/ is missing (first use, or reaped): make it.
 		if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
 			return r, err
 		}
 	}
 	for tries := 0; ; tries++ {
 		if ctx.Err() != nil {
-			return r, queue.CtxErr(ctx)
+			return r, bg.CtxErr(ctx)
 		}
 		ops := append(s.unlockOps(lk),
 			&zk.CreateRequest{Path: p, Data: data, Acl: s.lock.NodeACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})

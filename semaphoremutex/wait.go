@@ -6,12 +6,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 )
 
-// next waits until one of the attempt's watches fires, ctx ends or the
-// epoch does, and says which watch and what event. A watch channel closed
-// without an event counts as "not watching".
+// next waits until one of the attempt's watches fires (a channel closed
+// without an event counts as "not watching"), ctx ends or the epoch does.
 func (a *attempt) next(ctx context.Context) (string, zk.Event, error) {
 	if len(a.watches) == 1 { // the N = 1 case: no reflection
 		for name, ch := range a.watches {
@@ -19,7 +18,7 @@ func (a *attempt) next(ctx context.Context) (string, zk.Event, error) {
 			case ev, ok := <-ch:
 				return name, event(ev, ok), nil
 			case <-ctx.Done():
-				return "", zk.Event{}, queue.CtxErr(ctx)
+				return "", zk.Event{}, bg.CtxErr(ctx)
 			case <-a.ep.Done():
 				return "", zk.Event{}, a.ep.Err()
 			}
@@ -37,7 +36,7 @@ func (a *attempt) next(ctx context.Context) (string, zk.Event, error) {
 	i, v, ok := reflect.Select(cases)
 	switch i {
 	case 0:
-		return "", zk.Event{}, queue.CtxErr(ctx)
+		return "", zk.Event{}, bg.CtxErr(ctx)
 	case 1:
 		return "", zk.Event{}, a.ep.Err()
 	}

@@ -17,7 +17,9 @@
 // MntrAt do the same for any address). ExpireEpoch ends a conn.Session's
 // current ZooKeeper session on the server side (ExpireSession any client's,
 // given its id and password), and Proxy sits between one client
-// and the servers to cut, blackhole, delay or lose responses.
+// and the servers to cut, blackhole, delay or lose responses. CheckWire
+// tells whether a patched go-zookeeper (conn.WithPatchedZK) keeps what
+// conn relies on.
 //
 // # Backends
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -96,4 +97,19 @@ func ExampleProxy_CutAfterNextWrite() {
 	// Output:
 	// create failed: true
 	// node exists: true
+}
+
+// In a test of a program whose go.mod replaces go-zookeeper (its Connect
+// passes conn.WithPatchedZK): does the copy keep what conn relies on?
+func ExampleCheckWire() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := zktest.Start(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Stop()
+	err = zktest.CheckWire(ctx, c.Servers(), conn.WithNamespace(c.Root()))
+	fmt.Println("the copy keeps it:", err == nil) // an error matching conn.ErrZKVersion lists what breaks
+	// Output: the copy keeps it: true
 }

@@ -150,6 +150,9 @@ func mode(server string) (string, error) {
 	return "", fmt.Errorf("%s: no mode in srvr's answer", server)
 }
 
+// connectTimeout bounds the wait for a conn session.
+const connectTimeout = 15 * time.Second
+
 func connect(server string) (*zk.Conn, error) {
 	c, ev, err := zk.Connect([]string{server}, 30*time.Second, zk.WithLogger(quiet{}))
 	if err != nil {
@@ -194,21 +197,23 @@ func rawRound(rel, wait string, rounds int) ([7]float64, error) {
 		return out, fmt.Errorf("connect: %w", err)
 	}
 	defer b.Close()
-	sa, err := conn.Connect(ctx, []string{rel})
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	sa, err := conn.Connect(cctx, []string{rel})
 	if err != nil {
 		return out, fmt.Errorf("conn.Connect: %w", err)
 	}
 	defer sa.Close()
-	sb, err := conn.Connect(ctx, []string{wait})
+	sb, err := conn.Connect(cctx, []string{wait})
 	if err != nil {
 		return out, fmt.Errorf("conn.Connect: %w", err)
 	}
 	defer sb.Close()
-	ea, err := sa.Epoch(ctx)
+	ea, err := connlink.Of(sa).Epoch(ctx)
 	if err != nil {
 		return out, fmt.Errorf("sa.Epoch: %w", err)
 	}
-	eb, err := sb.Epoch(ctx)
+	eb, err := connlink.Of(sb).Epoch(ctx)
 	if err != nil {
 		return out, fmt.Errorf("sb.Epoch: %w", err)
 	}
@@ -279,12 +284,14 @@ func libRound(rel, wait string, rounds int) ([4]float64, error) {
 	var out [4]float64
 	ctx := context.Background()
 	path := fmt.Sprintf("/handoff-lib-%d", time.Now().UnixNano())
-	sa, err := conn.Connect(ctx, []string{rel})
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	sa, err := conn.Connect(cctx, []string{rel})
 	if err != nil {
 		return out, fmt.Errorf("conn.Connect: %w", err)
 	}
 	defer sa.Close()
-	sb, err := conn.Connect(ctx, []string{wait})
+	sb, err := conn.Connect(cctx, []string{wait})
 	if err != nil {
 		return out, fmt.Errorf("conn.Connect: %w", err)
 	}

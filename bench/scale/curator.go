@@ -48,7 +48,7 @@ func curator(servers []string, n int, cp string, capD, timeout time.Duration) (s
 	}
 	// nodes is the number of lock nodes under path.
 	nodes := func() (int, error) {
-		e, err := h.Epoch(ctx)
+		e, err := connlink.Of(h).Epoch(ctx)
 		if err != nil {
 			return 0, err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
@@ -140,6 +141,9 @@ func parse(args []string, stderr io.Writer) (options, int, bool) {
 	return o, exitOK, true
 }
 
+// errNoServer is the cause of a connect cut by -timeout.
+var errNoServer = errors.New("no server reachable within -timeout")
+
 // run is the command: it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
 	o, code, ok := parse(args, stderr)
@@ -153,7 +157,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool)
 	// The viewer holds nothing, so the quorum timer's margin buys it
 	// nothing: the last-heard timer sends no syncs and keeps the session
 	// through a blip (the view says suspended, then reconnected).
-	opts := []conn.Option{conn.WithConnectTimeout(o.timeout), conn.WithSessionTimeout(o.sessionTimeout), conn.WithLastHeardTimer()}
+	opts := []conn.Option{conn.WithSessionTimeout(o.sessionTimeout), conn.WithLastHeardTimer()}
 	if o.namespace != "" {
 		opts = append(opts, conn.WithNamespace(o.namespace))
 	}
@@ -161,7 +165,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool)
 		user, pass, _ := strings.Cut(o.auth, ":")
 		opts = append(opts, conn.WithDigestAuth(user, pass))
 	}
-	sess, err := conn.Connect(ctx, strings.Split(servers, ","), opts...)
+	cctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errNoServer)
+	sess, err := conn.Connect(cctx, strings.Split(servers, ","), opts...)
+	cancel()
 	if err != nil {
 		return fail(stderr, fmt.Errorf("connect to %s: %w", servers, err))
 	}
@@ -181,7 +187,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool)
 func once(ctx context.Context, sess *conn.Session, o options, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout+o.sessionTimeout)
 	defer cancel()
-	ep, err := sess.Epoch(ctx)
+	ep, err := connlink.Of(sess).Epoch(ctx)
 	if err != nil {
 		return err
 	}
@@ -221,7 +227,7 @@ func fail(stderr io.Writer, err error) int {
 		return exitNoPath
 	case errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrAuthFailed):
 		return exitAuth
-	case errors.Is(err, conn.ErrConnectTimeout):
+	case errors.Is(err, errNoServer):
 		return exitNoServer
 	case errors.Is(err, conn.ErrInvalidArgument):
 		return exitUsage

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 )
 
 // Owner is who a node's data says queued it. Client is one of:
@@ -39,18 +39,18 @@ type Owner struct {
 }
 
 // ownerOf recognises the owner of a contender from its name and data.
-func ownerOf(kind string, c queue.Contender, data []byte) Owner {
+func ownerOf(kind string, c locknode.Contender, data []byte) Owner {
 	if kind == kindLeader {
 		if text, ok := printable(data); ok && text != "" {
 			return Owner{Client: "latch", ID: text}
 		}
 		return unknown(data)
 	}
-	if queue.IsRevokeMark(data) {
+	if locknode.IsRevokeMark(data) {
 		return Owner{Client: "revoke", ID: c.ID}
 	}
 	if ours(data) {
-		d, _ := queue.DecodeData(data)
+		d, _ := locknode.DecodeData(data)
 		id := c.ID // the name's uuid: data can be copied
 		if id == "" {
 			id = d.ID
@@ -76,7 +76,7 @@ func unknown(data []byte) Owner { return Owner{Client: "unknown", Bytes: len(dat
 // ours reports whether data is this library's node data: the JSON object
 // the engine writes, with an acquire id.
 func ours(data []byte) bool {
-	var d queue.NodeData
+	var d locknode.NodeData
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	return dec.Decode(&d) == nil && d.ID != "" && !dec.More()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
@@ -35,10 +36,10 @@ const (
 // The recipes' node names (shared/DESIGN.md, "Node names"), parsed by the
 // library's own parser.
 var (
-	lockSchema  = queue.ProtectedSchema{Name: "lock"}
-	leaseSchema = queue.ProtectedSchema{Name: "lease"}
-	latchSchema = queue.ProtectedSchema{Name: "latch"}
-	rwSchema    = queue.HostKindSchema{}
+	lockSchema  = locknode.ProtectedSchema{Name: "lock"}
+	leaseSchema = locknode.ProtectedSchema{Name: "lease"}
+	latchSchema = locknode.ProtectedSchema{Name: "latch"}
+	rwSchema    = locknode.HostKindSchema{}
 )
 
 // soleLeaseTag is the tag semaphoremutex writes into the internal lock
@@ -68,7 +69,7 @@ type Queue struct {
 
 // raw is one child as read: its name and what its node holds.
 type raw struct {
-	c    queue.Contender
+	c    locknode.Contender
 	data []byte
 	stat *zk.Stat
 }
@@ -129,7 +130,7 @@ func (s *scanner) children(ctx context.Context, p string) ([]string, error) {
 func (s *scanner) walk(ctx context.Context, p string, names []string, out *[]Queue) error {
 	contender := map[string]bool{}
 	if s.leader {
-		cs := queue.Parse(latchSchema, names)
+		cs := locknode.Parse(latchSchema, names)
 		nodes, err := s.read(ctx, p, cs)
 		if err == nil && len(nodes) > 0 {
 			*out = append(*out, decide(p, "leader", nodes))
@@ -144,9 +145,9 @@ func (s *scanner) walk(ctx context.Context, p string, names []string, out *[]Que
 	}
 	for _, k := range []struct {
 		recipe string
-		schema queue.Schema
+		schema locknode.Schema
 	}{{"leader", latchSchema}, {"mutex", lockSchema}, {"rwlock", rwSchema}} {
-		cs := queue.Parse(k.schema, names)
+		cs := locknode.Parse(k.schema, names)
 		if len(cs) == 0 {
 			continue
 		}
@@ -198,7 +199,7 @@ func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queu
 	for _, d := range []struct {
 		name   string
 		has    bool
-		schema queue.Schema
+		schema locknode.Schema
 		into   *[]raw
 	}{{"leases", hasLeases, leaseSchema, &leases}, {"locks", hasLocks, lockSchema, &locks}} {
 		if !d.has {
@@ -212,7 +213,7 @@ func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queu
 		if err != nil {
 			return Queue{}, false, err
 		}
-		cs := queue.Parse(d.schema, kids)
+		cs := locknode.Parse(d.schema, kids)
 		if len(cs) != len(kids) {
 			return Queue{}, false, nil // something else: walk it as a tree
 		}
@@ -222,7 +223,7 @@ func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queu
 	}
 	soleLease := false
 	if len(locks) > 0 {
-		d, ok := queue.DecodeData(locks[0].data)
+		d, ok := locknode.DecodeData(locks[0].data)
 		soleLease = ok && d.Tag == soleLeaseTag
 	}
 	if !hasLeases && !soleLease || len(leases)+len(locks) == 0 {
@@ -249,7 +250,7 @@ func (s *scanner) semaphore(ctx context.Context, p string, names []string) (Queu
 
 // read reads the data and stat of the contenders in dir; those that left
 // meanwhile are left out.
-func (s *scanner) read(ctx context.Context, dir string, cs []queue.Contender) ([]raw, error) {
+func (s *scanner) read(ctx context.Context, dir string, cs []locknode.Contender) ([]raw, error) {
 	out := make([]raw, 0, len(cs))
 	for _, c := range cs {
 		b, st, err := connlink.Of(s.ep).Get(ctx, zkpath.Join(dir, c.Name))
@@ -266,13 +267,13 @@ func (s *scanner) read(ctx context.Context, dir string, cs []queue.Contender) ([
 
 // decide says who holds, by the rules the recipes use: the predicate each
 // recipe waits on (queue.First for the mutex and the leader), and for the
-// read/write lock rwlock's own rule (queue.RWStatuses: readers until the
+// read/write lock rwlock's own rule (locknode.RWStatuses: readers until the
 // first writer, a downgrade's read node, a write node kept for it).
 func decide(p, recipe string, rs []raw) Queue {
 	if recipe == "rwlock" {
 		return decideRW(p, rs)
 	}
-	cs := make([]queue.Contender, len(rs))
+	cs := make([]locknode.Contender, len(rs))
 	for i, r := range rs {
 		cs[i] = r.c
 	}
@@ -299,25 +300,25 @@ func decide(p, recipe string, rs []raw) Queue {
 
 // decideRW is decide for a read/write lock, as rwlock.RWLock.Participants.
 func decideRW(p string, rs []raw) Queue {
-	ns := make([]queue.RWNode, len(rs))
+	ns := make([]locknode.RWNode, len(rs))
 	for i, r := range rs {
-		ns[i] = queue.RWNode{Contender: r.c, Session: r.stat.EphemeralOwner, ACLVersion: r.stat.Aversion}
+		ns[i] = locknode.RWNode{Contender: r.c, Session: r.stat.EphemeralOwner, ACLVersion: r.stat.Aversion}
 		if ours(r.data) {
-			d, _ := queue.DecodeData(r.data)
+			d, _ := locknode.DecodeData(r.data)
 			ns[i].Tag = d.Tag
 		}
 	}
 	q := Queue{Path: p, Recipe: "rwlock"}
-	for i, s := range queue.RWStatuses(ns) {
+	for i, s := range locknode.RWStatuses(ns) {
 		kind := kindWrite
 		if rs[i].c.Kind == "R" {
 			kind = kindRead
 		}
 		st := statusWaits
 		switch s {
-		case queue.RWHolds:
+		case locknode.RWHolds:
 			st = statusHolds
-		case queue.RWKept:
+		case locknode.RWKept:
 			st = statusKept
 		}
 		q.Nodes = append(q.Nodes, node(p, kind, st, rs[i]))

@@ -47,20 +47,17 @@ func watch(ctx context.Context, sess *conn.Session, o options, w io.Writer, tty 
 	v := &watcher{o: o, w: w, tty: tty, state: "connected"}
 	// Session state changes are shown as they come, also while the view
 	// waits for a session; a reconnect asks for a scan.
-	sub := sess.Subscribe()
+	subCtx, cancel := context.WithCancel(ctx)
+	sub := sess.Subscribe(subCtx)
 	rescan := make(chan struct{}, 1)
 	stateDone := make(chan struct{})
 	defer func() {
-		sub.Close()
+		cancel()
 		<-stateDone
 	}()
 	go func() {
 		defer close(stateDone)
-		for {
-			ev, err := sub.Next(ctx)
-			if err != nil {
-				return
-			}
+		for ev := range sub {
 			if v.session(ev) {
 				select {
 				case rescan <- struct{}{}:
@@ -84,7 +81,7 @@ func watch(ctx context.Context, sess *conn.Session, o options, w io.Writer, tty 
 	defer drop()
 	first := true
 	for {
-		ep, err := sess.Epoch(ctx)
+		ep, err := connlink.Of(sess).Epoch(ctx)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
@@ -31,13 +32,13 @@ var recipes = map[string]recipe{
 	"mutex": {
 		make: func(s *conn.Session, path string, _ int) (locker, error) { return mutex.New(s, path) },
 		handoff: func(s *conn.Session, path string, passes int, budget time.Duration) (locker, error) {
-			return mutex.New(s, path, mutex.WithLocalHandoff(passes, budget))
+			return mutex.New(s, path, lock.WithLocalHandoff(passes, budget))
 		},
 	},
 	"semaphoremutex": {
 		make: func(s *conn.Session, path string, _ int) (locker, error) { return semaphoremutex.New(s, path) },
 		handoff: func(s *conn.Session, path string, passes int, budget time.Duration) (locker, error) {
-			return semaphoremutex.New(s, path, semaphoremutex.WithLocalHandoff(passes, budget))
+			return semaphoremutex.New(s, path, lock.WithLocalHandoff(passes, budget))
 		},
 	},
 	"semaphore": {make: func(s *conn.Session, path string, leases int) (locker, error) {

@@ -145,8 +145,9 @@ func connectAll(ctx context.Context, servers []string, n int, prog *progress) ([
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			s, err := conn.Connect(ctx, servers,
-				conn.WithSessionTimeout(sessionTimeout), conn.WithConnectTimeout(connectTimeout))
+			cctx, ccancel := context.WithTimeout(ctx, connectTimeout)
+			s, err := conn.Connect(cctx, servers, conn.WithSessionTimeout(sessionTimeout))
+			ccancel()
 			if err != nil {
 				mu.Lock()
 				if firstErr == nil {

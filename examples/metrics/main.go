@@ -11,7 +11,7 @@
 //
 // Four workers, each on its own ZooKeeper session, sell from one stock
 // node under one mutex; each worker's three sellers share the mutex with
-// in-process handoff (mutex.WithLocalHandoff), so the lock passes between
+// in-process handoff (lock.WithLocalHandoff), so the lock passes between
 // them without ZooKeeper. The server expires one worker's session while
 // it holds the lock: its lease is lost (cause expiry), its guarded write
 // is refused, and it carries on in a second epoch. Then the command prints

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -91,7 +92,7 @@ func run(ctx context.Context, cfg config, servers []string, out io.Writer) (err 
 	for i, s := range sessions {
 		w := &worker{name: "w" + strconv.Itoa(i+1), sess: s, sh: sh, t: &t, victim: i+1 == victim, servers: servers,
 			observe: cfg.observe, url: exp.url}
-		if w.m, err = mutex.New(s, sh.lock, mutex.WithLocalHandoff(passes, 0)); err != nil {
+		if w.m, err = mutex.New(s, sh.lock, lock.WithLocalHandoff(passes, 0)); err != nil {
 			return err
 		}
 		w.note = func(n string) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -57,7 +58,7 @@ func (b bank) multi(s *conn.Session, names ...string) (*multilock.MultiLock, err
 	if err != nil {
 		return nil, err
 	}
-	locks := make([]multilock.Locker, len(ms))
+	locks := make([]lock.Locker, len(ms))
 	for i, m := range ms {
 		locks[i] = m
 	}
@@ -164,7 +165,7 @@ func transferMany(ctx context.Context, b bank, tellers [2]*conn.Session, auditor
 	var (
 		wg    sync.WaitGroup
 		errs  [2]error
-		paths [2][]string
+		paths [2][]string // each teller's lease nodes, in the order its MultiLock took them
 	)
 	begin := time.Now()
 	for t := range tellers {
@@ -173,12 +174,11 @@ func transferMany(ctx context.Context, b bank, tellers [2]*conn.Session, auditor
 		if err != nil {
 			return err
 		}
-		paths[t] = m.Paths()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range transfers {
-				if errs[t] = transfer(ctx, tellers[t], b, m, p.from, p.to, p.amount); errs[t] != nil {
+				if paths[t], errs[t] = transfer(ctx, tellers[t], b, m, p.from, p.to, p.amount); errs[t] != nil {
 					return
 				}
 			}
@@ -205,25 +205,29 @@ func transferMany(ctx context.Context, b bank, tellers [2]*conn.Session, auditor
 
 // transfer moves amount from one account to the other under m, a lock of
 // session s, writing both balances in one transaction that checks both lock
-// nodes.
-func transfer(ctx context.Context, s *conn.Session, b bank, m *multilock.MultiLock, from, to string, amount int) (err error) {
+// nodes. It returns the paths of the leases' nodes, in the order m took
+// them.
+func transfer(ctx context.Context, s *conn.Session, b bank, m *multilock.MultiLock, from, to string, amount int) (taken []string, err error) {
 	leases, err := m.Acquire(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { err = errors.Join(err, m.Release(context.WithoutCancel(ctx))) }()
+	for _, l := range leases {
+		taken = append(taken, l.Path())
+	}
 	src, err := balance(ctx, s, b.account(from))
 	if err != nil {
-		return err
+		return taken, err
 	}
 	dst, err := balance(ctx, s, b.account(to))
 	if err != nil {
-		return err
+		return taken, err
 	}
 	_, err = guardedWrite(ctx, leases,
 		setBalance(b.account(from), src-amount),
 		setBalance(b.account(to), dst+amount))
-	return err
+	return taken, err
 }
 
 // guardedWrite commits ops only while every lease is held: the first
@@ -361,14 +365,15 @@ func tokens(ctx context.Context, leases []*conn.Lease) ([]conn.Fence, error) {
 	return ts, nil
 }
 
-// names turns lock paths back into account names.
+// names turns the paths of lock nodes (a mutex's node is under its lock
+// path) back into account names.
 func names(b bank, paths []string) string {
 	s := ""
 	for i, p := range paths {
 		if i > 0 {
 			s += " then "
 		}
-		s += p[len(b.lock("")):]
+		s += strings.SplitN(p[len(b.lock("")):], "/", 2)[0]
 	}
 	return s
 }

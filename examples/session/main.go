@@ -1,7 +1,8 @@
 // Command session shows the session manager at work: it starts a ZooKeeper
-// (or uses ZK_SERVERS), connects, creates an ephemeral node, has the server
-// expire the session, and prints every state transition on the way: the
-// epoch that held the node ends (Lost), a new one begins (Connected), and the
+// (or uses ZK_SERVERS), connects, takes a lock (its lease names the epoch)
+// and creates an ephemeral node, has the server expire the session, and
+// prints every state transition on the way: the epoch that held the node
+// ends (Lost) and the lease with it, a new one begins (Connected), and the
 // node is gone.
 //
 //	go run ./examples/session
@@ -10,7 +11,7 @@ package main
 import "github.com/zkrecipes/zkrecipes/examples/internal/demo"
 
 // what is the summary -h prints.
-const what = "Connects, creates an ephemeral node, has the server expire the session and prints\n" +
-	"every state transition: the epoch that held the node ends, a new one begins, the node is gone."
+const what = "Connects, takes a lock and creates an ephemeral node, has the server expire the session and\n" +
+	"prints every state transition: the epoch that held the node ends, a new one begins, the node is gone."
 
 func main() { demo.Main("session", what, run) }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -22,15 +23,26 @@ func run(ctx context.Context, servers []string, out io.Writer) error {
 		return err
 	}
 	defer sess.Close()
-	sub := sess.Subscribe()
-	defer sub.Close()
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the subscription
+	sub := sess.Subscribe(subCtx)
 
-	ep, err := sess.Epoch(ctx)
+	// An epoch (one ZooKeeper session) shows through what was done in it:
+	// a lease taken in it (Lease.Epoch), or the transition that began it
+	// (Event.Epoch).
+	base := fmt.Sprintf("/zkrecipes-examples-session-%x", time.Now().UnixNano())
+	lockPath := base + "-lock"
+	m, err := mutex.New(sess, lockPath)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "epoch 1: session 0x%x\n", ep.SessionID())
-	node := fmt.Sprintf("/zkrecipes-examples-session-%x-hello", time.Now().UnixNano())
+	lease, err := m.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	ep := lease.Epoch()
+	fmt.Fprintf(out, "epoch 1: session 0x%x (holds the lock %s)\n", ep.SessionID(), lockPath)
+	node := base + "-hello"
 	if _, err := sess.Create(ctx, node, []byte("hi"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		return err
 	}
@@ -40,23 +52,22 @@ func run(ctx context.Context, servers []string, out io.Writer) error {
 	if err := zktest.ExpireEpoch(ctx, servers[0], ep); err != nil {
 		return err
 	}
-	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			return err
+	var ep2 *conn.Epoch
+	for ep2 == nil {
+		ev, ok := <-sub
+		if !ok {
+			return fmt.Errorf("waiting for a new session: %w", ctx.Err())
 		}
-		fmt.Fprintf(out, "transition: %v\n", ev)
+		fmt.Fprintf(out, "transition: %v\n", ev.State)
 		if ev.State == conn.Connected {
-			break
+			ep2 = ev.Epoch
 		}
 	}
 	<-ep.Done()
 	fmt.Fprintf(out, "epoch 1 ended: %v\n", ep.Err())
+	<-lease.Lost()
+	fmt.Fprintf(out, "the lock's lease ended with it: %v\n", lease.Err())
 
-	ep2, err := sess.Epoch(ctx)
-	if err != nil {
-		return err
-	}
 	ok, _, err := sess.Exists(ctx, node)
 	if err != nil {
 		return err

@@ -1,12 +1,8 @@
 // Package cohort is the in-process handoff of the exclusive recipes (lock
-// cohorting: Dice, Marathe and Shavit, PPoPP 2012): the goroutines of one
-// process that contend for one lock through one session share one
-// ZooKeeper contender, and the lock passes between them without a request
-// while the Bound allows, no revoke request was seen, and a remote grant
-// could be made (Handle.Release, passable). Every grant is a lease of its
-// own (connlink.Lease.Local). A cohort lives in the session's shared map
-// while it has a holder or waiters. See docs/design.md, "In-process
-// handoff (lock cohorting)".
+// cohorting): the goroutines of one process that contend for one lock
+// through one session share one ZooKeeper contender, and the lock passes
+// between them without a request while passable allows. See
+// docs/design.md, "In-process handoff (lock cohorting)".
 package cohort
 
 import (
@@ -17,8 +13,10 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
@@ -30,46 +28,37 @@ var ErrNotHolder = fmt.Errorf("cohort: not the current holder: %w", lock.ErrNotH
 // Bound limits how long the node stays in the process: after MaxPasses
 // local handoffs on it, or once Budget has passed since it was granted
 // (<= 0: no time budget), the release deletes it instead of passing it on.
-type Bound struct {
-	MaxPasses int
-	Budget    time.Duration
-}
+type Bound = lockopt.Bound
 
-// Remote is the lock a cohort shares: the recipe's own acquire and release
-// of one ZooKeeper contender. Its Acquire and TryAcquire report no wait to
-// the session's Lock hook: the Contender that calls them does.
+// Remote is the recipe's own acquire and release of one ZooKeeper
+// contender. It reports no wait: the Contender does.
 type Remote struct {
 	Acquire    func(ctx context.Context) (*conn.Lease, error)
 	TryAcquire func(ctx context.Context) (*conn.Lease, bool, error)
-	// Release releases a lease Acquire or TryAcquire returned. An error
-	// matching lock.ErrReleasePending means the lease is released and its
-	// node is being deleted in the background; any other error leaves the
-	// lease held.
+	// Release: an error matching lock.ErrReleasePending means released
+	// (the delete goes on in the background); any other leaves it held.
 	Release func(ctx context.Context, l *conn.Lease) error
 }
 
-// Key identifies a cohort in its session: handles with equal keys share
-// one. Kind names the recipe (and anything of its configuration that makes
-// its nodes differ); Path is the lock path.
+// Key identifies a cohort in its session. Kind names the recipe and
+// anything of its configuration that makes its nodes differ.
 type Key struct {
 	Kind  string
 	Path  string
 	Bound Bound
 }
 
-// Handle is one recipe handle's access to its cohort. Safe for concurrent
-// use.
+// Handle is one recipe handle's access to its cohort. Safe for concurrent use.
 type Handle struct {
 	sess   *conn.Session
 	key    Key
 	remote Remote
 }
 
-// New returns the handle of a recipe handle on sess. b.MaxPasses must be
-// at least 1.
+// New returns the handle of a recipe handle on sess.
 func New(sess *conn.Session, key Key, remote Remote) (*Handle, error) {
 	if b := key.Bound; b.MaxPasses < 1 || b.Budget < 0 {
-		return nil, fmt.Errorf("WithLocalHandoff(%d, %v): at least one pass and a budget of 0 (none) or more: %w", b.MaxPasses, b.Budget, conn.ErrInvalidArgument)
+		return nil, fmt.Errorf("lock.WithLocalHandoff(%d, %v): at least one pass and a budget of 0 (none) or more: %w", b.MaxPasses, b.Budget, conn.ErrInvalidArgument)
 	}
 	return &Handle{sess: sess, key: key, remote: remote}, nil
 }
@@ -105,12 +94,11 @@ type wake struct {
 	acquire bool
 }
 
-// Acquire returns a grant: a new node (this goroutine acquires it) or a
-// local handoff. On error nothing is held and nothing is left behind: a
-// local waiter has no node, no watch and no goroutine of its own.
+// Acquire returns a grant: a new node or a local handoff. On error nothing
+// is held or left behind (a local waiter has no node, watch or goroutine).
 func (h *Handle) Acquire(ctx context.Context) (*conn.Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, queue.CtxErr(ctx)
+		return nil, bg.CtxErr(ctx)
 	}
 	m := connlink.Of(h.sess).Shared()
 	var c *cohort
@@ -138,9 +126,9 @@ func (h *Handle) Acquire(ctx context.Context) (*conn.Lease, error) {
 			return h.woken(ctx, c, wk)
 		}
 		// A grant at the moment ctx ended is given up, as the queue does.
-		return nil, h.giveUp(ctx, c, wk, queue.CtxErr(ctx))
+		return nil, h.giveUp(ctx, c, wk, bg.CtxErr(ctx))
 	case <-ctx.Done():
-		return nil, h.leave(ctx, c, w, queue.CtxErr(ctx))
+		return nil, h.leave(ctx, c, w, bg.CtxErr(ctx))
 	case <-connlink.Of(h.sess).Closing():
 		return nil, h.leave(ctx, c, w, conn.ErrClosed)
 	}
@@ -161,7 +149,7 @@ func (h *Handle) leave(ctx context.Context, c *cohort, w *waiter, err error) err
 // giveUp gives on a wake its waiter does not take, and returns err.
 func (h *Handle) giveUp(ctx context.Context, c *cohort, wk wake, err error) error {
 	if wk.lease != nil {
-		rctx, cancel := queue.GraceContext(ctx, queue.Grace)
+		rctx, cancel := bg.GraceContext(ctx, bg.Grace)
 		defer cancel()
 		_ = h.Release(rctx, wk.lease) // a pending delete goes on in the background
 		return err
@@ -182,11 +170,10 @@ func (h *Handle) woken(ctx context.Context, c *cohort, wk wake) (*conn.Lease, er
 }
 
 // TryAcquire returns a grant if the lock is free in this process and the
-// remote try succeeds; (nil, false, nil) if a local goroutine holds or
-// acquires it.
+// remote try succeeds.
 func (h *Handle) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, false, queue.CtxErr(ctx)
+		return nil, false, bg.CtxErr(ctx)
 	}
 	m := connlink.Of(h.sess).Shared()
 	for {
@@ -230,19 +217,17 @@ func (h *Handle) acquireNode(ctx context.Context, c *cohort, wait bool) (*conn.L
 	return c.holder, true, nil
 }
 
-// watch sets the node's watch (Lease.Lost arms it) once a local waiter
-// may get the node, which must not be a node deleted by someone else
-// (locked).
+// watch sets the node's watch (Lost) once a local waiter may get the node,
+// so that a node deleted by someone else is not passed on (locked).
 func (c *cohort) watch() {
 	if c.st == held && len(c.waiters) > 0 {
 		c.node.Lost()
 	}
 }
 
-// passable reports whether the node may be handed to a local waiter now
-// (locked): only where a remote grant could be made (a node not known
-// deleted, a live epoch, a connection not suspended, as the process knows
-// them now), with no revoke request seen, within the bound.
+// passable reports whether the node may go to a local waiter (locked):
+// only where a remote grant could be made (node not known deleted, epoch
+// live, not suspended), with no revoke request seen, within the bound.
 func (c *cohort) passable(h *Handle) bool {
 	return len(c.waiters) > 0 && !c.dead() && h.sess.State() != conn.Suspended &&
 		!connlink.Of(c.node).RevokeSeen() && c.within(h.key.Bound)
@@ -280,10 +265,9 @@ func (c *cohort) remove(w *waiter) bool {
 	return false
 }
 
-// Release ends grant l: it passes the node to the next local waiter if it
-// may (passable), else releases it (Remote.Release, whose error it
-// returns). Guarded writes through l in flight are answered first; later
-// ones are refused.
+// Release ends grant l, passing the node to the next local waiter if
+// passable, else releasing it remotely. Guarded writes through l in
+// flight are answered first; later ones are refused.
 func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 	defer connlink.Of(l).HoldWrites()()
 	v, ok := connlink.Of(h.sess).Shared().Load(h.key)
@@ -304,7 +288,7 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 		c.holder = connlink.Of(c.node).Local(int64(c.passes))
 		w.ch <- wake{lease: c.holder}
 		c.mu.Unlock()
-		queue.ReportLock(h.sess, metrics.Lock{Event: metrics.LockHandoff, Recipe: recipeOf(h.key.Kind), Path: h.key.Path})
+		report.Lock(h.sess, metrics.Lock{Event: metrics.LockHandoff, Recipe: recipeOf(h.key.Kind), Path: h.key.Path})
 		return nil
 	}
 	c.st = releasing
@@ -328,9 +312,8 @@ func (c *cohort) within(b Bound) bool {
 	return c.passes < b.MaxPasses && (b.Budget <= 0 || time.Since(c.since) < b.Budget)
 }
 
-// Waiting is the number of goroutines waiting in the process for the
-// cohort of h's key: queued locally, not counting the holder or the one
-// acquiring the node. For tests and diagnostics.
+// Waiting is the number of goroutines queued locally for h's cohort (not
+// the holder or the acquirer). For tests and diagnostics.
 func (h *Handle) Waiting() int {
 	v, ok := connlink.Of(h.sess).Shared().Load(h.key)
 	if !ok {

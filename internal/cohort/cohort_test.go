@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -31,7 +32,7 @@ type remote struct {
 var remotes = []remote{
 	{"mutex", func(t *testing.T, s *conn.Session, path string) cohort.Remote {
 		q, err := queue.New(s, path, queue.Config{
-			Schema: queue.ProtectedSchema{Name: "lock"}, Decide: queue.First, MarkRelease: true,
+			Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: queue.First, MarkRelease: true,
 		})
 		require.NoError(t, err)
 		return cohort.Remote{Acquire: q.Acquire, TryAcquire: q.TryAcquire, Release: q.Release}

@@ -5,13 +5,12 @@ import (
 	"strings"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 )
 
-// Contender is how a recipe handle gets its grants: through the cohort of
-// its session and key (the in-process handoff, when the handle was made
-// with a Bound), or straight from its remote lock. The recipes' one copy
-// of that choice. The zero value is not usable; safe for concurrent use.
+// Contender is how a recipe handle gets its grants: through its cohort
+// (with a Bound) or straight from its remote lock. The zero value is not
+// usable; safe for concurrent use.
 type Contender struct {
 	co     *Handle // nil without local handoff
 	remote Remote
@@ -20,9 +19,8 @@ type Contender struct {
 	path   string
 }
 
-// NewContender returns the contender of a recipe handle on sess: through
-// the cohort of Key{kind, path, *bound} (New checks bound) when bound is
-// not nil, else remote's own acquire and release.
+// NewContender returns the contender of a recipe handle on sess, through
+// the cohort of Key{kind, path, *bound} when bound is not nil.
 func NewContender(sess *conn.Session, kind, path string, bound *Bound, remote Remote) (Contender, error) {
 	c := Contender{remote: remote, sess: sess, recipe: recipeOf(kind), path: path}
 	if bound == nil {
@@ -36,18 +34,16 @@ func NewContender(sess *conn.Session, kind, path string, bound *Bound, remote Re
 	return c, nil
 }
 
-// recipeOf is the recipe's name in a cohort kind ("mutex/revocable":
-// "mutex").
+// recipeOf is the recipe in a cohort kind ("mutex/revocable": "mutex").
 func recipeOf(kind string) string {
 	name, _, _ := strings.Cut(kind, "/")
 	return name
 }
 
-// Acquire returns a grant (Handle.Acquire, or Remote.Acquire). It reports
-// the whole wait, a local one included, once to the session's Lock hook:
-// the remote's calls report none (queue.Config.Unmetered).
+// Acquire returns a grant, reporting the whole wait, a local one included,
+// once to the session's Lock hook.
 func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
-	done := queue.Meter(c.sess, c.recipe, c.path)
+	done := report.Meter(c.sess, c.recipe, c.path)
 	var (
 		l   *conn.Lease
 		err error
@@ -61,10 +57,9 @@ func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
 	return l, err
 }
 
-// TryAcquire returns a grant if one is free now (Handle.TryAcquire, or
-// Remote.TryAcquire), reporting the wait as Acquire does.
+// TryAcquire returns a grant if one is free now, reporting as Acquire.
 func (c Contender) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	done := queue.Meter(c.sess, c.recipe, c.path)
+	done := report.Meter(c.sess, c.recipe, c.path)
 	var (
 		l   *conn.Lease
 		ok  bool
@@ -79,9 +74,8 @@ func (c Contender) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, ok, err
 }
 
-// Release ends grant l (Handle.Release, or Remote.Release). A lease that is
-// not the cohort's current grant fails with ErrNotHolder, which matches
-// lock.ErrNotHeld.
+// Release ends grant l; a lease that is not the cohort's current grant
+// fails with ErrNotHolder.
 func (c Contender) Release(ctx context.Context, l *conn.Lease) error {
 	if c.co != nil {
 		return c.co.Release(ctx, l)

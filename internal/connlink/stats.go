@@ -1,24 +1,16 @@
 package connlink
 
-// Stats is a snapshot of what a conn.Session has asked of ZooKeeper, over
-// all its epochs (Session.Stats): what the module's tests and benchmarks
-// measure a recipe's cost by. Every attempt counts, retries included.
+// Stats is a snapshot of what a conn.Session has asked of ZooKeeper over
+// all its epochs, retries included: what tests and benchmarks measure.
 type Stats struct {
 	// Requests by operation (the metrics.Op* names).
 	Requests map[string]int64
-	// WatchEvents is the number of watch notifications the servers sent
-	// (node created, deleted, data or children changed).
+	// WatchEvents counts the watch notifications the servers sent.
 	WatchEvents int64
-	// WatchesSet is the number of watches the servers confirmed: GetW and
-	// ExistsW calls that returned without error. Unlike Requests, which
-	// count a request when it is sent, this counts only once the watch is
-	// in place on the server.
+	// WatchesSet counts the GetW and ExistsW calls that set a watch.
 	WatchesSet int64
-	// QuorumSyncs is the number of syncs the quorum timer sent
-	// (the quorum timer, unless conn.WithLastHeardTimer: one every twelfth
-	// of the session timeout while an epoch lives, and one as each epoch
-	// begins). They are not in Requests, which count what callers and
-	// recipes ask.
+	// QuorumSyncs counts the quorum timer's syncs, which are not in
+	// Requests.
 	QuorumSyncs int64
 }
 

@@ -2,8 +2,11 @@ package locknode
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 )
 
 // NodeData is what the engine writes into each node it creates, as JSON:
@@ -23,6 +26,29 @@ type NodeData struct {
 	Sealed bool `json:"sealed,omitempty"`
 	// Label is the caller's label of the acquire (lock.WithLabel).
 	Label string `json:"label,omitempty"`
+}
+
+// local is this process, computed once.
+var local = func() NodeData {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return NodeData{Host: host, PID: os.Getpid()}
+}()
+
+// Hostname is the host name the engine writes into node data.
+func Hostname() string { return local.Host }
+
+// NewID returns a new unique acquire id (a random UUID).
+func NewID() string { return uuid.NewString() }
+
+// EncodeData is the data the engine writes into a node (see NodeData).
+func EncodeData(id, tag string, sealed bool, label string) []byte {
+	d := local
+	d.ID, d.Tag, d.Sealed, d.Label = id, tag, sealed, label
+	b, _ := json.Marshal(d) // cannot fail: strings and an int
+	return b
 }
 
 // RevokeMark is what lock.Revoke writes into a holder's node to ask it to

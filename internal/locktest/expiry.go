@@ -65,7 +65,7 @@ func (s *suite) testHolderExpired(t *testing.T) {
 
 	_, err = hl.GuardedWrite(ctx, &zk.SetDataRequest{Path: mon.guard, Data: []byte("stale"), Version: -1})
 	assert.ErrorIs(t, err, conn.ErrLeaseLost, "the old holder's guarded write is refused")
-	if oep, err := observer.Epoch(ctx); assert.NoError(t, err) {
+	if oep, err := connlink.Of(observer).Epoch(ctx); assert.NoError(t, err) {
 		b, _, err := connlink.Of(oep).Get(ctx, mon.guard)
 		assert.NoError(t, err)
 		assert.NotEqual(t, "stale", string(b), "and not applied")
@@ -120,7 +120,7 @@ func (s *suite) testWaiterExpired(t *testing.T) {
 	watches := watchesSet(ws)
 	res := acquireAsync(ctx, waiter)
 	require.True(t, WaitQueued(t, ws, watches, 10*time.Second))
-	ep, err := ws.Epoch(ctx)
+	ep, err := connlink.Of(ws).Epoch(ctx)
 	require.NoError(t, err)
 	watches = watchesSet(ws)
 	require.NoError(t, zktest.ExpireEpoch(ctx, s.cluster.Servers()[0], ep))

@@ -76,7 +76,7 @@ func deleteTree(t testing.TB, s *conn.Session, path string) {
 	t.Helper()
 	ctx, cancel := ctxFor(10 * time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	require.NoError(t, err)
 	require.NoError(t, DeleteTree(ctx, ep, path), "delete %s", path)
 }

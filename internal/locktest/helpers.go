@@ -95,7 +95,7 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 // Ephemerals returns every ephemeral node under path (path included), with
 // the session that owns it. A missing path gives an empty map.
 func Ephemerals(ctx context.Context, s *conn.Session, path string) (map[string]int64, error) {
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func Exists(t testing.TB, s *conn.Session, node string) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	if err == nil {
 		var ok bool
 		ok, _, err = connlink.Of(ep).Exists(ctx, node)
@@ -187,20 +187,24 @@ func WaitQueued(t testing.TB, s *conn.Session, before int64, timeout time.Durati
 // WaitState waits on sub for a transition to one of want, passing over any
 // other, and returns it; it fails t (Errorf) and returns false after
 // timeout.
-func WaitState(t testing.TB, sub *conn.Subscription, timeout time.Duration, want ...conn.State) (conn.Event, bool) {
+func WaitState(t testing.TB, sub <-chan conn.Event, timeout time.Duration, want ...conn.State) (conn.Event, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	deadline := time.After(timeout)
 	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			t.Errorf("locktest: waiting for %v: %v", want, err)
-			return ev, false
-		}
-		for _, w := range want {
-			if ev.State == w {
-				return ev, true
+		select {
+		case ev, ok := <-sub:
+			if !ok {
+				t.Errorf("locktest: waiting for %v: the subscription ended", want)
+				return ev, false
 			}
+			for _, w := range want {
+				if ev.State == w {
+					return ev, true
+				}
+			}
+		case <-deadline:
+			t.Errorf("locktest: waiting for %v: none within %v", want, timeout)
+			return conn.Event{}, false
 		}
 	}
 }

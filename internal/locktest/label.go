@@ -11,7 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -59,11 +59,11 @@ func (s *suite) testLabel(t *testing.T) {
 	label := strings.Repeat("é", maxLabel/2) // the bound is in bytes: 256
 	l, err := lk.Acquire(lock.WithLabel(ctx, label))
 	require.NoError(t, err)
-	ep, err := sess.Epoch(ctx)
+	ep, err := connlink.Of(sess).Epoch(ctx)
 	require.NoError(t, err)
 	data, _, err := connlink.Of(ep).Get(ctx, l.Path())
 	require.NoError(t, err)
-	d, ok := queue.DecodeData(data)
+	d, ok := locknode.DecodeData(data)
 	require.True(t, ok, "node data %q", data)
 	assert.Equal(t, label, d.Label, "the label in the node's data")
 	mustRelease(t, lk, 10*time.Second)

@@ -59,7 +59,7 @@ type monitor struct {
 // newMonitor makes the guard's parent (a persistent node) for the lock at
 // path.
 func newMonitor(ctx context.Context, s *conn.Session, path string) (*monitor, error) {
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 // subs to see the connection drop and come back (Reconnected: the session
 // survived; Connected: a new one began). It returns the last state each
 // subscription saw. An external ensemble skips the test.
-func (s *suite) restart(t *testing.T, subs ...*conn.Subscription) []conn.State {
+func (s *suite) restart(t *testing.T, subs ...<-chan conn.Event) []conn.State {
 	t.Helper()
 	zktest.RequireOrSkip(t, s.cluster.Kill(0))
 	for _, sub := range subs {
@@ -53,9 +53,7 @@ func (s *suite) testRestartWhileQueued(t *testing.T) {
 	require.True(t, WaitQueued(t, sessions[1], before, 10*time.Second))
 
 	lost := hl.Lost() // armed across the restart
-	subH, subW := sessions[0].Subscribe(), sessions[1].Subscribe()
-	defer subH.Close()
-	defer subW.Close()
+	subH, subW := sessions[0].Subscribe(ctx), sessions[1].Subscribe(ctx)
 	states := s.restart(t, subH, subW)
 	t.Logf("after the restart: holder %v, waiter %v", states[0], states[1])
 
@@ -107,8 +105,7 @@ func (s *suite) testRestartWhileHolding(t *testing.T) {
 	require.NoError(t, err)
 
 	lost := hl.Lost() // armed across the restart
-	sub := sessions[0].Subscribe()
-	defer sub.Close()
+	sub := sessions[0].Subscribe(ctx)
 	states := s.restart(t, sub)
 
 	if states[0] == conn.Reconnected {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // testTryAcquireRace: N TryAcquire at once on N sessions; exactly one wins,
@@ -94,7 +95,7 @@ func sessionID(t testing.TB, s *conn.Session) int64 {
 	t.Helper()
 	ctx, cancel := ctxFor(10 * time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	if err != nil {
 		t.Fatalf("locktest: epoch: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 )
 
@@ -70,7 +71,7 @@ func (s *suite) testAbandonLeavesNoWatch(t *testing.T, cancelIt bool) {
 	assert.Equal(t, baseline, testzk.WatchCount(t, s.cluster), "as many watches as before the waiter queued")
 	assert.False(t, isClosed(hl.Lost()), "the holder still holds")
 	for i, sess := range sessions {
-		ep, err := sess.Epoch(Ctx(t, time.Second))
+		ep, err := connlink.Of(sess).Epoch(Ctx(t, time.Second))
 		require.NoError(t, err, "session %d open", i)
 		assert.NoError(t, ep.Err())
 	}

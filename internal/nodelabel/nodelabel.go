@@ -3,7 +3,15 @@
 // node's data (package queue, exclusive, semaphoremutex).
 package nodelabel
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+)
 
 // Max is the longest label a node may carry, in bytes (lock.WithLabel).
 const Max = 256
@@ -15,8 +23,17 @@ func With(ctx context.Context, label string) context.Context {
 	return context.WithValue(ctx, key{}, label)
 }
 
-// From returns the label ctx carries, "" for none.
-func From(ctx context.Context) string {
+// From returns the label ctx carries ("" for none), or an error matching
+// conn.ErrInvalidArgument when it is not one a node may carry.
+func From(ctx context.Context) (string, error) {
 	s, _ := ctx.Value(key{}).(string)
-	return s
+	switch {
+	case len(s) > Max:
+		return "", fmt.Errorf("label is %d bytes, at most %d: %w", len(s), Max, conn.ErrInvalidArgument)
+	case !utf8.ValidString(s):
+		return "", fmt.Errorf("label is not valid UTF-8: %w", conn.ErrInvalidArgument)
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return "", fmt.Errorf("label %q holds control characters: %w", s, conn.ErrInvalidArgument)
+	}
+	return s, nil
 }

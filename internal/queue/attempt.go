@@ -8,9 +8,10 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/google/uuid"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
@@ -24,13 +25,10 @@ type attempt struct {
 	id   string    // unique acquire id: in our node's name or data
 	node string    // our node's name, once created
 
-	// cs is the cache: the contenders in queue order, from our last
-	// listing, minus those seen gone since; once we wait, only ours and
-	// the one or two before ours that the next decisions need (shrink).
-	// See "Deciding from the first listing" in the package documentation.
-	// Right after a listing it may be shared with other waiters
-	// (listings): it is never modified in place.
-	cs []Contender
+	// cs is the cache: the contenders of our last listing in queue order,
+	// minus those seen gone; once we wait, only what the next decisions
+	// need (shrink). May be shared with other waiters: never modified.
+	cs []locknode.Contender
 	// part says that cs may lack contenders before ours that still block
 	// us: a grant decided from cs is then checked by listing again.
 	// clearedBy names the contender whose handover grants us even so:
@@ -40,21 +38,16 @@ type attempt struct {
 
 	lossy bool // a create's answer was lost: look out for a ghost of ours
 
-	// stale says that the cache has been changed, since the last read
-	// that showed our node (a listing, or own), by a notification of a
-	// deletion or by what the session learnt from one (listings.left): a
-	// grant then waits for own, a read of our node sent after that
-	// (confirm).
+	// stale: since the last read that showed our node, the cache changed
+	// on a notified deletion or the session's view; a grant waits for
+	// confirm.
 	stale bool
 	own   *ownRead
 	czxid int64 // our node's, when confirm read it
 
-	// from is the data of the node whose handover (a data change) woke us
-	// last, nil when the last wake-up was anything else.
-	from *NodeData
+	// from is the data of the node whose handover woke us last, else nil.
+	from *locknode.NodeData
 }
-
-func newID() string { return uuid.NewString() }
 
 // run acquires our node in a.ep (with wait false: only if granted at
 // once; a zero Grant otherwise). Errors: errRestart when the epoch ended
@@ -110,9 +103,8 @@ func (a *attempt) list(ctx context.Context) error {
 	return a.ghosts(ctx)
 }
 
-// listed makes a fresh listing the cache. It was sent after our last
-// wake-up and shows our node: our node was there after it (stale).
-func (a *attempt) listed(cs []Contender) {
+// listed makes a fresh listing, which shows our node, the cache.
+func (a *attempt) listed(cs []locknode.Contender) {
 	a.cs, a.part, a.clearedBy, a.stale = cs, false, "", false
 }
 
@@ -125,12 +117,9 @@ func (a *attempt) relist(ctx context.Context) error {
 	return a.list(ctx)
 }
 
-// fromView makes the cache what the session's view of the queue says of
-// the contenders before ours (listings.before), when it shows our node
-// and leaves at most one contender that blocks us (settled), as a listing
-// would; it reports whether it did. The view's contenders before ours that
-// the session does not know gone are a superset of those still there, so
-// the cache is complete. Never with Config.Relist.
+// fromView takes the cache from the session's view (listings.before) when
+// that shows our node and leaves at most one contender blocking us
+// (settled), and reports whether it did. Never with Config.Relist.
 func (a *attempt) fromView() bool {
 	if a.q.cfg.Relist {
 		return false
@@ -148,9 +137,8 @@ func (a *attempt) fromView() bool {
 	return true
 }
 
-// ghosts runs dropGhosts when the listing has a node other than ours that
-// starts with our node's prefix: no other node can be a ghost of ours, and
-// a listing shared by thousands of waiters is then not copied by each.
+// ghosts runs dropGhosts only when a node other than ours has our prefix,
+// so that a listing shared by many waiters is not copied by each.
 func (a *attempt) ghosts(ctx context.Context) error {
 	prefix := a.q.cfg.Schema.Prefix(a.id)
 	for _, c := range a.cs {
@@ -161,25 +149,21 @@ func (a *attempt) ghosts(ctx context.Context) error {
 	return nil
 }
 
-// maxCopy bounds the contenders shrink copies to work out, from the full
-// listing, what follows the watched one's departure.
+// maxCopy bounds the contenders shrink copies.
 const maxCopy = 64
 
-// shrink reduces the cache, before we wait on cs[w] (self is ours), to
-// what the next decisions need, so that a waiter's memory does not grow
-// with the queue: cs[w], ours and at most the next to watch when that
-// keeps it complete; else cs[w] and ours, marked partial. clearedBy is set
-// when a handover of cs[w] alone would grant us.
+// shrink cuts the cache, before we wait on cs[w], to cs[w], ours and at
+// most the next to watch when that keeps it complete; else cs[w] and ours,
+// marked partial. clearedBy is set when a handover of cs[w] would grant us.
 func (a *attempt) shrink(self, w int) {
 	if a.part || len(a.cs) <= 3 {
 		return // already small
 	}
 	decide := a.q.cfg.Decide
 	cs := a.cs
-	keep := []Contender{cs[w], cs[self]}
-	// rest is cs up to ours without cs[i], sharing cs when i is 0; nil if
-	// that would copy too much.
-	rest := func(cs []Contender, i, self int) []Contender {
+	keep := []locknode.Contender{cs[w], cs[self]}
+	// rest is cs up to ours without cs[i]; nil if that would copy too much.
+	rest := func(cs []locknode.Contender, i, self int) []locknode.Contender {
 		switch {
 		case i == 0:
 			return cs[1 : self+1]
@@ -207,7 +191,7 @@ func (a *attempt) shrink(self, w int) {
 			a.clearedBy = cs[w].Name
 		}
 	}
-	Sort(keep)
+	locknode.Sort(keep)
 	a.cs, a.part = keep, !complete
 }
 
@@ -216,17 +200,14 @@ func (a *attempt) missing() error {
 	if _, ok := a.q.cfg.Schema.Parse(a.node); !ok {
 		return fmt.Errorf("%w: schema does not recognise its own node %q", ErrBadRecipe, a.node)
 	}
-	// Deleted by someone else while the session lives: start over.
 	a.q.log.Warn("our lock node was deleted by someone else; queueing again", zap.String("node", a.node))
 	a.node = ""
 	return errRestart
 }
 
-// await waits until watch, a contender before ours, is gone, and updates
-// the cache. A data change is its holder's release (ReleaseOps: everything
-// before it is gone too) only on a node that was sealed when the watch was
-// set, by its data and its ACL (readSeal, read once beside the first GetW);
-// on any other node it means "look again". See docs/design.md, "The
+// await waits until watch, a contender before ours, is gone. A data change
+// is a handover only on a node sealed, by data and ACL (readSeal), when
+// the watch was set; else it means "look again". See docs/design.md, "The
 // handover mark".
 func (a *attempt) await(ctx context.Context, watch string) error {
 	p := zkpath.Join(a.q.path, watch)
@@ -244,15 +225,14 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 		if err != nil {
 			return err
 		}
-		d, _ := decodeData(data)
+		d, _ := locknode.DecodeData(data)
 		marked := d.Sealed && st.Version == 0
 		czxid := st.Czxid
 		select {
 		case ev := <-ch:
 			switch ev.Type {
 			case zk.EventNodeDeleted:
-				// Only a node of our own session can go in our session's
-				// end (confirm).
+				// only a node of our session can go with its end (confirm)
 				return a.gone(ctx, watch, st.EphemeralOwner == a.ep.SessionID())
 			case zk.EventNodeDataChanged:
 				if marked && seal.sealed(czxid) {
@@ -266,23 +246,20 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 				}
 			}
 		case <-ctx.Done():
-			Unwatch(a.ep, ch) // no watch of ours is left on the server
-			return CtxErr(ctx)
+			bg.Unwatch(a.ep, ch) // no watch of ours is left on the server
+			return bg.CtxErr(ctx)
 		case <-a.ep.Done():
 			return a.ep.Err()
 		}
 	}
 }
 
-// waitEpochEnd follows a "not watching" event (see WaitEpochEnd).
-func (a *attempt) waitEpochEnd(ctx context.Context) error { return WaitEpochEnd(ctx, a.ep) }
+// waitEpochEnd follows a "not watching" event (see bg.WaitEpochEnd).
+func (a *attempt) waitEpochEnd(ctx context.Context) error { return bg.WaitEpochEnd(ctx, a.ep) }
 
-// gone records that contender name has left the queue, for the session's
-// other waiters too (listings.left) and in the cache (forget), and
-// refreshes the cache when it cannot decide on its own (relist). told says
-// that a notification said so of a node of our own session, not the
-// answer to a read of ours: our node must then be read again before we
-// are granted (confirm).
+// gone records that contender name has left (listings.left, forget) and
+// relists if needed. told: a notification said so of a node of our own
+// session, so a grant must first confirm.
 func (a *attempt) gone(ctx context.Context, name string, told bool) error {
 	a.ls.left(a.ep, name)
 	if told {
@@ -294,11 +271,9 @@ func (a *attempt) gone(ctx context.Context, name string, told bool) error {
 	return nil
 }
 
-// forget drops contender name, which has left the queue, and those the
-// session knows have left, from the cache, and reports whether the next
-// decision needs relist: when more than one entry still blocks us (one
-// listing is cheaper than a GetW each), or the cache is partial (shrink).
-// See the package doc, "Deciding from the first listing".
+// forget drops name, and those the session knows gone, from the cache, and
+// reports whether the next decision needs relist: more than one entry
+// still blocks us, or the cache is partial (shrink).
 func (a *attempt) forget(name string) (relist bool) {
 	a.cs = remove(a.cs, name)
 	if cs := a.ls.prune(a.ep, a.cs, a.node); len(cs) < len(a.cs) {
@@ -317,7 +292,7 @@ func (a *attempt) forget(name string) (relist bool) {
 // settled reports whether at most one contender of cs (ours among them,
 // named self) blocks us: decide grants, or names one to watch and would
 // grant once that one is gone.
-func settled(decide Predicate, cs []Contender, self string) bool {
+func settled(decide Predicate, cs []locknode.Contender, self string) bool {
 	ok, watch := decide(cs, index(cs, self))
 	if ok {
 		return true
@@ -327,16 +302,14 @@ func settled(decide Predicate, cs []Contender, self string) bool {
 	return ok
 }
 
-// handedOver records that holder, a contender before ours granted by First,
-// released (handOver), and decides as gone does.
+// handedOver is gone after holder's handover mark.
 func (a *attempt) handedOver(ctx context.Context, holder string) error {
 	a.handOver(holder)
 	return a.gone(ctx, holder, false)
 }
 
-// handOver drops holder and every contender before it from the cache:
-// they are all gone. If nothing between holder and ours blocked us at our
-// listing (clearedBy), nothing blocks us now.
+// handOver drops holder and everything before it from the cache (all
+// gone); if holder is clearedBy, nothing blocks us now.
 func (a *attempt) handOver(holder string) {
 	if holder == a.clearedBy {
 		a.cs, a.part = a.cs[index(a.cs, a.node):], false
@@ -345,9 +318,8 @@ func (a *attempt) handOver(holder string) {
 	}
 }
 
-// grant hands out our node as a lease, unless ctx ended at this very moment
-// (then the grant is given up) or the epoch did (start over). A grant on a
-// plain deletion (stale, no handover: a.from nil) waits for confirm.
+// grant hands out our node as a lease, unless ctx or the epoch ended at
+// this moment. A grant on a plain deletion (stale) waits for confirm.
 func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	if a.stale && a.from == nil {
 		if err := a.confirm(ctx); err != nil {
@@ -355,14 +327,13 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 		}
 	}
 	if ctx.Err() != nil {
-		return Grant{}, a.abort(ctx, CtxErr(ctx))
+		return Grant{}, a.abort(ctx, bg.CtxErr(ctx))
 	}
 	if a.ep.Err() != nil {
 		return Grant{}, errRestart
 	}
 	p := zkpath.Join(a.q.path, a.node)
 	a.q.log.Debug("acquired", zap.String("node", a.node))
-	// a.czxid: our node's, if confirm read it (the lease need not), else 0
 	g := Grant{Lease: connlink.Of(a.ep).NewLease(p, a.czxid)}
 	if a.q.cfg.Internal {
 		connlink.Of(g.Lease).Unreported()
@@ -385,23 +356,12 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 	return err
 }
 
-// drop deletes our node, if any, in the background under the epoch
-// (Settle): ctx may be the reason we are giving up, and its caller waits
-// for the delete only until Grace after ctx ended.
+// drop deletes our node, if any (bg.Settle).
 func (a *attempt) drop(ctx context.Context) {
 	if a.node == "" {
 		return
 	}
 	node := a.node
 	a.node = ""
-	Settle(ctx, a.ep, a.q.log, func(ectx context.Context) error { return a.q.Delete(ectx, a.ep, node) })
-}
-
-// CtxErr is ctx's error, and its cause too when one was given.
-func CtxErr(ctx context.Context) error {
-	err, cause := ctx.Err(), context.Cause(ctx)
-	if cause == nil || cause == err {
-		return err
-	}
-	return fmt.Errorf("%w: %w", err, cause)
+	bg.Settle(ctx, a.ep, a.q.log, func(ectx context.Context) error { return a.q.Delete(ectx, a.ep, node) })
 }

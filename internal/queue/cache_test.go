@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 )
 
 // TestShrunkCacheDecidesAsAListing replays random departures (plain
@@ -41,8 +43,8 @@ func TestShrunkCacheDecidesAsAListing(t *testing.T) {
 		for _, c := range all {
 			live[c.Name] = true
 		}
-		fresh := func() []Contender {
-			var cs []Contender
+		fresh := func() []locknode.Contender {
+			var cs []locknode.Contender
 			for _, c := range all {
 				if live[c.Name] {
 					cs = append(cs, c)
@@ -120,7 +122,7 @@ func TestShrunkCacheDecidesAsAListing(t *testing.T) {
 // firstW is NoneBefore("W") watching the first writer in the queue instead
 // of the nearest: it meets Predicate's conditions, and a handover of the
 // watched writer does not always grant (other writers may follow it).
-func firstW(cs []Contender, self int) (bool, string) {
+func firstW(cs []locknode.Contender, self int) (bool, string) {
 	for _, c := range cs[:self] {
 		if c.Kind == "W" {
 			return false, c.Name

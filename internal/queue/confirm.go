@@ -10,12 +10,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// confirm reads our node (own, sent after the wake-up) before a grant
-// decided on the plain deletion of a node of our own session, or on the
-// session's view (stale): that deletion may be our session's end, told
-// before the expiry (package doc, "A grant after a plain deletion"). Our
-// node gone, or another session's, restarts the acquire (errRestart); found,
-// it gives the lease its czxid.
+// confirm reads our node before a grant when stale (docs/design.md, "A
+// grant after a plain deletion"): gone or another session's, the acquire
+// restarts (errRestart); found, the lease gets its czxid.
 func (a *attempt) confirm(ctx context.Context) error {
 	if a.own == nil {
 		a.own = readOwn(ctx, a.ep, zkpath.Join(a.q.path, a.node))
@@ -34,8 +31,8 @@ func (a *attempt) confirm(ctx context.Context) error {
 	return nil
 }
 
-// ownRead is a read of our own node (Exists) in flight on a goroutine of
-// its own, so that await can send it beside its getW.
+// ownRead is a read of our own node in flight, so that await can send it
+// beside its GetW.
 type ownRead struct {
 	res  chan ownStat // buffered: the goroutine never blocks on it
 	stop context.CancelFunc
@@ -48,8 +45,7 @@ type ownStat struct {
 	err   error
 }
 
-// readOwn starts reading node p in ep, bounded by ctx; wait or end must
-// follow.
+// readOwn starts reading node p; wait or end must follow.
 func readOwn(ctx context.Context, ep *conn.Epoch, p string) *ownRead {
 	ctx, stop := context.WithCancel(ctx)
 	r := &ownRead{res: make(chan ownStat, 1), stop: stop}
@@ -60,22 +56,21 @@ func readOwn(ctx context.Context, ep *conn.Epoch, p string) *ownRead {
 	return r
 }
 
-// wait returns the answer (bounded by the ctx readOwn was given).
+// wait returns the answer.
 func (r *ownRead) wait() ownStat {
 	s := <-r.res
 	r.stop()
 	return s
 }
 
-// end gives up the answer; no goroutine of the read is left once end
-// returns.
+// end gives up the answer; no goroutine of the read is left after it.
 func (r *ownRead) end() {
 	r.stop()
 	<-r.res
 }
 
-// unsure marks the cache stale: a grant now needs a read of our node sent
-// after this call (confirm); one in flight was sent before.
+// unsure marks the cache stale; a read of our node in flight is dropped,
+// since it was sent before.
 func (a *attempt) unsure() {
 	a.stale = true
 	a.endOwn()

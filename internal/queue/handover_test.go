@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
@@ -32,7 +33,7 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 			c := cluster(t)
 			path := lockPath(t, c)
 			ctx := ctxTimeout(t, 30*time.Second)
-			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: mode != "plain delete",
+			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: mode != "plain delete",
 				Revocable: mode == "revocable"}
 			var sessions []*conn.Session
 			var queues []*Queue
@@ -98,7 +99,7 @@ func TestRevokeRequest(t *testing.T) {
 			path := lockPath(t, c)
 			ctx := ctxTimeout(t, 30*time.Second)
 			s, other := connect(t, c.Servers()), connect(t, c.Servers())
-			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
+			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
 			q, err := New(s, path, cfg)
 			require.NoError(t, err)
 			l, err := q.Acquire(ctx)
@@ -137,7 +138,7 @@ func TestGrantFrom(t *testing.T) {
 			c := cluster(t)
 			path := lockPath(t, c)
 			ctx := ctxTimeout(t, 30*time.Second)
-			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Tag: "kind-a"}
+			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Tag: "kind-a"}
 			hs, ws := connect(t, c.Servers()), connect(t, c.Servers())
 			h, err := New(hs, path, cfg)
 			require.NoError(t, err)
@@ -154,7 +155,7 @@ func TestGrantFrom(t *testing.T) {
 				got <- g
 			}()
 			eventually(t, 10*time.Second, func() bool { return connlink.Of(ws).Stats().WatchesSet == 1 }, "waiter watching")
-			holderID := ProtectedSchema{Name: "lock"}
+			holderID := locknode.ProtectedSchema{Name: "lock"}
 			hc, ok := holderID.Parse(zkpath.Base(hg.Lease.Path()))
 			require.True(t, ok)
 
@@ -189,7 +190,7 @@ func TestHandoverAfterReconnect(t *testing.T) {
 	proxy := zktest.NewProxy(t, c.Servers())
 	path := lockPath(t, c)
 	ctx := ctxTimeout(t, 60*time.Second)
-	cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true}
+	cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true}
 	hs, ws := connect(t, proxy.Addrs()), connect(t, c.Servers())
 	h, err := New(hs, path, cfg)
 	require.NoError(t, err)
@@ -205,12 +206,11 @@ func TestHandoverAfterReconnect(t *testing.T) {
 	}()
 	watching(t, ws, 0)
 
-	sub := hs.Subscribe()
-	defer sub.Close()
+	sub := hs.Subscribe(ctx)
 	proxy.Cut()
 	for {
-		ev, err := sub.Next(ctx)
-		require.NoError(t, err)
+		ev, ok := <-sub
+		require.True(t, ok, "the subscription ended: %v", ctx.Err())
 		if ev.State == conn.Reconnected {
 			break
 		}
@@ -240,7 +240,7 @@ func TestRevokeOwnSealedNode(t *testing.T) {
 			path := lockPath(t, c)
 			ctx := ctxTimeout(t, 30*time.Second)
 			s := connect(t, c.Servers())
-			cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
+			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
 			q, err := New(s, path, cfg)
 			require.NoError(t, err)
 			l, err := q.Acquire(ctx)

@@ -7,42 +7,37 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 )
 
 // listings shares the listings of one session's waiters on one path and
-// schema: a waiter that needs a listing sent after its create joins the
-// next round, and one getChildren, sent once the round closes, answers all
-// who joined (each joined after its create was written, so the answer
-// shows their nodes). Answers are parsed once and shared read-only; the
-// latest is kept as the session's view (package doc, "Many waiters of one
-// session"). Rounds are per epoch; a round all of whose waiters left is
-// cancelled. It lives in the session's shared map while used.
+// schema: one getChildren, sent once a round closes, answers every waiter
+// that joined it after its create was written. Answers are shared
+// read-only; the latest is the session's view (docs/design.md, "The
+// session's view of a queue"). Kept in the session's shared map while used.
 type listings struct {
 	sess *conn.Session
 	key  listingsKey
 	mu   sync.Mutex
-	// next is the round of each epoch gathering waiters; busy says that
-	// the epoch's sender goroutine runs (a round of it is in flight).
+	// next: each epoch's round gathering waiters; busy: its sender runs.
 	next map[*conn.Epoch]*round
 	busy map[*conn.Epoch]bool
-	// users counts the attempts that joined and have not left; dead says
-	// that the listings left the session's map (join finds the new ones).
+	// users counts the attempts joined; dead: out of the session's map.
 	users int
 	dead  bool
 	view  view
 }
 
-// listingsKey is the key of a path's listings in the session's shared
-// map: waiters share a listing only if they parse it alike.
+// listingsKey: waiters share a listing only if they parse it alike.
 type listingsKey struct {
 	path   string
-	schema Schema
+	schema locknode.Schema
 }
 
-// lists returns the listings the queue's waiters join: the session's for
-// the queue's path and schema, or, if the schema cannot be a map key (not
-// comparable), the queue's own.
+// lists returns the session's listings for the queue, or the queue's own
+// if the schema is not comparable.
 func (q *Queue) lists() *listings {
 	if !reflect.TypeOf(q.cfg.Schema).Comparable() {
 		return q.own
@@ -56,8 +51,7 @@ func (q *Queue) lists() *listings {
 	return v.(*listings)
 }
 
-// join returns the listings an attempt of the queue uses (lists), which
-// stay in the session's map until it calls leave.
+// join returns the listings an attempt uses until it calls leave.
 func (q *Queue) join() *listings {
 	for {
 		ls := q.lists()
@@ -71,7 +65,7 @@ func (q *Queue) join() *listings {
 	}
 }
 
-// leave ends an attempt's use of the listings (join).
+// leave ends an attempt's use of the listings.
 func (ls *listings) leave() {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -80,9 +74,7 @@ func (ls *listings) leave() {
 }
 
 // idle, under ls.mu, drops the view and takes the listings out of the
-// session's map when no attempt uses them and no round is being sent. A
-// round joined after that (an attempt's listing goroutine that outlived
-// it) runs on its own, as correctly.
+// session's map once unused and not sending.
 func (ls *listings) idle() {
 	if ls.users > 0 || len(ls.busy) > 0 {
 		return
@@ -94,8 +86,7 @@ func (ls *listings) idle() {
 	}
 }
 
-// known returns the listings the queue's waiters in the session use now,
-// nil when none is in use.
+// known returns the listings in use for the queue, or nil.
 func (q *Queue) known() *listings {
 	if !reflect.TypeOf(q.cfg.Schema).Comparable() {
 		return q.own
@@ -106,10 +97,8 @@ func (q *Queue) known() *listings {
 	return nil
 }
 
-// left records that node name of epoch ep has left the queue: it was
-// deleted (a delete of ours was answered, a watch of ours was notified of
-// the deletion, a read of ours found it gone). A sequential node's name is
-// never given again, so the fact stays true.
+// left records that node name of epoch ep was deleted; a sequential
+// node's name is never given again, so that stays true.
 func (ls *listings) left(ep *conn.Epoch, name string) {
 	if ls == nil {
 		return
@@ -123,16 +112,15 @@ func (ls *listings) left(ep *conn.Epoch, name string) {
 	ls.view.left(ep, c)
 }
 
-// install makes cs, the latest listing of epoch ep (an epoch's rounds are
-// sent one after the other), the view, with nothing known gone yet.
-func (ls *listings) install(ep *conn.Epoch, cs []Contender) {
+// install makes cs, the latest listing of ep, the view.
+func (ls *listings) install(ep *conn.Epoch, cs []locknode.Contender) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.view = view{ep: ep, cs: cs, gone: make([]bool, len(cs))}
 }
 
 // before is view.before, under ls.mu; false when ls is nil.
-func (ls *listings) before(ep *conn.Epoch, self Contender, max int) ([]Contender, bool) {
+func (ls *listings) before(ep *conn.Epoch, self locknode.Contender, max int) ([]locknode.Contender, bool) {
 	if ls == nil {
 		return nil, false
 	}
@@ -142,7 +130,7 @@ func (ls *listings) before(ep *conn.Epoch, self Contender, max int) ([]Contender
 }
 
 // prune is view.prune, under ls.mu; cs as it is when ls is nil.
-func (ls *listings) prune(ep *conn.Epoch, cs []Contender, self string) []Contender {
+func (ls *listings) prune(ep *conn.Epoch, cs []locknode.Contender, self string) []locknode.Contender {
 	if ls == nil {
 		return cs
 	}
@@ -155,25 +143,23 @@ func (ls *listings) prune(ep *conn.Epoch, cs []Contender, self string) []Contend
 type round struct {
 	ctx     context.Context // the request's; cancelled when no waiter is left
 	cancel  context.CancelFunc
-	waiters int           // guarded by listings.mu
-	done    chan struct{} // closed when cs and err are set
-	cs      []Contender   // read-only once done
+	waiters int                  // guarded by listings.mu
+	done    chan struct{}        // closed when cs and err are set
+	cs      []locknode.Contender // read-only once done
 	err     error
 }
 
-// list returns the contenders of the queue, in queue order, from a
-// listing sent after the call, shared with the other waiters of the same
-// round: the caller must not modify the slice.
-func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]Contender, error) {
+// list returns the contenders in queue order from a listing sent after the
+// call; the slice is shared: do not modify it.
+func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]locknode.Contender, error) {
 	ls.mu.Lock()
 	if ls.next == nil {
 		ls.next, ls.busy = map[*conn.Epoch]*round{}, map[*conn.Epoch]bool{}
 	}
 	r := ls.next[ep]
-	// A new round when there is none, or when all of the next one's
-	// waiters left (its request is cancelled). A round whose context ended
-	// with the epoch is joined, not replaced: its sender ends it with the
-	// epoch's error (replaced, its waiters would wait for their ctx).
+	// A round whose waiters all left (cancelled) is replaced; one whose
+	// context ended with the epoch is joined, so its sender ends it with
+	// the epoch's error (replaced, its waiters would wait for their ctx).
 	if r == nil || r.waiters == 0 {
 		rctx, cancel := context.WithCancel(connlink.Of(ep).Context())
 		r = &round{ctx: rctx, cancel: cancel, done: make(chan struct{})}
@@ -194,7 +180,7 @@ func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]Contender, erro
 			r.cancel()
 		}
 		ls.mu.Unlock()
-		return nil, CtxErr(ctx)
+		return nil, bg.CtxErr(ctx)
 	}
 }
 
@@ -213,7 +199,7 @@ func (ls *listings) send(ep *conn.Epoch) {
 		ls.mu.Unlock()
 		names, _, err := connlink.Of(ep).Children(r.ctx, ls.key.path)
 		if err == nil {
-			r.cs = Parse(ls.key.schema, names)
+			r.cs = locknode.Parse(ls.key.schema, names)
 			ls.install(ep, r.cs)
 		}
 		r.err = err
@@ -222,28 +208,26 @@ func (ls *listings) send(ep *conn.Epoch) {
 	}
 }
 
-// view is the latest listing of the path in one epoch, shared read-only,
-// and the departures of its contenders the session has learnt since
-// (listings.left): where it shows our node, its contenders before ours not
-// known gone are a superset of those still there (package doc, "Many
-// waiters of one session"). Guarded by listings.mu.
+// view is the latest listing of the path in one epoch and the departures
+// learnt since (docs/design.md, "The session's view of a queue").
+// Guarded by listings.mu.
 type view struct {
 	ep   *conn.Epoch
-	cs   []Contender // in queue order; shared: never modified
-	gone []bool      // gone[i]: cs[i] is known to have left
-	low  int         // every cs[i] with i < low is known gone
+	cs   []locknode.Contender // in queue order; shared: never modified
+	gone []bool               // gone[i]: cs[i] is known to have left
+	low  int                  // every cs[i] with i < low is known gone
 }
 
 // find returns the index of c in the view, or -1.
-func (v *view) find(c Contender) int {
-	if i, ok := slices.BinarySearchFunc(v.cs, c, compare); ok {
+func (v *view) find(c locknode.Contender) int {
+	if i, ok := slices.BinarySearchFunc(v.cs, c, locknode.Compare); ok {
 		return i
 	}
 	return -1
 }
 
 // left records that c, a contender of epoch ep, has left.
-func (v *view) left(ep *conn.Epoch, c Contender) {
+func (v *view) left(ep *conn.Epoch, c locknode.Contender) {
 	if v.ep != ep {
 		return
 	}
@@ -255,12 +239,10 @@ func (v *view) left(ep *conn.Epoch, c Contender) {
 	}
 }
 
-// before returns, when the view is of epoch ep and shows self (then it
-// was answered after self's create), the contenders of the view before
-// self not known to have left, and self, in queue order. ok is false when
-// the view cannot tell (another epoch's, without self, or self known
-// gone), or when more than max contenders before self are not known gone.
-func (v *view) before(ep *conn.Epoch, self Contender, max int) (cs []Contender, ok bool) {
+// before returns the view's contenders before self not known gone, and
+// self, if the view is ep's and shows self (answered after its create);
+// ok is false otherwise, or when there are more than max.
+func (v *view) before(ep *conn.Epoch, self locknode.Contender, max int) (cs []locknode.Contender, ok bool) {
 	if v.ep != ep || ep == nil {
 		return nil, false
 	}
@@ -280,9 +262,9 @@ func (v *view) before(ep *conn.Epoch, self Contender, max int) (cs []Contender, 
 	return append(cs, v.cs[s]), true
 }
 
-// prune returns cs (contenders of epoch ep) without those known to have
-// left, other than self: a new slice when it drops any.
-func (v *view) prune(ep *conn.Epoch, cs []Contender, self string) []Contender {
+// prune returns cs without those known gone, other than self: a new
+// slice when it drops any.
+func (v *view) prune(ep *conn.Epoch, cs []locknode.Contender, self string) []locknode.Contender {
 	if v.ep != ep || ep == nil {
 		return cs
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -33,7 +34,7 @@ func lockPath(t testing.TB, c *zktest.Cluster) string { return testzk.Path(t, c,
 
 func mutexQueue(t testing.TB, s *conn.Session, path string) *Queue {
 	t.Helper()
-	q, err := New(s, path, Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First})
+	q, err := New(s, path, Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First})
 	require.NoError(t, err)
 	return q
 }

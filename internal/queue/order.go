@@ -2,46 +2,12 @@ package queue
 
 import (
 	"slices"
-	"strings"
+
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 )
 
-// Before reports whether sequence number a comes before b in the queue:
-// the server's 32-bit counter wraps to negative numbers, so they compare
-// as serial numbers (RFC 1982), which is creation order for nodes created
-// within 2^31 changes of the parent. (Curator and kazoo compare the text:
-// across a wrap they may disagree on who is first.)
-func Before(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
-
-// Parse returns the children that schema recognises as contenders, sorted
-// in queue order (Before; equal numbers, which one parent never hands out
-// twice, by name).
-func Parse(schema Schema, names []string) []Contender {
-	cs := make([]Contender, 0, len(names))
-	for _, n := range names {
-		if c, ok := schema.Parse(n); ok {
-			cs = append(cs, c)
-		}
-	}
-	Sort(cs)
-	return cs
-}
-
-// Sort sorts contenders in queue order.
-func Sort(cs []Contender) { slices.SortStableFunc(cs, compare) }
-
-// compare is queue order: by sequence number (Before), then by name.
-func compare(a, b Contender) int {
-	switch {
-	case a.Seq == b.Seq:
-		return strings.Compare(a.Name, b.Name)
-	case Before(a.Seq, b.Seq):
-		return -1
-	}
-	return 1
-}
-
 // index returns the position of the contender named name, or -1.
-func index(cs []Contender, name string) int {
+func index(cs []locknode.Contender, name string) int {
 	for i, c := range cs {
 		if c.Name == name {
 			return i
@@ -50,9 +16,8 @@ func index(cs []Contender, name string) int {
 	return -1
 }
 
-// remove returns cs without the contender named name: a new slice, since
-// cs may be a listing shared with other waiters (listings).
-func remove(cs []Contender, name string) []Contender {
+// remove returns cs without name: a new slice, since cs may be shared.
+func remove(cs []locknode.Contender, name string) []locknode.Contender {
 	if i := index(cs, name); i >= 0 {
 		return slices.Concat(cs[:i], cs[i+1:])
 	}

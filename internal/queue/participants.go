@@ -6,28 +6,25 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // Participant is one contender as Participants reports it.
 type Participant struct {
-	Contender
-	// Host and PID say which process queued the node, and ID its acquire
-	// id (from the name, else from the data). Known is false when the data
-	// could not be read as this engine's or as a host name (a foreign
-	// client's node, or one lock.Revoke marked): then only the name-derived
-	// fields are set.
+	locknode.Contender
+	// Host and PID say which process queued the node (and ID, if not in
+	// the name, comes from the data). Known is false when the data is not
+	// this engine's (a foreign node, a revoke mark).
 	Host  string
 	PID   int
 	Known bool
-	// Tag is the Config.Tag of the queue that created the node (engine
-	// nodes only).
+	// Tag is the node's Config.Tag (engine nodes only).
 	Tag string
-	// Label is the caller's label (lock.WithLabel), engine nodes only.
+	// Label is the caller's lock.WithLabel (engine nodes only).
 	Label string
-	// Session is the session that created the node (ephemeralOwner), and
-	// ACLVersion its ACL's version (see RWNode).
+	// Session is the ephemeralOwner, ACLVersion the ACL's (see locknode.RWNode).
 	Session    int64
 	ACLVersion int32
 }
@@ -38,12 +35,10 @@ func (p Participant) Public(dir string, holding bool) lock.Participant {
 		Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
 }
 
-// Participants lists the contenders in queue order with who they are. For
-// the recipes built on First, the first one holds the lock. Nodes that
-// leave while they are being read are left out. Errors are the session's,
-// as they are: the recipe says what it was doing.
+// Participants lists the contenders in queue order with who they are;
+// nodes that leave meanwhile are left out. Errors are the session's.
 func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
-	ep, err := q.sess.Epoch(ctx)
+	ep, err := connlink.Of(q.sess).Epoch(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +49,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs := Parse(q.cfg.Schema, names)
+	cs := locknode.Parse(q.cfg.Schema, names)
 	out := make([]Participant, 0, len(cs))
 	for _, c := range cs {
 		b, st, err := connlink.Of(ep).Get(ctx, zkpath.Join(q.path, c.Name))
@@ -65,7 +60,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 			return nil, err
 		}
 		p := Participant{Contender: c, Session: st.EphemeralOwner, ACLVersion: st.Aversion}
-		if d, ok := decodeData(b); ok {
+		if d, ok := locknode.DecodeData(b); ok {
 			p.Host, p.PID, p.Known, p.Tag, p.Label = d.Host, d.PID, true, d.Tag, d.Label
 			if p.ID == "" { // the name's uuid is the id; data can be copied
 				p.ID = d.ID

@@ -1,63 +1,17 @@
 package queue
 
 import (
-	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 )
 
-func TestBefore(t *testing.T) {
-	assert.True(t, Before(1, 2))
-	assert.False(t, Before(2, 1))
-	assert.False(t, Before(5, 5))
-	assert.True(t, Before(-3, -2))
-	// The counter wraps from MaxInt32 to MinInt32: the wrapped node is newer.
-	assert.True(t, Before(math.MaxInt32, math.MinInt32))
-	assert.False(t, Before(math.MinInt32, math.MaxInt32))
-	assert.True(t, Before(math.MaxInt32-1, -2147483647))
-}
-
-// names of a mixed queue, in no particular order.
-var mixed = []string{
-	"_c_" + uuid1 + "-lock-0000000007",
-	"hello",
-	hex1 + "__lock__0000000003",
-	"_c_" + hex1 + "-lock-0000000005",
-	"zookeeper",
-	"_c_" + uuid1 + "-lease-0000000001",
-	"_c_" + uuid1 + "-lock-0000000004",
-}
-
-func TestParseSortsAndIgnoresForeignNames(t *testing.T) {
-	cs := Parse(ProtectedSchema{Name: "lock"}, mixed)
-	var seqs []int32
-	for _, c := range cs {
-		seqs = append(seqs, c.Seq)
-	}
-	assert.Equal(t, []int32{3, 4, 5, 7}, seqs)
-}
-
-func TestParseAcrossWrap(t *testing.T) {
-	s := ProtectedSchema{Name: "lock"}
-	names := []string{
-		s.Prefix(uuid1) + "-2147483647", // created third
-		s.Prefix(uuid1) + "2147483646",  // first
-		s.Prefix(uuid1) + "-2147483648", // second
-		s.Prefix(uuid1) + "2147483647",  // before the wrap
-	}
-	cs := Parse(s, names)
-	var seqs []int32
-	for _, c := range cs {
-		seqs = append(seqs, c.Seq)
-	}
-	assert.Equal(t, []int32{2147483646, 2147483647, -2147483648, -2147483647}, seqs)
-}
-
-func contenders(spec ...string) []Contender {
-	cs := make([]Contender, len(spec))
+func contenders(spec ...string) []locknode.Contender {
+	cs := make([]locknode.Contender, len(spec))
 	for i, k := range spec {
-		cs[i] = Contender{Name: k + string(rune('a'+i)), Seq: int32(i), Kind: k}
+		cs[i] = locknode.Contender{Name: k + string(rune('a'+i)), Seq: int32(i), Kind: k}
 	}
 	return cs
 }
@@ -121,10 +75,10 @@ func TestCacheMatchesRelist(t *testing.T) {
 				for _, c := range all {
 					live[c.Name] = true
 				}
-				cache := append([]Contender(nil), all...)
+				cache := append([]locknode.Contender(nil), all...)
 				for _, gone := range order {
 					// A fresh listing's view.
-					var fresh []Contender
+					var fresh []locknode.Contender
 					for _, c := range all {
 						if live[c.Name] {
 							fresh = append(fresh, c)
@@ -183,4 +137,32 @@ func permute(n int, f func([]int)) {
 		}
 	}
 	rec(0)
+}
+
+// locknode.RWStatuses, with no downgrade, grants as the read/write lock's
+// predicates do (NoneBefore("W") for a reader, First for a writer), on
+// every queue of up to six readers and writers.
+func TestRWStatusesMatchPredicates(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		for bits := 0; bits < 1<<n; bits++ {
+			spec := make([]string, n)
+			for i := range spec {
+				spec[i] = []string{"R", "W"}[bits>>i&1]
+			}
+			cs := contenders(spec...)
+			ns := make([]locknode.RWNode, n)
+			for i, c := range cs {
+				ns[i] = locknode.RWNode{Contender: c, Session: int64(i + 1)}
+			}
+			st := locknode.RWStatuses(ns)
+			for i, c := range cs {
+				pred := First
+				if c.Kind == "R" {
+					pred = NoneBefore("W")
+				}
+				want, _ := pred(cs, i)
+				assert.Equal(t, want, st[i] == locknode.RWHolds, "%v node %d", spec, i)
+			}
+		}
+	}
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 )
 
-// prelisting is the listing of the lock's children sent right behind our
-// create, without waiting for the create's answer: ZooKeeper answers a
-// session's requests in order, so the listing's answer follows the
-// create's, and an uncontended acquire costs one round trip (the create's
-// commit) instead of two. Owned by the attempt's goroutine; its own
-// goroutine only sends the request and puts the answer into res.
+// prelisting is the listing sent right behind our create, without waiting
+// for its answer (docs/design.md, "One-commit acquire"). Owned by the
+// attempt's goroutine; its own only sends the request.
 type prelisting struct {
 	stop   chan struct{} // closed by the attempt when it no longer waits for the create's write
 	cancel context.CancelFunc
@@ -19,16 +17,14 @@ type prelisting struct {
 }
 
 type listed struct {
-	cs   []Contender // shared: see listings
+	cs   []locknode.Contender // shared: see listings
 	err  error
 	sent bool // a listing was sent
 }
 
-// prelist starts the listing: its goroutine waits until the next create
-// request of our epoch's connection is written (ours, unless another
-// goroutine's create went first: it is sent right after this call), then
-// joins the queue's next shared listing (listings). It must be called
-// right before a.create, and ended with behind (or drop).
+// prelist starts the listing once the epoch's next create request is
+// written (ours, unless another went first). Call it right before
+// a.create, and end it with behind or drop.
 func (a *attempt) prelist(ctx context.Context) *prelisting {
 	written := connlink.Of(a.ep).CreateWritten()
 	lctx, cancel := context.WithCancel(ctx)
@@ -59,10 +55,8 @@ func (p *prelisting) drop() {
 	p.cancel()
 }
 
-// behind takes the listing as the attempt's first listing if it shows our
-// node (then it was answered after our create, and it is as good as a
-// listing sent after the create's answer); otherwise (sent before our
-// create, failed, never sent) it lists again.
+// behind takes the listing as the first if it shows our node (then it was
+// answered after our create); otherwise it lists again.
 func (a *attempt) behind(ctx context.Context, p *prelisting) error {
 	close(p.stop)
 	defer p.cancel()

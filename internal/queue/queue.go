@@ -8,8 +8,12 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
@@ -17,51 +21,35 @@ import (
 // Config is what a recipe plugs into the engine.
 type Config struct {
 	// Schema names our nodes and recognises contenders. Required.
-	Schema Schema
-	// Decide is the recipe's predicate. Required; see Predicate for the
-	// conditions it must meet.
+	Schema locknode.Schema
+	// Decide is the recipe's predicate (see Predicate). Required.
 	Decide Predicate
-	// Relist makes a waiter list the children again after every
-	// notification, as Curator and zk.Lock do, instead of deciding from its
-	// first listing: one getChildren per wake-up, for the benchmarks.
+	// Relist lists the children again after every notification, as Curator
+	// and zk.Lock do: for the benchmarks.
 	Relist bool
-	// MarkRelease makes Release leave the handover mark (ReleaseOps), which
-	// tells the waiter behind that nothing before it is left. Only for
-	// queues whose Decide is First.
+	// MarkRelease makes Release leave the handover mark (ReleaseOps). Only
+	// for queues whose Decide is First.
 	MarkRelease bool
-	// Tag is written into the data of every node the queue creates
-	// (NodeData.Tag). It says what kind of contender queued the node, and
-	// a waiter granted by a handover learns the tag of the holder that
-	// handed over (Grant.From): a recipe can promise something to its own
-	// kind with it (semaphoremutex: "no lease node is left"). Default "".
+	// Tag is written into every node's data (locknode.NodeData.Tag); a waiter
+	// granted by a handover learns its holder's (Grant.From), so a recipe
+	// can promise something to its own kind (semaphoremutex).
 	Tag string
-	// Revocable makes the queue's nodes revocable instead of sealed: they
-	// get the session's ACL as it is (conn.WithACL), so that others can
-	// write "__REVOKE__" into them (lock.Revoke, Curator's Revoker) and the
-	// holder learns it (conn.Lease.Revoked). A revocable node's data
-	// change proves nothing, so its release is a plain delete (no
-	// handover mark) and the waiter behind it reads it again after any
-	// data change. Default false: sealed nodes (see NodeACL).
+	// Revocable gives the nodes the session's ACL as it is instead of
+	// sealing them, so that lock.Revoke and Curator's Revoker can write into
+	// them; a data change then proves nothing, and release is a plain delete.
 	Revocable bool
-	// Data, when not nil, is written into every node the queue creates
-	// instead of the engine's NodeData: a recipe whose peers read the node
-	// data as something else (Curator's LeaderLatch: the participant id)
-	// writes theirs. The schema must then carry the acquire id in the name
-	// (ProtectedSchema does), and Tag is not written. Default nil.
+	// Data, if not nil, replaces locknode.NodeData in every node (Curator's
+	// LeaderLatch: the participant id); the Schema must then put the
+	// acquire id in the name, and Tag is not written.
 	Data []byte
 	// Recipe names the recipe in what the queue reports to the session's
 	// Lock hook (waits; its grants' holds and losses). Default "".
 	Recipe string
-	// Internal says that the queue is a recipe's internal lock
-	// (semaphoremutex's PATH/locks): its grants report neither holds nor
-	// losses (connlink.Lease.Unreported); the recipe labels a
-	// grant it keeps as its own lease.
+	// Internal marks a recipe's internal lock (semaphoremutex's PATH/locks):
+	// its grants report neither holds nor losses until the recipe labels one.
 	Internal bool
-	// Unmetered says that the queue's caller reports the waits of
-	// Acquire, TryAcquire and AcquireGrant (Meter), and the queue reports
-	// none: a cohort.Contender, whose one report covers a local wait too,
-	// or a semaphore's internal lock, whose wait is part of the lease's.
-	// Default false: each call reports its wait.
+	// Unmetered leaves reporting the waits (report.Meter) to the caller: a
+	// cohort.Contender, or a semaphore's internal lock.
 	Unmetered bool
 }
 
@@ -72,18 +60,14 @@ const dataProbe = "00000000-0000-4000-8000-000000000000"
 type Grant struct {
 	// Lease is the granted node's.
 	Lease *conn.Lease
-	// HandedOver is true when the grant followed a First holder's release
-	// (ReleaseOps) of the node right before ours, with nobody holding in
-	// between; From is then that node's data, read when we began to watch
-	// it. False for any other grant: first in line at our listing, or
-	// after a plain deletion.
+	// HandedOver: granted by a First holder's release (ReleaseOps) of the
+	// node right before ours; From is that node's data, read when we began
+	// to watch it.
 	HandedOver bool
-	From       NodeData
+	From       locknode.NodeData
 }
 
 // Queue is one sequential-node queue: a lock path and the recipe's Config.
-// It keeps no state between acquires (every Acquire is a new node); its
-// waiters share their listings with the session's others on the path.
 // Safe for concurrent use.
 type Queue struct {
 	sess *conn.Session
@@ -101,9 +85,9 @@ func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 	case sess == nil:
 		return nil, errors.New("queue: nil session")
 	case cfg.Schema == nil || cfg.Decide == nil:
-		return nil, fmt.Errorf("%w: Config needs a Schema and a Predicate", ErrBadRecipe)
+		return nil, fmt.Errorf("%w: Config needs a locknode.Schema and a Predicate", ErrBadRecipe)
 	case cfg.Data != nil && !strings.Contains(cfg.Schema.Prefix(dataProbe), dataProbe):
-		return nil, fmt.Errorf("%w: Config.Data needs a Schema that puts the acquire id in the name", ErrBadRecipe)
+		return nil, fmt.Errorf("%w: Config.Data needs a locknode.Schema that puts the acquire id in the name", ErrBadRecipe)
 	}
 	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("queue: lock path: %w", err)
@@ -120,10 +104,8 @@ func (q *Queue) Path() string { return q.path }
 // Config.Revocable).
 func (q *Queue) Sealed() bool { return !q.cfg.Revocable }
 
-// NodeACL is the ACL of the nodes the queue creates: sealed (the default),
-// the session's ACL without WRITE and ADMIN plus the session's own
-// identity with ALL, so that nobody else can forge the handover mark;
-// revocable, the session's ACL as it is.
+// NodeACL is the ACL of the queue's nodes: sealed (nobody else can forge
+// the handover mark) or, if Revocable, the session's.
 func (q *Queue) NodeACL() []zk.ACL {
 	if q.cfg.Revocable {
 		return connlink.Of(q.sess).ACL()
@@ -135,17 +117,14 @@ func (q *Queue) NodeACL() []zk.ACL {
 func (q *Queue) Session() *conn.Session { return q.sess }
 
 // Acquire queues a new node and waits until the predicate grants it or ctx
-// ends; if the epoch ends meanwhile it starts over in the next. On error
-// nothing is held and our node is deleted (in the background, bound to
-// the epoch, if it cannot be by Grace after ctx ended). A grant at the
-// moment ctx ended is given up.
+// ends, starting over if the epoch ends. On error nothing is held and our
+// node is deleted (bg.Settle). A grant at the moment ctx ended is given up.
 func (q *Queue) Acquire(ctx context.Context) (*conn.Lease, error) {
 	g, err := q.AcquireGrant(ctx, true)
 	return g.Lease, err
 }
 
-// TryAcquire makes one attempt: it queues a node, lists the contenders
-// once, and returns the lease if the predicate grants it at once;
+// TryAcquire returns the lease if the predicate grants a new node at once;
 // otherwise it deletes the node and returns (nil, false, nil).
 func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	g, err := q.AcquireGrant(ctx, false)
@@ -156,23 +135,23 @@ func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 // Grant when not granted at once) that also says how the node was granted.
 func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (g Grant, err error) {
 	if q.cfg.Data == nil { // fixed data (a leader's id) carries no label
-		if _, err := Label(ctx); err != nil {
+		if _, err := nodelabel.From(ctx); err != nil {
 			return Grant{}, err // before anything is queued
 		}
 	}
 	if !q.cfg.Unmetered {
-		done := Meter(q.sess, q.cfg.Recipe, q.path)
+		done := report.Meter(q.sess, q.cfg.Recipe, q.path)
 		defer func() { done(g.Lease != nil, err) }()
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return Grant{}, CtxErr(ctx)
+			return Grant{}, bg.CtxErr(ctx)
 		}
-		ep, err := q.sess.Epoch(ctx)
+		ep, err := connlink.Of(q.sess).Epoch(ctx)
 		if err != nil {
 			return Grant{}, err
 		}
-		a := &attempt{q: q, ep: ep, id: newID(), ls: q.join()}
+		a := &attempt{q: q, ep: ep, id: locknode.NewID(), ls: q.join()}
 		g, err := a.run(ctx, wait)
 		a.ls.leave()
 		if errors.Is(err, errRestart) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
@@ -54,7 +55,7 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 			path := lockPath(t, c)
 			holder := mutexQueue(t, connect(t, c.Servers()), path)
 			ws := connect(t, c.Servers())
-			waiter, err := New(ws, path, Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, Relist: relist})
+			waiter, err := New(ws, path, Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, Relist: relist})
 			require.NoError(t, err)
 			ctx := ctxTimeout(t, 30*time.Second)
 
@@ -86,6 +87,13 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 		})
 	}
 }
+
+// Acquire ids as Curator (a UUID) and go-zookeeper or kazoo (32 hex digits)
+// put them in names.
+const (
+	uuid1 = "3f2a6c1e-9b7d-4e21-8c3a-0d5f7b9e1a24"
+	hex1  = "9f86d081884c7d659a2feaa0c55ad015"
+)
 
 func TestFIFOAndForeignChildren(t *testing.T) {
 	c := cluster(t)
@@ -128,7 +136,7 @@ func TestFIFOAndForeignChildren(t *testing.T) {
 	assert.False(t, ps[0].Known, "kazoo's node has no data we can read")
 	assert.Equal(t, "10.1.2.3", ps[1].Host)
 	assert.True(t, ps[2].Known)
-	assert.Equal(t, Hostname(), ps[2].Host)
+	assert.Equal(t, locknode.Hostname(), ps[2].Host)
 
 	require.NoError(t, s.Delete(ctx, gozk, -1)) // not the one we watch: no grant
 	select {
@@ -169,7 +177,7 @@ func TestReadWriteQueue(t *testing.T) {
 	path := lockPath(t, c)
 	ctx := ctxTimeout(t, 30*time.Second)
 	newQ := func(kind string, p Predicate) *Queue {
-		q, err := New(s, path, Config{Schema: HostKindSchema{Host: "host-a", Kind: kind}, Decide: p})
+		q, err := New(s, path, Config{Schema: locknode.HostKindSchema{Host: "host-a", Kind: kind}, Decide: p})
 		require.NoError(t, err)
 		return q
 	}
@@ -240,7 +248,7 @@ func TestCancelWhileQueued(t *testing.T) {
 func TestNewValidates(t *testing.T) {
 	c := cluster(t)
 	s := connect(t, c.Servers())
-	cfg := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First}
+	cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First}
 	_, err := New(nil, "/a", cfg)
 	assert.Error(t, err)
 	_, err = New(s, "a/b", cfg)
@@ -326,4 +334,24 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 	for _, cancel := range cancels {
 		cancel()
 	}
+}
+
+// Config.Data replaces the engine's node data; it needs a schema that
+// names nodes by their acquire id.
+func TestConfigData(t *testing.T) {
+	c := cluster(t)
+	s := connect(t, c.Servers())
+	path := lockPath(t, c)
+	_, err := New(s, path, Config{Schema: locknode.HostKindSchema{Host: "h", Kind: "W"}, Decide: First, Data: []byte("x")})
+	assert.ErrorIs(t, err, ErrBadRecipe)
+
+	q, err := New(s, path, Config{Schema: locknode.ProtectedSchema{Name: "latch"}, Decide: First, Data: []byte("participant-1")})
+	require.NoError(t, err)
+	ctx := ctxTimeout(t, 30*time.Second)
+	l, err := q.Acquire(ctx)
+	require.NoError(t, err)
+	b, _, err := s.Get(ctx, l.Path())
+	require.NoError(t, err)
+	assert.Equal(t, "participant-1", string(b))
+	require.NoError(t, q.Release(ctx, l))
 }

@@ -7,24 +7,23 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"go.uber.org/zap"
 )
 
-// Release deletes the lease's node (with the handover mark where
-// Config.MarkRelease says) and marks the lease released. nil once the node
-// is gone; ErrReleasePending (and the cause) when the delete's outcome is
-// unknown while the session lives, a goroutine then deleting it until it
-// is gone or the epoch ends; any other error leaves everything as it was.
+// Release deletes the lease's node (with the handover mark if
+// Config.MarkRelease) and marks the lease released. lock.ErrReleasePending: the
+// outcome is unknown and a goroutine deletes the node until gone or the
+// epoch ends; any other error leaves everything as it was.
 func (q *Queue) Release(ctx context.Context, l *conn.Lease) error {
 	return q.release(ctx, l, q.cfg.MarkRelease && q.Sealed())
 }
 
-// Withdraw is Release without the handover mark, whatever
-// Config.MarkRelease says: the waiter behind sees a plain deletion, and
-// learns nothing from it. For a holder that gives its grant back without
-// having done what its Config.Tag promises to the next of its kind.
+// Withdraw is Release without the handover mark: for a holder that gives
+// its grant back without doing what its Config.Tag promises.
 func (q *Queue) Withdraw(ctx context.Context, l *conn.Lease) error {
 	return q.release(ctx, l, false)
 }
@@ -43,7 +42,7 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 	} else {
 		gone, err = q.deleteOwn(ctx, l.Epoch(), l.Path())
 	}
-	if err != nil && !errors.Is(err, ErrReleasePending) {
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		connlink.Of(l).Releasing(false)
 		return err
 	}
@@ -58,14 +57,12 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 	return nil
 }
 
-// handoverMark is the data a First holder's node is given in the
-// transaction that deletes it.
+// handoverMark is the data the release transaction writes.
 var handoverMark = []byte("released")
 
-// ReleaseOps are the operations that release the First holder's node p in
-// a multi: on a sealed node, the handover mark (at version 0) then the
-// delete; on a revocable one, a plain delete (package doc, "The handover
-// mark"). The first op fails with zk.ErrNoNode when p is gone.
+// ReleaseOps release a First holder's node p in a multi: the handover
+// mark (at version 0) then the delete if sealed, else a plain delete. The
+// first op fails with zk.ErrNoNode when p is gone.
 func (q *Queue) ReleaseOps(p string) []any {
 	del := &zk.DeleteRequest{Path: p, Version: -1}
 	if !q.Sealed() {
@@ -74,11 +71,9 @@ func (q *Queue) ReleaseOps(p string) []any {
 	return []any{&zk.SetDataRequest{Path: p, Data: handoverMark, Version: 0}, del}
 }
 
-// handOver releases a First holder's node with ReleaseOps, falling back to
-// a plain delete when the node is not as we created it or the connection
-// was lost under the transaction (conn retries a delete, not a multi, and
-// a node the retry finds gone may be the transaction's doing). gone
-// reports that the node was found gone: deleted by someone else.
+// handOver releases with ReleaseOps, falling back to a plain delete when
+// the node is not as created or the connection was lost (conn retries a
+// delete, not a multi). gone: deleted by someone else.
 func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
 	_, err = connlink.Of(ep).Multi(ctx, q.ReleaseOps(p)...)
 	if done, gone, err := q.settle(ctx, ep, p, err, false); done {
@@ -90,27 +85,23 @@ func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) (gone bo
 	return q.deleteOwn(ctx, ep, p)
 }
 
-// deleteOwn deletes the node p of a lease being released; gone reports
-// that the delete found it gone (deleted by someone else, or after a lost
-// answer by its own first attempt, which a retry cannot tell apart).
+// deleteOwn deletes a released lease's node p; gone: found gone (by
+// someone else, or by a first try whose answer was lost).
 func (q *Queue) deleteOwn(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
 	err = connlink.Of(ep).Delete(ctx, p, -1)
 	_, gone, err = q.settle(ctx, ep, p, err, errors.Is(err, conn.ErrConnectionLoss))
 	return gone, err
 }
 
-// deleteNode deletes node p of epoch ep: nil when it is gone (or goes with
-// the ended epoch); ErrReleasePending when the outcome is unknown and a
-// background deleter took over; the server's error otherwise.
+// deleteNode is deleteOwn without gone.
 func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error {
 	_, err := q.deleteOwn(ctx, ep, p)
 	return err
 }
 
-// settle decides the outcome err of a request deleting node p of epoch ep:
-// nil once p is gone (gone: found so) or goes with the ended epoch;
-// ErrReleasePending when ctx ended or unknown is set, a background deleter
-// taking over. Otherwise done is false and err is returned as it is.
+// settle decides the outcome err of deleting p: nil once p is gone or goes
+// with the epoch; lock.ErrReleasePending, a background deleter taking over, if
+// ctx ended or unknown; else done is false and err returned as it is.
 func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error, unknown bool) (done, gone bool, _ error) {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
@@ -120,24 +111,20 @@ func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error,
 		return true, false, nil // ephemeral: it goes with the session
 	case unknown || ctx.Err() != nil:
 		go q.deleteInBackground(ep, p)
-		return true, false, fmt.Errorf("%w: %w", ErrReleasePending, err)
+		return true, false, fmt.Errorf("%w: %w", lock.ErrReleasePending, err)
 	}
 	return false, false, err
 }
 
-// Delete deletes node name (a child of the queue's path) of epoch ep, one
-// of ours that no lease stands for (an abandoned acquire's): nil when it
-// is gone or goes with the ended epoch; ErrReleasePending when the outcome
-// is unknown and a background deleter took over; the server's error
-// otherwise.
+// Delete deletes child name of ours that no lease stands for (an abandoned
+// acquire's), with Release's errors.
 func (q *Queue) Delete(ctx context.Context, ep *conn.Epoch, name string) error {
 	return q.deleteNode(ctx, ep, zkpath.Join(q.path, name))
 }
 
-// deleteInBackground keeps deleting p until it is gone or ep ends
-// (RetryUntilDone): no goroutine outlives its session.
+// deleteInBackground deletes p until gone or ep ends (bg.RetryUntilDone).
 func (q *Queue) deleteInBackground(ep *conn.Epoch, p string) {
-	RetryUntilDone(ep, q.log.With(zap.String("node", p)), "pending delete", func(ctx context.Context) error {
+	bg.RetryUntilDone(ep, q.log.With(zap.String("node", p)), "pending delete", func(ctx context.Context) error {
 		if err := connlink.Of(ep).Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}

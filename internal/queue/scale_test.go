@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -145,9 +146,9 @@ func TestHeapPerWaiterDoesNotGrowWithQueue(t *testing.T) {
 	if testing.Short() {
 		small, large = 100, 1000
 	}
-	mutex := Config{Schema: ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true}
-	writer := Config{Schema: HostKindSchema{Host: "h", Kind: "W"}, Decide: First, MarkRelease: true}
-	reader := Config{Schema: HostKindSchema{Host: "h", Kind: "R"}, Decide: NoneBefore("W")}
+	mutex := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true}
+	writer := Config{Schema: locknode.HostKindSchema{Host: "h", Kind: "W"}, Decide: First, MarkRelease: true}
+	reader := Config{Schema: locknode.HostKindSchema{Host: "h", Kind: "R"}, Decide: NoneBefore("W")}
 	// A server of its own, whose tickTime allows sessions of
 	// scaleSessionTimeout (the shared one's allows 10 s).
 	c := zktest.New(t, zktest.WithTickTime(2*time.Second))

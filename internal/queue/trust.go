@@ -9,9 +9,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
-// sealRead is the read of a watched node's ACL that await sends together
-// with the read of its data (see await): it tells whether, from its
-// creation on, one digest identity alone may change the node.
+// sealRead is the read of a watched node's ACL that await sends beside its
+// GetW: whether one digest identity alone ever could change the node.
 type sealRead struct {
 	res   chan sealed
 	stop  context.CancelFunc
@@ -19,16 +18,14 @@ type sealRead struct {
 	got   sealed
 }
 
-// sealed is the answer of a sealRead: czxid names the node whose ACL was
-// read (a node deleted and created again under the same name is another
-// node), and ok tells whether that ACL seals it.
+// sealed is a sealRead's answer: czxid names the node read (one created
+// again under the same name is another), ok whether its ACL seals it.
 type sealed struct {
 	czxid int64
 	ok    bool
 }
 
-// readSeal starts reading node p's ACL in ep, bounded by ctx; end must be
-// called when the caller no longer needs the answer.
+// readSeal starts reading node p's ACL; end must follow.
 func readSeal(ctx context.Context, ep *conn.Epoch, p string) *sealRead {
 	ctx, stop := context.WithCancel(ctx)
 	r := &sealRead{res: make(chan sealed, 1), stop: stop}
@@ -43,11 +40,9 @@ func readSeal(ctx context.Context, ep *conn.Epoch, p string) *sealRead {
 	return r
 }
 
-// sealed waits for the answer (bounded by the ctx readSeal was given):
-// true when the node created at zxid czxid (the one whose data the caller
-// read) had an ACL never changed (ACL version 0) that gives WRITE and
-// ADMIN to one digest identity and to nothing else. False too when the
-// ACL could not be read, or was another node's.
+// sealed waits for the answer: true when the node created at czxid (whose
+// data the caller read) had an ACL never changed that gives WRITE and
+// ADMIN to one digest identity alone.
 func (r *sealRead) sealed(czxid int64) bool {
 	if !r.known {
 		r.got, r.known = <-r.res, true
@@ -55,8 +50,7 @@ func (r *sealRead) sealed(czxid int64) bool {
 	return r.got.ok && r.got.czxid == czxid
 }
 
-// end gives up the answer if it is not in yet; no goroutine of the read
-// is left once end returns.
+// end gives up the answer; no goroutine of the read is left after it.
 func (r *sealRead) end() {
 	r.stop()
 	if !r.known {
@@ -65,9 +59,8 @@ func (r *sealRead) end() {
 	}
 }
 
-// soleWriter reports whether acl lets exactly one identity change a node's
-// data or its ACL, a digest identity: every entry that gives WRITE or
-// ADMIN names it (a sealed node's ACL: Queue.NodeACL).
+// soleWriter reports whether every entry of acl that gives WRITE or ADMIN
+// names one digest identity (a sealed node's ACL: Queue.NodeACL).
 func soleWriter(acl []zk.ACL) bool {
 	var who *zk.ACL
 	for i, e := range acl {

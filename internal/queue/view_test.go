@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 )
 
 // sim is one session's waiters on one queue, deciding with the engine's
@@ -16,7 +17,7 @@ type sim struct {
 	t      *testing.T
 	rng    *rand.Rand
 	pred   Predicate
-	all    []Contender
+	all    []locknode.Contender
 	live   map[string]bool
 	ours   map[string]bool
 	ls     *listings
@@ -27,8 +28,8 @@ type sim struct {
 	recall float64             // chance that the answer to a delete of ours is recorded
 }
 
-func (s *sim) fresh() []Contender {
-	cs := make([]Contender, 0, len(s.all))
+func (s *sim) fresh() []locknode.Contender {
+	cs := make([]locknode.Contender, 0, len(s.all))
 	for _, c := range s.all {
 		if s.live[c.Name] {
 			cs = append(cs, c)
@@ -157,7 +158,7 @@ func TestViewDecidesAsAListing(t *testing.T) {
 			n = maxCopy - 3 + rng.IntN(2*maxCopy)
 		}
 		drain := round%5 == 0
-		pred, schema, mixed := First, HostKindSchema{Host: "h", Kind: "W"}, true
+		pred, schema, mixed := First, locknode.HostKindSchema{Host: "h", Kind: "W"}, true
 		switch {
 		case drain || round%4 == 0:
 			mixed = false

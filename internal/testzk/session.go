@@ -62,7 +62,7 @@ func Epoch(t testing.TB, s *conn.Session) *conn.Epoch {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ep, err := s.Epoch(ctx)
+	ep, err := connlink.Of(s).Epoch(ctx)
 	require.NoError(t, err)
 	return ep
 }

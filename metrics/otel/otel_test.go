@@ -96,8 +96,7 @@ func TestManualReader(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("lease not lost")
 	}
-	_, err = s.Epoch(ctx)
-	require.NoError(t, err)
+	testzk.Epoch(t, s)
 	_ = mu.Release(ctx)
 
 	var rm metricdata.ResourceMetrics

@@ -90,8 +90,7 @@ func TestExposition(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("lease not lost")
 	}
-	_, err = s.Epoch(ctx)
-	require.NoError(t, err)
+	testzk.Epoch(t, s)
 	_ = mu.Release(ctx)
 
 	var fams map[string]*dto.MetricFamily

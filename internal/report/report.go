@@ -1,4 +1,6 @@
-package queue
+// Package report is how the recipes report to the session's metrics hooks
+// (conn.WithMetrics).
+package report
 
 import (
 	"context"
@@ -10,25 +12,23 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// ReportLock and ReportLeader call sess's hook (conn.WithMetrics), if
-// set: the recipes' one way to report.
-func ReportLock(sess *conn.Session, l metrics.Lock) {
+// Lock and Leader call sess's hook (conn.WithMetrics), if set: the
+// recipes' one way to report.
+func Lock(sess *conn.Session, l metrics.Lock) {
 	if f := connlink.Of(sess).Metrics().Lock; f != nil {
 		f(l)
 	}
 }
 
-func ReportLeader(sess *conn.Session, l metrics.Leader) {
+func Leader(sess *conn.Session, l metrics.Leader) {
 	if f := connlink.Of(sess).Metrics().Leader; f != nil {
 		f(l)
 	}
 }
 
-// Meter starts the clock on one Acquire or TryAcquire of recipe on path and
-// returns what the call runs when it returns: it reports the wait, with
-// the outcome granted and err make of it, to sess's Lock hook (nothing
-// without one). The recipes' one place that times and classifies a wait;
-// each call is metered once, by the outermost layer (see Config.Unmetered).
+// Meter starts the clock on one Acquire or TryAcquire of recipe on path;
+// done reports the wait and its outcome to sess's Lock hook. Each call is
+// metered once, by the outermost layer (queue.Config.Unmetered).
 func Meter(sess *conn.Session, recipe, path string) (done func(granted bool, err error)) {
 	f := connlink.Of(sess).Metrics().Lock
 	if f == nil {

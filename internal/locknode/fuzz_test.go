@@ -1,12 +1,11 @@
-package queue
+package locknode
 
 import (
 	"strconv"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Curator's LeaderLatch names, as Curator 5.4 creates them (protected
@@ -59,22 +58,43 @@ func FuzzLatchName(f *testing.F) {
 	})
 }
 
-// Config.Data replaces the engine's node data; it needs a schema that
-// names nodes by their acquire id.
-func TestConfigData(t *testing.T) {
-	c := cluster(t)
-	s := connect(t, c.Servers())
-	path := lockPath(t, c)
-	_, err := New(s, path, Config{Schema: HostKindSchema{Host: "h", Kind: "W"}, Decide: First, Data: []byte("x")})
-	assert.ErrorIs(t, err, ErrBadRecipe)
-
-	q, err := New(s, path, Config{Schema: ProtectedSchema{Name: "latch"}, Decide: First, Data: []byte("participant-1")})
-	require.NoError(t, err)
-	ctx := ctxTimeout(t, 30*time.Second)
-	l, err := q.Acquire(ctx)
-	require.NoError(t, err)
-	b, _, err := s.Get(ctx, l.Path())
-	require.NoError(t, err)
-	assert.Equal(t, "participant-1", string(b))
-	require.NoError(t, q.Release(ctx, l))
+// FuzzParseName checks, for any child name: parsing never panics; a name
+// SplitSeq accepts is its head followed by the decimal text of its number;
+// a contender of either schema carries the name and the number SplitSeq
+// finds; and our own names always parse back.
+func FuzzParseName(f *testing.F) {
+	for _, n := range mixed {
+		f.Add(n)
+	}
+	f.Add("host-W--2147483648")
+	f.Add("_c_" + uuid1 + "-lock--000000001")
+	f.Fuzz(func(t *testing.T, name string) {
+		head, seq, ok := SplitSeq(name)
+		if ok {
+			rest, found := strings.CutPrefix(name, head)
+			if !found {
+				t.Fatalf("%q: head %q is not a prefix", name, head)
+			}
+			v, err := strconv.ParseInt(rest, 10, 32)
+			if err != nil || int32(v) != seq {
+				t.Fatalf("%q: tail %q is not %d (%v)", name, rest, seq, err)
+			}
+		}
+		for _, s := range []Schema{ProtectedSchema{Name: "lock"}, HostKindSchema{Host: "h", Kind: "W"}} {
+			c, cok := s.Parse(name)
+			if !cok {
+				continue
+			}
+			if !ok || c.Name != name || c.Seq != seq {
+				t.Fatalf("%q: %T parsed %+v, SplitSeq (%q, %d, %v)", name, s, c, head, seq, ok)
+			}
+		}
+		// Our own names, whatever the number, parse back.
+		for _, s := range []Schema{ProtectedSchema{Name: "lock"}, HostKindSchema{Host: "h-" + strconv.Itoa(len(name)), Kind: "R"}} {
+			own := s.Prefix(uuid1) + strconv.FormatInt(int64(int32(len(name)*7919-1<<30)), 10)
+			if _, ok := s.Parse(own); !ok {
+				t.Fatalf("%T does not parse its own %q", s, own)
+			}
+		}
+	})
 }

@@ -1,23 +1,26 @@
-package queue
+// Package bg is the work that outlives a caller's context: it runs on an
+// epoch's context (connlink.Epoch.Context), which ends with the ZooKeeper
+// session, and the caller waits for it until Grace after its ctx ended.
+package bg
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"go.uber.org/zap"
 )
 
-// Grace is how long an acquire whose ctx has ended still waits for the
-// cleanup of what it may have written before it leaves that cleanup to a
-// goroutine bound to the epoch: every acquire returns by Grace after its
-// ctx ended, even with the connection down.
+// Grace is how long an acquire whose ctx ended still waits for its cleanup
+// before leaving it to a goroutine bound to the epoch: every acquire
+// returns by Grace after its ctx ended, even with the connection down.
 const Grace = 100 * time.Millisecond
 
 // GraceContext keeps ctx's values, not its cancellation: it ends Grace
-// after ctx ends, and at the latest after limit. For removing what an
-// acquire leaves behind once ctx is why it gives up.
+// after ctx ends, and at the latest after limit.
 func GraceContext(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	if d, ok := ctx.Deadline(); ok {
@@ -37,17 +40,15 @@ func GraceContext(ctx context.Context, limit time.Duration) (context.Context, co
 	return c, func() { stop(); cancel() }
 }
 
-// CleanupContext is GraceContext bounded by the session timeout: for
-// deleting our own nodes after ctx ended, or while giving up for another
-// reason (the epoch bounds every operation as well).
+// CleanupContext is GraceContext bounded by the session timeout, for
+// deleting our own nodes while giving up.
 func CleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, context.CancelFunc) {
 	return GraceContext(ctx, connlink.Of(ep).Timeout())
 }
 
-// Settle runs f, which removes what an acquire leaves behind, on a
-// goroutine under ep's context, and waits for it until Grace after ctx
-// ended. f should keep trying until done or its context ends; its error
-// while the epoch lives is logged.
+// Settle runs f, which removes what an acquire left, on a goroutine under
+// ep's context, and waits for it until Grace after ctx ended. f should
+// keep trying until done or its context ends.
 func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context.Context) error) {
 	done := make(chan struct{}) // closed when f returns
 	go func() {
@@ -66,11 +67,9 @@ func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context
 }
 
 // Detach runs op, a write whose outcome must be learnt, on a goroutine
-// under ep's context (ectx), so that it is never abandoned mid-flight and
-// ctx never waits for it past its end; op checks ctx before each write. If
-// op returns while ctx lives, the caller gets its result (detached false).
-// Otherwise Detach returns ctx's error with detached true, and undo gets
-// op's result once it comes (Settle) and removes what op made.
+// under ep's context (ectx), so that it is never abandoned mid-flight; op
+// checks ctx before each write. If ctx ends first, Detach returns its
+// error with detached true, and undo removes what op made once op returns.
 func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 	op func(ctx, ectx context.Context) (T, error),
 	undo func(ectx context.Context, v T, err error) error,
@@ -107,11 +106,9 @@ func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 	return zero, true, CtxErr(ctx)
 }
 
-// RetryUntilDone calls f under ep's context until f returns nil or the
-// epoch ends (what f removes then went with the session), backing off from
-// 50 ms to 1 s between tries, and logs each failure as what. Run it on a
-// goroutine of its own: it ends with the epoch at the latest, so no
-// goroutine outlives its session.
+// RetryUntilDone calls f under ep's context, backing off up to 1 s, until
+// f returns nil or the epoch ends (what f removes went with it); it logs
+// each failure as what. Run on its own goroutine.
 func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context.Context) error) {
 	ctx := connlink.Of(ep).Context()
 	delay := 50 * time.Millisecond
@@ -134,4 +131,21 @@ func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context
 		}
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// Unresolved runs resolve on a goroutine until it succeeds or ep ends (as
+// Curator's FindAndDeleteProtectedNodeInBackground), and returns err
+// behind lock.ErrCreatePending.
+func Unresolved(ep *conn.Epoch, log *zap.Logger, err error, resolve func(context.Context) error) error {
+	go RetryUntilDone(ep, log, "deleting the node of a create whose answer was lost", resolve)
+	return fmt.Errorf("%w: %w", lock.ErrCreatePending, err)
+}
+
+// CtxErr is ctx's error, and its cause too when one was given.
+func CtxErr(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || cause == err {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, cause)
 }

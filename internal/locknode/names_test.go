@@ -1,4 +1,4 @@
-package queue
+package locknode
 
 import (
 	"testing"
@@ -122,19 +122,19 @@ func TestHostKindSchemaParse(t *testing.T) {
 }
 
 func TestDecodeData(t *testing.T) {
-	d, ok := decodeData(encodeData(uuid1, "", true, ""))
+	d, ok := DecodeData(EncodeData(uuid1, "", true, ""))
 	assert.True(t, ok)
 	assert.True(t, d.Sealed)
 	assert.Equal(t, uuid1, d.ID)
 	assert.Equal(t, Hostname(), d.Host)
 	assert.NotZero(t, d.PID)
 
-	d, ok = decodeData([]byte("10.0.0.7")) // Curator's default: the client's IP
+	d, ok = DecodeData([]byte("10.0.0.7")) // Curator's default: the client's IP
 	assert.True(t, ok)
 	assert.Equal(t, NodeData{Host: "10.0.0.7"}, d)
 
 	for _, b := range [][]byte{nil, {}, []byte("  "), {0, 1, 2}, []byte("{}"), []byte("\xff\xfe")} {
-		_, ok := decodeData(b)
+		_, ok := DecodeData(b)
 		assert.False(t, ok, "%q", b)
 	}
 }

@@ -1,0 +1,85 @@
+// Package lockopt is the configuration that lock.Option sets: one struct
+// for every recipe, so that the recipes share one option vocabulary. Each
+// recipe's New says which options it takes (Configure refuses the
+// others).
+package lockopt
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+)
+
+// Set is a set of options, one bit each.
+type Set uint
+
+// The options.
+const (
+	Revocable    Set = 1 << iota // lock.WithRevocable
+	LocalHandoff                 // lock.WithLocalHandoff
+	Host                         // rwlock.WithHost
+	Requeue                      // leader.WithRequeue
+	Relist                       // mutex.WithRelist, the benchmarks' (export_test.go)
+)
+
+var names = []string{"lock.WithRevocable", "lock.WithLocalHandoff", "rwlock.WithHost", "leader.WithRequeue", "mutex.WithRelist"}
+
+// String names the options in s, comma-separated.
+func (s Set) String() string {
+	var n []string
+	for i, name := range names {
+		if s&(1<<i) != 0 {
+			n = append(n, name)
+		}
+	}
+	return strings.Join(n, ", ")
+}
+
+// Bound limits the in-process handoff: after MaxPasses local handoffs on a
+// node, or once Budget has passed since it was granted (<= 0: no time
+// budget), the release deletes the node instead of passing it on.
+type Bound struct {
+	MaxPasses int
+	Budget    time.Duration
+}
+
+// Config is what the options set. Given records which options were
+// applied, whatever their values.
+type Config struct {
+	Given     Set
+	Revocable bool
+	Handoff   *Bound // nil: no in-process handoff
+	Host      string // rwlock's node-name identity; meaningful when Given has Host
+	Requeue   bool
+	Relist    bool
+}
+
+// Configure is the prologue of every recipe's New ("mutex.New"): it checks
+// sess, applies opts (lock.Option), refuses a nil option and any option not
+// in takes, and validates path. Its errors are prefixed with the recipe's
+// package and match conn.ErrInvalidArgument.
+func Configure[O ~func(*Config) error](ctor string, sess *conn.Session, path string, takes Set, opts []O) (Config, error) {
+	var cfg Config
+	recipe, _, _ := strings.Cut(ctor, ".")
+	if sess == nil {
+		return cfg, fmt.Errorf("%s: new %s: nil session: %w", recipe, path, conn.ErrInvalidArgument)
+	}
+	for _, o := range opts {
+		if o == nil {
+			return cfg, fmt.Errorf("%s: new %s: nil option: %w", recipe, path, conn.ErrInvalidArgument)
+		}
+		if err := o(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	if refused := cfg.Given &^ takes; refused != 0 {
+		return cfg, fmt.Errorf("%s: new %s: %s: not an option of %s: %w", recipe, path, refused, ctor, conn.ErrInvalidArgument)
+	}
+	if err := zkpath.Validate(path); err != nil {
+		return cfg, fmt.Errorf("%s: new %s: %w", recipe, path, err)
+	}
+	return cfg, nil
+}
