@@ -7,16 +7,14 @@
 //
 // The locks side by side:
 //
-//	lock                   owner      reentrant       fair          Release by another    TryAcquire
-//	                                                                goroutine
-//	mutex.InterProcessMutex goroutine yes, counted    yes (FIFO)    ErrNotOwner           yes
-//	rwlock read/write Lock goroutine  yes, counted    yes (FIFO)    ErrNotOwner           yes
-//	semaphoremutex.Mutex   handle     no: waits       yes (FIFO)    allowed               yes
-//	semaphoremutex.Semaphore lease    no: one lease   yes (FIFO)    allowed (the lease)   yes
-//	                                  per Acquire
-//	exclusive.Lock         handle     no: waits       no (a race)   allowed               yes
-//	multilock.MultiLock    handle     no: ErrBusy     per lock      as its locks allow    no
-//	leader.Election        handle     no: ErrCampaigning yes (FIFO) Resign: allowed       no
+//	lock                      owner      reentrant           fair        Release by another goroutine  TryAcquire
+//	mutex.InterProcessMutex   goroutine  yes, counted        FIFO        ErrNotOwner                   yes
+//	rwlock's read/write Lock  goroutine  yes, counted        FIFO        ErrNotOwner                   yes
+//	semaphoremutex.Mutex      handle     no: waits           FIFO        allowed                       yes
+//	semaphoremutex.Semaphore  lease      one lease a call    FIFO        allowed (ReturnLease)         yes
+//	exclusive.Lock            handle     no: waits           no (races)  allowed                       yes
+//	multilock.MultiLock       handle     no: ErrBusy         per lock    as its locks allow            no
+//	leader.Election           handle     no: ErrCampaigning  FIFO        Resign: allowed               no
 //
 // What every one of them does:
 //
