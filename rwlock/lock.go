@@ -30,6 +30,14 @@ type lockLink = lockid.Link
 // Path is the lock path shared by both sides.
 func (k *Lock) Path() string { return k.rw.path }
 
+// name says which side of which lock k is, for errors.
+func (k *Lock) name() string {
+	if k.write {
+		return "write lock " + k.rw.path
+	}
+	return "read lock " + k.rw.path
+}
+
 // Acquire blocks until the calling goroutine holds this side or ctx ends;
 // on error it holds nothing new, and a grant as ctx ends is given up. The
 // holder gets its lease back at once (conn.ErrLeaseLost if lost). Upgrade
@@ -48,7 +56,7 @@ func (k *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 
 func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error) {
 	if _, err := nodelabel.From(ctx); err != nil { // before re-entry and downgrade
-		return nil, false, fmt.Errorf("rwlock: acquire %v: %w", k, err)
+		return nil, false, fmt.Errorf("rwlock: acquire %s: %w", k.name(), err)
 	}
 	rw := k.rw
 	gid := goid.Get()
@@ -63,13 +71,13 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 	case own != nil:
 		defer rw.mu.Unlock()
 		if err := own.lease.Err(); err != nil {
-			return nil, false, fmt.Errorf("rwlock: acquire %v: re-entering: %w", k, err)
+			return nil, false, fmt.Errorf("rwlock: acquire %s: re-entering: %w", k.name(), err)
 		}
 		own.count++
 		return own.lease, true, nil
 	case k.write && o != nil && (o.r != nil || o.kept != nil):
 		rw.mu.Unlock()
-		return nil, false, fmt.Errorf("rwlock: acquire %v: %w", k, ErrUpgrade)
+		return nil, false, fmt.Errorf("rwlock: acquire %s: %w", k.name(), ErrUpgrade)
 	}
 	rw.mu.Unlock()
 
@@ -90,7 +98,7 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 		l, _, err = rw.rq.TryAcquire(ctx)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("rwlock: acquire %v: %w", k, err)
+		return nil, false, fmt.Errorf("rwlock: acquire %s: %w", k.name(), err)
 	}
 	if l == nil {
 		return nil, false, nil
@@ -126,10 +134,10 @@ func (k *Lock) Release(ctx context.Context) error {
 	switch {
 	case h == nil && rw.heldBy(k.write):
 		rw.mu.Unlock()
-		return fmt.Errorf("rwlock: release %v: %w", k, lock.ErrNotOwner)
+		return fmt.Errorf("rwlock: release %s: %w", k.name(), lock.ErrNotOwner)
 	case h == nil:
 		rw.mu.Unlock()
-		return fmt.Errorf("rwlock: release %v: %w", k, lock.ErrNotHeld)
+		return fmt.Errorf("rwlock: release %s: %w", k.name(), lock.ErrNotHeld)
 	case h.count > 1:
 		h.count--
 		rw.mu.Unlock()
@@ -143,7 +151,7 @@ func (k *Lock) Release(ctx context.Context) error {
 		release = rw.releaseWrite
 	}
 	if err := release(ctx, gid, o); err != nil {
-		return fmt.Errorf("rwlock: release %v: %w", k, err)
+		return fmt.Errorf("rwlock: release %s: %w", k.name(), err)
 	}
 	return nil
 }
