@@ -70,7 +70,7 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 				got <- err
 			}()
 			eventually(t, 10*time.Second, func() bool { return connlink.Of(ws).Stats().WatchesSet > before.WatchesSet }, "waiter watching")
-			require.NoError(t, holder.Release(ctx, hl))
+			require.NoError(t, holder.Withdraw(ctx, hl)) // a plain delete
 			require.NoError(t, <-got)
 			after := connlink.Of(ws).Stats()
 			// One notification, or none if the release overtook the getW.
@@ -318,10 +318,10 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 	}
 	assert.EqualValues(t, 2, requests(ms)-before, "one getW and one getACL on the holder")
 
-	// The holder releases: granted with no request (its node was another
-	// session's).
+	// The holder releases with a plain delete: granted with no request (its
+	// node was another session's).
 	before = requests(ms)
-	require.NoError(t, holder.Release(ctx, hl))
+	require.NoError(t, holder.Withdraw(ctx, hl))
 	var l *conn.Lease
 	select {
 	case l = <-got:
