@@ -49,16 +49,11 @@ func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, e
 	if id == "" {
 		return nil, fmt.Errorf("leader: new %s: empty participant id: %w", path, conn.ErrInvalidArgument)
 	}
-	// No handover mark (MarkRelease): its data change would consume a
-	// LeaderLatch waiter's one-shot watch, which acts on deletions only.
-	q, err := queue.New(sess, path, queue.Config{
-		Schema: schema,
-		Recipe: "leader",
-		Decide: queue.First,
-		Data:   []byte(id),
-		// lead meters a campaign once, however many nodes it queues
-		Unmetered: true,
-	})
+	// Data: no handover mark, which would consume a LeaderLatch waiter's
+	// one-shot watch. lead meters a campaign once, however many nodes it
+	// queues.
+	q, err := queue.New(sess, path, queue.Config{Schema: schema, Predicate: queue.First, Data: []byte(id)},
+		queue.Options{Recipe: "leader"})
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}

@@ -51,15 +51,8 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*InterProcessMut
 	if err != nil {
 		return nil, err
 	}
-	q, err := queue.New(sess, path, queue.Config{
-		Schema:      locknode.ProtectedSchema{Name: "lock"},
-		Recipe:      "mutex",
-		Decide:      queue.First,
-		Relist:      cfg.Relist,
-		MarkRelease: true,
-		Revocable:   cfg.Revocable,
-		Unmetered:   true, // the Contender reports the waits
-	})
+	q, err := queue.New(sess, path, queue.Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: queue.First},
+		queue.Options{Recipe: "mutex", Revocable: cfg.Revocable, Relist: cfg.Relist}) // the Contender reports the waits
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}

@@ -10,13 +10,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
 // downgraded is the predicate of a read acquire under our own write lock:
 // granted at once (NoneBefore("W") would deadlock on our write node).
-func downgraded([]locknode.Contender, int) (bool, string) { return true, "" }
+var downgraded = queue.Predicate{Decide: func([]locknode.Contender, int) (bool, string) { return true, "" }}
 
 // downgrade queues a read node under write hold w and grants it at once,
 // standing on the write node, only if that node still exists once the read
@@ -26,7 +27,7 @@ func (rw *RWLock) downgrade(ctx context.Context, w *hold) (*conn.Lease, error) {
 	if err := wl.Err(); err != nil {
 		return nil, fmt.Errorf("downgrade: the write lock: %w", err)
 	}
-	l, err := rw.dq.Acquire(ctx)
+	l, err := rw.take(ctx, rw.dq, true)
 	if err != nil {
 		return nil, fmt.Errorf("downgrade: %w", err)
 	}

@@ -40,7 +40,7 @@ func TestBetween(t *testing.T) {
 
 func TestDowngradedGrantsAtOnce(t *testing.T) {
 	cs := locknode.Parse(locknode.HostKindSchema{}, []string{"a-W-0000000001", "b-W-0000000002", "a-R-0000000003"})
-	if ok, watch := downgraded(cs, 2); !ok || watch != "" {
+	if ok, watch := downgraded.Decide(cs, 2); !ok || watch != "" {
 		t.Errorf("downgraded = %v, %q", ok, watch)
 	}
 }

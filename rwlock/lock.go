@@ -11,6 +11,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
+	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -88,14 +90,10 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 	switch {
 	case wr != nil: // read lock under our own write lock
 		l, err = rw.downgrade(ctx, wr)
-	case k.write && wait:
-		l, err = rw.wq.Acquire(ctx)
 	case k.write:
-		l, _, err = rw.wq.TryAcquire(ctx)
-	case wait:
-		l, err = rw.rq.Acquire(ctx)
+		l, err = rw.take(ctx, rw.wq, wait)
 	default:
-		l, _, err = rw.rq.TryAcquire(ctx)
+		l, err = rw.take(ctx, rw.rq, wait)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("rwlock: acquire %s: %w", k.name(), err)
@@ -115,6 +113,15 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 		o.r = &hold{lease: l, count: 1}
 	}
 	return l, true, nil
+}
+
+// take acquires (wait) or tries a node of q, reporting its wait to the
+// session's Lock hook: the queue leaves that to the recipe.
+func (rw *RWLock) take(ctx context.Context, q *queue.Queue, wait bool) (*conn.Lease, error) {
+	done := report.Meter(q.Session(), "rwlock", rw.path)
+	g, err := q.AcquireGrant(ctx, wait)
+	done(g.Lease != nil, err)
+	return g.Lease, err
 }
 
 // Release undoes one Acquire of this side by the calling goroutine; the

@@ -87,13 +87,10 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*RWLock, error) 
 	} {
 		var err error
 		*q.q, err = queue.New(sess, path, queue.Config{
-			Schema:      locknode.HostKindSchema{Host: host, Kind: q.kind},
-			Recipe:      "rwlock",
-			Decide:      q.decide,
-			MarkRelease: q.kind == "W",
-			Tag:         q.tag,
-			Revocable:   cfg.Revocable,
-		})
+			Schema:    locknode.HostKindSchema{Host: host, Kind: q.kind},
+			Predicate: q.decide,
+			Tag:       q.tag,
+		}, queue.Options{Recipe: "rwlock", Revocable: cfg.Revocable})
 		if err != nil {
 			return nil, fmt.Errorf("rwlock: %w", err)
 		}

@@ -84,20 +84,15 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg lockopt.Confi
 	if leases == 1 {
 		tag = soleLeaseTag
 	}
-	lock, err := queue.New(sess, zkpath.Join(path, locksDir), queue.Config{
-		Schema:      lockSchema,
-		Internal:    true, // no holder's work: its holds and losses are not reported
-		Decide:      queue.First,
-		MarkRelease: true,
-		Tag:         tag,
-		Revocable:   cfg.Revocable,
-		Unmetered:   true, // its wait is part of the semaphore's
-	})
+	// No Recipe: the lock is no holder's work, its holds and losses are not
+	// reported, and its wait is part of the semaphore's.
+	lock, err := queue.New(sess, zkpath.Join(path, locksDir), queue.Config{Schema: lockSchema, Predicate: queue.First, Tag: tag},
+		queue.Options{Revocable: cfg.Revocable})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
 	leasesPath := zkpath.Join(path, leasesDir)
-	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Decide: queue.First, Revocable: cfg.Revocable})
+	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Predicate: queue.First}, queue.Options{Revocable: cfg.Revocable})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
@@ -171,11 +166,11 @@ func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 		return fmt.Errorf("semaphoremutex: release %s: not granted by this handle, or already released: %w",
 			lease.Path(), lock.ErrNotHeld)
 	}
-	q := s.leases
+	release := s.leases.Withdraw // a lease node: a plain delete
 	if s.max == 1 && !strings.HasPrefix(lease.Path(), s.leasesPath+"/") {
-		q = s.lock // the lease is the internal lock node: hand it over
+		release = s.lock.Release // the lease is the internal lock node: hand it over
 	}
-	err := q.Release(ctx, lease)
+	err := release(ctx, lease)
 	switch {
 	case err == nil:
 		return nil

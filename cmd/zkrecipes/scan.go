@@ -283,7 +283,7 @@ func decide(p, recipe string, rs []raw) Queue {
 		if recipe == "leader" {
 			kind = kindLeader
 		}
-		held, _ := queue.First(cs, i)
+		held, _ := queue.First.Decide(cs, i)
 		st := statusWaits
 		switch {
 		case recipe == "leader" && held:

@@ -31,9 +31,7 @@ type remote struct {
 
 var remotes = []remote{
 	{"mutex", func(t *testing.T, s *conn.Session, path string) cohort.Remote {
-		q, err := queue.New(s, path, queue.Config{
-			Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: queue.First, MarkRelease: true,
-		})
+		q, err := queue.New(s, path, queue.Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: queue.First}, queue.Options{})
 		require.NoError(t, err)
 		return cohort.Remote{Acquire: q.Acquire, TryAcquire: q.TryAcquire, Release: q.Release}
 	}},

@@ -67,7 +67,7 @@ func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
 		if self < 0 {
 			return Grant{}, a.abort(ctx, a.missing())
 		}
-		ok, watch := a.q.cfg.Decide(a.cs, self)
+		ok, watch := a.q.cfg.Predicate.Decide(a.cs, self)
 		if ok && a.part {
 			if err := a.relist(ctx); err != nil {
 				return Grant{}, a.abort(ctx, err)
@@ -119,9 +119,9 @@ func (a *attempt) relist(ctx context.Context) error {
 
 // fromView takes the cache from the session's view (listings.before) when
 // that shows our node and leaves at most one contender blocking us
-// (settled), and reports whether it did. Never with Config.Relist.
+// (settled), and reports whether it did. Never with Options.Relist.
 func (a *attempt) fromView() bool {
-	if a.q.cfg.Relist {
+	if a.q.opt.Relist {
 		return false
 	}
 	self, ok := a.q.cfg.Schema.Parse(a.node)
@@ -129,7 +129,7 @@ func (a *attempt) fromView() bool {
 		return false
 	}
 	cs, ok := a.ls.before(a.ep, self, maxCopy)
-	if !ok || !settled(a.q.cfg.Decide, cs, a.node) {
+	if !ok || !settled(a.q.cfg.Predicate, cs, a.node) {
 		return false
 	}
 	a.cs, a.part, a.clearedBy = cs, false, ""
@@ -159,7 +159,7 @@ func (a *attempt) shrink(self, w int) {
 	if a.part || len(a.cs) <= 3 {
 		return // already small
 	}
-	decide := a.q.cfg.Decide
+	decide := a.q.cfg.Predicate.Decide
 	cs := a.cs
 	keep := []locknode.Contender{cs[w], cs[self]}
 	// rest is cs up to ours without cs[i]; nil if that would copy too much.
@@ -280,25 +280,25 @@ func (a *attempt) forget(name string) (relist bool) {
 		a.cs = cs
 		a.unsure()
 	}
-	if a.q.cfg.Relist {
+	if a.q.opt.Relist {
 		return true
 	}
 	if a.part {
 		return true // it kept one entry before ours, now gone: nothing to decide from
 	}
-	return !settled(a.q.cfg.Decide, a.cs, a.node)
+	return !settled(a.q.cfg.Predicate, a.cs, a.node)
 }
 
 // settled reports whether at most one contender of cs (ours among them,
 // named self) blocks us: decide grants, or names one to watch and would
 // grant once that one is gone.
 func settled(decide Predicate, cs []locknode.Contender, self string) bool {
-	ok, watch := decide(cs, index(cs, self))
+	ok, watch := decide.Decide(cs, index(cs, self))
 	if ok {
 		return true
 	}
 	rest := remove(cs, watch)
-	ok, _ = decide(rest, index(rest, self))
+	ok, _ = decide.Decide(rest, index(rest, self))
 	return ok
 }
 
@@ -335,10 +335,10 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	p := zkpath.Join(a.q.path, a.node)
 	a.q.log.Debug("acquired", zap.String("node", a.node))
 	g := Grant{Lease: connlink.Of(a.ep).NewLease(p, a.czxid)}
-	if a.q.cfg.Internal {
+	if a.q.opt.Recipe == "" {
 		connlink.Of(g.Lease).Unreported()
 	} else {
-		connlink.Of(g.Lease).Label(a.q.cfg.Recipe, a.q.path)
+		connlink.Of(g.Lease).Label(a.q.opt.Recipe, a.q.path)
 	}
 	if a.from != nil {
 		g.HandedOver, g.From = true, *a.from

@@ -52,21 +52,21 @@ func TestShrunkCacheDecidesAsAListing(t *testing.T) {
 			}
 			return cs
 		}
-		a := &attempt{q: &Queue{cfg: Config{Decide: pred}}, node: me}
+		a := &attempt{q: &Queue{cfg: Config{Predicate: pred}}, node: me}
 		a.listed(fresh())
 		order := rng.Perm(n - 1)
 		listings := 0
 		spec := strings.Join(kinds, "")
 		for step := 0; ; {
 			self := index(a.cs, me)
-			ok, watch := pred(a.cs, self)
+			ok, watch := pred.Decide(a.cs, self)
 			if ok && a.part {
 				a.listed(fresh())
 				listings++
 				continue
 			}
 			if ok {
-				if want, _ := pred(fresh(), len(fresh())-1); !want {
+				if want, _ := pred.Decide(fresh(), len(fresh())-1); !want {
 					t.Fatalf("%q order %v step %d: granted while a listing would not grant", spec, order, step)
 				}
 				break
@@ -86,7 +86,7 @@ func TestShrunkCacheDecidesAsAListing(t *testing.T) {
 				}
 				continue
 			}
-			if blocked, _ := pred(fresh(), len(fresh())-1); blocked {
+			if blocked, _ := pred.Decide(fresh(), len(fresh())-1); blocked {
 				t.Fatalf("%q order %v: waiting on %s, but a listing grants", spec, order, watch)
 			}
 			// Contenders leave until the watched one does.
@@ -122,11 +122,11 @@ func TestShrunkCacheDecidesAsAListing(t *testing.T) {
 // firstW is NoneBefore("W") watching the first writer in the queue instead
 // of the nearest: it meets Predicate's conditions, and a handover of the
 // watched writer does not always grant (other writers may follow it).
-func firstW(cs []locknode.Contender, self int) (bool, string) {
+var firstW = Predicate{Decide: func(cs []locknode.Contender, self int) (bool, string) {
 	for _, c := range cs[:self] {
 		if c.Kind == "W" {
 			return false, c.Name
 		}
 	}
 	return true, ""
-}
+}}

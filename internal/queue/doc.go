@@ -1,15 +1,16 @@
 // Package queue is the engine of every sequential-node recipe: the mutex,
 // the read/write lock and the semaphore's internal lock. A recipe is a
-// Queue with a Config: a Schema (package locknode) names its nodes and
-// recognises contenders; a Predicate decides, from the contenders in queue
-// order and our index, whether we hold the lock and whom to watch.
+// Queue with a rule, its Config: a Schema (package locknode) names its
+// nodes and recognises contenders; a Predicate decides, from the
+// contenders in queue order and our index, whether we hold the lock and
+// whom to watch. Options say how the nodes are made and grants reported.
 //
 // For example, the read side of a read/write lock:
 //
 //	q, err := queue.New(sess, path, queue.Config{
-//		Schema: locknode.HostKindSchema{Host: locknode.Hostname(), Kind: "R"},
-//		Decide: queue.NoneBefore("W"),
-//	})
+//		Schema:    locknode.HostKindSchema{Host: locknode.Hostname(), Kind: "R"},
+//		Predicate: queue.NoneBefore("W"),
+//	}, queue.Options{Recipe: "rwlock"})
 //	lease, err := q.Acquire(ctx) // ... q.Release(ctx, lease)
 //
 // An acquire creates an ephemeral sequential node (detached from ctx:

@@ -32,7 +32,7 @@ func FuzzDecide(f *testing.F) {
 		}
 		self %= len(cs)
 		for name, pred := range map[string]Predicate{"First": First, "NoneBefore(W)": NoneBefore("W")} {
-			ok, watch := pred(cs, self)
+			ok, watch := pred.Decide(cs, self)
 			w := index(cs, watch)
 			if !ok && (w < 0 || w >= self) {
 				t.Fatalf("%s(%v, %d) watches %q", name, kinds, self, watch)

@@ -33,13 +33,16 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 			c := cluster(t)
 			path := lockPath(t, c)
 			ctx := ctxTimeout(t, 30*time.Second)
-			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: mode != "plain delete",
-				Revocable: mode == "revocable"}
+			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: First}
+			release := (*Queue).Release
+			if mode == "plain delete" {
+				release = (*Queue).Withdraw
+			}
 			var sessions []*conn.Session
 			var queues []*Queue
 			for i := 0; i < 3; i++ {
 				s := connect(t, c.Servers())
-				q, err := New(s, path, cfg)
+				q, err := New(s, path, cfg, Options{Revocable: mode == "revocable"})
 				require.NoError(t, err)
 				sessions, queues = append(sessions, s), append(queues, q)
 			}
@@ -62,11 +65,11 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 			got2 := acquire(w2, 3)
 			eventually(t, 10*time.Second, func() bool { return connlink.Of(sessions[2]).Stats().WatchesSet == 1 }, "W2 watching")
 
-			require.NoError(t, h.Release(ctx, hl))
+			require.NoError(t, release(h, ctx, hl))
 			l1 := <-got1
 			require.NotNil(t, l1)
 			before := connlink.Of(sessions[2]).Stats()
-			require.NoError(t, w1.Release(ctx, l1))
+			require.NoError(t, release(w1, ctx, l1))
 			l2 := <-got2
 			require.NotNil(t, l2)
 			d := connlink.Of(sessions[2]).Stats().Sub(before)
@@ -80,7 +83,7 @@ func TestHandoverSkipsStaleEntries(t *testing.T) {
 			}
 			assert.EqualValues(t, 1, d.WatchEvents)
 			assert.Equal(t, []string{zkpath.Base(l2.Path())}, children(t, sessions[0], path), "W2 alone holds")
-			require.NoError(t, w2.Release(context.Background(), l2))
+			require.NoError(t, release(w2, context.Background(), l2))
 			assert.Empty(t, children(t, sessions[0], path))
 		})
 	}
@@ -99,8 +102,8 @@ func TestRevokeRequest(t *testing.T) {
 			path := lockPath(t, c)
 			ctx := ctxTimeout(t, 30*time.Second)
 			s, other := connect(t, c.Servers()), connect(t, c.Servers())
-			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
-			q, err := New(s, path, cfg)
+			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: First}
+			q, err := New(s, path, cfg, Options{Revocable: revocable})
 			require.NoError(t, err)
 			l, err := q.Acquire(ctx)
 			require.NoError(t, err)
@@ -138,11 +141,11 @@ func TestGrantFrom(t *testing.T) {
 			c := cluster(t)
 			path := lockPath(t, c)
 			ctx := ctxTimeout(t, 30*time.Second)
-			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Tag: "kind-a"}
+			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: First, Tag: "kind-a"}
 			hs, ws := connect(t, c.Servers()), connect(t, c.Servers())
-			h, err := New(hs, path, cfg)
+			h, err := New(hs, path, cfg, Options{})
 			require.NoError(t, err)
-			w, err := New(ws, path, cfg)
+			w, err := New(ws, path, cfg, Options{})
 			require.NoError(t, err)
 
 			hg, err := h.AcquireGrant(ctx, true)
@@ -190,11 +193,11 @@ func TestHandoverAfterReconnect(t *testing.T) {
 	proxy := zktest.NewProxy(t, c.Servers())
 	path := lockPath(t, c)
 	ctx := ctxTimeout(t, 60*time.Second)
-	cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true}
+	cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: First}
 	hs, ws := connect(t, proxy.Addrs()), connect(t, c.Servers())
-	h, err := New(hs, path, cfg)
+	h, err := New(hs, path, cfg, Options{})
 	require.NoError(t, err)
-	w, err := New(ws, path, cfg)
+	w, err := New(ws, path, cfg, Options{})
 	require.NoError(t, err)
 	hl, err := h.Acquire(ctx)
 	require.NoError(t, err)
@@ -240,8 +243,8 @@ func TestRevokeOwnSealedNode(t *testing.T) {
 			path := lockPath(t, c)
 			ctx := ctxTimeout(t, 30*time.Second)
 			s := connect(t, c.Servers())
-			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true, Revocable: revocable}
-			q, err := New(s, path, cfg)
+			cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: First}
+			q, err := New(s, path, cfg, Options{Revocable: revocable})
 			require.NoError(t, err)
 			l, err := q.Acquire(ctx)
 			require.NoError(t, err)

@@ -34,7 +34,7 @@ func lockPath(t testing.TB, c *zktest.Cluster) string { return testzk.Path(t, c,
 
 func mutexQueue(t testing.TB, s *conn.Session, path string) *Queue {
 	t.Helper()
-	q, err := New(s, path, Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First})
+	q, err := New(s, path, Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: First}, Options{})
 	require.NoError(t, err)
 	return q
 }

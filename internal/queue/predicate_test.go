@@ -22,7 +22,7 @@ func TestFirst(t *testing.T) {
 		ok    bool
 		watch string
 	}{{true, ""}, {false, "a"}, {false, "b"}} {
-		ok, watch := First(cs, i)
+		ok, watch := First.Decide(cs, i)
 		assert.Equal(t, want.ok, ok, "self %d", i)
 		assert.Equal(t, want.watch, watch, "self %d", i)
 	}
@@ -46,12 +46,12 @@ func TestNoneBeforeW(t *testing.T) {
 		{[]string{"X", "R"}, 1, true, ""},              // unknown kinds do not block
 	}
 	for _, tt := range tests {
-		ok, watch := reader(contenders(tt.queue...), tt.self)
+		ok, watch := reader.Decide(contenders(tt.queue...), tt.self)
 		assert.Equal(t, tt.ok, ok, "%v self %d", tt.queue, tt.self)
 		assert.Equal(t, tt.watch, watch, "%v self %d", tt.queue, tt.self)
 	}
 	// A writer is First: it waits for its immediate predecessor, reader or not.
-	ok, watch := First(contenders("W", "R", "W"), 2)
+	ok, watch := First.Decide(contenders("W", "R", "W"), 2)
 	assert.False(t, ok)
 	assert.Equal(t, "Rb", watch)
 }
@@ -84,11 +84,11 @@ func TestCacheMatchesRelist(t *testing.T) {
 							fresh = append(fresh, c)
 						}
 					}
-					wantOK, _ := pred(fresh, index(fresh, all[self].Name))
+					wantOK, _ := pred.Decide(fresh, index(fresh, all[self].Name))
 					// The cache's view: watch until the watched node is gone.
 					gotOK := false
 					for {
-						ok, watch := pred(cache, index(cache, all[self].Name))
+						ok, watch := pred.Decide(cache, index(cache, all[self].Name))
 						if ok {
 							gotOK = true
 							break
@@ -106,7 +106,7 @@ func TestCacheMatchesRelist(t *testing.T) {
 					}
 					live[all[gone].Name] = false
 				}
-				if ok, _ := pred(cache, index(cache, all[self].Name)); !ok {
+				if ok, _ := pred.Decide(cache, index(cache, all[self].Name)); !ok {
 					for _, c := range cache[:index(cache, all[self].Name)] {
 						if live[c.Name] {
 							t.Fatalf("%v order %v: all gone but %s in the cache", spec, order, c.Name)
@@ -160,7 +160,7 @@ func TestRWStatusesMatchPredicates(t *testing.T) {
 				if c.Kind == "R" {
 					pred = NoneBefore("W")
 				}
-				want, _ := pred(cs, i)
+				want, _ := pred.Decide(cs, i)
 				assert.Equal(t, want, st[i] == locknode.RWHolds, "%v node %d", spec, i)
 			}
 		}

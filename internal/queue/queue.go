@@ -13,44 +13,43 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
-	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
 
-// Config is what a recipe plugs into the engine.
+// Config is a recipe's rule: what the engine needs to know of a recipe.
 type Config struct {
 	// Schema names our nodes and recognises contenders. Required.
 	Schema locknode.Schema
-	// Decide is the recipe's predicate (see Predicate). Required.
-	Decide Predicate
-	// Relist lists the children again after every notification, as Curator
-	// and zk.Lock do: for the benchmarks.
-	Relist bool
-	// MarkRelease makes Release leave the handover mark (ReleaseOps). Only
-	// for queues whose Decide is First.
-	MarkRelease bool
+	// Predicate decides who holds. Required.
+	Predicate Predicate
 	// Tag is written into every node's data (locknode.NodeData.Tag); a waiter
 	// granted by a handover learns its holder's (Grant.From), so a recipe
 	// can promise something to its own kind (semaphoremutex).
 	Tag string
+	// Data, if not nil, replaces locknode.NodeData in every node (Curator's
+	// LeaderLatch: the participant id); the Schema must then put the
+	// acquire id in the name, and Tag is not written. Such nodes are
+	// released without the handover mark: LeaderLatch's waiters act on
+	// deletions only, and a data change would consume their watch.
+	Data []byte
+}
+
+// Options say how a queue's nodes are made and its grants reported: not
+// part of the rule. The zero value is sealed nodes and no reports.
+type Options struct {
+	// Recipe names the recipe in its grants' reports of holds and losses
+	// (the session's Lock hook); "" reports none until the recipe labels a
+	// grant (semaphoremutex's internal lock). Waits are the recipe's to
+	// report (report.Meter).
+	Recipe string
 	// Revocable gives the nodes the session's ACL as it is instead of
 	// sealing them, so that lock.Revoke and Curator's Revoker can write into
 	// them; a data change then proves nothing, and release is a plain delete.
 	Revocable bool
-	// Data, if not nil, replaces locknode.NodeData in every node (Curator's
-	// LeaderLatch: the participant id); the Schema must then put the
-	// acquire id in the name, and Tag is not written.
-	Data []byte
-	// Recipe names the recipe in what the queue reports to the session's
-	// Lock hook (waits; its grants' holds and losses). Default "".
-	Recipe string
-	// Internal marks a recipe's internal lock (semaphoremutex's PATH/locks):
-	// its grants report neither holds nor losses until the recipe labels one.
-	Internal bool
-	// Unmetered leaves reporting the waits (report.Meter) to the caller: a
-	// cohort.Contender, or a semaphore's internal lock.
-	Unmetered bool
+	// Relist lists the children again after every notification, as Curator
+	// and zk.Lock do: for the benchmarks.
+	Relist bool
 }
 
 // dataProbe is an acquire id New looks for in a schema's prefix.
@@ -67,12 +66,13 @@ type Grant struct {
 	From       locknode.NodeData
 }
 
-// Queue is one sequential-node queue: a lock path and the recipe's Config.
+// Queue is one sequential-node queue: a lock path and the recipe's rule.
 // Safe for concurrent use.
 type Queue struct {
 	sess *conn.Session
 	path string
 	cfg  Config
+	opt  Options
 	log  *zap.Logger
 	own  *listings // for a schema that cannot be a key of the session's (lists)
 }
@@ -80,11 +80,11 @@ type Queue struct {
 // New returns the queue of the lock at path. Path must be a valid absolute
 // path (zkpath.Validate); it and its parents are created on first use as
 // container nodes, which ZooKeeper removes when they are empty.
-func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
+func New(sess *conn.Session, path string, cfg Config, opt Options) (*Queue, error) {
 	switch {
 	case sess == nil:
 		return nil, errors.New("queue: nil session")
-	case cfg.Schema == nil || cfg.Decide == nil:
+	case cfg.Schema == nil || cfg.Predicate.Decide == nil:
 		return nil, fmt.Errorf("%w: Config needs a locknode.Schema and a Predicate", ErrBadRecipe)
 	case cfg.Data != nil && !strings.Contains(cfg.Schema.Prefix(dataProbe), dataProbe):
 		return nil, fmt.Errorf("%w: Config.Data needs a locknode.Schema that puts the acquire id in the name", ErrBadRecipe)
@@ -92,7 +92,7 @@ func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("queue: lock path: %w", err)
 	}
-	q := &Queue{sess: sess, path: path, cfg: cfg, log: connlink.Of(sess).Logger().With(zap.String("lock", path))}
+	q := &Queue{sess: sess, path: path, cfg: cfg, opt: opt, log: connlink.Of(sess).Logger().With(zap.String("lock", path))}
 	q.own = &listings{key: listingsKey{path: path, schema: cfg.Schema}}
 	return q, nil
 }
@@ -101,13 +101,13 @@ func New(sess *conn.Session, path string, cfg Config) (*Queue, error) {
 func (q *Queue) Path() string { return q.path }
 
 // Sealed reports whether the queue's nodes are sealed (not
-// Config.Revocable).
-func (q *Queue) Sealed() bool { return !q.cfg.Revocable }
+// Options.Revocable).
+func (q *Queue) Sealed() bool { return !q.opt.Revocable }
 
 // NodeACL is the ACL of the queue's nodes: sealed (nobody else can forge
 // the handover mark) or, if Revocable, the session's.
 func (q *Queue) NodeACL() []zk.ACL {
-	if q.cfg.Revocable {
+	if q.opt.Revocable {
 		return connlink.Of(q.sess).ACL()
 	}
 	return connlink.Of(q.sess).SealedACL()
@@ -133,15 +133,11 @@ func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 
 // AcquireGrant is Acquire (wait true) or TryAcquire (wait false, a zero
 // Grant when not granted at once) that also says how the node was granted.
-func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (g Grant, err error) {
+func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (Grant, error) {
 	if q.cfg.Data == nil { // fixed data (a leader's id) carries no label
 		if _, err := nodelabel.From(ctx); err != nil {
 			return Grant{}, err // before anything is queued
 		}
-	}
-	if !q.cfg.Unmetered {
-		done := report.Meter(q.sess, q.cfg.Recipe, q.path)
-		defer func() { done(g.Lease != nil, err) }()
 	}
 	for {
 		if err := ctx.Err(); err != nil {

@@ -55,7 +55,7 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 			path := lockPath(t, c)
 			holder := mutexQueue(t, connect(t, c.Servers()), path)
 			ws := connect(t, c.Servers())
-			waiter, err := New(ws, path, Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, Relist: relist})
+			waiter, err := New(ws, path, Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: First}, Options{Relist: relist})
 			require.NoError(t, err)
 			ctx := ctxTimeout(t, 30*time.Second)
 
@@ -70,7 +70,7 @@ func TestHandoffCostsNoRelist(t *testing.T) {
 				got <- err
 			}()
 			eventually(t, 10*time.Second, func() bool { return connlink.Of(ws).Stats().WatchesSet > before.WatchesSet }, "waiter watching")
-			require.NoError(t, holder.Release(ctx, hl))
+			require.NoError(t, holder.Withdraw(ctx, hl)) // a plain delete
 			require.NoError(t, <-got)
 			after := connlink.Of(ws).Stats()
 			// One notification, or none if the release overtook the getW.
@@ -177,7 +177,7 @@ func TestReadWriteQueue(t *testing.T) {
 	path := lockPath(t, c)
 	ctx := ctxTimeout(t, 30*time.Second)
 	newQ := func(kind string, p Predicate) *Queue {
-		q, err := New(s, path, Config{Schema: locknode.HostKindSchema{Host: "host-a", Kind: kind}, Decide: p})
+		q, err := New(s, path, Config{Schema: locknode.HostKindSchema{Host: "host-a", Kind: kind}, Predicate: p}, Options{})
 		require.NoError(t, err)
 		return q
 	}
@@ -248,12 +248,12 @@ func TestCancelWhileQueued(t *testing.T) {
 func TestNewValidates(t *testing.T) {
 	c := cluster(t)
 	s := connect(t, c.Servers())
-	cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First}
-	_, err := New(nil, "/a", cfg)
+	cfg := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: First}
+	_, err := New(nil, "/a", cfg, Options{})
 	assert.Error(t, err)
-	_, err = New(s, "a/b", cfg)
+	_, err = New(s, "a/b", cfg, Options{})
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
-	_, err = New(s, "/a", Config{Decide: First})
+	_, err = New(s, "/a", Config{Predicate: First}, Options{})
 	assert.ErrorIs(t, err, ErrBadRecipe)
 }
 
@@ -318,10 +318,10 @@ func TestStaleCacheAfterAbandon(t *testing.T) {
 	}
 	assert.EqualValues(t, 2, requests(ms)-before, "one getW and one getACL on the holder")
 
-	// The holder releases: granted with no request (its node was another
-	// session's).
+	// The holder releases with a plain delete: granted with no request (its
+	// node was another session's).
 	before = requests(ms)
-	require.NoError(t, holder.Release(ctx, hl))
+	require.NoError(t, holder.Withdraw(ctx, hl))
 	var l *conn.Lease
 	select {
 	case l = <-got:
@@ -342,10 +342,10 @@ func TestConfigData(t *testing.T) {
 	c := cluster(t)
 	s := connect(t, c.Servers())
 	path := lockPath(t, c)
-	_, err := New(s, path, Config{Schema: locknode.HostKindSchema{Host: "h", Kind: "W"}, Decide: First, Data: []byte("x")})
+	_, err := New(s, path, Config{Schema: locknode.HostKindSchema{Host: "h", Kind: "W"}, Predicate: First, Data: []byte("x")}, Options{})
 	assert.ErrorIs(t, err, ErrBadRecipe)
 
-	q, err := New(s, path, Config{Schema: locknode.ProtectedSchema{Name: "latch"}, Decide: First, Data: []byte("participant-1")})
+	q, err := New(s, path, Config{Schema: locknode.ProtectedSchema{Name: "latch"}, Predicate: First, Data: []byte("participant-1")}, Options{})
 	require.NoError(t, err)
 	ctx := ctxTimeout(t, 30*time.Second)
 	l, err := q.Acquire(ctx)

@@ -14,16 +14,18 @@ import (
 	"go.uber.org/zap"
 )
 
-// Release deletes the lease's node (with the handover mark if
-// Config.MarkRelease) and marks the lease released. lock.ErrReleasePending: the
-// outcome is unknown and a goroutine deletes the node until gone or the
-// epoch ends; any other error leaves everything as it was.
+// Release deletes the lease's node and marks the lease released; with the
+// handover mark if the rule is First, the nodes are sealed and their data
+// the engine's (not Config.Data). lock.ErrReleasePending: the outcome is
+// unknown and a goroutine deletes the node until gone or the epoch ends;
+// any other error leaves everything as it was.
 func (q *Queue) Release(ctx context.Context, l *conn.Lease) error {
-	return q.release(ctx, l, q.cfg.MarkRelease && q.Sealed())
+	return q.release(ctx, l, q.cfg.Predicate.first && q.cfg.Data == nil && q.Sealed())
 }
 
 // Withdraw is Release without the handover mark: for a holder that gives
-// its grant back without doing what its Config.Tag promises.
+// its grant back without doing what its Config.Tag promises, or a node the
+// rule did not grant (a semaphore's lease).
 func (q *Queue) Withdraw(ctx context.Context, l *conn.Lease) error {
 	return q.release(ctx, l, false)
 }

@@ -51,7 +51,7 @@ func heapPerWaiter(t *testing.T, c *zktest.Cluster, hcfg, cfg Config, n int) (he
 	path := lockPath(t, c)
 	lg := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)) // session losses
 	long := conn.WithSessionTimeout(scaleSessionTimeout)
-	holder, err := New(connect(t, c.Servers(), long, conn.WithLogger(lg.Named("holder"))), path, hcfg)
+	holder, err := New(connect(t, c.Servers(), long, conn.WithLogger(lg.Named("holder"))), path, hcfg, Options{})
 	require.NoError(t, err)
 	ws := connect(t, c.Servers(), long, conn.WithLogger(lg.Named("waiters")))
 	by := connect(t, c.Servers(), long) // the bystander: is the holder's node there?
@@ -73,7 +73,7 @@ func heapPerWaiter(t *testing.T, c *zktest.Cluster, hcfg, cfg Config, n int) (he
 	var lostOnce sync.Once
 	var granted, checked, twice atomic.Int64 // waiters granted, grants checked, two holders
 	for range n {
-		q, err := New(ws, path, cfg)
+		q, err := New(ws, path, cfg, Options{})
 		require.NoError(t, err)
 		wg.Add(1)
 		go func() {
@@ -146,9 +146,9 @@ func TestHeapPerWaiterDoesNotGrowWithQueue(t *testing.T) {
 	if testing.Short() {
 		small, large = 100, 1000
 	}
-	mutex := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Decide: First, MarkRelease: true}
-	writer := Config{Schema: locknode.HostKindSchema{Host: "h", Kind: "W"}, Decide: First, MarkRelease: true}
-	reader := Config{Schema: locknode.HostKindSchema{Host: "h", Kind: "R"}, Decide: NoneBefore("W")}
+	mutex := Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: First}
+	writer := Config{Schema: locknode.HostKindSchema{Host: "h", Kind: "W"}, Predicate: First}
+	reader := Config{Schema: locknode.HostKindSchema{Host: "h", Kind: "R"}, Predicate: NoneBefore("W")}
 	// A server of its own, whose tickTime allows sessions of
 	// scaleSessionTimeout (the shared one's allows 10 s).
 	c := zktest.New(t, zktest.WithTickTime(2*time.Second))

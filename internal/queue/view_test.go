@@ -54,7 +54,7 @@ func (s *sim) settle(a *attempt) {
 		if self < 0 {
 			s.t.Fatalf("%s: not in its cache %v", a.node, a.cs)
 		}
-		ok, watch := s.pred(a.cs, self)
+		ok, watch := s.pred.Decide(a.cs, self)
 		if ok && a.part {
 			if !a.fromView() {
 				s.list(a)
@@ -63,7 +63,7 @@ func (s *sim) settle(a *attempt) {
 		}
 		if ok {
 			fresh := s.fresh()
-			if want, _ := s.pred(fresh, index(fresh, a.node)); !want {
+			if want, _ := s.pred.Decide(fresh, index(fresh, a.node)); !want {
 				s.t.Fatalf("%s granted while a listing would not grant: %v", a.node, fresh)
 			}
 			delete(s.as, a.node)
@@ -136,7 +136,7 @@ func (s *sim) leave(name string) {
 func (s *sim) check(round int) {
 	fresh := s.fresh()
 	for node, w := range s.watch {
-		if grants, _ := s.pred(fresh, index(fresh, node)); !s.live[w] || grants {
+		if grants, _ := s.pred.Decide(fresh, index(fresh, node)); !s.live[w] || grants {
 			s.t.Fatalf("round %d: %s waits on %s (there: %v), a listing grants: %v", round, node, w, s.live[w], grants)
 		}
 	}
@@ -190,7 +190,7 @@ func TestViewDecidesAsAListing(t *testing.T) {
 			shown = rng.IntN(n)
 		}
 		s.ls.install(s.ep, s.all[:shown])
-		q := &Queue{cfg: Config{Schema: schema, Decide: pred}}
+		q := &Queue{cfg: Config{Schema: schema, Predicate: pred}}
 		first := s.fresh() // one listing, shared, answered after every create
 		for _, c := range s.all {
 			if !s.ours[c.Name] {

@@ -28,7 +28,7 @@ func Leader(sess *conn.Session, l metrics.Leader) {
 
 // Meter starts the clock on one Acquire or TryAcquire of recipe on path;
 // done reports the wait and its outcome to sess's Lock hook. Each call is
-// metered once, by the outermost layer (queue.Config.Unmetered).
+// metered once, by its outermost layer (a recipe, or its cohort.Contender).
 func Meter(sess *conn.Session, recipe, path string) (done func(granted bool, err error)) {
 	f := connlink.Of(sess).Metrics().Lock
 	if f == nil {
