@@ -92,7 +92,10 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg lockopt.Confi
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
 	leasesPath := zkpath.Join(path, leasesDir)
-	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Predicate: queue.First}, queue.Options{Revocable: cfg.Revocable})
+	// The lease queue grants nothing (acquire counts lease nodes under the
+	// internal lock): First's order without its handover mark, so that no
+	// release of a lease node ever leaves one.
+	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Predicate: queue.Predicate{Decide: queue.First.Decide}}, queue.Options{Revocable: cfg.Revocable})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
