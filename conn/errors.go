@@ -24,14 +24,15 @@ var (
 	// lost although the server could not confirm it.
 	ErrSessionTimeout = errors.New("conn: session timed out on the client (local timer); session taken as lost")
 
-	// ErrConnectionLoss: the connection broke while a request that is not
-	// retried (a sequential create, a multi) was in flight: it may or may
-	// not have been applied.
+	// ErrConnectionLoss: the connection broke while a request was in flight
+	// and it could not be retried (a sequential create, a multi, or any
+	// request whose epoch ended): it may or may not have been applied.
 	ErrConnectionLoss = errors.New("conn: connection lost; the request may or may not have been applied")
 
-	// ErrInvalidArgument: bad input (an option, a path, a nil value, a
-	// label, ...), from every package of this module, in a message that
-	// says what was wrong; nothing was done. A valid path is absolute, does
+	// ErrInvalidArgument: bad input the module checks (an option, a path,
+	// a nil session or option, a label, ...), from every package, in a
+	// message that says what was wrong; nothing was done. What only the
+	// server checks (create flags, ACLs, sizes) comes back as its error. A valid path is absolute, does
 	// not end with "/" (but the root), has no empty, "." or ".." segment,
 	// no character the server rejects, and is not under /zookeeper.
 	ErrInvalidArgument = zkpath.ErrInvalid

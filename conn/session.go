@@ -73,7 +73,8 @@ type zkLink struct {
 
 // Connect starts a session and waits, bounded by ctx alone, until the first
 // ZooKeeper session is established. When ctx ends first, the error matches
-// ctx's (context.DeadlineExceeded) and says why the last attempt failed.
+// ctx's (context.DeadlineExceeded) and names the servers; if a server
+// refused the credentials, it also matches ErrAuthFailed.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	if err := checkZKVersion(opts); err != nil {
 		return nil, err

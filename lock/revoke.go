@@ -19,8 +19,10 @@ import (
 // node. A revocable holder (lock.WithRevocable) sees Lease.Revoked close, a
 // Curator holder its listener; either keeps the lock until it releases.
 // A sealed node (the default), or one s may not write, fails with
-// ErrNotRevocable from any session; a node of no lock with
-// conn.ErrInvalidArgument; a node that is gone is nil.
+// ErrNotRevocable from any session. A path whose name is not a lock
+// contender's fails with conn.ErrInvalidArgument, checked first (whether
+// or not it exists, and after Close too); a contender's node that is gone
+// is nil.
 func Revoke(ctx context.Context, s *conn.Session, node string) error {
 	if err := revoke(ctx, s, node); err != nil {
 		return fmt.Errorf("lock: revoke %s: %w", node, err)
