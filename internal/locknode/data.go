@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -28,24 +29,25 @@ type NodeData struct {
 	Label string `json:"label,omitempty"`
 }
 
-// local is this process, computed once.
-var local = func() NodeData {
+// local is this process, computed once, on first use (not at start-up:
+// every program that imports package lock imports this package).
+var local = sync.OnceValue(func() NodeData {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown"
 	}
 	return NodeData{Host: host, PID: os.Getpid()}
-}()
+})
 
 // Hostname is the host name the engine writes into node data.
-func Hostname() string { return local.Host }
+func Hostname() string { return local().Host }
 
 // NewID returns a new unique acquire id (a random UUID).
 func NewID() string { return uuid.NewString() }
 
 // EncodeData is the data the engine writes into a node (see NodeData).
 func EncodeData(id, tag string, sealed bool, label string) []byte {
-	d := local
+	d := local()
 	d.ID, d.Tag, d.Sealed, d.Label = id, tag, sealed, label
 	b, _ := json.Marshal(d) // cannot fail: strings and an int
 	return b
