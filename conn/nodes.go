@@ -2,8 +2,12 @@ package conn
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // Get reads a node's data, retrying on connection loss.
@@ -16,8 +20,14 @@ func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error
 }
 
 // Set writes a node's data if its version matches (-1: any); retried on
-// connection loss only with a real version.
+// connection loss only with a real version. It refuses, with
+// ErrInvalidArgument, a node named as a lock's, a lease's or an election's
+// contender: a write there can let the next contender in while its
+// holder holds. To ask a holder to release, use lock.Revoke.
 func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	if locknode.Recipe(zkpath.Base(path)) {
+		return nil, fmt.Errorf("conn: set %s: a recipe's node: %w", path, ErrInvalidArgument)
+	}
 	e, err := s.epoch(ctx)
 	if err != nil {
 		return nil, err

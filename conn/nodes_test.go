@@ -65,6 +65,41 @@ func TestSessionNodeOps(t *testing.T) {
 	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 }
 
+// TestSessionSetRefusesRecipeNodes: Set refuses any node named as a
+// recipe's contender (ours, Curator's, go-zookeeper's, kazoo's; a lock, a
+// lease, an election, a reader or writer), existing or not, and writes
+// nothing; a node merely like one is written.
+func TestSessionSetRefusesRecipeNodes(t *testing.T) {
+	c := zktest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := connect(t, c.Servers())
+	_, err := s.Create(ctx, c.Root(), nil, 0, connlink.Of(s).ACL())
+	require.NoError(t, err)
+	const uuid, hex = "0b3b1ae4-6c5b-4d5e-9f1a-2f5a3c4d5e6f", "0b3b1ae46c5b4d5e9f1a2f5a3c4d5e6f"
+	for _, name := range []string{
+		"_c_" + uuid + "-lock-0000000001", "_c_" + hex + "-lock-0000000001", hex + "__lock__0000000001",
+		"_c_" + uuid + "-lease-0000000002", "_c_" + uuid + "-latch-0000000003",
+		"host-R-0000000004", "my-host-W-0000000005",
+	} {
+		node := c.Root() + "/" + name
+		_, err := s.Create(ctx, node, []byte("v0"), 0, connlink.Of(s).ACL())
+		require.NoError(t, err)
+		_, err = s.Set(ctx, node, []byte("v1"), -1)
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, name)
+		data, _, err := s.Get(ctx, node)
+		require.NoError(t, err)
+		assert.Equal(t, "v0", string(data), "%s: nothing written", name)
+	}
+	for _, name := range []string{"lock-0000000001", "host-X-0000000001", "_c_notauuid-lock-0000000001"} {
+		node := c.Root() + "/" + name
+		_, err := s.Create(ctx, node, []byte("v0"), 0, connlink.Of(s).ACL())
+		require.NoError(t, err)
+		_, err = s.Set(ctx, node, []byte("v1"), -1)
+		assert.NoError(t, err, name)
+	}
+}
+
 // TestSessionNodeOpsWaitForAnEpoch: with no live epoch, each node operation
 // waits for one, bounded by ctx, and then runs in the next epoch.
 func TestSessionNodeOpsWaitForAnEpoch(t *testing.T) {

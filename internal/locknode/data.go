@@ -86,7 +86,17 @@ func DecodeData(b []byte) (d NodeData, ok bool) {
 // read/write lock (HostKindSchema). An election's node, whose data is its
 // participant id, is not one.
 func Revocable(name string) bool {
-	for _, s := range []Schema{ProtectedSchema{Name: "lock"}, ProtectedSchema{Name: "lease"}, HostKindSchema{}} {
+	return parses(name, ProtectedSchema{Name: "lock"}, ProtectedSchema{Name: "lease"}, HostKindSchema{})
+}
+
+// Recipe reports whether name is the name of any recipe's node: a
+// Revocable one or an election's. A write into one can hand it on.
+func Recipe(name string) bool {
+	return Revocable(name) || parses(name, ProtectedSchema{Name: "latch"})
+}
+
+func parses(name string, schemas ...Schema) bool {
+	for _, s := range schemas {
 		if _, ok := s.Parse(name); ok {
 			return true
 		}

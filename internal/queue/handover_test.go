@@ -108,7 +108,9 @@ func TestRevokeRequest(t *testing.T) {
 			l, err := q.Acquire(ctx)
 			require.NoError(t, err)
 			revoked := l.Revoked()
-			_, err = other.Set(ctx, l.Path(), []byte("tampered"), -1)
+			oep, err := connlink.Of(other).Epoch(ctx)
+			require.NoError(t, err)
+			_, err = connlink.Of(oep).Set(ctx, l.Path(), []byte("tampered"), -1) // past Session.Set's refusal, to the server
 			err2 := lock.Revoke(ctx, other, l.Path())
 			if revocable {
 				require.NoError(t, err)
