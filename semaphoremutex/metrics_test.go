@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -51,5 +52,38 @@ func TestMetricsMutex(t *testing.T) {
 	assert.ElementsMatch(t, []metrics.Lock{
 		{Event: metrics.LockWait, Recipe: "semaphoremutex", Path: path, Outcome: metrics.OutcomeGranted},
 		{Event: metrics.LockHold, Recipe: "semaphore", Path: path},
+	}, testzk.LockEvents(rec.Take()))
+}
+
+// With lock.WithLocalHandoff, a semaphoremutex's local handoff is reported
+// under the same recipe as the holds it passes between (semaphore, its
+// lease's: docs/operations.md), its waits under semaphoremutex: a
+// dashboard relating handoffs to holds per recipe sees both.
+func TestMetricsMutexLocalHandoff(t *testing.T) {
+	c := testzk.Shared(t)
+	rec := &testzk.Recorder{}
+	s := testzk.Connect(t, c.Servers(), conn.WithMetrics(rec.Hooks()))
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, 30*time.Second)
+	m1, err := semaphoremutex.New(s, path, lock.WithLocalHandoff(10, 0))
+	require.NoError(t, err)
+	m2, err := semaphoremutex.New(s, path, lock.WithLocalHandoff(10, 0))
+	require.NoError(t, err)
+	_, err = m1.Acquire(ctx)
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m2.Acquire(ctx)
+		errc <- err
+	}()
+	testzk.Eventually(t, 10*time.Second, func() bool { return semaphoremutex.LocalWaiters(m2) == 1 }, "m2 does not queue")
+	require.NoError(t, m1.Release(ctx))
+	require.NoError(t, <-errc)
+	require.NoError(t, m2.Release(ctx))
+	wait := metrics.Lock{Event: metrics.LockWait, Recipe: "semaphoremutex", Path: path, Outcome: metrics.OutcomeGranted}
+	hold := metrics.Lock{Event: metrics.LockHold, Recipe: "semaphore", Path: path}
+	assert.ElementsMatch(t, []metrics.Lock{
+		wait, wait, hold, hold,
+		{Event: metrics.LockHandoff, Recipe: "semaphore", Path: path},
 	}, testzk.LockEvents(rec.Take()))
 }
