@@ -62,6 +62,7 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*Mutex, error) {
 		Acquire:    func(ctx context.Context) (*conn.Lease, error) { return s.acquire(ctx, true) },
 		TryAcquire: s.tryAcquire,
 		Release:    s.ReturnLease,
+		Holds:      holdsRecipe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)

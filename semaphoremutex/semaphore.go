@@ -39,6 +39,10 @@ var (
 // (docs/design.md, "The semaphore with one lease").
 const soleLeaseTag = "sole-lease"
 
+// holdsRecipe labels every lease's hold and loss, a Mutex's included, and
+// a Mutex's local handoffs; a Mutex's waits are "semaphoremutex".
+const holdsRecipe = "semaphore"
+
 // Semaphore is a counting semaphore: at most N holders at a time among
 // every process on the path, Curator's InterProcessSemaphoreV2 included.
 // Each Acquire takes one lease, which any goroutine may return with
@@ -213,7 +217,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error)
 			return nil, err
 		case l != nil:
 			// Maybe the internal lock's node: its hold is the semaphore's.
-			connlink.Of(l).Label("semaphore", s.path)
+			connlink.Of(l).Label(holdsRecipe, s.path)
 			s.mu.Lock()
 			s.held[l] = struct{}{}
 			s.mu.Unlock()

@@ -38,6 +38,9 @@ type Remote struct {
 	// Release: an error matching lock.ErrReleasePending means released
 	// (the delete goes on in the background); any other leaves it held.
 	Release func(ctx context.Context, l *conn.Lease) error
+	// Holds is the recipe the grants' holds are reported under, and so
+	// their handoffs; "" is the kind's (semaphoremutex's are semaphore's).
+	Holds string
 }
 
 // Key identifies a cohort in its session. Kind names the recipe and
@@ -288,7 +291,7 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 		c.holder = connlink.Of(c.node).Local(int64(c.passes))
 		w.ch <- wake{lease: c.holder}
 		c.mu.Unlock()
-		report.Lock(h.sess, metrics.Lock{Event: metrics.LockHandoff, Recipe: recipeOf(h.key.Kind), Path: h.key.Path})
+		report.Lock(h.sess, metrics.Lock{Event: metrics.LockHandoff, Recipe: h.holds(), Path: h.key.Path})
 		return nil
 	}
 	c.st = releasing
@@ -305,6 +308,14 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 	connlink.Of(l).Released()
 	c.handOn(h)
 	return err
+}
+
+// holds is the recipe of the handoffs: the holds' (Remote.Holds).
+func (h *Handle) holds() string {
+	if h.remote.Holds != "" {
+		return h.remote.Holds
+	}
+	return recipeOf(h.key.Kind)
 }
 
 // within reports whether the bound allows one more local handoff (locked).
