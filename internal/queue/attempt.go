@@ -29,24 +29,21 @@ type attempt struct {
 	// minus those seen gone; once we wait, only what the next decisions
 	// need (shrink). May be shared with other waiters: never modified.
 	cs []locknode.Contender
-	// part says that cs may lack contenders before ours that still block
-	// us: a grant decided from cs is then checked by listing again.
-	// clearedBy names the contender whose handover grants us even so:
-	// at our listing, nothing after it and before ours blocked us.
+	// part: cs may lack contenders before ours that block us, so a grant
+	// decided from it lists again. clearedBy names the contender whose
+	// handover grants us even so.
 	part      bool
 	clearedBy string
 
 	lossy bool // a create's answer was lost: look out for a ghost of ours
 
-	// stale: since the last read that showed our node, the cache changed
-	// on a notified deletion or the session's view; a grant waits for
-	// confirm.
+	// stale: the cache changed on a notified deletion or the session's
+	// view since a read showed our node; a grant waits for confirm.
 	stale bool
-	own   *ownRead
-	czxid int64 // our node's, when confirm read it
+	own   *async[ownStat] // a read of our node in flight
+	czxid int64           // our node's, when confirm read it
 
-	// from is the data of the node whose handover woke us last, else nil.
-	from *locknode.NodeData
+	from *locknode.NodeData // the data of the node whose handover woke us last
 }
 
 // run acquires our node in a.ep (with wait false: only if granted at
@@ -93,7 +90,7 @@ func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
 }
 
 // list lists the children once (a listing shared with the queue's other
-// waiters, sent after this call: listings) and fills the cache.
+// waiters, sent after this call) and fills the cache.
 func (a *attempt) list(ctx context.Context) error {
 	cs, err := a.ls.list(ctx, a.ep)
 	if err != nil {
@@ -108,6 +105,66 @@ func (a *attempt) listed(cs []locknode.Contender) {
 	a.cs, a.part, a.clearedBy, a.stale = cs, false, "", false
 }
 
+// prelisting is the listing sent right behind our create, without waiting
+// for its answer (docs/design.md, "One-commit acquire"): behind or drop
+// must follow.
+type prelisting struct {
+	stop   chan struct{} // closed once the attempt no longer waits for the create's write
+	cancel context.CancelFunc
+	res    chan listed // buffered: the goroutine never blocks on it
+}
+
+type listed struct {
+	cs   []locknode.Contender // shared: see listings
+	err  error
+	sent bool // a listing was sent
+}
+
+// prelist starts the listing once the epoch's next create request is
+// written (ours, unless another went first). Call it right before create.
+func (a *attempt) prelist(ctx context.Context) *prelisting {
+	written := connlink.Of(a.ep).CreateWritten()
+	lctx, cancel := context.WithCancel(ctx)
+	p := &prelisting{stop: make(chan struct{}), cancel: cancel, res: make(chan listed, 1)}
+	go func() {
+		select {
+		case <-written:
+		case <-p.stop:
+			select {
+			case <-written: // both ready: the create is on the wire
+			default:
+				p.res <- listed{}
+				return
+			}
+		case <-lctx.Done():
+			p.res <- listed{}
+			return
+		}
+		cs, err := a.ls.list(lctx, a.ep)
+		p.res <- listed{cs: cs, err: err, sent: true}
+	}()
+	return p
+}
+
+// drop abandons the listing: its request, if in flight, is cancelled.
+func (p *prelisting) drop() {
+	close(p.stop)
+	p.cancel()
+}
+
+// behind takes the listing as the first if it shows our node (then it was
+// answered after our create); otherwise it lists again.
+func (a *attempt) behind(ctx context.Context, p *prelisting) error {
+	close(p.stop)
+	defer p.cancel()
+	r := <-p.res
+	if r.sent && r.err == nil && index(r.cs, a.node) >= 0 {
+		a.listed(r.cs)
+		return a.ghosts(ctx)
+	}
+	return a.list(ctx)
+}
+
 // relist refreshes the cache when forget cannot decide from it: from the
 // session's view of the queue (fromView), or else by listing the children.
 func (a *attempt) relist(ctx context.Context) error {
@@ -117,15 +174,12 @@ func (a *attempt) relist(ctx context.Context) error {
 	return a.list(ctx)
 }
 
-// fromView takes the cache from the session's view (listings.before) when
-// that shows our node and leaves at most one contender blocking us
-// (settled), and reports whether it did. Never with Options.Relist.
+// fromView takes the cache from the session's view when that shows our
+// node and leaves at most one contender blocking us (settled), and reports
+// whether it did. Never with Options.Relist.
 func (a *attempt) fromView() bool {
-	if a.q.opt.Relist {
-		return false
-	}
 	self, ok := a.q.cfg.Schema.Parse(a.node)
-	if !ok {
+	if !ok || a.q.opt.Relist {
 		return false
 	}
 	cs, ok := a.ls.before(a.ep, self, maxCopy)
@@ -207,8 +261,8 @@ func (a *attempt) missing() error {
 
 // await waits until watch, a contender before ours, is gone. A data change
 // is a handover only on a node sealed, by data and ACL (readSeal), when
-// the watch was set; else it means "look again". See docs/design.md, "The
-// handover mark".
+// the watch was set; else it means "look again" (docs/design.md, "The
+// handover mark").
 func (a *attempt) await(ctx context.Context, watch string) error {
 	p := zkpath.Join(a.q.path, watch)
 	a.from = nil
@@ -235,13 +289,14 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 				// only a node of our session can go with its end (confirm)
 				return a.gone(ctx, watch, st.EphemeralOwner == a.ep.SessionID())
 			case zk.EventNodeDataChanged:
-				if marked && seal.sealed(czxid) {
+				if s := seal.wait(); marked && s.ok && s.czxid == czxid {
 					a.from = &d
-					return a.handedOver(ctx, watch)
+					a.handOver(watch)
+					return a.gone(ctx, watch, false)
 				}
 				// Not a handover we can trust: look again.
 			case zk.EventNotWatching: // the session's watches were dropped
-				if err := a.waitEpochEnd(ctx); err != nil {
+				if err := bg.WaitEpochEnd(ctx, a.ep); err != nil {
 					return err
 				}
 			}
@@ -254,12 +309,9 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 	}
 }
 
-// waitEpochEnd follows a "not watching" event (see bg.WaitEpochEnd).
-func (a *attempt) waitEpochEnd(ctx context.Context) error { return bg.WaitEpochEnd(ctx, a.ep) }
-
-// gone records that contender name has left (listings.left, forget) and
-// relists if needed. told: a notification said so of a node of our own
-// session, so a grant must first confirm.
+// gone records that contender name has left and relists if needed. told:
+// a notification said so of a node of our own session, so a grant must
+// first confirm.
 func (a *attempt) gone(ctx context.Context, name string, told bool) error {
 	a.ls.left(a.ep, name)
 	if told {
@@ -273,20 +325,15 @@ func (a *attempt) gone(ctx context.Context, name string, told bool) error {
 
 // forget drops name, and those the session knows gone, from the cache, and
 // reports whether the next decision needs relist: more than one entry
-// still blocks us, or the cache is partial (shrink).
+// still blocks us, or the cache is partial.
 func (a *attempt) forget(name string) (relist bool) {
 	a.cs = remove(a.cs, name)
 	if cs := a.ls.prune(a.ep, a.cs, a.node); len(cs) < len(a.cs) {
 		a.cs = cs
 		a.unsure()
 	}
-	if a.q.opt.Relist {
-		return true
-	}
-	if a.part {
-		return true // it kept one entry before ours, now gone: nothing to decide from
-	}
-	return !settled(a.q.cfg.Predicate, a.cs, a.node)
+	// A partial cache kept one entry before ours, now gone: nothing to decide from.
+	return a.q.opt.Relist || a.part || !settled(a.q.cfg.Predicate, a.cs, a.node)
 }
 
 // settled reports whether at most one contender of cs (ours among them,
@@ -300,12 +347,6 @@ func settled(decide Predicate, cs []locknode.Contender, self string) bool {
 	rest := remove(cs, watch)
 	ok, _ = decide.Decide(rest, index(rest, self))
 	return ok
-}
-
-// handedOver is gone after holder's handover mark.
-func (a *attempt) handedOver(ctx context.Context, holder string) error {
-	a.handOver(holder)
-	return a.gone(ctx, holder, false)
 }
 
 // handOver drops holder and everything before it from the cache (all
@@ -332,9 +373,8 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 	if a.ep.Err() != nil {
 		return Grant{}, errRestart
 	}
-	p := zkpath.Join(a.q.path, a.node)
 	a.q.log.Debug("acquired", zap.String("node", a.node))
-	g := Grant{Lease: connlink.Of(a.ep).NewLease(p, a.czxid)}
+	g := Grant{Lease: connlink.Of(a.ep).NewLease(zkpath.Join(a.q.path, a.node), a.czxid)}
 	if a.q.opt.Recipe == "" {
 		connlink.Of(g.Lease).Unreported()
 	} else {
@@ -344,6 +384,42 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 		g.HandedOver, g.From = true, *a.from
 	}
 	return g, nil
+}
+
+// confirm reads our node before a grant when stale (docs/design.md, "A
+// grant after a plain deletion"): gone or another session's, the acquire
+// restarts; found, the lease gets its czxid.
+func (a *attempt) confirm(ctx context.Context) error {
+	if a.own == nil {
+		a.own = readOwn(ctx, a.ep, zkpath.Join(a.q.path, a.node))
+	}
+	r := a.own.wait()
+	a.own = nil
+	switch {
+	case r.err != nil:
+		return r.err
+	case !r.found || r.st.EphemeralOwner != a.ep.SessionID():
+		a.q.log.Warn("our lock node is gone (deleted, or with our session); queueing again", zap.String("node", a.node))
+		a.node = ""
+		return errRestart
+	}
+	a.stale, a.czxid = false, r.st.Czxid
+	return nil
+}
+
+// unsure marks the cache stale; a read of our node in flight is dropped,
+// since it was sent before.
+func (a *attempt) unsure() {
+	a.stale = true
+	a.endOwn()
+}
+
+// endOwn gives up a read of our node still in flight, if any.
+func (a *attempt) endOwn() {
+	if a.own != nil {
+		a.own.end()
+		a.own = nil
+	}
 }
 
 // abort ends a failed attempt: errRestart if the epoch ended (our node goes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -14,54 +15,54 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"go.uber.org/zap"
 )
 
+// ErrBadRecipe: a bug in the recipe's Schema or Predicate. Other errors
+// are the session's, ctx's, or package lock's.
+var ErrBadRecipe = errors.New("queue: recipe bug")
+
+// errRestart: the epoch ended under an attempt, taking our node; start over
+// in the next. Never returned to callers.
+var errRestart = errors.New("queue: epoch ended; restart")
+
 // Config is a recipe's rule: what the engine needs to know of a recipe.
 type Config struct {
-	// Schema names our nodes and recognises contenders. Required.
-	Schema locknode.Schema
-	// Predicate decides who holds. Required.
-	Predicate Predicate
-	// Tag is written into every node's data (locknode.NodeData.Tag); a waiter
-	// granted by a handover learns its holder's (Grant.From), so a recipe
-	// can promise something to its own kind (semaphoremutex).
+	Schema    locknode.Schema // names our nodes and recognises contenders; required
+	Predicate Predicate       // decides who holds; required
+	// Tag is written into every node's data; a waiter granted by a
+	// handover learns its holder's (Grant.From).
 	Tag string
-	// Data, if not nil, replaces locknode.NodeData in every node (Curator's
-	// LeaderLatch: the participant id); the Schema must then put the
-	// acquire id in the name, and Tag is not written. Such nodes are
-	// released without the handover mark: LeaderLatch's waiters act on
-	// deletions only, and a data change would consume their watch.
+	// Data, if not nil, replaces locknode.NodeData in every node (a
+	// leader's participant id); the Schema must then put the acquire id in
+	// the name. Such nodes are released without the handover mark.
 	Data []byte
 }
 
-// Options say how a queue's nodes are made and its grants reported: not
-// part of the rule. The zero value is sealed nodes and no reports.
+// Options say how a queue's nodes are made and its grants reported. The
+// zero value is sealed nodes and no reports.
 type Options struct {
-	// Recipe names the recipe in its grants' reports of holds and losses
-	// (the session's Lock hook); "" reports none until the recipe labels a
-	// grant (semaphoremutex's internal lock). Waits are the recipe's to
-	// report (report.Meter).
+	// Recipe names the recipe in its grants' reports of holds and losses;
+	// "" reports none until the recipe labels a grant. Waits are the
+	// recipe's to report (report.Meter).
 	Recipe string
-	// Revocable gives the nodes the session's ACL as it is instead of
-	// sealing them, so that lock.Revoke and Curator's Revoker can write into
-	// them; a data change then proves nothing, and release is a plain delete.
+	// Revocable gives the nodes the session's ACL instead of sealing them,
+	// so that lock.Revoke can write into them; release is a plain delete.
 	Revocable bool
 	// Relist lists the children again after every notification, as Curator
-	// and zk.Lock do: for the benchmarks.
+	// does: for the benchmarks.
 	Relist bool
 }
 
 // dataProbe is an acquire id New looks for in a schema's prefix.
 const dataProbe = "00000000-0000-4000-8000-000000000000"
 
-// Grant is a granted node and how it was granted.
+// Grant is a granted node and how it was granted: HandedOver by a First
+// holder's release of the node right before ours, whose data (read when we
+// began to watch it) is From.
 type Grant struct {
-	// Lease is the granted node's.
-	Lease *conn.Lease
-	// HandedOver: granted by a First holder's release (ReleaseOps) of the
-	// node right before ours; From is that node's data, read when we began
-	// to watch it.
+	Lease      *conn.Lease
 	HandedOver bool
 	From       locknode.NodeData
 }
@@ -77,9 +78,9 @@ type Queue struct {
 	own  *listings // for a schema that cannot be a key of the session's (lists)
 }
 
-// New returns the queue of the lock at path. Path must be a valid absolute
-// path (zkpath.Validate); it and its parents are created on first use as
-// container nodes, which ZooKeeper removes when they are empty.
+// New returns the queue of the lock at path, which must be valid
+// (zkpath.Validate); it and its parents are created on first use as
+// container nodes.
 func New(sess *conn.Session, path string, cfg Config, opt Options) (*Queue, error) {
 	switch {
 	case sess == nil:
@@ -100,8 +101,7 @@ func New(sess *conn.Session, path string, cfg Config, opt Options) (*Queue, erro
 // Path is the lock path: the parent of the contenders' nodes.
 func (q *Queue) Path() string { return q.path }
 
-// Sealed reports whether the queue's nodes are sealed (not
-// Options.Revocable).
+// Sealed reports whether the queue's nodes are sealed (not Revocable).
 func (q *Queue) Sealed() bool { return !q.opt.Revocable }
 
 // NodeACL is the ACL of the queue's nodes: sealed (nobody else can forge
@@ -154,9 +154,108 @@ func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (Grant, error) {
 			q.log.Debug("session lost while acquiring; starting over", logfield.Session("session", ep.SessionID()))
 			continue
 		}
-		if err != nil {
-			return Grant{}, err
-		}
-		return g, nil
+		return g, err
 	}
+}
+
+// Predicate is a recipe's decision: from the contenders in queue order and
+// the index of ours, whether we hold the lock and, if not, which contender
+// before ours to watch. Decide is pure and must meet docs/design.md, "What
+// a predicate must satisfy": a counting predicate cannot.
+type Predicate struct {
+	Decide func(contenders []locknode.Contender, self int) (acquired bool, watch string)
+	first  bool // First's: a holder's release can hand over (ReleaseOps)
+}
+
+// First is mutual exclusion: acquired when first, else watch the
+// predecessor. Its releases leave the handover mark.
+var First = Predicate{Decide: first, first: true}
+
+func first(contenders []locknode.Contender, self int) (bool, string) {
+	if self == 0 {
+		return true, ""
+	}
+	return false, contenders[self-1].Name
+}
+
+// NoneBefore returns the predicate "acquired when no contender of kind is
+// before ours; otherwise watch the nearest one" (a reader: NoneBefore("W")).
+func NoneBefore(kind string) Predicate {
+	return Predicate{Decide: func(contenders []locknode.Contender, self int) (bool, string) {
+		for i := self - 1; i >= 0; i-- {
+			if contenders[i].Kind == kind {
+				return false, contenders[i].Name
+			}
+		}
+		return true, ""
+	}}
+}
+
+// index returns the position of the contender named name, or -1.
+func index(cs []locknode.Contender, name string) int {
+	return slices.IndexFunc(cs, func(c locknode.Contender) bool { return c.Name == name })
+}
+
+// remove returns cs without name: a new slice, since cs may be shared.
+func remove(cs []locknode.Contender, name string) []locknode.Contender {
+	if i := index(cs, name); i >= 0 {
+		return slices.Concat(cs[:i], cs[i+1:])
+	}
+	return cs
+}
+
+// Participant is one contender as Participants reports it. Known is false
+// when the data is not this engine's (a foreign node, a revoke mark); Tag,
+// Label, Host and PID come from the data of engine nodes.
+type Participant struct {
+	locknode.Contender
+	Host       string
+	PID        int
+	Known      bool
+	Tag        string
+	Label      string
+	Session    int64 // the ephemeralOwner
+	ACLVersion int32
+}
+
+// Public is p as a recipe reports it: its node under dir, holding or not.
+func (p Participant) Public(dir string, holding bool) lock.Participant {
+	return lock.Participant{Node: zkpath.Join(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
+		Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
+}
+
+// Participants lists the contenders in queue order with who they are;
+// nodes that leave meanwhile are left out. Errors are the session's.
+func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
+	ep, err := connlink.Of(q.sess).Epoch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names, _, err := connlink.Of(ep).Children(ctx, q.path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cs := locknode.Parse(q.cfg.Schema, names)
+	out := make([]Participant, 0, len(cs))
+	for _, c := range cs {
+		b, st, err := connlink.Of(ep).Get(ctx, zkpath.Join(q.path, c.Name))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		p := Participant{Contender: c, Session: st.EphemeralOwner, ACLVersion: st.Aversion}
+		if d, ok := locknode.DecodeData(b); ok {
+			p.Host, p.PID, p.Known, p.Tag, p.Label = d.Host, d.PID, true, d.Tag, d.Label
+			if p.ID == "" { // the name's uuid is the id; data can be copied
+				p.ID = d.ID
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
