@@ -45,8 +45,8 @@ func (a *attempt) create(ctx context.Context) error {
 }
 
 // createNode creates the node of acquire id under ectx, checking ctx before
-// each try. After a lost answer it looks for the node (FindLost) before
-// creating again, so we never queue behind our own ghost.
+// each try; after a lost answer it looks for the node (FindLost) before
+// creating again.
 func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string) (created, error) {
 	prefix := q.cfg.Schema.Prefix(id)
 	p := zkpath.Join(q.path, prefix)
@@ -88,9 +88,9 @@ func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string)
 	}
 }
 
-// FindLost finds the node of acquire id (Find) after a create lost its
-// answer: "" when none was made. If the search fails while the epoch
-// lives, it goes on in the background (bg.Unresolved) and the error matches
+// FindLost finds the node of acquire id after a create lost its answer:
+// "" when none was made. If the search fails while the epoch lives, it
+// goes on in the background (bg.Unresolved) and the error matches
 // lock.ErrCreatePending; id must not be used again.
 func (q *Queue) FindLost(ctx context.Context, ep *conn.Epoch, id string) (string, error) {
 	node, err := q.Find(ctx, ep, id)
@@ -170,8 +170,7 @@ func (q *Queue) ours(ctx context.Context, ep *conn.Epoch, id, prefix, name strin
 
 // dropGhosts deletes any other node of our acquire id (a lost create
 // applied after all): queueing behind it would wait for our session's end.
-// Reads data only after a lost answer, for schemas without the id in the
-// name.
+// Reads data only after a lost answer.
 func (a *attempt) dropGhosts(ctx context.Context) error {
 	prefix := a.q.cfg.Schema.Prefix(a.id)
 	if !a.lossy && !strings.Contains(prefix, a.id) {

@@ -13,20 +13,17 @@ import (
 )
 
 // listings shares the listings of one session's waiters on one path and
-// schema: one getChildren, sent once a round closes, answers every waiter
-// that joined it after its create was written. Answers are shared
-// read-only; the latest is the session's view (docs/design.md, "The
-// session's view of a queue"). Kept in the session's shared map while used.
+// schema: one getChildren answers every waiter that joined its round after
+// its create was written. Answers are shared read-only; the latest is the
+// session's view (docs/design.md). In the session's shared map while used.
 type listings struct {
-	sess *conn.Session
-	key  listingsKey
-	mu   sync.Mutex
-	// next: each epoch's round gathering waiters; busy: its sender runs.
-	next map[*conn.Epoch]*round
-	busy map[*conn.Epoch]bool
-	// users counts the attempts joined; dead: out of the session's map.
-	users int
-	dead  bool
+	sess  *conn.Session
+	key   listingsKey
+	mu    sync.Mutex
+	next  map[*conn.Epoch]*round // each epoch's round gathering waiters
+	busy  map[*conn.Epoch]bool   // the epoch's sender runs
+	users int                    // the attempts joined
+	dead  bool                   // out of the session's map
 	view  view
 }
 
@@ -36,16 +33,17 @@ type listingsKey struct {
 	schema locknode.Schema
 }
 
-// lists returns the session's listings for the queue, or the queue's own
-// if the schema is not comparable.
-func (q *Queue) lists() *listings {
+// lists returns the session's listings for the queue (nil if none and not
+// create), or the queue's own if the schema is not comparable.
+func (q *Queue) lists(create bool) *listings {
 	if !reflect.TypeOf(q.cfg.Schema).Comparable() {
 		return q.own
 	}
 	key := listingsKey{q.path, q.cfg.Schema}
 	m := connlink.Of(q.sess).Shared()
-	if v, ok := m.Load(key); ok {
-		return v.(*listings)
+	if v, ok := m.Load(key); ok || !create {
+		ls, _ := v.(*listings)
+		return ls
 	}
 	v, _ := m.LoadOrStore(key, &listings{sess: q.sess, key: key})
 	return v.(*listings)
@@ -54,7 +52,7 @@ func (q *Queue) lists() *listings {
 // join returns the listings an attempt uses until it calls leave.
 func (q *Queue) join() *listings {
 	for {
-		ls := q.lists()
+		ls := q.lists(true)
 		ls.mu.Lock()
 		if !ls.dead {
 			ls.users++
@@ -86,19 +84,8 @@ func (ls *listings) idle() {
 	}
 }
 
-// known returns the listings in use for the queue, or nil.
-func (q *Queue) known() *listings {
-	if !reflect.TypeOf(q.cfg.Schema).Comparable() {
-		return q.own
-	}
-	if v, ok := connlink.Of(q.sess).Shared().Load(listingsKey{q.path, q.cfg.Schema}); ok {
-		return v.(*listings)
-	}
-	return nil
-}
-
-// left records that node name of epoch ep was deleted; a sequential
-// node's name is never given again, so that stays true.
+// left records that node name of epoch ep was deleted (ls may be nil); a
+// sequential node's name is never given again, so that stays true.
 func (ls *listings) left(ep *conn.Epoch, name string) {
 	if ls == nil {
 		return
@@ -119,21 +106,15 @@ func (ls *listings) install(ep *conn.Epoch, cs []locknode.Contender) {
 	ls.view = view{ep: ep, cs: cs, gone: make([]bool, len(cs))}
 }
 
-// before is view.before, under ls.mu; false when ls is nil.
+// before is view.before, under ls.mu.
 func (ls *listings) before(ep *conn.Epoch, self locknode.Contender, max int) ([]locknode.Contender, bool) {
-	if ls == nil {
-		return nil, false
-	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.view.before(ep, self, max)
 }
 
-// prune is view.prune, under ls.mu; cs as it is when ls is nil.
+// prune is view.prune, under ls.mu.
 func (ls *listings) prune(ep *conn.Epoch, cs []locknode.Contender, self string) []locknode.Contender {
-	if ls == nil {
-		return cs
-	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.view.prune(ep, cs, self)
@@ -157,9 +138,8 @@ func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]locknode.Conten
 		ls.next, ls.busy = map[*conn.Epoch]*round{}, map[*conn.Epoch]bool{}
 	}
 	r := ls.next[ep]
-	// A round whose waiters all left (cancelled) is replaced; one whose
-	// context ended with the epoch is joined, so its sender ends it with
-	// the epoch's error (replaced, its waiters would wait for their ctx).
+	// A round whose waiters all left is replaced; one whose context ended
+	// with the epoch is joined: its sender ends it with the epoch's error.
 	if r == nil || r.waiters == 0 {
 		rctx, cancel := context.WithCancel(connlink.Of(ep).Context())
 		r = &round{ctx: rctx, cancel: cancel, done: make(chan struct{})}
@@ -209,8 +189,8 @@ func (ls *listings) send(ep *conn.Epoch) {
 }
 
 // view is the latest listing of the path in one epoch and the departures
-// learnt since (docs/design.md, "The session's view of a queue").
-// Guarded by listings.mu.
+// learnt since (docs/design.md, "The session's view of a queue"). Guarded
+// by listings.mu.
 type view struct {
 	ep   *conn.Epoch
 	cs   []locknode.Contender // in queue order; shared: never modified

@@ -14,18 +14,17 @@ import (
 	"go.uber.org/zap"
 )
 
-// Release deletes the lease's node and marks the lease released; with the
-// handover mark if the rule is First, the nodes are sealed and their data
-// the engine's (not Config.Data). lock.ErrReleasePending: the outcome is
-// unknown and a goroutine deletes the node until gone or the epoch ends;
-// any other error leaves everything as it was.
+// Release deletes the lease's node and marks the lease released, with the
+// handover mark if the rule is First, the nodes sealed and their data the
+// engine's. lock.ErrReleasePending: the outcome is unknown and a goroutine
+// deletes the node until gone or the epoch ends; any other error leaves
+// everything as it was.
 func (q *Queue) Release(ctx context.Context, l *conn.Lease) error {
 	return q.release(ctx, l, q.cfg.Predicate.first && q.cfg.Data == nil && q.Sealed())
 }
 
-// Withdraw is Release without the handover mark: for a holder that gives
-// its grant back without doing what its Config.Tag promises, or a node the
-// rule did not grant (a semaphore's lease).
+// Withdraw is Release without the handover mark: for a holder that does
+// not keep what its Config.Tag promises, or a node the rule did not grant.
 func (q *Queue) Withdraw(ctx context.Context, l *conn.Lease) error {
 	return q.release(ctx, l, false)
 }
@@ -62,9 +61,9 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 // handoverMark is the data the release transaction writes.
 var handoverMark = []byte("released")
 
-// ReleaseOps release a First holder's node p in a multi: the handover
-// mark (at version 0) then the delete if sealed, else a plain delete. The
-// first op fails with zk.ErrNoNode when p is gone.
+// ReleaseOps release a First holder's node p in a multi: the handover mark
+// (at version 0) and the delete if sealed, else a plain delete. The first
+// op fails with zk.ErrNoNode when p is gone.
 func (q *Queue) ReleaseOps(p string) []any {
 	del := &zk.DeleteRequest{Path: p, Version: -1}
 	if !q.Sealed() {
@@ -81,10 +80,9 @@ func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) (gone bo
 	if done, gone, err := q.settle(ctx, ep, p, err, false); done {
 		return gone, err
 	}
-	if errors.Is(err, conn.ErrConnectionLoss) {
-		return false, q.deleteNode(ctx, ep, p)
-	}
-	return q.deleteOwn(ctx, ep, p)
+	lost := errors.Is(err, conn.ErrConnectionLoss) // the multi may have deleted it
+	gone, err = q.deleteOwn(ctx, ep, p)
+	return gone && !lost, err
 }
 
 // deleteOwn deletes a released lease's node p; gone: found gone (by
@@ -95,19 +93,13 @@ func (q *Queue) deleteOwn(ctx context.Context, ep *conn.Epoch, p string) (gone b
 	return gone, err
 }
 
-// deleteNode is deleteOwn without gone.
-func (q *Queue) deleteNode(ctx context.Context, ep *conn.Epoch, p string) error {
-	_, err := q.deleteOwn(ctx, ep, p)
-	return err
-}
-
 // settle decides the outcome err of deleting p: nil once p is gone or goes
-// with the epoch; lock.ErrReleasePending, a background deleter taking over, if
-// ctx ended or unknown; else done is false and err returned as it is.
+// with the epoch; lock.ErrReleasePending, a background deleter taking
+// over, if ctx ended or unknown; else done is false.
 func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error, unknown bool) (done, gone bool, _ error) {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
-		q.known().left(ep, zkpath.Base(p))
+		q.lists(false).left(ep, zkpath.Base(p))
 		return true, err != nil, nil
 	case ep.Err() != nil:
 		return true, false, nil // ephemeral: it goes with the session
@@ -121,7 +113,8 @@ func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error,
 // Delete deletes child name of ours that no lease stands for (an abandoned
 // acquire's), with Release's errors.
 func (q *Queue) Delete(ctx context.Context, ep *conn.Epoch, name string) error {
-	return q.deleteNode(ctx, ep, zkpath.Join(q.path, name))
+	_, err := q.deleteOwn(ctx, ep, zkpath.Join(q.path, name))
+	return err
 }
 
 // deleteInBackground deletes p until gone or ep ends (bg.RetryUntilDone).
