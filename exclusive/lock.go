@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/report"
@@ -44,11 +45,11 @@ type Lock struct {
 // lockLink is embedded unexported: it adds nothing to the lock's API.
 type lockLink = lockid.Link
 
-// grant is one successful Acquire.
+// grant is one successful Acquire; id is the unique id in the node's data.
 type grant struct {
 	ep    *conn.Epoch
 	lease *conn.Lease
-	id    string // the unique id in the node's data
+	id    string
 }
 
 // New returns a handle on the exclusive lock at path. Nothing is sent
@@ -76,63 +77,75 @@ func (l *Lock) Path() string { return l.path }
 // error matches ctx.Err() and no node is left behind (a grant as ctx ends
 // is undone). A session lost while waiting is not an error.
 func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := nodelabel.From(ctx); err != nil {
-		return nil, fmt.Errorf("exclusive: acquire %s: %w", l.path, err)
+	return l.metered(ctx, "acquire", true)
+}
+
+// TryAcquire makes one attempt: nil, false and a nil error if someone else
+// (or this very handle) holds the lock. Errors as for Acquire.
+func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	lease, err := l.metered(ctx, "try acquire", false)
+	return lease, lease != nil, err
+}
+
+// metered is acquire reported as one wait to the session's Lock hook.
+func (l *Lock) metered(ctx context.Context, op string, wait bool) (*conn.Lease, error) {
+	label, err := nodelabel.From(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("exclusive: %s %s: %w", op, l.path, err)
 	}
 	done := report.Meter(l.sess, "exclusive", l.path)
-	lease, err := l.acquire(ctx)
+	lease, err := l.acquire(ctx, op, wait, label)
 	done(lease != nil, err)
 	return lease, err
 }
 
-func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
-	id := newID()
-	label, _ := nodelabel.From(ctx) // checked by Acquire
-	data := nodeData(id, label)
+// acquire creates the node until granted or, with wait false, until one
+// attempt finds it held (a nil lease and error).
+func (l *Lock) acquire(ctx context.Context, op string, wait bool, label string) (*conn.Lease, error) {
+	id := locknode.NewID()
+	data := locknode.EncodeData(id, "", true, label)
 	for {
 		if ctx.Err() != nil {
-			return nil, l.ctxErr("acquire", ctx)
+			return nil, l.wrap(op, ctx, ctx.Err())
 		}
 		ep, err := connlink.Of(l.sess).Epoch(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, l.ctxErr("acquire", ctx)
-			}
-			return nil, fmt.Errorf("exclusive: acquire %s: %w", l.path, err)
+			return nil, l.wrap(op, ctx, err)
 		}
 		out, err := l.create(ctx, ep, data, id)
 		switch out {
 		case epochEnded:
 			continue
 		case failed:
-			return nil, l.wrap("acquire", ctx, err)
+			return nil, l.wrap(op, ctx, err)
 		}
-		// created: read our node, for its czxid (how our lease and our
-		// release tell it from a node created at the same path after ours
-		// was deleted). taken: watch the node, unless it is ours after all
-		// (a create whose first answer was lost had made it).
+		// Read the node: ours (created, or made by a create whose first
+		// answer was lost) is granted with its czxid, which tells it from a
+		// node created at the path after ours was deleted; else watch it.
 		var (
 			got []byte
 			st  *zk.Stat
 			ch  <-chan zk.Event
 		)
-		if out == created {
+		if out == created || !wait {
 			got, st, err = connlink.Of(ep).Get(ctx, l.node)
 		} else {
 			got, st, ch, err = connlink.Of(ep).GetW(ctx, l.node)
 		}
 		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			continue // released (or ours deleted by someone else) in between: race again
-		case err != nil && ep.Err() != nil:
-			continue
+		case err != nil && !wait && (ep.Err() != nil || errors.Is(err, zk.ErrNoNode)):
+			return nil, nil // held when we tried, or ours went
+		case errors.Is(err, zk.ErrNoNode), err != nil && ep.Err() != nil:
+			continue // released (or ours deleted, or gone with its session) in between: race again
 		case err != nil:
 			// A create retried after a lost answer reports NodeExists for
 			// its own node, so "taken" may be ours too.
 			l.settle(ctx, ep, id)
-			return nil, l.wrap("acquire", ctx, pending(out, err))
+			return nil, l.wrap(op, ctx, pending(out, err))
 		case ours(ep, got, st, id):
 			return l.grant(ctx, ep, id, st)
+		case !wait:
+			return nil, nil
 		case ch == nil:
 			continue // ours was deleted and someone created the node again: watch it
 		}
@@ -142,58 +155,8 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 		case <-ep.Done():
 		case <-ctx.Done():
 			bg.Unwatch(ep, ch) // no watch of ours is left on the server
-			return nil, l.ctxErr("acquire", ctx)
+			return nil, l.wrap(op, ctx, ctx.Err())
 		}
-	}
-}
-
-// TryAcquire makes one attempt. It returns the lease and true if this
-// handle now holds the lock; nil, false and a nil error if someone else
-// (or this very handle) holds it. Errors as for Acquire.
-func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := nodelabel.From(ctx); err != nil {
-		return nil, false, fmt.Errorf("exclusive: try acquire %s: %w", l.path, err)
-	}
-	done := report.Meter(l.sess, "exclusive", l.path)
-	lease, ok, err := l.tryAcquire(ctx)
-	done(ok, err)
-	return lease, ok, err
-}
-
-func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	id := newID()
-	for {
-		if ctx.Err() != nil {
-			return nil, false, l.ctxErr("try acquire", ctx)
-		}
-		ep, err := connlink.Of(l.sess).Epoch(ctx)
-		if err != nil {
-			return nil, false, l.wrap("try acquire", ctx, err)
-		}
-		label, _ := nodelabel.From(ctx) // checked by TryAcquire
-		out, err := l.create(ctx, ep, nodeData(id, label), id)
-		switch out {
-		case epochEnded:
-			continue // no session right now; one attempt in the next
-		case failed:
-			return nil, false, l.wrap("try acquire", ctx, err)
-		}
-		// Read the node: ours (created, or a create whose first answer was
-		// lost had made it) is granted with its czxid (see Acquire).
-		got, st, err := connlink.Of(ep).Get(ctx, l.node)
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			return nil, false, nil // it was held when we tried, or ours was deleted
-		case err != nil && ep.Err() != nil:
-			return nil, false, nil // our node, if any, went with the session
-		case err != nil:
-			l.settle(ctx, ep, id)
-			return nil, false, l.wrap("try acquire", ctx, pending(out, err))
-		case ours(ep, got, st, id):
-			lease, err := l.grant(ctx, ep, id, st)
-			return lease, err == nil, err
-		}
-		return nil, false, nil
 	}
 }
 
@@ -204,7 +167,7 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 	if ctx.Err() != nil {
 		l.log.Debug("granted as ctx ended; undoing the grant")
 		l.settle(ctx, ep, id)
-		return nil, l.ctxErr("acquire", ctx)
+		return nil, l.wrap("acquire", ctx, ctx.Err())
 	}
 	g := &grant{ep: ep, lease: connlink.Of(ep).NewLease(l.node, st.Czxid), id: id}
 	connlink.Of(g.lease).Label("exclusive", l.path)
@@ -226,11 +189,8 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 // ours reports whether the node read as data and st is the one the Acquire
 // call with id created in ep.
 func ours(ep *conn.Epoch, data []byte, st *zk.Stat, id string) bool {
-	return st.EphemeralOwner == ep.SessionID() && hasID(data, id)
-}
-
-func (l *Lock) ctxErr(op string, ctx context.Context) error {
-	return fmt.Errorf("exclusive: %s %s: %w", op, l.path, ctx.Err())
+	d, _ := locknode.DecodeData(data)
+	return st.EphemeralOwner == ep.SessionID() && d.ID == id
 }
 
 // wrap makes the error of a failed acquire; when ctx has ended, the error

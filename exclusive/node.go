@@ -3,11 +3,14 @@ package exclusive
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"go.uber.org/zap"
 )
 
 // outcome is what one create of the lock node came to.
@@ -36,8 +39,8 @@ func classify(ep *conn.Epoch, err error) outcome {
 }
 
 // create makes one attempt to create the lock node in ep, detached from
-// ctx (bg.Detach): if ctx ends first, the node, if this attempt made
-// it, is deleted in the background (undo).
+// ctx (bg.Detach): if ctx ends first, the node, if this attempt made it,
+// is deleted in the background (undo).
 func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id string) (outcome, error) {
 	_, detached, err := bg.Detach(ctx, ep, l.log,
 		func(_, ectx context.Context) (struct{}, error) { return struct{}{}, l.createNode(ectx, ep, data) },
@@ -77,9 +80,8 @@ func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) erro
 	return err
 }
 
-// deleteOurs is deleteIfOurs; gone reports that our node was found gone
-// (or replaced) before any delete of ours could have been applied:
-// deleted by someone else.
+// deleteOurs is deleteIfOurs; gone: our node was found gone (or replaced)
+// before any delete of ours could have been applied.
 func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone bool, err error) {
 	unsure := false // a delete of ours was sent and its answer lost
 	for i := 0; ; i++ {
@@ -92,7 +94,12 @@ func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone 
 		case !ours(ep, data, st, id):
 			return !unsure, nil
 		}
-		err = l.deleteOnce(ctx, ep, data, st.Version)
+		// One delete, never retried, behind a set-data in one transaction:
+		// the server refuses it on another session's sealed node (every
+		// holder's node has version 0, so a version alone would not tell).
+		_, err = connlink.Of(ep).Multi(ctx,
+			&zk.SetDataRequest{Path: l.node, Data: data, Version: st.Version},
+			&zk.DeleteRequest{Path: l.node, Version: st.Version + 1})
 		failed, refused := connlink.Of(l.sess).FailedOp(err)
 		switch {
 		case err == nil:
@@ -110,4 +117,48 @@ func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone 
 		}
 		return false, err
 	}
+}
+
+// Release gives the lock up, from any goroutine, deleting the lock node if
+// it is still ours. lock.ErrNotHeld when the handle holds nothing;
+// lock.ErrReleasePending when the delete is unconfirmed (it counts as
+// released); any other error leaves it held.
+func (l *Lock) Release(ctx context.Context) error {
+	l.mu.Lock()
+	g := l.held
+	l.held = nil
+	l.mu.Unlock()
+	if g == nil {
+		return fmt.Errorf("exclusive: release %s: %w", l.path, lock.ErrNotHeld)
+	}
+	if g.ep.Err() != nil {
+		connlink.Of(g.lease).Released()
+		l.log.Debug("released; the node went with its session", zap.Error(g.ep.Err()))
+		return nil
+	}
+	connlink.Of(g.lease).Releasing(true)
+	gone, err := l.deleteOurs(ctx, g.ep, g.id)
+	switch {
+	case err == nil:
+		if gone {
+			connlink.Of(g.lease).Gone() // deleted by someone else: a loss, not a hold
+		}
+		connlink.Of(g.lease).Released()
+		l.log.Debug("released")
+		return nil
+	case g.ep.Err() != nil:
+		connlink.Of(g.lease).Released()
+		return nil // the epoch ended: the node is gone with it
+	case ctx.Err() != nil || errors.Is(err, conn.ErrConnectionLoss):
+		connlink.Of(g.lease).Released()
+		go bg.RetryUntilDone(g.ep, l.log, "deleting the lock node after an unconfirmed release", func(ctx context.Context) error {
+			return l.deleteIfOurs(ctx, g.ep, g.id)
+		})
+		return fmt.Errorf("exclusive: release %s: %w: %w", l.path, lock.ErrReleasePending, err)
+	}
+	connlink.Of(g.lease).Releasing(false)
+	l.mu.Lock()
+	l.held = g // still ours: nobody else could have taken it meanwhile
+	l.mu.Unlock()
+	return fmt.Errorf("exclusive: release %s: %w", l.path, err)
 }
