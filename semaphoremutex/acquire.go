@@ -3,6 +3,7 @@ package semaphoremutex
 import (
 	"context"
 	"errors"
+	"reflect"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -11,8 +12,13 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
+
+// errRestart: the epoch ended under an attempt, or a node of ours was
+// deleted by someone else; start over. Never returned to callers.
+var errRestart = errors.New("semaphoremutex: start over")
 
 // attempt is one try for a lease, made under the internal lock in its
 // epoch (docs/design.md, "The semaphore's wait for a lease"). Owned by the
@@ -31,8 +37,6 @@ type attempt struct {
 	lossy   bool                       // a transaction's answer was lost
 	node    string                     // our lease node's name, once created
 }
-
-func newID() string { return locknode.NewID() }
 
 // run takes a lease, or with wait false takes one only if one is free now
 // (nil lease, nil error otherwise). The internal lock is released when run
@@ -67,8 +71,14 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 		if err != nil {
 			return nil, a.abort(ctx, err)
 		}
-		if sole {
-			return a.keep()
+		if sole && a.ep.Err() != nil {
+			return nil, errRestart
+		}
+		if sole { // holding the internal lock is holding the lease
+			l := a.lk
+			a.lk = nil
+			a.s.log.Debug("lease acquired: the internal lock", zap.String("node", l.Path()))
+			return l, nil
 		}
 		// Our lock node's czxid would be older than that grant's token.
 		a.s.log.Debug("a lease was granted since we queued: taking a lease node", zap.String("node", a.lk.Path()))
@@ -76,19 +86,14 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 	if err := a.take(ctx); err != nil {
 		return nil, a.abort(ctx, err)
 	}
-	return a.grant(ctx)
-}
-
-// keep makes the internal lock our lease (one lease, none taken: holding
-// it is holding the lease), unless the epoch ended; run checked ctx.
-func (a *attempt) keep() (*conn.Lease, error) {
+	if ctx.Err() != nil { // granted at this very moment: given up
+		return nil, a.abort(ctx, bg.CtxErr(ctx))
+	}
 	if a.ep.Err() != nil {
 		return nil, errRestart
 	}
-	l := a.lk
-	a.lk = nil
-	a.s.log.Debug("lease acquired: the internal lock", zap.String("node", l.Path()))
-	return l, nil
+	a.s.log.Debug("lease acquired", zap.String("node", a.node))
+	return connlink.Of(a.ep).NewLease(zkpath.Join(a.s.leasesPath, a.node), 0), nil
 }
 
 // soleLeaseFresh reports whether the internal lock node may be kept as the
@@ -161,33 +166,38 @@ func (a *attempt) watch(ctx context.Context) error {
 	return nil
 }
 
-// await waits for one watch to fire and updates before and the watches.
+// await waits for one watch to fire (a channel closed without an event
+// counts as "not watching"), ctx to end or the epoch to, and updates
+// before and the watches.
 func (a *attempt) await(ctx context.Context) error {
-	name, ev, err := a.next(ctx)
-	if err != nil {
-		return err
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(a.ep.Done())},
 	}
+	names := make([]string, 0, len(a.watches))
+	for name, ch := range a.watches {
+		names = append(names, name)
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	i, v, ok := reflect.Select(cases)
+	switch i {
+	case 0:
+		return bg.CtxErr(ctx)
+	case 1:
+		return a.ep.Err()
+	}
+	name := names[i-2]
 	delete(a.watches, name) // a watch fires once
-	switch ev.Type {
-	case zk.EventNodeDeleted:
-		a.forget(name)
-	case zk.EventNotWatching:
+	switch {
+	case !ok || v.Interface().(zk.Event).Type == zk.EventNotWatching:
 		// The session expired or is closing: wait for the epoch's end (the
 		// watches are set again if it does not come).
 		a.watches = nil
 		return bg.WaitEpochEnd(ctx, a.ep)
+	case v.Interface().(zk.Event).Type == zk.EventNodeDeleted:
+		a.forget(name)
 	}
-	// A data change: watch it again.
-	return nil
-}
-
-// unwatch removes our watches from the server when giving up. Admitted, we
-// keep them: each fires once when its node goes, at no request.
-func (a *attempt) unwatch() {
-	for name, ch := range a.watches {
-		bg.Unwatch(a.ep, ch)
-		delete(a.watches, name)
-	}
+	return nil // a data change: watch it again
 }
 
 // forget drops name from before (and from the watches).
@@ -201,27 +211,23 @@ func (a *attempt) forget(name string) {
 	}
 }
 
-// grant hands out our lease node, unless ctx ended at this very moment
-// (then the lease is given up) or the epoch did (start over).
-func (a *attempt) grant(ctx context.Context) (*conn.Lease, error) {
-	if ctx.Err() != nil {
-		return nil, a.abort(ctx, bg.CtxErr(ctx))
-	}
-	if a.ep.Err() != nil {
-		return nil, errRestart
-	}
-	a.s.log.Debug("lease acquired", zap.String("node", a.node))
-	return connlink.Of(a.ep).NewLease(zkpath.Join(a.s.leasesPath, a.node), 0), nil
-}
-
 // abort ends a failed attempt: errRestart if the epoch ended (our nodes go
 // with it); else it releases what we hold and returns err.
 func (a *attempt) abort(ctx context.Context, err error) error {
 	if a.ep.Err() != nil {
 		return errRestart
 	}
-	a.unwatch() // written before the deletes below
-	a.drop(ctx)
+	// Admitted, we would keep the watches (each fires once, at no request);
+	// giving up, we remove them before the deletes below.
+	for name, ch := range a.watches {
+		bg.Unwatch(a.ep, ch)
+		delete(a.watches, name)
+	}
+	if a.node != "" { // deleted under the epoch (bg.Settle): ctx may be why we give up
+		node := a.node
+		a.node = ""
+		bg.Settle(ctx, a.ep, a.s.log, func(ectx context.Context) error { return a.s.leases.Delete(ectx, a.ep, node) })
+	}
 	a.unlock(ctx)
 	return err
 }
@@ -241,13 +247,119 @@ func (a *attempt) unlock(ctx context.Context) {
 	a.lk = nil
 }
 
-// drop deletes our lease node, if any, under the epoch (bg.Settle): ctx
-// may be why we are giving up.
-func (a *attempt) drop(ctx context.Context) {
-	if a.node == "" {
-		return
+// take creates our lease node and releases the internal lock in one
+// transaction, which commits only while we hold the internal lock. It runs
+// detached (bg.Detach): if ctx ends first, the lease node it made, or
+// else the internal lock, is released in the background.
+func (a *attempt) take(ctx context.Context) error {
+	lk, id, noDir, lossy := a.lk, a.id, a.noDir, a.lossy
+	r, detached, err := bg.Detach(ctx, a.ep, a.s.log,
+		func(ctx, ectx context.Context) (took, error) {
+			return a.s.commit(ctx, ectx, a.ep, lk, id, noDir, lossy)
+		},
+		func(ectx context.Context, r took, _ error) error {
+			switch {
+			case r.node != "": // the lock node went in the same transaction
+				a.s.log.Info("deleting the lease node of an abandoned acquire", zap.String("node", r.node))
+				return a.s.leases.Delete(ectx, a.ep, r.node)
+			case r.lockGone:
+				return nil
+			}
+			return a.s.lock.Withdraw(ectx, lk)
+		})
+	if detached {
+		a.lk = nil // the background owns it now
+		return err
 	}
-	node := a.node
-	a.node = ""
-	bg.Settle(ctx, a.ep, a.s.log, func(ectx context.Context) error { return a.s.leases.Delete(ectx, a.ep, node) })
+	a.lossy = r.lossy
+	switch {
+	case r.node != "":
+		a.node, err = r.node, nil
+	case r.lockGone: // deleted by someone else: we may not create a lease node
+		a.s.log.Warn("our internal lock node was deleted by someone else; starting over", zap.String("node", a.lk.Path()))
+		err = errRestart
+	default:
+		return err
+	}
+	connlink.Of(a.lk).Released()
+	a.lk = nil
+	return err
+}
+
+// took is what a lease transaction came to: our lease node if it committed
+// (releasing lk), lockGone if lk's node was deleted by someone else, lossy
+// if an answer was lost on the way.
+type took struct {
+	node     string
+	lockGone bool
+	lossy    bool
+}
+
+// commit runs the lease transaction of take under ectx (the epoch's) until
+// it commits or cannot; ctx, the caller's, is checked before each try.
+// After a lost answer our lease node is looked for (FindLost) before
+// trying again; the lock node's delete makes the transaction one-shot.
+func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
+	r := took{lossy: lossy}
+	p := zkpath.Join(s.leasesPath, leaseSchema.Prefix(id))
+	label, err := nodelabel.From(ctx) // checked by the internal lock's acquire
+	if err != nil {
+		return r, err
+	}
+	data := locknode.EncodeData(id, "", s.lock.Sealed(), label)
+	if noDir { // leases/ is missing (first use, or reaped): make it
+		if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
+			return r, err
+		}
+	}
+	// The internal lock's release: ReleaseOps, except with one lease, where
+	// the mark would tell the next contender that no lease node exists.
+	ops := s.lock.ReleaseOps(lk.Path())
+	if s.max == 1 {
+		ops = []any{&zk.DeleteRequest{Path: lk.Path(), Version: -1}}
+	}
+	ops = append(ops, &zk.CreateRequest{Path: p, Data: data, Acl: s.lock.NodeACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
+	create := len(ops) - 1
+	for tries := 0; ; tries++ {
+		if ctx.Err() != nil {
+			return r, bg.CtxErr(ctx)
+		}
+		res, err := connlink.Of(ep).Multi(ectx, ops...)
+		switch {
+		case err == nil:
+			r.node = zkpath.Base(res[create].String)
+			return r, nil
+		case opFailed(res, create, zk.ErrNoNode) && tries == 0:
+			// leases/ was reaped between our listing and now.
+			if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
+				return r, err
+			}
+		case opFailed(res, 0, zk.ErrNoNode):
+			// Our lock node is gone. After a lost answer, that may be our
+			// own first try having committed late.
+			if r.lossy {
+				node, ferr := s.leases.FindLost(ectx, ep, id)
+				if ferr != nil {
+					return r, ferr
+				}
+				r.node = node
+			}
+			r.lockGone = r.node == ""
+			return r, nil
+		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil:
+			r.lossy = true
+			node, ferr := s.leases.FindLost(ectx, ep, id)
+			if ferr != nil || node != "" {
+				r.node = node
+				return r, ferr
+			}
+		default:
+			return r, err
+		}
+	}
+}
+
+// opFailed reports whether op i of a failed transaction failed with want.
+func opFailed(res []zk.MultiResponse, i int, want error) bool {
+	return i < len(res) && errors.Is(res[i].Error, want)
 }

@@ -17,18 +17,16 @@
 //	defer sem.ReturnLease(context.WithoutCancel(ctx), lease)
 //
 // Mutex is owned by the handle, like sync.Mutex, not by a goroutine: it is
-// not reentrant (a second Acquire waits for the Release) and any goroutine
-// may release it, which suits a lock handed to a worker or a callback.
-// mutex.InterProcessMutex is the opposite. A Semaphore hands out one lease
-// per Acquire and takes back any lease it granted, from any goroutine.
+// not reentrant and any goroutine may release it (mutex.InterProcessMutex
+// is the opposite). A Semaphore takes back any lease it granted, from any
+// goroutine.
 //
 // Under the path, locks/ holds an internal FIFO mutex and leases/ one
-// ephemeral node per lease held. A contender takes the internal mutex,
-// waits until fewer than N lease nodes exist, and creates its lease node in
-// the transaction that releases the internal mutex. With one lease the
-// internal lock node itself may be kept as the lease, so a handoff costs
-// what the mutex's does. See docs/design.md, "The semaphore with one lease"
-// and "The semaphore's wait for a lease".
+// ephemeral node per lease held: a contender takes the internal mutex,
+// waits until fewer than N lease nodes exist, and creates its lease node
+// in the transaction that releases the internal mutex. With one lease the
+// internal lock node itself may be kept as the lease (docs/design.md, "The
+// semaphore with one lease").
 //
 // # What it guarantees
 //
@@ -36,34 +34,28 @@
 //     included, while each holder's session lives and all agree on N
 //     (nothing checks that, as in Curator).
 //   - FIFO order, and no herd: a release wakes at most one waiter.
-//   - The contract of package lock: the deadline is kept, and nothing of
-//     ours is left behind (see docs/safety.md).
-//   - Lease.Lost closes when the lease is no longer safe; Lease.Fence and
-//     Lease.GuardedWrite fence writes. With one lease the tokens grow
-//     strictly in grant order, Curator holders' included.
-//   - Nodes are sealed: nobody else's write lets a waiter in (see package
-//     mutex). lock.WithRevocable lets Curator's Revoker or lock.Revoke ask the
-//     holder to release (Lease.Revoked).
-//   - lock.WithLocalHandoff (Mutex only, off by default): the handles of one
-//     session and path pass the lease between them without a request, up
-//     to a bound.
+//   - The contract of package lock (see docs/safety.md). Lease.Lost,
+//     Lease.Fence and Lease.GuardedWrite as in package mutex; with one
+//     lease the tokens grow strictly in grant order, Curator's included.
+//   - Nodes are sealed unless lock.WithRevocable. lock.WithLocalHandoff
+//     (Mutex only, off by default): the handles of one session and path
+//     pass the lease between them without a request, up to a bound.
 //
 // # What it does not guarantee
 //
 // Holding a lease is a lease on the ZooKeeper session, not a promise: only
 // fencing closes the window in which an expired holder still believes it
-// holds. TryAcquire gives up, as Curator's acquire with a zero timeout
-// does, whenever another contender holds the internal mutex. A client that
-// creates lease nodes without holding the internal mutex (neither Curator
-// nor this package does), or a third party deleting an internal lock node,
-// breaks the count. Curator's getParticipantNodes does not see our
-// one-lease holder (Participants does).
+// holds. TryAcquire gives up, as Curator's does with a zero timeout,
+// whenever another contender holds the internal mutex. A client that
+// creates lease nodes without holding the internal mutex, or a third
+// party deleting an internal lock node, breaks the count. Curator's
+// getParticipantNodes does not see our one-lease holder (Participants
+// does).
 //
 // # Errors
 //
 // Package lock's errors, wrapped ("semaphoremutex: release <path>: lock: not
-// held"): lock.ErrNotHeld (Release or ReturnLease of what the handle does
-// not hold) and lock.ErrReleasePending; conn.ErrInvalidArgument for bad
-// input to New or NewSemaphore (a nil session, fewer than one lease, a bad
-// path or option). Errors of ctx and of the session are wrapped.
+// held"): lock.ErrNotHeld and lock.ErrReleasePending; conn.ErrInvalidArgument
+// for bad input to New or NewSemaphore. Errors of ctx and of the session
+// are wrapped.
 package semaphoremutex

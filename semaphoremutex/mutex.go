@@ -59,10 +59,13 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*Mutex, error) {
 	}
 	c, err := cohort.NewContender(sess, kind, path, cfg.Handoff, cohort.Remote{
 		// The Contender reports the waits, as semaphoremutex's.
-		Acquire:    func(ctx context.Context) (*conn.Lease, error) { return s.acquire(ctx, true) },
-		TryAcquire: s.tryAcquire,
-		Release:    s.ReturnLease,
-		Holds:      holdsRecipe,
+		Acquire: func(ctx context.Context) (*conn.Lease, error) { return s.acquire(ctx, true) },
+		TryAcquire: func(ctx context.Context) (*conn.Lease, bool, error) {
+			l, err := s.acquire(ctx, false)
+			return l, l != nil, err
+		},
+		Release: s.ReturnLease,
+		Holds:   holdsRecipe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
@@ -77,43 +80,41 @@ func (m *Mutex) Path() string { return m.sem.path }
 // waiting for the handle's own hold or acquire to end. On error nothing is
 // held or left behind; the error wraps ctx's or the session's.
 func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := nodelabel.From(ctx); err != nil { // before the gate and handoff
-		return nil, m.acquireErr(err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), bg.CtxErr(ctx))
-	}
-	select {
-	case m.gate <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), bg.CtxErr(ctx))
-	}
-	l, err := m.c.Acquire(ctx)
-	if err != nil {
-		<-m.gate
-		return nil, m.acquireErr(err)
-	}
-	m.mu.Lock()
-	m.lease = l
-	m.mu.Unlock()
-	return l, nil
+	l, _, err := m.acquire(ctx, true)
+	return l, err
 }
 
 // TryAcquire makes one attempt and does not wait: (nil, false, nil) when
 // the handle or another contender holds or is taking the mutex.
 func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	return m.acquire(ctx, false)
+}
+
+func (m *Mutex) acquire(ctx context.Context, wait bool) (l *conn.Lease, ok bool, err error) {
 	if _, err := nodelabel.From(ctx); err != nil { // before the gate and handoff
 		return nil, false, m.acquireErr(err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), bg.CtxErr(ctx))
+		return nil, false, m.acquireErr(bg.CtxErr(ctx))
 	}
 	select {
 	case m.gate <- struct{}{}:
 	default:
-		return nil, false, nil
+		if !wait {
+			return nil, false, nil
+		}
+		select {
+		case m.gate <- struct{}{}:
+		case <-ctx.Done():
+			return nil, false, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), bg.CtxErr(ctx))
+		}
 	}
-	l, ok, err := m.c.TryAcquire(ctx)
+	if wait {
+		l, err = m.c.Acquire(ctx)
+		ok = l != nil
+	} else {
+		l, ok, err = m.c.TryAcquire(ctx)
+	}
 	if err != nil || !ok {
 		<-m.gate
 		return nil, false, m.acquireErr(err)
@@ -153,4 +154,10 @@ func (m *Mutex) acquireErr(err error) error {
 		return nil
 	}
 	return fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), err)
+}
+
+// Participants lists the holder, if any, then the waiters in the order
+// they will be served (see Semaphore.Participants).
+func (m *Mutex) Participants(ctx context.Context) ([]lock.Participant, error) {
+	return m.sem.Participants(ctx)
 }

@@ -120,39 +120,27 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg lockopt.Confi
 // nothing is held or left behind; the error wraps ctx's or the session's.
 // A lease granted as ctx ends is given up.
 func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := nodelabel.From(ctx); err != nil { // asks for nothing: no wait
-		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
-	}
-	done := report.Meter(s.sess, "semaphore", s.path)
-	l, err := s.acquire(ctx, true)
-	done(l != nil, err)
-	if err != nil {
-		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
-	}
-	return l, nil
+	l, _, err := s.metered(ctx, true)
+	return l, err
 }
 
 // TryAcquire makes one attempt and does not wait: (nil, false, nil) when
 // every lease is taken or, as in Curator, another contender holds the
 // internal lock.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	return s.metered(ctx, false)
+}
+
+// metered is acquire reported as one wait to the session's Lock hook.
+func (s *Semaphore) metered(ctx context.Context, wait bool) (*conn.Lease, bool, error) {
 	if _, err := nodelabel.From(ctx); err != nil { // asks for nothing: no wait
 		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
 	}
 	done := report.Meter(s.sess, "semaphore", s.path)
-	l, ok, err := s.tryAcquire(ctx)
-	done(ok, err)
+	l, err := s.acquire(ctx, wait)
+	done(l != nil, err)
 	if err != nil {
 		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
-	}
-	return l, ok, nil
-}
-
-// tryAcquire is TryAcquire without its report to the Lock hook.
-func (s *Semaphore) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	l, err := s.acquire(ctx, false)
-	if err != nil {
-		return nil, false, err
 	}
 	return l, l != nil, nil
 }
@@ -232,5 +220,46 @@ func attemptID(lk *conn.Lease) string {
 	if c, ok := lockSchema.Parse(zkpath.Base(lk.Path())); ok && c.ID != "" {
 		return c.ID
 	}
-	return newID()
+	return locknode.NewID()
+}
+
+// Participants lists the lease holders, oldest first (Holding), then the
+// contenders queued on the internal lock in the order they will be served.
+// With one lease and no lease node, the holder may be ours, listed with
+// the internal lock node it keeps as its lease (soleLeaseTag). A snapshot,
+// not atomic: nodes that leave while it is taken are left out.
+func (s *Semaphore) Participants(ctx context.Context) ([]lock.Participant, error) {
+	ps, err := s.leases.Participants(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("semaphoremutex: participants of %s: %w", s.path, err)
+	}
+	waiting, err := s.lock.Participants(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("semaphoremutex: participants of %s: %w", s.path, err)
+	}
+	if len(ps) > s.max {
+		ps = ps[:s.max] // the rest is the contender checking under the internal lock
+	}
+	out := convert(s.leasesPath, ps, true)
+	if len(ps) == 0 && s.max == 1 && len(waiting) > 0 && waiting[0].Tag == soleLeaseTag {
+		out = convert(zkpath.Join(s.path, locksDir), waiting[:1], true)
+	}
+	ids := make(map[string]bool, len(out))
+	for _, h := range out {
+		ids[h.ID] = true
+	}
+	for _, w := range convert(zkpath.Join(s.path, locksDir), waiting, false) {
+		if !ids[w.ID] { // our lease node carries our lock node's id
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+func convert(dir string, ps []queue.Participant, holding bool) []lock.Participant {
+	out := make([]lock.Participant, len(ps))
+	for i, p := range ps {
+		out[i] = p.Public(dir, holding)
+	}
+	return out
 }
