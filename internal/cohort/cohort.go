@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,20 +32,19 @@ var ErrNotHolder = fmt.Errorf("cohort: not the current holder: %w", lock.ErrNotH
 type Bound = lockopt.Bound
 
 // Remote is the recipe's own acquire and release of one ZooKeeper
-// contender. It reports no wait: the Contender does.
+// contender; it reports no wait (the Contender does). Release's error
+// matching lock.ErrReleasePending means released; any other leaves it held.
 type Remote struct {
 	Acquire    func(ctx context.Context) (*conn.Lease, error)
 	TryAcquire func(ctx context.Context) (*conn.Lease, bool, error)
-	// Release: an error matching lock.ErrReleasePending means released
-	// (the delete goes on in the background); any other leaves it held.
-	Release func(ctx context.Context, l *conn.Lease) error
+	Release    func(ctx context.Context, l *conn.Lease) error
 	// Holds is the recipe the grants' holds are reported under, and so
 	// their handoffs; "" is the kind's (semaphoremutex's are semaphore's).
 	Holds string
 }
 
-// Key identifies a cohort in its session. Kind names the recipe and
-// anything of its configuration that makes its nodes differ.
+// Key identifies a cohort in its session. Kind names the recipe and what
+// of its configuration makes its nodes differ.
 type Key struct {
 	Kind  string
 	Path  string
@@ -88,14 +88,9 @@ type cohort struct {
 	waiters []*waiter                                // local waiters, first come first
 }
 
-// waiter is one queued goroutine; its channel gets exactly one wake (buffered).
-type waiter struct{ ch chan wake }
-
-// wake is a grant (lease set) or the turn to acquire the node (acquire).
-type wake struct {
-	lease   *conn.Lease
-	acquire bool
-}
+// waiter is one queued goroutine; its channel (buffered) gets exactly one
+// wake: a grant, or nil for the turn to acquire the node.
+type waiter struct{ ch chan *conn.Lease }
 
 // Acquire returns a grant: a new node or a local handoff. On error nothing
 // is held or left behind (a local waiter has no node, watch or goroutine).
@@ -103,37 +98,48 @@ func (h *Handle) Acquire(ctx context.Context) (*conn.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, bg.CtxErr(ctx)
 	}
-	m := connlink.Of(h.sess).Shared()
-	var c *cohort
-	for {
-		v, loaded := m.LoadOrStore(h.key, &cohort{st: acquiring})
-		c = v.(*cohort)
-		if !loaded { // ours: we acquire the node
-			l, _, err := h.acquireNode(ctx, c, true)
-			return l, err
-		}
-		c.mu.Lock()
-		if c.st != idle {
-			break
-		}
-		c.mu.Unlock() // retired after we loaded it: look again
+	c, ours := h.find()
+	if ours {
+		l, _, err := h.acquireNode(ctx, c, true)
+		return l, err
 	}
-	w := &waiter{ch: make(chan wake, 1)}
+	w := &waiter{ch: make(chan *conn.Lease, 1)}
 	c.waiters = append(c.waiters, w)
 	c.watch()
 	c.mu.Unlock()
-	var wk wake
 	select {
-	case wk = <-w.ch:
-		if wk.lease == nil || ctx.Err() == nil {
-			return h.woken(ctx, c, wk)
+	case wk := <-w.ch:
+		switch {
+		case wk != nil && ctx.Err() != nil:
+			// A grant at the moment ctx ended is given up, as the queue does.
+			return nil, h.giveUp(ctx, c, wk, bg.CtxErr(ctx))
+		case wk != nil:
+			return wk, nil
 		}
-		// A grant at the moment ctx ended is given up, as the queue does.
-		return nil, h.giveUp(ctx, c, wk, bg.CtxErr(ctx))
+		l, _, err := h.acquireNode(ctx, c, true) // our turn to acquire the node
+		return l, err
 	case <-ctx.Done():
 		return nil, h.leave(ctx, c, w, bg.CtxErr(ctx))
 	case <-connlink.Of(h.sess).Closing():
 		return nil, h.leave(ctx, c, w, conn.ErrClosed)
+	}
+}
+
+// find returns h's cohort, locked, or a new one (ours), whose node the
+// caller acquires.
+func (h *Handle) find() (c *cohort, ours bool) {
+	m := connlink.Of(h.sess).Shared()
+	for {
+		v, loaded := m.LoadOrStore(h.key, &cohort{st: acquiring})
+		c = v.(*cohort)
+		if !loaded {
+			return c, true
+		}
+		c.mu.Lock()
+		if c.st != idle {
+			return c, false
+		}
+		c.mu.Unlock() // retired after we loaded it: look again
 	}
 }
 
@@ -150,11 +156,11 @@ func (h *Handle) leave(ctx context.Context, c *cohort, w *waiter, err error) err
 }
 
 // giveUp gives on a wake its waiter does not take, and returns err.
-func (h *Handle) giveUp(ctx context.Context, c *cohort, wk wake, err error) error {
-	if wk.lease != nil {
+func (h *Handle) giveUp(ctx context.Context, c *cohort, wk *conn.Lease, err error) error {
+	if wk != nil {
 		rctx, cancel := bg.GraceContext(ctx, bg.Grace)
 		defer cancel()
-		_ = h.Release(rctx, wk.lease) // a pending delete goes on in the background
+		_ = h.Release(rctx, wk) // a pending delete goes on in the background
 		return err
 	}
 	c.mu.Lock()
@@ -163,36 +169,18 @@ func (h *Handle) giveUp(ctx context.Context, c *cohort, wk wake, err error) erro
 	return err
 }
 
-// woken follows a waiter's wake.
-func (h *Handle) woken(ctx context.Context, c *cohort, wk wake) (*conn.Lease, error) {
-	if wk.lease != nil {
-		return wk.lease, nil
-	}
-	l, _, err := h.acquireNode(ctx, c, true)
-	return l, err
-}
-
 // TryAcquire returns a grant if the lock is free in this process and the
 // remote try succeeds.
 func (h *Handle) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, bg.CtxErr(ctx)
 	}
-	m := connlink.Of(h.sess).Shared()
-	for {
-		v, loaded := m.LoadOrStore(h.key, &cohort{st: acquiring})
-		c := v.(*cohort)
-		if !loaded {
-			return h.acquireNode(ctx, c, false)
-		}
-		c.mu.Lock()
-		st := c.st
-		c.mu.Unlock()
-		if st != idle {
-			return nil, false, nil // held or being acquired in the process
-		}
-		// retired after we loaded it: look again
+	c, ours := h.find()
+	if ours {
+		return h.acquireNode(ctx, c, false)
 	}
+	c.mu.Unlock()
+	return nil, false, nil // held or being acquired in the process
 }
 
 // acquireNode acquires the node for c (whose st is acquiring, owned by the
@@ -232,8 +220,10 @@ func (c *cohort) watch() {
 // only where a remote grant could be made (node not known deleted, epoch
 // live, not suspended), with no revoke request seen, within the bound.
 func (c *cohort) passable(h *Handle) bool {
+	b := h.key.Bound
 	return len(c.waiters) > 0 && !c.dead() && h.sess.State() != conn.Suspended &&
-		!connlink.Of(c.node).RevokeSeen() && c.within(h.key.Bound)
+		!connlink.Of(c.node).RevokeSeen() &&
+		c.passes < b.MaxPasses && (b.Budget <= 0 || time.Since(c.since) < b.Budget)
 }
 
 // dead reports whether the node is known gone: its epoch ended, or its
@@ -250,7 +240,7 @@ func (c *cohort) handOn(h *Handle) {
 		w := c.waiters[0]
 		c.waiters = c.waiters[1:]
 		c.st = acquiring
-		w.ch <- wake{acquire: true}
+		w.ch <- nil
 		return
 	}
 	c.st = idle
@@ -289,7 +279,7 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 		c.passes++
 		connlink.Of(l).Released() // refused before the next grant exists
 		c.holder = connlink.Of(c.node).Local(int64(c.passes))
-		w.ch <- wake{lease: c.holder}
+		w.ch <- c.holder
 		c.mu.Unlock()
 		report.Lock(h.sess, metrics.Lock{Event: metrics.LockHandoff, Recipe: h.holds(), Path: h.key.Path})
 		return nil
@@ -318,11 +308,6 @@ func (h *Handle) holds() string {
 	return recipeOf(h.key.Kind)
 }
 
-// within reports whether the bound allows one more local handoff (locked).
-func (c *cohort) within(b Bound) bool {
-	return c.passes < b.MaxPasses && (b.Budget <= 0 || time.Since(c.since) < b.Budget)
-}
-
 // Waiting is the number of goroutines queued locally for h's cohort (not
 // the holder or the acquirer). For tests and diagnostics.
 func (h *Handle) Waiting() int {
@@ -334,4 +319,78 @@ func (h *Handle) Waiting() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.waiters)
+}
+
+// Contender is how a recipe handle gets its grants: through its cohort
+// (with a Bound) or straight from its remote lock. The zero value is not
+// usable; safe for concurrent use.
+type Contender struct {
+	co     *Handle // nil without local handoff
+	remote Remote
+	sess   *conn.Session
+	recipe string // kind up to its first "/", for the Lock hook
+	path   string
+}
+
+// NewContender returns the contender of a recipe handle on sess, through
+// the cohort of Key{kind, path, *bound} when bound is not nil.
+func NewContender(sess *conn.Session, kind, path string, bound *Bound, remote Remote) (Contender, error) {
+	c := Contender{remote: remote, sess: sess, recipe: recipeOf(kind), path: path}
+	if bound == nil {
+		return c, nil
+	}
+	h, err := New(sess, Key{Kind: kind, Path: path, Bound: *bound}, remote)
+	if err != nil {
+		return Contender{}, err
+	}
+	c.co = h
+	return c, nil
+}
+
+// recipeOf is the recipe in a cohort kind ("mutex/revocable": "mutex").
+func recipeOf(kind string) string {
+	name, _, _ := strings.Cut(kind, "/")
+	return name
+}
+
+// Acquire returns a grant, reporting the whole wait, a local one included,
+// once to the session's Lock hook.
+func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
+	done := report.Meter(c.sess, c.recipe, c.path)
+	acquire := c.remote.Acquire
+	if c.co != nil {
+		acquire = c.co.Acquire
+	}
+	l, err := acquire(ctx)
+	done(l != nil, err)
+	return l, err
+}
+
+// TryAcquire returns a grant if one is free now, reporting as Acquire.
+func (c Contender) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
+	done := report.Meter(c.sess, c.recipe, c.path)
+	try := c.remote.TryAcquire
+	if c.co != nil {
+		try = c.co.TryAcquire
+	}
+	l, ok, err := try(ctx)
+	done(ok, err)
+	return l, ok, err
+}
+
+// Release ends grant l; a lease that is not the cohort's current grant
+// fails with ErrNotHolder.
+func (c Contender) Release(ctx context.Context, l *conn.Lease) error {
+	if c.co != nil {
+		return c.co.Release(ctx, l)
+	}
+	return c.remote.Release(ctx, l)
+}
+
+// Waiting is Handle.Waiting, 0 without local handoff. For tests.
+func (c Contender) Waiting() int {
+	if c.co == nil {
+		return 0
+	}
+	return c.co.Waiting()
 }
