@@ -29,19 +29,18 @@ type attempt struct {
 	lk *conn.Lease // the internal lock, until released (then nil)
 	id string      // the internal lock node's id, which our lease node carries
 
-	free    bool                       // no lease node can exist: skip the listing (see soleLeaseTag)
+	free    bool                       // no lease node can exist (soleLeaseTag): no listing
 	before  []locknode.Contender       // lease nodes from our listing, minus those seen gone
 	watches map[string]<-chan zk.Event // data watches set on entries of before
 	noDir   bool                       // leases/ did not exist when we listed
-	pzxid   int64                      // leases/'s pzxid at our listing (0 if not listed or no leases/)
+	pzxid   int64                      // leases/'s at our listing
 	lossy   bool                       // a transaction's answer was lost
 	node    string                     // our lease node's name, once created
 }
 
-// run takes a lease, or with wait false takes one only if one is free now
-// (nil lease, nil error otherwise). The internal lock is released when run
-// returns. Errors: errRestart when the epoch ended or a node of ours
-// vanished; otherwise nothing of ours is left.
+// run takes a lease (with wait false only if one is free now: else a nil
+// lease and error) and releases the internal lock. Errors: errRestart, or
+// nothing of ours is left.
 func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 	if !a.free {
 		if err := a.list(ctx); err != nil {
@@ -140,7 +139,7 @@ func (a *attempt) list(ctx context.Context) error {
 }
 
 // watch makes sure max entries of before are watched, dropping those found
-// gone; it stops early once fewer than max entries are left (admitted).
+// gone, until fewer than max are left (admitted).
 func (a *attempt) watch(ctx context.Context) error {
 	if a.watches == nil {
 		a.watches = make(map[string]<-chan zk.Event, a.s.max)
@@ -167,8 +166,7 @@ func (a *attempt) watch(ctx context.Context) error {
 }
 
 // await waits for one watch to fire (a channel closed without an event
-// counts as "not watching"), ctx to end or the epoch to, and updates
-// before and the watches.
+// is "not watching"), ctx or the epoch to end, and updates the attempt.
 func (a *attempt) await(ctx context.Context) error {
 	cases := []reflect.SelectCase{
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
@@ -190,9 +188,7 @@ func (a *attempt) await(ctx context.Context) error {
 	delete(a.watches, name) // a watch fires once
 	switch {
 	case !ok || v.Interface().(zk.Event).Type == zk.EventNotWatching:
-		// The session expired or is closing: wait for the epoch's end (the
-		// watches are set again if it does not come).
-		a.watches = nil
+		a.watches = nil // set again if the epoch does not end
 		return bg.WaitEpochEnd(ctx, a.ep)
 	case v.Interface().(zk.Event).Type == zk.EventNodeDeleted:
 		a.forget(name)
@@ -217,13 +213,11 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 	if a.ep.Err() != nil {
 		return errRestart
 	}
-	// Admitted, we would keep the watches (each fires once, at no request);
-	// giving up, we remove them before the deletes below.
 	for name, ch := range a.watches {
 		bg.Unwatch(a.ep, ch)
 		delete(a.watches, name)
 	}
-	if a.node != "" { // deleted under the epoch (bg.Settle): ctx may be why we give up
+	if a.node != "" { // ctx may be why we give up: bg.Settle
 		node := a.node
 		a.node = ""
 		bg.Settle(ctx, a.ep, a.s.log, func(ectx context.Context) error { return a.s.leases.Delete(ectx, a.ep, node) })
@@ -232,9 +226,9 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 	return err
 }
 
-// unlock releases the internal lock if we still hold it, on a context of
-// its own (bg.CleanupContext), with a plain delete (queue.Withdraw): we
-// cannot promise the next one-lease contender that no lease node exists.
+// unlock releases the internal lock if we still hold it, with a plain
+// delete: we cannot promise the next one-lease contender that no lease
+// node exists.
 func (a *attempt) unlock(ctx context.Context) {
 	if a.lk == nil {
 		return
@@ -248,9 +242,8 @@ func (a *attempt) unlock(ctx context.Context) {
 }
 
 // take creates our lease node and releases the internal lock in one
-// transaction, which commits only while we hold the internal lock. It runs
-// detached (bg.Detach): if ctx ends first, the lease node it made, or
-// else the internal lock, is released in the background.
+// transaction, detached (bg.Detach): if ctx ends first, the lease node it
+// made, or else the internal lock, is released in the background.
 func (a *attempt) take(ctx context.Context) error {
 	lk, id, noDir, lossy := a.lk, a.id, a.noDir, a.lossy
 	r, detached, err := bg.Detach(ctx, a.ep, a.s.log,
@@ -286,19 +279,17 @@ func (a *attempt) take(ctx context.Context) error {
 	return err
 }
 
-// took is what a lease transaction came to: our lease node if it committed
-// (releasing lk), lockGone if lk's node was deleted by someone else, lossy
-// if an answer was lost on the way.
+// took is what a lease transaction came to: our lease node if committed,
+// or lockGone if lk's node was deleted by someone else.
 type took struct {
 	node     string
 	lockGone bool
 	lossy    bool
 }
 
-// commit runs the lease transaction of take under ectx (the epoch's) until
-// it commits or cannot; ctx, the caller's, is checked before each try.
-// After a lost answer our lease node is looked for (FindLost) before
-// trying again; the lock node's delete makes the transaction one-shot.
+// commit runs the lease transaction under ectx until it commits or
+// cannot, checking ctx before each try. After a lost answer our lease node
+// is looked for (FindLost); the lock node's delete makes it one-shot.
 func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
 	r := took{lossy: lossy}
 	p := zkpath.Join(s.leasesPath, leaseSchema.Prefix(id))

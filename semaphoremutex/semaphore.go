@@ -22,26 +22,23 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// Node names, as Curator's InterProcessSemaphoreV2 lays them out under the
-// semaphore's path.
+// Curator's InterProcessSemaphoreV2 layout: the internal mutex's nodes in
+// locks/ ("_c_<uuid>-lock-<seq>"), the leases' in leases/.
 const (
-	locksDir  = "locks"  // the internal mutex: "_c_<uuid>-lock-<seq>"
-	leasesDir = "leases" // the leases: "_c_<uuid>-lease-<seq>"
+	locksDir  = "locks"
+	leasesDir = "leases"
+	// soleLeaseTag tags one-lease semaphores' internal lock nodes: a
+	// handover from one tells the next contender that no lease node exists.
+	soleLeaseTag = "sole-lease"
+	// holdsRecipe labels every lease's hold and loss and a Mutex's local
+	// handoffs; a Mutex's waits are "semaphoremutex".
+	holdsRecipe = "semaphore"
 )
 
 var (
 	lockSchema  = locknode.ProtectedSchema{Name: "lock"}
 	leaseSchema = locknode.ProtectedSchema{Name: "lease"}
 )
-
-// soleLeaseTag tags one-lease semaphores' internal lock nodes: a handover
-// from one tells the next contender that no lease node exists
-// (docs/design.md, "The semaphore with one lease").
-const soleLeaseTag = "sole-lease"
-
-// holdsRecipe labels every lease's hold and loss, a Mutex's included, and
-// a Mutex's local handoffs; a Mutex's waits are "semaphoremutex".
-const holdsRecipe = "semaphore"
 
 // Semaphore is a counting semaphore: at most N holders at a time among
 // every process on the path, Curator's InterProcessSemaphoreV2 included.
@@ -54,13 +51,8 @@ type Semaphore struct {
 	max        int
 	sess       *conn.Session
 	log        *zap.Logger
-
-	// lock is the internal mutex at <path>/locks: only its holder creates
-	// a lease node (with one lease, it may keep its lock node as the lease).
-	lock *queue.Queue
-	// leases is the queue over <path>/leases, for Release and Participants
-	// only: attempt waits for a lease.
-	leases *queue.Queue
+	lock       *queue.Queue // the internal mutex: only its holder creates a lease node
+	leases     *queue.Queue // for release and Participants only: attempt waits for a lease
 
 	mu   sync.Mutex               // guards held
 	held map[*conn.Lease]struct{} // granted by this handle and not yet released
@@ -88,17 +80,15 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg lockopt.Confi
 	if leases == 1 {
 		tag = soleLeaseTag
 	}
-	// No Recipe: the lock is no holder's work, its holds and losses are not
-	// reported, and its wait is part of the semaphore's.
+	// No Recipe: the lock is no holder's work; its wait is the semaphore's.
 	lock, err := queue.New(sess, zkpath.Join(path, locksDir), queue.Config{Schema: lockSchema, Predicate: queue.First, Tag: tag},
 		queue.Options{Revocable: cfg.Revocable})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
 	leasesPath := zkpath.Join(path, leasesDir)
-	// The lease queue grants nothing (acquire counts lease nodes under the
-	// internal lock): First's order without its handover mark, so that no
-	// release of a lease node ever leaves one.
+	// The lease queue grants nothing: First's order without its handover
+	// mark, which no release of a lease node may leave.
 	lq, err := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Predicate: queue.Predicate{Decide: queue.First.Decide}}, queue.Options{Revocable: cfg.Revocable})
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
@@ -166,15 +156,14 @@ func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 		release = s.lock.Release // the lease is the internal lock node: hand it over
 	}
 	err := release(ctx, lease)
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, lock.ErrReleasePending):
-		return fmt.Errorf("semaphoremutex: release %s: %w", lease.Path(), err)
 	}
-	s.mu.Lock()
-	s.held[lease] = struct{}{}
-	s.mu.Unlock()
+	if !errors.Is(err, lock.ErrReleasePending) {
+		s.mu.Lock()
+		s.held[lease] = struct{}{}
+		s.mu.Unlock()
+	}
 	return fmt.Errorf("semaphoremutex: release %s: %w", lease.Path(), err)
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -97,7 +96,7 @@ func (a *attempt) list(ctx context.Context) error {
 		return err
 	}
 	a.listed(cs)
-	return a.ghosts(ctx)
+	return a.dropGhosts(ctx)
 }
 
 // listed makes a fresh listing, which shows our node, the cache.
@@ -160,7 +159,7 @@ func (a *attempt) behind(ctx context.Context, p *prelisting) error {
 	r := <-p.res
 	if r.sent && r.err == nil && index(r.cs, a.node) >= 0 {
 		a.listed(r.cs)
-		return a.ghosts(ctx)
+		return a.dropGhosts(ctx)
 	}
 	return a.list(ctx)
 }
@@ -169,7 +168,7 @@ func (a *attempt) behind(ctx context.Context, p *prelisting) error {
 // session's view of the queue (fromView), or else by listing the children.
 func (a *attempt) relist(ctx context.Context) error {
 	if a.fromView() {
-		return a.ghosts(ctx)
+		return a.dropGhosts(ctx)
 	}
 	return a.list(ctx)
 }
@@ -189,18 +188,6 @@ func (a *attempt) fromView() bool {
 	a.cs, a.part, a.clearedBy = cs, false, ""
 	a.unsure()
 	return true
-}
-
-// ghosts runs dropGhosts only when a node other than ours has our prefix,
-// so that a listing shared by many waiters is not copied by each.
-func (a *attempt) ghosts(ctx context.Context) error {
-	prefix := a.q.cfg.Schema.Prefix(a.id)
-	for _, c := range a.cs {
-		if c.Name != a.node && strings.HasPrefix(c.Name, prefix) {
-			return a.dropGhosts(ctx)
-		}
-	}
-	return nil
 }
 
 // maxCopy bounds the contenders shrink copies.

@@ -33,15 +33,10 @@ func (a *attempt) create(ctx context.Context) error {
 			a.q.log.Info("deleting the node of an abandoned acquire", zap.String("node", c.node))
 			return a.q.Delete(ectx, a.ep, c.node)
 		})
-	if detached {
-		return err
+	if !detached {
+		a.node, a.lossy = c.node, c.lossy // no node on error
 	}
-	a.lossy = c.lossy
-	if err != nil {
-		return err
-	}
-	a.node = c.node
-	return nil
+	return err
 }
 
 // createNode creates the node of acquire id under ectx, checking ctx before
@@ -170,13 +165,12 @@ func (q *Queue) ours(ctx context.Context, ep *conn.Epoch, id, prefix, name strin
 
 // dropGhosts deletes any other node of our acquire id (a lost create
 // applied after all): queueing behind it would wait for our session's end.
-// Reads data only after a lost answer.
 func (a *attempt) dropGhosts(ctx context.Context) error {
 	prefix := a.q.cfg.Schema.Prefix(a.id)
 	if !a.lossy && !strings.Contains(prefix, a.id) {
-		return nil
+		return nil // the id is in the data: read only after a lost answer
 	}
-	for _, c := range append([]locknode.Contender(nil), a.cs...) {
+	for _, c := range a.cs { // remove below makes a new a.cs: cs may be shared
 		if c.Name == a.node {
 			continue
 		}
