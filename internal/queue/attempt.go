@@ -25,24 +25,17 @@ type attempt struct {
 	node string    // our node's name, once created
 
 	// cs is the cache: the contenders of our last listing in queue order,
-	// minus those seen gone; once we wait, only what the next decisions
-	// need (shrink). May be shared with other waiters: never modified.
-	cs []locknode.Contender
-	// part: cs may lack contenders before ours that block us, so a grant
-	// decided from it lists again. clearedBy names the contender whose
-	// handover grants us even so.
-	part      bool
-	clearedBy string
+	// minus those seen gone, cut to what the next decisions need (shrink).
+	// May be shared with other waiters: never modified.
+	cs        []locknode.Contender
+	part      bool   // cs may lack contenders that block us: a grant lists again
+	clearedBy string // the contender whose handover grants us even so
 
-	lossy bool // a create's answer was lost: look out for a ghost of ours
-
-	// stale: the cache changed on a notified deletion or the session's
-	// view since a read showed our node; a grant waits for confirm.
-	stale bool
-	own   *async[ownStat] // a read of our node in flight
-	czxid int64           // our node's, when confirm read it
-
-	from *locknode.NodeData // the data of the node whose handover woke us last
+	lossy bool               // a create's answer was lost: look out for a ghost of ours
+	stale bool               // the cache changed since a read showed our node: confirm
+	own   *async[ownStat]    // a read of our node in flight
+	czxid int64              // our node's, when confirm read it
+	from  *locknode.NodeData // the data of the node whose handover woke us last
 }
 
 // run acquires our node in a.ep (with wait false: only if granted at
@@ -64,32 +57,30 @@ func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
 			return Grant{}, a.abort(ctx, a.missing())
 		}
 		ok, watch := a.q.cfg.Predicate.Decide(a.cs, self)
-		if ok && a.part {
-			if err := a.relist(ctx); err != nil {
-				return Grant{}, a.abort(ctx, err)
-			}
-			continue
-		}
-		if ok {
-			return a.grant(ctx)
-		}
 		w := index(a.cs, watch)
-		if w < 0 || w >= self {
-			return Grant{}, a.abort(ctx, fmt.Errorf("%w: predicate named %q to watch from %q", ErrBadRecipe, watch, a.node))
-		}
-		if !wait {
+		var err error
+		switch {
+		case ok && a.part:
+			err = a.relist(ctx)
+		case ok:
+			return a.grant(ctx)
+		case w < 0 || w >= self:
+			err = fmt.Errorf("%w: predicate named %q to watch from %q", ErrBadRecipe, watch, a.node)
+		case !wait:
 			a.drop(ctx)
 			return Grant{}, nil
+		default:
+			a.shrink(self, w)
+			err = a.await(ctx, watch)
 		}
-		a.shrink(self, w)
-		if err := a.await(ctx, watch); err != nil {
+		if err != nil {
 			return Grant{}, a.abort(ctx, err)
 		}
 	}
 }
 
-// list lists the children once (a listing shared with the queue's other
-// waiters, sent after this call) and fills the cache.
+// list lists the children once (a listing sent after this call, shared
+// with the queue's other waiters) and fills the cache.
 func (a *attempt) list(ctx context.Context) error {
 	cs, err := a.ls.list(ctx, a.ep)
 	if err != nil {
@@ -108,56 +99,48 @@ func (a *attempt) listed(cs []locknode.Contender) {
 // for its answer (docs/design.md, "One-commit acquire"): behind or drop
 // must follow.
 type prelisting struct {
-	stop   chan struct{} // closed once the attempt no longer waits for the create's write
-	cancel context.CancelFunc
-	res    chan listed // buffered: the goroutine never blocks on it
+	stop chan struct{} // closed once the attempt no longer waits for the create's write
+	*async[listed]
 }
 
 type listed struct {
-	cs   []locknode.Contender // shared: see listings
-	err  error
-	sent bool // a listing was sent
+	cs  []locknode.Contender // shared: see listings
+	err error
 }
 
 // prelist starts the listing once the epoch's next create request is
 // written (ours, unless another went first). Call it right before create.
 func (a *attempt) prelist(ctx context.Context) *prelisting {
 	written := connlink.Of(a.ep).CreateWritten()
-	lctx, cancel := context.WithCancel(ctx)
-	p := &prelisting{stop: make(chan struct{}), cancel: cancel, res: make(chan listed, 1)}
-	go func() {
+	stop := make(chan struct{})
+	return &prelisting{stop, goRead(ctx, func(ctx context.Context) listed {
 		select {
 		case <-written:
-		case <-p.stop:
+		case <-stop:
 			select {
 			case <-written: // both ready: the create is on the wire
 			default:
-				p.res <- listed{}
-				return
+				return listed{}
 			}
-		case <-lctx.Done():
-			p.res <- listed{}
-			return
+		case <-ctx.Done():
+			return listed{}
 		}
-		cs, err := a.ls.list(lctx, a.ep)
-		p.res <- listed{cs: cs, err: err, sent: true}
-	}()
-	return p
+		cs, err := a.ls.list(ctx, a.ep)
+		return listed{cs: cs, err: err}
+	})}
 }
 
 // drop abandons the listing: its request, if in flight, is cancelled.
 func (p *prelisting) drop() {
 	close(p.stop)
-	p.cancel()
+	p.end()
 }
 
 // behind takes the listing as the first if it shows our node (then it was
 // answered after our create); otherwise it lists again.
 func (a *attempt) behind(ctx context.Context, p *prelisting) error {
 	close(p.stop)
-	defer p.cancel()
-	r := <-p.res
-	if r.sent && r.err == nil && index(r.cs, a.node) >= 0 {
+	if r := p.wait(); r.err == nil && index(r.cs, a.node) >= 0 {
 		a.listed(r.cs)
 		return a.dropGhosts(ctx)
 	}

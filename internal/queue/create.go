@@ -85,13 +85,23 @@ func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string)
 
 // FindLost finds the node of acquire id after a create lost its answer:
 // "" when none was made. If the search fails while the epoch lives, it
-// goes on in the background (bg.Unresolved) and the error matches
-// lock.ErrCreatePending; id must not be used again.
+// goes on in the background (bg.Unresolved), deleting the node, and the
+// error matches lock.ErrCreatePending; id must not be used again.
 func (q *Queue) FindLost(ctx context.Context, ep *conn.Epoch, id string) (string, error) {
 	node, err := q.Find(ctx, ep, id)
 	switch {
 	case err != nil && ep.Err() == nil:
-		return "", bg.Unresolved(ep, q.log, err, func(ctx context.Context) error { return q.deleteLost(ctx, ep, id) })
+		return "", bg.Unresolved(ep, q.log, err, func(ctx context.Context) error {
+			node, err := q.Find(ctx, ep, id)
+			if err != nil || node == "" {
+				return err
+			}
+			q.log.Info("deleting the node of a create whose answer was lost", zap.String("node", node))
+			if err := connlink.Of(ep).Delete(ctx, zkpath.Join(q.path, node), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+			return nil
+		})
 	case err != nil:
 		return "", err
 	case node != "":
@@ -100,19 +110,6 @@ func (q *Queue) FindLost(ctx context.Context, ep *conn.Epoch, id string) (string
 		q.log.Info("the write was not applied before the connection was lost")
 	}
 	return node, nil
-}
-
-// deleteLost deletes the node of acquire id, if any.
-func (q *Queue) deleteLost(ctx context.Context, ep *conn.Epoch, id string) error {
-	node, err := q.Find(ctx, ep, id)
-	if err != nil || node == "" {
-		return err
-	}
-	q.log.Info("deleting the node of a create whose answer was lost", zap.String("node", node))
-	if err := connlink.Of(ep).Delete(ctx, zkpath.Join(q.path, node), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return err
-	}
-	return nil
 }
 
 // Find returns the node of acquire id, "" if none; it syncs first so that

@@ -84,40 +84,11 @@ func (ls *listings) idle() {
 	}
 }
 
-// left records that node name of epoch ep was deleted (ls may be nil); a
-// sequential node's name is never given again, so that stays true.
-func (ls *listings) left(ep *conn.Epoch, name string) {
-	if ls == nil {
-		return
-	}
-	c, ok := ls.key.schema.Parse(name)
-	if !ok {
-		return
-	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	ls.view.left(ep, c)
-}
-
 // install makes cs, the latest listing of ep, the view.
 func (ls *listings) install(ep *conn.Epoch, cs []locknode.Contender) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.view = view{ep: ep, cs: cs, gone: make([]bool, len(cs))}
-}
-
-// before is view.before, under ls.mu.
-func (ls *listings) before(ep *conn.Epoch, self locknode.Contender, max int) ([]locknode.Contender, bool) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	return ls.view.before(ep, self, max)
-}
-
-// prune is view.prune, under ls.mu.
-func (ls *listings) prune(ep *conn.Epoch, cs []locknode.Contender, self string) []locknode.Contender {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	return ls.view.prune(ep, cs, self)
 }
 
 // round is one shared listing.
@@ -206,12 +177,20 @@ func (v *view) find(c locknode.Contender) int {
 	return -1
 }
 
-// left records that c, a contender of epoch ep, has left.
-func (v *view) left(ep *conn.Epoch, c locknode.Contender) {
-	if v.ep != ep {
+// left records that node name of epoch ep was deleted (ls may be nil); a
+// sequential node's name is never given again, so that stays true.
+func (ls *listings) left(ep *conn.Epoch, name string) {
+	if ls == nil {
 		return
 	}
-	if i := v.find(c); i >= 0 {
+	c, ok := ls.key.schema.Parse(name)
+	if !ok {
+		return
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	v := &ls.view
+	if i := v.find(c); i >= 0 && v.ep == ep {
 		v.gone[i] = true
 		for v.low < len(v.cs) && v.gone[v.low] {
 			v.low++
@@ -221,13 +200,16 @@ func (v *view) left(ep *conn.Epoch, c locknode.Contender) {
 
 // before returns the view's contenders before self not known gone, and
 // self, if the view is ep's and shows self (answered after its create);
-// ok is false otherwise, or when there are more than max.
-func (v *view) before(ep *conn.Epoch, self locknode.Contender, max int) (cs []locknode.Contender, ok bool) {
-	if v.ep != ep || ep == nil {
+// ok is false otherwise, when there are more than max, or ls is nil.
+func (ls *listings) before(ep *conn.Epoch, self locknode.Contender, max int) (cs []locknode.Contender, ok bool) {
+	if ls == nil {
 		return nil, false
 	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	v := &ls.view
 	s := v.find(self)
-	if s < 0 || v.gone[s] {
+	if v.ep != ep || ep == nil || s < 0 || v.gone[s] {
 		return nil, false
 	}
 	for i := v.low; i < s; i++ {
@@ -242,9 +224,15 @@ func (v *view) before(ep *conn.Epoch, self locknode.Contender, max int) (cs []lo
 	return append(cs, v.cs[s]), true
 }
 
-// prune returns cs without those known gone, other than self: a new
-// slice when it drops any.
-func (v *view) prune(ep *conn.Epoch, cs []locknode.Contender, self string) []locknode.Contender {
+// prune returns cs without those the view knows gone, other than self: a
+// new slice when it drops any (ls may be nil).
+func (ls *listings) prune(ep *conn.Epoch, cs []locknode.Contender, self string) []locknode.Contender {
+	if ls == nil {
+		return cs
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	v := &ls.view
 	if v.ep != ep || ep == nil {
 		return cs
 	}
