@@ -12,7 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
+	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
@@ -34,7 +34,6 @@ type attempt struct {
 	watches map[string]<-chan zk.Event // data watches set on entries of before
 	noDir   bool                       // leases/ did not exist when we listed
 	pzxid   int64                      // leases/'s at our listing
-	lossy   bool                       // a transaction's answer was lost
 	node    string                     // our lease node's name, once created
 }
 
@@ -245,30 +244,33 @@ func (a *attempt) unlock(ctx context.Context) {
 // transaction, detached (bg.Detach): if ctx ends first, the lease node it
 // made, or else the internal lock, is released in the background.
 func (a *attempt) take(ctx context.Context) error {
-	lk, id, noDir, lossy := a.lk, a.id, a.noDir, a.lossy
+	// The internal lock's release: ReleaseOps, except with one lease, where
+	// the mark would tell the next contender that no lease node exists.
+	lk, unlock := a.lk, a.s.lock.ReleaseOps(a.lk.Path())
+	if a.s.max == 1 {
+		unlock = []any{&zk.DeleteRequest{Path: lk.Path(), Version: -1}}
+	}
 	r, detached, err := bg.Detach(ctx, a.ep, a.s.log,
-		func(ctx, ectx context.Context) (took, error) {
-			return a.s.commit(ctx, ectx, a.ep, lk, id, noDir, lossy)
+		func(ctx, ectx context.Context) (queue.Created, error) {
+			return a.s.leases.CreateBehind(ctx, ectx, a.ep, a.id, unlock...)
 		},
-		func(ectx context.Context, r took, _ error) error {
+		func(ectx context.Context, r queue.Created, _ error) error {
 			switch {
-			case r.node != "": // the lock node went in the same transaction
-				a.s.log.Info("deleting the lease node of an abandoned acquire", zap.String("node", r.node))
-				return a.s.leases.Delete(ectx, a.ep, r.node)
-			case r.lockGone:
+			case r.Node != "": // the lock node went in the same transaction
+				a.s.log.Info("deleting the lease node of an abandoned acquire", zap.String("node", r.Node))
+				return a.s.leases.Delete(ectx, a.ep, r.Node)
+			case r.OpsFailed:
 				return nil
 			}
 			return a.s.lock.Withdraw(ectx, lk)
 		})
-	if detached {
+	switch {
+	case detached:
 		a.lk = nil // the background owns it now
 		return err
-	}
-	a.lossy = r.lossy
-	switch {
-	case r.node != "":
-		a.node, err = r.node, nil
-	case r.lockGone: // deleted by someone else: we may not create a lease node
+	case r.Node != "":
+		a.node, err = r.Node, nil
+	case r.OpsFailed: // our lock node, deleted by someone else: we may not create a lease node
 		a.s.log.Warn("our internal lock node was deleted by someone else; starting over", zap.String("node", a.lk.Path()))
 		err = errRestart
 	default:
@@ -277,80 +279,4 @@ func (a *attempt) take(ctx context.Context) error {
 	connlink.Of(a.lk).Released()
 	a.lk = nil
 	return err
-}
-
-// took is what a lease transaction came to: our lease node if committed,
-// or lockGone if lk's node was deleted by someone else.
-type took struct {
-	node     string
-	lockGone bool
-	lossy    bool
-}
-
-// commit runs the lease transaction under ectx until it commits or
-// cannot, checking ctx before each try. After a lost answer our lease node
-// is looked for (FindLost); the lock node's delete makes it one-shot.
-func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
-	r := took{lossy: lossy}
-	p := zkpath.Join(s.leasesPath, leaseSchema.Prefix(id))
-	label, err := nodelabel.From(ctx) // checked by the internal lock's acquire
-	if err != nil {
-		return r, err
-	}
-	data := locknode.EncodeData(id, "", s.lock.Sealed(), label)
-	if noDir { // leases/ is missing (first use, or reaped): make it
-		if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
-			return r, err
-		}
-	}
-	// The internal lock's release: ReleaseOps, except with one lease, where
-	// the mark would tell the next contender that no lease node exists.
-	ops := s.lock.ReleaseOps(lk.Path())
-	if s.max == 1 {
-		ops = []any{&zk.DeleteRequest{Path: lk.Path(), Version: -1}}
-	}
-	ops = append(ops, &zk.CreateRequest{Path: p, Data: data, Acl: s.lock.NodeACL(), Flags: zk.FlagEphemeral | zk.FlagSequence})
-	create := len(ops) - 1
-	for tries := 0; ; tries++ {
-		if ctx.Err() != nil {
-			return r, bg.CtxErr(ctx)
-		}
-		res, err := connlink.Of(ep).Multi(ectx, ops...)
-		switch {
-		case err == nil:
-			r.node = zkpath.Base(res[create].String)
-			return r, nil
-		case opFailed(res, create, zk.ErrNoNode) && tries == 0:
-			// leases/ was reaped between our listing and now.
-			if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
-				return r, err
-			}
-		case opFailed(res, 0, zk.ErrNoNode):
-			// Our lock node is gone. After a lost answer, that may be our
-			// own first try having committed late.
-			if r.lossy {
-				node, ferr := s.leases.FindLost(ectx, ep, id)
-				if ferr != nil {
-					return r, ferr
-				}
-				r.node = node
-			}
-			r.lockGone = r.node == ""
-			return r, nil
-		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil:
-			r.lossy = true
-			node, ferr := s.leases.FindLost(ectx, ep, id)
-			if ferr != nil || node != "" {
-				r.node = node
-				return r, ferr
-			}
-		default:
-			return r, err
-		}
-	}
-}
-
-// opFailed reports whether op i of a failed transaction failed with want.
-func opFailed(res []zk.MultiResponse, i int, want error) bool {
-	return i < len(res) && errors.Is(res[i].Error, want)
 }

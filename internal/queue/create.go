@@ -15,66 +15,90 @@ import (
 	"go.uber.org/zap"
 )
 
-// created is our node's name ("" if none) and whether an answer was lost
-// on the way (a ghost may turn up: dropGhosts).
-type created struct {
-	node  string
-	lossy bool
+// Created is what a create of our node came to: its name ("" if none),
+// whether an answer was lost on the way (a ghost may turn up:
+// dropGhosts), and OpsFailed when an op before it in CreateBehind's
+// transaction failed with zk.ErrNoNode.
+type Created struct {
+	Node      string
+	Lossy     bool
+	OpsFailed bool
 }
 
 // create makes our node and sets a.node, detached from ctx (bg.Detach).
 func (a *attempt) create(ctx context.Context) error {
 	c, detached, err := bg.Detach(ctx, a.ep, a.q.log,
-		func(ctx, ectx context.Context) (created, error) { return a.q.createNode(ctx, ectx, a.ep, a.id) },
-		func(ectx context.Context, c created, _ error) error {
-			if c.node == "" {
+		func(ctx, ectx context.Context) (Created, error) { return a.q.CreateBehind(ctx, ectx, a.ep, a.id) },
+		func(ectx context.Context, c Created, _ error) error {
+			if c.Node == "" {
 				return nil
 			}
-			a.q.log.Info("deleting the node of an abandoned acquire", zap.String("node", c.node))
-			return a.q.Delete(ectx, a.ep, c.node)
+			a.q.log.Info("deleting the node of an abandoned acquire", zap.String("node", c.Node))
+			return a.q.Delete(ectx, a.ep, c.Node)
 		})
 	if !detached {
-		a.node, a.lossy = c.node, c.lossy // no node on error
+		a.node, a.lossy = c.Node, c.Lossy // no node on error
 	}
 	return err
 }
 
-// createNode creates the node of acquire id under ectx, checking ctx before
-// each try; after a lost answer it looks for the node (FindLost) before
-// creating again.
-func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string) (created, error) {
-	prefix := q.cfg.Schema.Prefix(id)
-	p := zkpath.Join(q.path, prefix)
+// CreateBehind creates the node of acquire id under ectx, in one
+// transaction behind ops if any (semaphoremutex: the internal lock's
+// release), checking ctx before each try. After a lost answer it looks for
+// the node (FindLost) before trying again.
+func (q *Queue) CreateBehind(ctx, ectx context.Context, ep *conn.Epoch, id string, ops ...any) (Created, error) {
+	p := zkpath.Join(q.path, q.cfg.Schema.Prefix(id))
 	data := q.cfg.Data
 	if data == nil {
-		label, err := nodelabel.From(ctx) // checked by AcquireGrant
+		label, err := nodelabel.From(ctx) // checked by the acquire
 		if err != nil {
-			return created{}, err
+			return Created{}, err
 		}
 		data = locknode.EncodeData(id, q.cfg.Tag, q.Sealed(), label)
 	}
-	var c created
+	create := &zk.CreateRequest{Path: p, Data: data, Acl: q.NodeACL(), Flags: zk.FlagEphemeral | zk.FlagSequence}
+	var c Created
 	parentsMade := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return c, bg.CtxErr(ctx)
 		}
-		name, err := connlink.Of(ep).Create(ectx, p, data, zk.FlagEphemeral|zk.FlagSequence, q.NodeACL())
+		var name string
+		var err error
+		if len(ops) == 0 {
+			name, err = connlink.Of(ep).Create(ectx, p, data, create.Flags, create.Acl)
+		} else if res, merr := connlink.Of(ep).Multi(ectx, append(ops[:len(ops):len(ops)], create)...); merr == nil {
+			name = res[len(ops)].String
+		} else {
+			err = merr
+		}
+		op, refused := connlink.Of(q.sess).FailedOp(err)
 		switch {
 		case err == nil:
-			c.node = zkpath.Base(name)
+			c.Node = zkpath.Base(name)
 			return c, nil
-		case errors.Is(err, zk.ErrNoNode) && !parentsMade:
+		case errors.Is(err, zk.ErrNoNode) && (!refused || op == len(ops)) && !parentsMade:
 			// no lock path, or its container was reaped
 			parentsMade = true
 			if err := connlink.Of(ep).CreateParents(ectx, p); err != nil {
 				return c, err
 			}
+		case errors.Is(err, zk.ErrNoNode) && refused && op < len(ops):
+			// After a lost answer, that may be our own earlier try, committed late.
+			if c.Lossy {
+				node, ferr := q.FindLost(ectx, ep, id)
+				if ferr != nil {
+					return c, ferr
+				}
+				c.Node = node
+			}
+			c.OpsFailed = c.Node == ""
+			return c, nil
 		case errors.Is(err, conn.ErrConnectionLoss) && ep.Err() == nil:
-			c.lossy = true
+			c.Lossy = true
 			node, ferr := q.FindLost(ectx, ep, id)
 			if ferr != nil || node != "" {
-				c.node = node
+				c.Node = node
 				return c, ferr
 			}
 		default:
