@@ -63,6 +63,9 @@ func New(sess *conn.Session, key Key, remote Remote) (*Handle, error) {
 	if b := key.Bound; b.MaxPasses < 1 || b.Budget < 0 {
 		return nil, fmt.Errorf("lock.WithLocalHandoff(%d, %v): at least one pass and a budget of 0 (none) or more: %w", b.MaxPasses, b.Budget, conn.ErrInvalidArgument)
 	}
+	if remote.Holds == "" {
+		remote.Holds = recipeOf(key.Kind)
+	}
 	return &Handle{sess: sess, key: key, remote: remote}, nil
 }
 
@@ -147,11 +150,11 @@ func (h *Handle) find() (c *cohort, ours bool) {
 // meanwhile, the grant or the turn is given on.
 func (h *Handle) leave(ctx context.Context, c *cohort, w *waiter, err error) error {
 	c.mu.Lock()
-	if c.remove(w) {
-		c.mu.Unlock()
+	removed := c.remove(w)
+	c.mu.Unlock()
+	if removed {
 		return err
 	}
-	c.mu.Unlock()
 	return h.giveUp(ctx, c, <-w.ch, err)
 }
 
@@ -281,7 +284,7 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 		c.holder = connlink.Of(c.node).Local(int64(c.passes))
 		w.ch <- c.holder
 		c.mu.Unlock()
-		report.Lock(h.sess, metrics.Lock{Event: metrics.LockHandoff, Recipe: h.holds(), Path: h.key.Path})
+		report.Lock(h.sess, metrics.Lock{Event: metrics.LockHandoff, Recipe: h.remote.Holds, Path: h.key.Path})
 		return nil
 	}
 	c.st = releasing
@@ -298,14 +301,6 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 	connlink.Of(l).Released()
 	c.handOn(h)
 	return err
-}
-
-// holds is the recipe of the handoffs: the holds' (Remote.Holds).
-func (h *Handle) holds() string {
-	if h.remote.Holds != "" {
-		return h.remote.Holds
-	}
-	return recipeOf(h.key.Kind)
 }
 
 // Waiting is the number of goroutines queued locally for h's cohort (not

@@ -19,13 +19,15 @@ import (
 	"go.uber.org/zap"
 )
 
-// ErrBadRecipe: a bug in the recipe's Schema or Predicate. Other errors
-// are the session's, ctx's, or package lock's.
-var ErrBadRecipe = errors.New("queue: recipe bug")
+var (
+	// ErrBadRecipe: a bug in the recipe's Schema or Predicate.
+	ErrBadRecipe = errors.New("queue: recipe bug")
+	// errRestart: the epoch ended under an attempt, taking our node; start
+	// over in the next. Never returned to callers.
+	errRestart = errors.New("queue: epoch ended; restart")
+)
 
-// errRestart: the epoch ended under an attempt, taking our node; start over
-// in the next. Never returned to callers.
-var errRestart = errors.New("queue: epoch ended; restart")
+const dataProbe = "00000000-0000-4000-8000-000000000000" // an acquire id New looks for in a schema's prefix
 
 // Config is a recipe's rule: what the engine needs to know of a recipe.
 type Config struct {
@@ -43,20 +45,14 @@ type Config struct {
 // Options say how a queue's nodes are made and its grants reported. The
 // zero value is sealed nodes and no reports.
 type Options struct {
-	// Recipe names the recipe in its grants' reports of holds and losses;
-	// "" reports none until the recipe labels a grant. Waits are the
-	// recipe's to report (report.Meter).
+	// Recipe names the recipe in its grants' reports of holds and losses
+	// ("": none until the recipe labels a grant). Waits are the recipe's.
 	Recipe string
 	// Revocable gives the nodes the session's ACL instead of sealing them,
 	// so that lock.Revoke can write into them; release is a plain delete.
 	Revocable bool
-	// Relist lists the children again after every notification, as Curator
-	// does: for the benchmarks.
-	Relist bool
+	Relist    bool // list again after every notification, as Curator does: for the benchmarks
 }
-
-// dataProbe is an acquire id New looks for in a schema's prefix.
-const dataProbe = "00000000-0000-4000-8000-000000000000"
 
 // Grant is a granted node and how it was granted: HandedOver by a First
 // holder's release of the node right before ours, whose data (read when we
@@ -68,7 +64,6 @@ type Grant struct {
 }
 
 // Queue is one sequential-node queue: a lock path and the recipe's rule.
-// Safe for concurrent use.
 type Queue struct {
 	sess *conn.Session
 	path string
@@ -78,9 +73,8 @@ type Queue struct {
 	own  *listings // for a schema that cannot be a key of the session's (lists)
 }
 
-// New returns the queue of the lock at path, which must be valid
-// (zkpath.Validate); it and its parents are created on first use as
-// container nodes.
+// New returns the queue of the lock at path; it and its parents are
+// created on first use as container nodes.
 func New(sess *conn.Session, path string, cfg Config, opt Options) (*Queue, error) {
 	switch {
 	case sess == nil:
@@ -118,7 +112,7 @@ func (q *Queue) Session() *conn.Session { return q.sess }
 
 // Acquire queues a new node and waits until the predicate grants it or ctx
 // ends, starting over if the epoch ends. On error nothing is held and our
-// node is deleted (bg.Settle). A grant at the moment ctx ended is given up.
+// node is deleted (bg.Settle).
 func (q *Queue) Acquire(ctx context.Context) (*conn.Lease, error) {
 	g, err := q.AcquireGrant(ctx, true)
 	return g.Lease, err
@@ -159,9 +153,9 @@ func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (Grant, error) {
 }
 
 // Predicate is a recipe's decision: from the contenders in queue order and
-// the index of ours, whether we hold the lock and, if not, which contender
+// the index of ours, whether we hold the lock or else which contender
 // before ours to watch. Decide is pure and must meet docs/design.md, "What
-// a predicate must satisfy": a counting predicate cannot.
+// a predicate must satisfy".
 type Predicate struct {
 	Decide func(contenders []locknode.Contender, self int) (acquired bool, watch string)
 	first  bool // First's: a holder's release can hand over (ReleaseOps)
@@ -169,14 +163,12 @@ type Predicate struct {
 
 // First is mutual exclusion: acquired when first, else watch the
 // predecessor. Its releases leave the handover mark.
-var First = Predicate{Decide: first, first: true}
-
-func first(contenders []locknode.Contender, self int) (bool, string) {
+var First = Predicate{first: true, Decide: func(contenders []locknode.Contender, self int) (bool, string) {
 	if self == 0 {
 		return true, ""
 	}
 	return false, contenders[self-1].Name
-}
+}}
 
 // NoneBefore returns the predicate "acquired when no contender of kind is
 // before ours; otherwise watch the nearest one" (a reader: NoneBefore("W")).
