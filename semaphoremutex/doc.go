@@ -16,11 +16,6 @@
 //	lease, err := sem.Acquire(ctx) // one of 3 leases
 //	defer sem.ReturnLease(context.WithoutCancel(ctx), lease)
 //
-// Mutex is owned by the handle, like sync.Mutex, not by a goroutine: it is
-// not reentrant and any goroutine may release it (mutex.InterProcessMutex
-// is the opposite). A Semaphore takes back any lease it granted, from any
-// goroutine.
-//
 // Under the path, locks/ holds an internal FIFO mutex and leases/ one
 // ephemeral node per lease held: a contender takes the internal mutex,
 // waits until fewer than N lease nodes exist, and creates its lease node
@@ -34,9 +29,8 @@
 //     included, while each holder's session lives and all agree on N
 //     (nothing checks that, as in Curator).
 //   - FIFO order, and no herd: a release wakes at most one waiter.
-//   - The contract of package lock (see docs/safety.md). Lease.Lost,
-//     Lease.Fence and Lease.GuardedWrite as in package mutex; with one
-//     lease the tokens grow strictly in grant order, Curator's included.
+//   - The contract of package lock (see docs/safety.md). With one lease
+//     the fencing tokens grow strictly in grant order, Curator's included.
 //   - Nodes are sealed unless lock.WithRevocable. lock.WithLocalHandoff
 //     (Mutex only, off by default): the handles of one session and path
 //     pass the lease between them without a request, up to a bound.

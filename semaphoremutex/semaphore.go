@@ -60,10 +60,9 @@ type Semaphore struct {
 }
 
 // NewSemaphore returns a handle on the semaphore at path with the given
-// number of leases, on which every process using the path must agree
-// (nothing checks it, as in Curator). Nothing is created until the first
-// acquire. It takes lock.WithRevocable; bad input, leases < 1 or any other
-// option fails with an error matching conn.ErrInvalidArgument.
+// number of leases, on which every process using the path must agree.
+// Nothing is created until the first acquire. It takes lock.WithRevocable;
+// bad input, leases < 1 or another option fails with conn.ErrInvalidArgument.
 func NewSemaphore(sess *conn.Session, path string, leases int, opts ...lock.Option) (*Semaphore, error) {
 	cfg, err := lockopt.Configure("semaphoremutex.NewSemaphore", sess, path, lockopt.Revocable, opts)
 	if err != nil {
@@ -256,21 +255,16 @@ func convert(dir string, ps []queue.Participant, holding bool) []lock.Participan
 
 // Mutex is the semaphore with one lease, shared with Curator's
 // InterProcessSemaphoreMutex on the same path. It is owned by the handle,
-// like sync.Mutex: not reentrant (a further Acquire waits for the Release),
-// and any goroutine may Release it. Holding it is a lease on the session,
-// not a promise: watch Lease.Lost and fence writes (Lease.Fence,
-// Lease.GuardedWrite). A lost lease counts as held until Release.
-// Safe for concurrent use.
+// like sync.Mutex (mutex.InterProcessMutex is the opposite): not reentrant,
+// and any goroutine may Release it. A lost lease counts as held until
+// Release. Safe for concurrent use.
 type Mutex struct {
 	lockLink // the session, for multilock
 
 	sem *Semaphore
 	c   cohort.Contender // through a cohort with WithLocalHandoff, else sem's
 
-	// gate holds one token while the handle holds the mutex or acquires
-	// it: put in by (Try)Acquire, taken out by Release or a failed
-	// Acquire. Never closed.
-	gate chan struct{}
+	gate chan struct{} // holds a token while the handle holds the mutex or acquires it
 
 	mu    sync.Mutex  // guards lease
 	lease *conn.Lease // non-nil while held
@@ -280,9 +274,8 @@ type Mutex struct {
 type lockLink = lockid.Link
 
 // New returns a handle on the mutex at path; nothing is created until the
-// first acquire. It takes lock.WithRevocable and lock.WithLocalHandoff;
-// bad input or any other option fails with an error matching
-// conn.ErrInvalidArgument.
+// first acquire. It takes lock.WithRevocable and lock.WithLocalHandoff; bad
+// input or another option fails with conn.ErrInvalidArgument.
 func New(sess *conn.Session, path string, opts ...lock.Option) (*Mutex, error) {
 	cfg, err := lockopt.Configure("semaphoremutex.New", sess, path, lockopt.Revocable|lockopt.LocalHandoff, opts)
 	if err != nil {
@@ -330,11 +323,16 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 }
 
 func (m *Mutex) acquire(ctx context.Context, wait bool) (l *conn.Lease, ok bool, err error) {
+	defer func() {
+		if err != nil { // the Contender's remote acquire does not name the mutex
+			err = fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), err)
+		}
+	}()
 	if _, err := nodelabel.From(ctx); err != nil { // before the gate and handoff
-		return nil, false, m.acquireErr(err)
+		return nil, false, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, false, m.acquireErr(bg.CtxErr(ctx))
+		return nil, false, bg.CtxErr(ctx)
 	}
 	select {
 	case m.gate <- struct{}{}:
@@ -345,7 +343,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (l *conn.Lease, ok bool,
 		select {
 		case m.gate <- struct{}{}:
 		case <-ctx.Done():
-			return nil, false, fmt.Errorf("semaphoremutex: acquire %s: waiting for this handle's release: %w", m.Path(), bg.CtxErr(ctx))
+			return nil, false, fmt.Errorf("waiting for this handle's release: %w", bg.CtxErr(ctx))
 		}
 	}
 	if wait {
@@ -356,7 +354,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (l *conn.Lease, ok bool,
 	}
 	if err != nil || !ok {
 		<-m.gate
-		return nil, false, m.acquireErr(err)
+		return nil, false, err
 	}
 	m.mu.Lock()
 	m.lease = l
@@ -365,8 +363,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (l *conn.Lease, ok bool,
 }
 
 // Release releases the mutex, from any goroutine. lock.ErrNotHeld when the
-// handle does not hold it (or is acquiring it); lock.ErrReleasePending when the delete is
-// unconfirmed (it counts as released); any other error leaves it held.
+// handle does not hold it (or still acquires it); lock.ErrReleasePending
+// when the delete is unconfirmed (it counts as released); any other error
+// leaves it held.
 func (m *Mutex) Release(ctx context.Context) error {
 	m.mu.Lock()
 	l := m.lease
@@ -384,15 +383,6 @@ func (m *Mutex) Release(ctx context.Context) error {
 	}
 	<-m.gate
 	return err
-}
-
-// acquireErr names the mutex in an error of its Contender (whose remote
-// acquire, the Semaphore's, does not name it); nil stays nil.
-func (m *Mutex) acquireErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), err)
 }
 
 // Participants lists the holder, if any, then the waiters in the order
