@@ -20,21 +20,16 @@ import (
 	"go.uber.org/zap"
 )
 
-// nodeName is the one node every contender tries to create.
-const nodeName = "lock"
-
 // Lock is the naive exclusive lock: whoever creates <path>/lock holds it,
-// and on its deletion every waiter races to create it again: never two
-// holders, but unfair and herd-prone. Owned by the handle like sync.Mutex
-// (not reentrant; any goroutine may Release). Holding it is a lease on the
-// session, not a promise: watch Lease.Lost and fence writes. Safe for
-// concurrent use.
+// and on its deletion every waiter races to create it again. Owned by the
+// handle like sync.Mutex (not reentrant; any goroutine may Release). Safe
+// for concurrent use.
 type Lock struct {
 	lockLink // the session, for multilock
 
 	sess *conn.Session
-	path string // the lock path, as given to New
-	node string // path + "/lock"
+	path string // as given to New
+	node string // the one node every contender tries to create
 	log  *zap.Logger
 
 	mu   sync.Mutex // guards held
@@ -64,7 +59,7 @@ func New(sess *conn.Session, path string) (*Lock, error) {
 		lockLink: lockid.NewLink(sess),
 		sess:     sess,
 		path:     path,
-		node:     zkpath.Join(path, nodeName),
+		node:     zkpath.Join(path, "lock"),
 		log:      connlink.Of(sess).Logger().With(zap.String("lock", path)),
 	}, nil
 }

@@ -250,8 +250,6 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 			return err
 		}
 		d, _ := locknode.DecodeData(data)
-		marked := d.Sealed && st.Version == 0
-		czxid := st.Czxid
 		select {
 		case ev := <-ch:
 			switch ev.Type {
@@ -259,7 +257,7 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 				// only a node of our session can go with its end (confirm)
 				return a.gone(ctx, watch, st.EphemeralOwner == a.ep.SessionID())
 			case zk.EventNodeDataChanged:
-				if s := seal.wait(); marked && s.ok && s.czxid == czxid {
+				if s := seal.wait(); d.Sealed && st.Version == 0 && s.ok && s.czxid == st.Czxid {
 					a.from = &d
 					a.handOver(watch)
 					return a.gone(ctx, watch, false)

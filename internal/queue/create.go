@@ -233,15 +233,11 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 		return errors.New("queue: release: nil lease")
 	}
 	connlink.Of(l).Releasing(true)
-	var (
-		gone bool
-		err  error
-	)
+	del := q.deleteOwn
 	if mark {
-		gone, err = q.handOver(ctx, l.Epoch(), l.Path())
-	} else {
-		gone, err = q.deleteOwn(ctx, l.Epoch(), l.Path())
+		del = q.handOver
 	}
+	gone, err := del(ctx, l.Epoch(), l.Path())
 	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		connlink.Of(l).Releasing(false)
 		return err
@@ -250,11 +246,10 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 		connlink.Of(l).Gone() // deleted by someone else: a loss, not a hold
 	}
 	connlink.Of(l).Released()
-	if err != nil {
-		return err
+	if err == nil {
+		q.log.Debug("released", zap.String("node", zkpath.Base(l.Path())))
 	}
-	q.log.Debug("released", zap.String("node", zkpath.Base(l.Path())))
-	return nil
+	return err
 }
 
 // handoverMark is the data the release transaction writes.
@@ -303,7 +298,12 @@ func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error,
 	case ep.Err() != nil:
 		return true, false, nil // ephemeral: it goes with the session
 	case unknown || ctx.Err() != nil:
-		go q.deleteInBackground(ep, p)
+		go bg.RetryUntilDone(ep, q.log.With(zap.String("node", p)), "pending delete", func(ctx context.Context) error {
+			if err := connlink.Of(ep).Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+			return nil
+		})
 		return true, false, fmt.Errorf("%w: %w", lock.ErrReleasePending, err)
 	}
 	return false, false, err
@@ -314,14 +314,4 @@ func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error,
 func (q *Queue) Delete(ctx context.Context, ep *conn.Epoch, name string) error {
 	_, err := q.deleteOwn(ctx, ep, zkpath.Join(q.path, name))
 	return err
-}
-
-// deleteInBackground deletes p until gone or ep ends (bg.RetryUntilDone).
-func (q *Queue) deleteInBackground(ep *conn.Epoch, p string) {
-	bg.RetryUntilDone(ep, q.log.With(zap.String("node", p)), "pending delete", func(ctx context.Context) error {
-		if err := connlink.Of(ep).Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		return nil
-	})
 }
