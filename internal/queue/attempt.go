@@ -15,8 +15,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// attempt is one acquire within one epoch. Owned by the goroutine that
-// calls run.
+// attempt is one acquire within one epoch, owned by run's goroutine.
 type attempt struct {
 	q    *Queue
 	ep   *conn.Epoch
@@ -38,9 +37,8 @@ type attempt struct {
 	from  *locknode.NodeData // the data of the node whose handover woke us last
 }
 
-// run acquires our node in a.ep (with wait false: only if granted at
-// once; a zero Grant otherwise). Errors: errRestart when the epoch ended
-// (our node went with it); otherwise our node has been deleted first.
+// run acquires our node (with wait false only if granted at once). Errors:
+// errRestart when the epoch ended, else our node has been deleted first.
 func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
 	defer a.endOwn()
 	pre := a.prelist(ctx)
@@ -79,8 +77,7 @@ func (a *attempt) run(ctx context.Context, wait bool) (Grant, error) {
 	}
 }
 
-// list lists the children once (a listing sent after this call, shared
-// with the queue's other waiters) and fills the cache.
+// list fills the cache from a listing sent after this call (listings).
 func (a *attempt) list(ctx context.Context) error {
 	cs, err := a.ls.list(ctx, a.ep)
 	if err != nil {
@@ -95,9 +92,8 @@ func (a *attempt) listed(cs []locknode.Contender) {
 	a.cs, a.part, a.clearedBy, a.stale = cs, false, "", false
 }
 
-// prelisting is the listing sent right behind our create, without waiting
-// for its answer (docs/design.md, "One-commit acquire"): behind or drop
-// must follow.
+// prelisting is the listing sent right behind our create (docs/design.md,
+// "One-commit acquire"): behind or drop must follow.
 type prelisting struct {
 	stop chan struct{} // closed once the attempt no longer waits for the create's write
 	*async[listed]
@@ -147,8 +143,7 @@ func (a *attempt) behind(ctx context.Context, p *prelisting) error {
 	return a.list(ctx)
 }
 
-// relist refreshes the cache when forget cannot decide from it: from the
-// session's view of the queue (fromView), or else by listing the children.
+// relist refreshes the cache from the session's view or else a listing.
 func (a *attempt) relist(ctx context.Context) error {
 	if a.fromView() {
 		return a.dropGhosts(ctx)
@@ -156,9 +151,8 @@ func (a *attempt) relist(ctx context.Context) error {
 	return a.list(ctx)
 }
 
-// fromView takes the cache from the session's view when that shows our
-// node and leaves at most one contender blocking us (settled), and reports
-// whether it did. Never with Options.Relist.
+// fromView takes the cache from the session's view if that shows our node
+// and leaves at most one contender blocking us (settled).
 func (a *attempt) fromView() bool {
 	self, ok := a.q.cfg.Schema.Parse(a.node)
 	if !ok || a.q.opt.Relist {
@@ -230,9 +224,8 @@ func (a *attempt) missing() error {
 }
 
 // await waits until watch, a contender before ours, is gone. A data change
-// is a handover only on a node sealed, by data and ACL (readSeal), when
-// the watch was set; else it means "look again" (docs/design.md, "The
-// handover mark").
+// is a handover only on a node sealed, by data and ACL, when the watch was
+// set (docs/design.md, "The handover mark"); else it means "look again".
 func (a *attempt) await(ctx context.Context, watch string) error {
 	p := zkpath.Join(a.q.path, watch)
 	a.from = nil
@@ -278,8 +271,7 @@ func (a *attempt) await(ctx context.Context, watch string) error {
 }
 
 // gone records that contender name has left and relists if needed. told:
-// a notification said so of a node of our own session, so a grant must
-// first confirm.
+// a notification said so of our own session's node: a grant must confirm.
 func (a *attempt) gone(ctx context.Context, name string, told bool) error {
 	a.ls.left(a.ep, name)
 	if told {
@@ -292,8 +284,7 @@ func (a *attempt) gone(ctx context.Context, name string, told bool) error {
 }
 
 // forget drops name, and those the session knows gone, from the cache, and
-// reports whether the next decision needs relist: more than one entry
-// still blocks us, or the cache is partial.
+// reports whether the next decision needs relist.
 func (a *attempt) forget(name string) (relist bool) {
 	a.cs = remove(a.cs, name)
 	if cs := a.ls.prune(a.ep, a.cs, a.node); len(cs) < len(a.cs) {
@@ -305,8 +296,7 @@ func (a *attempt) forget(name string) (relist bool) {
 }
 
 // settled reports whether at most one contender of cs (ours among them,
-// named self) blocks us: decide grants, or names one to watch and would
-// grant once that one is gone.
+// named self) blocks us.
 func settled(decide Predicate, cs []locknode.Contender, self string) bool {
 	ok, watch := decide.Decide(cs, index(cs, self))
 	if ok {
@@ -355,8 +345,7 @@ func (a *attempt) grant(ctx context.Context) (Grant, error) {
 }
 
 // confirm reads our node before a grant when stale (docs/design.md, "A
-// grant after a plain deletion"): gone or another session's, the acquire
-// restarts; found, the lease gets its czxid.
+// grant after a plain deletion"); found ours, the lease gets its czxid.
 func (a *attempt) confirm(ctx context.Context) error {
 	if a.own == nil {
 		a.own = readOwn(ctx, a.ep, zkpath.Join(a.q.path, a.node))
@@ -375,8 +364,7 @@ func (a *attempt) confirm(ctx context.Context) error {
 	return nil
 }
 
-// unsure marks the cache stale; a read of our node in flight is dropped,
-// since it was sent before.
+// unsure marks the cache stale, dropping a read of our node sent before.
 func (a *attempt) unsure() {
 	a.stale = true
 	a.endOwn()
@@ -390,8 +378,8 @@ func (a *attempt) endOwn() {
 	}
 }
 
-// abort ends a failed attempt: errRestart if the epoch ended (our node goes
-// with its session); otherwise our node is deleted and err returned.
+// abort ends a failed attempt: errRestart if the epoch ended, else our
+// node is deleted and err returned.
 func (a *attempt) abort(ctx context.Context, err error) error {
 	if errors.Is(err, errRestart) || a.ep.Err() != nil {
 		return errRestart
@@ -410,8 +398,8 @@ func (a *attempt) drop(ctx context.Context) {
 	bg.Settle(ctx, a.ep, a.q.log, func(ectx context.Context) error { return a.q.Delete(ectx, a.ep, node) })
 }
 
-// async is a read sent on a goroutine of its own, so that await can send
-// it beside its GetW; end must follow (wait may come first).
+// async is a read on a goroutine of its own, sent beside await's GetW;
+// end must follow (wait may come first).
 type async[T any] struct {
 	res  chan T // buffered: the goroutine never blocks on it
 	stop context.CancelFunc
@@ -456,9 +444,8 @@ func readOwn(ctx context.Context, ep *conn.Epoch, p string) *async[ownStat] {
 	})
 }
 
-// sealed is the answer of readSeal: czxid names the node read (one
-// created again under the same name is another), ok whether its ACL, never
-// changed, gives WRITE and ADMIN to one digest identity alone.
+// sealed is the answer of readSeal: czxid names the node read, ok whether
+// its ACL, never changed, gives WRITE and ADMIN to one digest identity alone.
 type sealed struct {
 	czxid int64
 	ok    bool
@@ -476,7 +463,7 @@ func readSeal(ctx context.Context, ep *conn.Epoch, p string) *async[sealed] {
 }
 
 // soleWriter reports whether every entry of acl that gives WRITE or ADMIN
-// names one digest identity (a sealed node's ACL: Queue.NodeACL).
+// names one digest identity (Queue.NodeACL when sealed).
 func soleWriter(acl []zk.ACL) bool {
 	var who *zk.ACL
 	for i, e := range acl {

@@ -18,9 +18,8 @@ import (
 )
 
 // Created is what a create of our node came to: its name ("" if none),
-// whether an answer was lost on the way (a ghost may turn up:
-// dropGhosts), and OpsFailed when an op before it in CreateBehind's
-// transaction failed with zk.ErrNoNode.
+// whether an answer was lost (look out for a ghost), and OpsFailed when an
+// op before it in CreateBehind's transaction failed with zk.ErrNoNode.
 type Created struct {
 	Node      string
 	Lossy     bool
@@ -45,9 +44,8 @@ func (a *attempt) create(ctx context.Context) error {
 }
 
 // CreateBehind creates the node of acquire id under ectx, in one
-// transaction behind ops if any (semaphoremutex: the internal lock's
-// release), checking ctx before each try. After a lost answer it looks for
-// the node (FindLost) before trying again.
+// transaction behind ops if any, checking ctx before each try; after a
+// lost answer it looks for the node (FindLost) before trying again.
 func (q *Queue) CreateBehind(ctx, ectx context.Context, ep *conn.Epoch, id string, ops ...any) (Created, error) {
 	p := zkpath.Join(q.path, q.cfg.Schema.Prefix(id))
 	data := q.cfg.Data
@@ -109,10 +107,9 @@ func (q *Queue) CreateBehind(ctx, ectx context.Context, ep *conn.Epoch, id strin
 	}
 }
 
-// FindLost finds the node of acquire id after a create lost its answer:
-// "" when none was made. If the search fails while the epoch lives, it
-// goes on in the background (bg.Unresolved), deleting the node, and the
-// error matches lock.ErrCreatePending; id must not be used again.
+// FindLost finds the node of acquire id after a create lost its answer.
+// If the search fails while the epoch lives, it goes on in the background,
+// deleting the node, and the error matches lock.ErrCreatePending.
 func (q *Queue) FindLost(ctx context.Context, ep *conn.Epoch, id string) (string, error) {
 	node, err := q.Find(ctx, ep, id)
 	switch {
@@ -138,8 +135,7 @@ func (q *Queue) FindLost(ctx context.Context, ep *conn.Epoch, id string) (string
 	return node, nil
 }
 
-// Find returns the node of acquire id, "" if none; it syncs first so that
-// it sees every write of our session.
+// Find returns the node of acquire id, "" if none, after a sync.
 func (q *Queue) Find(ctx context.Context, ep *conn.Epoch, id string) (string, error) {
 	if err := connlink.Of(ep).Sync(ctx, q.path); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return "", err
@@ -213,11 +209,10 @@ func (a *attempt) dropGhosts(ctx context.Context) error {
 	return nil
 }
 
-// Release deletes the lease's node and marks the lease released, with the
-// handover mark if the rule is First, the nodes sealed and their data the
-// engine's. lock.ErrReleasePending: the outcome is unknown and a goroutine
-// deletes the node until gone or the epoch ends; any other error leaves
-// everything as it was.
+// Release deletes the lease's node, with the handover mark if the rule is
+// First, the nodes sealed and their data the engine's. ErrReleasePending:
+// a goroutine deletes the node until gone or the epoch ends; any other
+// error leaves everything as it was.
 func (q *Queue) Release(ctx context.Context, l *conn.Lease) error {
 	return q.release(ctx, l, q.cfg.Predicate.first && q.cfg.Data == nil && q.Sealed())
 }
@@ -266,9 +261,8 @@ func (q *Queue) ReleaseOps(p string) []any {
 	return []any{&zk.SetDataRequest{Path: p, Data: handoverMark, Version: 0}, del}
 }
 
-// handOver releases with ReleaseOps, falling back to a plain delete when
-// the node is not as created or the connection was lost (conn retries a
-// delete, not a multi). gone: deleted by someone else.
+// handOver releases with ReleaseOps, falling back to a plain delete (conn
+// retries a delete, not a multi). gone: deleted by someone else.
 func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
 	_, err = connlink.Of(ep).Multi(ctx, q.ReleaseOps(p)...)
 	if done, gone, err := q.settle(ctx, ep, p, err, false); done {
@@ -279,8 +273,7 @@ func (q *Queue) handOver(ctx context.Context, ep *conn.Epoch, p string) (gone bo
 	return gone && !lost, err
 }
 
-// deleteOwn deletes a released lease's node p; gone: found gone (by
-// someone else, or by a first try whose answer was lost).
+// deleteOwn deletes our node p; gone: found gone.
 func (q *Queue) deleteOwn(ctx context.Context, ep *conn.Epoch, p string) (gone bool, err error) {
 	err = connlink.Of(ep).Delete(ctx, p, -1)
 	_, gone, err = q.settle(ctx, ep, p, err, errors.Is(err, conn.ErrConnectionLoss))
@@ -288,8 +281,8 @@ func (q *Queue) deleteOwn(ctx context.Context, ep *conn.Epoch, p string) (gone b
 }
 
 // settle decides the outcome err of deleting p: nil once p is gone or goes
-// with the epoch; lock.ErrReleasePending, a background deleter taking
-// over, if ctx ended or unknown; else done is false.
+// with the epoch; lock.ErrReleasePending, a background deleter taking over,
+// if ctx ended or unknown; else done is false.
 func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error, unknown bool) (done, gone bool, _ error) {
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
@@ -309,8 +302,7 @@ func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error,
 	return false, false, err
 }
 
-// Delete deletes child name of ours that no lease stands for (an abandoned
-// acquire's), with Release's errors.
+// Delete deletes our child name that no lease stands for, with Release's errors.
 func (q *Queue) Delete(ctx context.Context, ep *conn.Epoch, name string) error {
 	_, err := q.deleteOwn(ctx, ep, zkpath.Join(q.path, name))
 	return err

@@ -13,9 +13,8 @@ import (
 )
 
 // listings shares the listings of one session's waiters on one path and
-// schema: one getChildren answers every waiter that joined its round after
-// its create was written. Answers are shared read-only; the latest is the
-// session's view (docs/design.md). In the session's shared map while used.
+// schema: one getChildren answers every waiter that joined its round. The
+// latest is the session's view (docs/design.md). In the session's map while used.
 type listings struct {
 	sess  *conn.Session
 	key   listingsKey
@@ -71,8 +70,7 @@ func (ls *listings) leave() {
 	ls.idle()
 }
 
-// idle, under ls.mu, drops the view and takes the listings out of the
-// session's map once unused and not sending.
+// idle, under ls.mu, retires the listings once unused and not sending.
 func (ls *listings) idle() {
 	if ls.users > 0 || len(ls.busy) > 0 {
 		return
@@ -102,7 +100,7 @@ type round struct {
 }
 
 // list returns the contenders in queue order from a listing sent after the
-// call; the slice is shared: do not modify it.
+// call, shared: not to be modified.
 func (ls *listings) list(ctx context.Context, ep *conn.Epoch) ([]locknode.Contender, error) {
 	ls.mu.Lock()
 	if ls.next == nil {
@@ -160,8 +158,7 @@ func (ls *listings) send(ep *conn.Epoch) {
 }
 
 // view is the latest listing of the path in one epoch and the departures
-// learnt since (docs/design.md, "The session's view of a queue"). Guarded
-// by listings.mu.
+// learnt since. Guarded by listings.mu.
 type view struct {
 	ep   *conn.Epoch
 	cs   []locknode.Contender // in queue order; shared: never modified

@@ -22,8 +22,7 @@ import (
 var (
 	// ErrBadRecipe: a bug in the recipe's Schema or Predicate.
 	ErrBadRecipe = errors.New("queue: recipe bug")
-	// errRestart: the epoch ended under an attempt, taking our node; start
-	// over in the next. Never returned to callers.
+	// errRestart: the epoch ended under an attempt: start over. Internal.
 	errRestart = errors.New("queue: epoch ended; restart")
 )
 
@@ -36,9 +35,8 @@ type Config struct {
 	// Tag is written into every node's data; a waiter granted by a
 	// handover learns its holder's (Grant.From).
 	Tag string
-	// Data, if not nil, replaces locknode.NodeData in every node (a
-	// leader's participant id); the Schema must then put the acquire id in
-	// the name. Such nodes are released without the handover mark.
+	// Data, if not nil, replaces locknode.NodeData (a leader's id); the
+	// Schema must then put the acquire id in the name. No handover mark.
 	Data []byte
 }
 
@@ -54,9 +52,8 @@ type Options struct {
 	Relist    bool // list again after every notification, as Curator does: for the benchmarks
 }
 
-// Grant is a granted node and how it was granted: HandedOver by a First
-// holder's release of the node right before ours, whose data (read when we
-// began to watch it) is From.
+// Grant is a granted node; HandedOver by a First holder's release of the
+// node right before ours, whose data is From.
 type Grant struct {
 	Lease      *conn.Lease
 	HandedOver bool
@@ -125,8 +122,8 @@ func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return g.Lease, g.Lease != nil, err
 }
 
-// AcquireGrant is Acquire (wait true) or TryAcquire (wait false, a zero
-// Grant when not granted at once) that also says how the node was granted.
+// AcquireGrant is Acquire (wait true) or TryAcquire (wait false: a zero
+// Grant when not granted at once), saying how the node was granted.
 func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (Grant, error) {
 	if q.cfg.Data == nil { // fixed data (a leader's id) carries no label
 		if _, err := nodelabel.From(ctx); err != nil {
@@ -196,9 +193,8 @@ func remove(cs []locknode.Contender, name string) []locknode.Contender {
 	return cs
 }
 
-// Participant is one contender as Participants reports it. Known is false
-// when the data is not this engine's (a foreign node, a revoke mark); Tag,
-// Label, Host and PID come from the data of engine nodes.
+// Participant is one contender as Participants reports it; Known (and Tag,
+// Label, Host, PID) when the data is this engine's.
 type Participant struct {
 	locknode.Contender
 	Host       string
