@@ -67,9 +67,8 @@ func New(sess *conn.Session, path string) (*Lock, error) {
 // Path is the lock path given to New. The lock node is Path()+"/lock".
 func (l *Lock) Path() string { return l.path }
 
-// Acquire blocks until this handle holds the lock or ctx ends; then the
-// error matches ctx.Err() and no node is left behind (a grant as ctx ends
-// is undone). A session lost while waiting is not an error.
+// Acquire blocks until this handle holds the lock or ctx ends; then no
+// node is left behind. A session lost while waiting is not an error.
 func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 	return l.metered(ctx, "acquire", true)
 }
@@ -93,8 +92,7 @@ func (l *Lock) metered(ctx context.Context, op string, wait bool) (*conn.Lease, 
 	return lease, err
 }
 
-// acquire creates the node until granted or, with wait false, until one
-// attempt finds it held (a nil lease and error).
+// acquire creates the node until granted or, with wait false, found held.
 func (l *Lock) acquire(ctx context.Context, op string, wait bool, label string) (*conn.Lease, error) {
 	id := locknode.NewID()
 	data := locknode.EncodeData(id, "", true, label)
@@ -113,9 +111,8 @@ func (l *Lock) acquire(ctx context.Context, op string, wait bool, label string) 
 		case failed:
 			return nil, l.wrap(op, ctx, err)
 		}
-		// Read the node: ours (created, or made by a create whose first
-		// answer was lost) is granted with its czxid, which tells it from a
-		// node created at the path after ours was deleted; else watch it.
+		// Read the node: ours (created, or made by a create whose answer
+		// was lost) is granted with its czxid; else watch it.
 		var (
 			got []byte
 			st  *zk.Stat
@@ -155,8 +152,7 @@ func (l *Lock) acquire(ctx context.Context, op string, wait bool, label string) 
 }
 
 // grant records the lock node, read as st and found ours, as held, unless
-// ctx ended meanwhile (then it is deleted again). The lease knows the
-// node's czxid: a node created at the path after ours is not its node.
+// ctx ended meanwhile (then it is deleted again).
 func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat) (*conn.Lease, error) {
 	if ctx.Err() != nil {
 		l.log.Debug("granted as ctx ended; undoing the grant")
@@ -196,15 +192,13 @@ func (l *Lock) wrap(op string, ctx context.Context, err error) error {
 	return fmt.Errorf("exclusive: %s %s: %w", op, l.path, err)
 }
 
-// settle deletes the lock node if the Acquire call with id created it in
-// ep, under the epoch (bg.Settle, undo).
+// settle is undo under the epoch (bg.Settle).
 func (l *Lock) settle(ctx context.Context, ep *conn.Epoch, id string) {
 	bg.Settle(ctx, ep, l.log, func(c context.Context) error { return l.undo(c, ep, id) })
 }
 
-// undo deletes the lock node if the Acquire call with id created it in ep;
-// if that cannot be learnt now, it goes on in the background until done or
-// the epoch ends: a node of ours never holds the lock for the session.
+// undo deletes the lock node if the Acquire call with id created it in ep,
+// in the background if that cannot be learnt now.
 func (l *Lock) undo(ctx context.Context, ep *conn.Epoch, id string) error {
 	err := l.deleteIfOurs(ctx, ep, id)
 	if err != nil && ep.Err() == nil {
@@ -250,8 +244,7 @@ func classify(ep *conn.Epoch, err error) outcome {
 }
 
 // create makes one attempt to create the lock node in ep, detached from
-// ctx (bg.Detach): if ctx ends first, the node, if this attempt made it,
-// is deleted in the background (undo).
+// ctx (bg.Detach): if ctx ends first, the node, if made, is undone.
 func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id string) (outcome, error) {
 	_, detached, err := bg.Detach(ctx, ep, l.log,
 		func(_, ectx context.Context) (struct{}, error) { return struct{}{}, l.createNode(ectx, ep, data) },
@@ -268,9 +261,8 @@ func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id strin
 	return classify(ep, err), err
 }
 
-// createNode creates the ephemeral lock node, and the lock path's missing
-// ancestors as containers when the server says they are missing. A
-// container can be reaped between the two steps, hence the few rounds.
+// createNode creates the lock node, and the lock path's missing ancestors
+// as containers (which may be reaped in between: a few rounds).
 func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) error {
 	for i := 0; ; i++ {
 		_, err := connlink.Of(ep).Create(ctx, l.node, data, zk.FlagEphemeral, connlink.Of(l.sess).SealedACL())
@@ -283,9 +275,8 @@ func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) erro
 	}
 }
 
-// deleteIfOurs deletes the lock node if it carries our session and the id
-// of the Acquire call that created it in ep, reading it again after each
-// failed delete.
+// deleteIfOurs deletes the lock node if it carries our session and id,
+// reading it again after each failed delete.
 func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) error {
 	_, err := l.deleteOurs(ctx, ep, id)
 	return err
@@ -330,10 +321,9 @@ func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone 
 	}
 }
 
-// Release gives the lock up, from any goroutine, deleting the lock node if
-// it is still ours. lock.ErrNotHeld when the handle holds nothing;
-// lock.ErrReleasePending when the delete is unconfirmed (it counts as
-// released); any other error leaves it held.
+// Release gives the lock up, from any goroutine: lock.ErrNotHeld when the
+// handle holds nothing; lock.ErrReleasePending counts as released; any
+// other error leaves it held.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	g := l.held

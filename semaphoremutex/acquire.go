@@ -16,13 +16,11 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
-// errRestart: the epoch ended under an attempt, or a node of ours was
-// deleted by someone else; start over. Never returned to callers.
+// errRestart: the epoch ended, or a node of ours was deleted: start over.
 var errRestart = errors.New("semaphoremutex: start over")
 
-// attempt is one try for a lease, made under the internal lock in its
-// epoch (docs/design.md, "The semaphore's wait for a lease"). Owned by the
-// goroutine that calls run.
+// attempt is one try for a lease under the internal lock (docs/design.md,
+// "The semaphore's wait for a lease"), owned by run's goroutine.
 type attempt struct {
 	s  *Semaphore
 	ep *conn.Epoch
@@ -37,9 +35,8 @@ type attempt struct {
 	node    string                     // our lease node's name, once created
 }
 
-// run takes a lease (with wait false only if one is free now: else a nil
-// lease and error) and releases the internal lock. Errors: errRestart, or
-// nothing of ours is left.
+// run takes a lease (with wait false only if one is free now) and releases
+// the internal lock. Errors: errRestart, or nothing of ours is left.
 func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 	if !a.free {
 		if err := a.list(ctx); err != nil {
@@ -94,9 +91,9 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 	return connlink.Of(a.ep).NewLease(zkpath.Join(a.s.leasesPath, a.node), 0), nil
 }
 
-// soleLeaseFresh reports whether the internal lock node may be kept as the
-// lease with a token above every earlier grant's: no lease node was made
-// since it was (docs/design.md, "The semaphore with one lease").
+// soleLeaseFresh reports whether no lease node was made since the internal
+// lock node was, which may then be the lease (docs/design.md, "The
+// semaphore with one lease").
 func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 	if a.free {
 		return true, nil
@@ -206,8 +203,8 @@ func (a *attempt) forget(name string) {
 	}
 }
 
-// abort ends a failed attempt: errRestart if the epoch ended (our nodes go
-// with it); else it releases what we hold and returns err.
+// abort ends a failed attempt: errRestart if the epoch ended, else it
+// releases what we hold and returns err.
 func (a *attempt) abort(ctx context.Context, err error) error {
 	if a.ep.Err() != nil {
 		return errRestart
@@ -226,8 +223,7 @@ func (a *attempt) abort(ctx context.Context, err error) error {
 }
 
 // unlock releases the internal lock if we still hold it, with a plain
-// delete: we cannot promise the next one-lease contender that no lease
-// node exists.
+// delete: no promise to the next one-lease contender.
 func (a *attempt) unlock(ctx context.Context) {
 	if a.lk == nil {
 		return

@@ -107,8 +107,7 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg lockopt.Confi
 
 // Acquire blocks until the caller holds one lease or ctx ends. The lease's
 // Path is its node (with one lease, maybe the internal lock node). On error
-// nothing is held or left behind; the error wraps ctx's or the session's.
-// A lease granted as ctx ends is given up.
+// nothing is held or left behind.
 func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
 	l, _, err := s.metered(ctx, true)
 	return l, err
@@ -135,10 +134,9 @@ func (s *Semaphore) metered(ctx context.Context, wait bool) (*conn.Lease, bool, 
 	return l, l != nil, nil
 }
 
-// ReturnLease returns a lease this handle granted, from any goroutine.
-// lock.ErrNotHeld when the lease is nil, not this handle's or already
-// returned; lock.ErrReleasePending when the delete is unconfirmed (it
-// counts as returned); any other error leaves it held.
+// ReturnLease returns a lease this handle granted, from any goroutine:
+// lock.ErrNotHeld when it is nil, not this handle's or already returned;
+// lock.ErrReleasePending counts as returned; any other error leaves it held.
 func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 	if lease == nil {
 		return fmt.Errorf("semaphoremutex: release %s: nil lease: %w", s.path, lock.ErrNotHeld)
@@ -168,8 +166,7 @@ func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
 }
 
 // acquire takes the internal lock, then a lease under it, and releases the
-// internal lock. With wait false it takes neither if either is taken (nil
-// lease, nil error). Its callers meter it and wrap its errors.
+// internal lock; with wait false, neither if either is taken.
 func (s *Semaphore) acquire(ctx context.Context, wait bool) (*conn.Lease, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -212,11 +209,10 @@ func attemptID(lk *conn.Lease) string {
 	return locknode.NewID()
 }
 
-// Participants lists the lease holders, oldest first (Holding), then the
-// contenders queued on the internal lock in the order they will be served.
-// With one lease and no lease node, the holder may be ours, listed with
-// the internal lock node it keeps as its lease (soleLeaseTag). A snapshot,
-// not atomic: nodes that leave while it is taken are left out.
+// Participants lists the lease holders, oldest first (Holding; with one
+// lease maybe an internal lock node kept as the lease), then the contenders
+// queued on the internal lock in the order they will be served. A
+// snapshot: nodes that leave while it is taken are left out.
 func (s *Semaphore) Participants(ctx context.Context) ([]lock.Participant, error) {
 	ps, err := s.leases.Participants(ctx)
 	if err != nil {
@@ -310,7 +306,7 @@ func (m *Mutex) Path() string { return m.sem.path }
 
 // Acquire blocks until the handle holds the mutex or ctx ends, first
 // waiting for the handle's own hold or acquire to end. On error nothing is
-// held or left behind; the error wraps ctx's or the session's.
+// held or left behind.
 func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 	l, _, err := m.acquire(ctx, true)
 	return l, err
@@ -362,10 +358,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (l *conn.Lease, ok bool,
 	return l, true, nil
 }
 
-// Release releases the mutex, from any goroutine. lock.ErrNotHeld when the
+// Release releases the mutex, from any goroutine: lock.ErrNotHeld when the
 // handle does not hold it (or still acquires it); lock.ErrReleasePending
-// when the delete is unconfirmed (it counts as released); any other error
-// leaves it held.
+// counts as released; any other error leaves it held.
 func (m *Mutex) Release(ctx context.Context) error {
 	m.mu.Lock()
 	l := m.lease

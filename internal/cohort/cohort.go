@@ -1,8 +1,6 @@
-// Package cohort is the in-process handoff of the exclusive recipes (lock
-// cohorting): the goroutines of one process that contend for one lock
-// through one session share one ZooKeeper contender, and the lock passes
-// between them without a request while passable allows. See
-// docs/design.md, "In-process handoff (lock cohorting)".
+// Package cohort is the in-process handoff of the exclusive recipes: the
+// goroutines of one session that contend for one lock share one ZooKeeper
+// contender (docs/design.md, "In-process handoff (lock cohorting)").
 package cohort
 
 import (
@@ -22,13 +20,11 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// ErrNotHolder: Release was given a lease that is not the cohort's current
-// grant. It matches lock.ErrNotHeld.
+// ErrNotHolder: Release of a lease that is not the cohort's current grant.
 var ErrNotHolder = fmt.Errorf("cohort: not the current holder: %w", lock.ErrNotHeld)
 
-// Bound limits how long the node stays in the process: after MaxPasses
-// local handoffs on it, or once Budget has passed since it was granted
-// (<= 0: no time budget), the release deletes it instead of passing it on.
+// Bound limits how long the node stays in the process: MaxPasses local
+// handoffs, or Budget since it was granted (<= 0: none).
 type Bound = lockopt.Bound
 
 // Remote is the recipe's own acquire and release of one ZooKeeper
@@ -128,8 +124,7 @@ func (h *Handle) Acquire(ctx context.Context) (*conn.Lease, error) {
 	}
 }
 
-// find returns h's cohort, locked, or a new one (ours), whose node the
-// caller acquires.
+// find returns h's cohort, locked, or a new one whose node the caller acquires.
 func (h *Handle) find() (c *cohort, ours bool) {
 	m := connlink.Of(h.sess).Shared()
 	for {
@@ -172,8 +167,7 @@ func (h *Handle) giveUp(ctx context.Context, c *cohort, wk *conn.Lease, err erro
 	return err
 }
 
-// TryAcquire returns a grant if the lock is free in this process and the
-// remote try succeeds.
+// TryAcquire returns a grant if the lock is free in this process and remotely.
 func (h *Handle) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, bg.CtxErr(ctx)
@@ -229,8 +223,7 @@ func (c *cohort) passable(h *Handle) bool {
 		c.passes < b.MaxPasses && (b.Budget <= 0 || time.Since(c.since) < b.Budget)
 }
 
-// dead reports whether the node is known gone: its epoch ended, or its
-// lease lost (deleted by someone else, or the error policy's suspension).
+// dead reports whether the node is known gone (epoch ended, or lease lost).
 func (c *cohort) dead() bool {
 	return c.node.Epoch().Err() != nil || c.node.Err() != nil
 }
@@ -317,8 +310,7 @@ func (h *Handle) Waiting() int {
 }
 
 // Contender is how a recipe handle gets its grants: through its cohort
-// (with a Bound) or straight from its remote lock. The zero value is not
-// usable; safe for concurrent use.
+// (with a Bound) or straight from its remote lock.
 type Contender struct {
 	co     *Handle // nil without local handoff
 	remote Remote
