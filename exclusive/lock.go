@@ -132,7 +132,10 @@ func (l *Lock) acquire(ctx context.Context, op string, wait bool, label string) 
 			// A create retried after a lost answer reports NodeExists for
 			// its own node, so "taken" may be ours too.
 			l.settle(ctx, ep, id)
-			return nil, l.wrap(op, ctx, pending(out, err))
+			if out == unknown { // the node may be ours: settled in the background
+				err = fmt.Errorf("%w: %w", lock.ErrCreatePending, err)
+			}
+			return nil, l.wrap(op, ctx, err)
 		case ours(ep, got, st, id):
 			return l.grant(ctx, ep, id, st)
 		case !wait:
@@ -209,15 +212,6 @@ func (l *Lock) undo(ctx context.Context, ep *conn.Epoch, id string) error {
 	return err
 }
 
-// pending marks err, a failed read of a node that may be ours (out
-// unknown), as resolved in the background (settle).
-func pending(out outcome, err error) error {
-	if out == unknown {
-		return fmt.Errorf("%w: %w", lock.ErrCreatePending, err)
-	}
-	return err
-}
-
 // outcome is what one create of the lock node came to.
 type outcome int
 
@@ -243,11 +237,22 @@ func classify(ep *conn.Epoch, err error) outcome {
 	return failed
 }
 
-// create makes one attempt to create the lock node in ep, detached from
-// ctx (bg.Detach): if ctx ends first, the node, if made, is undone.
+// create makes one attempt to create the lock node (and the lock path's
+// missing ancestors, as containers) in ep, detached from ctx (bg.Detach):
+// if ctx ends first, the node, if made, is undone.
 func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id string) (outcome, error) {
 	_, detached, err := bg.Detach(ctx, ep, l.log,
-		func(_, ectx context.Context) (struct{}, error) { return struct{}{}, l.createNode(ectx, ep, data) },
+		func(_, ectx context.Context) (struct{}, error) {
+			for i := 0; ; i++ { // the containers may be reaped in between: a few rounds
+				_, err := connlink.Of(ep).Create(ectx, l.node, data, zk.FlagEphemeral, connlink.Of(l.sess).SealedACL())
+				if !errors.Is(err, zk.ErrNoNode) || i == 3 {
+					return struct{}{}, err
+				}
+				if err := connlink.Of(ep).CreateParents(ectx, l.node); err != nil {
+					return struct{}{}, err
+				}
+			}
+		},
 		func(ectx context.Context, _ struct{}, err error) error {
 			switch classify(ep, err) {
 			case created, taken, unknown:
@@ -259,20 +264,6 @@ func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id strin
 		return failed, err
 	}
 	return classify(ep, err), err
-}
-
-// createNode creates the lock node, and the lock path's missing ancestors
-// as containers (which may be reaped in between: a few rounds).
-func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) error {
-	for i := 0; ; i++ {
-		_, err := connlink.Of(ep).Create(ctx, l.node, data, zk.FlagEphemeral, connlink.Of(l.sess).SealedACL())
-		if !errors.Is(err, zk.ErrNoNode) || i == 3 {
-			return err
-		}
-		if err := connlink.Of(ep).CreateParents(ctx, l.node); err != nil {
-			return err
-		}
-	}
 }
 
 // deleteIfOurs deletes the lock node if it carries our session and id,

@@ -16,12 +16,10 @@
 //	lease, err := sem.Acquire(ctx) // one of 3 leases
 //	defer sem.ReturnLease(context.WithoutCancel(ctx), lease)
 //
-// Under the path, locks/ holds an internal FIFO mutex and leases/ one
-// ephemeral node per lease held: a contender takes the internal mutex,
-// waits until fewer than N lease nodes exist, and creates its lease node
-// in the transaction that releases the internal mutex. With one lease the
-// internal lock node itself may be kept as the lease (docs/design.md, "The
-// semaphore with one lease").
+// Under the path, locks/ holds an internal FIFO mutex and leases/ one node
+// per lease held: a contender takes the internal mutex, waits until fewer
+// than N lease nodes exist, and creates its lease node in the transaction
+// that releases the internal mutex (docs/design.md).
 //
 // # What it guarantees
 //
@@ -39,12 +37,10 @@
 //
 // Holding a lease is a lease on the ZooKeeper session, not a promise: only
 // fencing closes the window in which an expired holder still believes it
-// holds. TryAcquire gives up, as Curator's does with a zero timeout,
-// whenever another contender holds the internal mutex. A client that
-// creates lease nodes without holding the internal mutex, or a third
-// party deleting an internal lock node, breaks the count. Curator's
-// getParticipantNodes does not see our one-lease holder (Participants
-// does).
+// holds. TryAcquire gives up, as Curator's does, whenever another
+// contender holds the internal mutex. A client that creates lease nodes
+// without holding the internal mutex, or a third party deleting an
+// internal lock node, breaks the count.
 //
 // # Errors
 //
