@@ -3,8 +3,7 @@
 // semaphoremutex and rwlock), which you should use instead.
 //
 // Every contender tries to create the one ephemeral node <path>/lock; the
-// one that succeeds holds the lock. Every other one watches the node and,
-// when it is deleted, all of them try again at once.
+// others watch it and, when it is deleted, all try again at once.
 //
 // # What it guarantees
 //
@@ -26,9 +25,6 @@
 // creates it again, our GuardedWrite's check passes on the new node until
 // the lease notices (Fence has no such gap), and a Release between its
 // read and its delete may delete that node if it was created unsealed.
-//
-// A handle is owned like sync.Mutex: not reentrant, and any goroutine may
-// release it.
 //
 // # Errors
 //

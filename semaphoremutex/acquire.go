@@ -51,12 +51,6 @@ func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
 		if err := a.watch(ctx); err != nil {
 			return nil, a.abort(ctx, err)
 		}
-		if len(a.before) < a.s.max {
-			break
-		}
-		if err := a.await(ctx); err != nil {
-			return nil, a.abort(ctx, err)
-		}
 	}
 	if ctx.Err() != nil {
 		return nil, a.abort(ctx, bg.CtxErr(ctx))
@@ -135,7 +129,7 @@ func (a *attempt) list(ctx context.Context) error {
 }
 
 // watch makes sure max entries of before are watched, dropping those found
-// gone, until fewer than max are left (admitted).
+// gone, and waits for one to fire unless fewer than max are left.
 func (a *attempt) watch(ctx context.Context) error {
 	if a.watches == nil {
 		a.watches = make(map[string]<-chan zk.Event, a.s.max)
@@ -158,7 +152,10 @@ func (a *attempt) watch(ctx context.Context) error {
 			a.watches[name] = ch
 		}
 	}
-	return nil
+	if len(a.before) < a.s.max {
+		return nil // admitted
+	}
+	return a.await(ctx)
 }
 
 // await waits for one watch to fire (a channel closed without an event

@@ -39,8 +39,8 @@ type Remote struct {
 	Holds string
 }
 
-// Key identifies a cohort in its session. Kind names the recipe and what
-// of its configuration makes its nodes differ.
+// Key identifies a cohort in its session; Kind names the recipe and what
+// of its configuration makes its nodes differ ("mutex/revocable").
 type Key struct {
 	Kind  string
 	Path  string
@@ -180,8 +180,8 @@ func (h *Handle) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return nil, false, nil // held or being acquired in the process
 }
 
-// acquireNode acquires the node for c (whose st is acquiring, owned by the
-// caller) and grants it to the caller as pass 0.
+// acquireNode acquires the node for c (acquiring, the caller's) and grants
+// it to the caller as pass 0.
 func (h *Handle) acquireNode(ctx context.Context, c *cohort, wait bool) (*conn.Lease, bool, error) {
 	var (
 		l   *conn.Lease
@@ -296,8 +296,7 @@ func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 	return err
 }
 
-// Waiting is the number of goroutines queued locally for h's cohort (not
-// the holder or the acquirer). For tests and diagnostics.
+// Waiting is the number of goroutines queued locally for h's cohort. For tests.
 func (h *Handle) Waiting() int {
 	v, ok := connlink.Of(h.sess).Shared().Load(h.key)
 	if !ok {
@@ -340,8 +339,7 @@ func recipeOf(kind string) string {
 	return name
 }
 
-// Acquire returns a grant, reporting the whole wait, a local one included,
-// once to the session's Lock hook.
+// Acquire returns a grant, reporting the whole wait once (report.Meter).
 func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
 	done := report.Meter(c.sess, c.recipe, c.path)
 	acquire := c.remote.Acquire
@@ -365,8 +363,7 @@ func (c Contender) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, ok, err
 }
 
-// Release ends grant l; a lease that is not the cohort's current grant
-// fails with ErrNotHolder.
+// Release ends grant l: ErrNotHolder if not the cohort's current grant.
 func (c Contender) Release(ctx context.Context, l *conn.Lease) error {
 	if c.co != nil {
 		return c.co.Release(ctx, l)
