@@ -312,7 +312,7 @@ func (h *Handle) Waiting() int {
 // (with a Bound) or straight from its remote lock.
 type Contender struct {
 	co     *Handle // nil without local handoff
-	remote Remote
+	via    Remote  // co's methods, or the remote lock's
 	sess   *conn.Session
 	recipe string // kind up to its first "/", for the Lock hook
 	path   string
@@ -321,7 +321,7 @@ type Contender struct {
 // NewContender returns the contender of a recipe handle on sess, through
 // the cohort of Key{kind, path, *bound} when bound is not nil.
 func NewContender(sess *conn.Session, kind, path string, bound *Bound, remote Remote) (Contender, error) {
-	c := Contender{remote: remote, sess: sess, recipe: recipeOf(kind), path: path}
+	c := Contender{via: remote, sess: sess, recipe: recipeOf(kind), path: path}
 	if bound == nil {
 		return c, nil
 	}
@@ -329,7 +329,7 @@ func NewContender(sess *conn.Session, kind, path string, bound *Bound, remote Re
 	if err != nil {
 		return Contender{}, err
 	}
-	c.co = h
+	c.co, c.via = h, Remote{Acquire: h.Acquire, TryAcquire: h.TryAcquire, Release: h.Release}
 	return c, nil
 }
 
@@ -342,11 +342,7 @@ func recipeOf(kind string) string {
 // Acquire returns a grant, reporting the whole wait once (report.Meter).
 func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
 	done := report.Meter(c.sess, c.recipe, c.path)
-	acquire := c.remote.Acquire
-	if c.co != nil {
-		acquire = c.co.Acquire
-	}
-	l, err := acquire(ctx)
+	l, err := c.via.Acquire(ctx)
 	done(l != nil, err)
 	return l, err
 }
@@ -354,21 +350,14 @@ func (c Contender) Acquire(ctx context.Context) (*conn.Lease, error) {
 // TryAcquire returns a grant if one is free now, reporting as Acquire.
 func (c Contender) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	done := report.Meter(c.sess, c.recipe, c.path)
-	try := c.remote.TryAcquire
-	if c.co != nil {
-		try = c.co.TryAcquire
-	}
-	l, ok, err := try(ctx)
+	l, ok, err := c.via.TryAcquire(ctx)
 	done(ok, err)
 	return l, ok, err
 }
 
 // Release ends grant l: ErrNotHolder if not the cohort's current grant.
 func (c Contender) Release(ctx context.Context, l *conn.Lease) error {
-	if c.co != nil {
-		return c.co.Release(ctx, l)
-	}
-	return c.remote.Release(ctx, l)
+	return c.via.Release(ctx, l)
 }
 
 // Waiting is Handle.Waiting, 0 without local handoff. For tests.

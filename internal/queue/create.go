@@ -165,11 +165,8 @@ func (q *Queue) ours(ctx context.Context, ep *conn.Epoch, id, prefix, name strin
 	if !strings.HasPrefix(name, prefix) {
 		return false, nil
 	}
-	if _, ok := q.cfg.Schema.Parse(name); !ok {
-		return false, nil
-	}
-	if strings.Contains(prefix, id) {
-		return true, nil
+	if _, ok := q.cfg.Schema.Parse(name); !ok || strings.Contains(prefix, id) {
+		return ok, nil
 	}
 	b, _, err := connlink.Of(ep).Get(ctx, zkpath.Join(q.path, name))
 	if errors.Is(err, zk.ErrNoNode) {
