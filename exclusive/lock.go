@@ -169,8 +169,7 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 	l.held = g
 	l.mu.Unlock()
 	if stale != nil {
-		// Only when the old grant's node is gone (its epoch ended, or
-		// someone deleted it): we just found the node ours.
+		// Its node is gone (epoch ended, or deleted): we just found the node ours.
 		l.log.Warn("replacing a grant that was never released; its node was gone",
 			logfield.Session("old_session", stale.ep.SessionID()))
 		connlink.Of(stale.lease).Released()

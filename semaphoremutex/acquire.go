@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -192,12 +193,7 @@ func (a *attempt) await(ctx context.Context) error {
 // forget drops name from before (and from the watches).
 func (a *attempt) forget(name string) {
 	delete(a.watches, name)
-	for i, c := range a.before {
-		if c.Name == name {
-			a.before = append(a.before[:i], a.before[i+1:]...)
-			return
-		}
-	}
+	a.before = slices.DeleteFunc(a.before, func(c locknode.Contender) bool { return c.Name == name })
 }
 
 // abort ends a failed attempt: errRestart if the epoch ended, else it

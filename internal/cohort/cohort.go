@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -245,13 +246,11 @@ func (c *cohort) handOn(h *Handle) {
 
 // remove takes w out of the queue (locked); false if it was woken already.
 func (c *cohort) remove(w *waiter) bool {
-	for i, x := range c.waiters {
-		if x == w {
-			c.waiters = append(c.waiters[:i:i], c.waiters[i+1:]...)
-			return true
-		}
+	i := slices.Index(c.waiters, w)
+	if i >= 0 {
+		c.waiters = slices.Concat(c.waiters[:i], c.waiters[i+1:])
 	}
-	return false
+	return i >= 0
 }
 
 // Release ends grant l, passing the node to the next local waiter if

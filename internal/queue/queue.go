@@ -95,8 +95,7 @@ func (q *Queue) Path() string { return q.path }
 // Sealed reports whether the queue's nodes are sealed (not Revocable).
 func (q *Queue) Sealed() bool { return !q.opt.Revocable }
 
-// NodeACL is the ACL of the queue's nodes: sealed (nobody else can forge
-// the handover mark) or, if Revocable, the session's.
+// NodeACL is the ACL of the queue's nodes: sealed, or if Revocable the session's.
 func (q *Queue) NodeACL() []zk.ACL {
 	if q.opt.Revocable {
 		return connlink.Of(q.sess).ACL()
