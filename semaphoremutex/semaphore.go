@@ -222,28 +222,18 @@ func (s *Semaphore) Participants(ctx context.Context) ([]lock.Participant, error
 	if len(ps) > s.max {
 		ps = ps[:s.max] // the rest is the contender checking under the internal lock
 	}
-	out := convert(s.leasesPath, ps, true)
-	if len(ps) == 0 && s.max == 1 && len(waiting) > 0 && waiting[0].Tag == soleLeaseTag {
-		out = convert(zkpath.Join(s.path, locksDir), waiting[:1], true)
+	locks := zkpath.Join(s.path, locksDir)
+	sole := len(ps) == 0 && s.max == 1 && len(waiting) > 0 && waiting[0].Tag == soleLeaseTag
+	out, ids := make([]lock.Participant, 0, len(ps)+len(waiting)), map[string]bool{}
+	for _, p := range ps {
+		out, ids[p.ID] = append(out, p.Public(s.leasesPath, true)), true
 	}
-	ids := make(map[string]bool, len(out))
-	for _, h := range out {
-		ids[h.ID] = true
-	}
-	for _, w := range convert(zkpath.Join(s.path, locksDir), waiting, false) {
+	for i, w := range waiting {
 		if !ids[w.ID] { // our lease node carries our lock node's id
-			out = append(out, w)
+			out = append(out, w.Public(locks, sole && i == 0))
 		}
 	}
 	return out, nil
-}
-
-func convert(dir string, ps []queue.Participant, holding bool) []lock.Participant {
-	out := make([]lock.Participant, len(ps))
-	for i, p := range ps {
-		out[i] = p.Public(dir, holding)
-	}
-	return out
 }
 
 // Mutex is the semaphore with one lease, shared with Curator's

@@ -141,10 +141,7 @@ func (q *Queue) Find(ctx context.Context, ep *conn.Epoch, id string) (string, er
 		return "", err
 	}
 	names, _, err := connlink.Of(ep).Children(ctx, q.path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return "", nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return "", err
 	}
 	prefix := q.cfg.Schema.Prefix(id)
