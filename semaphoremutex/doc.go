@@ -40,7 +40,8 @@
 // holds. TryAcquire gives up, as Curator's does, whenever another
 // contender holds the internal mutex. A client that creates lease nodes
 // without holding the internal mutex, or a third party deleting an
-// internal lock node, breaks the count.
+// internal lock node, breaks the count. Curator's getParticipantNodes does
+// not see our one-lease holder (Participants does).
 //
 // # Errors
 //
