@@ -3,6 +3,8 @@ package attack_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,4 +286,249 @@ func electionOf(t *testing.T, s *conn.Session, path, id string) *leader.Election
 	e, err := leader.New(s, path, id)
 	require.NoError(t, err)
 	return e
+}
+
+// TestWriteLeaseWritesIntoItsDowngradeReadNode_FailsTwoHolders: rwlock's doc: while a writer
+// holds the lock "no other contender of any process on the path does"; a
+// downgrade leaves the goroutine holding both sides. The holder of both
+// writes, through the write lease's GuardedWrite, into its own read node (a
+// sibling of the write node, which GuardedWrite does not call its own),
+// while a writer of another session waits behind that read node. The
+// waiting writer must stay out while we hold both sides. What happens: the
+// write is applied (nil error) and the waiting writer is granted while we
+// still hold the write lock and the read lock (both leases' Err nil): a
+// writer beside a writer and a reader, one lock, every run.
+func TestWriteLeaseWritesIntoItsDowngradeReadNode_FailsTwoHolders(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 60*time.Second)
+	path := f.Path("wdr/rw")
+	rw := newRW(t, f.Session(), path)
+	wl, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	rl, err := rw.ReadLock().Acquire(ctx) // downgrade: granted at once
+	require.NoError(t, err)
+	w2 := hold(ctx, newRW(t, f.Session(), path).WriteLock())
+	var readNode string
+	waitFor(t, 10*time.Second, "the writer queued behind our nodes", func() bool {
+		return len(children(f.Raw(), path)) == 3
+	})
+	for _, ch := range sortedBySeq(f.Raw(), path) {
+		if seqOf(ch) == seqOf(wl.Path())+1 {
+			readNode = path + "/" + ch
+		}
+	}
+	require.NotEmpty(t, readNode, "our read node after the write node: %v", nodes{f.Raw(), path})
+	waitFor(t, 10*time.Second, "the writer watches our read node", func() bool { return watched(f, 0, readNode) })
+	_, gwErr := wl.GuardedWrite(ctx, &zk.SetDataRequest{Path: readNode, Data: []byte("x"), Version: -1})
+	t.Logf("the write lease's GuardedWrite into our read node %s (read lease on %s): %v", readNode, rl.Path(), gwErr)
+	if _, ok := w2.granted(t, 2*time.Second, "writer"); ok {
+		t.Errorf("the queued writer was granted while we hold the write and read locks (write Err %v, read Err %v)", wl.Err(), rl.Err())
+	}
+	require.NoError(t, rw.ReadLock().Release(ctx))
+	require.NoError(t, rw.WriteLock().Release(ctx))
+}
+
+// TestObserveCancelledWhileBlackholedLeavesNoWatch: leader's Observe: "It
+// keeps one watch on the path, removed from the server when ctx ends";
+// safety.md for waiters: "after a reconnect the removed watch does not come
+// back". Observe is cancelled while the connection is blackholed (the
+// session survives: healed within the quorum timer's window), then once
+// more after a forced expiry (the Observe of the new epoch). After each,
+// the session must keep no watch under the election path on the server
+// (mntr's zk_watch_count: the leader holds without watching), and the Watches gauge must come back to 0.
+func TestObserveCancelledWhileBlackholedLeavesNoWatch(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 60*time.Second)
+	path := f.Path("obsbh/l")
+	ld := electionOf(t, f.Session(), path, "leader")
+	_, err := ld.Campaign(ctx)
+	require.NoError(t, err)
+	rec := &metricsRec{}
+	px, s := f.ProxiedSession(conn.WithSessionTimeout(6*time.Second), conn.WithMetrics(rec.Hooks()))
+	obs := electionOf(t, s, path, "observer")
+
+	t.Run("cancel-while-blackholed", func(t *testing.T) {
+		sid := epochOf(t, s).SessionID()
+		octx, cancel := context.WithCancel(ctx)
+		ch := obs.Observe(octx)
+		recv(t, ch, 5*time.Second, "Observe gave no first value")
+		waitFor(t, 5*time.Second, "Observe's watch on the server", func() bool { return serverWatches(t, f) == 1 })
+		px.Blackhole()
+		cancel()
+		if !closesWithin(ch, 2*time.Second) {
+			t.Errorf("Observe's channel still open 2 s after its ctx was cancelled (blackholed)")
+		}
+		px.Heal()
+		waitFor(t, 10*time.Second, "reconnected", func() bool { return s.State() == conn.Reconnected })
+		require.Equal(t, sid, epochOf(t, s).SessionID(), "the session survived the blackhole")
+		if !eventually(3*time.Second, func() bool { return serverWatches(t, f) == 0 }) {
+			t.Errorf("the server keeps %d watches after Observe was cancelled while blackholed (wchc of our session: %v)", serverWatches(t, f), sessionWatches(t, f, 0, sid))
+		}
+		rec.gaugeDrains(t, 3*time.Second)
+	})
+	t.Run("cancel-after-expiry", func(t *testing.T) {
+		octx, cancel := context.WithCancel(ctx)
+		ch := obs.Observe(octx)
+		recv(t, ch, 5*time.Second, "Observe gave no first value")
+		f.Expire(ctx, epochOf(t, s))
+		waitFor(t, 10*time.Second, "a new epoch", func() bool { return s.State() == conn.Connected })
+		sid := epochOf(t, s).SessionID()
+		waitFor(t, 5*time.Second, "Observe's watch in the new epoch", func() bool { return serverWatches(t, f) == 1 })
+		cancel()
+		if !closesWithin(ch, 2*time.Second) {
+			t.Errorf("Observe's channel still open 2 s after its ctx was cancelled")
+		}
+		if !eventually(3*time.Second, func() bool { return serverWatches(t, f) == 0 }) {
+			t.Errorf("the server keeps %d watches after Observe was cancelled (session %x)", serverWatches(t, f), sid)
+		}
+		rec.gaugeDrains(t, 3*time.Second)
+	})
+}
+
+// serverWatches is server 0's zk_watch_count (mntr): every watch of every
+// session (wchc does not list the watch Observe sets).
+func serverWatches(t *testing.T, f *fixture) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	m, err := f.Mntr(ctx, 0)
+	require.NoError(t, err, "mntr")
+	n, err := strconv.Atoi(m["zk_watch_count"])
+	require.NoError(t, err, "zk_watch_count %q", m["zk_watch_count"])
+	return n
+}
+
+// leaderRec adds the Leader hook to a metricsRec.
+type leaderRec struct {
+	*metricsRec
+	starts, ends atomic.Int64
+}
+
+func (r *leaderRec) Hooks() metrics.Hooks {
+	h := r.metricsRec.Hooks()
+	h.Leader = func(l metrics.Leader) {
+		if l.Leading {
+			r.starts.Add(1)
+		} else {
+			r.ends.Add(1)
+		}
+	}
+	return h
+}
+
+// TestLeaderRunRequeueExpiryMetrics: metrics.Leader: "the start (Leading)
+// or the end (with the term's Duration) of a leader term of Run";
+// metrics.LockHold/LockLost: "A grant ends in one LockHold or one LockLost,
+// never both"; LockLost: "once per lease". Run with WithRequeue leads, its
+// session is expired (term 1 lost: cause expiry), it requeues and leads
+// again (term 2), a bystander deletes its node (term 3 starts after term 2
+// is lost: cause node_deleted), then Run's ctx ends (term 3 resigned: a
+// hold). Each term must be one start and one end, and each grant one hold
+// or one loss.
+func TestLeaderRunRequeueExpiryMetrics(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 60*time.Second)
+	rec := &leaderRec{metricsRec: &metricsRec{}}
+	s := f.Session(conn.WithMetrics(rec.Hooks()))
+	path := f.Path("runm/l")
+	e, err := leader.New(s, path, "me", leader.WithRequeue())
+	require.NoError(t, err)
+	terms := make(chan *conn.Lease, 8)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Run(rctx, func(ctx context.Context, l *conn.Lease) error {
+			terms <- l
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	l1 := recv(t, terms, 10*time.Second, "term 1 never began")
+	f.Expire(ctx, l1.Epoch())
+	l2 := recv(t, terms, 15*time.Second, "term 2 never began after the expiry")
+	_, err = f.Raw().Set(l2.Path(), []byte("x"), -1) // no effect expected: sealed? an election's node
+	t.Logf("bystander set on the leader's node: %v", err)
+	require.NoError(t, f.Raw().Delete(l2.Path(), -1))
+	l3 := recv(t, terms, 15*time.Second, "term 3 never began after the bystander's delete")
+	require.NotEqual(t, l2.Path(), l3.Path())
+	cancel()
+	err = recv(t, done, 5*time.Second, "Run did not return after its ctx ended")
+	t.Logf("Run: %v", err)
+	if got := [2]int64{rec.starts.Load(), rec.ends.Load()}; got != [2]int64{3, 3} {
+		t.Errorf("leader terms reported: %d starts, %d ends, want 3 and 3", got[0], got[1])
+	}
+	rec.expect(t, 1, metrics.LockLost, "leader", metrics.CauseExpiry, "leader losses by expiry")
+	rec.expect(t, 1, metrics.LockLost, "leader", metrics.CauseNodeDeleted, "leader losses by the bystander's delete")
+	rec.expect(t, 2, metrics.LockLost, "leader", "", "leader losses")
+	rec.expect(t, 1, metrics.LockHold, "leader", "", "leader holds (term 3, resigned)")
+	rec.expect(t, 3, metrics.LockWait, "leader", metrics.OutcomeGranted, "campaigns granted")
+}
+
+// TestCloseDuringAcquireAcrossHandoffAndSharedListing: conn's ErrClosed "is
+// returned by every call made after Close"; lock's Acquire "returns at most
+// 100 ms after ctx ends", with a session lost while waiting "not an error:
+// Acquire starts over in the next"; metrics.LockLost cause closed: "the
+// session was closed while the lease was held". One session: goroutine 1
+// holds a local-handoff mutex; goroutine 2 waits on the same handle (a local
+// waiter); goroutine 3 waits through a plain handle on the same path (the
+// shared listing), and goroutine 4 waits on a multilock over a semaphore
+// mutex held by another session and a mutex. Every ctx is without deadline.
+// Close must end every wait within 2 s with an error matching
+// conn.ErrClosed, leave no node of ours, report the holder's loss as
+// closed (not a hold), and the waits as not granted.
+func TestCloseDuringAcquireAcrossHandoffAndSharedListing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	rec := &metricsRec{}
+	s := f.Session(conn.WithMetrics(rec.Hooks()))
+	path := f.Path("closeacq/m")
+	hm, err := mutex.New(s, path, lock.WithLocalHandoff(3, 0))
+	require.NoError(t, err)
+	pm, err := mutex.New(s, path)
+	require.NoError(t, err)
+	l1, err := hm.Acquire(ctx)
+	require.NoError(t, err)
+	_ = l1.Lost()
+	other := f.Session()
+	osm, _ := semaphoremutex.New(other, f.Path("closeacq/sm"))
+	_, err = osm.Acquire(ctx)
+	require.NoError(t, err)
+	sm, _ := semaphoremutex.New(s, f.Path("closeacq/sm"))
+	mm, _ := mutex.New(s, f.Path("closeacq/a"))
+	ml, err := multilock.New(sm, mm)
+	require.NoError(t, err)
+	errs := make(chan error, 3)
+	go func() { _, err := hm.Acquire(ctx); errs <- err }()
+	go func() { _, err := pm.Acquire(ctx); errs <- err }()
+	go func() { _, err := ml.Acquire(ctx); errs <- err }()
+	waitFor(t, 10*time.Second, "the plain handle and the multilock queued", func() bool {
+		return len(children(f.Raw(), path)) == 2 && len(watchesUnder(f, 0, f.Path("closeacq/sm"))) > 0
+	})
+	time.Sleep(200 * time.Millisecond) // the local waiter has no node to wait for: give it time to queue
+	require.NoError(t, s.Close())
+	for i := 0; i < 3; i++ {
+		err, ok := within(errs, 2*time.Second)
+		if !ok {
+			t.Fatalf("an Acquire still waits 2 s after Close (%d returned)", i)
+		}
+		if !errors.Is(err, conn.ErrClosed) {
+			t.Errorf("Acquire after Close: %v, want an error matching conn.ErrClosed", err)
+		}
+	}
+	if !closesWithin(l1.Lost(), time.Second) {
+		t.Errorf("the holder's Lost still open after Close")
+	}
+	if n := countNodes(f.Raw(), f.Path("closeacq")); n != 1 { // the other session's semaphore mutex
+		t.Errorf("%d lock nodes under the paths, want 1 (the other session's): %v", n, nodes{f.Raw(), path})
+	}
+	// Two mutex grants held at Close: goroutine 1's, and the multilock's
+	// mutex on /closeacq/a (taken first: path order) while it waits for
+	// the semaphore mutex.
+	rec.expect(t, 2, metrics.LockLost, "mutex", metrics.CauseClosed, "the holders' losses, closed")
+	rec.expect(t, 0, metrics.LockHold, "", "", "holds")
+	rec.expect(t, 0, metrics.LockHandoff, "", "", "handoffs")
+	rec.expect(t, 2, metrics.LockWait, "mutex", metrics.OutcomeGranted, "waits granted")
+	if n := rec.count(metrics.LockWait, "", "") - rec.count(metrics.LockWait, "", metrics.OutcomeGranted); n < 3 {
+		t.Errorf("waits not granted reported: %d, want at least 3 (two mutex waits, the multilock's semaphore mutex): %s", n, rec.dump())
+	}
 }
