@@ -532,3 +532,146 @@ func TestCloseDuringAcquireAcrossHandoffAndSharedListing(t *testing.T) {
 		t.Errorf("waits not granted reported: %d, want at least 3 (two mutex waits, the multilock's semaphore mutex): %s", n, rec.dump())
 	}
 }
+
+// TestEveryCallKeepsItsDeadlineWhileBlackholed: lock's contract: "ctx bounds
+// the wait"; Acquire and TryAcquire "return at most 100 ms after ctx ends";
+// conn's node operations and the recipes' other calls take a ctx, and
+// Release/Resign/ReturnLease say "lock.ErrReleasePending when the delete is
+// unconfirmed" rather than waiting. With the connection blackholed (the
+// session alive: T = 10 s) every call below, all at once, each with a
+// 300 ms deadline, must return within 1 s: releases of every recipe
+// (a MultiLock over a local-handoff mutex and an rwlock's read side
+// included), a leader's Resign, Revoke, the snapshots, the Session's node
+// operations, a first Fence, a GuardedWrite, and the Acquire of a local
+// waiter queued behind a local-handoff holder.
+func TestEveryCallKeepsItsDeadlineWhileBlackholed(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 60*time.Second)
+	px, s := f.ProxiedSession(conn.WithSessionTimeout(10 * time.Second))
+	root := f.Path("bhdl")
+	f.Register(root, nil)
+	other := f.Session()
+	rv, _ := mutex.New(other, root+"/revocable", lock.WithRevocable())
+	rvl, err := rv.Acquire(ctx)
+	require.NoError(t, err)
+
+	start := make(chan struct{})
+	type result struct {
+		name string
+		d    time.Duration
+		err  error
+	}
+	results := make(chan result, 64)
+	var calls []string
+	// run starts name on a goroutine of its own: prep (before the
+	// blackhole) returns the call made after it, on the same goroutine.
+	run := func(name string, prep func() func(context.Context) error) {
+		calls = append(calls, name)
+		ready := make(chan func(context.Context) error)
+		go func() {
+			call := prep()
+			ready <- call
+			<-start
+			d, err := timed(ctx, 300*time.Millisecond, call)
+			results <- result{name, d, err}
+		}()
+		require.NotNil(t, <-ready, name)
+	}
+	acq := func(lk interface {
+		Acquire(context.Context) (*conn.Lease, error)
+	}) *conn.Lease {
+		l, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		return l
+	}
+	hm, _ := mutex.New(s, root+"/handoff", lock.WithLocalHandoff(3, 0))
+	run("mutex.Release (local handoff, a local waiter behind)", func() func(context.Context) error {
+		acq(hm)
+		return hm.Release
+	})
+	run("mutex.Acquire (local waiter)", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, err := hm.Acquire(ctx); return err }
+	})
+	run("rwlock read Release", func() func(context.Context) error {
+		rw := newRW(t, s, root+"/rw")
+		acq(rw.ReadLock())
+		return rw.ReadLock().Release
+	})
+	run("multilock.Release", func() func(context.Context) error {
+		a, _ := mutex.New(s, root+"/ml-a", lock.WithLocalHandoff(2, 0))
+		b := newRW(t, s, root+"/ml-b")
+		ml, err := multilock.New(a, b.ReadLock())
+		require.NoError(t, err)
+		_, err = ml.Acquire(ctx)
+		require.NoError(t, err)
+		return ml.Release
+	})
+	run("semaphore.ReturnLease", func() func(context.Context) error {
+		sem, _ := semaphoremutex.NewSemaphore(s, root+"/sem", 2)
+		l := acq(sem)
+		return func(ctx context.Context) error { return sem.ReturnLease(ctx, l) }
+	})
+	run("semaphoremutex.Release", func() func(context.Context) error {
+		sm, _ := semaphoremutex.New(s, root+"/sm", lock.WithLocalHandoff(2, 0))
+		acq(sm)
+		return sm.Release
+	})
+	e := electionOf(t, s, root+"/l", "me")
+	run("leader.Resign", func() func(context.Context) error {
+		_, err := e.Campaign(ctx)
+		require.NoError(t, err)
+		return e.Resign
+	})
+	run("leader.Leader", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, err := e.Leader(ctx); return err }
+	})
+	run("leader.Participants", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, err := e.Participants(ctx); return err }
+	})
+	run("lock.Revoke", func() func(context.Context) error {
+		return func(ctx context.Context) error { return lock.Revoke(ctx, s, rvl.Path()) }
+	})
+	run("mutex.TryAcquire", func() func(context.Context) error {
+		m, _ := mutex.New(s, root+"/revocable")
+		return func(ctx context.Context) error { _, _, err := m.TryAcquire(ctx); return err }
+	})
+	run("first Fence", func() func(context.Context) error {
+		m, _ := mutex.New(s, root+"/fence")
+		l := acq(m)
+		return func(ctx context.Context) error { _, err := l.Fence(ctx); return err }
+	})
+	run("GuardedWrite", func() func(context.Context) error {
+		m, _ := mutex.New(s, root+"/gw")
+		l := acq(m)
+		return func(ctx context.Context) error { return guardedSet(ctx, l, root, []byte("x"), -1) }
+	})
+	run("Session.Get", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, _, err := s.Get(ctx, root); return err }
+	})
+	run("Session.Set", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, err := s.Set(ctx, root, []byte("y"), -1); return err }
+	})
+	run("Session.Create", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, err := s.Create(ctx, root+"/c", nil, 0, zkWorld); return err }
+	})
+	run("Session.Delete", func() func(context.Context) error {
+		return func(ctx context.Context) error { return s.Delete(ctx, root+"/nothing", -1) }
+	})
+	run("Session.Children", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, _, err := s.Children(ctx, root); return err }
+	})
+
+	px.Blackhole()
+	close(start)
+	for range calls {
+		r, ok := within(results, 5*time.Second)
+		if !ok {
+			t.Fatalf("a call still running 5 s after its 300 ms deadline")
+		}
+		t.Logf("%s: %v: %v", r.name, r.d.Round(time.Millisecond), r.err)
+		if r.d > time.Second {
+			t.Errorf("%s returned %v after its start, 300 ms deadline: %v", r.name, r.d.Round(time.Millisecond), r.err)
+		}
+	}
+	px.Heal()
+}
