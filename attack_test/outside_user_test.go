@@ -675,3 +675,145 @@ func TestEveryCallKeepsItsDeadlineWhileBlackholed(t *testing.T) {
 	}
 	px.Heal()
 }
+
+// TestExclusiveNodeWrittenByItsOwnSession_FailsOrphanNode: exclusive: "Never two
+// holders", and the contract of package lock, "nothing of ours is left
+// behind"; Release "gives the lock up ..., deleting the lock node if it is
+// still ours"; conn's Session.Set "refuses, with ErrInvalidArgument, a node
+// named as a lock's, a lease's or an election's contender". exclusive's
+// node is named plain "lock". The holder's own session writes into it, by
+// Session.Set or through another lease's GuardedWrite, while a waiter of
+// another session waits; the waiter must stay out until the release, and
+// be granted after it. What happens: Set does not refuse the node (nil),
+// nor does GuardedWrite; the waiter stays out while the holder holds, but
+// the holder's Release returns nil and leaves the node (its data is no
+// longer ours, so Release takes it for someone else's): an orphan owned by
+// the holder's live session, and the waiter is never granted while that
+// session lives. Every run, both ways.
+func TestExclusiveNodeWrittenByItsOwnSession_FailsOrphanNode(t *testing.T) {
+	newFixture(t).Each(t, []string{"set", "guardedwrite"}, func(t *testing.T, f *fixture, how string) {
+		ctx := ctxT(t, 30*time.Second)
+		s := f.Session()
+		path := f.Path("xown-" + how + "/x")
+		x := newLocker(t, "exclusive", s, path, 0)
+		xl, err := x.Acquire(ctx)
+		require.NoError(t, err)
+		m, _ := mutex.New(s, f.Path("xown-"+how+"/m"))
+		ml, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		w := hold(ctx, newLocker(t, "exclusive", f.Session(), path, 1))
+		waitFor(t, 10*time.Second, "the waiter watches the lock node", func() bool { return watched(f, 0, xl.Path()) })
+		if how == "set" {
+			_, err = s.Set(ctx, xl.Path(), []byte("mine"), -1)
+			t.Logf("Session.Set on %s: %v", xl.Path(), err)
+		} else {
+			_, err = ml.GuardedWrite(ctx, &zk.SetDataRequest{Path: xl.Path(), Data: []byte("again"), Version: -1})
+			t.Logf("GuardedWrite into %s: %v", xl.Path(), err)
+		}
+		w.notGranted(t, 2*time.Second, "the exclusive waiter was granted while the holder holds")
+		_, err = xl.GuardedWrite(ctx)
+		require.NoError(t, err, "the holder still holds")
+		require.NoError(t, x.Release(ctx))
+		if _, ok := w.granted(t, 5*time.Second, "waiter"); !ok {
+			_, st, err := f.Raw().Get(xl.Path())
+			var owner int64
+			if st != nil {
+				owner = st.EphemeralOwner
+			}
+			t.Errorf("the waiter is not granted 5 s after the holder's Release returned nil: the node %s (err %v, owner %x, holder's session %x) stays while the session lives",
+				xl.Path(), err, owner, xl.Epoch().SessionID())
+		}
+		require.NoError(t, m.Release(ctx))
+	})
+}
+
+// TestRevokedDowngradeThenExpiryMetrics: rwlock: "a revoke request to that
+// node [the kept write node] reaches the read lease"; metrics: LockHold "a
+// grant not lost before was released", LockLost "once per lease",
+// LockRevokeRequest when "its Lease.Revoked channel was closed". A
+// revocable rwlock: write, a writer of another session queues, downgrade,
+// write release (the write node kept), a Revoke of the kept write node
+// (the read lease's Revoked closes), then the session expires. Reported
+// must be: 2 waits granted (write, read), 1 hold (the write grant), 1 loss
+// by expiry (the read grant), 1 revoke request; and the queued writer gets
+// the lock.
+func TestRevokedDowngradeThenExpiryMetrics(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 60*time.Second)
+	rec := &metricsRec{}
+	s := f.Session(conn.WithMetrics(rec.Hooks()))
+	path := f.Path("rdx/rw")
+	rw := newRW(t, s, path, lock.WithRevocable())
+	wl, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	w2 := hold(ctx, newRW(t, f.Session(), path, lock.WithRevocable()).WriteLock())
+	waitFor(t, 10*time.Second, "the writer queued", func() bool { return watched(f, 0, wl.Path()) })
+	rl, err := rw.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	revoked := rl.Revoked()
+	require.NoError(t, rw.WriteLock().Release(ctx))
+	require.True(t, exists(f.Raw(), wl.Path()), "the write node is kept")
+	require.NoError(t, lock.Revoke(ctx, f.Session(), wl.Path()))
+	recv(t, revoked, 5*time.Second, "the read lease's Revoked did not close after a revoke of the kept write node")
+	w2.notGranted(t, 500*time.Millisecond, "the writer got in after a mere revoke request")
+	f.Expire(ctx, rl.Epoch())
+	recv(t, rl.Lost(), 5*time.Second, "the read lease's Lost after the expiry")
+	w2.wait(t, 10*time.Second, "the writer after the expiry")
+	require.NoError(t, rw.ReadLock().Release(ctx), "release after loss is nil")
+	rec.expect(t, 2, metrics.LockWait, "rwlock", metrics.OutcomeGranted, "waits granted")
+	rec.expect(t, 1, metrics.LockHold, "rwlock", "", "holds")
+	rec.expect(t, 1, metrics.LockLost, "rwlock", metrics.CauseExpiry, "losses by expiry")
+	rec.expect(t, 1, metrics.LockLost, "rwlock", "", "losses")
+	rec.expect(t, 1, metrics.LockRevokeRequest, "rwlock", "", "revoke requests")
+}
+
+// TestRunWithRequeueReturnsOnClose: leader's WithRequeue: Run "returns
+// only when its ctx ends, when the function returns a non-nil error while
+// leadership was still safe, or when the resign after a safe term fails";
+// conn: ErrClosed "is returned by every call made after Close". A Run with
+// WithRequeue and a ctx that never ends leads; its Session is closed. The
+// term is lost (Close ends the epoch), Run requeues, and its campaign can
+// only fail: Run must return within 2 s, with an error matching
+// conn.ErrClosed, not spin or hang. Two more participants, one Campaign
+// waiting and one Observe, on the same Session, must end too.
+func TestRunWithRequeueReturnsOnClose(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.Session()
+	path := f.Path("rqclose/l")
+	e, err := leader.New(s, path, "runner", leader.WithRequeue())
+	require.NoError(t, err)
+	terms := make(chan *conn.Lease, 4)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Run(ctx, func(ctx context.Context, l *conn.Lease) error {
+			terms <- l
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	recv(t, terms, 10*time.Second, "Run never led")
+	follower := electionOf(t, s, path, "follower")
+	camp := make(chan error, 1)
+	go func() { _, err := follower.Campaign(ctx); camp <- err }()
+	waitFor(t, 5*time.Second, "the follower queued", func() bool { return len(children(f.Raw(), path)) == 2 })
+	obs := electionOf(t, s, path, "observer").Observe(ctx)
+	require.NoError(t, s.Close())
+	err = recv(t, done, 2*time.Second, "Run with WithRequeue still running 2 s after Close")
+	if !errors.Is(err, conn.ErrClosed) {
+		t.Errorf("Run after Close: %v, want an error matching conn.ErrClosed", err)
+	}
+	select {
+	case l := <-terms:
+		t.Errorf("Run led again after Close (node %s)", l.Path())
+	default:
+	}
+	err = recv(t, camp, 2*time.Second, "the follower's Campaign still waiting 2 s after Close")
+	if !errors.Is(err, conn.ErrClosed) {
+		t.Errorf("Campaign after Close: %v, want conn.ErrClosed", err)
+	}
+	if !closesWithin(obs, 2*time.Second) {
+		t.Errorf("Observe's channel open 2 s after Close")
+	}
+	waitFor(t, 5*time.Second, "no election node left", func() bool { return len(children(f.Raw(), path)) == 0 })
+}
