@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -816,4 +817,160 @@ func TestRunWithRequeueReturnsOnClose(t *testing.T) {
 		t.Errorf("Observe's channel open 2 s after Close")
 	}
 	waitFor(t, 5*time.Second, "no election node left", func() bool { return len(children(f.Raw(), path)) == 0 })
+}
+
+// TestLocalHandoffBoundsARemoteWaiter: lock.WithLocalHandoff: "another
+// process's contender waits for at most maxPasses+1 of these holds"; and
+// the same for semaphoremutex ("the handles of one session and path pass
+// the lease between them"). Four goroutines of session A take and release
+// the lock in a loop (mutex: one handle; semaphoremutex: four handles),
+// with maxPasses 2; session B queues once. Counting A's grants that began
+// after B's node was created, B must be granted before A's (maxPasses+1)+1
+// th such grant; the fences of every grant, B's included, must grow in
+// grant order.
+func TestLocalHandoffBoundsARemoteWaiter(t *testing.T) {
+	newFixture(t).Each(t, []string{"mutex", "semaphoremutex"}, func(t *testing.T, f *fixture, recipe string) {
+		const maxPasses = 2
+		ctx := ctxT(t, 60*time.Second)
+		sA := f.Session()
+		path := f.Path("bound-" + recipe)
+		var handles []locker
+		for i := 0; i < 4; i++ {
+			if recipe == "mutex" && i > 0 {
+				handles = append(handles, handles[0])
+				continue
+			}
+			var lk locker
+			var err error
+			if recipe == "mutex" {
+				lk, err = mutex.New(sA, path, lock.WithLocalHandoff(maxPasses, 0))
+			} else {
+				lk, err = semaphoremutex.New(sA, path, lock.WithLocalHandoff(maxPasses, 0))
+			}
+			require.NoError(t, err)
+			handles = append(handles, lk)
+		}
+		var mu sync.Mutex
+		var grants []string // "A" or "B" in grant order
+		var fences []conn.Fence
+		var bQueued = -1 // len(grants) when B's node appeared
+		granted := func(who string, l *conn.Lease) {
+			fe, err := l.Fence(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("%s: fence: %v", who, err)
+				return
+			}
+			grants = append(grants, who)
+			fences = append(fences, fe)
+		}
+		stop := make(chan struct{})
+		wg := spawn(4, func(i int) {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				l, err := handles[i].Acquire(ctx)
+				if err != nil {
+					t.Errorf("A%d: %v", i, err)
+					return
+				}
+				granted("A", l)
+				time.Sleep(2 * time.Millisecond)
+				if err := handles[i].Release(ctx); err != nil {
+					t.Errorf("A%d release: %v", i, err)
+					return
+				}
+			}
+		})
+		time.Sleep(300 * time.Millisecond)
+		b := newLocker(t, recipe, f.Session(), path, 9)
+		bh := hold(ctx, b)
+		waitFor(t, 10*time.Second, "B's node", func() bool {
+			n := len(children(f.Raw(), path))
+			if recipe == "semaphoremutex" {
+				n = len(children(f.Raw(), path+"/locks"))
+			}
+			if n >= 2 {
+				mu.Lock()
+				if bQueued < 0 {
+					bQueued = len(grants)
+				}
+				mu.Unlock()
+				return true
+			}
+			return false
+		})
+		bl := bh.wait(t, 20*time.Second, "B")
+		granted("B", bl)
+		require.NoError(t, bh.release())
+		close(stop)
+		require.True(t, doneWithin(wg, 20*time.Second), "A's goroutines did not stop")
+		mu.Lock()
+		defer mu.Unlock()
+		after := 0
+		for i := bQueued; i < len(grants) && grants[i] != "B"; i++ {
+			after++
+		}
+		t.Logf("A's grants after B queued, before B's grant: %d (grants in all %d)", after, len(grants))
+		if after > maxPasses+1 {
+			t.Errorf("B waited through %d of A's grants that began after it queued, want at most maxPasses+1 = %d", after, maxPasses+1)
+		}
+		for i := 1; i < len(fences); i++ {
+			if fences[i].Compare(fences[i-1]) <= 0 {
+				t.Errorf("grant %d (%s) fence %v not after grant %d (%s) fence %v", i, grants[i], fences[i], i-1, grants[i-1], fences[i-1])
+			}
+		}
+	})
+}
+
+// TestMultiLockMixedRecipesExpiryMetrics: multilock: "Lost closes when any
+// lease is lost"; Release "after a loss returns nil" for each lock;
+// metrics.LockLost: "once per lease, when it learns it (... or at the
+// latest its release)", and a grant ends "in one LockHold or one LockLost,
+// never both". A MultiLock over a local-handoff mutex, an rwlock's write
+// side, a semaphore mutex and an exclusive lock, on one session, holds;
+// only one lease's Lost is watched; the session expires. The MultiLock's
+// Lost must close, its Release return nil, four losses by expiry be
+// reported and no hold, and another session then take the same MultiLock.
+func TestMultiLockMixedRecipesExpiryMetrics(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 60*time.Second)
+	rec := &metricsRec{}
+	mk := func(s *conn.Session) *multilock.MultiLock {
+		m, _ := mutex.New(s, f.Path("mlx/a-mutex"), lock.WithLocalHandoff(2, 0))
+		rw := newRW(t, s, f.Path("mlx/b-rw"))
+		sm, _ := semaphoremutex.New(s, f.Path("mlx/c-sm"))
+		x := newLocker(t, "exclusive", s, f.Path("mlx/d-x"), 0).(lock.Locker)
+		ml, err := multilock.New(x, sm, rw.WriteLock(), m)
+		require.NoError(t, err)
+		return ml
+	}
+	s := f.Session(conn.WithMetrics(rec.Hooks()))
+	ml := mk(s)
+	ls, err := ml.Acquire(ctx)
+	require.NoError(t, err)
+	require.Len(t, ls, 4)
+	_ = ls[1].Lost()
+	lost := ml.Lost()
+	f.Expire(ctx, ls[0].Epoch())
+	recv(t, lost, 5*time.Second, "the MultiLock's Lost did not close after the expiry")
+	if err := ml.Release(ctx); err != nil {
+		t.Errorf("Release after the expiry: %v, want nil", err)
+	}
+	rec.expect(t, 4, metrics.LockLost, "", metrics.CauseExpiry, "losses by expiry")
+	rec.expect(t, 4, metrics.LockLost, "", "", "losses")
+	rec.expect(t, 0, metrics.LockHold, "", "", "holds")
+	ml2 := mk(f.Session())
+	_, err = ml2.Acquire(ctx)
+	require.NoError(t, err, "another session takes the MultiLock")
+	require.NoError(t, ml2.Release(ctx))
+	// And the expired session's MultiLock can be taken again.
+	_, err = ml.Acquire(ctx)
+	require.NoError(t, err, "the MultiLock again in the new epoch")
+	require.NoError(t, ml.Release(ctx))
+	rec.expect(t, 4, metrics.LockHold, "", "", "holds of the second grant")
 }
