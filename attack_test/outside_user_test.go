@@ -974,3 +974,40 @@ func TestMultiLockMixedRecipesExpiryMetrics(t *testing.T) {
 	require.NoError(t, ml.Release(ctx))
 	rec.expect(t, 4, metrics.LockHold, "", "", "holds of the second grant")
 }
+
+// TestReleaseAfterOwnSessionWriteLeavesNothing: the contract of package
+// lock: "nothing of ours is left behind"; Release "deletes the node",
+// leader's Resign "our node is deleted", Semaphore.ReturnLease returns the
+// lease. For every recipe, a grant's node is written by its own session
+// through another lease's GuardedWrite (which refuses only its own grant's
+// node), then the grant is released: the node must be gone, and another
+// session must get the lock.
+func TestReleaseAfterOwnSessionWriteLeavesNothing(t *testing.T) {
+	recipes := []string{"mutex", "mutex-handoff", "mutex-revocable", "semaphoremutex", "semaphore-2", "rwlock-write", "rwlock-read", "leader"}
+	newFixture(t).Each(t, recipes, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 30*time.Second)
+		s := f.Session()
+		path := f.Path("relown-" + recipe)
+		lk := newLocker(t, recipe, s, path, 0)
+		l, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		m, _ := mutex.New(s, f.Path("relown-other-"+recipe))
+		ml, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		_, err = ml.GuardedWrite(ctx, &zk.SetDataRequest{Path: l.Path(), Data: []byte("written"), Version: -1})
+		t.Logf("GuardedWrite into %s: %v", l.Path(), err)
+		relErr := lk.Release(ctx)
+		t.Logf("Release: %v", relErr)
+		if exists(f.Raw(), l.Path()) {
+			t.Errorf("the node %s is left after the release (Release: %v)", l.Path(), relErr)
+		}
+		other := newLocker(t, recipe, f.Session(), path, 1)
+		if recipe == "semaphore-2" {
+			other = newLocker(t, "semaphore-1", f.Session(), path, 1) // one free lease is enough only if ours was returned
+		}
+		if _, err := timed(ctx, 3*time.Second, acquireErr(other)); err != nil {
+			t.Errorf("another session cannot take the lock after the release: %v (nodes %v)", err, nodes{f.Raw(), path})
+		}
+		require.NoError(t, m.Release(ctx))
+	})
+}
