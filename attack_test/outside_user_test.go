@@ -1011,3 +1011,43 @@ func TestReleaseAfterOwnSessionWriteLeavesNothing(t *testing.T) {
 		require.NoError(t, m.Release(ctx))
 	})
 }
+
+// TestGuardedWriteIntoOwnWaitingNode_FailsLetsWaiterPastHolder: safety.md: "a holder (or a
+// waiter) that wrote into its own lock node through its session would let
+// the next waiter in while it still holds", hence Session.Set refuses
+// contender nodes and GuardedWrite the grant's own node. Here the holder
+// is another session (H); session S waits (W1) and holds a lease of
+// another lock, through whose GuardedWrite it writes into W1's waiting
+// node; a third session waits behind W1 (W2). W2 must not be granted while
+// H holds (H is not even in S's hands). What happens: the write is applied
+// (nil) and W2 is granted while H, of another session, still holds (H's
+// GuardedWrite passes): a waiter's session breaks a lock it does not hold,
+// mutex and rwlock's write side, every run.
+func TestGuardedWriteIntoOwnWaitingNode_FailsLetsWaiterPastHolder(t *testing.T) {
+	newFixture(t).Each(t, []string{"mutex", "rwlock-write"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 30*time.Second)
+		path := f.Path("ownwait-" + recipe)
+		hlk := newLocker(t, recipe, f.Session(), path, 0)
+		hl, err := hlk.Acquire(ctx)
+		require.NoError(t, err)
+		s := f.Session()
+		w1 := hold(ctx, newLocker(t, recipe, s, path, 1))
+		waitFor(t, 10*time.Second, "W1 queued", func() bool { return len(children(f.Raw(), path)) == 2 })
+		q := sortedBySeq(f.Raw(), path)
+		w1Node := path + "/" + q[1]
+		w2 := hold(ctx, newLocker(t, recipe, f.Session(), path, 2))
+		waitFor(t, 10*time.Second, "W2 watches W1's node", func() bool { return watched(f, 0, w1Node) })
+		m, _ := mutex.New(s, f.Path("ownwait-other-"+recipe))
+		ml, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		_, gwErr := ml.GuardedWrite(ctx, &zk.SetDataRequest{Path: w1Node, Data: []byte("x"), Version: -1})
+		t.Logf("GuardedWrite into the waiting node %s: %v", w1Node, gwErr)
+		if l, ok := w2.granted(t, 2*time.Second, "W2"); ok {
+			_, hErr := hl.GuardedWrite(ctx)
+			t.Errorf("W2 (%s) was granted while H (another session) holds %s (H's GuardedWrite: %v)", l.Path(), hl.Path(), hErr)
+		}
+		require.NoError(t, hlk.Release(ctx))
+		require.NoError(t, m.Release(ctx))
+		_ = w1
+	})
+}
