@@ -1051,3 +1051,83 @@ func TestGuardedWriteIntoOwnWaitingNode_FailsLetsWaiterPastHolder(t *testing.T) 
 		_ = w1
 	})
 }
+
+// TestLeaderFollowerDeletedByItsOwnSessionNeverLeads: leader: "A node
+// deleted by someone else while its participant waits is never led from";
+// "At most one leader among the participants ... whose sessions live".
+// Session S has a follower queued behind another session's leader; S
+// deletes the follower's own node (Session.Delete: its own session, not a
+// bystander). The leader resigns. The follower must not lead from the
+// deleted node: if its Campaign returns a lease, the lease's node must
+// exist and be the first, and Leader must name it.
+func TestLeaderFollowerDeletedByItsOwnSessionNeverLeads(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	path := f.Path("folown/l")
+	ld := electionOf(t, f.Session(), path, "leader")
+	_, err := ld.Campaign(ctx)
+	require.NoError(t, err)
+	s := f.Session()
+	fe := electionOf(t, s, path, "follower")
+	got := make(chan *conn.Lease, 1)
+	failed := make(chan error, 1)
+	go func() {
+		l, err := fe.Campaign(ctx)
+		if err != nil {
+			failed <- err
+			return
+		}
+		got <- l
+	}()
+	waitFor(t, 10*time.Second, "the follower queued", func() bool { return len(children(f.Raw(), path)) == 2 })
+	q := sortedBySeq(f.Raw(), path)
+	fNode := path + "/" + q[1]
+	require.NoError(t, s.Delete(ctx, fNode, -1))
+	require.NoError(t, ld.Resign(ctx))
+	select {
+	case l := <-got:
+		lead, lerr := fe.Leader(ctx)
+		if l.Path() == fNode || !exists(f.Raw(), l.Path()) || lead.Node != l.Path() {
+			t.Errorf("the follower leads from %s (its deleted node %s; exists %v; Leader %v, %v; lease Err %v)",
+				l.Path(), fNode, exists(f.Raw(), l.Path()), lead.Node, lerr, l.Err())
+		}
+		require.NoError(t, fe.Resign(ctx))
+	case err := <-failed:
+		t.Logf("the follower's Campaign failed: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Errorf("the follower's Campaign neither led nor failed 10 s after the leader resigned (nodes %v)", nodes{f.Raw(), path})
+	}
+}
+
+// TestWatchesGaugeAfterCloseWithEverythingWatching: metrics.Hooks.Watches:
+// "a watch ... counted until it fires, its last caller stops waiting, or
+// its epoch ends". One session with a held lease whose Lost and Revoked are
+// armed, a waiter of every queue recipe behind another session's holders,
+// a local-handoff waiter, and an Observe; Close ends the epoch: the gauge
+// must come back to 0.
+func TestWatchesGaugeAfterCloseWithEverythingWatching(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	rec := &metricsRec{}
+	s := f.Session(conn.WithMetrics(rec.Hooks()))
+	other := f.Session()
+	root := f.Path("gclose")
+	hm, _ := mutex.New(s, root+"/held", lock.WithLocalHandoff(2, 0), lock.WithRevocable())
+	l, err := hm.Acquire(ctx)
+	require.NoError(t, err)
+	_, _ = l.Lost(), l.Revoked()
+	go func() { _, _ = hm.Acquire(ctx) }() // a local waiter
+	for _, recipe := range []string{"mutex", "rwlock-write", "semaphoremutex", "semaphore-1", "exclusive", "leader"} {
+		p := root + "/" + recipe
+		_, err := newLocker(t, recipe, other, p, 0).Acquire(ctx)
+		require.NoError(t, err)
+		lk := newLocker(t, recipe, s, p, 1)
+		go func() { _, _ = lk.Acquire(ctx) }()
+	}
+	obs := electionOf(t, s, root+"/leader", "observer").Observe(ctx)
+	waitFor(t, 10*time.Second, "every waiter watching", func() bool { return rec.watches.Load() >= 7 })
+	t.Logf("gauge before Close: %d", rec.watches.Load())
+	require.NoError(t, s.Close())
+	closesWithin(obs, 2*time.Second)
+	rec.gaugeDrains(t, 3*time.Second)
+}
