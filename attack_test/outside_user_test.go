@@ -1131,3 +1131,80 @@ func TestWatchesGaugeAfterCloseWithEverythingWatching(t *testing.T) {
 	closesWithin(obs, 2*time.Second)
 	rec.gaugeDrains(t, 3*time.Second)
 }
+
+// TestSuspendedAsLostLeaseStaysLostAfterReconnect: conn's
+// WithSuspendedAsLost: "a lock holder is told its lock is lost as soon as
+// the connection is Suspended"; Lease.Err "says why once Lost is closed";
+// GuardedWrite "A lost lease fails with ErrLeaseLost"; Fence "ErrLeaseLost
+// once the lease ended"; lock.WithLocalHandoff: a node is not handed on
+// after a loss. A local-handoff mutex holder with a local waiter is
+// suspended (lost), then the connection comes back on the same session, so
+// its node still exists: GuardedWrite and a first Fence must still fail
+// with ErrLeaseLost, and after the holder's Release (nil) the local waiter
+// must not be granted on the lost grant's node.
+func TestSuspendedAsLostLeaseStaysLostAfterReconnect(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	px, s := f.ProxiedSession(conn.WithSuspendedAsLost(), conn.WithSessionTimeout(6*time.Second))
+	path := f.Path("susprec/m")
+	m, _ := mutex.New(s, path, lock.WithLocalHandoff(3, 0))
+	l1, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	local := hold(ctx, m)
+	time.Sleep(100 * time.Millisecond) // the local waiter queues in the process
+	suspend(t, px, s)
+	recv(t, l1.Lost(), 3*time.Second, "Lost did not close on Suspended")
+	sid := l1.Epoch().SessionID()
+	px.Heal()
+	waitFor(t, 10*time.Second, "reconnected", func() bool { return s.State() == conn.Reconnected })
+	require.Equal(t, sid, epochOf(t, s).SessionID(), "same session")
+	require.True(t, exists(f.Raw(), l1.Path()), "the lost grant's node survives with the session")
+	_, err = l1.GuardedWrite(ctx)
+	if !errors.Is(err, conn.ErrLeaseLost) {
+		t.Errorf("GuardedWrite of the lost lease after the reconnect: %v, want ErrLeaseLost", err)
+	}
+	if fe, err := l1.Fence(ctx); !errors.Is(err, conn.ErrLeaseLost) {
+		t.Errorf("Fence of the lost lease after the reconnect: %v, %v, want ErrLeaseLost", fe, err)
+	}
+	require.NoError(t, m.Release(ctx), "release after loss")
+	if l2, ok := local.granted(t, 3*time.Second, "local waiter"); ok {
+		if l2.Path() == l1.Path() {
+			t.Errorf("the local waiter was handed the lost grant's node %s", l1.Path())
+		}
+		require.NoError(t, local.release())
+	}
+	waitFor(t, 5*time.Second, "the lost grant's node gone", func() bool { return !exists(f.Raw(), l1.Path()) })
+}
+
+// TestRevokeSemaphoreLeaseMetrics: lock.Revoke asks "the holder of node (a
+// Participant.Node or Lease.Path of a mutex, semaphoremutex or rwlock)";
+// a revocable holder "sees Lease.Revoked close ... keeps the lock until it
+// releases"; metrics.LockRevokeRequest when "its Lease.Revoked channel was
+// closed". A revocable Semaphore with two leases, both held by one session:
+// one is revoked through another session; only its Revoked closes, the
+// other's stays open, a third contender waits until the revoked lease is
+// returned, and one revoke request is reported, as recipe "semaphore".
+func TestRevokeSemaphoreLeaseMetrics(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	rec := &metricsRec{}
+	path := f.Path("semrev/s")
+	sem, err := semaphoremutex.NewSemaphore(f.Session(conn.WithMetrics(rec.Hooks())), path, 2, lock.WithRevocable())
+	require.NoError(t, err)
+	l1, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	l2, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	r1, r2 := l1.Revoked(), l2.Revoked()
+	third := hold(ctx, newLocker(t, "semaphore-2", f.Session(), path, 3))
+	require.NoError(t, lock.Revoke(ctx, f.Session(), l1.Path()))
+	recv(t, r1, 5*time.Second, "the revoked lease's Revoked did not close")
+	quiet(t, r2, 500*time.Millisecond, "the other lease's Revoked closed")
+	third.notGranted(t, 500*time.Millisecond, "a third contender got a lease while both are held")
+	require.NoError(t, sem.ReturnLease(ctx, l1))
+	third.wait(t, 10*time.Second, "the third contender after the return")
+	require.NoError(t, sem.ReturnLease(ctx, l2))
+	rec.expect(t, 1, metrics.LockRevokeRequest, "semaphore", "", "revoke requests")
+	rec.expect(t, 2, metrics.LockHold, "semaphore", "", "holds")
+	rec.expect(t, 0, metrics.LockLost, "", "", "losses")
+}
