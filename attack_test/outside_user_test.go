@@ -1208,3 +1208,58 @@ func TestRevokeSemaphoreLeaseMetrics(t *testing.T) {
 	rec.expect(t, 2, metrics.LockHold, "semaphore", "", "holds")
 	rec.expect(t, 0, metrics.LockLost, "", "", "losses")
 }
+
+// TestRevokeAndSetOfKeptWriteNodeAndExclusiveNodeWriteNothing: lock.Revoke:
+// "A sealed node (the default) ... fails with ErrNotRevocable from any
+// session"; "A path whose name is not a lock contender's fails with
+// conn.ErrInvalidArgument"; Session.Set refuses a contender's node. Two
+// sealed nodes off the usual path: an rwlock's write node kept after a
+// downgrade (marked through its ACL, with a writer queued behind it), and
+// an exclusive lock's node (named "lock"). Revoke through the owner's own
+// session and through another (and the owner's Session.Set of the kept
+// write node) must write nothing into either (data version unchanged), the queued contenders must
+// stay out, and the releases must leave no node.
+func TestRevokeAndSetOfKeptWriteNodeAndExclusiveNodeWriteNothing(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	s, other := f.Session(), f.Session()
+	path := f.Path("rvodd/rw")
+	rw := newRW(t, s, path)
+	wl, err := rw.WriteLock().Acquire(ctx)
+	require.NoError(t, err)
+	q := hold(ctx, newRW(t, f.Session(), path).WriteLock())
+	waitFor(t, 10*time.Second, "writer queued", func() bool { return watched(f, 0, wl.Path()) })
+	_, err = rw.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rw.WriteLock().Release(ctx))
+	xpath := f.Path("rvodd/x")
+	x := newLocker(t, "exclusive", s, xpath, 0)
+	xl, err := x.Acquire(ctx)
+	require.NoError(t, err)
+	xw := hold(ctx, newLocker(t, "exclusive", f.Session(), xpath, 1))
+	waitFor(t, 10*time.Second, "exclusive waiter watching", func() bool { return watched(f, 0, xl.Path()) })
+	for _, node := range []string{wl.Path(), xl.Path()} {
+		for name, sess := range map[string]*conn.Session{"own": s, "other": other} {
+			err := lock.Revoke(ctx, sess, node)
+			t.Logf("Revoke %s through the %s session: %v", node, name, err)
+			if err == nil {
+				t.Errorf("Revoke of the sealed %s through the %s session: nil, want ErrNotRevocable or ErrInvalidArgument", node, name)
+			}
+		}
+	}
+	// (Session.Set on the exclusive node: TestExclusiveNodeWrittenByItsOwnSession_FailsOrphanNode.)
+	if _, err := s.Set(ctx, wl.Path(), []byte("mine"), -1); !errors.Is(err, conn.ErrInvalidArgument) {
+		t.Errorf("Session.Set on the kept write node: %v, want ErrInvalidArgument", err)
+	}
+	for _, node := range []string{wl.Path(), xl.Path()} {
+		if _, st, err := f.Raw().Get(node); err != nil || st.Version != 0 {
+			t.Errorf("%s was written: %v, %+v", node, err, st)
+		}
+	}
+	q.notGranted(t, time.Second, "the queued writer got in while our read lock holds")
+	require.NoError(t, rw.ReadLock().Release(ctx))
+	q.wait(t, 10*time.Second, "writer after the read release")
+	require.NoError(t, q.release())
+	require.NoError(t, x.Release(ctx))
+	xw.wait(t, 10*time.Second, "exclusive waiter after the release")
+}
