@@ -24,19 +24,16 @@ import (
 // The attacks of an outside user who reads only the docs (README, docs/,
 // go doc) and combines features, faults and bystanders.
 
-// TestGuardedWriteIntoSiblingLockNode_FailsLetsWaiterIn: docs/safety.md, guarantee 1: "No
+// TestGuardedWriteIntoSiblingLockNodeRefused: docs/safety.md, guarantee 1: "No
 // write into a holder's node by anyone but the holder's own release admits
 // a waiter"; "Writing into your own lock node": Session.Set refuses any node
 // named as a lock's contender, "and GuardedWrite refuses a write into the
 // grant's own node". One session holds two mutexes, /a and /b; another
 // session waits behind /b. The holder of /a writes, through /a's
 // GuardedWrite, into /b's node (a node of its own session, sealed, so the
-// server lets it). The waiter must stay out while /b's holder holds.
-// What happens: GuardedWrite refuses only its own grant's node; the write
-// into /b's node is applied (nil error) and the waiter behind /b takes it
-// as /b's release: it is granted while /b's holder still holds (its Err nil,
-// its GuardedWrite passes). Two holders, every run.
-func TestGuardedWriteIntoSiblingLockNode_FailsLetsWaiterIn(t *testing.T) {
+// server would let it). GuardedWrite refuses it (conn.ErrInvalidArgument)
+// and the waiter stays out while /b's holder holds.
+func TestGuardedWriteIntoSiblingLockNodeRefused(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 60*time.Second)
 	s := f.Session()
@@ -53,6 +50,7 @@ func TestGuardedWriteIntoSiblingLockNode_FailsLetsWaiterIn(t *testing.T) {
 
 	_, gwErr := la.GuardedWrite(ctx, &zk.SetDataRequest{Path: lb.Path(), Data: []byte("x"), Version: -1})
 	t.Logf("GuardedWrite of /a's lease into /b's node: %v", gwErr)
+	require.ErrorIs(t, gwErr, conn.ErrInvalidArgument, "a guarded write may not set a lock node")
 	if _, ok := w.granted(t, 2*time.Second, "waiter"); ok {
 		t.Errorf("the waiter on /b was granted while /b's holder holds (its Err: %v; its GuardedWrite: %v)",
 			lb.Err(), func() error { _, err := lb.GuardedWrite(ctx); return err }())
@@ -61,14 +59,13 @@ func TestGuardedWriteIntoSiblingLockNode_FailsLetsWaiterIn(t *testing.T) {
 	require.NoError(t, ma.Release(ctx))
 }
 
-// TestMultiLockLeaseWritesIntoItsOtherLease_FailsLetsWaiterIn: the same through a MultiLock
+// TestMultiLockLeaseWriteIntoItsOtherLeaseRefused: the same through a MultiLock
 // over a mutex and a semaphore mutex (mixed recipes) on one session: the
 // first lease's GuardedWrite sets the data of the second lease's node while
 // another session waits behind it on the semaphore mutex. The waiter must
-// stay out while the MultiLock holds. What happens: the write is applied
-// and the semaphore mutex's waiter is granted while the MultiLock still
-// holds it (the lease's Err nil). Two holders, every run.
-func TestMultiLockLeaseWritesIntoItsOtherLease_FailsLetsWaiterIn(t *testing.T) {
+// stay out while the MultiLock holds: the write is refused
+// (conn.ErrInvalidArgument).
+func TestMultiLockLeaseWriteIntoItsOtherLeaseRefused(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 60*time.Second)
 	s := f.Session()
@@ -88,6 +85,7 @@ func TestMultiLockLeaseWritesIntoItsOtherLease_FailsLetsWaiterIn(t *testing.T) {
 	})
 	_, gwErr := la.GuardedWrite(ctx, &zk.SetDataRequest{Path: lb.Path(), Data: []byte("x"), Version: -1})
 	t.Logf("GuardedWrite of the mutex lease into %s: %v", lb.Path(), gwErr)
+	require.ErrorIs(t, gwErr, conn.ErrInvalidArgument, "a guarded write may not set a lock node")
 	if _, ok := w.granted(t, 2*time.Second, "waiter"); ok {
 		t.Errorf("the semaphore mutex waiter was granted while the MultiLock holds it (lease Err: %v)", lb.Err())
 	}
@@ -289,17 +287,15 @@ func electionOf(t *testing.T, s *conn.Session, path, id string) *leader.Election
 	return e
 }
 
-// TestWriteLeaseWritesIntoItsDowngradeReadNode_FailsTwoHolders: rwlock's doc: while a writer
+// TestWriteLeaseWriteIntoItsDowngradeReadNodeRefused: rwlock's doc: while a writer
 // holds the lock "no other contender of any process on the path does"; a
 // downgrade leaves the goroutine holding both sides. The holder of both
 // writes, through the write lease's GuardedWrite, into its own read node (a
 // sibling of the write node, which GuardedWrite does not call its own),
 // while a writer of another session waits behind that read node. The
-// waiting writer must stay out while we hold both sides. What happens: the
-// write is applied (nil error) and the waiting writer is granted while we
-// still hold the write lock and the read lock (both leases' Err nil): a
-// writer beside a writer and a reader, one lock, every run.
-func TestWriteLeaseWritesIntoItsDowngradeReadNode_FailsTwoHolders(t *testing.T) {
+// waiting writer must stay out while we hold both sides: the write is
+// refused (conn.ErrInvalidArgument).
+func TestWriteLeaseWriteIntoItsDowngradeReadNodeRefused(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxT(t, 60*time.Second)
 	path := f.Path("wdr/rw")
@@ -322,6 +318,7 @@ func TestWriteLeaseWritesIntoItsDowngradeReadNode_FailsTwoHolders(t *testing.T) 
 	waitFor(t, 10*time.Second, "the writer watches our read node", func() bool { return watched(f, 0, readNode) })
 	_, gwErr := wl.GuardedWrite(ctx, &zk.SetDataRequest{Path: readNode, Data: []byte("x"), Version: -1})
 	t.Logf("the write lease's GuardedWrite into our read node %s (read lease on %s): %v", readNode, rl.Path(), gwErr)
+	require.ErrorIs(t, gwErr, conn.ErrInvalidArgument, "a guarded write may not set a lock node")
 	if _, ok := w2.granted(t, 2*time.Second, "writer"); ok {
 		t.Errorf("the queued writer was granted while we hold the write and read locks (write Err %v, read Err %v)", wl.Err(), rl.Err())
 	}
@@ -677,7 +674,7 @@ func TestEveryCallKeepsItsDeadlineWhileBlackholed(t *testing.T) {
 	px.Heal()
 }
 
-// TestExclusiveNodeWrittenByItsOwnSession_FailsOrphanNode: exclusive: "Never two
+// TestExclusiveNodeWrittenByItsOwnSessionIsReleased: exclusive: "Never two
 // holders", and the contract of package lock, "nothing of ours is left
 // behind"; Release "gives the lock up ..., deleting the lock node if it is
 // still ours"; conn's Session.Set "refuses, with ErrInvalidArgument, a node
@@ -685,13 +682,9 @@ func TestEveryCallKeepsItsDeadlineWhileBlackholed(t *testing.T) {
 // node is named plain "lock". The holder's own session writes into it, by
 // Session.Set or through another lease's GuardedWrite, while a waiter of
 // another session waits; the waiter must stay out until the release, and
-// be granted after it. What happens: Set does not refuse the node (nil),
-// nor does GuardedWrite; the waiter stays out while the holder holds, but
-// the holder's Release returns nil and leaves the node (its data is no
-// longer ours, so Release takes it for someone else's): an orphan owned by
-// the holder's live session, and the waiter is never granted while that
-// session lives. Every run, both ways.
-func TestExclusiveNodeWrittenByItsOwnSession_FailsOrphanNode(t *testing.T) {
+// be granted after it: Release knows its node by its czxid, not only by
+// the id in its data, so it deletes it and leaves no orphan.
+func TestExclusiveNodeWrittenByItsOwnSessionIsReleased(t *testing.T) {
 	newFixture(t).Each(t, []string{"set", "guardedwrite"}, func(t *testing.T, f *fixture, how string) {
 		ctx := ctxT(t, 30*time.Second)
 		s := f.Session()
@@ -1012,18 +1005,16 @@ func TestReleaseAfterOwnSessionWriteLeavesNothing(t *testing.T) {
 	})
 }
 
-// TestGuardedWriteIntoOwnWaitingNode_FailsLetsWaiterPastHolder: safety.md: "a holder (or a
+// TestGuardedWriteIntoOwnWaitingNodeRefused: safety.md: "a holder (or a
 // waiter) that wrote into its own lock node through its session would let
 // the next waiter in while it still holds", hence Session.Set refuses
 // contender nodes and GuardedWrite the grant's own node. Here the holder
 // is another session (H); session S waits (W1) and holds a lease of
 // another lock, through whose GuardedWrite it writes into W1's waiting
 // node; a third session waits behind W1 (W2). W2 must not be granted while
-// H holds (H is not even in S's hands). What happens: the write is applied
-// (nil) and W2 is granted while H, of another session, still holds (H's
-// GuardedWrite passes): a waiter's session breaks a lock it does not hold,
-// mutex and rwlock's write side, every run.
-func TestGuardedWriteIntoOwnWaitingNode_FailsLetsWaiterPastHolder(t *testing.T) {
+// H holds (H is not even in S's hands): the write is refused
+// (conn.ErrInvalidArgument), for mutex and rwlock's write side.
+func TestGuardedWriteIntoOwnWaitingNodeRefused(t *testing.T) {
 	newFixture(t).Each(t, []string{"mutex", "rwlock-write"}, func(t *testing.T, f *fixture, recipe string) {
 		ctx := ctxT(t, 30*time.Second)
 		path := f.Path("ownwait-" + recipe)
@@ -1042,6 +1033,7 @@ func TestGuardedWriteIntoOwnWaitingNode_FailsLetsWaiterPastHolder(t *testing.T) 
 		require.NoError(t, err)
 		_, gwErr := ml.GuardedWrite(ctx, &zk.SetDataRequest{Path: w1Node, Data: []byte("x"), Version: -1})
 		t.Logf("GuardedWrite into the waiting node %s: %v", w1Node, gwErr)
+		require.ErrorIs(t, gwErr, conn.ErrInvalidArgument, "a guarded write may not set a lock node")
 		if l, ok := w2.granted(t, 2*time.Second, "W2"); ok {
 			_, hErr := hl.GuardedWrite(ctx)
 			t.Errorf("W2 (%s) was granted while H (another session) holds %s (H's GuardedWrite: %v)", l.Path(), hl.Path(), hErr)
@@ -1247,7 +1239,7 @@ func TestRevokeAndSetOfKeptWriteNodeAndExclusiveNodeWriteNothing(t *testing.T) {
 			}
 		}
 	}
-	// (Session.Set on the exclusive node: TestExclusiveNodeWrittenByItsOwnSession_FailsOrphanNode.)
+	// (Session.Set on the exclusive node: TestExclusiveNodeWrittenByItsOwnSessionIsReleased.)
 	if _, err := s.Set(ctx, wl.Path(), []byte("mine"), -1); !errors.Is(err, conn.ErrInvalidArgument) {
 		t.Errorf("Session.Set on the kept write node: %v, want ErrInvalidArgument", err)
 	}

@@ -70,17 +70,17 @@ func (l *Lock) createNode(ctx context.Context, ep *conn.Epoch, data []byte) erro
 }
 
 // deleteIfOurs deletes the lock node if it carries our session and the id
-// of the Acquire call that created it in ep, reading it again after each
-// failed delete.
-func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) error {
-	_, err := l.deleteOurs(ctx, ep, id)
+// of the Acquire call that created it in ep (or czxid, when not 0),
+// reading it again after each failed delete.
+func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string, czxid int64) error {
+	_, err := l.deleteOurs(ctx, ep, id, czxid)
 	return err
 }
 
 // deleteOurs is deleteIfOurs; gone reports that our node was found gone
 // (or replaced) before any delete of ours could have been applied:
 // deleted by someone else.
-func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone bool, err error) {
+func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string, czxid int64) (gone bool, err error) {
 	unsure := false // a delete of ours was sent and its answer lost
 	for i := 0; ; i++ {
 		data, st, err := connlink.Of(ep).Get(ctx, l.node)
@@ -89,7 +89,7 @@ func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone 
 			return !unsure, nil
 		case err != nil:
 			return false, err
-		case !ours(ep, data, st, id):
+		case !ours(ep, data, st, id, czxid):
 			return !unsure, nil
 		}
 		err = l.deleteOnce(ctx, ep, data, st.Version)

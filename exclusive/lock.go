@@ -49,6 +49,7 @@ type grant struct {
 	ep    *conn.Epoch
 	lease *conn.Lease
 	id    string // the unique id in the node's data
+	czxid int64  // the node's: ours even if its data was overwritten
 }
 
 // New returns a handle on the exclusive lock at path. Nothing is sent
@@ -131,7 +132,7 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 			// its own node, so "taken" may be ours too.
 			l.settle(ctx, ep, id)
 			return nil, l.wrap("acquire", ctx, pending(out, err))
-		case ours(ep, got, st, id):
+		case ours(ep, got, st, id, 0):
 			return l.grant(ctx, ep, id, st)
 		case ch == nil:
 			continue // ours was deleted and someone created the node again: watch it
@@ -189,7 +190,7 @@ func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 		case err != nil:
 			l.settle(ctx, ep, id)
 			return nil, false, l.wrap("try acquire", ctx, pending(out, err))
-		case ours(ep, got, st, id):
+		case ours(ep, got, st, id, 0):
 			lease, err := l.grant(ctx, ep, id, st)
 			return lease, err == nil, err
 		}
@@ -206,7 +207,7 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 		l.settle(ctx, ep, id)
 		return nil, l.ctxErr("acquire", ctx)
 	}
-	g := &grant{ep: ep, lease: connlink.Of(ep).NewLease(l.node, st.Czxid), id: id}
+	g := &grant{ep: ep, lease: connlink.Of(ep).NewLease(l.node, st.Czxid), id: id, czxid: st.Czxid}
 	connlink.Of(g.lease).Label("exclusive", l.path)
 	l.mu.Lock()
 	stale := l.held
@@ -224,9 +225,10 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 }
 
 // ours reports whether the node read as data and st is the one the Acquire
-// call with id created in ep.
-func ours(ep *conn.Epoch, data []byte, st *zk.Stat, id string) bool {
-	return st.EphemeralOwner == ep.SessionID() && hasID(data, id)
+// call with id created in ep: by its id, or by its czxid when known (a
+// write by its own session may have replaced the id).
+func ours(ep *conn.Epoch, data []byte, st *zk.Stat, id string, czxid int64) bool {
+	return st.EphemeralOwner == ep.SessionID() && (hasID(data, id) || czxid != 0 && st.Czxid == czxid)
 }
 
 func (l *Lock) ctxErr(op string, ctx context.Context) error {
@@ -252,10 +254,10 @@ func (l *Lock) settle(ctx context.Context, ep *conn.Epoch, id string) {
 // if that cannot be learnt now, it goes on in the background until done or
 // the epoch ends: a node of ours never holds the lock for the session.
 func (l *Lock) undo(ctx context.Context, ep *conn.Epoch, id string) error {
-	err := l.deleteIfOurs(ctx, ep, id)
+	err := l.deleteIfOurs(ctx, ep, id, 0)
 	if err != nil && ep.Err() == nil {
 		l.log.Info("the lock node's owner is unknown; deleting it if ours in the background", zap.Error(err))
-		bg.Unresolved(ep, l.log, err, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+		bg.Unresolved(ep, l.log, err, func(c context.Context) error { return l.deleteIfOurs(c, ep, id, 0) })
 		return nil
 	}
 	return err

@@ -32,7 +32,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		return nil
 	}
 	connlink.Of(g.lease).Releasing(true)
-	gone, err := l.deleteOurs(ctx, g.ep, g.id)
+	gone, err := l.deleteOurs(ctx, g.ep, g.id, g.czxid)
 	switch {
 	case err == nil:
 		if gone {
@@ -72,6 +72,6 @@ func (l *Lock) deleteOnce(ctx context.Context, ep *conn.Epoch, data []byte, vers
 // g's epoch ends; run it on its own goroutine.
 func (l *Lock) deleteInBackground(g *grant) {
 	bg.RetryUntilDone(g.ep, l.log, "deleting the lock node after an unconfirmed release", func(ctx context.Context) error {
-		return l.deleteIfOurs(ctx, g.ep, g.id)
+		return l.deleteIfOurs(ctx, g.ep, g.id, g.czxid)
 	})
 }
