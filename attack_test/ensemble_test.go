@@ -43,8 +43,7 @@ func serverOf(f *fixture, sid int64) int {
 // commit), the waiter (on another server) keeps waiting, and gets the lock
 // once the holder releases; the killed server restarts and agrees.
 func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
-	f := newFixture(t, zktest.WithServers(3))
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second, zktest.WithServers(3))
 	sa := f.Session(conn.WithSessionTimeout(6 * time.Second))
 	path := f.Path("ens-kill")
 	ma, _ := mutex.New(sa, path)
@@ -87,8 +86,7 @@ func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
 // counted holder writes a register through GuardedWrite with the version
 // it read; the in-process ledger and fences are checked at every entry.
 func TestEnsembleKillsUnderSharedListings(t *testing.T) {
-	f := newFixture(t, zktest.WithServers(3))
-	ctx := ctxT(t, 29*time.Second)
+	f, ctx := setUp(t, 29*time.Second, zktest.WithServers(3))
 	path := f.Path("r2-ens/lock")
 	reg := f.Path("r2-ens-reg")
 	f.Register(reg, []byte("0"))
@@ -172,8 +170,7 @@ func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 // one's round trip. It returns whether the lease survived, the longest sync
 // round trip and the longest time between two answered syncs.
 func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept bool, maxRTT, maxGap time.Duration) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
+	f, ctx := setUp(t, 25*time.Second)
 	px, s := f.ProxiedSession(append([]conn.Option{conn.WithSessionTimeout(T)}, opts...)...)
 	m, _ := mutex.New(s, f.Root()+"/r2-slow/lock")
 	h := hold(ctx, m)

@@ -87,8 +87,7 @@ func exclusiveReplaced(t *testing.T, f *fixture, ctx context.Context, name strin
 // for its Fence. A's Fence must be below B's (or fail with ErrLeaseLost);
 // if it equals B's, a fencing resource takes A's writes as B's.
 func TestExclusiveFenceOfReplacedNodeIsNotTheNewHolders(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	la, lb := exclusiveReplaced(t, f, ctx, "token")
 	fb := fenceOf(t, ctx, lb)
 	fa, errA := la.Fence(ctx)
@@ -108,8 +107,7 @@ func TestExclusiveFenceOfReplacedNodeIsNotTheNewHolders(t *testing.T) {
 // was deleted by a bystander and B holds the same path when A first calls
 // Lost. A's Lost must close.
 func TestExclusiveLostArmedAfterReplacementCloses(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	la, lb := exclusiveReplaced(t, f, ctx, "lost")
 	if _, ok := within(la.Lost(), 3*time.Second); !ok {
 		t.Fatalf("stale A's Lost open 3 s after it was first called, while B holds %s (A's Err: %v, B's Err: %v)", lb.Path(), la.Err(), lb.Err())
@@ -128,8 +126,7 @@ func TestExclusiveLostArmedAfterReplacementCloses(t *testing.T) {
 // creates it and holds. C waits. A, unaware, releases: B's node must stay,
 // and C must not enter while B holds.
 func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	x := newExclusiveScene(t, f, ctx, f.Path("excl-stale"), f.Session())
 	require.NoError(t, f.Raw().Delete(x.la.Path(), -1))
 	lb, czxid := x.bTakesOver(t, "the bystander's delete")
@@ -153,8 +150,7 @@ func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
 // A's connection comes back with the same session. A's background deletion
 // must not delete B's node.
 func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
+	f, ctx := setUp(t, 25*time.Second)
 	px, sa := f.ProxiedSession()
 	x := newExclusiveScene(t, f, ctx, f.Path("excl-bg"), sa)
 	sid := x.la.Epoch().SessionID()
@@ -184,8 +180,7 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 // version 0 again). Five rounds; after each re-acquire, the node must stay
 // A's and another session's TryAcquire must fail.
 func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	px, sa := f.ProxiedSession()
 	path := f.Path("excl-own")
 	xa, _ := exclusive.New(sa, path)
@@ -235,8 +230,7 @@ func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
 // (its node is gone).
 func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	const d = time.Second
-	f := newFixture(t)
-	ctx := ctxT(t, 40*time.Second)
+	f, ctx := setUp(t, 40*time.Second)
 	px, sa := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
 	x := newExclusiveScene(t, f, ctx, f.Path("excl-race"), sa)
 	multis := connlink.Of(sa).Stats().Requests[metrics.OpMulti]
@@ -277,8 +271,7 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 // hold at once (the background delete of A's lost node must not delete the
 // node of A's own new acquire, nor B's), and nothing is left at the end.
 func TestExclusiveCreatePendingThenRace(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	path := f.Path("r2-excl")
 	reg := f.Path("r2-excl-reg")
 	f.Register(reg, nil)

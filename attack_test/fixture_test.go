@@ -51,6 +51,14 @@ func newFixture(t *testing.T, opts ...zktest.Option) *fixture {
 	return &fixture{Cluster: zktest.New(t, opts...), t: t}
 }
 
+// setUp is how most tests begin: a fixture (started with opts) and a
+// context that ends after d or with the test.
+func setUp(t *testing.T, d time.Duration, opts ...zktest.Option) (*fixture, context.Context) {
+	t.Helper()
+	f := newFixture(t, opts...)
+	return f, ctxT(t, d)
+}
+
 // In is the fixture seen from subtest t: sessions and the bystander it
 // makes are closed when t ends.
 func (f *fixture) In(t *testing.T) *fixture { return &fixture{Cluster: f.Cluster, t: t} }

@@ -178,8 +178,7 @@ func foreignContenders(t *testing.T, shapes map[string]string) {
 // holder's node, then, once the waiter behind has read it and watches it,
 // writes once more. The holder has not released.
 func TestMutexRevocableNodeForgedSealKeepsWaiterOut(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
+	f, ctx := setUp(t, 25*time.Second)
 	zc := f.Raw()
 	path := f.Path("forged-seal")
 

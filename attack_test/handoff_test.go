@@ -314,8 +314,7 @@ func TestFenceGrowsAcrossHandoffsAndSessions(t *testing.T) {
 // release, a writer of another session: each grant's Fence is above the
 // one before, as a store that fences writes needs.
 func TestFenceDowngradeThenNewReaderAndWriter(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	path := f.Path("fence-rw")
 	var st fenceStore
 	rwA := newRW(t, f.Session(), path)

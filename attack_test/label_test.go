@@ -238,8 +238,7 @@ func TestLabelSurvivesRevokeRequest(t *testing.T) {
 // semaphore's Participants and `zkrecipes locks -json` over the whole tree
 // show each node with its acquire's label.
 func TestLabelOnEveryNodeOfEveryRecipe(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	s1, s2 := f.Session(), f.Session()
 	// semaphore of one lease: holder "sem-holder", waiter "sem-waiter"
 	semA, err := semaphoremutex.NewSemaphore(s1, f.Path("sem"), 1)
@@ -314,8 +313,7 @@ func TestLabelOnEveryNodeOfEveryRecipe(t *testing.T) {
 // what the node's data says: it must not write the escape byte to the
 // operator's terminal.
 func TestForgedLabelWithControlCharsNotPrintedRaw(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	path := f.Path("forged")
 	m, l := labelled(t, ctx, f.Session(), path, "LABELMARK")
 	data := f.Data(l.Path())
@@ -359,8 +357,7 @@ func TestForgedLabelWithControlCharsNotPrintedRaw(t *testing.T) {
 // holder's id: two contenders with one id is what an operator cannot
 // untangle.
 func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	path := f.Path("idname")
 	m, l := labelled(t, ctx, f.Session(), path, "holder")
 	const forgedUUID = "00000000-0000-4000-8000-000000000000"
@@ -392,8 +389,7 @@ func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
 // count as it was) and a goroutine queueing in the process behind a local
 // handoff holder (it must fail at once, not wait for the holder).
 func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	s := f.Session()
 	path := f.Path("inv")
 	a, _ := labelled(t, ctx, s, path, "ok", lock.WithLocalHandoff(3, 0))
@@ -443,8 +439,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 // "Host and PID say which process queued it, when its data tells (Curator
 // writes only an address, which becomes Host)"); the mark replaced the label.
 func TestRevokeMarkNotReadAsOwnerInEveryRecipe(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	type parts func(context.Context) ([]lock.Participant, error)
 	check := func(name string, l *conn.Lease, p parts, s *conn.Session) {
 		require.NoError(t, lock.Revoke(ctx, s, l.Path()), name)

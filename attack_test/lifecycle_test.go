@@ -680,8 +680,7 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 // later, with creates and listings in flight. Every Acquire must return
 // within 250 ms of its deadline; after Heal no node of A's may remain.
 func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
+	f, ctx := setUp(t, 25*time.Second)
 	path := f.Path("r2-deadline/lock")
 	px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
 	b, m1, m2 := f.heldAgainst(ctx, sA, path) // B, another session, holds

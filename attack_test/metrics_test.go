@@ -181,8 +181,7 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 // two waits granted ("LockWait ... One per call"), two holds ("LockHold: a
 // grant was released"), no loss, and no node left.
 func TestDowngradeMetrics(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 60*time.Second)
+	f, ctx := setUp(t, 60*time.Second)
 	f.Each(t, []string{"rwlock-downgrade"}, func(t *testing.T, f *fixture, _ string) {
 		rec := &metricsRec{}
 		path := f.Path("r4-re/rw")
@@ -209,8 +208,7 @@ func TestDowngradeMetrics(t *testing.T) {
 //   - mutex, re-entry on a lost lease (ErrLeaseLost): no wait reported,
 //     one loss node_deleted.
 func TestReentrantAcquireIsNoWait(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 60*time.Second)
+	f, ctx := setUp(t, 60*time.Second)
 	zc := f.Raw()
 	metered := func(f *fixture) (*metricsRec, *conn.Session) {
 		rec := &metricsRec{}
@@ -308,8 +306,7 @@ func TestInvalidLabelWaitCountedAlike(t *testing.T) {
 // each must add at most three goroutines per lease. Found by an outside
 // user: the doc said "a goroutine", and it was 3.00 per lease.
 func TestArmedLeaseCostsThreeGoroutines(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
+	f, ctx := setUp(t, 25*time.Second)
 	const n = 60
 	ms := mutexes(f.Session(), f.Path("r2-armed"), n)
 	leases := acquireAll(t, ctx, ms)
@@ -378,8 +375,7 @@ func steadyGoroutines(t *testing.T) int {
 // with the session still open, the goroutine count comes back and no watch
 // remains on any of the nodes.
 func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	const n = 60
 	ms := mutexes(f.Session(), f.Path("r2-cost"), n)
 	// Warm up the session's own goroutines with one acquire/release.
@@ -425,8 +421,7 @@ func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
 // server's watch count), the process must run at most about two
 // goroutines per waiter (we allow 2.5).
 func TestWaiterGoroutineCost(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
+	f, ctx := setUp(t, 25*time.Second)
 	path := f.Path("r2-wcost/lock")
 	sA := f.Session()
 	b := f.mutexHeld(ctx, path) // B, another session, holds
@@ -464,8 +459,7 @@ func TestWaiterGoroutineCost(t *testing.T) {
 // handoff, Lost armed, released; the goroutine count must come back to
 // where it was, with the session still open. Also logs what arming costs.
 func TestMultiLockLostGoroutinesEnd(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	s := f.Session()
 	a, _ := mutex.New(s, f.Root()+"/r2-ml/a", lock.WithLocalHandoff(3, 0))
 	b, _ := semaphoremutex.New(s, f.Root()+"/r2-ml/b", lock.WithLocalHandoff(3, 0))

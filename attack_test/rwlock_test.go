@@ -31,8 +31,7 @@ import (
 // A ledger checks every entry; a writer's fence must be above every fence
 // granted before, a reader's above the last writer's. At the end no node.
 func TestRWLockSharedListingsCancelStress(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	path := f.Path("r2-rw/lock")
 	bys := f.Raw()
 	var (
@@ -157,8 +156,7 @@ func TestRWLockSharedListingsCancelStress(t *testing.T) {
 // reader must go on waiting for B's writer. If the session's view still
 // takes h-W-0000000000 for gone, A reads while B writes.
 func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 40*time.Second)
+	f, ctx := setUp(t, 40*time.Second)
 	path := f.Path("r3-reuse/lock")
 	zc := f.Raw()
 	rwA, rwB, rwC := newRW(t, f.Session(), path), newRW(t, f.Session(), path), newRW(t, f.Session(), path)
@@ -217,8 +215,7 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 // guarantee 1, rwlock's "A reader holds the lock when no W node sorts
 // before its own").
 func TestRWLockSameNamesOnTwoPaths(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 40*time.Second)
+	f, ctx := setUp(t, 40*time.Second)
 	px := f.Path("r3-two/x")
 	py := f.Path("r3-two/y")
 	sa, sb := f.Session(), f.Session()
@@ -274,8 +271,7 @@ func newWriterBehind(t *testing.T, f *fixture, ctx context.Context, path string,
 // its root; the test's ctx ends after d.
 func writerBehindTest(t *testing.T, d time.Duration, name string) (*writerBehind, context.Context) {
 	t.Helper()
-	f := newFixture(t)
-	ctx := ctxT(t, d)
+	f, ctx := setUp(t, d)
 	return newWriterBehind(t, f, ctx, f.Path(name)), ctx
 }
 
@@ -406,8 +402,7 @@ func TestRWLockDowngradeAfterExpiryRefused(t *testing.T) {
 // (false) and Acquire (deadline), also through a second handle on the same
 // session.
 func TestRWLockOtherGoroutineGetsNoDowngrade(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	s := f.Session()
 	path := f.Path("rw-other-goroutine")
 	rw, _ := rwlock.New(s, path)
@@ -891,8 +886,7 @@ func TestKeptWriteNodeSetACLCountedAndViewsLeaveNoWatch(t *testing.T) {
 // it into the node it creates"; only a re-entry or a local handoff keeps
 // the creator's label).
 func TestRWLockDowngradeNodesCarryTheirAcquiresLabels(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	path := f.Path("rw-labels")
 	sc := writerBehindOf(t, f, lock.WithLabel(ctx, "writer-a"), lock.WithLabel(ctx, "writer-q"), f.Session(), path)
 	rwA := sc.rwA
@@ -1013,8 +1007,7 @@ func TestRWLockDowngradeArmedLostAcrossWriteRelease(t *testing.T) {
 // ACL, the holder's W node must still be shown holding by Participants
 // and zkrecipes locks, and the writer behind must still wait.
 func TestRWLockWriterShownHoldingAfterBystanderSetACL(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	path := f.Path("rw-setacl-forge")
 	rw := newRW(t, f.Session(), path, lock.WithRevocable())
 	wl, err := rw.WriteLock().Acquire(ctx)

@@ -27,8 +27,7 @@ import (
 // (also to sealed-looking data). The waiter must not get a lease until one
 // lease node is deleted.
 func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	zc := f.Raw()
 	path := f.Path("sem-foreign")
 	ensure(t, zc, zkWorld, f.Root(), path, path+"/locks", path+"/leases")
@@ -65,8 +64,7 @@ func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 // goroutine other than the acquirer's half the time. Ledger at every
 // entry; no node left at the end.
 func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	path := f.Path("r2-sem")
 	bys := f.Raw()
 	const leases = 3
@@ -166,8 +164,7 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 // is a holder that must stop mid-work". The contender is then granted once
 // the foreign lease goes and releases; LockLost must not have been reported.
 func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	rec := &metricsRec{}
 	s := f.Session(conn.WithMetrics(rec.Hooks()))
 	zc := f.Raw()

@@ -230,8 +230,7 @@ func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
 // server expires the session twice; then the second must hold exactly the
 // same events, in the same order.
 func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	// The last-heard timer: a cut must bring the same session back
 	// (Reconnected) however long go-zookeeper takes to redial; the quorum
 	// timer may end the epoch first when the redial takes longer than about
@@ -325,8 +324,7 @@ func TestValidatePathEdges(t *testing.T) {
 // refuses the same full path reached through two namespaces
 // (conn.ErrInvalidArgument).
 func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
+	f, ctx := setUp(t, 25*time.Second)
 	ns := f.Path("ns")
 	sn := f.Session(conn.WithNamespace(ns))
 	sp := f.Session() // plain, sees the full paths
@@ -447,8 +445,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 //     and the command shows C holding under its session.
 func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	bin := zkrecipesBin(t)
-	f := newFixture(t)
-	ctx := ctxT(t, 60*time.Second)
+	f, ctx := setUp(t, 60*time.Second)
 	ns := f.Path("r4-ns")
 	acl := zk.DigestACL(zk.PermAll, "svc", "secret")
 	opts := []conn.Option{conn.WithNamespace(ns), conn.WithDigestAuth("svc", "secret"), conn.WithACL(acl)}
@@ -843,8 +840,7 @@ func massCancel(t *testing.T, f *fixture, cut bool) {
 // the session has on the servers for its callers") equals what the server
 // lists for its session (wchc), and both are 0 after its release.
 func TestRevokedHolderWatchesGaugeMatchesServer(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	m := &metricsRec{}
 	s := f.Session(conn.WithMetrics(m.Hooks()))
 	path := f.Path("rev-watch")

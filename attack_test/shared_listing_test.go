@@ -111,8 +111,7 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 // the next epoch and, once B releases, be granted one at a time, with no
 // error, and nothing left at the end.
 func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	path := f.Path("r2-expwait/lock")
 	bys := f.Raw()
 	sA := f.Session()
@@ -160,8 +159,7 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 // must return false within a short time, and leave the local queue as it
 // was (the waiter is granted next, the TryAcquire caller never).
 func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	path := f.Path("r2-try/lock")
 	m, _ := mutex.New(f.Session(), path, lock.WithLocalHandoff(3, 0))
 	g1 := hold(ctx, m)
@@ -200,8 +198,7 @@ func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
 // both may be granted; W2's lease must then refuse guarded writes and its
 // Fence, and its Lost must close, while W3's guarded write commits.
 func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
+	f, ctx := setUp(t, 25*time.Second)
 	path := f.Path("r2-qdel/lock")
 	reg := f.Path("r2-qdel-reg")
 	bys := f.Raw()
@@ -254,8 +251,7 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 // acquires with a 5–60 ms deadline) and two raw go-zookeeper clients
 // looping on zk.Lock on the same path. One ledger for all.
 func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	path := f.Path("r2-foreign/lock")
 	m1, m2 := mutexPair(f.Session(), path)
 	var occ occupancy
