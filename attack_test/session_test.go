@@ -347,6 +347,22 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 			}
 		}
 	}
+	// heldAlone: lk, taken through the namespace, is found by its session
+	// and is the one participant; it returns the lease and the node listed.
+	heldAlone := func(t *testing.T, lk interface {
+		acquirer
+		Participants(context.Context) ([]lock.Participant, error)
+	}) (*conn.Lease, string) {
+		t.Helper()
+		l, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		foundBySession(t, l)
+		ps, err := lk.Participants(ctx)
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("Participants %+v (%v), want one", ps, err)
+		}
+		return l, ps[0].Node
+	}
 	// revokedBy: Revoke of the node Participants lists reaches the lease.
 	revokedBy := func(t *testing.T, l *conn.Lease, node string) {
 		t.Helper()
@@ -361,22 +377,19 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 
 	t.Run("mutex", func(t *testing.T) {
 		m, _ := mutex.New(sn, "/m", lock.WithRevocable())
-		l, err := m.Acquire(ctx)
-		require.NoError(t, err)
-		foundBySession(t, l)
-		ps, err := m.Participants(ctx)
-		if err != nil || len(ps) != 1 || ps[0].Node != l.Path() {
-			t.Errorf("Participants %+v (%v), want one with Node %q", ps, err, l.Path())
+		l, node := heldAlone(t, m)
+		if node != l.Path() {
+			t.Errorf("Participants lists %q, want the lease's Node %q", node, l.Path())
 		}
 		other, _ := mutex.New(sp, connlink.Of(sn).FullPath("/m"))
 		keptOut(t, "TryAcquire of the same lock", other, other.Release)
 		// GuardedWrite is namespaced.
-		_, err = l.GuardedWrite(ctx, &zk.CreateRequest{Path: "/m-res", Data: []byte("x"), Acl: zkWorld})
+		_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: "/m-res", Data: []byte("x"), Acl: zkWorld})
 		require.NoError(t, err)
 		if !exists(zc, ns+"/m-res") {
 			t.Errorf("GuardedWrite's create did not land at %s", ns+"/m-res")
 		}
-		revokedBy(t, l, ps[0].Node)
+		revokedBy(t, l, node)
 		require.NoError(t, m.Release(ctx))
 	})
 	t.Run("rwlock", func(t *testing.T) {
@@ -390,14 +403,8 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 	})
 	t.Run("semaphoremutex", func(t *testing.T) {
 		m, _ := semaphoremutex.New(sn, "/s", lock.WithRevocable())
-		l, err := m.Acquire(ctx)
-		require.NoError(t, err)
-		foundBySession(t, l)
-		ps, err := m.Participants(ctx)
-		if err != nil || len(ps) != 1 {
-			t.Fatalf("Participants %+v (%v)", ps, err)
-		}
-		revokedBy(t, l, ps[0].Node)
+		l, node := heldAlone(t, m)
+		revokedBy(t, l, node)
 		other, _ := semaphoremutex.New(sp, connlink.Of(sn).FullPath("/s"))
 		keptOut(t, "TryAcquire", other, other.Release)
 		require.NoError(t, m.Release(ctx))
