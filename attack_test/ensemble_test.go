@@ -87,8 +87,8 @@ func TestEnsembleHolderSurvivesItsServerKilled(t *testing.T) {
 // it read; the in-process ledger and fences are checked at every entry.
 func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 	f, ctx := setUp(t, 29*time.Second, zktest.WithServers(3))
-	path := f.Path("r2-ens/lock")
-	reg := f.Path("r2-ens-reg")
+	path := f.Path("ens/lock")
+	reg := f.Path("ens-reg")
 	f.Register(reg, []byte("0"))
 	var occ occupancy
 	var grants, lostOnEntry atomic.Int32
@@ -172,7 +172,7 @@ func TestEnsembleKillsUnderSharedListings(t *testing.T) {
 func slowLink(t *testing.T, T, latency time.Duration, opts ...conn.Option) (kept bool, maxRTT, maxGap time.Duration) {
 	f, ctx := setUp(t, 25*time.Second)
 	px, s := f.ProxiedSession(append([]conn.Option{conn.WithSessionTimeout(T)}, opts...)...)
-	m, _ := mutex.New(s, f.Root()+"/r2-slow/lock")
+	m, _ := mutex.New(s, f.Root()+"/slow/lock")
 	h := hold(ctx, m)
 	l := h.wait(t, 10*time.Second, "holder")
 	lost := l.Lost()
@@ -275,7 +275,7 @@ func followerAndRest(t *testing.T) (f *fixture, f1 int, onFollower, onRest *conn
 func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 	f, f1, s1, s2 := followerAndRest(t)
 	ctx := ctxT(t, 29*time.Second)
-	path := f.Path("r2-quorum/election")
+	path := f.Path("quorum/election")
 	e1, _ := leader.New(s1, path, "one")
 	e2, _ := leader.New(s2, path, "two")
 
@@ -342,8 +342,8 @@ func TestQuorumTimerNoOverlapWhenLeadersServerFreezes(t *testing.T) {
 func TestQuorumTimerHandoffHolderFrozenServer(t *testing.T) {
 	f, f1, sA, sB := followerAndRest(t)
 	ctx := ctxT(t, 29*time.Second)
-	path := f.Path("r2-qmutex/lock")
-	reg := f.Path("r2-qmutex-reg")
+	path := f.Path("qmutex/lock")
+	reg := f.Path("qmutex-reg")
 	mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0))
 	mB, _ := mutex.New(sB, path)
 	ep, err := connlink.Of(sB).Epoch(ctx)

@@ -177,7 +177,7 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 // A's release answer is lost (ErrReleasePending), and A's handle acquires
 // again as soon as the connection is back, racing its own background
 // deletion, which must not delete the new node (same path, same session,
-// version 0 again). Five rounds; after each re-acquire, the node must stay
+// version 0 again). Five passes; after each re-acquire, the node must stay
 // A's and another session's TryAcquire must fail.
 func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
 	f, ctx := setUp(t, 28*time.Second)
@@ -187,21 +187,21 @@ func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
 	xc, _ := exclusive.New(f.Session(), path)
 	_, err := xa.Acquire(ctx)
 	require.NoError(t, err)
-	for round := 0; round < 5; round++ {
+	for pass := 0; pass < 5; pass++ {
 		px.BlackholeAfterWrites(2) // Release reads the node, then deletes it
 		if _, err := timed(ctx, 300*time.Millisecond, xa.Release); !errors.Is(err, lock.ErrReleasePending) {
-			t.Logf("round %d: release: %v", round, err)
+			t.Logf("pass %d: release: %v", pass, err)
 		}
 		again := make(chan *conn.Lease, 1)
 		go func() {
 			l, err := xa.Acquire(ctx)
 			if err != nil {
-				t.Errorf("round %d: re-acquire: %v", round, err)
+				t.Errorf("pass %d: re-acquire: %v", pass, err)
 			}
 			again <- l
 		}()
 		px.Heal()
-		l := recv(t, again, 10*time.Second, "round %d: A's re-acquire did not return", round)
+		l := recv(t, again, 10*time.Second, "pass %d: A's re-acquire did not return", pass)
 		if l == nil {
 			t.FailNow()
 		}
@@ -209,12 +209,12 @@ func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		_, st, err := f.Raw().Get(l.Path())
 		if err != nil || st.EphemeralOwner != l.Epoch().SessionID() {
-			t.Fatalf("round %d: A's new node after its background deletion: %+v %v", round, st, err)
+			t.Fatalf("pass %d: A's new node after its background deletion: %+v %v", pass, st, err)
 		}
 		if _, ok, err := xc.TryAcquire(ctx); ok || err != nil {
-			t.Fatalf("round %d: another session's TryAcquire while A holds: ok=%v err=%v", round, ok, err)
+			t.Fatalf("pass %d: another session's TryAcquire while A holds: ok=%v err=%v", pass, ok, err)
 		}
-		require.NoError(t, guardedCreate(ctx, l, fmt.Sprintf("%s-res-%d", path, round)), "round %d: A's guarded write after re-acquiring", round)
+		require.NoError(t, guardedCreate(ctx, l, fmt.Sprintf("%s-res-%d", path, pass)), "pass %d: A's guarded write after re-acquiring", pass)
 	}
 }
 
@@ -267,13 +267,13 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 // answered into a blackhole, the search for it too (a retry policy of one
 // attempt); once A's Acquire fails with ErrCreatePending and the proxy
 // heals, A (same handle) and B race for the lock, each holding 300 ms,
-// three rounds each. A ledger and a guarded write per hold check that no two
+// three passes each. A ledger and a guarded write per hold check that no two
 // hold at once (the background delete of A's lost node must not delete the
 // node of A's own new acquire, nor B's), and nothing is left at the end.
 func TestExclusiveCreatePendingThenRace(t *testing.T) {
 	f, ctx := setUp(t, 28*time.Second)
-	path := f.Path("r2-excl")
-	reg := f.Path("r2-excl-reg")
+	path := f.Path("excl")
+	reg := f.Path("excl-reg")
 	f.Register(reg, nil)
 	px, sA := f.ProxiedSession(conn.WithSessionTimeout(8*time.Second), oneAttempt(20*time.Millisecond))
 	lA, _ := exclusive.New(sA, path)

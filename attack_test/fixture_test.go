@@ -1,4 +1,4 @@
-// Package attack_test probes the promises of zkrecipes' public documentation
+// Package attack_test tests the promises of zkrecipes' public documentation
 // by combining features, faults and bystanders, one file per recipe or
 // concern. It uses only the public API; each test starts from a fixture: a
 // real ZooKeeper, sessions on it, a bystander client and the test's paths.
@@ -583,10 +583,10 @@ func stressAcquire(ctx context.Context, r *rand.Rand, long time.Duration, acquir
 	return l, nil
 }
 
-// stressRounds acquires through acquire, each time with a stressDeadline,
+// stressLoop acquires through acquire, each time with a stressDeadline,
 // and hands every lease to use, until stop. It returns how many acquires
 // gave up while queued, and the first other acquire error.
-func stressRounds(ctx context.Context, r *rand.Rand, stop time.Time, long time.Duration, acquire func(context.Context) (*conn.Lease, error), use func(*conn.Lease)) (short int, err error) {
+func stressLoop(ctx context.Context, r *rand.Rand, stop time.Time, long time.Duration, acquire func(context.Context) (*conn.Lease, error), use func(*conn.Lease)) (short int, err error) {
 	for time.Now().Before(stop) {
 		l, err := stressAcquire(ctx, r, long, acquire)
 		if err != nil {

@@ -123,7 +123,7 @@ func TestLocalHandoffWaitsForInFlightGuardedWrite(t *testing.T) {
 func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 	forEach(t, []string{"bystander-delete", "expire", "suspended"}, func(t *testing.T, f *fixture, fault string) {
 		ctx := ctxT(t, 28*time.Second)
-		path := f.Path("r2-handoff/lock")
+		path := f.Path("handoff/lock")
 		bys := f.Raw()
 		px, sA := f.ProxiedSession(conn.WithSessionTimeout(6 * time.Second))
 		mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0))
@@ -208,7 +208,7 @@ func TestRevokeSeenAcrossLocalHandoff(t *testing.T) {
 	forEach(t, []string{"seen", "unseen"}, func(t *testing.T, f *fixture, name string) {
 		seen := name == "seen"
 		ctx := ctxT(t, 25*time.Second)
-		path := f.Path("r2-revoke/lock")
+		path := f.Path("revoke/lock")
 		bys := f.Raw()
 		mA, _ := mutex.New(f.Session(), path, lock.WithLocalHandoff(5, 0), lock.WithRevocable())
 		sB := f.Session()

@@ -420,7 +420,7 @@ func TestLeaderRunRequeueReturnsOnRefusedResign(t *testing.T) {
 // node is queued last), from a node that exists.
 func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
 	f, ctx := setUp(t, 25*time.Second)
-	path := f.Path("r2-lss")
+	path := f.Path("lss")
 	bys := f.Raw()
 	s := f.Session()
 	eL, _ := leader.New(s, path, "L")
@@ -486,7 +486,7 @@ func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
 // Fence (of the lease Run gives it) must be above the last one's.
 func TestLeaderSharedListingsRequeueCancelStress(t *testing.T) {
 	f, ctx := setUp(t, 28*time.Second)
-	path := f.Path("r2-leader")
+	path := f.Path("leader")
 	var occ occupancy
 	var terms atomic.Int32
 	var fences fenceStore

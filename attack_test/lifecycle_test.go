@@ -123,7 +123,7 @@ func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
 	forEach(t, []string{"alone", "local-waiter", "no-deadline-alone", "no-deadline"}, func(t *testing.T, f *fixture, name string) {
 		localWaiter, nolimit := !strings.HasSuffix(name, "alone"), strings.HasPrefix(name, "no-deadline")
 		ctx := ctxT(t, 25*time.Second)
-		path := f.Path("r2-relsusp/lock")
+		path := f.Path("relsusp/lock")
 		bys := f.Raw()
 		px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
 		mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0))
@@ -201,7 +201,7 @@ func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 		ctx := ctxT(t, 40*time.Second)
 		rec := &metricsRec{}
 		px, s := f.ProxiedSession(conn.WithSuspendedAsLost(), conn.WithMetrics(rec.Hooks()))
-		path := f.Path("r3-susp/") + recipe
+		path := f.Path("susp/") + recipe
 		lk := newLocker(t, recipe, s, path, 0)
 		sid := epochOf(t, s).SessionID()
 		l, err := lk.Acquire(ctx)
@@ -244,7 +244,7 @@ func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
 // survive while it holds, and C, queued behind, must not enter.
 func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
 	f := newFixture(t, zktest.WithTickTime(2*time.Second)) // sessions up to 40 s
-	path := f.Path("r2-pending/lock")
+	path := f.Path("pending/lock")
 	ctx := ctxT(t, 29*time.Second)
 	bys := f.Raw()
 	trace := newTraceLog()
@@ -337,7 +337,7 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 		ctx := ctxT(t, 60*time.Second)
 		rec := &metricsRec{}
 		sa := f.Session(conn.WithMetrics(rec.Hooks()))
-		path := f.Path("r3-exp/") + recipe
+		path := f.Path("exp/") + recipe
 		bh := hold(ctx, newLocker(t, recipe, f.Session(), path, 100))
 		bh.wait(t, 60*time.Second, "bh")
 		const n = 4
@@ -414,41 +414,41 @@ func TestExpiryMidDrainMetrics(t *testing.T) {
 //     campaigned"): survivors granted in the order of their nodes;
 //   - nothing left: no node under the path, no watch of the three sessions.
 //
-// Rounds 0 and 1 cancel and delete before the release; round 2 does all
+// Passes 0 and 1 cancel and delete before the release; pass 2 does all
 // three at the same time (a cancelled waiter may then be granted, and is
 // then a holder like any other).
 func TestInterleavedDrainMassCancelBystander(t *testing.T) {
 	forEach(t, []string{"mutex-revocable", "leader", "rwlock-revocable", "mutex"}, func(t *testing.T, f *fixture, recipe string) {
 		ss := []*conn.Session{f.Session(), f.Session(), f.Session()}
 		hs := f.Session()
-		for round := 0; round < 3; round++ {
-			path := fmt.Sprintf("%s/r4-drain/%s-%d", f.Root(), recipe, round)
-			ws := runDrain(t, f, recipe, path, ss, hs, 45, int64(round+1), round == 2)
+		for pass := 0; pass < 3; pass++ {
+			path := fmt.Sprintf("%s/drain/%s-%d", f.Root(), recipe, pass)
+			ws := runDrain(t, f, recipe, path, ss, hs, 45, int64(pass+1), pass == 2)
 			var surv []*drainWaiter
 			for i, w := range ws {
 				switch w.fate {
 				case "cancelled":
-					if round == 2 {
+					if pass == 2 {
 						// cancelled while the release ran: granted or ctx's error
 						if w.lease == nil && !errors.Is(w.err, context.Canceled) {
-							t.Errorf("round %d waiter %d (%s) cancelled: err %v", round, i, w.node, w.err)
+							t.Errorf("pass %d waiter %d (%s) cancelled: err %v", pass, i, w.node, w.err)
 						}
 					} else if w.lease != nil || !errors.Is(w.err, context.Canceled) {
-						t.Errorf("round %d waiter %d (%s) cancelled before the release: lease %v err %v", round, i, w.node, w.lease != nil, w.err)
+						t.Errorf("pass %d waiter %d (%s) cancelled before the release: lease %v err %v", pass, i, w.node, w.lease != nil, w.err)
 					}
 				case "survivor":
 					if w.err != nil || w.lease == nil {
-						t.Errorf("round %d waiter %d (%s) survivor: err %v", round, i, w.node, w.err)
+						t.Errorf("pass %d waiter %d (%s) survivor: err %v", pass, i, w.node, w.err)
 						continue
 					}
 					surv = append(surv, w)
 				case "deleted":
 					if recipe == "leader" && (w.err != nil || w.lease == nil) {
-						t.Errorf("round %d waiter %d (%s) deleted, must lead later: err %v", round, i, w.node, w.err)
+						t.Errorf("pass %d waiter %d (%s) deleted, must lead later: err %v", pass, i, w.node, w.err)
 					}
 				}
 				if w.overlap != "" && !(w.fate == "deleted" && recipe != "leader") {
-					t.Errorf("round %d: two holders: %s (%s) granted while %sheld", round, w.node, w.fate, w.overlap)
+					t.Errorf("pass %d: two holders: %s (%s) granted while %sheld", pass, w.node, w.fate, w.overlap)
 				}
 			}
 			byGrant := append([]*drainWaiter(nil), surv...)
@@ -460,13 +460,13 @@ func TestInterleavedDrainMassCancelBystander(t *testing.T) {
 						a = append(a, surv[j].node[strings.LastIndexByte(surv[j].node, '-')+1:])
 						b = append(b, byGrant[j].node[strings.LastIndexByte(byGrant[j].node, '-')+1:])
 					}
-					t.Errorf("round %d: survivors not granted FIFO:\nqueued  %v\ngranted %v", round, a, b)
+					t.Errorf("pass %d: survivors not granted FIFO:\nqueued  %v\ngranted %v", pass, a, b)
 					break
 				}
 			}
 			waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(f.Raw(), path)) == 0 })
 			for i, s := range ss {
-				noWatchesLeft(t, f, s, 5*time.Second, fmt.Sprintf("round %d: session %d", round, i))
+				noWatchesLeft(t, f, s, 5*time.Second, fmt.Sprintf("pass %d: session %d", pass, i))
 			}
 		}
 	})
@@ -493,7 +493,7 @@ func TestOneAttemptDrainUnderCuts(t *testing.T) {
 		px, sa := f.ProxiedSession(oneAttempt(50 * time.Millisecond))
 		sb := f.Session()
 		zc := f.Raw()
-		path := f.Path("r4-one/") + recipe
+		path := f.Path("one/") + recipe
 		h := hold(ctx, newLocker(t, recipe, f.Session(), path, 999))
 		h.wait(t, 60*time.Second, "h")
 		var mu sync.Mutex
@@ -681,7 +681,7 @@ func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
 // within 250 ms of its deadline; after Heal no node of A's may remain.
 func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
 	f, ctx := setUp(t, 25*time.Second)
-	path := f.Path("r2-deadline/lock")
+	path := f.Path("deadline/lock")
 	px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
 	b, m1, m2 := f.heldAgainst(ctx, sA, path) // B, another session, holds
 	var mu sync.Mutex
@@ -732,7 +732,7 @@ func TestGrantReadBlackholedKeepsDeadline(t *testing.T) {
 	forEach(t, []string{"mutex", "semaphoremutex", "rwlock", "leader", "exclusive"}, func(t *testing.T, f *fixture, recipe string) {
 		ctx := ctxT(t, 40*time.Second)
 		px, s := f.ProxiedSession(conn.WithLastHeardTimer())
-		path := f.Path("r3-grantread/") + recipe
+		path := f.Path("grantread/") + recipe
 		h := hold(ctx, newLocker(t, recipe, s, path, 1))
 		h.wait(t, 60*time.Second, "h")
 		wctx, wcancel := context.WithCancel(ctx)

@@ -38,7 +38,7 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 		rec := &metricsRec{}
 		sa := f.Session(conn.WithMetrics(rec.Hooks()))
 		zc := f.Raw()
-		path := f.Path("r3-hm/") + recipe
+		path := f.Path("hm/") + recipe
 		var (
 			mu        sync.Mutex
 			best      conn.Fence
@@ -184,7 +184,7 @@ func TestDowngradeMetrics(t *testing.T) {
 	f, ctx := setUp(t, 60*time.Second)
 	f.Each(t, []string{"rwlock-downgrade"}, func(t *testing.T, f *fixture, _ string) {
 		rec := &metricsRec{}
-		path := f.Path("r4-re/rw")
+		path := f.Path("re/rw")
 		rw := newRW(t, f.Session(conn.WithMetrics(rec.Hooks())), path)
 		downgrade(t, ctx, rw)
 		require.NoError(t, rw.WriteLock().Release(ctx))
@@ -217,7 +217,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 
 	t.Run("mutex", func(t *testing.T) {
 		rec, s := metered(f.In(t))
-		m, err := mutex.New(s, f.Root()+"/r4-re/m")
+		m, err := mutex.New(s, f.Root()+"/re/m")
 		require.NoError(t, err)
 		var first *conn.Lease
 		for i := 0; i < 3; i++ {
@@ -241,7 +241,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 
 	t.Run("rwlock-write", func(t *testing.T) {
 		rec, s := metered(f.In(t))
-		rw := newRW(t, s, f.Root()+"/r4-re/rww")
+		rw := newRW(t, s, f.Root()+"/re/rww")
 		for i := 0; i < 2; i++ {
 			_, err := rw.WriteLock().Acquire(ctx)
 			require.NoError(t, err)
@@ -255,7 +255,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 
 	t.Run("mutex-reentry-lost", func(t *testing.T) {
 		rec, s := metered(f.In(t))
-		m, err := mutex.New(s, f.Path("r4-re/lost"))
+		m, err := mutex.New(s, f.Path("re/lost"))
 		require.NoError(t, err)
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
@@ -308,7 +308,7 @@ func TestInvalidLabelWaitCountedAlike(t *testing.T) {
 func TestArmedLeaseCostsThreeGoroutines(t *testing.T) {
 	f, ctx := setUp(t, 25*time.Second)
 	const n = 60
-	ms := mutexes(f.Session(), f.Path("r2-armed"), n)
+	ms := mutexes(f.Session(), f.Path("armed"), n)
 	leases := acquireAll(t, ctx, ms)
 	t.Cleanup(func() {
 		for _, m := range ms {
@@ -377,7 +377,7 @@ func steadyGoroutines(t *testing.T) int {
 func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
 	f, ctx := setUp(t, 28*time.Second)
 	const n = 60
-	ms := mutexes(f.Session(), f.Path("r2-cost"), n)
+	ms := mutexes(f.Session(), f.Path("cost"), n)
 	// Warm up the session's own goroutines with one acquire/release.
 	_, err := ms[0].Acquire(ctx)
 	require.NoError(t, err)
@@ -422,7 +422,7 @@ func TestHeldLeasesCostNoGoroutineAndArmedOnesEnd(t *testing.T) {
 // goroutines per waiter (we allow 2.5).
 func TestWaiterGoroutineCost(t *testing.T) {
 	f, ctx := setUp(t, 25*time.Second)
-	path := f.Path("r2-wcost/lock")
+	path := f.Path("wcost/lock")
 	sA := f.Session()
 	b := f.mutexHeld(ctx, path) // B, another session, holds
 	m, _ := mutex.New(sA, path)
@@ -461,8 +461,8 @@ func TestWaiterGoroutineCost(t *testing.T) {
 func TestMultiLockLostGoroutinesEnd(t *testing.T) {
 	f, ctx := setUp(t, 20*time.Second)
 	s := f.Session()
-	a, _ := mutex.New(s, f.Root()+"/r2-ml/a", lock.WithLocalHandoff(3, 0))
-	b, _ := semaphoremutex.New(s, f.Root()+"/r2-ml/b", lock.WithLocalHandoff(3, 0))
+	a, _ := mutex.New(s, f.Root()+"/ml/a", lock.WithLocalHandoff(3, 0))
+	b, _ := semaphoremutex.New(s, f.Root()+"/ml/b", lock.WithLocalHandoff(3, 0))
 	ml, err := multilock.New(a, b)
 	require.NoError(t, err)
 	// Warm-up: the session's own goroutines.

@@ -262,7 +262,7 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 		zc := f.Raw()
 		sa := f.Session()
 		sb := f.Session()
-		pa, pb := f.Root()+"/r4-ml/a", f.Root()+"/r4-ml/b"
+		pa, pb := f.Root()+"/ml/a", f.Root()+"/ml/b"
 		ma, _ := mutex.New(sa, pa)
 		mb, _ := mutex.New(sb, pb)
 		mc, _ := mutex.New(f.Session(), pb)
@@ -324,7 +324,7 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 						t.Error("empty lease path")
 					}
 				}
-				if err := guardedCreate(ctx, r.leases[0], f.Path("r4-ml/x")); err == nil {
+				if err := guardedCreate(ctx, r.leases[0], f.Path("ml/x")); err == nil {
 					// leases[0] is /a (path order): lost
 					t.Error("guarded write through the lost /a lease committed")
 				}

@@ -36,8 +36,8 @@ import (
 // At the end no node and no watch on the lock path may remain.
 func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 	f := newFixture(t)
-	path := f.Path("r2-shared/lock")
-	reg := f.Path("r2-shared-reg")
+	path := f.Path("shared/lock")
+	reg := f.Path("shared-reg")
 	ctx := ctxT(t, 28*time.Second)
 	f.Register(reg, []byte("0"))
 	bys := f.Raw()
@@ -61,7 +61,7 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 	spawn(14, func(g int) {
 		r := rand.New(rand.NewSource(int64(g)))
 		m := handles[g%len(handles)]
-		n, err := stressRounds(ctx, r, stop, 6*time.Second, m.Acquire, func(lease *conn.Lease) {
+		n, err := stressLoop(ctx, r, stop, 6*time.Second, m.Acquire, func(lease *conn.Lease) {
 			if n := occ.enter(); n != 1 {
 				t.Errorf("g%d: %d holders at once", g, n)
 			}
@@ -113,7 +113,7 @@ func TestSharedListingsMixedHandoffCancelStress(t *testing.T) {
 // error, and nothing left at the end.
 func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 	f, ctx := setUp(t, 28*time.Second)
-	path := f.Path("r2-expwait/lock")
+	path := f.Path("expwait/lock")
 	bys := f.Raw()
 	sA := f.Session()
 	b, m1, m2 := f.heldAgainst(ctx, sA, path) // B, another session, holds
@@ -161,7 +161,7 @@ func TestSharedListingWaitersStartOverAfterExpiry(t *testing.T) {
 // was (the waiter is granted next, the TryAcquire caller never).
 func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
 	f, ctx := setUp(t, 20*time.Second)
-	path := f.Path("r2-try/lock")
+	path := f.Path("try/lock")
 	m, _ := mutex.New(f.Session(), path, lock.WithLocalHandoff(3, 0))
 	g1 := hold(ctx, m)
 	l1 := g1.wait(t, 10*time.Second, "G1")
@@ -200,8 +200,8 @@ func TestTryAcquireBesideLocalHandoffDoesNotWait(t *testing.T) {
 // Fence, and its Lost must close, while W3's guarded write commits.
 func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 	f, ctx := setUp(t, 25*time.Second)
-	path := f.Path("r2-qdel/lock")
-	reg := f.Path("r2-qdel-reg")
+	path := f.Path("qdel/lock")
+	reg := f.Path("qdel-reg")
 	bys := f.Raw()
 	f.Register(reg, nil)
 	m, _ := mutex.New(f.Session(), path)
@@ -253,7 +253,7 @@ func TestSharedListingWaiterWhoseNodeWasDeleted(t *testing.T) {
 // looping on zk.Lock on the same path. One ledger for all.
 func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
 	f, ctx := setUp(t, 28*time.Second)
-	path := f.Path("r2-foreign/lock")
+	path := f.Path("foreign/lock")
 	m1, m2 := mutexPair(f.Session(), path)
 	var occ occupancy
 	var grants, foreign atomic.Int32
@@ -272,7 +272,7 @@ func TestSharedListingsWithForeignZkLockContenders(t *testing.T) {
 		if g%2 == 1 {
 			m = m2
 		}
-		_, err := stressRounds(ctx, r, stop, 8*time.Second, m.Acquire, func(*conn.Lease) {
+		_, err := stressLoop(ctx, r, stop, 8*time.Second, m.Acquire, func(*conn.Lease) {
 			enter("ours")
 			if err := m.Release(context.WithoutCancel(ctx)); err != nil {
 				t.Errorf("g%d: release: %v", g, err)

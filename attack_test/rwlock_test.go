@@ -32,7 +32,7 @@ import (
 // granted before, a reader's above the last writer's. At the end no node.
 func TestRWLockSharedListingsCancelStress(t *testing.T) {
 	f, ctx := setUp(t, 28*time.Second)
-	path := f.Path("r2-rw/lock")
+	path := f.Path("rw/lock")
 	bys := f.Raw()
 	var (
 		mu             sync.Mutex
@@ -98,7 +98,7 @@ func TestRWLockSharedListingsCancelStress(t *testing.T) {
 			}
 			return k.Acquire(ctx)
 		}
-		short, err := stressRounds(ctx, r, stop, 6*time.Second, acquire, func(l *conn.Lease) {
+		short, err := stressLoop(ctx, r, stop, 6*time.Second, acquire, func(l *conn.Lease) {
 			enter(g, kind > 0, false, l)
 			if kind == 2 {
 				rl, derr := rw.ReadLock().Acquire(ctx)
@@ -148,8 +148,8 @@ func TestRWLockSharedListingsCancelStress(t *testing.T) {
 // sequence counter starts again at 0 when the lock's directory is created
 // again (the lock path is a container node: ZooKeeper removes it when it is
 // empty; here an operator deletes the empty directory, which the next
-// acquire creates again). Round 1: B writes (h-W-0000000000), A's reader
-// waits behind and so learns that h-W-0000000000 left. Round 2, in the new
+// acquire creates again). Pass 1: B writes (h-W-0000000000), A's reader
+// waits behind and so learns that h-W-0000000000 left. Pass 2, in the new
 // directory: B writes again, as h-W-0000000000; C's writer queues
 // (h-W-0000000001); A's reader queues (h-R-0000000002) and waits on C's
 // node. C gives up (a plain delete of a node of another session): A's
@@ -157,19 +157,19 @@ func TestRWLockSharedListingsCancelStress(t *testing.T) {
 // takes h-W-0000000000 for gone, A reads while B writes.
 func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 	f, ctx := setUp(t, 40*time.Second)
-	path := f.Path("r3-reuse/lock")
+	path := f.Path("reuse/lock")
 	zc := f.Raw()
 	rwA, rwB, rwC := newRW(t, f.Session(), path), newRW(t, f.Session(), path), newRW(t, f.Session(), path)
 
-	// Round 1.
+	// Pass 1.
 	_, err := rwB.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
 	a1 := hold(ctx, rwA.ReadLock())
 	waitFor(t, 10*time.Second, "A's reader queued", func() bool { return len(children(zc, path)) == 2 })
-	round1 := children(zc, path)
-	sort.Strings(round1)
+	pass1 := children(zc, path)
+	sort.Strings(pass1)
 	require.NoError(t, rwB.WriteLock().Release(ctx))
-	a1.wait(t, 10*time.Second, "A round 1")
+	a1.wait(t, 10*time.Second, "A pass 1")
 	require.NoError(t, a1.release())
 	// The operator removes the empty lock directory (or the server's
 	// container reaper does).
@@ -178,7 +178,7 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	// Round 2.
+	// Pass 2.
 	lb, err := rwB.WriteLock().Acquire(ctx)
 	require.NoError(t, err)
 	cctx, ccancel := context.WithCancel(ctx)
@@ -187,21 +187,21 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 	waitFor(t, 10*time.Second, "C's writer queued", func() bool { return len(children(zc, path)) == 2 })
 	a2 := hold(ctx, rwA.ReadLock())
 	waitFor(t, 10*time.Second, "A's reader queued", func() bool { return len(children(zc, path)) == 3 })
-	round2 := children(zc, path)
-	sort.Strings(round2)
-	t.Logf("round 1 names %v, round 2 names %v", round1, round2)
+	pass2 := children(zc, path)
+	sort.Strings(pass2)
+	t.Logf("pass 1 names %v, pass 2 names %v", pass1, pass2)
 	ccancel()
 	recv(t, hc.failed, 5*time.Second, "C's cancelled acquire did not return")
 	waitFor(t, 10*time.Second, "C's node deleted", func() bool { return len(children(zc, path)) == 2 })
 
-	l, granted := a2.granted(t, 2*time.Second, "A round 2")
+	l, granted := a2.granted(t, 2*time.Second, "A pass 2")
 	if granted {
 		t.Errorf("A's reader granted while B holds the write lock (B's Err %v, node exists: %v; A's Err %v)",
 			lb.Err(), exists(zc, lb.Path()), l.Err())
 	}
 	require.NoError(t, rwB.WriteLock().Release(ctx))
 	if !granted {
-		a2.wait(t, 10*time.Second, "A round 2 after B")
+		a2.wait(t, 10*time.Second, "A pass 2 after B")
 	}
 	require.NoError(t, a2.release())
 }
@@ -216,8 +216,8 @@ func TestRWLockReaderAfterLockDirRecreated(t *testing.T) {
 // before its own").
 func TestRWLockSameNamesOnTwoPaths(t *testing.T) {
 	f, ctx := setUp(t, 40*time.Second)
-	px := f.Path("r3-two/x")
-	py := f.Path("r3-two/y")
+	px := f.Path("two/x")
+	py := f.Path("two/y")
 	sa, sb := f.Session(), f.Session()
 	zc := f.Raw()
 

@@ -65,7 +65,7 @@ func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 // entry; no node left at the end.
 func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
 	f, ctx := setUp(t, 28*time.Second)
-	path := f.Path("r2-sem")
+	path := f.Path("sem")
 	bys := f.Raw()
 	const leases = 3
 	var occ occupancy
@@ -78,7 +78,7 @@ func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
 	}
 	onSessions(f, 2, 8, mk, func(sem *semaphoremutex.Semaphore, g int) {
 		r := rand.New(rand.NewSource(int64(g)))
-		_, err := stressRounds(ctx, r, stop, 8*time.Second, sem.Acquire, func(l *conn.Lease) {
+		_, err := stressLoop(ctx, r, stop, 8*time.Second, sem.Acquire, func(l *conn.Lease) {
 			if n := occ.enter(); n > leases {
 				t.Errorf("g%d: %d holders of a %d-lease semaphore", g, n, leases)
 			}
@@ -136,7 +136,7 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 		rec := &metricsRec{}
 		s := f.Session(conn.WithMetrics(rec.Hooks()))
 		recipe := map[string]string{"plain": "semaphoremutex", "local-handoff": "semaphoremutex-handoff"}[name]
-		m := newLocker(t, recipe, s, f.Path("r3-semlost"), 0)
+		m := newLocker(t, recipe, s, f.Path("semlost"), 0)
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		lost := l.Lost()
@@ -168,7 +168,7 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 	rec := &metricsRec{}
 	s := f.Session(conn.WithMetrics(rec.Hooks()))
 	zc := f.Raw()
-	path := f.Path("r3-semwait")
+	path := f.Path("semwait")
 	full := connlink.Of(s).FullPath(path)
 	for _, p := range []string{f.Root(), full, full + "/leases"} {
 		_, _ = zc.Create(p, nil, 0, zkWorld)

@@ -252,7 +252,7 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 			}
 		}
 	}
-	for round := 0; round < 2; round++ {
+	for pass := 0; pass < 2; pass++ {
 		for i := 0; i < 4; i++ {
 			px.Cut()
 			wait(conn.Reconnected)
@@ -453,7 +453,7 @@ func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
 func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
 	bin := zkrecipesBin(t)
 	f, ctx := setUp(t, 60*time.Second)
-	ns := f.Path("r4-ns")
+	ns := f.Path("ns")
 	acl := zk.DigestACL(zk.PermAll, "svc", "secret")
 	opts := []conn.Option{conn.WithNamespace(ns), conn.WithDigestAuth("svc", "secret"), conn.WithACL(acl)}
 	px, sa := f.ProxiedSession(opts...)
@@ -796,7 +796,7 @@ func TestSharedListingMassCancelLeavesNoWatch(t *testing.T) {
 
 func massCancel(t *testing.T, f *fixture, cut bool) {
 	ctx := ctxT(t, 25*time.Second)
-	path := f.Path("r2-mass/lock")
+	path := f.Path("mass/lock")
 	bys := f.Raw()
 	px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
 	b, m1, m2 := f.heldAgainst(ctx, sA, path) // B, another session, holds
