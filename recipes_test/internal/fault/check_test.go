@@ -1,4 +1,4 @@
-package recipes_test
+package fault
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package recipes_test
+package fault
 
 import (
 	"context"
@@ -71,52 +71,13 @@ func defaultChaosConfig() chaosConfig {
 		weights: w, faults: chaosFaultKinds, locks: map[string]bool{}}
 }
 
-// TestChaos is the randomized "anything goes" run: actors (three
-// goroutines on each of three sessions, and one on a fourth session with
-// a retry policy of one attempt) call the public operations of mutex
-// (with and without WithLocalHandoff on one path), semaphoremutex
-// (likewise), rwlock,
-// multilock (over the mutex's and the semaphore mutex's paths) and
-// leader in a seeded random order: Acquire with deadlines and cancels,
-// TryAcquire, Release (also of another goroutine's handle), Revoke of any
-// grant's node through any session (the holder's own included),
-// Campaign/Resign and Run, Session.Close then a new session, Lost,
-// Revoked, Err, Fence, GuardedWrite and CheckOp. A bystander (a raw
-// go-zookeeper client) writes into and deletes lock nodes, and the fault
-// run's catalogue runs underneath (kills, pauses, blackholes, expiry,
-// cut-after-create) with a lost create answer of the one-attempt session.
-//
-// Checked two ways: at the API, no two conflicting grants of a lock
-// report held (not released, Err() == nil) at once, outside the windows
-// of a session expiry (its size measured and bounded by the session
-// timeout) and of a bystander's delete; no lock stays without a holder
-// while acquires wait for longer than ZKRECIPES_CHAOS_STUCK (default
-// 20 s: five session timeouts; legitimate gaps of up to 12.4 s were seen
-// under load, a ghost contender stays for as long as its session lives).
-// At the resource: every holder makes read-modify-writes of a znode
-// register through GuardedWrite and of a store outside ZooKeeper that
-// refuses lower fencing tokens (Fence.Compare); both histories are checked
-// for linearizability with Porcupine, and a failing one is written as its
-// HTML visualization (the path and the seed are printed).
-//
-// ZKRECIPES_CHAOS_SEED and ZKRECIPES_CHAOS_DURATION (default 2m) set the
-// seed and the length; a replay starts from the same random streams, but
-// the choices depend on timing, so a run does not repeat exactly.
-// ZKRECIPES_CHAOS_WEIGHTS, _FAULTS, _LOCKS and _NO_BYSTANDER narrow the
-// run to reach a bug sooner.
-func TestChaos(t *testing.T) {
-	if testing.Short() {
-		skipOrFail(t, "chaos run: skipped under -short")
-	}
+// Chaos is TestChaos's run on c (three servers), its configuration from
+// the environment (ZKRECIPES_CHAOS_*).
+func Chaos(t *testing.T, c *zktest.Cluster) {
 	cfg := chaosConfigFromEnv(t)
 	t.Logf("chaos run: seed %d for %v, %d sessions of %d actors and one of one, session timeout %v (replay: %s=%d %s=%v go test -race -run '^TestChaos$' ./recipes_test/)",
 		cfg.seed, cfg.duration, cfg.sessions, cfg.actors, cfg.sessionTimeout, envChaosSeed, cfg.seed, envChaosDuration, cfg.duration)
-	c := newZK(t, zktest.WithServers(3))
-	if c.Backend() == zktest.BackendExternal {
-		skipOrFail(t, fmt.Sprintf("chaos run: the %s backend cannot kill, pause or restart servers (ZK_BACKEND=docker or local can)", c.Backend()))
-	}
-	r := newChaosRun(t, c, cfg)
-	r.run()
+	newChaosRun(t, c, cfg).run()
 }
 
 func chaosConfigFromEnv(t *testing.T) chaosConfig {

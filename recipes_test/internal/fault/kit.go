@@ -1,4 +1,4 @@
-package recipes_test
+package fault
 
 import (
 	"context"
@@ -138,6 +138,11 @@ func healAll(t *testing.T, c *zktest.Cluster, proxies []*zktest.Proxy) {
 		t.Errorf("the ensemble does not serve after the faults: %v", err)
 	}
 }
+
+// quietLogger keeps go-zookeeper's own client quiet.
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
 
 // bystanderClient connects a raw go-zookeeper client of its own (a bystander:
 // no recipe, no sealing identity) and waits for its session.
