@@ -15,9 +15,5 @@ import (
 // (without it): Run returns after one term. This is Curator
 // LeaderSelector's autoRequeue. Only leader.New takes it.
 func WithRequeue() lock.Option {
-	return func(c *lockopt.Config) error {
-		c.Given |= lockopt.Requeue
-		c.Requeue = true
-		return nil
-	}
+	return lockopt.Give(lockopt.Requeue)
 }

@@ -18,11 +18,7 @@ type Option func(*lockopt.Config) error
 // is released. Taken by mutex.New, rwlock.New, semaphoremutex.New and
 // NewSemaphore. See docs/design.md, "Revocation, Curator style".
 func WithRevocable() Option {
-	return func(c *lockopt.Config) error {
-		c.Given |= lockopt.Revocable
-		c.Revocable = true
-		return nil
-	}
+	return lockopt.Give(lockopt.Revocable)
 }
 
 // WithLocalHandoff makes the goroutines that acquire the lock through one
