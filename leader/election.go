@@ -23,6 +23,20 @@ import (
 // schema names the nodes as Curator's LeaderLatch: "_c_<uuid>-latch-<seq>".
 var schema = locknode.ProtectedSchema{Name: "latch"}
 
+// Errors returned by this package, compared with errors.Is.
+var (
+	// ErrCampaigning: Campaign or Run on a handle that already campaigns or
+	// leads. One handle is one participant.
+	ErrCampaigning = errors.New("leader: already campaigning or leading")
+
+	// ErrNoLeader: Leader found no participant under the election path.
+	ErrNoLeader = errors.New("leader: no leader")
+
+	// ErrLeadershipLost: Run's term ended because the lease's Lost closed.
+	// It also matches conn.ErrLeaseLost and the lease's reason.
+	ErrLeadershipLost = errors.New("leader: leadership lost")
+)
+
 // Election is one participant in the election at a path, Curator's
 // LeaderLatch participants included: it campaigns, leads and resigns at
 // most once at a time. Safe for concurrent use.
@@ -38,9 +52,9 @@ type Election struct {
 }
 
 // New returns participant id's handle on the election at path; nothing is
-// created until Campaign. id is our node's data (LeaderLatch's id), what
-// Leader and Participants report; it should be unique.
-// It takes WithRequeue; any other option fails with conn.ErrInvalidArgument.
+// created until Campaign. id, which should be unique, is our node's data
+// (LeaderLatch's id). It takes WithRequeue; any other option fails with
+// conn.ErrInvalidArgument.
 func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, error) {
 	cfg, err := lockopt.Configure("leader.New", sess, path, lockopt.Requeue, opts)
 	if err != nil {
@@ -49,15 +63,22 @@ func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, e
 	if id == "" {
 		return nil, fmt.Errorf("leader: new %s: empty participant id: %w", path, conn.ErrInvalidArgument)
 	}
-	// Data: no handover mark, which would consume a LeaderLatch waiter's
-	// one-shot watch. lead meters a campaign once, however many nodes it
-	// queues.
+	// No handover mark: it would consume a LeaderLatch waiter's watch.
 	q, err := queue.New(sess, path, queue.Config{Schema: schema, Predicate: queue.First, Data: []byte(id)},
 		queue.Options{Recipe: "leader"})
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
 	return &Election{sess: sess, q: q, cfg: cfg}, nil
+}
+
+// WithRequeue makes Run campaign again after each term instead of
+// returning, as Curator LeaderSelector's autoRequeue: after fn returns nil
+// or its term was lost, Run resigns and queues a new node. Run then returns
+// only when its ctx ends, fn fails while leadership was safe, or the
+// resign after a safe term fails. Only leader.New takes it.
+func WithRequeue() lock.Option {
+	return lockopt.Give(lockopt.Requeue)
 }
 
 // path is the election path.
@@ -92,7 +113,7 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 
 // lead queues our node until it is first (nil, nil if not and !wait), then
 // confirms with the lease's Fence that it still exists: the queue grants a
-// node deleted while it waited, whose successor already leads.
+// node deleted while it waited. Metered once per campaign.
 func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err error) {
 	done := report.Meter(e.sess, "leader", e.path())
 	defer func() { done(l != nil, err) }()
@@ -188,15 +209,11 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 // Leader returns the current leader, ours or a foreign client's;
 // ErrNoLeader when there is none. A snapshot.
 func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
-	ep, err := connlink.Of(e.sess).Epoch(ctx)
-	if err != nil {
-		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.path(), err)
-	}
-	ps, err := e.list(ctx, ep, 1)
-	if err != nil {
-		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.path(), err)
-	}
-	if len(ps) == 0 {
+	ps, err := e.list(ctx, "leader of", 1)
+	switch {
+	case err != nil:
+		return lock.Participant{}, err
+	case len(ps) == 0:
 		return lock.Participant{}, fmt.Errorf("%w: %s", ErrNoLeader, e.path())
 	}
 	return ps[0], nil
@@ -205,29 +222,25 @@ func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
 // Participants lists the participants in order: the first leads, the
 // others in the order they will take over. A snapshot.
 func (e *Election) Participants(ctx context.Context) ([]lock.Participant, error) {
+	return e.list(ctx, "participants of", -1)
+}
+
+// list reads up to n participants (all when n < 0); its errors say op.
+func (e *Election) list(ctx context.Context, op string, n int) ([]lock.Participant, error) {
 	ep, err := connlink.Of(e.sess).Epoch(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("leader: participants of %s: %w", e.path(), err)
+	var names []string
+	if err == nil {
+		names, _, err = connlink.Of(ep).Children(ctx, e.path())
 	}
-	ps, err := e.list(ctx, ep, -1)
-	if err != nil {
-		return nil, fmt.Errorf("leader: participants of %s: %w", e.path(), err)
+	var ps []lock.Participant
+	if err == nil {
+		ps, err = e.read(ctx, ep, names, n)
+	}
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("leader: %s %s: %w", op, e.path(), err)
 	}
 	return ps, nil
 }
-
-// list reads up to n participants (all when n < 0).
-func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]lock.Participant, error) {
-	names, _, err := connlink.Of(ep).Children(ctx, e.path())
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return e.read(ctx, ep, names, n)
-}
-
 // read reads the data of up to n contenders among names, in queue order.
 func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n int) ([]lock.Participant, error) {
 	var out []lock.Participant

@@ -17,14 +17,10 @@ import (
 // Run campaigns, then runs fn with the term's lease while we lead. fn's
 // ctx is cancelled when Run's ctx ends or, with a cause matching
 // ErrLeadershipLost, when the lease is lost; fn must then return promptly.
-// Writes that must not overlap the next leader's go through the lease
-// (GuardedWrite, Fence): see docs/leader.md, "Two leaders".
-//
-// When fn returns, Run resigns (even if ctx ended) and returns: the
-// campaign's error if we never led; ErrLeadershipLost (with fn's error
-// unless it is its ctx's) if the term was lost; else fn's error joined
-// with the resign's. WithRequeue campaigns again instead. A nil fn is an
-// error.
+// When fn returns, Run resigns and returns: the campaign's error if we
+// never led; ErrLeadershipLost (with fn's error unless it is its ctx's) if
+// the term was lost; else fn's error joined with the resign's. WithRequeue
+// campaigns again instead.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *conn.Lease) error) error {
 	if fn == nil {
 		return fmt.Errorf("leader: run %s: nil function", e.path())
@@ -39,8 +35,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *
 			return err
 		}
 		if ctx.Err() != nil {
-			// The term ended with ctx: Run's answer is ctx's, as after a
-			// campaign that ctx ended.
+			// The term ended with ctx: Run's answer is ctx's.
 			if err == nil || errors.Is(err, ErrLeadershipLost) {
 				err = fmt.Errorf("leader: run %s: %w", e.path(), bg.CtxErr(ctx))
 			}

@@ -15,13 +15,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// downgraded is the predicate of a read acquire under our own write lock:
-// granted at once (NoneBefore("W") would deadlock on our write node).
+// downgraded grants a read acquire under our own write lock at once.
 var downgraded = queue.Predicate{Decide: func([]locknode.Contender, int) (bool, string) { return true, "" }}
 
-// downgrade queues a read node under write hold w and grants it at once,
-// standing on the write node, only if that node still exists once the read
-// node does (docs/design.md, "Downgrading a write lock").
+// downgrade queues a read node under write hold w, granted standing on the
+// write node if that node still exists once the read node does.
 func (rw *RWLock) downgrade(ctx context.Context, w *hold) (*conn.Lease, error) {
 	wl := w.lease
 	if err := wl.Err(); err != nil {
@@ -46,9 +44,8 @@ func (rw *RWLock) downgrade(ctx context.Context, w *hold) (*conn.Lease, error) {
 	return l, nil
 }
 
-// standsOn returns the stat of the write node of wl, once the read node
-// of l exists: an error if it cannot be read, one matching
-// conn.ErrLeaseLost if wl is lost or its node gone.
+// standsOn returns the stat of wl's write node, read once l's node exists
+// (conn.ErrLeaseLost if wl is lost or its node gone).
 func standsOn(ctx context.Context, l, wl *conn.Lease) (*zk.Stat, error) {
 	if l.Epoch() != wl.Epoch() {
 		return nil, fmt.Errorf("%w: the write lock's session ended", conn.ErrLeaseLost)
@@ -66,8 +63,8 @@ func standsOn(ctx context.Context, l, wl *conn.Lease) (*zk.Stat, error) {
 	return st, nil
 }
 
-// afterRelease is what becomes of a downgrade's write node when the write
-// lock is released while the read lock is held.
+// afterRelease is what becomes of a downgrade's write node at the write
+// release.
 type afterRelease int
 
 const (
@@ -76,8 +73,7 @@ const (
 	writeGone                     // deleted by someone else: the read grant, which stood on it, is lost
 )
 
-// afterDowngrade decides from one listing what becomes of write node w,
-// on which read grant r stands; w is kept if the listing fails.
+// afterDowngrade decides from one listing; w is kept if it fails.
 func (rw *RWLock) afterDowngrade(ctx context.Context, w, r *conn.Lease) afterRelease {
 	names, _, err := connlink.Of(w.Epoch()).Children(ctx, rw.path)
 	if err != nil {
@@ -88,10 +84,8 @@ func (rw *RWLock) afterDowngrade(ctx context.Context, w, r *conn.Lease) afterRel
 	return between(locknode.Parse(locknode.HostKindSchema{}, names), zkpath.Base(w.Path()), zkpath.Base(r.Path()))
 }
 
-// between says, from the contenders cs (in queue order), what becomes of
-// write node w when the write lock is released while read node r stands on
-// it: kept if a writer sorts between them (or r is missing and a writer
-// follows w); gone if w is missing; else r stands alone.
+// between decides from contenders cs (in queue order) for write node w and
+// read node r: kept if a writer sorts between them.
 func between(cs []locknode.Contender, w, r string) afterRelease {
 	after := false
 	for _, c := range cs {
@@ -111,10 +105,8 @@ func between(cs []locknode.Contender, w, r string) afterRelease {
 	return readAlone
 }
 
-// markKept shows kept write node l as kept (locknode.RWStatuses) by setting
-// its ACL again, unchanged, which raises its ACL version. Not its data: the
-// waiter behind takes a data change as a release. A failure only leaves
-// the node shown as holding.
+// markKept shows write node l as kept (locknode.RWStatuses) by setting its
+// ACL again, raising its ACL version (a data change would be a release).
 func (rw *RWLock) markKept(ctx context.Context, l *conn.Lease) {
 	if _, err := connlink.Of(l.Epoch()).SetACL(ctx, l.Path(), rw.wq.NodeACL(), -1); err != nil {
 		connlink.Of(rw.wq.Session()).Logger().Debug("downgrade: cannot mark the kept write node", zap.String("node", l.Path()), zap.Error(err))

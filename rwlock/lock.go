@@ -41,17 +41,17 @@ func (k *Lock) name() string {
 }
 
 // Acquire blocks until the calling goroutine holds this side or ctx ends;
-// on error it holds nothing new, and a grant as ctx ends is given up. The
-// holder gets its lease back at once (conn.ErrLeaseLost if lost). Upgrade
-// is ErrUpgrade; a downgrade is granted at once.
+// on error it holds nothing new. The holder gets its lease back at once
+// (conn.ErrLeaseLost if lost). Upgrade is ErrUpgrade; a downgrade is
+// granted at once.
 func (k *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 	l, _, err := k.acquire(ctx, true)
 	return l, err
 }
 
-// TryAcquire makes one attempt and does not wait: it queues a node, and if
-// the lock cannot be granted at once, deletes it and returns (nil, false,
-// nil). Re-entry, upgrade and downgrade work as for Acquire.
+// TryAcquire makes one attempt and does not wait: if the lock cannot be
+// granted at once, its node is deleted and it returns (nil, false, nil).
+// Re-entry, upgrade and downgrade work as for Acquire.
 func (k *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return k.acquire(ctx, false)
 }
@@ -67,7 +67,7 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 	o := rw.owners[gid]
 	var own, wr *hold // own: this side's hold; wr: our write hold
 	if o != nil {
-		own, wr = o.side(k.write), o.w
+		own, wr = *o.side(k.write), o.w
 	}
 	switch {
 	case own != nil:
@@ -95,11 +95,8 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 	default:
 		l, err = rw.take(ctx, rw.rq, wait)
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("rwlock: acquire %s: %w", k.name(), err)
-	}
-	if l == nil {
-		return nil, false, nil
+	if err != nil || l == nil {
+		return nil, false, k.wrap("acquire", err)
 	}
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
@@ -107,12 +104,16 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 		o = &owner{}
 		rw.owners[gid] = o
 	}
-	if k.write {
-		o.w = &hold{lease: l, count: 1}
-	} else {
-		o.r = &hold{lease: l, count: 1}
-	}
+	*o.side(k.write) = &hold{lease: l, count: 1}
 	return l, true, nil
+}
+
+// wrap says the operation and the side before err (nil stays nil).
+func (k *Lock) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("rwlock: %s %s: %w", op, k.name(), err)
 }
 
 // take acquires (wait) or tries a node of q, reporting its wait to the
@@ -136,15 +137,15 @@ func (k *Lock) Release(ctx context.Context) error {
 	o := rw.owners[gid]
 	var h *hold
 	if o != nil {
-		h = o.side(k.write)
+		h = *o.side(k.write)
 	}
 	switch {
 	case h == nil && rw.heldBy(k.write):
 		rw.mu.Unlock()
-		return fmt.Errorf("rwlock: release %s: %w", k.name(), lock.ErrNotOwner)
+		return k.wrap("release", lock.ErrNotOwner)
 	case h == nil:
 		rw.mu.Unlock()
-		return fmt.Errorf("rwlock: release %s: %w", k.name(), lock.ErrNotHeld)
+		return k.wrap("release", lock.ErrNotHeld)
 	case h.count > 1:
 		h.count--
 		rw.mu.Unlock()
@@ -153,14 +154,10 @@ func (k *Lock) Release(ctx context.Context) error {
 	rw.mu.Unlock()
 
 	// Only this goroutine changes o: no lock to read it while deleting.
-	release := rw.releaseRead
 	if k.write {
-		release = rw.releaseWrite
+		return k.wrap("release", rw.releaseWrite(ctx, gid, o))
 	}
-	if err := release(ctx, gid, o); err != nil {
-		return fmt.Errorf("rwlock: release %s: %w", k.name(), err)
-	}
-	return nil
+	return k.wrap("release", rw.releaseRead(ctx, gid, o))
 }
 
 // releaseWrite ends goroutine gid's write hold; after a downgrade, with a
@@ -189,10 +186,7 @@ func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		return err
 	}
-	rw.mu.Lock()
-	o.w = nil
-	rw.tidy(gid, o)
-	rw.mu.Unlock()
+	rw.drop(gid, o, &o.w)
 	return err // nil, or release pending
 }
 
@@ -211,11 +205,33 @@ func (rw *RWLock) releaseRead(ctx context.Context, gid int64, o *owner) error {
 		}
 		err = errors.Join(err, kerr)
 	}
-	rw.mu.Lock()
-	o.r, o.kept = nil, nil
-	rw.tidy(gid, o)
-	rw.mu.Unlock()
+	rw.drop(gid, o, &o.r)
 	return err // nil, or release pending
+}
+
+// drop clears side h of goroutine gid's owner o (kept goes with the read
+// side), and o once it holds nothing.
+func (rw *RWLock) drop(gid int64, o *owner, h **hold) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	*h = nil
+	if o.r == nil {
+		o.kept = nil
+	}
+	if o.w == nil && o.r == nil {
+		delete(rw.owners, gid)
+	}
+}
+
+// heldBy reports whether any goroutine holds the given side through this
+// handle. Called with mu.
+func (rw *RWLock) heldBy(write bool) bool {
+	for _, o := range rw.owners {
+		if *o.side(write) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // IsOwnedByCurrentGoroutine reports whether the calling goroutine holds
@@ -225,5 +241,5 @@ func (k *Lock) IsOwnedByCurrentGoroutine() bool {
 	k.rw.mu.Lock()
 	defer k.rw.mu.Unlock()
 	o := k.rw.owners[gid]
-	return o != nil && o.side(k.write) != nil
+	return o != nil && *o.side(k.write) != nil
 }
