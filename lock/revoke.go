@@ -15,14 +15,11 @@ import (
 
 // Revoke asks the holder of node (a Participant.Node or Lease.Path of a
 // mutex, semaphoremutex or rwlock) to release, as Curator's
-// Revoker.attemptRevoke does: it writes Curator's revoke mark into the
-// node. A revocable holder (lock.WithRevocable) sees Lease.Revoked close, a
-// Curator holder its listener; either keeps the lock until it releases.
-// A sealed node (the default), or one s may not write, fails with
-// ErrNotRevocable from any session. A path whose name is not a lock
-// contender's fails with conn.ErrInvalidArgument, checked first (whether
-// or not it exists, and after Close too); a contender's node that is gone
-// is nil.
+// Revoker.attemptRevoke does. A revocable holder (WithRevocable) sees
+// Lease.Revoked close and keeps the lock until it releases. A sealed node
+// (the default), or one s may not write, fails with ErrNotRevocable. A
+// name that is not a lock contender's fails with conn.ErrInvalidArgument,
+// checked first; a node that is gone is nil.
 func Revoke(ctx context.Context, s *conn.Session, node string) error {
 	if err := revoke(ctx, s, node); err != nil {
 		return fmt.Errorf("lock: revoke %s: %w", node, err)

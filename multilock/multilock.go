@@ -18,9 +18,20 @@ import (
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// identity is a lock's full path (namespace included) and its ensemble
-// (see lock.Locker): MultiLock orders the locks by it and refuses two with
-// the same one.
+// Errors returned by this package, compared with errors.Is.
+var (
+	// ErrBusy: Acquire while this MultiLock is held (even partly), or
+	// being acquired or released by another call.
+	ErrBusy = errors.New("multilock: already held, or being acquired or released")
+
+	// ErrPartlyReleased: some lock's Release failed and left it held; the
+	// MultiLock is held by those locks only (named in the error): call
+	// Release again, which retries just them.
+	ErrPartlyReleased = errors.New("multilock: partly released (call Release again)")
+)
+
+// identity is a lock's full path and ensemble (see lock.Locker), by which
+// MultiLock orders the locks.
 type identity struct {
 	path     string
 	ensemble string
@@ -62,9 +73,9 @@ const (
 )
 
 // MultiLock takes several locks as one, all or nothing, in the order of
-// their full paths, so MultiLocks over overlapping sets cannot deadlock
-// each other. Holding it is holding every lease it returned (Lost closes
-// when any is lost). Not reentrant (ErrBusy). Safe for concurrent use.
+// their full paths. Holding it is holding every lease it returned (Lost
+// closes when any is lost). Not reentrant (ErrBusy). Safe for concurrent
+// use.
 type MultiLock struct {
 	locks []lock.Locker // sorted by identity (full path, then ensemble); fixed by New
 
@@ -78,8 +89,7 @@ type MultiLock struct {
 }
 
 // New returns a MultiLock over locks. No lock, a nil lock, or two on the
-// same full path and ensemble (it would wait on itself) fail with an error
-// matching conn.ErrInvalidArgument.
+// same full path and ensemble fail with conn.ErrInvalidArgument.
 func New(locks ...lock.Locker) (*MultiLock, error) {
 	if len(locks) == 0 {
 		return nil, fmt.Errorf("multilock: new: no locks given: %w", conn.ErrInvalidArgument)
@@ -122,7 +132,7 @@ func isNil(l lock.Locker) bool {
 // Acquire takes every lock in order within ctx and returns the leases in
 // that order. If one cannot be taken, those taken are released in reverse
 // order (until 100 ms after ctx ended, 10 s at most); the error joins the
-// failure and the rollback's, naming any lock the rollback left held.
+// failure and the rollback's.
 func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	m.mu.Lock()
 	if m.state != idle {
@@ -138,7 +148,9 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 		if err != nil {
 			failed := fmt.Errorf("multilock: acquire %s (lock %d of %d): %w", l.Path(), i+1, len(m.locks), err)
 			rerr := m.rollback(ctx, i)
-			m.setState(idle)
+			m.mu.Lock()
+			m.state = idle
+			m.mu.Unlock()
 			return nil, errors.Join(failed, rerr)
 		}
 		leases = append(leases, lease)
@@ -174,8 +186,7 @@ func (m *MultiLock) rollback(ctx context.Context, n int) error {
 // Release releases the locks held in reverse order, past failures, and
 // joins the errors. A lock left held (any error but lock.ErrReleasePending
 // or lock.ErrNotHeld) keeps the MultiLock held: ErrPartlyReleased, and
-// Release again retries just those. lock.ErrNotHeld when not held, or
-// while another call acquires or releases it.
+// Release again retries just those. lock.ErrNotHeld when not held.
 func (m *MultiLock) Release(ctx context.Context) error {
 	m.mu.Lock()
 	switch m.state {
@@ -228,8 +239,38 @@ func (m *MultiLock) Release(ctx context.Context) error {
 	return errors.Join(append([]error{partly}, errs...)...)
 }
 
-func (m *MultiLock) setState(s state) {
+// closed is returned by Lost when nothing is held.
+var closed = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// Lost returns a channel closed when any lease of the current grant is
+// lost or the MultiLock is released; already closed when not held. The
+// first call per grant starts one goroutine, which ends with the grant.
+func (m *MultiLock) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.state = s
+	if m.state != held {
+		return closed
+	}
+	if !m.watching {
+		m.watching = true
+		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(m.stop)}}
+		for _, l := range m.leases {
+			if l != nil {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(l.Lost())})
+			}
+		}
+		go watch(cases, m.lost)
+	}
+	return m.lost
+}
+
+// watch closes lost as soon as any of cases (the stop channel and each
+// lease's Lost) is closed. It owns lost for the grant it was started for.
+func watch(cases []reflect.SelectCase, lost chan struct{}) {
+	reflect.Select(cases)
+	close(lost)
 }
