@@ -13,24 +13,19 @@ import (
 // NodeData is what the engine writes into each node it creates, as JSON:
 // who is queued or holds the lock.
 type NodeData struct {
-	ID   string `json:"id"`   // the unique acquire id (the uuid of a protected name)
-	Host string `json:"host"` // os.Hostname of the process
-	PID  int    `json:"pid"`  // process id
-	// Tag is the queue's Config.Tag: what kind of contender queued the
-	// node, for the waiter it hands over to. Empty for most recipes.
-	Tag string `json:"tag,omitempty"`
-	// Sealed says that the node was created sealed (only its creator may
-	// change it; Queue.NodeACL), so that a change of a queue node's data
-	// is its holder's release (the handover mark), and lock.Revoke refuses
-	// to write into it. False on revocable nodes and on every foreign
-	// client's node.
-	Sealed bool `json:"sealed,omitempty"`
-	// Label is the caller's label of the acquire (lock.WithLabel).
-	Label string `json:"label,omitempty"`
+	ID   string `json:"id"`            // the unique acquire id (the uuid of a protected name)
+	Host string `json:"host"`          // os.Hostname of the process
+	PID  int    `json:"pid"`           // process id
+	Tag  string `json:"tag,omitempty"` // the queue's Config.Tag, for the waiter it hands over to
+	// Sealed: only its creator may change the node (Queue.NodeACL), so a
+	// change of its data is its holder's release, and lock.Revoke refuses
+	// it. False on revocable nodes and on every foreign client's node.
+	Sealed bool   `json:"sealed,omitempty"`
+	Label  string `json:"label,omitempty"` // lock.WithLabel's
 }
 
-// local is this process, computed once, on first use (not at start-up:
-// every program that imports package lock imports this package).
+// local is this process, computed on first use, not when a program that
+// imports package lock starts.
 var local = sync.OnceValue(func() NodeData {
 	host, err := os.Hostname()
 	if err != nil {
@@ -57,14 +52,13 @@ func EncodeData(id, tag string, sealed bool, label string) []byte {
 // release: Curator's LockInternals.REVOKE_MESSAGE.
 const RevokeMark = "__REVOKE__"
 
-// IsRevokeMark reports whether b is the revoke mark. It replaces the
-// node's data, so it says nothing of who holds the node.
+// IsRevokeMark reports whether b is the revoke mark (which replaced the
+// node's data: it says nothing of who holds the node).
 func IsRevokeMark(b []byte) bool { return string(b) == RevokeMark }
 
-// DecodeData reads node data written by the engine. Anything else is
-// described as well as it can be: Curator writes the client's IP address as
-// text by default, which becomes Host. ok is false for data that says
-// nothing useful: the revoke mark is not an owner.
+// DecodeData reads node data written by the engine; Curator's (the
+// client's IP address as text) becomes Host. ok is false for data that
+// says nothing useful, such as the revoke mark.
 func DecodeData(b []byte) (d NodeData, ok bool) {
 	if len(b) == 0 || IsRevokeMark(b) {
 		return NodeData{}, false
@@ -80,11 +74,8 @@ func DecodeData(b []byte) (d NodeData, ok bool) {
 }
 
 // Revocable reports whether name is the name of a node a revoke request
-// may go to: a contender of a mutex or of a semaphore's internal lock, a
-// semaphore's lease (ProtectedSchema "lock" and "lease", Curator's,
-// go-zookeeper's and kazoo's names included), or a reader or writer of a
-// read/write lock (HostKindSchema). An election's node, whose data is its
-// participant id, is not one.
+// may go to: a lock contender's or a semaphore lease's (ProtectedSchema
+// "lock" and "lease", HostKindSchema), not an election's.
 func Revocable(name string) bool {
 	return parses(name, ProtectedSchema{Name: "lock"}, ProtectedSchema{Name: "lease"}, HostKindSchema{})
 }

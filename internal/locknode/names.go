@@ -1,44 +1,42 @@
+// Package locknode is what the nodes of this module's locks are: their
+// names (Schema) and queue order (Parse, Before), their data (NodeData)
+// and revoke mark, and the read/write lock's rule for which nodes hold
+// (RWStatuses). It sits below package lock and the queue engine.
 package locknode
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Contender is one child of the lock path that a Schema recognised as a
 // node in the queue.
 type Contender struct {
-	// Name is the child's name (not its path).
-	Name string
+	Name string // the child's name (not its path)
 	// Seq is the sequence number the server appended, as a signed 32-bit
 	// integer: the server's counter wraps to negative numbers.
-	Seq int32
-	// Kind is the schema's tag for the node ("R" or "W" for HostKindSchema;
-	// "" for ProtectedSchema). Predicates read it.
-	Kind string
-	// ID is the unique acquire id carried in the name, or "" when the
-	// schema keeps it in the node's data only.
-	ID string
+	Seq  int32
+	Kind string // the schema's tag: "R" or "W" for HostKindSchema, else ""
+	ID   string // the unique acquire id in the name, or "" when only the data has it
 }
 
 // Schema names the nodes of one recipe and recognises its contenders.
-// Implementations must be safe for concurrent use (values with no mutable
-// state are).
+// Implementations must be safe for concurrent use.
 type Schema interface {
 	// Prefix is the name our node is created with, before the sequence
-	// number the server appends. id is the unique acquire id; if the prefix
-	// contains id, the engine finds a node whose create response was lost
-	// by its name alone, otherwise it reads the data of the children that
-	// start with the prefix.
+	// number. If it contains id (the unique acquire id), a node whose
+	// create response was lost is found by its name alone, else by the
+	// data of the children that start with the prefix.
 	Prefix(id string) string
-	// Parse recognises a child name as a contender. Names it does not
-	// recognise are ignored by the engine, never an error.
+	// Parse recognises a child name as a contender; the engine ignores the
+	// names it does not.
 	Parse(name string) (Contender, bool)
 }
 
 // SplitSeq splits a sequential node name into the part before the sequence
-// number (separator included) and the number, parsed from the right: the
-// trailing run of digits, with a '-' sign in front of it when that '-'
-// itself follows a separator ('-' or '_'), as in "lock--000000001" or
-// "-2147483648". The number must fit in an int32. ok is false when the name
-// ends in no such number.
+// number and the number, parsed from the right: the trailing digits, with
+// a '-' sign in front when that '-' follows a separator ('-' or '_'), as
+// in "lock--000000001". ok is false when the name ends in no such int32.
 func SplitSeq(name string) (head string, seq int32, ok bool) {
 	i := len(name)
 	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
@@ -66,11 +64,10 @@ func SplitSeq(name string) (head string, seq int32, ok bool) {
 	return name[:i], int32(v), true
 }
 
-// ProtectedSchema is the naming of Curator's protected sequential nodes,
-// which InterProcessMutex (Name "lock") and InterProcessSemaphoreV2's leases
-// (Name "lease") use: "_c_<uuid>-<Name>-<seq10>". Parse also recognises, as
-// contenders of the same queue, go-zookeeper's "_c_<32hex>-<Name>-<seq>" and
-// kazoo's "<32hex>__<Name>__<seq>". Kind is always "".
+// ProtectedSchema is the naming of Curator's protected sequential nodes
+// (InterProcessMutex's Name "lock", InterProcessSemaphoreV2's "lease"):
+// "_c_<uuid>-<Name>-<seq10>". Parse also recognises go-zookeeper's
+// "_c_<32hex>-<Name>-<seq>" and kazoo's "<32hex>__<Name>__<seq>".
 type ProtectedSchema struct {
 	Name string // "lock" for a mutex
 }
@@ -99,10 +96,8 @@ func (s ProtectedSchema) Parse(name string) (Contender, bool) {
 }
 
 // HostKindSchema is the naming of the read/write lock: "<Host>-<Kind>-<seq10>"
-// with Kind "R" or "W". Host may contain '-' (names are parsed from the
-// right). The acquire id is not in the name, so it must be in the node data
-// (the engine's default data carries it). Parse recognises both kinds
-// whatever Kind is: readers and writers share one queue.
+// with Kind "R" or "W", parsed from the right (Host may contain '-'). The
+// acquire id is in the node data only. Parse recognises both kinds.
 type HostKindSchema struct {
 	Host string // who we are; any name segment ZooKeeper accepts
 	Kind string // "R" or "W": the kind of node this queue creates
@@ -126,36 +121,42 @@ func (s HostKindSchema) Parse(name string) (Contender, bool) {
 
 // isUUID reports whether s is a UUID in its 8-4-4-4-12 text form.
 func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch i {
-		case 8, 13, 18, 23:
-			if s[i] != '-' {
-				return false
-			}
-		default:
-			if !isHexByte(s[i]) {
-				return false
-			}
-		}
-	}
-	return true
+	return len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' &&
+		isHex(s[:8]+s[9:13]+s[14:18]+s[19:23]+s[24:], 32)
 }
 
 func isHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isHexByte(s[i]) {
-			return false
-		}
-	}
-	return true
+	return len(s) == n && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F')
+	})
 }
 
-func isHexByte(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+// Before reports whether sequence number a comes before b: the server's
+// 32-bit counter wraps, so they compare as serial numbers (RFC 1982).
+func Before(a, b int32) bool { return int32(uint32(b)-uint32(a)) > 0 }
+
+// Parse returns the children that schema recognises, in queue order.
+func Parse(schema Schema, names []string) []Contender {
+	cs := make([]Contender, 0, len(names))
+	for _, n := range names {
+		if c, ok := schema.Parse(n); ok {
+			cs = append(cs, c)
+		}
+	}
+	Sort(cs)
+	return cs
+}
+
+// Sort sorts contenders in queue order.
+func Sort(cs []Contender) { slices.SortStableFunc(cs, Compare) }
+
+// Compare is queue order: by sequence number (Before), then by name.
+func Compare(a, b Contender) int {
+	switch {
+	case a.Seq == b.Seq:
+		return strings.Compare(a.Name, b.Name)
+	case Before(a.Seq, b.Seq):
+		return -1
+	}
+	return 1
 }

@@ -2,8 +2,7 @@ package locknode
 
 import "slices"
 
-// DowngradeTag is the queue Config.Tag of a read/write lock's downgrade queue:
-// a read node queued by the holder of the write lock, granted at once.
+// DowngradeTag is the Config.Tag of a read/write lock's downgrade queue.
 const DowngradeTag = "downgrade"
 
 // RWStatus is what a node of a read/write lock does.
@@ -19,27 +18,16 @@ const (
 // RWNode is a node of a read/write lock as RWStatuses judges it.
 type RWNode struct {
 	Contender
-	// Session is the stat's ephemeralOwner.
-	Session int64
-	// Tag is its data's NodeData.Tag (ours only).
-	Tag string
-	// ACLVersion is the stat's aversion: above 0 on a write node kept for
-	// a downgrade (its ACL set again: a data change would be a release).
-	ACLVersion int32
+	Session    int64  // the stat's ephemeralOwner
+	Tag        string // its data's NodeData.Tag (ours only)
+	ACLVersion int32  // above 0 on a write node kept for a downgrade (rwlock's markKept)
 }
 
 // RWStatuses says what each node of a read/write lock, in queue order,
-// does, by the rules rwlock grants by (docs/design.md, "Downgrading a
-// write lock"):
-//
-//   - a read node holds when no write node is before it, or, for a
-//     downgrade's, when the first node is a write node of its session;
-//   - a write node is kept when its ACL version is above 0 and a
-//     downgrade's read node of its session follows it;
-//   - otherwise a write node holds when it is first.
-//
-// These are the engine's predicates (queue.NoneBefore("W"), queue.First)
-// plus the downgrade's.
+// does: a read node holds when no write node is before it, or, for a
+// downgrade's, when the first node is a write node of its session; a write
+// node is kept when its ACL version is above 0 and a downgrade's read node
+// of its session follows it, else holds when it is first.
 func RWStatuses(ns []RWNode) []RWStatus {
 	out := make([]RWStatus, len(ns))
 	for i, n := range ns {
@@ -50,7 +38,9 @@ func RWStatuses(ns []RWNode) []RWStatus {
 			if !held && n.Tag == DowngradeTag {
 				held = ns[0].Kind == "W" && ns[0].Session == n.Session
 			}
-		case n.ACLVersion > 0 && downgradeAfter(ns[i+1:], n.Session):
+		case n.ACLVersion > 0 && slices.ContainsFunc(ns[i+1:], func(m RWNode) bool {
+			return m.Kind == "R" && m.Tag == DowngradeTag && m.Session == n.Session
+		}):
 			out[i] = RWKept
 			continue
 		default:
@@ -61,15 +51,4 @@ func RWStatuses(ns []RWNode) []RWStatus {
 		}
 	}
 	return out
-}
-
-// downgradeAfter reports whether ns holds a downgrade's read node of
-// session.
-func downgradeAfter(ns []RWNode, session int64) bool {
-	for _, n := range ns {
-		if n.Kind == "R" && n.Tag == DowngradeTag && n.Session == session {
-			return true
-		}
-	}
-	return false
 }
