@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -15,8 +17,7 @@ import (
 )
 
 // Grace is how long an acquire whose ctx ended still waits for its cleanup
-// before leaving it to a goroutine bound to the epoch: every acquire
-// returns by Grace after its ctx ended, even with the connection down.
+// before leaving it to a goroutine bound to the epoch.
 const Grace = 100 * time.Millisecond
 
 // GraceContext keeps ctx's values, not its cancellation: it ends Grace
@@ -46,9 +47,9 @@ func CleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, conte
 	return GraceContext(ctx, connlink.Of(ep).Timeout())
 }
 
-// Settle runs f, which removes what an acquire left, on a goroutine under
-// ep's context, and waits for it until Grace after ctx ended. f should
-// keep trying until done or its context ends.
+// Settle runs f, which removes what an acquire left (until done or its
+// context ends), under ep's context, waiting for it until Grace after ctx
+// ended.
 func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context.Context) error) {
 	done := make(chan struct{}) // closed when f returns
 	go func() {
@@ -66,10 +67,9 @@ func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context
 	}
 }
 
-// Detach runs op, a write whose outcome must be learnt, on a goroutine
-// under ep's context (ectx), so that it is never abandoned mid-flight; op
-// checks ctx before each write. If ctx ends first, Detach returns its
-// error with detached true, and undo removes what op made once op returns.
+// Detach runs op, a write whose outcome must be learnt, under ep's context
+// (ectx), checking ctx before each write. If ctx ends first, Detach
+// returns its error with detached true, and undo removes what op made.
 func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 	op func(ctx, ectx context.Context) (T, error),
 	undo func(ectx context.Context, v T, err error) error,
@@ -107,8 +107,7 @@ func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 }
 
 // RetryUntilDone calls f under ep's context, backing off up to 1 s, until
-// f returns nil or the epoch ends (what f removes went with it); it logs
-// each failure as what. Run on its own goroutine.
+// f returns nil or the epoch ends; it logs each failure as what.
 func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context.Context) error) {
 	ctx := connlink.Of(ep).Context()
 	delay := 50 * time.Millisecond
@@ -133,8 +132,8 @@ func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context
 	}
 }
 
-// Unresolved runs resolve on a goroutine until it succeeds or ep ends (as
-// Curator's FindAndDeleteProtectedNodeInBackground), and returns err
+// Unresolved runs resolve in the background until it succeeds or ep ends
+// (Curator's FindAndDeleteProtectedNodeInBackground), and returns err
 // behind lock.ErrCreatePending.
 func Unresolved(ep *conn.Epoch, log *zap.Logger, err error, resolve func(context.Context) error) error {
 	go RetryUntilDone(ep, log, "deleting the node of a create whose answer was lost", resolve)
@@ -148,4 +147,27 @@ func CtxErr(ctx context.Context) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", err, cause)
+}
+
+// WaitEpochEnd follows zk.EventNotWatching, after which ep ends very soon:
+// ep's error once it ends, CtxErr(ctx) if ctx ends first, nil if ep still
+// lives after its session timeout (then set the watches again).
+func WaitEpochEnd(ctx context.Context, ep *conn.Epoch) error {
+	t := time.NewTimer(connlink.Of(ep).Timeout())
+	defer t.Stop()
+	select {
+	case <-ep.Done():
+		return ep.Err()
+	case <-ctx.Done():
+		return CtxErr(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// Unwatch is connlink.Epoch.Unwatch without waiting for the removal.
+func Unwatch(ep *conn.Epoch, ch <-chan zk.Event) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // send, do not wait
+	_ = connlink.Of(ep).Unwatch(ctx, ch)
 }

@@ -1,7 +1,5 @@
 // Package lockopt is the configuration that lock.Option sets: one struct
-// for every recipe, so that the recipes share one option vocabulary. Each
-// recipe's New says which options it takes (Configure refuses the
-// others).
+// for every recipe, so that the recipes share one option vocabulary.
 package lockopt
 
 import (
@@ -39,8 +37,8 @@ func (s Set) String() string {
 }
 
 // Bound limits the in-process handoff: after MaxPasses local handoffs on a
-// node, or once Budget has passed since it was granted (<= 0: no time
-// budget), the release deletes the node instead of passing it on.
+// node, or once Budget (<= 0: none) has passed since its grant, the
+// release deletes the node instead of passing it on.
 type Bound struct {
 	MaxPasses int
 	Budget    time.Duration
@@ -49,16 +47,13 @@ type Bound struct {
 // Config is what the options set. Given records which options were
 // applied; Configure derives the bools from it.
 type Config struct {
-	Given     Set
-	Revocable bool
-	Handoff   *Bound // nil: no in-process handoff
-	Host      string // rwlock's node-name identity; meaningful when Given has Host
-	Requeue   bool
-	Relist    bool
+	Given                      Set
+	Revocable, Requeue, Relist bool
+	Handoff                    *Bound // nil: no in-process handoff
+	Host                       string // rwlock's node-name identity, when Given has Host
 }
 
-// Give returns an option that sets only the bit s: the options without
-// a value.
+// Give returns an option without a value, which sets only s.
 func Give(s Set) func(*Config) error {
 	return func(c *Config) error {
 		c.Given |= s
