@@ -7,29 +7,16 @@
 //	defer m.Release(ctx)
 //	select { case <-m.Lost(): ... }              // any of them lost
 //
-// # What it guarantees
-//
-//   - Fixed order: locks are taken in ascending order of their full path
-//     (session namespace and Path), then of their ensemble, so MultiLocks
-//     over overlapping sets cannot deadlock each other.
-//   - One deadline: Acquire's ctx bounds the whole acquisition, rollback
-//     included (it returns at most 100 ms after ctx ends).
-//   - All or nothing: if a lock cannot be taken, those taken are released
-//     in reverse order before Acquire returns.
-//   - Release releases every lock in reverse order, past failures; a lock
-//     it leaves held keeps the MultiLock held (ErrPartlyReleased) until a
-//     later Release succeeds.
-//
-// # What it does not guarantee
-//
+// Locks are taken in ascending order of their full path (session namespace
+// and Path), then of their ensemble, so MultiLocks over overlapping sets
+// cannot deadlock each other; code that takes locks otherwise can. One
+// ctx bounds the whole acquisition, rollback included. If a lock cannot be
+// taken, those taken are released in reverse order before Acquire returns.
 // The locks are not taken atomically: others can see some held and some
-// not. Fixed order prevents deadlock only among code that takes locks in
-// path order. A MultiLock is not reentrant (ErrBusy). Goroutine-owned
-// locks (mutex, rwlock) must be released from the goroutine that acquired.
+// not. A MultiLock is not reentrant (ErrBusy); goroutine-owned locks
+// (mutex, rwlock) must be released from the goroutine that acquired.
 //
-// # Errors
-//
-// Sentinels, compared with errors.Is: ErrBusy, ErrPartlyReleased,
-// lock.ErrNotHeld, conn.ErrInvalidArgument (from New). The errors of the
-// locks underneath are wrapped with their path and joined.
+// Errors: ErrBusy, ErrPartlyReleased, lock.ErrNotHeld,
+// conn.ErrInvalidArgument (from New), and the locks' errors, wrapped with
+// their path and joined.
 package multilock

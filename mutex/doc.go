@@ -13,36 +13,23 @@
 //	_, err = lease.GuardedWrite(ctx, &zk.SetDataRequest{...}) // only while held
 //
 // Each acquire creates an ephemeral sequential node "_c_<uuid>-lock-<seq>";
-// the lowest holds the lock and every other watches only its predecessor
-// (docs/design.md, "The sequential-node queue").
-//
-// # What it guarantees
-//
-//   - Mutual exclusion among all processes on the path (Curator's, kazoo's
-//     and go-zookeeper's nodes count as contenders) while each holder's
-//     session lives; FIFO order; no herd.
-//   - Reentrancy per goroutine, counted locally: release as often as
-//     acquired. Release by another goroutine is lock.ErrNotOwner.
-//   - The contract of package lock (see docs/safety.md); Lease.Lost, Fence
-//     and GuardedWrite.
-//   - Nodes are sealed: only the holder's own release lets the next waiter
-//     in. With lock.WithRevocable, lock.Revoke may ask the holder to
-//     release (Lease.Revoked).
-//   - lock.WithLocalHandoff: the goroutines of one session pass the lock
-//     between them without a request, up to a bound.
-//
-// # What it does not guarantee
+// the lowest holds the lock and every other watches only its predecessor:
+// FIFO, no herd (docs/design.md, "The sequential-node queue"). Curator's,
+// kazoo's and go-zookeeper's nodes count as contenders. The mutex keeps
+// package lock's contract; docs/safety.md says what holds under which
+// fault. It is reentrant per goroutine and per handle, counted locally:
+// release as often as acquired, from the goroutine that acquired
+// (lock.ErrNotOwner otherwise). Nodes are sealed: only the holder's own
+// release lets the next waiter in; with lock.WithRevocable, lock.Revoke may
+// ask the holder to release (Lease.Revoked). With lock.WithLocalHandoff
+// the goroutines of one session pass the lock between them without a
+// request, up to a bound.
 //
 // Holding the mutex is a lease on the ZooKeeper session, not a promise:
-// only fencing closes the window in which an expired holder still believes
-// it holds. Reentrancy is per handle: two handles on one path are two
-// contenders (and deadlock). A goroutine that ends while holding leaves the
-// mutex held until the session ends. Keep clients that may create children
-// of the lock path out with its ACL (conn.WithACL).
+// only fencing (Lease.Fence, GuardedWrite) closes the window in which an
+// expired holder still believes it holds. A goroutine that ends while
+// holding leaves the mutex held until the session ends.
 //
-// # Errors
-//
-// Package lock's errors, wrapped ("mutex: release <path>: lock: not
-// held"); conn.ErrInvalidArgument for bad input to New; conn.ErrLeaseLost
-// for a re-entry on a lost lease.
+// Errors are package lock's, wrapped ("mutex: release <path>: lock: not
+// held"); conn.ErrInvalidArgument for bad input to New.
 package mutex
