@@ -4,8 +4,6 @@
 //
 // # Acquire, TryAcquire and Release: one contract
 //
-// The locks side by side:
-//
 //	lock                      owner      reentrant           fair        Release by another goroutine  TryAcquire
 //	mutex.InterProcessMutex   goroutine  yes, counted        FIFO        ErrNotOwner                   yes
 //	rwlock's read/write Lock  goroutine  yes, counted        FIFO        ErrNotOwner                   yes
@@ -27,7 +25,7 @@
 //   - Errors say the recipe, the operation and the lock's path once, then
 //     the cause: "mutex: release /locks/a: lock: not held".
 //
-// See docs/safety.md for what holds under which fault.
+// docs/safety.md says what holds under which fault.
 package lock
 
 import (
@@ -91,24 +89,16 @@ type Locker interface {
 // Participant is one contender, ours or a foreign client's, as the
 // recipes' Participants (and leader's Leader and Observe) report it.
 type Participant struct {
-	// Node is the node's path.
-	Node string
-	// Holding is true for a holder (of a lease; for an election, the
-	// leader), false for a waiter.
-	Holding bool
-	// Seq is the sequence number the server gave the node.
-	Seq int32
-	// ID is a contender's unique acquire id, or an election participant's
-	// id (leader.New).
-	ID string
-	// Host and PID say which process queued it, when its data tells.
-	Host string
-	PID  int
+	Node    string // the node's path
+	Holding bool   // a holder (of a lease; for an election, the leader), not a waiter
+	Seq     int32  // the sequence number the server gave the node
+	ID      string // the unique acquire id, or an election participant's id
+	Host    string // the host that queued it, when its data tells (Known)
+	PID     int    // the process that queued it, likewise
 	// Known is false when the node's data does not say which process
 	// queued it; then only Node, Holding, Seq and ID are set.
 	Known bool
-	// Label is the acquire's WithLabel, "" for none or once revoked.
-	Label string
+	Label string // the acquire's WithLabel, "" for none or once revoked
 }
 
 // Option configures a recipe's New. A recipe refuses an option that does

@@ -104,11 +104,3 @@ func between(cs []locknode.Contender, w, r string) afterRelease {
 	}
 	return readAlone
 }
-
-// markKept shows write node l as kept (locknode.RWStatuses) by setting its
-// ACL again, raising its ACL version (a data change would be a release).
-func (rw *RWLock) markKept(ctx context.Context, l *conn.Lease) {
-	if _, err := connlink.Of(l.Epoch()).SetACL(ctx, l.Path(), rw.wq.NodeACL(), -1); err != nil {
-		connlink.Of(rw.wq.Session()).Logger().Debug("downgrade: cannot mark the kept write node", zap.String("node", l.Path()), zap.Error(err))
-	}
-}

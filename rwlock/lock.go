@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"go.uber.org/zap"
 )
 
 // Lock is one side of an RWLock, its read or its write lock: a
@@ -169,7 +170,11 @@ func (rw *RWLock) releaseWrite(ctx context.Context, gid int64, o *owner) error {
 		switch rw.afterDowngrade(ctx, l, o.r.lease) {
 		case keepWrite:
 			connlink.Of(l).Released()
-			rw.markKept(ctx, l)
+			// Shown as kept (locknode.RWStatuses) by its ACL version: a data
+			// change would be a release. A failure leaves it shown holding.
+			if _, err := connlink.Of(l.Epoch()).SetACL(ctx, l.Path(), rw.wq.NodeACL(), -1); err != nil {
+				connlink.Of(rw.wq.Session()).Logger().Debug("downgrade: cannot mark the kept write node", zap.String("node", l.Path()), zap.Error(err))
+			}
 			rw.mu.Lock()
 			o.w, o.kept = nil, l
 			rw.mu.Unlock()

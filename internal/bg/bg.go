@@ -23,21 +23,12 @@ const Grace = 100 * time.Millisecond
 // GraceContext keeps ctx's values, not its cancellation: it ends Grace
 // after ctx ends, and at the latest after limit.
 func GraceContext(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
-	if d, ok := ctx.Deadline(); ok {
-		c2, cancel2 := context.WithDeadline(c, d.Add(Grace))
-		outer := cancel
-		c, cancel = c2, func() { cancel2(); outer() }
+	end := time.Now().Add(limit)
+	if d, ok := ctx.Deadline(); ok && d.Add(Grace).Before(end) {
+		end = d.Add(Grace)
 	}
-	stop := context.AfterFunc(ctx, func() {
-		t := time.NewTimer(Grace)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			cancel()
-		case <-c.Done():
-		}
-	})
+	c, cancel := context.WithDeadline(context.WithoutCancel(ctx), end)
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(Grace, cancel) })
 	return c, func() { stop(); cancel() }
 }
 
