@@ -241,6 +241,7 @@ func (e *Election) list(ctx context.Context, op string, n int) ([]lock.Participa
 	}
 	return ps, nil
 }
+
 // read reads the data of up to n contenders among names, in queue order.
 func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n int) ([]lock.Participant, error) {
 	var out []lock.Participant

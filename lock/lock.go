@@ -34,8 +34,8 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 )
 
 // Errors every lock of this module returns with the same meaning, wrapped;
@@ -71,7 +71,7 @@ var (
 // label over 256 bytes, not UTF-8 or with control characters fails with
 // conn.ErrInvalidArgument.
 func WithLabel(ctx context.Context, label string) context.Context {
-	return nodelabel.With(ctx, label)
+	return locknode.WithLabel(ctx, label)
 }
 
 // Locker is what every lock of this module is, and what a

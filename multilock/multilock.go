@@ -14,7 +14,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -38,8 +37,8 @@ type identity struct {
 }
 
 func identify(l lock.Locker) identity {
-	s := lockid.Session(l)
-	if s == nil {
+	s, ok := connlink.Find[*conn.Session](l)
+	if !ok {
 		return identity{path: l.Path()}
 	}
 	return identity{path: connlink.Of(s).FullPath(l.Path()), ensemble: connlink.Of(s).Ensemble()}

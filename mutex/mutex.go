@@ -10,10 +10,9 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
-	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
@@ -34,7 +33,7 @@ type InterProcessMutex struct {
 }
 
 // lockLink is embedded unexported: it adds nothing to the mutex's API.
-type lockLink = lockid.Link
+type lockLink = connlink.Link[*conn.Session]
 
 // hold is one goroutine's grant.
 type hold struct {
@@ -68,7 +67,7 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*InterProcessMut
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
-	return &InterProcessMutex{lockLink: lockid.NewLink(sess), q: q, c: c, owned: make(map[int64]*hold)}, nil
+	return &InterProcessMutex{lockLink: connlink.NewLink(sess), q: q, c: c, owned: make(map[int64]*hold)}, nil
 }
 
 // Path is the lock path.
@@ -90,7 +89,7 @@ func (m *InterProcessMutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, 
 }
 
 func (m *InterProcessMutex) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error) {
-	if _, err := nodelabel.From(ctx); err != nil { // before re-entry and handoff
+	if _, err := locknode.Label(ctx); err != nil { // before re-entry and handoff
 		return nil, false, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
 	gid := goid.Get()

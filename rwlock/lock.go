@@ -9,8 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/lockid"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -28,7 +27,7 @@ type Lock struct {
 }
 
 // lockLink is embedded unexported: it adds nothing to the lock's API.
-type lockLink = lockid.Link
+type lockLink = connlink.Link[*conn.Session]
 
 // Path is the lock path shared by both sides.
 func (k *Lock) Path() string { return k.rw.path }
@@ -58,7 +57,7 @@ func (k *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 }
 
 func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error) {
-	if _, err := nodelabel.From(ctx); err != nil { // before re-entry and downgrade
+	if _, err := locknode.Label(ctx); err != nil { // before re-entry and downgrade
 		return nil, false, fmt.Errorf("rwlock: acquire %s: %w", k.name(), err)
 	}
 	rw := k.rw

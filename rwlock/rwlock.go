@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
@@ -112,8 +112,8 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*RWLock, error) 
 			return nil, fmt.Errorf("rwlock: %w", err)
 		}
 	}
-	rw.read = Lock{lockLink: lockid.NewLink(sess), rw: rw, write: false}
-	rw.write = Lock{lockLink: lockid.NewLink(sess), rw: rw, write: true}
+	rw.read = Lock{lockLink: connlink.NewLink(sess), rw: rw, write: false}
+	rw.write = Lock{lockLink: connlink.NewLink(sess), rw: rw, write: true}
 	return rw, nil
 }
 

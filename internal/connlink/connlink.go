@@ -1,8 +1,8 @@
 // Package connlink lets the module's recipes reach what package conn keeps
 // out of its public API: conn's Session, Epoch and Lease each embed a Link
 // to a view of themselves that implements the interface of the same name
-// here, and Of returns it. Link's members are unexported, so the embedded
-// field adds nothing to conn's API.
+// here, and Of returns it; the locks embed a Link to their session (Find).
+// Link's members are unexported, so the embedded field adds no API.
 package connlink
 
 import (
@@ -26,6 +26,16 @@ func (l Link[T]) linked() T { return l.view }
 
 // Of returns the view linked to x (a *conn.Session, Epoch or Lease).
 func Of[T any](x interface{ linked() T }) T { return x.linked() }
+
+// Find returns the view linked to x, if x embeds a Link[T]. Each lock type
+// embeds a Link to the session it was made with, through an unexported
+// alias, so that multilock can identify any lock of this module.
+func Find[T any](x any) (v T, ok bool) {
+	if l, ok := x.(interface{ linked() T }); ok {
+		return l.linked(), true
+	}
+	return v, false
+}
 
 // Session is what the recipes reach of a *conn.Session; E is *conn.Epoch.
 type Session[E any] interface {

@@ -1,13 +1,18 @@
 package locknode
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // NodeData is what the engine writes into each node it creates, as JSON:
@@ -46,6 +51,32 @@ func EncodeData(id, tag string, sealed bool, label string) []byte {
 	d.ID, d.Tag, d.Sealed, d.Label = id, tag, sealed, label
 	b, _ := json.Marshal(d) // cannot fail: strings and an int
 	return b
+}
+
+// MaxLabel is the longest label a node may carry, in bytes (lock.WithLabel).
+const MaxLabel = 256
+
+type labelKey struct{}
+
+// WithLabel returns a copy of ctx carrying label, for the code that writes
+// the node's data.
+func WithLabel(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, labelKey{}, label)
+}
+
+// Label returns the label ctx carries ("" for none), or an error matching
+// conn.ErrInvalidArgument when it is not one a node may carry.
+func Label(ctx context.Context) (string, error) {
+	s, _ := ctx.Value(labelKey{}).(string)
+	switch {
+	case len(s) > MaxLabel:
+		return "", fmt.Errorf("label is %d bytes, at most %d: %w", len(s), MaxLabel, zkpath.ErrInvalid)
+	case !utf8.ValidString(s):
+		return "", fmt.Errorf("label is not valid UTF-8: %w", zkpath.ErrInvalid)
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return "", fmt.Errorf("label %q holds control characters: %w", s, zkpath.ErrInvalid)
+	}
+	return s, nil
 }
 
 // RevokeMark is what lock.Revoke writes into a holder's node to ask it to

@@ -1,7 +1,8 @@
 // Package locknode is what the nodes of this module's locks are: their
-// names (Schema) and queue order (Parse, Before), their data (NodeData)
-// and revoke mark, and the read/write lock's rule for which nodes hold
-// (RWStatuses). It sits below package lock and the queue engine.
+// names (Schema) and queue order (Parse, Before), their data (NodeData,
+// the caller's Label) and revoke mark, and the read/write lock's rule for
+// which nodes hold (RWStatuses). It sits below package lock and the queue
+// engine.
 package locknode
 
 import (
