@@ -1,12 +1,12 @@
 package multilock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -44,13 +44,6 @@ func identify(l lock.Locker) identity {
 	return identity{path: connlink.Of(s).FullPath(l.Path()), ensemble: connlink.Of(s).Ensemble()}
 }
 
-func (a identity) less(b identity) bool {
-	if a.path != b.path {
-		return a.path < b.path
-	}
-	return a.ensemble < b.ensemble
-}
-
 func (a identity) String() string {
 	if a.ensemble == "" {
 		return a.path
@@ -78,13 +71,13 @@ const (
 type MultiLock struct {
 	locks []lock.Locker // sorted by identity (full path, then ensemble); fixed by New
 
-	mu       sync.Mutex    // guards the fields below
-	state    state         // see the constants
-	holding  []lock.Locker // the locks held, in path order: all of them once acquired, those a Release left held after it; nil otherwise
-	leases   []*conn.Lease // the grant's leases, in lock order, while held (for Lost)
-	lost     chan struct{} // made on each grant; closed once: by the watcher if started, else by the first Release
-	stop     chan struct{} // made on each grant; closed by the first Release to end the watcher
-	watching bool          // the watcher goroutine was started for this grant
+	mu       sync.Mutex         // guards the fields below
+	state    state              // see the constants
+	holding  []lock.Locker      // the locks held, in path order: all of them once acquired, those a Release left held after it; nil otherwise
+	leases   []*conn.Lease      // the grant's leases, in lock order, while held (for Lost)
+	grant    context.Context    // made on each grant; its Done is Lost
+	end      context.CancelFunc // ends grant: by the first Release, or the watcher
+	watching bool               // the watcher goroutine was started for this grant
 }
 
 // New returns a MultiLock over locks. No lock, a nil lock, or two on the
@@ -104,7 +97,9 @@ func New(locks ...lock.Locker) (*MultiLock, error) {
 		}
 		es[i] = entry{l, identify(l)}
 	}
-	sort.SliceStable(es, func(i, j int) bool { return es[i].id.less(es[j].id) })
+	slices.SortStableFunc(es, func(a, b entry) int {
+		return cmp.Or(strings.Compare(a.id.path, b.id.path), strings.Compare(a.id.ensemble, b.id.ensemble))
+	})
 	sorted := make([]lock.Locker, len(es))
 	for i, e := range es {
 		if i > 0 && es[i-1].id == e.id {
@@ -120,8 +115,7 @@ func isNil(l lock.Locker) bool {
 	if l == nil {
 		return true
 	}
-	v := reflect.ValueOf(l)
-	switch v.Kind() {
+	switch v := reflect.ValueOf(l); v.Kind() {
 	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
 		return v.IsNil()
 	}
@@ -158,8 +152,7 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	m.state = held
 	m.holding = m.locks
 	m.leases = leases
-	m.lost = make(chan struct{})
-	m.stop = make(chan struct{})
+	m.grant, m.end = context.WithCancel(context.Background())
 	m.watching = false
 	m.mu.Unlock()
 	return append([]*conn.Lease(nil), leases...), nil
@@ -190,12 +183,8 @@ func (m *MultiLock) Release(ctx context.Context) error {
 	m.mu.Lock()
 	switch m.state {
 	case held:
-		if m.watching {
-			close(m.stop) // the watcher closes lost
-		} else {
-			close(m.lost)
-		}
-	case partlyHeld: // lost was closed by the first Release
+		m.end()
+	case partlyHeld: // Lost was closed by the first Release
 	default:
 		m.mu.Unlock()
 		return lock.ErrNotHeld
@@ -256,20 +245,16 @@ func (m *MultiLock) Lost() <-chan struct{} {
 	}
 	if !m.watching {
 		m.watching = true
-		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(m.stop)}}
+		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(m.grant.Done())}}
 		for _, l := range m.leases {
 			if l != nil {
 				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(l.Lost())})
 			}
 		}
-		go watch(cases, m.lost)
+		go func(end context.CancelFunc) { // until any is closed: the grant ends
+			reflect.Select(cases)
+			end()
+		}(m.end)
 	}
-	return m.lost
-}
-
-// watch closes lost as soon as any of cases (the stop channel and each
-// lease's Lost) is closed. It owns lost for the grant it was started for.
-func watch(cases []reflect.SelectCase, lost chan struct{}) {
-	reflect.Select(cases)
-	close(lost)
+	return m.grant.Done()
 }
