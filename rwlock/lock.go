@@ -23,6 +23,7 @@ type Lock struct {
 	lockLink // the session, for multilock
 
 	rw    *RWLock
+	q     *queue.Queue // rw.rq or rw.wq
 	write bool
 }
 
@@ -58,7 +59,7 @@ func (k *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 
 func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error) {
 	if _, err := locknode.Label(ctx); err != nil { // before re-entry and downgrade
-		return nil, false, fmt.Errorf("rwlock: acquire %s: %w", k.name(), err)
+		return nil, false, k.wrap("acquire", err)
 	}
 	rw := k.rw
 	gid := goid.Get()
@@ -73,27 +74,22 @@ func (k *Lock) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error
 	case own != nil:
 		defer rw.mu.Unlock()
 		if err := own.lease.Err(); err != nil {
-			return nil, false, fmt.Errorf("rwlock: acquire %s: re-entering: %w", k.name(), err)
+			return nil, false, k.wrap("acquire", fmt.Errorf("re-entering: %w", err))
 		}
 		own.count++
 		return own.lease, true, nil
 	case k.write && o != nil && (o.r != nil || o.kept != nil):
 		rw.mu.Unlock()
-		return nil, false, fmt.Errorf("rwlock: acquire %s: %w", k.name(), ErrUpgrade)
+		return nil, false, k.wrap("acquire", ErrUpgrade)
 	}
 	rw.mu.Unlock()
 
-	var (
-		l   *conn.Lease
-		err error
-	)
-	switch {
-	case wr != nil: // read lock under our own write lock
+	var l *conn.Lease
+	var err error
+	if wr != nil { // read lock under our own write lock
 		l, err = rw.downgrade(ctx, wr)
-	case k.write:
-		l, err = rw.take(ctx, rw.wq, wait)
-	default:
-		l, err = rw.take(ctx, rw.rq, wait)
+	} else {
+		l, err = rw.take(ctx, k.q, wait)
 	}
 	if err != nil || l == nil {
 		return nil, false, k.wrap("acquire", err)

@@ -112,8 +112,8 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*RWLock, error) 
 			return nil, fmt.Errorf("rwlock: %w", err)
 		}
 	}
-	rw.read = Lock{lockLink: connlink.NewLink(sess), rw: rw, write: false}
-	rw.write = Lock{lockLink: connlink.NewLink(sess), rw: rw, write: true}
+	rw.read = Lock{lockLink: connlink.NewLink(sess), rw: rw, q: rw.rq, write: false}
+	rw.write = Lock{lockLink: connlink.NewLink(sess), rw: rw, q: rw.wq, write: true}
 	return rw, nil
 }
 

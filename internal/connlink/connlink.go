@@ -39,40 +39,30 @@ func Find[T any](x any) (v T, ok bool) {
 
 // Session is what the recipes reach of a *conn.Session; E is *conn.Epoch.
 type Session[E any] interface {
-	// Epoch returns the live epoch, waiting (bounded by ctx) while there
-	// is none; after a failed attempt, the error also matches why.
-	Epoch(ctx context.Context) (E, error)
-	// CheckWire runs zktest.CheckWire's checks (conn.WithPatchedZK) and
-	// closes the session: nil, or an error matching conn.ErrZKVersion.
-	CheckWire(ctx context.Context) error
+	Epoch(ctx context.Context) (E, error) // the live epoch, waiting (bounded by ctx) while there is none
+	CheckWire(ctx context.Context) error  // zktest.CheckWire's checks; closes the session
 	// SealedACL is the session's ACL without WRITE and ADMIN, plus its own
 	// digest identity with ALL: only the session can change such a node.
 	SealedACL() []zk.ACL
-	Shared() *sync.Map        // the recipes' per-session state
-	Closing() <-chan struct{} // closed when Close is called
-	Metrics() *metrics.Hooks  // conn.WithMetrics's hooks, never nil
-	Stats() Stats             // a snapshot of requests and watch events
-	ACL() []zk.ACL            // a copy of conn.WithACL's ACL
-	Ensemble() string         // the Connect addresses, sorted, deduplicated, joined with ","
-	FullPath(p string) string // p with the namespace in front, unchecked
-	Logger() *zap.Logger      // conn.WithLogger's
-	// FailedOp returns the index of the op a refused multi failed on; ok is
-	// false for any other error and nil.
-	FailedOp(err error) (index int, ok bool)
+	Shared() *sync.Map                       // the recipes' per-session state
+	Closing() <-chan struct{}                // closed when Close is called
+	Metrics() *metrics.Hooks                 // conn.WithMetrics's hooks, never nil
+	Stats() Stats                            // a snapshot of requests and watch events
+	ACL() []zk.ACL                           // a copy of conn.WithACL's ACL
+	Ensemble() string                        // the Connect addresses, sorted, deduplicated, joined with ","
+	FullPath(p string) string                // p with the namespace in front, unchecked
+	Logger() *zap.Logger                     // conn.WithLogger's
+	FailedOp(err error) (index int, ok bool) // the op a refused multi failed on
 }
 
 // Epoch is what the recipes reach of a *conn.Epoch; L is *conn.Lease.
 type Epoch[L any] interface {
-	// NewLease makes a lease for the session's node path; czxid 0 (unknown):
-	// the lease's first read must find the node owned by the session.
-	NewLease(path string, czxid int64) L
+	NewLease(path string, czxid int64) L // czxid 0: unknown, learnt from the first read
 	// Unwatch tells the epoch its caller stopped waiting on ch: unless
 	// another watcher waits on it, the server's watch is removed before the
 	// epoch's next request, even if ctx has ended.
 	Unwatch(ctx context.Context, ch <-chan zk.Event) error
-	// SessionPassword is a copy of the session's password, a secret, for
-	// zktest.ExpireEpoch.
-	SessionPassword() []byte
+	SessionPassword() []byte // a copy, for zktest.ExpireEpoch: a secret
 	// CreateWritten is closed once the epoch's next create request has been
 	// written; a request sent after that is answered after the create.
 	CreateWritten() <-chan struct{}
@@ -90,15 +80,13 @@ type Epoch[L any] interface {
 	Children(ctx context.Context, path string) ([]string, *zk.Stat, error)
 	ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) // counted as metrics.OpChildren
 	Exists(ctx context.Context, path string) (bool, *zk.Stat, error)
-	ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) // created, changed or deleted
-	// Set is retried only with a real version (not -1).
-	Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error)
+	ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error)  // created, changed or deleted
+	Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) // retried only with a real version
 	// Delete's zk.ErrNoNode may mean an earlier try deleted it; for a path
 	// others may create again, use Multi.
 	Delete(ctx context.Context, path string, version int32) error
-	// Create returns the node's path; only non-sequential creates are retried.
-	Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error)
-	CreateParents(ctx context.Context, path string) error // the missing ancestors, as containers
+	Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) // retried if not sequential
+	CreateParents(ctx context.Context, path string) error                                            // the missing ancestors, as containers
 	// Multi is never retried; a refused multi's error names the failing op
 	// and matches the server's (Session.FailedOp).
 	Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error)
@@ -112,10 +100,8 @@ type Lease[L any] interface {
 	// with pass as its Fence's Pass; its guarded writes are refused once it
 	// is released, even while the node exists.
 	Local(pass int64) L
-	// HoldWrites waits until no guarded write through the lease is in
-	// flight and holds new ones until done is called.
-	HoldWrites() (done func())
-	RevokeSeen() bool // whether Revoked is closed, without starting its watch
+	HoldWrites() (done func()) // waits out the lease's guarded writes, holds new ones until done
+	RevokeSeen() bool          // whether Revoked is closed, without starting its watch
 	// Guard makes the lease, not handed out yet, stand on node (of the same
 	// session, czxid zxid): its checks are on node, node's deletion loses
 	// it, and its Fence is {zxid, pass}. For rwlock's downgrade.
@@ -125,17 +111,11 @@ type Lease[L any] interface {
 	// grant stands on exists. Unlike GuardedWrite it passes for a released
 	// local grant while the node stays (local grants share a node).
 	CheckOp() *zk.CheckVersionRequest
-	// Label sets the recipe and lock path the lease's hold and loss are
-	// reported under, and undoes Unreported. Local grants take their node's.
-	Label(recipe, lock string)
-	Unreported() // report neither hold nor loss until Label: a recipe's internal lock
-	// Releasing(true) says the recipe is about to delete the node, so that
-	// its deletion is reported as the hold's end, not a loss;
-	// Releasing(false) takes it back.
-	Releasing(on bool)
+	Label(recipe, lock string) // what its hold and loss are reported under; undoes Unreported
+	Unreported()               // report neither hold nor loss until Label: a recipe's internal lock
+	Releasing(on bool)         // the recipe deletes the node (on), so its deletion is no loss; or gave up
 	// Gone: the recipe found the node gone before its own delete; the lease
-	// ends as lost (metrics.CauseNodeDeleted), and a later Released changes
-	// nothing.
+	// ends as lost, and a later Released changes nothing.
 	Gone()
 }
 

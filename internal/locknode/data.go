@@ -29,8 +29,7 @@ type NodeData struct {
 	Label  string `json:"label,omitempty"` // lock.WithLabel's
 }
 
-// local is this process, computed on first use, not when a program that
-// imports package lock starts.
+// local is this process, computed on first use, not at start-up.
 var local = sync.OnceValue(func() NodeData {
 	host, err := os.Hostname()
 	if err != nil {
@@ -53,24 +52,20 @@ func EncodeData(id, tag string, sealed bool, label string) []byte {
 	return b
 }
 
-// MaxLabel is the longest label a node may carry, in bytes (lock.WithLabel).
-const MaxLabel = 256
-
 type labelKey struct{}
 
-// WithLabel returns a copy of ctx carrying label, for the code that writes
-// the node's data.
+// WithLabel returns a copy of ctx carrying label (lock.WithLabel).
 func WithLabel(ctx context.Context, label string) context.Context {
 	return context.WithValue(ctx, labelKey{}, label)
 }
 
 // Label returns the label ctx carries ("" for none), or an error matching
-// conn.ErrInvalidArgument when it is not one a node may carry.
+// conn.ErrInvalidArgument when a node may not carry it.
 func Label(ctx context.Context) (string, error) {
 	s, _ := ctx.Value(labelKey{}).(string)
 	switch {
-	case len(s) > MaxLabel:
-		return "", fmt.Errorf("label is %d bytes, at most %d: %w", len(s), MaxLabel, zkpath.ErrInvalid)
+	case len(s) > 256:
+		return "", fmt.Errorf("label is %d bytes, at most 256: %w", len(s), zkpath.ErrInvalid)
 	case !utf8.ValidString(s):
 		return "", fmt.Errorf("label is not valid UTF-8: %w", zkpath.ErrInvalid)
 	case strings.ContainsFunc(s, unicode.IsControl):
@@ -111,8 +106,8 @@ func Revocable(name string) bool {
 	return parses(name, ProtectedSchema{Name: "lock"}, ProtectedSchema{Name: "lease"}, HostKindSchema{})
 }
 
-// Recipe reports whether name is the name of any recipe's node: a
-// Revocable one or an election's. A write into one can hand it on.
+// Recipe reports whether name is any recipe's node's, into which a write
+// can hand the lock on.
 func Recipe(name string) bool {
 	return Revocable(name) || parses(name, ProtectedSchema{Name: "latch"})
 }
