@@ -21,11 +21,9 @@ import (
 var ErrUpgrade = errors.New("rwlock: upgrade from the read lock to the write lock is not supported (release the read lock first)")
 
 // RWLock is a fair read/write lock shared by every process on the lock
-// path: readers hold it together, a writer alone. Both sides are reentrant
-// per goroutine; the write lock's holder may take the read lock
-// (downgrade), not the other way round (ErrUpgrade). Holding either side
-// is a lease on the session, not a promise: watch Lease.Lost and fence
-// writes. Safe for concurrent use.
+// path: readers hold it together, a writer alone; the writer may take the
+// read lock (downgrade), not the other way round (ErrUpgrade). Safe for
+// concurrent use.
 type RWLock struct {
 	path string
 
@@ -39,8 +37,7 @@ type RWLock struct {
 	owners map[int64]*owner // by goroutine id; an entry exists while non-empty
 }
 
-// owner is what one goroutine holds through the handle. Only that
-// goroutine changes it (under RWLock.mu); others only read it (under mu).
+// owner is what one goroutine holds through the handle; only it changes it.
 type owner struct {
 	r, w *hold // nil when that side is not held
 	// kept: our released write node, kept after a downgrade while a writer
@@ -62,11 +59,10 @@ type hold struct {
 	passes int64 // of a write hold: the downgrades made under it (their Fence's Pass)
 }
 
-// WithHost sets the identity in this handle's node names, "<host>-R-<seq>"
-// and "<host>-W-<seq>": non-empty, no '/', only characters ZooKeeper
-// accepts in a path ('-' is fine), else New fails with
-// conn.ErrInvalidArgument. Default: os.Hostname, each character ZooKeeper
-// would reject replaced by '_'. Only rwlock.New takes it.
+// WithHost sets the identity in this handle's node names, "<host>-R-<seq>":
+// non-empty, no '/', only characters ZooKeeper accepts in a path, else New
+// fails with conn.ErrInvalidArgument. Default: os.Hostname, each character
+// ZooKeeper would reject replaced by '_'. Only rwlock.New takes it.
 func WithHost(host string) lock.Option {
 	return func(c *lockopt.Config) error {
 		c.Given |= lockopt.Host
@@ -75,10 +71,9 @@ func WithHost(host string) lock.Option {
 	}
 }
 
-// New returns a handle on the read/write lock at path. Nothing is created
-// until the first acquire, which creates the path as container nodes. It
-// takes WithHost and lock.WithRevocable; any other option fails with an
-// error matching conn.ErrInvalidArgument.
+// New returns a handle on the read/write lock at path; the first acquire
+// creates the path as container nodes. It takes WithHost and
+// lock.WithRevocable; any other option fails with conn.ErrInvalidArgument.
 func New(sess *conn.Session, path string, opts ...lock.Option) (*RWLock, error) {
 	cfg, err := lockopt.Configure("rwlock.New", sess, path, lockopt.Revocable|lockopt.Host, opts)
 	if err != nil {
@@ -117,8 +112,7 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*RWLock, error) 
 	return rw, nil
 }
 
-// sanitizeHost makes a host name fit for a node name: each character
-// ZooKeeper rejects in a path, and '/', becomes '_'.
+// sanitizeHost replaces each character ZooKeeper rejects in a path, and '/', by '_'.
 func sanitizeHost(h string) string {
 	h = strings.Map(func(r rune) rune {
 		if r == '/' || zkpath.Validate("/x"+string(r)) != nil {
@@ -154,8 +148,7 @@ func (rw *RWLock) ReadLock() *Lock { return &rw.read }
 func (rw *RWLock) WriteLock() *Lock { return &rw.write }
 
 // Participants lists the readers' and writers' nodes in queue order, each
-// Holding as the lock grants it (a write node kept after a downgrade
-// holds nothing). A snapshot.
+// Holding as the lock grants it. A snapshot.
 func (rw *RWLock) Participants(ctx context.Context) ([]lock.Participant, error) {
 	ps, err := rw.wq.Participants(ctx)
 	if err != nil {
