@@ -39,9 +39,8 @@ var (
 	ErrLeadershipLost = errors.New("leader: leadership lost")
 )
 
-// Election is one participant in the election at a path, Curator's
-// LeaderLatch participants included: it campaigns, leads and resigns at
-// most once at a time. Safe for concurrent use.
+// Election is one participant in the election at a path: it campaigns,
+// leads and resigns at most once at a time. Safe for concurrent use.
 type Election struct {
 	sess *conn.Session
 	q    *queue.Queue
@@ -53,10 +52,9 @@ type Election struct {
 	lease       *conn.Lease   // while we lead (possibly lost: see Lost)
 }
 
-// New returns participant id's handle on the election at path; nothing is
-// created until Campaign. id, which should be unique, is our node's data
-// (LeaderLatch's id). It takes WithRequeue; any other option fails with
-// conn.ErrInvalidArgument.
+// New returns participant id's handle on the election at path. id, which
+// should be unique, is our node's data (LeaderLatch's id). It takes
+// WithRequeue; any other option fails with conn.ErrInvalidArgument.
 func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, error) {
 	cfg, err := lockopt.Configure("leader.New", sess, path, lockopt.Requeue, opts)
 	if err != nil {
@@ -74,11 +72,10 @@ func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, e
 	return &Election{sess: sess, q: q, cfg: cfg}, nil
 }
 
-// WithRequeue makes Run campaign again after each term instead of
-// returning, as Curator LeaderSelector's autoRequeue: after fn returns nil
-// or its term was lost, Run resigns and queues a new node. Run then returns
-// only when its ctx ends, fn fails while leadership was safe, or the
-// resign after a safe term fails. Only leader.New takes it.
+// WithRequeue makes Run campaign again after a term that fn ended with nil
+// or that was lost (Curator LeaderSelector's autoRequeue): Run then returns
+// only when its ctx ends, fn fails, or the resign after the term fails.
+// Only leader.New takes it.
 func WithRequeue() lock.Option {
 	return lockopt.Give(lockopt.Requeue)
 }
@@ -87,9 +84,8 @@ func WithRequeue() lock.Option {
 func (e *Election) path() string { return e.q.Path() }
 
 // Campaign queues our node and blocks until we lead or ctx ends, and
-// returns the leadership as a lease (watch Lost, fence writes; Err is nil
-// while we lead); Resign ends it. On error nothing is left behind;
-// ErrCampaigning when this handle already campaigns or leads.
+// returns the leadership as a lease; Resign ends it. On error nothing is
+// left behind; ErrCampaigning when this handle already campaigns or leads.
 func (e *Election) Campaign(ctx context.Context) (*conn.Lease, error) {
 	return e.campaign(ctx, true)
 }
@@ -114,8 +110,8 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 }
 
 // lead queues our node until it is first (nil, nil if not and !wait), then
-// confirms with the lease's Fence that it still exists: the queue grants a
-// node deleted while it waited. Metered once per campaign.
+// confirms with Fence that it still exists (the queue grants a node
+// deleted while it waited).
 func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err error) {
 	done := report.Meter(e.sess, "leader", e.path())
 	defer func() { done(l != nil, err) }()
@@ -140,8 +136,8 @@ func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err erro
 	}
 }
 
-// begin marks a campaign under way, once a Resign under way has ended, and
-// drops a lost leadership still recorded (deleting its node if need be).
+// begin marks a campaign under way, once a Resign has ended, and drops a
+// lost leadership still recorded.
 func (e *Election) begin(ctx context.Context) error {
 	e.mu.Lock()
 	for e.resigning != nil {
@@ -168,10 +164,9 @@ func (e *Election) begin(ctx context.Context) error {
 	return nil
 }
 
-// Resign gives up leadership: our node is deleted and the lease's Lost
-// closes. lock.ErrNotHeld when this handle does not lead;
-// lock.ErrReleasePending when the deletion is unconfirmed (we no longer
-// lead); any other error leaves us leading: call Resign again.
+// Resign gives up leadership: our node is deleted and Lost closes.
+// lock.ErrNotHeld when this handle does not lead; lock.ErrReleasePending
+// when the deletion is unconfirmed; any other error leaves us leading.
 func (e *Election) Resign(ctx context.Context) error {
 	return e.resign(ctx, nil)
 }
@@ -202,7 +197,6 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 	}
 	e.mu.Unlock()
 	if err != nil {
-		// err already says "release pending" if it is.
 		return fmt.Errorf("leader: resign %s: %w", e.path(), err)
 	}
 	return nil
@@ -221,8 +215,8 @@ func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
 	return ps[0], nil
 }
 
-// Participants lists the participants in order: the first leads, the
-// others in the order they will take over. A snapshot.
+// Participants lists the participants in order, the leader first. A
+// snapshot.
 func (e *Election) Participants(ctx context.Context) ([]lock.Participant, error) {
 	return e.list(ctx, "participants of", -1)
 }
@@ -264,13 +258,11 @@ func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n i
 	return out, nil
 }
 
-// Run campaigns, then runs fn with the term's lease while we lead. fn's
-// ctx is cancelled when Run's ctx ends or, with a cause matching
-// ErrLeadershipLost, when the lease is lost; fn must then return promptly.
-// When fn returns, Run resigns and returns: the campaign's error if we
-// never led; ErrLeadershipLost (with fn's error unless it is its ctx's) if
-// the term was lost; else fn's error joined with the resign's. WithRequeue
-// campaigns again instead.
+// Run campaigns, then runs fn with the term's lease. fn's ctx is cancelled
+// when Run's ctx ends or, with a cause matching ErrLeadershipLost, when the
+// lease is lost. When fn returns, Run resigns and returns: the campaign's
+// error if we never led; ErrLeadershipLost if the term was lost; else fn's
+// error joined with the resign's. WithRequeue campaigns again instead.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *conn.Lease) error) error {
 	if fn == nil {
 		return fmt.Errorf("leader: run %s: nil function", e.path())

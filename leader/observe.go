@@ -15,9 +15,8 @@ import (
 )
 
 // Observe returns a channel of leader changes: the current leader, then
-// each new one (the zero Participant when nobody campaigns); a slow reader
-// may skip leaders but sees the latest. Closed when ctx ends or the
-// session is closed; its one watch is removed when ctx ends.
+// each new one (the zero Participant for none); a slow reader sees the
+// latest. Closed, its watch removed, when ctx ends or the session closes.
 func (e *Election) Observe(ctx context.Context) <-chan lock.Participant {
 	ch := make(chan lock.Participant, 1)
 	go e.observe(ctx, ch)
@@ -95,8 +94,7 @@ func publish(ch chan lock.Participant, p lock.Participant) {
 	ch <- p
 }
 
-// leaderW reads the leader and leaves a watch on the path's children, or
-// on its creation.
+// leaderW reads the leader, watching the path's children (or creation).
 func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participant, <-chan zk.Event, error) {
 	for {
 		names, _, w, err := connlink.Of(ep).ChildrenW(ctx, e.path())

@@ -50,10 +50,9 @@ var (
 	// or already released); nothing changed.
 	ErrNotHeld = errors.New("lock: not held")
 
-	// ErrReleasePending: the release's delete could not be confirmed while
-	// the session lives. The lock counts as released (do not call Release
-	// again); the node is deleted in the background. It also matches the
-	// cause.
+	// ErrReleasePending: the release's delete could not be confirmed. The
+	// lock counts as released (do not call Release again); the node is
+	// deleted in the background. It also matches the cause.
 	ErrReleasePending = errors.New("lock: release pending (the node may still exist; deleting it in the background)")
 
 	// ErrCreatePending: Acquire or TryAcquire failed without learning
@@ -71,17 +70,15 @@ var (
 )
 
 // WithLabel returns a copy of ctx carrying label (a request id, a job
-// name), which Acquire and TryAcquire write into the node they create for
-// Participants and the zkrecipes command to show (Campaign ignores it). A
-// label over 256 bytes, not UTF-8 or with control characters fails with
-// conn.ErrInvalidArgument.
+// name), which Acquire and TryAcquire write into their node for
+// Participants to show. A label over 256 bytes, not UTF-8 or with control
+// characters fails with conn.ErrInvalidArgument.
 func WithLabel(ctx context.Context, label string) context.Context {
 	return locknode.WithLabel(ctx, label)
 }
 
 // Locker is what every lock of this module is, and what a
-// multilock.MultiLock is made of. A lock of this module is identified by
-// its session's ensemble and full path; any other Locker by its Path.
+// multilock.MultiLock is made of.
 type Locker interface {
 	// Acquire blocks until held or ctx ends.
 	Acquire(ctx context.Context) (*conn.Lease, error)
@@ -113,8 +110,7 @@ type Option func(*lockopt.Config) error
 
 // WithRevocable makes the handle's nodes revocable instead of sealed:
 // Revoke, or Curator's Revoker, may then ask the holder to let go (its
-// Lease.Revoked closes). Taken by mutex.New, rwlock.New,
-// semaphoremutex.New and NewSemaphore.
+// Lease.Revoked closes). Taken by mutex, rwlock and semaphoremutex.
 func WithRevocable() Option {
 	return lockopt.Give(lockopt.Revocable)
 }
@@ -132,13 +128,11 @@ func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
 	}
 }
 
-// Revoke asks the holder of node (a Participant.Node or Lease.Path of a
-// mutex, semaphoremutex or rwlock) to release, as Curator's
-// Revoker.attemptRevoke does. A revocable holder (WithRevocable) sees
-// Lease.Revoked close and keeps the lock until it releases. A sealed node
-// (the default), or one s may not write, fails with ErrNotRevocable. A
-// name that is not a lock contender's fails with conn.ErrInvalidArgument,
-// checked first; a node that is gone is nil.
+// Revoke asks the holder of node (a Participant.Node or Lease.Path) to
+// release, as Curator's Revoker.attemptRevoke does: its Lease.Revoked
+// closes. A sealed node (the default), or one s may not write, fails with
+// ErrNotRevocable; a name not a lock contender's with
+// conn.ErrInvalidArgument; a node that is gone is nil.
 func Revoke(ctx context.Context, s *conn.Session, node string) error {
 	if err := revoke(ctx, s, node); err != nil {
 		return fmt.Errorf("lock: revoke %s: %w", node, err)

@@ -15,28 +15,18 @@ import "time"
 // Hooks are the functions a session calls for what it and its recipes do.
 // A nil hook is skipped: set only those you export. Fields may be added.
 type Hooks struct {
-	// State is every state transition of the session (as
-	// conn.Session.Subscribe delivers it); "Connected" is a new epoch.
-	State func(Transition)
-	// Request is every request attempt sent to ZooKeeper, retries
-	// included, with its latency.
-	Request func(Request)
-	// Lock is one event of a lock or election (the Lock* events).
-	Lock func(Lock)
-	// Leader is the start or the end of a leader term of
-	// leader.Election.Run.
-	Leader func(Leader)
+	State   func(Transition) // every state transition; "Connected" is a new epoch
+	Request func(Request)    // every request attempt, retries included
+	Lock    func(Lock)       // one event of a lock or election (the Lock* events)
+	Leader  func(Leader)     // the start or end of a term of leader.Election.Run
 	// Watches is a change (+1 or -1) of the number of watches the session
-	// has on the servers (a path and a kind, data or child); a gauge is the
-	// sum of the deltas.
+	// has on the servers; a gauge is the sum of the deltas.
 	Watches func(delta int)
 }
 
 // Transition is one state transition of a session.
 type Transition struct {
-	// State is the new state as conn.State's String gives it: "Connected",
-	// "Suspended", "Reconnected", "Lost" or "Closed".
-	State     string
+	State     string    // the new state, as conn.State's String gives it
 	SessionID int64     // the epoch's session (for Lost and Closed, the one ended)
 	Err       error     // why the epoch ended, for Lost and Closed
 	Time      time.Time // when the session manager saw the transition
@@ -81,21 +71,17 @@ type Lock struct {
 // What a Lock reports (its Event).
 const (
 	// LockWait: an Acquire or TryAcquire (or a leader's campaign) returned
-	// after Duration, with an Outcome. A re-entry, which asks for nothing,
-	// is not reported.
+	// after Duration, with an Outcome (a re-entry is not reported).
 	LockWait = "wait"
 	// LockHold: a grant not lost before was released (Release, Resign, a
 	// local handoff) after Duration. A grant ends in one LockHold or one
 	// LockLost, never both.
 	LockHold = "hold"
-	// LockHandoff: a grant was passed to a local waiter of the same
-	// session, without a ZooKeeper round trip.
+	// LockHandoff: a grant was passed to a local waiter of the same session.
 	LockHandoff = "handoff"
-	// LockLost: a held lease was found lost, with a Cause: once per lease,
-	// when it learns it (at the latest at its release).
+	// LockLost: a held lease was found lost, with a Cause, once.
 	LockLost = "lost"
-	// LockRevokeRequest: someone asked the holder to release (its
-	// Lease.Revoked channel was closed).
+	// LockRevokeRequest: someone asked the holder to release (Lease.Revoked).
 	LockRevokeRequest = "revoke_request"
 )
 

@@ -23,9 +23,8 @@ var (
 	// being acquired or released by another call.
 	ErrBusy = errors.New("multilock: already held, or being acquired or released")
 
-	// ErrPartlyReleased: some lock's Release failed and left it held; the
-	// MultiLock is held by those locks only (named in the error): call
-	// Release again, which retries just them.
+	// ErrPartlyReleased: some lock's Release failed and left it held; call
+	// Release again, which retries just those (named in the error).
 	ErrPartlyReleased = errors.New("multilock: partly released (call Release again)")
 )
 
@@ -65,9 +64,7 @@ const (
 )
 
 // MultiLock takes several locks as one, all or nothing, in the order of
-// their full paths. Holding it is holding every lease it returned (Lost
-// closes when any is lost). Not reentrant (ErrBusy). Safe for concurrent
-// use.
+// their full paths. Not reentrant (ErrBusy). Safe for concurrent use.
 type MultiLock struct {
 	locks []lock.Locker // sorted by identity (full path, then ensemble); fixed by New
 
@@ -124,8 +121,7 @@ func isNil(l lock.Locker) bool {
 
 // Acquire takes every lock in order within ctx and returns the leases in
 // that order. If one cannot be taken, those taken are released in reverse
-// order (until 100 ms after ctx ended, 10 s at most); the error joins the
-// failure and the rollback's.
+// order (until 100 ms after ctx ended, 10 s at most).
 func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	m.mu.Lock()
 	if m.state != idle {
@@ -158,8 +154,7 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	return append([]*conn.Lease(nil), leases...), nil
 }
 
-// rollback releases locks[n-1] down to locks[0] on a context of its own
-// (bg.GraceContext) and joins their errors.
+// rollback releases locks[n-1] down to locks[0] and joins their errors.
 func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
@@ -177,8 +172,7 @@ func (m *MultiLock) rollback(ctx context.Context, n int) error {
 
 // Release releases the locks held in reverse order, past failures, and
 // joins the errors. A lock left held (any error but lock.ErrReleasePending
-// or lock.ErrNotHeld) keeps the MultiLock held: ErrPartlyReleased, and
-// Release again retries just those. lock.ErrNotHeld when not held.
+// or lock.ErrNotHeld) keeps the MultiLock held: ErrPartlyReleased.
 func (m *MultiLock) Release(ctx context.Context) error {
 	m.mu.Lock()
 	switch m.state {
@@ -235,8 +229,7 @@ var closed = func() chan struct{} {
 }()
 
 // Lost returns a channel closed when any lease of the current grant is
-// lost or the MultiLock is released; already closed when not held. The
-// first call per grant starts one goroutine, which ends with the grant.
+// lost or the MultiLock is released; already closed when not held.
 func (m *MultiLock) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -18,10 +18,8 @@ import (
 )
 
 // InterProcessMutex is a fair lock shared by every process on the lock
-// path, Curator's InterProcessMutex included. It is reentrant per
-// goroutine (counted locally; release as often); any other goroutine is a
-// separate contender. Holding it is a lease on the session, not a promise:
-// watch Lease.Lost and fence writes. Safe for concurrent use.
+// path, Curator's InterProcessMutex included, reentrant per goroutine; any
+// other goroutine is a separate contender. Safe for concurrent use.
 type InterProcessMutex struct {
 	lockLink // the session, for multilock
 
@@ -81,9 +79,8 @@ func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 	return l, err
 }
 
-// TryAcquire makes one attempt and does not wait: if another contender is
-// ahead, its node is deleted and it returns (nil, false, nil). Re-entry
-// works as for Acquire.
+// TryAcquire makes one attempt and does not wait: (nil, false, nil) when
+// another contender is ahead. Otherwise as Acquire.
 func (m *InterProcessMutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return m.acquire(ctx, false)
 }
@@ -162,8 +159,8 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 	return wrap("release", m.Path(), err)
 }
 
-// Participants lists the contenders in queue order: the first holds the
-// mutex. A snapshot.
+// Participants lists the contenders in queue order, the holder first. A
+// snapshot.
 func (m *InterProcessMutex) Participants(ctx context.Context) ([]lock.Participant, error) {
 	ps, err := m.q.Participants(ctx)
 	if err != nil {
@@ -176,8 +173,7 @@ func (m *InterProcessMutex) Participants(ctx context.Context) ([]lock.Participan
 	return out, nil
 }
 
-// IsOwnedByCurrentGoroutine reports whether the calling goroutine holds
-// the mutex through this handle.
+// IsOwnedByCurrentGoroutine reports whether the calling goroutine holds m.
 func (m *InterProcessMutex) IsOwnedByCurrentGoroutine() bool {
 	gid := goid.Get()
 	m.mu.Lock()

@@ -78,8 +78,7 @@ func Label(ctx context.Context) (string, error) {
 // release: Curator's LockInternals.REVOKE_MESSAGE.
 const RevokeMark = "__REVOKE__"
 
-// IsRevokeMark reports whether b is the revoke mark (which replaced the
-// node's data: it says nothing of who holds the node).
+// IsRevokeMark reports whether b is the revoke mark.
 func IsRevokeMark(b []byte) bool { return string(b) == RevokeMark }
 
 // DecodeData reads node data written by the engine; Curator's (the
@@ -99,9 +98,8 @@ func DecodeData(b []byte) (d NodeData, ok bool) {
 	return NodeData{Host: s}, true
 }
 
-// Revocable reports whether name is the name of a node a revoke request
-// may go to: a lock contender's or a semaphore lease's (ProtectedSchema
-// "lock" and "lease", HostKindSchema), not an election's.
+// Revocable reports whether name is a lock contender's or a semaphore
+// lease's, to which a revoke request may go (not an election's).
 func Revocable(name string) bool {
 	return parses(name, ProtectedSchema{Name: "lock"}, ProtectedSchema{Name: "lease"}, HostKindSchema{})
 }

@@ -1,8 +1,7 @@
 // Package locknode is what the nodes of this module's locks are: their
 // names (Schema) and queue order (Parse, Before), their data (NodeData,
-// the caller's Label) and revoke mark, and the read/write lock's rule for
-// which nodes hold (RWStatuses). It sits below package lock and the queue
-// engine.
+// Label, the revoke mark), and which read/write lock nodes hold
+// (RWStatuses).
 package locknode
 
 import (
@@ -25,12 +24,10 @@ type Contender struct {
 // Implementations must be safe for concurrent use.
 type Schema interface {
 	// Prefix is the name our node is created with, before the sequence
-	// number. If it contains id (the unique acquire id), a node whose
-	// create response was lost is found by its name alone, else by the
-	// data of the children that start with the prefix.
+	// number; if it contains id, a node whose create answer was lost is
+	// found by its name, else by its data.
 	Prefix(id string) string
-	// Parse recognises a child name as a contender; the engine ignores the
-	// names it does not.
+	// Parse recognises a child name as a contender (others are ignored).
 	Parse(name string) (Contender, bool)
 }
 
@@ -96,9 +93,8 @@ func (s ProtectedSchema) Parse(name string) (Contender, bool) {
 	return Contender{Name: name, Seq: seq, ID: id}, true
 }
 
-// HostKindSchema is the naming of the read/write lock: "<Host>-<Kind>-<seq10>"
-// with Kind "R" or "W", parsed from the right (Host may contain '-'). The
-// acquire id is in the node data only. Parse recognises both kinds.
+// HostKindSchema is the naming of the read/write lock, "<Host>-<Kind>-<seq10>",
+// parsed from the right (Host may contain '-'); the id is in the data.
 type HostKindSchema struct {
 	Host string // who we are; any name segment ZooKeeper accepts
 	Kind string // "R" or "W": the kind of node this queue creates

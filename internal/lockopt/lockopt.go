@@ -62,9 +62,8 @@ func Give(s Set) func(*Config) error {
 }
 
 // Configure is the prologue of every recipe's New ("mutex.New"): it checks
-// sess, applies opts (lock.Option), refuses a nil option, a repeated one and
-// any option not in takes, and validates path. Its errors are prefixed with
-// the recipe's package and match conn.ErrInvalidArgument.
+// sess, applies opts, refuses a nil, a repeated or any option not in takes,
+// and validates path. Its errors match conn.ErrInvalidArgument.
 func Configure[O ~func(*Config) error](ctor string, sess *conn.Session, path string, takes Set, opts []O) (Config, error) {
 	var cfg Config
 	recipe, _, _ := strings.Cut(ctor, ".")
