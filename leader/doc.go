@@ -18,12 +18,10 @@
 // "_c_<uuid>-latch-<seq>" whose data is its participant id. The lowest
 // leads; every other watches only its predecessor, so participants lead
 // in the order they campaigned. At most one participant whose session
-// lives leads; the leader learns that leadership is lost (Lost, and Run's
-// ctx with cause ErrLeadershipLost); a failed Campaign leaves nothing
-// behind. Terms may still overlap, as docs/leader.md, "Two leaders", says:
-// only fencing (Lease.Fence, GuardedWrite) closes that window.
+// lives leads, and it learns when leadership is lost; terms may still
+// overlap, as docs/leader.md, "Two leaders", says: only fencing
+// (Lease.Fence, GuardedWrite) closes that window.
 //
-// Errors: ErrCampaigning, ErrNoLeader, ErrLeadershipLost (matches
-// conn.ErrLeaseLost), lock.ErrNotHeld, lock.ErrReleasePending,
-// conn.ErrInvalidArgument (bad input to New), compared with errors.Is.
+// Errors: ErrCampaigning, ErrNoLeader, ErrLeadershipLost, lock.ErrNotHeld,
+// lock.ErrReleasePending, conn.ErrInvalidArgument (bad input to New).
 package leader

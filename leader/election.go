@@ -27,8 +27,7 @@ var schema = locknode.ProtectedSchema{Name: "latch"}
 
 // Errors returned by this package, compared with errors.Is.
 var (
-	// ErrCampaigning: Campaign or Run on a handle that already campaigns or
-	// leads. One handle is one participant.
+	// ErrCampaigning: Campaign or Run on a handle that campaigns or leads.
 	ErrCampaigning = errors.New("leader: already campaigning or leading")
 
 	// ErrNoLeader: Leader found no participant under the election path.

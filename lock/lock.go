@@ -43,11 +43,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
-// Errors every lock of this module returns with the same meaning, wrapped;
-// compare with errors.Is.
+// Errors every lock of this module returns, wrapped; compare with errors.Is.
 var (
-	// ErrNotHeld: Release on a handle that holds nothing (never acquired,
-	// or already released); nothing changed.
+	// ErrNotHeld: Release on a handle that holds nothing; nothing changed.
 	ErrNotHeld = errors.New("lock: not held")
 
 	// ErrReleasePending: the release's delete could not be confirmed. The
@@ -64,8 +62,7 @@ var (
 	// goroutine that does not hold it while another does. Nothing changed.
 	ErrNotOwner = errors.New("lock: not owner (held by another goroutine of this process)")
 
-	// ErrNotRevocable: Revoke refused because the holder's node is sealed
-	// (the default; see WithRevocable); nothing was written.
+	// ErrNotRevocable: Revoke refused a sealed node (see WithRevocable).
 	ErrNotRevocable = errors.New("lock: lock node is sealed, not revocable")
 )
 

@@ -13,10 +13,9 @@
 // ctx bounds the whole acquisition, rollback included. If a lock cannot be
 // taken, those taken are released in reverse order before Acquire returns.
 // The locks are not taken atomically: others can see some held and some
-// not. A MultiLock is not reentrant (ErrBusy); goroutine-owned locks
-// (mutex, rwlock) must be released from the goroutine that acquired.
+// not. Goroutine-owned locks (mutex, rwlock) must be released from the
+// goroutine that acquired.
 //
 // Errors: ErrBusy, ErrPartlyReleased, lock.ErrNotHeld,
-// conn.ErrInvalidArgument (from New), and the locks' errors, wrapped with
-// their path and joined.
+// conn.ErrInvalidArgument (from New), and the locks' errors, joined.
 package multilock

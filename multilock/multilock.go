@@ -19,8 +19,7 @@ import (
 
 // Errors returned by this package, compared with errors.Is.
 var (
-	// ErrBusy: Acquire while this MultiLock is held (even partly), or
-	// being acquired or released by another call.
+	// ErrBusy: Acquire while held (even partly), acquired or released.
 	ErrBusy = errors.New("multilock: already held, or being acquired or released")
 
 	// ErrPartlyReleased: some lock's Release failed and left it held; call

@@ -6,10 +6,7 @@
 //	lease, err := rw.ReadLock().Acquire(ctx) // or rw.WriteLock()
 //	if err != nil { ... }
 //	defer rw.ReadLock().Release(context.WithoutCancel(ctx))
-//	select {
-//	case <-lease.Lost(): // the session ended: stop working
-//	default:
-//	}
+//	<-lease.Lost() // the session ended: stop working
 //
 // ReadLock and WriteLock are the two sides, each a lock.Locker. Each
 // acquire creates an ephemeral sequential node "<host>-R-<seq10>" or

@@ -17,7 +17,7 @@ import (
 )
 
 // ErrUpgrade: the write lock was asked for while holding only the read
-// lock. Two readers doing it would deadlock; nothing changed.
+// lock (two readers doing it would deadlock).
 var ErrUpgrade = errors.New("rwlock: upgrade from the read lock to the write lock is not supported (release the read lock first)")
 
 // RWLock is a fair read/write lock shared by every process on the lock
@@ -39,10 +39,8 @@ type RWLock struct {
 
 // owner is what one goroutine holds through the handle; only it changes it.
 type owner struct {
-	r, w *hold // nil when that side is not held
-	// kept: our released write node, kept after a downgrade while a writer
-	// queued before our read node must stay out.
-	kept *conn.Lease
+	r, w *hold       // nil when that side is not held
+	kept *conn.Lease // our released write node, kept after a downgrade for a writer queued between
 }
 
 func (o *owner) side(write bool) **hold {
@@ -140,8 +138,7 @@ func validateHost(path, host string) error {
 	return nil
 }
 
-// ReadLock is the shared side: held by any number of readers at once,
-// never together with another process's write lock.
+// ReadLock is the shared side, held by any number of readers at once.
 func (rw *RWLock) ReadLock() *Lock { return &rw.read }
 
 // WriteLock is the exclusive side: held by one writer, with no reader.

@@ -1,6 +1,5 @@
 // Package bg is the work that outlives a caller's context: it runs on an
-// epoch's context (connlink.Epoch.Context), which ends with the ZooKeeper
-// session, and the caller waits for it until Grace after its ctx ended.
+// epoch's context, and the caller waits for it until Grace after its ctx.
 package bg
 
 import (
@@ -32,15 +31,13 @@ func GraceContext(ctx context.Context, limit time.Duration) (context.Context, co
 	return c, func() { stop(); cancel() }
 }
 
-// CleanupContext is GraceContext bounded by the session timeout, for
-// deleting our own nodes while giving up.
+// CleanupContext is GraceContext bounded by the session timeout.
 func CleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, context.CancelFunc) {
 	return GraceContext(ctx, connlink.Of(ep).Timeout())
 }
 
-// Settle runs f, which removes what an acquire left (until done or its
-// context ends), under ep's context, waiting for it until Grace after ctx
-// ended.
+// Settle runs f, which removes what an acquire left, under ep's context,
+// waiting for it until Grace after ctx ended.
 func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context.Context) error) {
 	done := make(chan struct{}) // closed when f returns
 	go func() {
@@ -123,9 +120,8 @@ func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context
 	}
 }
 
-// Unresolved runs resolve in the background until it succeeds or ep ends
-// (Curator's FindAndDeleteProtectedNodeInBackground), and returns err
-// behind lock.ErrCreatePending.
+// Unresolved runs resolve in the background until it succeeds or ep ends,
+// and returns err behind lock.ErrCreatePending.
 func Unresolved(ep *conn.Epoch, log *zap.Logger, err error, resolve func(context.Context) error) error {
 	go RetryUntilDone(ep, log, "deleting the node of a create whose answer was lost", resolve)
 	return fmt.Errorf("%w: %w", lock.ErrCreatePending, err)
@@ -140,9 +136,8 @@ func CtxErr(ctx context.Context) error {
 	return fmt.Errorf("%w: %w", err, cause)
 }
 
-// WaitEpochEnd follows zk.EventNotWatching, after which ep ends very soon:
-// ep's error once it ends, CtxErr(ctx) if ctx ends first, nil if ep still
-// lives after its session timeout (then set the watches again).
+// WaitEpochEnd follows zk.EventNotWatching: ep's error once it ends,
+// CtxErr(ctx) if ctx ends first, nil if ep lives on past its timeout.
 func WaitEpochEnd(ctx context.Context, ep *conn.Epoch) error {
 	t := time.NewTimer(connlink.Of(ep).Timeout())
 	defer t.Stop()

@@ -1,8 +1,7 @@
 // Package connlink lets the module's recipes reach what package conn keeps
 // out of its public API: conn's Session, Epoch and Lease each embed a Link
-// to a view of themselves that implements the interface of the same name
-// here, and Of returns it; the locks embed a Link to their session (Find).
-// Link's members are unexported, so the embedded field adds no API.
+// (unexported members: no API) to a view implementing the interface of the
+// same name here, which Of returns; the locks embed one to their session.
 package connlink
 
 import (
@@ -27,9 +26,8 @@ func (l Link[T]) linked() T { return l.view }
 // Of returns the view linked to x (a *conn.Session, Epoch or Lease).
 func Of[T any](x interface{ linked() T }) T { return x.linked() }
 
-// Find returns the view linked to x, if x embeds a Link[T]. Each lock type
-// embeds a Link to the session it was made with, through an unexported
-// alias, so that multilock can identify any lock of this module.
+// Find returns the view linked to x, if x embeds a Link[T]: the session a
+// lock of this module was made with, for multilock.
 func Find[T any](x any) (v T, ok bool) {
 	if l, ok := x.(interface{ linked() T }); ok {
 		return l.linked(), true
@@ -58,9 +56,8 @@ type Session[E any] interface {
 // Epoch is what the recipes reach of a *conn.Epoch; L is *conn.Lease.
 type Epoch[L any] interface {
 	NewLease(path string, czxid int64) L // czxid 0: unknown, learnt from the first read
-	// Unwatch tells the epoch its caller stopped waiting on ch: unless
-	// another watcher waits on it, the server's watch is removed before the
-	// epoch's next request, even if ctx has ended.
+	// Unwatch: the caller stopped waiting on ch; unless another waits on it,
+	// the server's watch is removed before the epoch's next request.
 	Unwatch(ctx context.Context, ch <-chan zk.Event) error
 	SessionPassword() []byte // a copy, for zktest.ExpireEpoch: a secret
 	// CreateWritten is closed once the epoch's next create request has been
@@ -97,19 +94,16 @@ type Epoch[L any] interface {
 type Lease[L any] interface {
 	Released() // marks the lease released (Lost closes), deleting nothing
 	// Local returns a local grant on the lease's node, a lease of its own
-	// with pass as its Fence's Pass; its guarded writes are refused once it
-	// is released, even while the node exists.
+	// with pass as its Fence's Pass.
 	Local(pass int64) L
 	HoldWrites() (done func()) // waits out the lease's guarded writes, holds new ones until done
 	RevokeSeen() bool          // whether Revoked is closed, without starting its watch
-	// Guard makes the lease, not handed out yet, stand on node (of the same
-	// session, czxid zxid): its checks are on node, node's deletion loses
-	// it, and its Fence is {zxid, pass}. For rwlock's downgrade.
+	// Guard makes the lease stand on node (czxid zxid), for rwlock's
+	// downgrade: its checks are on node and its Fence is {zxid, pass}.
 	Guard(node string, zxid, pass int64)
 	Unguard() // moves a Guard grant onto its own node, before node is deleted
-	// CheckOp returns a check, as GuardedWrite puts first, that the node the
-	// grant stands on exists. Unlike GuardedWrite it passes for a released
-	// local grant while the node stays (local grants share a node).
+	// CheckOp returns GuardedWrite's check, which passes for a released
+	// local grant while its node stays.
 	CheckOp() *zk.CheckVersionRequest
 	Label(recipe, lock string) // what its hold and loss are reported under; undoes Unreported
 	Unreported()               // report neither hold nor loss until Label: a recipe's internal lock
@@ -119,8 +113,8 @@ type Lease[L any] interface {
 	Gone()
 }
 
-// Stats is a snapshot of what a conn.Session has asked of ZooKeeper over
-// all its epochs, retries included: what tests and benchmarks measure.
+// Stats is a snapshot of what a conn.Session has asked of ZooKeeper,
+// retries included: what tests and benchmarks measure.
 type Stats struct {
 	Requests    map[string]int64 // by operation (the metrics.Op* names)
 	WatchEvents int64            // the watch notifications the servers sent

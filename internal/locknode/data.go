@@ -22,9 +22,8 @@ type NodeData struct {
 	Host string `json:"host"`          // os.Hostname of the process
 	PID  int    `json:"pid"`           // process id
 	Tag  string `json:"tag,omitempty"` // the queue's Config.Tag, for the waiter it hands over to
-	// Sealed: only its creator may change the node (Queue.NodeACL), so a
-	// change of its data is its holder's release, and lock.Revoke refuses
-	// it. False on revocable nodes and on every foreign client's node.
+	// Sealed: only its creator may change the node, so a change of its data
+	// is its holder's release. False on revocable and foreign nodes.
 	Sealed bool   `json:"sealed,omitempty"`
 	Label  string `json:"label,omitempty"` // lock.WithLabel's
 }

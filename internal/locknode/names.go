@@ -13,9 +13,7 @@ import (
 // node in the queue.
 type Contender struct {
 	Name string // the child's name (not its path)
-	// Seq is the sequence number the server appended, as a signed 32-bit
-	// integer: the server's counter wraps to negative numbers.
-	Seq  int32
+	Seq  int32  // the server's sequence number, which wraps to negative numbers
 	Kind string // the schema's tag: "R" or "W" for HostKindSchema, else ""
 	ID   string // the unique acquire id in the name, or "" when only the data has it
 }

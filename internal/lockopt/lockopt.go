@@ -36,9 +36,8 @@ func (s Set) String() string {
 	return strings.Join(n, ", ")
 }
 
-// Bound limits the in-process handoff: after MaxPasses local handoffs on a
-// node, or once Budget (<= 0: none) has passed since its grant, the
-// release deletes the node instead of passing it on.
+// Bound limits the in-process handoff: after MaxPasses handoffs on a node,
+// or Budget (<= 0: none) after its grant, the release deletes it.
 type Bound struct {
 	MaxPasses int
 	Budget    time.Duration

@@ -1,5 +1,4 @@
-// Package report is how the recipes report to the session's metrics hooks
-// (conn.WithMetrics).
+// Package report is how the recipes report to conn.WithMetrics's hooks.
 package report
 
 import (

@@ -1,7 +1,6 @@
 // Package zkdriver is the contract between package zktest and the driver
 // modules of this repository (zktest/docker): a driver runs ZooKeeper
-// servers somewhere zktest cannot by itself, and zktest does the rest.
-// zktest.Driver embeds Driver.
+// servers where zktest cannot by itself. zktest.Driver embeds Driver.
 package zkdriver
 
 import (

@@ -1,5 +1,4 @@
-// Package zkpath checks and takes apart absolute ZooKeeper paths, for
-// package conn and the recipes.
+// Package zkpath checks and takes apart absolute ZooKeeper paths.
 package zkpath
 
 import (
@@ -11,9 +10,8 @@ import (
 // ErrInvalid is the error of Validate, exported as conn.ErrInvalidArgument.
 var ErrInvalid = errors.New("conn: invalid argument")
 
-// Validate checks that p is an absolute ZooKeeper path the server will
-// accept, outside the /zookeeper tree it reserves. Its errors match
-// ErrInvalid and say what is wrong with p.
+// Validate checks that p is an absolute path the server will accept,
+// outside its /zookeeper tree; its errors match ErrInvalid.
 func Validate(p string) error {
 	switch {
 	case p == "":
