@@ -43,22 +43,18 @@ func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan loc
 	for {
 		cur, w, err := e.leaderW(ctx, ep)
 		if err != nil { // no watch left behind
-			switch {
-			case ctx.Err() != nil:
-				return false
-			case ep.Err() != nil:
-				return true // watches went with the epoch
+			if ctx.Err() == nil && ep.Err() == nil {
+				connlink.Of(e.sess).Logger().Debug("leader: observe", zap.Error(err))
+				t := time.NewTimer(delay)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+				case <-ep.Done():
+				}
+				t.Stop()
 			}
-			connlink.Of(e.sess).Logger().Debug("leader: observe", zap.Error(err))
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return false
-			case <-ep.Done():
-				t.Stop()
-				return true
+			if ctx.Err() != nil || ep.Err() != nil {
+				return ctx.Err() == nil // an ended epoch took its watches
 			}
 			delay = min(2*delay, connlink.Of(ep).Timeout())
 			continue

@@ -71,7 +71,7 @@ type MultiLock struct {
 	state    state              // see the constants
 	holding  []lock.Locker      // the locks held, in path order: all of them once acquired, those a Release left held after it; nil otherwise
 	leases   []*conn.Lease      // the grant's leases, in lock order, while held (for Lost)
-	grant    context.Context    // made on each grant; its Done is Lost
+	grant    context.Context    // made on each grant; its Done is Lost (ended when not held)
 	end      context.CancelFunc // ends grant: by the first Release, or the watcher
 	watching bool               // the watcher goroutine was started for this grant
 }
@@ -103,7 +103,10 @@ func New(locks ...lock.Locker) (*MultiLock, error) {
 		}
 		sorted[i] = e.l
 	}
-	return &MultiLock{locks: sorted}, nil
+	m := &MultiLock{locks: sorted}
+	m.grant, m.end = context.WithCancel(context.Background())
+	m.end() // nothing held: Lost is closed
+	return m, nil
 }
 
 // isNil catches a nil interface and a typed nil pointer in one.
@@ -220,22 +223,12 @@ func (m *MultiLock) Release(ctx context.Context) error {
 	return errors.Join(append([]error{partly}, errs...)...)
 }
 
-// closed is returned by Lost when nothing is held.
-var closed = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
-
 // Lost returns a channel closed when any lease of the current grant is
 // lost or the MultiLock is released; already closed when not held.
 func (m *MultiLock) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.state != held {
-		return closed
-	}
-	if !m.watching {
+	if m.state == held && !m.watching {
 		m.watching = true
 		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(m.grant.Done())}}
 		for _, l := range m.leases {
