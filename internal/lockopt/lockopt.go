@@ -91,6 +91,8 @@ func Configure[O ~func(*Config) error](ctor string, sess *conn.Session, path str
 	if err := zkpath.Validate(path); err != nil {
 		return Config{}, fmt.Errorf("%s: new %s: %w", recipe, path, err)
 	}
-	cfg.Revocable, cfg.Requeue, cfg.Relist = cfg.Given&Revocable != 0, cfg.Given&Requeue != 0, cfg.Given&Relist != 0
+	cfg.Revocable = cfg.Given&Revocable != 0
+	cfg.Requeue = cfg.Given&Requeue != 0
+	cfg.Relist = cfg.Given&Relist != 0
 	return cfg, nil
 }
