@@ -174,7 +174,7 @@ type RWNode struct {
 	Contender
 	Session    int64  // the stat's ephemeralOwner
 	Tag        string // its data's NodeData.Tag (ours only)
-	ACLVersion int32  // above 0 on a write node kept for a downgrade (rwlock's markKept)
+	ACLVersion int32  // above 0 on a write node kept for a downgrade (its ACL set again)
 }
 
 // RWStatuses says what each node of a read/write lock, in queue order,
