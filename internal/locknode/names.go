@@ -6,6 +6,7 @@ package locknode
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -38,23 +39,14 @@ func SplitSeq(name string) (head string, seq int32, ok bool) {
 	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
 		i--
 	}
-	digits := name[i:]
-	if len(digits) == 0 || len(digits) > 10 {
+	if n := len(name) - i; n == 0 || n > 10 {
 		return "", 0, false
 	}
-	neg := false
 	if i >= 2 && name[i-1] == '-' && (name[i-2] == '-' || name[i-2] == '_') {
-		neg = true
 		i--
 	}
-	var v int64
-	for _, c := range []byte(digits) {
-		v = v*10 + int64(c-'0')
-	}
-	if neg {
-		v = -v
-	}
-	if v < -1<<31 || v > 1<<31-1 {
+	v, err := strconv.ParseInt(name[i:], 10, 32)
+	if err != nil {
 		return "", 0, false
 	}
 	return name[:i], int32(v), true
