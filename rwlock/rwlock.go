@@ -37,7 +37,7 @@ type RWLock struct {
 	owners map[int64]*owner // by goroutine id; an entry exists while non-empty
 }
 
-// owner is what one goroutine holds through the handle; only it changes it.
+// owner is what one goroutine holds through the handle; only it writes it (under mu).
 type owner struct {
 	r, w *hold       // nil when that side is not held
 	kept *conn.Lease // our released write node, kept after a downgrade for a writer queued between
