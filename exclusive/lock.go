@@ -12,9 +12,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -42,7 +41,7 @@ type Lock struct {
 }
 
 // lockLink is embedded unexported: it adds nothing to the lock's API.
-type lockLink = lockid.Link
+type lockLink = connlink.Link[*conn.Session]
 
 // grant is one successful Acquire.
 type grant struct {
@@ -62,7 +61,7 @@ func New(sess *conn.Session, path string) (*Lock, error) {
 		return nil, fmt.Errorf("exclusive: new %s: %w", path, err)
 	}
 	return &Lock{
-		lockLink: lockid.NewLink(sess),
+		lockLink: connlink.NewLink(sess),
 		sess:     sess,
 		path:     path,
 		node:     zkpath.Join(path, nodeName),
@@ -77,7 +76,7 @@ func (l *Lock) Path() string { return l.path }
 // error matches ctx.Err() and no node is left behind (a grant as ctx ends
 // is undone). A session lost while waiting is not an error.
 func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := nodelabel.From(ctx); err != nil {
+	if _, err := locknode.Label(ctx); err != nil {
 		return nil, fmt.Errorf("exclusive: acquire %s: %w", l.path, err)
 	}
 	done := report.Meter(l.sess, "exclusive", l.path)
@@ -88,7 +87,7 @@ func (l *Lock) Acquire(ctx context.Context) (*conn.Lease, error) {
 
 func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 	id := newID()
-	label, _ := nodelabel.From(ctx) // checked by Acquire
+	label, _ := locknode.Label(ctx) // checked by Acquire
 	data := nodeData(id, label)
 	for {
 		if ctx.Err() != nil {
@@ -152,7 +151,7 @@ func (l *Lock) acquire(ctx context.Context) (*conn.Lease, error) {
 // handle now holds the lock; nil, false and a nil error if someone else
 // (or this very handle) holds it. Errors as for Acquire.
 func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := nodelabel.From(ctx); err != nil {
+	if _, err := locknode.Label(ctx); err != nil {
 		return nil, false, fmt.Errorf("exclusive: try acquire %s: %w", l.path, err)
 	}
 	done := report.Meter(l.sess, "exclusive", l.path)
@@ -171,7 +170,7 @@ func (l *Lock) tryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 		if err != nil {
 			return nil, false, l.wrap("try acquire", ctx, err)
 		}
-		label, _ := nodelabel.From(ctx) // checked by TryAcquire
+		label, _ := locknode.Label(ctx) // checked by TryAcquire
 		out, err := l.create(ctx, ep, nodeData(id, label), id)
 		switch out {
 		case epochEnded:

@@ -9,9 +9,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
-	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
@@ -38,7 +38,7 @@ type Mutex struct {
 }
 
 // lockLink is embedded unexported: it adds nothing to the mutex's API.
-type lockLink = lockid.Link
+type lockLink = connlink.Link[*conn.Session]
 
 // New returns a handle on the mutex at path; nothing is created until the
 // first acquire. It takes lock.WithRevocable and lock.WithLocalHandoff;
@@ -66,7 +66,7 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*Mutex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
-	return &Mutex{lockLink: lockid.NewLink(sess), sem: s, c: c, gate: make(chan struct{}, 1)}, nil
+	return &Mutex{lockLink: connlink.NewLink(sess), sem: s, c: c, gate: make(chan struct{}, 1)}, nil
 }
 
 // Path is the mutex's path, the parent of locks/ and leases/.
@@ -76,7 +76,7 @@ func (m *Mutex) Path() string { return m.sem.path }
 // waiting for the handle's own hold or acquire to end. On error nothing is
 // held or left behind; the error wraps ctx's or the session's.
 func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := nodelabel.From(ctx); err != nil { // before the gate and handoff
+	if _, err := locknode.Label(ctx); err != nil { // before the gate and handoff
 		return nil, m.acquireErr(err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -101,7 +101,7 @@ func (m *Mutex) Acquire(ctx context.Context) (*conn.Lease, error) {
 // TryAcquire makes one attempt and does not wait: (nil, false, nil) when
 // the handle or another contender holds or is taking the mutex.
 func (m *Mutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := nodelabel.From(ctx); err != nil { // before the gate and handoff
+	if _, err := locknode.Label(ctx); err != nil { // before the gate and handoff
 		return nil, false, m.acquireErr(err)
 	}
 	if err := ctx.Err(); err != nil {

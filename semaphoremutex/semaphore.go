@@ -15,7 +15,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -116,7 +115,7 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg lockopt.Confi
 // nothing is held or left behind; the error wraps ctx's or the session's.
 // A lease granted as ctx ends is given up.
 func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := nodelabel.From(ctx); err != nil { // asks for nothing: no wait
+	if _, err := locknode.Label(ctx); err != nil { // asks for nothing: no wait
 		return nil, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
 	}
 	done := report.Meter(s.sess, "semaphore", s.path)
@@ -132,7 +131,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*conn.Lease, error) {
 // every lease is taken or, as in Curator, another contender holds the
 // internal lock.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := nodelabel.From(ctx); err != nil { // asks for nothing: no wait
+	if _, err := locknode.Label(ctx); err != nil { // asks for nothing: no wait
 		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
 	}
 	done := report.Meter(s.sess, "semaphore", s.path)

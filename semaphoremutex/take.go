@@ -11,7 +11,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
@@ -72,7 +71,7 @@ type took struct {
 func (s *Semaphore) commit(ctx, ectx context.Context, ep *conn.Epoch, lk *conn.Lease, id string, noDir, lossy bool) (took, error) {
 	r := took{lossy: lossy}
 	p := zkpath.Join(s.leasesPath, leaseSchema.Prefix(id))
-	label, err := nodelabel.From(ctx) // checked by the internal lock's acquire
+	label, err := locknode.Label(ctx) // checked by the internal lock's acquire
 	if err != nil {
 		return r, err
 	}

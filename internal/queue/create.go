@@ -10,7 +10,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"go.uber.org/zap"
 )
@@ -52,7 +51,7 @@ func (q *Queue) createNode(ctx, ectx context.Context, ep *conn.Epoch, id string)
 	p := zkpath.Join(q.path, prefix)
 	data := q.cfg.Data
 	if data == nil {
-		label, err := nodelabel.From(ctx) // checked by AcquireGrant
+		label, err := locknode.Label(ctx) // checked by AcquireGrant
 		if err != nil {
 			return created{}, err
 		}
