@@ -87,8 +87,7 @@ func exclusiveReplaced(t *testing.T, f *fixture, ctx context.Context, name strin
 // for its Fence. A's Fence must be below B's (or fail with ErrLeaseLost);
 // if it equals B's, a fencing resource takes A's writes as B's.
 func TestExclusiveFenceOfReplacedNodeIsNotTheNewHolders(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	la, lb := exclusiveReplaced(t, f, ctx, "token")
 	fb := fenceOf(t, ctx, lb)
 	fa, errA := la.Fence(ctx)
@@ -108,8 +107,7 @@ func TestExclusiveFenceOfReplacedNodeIsNotTheNewHolders(t *testing.T) {
 // was deleted by a bystander and B holds the same path when A first calls
 // Lost. A's Lost must close.
 func TestExclusiveLostArmedAfterReplacementCloses(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	la, lb := exclusiveReplaced(t, f, ctx, "lost")
 	if _, ok := within(la.Lost(), 3*time.Second); !ok {
 		t.Fatalf("stale A's Lost open 3 s after it was first called, while B holds %s (A's Err: %v, B's Err: %v)", lb.Path(), la.Err(), lb.Err())
@@ -128,8 +126,7 @@ func TestExclusiveLostArmedAfterReplacementCloses(t *testing.T) {
 // creates it and holds. C waits. A, unaware, releases: B's node must stay,
 // and C must not enter while B holds.
 func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	x := newExclusiveScene(t, f, ctx, f.Path("excl-stale"), f.Session())
 	require.NoError(t, f.Raw().Delete(x.la.Path(), -1))
 	lb, czxid := x.bTakesOver(t, "the bystander's delete")
@@ -153,8 +150,7 @@ func TestExclusiveStaleReleaseSparesNewHolder(t *testing.T) {
 // A's connection comes back with the same session. A's background deletion
 // must not delete B's node.
 func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
+	f, ctx := setUp(t, 25*time.Second)
 	px, sa := f.ProxiedSession()
 	x := newExclusiveScene(t, f, ctx, f.Path("excl-bg"), sa)
 	sid := x.la.Epoch().SessionID()
@@ -181,32 +177,31 @@ func TestExclusiveBackgroundDeleteSparesNewHolder(t *testing.T) {
 // A's release answer is lost (ErrReleasePending), and A's handle acquires
 // again as soon as the connection is back, racing its own background
 // deletion, which must not delete the new node (same path, same session,
-// version 0 again). Five rounds; after each re-acquire, the node must stay
+// version 0 again). Five passes; after each re-acquire, the node must stay
 // A's and another session's TryAcquire must fail.
 func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	px, sa := f.ProxiedSession()
 	path := f.Path("excl-own")
 	xa, _ := exclusive.New(sa, path)
 	xc, _ := exclusive.New(f.Session(), path)
 	_, err := xa.Acquire(ctx)
 	require.NoError(t, err)
-	for round := 0; round < 5; round++ {
+	for pass := 0; pass < 5; pass++ {
 		px.BlackholeAfterWrites(2) // Release reads the node, then deletes it
 		if _, err := timed(ctx, 300*time.Millisecond, xa.Release); !errors.Is(err, lock.ErrReleasePending) {
-			t.Logf("round %d: release: %v", round, err)
+			t.Logf("pass %d: release: %v", pass, err)
 		}
 		again := make(chan *conn.Lease, 1)
 		go func() {
 			l, err := xa.Acquire(ctx)
 			if err != nil {
-				t.Errorf("round %d: re-acquire: %v", round, err)
+				t.Errorf("pass %d: re-acquire: %v", pass, err)
 			}
 			again <- l
 		}()
 		px.Heal()
-		l := recv(t, again, 10*time.Second, "round %d: A's re-acquire did not return", round)
+		l := recv(t, again, 10*time.Second, "pass %d: A's re-acquire did not return", pass)
 		if l == nil {
 			t.FailNow()
 		}
@@ -214,12 +209,12 @@ func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		_, st, err := f.Raw().Get(l.Path())
 		if err != nil || st.EphemeralOwner != l.Epoch().SessionID() {
-			t.Fatalf("round %d: A's new node after its background deletion: %+v %v", round, st, err)
+			t.Fatalf("pass %d: A's new node after its background deletion: %+v %v", pass, st, err)
 		}
 		if _, ok, err := xc.TryAcquire(ctx); ok || err != nil {
-			t.Fatalf("round %d: another session's TryAcquire while A holds: ok=%v err=%v", round, ok, err)
+			t.Fatalf("pass %d: another session's TryAcquire while A holds: ok=%v err=%v", pass, ok, err)
 		}
-		require.NoError(t, guardedCreate(ctx, l, fmt.Sprintf("%s-res-%d", path, round)), "round %d: A's guarded write after re-acquiring", round)
+		require.NoError(t, guardedCreate(ctx, l, fmt.Sprintf("%s-res-%d", path, pass)), "pass %d: A's guarded write after re-acquiring", pass)
 	}
 }
 
@@ -235,8 +230,7 @@ func TestExclusivePendingReleaseSparesOwnReacquire(t *testing.T) {
 // (its node is gone).
 func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 	const d = time.Second
-	f := newFixture(t)
-	ctx := ctxT(t, 40*time.Second)
+	f, ctx := setUp(t, 40*time.Second)
 	px, sa := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
 	x := newExclusiveScene(t, f, ctx, f.Path("excl-race"), sa)
 	multis := connlink.Of(sa).Stats().Requests[metrics.OpMulti]
@@ -273,14 +267,13 @@ func TestExclusiveReleaseRacingReplacementSparesNewHolder(t *testing.T) {
 // answered into a blackhole, the search for it too (a retry policy of one
 // attempt); once A's Acquire fails with ErrCreatePending and the proxy
 // heals, A (same handle) and B race for the lock, each holding 300 ms,
-// three rounds each. A ledger and a guarded write per hold check that no two
+// three passes each. A ledger and a guarded write per hold check that no two
 // hold at once (the background delete of A's lost node must not delete the
 // node of A's own new acquire, nor B's), and nothing is left at the end.
 func TestExclusiveCreatePendingThenRace(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
-	path := f.Path("r2-excl")
-	reg := f.Path("r2-excl-reg")
+	f, ctx := setUp(t, 28*time.Second)
+	path := f.Path("excl")
+	reg := f.Path("excl-reg")
 	f.Register(reg, nil)
 	px, sA := f.ProxiedSession(conn.WithSessionTimeout(8*time.Second), oneAttempt(20*time.Millisecond))
 	lA, _ := exclusive.New(sA, path)

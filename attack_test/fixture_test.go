@@ -1,4 +1,4 @@
-// Package attack_test probes the promises of zkrecipes' public documentation
+// Package attack_test tests the promises of zkrecipes' public documentation
 // by combining features, faults and bystanders, one file per recipe or
 // concern. It uses only the public API; each test starts from a fixture: a
 // real ZooKeeper, sessions on it, a bystander client and the test's paths.
@@ -19,6 +19,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
@@ -47,6 +49,14 @@ type fixture struct {
 func newFixture(t *testing.T, opts ...zktest.Option) *fixture {
 	t.Helper()
 	return &fixture{Cluster: zktest.New(t, opts...), t: t}
+}
+
+// setUp is how most tests begin: a fixture (started with opts) and a
+// context that ends after d or with the test.
+func setUp(t *testing.T, d time.Duration, opts ...zktest.Option) (*fixture, context.Context) {
+	t.Helper()
+	f := newFixture(t, opts...)
+	return f, ctxT(t, d)
 }
 
 // In is the fixture seen from subtest t: sessions and the bystander it
@@ -573,10 +583,10 @@ func stressAcquire(ctx context.Context, r *rand.Rand, long time.Duration, acquir
 	return l, nil
 }
 
-// stressRounds acquires through acquire, each time with a stressDeadline,
+// stressLoop acquires through acquire, each time with a stressDeadline,
 // and hands every lease to use, until stop. It returns how many acquires
 // gave up while queued, and the first other acquire error.
-func stressRounds(ctx context.Context, r *rand.Rand, stop time.Time, long time.Duration, acquire func(context.Context) (*conn.Lease, error), use func(*conn.Lease)) (short int, err error) {
+func stressLoop(ctx context.Context, r *rand.Rand, stop time.Time, long time.Duration, acquire func(context.Context) (*conn.Lease, error), use func(*conn.Lease)) (short int, err error) {
 	for time.Now().Before(stop) {
 		l, err := stressAcquire(ctx, r, long, acquire)
 		if err != nil {
@@ -1089,4 +1099,52 @@ func runDrain(t *testing.T, f *fixture, recipe, path string, ss []*conn.Session,
 		w.cancel()
 	}
 	return ws
+}
+
+// traceLog keeps a session's log lines and state transitions, time-stamped,
+// for a failing test to print.
+type traceLog struct {
+	mu    sync.Mutex
+	lines []string
+	t0    time.Time
+}
+
+func newTraceLog() *traceLog { return &traceLog{t0: time.Now()} }
+
+func (d *traceLog) add(s string) {
+	d.mu.Lock()
+	d.lines = append(d.lines, fmt.Sprintf("%8.3fs %s", time.Since(d.t0).Seconds(), s))
+	d.mu.Unlock()
+}
+
+func (d *traceLog) note(f string, a ...any) { d.add("TEST " + fmt.Sprintf(f, a...)) }
+
+// hooks reports the session's transitions into the log.
+func (d *traceLog) hooks() metrics.Hooks {
+	return metrics.Hooks{State: func(e metrics.Transition) {
+		if e.Err != nil {
+			d.add(fmt.Sprintf("STATE %s(session 0x%x: %v)", e.State, e.SessionID, e.Err))
+			return
+		}
+		d.add(fmt.Sprintf("STATE %s(session 0x%x)", e.State, e.SessionID))
+	}}
+}
+
+func (d *traceLog) dump() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return strings.Join(d.lines, "\n")
+}
+
+func (d *traceLog) Write(p []byte) (int, error) {
+	d.add(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func (d *traceLog) Sync() error { return nil }
+
+func (d *traceLog) logger() *zap.Logger {
+	enc := zap.NewDevelopmentEncoderConfig()
+	enc.TimeKey = ""
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), d, zap.DebugLevel))
 }

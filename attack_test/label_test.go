@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,8 +238,7 @@ func TestLabelSurvivesRevokeRequest(t *testing.T) {
 // semaphore's Participants and `zkrecipes locks -json` over the whole tree
 // show each node with its acquire's label.
 func TestLabelOnEveryNodeOfEveryRecipe(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	s1, s2 := f.Session(), f.Session()
 	// semaphore of one lease: holder "sem-holder", waiter "sem-waiter"
 	semA, err := semaphoremutex.NewSemaphore(s1, f.Path("sem"), 1)
@@ -309,8 +313,7 @@ func TestLabelOnEveryNodeOfEveryRecipe(t *testing.T) {
 // what the node's data says: it must not write the escape byte to the
 // operator's terminal.
 func TestForgedLabelWithControlCharsNotPrintedRaw(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	path := f.Path("forged")
 	m, l := labelled(t, ctx, f.Session(), path, "LABELMARK")
 	data := f.Data(l.Path())
@@ -354,8 +357,7 @@ func TestForgedLabelWithControlCharsNotPrintedRaw(t *testing.T) {
 // holder's id: two contenders with one id is what an operator cannot
 // untangle.
 func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	path := f.Path("idname")
 	m, l := labelled(t, ctx, f.Session(), path, "holder")
 	const forgedUUID = "00000000-0000-4000-8000-000000000000"
@@ -387,8 +389,7 @@ func TestParticipantIDIsTheUUIDInTheName(t *testing.T) {
 // count as it was) and a goroutine queueing in the process behind a local
 // handoff holder (it must fail at once, not wait for the holder).
 func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	s := f.Session()
 	path := f.Path("inv")
 	a, _ := labelled(t, ctx, s, path, "ok", lock.WithLocalHandoff(3, 0))
@@ -438,8 +439,7 @@ func TestInvalidLabelOnReentryAndLocalHandoff(t *testing.T) {
 // "Host and PID say which process queued it, when its data tells (Curator
 // writes only an address, which becomes Host)"); the mark replaced the label.
 func TestRevokeMarkNotReadAsOwnerInEveryRecipe(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	type parts func(context.Context) ([]lock.Participant, error)
 	check := func(name string, l *conn.Lease, p parts, s *conn.Session) {
 		require.NoError(t, lock.Revoke(ctx, s, l.Path()), name)
@@ -467,4 +467,128 @@ func TestRevokeMarkNotReadAsOwnerInEveryRecipe(t *testing.T) {
 	sl, err := sem.Acquire(lock.WithLabel(ctx, "lbl"))
 	require.NoError(t, err)
 	check("semaphore lease", sl, sem.Participants, sSem)
+}
+
+// TestZkrecipesHelpNamesKeptAndLabel: `zkrecipes --help` lists the
+// statuses and owners each node may show; the command prints `kept` (a
+// write node kept after a downgrade, README and docs/operations.md) and the
+// owner's `label=` (lock.WithLabel), so its help must name both.
+func TestZkrecipesHelpNamesKeptAndLabel(t *testing.T) {
+	bin := zkrecipesBin(t)
+	if bin == "" {
+		t.Skip("no zkrecipes binary")
+	}
+	out, _ := exec.Command(bin, "--help").CombinedOutput()
+	for _, w := range []string{"kept", "label"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("zkrecipes --help does not mention %q:\n%s", w, firstLines(string(out), 8))
+		}
+	}
+}
+
+func firstLines(s string, n int) string {
+	l := strings.SplitN(s, "\n", n+1)
+	if len(l) > n {
+		l = l[:n]
+	}
+	return strings.Join(l, "\n")
+}
+
+// zkrecipesBin is the zkrecipes command built from this tree (ZKRECIPES_BIN
+// if set), built once per test binary; the test fails if it cannot be built.
+func zkrecipesBin(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if b := os.Getenv("ZKRECIPES_BIN"); b != "" {
+			binPath = b
+			return
+		}
+		dir, err := os.MkdirTemp("", "attack-zkrecipes-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Dir(filepath.Dir(file))
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "zkrecipes"), "./cmd/zkrecipes")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./cmd/zkrecipes: %v: %s", err, out)
+			return
+		}
+		binPath = filepath.Join(dir, "zkrecipes")
+	})
+	require.NoError(t, binErr)
+	return binPath
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// zkrecipes runs the zkrecipes command on the fixture's servers with args
+// and fails the test if it fails. Its output is the standard output alone
+// with -json (so that it parses), else the standard and error outputs; ok
+// is false when there is no command to run.
+func (f *fixture) zkrecipes(t *testing.T, args ...string) (out string, ok bool) {
+	t.Helper()
+	bin := zkrecipesBin(t)
+	if bin == "" {
+		return "", false
+	}
+	cmd := exec.Command(bin, append([]string{"-servers", strings.Join(f.Servers(), ",")}, args...)...)
+	run := cmd.CombinedOutput
+	for _, a := range args {
+		if a == "-json" {
+			run = cmd.Output
+		}
+	}
+	b, err := run()
+	require.NoError(t, err, "zkrecipes %v: %s", args, b)
+	return string(b), true
+}
+
+// locksDoc is what `zkrecipes locks -json` prints.
+type locksDoc struct{ Queues []locksQueue }
+
+type locksQueue struct {
+	Path, Recipe string
+	Nodes        []struct {
+		Name, Kind, Status, Session string
+		Owner                       struct {
+			Client, Host, Label, ID string
+			PID                     int
+		}
+	}
+}
+
+// locksJSON runs `zkrecipes locks -json path` (false when there is no
+// command to run).
+func (f *fixture) locksJSON(t *testing.T, path string) (locksDoc, string, bool) {
+	t.Helper()
+	var doc locksDoc
+	out, ok := f.zkrecipes(t, "-json", "locks", path)
+	if ok {
+		require.NoError(t, json.Unmarshal([]byte(out), &doc), "%s", out)
+	}
+	return doc, out, ok
+}
+
+// cliStatus runs `zkrecipes locks -json path` and maps node name to status
+// (nil when there is no command to run).
+func cliStatus(t *testing.T, f *fixture, path string) map[string]string {
+	t.Helper()
+	doc, _, ok := f.locksJSON(t, path)
+	if !ok {
+		return nil
+	}
+	m := map[string]string{}
+	for _, q := range doc.Queues {
+		for _, n := range q.Nodes {
+			m[n.Name] = n.Status
+		}
+	}
+	return m
 }

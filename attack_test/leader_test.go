@@ -25,8 +25,7 @@ import (
 // more", with leaders resigning in quick succession (on three sessions)
 // while a bystander also deletes a leader's node, and the reader asleep.
 func TestLeaderObserveConvergesUnderChurn(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
+	f, ctx := setUp(t, 25*time.Second)
 	zc := f.Raw()
 	path := f.Path("observe-churn")
 	obsE, _ := leader.New(f.Session(), path, "observer")
@@ -172,8 +171,7 @@ func (r *runTerms) canceled(t *testing.T, f *fixture, path string, d time.Durati
 // a server-side expiry (ExpireEpoch), the second by a bystander's delete;
 // each term's ctx is cancelled with ErrLeadershipLost, and the tokens grow.
 func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	s := f.Session()
 	path := f.Path("requeue")
 	run := runRequeue(t, ctx, s, path)
@@ -210,8 +208,7 @@ func TestLeaderRunRequeueAcrossExpiryAndForeignDelete(t *testing.T) {
 // ended with ErrLeadershipLost, a fourth ended by ctx; tokens strictly
 // growing; no node left once Run returns and the connection is back.
 func TestLeaderRunRequeueSuspendedAsLost(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	px, s := f.ProxiedSession(conn.WithSuspendedAsLost())
 	path := f.Path("requeue-suspended")
 	run := runRequeue(t, ctx, s, path)
@@ -262,8 +259,7 @@ func fenceZxid(ctx context.Context, l *conn.Lease) (int64, error) {
 // second leader, however soon its ctx is cancelled afterwards (measured:
 // about 140 ms of overlap with P2's term).
 func TestLeaderNeverRunsForAFollowerWhoseNodeWasDeleted(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	zc := f.Raw()
 	path := f.Path("ghost-leader")
 	sl := f.Session()
@@ -423,9 +419,8 @@ func TestLeaderRunRequeueReturnsOnRefusedResign(t *testing.T) {
 // while P2's runs (in-process ledger), and must lead later, after Q (its new
 // node is queued last), from a node that exists.
 func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 25*time.Second)
-	path := f.Path("r2-lss")
+	f, ctx := setUp(t, 25*time.Second)
+	path := f.Path("lss")
 	bys := f.Raw()
 	s := f.Session()
 	eL, _ := leader.New(s, path, "L")
@@ -490,9 +485,8 @@ func TestLeaderFollowerDeletedInSharedListing(t *testing.T) {
 // deletes or resigns, so no two fn may run at once, and every term's
 // Fence (of the lease Run gives it) must be above the last one's.
 func TestLeaderSharedListingsRequeueCancelStress(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
-	path := f.Path("r2-leader")
+	f, ctx := setUp(t, 28*time.Second)
+	path := f.Path("leader")
 	var occ occupancy
 	var terms atomic.Int32
 	var fences fenceStore
@@ -547,8 +541,7 @@ func TestLeaderSharedListingsRequeueCancelStress(t *testing.T) {
 // refuse) on its ctx, Campaign leads, its node's data is exactly the
 // participant id, and Participants/Leader report no label.
 func TestCampaignWritesNoLabel(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	for i, label := range []string{"req-42", "bad\nlabel"} {
 		path := f.Path(fmt.Sprintf("el-label-%d", i))
 		e, err := leader.New(f.Session(), path, "p1")

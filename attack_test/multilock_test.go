@@ -34,8 +34,7 @@ func mutexAndRW(s *conn.Session, root string) (*mutex.InterProcessMutex, *rwlock
 // mutex (one lease) of one session: a bystander deletes the write lock's
 // node; the MultiLock's Lost must close, and Release must still succeed.
 func TestMultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	s, zc := f.Session(), f.Raw()
 	root := f.Path("ml-lost")
 	a, b := mutexAndRW(s, root)
@@ -70,8 +69,7 @@ func TestMultiLockLostOnForeignDeleteOfOneNode(t *testing.T) {
 // its path): Acquire fails with an error matching zk.ErrNoAuth, promptly,
 // and none of our nodes is left.
 func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	s, zc := f.Session(), f.Raw()
 	root := f.Path("ml-refused")
 	for _, p := range []string{f.Root(), root, root + "/z"} {
@@ -110,8 +108,7 @@ func TestMultiLockRollsBackWhenServerRefusesOne(t *testing.T) {
 // leases not lost, guarded writes committing, nodes present, and another
 // session kept out.
 func TestMultiLockOverReentrantHoldKeepsOuterHold(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	s := f.Session()
 	so := f.Session()
 	zc := f.Raw()
@@ -265,7 +262,7 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 		zc := f.Raw()
 		sa := f.Session()
 		sb := f.Session()
-		pa, pb := f.Root()+"/r4-ml/a", f.Root()+"/r4-ml/b"
+		pa, pb := f.Root()+"/ml/a", f.Root()+"/ml/b"
 		ma, _ := mutex.New(sa, pa)
 		mb, _ := mutex.New(sb, pb)
 		mc, _ := mutex.New(f.Session(), pb)
@@ -327,7 +324,7 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 						t.Error("empty lease path")
 					}
 				}
-				if err := guardedCreate(ctx, r.leases[0], f.Path("r4-ml/x")); err == nil {
+				if err := guardedCreate(ctx, r.leases[0], f.Path("ml/x")); err == nil {
 					// leases[0] is /a (path order): lost
 					t.Error("guarded write through the lost /a lease committed")
 				}

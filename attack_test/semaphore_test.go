@@ -27,8 +27,7 @@ import (
 // (also to sealed-looking data). The waiter must not get a lease until one
 // lease node is deleted.
 func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 20*time.Second)
+	f, ctx := setUp(t, 20*time.Second)
 	zc := f.Raw()
 	path := f.Path("sem-foreign")
 	ensure(t, zc, zkWorld, f.Root(), path, path+"/locks", path+"/leases")
@@ -65,9 +64,8 @@ func TestSemaphoreLeaseDataChangeIsNoRelease(t *testing.T) {
 // goroutine other than the acquirer's half the time. Ledger at every
 // entry; no node left at the end.
 func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
-	path := f.Path("r2-sem")
+	f, ctx := setUp(t, 28*time.Second)
+	path := f.Path("sem")
 	bys := f.Raw()
 	const leases = 3
 	var occ occupancy
@@ -80,7 +78,7 @@ func TestSemaphoreSharedListingsCancelStress(t *testing.T) {
 	}
 	onSessions(f, 2, 8, mk, func(sem *semaphoremutex.Semaphore, g int) {
 		r := rand.New(rand.NewSource(int64(g)))
-		_, err := stressRounds(ctx, r, stop, 8*time.Second, sem.Acquire, func(l *conn.Lease) {
+		_, err := stressLoop(ctx, r, stop, 8*time.Second, sem.Acquire, func(l *conn.Lease) {
 			if n := occ.enter(); n > leases {
 				t.Errorf("g%d: %d holders of a %d-lease semaphore", g, n, leases)
 			}
@@ -138,7 +136,7 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 		rec := &metricsRec{}
 		s := f.Session(conn.WithMetrics(rec.Hooks()))
 		recipe := map[string]string{"plain": "semaphoremutex", "local-handoff": "semaphoremutex-handoff"}[name]
-		m := newLocker(t, recipe, s, f.Path("r3-semlost"), 0)
+		m := newLocker(t, recipe, s, f.Path("semlost"), 0)
 		l, err := m.Acquire(ctx)
 		require.NoError(t, err)
 		lost := l.Lost()
@@ -166,12 +164,11 @@ func TestSemaphoreMutexLossCountedOnce(t *testing.T) {
 // is a holder that must stop mid-work". The contender is then granted once
 // the foreign lease goes and releases; LockLost must not have been reported.
 func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 30*time.Second)
+	f, ctx := setUp(t, 30*time.Second)
 	rec := &metricsRec{}
 	s := f.Session(conn.WithMetrics(rec.Hooks()))
 	zc := f.Raw()
-	path := f.Path("r3-semwait")
+	path := f.Path("semwait")
 	full := connlink.Of(s).FullPath(path)
 	for _, p := range []string{f.Root(), full, full + "/leases"} {
 		_, _ = zc.Create(p, nil, 0, zkWorld)

@@ -2,13 +2,17 @@ package attack_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
@@ -20,6 +24,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestEveryCallAfterCloseFailsAtOnce checks conn's "ErrClosed is
@@ -225,8 +230,7 @@ func TestCloseWhileBlackholedWithEverythingInFlight(t *testing.T) {
 // server expires the session twice; then the second must hold exactly the
 // same events, in the same order.
 func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
-	f := newFixture(t)
-	ctx := ctxT(t, 28*time.Second)
+	f, ctx := setUp(t, 28*time.Second)
 	// The last-heard timer: a cut must bring the same session back
 	// (Reconnected) however long go-zookeeper takes to redial; the quorum
 	// timer may end the epoch first when the redial takes longer than about
@@ -248,7 +252,7 @@ func TestSubscribeNeverDropsUnderCutsAndExpiry(t *testing.T) {
 			}
 		}
 	}
-	for round := 0; round < 2; round++ {
+	for pass := 0; pass < 2; pass++ {
 		for i := 0; i < 4; i++ {
 			px.Cut()
 			wait(conn.Reconnected)
@@ -307,5 +311,662 @@ func TestValidatePathEdges(t *testing.T) {
 		if err := zkpath.Validate(p); !errors.Is(err, conn.ErrInvalidArgument) || strings.Contains(err.Error(), "is reserved") {
 			t.Errorf("Validate(%q) = %v, want ErrInvalidArgument (not reserved)", p, err)
 		}
+	}
+}
+
+// TestNamespacePathsAreOneCoordinateSystem checks, under
+// conn.WithNamespace ("a chroot that callers never see"), that the paths the
+// public API hands out (Lease.Path, Participant.Node) are the ones it takes
+// back (Session.Exists, Revoke), for mutex, rwlock, semaphore mutex and
+// leader; that a lock taken through a namespace excludes one taken through
+// the full path without it (one lock, multilock/doc.go's "One lock is one
+// lock"); that GuardedWrite's ops are namespaced; and that multilock.New
+// refuses the same full path reached through two namespaces
+// (conn.ErrInvalidArgument).
+func TestNamespacePathsAreOneCoordinateSystem(t *testing.T) {
+	f, ctx := setUp(t, 25*time.Second)
+	ns := f.Path("ns")
+	sn := f.Session(conn.WithNamespace(ns))
+	sp := f.Session() // plain, sees the full paths
+	zc := f.Raw()
+	// foundBySession: the lease's path is the one its session takes back.
+	foundBySession := func(t *testing.T, l *conn.Lease) {
+		t.Helper()
+		if ok, _, err := sn.Exists(ctx, l.Path()); !ok || err != nil {
+			t.Errorf("Lease.Path %q not found through its session: %v %v", l.Path(), ok, err)
+		}
+	}
+	// keptOut: the same lock through its full path, without a namespace,
+	// is taken.
+	keptOut := func(t *testing.T, what string, other tryAcquirer, release func(context.Context) error) {
+		t.Helper()
+		if _, ok, err := other.TryAcquire(ctx); ok || err != nil {
+			t.Errorf("%s through the full path: ok=%v err=%v, want (false, nil)", what, ok, err)
+			if ok {
+				_ = release(ctx)
+			}
+		}
+	}
+	// heldAlone: lk, taken through the namespace, is found by its session
+	// and is the one participant; it returns the lease and the node listed.
+	heldAlone := func(t *testing.T, lk interface {
+		acquirer
+		Participants(context.Context) ([]lock.Participant, error)
+	}) (*conn.Lease, string) {
+		t.Helper()
+		l, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		foundBySession(t, l)
+		ps, err := lk.Participants(ctx)
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("Participants %+v (%v), want one", ps, err)
+		}
+		return l, ps[0].Node
+	}
+	// revokedBy: Revoke of the node Participants lists reaches the lease.
+	revokedBy := func(t *testing.T, l *conn.Lease, node string) {
+		t.Helper()
+		rev := l.Revoked()
+		if err := lock.Revoke(ctx, sn, node); err != nil {
+			t.Errorf("Revoke(Participant.Node %q) under a namespace: %v", node, err)
+		}
+		if _, ok := within(rev, 5*time.Second); !ok {
+			t.Errorf("Revoked not closed after Revoke(Participant.Node %q), lease %q", node, l.Path())
+		}
+	}
+
+	t.Run("mutex", func(t *testing.T) {
+		m, _ := mutex.New(sn, "/m", lock.WithRevocable())
+		l, node := heldAlone(t, m)
+		if node != l.Path() {
+			t.Errorf("Participants lists %q, want the lease's Node %q", node, l.Path())
+		}
+		other, _ := mutex.New(sp, connlink.Of(sn).FullPath("/m"))
+		keptOut(t, "TryAcquire of the same lock", other, other.Release)
+		// GuardedWrite is namespaced.
+		_, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: "/m-res", Data: []byte("x"), Acl: zkWorld})
+		require.NoError(t, err)
+		if !exists(zc, ns+"/m-res") {
+			t.Errorf("GuardedWrite's create did not land at %s", ns+"/m-res")
+		}
+		revokedBy(t, l, node)
+		require.NoError(t, m.Release(ctx))
+	})
+	t.Run("rwlock", func(t *testing.T) {
+		rw, _ := rwlock.New(sn, "/rw")
+		l, err := rw.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
+		foundBySession(t, l)
+		other, _ := rwlock.New(sp, connlink.Of(sn).FullPath("/rw"))
+		keptOut(t, "read TryAcquire while written", other.ReadLock(), other.ReadLock().Release)
+		require.NoError(t, rw.WriteLock().Release(ctx))
+	})
+	t.Run("semaphoremutex", func(t *testing.T) {
+		m, _ := semaphoremutex.New(sn, "/s", lock.WithRevocable())
+		l, node := heldAlone(t, m)
+		revokedBy(t, l, node)
+		other, _ := semaphoremutex.New(sp, connlink.Of(sn).FullPath("/s"))
+		keptOut(t, "TryAcquire", other, other.Release)
+		require.NoError(t, m.Release(ctx))
+	})
+	t.Run("leader", func(t *testing.T) {
+		e, _ := leader.New(sn, "/l", "n")
+		l, err := e.Campaign(ctx)
+		require.NoError(t, err)
+		p, err := e.Leader(ctx)
+		if err != nil || p.Node != l.Path() || p.ID != "n" {
+			t.Errorf("Leader %+v (%v), want Node %q", p, err, l.Path())
+		}
+		o, _ := leader.New(sp, connlink.Of(sn).FullPath("/l"), "p")
+		if p2, err := o.Leader(ctx); err != nil || p2.ID != "n" {
+			t.Errorf("Leader through the full path: %+v %v", p2, err)
+		}
+		require.NoError(t, e.Resign(ctx))
+	})
+	t.Run("multilock", func(t *testing.T) {
+		f := f.In(t)
+		a, _ := mutex.New(sn, "/x/y")
+		sn2 := f.Session(conn.WithNamespace(ns + "/x"))
+		b, _ := mutex.New(sn2, "/y")
+		if _, err := multilock.New(a, b); !errors.Is(err, conn.ErrInvalidArgument) || !strings.Contains(err.Error(), "two locks on the same path") {
+			t.Errorf("multilock.New over %s reached through two namespaces: %v, want ErrInvalidArgument (two locks on the same path)", connlink.Of(sn).FullPath("/x/y"), err)
+		}
+	})
+}
+
+// TestNamespaceDigestUnderCutAndExpiry: sessions with
+// conn.WithNamespace, conn.WithDigestAuth and a digest-only ACL
+// (conn.WithACL), A through a proxy, queue on one mutex: A holds, B waits.
+//   - the zkrecipes command with -namespace and -auth (docs/operations.md: "the
+//     chroot your services use with conn.WithNamespace, so that PATH is the
+//     path they use"; "-auth user:password ... when the lock tree is not
+//     world-readable") shows A holding and B waiting, as Participants does;
+//     without -auth it exits 5 ("authentication refused: ZooKeeper answered
+//     NOAUTH");
+//   - A's connection is cut while it holds (the same session comes back):
+//     WithDigestAuth's credentials are "sent to the server at the start of
+//     every session", and a connection that comes back must still be allowed
+//     to delete under the digest-only parent: A's Release must be nil and B
+//     granted;
+//   - then B's session is expired by the server while C waits: C is granted,
+//     and the command shows C holding under its session.
+func TestNamespaceDigestUnderCutAndExpiry(t *testing.T) {
+	bin := zkrecipesBin(t)
+	f, ctx := setUp(t, 60*time.Second)
+	ns := f.Path("ns")
+	acl := zk.DigestACL(zk.PermAll, "svc", "secret")
+	opts := []conn.Option{conn.WithNamespace(ns), conn.WithDigestAuth("svc", "secret"), conn.WithACL(acl)}
+	px, sa := f.ProxiedSession(opts...)
+	sb := f.Session(opts...)
+	// the namespace root, readable by the service only
+	zc := f.Raw()
+	require.NoError(t, zc.AddAuth("digest", []byte("svc:secret")))
+	ensure(t, zc, zkWorld, f.Root())
+	ensure(t, zc, acl, ns)
+	queue := ns + "/locks/x"
+	ma, _ := mutex.New(sa, "/locks/x")
+	mb, _ := mutex.New(sb, "/locks/x")
+	mc, _ := mutex.New(f.Session(opts...), "/locks/x")
+	ha := hold(ctx, ma)
+	la := ha.wait(t, 60*time.Second, "ha")
+	hb := hold(ctx, mb)
+	waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(zc, queue)) == 2 })
+
+	run := func(args ...string) (locksQueue, int, string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, bin, append([]string{"-servers", strings.Join(f.Servers(), ","), "-timeout", "5s"}, args...)...)
+		cmd.Env = append(os.Environ(), "ZK_AUTH=", "ZK_NAMESPACE=", "ZK_SERVERS=")
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return locksQueue{}, ee.ExitCode(), string(out)
+		}
+		require.NoError(t, err)
+		var doc locksDoc
+		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+		require.Len(t, doc.Queues, 1, "queues: %s", out)
+		return doc.Queues[0], 0, string(out)
+	}
+	q, code, out := run("-namespace", ns, "-auth", "svc:secret", "-json", "locks", "/locks")
+	if code != 0 || len(q.Nodes) != 2 || q.Nodes[0].Status != "holds" || q.Nodes[1].Status != "waits" || !strings.HasSuffix(la.Path(), q.Nodes[0].Name) {
+		t.Fatalf("command: code %d, %s (A holds %s)", code, out, la.Path())
+	}
+	if q.Path != "/locks/x" {
+		t.Errorf("queue path %q, want the path the services use, /locks/x", q.Path)
+	}
+	ps, err := mc.Participants(ctx)
+	if err != nil || len(ps) != 2 || !ps[0].Holding || ps[0].Node != la.Path() {
+		t.Fatalf("Participants: %v %+v", err, ps)
+	}
+	if _, code, out := run("-namespace", ns, "-json", "locks", "/locks"); code != 5 {
+		t.Errorf("without -auth: exit %d, want 5: %s", code, out)
+	}
+
+	// A's connection cut while it holds; the same session comes back.
+	sidA := epochOf(t, sa).SessionID()
+	px.Cut()
+	waitFor(t, 10*time.Second, "A reconnected", func() bool {
+		ep, err := connlink.Of(sa).Epoch(ctx)
+		return err == nil && ep.SessionID() == sidA
+	})
+	require.NoError(t, ha.release(), "A's Release after a cut, digest-only parent")
+	lb, ok := hb.granted(t, 10*time.Second, "B")
+	if !ok {
+		t.Fatalf("B not granted: %v", children(zc, queue))
+	}
+	hc := hold(ctx, mc)
+	waitFor(t, 10*time.Second, "C queued", func() bool { return len(children(zc, queue)) == 2 })
+	f.Expire(ctx, epochOf(t, sb))
+	lc, ok := hc.granted(t, 10*time.Second, "C")
+	if !ok {
+		t.Fatalf("C not granted after B's expiry: %v", children(zc, queue))
+	}
+	recv(t, lb.Lost(), 10*time.Second, "B's Lost not closed after its expiry")
+	q, code, out = run("-namespace", ns, "-auth", "svc:secret", "-json", "locks", "/locks")
+	if code != 0 || len(q.Nodes) != 1 || q.Nodes[0].Status != "holds" || !strings.HasSuffix(lc.Path(), q.Nodes[0].Name) {
+		t.Fatalf("command after B's expiry: code %d, %s (C holds %s)", code, out, lc.Path())
+	}
+	if err := hb.release(); err != nil {
+		t.Errorf("B's Release after loss: %v", err)
+	}
+	require.NoError(t, hc.release())
+	waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(zc, queue)) == 0 })
+}
+
+// waitPair is a holder in one session and a waiter in another, on one
+// path: hold takes the lock, wait waits for it.
+type waitPair struct {
+	hold, wait func(ctx context.Context) error
+}
+
+// waitPairs makes, for each recipe, a holder in sh and a waiter in sw.
+func waitPairs(sh, sw *conn.Session) map[string]func(t *testing.T, path string) waitPair {
+	// pair: the holder acquires holds times (a semaphore's every lease)
+	pair := func(holder, waiter string, holds int) func(*testing.T, string) waitPair {
+		return func(t *testing.T, path string) waitPair {
+			h, w := newLocker(t, holder, sh, path, 0), newLocker(t, waiter, sw, path, 1)
+			return waitPair{func(ctx context.Context) error {
+				for i := 0; i < holds; i++ {
+					if _, err := h.Acquire(ctx); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, acquireErr(w)}
+		}
+	}
+	return map[string]func(*testing.T, string) waitPair{
+		"mutex":                    pair("mutex", "mutex", 1),
+		"rwlock-read-behind-write": pair("rwlock-write", "rwlock-read", 1),
+		"rwlock-write-behind-read": pair("rwlock-read", "rwlock-write", 1),
+		"semaphoremutex":           pair("semaphoremutex", "semaphoremutex", 1),
+		"semaphore-2":              pair("semaphore-2", "semaphore-2", 2),
+		"exclusive":                pair("exclusive", "exclusive", 1),
+		"leader":                   pair("leader", "leader", 1),
+		"multilock": func(t *testing.T, path string) waitPair {
+			h, _ := mutex.New(sh, path+"/b")
+			a, _ := mutex.New(sw, path+"/a")
+			b, _ := mutex.New(sw, path+"/b")
+			m, _ := multilock.New(b, a)
+			return waitPair{acquireErr(h), func(ctx context.Context) error { _, err := m.Acquire(ctx); return err }}
+		},
+	}
+}
+
+// heldPair makes mk's pair on path and has its holder take the lock; it
+// returns the pair and the ephemeral nodes under path then.
+func heldPair(t *testing.T, ctx context.Context, f *fixture, mk func(*testing.T, string) waitPair, path string) (waitPair, int) {
+	t.Helper()
+	p := mk(t, path)
+	require.NoError(t, p.hold(ctx))
+	return p, countNodes(f.Raw(), path)
+}
+
+// nothingLeft reports an error unless, within d, server 0 lists no watch
+// under path and the ephemeral nodes under it are back to before; after
+// says when, for the message.
+func nothingLeft(t *testing.T, f *fixture, path string, before int, d time.Duration, after string) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for {
+		ws, n := watchesUnder(f, 0, path), countNodes(f.Raw(), path)
+		if len(ws) == 0 && n == before {
+			return
+		}
+		if time.Now().After(end) {
+			if len(ws) != 0 {
+				t.Errorf("watches left on the server %s: %v", after, ws)
+			}
+			if n != before {
+				t.Errorf("ephemeral nodes under %s: %d before the waiter, %d %s", path, before, n, after)
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestNoWatchLeftByTimedOutWaiter checks conn/doc.go: "A watch nobody
+// waits on any more is removed from the server. The recipes tell the epoch
+// when a waiter gives up" and the BRIEF's "No orphan node, watch or
+// goroutine after cancel/timeout", for a waiter of every recipe whose ctx
+// deadline ends while another session holds: once Acquire has returned, no
+// node of the waiter is left and the server lists no watch under the path.
+// semaphore-2 and semaphoremutex/doc.go: "A waiter that gives up removes
+// its watches from the server" (its watches on N lease nodes).
+func TestNoWatchLeftByTimedOutWaiter(t *testing.T) {
+	f := newFixture(t)
+	sh := f.Session() // holder, never arms Lost
+	sw := f.Session() // waiter
+	_ = f.Raw()       // the bystander, made here rather than in a subtest
+	mk := waitPairs(sh, sw)
+	for name, mkPair := range mk {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t, 20*time.Second)
+			path := f.Path("watch-leak-") + name
+			p, before := heldPair(t, ctx, f, mkPair, path)
+			took, err := timed(ctx, 800*time.Millisecond, p.wait)
+			if took > 800*time.Millisecond+250*time.Millisecond {
+				t.Errorf("waiter returned %v after its ctx began (deadline 800 ms)", took)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("waiter: %v, want DeadlineExceeded", err)
+			}
+			nothingLeft(t, f, path, before, 3*time.Second, "3 s after the waiter gave up")
+		})
+	}
+}
+
+// TestNoWatchLeftByWaiterTimedOutWhileBlackholed checks conn/doc.go:
+// "when no other watcher of the session waits on that path and kind ...
+// the server's watch is removed with removeWatches ..., and it does not
+// come back on a reconnect", and each recipe's "Nothing is left behind: a
+// failed, timed-out or cancelled acquire deletes its node ... What cannot be
+// done within those 100 ms goes on in the background", for a waiter whose
+// deadline ends while its connection is blackholed, the same session coming
+// back afterwards (the blackhole is shorter than the session timeout).
+func TestNoWatchLeftByWaiterTimedOutWhileBlackholed(t *testing.T) {
+	f := newFixture(t)
+	sh := f.Session()
+	px, sw := f.ProxiedSession()
+	_ = f.Raw() // the bystander, made here rather than in a subtest
+	mk := waitPairs(sh, sw)
+	for _, name := range []string{"mutex", "rwlock-read-behind-write", "semaphore-2", "exclusive", "leader"} {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t, 25*time.Second)
+			path := f.Path("bh-watch-") + name
+			p, before := heldPair(t, ctx, f, mk[name], path)
+			ep, err := connlink.Of(sw).Epoch(ctx)
+			require.NoError(t, err)
+			sid := ep.SessionID()
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- p.wait(wctx) }()
+			waitFor(t, 5*time.Second, "the waiter's watch", func() bool {
+				return len(watchesUnder(f, 0, path)) > 0
+			})
+			px.Blackhole()
+			time.Sleep(200 * time.Millisecond) // the waiter is cut off (observable only by time)
+			cancel()
+			start := time.Now()
+			err, ok := within(done, 3*time.Second)
+			if !ok {
+				px.Heal()
+				t.Fatalf("waiter did not return 3 s after cancel while blackholed")
+			}
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("waiter: %v, want context.Canceled", err)
+			}
+			if took := time.Since(start); took > 250*time.Millisecond {
+				t.Errorf("waiter returned %v after cancel while blackholed", took)
+			}
+			px.Heal()
+			waitFor(t, 10*time.Second, "the waiter's session to be back", func() bool {
+				ep, err := connlink.Of(sw).Epoch(ctx)
+				return err == nil && ep.Err() == nil && sw.State().String() != "Suspended"
+			})
+			if ep2, _ := connlink.Of(sw).Epoch(ctx); ep2.SessionID() != sid {
+				t.Skipf("the session was not kept across the blackhole (%x -> %x): nothing to check", sid, ep2.SessionID())
+			}
+			nothingLeft(t, f, path, before, 5*time.Second, "5 s after the session came back")
+		})
+	}
+}
+
+// TestSharedWatchSurvivesOneWaiterGivingUp checks conn/doc.go: "A
+// watch nobody waits on any more is removed from the server ... when no
+// other watcher of the session waits on that path and kind", from the other
+// side: when one waiter of a session gives up, another waiter of the same
+// session on the same node must still be woken.
+//   - rwlock: two readers of one session (two handles) queued behind one
+//     writer both watch its W node; one times out; the writer releases; the
+//     other must get the read lock.
+//   - semaphore: two Semaphore handles (N=2) of one session wait: the first
+//     holds the internal mutex and watches the lease nodes; it times out;
+//     a lease is released; the second must get a lease.
+//   - leader: two Observe calls on one session; one is cancelled; the other
+//     must still see the leader change.
+func TestSharedWatchSurvivesOneWaiterGivingUp(t *testing.T) {
+	f := newFixture(t)
+	sh := f.Session()
+	sw := f.Session()
+	t.Run("rwlock", func(t *testing.T) {
+		f := f.In(t)
+		ctx := ctxT(t, 20*time.Second)
+		path := f.Path("shared-rw")
+		h := newRW(t, sh, path)
+		_, err := h.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
+		r1, r2 := newRW(t, sw, path), newRW(t, sw, path)
+		h2 := hold(ctx, r2.ReadLock())
+		waitFor(t, 5*time.Second, "r2 queued", func() bool { return len(children(f.Raw(), path)) == 2 })
+		if _, err := timed(ctx, 500*time.Millisecond, acquireErr(r1.ReadLock())); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("r1: %v", err)
+		}
+		time.Sleep(300 * time.Millisecond) // give a wrong watch removal time to reach the server
+		require.NoError(t, h.WriteLock().Release(ctx))
+		h2.wait(t, 5*time.Second, "r2 not woken 5 s after the writer released: its watch went with r1's")
+		require.NoError(t, h2.release())
+	})
+	t.Run("semaphore", func(t *testing.T) {
+		f := f.In(t)
+		ctx := ctxT(t, 20*time.Second)
+		path := f.Path("shared-sem")
+		h := newLocker(t, "semaphore-2", sh, path, 0)
+		for i := 0; i < 2; i++ {
+			_, err := h.Acquire(ctx)
+			require.NoError(t, err)
+		}
+		w1, w2 := newLocker(t, "semaphore-2", sw, path, 1), newLocker(t, "semaphore-2", sw, path, 2)
+		c1, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		defer cancel()
+		got1 := make(chan error, 1)
+		go func() { got1 <- acquireErr(w1)(c1) }()
+		zc := f.Raw()
+		waitFor(t, 5*time.Second, "w1 queued", func() bool { return len(children(zc, path+"/locks")) == 1 })
+		h2 := hold(ctx, w2)
+		waitFor(t, 5*time.Second, "w2 queued", func() bool { return len(children(zc, path+"/locks")) == 2 })
+		if err := <-got1; !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("w1: %v", err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		require.NoError(t, h.Release(ctx))
+		h2.wait(t, 5*time.Second, "w2 got no lease 5 s after one was released")
+	})
+	t.Run("leader-observe", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
+		path := f.Path("shared-observe")
+		o1, _ := leader.New(sw, path, "o1")
+		o2, _ := leader.New(sw, path, "o2")
+		c1, cancel1 := context.WithCancel(ctx)
+		ch1 := o1.Observe(c1)
+		ch2 := o2.Observe(ctx)
+		<-ch1
+		<-ch2
+		cancel1()
+		for range ch1 {
+		}
+		time.Sleep(300 * time.Millisecond)
+		e, _ := leader.New(sh, path, "boss")
+		l, err := e.Campaign(ctx)
+		require.NoError(t, err)
+		defer e.Resign(context.WithoutCancel(ctx))
+		observeUntil(t, ch2, 5*time.Second, l.Path(), "the remaining Observe did not see the new leader within 5 s")
+	})
+}
+
+// TestSharedListingMassCancelLeavesNoWatch checks conn's "A watch
+// nobody waits on any more is removed from the server" and mutex's "Nothing
+// is left behind: a failed, timed-out or cancelled acquire deletes its node",
+// with one session's shared listings: B holds; 24 goroutines of session A
+// queue on the path (through two handles, one with WithLocalHandoff), then
+// all are cancelled at once (one ctx). With A still open, no node of A's
+// and no watch of A's (wchp, any path under the lock path or the lock path
+// itself) may remain, and the server's watch count (mntr
+// zk_watch_count) must come back to what it was with B holding alone.
+// Also with the cancel made while A is disconnected (reset, reconnects
+// blackholed), A reconnecting to the same session afterwards: the watches
+// "do not come back on a reconnect".
+func TestSharedListingMassCancelLeavesNoWatch(t *testing.T) {
+	forEach(t, []string{"connected", "cancelled-while-disconnected"}, func(t *testing.T, f *fixture, name string) {
+		massCancel(t, f, name == "cancelled-while-disconnected")
+	})
+}
+
+func massCancel(t *testing.T, f *fixture, cut bool) {
+	ctx := ctxT(t, 25*time.Second)
+	path := f.Path("mass/lock")
+	bys := f.Raw()
+	px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
+	b, m1, m2 := f.heldAgainst(ctx, sA, path) // B, another session, holds
+	watchCount := func() string {
+		m, err := f.Mntr(ctx, 0)
+		require.NoError(t, err)
+		return m["zk_watch_count"]
+	}
+	base := watchCount()
+	actx, cancel := context.WithCancel(ctx)
+	const n = 24
+	errs := make(chan error, n)
+	wg := spawn(n, func(i int) {
+		_, err := [2]*mutex.InterProcessMutex{m1, m2}[i%2].Acquire(actx)
+		errs <- err
+	})
+	// Every plain waiter has a node; the handoff ones share one.
+	waitFor(t, 10*time.Second, "A's waiters queued", func() bool { return len(children(bys, path)) == 1+n/2+1 })
+	time.Sleep(300 * time.Millisecond) // let the waiters set their watches; the check below does not rely on it
+	t.Logf("watches with the queue: %s (B alone: %s)", watchCount(), base)
+	if cut {
+		suspend(t, px, sA)
+	}
+	cancel()
+	wg.Wait()
+	if cut {
+		px.Heal()
+		waitFor(t, 10*time.Second, "A reconnected", func() bool { return sA.State() == conn.Reconnected })
+	}
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("acquire: %v", err)
+		}
+	}
+	waitFor(t, 10*time.Second, "only B's node left", func() bool { return len(children(bys, path)) == 1 })
+	waitFor(t, 10*time.Second, "the watch count back to B's alone", func() bool { return watchCount() == base })
+	out, err := f.FourLetter(ctx, 0, "wchc")
+	require.NoError(t, err)
+	t.Logf("wchc after the cancel:\n%s", out)
+	require.NoError(t, b.release())
+	waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
+}
+
+// TestRevokedHolderWatchesGaugeMatchesServer: a revocable holder (with a
+// label) arms Lost and Revoked; another session revokes it. At each step
+// the holder's watches gauge (metrics.Hooks.Watches: "the number of watches
+// the session has on the servers for its callers") equals what the server
+// lists for its session (wchc), and both are 0 after its release.
+func TestRevokedHolderWatchesGaugeMatchesServer(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	m := &metricsRec{}
+	s := f.Session(conn.WithMetrics(m.Hooks()))
+	path := f.Path("rev-watch")
+	h, err := mutex.New(s, path, lock.WithRevocable())
+	require.NoError(t, err)
+	l, err := h.Acquire(lock.WithLabel(ctx, "job"))
+	require.NoError(t, err)
+	sid := epochOf(t, s).SessionID()
+	match := func(when string) {
+		t.Helper()
+		if !eventually(3*time.Second, func() bool { return int(m.watches.Load()) == len(sessionWatches(t, f, 0, sid)) }) {
+			t.Errorf("%s: gauge %d, server lists %v", when, m.watches.Load(), sessionWatches(t, f, 0, sid))
+		}
+	}
+	_ = l.Lost()
+	revoked := l.Revoked()
+	match("armed")
+	require.NoError(t, lock.Revoke(ctx, f.Session(), l.Path()))
+	recv(t, revoked, 5*time.Second, "Revoked not closed")
+	match("revoked")
+	select {
+	case <-l.Lost():
+		t.Fatal("a revoke request made the lease lost")
+	default:
+	}
+	require.NoError(t, h.Release(ctx))
+	match("released")
+	require.Zero(t, m.watches.Load(), "gauge after release")
+}
+
+// TestCheckWirePassesAndLeavesNoNode checks zktest.CheckWire's doc against
+// the go-zookeeper this module pins: it "returns nil" for v1.0.4 itself,
+// and "creates one ephemeral node at the namespace's root, cuts the
+// connection once, and closes the session": once it returned, the node is
+// gone and no session of it is left on the server.
+func TestCheckWirePassesAndLeavesNoNode(t *testing.T) {
+	f := newFixture(t)
+	ns := f.Path("cw")
+	ensure(t, f.Raw(), zkWorld, f.Root(), ns)
+	require.NoError(t, zktest.CheckWire(ctxT(t, 30*time.Second), f.Servers(), conn.WithNamespace(ns)))
+	if kids := children(f.Raw(), ns); len(kids) != 0 {
+		t.Errorf("CheckWire returned and left %v at the namespace's root", kids)
+	}
+}
+
+// TestCheckWireUnreachableIsNotAVersionVerdict: against servers that
+// answer nothing (a blackholed proxy), CheckWire must keep its ctx's
+// deadline and must not blame the go-zookeeper copy (an error matching
+// conn.ErrZKVersion means "the copy does not keep what conn relies on";
+// an unreachable server says nothing about the copy).
+func TestCheckWireUnreachableIsNotAVersionVerdict(t *testing.T) {
+	f := newFixture(t)
+	p := f.Proxy()
+	p.Blackhole()
+	took, err := timed(context.Background(), time.Second, checkWire(p))
+	t.Logf("CheckWire: %v after %v", err, took)
+	require.Error(t, err)
+	if took > 1250*time.Millisecond {
+		t.Errorf("CheckWire returned %v after its 1 s deadline", took-time.Second)
+	}
+	if errors.Is(err, conn.ErrZKVersion) {
+		t.Errorf("CheckWire blames the go-zookeeper copy for an unreachable server: %v", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("CheckWire's error does not match context.DeadlineExceeded: %v", err)
+	}
+}
+
+// TestCheckWireCutMidCheckIsNotAVersionVerdict: the connection is
+// blackholed after CheckWire's first few requests (a network fault during
+// the check); it keeps its deadline and does not answer ErrZKVersion.
+func TestCheckWireCutMidCheckIsNotAVersionVerdict(t *testing.T) {
+	f := newFixture(t)
+	for _, n := range []int{1, 2, 3} {
+		p := f.Proxy()
+		p.BlackholeAfterWrites(n)
+		took, err := timed(context.Background(), 2*time.Second, checkWire(p))
+		t.Logf("blackholed after write %d: CheckWire: %v after %v", n, err, took)
+		if took > 2250*time.Millisecond {
+			t.Errorf("n=%d: CheckWire returned %v after its 2 s deadline", n, took-2*time.Second)
+		}
+		if errors.Is(err, conn.ErrZKVersion) {
+			t.Errorf("n=%d: CheckWire blames the go-zookeeper copy for a network fault: %v", n, err)
+		}
+		p.Close()
+	}
+}
+
+// TestConnectKeepsDeadlineWhenUnreachable: Connect "waits, bounded by ctx
+// alone": against a blackholed proxy it returns by its
+// ctx's deadline (plus 250 ms) with an error matching
+// context.DeadlineExceeded. CheckWire, which connects first, is held to
+// the same.
+func TestConnectKeepsDeadlineWhenUnreachable(t *testing.T) {
+	f := newFixture(t)
+	p := f.Proxy()
+	p.Blackhole()
+	for _, d := range []time.Duration{300 * time.Millisecond, time.Second} {
+		took, err := timed(context.Background(), d, func(ctx context.Context) error {
+			s, err := conn.Connect(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
+			if s != nil {
+				_ = s.Close()
+			}
+			return err
+		})
+		t.Logf("deadline %v: Connect: %v after %v", d, err, took)
+		require.Error(t, err)
+		if took > d+250*time.Millisecond {
+			t.Errorf("deadline %v: Connect returned %v after it", d, took-d)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("deadline %v: Connect's error does not match context.DeadlineExceeded: %v", d, err)
+		}
+	}
+}
+
+// checkWire is zktest.CheckWire through p (session timeout 4 s).
+func checkWire(p *zktest.Proxy) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return zktest.CheckWire(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
 	}
 }

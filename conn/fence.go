@@ -46,18 +46,29 @@ func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 // a lease of its own over the same node, lost when released or when l is.
 func (l *Lease) localView(pass int64) *Lease {
 	l.shared.Store(true)
-	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: l.revoked,
+	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: make(chan struct{}),
 		granted: time.Now(), recipe: l.recipe, lock: l.lock}
 	linkLease(v)
 	go v.watchParent()
 	return v
 }
 
-// watchParent closes the view's Lost when its node's lease is lost.
+// watchParent closes the view's Lost when its node's lease is lost, and its
+// Revoked on a revoke request to the node while the view holds, not after.
 func (l *Lease) watchParent() {
-	select {
-	case <-l.parent.lostChan():
-		l.closeLost(l.parent.Err())
-	case <-l.lost:
+	revoked := l.parent.revoked
+	for {
+		select {
+		case <-l.parent.lostChan():
+			l.closeLost(l.parent.Err())
+			return
+		case <-l.lost:
+			return
+		case <-revoked:
+			revoked = nil
+			if !l.isLost() {
+				close(l.revoked)
+			}
+		}
 	}
 }

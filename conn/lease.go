@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
@@ -304,7 +306,8 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 // commits only while the grant's node exists. A lost lease fails with
 // ErrLeaseLost (maybe applied if it also matches ErrConnectionLoss). A
 // refused op is named by its index and matches the server's error. Ops
-// may not set the data of the grant's own node (ErrInvalidArgument).
+// may not set the data of the grant's own node, nor of any node Session.Set
+// refuses (ErrInvalidArgument).
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.parent != nil {
 		l.writes.RLock()
@@ -319,8 +322,8 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 	for {
 		check := l.checkOp()
 		for _, op := range ops {
-			if sd, ok := op.(*zk.SetDataRequest); ok && (sd.Path == l.path || sd.Path == check.Path) {
-				return nil, fmt.Errorf("a guarded write may not set the data of its own lock node %s: %w", sd.Path, ErrInvalidArgument)
+			if sd, ok := op.(*zk.SetDataRequest); ok && (sd.Path == l.path || sd.Path == check.Path || locknode.Recipe(zkpath.Base(sd.Path))) {
+				return nil, fmt.Errorf("a guarded write may not set the data of a lock node %s: %w", sd.Path, ErrInvalidArgument)
 			}
 		}
 		res, err := l.ep.multi(ctx, append([]any{check}, ops...)...)

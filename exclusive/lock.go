@@ -10,10 +10,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -37,13 +35,14 @@ type Lock struct {
 }
 
 // lockLink is embedded unexported: it adds nothing to the lock's API.
-type lockLink = lockid.Link
+type lockLink = connlink.Link[*conn.Session]
 
 // grant is one successful Acquire; id is the unique id in the node's data.
 type grant struct {
 	ep    *conn.Epoch
 	lease *conn.Lease
 	id    string
+	czxid int64 // the node's: ours even if its data was overwritten
 }
 
 // New returns a handle on the exclusive lock at path. Nothing is sent
@@ -56,7 +55,7 @@ func New(sess *conn.Session, path string) (*Lock, error) {
 		return nil, fmt.Errorf("exclusive: new %s: %w", path, err)
 	}
 	return &Lock{
-		lockLink: lockid.NewLink(sess),
+		lockLink: connlink.NewLink(sess),
 		sess:     sess,
 		path:     path,
 		node:     zkpath.Join(path, "lock"),
@@ -82,7 +81,7 @@ func (l *Lock) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 
 // metered is acquire reported as one wait to the session's Lock hook.
 func (l *Lock) metered(ctx context.Context, op string, wait bool) (*conn.Lease, error) {
-	label, err := nodelabel.From(ctx)
+	label, err := locknode.Label(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("exclusive: %s %s: %w", op, l.path, err)
 	}
@@ -136,7 +135,7 @@ func (l *Lock) acquire(ctx context.Context, op string, wait bool, label string) 
 				err = fmt.Errorf("%w: %w", lock.ErrCreatePending, err)
 			}
 			return nil, l.wrap(op, ctx, err)
-		case ours(ep, got, st, id):
+		case ours(ep, got, st, id, 0):
 			return l.grant(ctx, ep, id, st)
 		case !wait:
 			return nil, nil
@@ -162,7 +161,7 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 		l.settle(ctx, ep, id)
 		return nil, l.wrap("acquire", ctx, ctx.Err())
 	}
-	g := &grant{ep: ep, lease: connlink.Of(ep).NewLease(l.node, st.Czxid), id: id}
+	g := &grant{ep: ep, lease: connlink.Of(ep).NewLease(l.node, st.Czxid), id: id, czxid: st.Czxid}
 	connlink.Of(g.lease).Label("exclusive", l.path)
 	l.mu.Lock()
 	stale := l.held
@@ -179,10 +178,11 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 }
 
 // ours reports whether the node read as data and st is the one the Acquire
-// call with id created in ep.
-func ours(ep *conn.Epoch, data []byte, st *zk.Stat, id string) bool {
+// call with id created in ep: by its id, or by its czxid when known (a
+// write by its own session may have replaced the id).
+func ours(ep *conn.Epoch, data []byte, st *zk.Stat, id string, czxid int64) bool {
 	d, _ := locknode.DecodeData(data)
-	return st.EphemeralOwner == ep.SessionID() && d.ID == id
+	return st.EphemeralOwner == ep.SessionID() && (d.ID == id || czxid != 0 && st.Czxid == czxid)
 }
 
 // wrap makes the error of a failed acquire; when ctx has ended, the error
@@ -202,10 +202,10 @@ func (l *Lock) settle(ctx context.Context, ep *conn.Epoch, id string) {
 // undo deletes the lock node if the Acquire call with id created it in ep,
 // in the background if that cannot be learnt now.
 func (l *Lock) undo(ctx context.Context, ep *conn.Epoch, id string) error {
-	err := l.deleteIfOurs(ctx, ep, id)
+	err := l.deleteIfOurs(ctx, ep, id, 0)
 	if err != nil && ep.Err() == nil {
 		l.log.Info("the lock node's owner is unknown; deleting it if ours in the background", zap.Error(err))
-		bg.Unresolved(ep, l.log, err, func(c context.Context) error { return l.deleteIfOurs(c, ep, id) })
+		bg.Unresolved(ep, l.log, err, func(c context.Context) error { return l.deleteIfOurs(c, ep, id, 0) })
 		return nil
 	}
 	return err
@@ -265,16 +265,16 @@ func (l *Lock) create(ctx context.Context, ep *conn.Epoch, data []byte, id strin
 	return classify(ep, err), err
 }
 
-// deleteIfOurs deletes the lock node if it carries our session and id,
-// reading it again after each failed delete.
-func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string) error {
-	_, err := l.deleteOurs(ctx, ep, id)
+// deleteIfOurs deletes the lock node if it carries our session and id (or
+// czxid, when not 0), reading it again after each failed delete.
+func (l *Lock) deleteIfOurs(ctx context.Context, ep *conn.Epoch, id string, czxid int64) error {
+	_, err := l.deleteOurs(ctx, ep, id, czxid)
 	return err
 }
 
 // deleteOurs is deleteIfOurs; gone: our node was found gone (or replaced)
 // before any delete of ours could have been applied.
-func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone bool, err error) {
+func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string, czxid int64) (gone bool, err error) {
 	unsure := false // a delete of ours was sent and its answer lost
 	for i := 0; ; i++ {
 		data, st, err := connlink.Of(ep).Get(ctx, l.node)
@@ -283,7 +283,7 @@ func (l *Lock) deleteOurs(ctx context.Context, ep *conn.Epoch, id string) (gone 
 			return !unsure, nil
 		case err != nil:
 			return false, err
-		case !ours(ep, data, st, id):
+		case !ours(ep, data, st, id, czxid):
 			return !unsure, nil
 		}
 		// One delete, never retried, behind a set-data in one transaction:
@@ -328,7 +328,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		return nil
 	}
 	connlink.Of(g.lease).Releasing(true)
-	gone, err := l.deleteOurs(ctx, g.ep, g.id)
+	gone, err := l.deleteOurs(ctx, g.ep, g.id, g.czxid)
 	switch {
 	case err == nil:
 		if gone {
@@ -343,7 +343,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	case ctx.Err() != nil || errors.Is(err, conn.ErrConnectionLoss):
 		connlink.Of(g.lease).Released()
 		go bg.RetryUntilDone(g.ep, l.log, "deleting the lock node after an unconfirmed release", func(ctx context.Context) error {
-			return l.deleteIfOurs(ctx, g.ep, g.id)
+			return l.deleteIfOurs(ctx, g.ep, g.id, g.czxid)
 		})
 		return fmt.Errorf("exclusive: release %s: %w: %w", l.path, lock.ErrReleasePending, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -18,14 +19,27 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
 // schema names the nodes as Curator's LeaderLatch: "_c_<uuid>-latch-<seq>".
 var schema = locknode.ProtectedSchema{Name: "latch"}
 
-// Election is one participant in the election at a path, Curator's
-// LeaderLatch participants included: it campaigns, leads and resigns at
-// most once at a time. Safe for concurrent use.
+// Errors returned by this package, compared with errors.Is.
+var (
+	// ErrCampaigning: Campaign or Run on a handle that campaigns or leads.
+	ErrCampaigning = errors.New("leader: already campaigning or leading")
+
+	// ErrNoLeader: Leader found no participant under the election path.
+	ErrNoLeader = errors.New("leader: no leader")
+
+	// ErrLeadershipLost: Run's term ended because the lease's Lost closed.
+	// It also matches conn.ErrLeaseLost and the lease's reason.
+	ErrLeadershipLost = errors.New("leader: leadership lost")
+)
+
+// Election is one participant in the election at a path: it campaigns,
+// leads and resigns at most once at a time. Safe for concurrent use.
 type Election struct {
 	sess *conn.Session
 	q    *queue.Queue
@@ -37,10 +51,9 @@ type Election struct {
 	lease       *conn.Lease   // while we lead (possibly lost: see Lost)
 }
 
-// New returns participant id's handle on the election at path; nothing is
-// created until Campaign. id is our node's data (LeaderLatch's id), what
-// Leader and Participants report; it should be unique.
-// It takes WithRequeue; any other option fails with conn.ErrInvalidArgument.
+// New returns participant id's handle on the election at path. id, which
+// should be unique, is our node's data (LeaderLatch's id). It takes
+// WithRequeue; any other option fails with conn.ErrInvalidArgument.
 func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, error) {
 	cfg, err := lockopt.Configure("leader.New", sess, path, lockopt.Requeue, opts)
 	if err != nil {
@@ -49,9 +62,7 @@ func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, e
 	if id == "" {
 		return nil, fmt.Errorf("leader: new %s: empty participant id: %w", path, conn.ErrInvalidArgument)
 	}
-	// Data: no handover mark, which would consume a LeaderLatch waiter's
-	// one-shot watch. lead meters a campaign once, however many nodes it
-	// queues.
+	// No handover mark: it would consume a LeaderLatch waiter's watch.
 	q, err := queue.New(sess, path, queue.Config{Schema: schema, Predicate: queue.First, Data: []byte(id)},
 		queue.Options{Recipe: "leader"})
 	if err != nil {
@@ -60,13 +71,20 @@ func New(sess *conn.Session, path, id string, opts ...lock.Option) (*Election, e
 	return &Election{sess: sess, q: q, cfg: cfg}, nil
 }
 
+// WithRequeue makes Run campaign again after a term that fn ended with nil
+// or that was lost (Curator LeaderSelector's autoRequeue): Run then returns
+// only when its ctx ends, fn fails, or the resign after the term fails.
+// Only leader.New takes it.
+func WithRequeue() lock.Option {
+	return lockopt.Give(lockopt.Requeue)
+}
+
 // path is the election path.
 func (e *Election) path() string { return e.q.Path() }
 
 // Campaign queues our node and blocks until we lead or ctx ends, and
-// returns the leadership as a lease (watch Lost, fence writes; Err is nil
-// while we lead); Resign ends it. On error nothing is left behind;
-// ErrCampaigning when this handle already campaigns or leads.
+// returns the leadership as a lease; Resign ends it. On error nothing is
+// left behind; ErrCampaigning when this handle already campaigns or leads.
 func (e *Election) Campaign(ctx context.Context) (*conn.Lease, error) {
 	return e.campaign(ctx, true)
 }
@@ -91,8 +109,8 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*conn.Lease, error)
 }
 
 // lead queues our node until it is first (nil, nil if not and !wait), then
-// confirms with the lease's Fence that it still exists: the queue grants a
-// node deleted while it waited, whose successor already leads.
+// confirms with Fence that it still exists (the queue grants a node
+// deleted while it waited).
 func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err error) {
 	done := report.Meter(e.sess, "leader", e.path())
 	defer func() { done(l != nil, err) }()
@@ -117,8 +135,8 @@ func (e *Election) lead(ctx context.Context, wait bool) (l *conn.Lease, err erro
 	}
 }
 
-// begin marks a campaign under way, once a Resign under way has ended, and
-// drops a lost leadership still recorded (deleting its node if need be).
+// begin marks a campaign under way, once a Resign has ended, and drops a
+// lost leadership still recorded.
 func (e *Election) begin(ctx context.Context) error {
 	e.mu.Lock()
 	for e.resigning != nil {
@@ -145,10 +163,9 @@ func (e *Election) begin(ctx context.Context) error {
 	return nil
 }
 
-// Resign gives up leadership: our node is deleted and the lease's Lost
-// closes. lock.ErrNotHeld when this handle does not lead;
-// lock.ErrReleasePending when the deletion is unconfirmed (we no longer
-// lead); any other error leaves us leading: call Resign again.
+// Resign gives up leadership: our node is deleted and Lost closes.
+// lock.ErrNotHeld when this handle does not lead; lock.ErrReleasePending
+// when the deletion is unconfirmed; any other error leaves us leading.
 func (e *Election) Resign(ctx context.Context) error {
 	return e.resign(ctx, nil)
 }
@@ -179,7 +196,6 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 	}
 	e.mu.Unlock()
 	if err != nil {
-		// err already says "release pending" if it is.
 		return fmt.Errorf("leader: resign %s: %w", e.path(), err)
 	}
 	return nil
@@ -188,44 +204,37 @@ func (e *Election) resign(ctx context.Context, want *conn.Lease) error {
 // Leader returns the current leader, ours or a foreign client's;
 // ErrNoLeader when there is none. A snapshot.
 func (e *Election) Leader(ctx context.Context) (lock.Participant, error) {
-	ep, err := connlink.Of(e.sess).Epoch(ctx)
-	if err != nil {
-		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.path(), err)
-	}
-	ps, err := e.list(ctx, ep, 1)
-	if err != nil {
-		return lock.Participant{}, fmt.Errorf("leader: leader of %s: %w", e.path(), err)
-	}
-	if len(ps) == 0 {
+	ps, err := e.list(ctx, "leader of", 1)
+	switch {
+	case err != nil:
+		return lock.Participant{}, err
+	case len(ps) == 0:
 		return lock.Participant{}, fmt.Errorf("%w: %s", ErrNoLeader, e.path())
 	}
 	return ps[0], nil
 }
 
-// Participants lists the participants in order: the first leads, the
-// others in the order they will take over. A snapshot.
+// Participants lists the participants in order, the leader first. A
+// snapshot.
 func (e *Election) Participants(ctx context.Context) ([]lock.Participant, error) {
-	ep, err := connlink.Of(e.sess).Epoch(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("leader: participants of %s: %w", e.path(), err)
-	}
-	ps, err := e.list(ctx, ep, -1)
-	if err != nil {
-		return nil, fmt.Errorf("leader: participants of %s: %w", e.path(), err)
-	}
-	return ps, nil
+	return e.list(ctx, "participants of", -1)
 }
 
-// list reads up to n participants (all when n < 0).
-func (e *Election) list(ctx context.Context, ep *conn.Epoch, n int) ([]lock.Participant, error) {
-	names, _, err := connlink.Of(ep).Children(ctx, e.path())
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
+// list reads up to n participants (all when n < 0); its errors say op.
+func (e *Election) list(ctx context.Context, op string, n int) ([]lock.Participant, error) {
+	ep, err := connlink.Of(e.sess).Epoch(ctx)
+	var names []string
+	if err == nil {
+		names, _, err = connlink.Of(ep).Children(ctx, e.path())
 	}
-	if err != nil {
-		return nil, err
+	var ps []lock.Participant
+	if err == nil {
+		ps, err = e.read(ctx, ep, names, n)
 	}
-	return e.read(ctx, ep, names, n)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("leader: %s %s: %w", op, e.path(), err)
+	}
+	return ps, nil
 }
 
 // read reads the data of up to n contenders among names, in queue order.
@@ -246,4 +255,72 @@ func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n i
 		out = append(out, lock.Participant{ID: string(b), Node: p, Seq: c.Seq, Holding: len(out) == 0})
 	}
 	return out, nil
+}
+
+// Run campaigns, then runs fn with the term's lease. fn's ctx is cancelled
+// when Run's ctx ends or, with a cause matching ErrLeadershipLost, when the
+// lease is lost. When fn returns, Run resigns and returns: the campaign's
+// error if we never led; ErrLeadershipLost if the term was lost; else fn's
+// error joined with the resign's. WithRequeue campaigns again instead.
+func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *conn.Lease) error) error {
+	if fn == nil {
+		return fmt.Errorf("leader: run %s: nil function", e.path())
+	}
+	for {
+		l, err := e.Campaign(ctx)
+		if err != nil {
+			return err
+		}
+		err = e.term(ctx, l, fn)
+		if !e.cfg.Requeue {
+			return err
+		}
+		if ctx.Err() != nil {
+			// The term ended with ctx: Run's answer is ctx's.
+			if err == nil || errors.Is(err, ErrLeadershipLost) {
+				err = fmt.Errorf("leader: run %s: %w", e.path(), bg.CtxErr(ctx))
+			}
+			return err
+		}
+		if err != nil && !errors.Is(err, ErrLeadershipLost) {
+			return err
+		}
+	}
+}
+
+// term runs fn under lease l and resigns.
+func (e *Election) term(ctx context.Context, l *conn.Lease, fn func(ctx context.Context, lease *conn.Lease) error) error {
+	start := time.Now()
+	report.Leader(e.sess, metrics.Leader{Path: e.path(), Leading: true})
+	defer func() { report.Leader(e.sess, metrics.Leader{Path: e.path(), Duration: time.Since(start)}) }()
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-l.Lost():
+			cancel(fmt.Errorf("%w: %w", ErrLeadershipLost, l.Err()))
+		case <-stop:
+		}
+	}()
+	ferr := fn(fctx, l)
+	close(stop)
+	<-done
+	lost := l.Err() // before our own resign closes Lost
+
+	rctx, rcancel := bg.CleanupContext(ctx, l.Epoch())
+	defer rcancel()
+	rerr := e.resign(rctx, l)
+	if errors.Is(rerr, lock.ErrReleasePending) {
+		connlink.Of(e.sess).Logger().Info("leader: resign after the term is pending")
+	}
+	switch {
+	case lost != nil && ferr != nil && !errors.Is(ferr, context.Canceled):
+		return fmt.Errorf("%w: %s: %w (fn: %w)", ErrLeadershipLost, e.path(), lost, ferr)
+	case lost != nil:
+		return fmt.Errorf("%w: %s: %w", ErrLeadershipLost, e.path(), lost)
+	}
+	return errors.Join(ferr, rerr)
 }

@@ -15,10 +15,8 @@ import (
 )
 
 // Observe returns a channel of leader changes: the current leader, then
-// each new one (the zero Participant when nobody campaigns). The latest
-// value wins: a slow reader may skip leaders but never misses a change.
-// Closed when ctx ends or the session is closed. It keeps one watch on the
-// path, removed from the server when ctx ends.
+// each new one (the zero Participant for none); a slow reader sees the
+// latest. Closed, its watch removed, when ctx ends or the session closes.
 func (e *Election) Observe(ctx context.Context) <-chan lock.Participant {
 	ch := make(chan lock.Participant, 1)
 	go e.observe(ctx, ch)
@@ -43,25 +41,20 @@ func (e *Election) observe(ctx context.Context, ch chan lock.Participant) {
 func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan lock.Participant, last **lock.Participant) bool {
 	delay := 50 * time.Millisecond
 	for {
-		cur, w, _, err := e.leaderW(ctx, ep)
-		if err != nil {
-			// No watch is left behind by a failed leaderW.
-			switch {
-			case ctx.Err() != nil:
-				return false
-			case ep.Err() != nil:
-				return true // watches went with the epoch
+		cur, w, err := e.leaderW(ctx, ep)
+		if err != nil { // no watch left behind
+			if ctx.Err() == nil && ep.Err() == nil {
+				connlink.Of(e.sess).Logger().Debug("leader: observe", zap.Error(err))
+				t := time.NewTimer(delay)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+				case <-ep.Done():
+				}
+				t.Stop()
 			}
-			connlink.Of(e.sess).Logger().Debug("leader: observe", zap.Error(err))
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return false
-			case <-ep.Done():
-				t.Stop()
-				return true
+			if ctx.Err() != nil || ep.Err() != nil {
+				return ctx.Err() == nil // an ended epoch took its watches
 			}
 			delay = min(2*delay, connlink.Of(ep).Timeout())
 			continue
@@ -82,8 +75,8 @@ func (e *Election) observeEpoch(ctx context.Context, ep *conn.Epoch, ch chan loc
 	}
 }
 
-// publish puts p into ch, replacing a value not yet taken. Only the
-// observing goroutine sends on ch, so the send after the drain never blocks.
+// publish puts p into ch, replacing a value not yet taken (only the
+// observer sends, so the send after the drain never blocks).
 func publish(ch chan lock.Participant, p lock.Participant) {
 	select {
 	case ch <- p:
@@ -97,41 +90,35 @@ func publish(ch chan lock.Participant, p lock.Participant) {
 	ch <- p
 }
 
-// leaderW reads the leader and leaves a watch on the path's children
-// (exists true), or on its creation.
-func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participant, <-chan zk.Event, bool, error) {
+// leaderW reads the leader, watching the path's children (or creation).
+func (e *Election) leaderW(ctx context.Context, ep *conn.Epoch) (lock.Participant, <-chan zk.Event, error) {
 	for {
 		names, _, w, err := connlink.Of(ep).ChildrenW(ctx, e.path())
 		if errors.Is(err, zk.ErrNoNode) {
 			ok, _, w, err := connlink.Of(ep).ExistsW(ctx, e.path())
-			if err != nil {
-				return lock.Participant{}, nil, false, err
+			if err != nil || !ok {
+				return lock.Participant{}, w, err
 			}
-			if !ok {
-				return lock.Participant{}, w, false, nil
-			}
-			// Created meanwhile: our watch is a data watch, which misses
-			// the children. Remove it and list again.
+			// Created meanwhile: a data watch misses the children.
 			e.unwatch(ctx, ep, w)
 			continue
 		}
 		if err != nil {
-			return lock.Participant{}, nil, false, err
+			return lock.Participant{}, nil, err
 		}
 		ps, err := e.read(ctx, ep, names, 1)
 		if err != nil {
 			e.unwatch(ctx, ep, w)
-			return lock.Participant{}, nil, false, err
+			return lock.Participant{}, nil, err
 		}
 		if len(ps) == 0 {
-			return lock.Participant{}, w, true, nil
+			return lock.Participant{}, w, nil
 		}
-		return ps[0], w, true, nil
+		return ps[0], w, nil
 	}
 }
 
-// unwatch removes pending watch w from the server, waiting at most
-// bg.Grace after ctx ended.
+// unwatch removes watch w from the server, until bg.Grace after ctx ended.
 func (e *Election) unwatch(ctx context.Context, ep *conn.Epoch, w <-chan zk.Event) {
 	cctx, cancel := bg.CleanupContext(ctx, ep)
 	defer cancel()

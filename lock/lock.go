@@ -1,11 +1,8 @@
-// Package lock holds what every lock of this module shares: the Locker
-// interface that multilock combines, the Participant the recipes list, the
-// Option their New functions take, and the errors they all return
-// (wrapped), so that one errors.Is works for every recipe.
+// Package lock holds what every lock of this module shares: Locker,
+// Participant, Option and the errors they all return (wrapped), so that
+// one errors.Is works for every recipe.
 //
 // # Acquire, TryAcquire and Release: one contract
-//
-// The locks side by side:
 //
 //	lock                      owner      reentrant           fair        Release by another goroutine  TryAcquire
 //	mutex.InterProcessMutex   goroutine  yes, counted        FIFO        ErrNotOwner                   yes
@@ -19,75 +16,66 @@
 // What every one of them does:
 //
 //   - Acquire blocks until the lock is held or ctx ends, and returns at
-//     most 100 ms after ctx ends. On error it holds nothing and leaves
-//     nothing behind (in the background if need be). A session lost while
-//     waiting is not an error: Acquire starts over in the next. A
-//     connection loss is retried as conn.WithRetry says, then returned.
+//     most 100 ms after ctx ends, holding nothing and leaving nothing
+//     behind on error. A session lost while waiting is not an error:
+//     Acquire starts over in the next.
 //   - TryAcquire never waits: (nil, false, nil) when the lock is taken.
-//   - The *conn.Lease returned is the grant: Lost closes when the lock must
-//     be taken as lost; Fence and GuardedWrite fence writes.
-//   - Release deletes the node (a Semaphore names the lease: ReturnLease).
-//     After a loss it returns nil; when only the local timer ended the
-//     session, the node may stay, and nobody gets the lock, until the
-//     server expires the session.
+//   - The *conn.Lease returned is the grant: watch Lost, fence writes.
+//   - Release deletes the node; after a loss it returns nil.
 //   - Errors say the recipe, the operation and the lock's path once, then
 //     the cause: "mutex: release /locks/a: lock: not held".
 //
-// See docs/safety.md for what holds under which fault.
+// docs/safety.md says what holds under which fault.
 package lock
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
+	"github.com/zkrecipes/zkrecipes/internal/lockopt"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
-// Errors every lock of this module returns with the same meaning, wrapped;
-// compare with errors.Is.
+// Errors every lock of this module returns, wrapped; compare with errors.Is.
 var (
-	// ErrNotHeld: Release on a handle that holds nothing (never acquired,
-	// or already released); nothing changed.
+	// ErrNotHeld: Release on a handle that holds nothing; nothing changed.
 	ErrNotHeld = errors.New("lock: not held")
 
-	// ErrReleasePending: the release's delete could not be confirmed (the
-	// connection was lost, or ctx ended) while the session lives. The lock
-	// counts as released: do not call Release again. The node is deleted in
-	// the background until it is gone or the session ends; others may see
-	// the lock held until then. It also matches the cause.
+	// ErrReleasePending: the release's delete could not be confirmed. The
+	// lock counts as released (do not call Release again); the node is
+	// deleted in the background. It also matches the cause.
 	ErrReleasePending = errors.New("lock: release pending (the node may still exist; deleting it in the background)")
 
 	// ErrCreatePending: Acquire or TryAcquire failed without learning
-	// whether its create made a node (the answer was lost, and so was the
-	// search for it). Nothing is held; a goroutine bound to the session
-	// finds and deletes the node, if any. It also matches the cause.
+	// whether its create made a node. Nothing is held; the node, if any, is
+	// deleted in the background. It also matches the cause.
 	ErrCreatePending = errors.New("lock: create pending (its answer was lost and the node could not be looked for; deleting it in the background if it exists)")
 
 	// ErrNotOwner: Release of a goroutine-owned lock (mutex, rwlock) by a
-	// goroutine that does not hold it while another of this process does.
-	// Nothing changed.
+	// goroutine that does not hold it while another does. Nothing changed.
 	ErrNotOwner = errors.New("lock: not owner (held by another goroutine of this process)")
 
-	// ErrNotRevocable: Revoke refused because the holder's node is sealed
-	// (the default; see WithRevocable); nothing was written.
+	// ErrNotRevocable: Revoke refused a sealed node (see WithRevocable).
 	ErrNotRevocable = errors.New("lock: lock node is sealed, not revocable")
 )
 
-// WithLabel returns a copy of ctx carrying label, what the caller calls the
-// holder (a request id, a job name). Acquire and TryAcquire write it into
-// the node they create, where Participants and the zkrecipes command show
-// it (a re-entry or local handoff keeps the node's; Campaign ignores it).
-// A label over 256 bytes, not UTF-8 or with control characters fails at
-// once, asking nothing, with an error matching conn.ErrInvalidArgument.
+// WithLabel returns a copy of ctx carrying label (a request id, a job
+// name), which Acquire and TryAcquire write into their node for
+// Participants to show. A label over 256 bytes, not UTF-8 or with control
+// characters fails with conn.ErrInvalidArgument.
 func WithLabel(ctx context.Context, label string) context.Context {
-	return nodelabel.With(ctx, label)
+	return locknode.WithLabel(ctx, label)
 }
 
 // Locker is what every lock of this module is, and what a
-// multilock.MultiLock is made of. A lock of this module, or a type that
-// embeds one, is identified by its session's ensemble and its full path
-// (namespace included); any other Locker by its Path alone.
+// multilock.MultiLock is made of.
 type Locker interface {
 	// Acquire blocks until held or ctx ends.
 	Acquire(ctx context.Context) (*conn.Lease, error)
@@ -97,29 +85,95 @@ type Locker interface {
 	Path() string
 }
 
-// Participant is one contender as the recipes' Participants (and leader's
-// Leader and Observe) report it: a node in the queue, ours or a foreign
-// client's (Curator, kazoo, go-zookeeper).
+// Participant is one contender, ours or a foreign client's, as the
+// recipes' Participants (and leader's Leader and Observe) report it.
 type Participant struct {
-	// Node is the node's path.
-	Node string
-	// Holding is true for a holder of the lock (for a semaphore, of a
-	// lease; for an election, the leader), false for a waiter.
-	Holding bool
-	// Seq is the sequence number the server gave the node.
-	Seq int32
-	// ID is a lock contender's unique acquire id (from the name, or for
-	// rwlock the data), or an election participant's id (leader.New).
-	ID string
-	// Host and PID say which process queued it, when its data tells
-	// (Curator writes only an address, which becomes Host).
-	Host string
-	PID  int
+	Node    string // the node's path
+	Holding bool   // a holder (of a lease; for an election, the leader), not a waiter
+	Seq     int32  // the sequence number the server gave the node
+	ID      string // the unique acquire id, or an election participant's id
+	Host    string // the host that queued it, when its data tells (Known)
+	PID     int    // the process that queued it, likewise
 	// Known is false when the node's data does not say which process
-	// queued it (a foreign client's node, an election's, a revoked one);
-	// then only Node, Holding, Seq and ID are set.
+	// queued it; then only Node, Holding, Seq and ID are set.
 	Known bool
-	// Label is the label the holder's acquire carried (WithLabel), ""
-	// for none, or once Revoke has replaced the node's data.
-	Label string
+	Label string // the acquire's WithLabel, "" for none or once revoked
+}
+
+// Option configures a recipe's New. A recipe refuses an option that does
+// not apply to it, a nil one and a repeated one, with an error matching
+// conn.ErrInvalidArgument that names the option and the recipe.
+type Option func(*lockopt.Config) error
+
+// WithRevocable makes the handle's nodes revocable instead of sealed:
+// Revoke, or Curator's Revoker, may then ask the holder to let go (its
+// Lease.Revoked closes). Taken by mutex, rwlock and semaphoremutex.
+func WithRevocable() Option {
+	return lockopt.Give(lockopt.Revocable)
+}
+
+// WithLocalHandoff makes the goroutines that acquire the lock through one
+// session share one node, passed between them without a request at most
+// maxPasses (>= 1) times and until budget (0: none) has passed since its
+// grant: another process waits for at most maxPasses+1 holds. Taken by
+// mutex.New and semaphoremutex.New (docs/design.md, "In-process handoff").
+func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
+	return func(c *lockopt.Config) error {
+		c.Given |= lockopt.LocalHandoff
+		c.Handoff = &lockopt.Bound{MaxPasses: maxPasses, Budget: budget}
+		return nil
+	}
+}
+
+// Revoke asks the holder of node (a Participant.Node or Lease.Path) to
+// release, as Curator's Revoker.attemptRevoke does: its Lease.Revoked
+// closes. A sealed node (the default), or one s may not write, fails with
+// ErrNotRevocable; a name not a lock contender's with
+// conn.ErrInvalidArgument; a node that is gone is nil.
+func Revoke(ctx context.Context, s *conn.Session, node string) error {
+	if err := revoke(ctx, s, node); err != nil {
+		return fmt.Errorf("lock: revoke %s: %w", node, err)
+	}
+	return nil
+}
+
+func revoke(ctx context.Context, s *conn.Session, node string) error {
+	if err := zkpath.Validate(node); err != nil {
+		return err
+	}
+	if !locknode.Revocable(zkpath.Base(node)) {
+		return fmt.Errorf("not a lock's contender node: %w", conn.ErrInvalidArgument)
+	}
+	if s == nil {
+		return fmt.Errorf("nil session: %w", conn.ErrInvalidArgument)
+	}
+	ep, err := connlink.Of(s).Epoch(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		data, st, err := connlink.Of(ep).Get(ctx, node)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return nil
+		case errors.Is(err, zk.ErrNoAuth):
+			return fmt.Errorf("%w: %w", ErrNotRevocable, err)
+		case err != nil:
+			return err
+		}
+		// A sealed node gives its own session every right: refuse it here.
+		if d, _ := locknode.DecodeData(data); d.Sealed {
+			return ErrNotRevocable
+		}
+		_, err = connlink.Of(ep).Set(ctx, node, []byte(locknode.RevokeMark), st.Version)
+		switch {
+		case err == nil || errors.Is(err, zk.ErrNoNode):
+			return nil
+		case errors.Is(err, zk.ErrBadVersion):
+			continue // changed since we read it: read it again
+		case errors.Is(err, zk.ErrNoAuth):
+			return fmt.Errorf("%w: %w", ErrNotRevocable, err)
+		}
+		return err
+	}
 }

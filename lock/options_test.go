@@ -69,6 +69,32 @@ func TestNewRefusesOptionsItCannotHonour(t *testing.T) {
 	}
 }
 
+// A repeated option is refused, naming it, rather than the last one
+// silently winning.
+func TestNewRefusesRepeatedOption(t *testing.T) {
+	c := testzk.Shared(t)
+	s := testzk.Connect(t, c.Servers())
+	cases := []struct {
+		name string
+		make func() (any, error)
+	}{
+		{"lock.WithLocalHandoff", func() (any, error) {
+			return mutex.New(s, "/opts", lock.WithLocalHandoff(2, 0), lock.WithRevocable(), lock.WithLocalHandoff(3, 0))
+		}},
+		{"lock.WithRevocable", func() (any, error) {
+			return semaphoremutex.NewSemaphore(s, "/opts", 2, lock.WithRevocable(), lock.WithRevocable())
+		}},
+		{"rwlock.WithHost", func() (any, error) { return rwlock.New(s, "/opts", rwlock.WithHost("a"), rwlock.WithHost("b")) }},
+		{"leader.WithRequeue", func() (any, error) { return leader.New(s, "/opts", "id", leader.WithRequeue(), leader.WithRequeue()) }},
+	}
+	for _, tc := range cases {
+		h, err := tc.make()
+		assert.ErrorIs(t, err, conn.ErrInvalidArgument, tc.name)
+		assert.ErrorContains(t, err, tc.name+" given twice", tc.name)
+		assert.True(t, reflect.ValueOf(h).IsNil(), "a handle with the error")
+	}
+}
+
 type namedOption struct {
 	name string
 	opt  lock.Option

@@ -1,12 +1,12 @@
 package multilock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -14,31 +14,32 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
-// identity is a lock's full path (namespace included) and its ensemble
-// (see lock.Locker): MultiLock orders the locks by it and refuses two with
-// the same one.
+// Errors returned by this package, compared with errors.Is.
+var (
+	// ErrBusy: Acquire while held (even partly), acquired or released.
+	ErrBusy = errors.New("multilock: already held, or being acquired or released")
+
+	// ErrPartlyReleased: some lock's Release failed and left it held; call
+	// Release again, which retries just those (named in the error).
+	ErrPartlyReleased = errors.New("multilock: partly released (call Release again)")
+)
+
+// identity is a lock's full path and ensemble (see lock.Locker), by which
+// MultiLock orders the locks.
 type identity struct {
 	path     string
 	ensemble string
 }
 
 func identify(l lock.Locker) identity {
-	s := lockid.Session(l)
-	if s == nil {
+	s, ok := connlink.Find[*conn.Session](l)
+	if !ok {
 		return identity{path: l.Path()}
 	}
 	return identity{path: connlink.Of(s).FullPath(l.Path()), ensemble: connlink.Of(s).Ensemble()}
-}
-
-func (a identity) less(b identity) bool {
-	if a.path != b.path {
-		return a.path < b.path
-	}
-	return a.ensemble < b.ensemble
 }
 
 func (a identity) String() string {
@@ -62,24 +63,21 @@ const (
 )
 
 // MultiLock takes several locks as one, all or nothing, in the order of
-// their full paths, so MultiLocks over overlapping sets cannot deadlock
-// each other. Holding it is holding every lease it returned (Lost closes
-// when any is lost). Not reentrant (ErrBusy). Safe for concurrent use.
+// their full paths. Not reentrant (ErrBusy). Safe for concurrent use.
 type MultiLock struct {
 	locks []lock.Locker // sorted by identity (full path, then ensemble); fixed by New
 
-	mu       sync.Mutex    // guards the fields below
-	state    state         // see the constants
-	holding  []lock.Locker // the locks held, in path order: all of them once acquired, those a Release left held after it; nil otherwise
-	leases   []*conn.Lease // the grant's leases, in lock order, while held (for Lost)
-	lost     chan struct{} // made on each grant; closed once: by the watcher if started, else by the first Release
-	stop     chan struct{} // made on each grant; closed by the first Release to end the watcher
-	watching bool          // the watcher goroutine was started for this grant
+	mu       sync.Mutex         // guards the fields below
+	state    state              // see the constants
+	holding  []lock.Locker      // the locks held, in path order: all of them once acquired, those a Release left held after it; nil otherwise
+	leases   []*conn.Lease      // the grant's leases, in lock order, while held (for Lost)
+	grant    context.Context    // made on each grant; its Done is Lost (ended when not held)
+	end      context.CancelFunc // ends grant: by the first Release, or the watcher
+	watching bool               // the watcher goroutine was started for this grant
 }
 
 // New returns a MultiLock over locks. No lock, a nil lock, or two on the
-// same full path and ensemble (it would wait on itself) fail with an error
-// matching conn.ErrInvalidArgument.
+// same full path and ensemble fail with conn.ErrInvalidArgument.
 func New(locks ...lock.Locker) (*MultiLock, error) {
 	if len(locks) == 0 {
 		return nil, fmt.Errorf("multilock: new: no locks given: %w", conn.ErrInvalidArgument)
@@ -95,7 +93,9 @@ func New(locks ...lock.Locker) (*MultiLock, error) {
 		}
 		es[i] = entry{l, identify(l)}
 	}
-	sort.SliceStable(es, func(i, j int) bool { return es[i].id.less(es[j].id) })
+	slices.SortStableFunc(es, func(a, b entry) int {
+		return cmp.Or(strings.Compare(a.id.path, b.id.path), strings.Compare(a.id.ensemble, b.id.ensemble))
+	})
 	sorted := make([]lock.Locker, len(es))
 	for i, e := range es {
 		if i > 0 && es[i-1].id == e.id {
@@ -103,7 +103,10 @@ func New(locks ...lock.Locker) (*MultiLock, error) {
 		}
 		sorted[i] = e.l
 	}
-	return &MultiLock{locks: sorted}, nil
+	m := &MultiLock{locks: sorted}
+	m.grant, m.end = context.WithCancel(context.Background())
+	m.end() // nothing held: Lost is closed
+	return m, nil
 }
 
 // isNil catches a nil interface and a typed nil pointer in one.
@@ -111,8 +114,7 @@ func isNil(l lock.Locker) bool {
 	if l == nil {
 		return true
 	}
-	v := reflect.ValueOf(l)
-	switch v.Kind() {
+	switch v := reflect.ValueOf(l); v.Kind() {
 	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
 		return v.IsNil()
 	}
@@ -121,8 +123,7 @@ func isNil(l lock.Locker) bool {
 
 // Acquire takes every lock in order within ctx and returns the leases in
 // that order. If one cannot be taken, those taken are released in reverse
-// order (until 100 ms after ctx ended, 10 s at most); the error joins the
-// failure and the rollback's, naming any lock the rollback left held.
+// order (until 100 ms after ctx ended, 10 s at most).
 func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	m.mu.Lock()
 	if m.state != idle {
@@ -138,7 +139,9 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 		if err != nil {
 			failed := fmt.Errorf("multilock: acquire %s (lock %d of %d): %w", l.Path(), i+1, len(m.locks), err)
 			rerr := m.rollback(ctx, i)
-			m.setState(idle)
+			m.mu.Lock()
+			m.state = idle
+			m.mu.Unlock()
 			return nil, errors.Join(failed, rerr)
 		}
 		leases = append(leases, lease)
@@ -147,15 +150,13 @@ func (m *MultiLock) Acquire(ctx context.Context) ([]*conn.Lease, error) {
 	m.state = held
 	m.holding = m.locks
 	m.leases = leases
-	m.lost = make(chan struct{})
-	m.stop = make(chan struct{})
+	m.grant, m.end = context.WithCancel(context.Background())
 	m.watching = false
 	m.mu.Unlock()
 	return append([]*conn.Lease(nil), leases...), nil
 }
 
-// rollback releases locks[n-1] down to locks[0] on a context of its own
-// (bg.GraceContext) and joins their errors.
+// rollback releases locks[n-1] down to locks[0] and joins their errors.
 func (m *MultiLock) rollback(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
@@ -173,19 +174,13 @@ func (m *MultiLock) rollback(ctx context.Context, n int) error {
 
 // Release releases the locks held in reverse order, past failures, and
 // joins the errors. A lock left held (any error but lock.ErrReleasePending
-// or lock.ErrNotHeld) keeps the MultiLock held: ErrPartlyReleased, and
-// Release again retries just those. lock.ErrNotHeld when not held, or
-// while another call acquires or releases it.
+// or lock.ErrNotHeld) keeps the MultiLock held: ErrPartlyReleased.
 func (m *MultiLock) Release(ctx context.Context) error {
 	m.mu.Lock()
 	switch m.state {
 	case held:
-		if m.watching {
-			close(m.stop) // the watcher closes lost
-		} else {
-			close(m.lost)
-		}
-	case partlyHeld: // lost was closed by the first Release
+		m.end()
+	case partlyHeld: // Lost was closed by the first Release
 	default:
 		m.mu.Unlock()
 		return lock.ErrNotHeld
@@ -228,8 +223,23 @@ func (m *MultiLock) Release(ctx context.Context) error {
 	return errors.Join(append([]error{partly}, errs...)...)
 }
 
-func (m *MultiLock) setState(s state) {
+// Lost returns a channel closed when any lease of the current grant is
+// lost or the MultiLock is released; already closed when not held.
+func (m *MultiLock) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.state = s
+	if m.state == held && !m.watching {
+		m.watching = true
+		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(m.grant.Done())}}
+		for _, l := range m.leases {
+			if l != nil {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(l.Lost())})
+			}
+		}
+		go func(end context.CancelFunc) { // until any is closed: the grant ends
+			reflect.Select(cases)
+			end()
+		}(m.end)
+	}
+	return m.grant.Done()
 }

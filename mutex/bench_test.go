@@ -29,7 +29,7 @@ func BenchmarkContended10(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		opts []lock.Option
-	}{{"cache", nil}, {"relist", []lock.Option{mutex.WithRelist(true)}}} {
+	}{{"cache", nil}, {"relist", []lock.Option{mutex.WithRelist()}}} {
 		b.Run(v.name, func(b *testing.B) { contended(b, 10, v.opts...) })
 	}
 }
@@ -54,7 +54,7 @@ func BenchmarkHandoff2(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		opts []lock.Option
-	}{{"cache", nil}, {"relist", []lock.Option{mutex.WithRelist(true)}}} {
+	}{{"cache", nil}, {"relist", []lock.Option{mutex.WithRelist()}}} {
 		b.Run(v.name, func(b *testing.B) { handoff2(b, v.opts...) })
 	}
 }

@@ -11,16 +11,12 @@ func LocalWaiters(m *InterProcessMutex) int {
 	return m.c.Waiting()
 }
 
-// WithRelist(true) makes waiters list the lock's children again after every
+// WithRelist makes waiters list the lock's children again after every
 // notification, as Curator and go-zookeeper's zk.Lock do, instead of
 // deciding from their first listing (default false). The grants are the
 // same; it costs one getChildren per handoff, whose reply grows with the
 // queue. Only mutex.New takes it, for the benchmarks that measure the
 // difference.
-func WithRelist(v bool) lock.Option {
-	return func(c *lockopt.Config) error {
-		c.Given |= lockopt.Relist
-		c.Relist = v
-		return nil
-	}
+func WithRelist() lock.Option {
+	return lockopt.Give(lockopt.Relist)
 }

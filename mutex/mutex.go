@@ -10,19 +10,16 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
-	"github.com/zkrecipes/zkrecipes/internal/lockid"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/lock"
 )
 
 // InterProcessMutex is a fair lock shared by every process on the lock
-// path, Curator's InterProcessMutex included. It is reentrant per
-// goroutine (counted locally; release as often); any other goroutine is a
-// separate contender. Holding it is a lease on the session, not a promise:
-// watch Lease.Lost and fence writes. Safe for concurrent use.
+// path, Curator's InterProcessMutex included, reentrant per goroutine; any
+// other goroutine is a separate contender. Safe for concurrent use.
 type InterProcessMutex struct {
 	lockLink // the session, for multilock
 
@@ -34,7 +31,7 @@ type InterProcessMutex struct {
 }
 
 // lockLink is embedded unexported: it adds nothing to the mutex's API.
-type lockLink = lockid.Link
+type lockLink = connlink.Link[*conn.Session]
 
 // hold is one goroutine's grant.
 type hold struct {
@@ -42,10 +39,9 @@ type hold struct {
 	count int // re-entries; >= 1
 }
 
-// New returns a handle on the mutex at path. Nothing is created until the
-// first acquire, which creates the path as container nodes. It takes
-// lock.WithRevocable and lock.WithLocalHandoff; any other option fails
-// with an error matching conn.ErrInvalidArgument.
+// New returns a handle on the mutex at path; the first acquire creates the
+// path as container nodes. It takes lock.WithRevocable and
+// lock.WithLocalHandoff; any other option fails with conn.ErrInvalidArgument.
 func New(sess *conn.Session, path string, opts ...lock.Option) (*InterProcessMutex, error) {
 	cfg, err := lockopt.Configure("mutex.New", sess, path, lockopt.Revocable|lockopt.LocalHandoff|lockopt.Relist, opts)
 	if err != nil {
@@ -69,73 +65,66 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*InterProcessMut
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
-	m := &InterProcessMutex{lockLink: lockid.NewLink(sess), q: q, c: c, owned: make(map[int64]*hold)}
-	return m, nil
+	return &InterProcessMutex{lockLink: connlink.NewLink(sess), q: q, c: c, owned: make(map[int64]*hold)}, nil
 }
 
 // Path is the lock path.
 func (m *InterProcessMutex) Path() string { return m.q.Path() }
 
 // Acquire blocks until the calling goroutine holds the mutex or ctx ends;
-// on error it holds nothing, and a grant as ctx ends is given up. The
-// holder gets its lease back at once, or conn.ErrLeaseLost if it is lost
-// (the count unchanged: release, then acquire again).
+// on error it holds nothing. The holder gets its lease back at once, or
+// conn.ErrLeaseLost if it is lost (release, then acquire again).
 func (m *InterProcessMutex) Acquire(ctx context.Context) (*conn.Lease, error) {
-	if _, err := nodelabel.From(ctx); err != nil { // before re-entry and handoff
-		return nil, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
-	}
-	gid := goid.Get()
-	if l, ok, err := m.reenter(gid); ok {
-		return l, err
-	}
-	l, err := m.c.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
-	}
-	m.record(gid, l)
-	return l, nil
+	l, _, err := m.acquire(ctx, true)
+	return l, err
 }
 
-// TryAcquire makes one attempt and does not wait: it queues a node, and if
-// another contender is ahead of it, deletes it and returns (nil, false,
-// nil). Re-entry works as for Acquire.
+// TryAcquire makes one attempt and does not wait: (nil, false, nil) when
+// another contender is ahead. Otherwise as Acquire.
 func (m *InterProcessMutex) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
-	if _, err := nodelabel.From(ctx); err != nil { // before re-entry and handoff
+	return m.acquire(ctx, false)
+}
+
+func (m *InterProcessMutex) acquire(ctx context.Context, wait bool) (*conn.Lease, bool, error) {
+	if _, err := locknode.Label(ctx); err != nil { // before re-entry and handoff
 		return nil, false, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
 	}
 	gid := goid.Get()
-	if l, ok, err := m.reenter(gid); ok {
-		return l, err == nil, err
-	}
-	l, ok, err := m.c.TryAcquire(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("mutex: acquire %s: %w", m.Path(), err)
-	}
-	if ok {
-		m.record(gid, l)
-	}
-	return l, ok, nil
-}
-
-// reenter counts a re-entry if goroutine gid holds the mutex (ok true).
-func (m *InterProcessMutex) reenter(gid int64) (l *conn.Lease, ok bool, err error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	h := m.owned[gid]
-	if h == nil {
-		return nil, false, nil
+	if h := m.owned[gid]; h != nil {
+		defer m.mu.Unlock()
+		if err := h.lease.Err(); err != nil {
+			return nil, false, fmt.Errorf("mutex: re-entering %s: %w", m.Path(), err)
+		}
+		h.count++
+		return h.lease, true, nil
 	}
-	if err := h.lease.Err(); err != nil {
-		return nil, true, fmt.Errorf("mutex: re-entering %s: %w", m.Path(), err)
+	m.mu.Unlock()
+	var (
+		l   *conn.Lease
+		ok  = true
+		err error
+	)
+	if wait {
+		l, err = m.c.Acquire(ctx)
+	} else {
+		l, ok, err = m.c.TryAcquire(ctx)
 	}
-	h.count++
-	return h.lease, true, nil
-}
-
-func (m *InterProcessMutex) record(gid int64, l *conn.Lease) {
+	if err != nil || !ok {
+		return nil, false, wrap("acquire", m.Path(), err)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.owned[gid] = &hold{lease: l, count: 1}
+	return l, true, nil
+}
+
+// wrap says the operation and the path before err (nil stays nil).
+func wrap(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("mutex: %s %s: %w", op, path, err)
 }
 
 // Release undoes one Acquire of the calling goroutine; the last one deletes
@@ -149,10 +138,10 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 	switch {
 	case h == nil && len(m.owned) > 0:
 		m.mu.Unlock()
-		return fmt.Errorf("mutex: release %s: %w", m.Path(), lock.ErrNotOwner)
+		return wrap("release", m.Path(), lock.ErrNotOwner)
 	case h == nil:
 		m.mu.Unlock()
-		return fmt.Errorf("mutex: release %s: %w", m.Path(), lock.ErrNotHeld)
+		return wrap("release", m.Path(), lock.ErrNotHeld)
 	case h.count > 1:
 		h.count--
 		m.mu.Unlock()
@@ -162,20 +151,29 @@ func (m *InterProcessMutex) Release(ctx context.Context) error {
 
 	// Only this goroutine touches owned[gid]: no lock while deleting.
 	err := m.c.Release(ctx, h.lease)
-	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
-		return fmt.Errorf("mutex: release %s: %w", m.Path(), err)
+	if err == nil || errors.Is(err, lock.ErrReleasePending) {
+		m.mu.Lock()
+		delete(m.owned, gid)
+		m.mu.Unlock()
 	}
-	m.mu.Lock()
-	delete(m.owned, gid)
-	m.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("mutex: release %s: %w", m.Path(), err)
-	}
-	return nil
+	return wrap("release", m.Path(), err)
 }
 
-// IsOwnedByCurrentGoroutine reports whether the calling goroutine holds
-// the mutex through this handle.
+// Participants lists the contenders in queue order, the holder first. A
+// snapshot.
+func (m *InterProcessMutex) Participants(ctx context.Context) ([]lock.Participant, error) {
+	ps, err := m.q.Participants(ctx)
+	if err != nil {
+		return nil, wrap("participants of", m.Path(), err)
+	}
+	out := make([]lock.Participant, len(ps))
+	for i, p := range ps {
+		out[i] = p.Public(m.Path(), i == 0)
+	}
+	return out, nil
+}
+
+// IsOwnedByCurrentGoroutine reports whether the calling goroutine holds m.
 func (m *InterProcessMutex) IsOwnedByCurrentGoroutine() bool {
 	gid := goid.Get()
 	m.mu.Lock()

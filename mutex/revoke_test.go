@@ -135,3 +135,31 @@ func TestLocalHandoffCheckOpIsTheNodes(t *testing.T) {
 	_, err = connlink.Of(first.Epoch()).Multi(ctx, connlink.Of(first).CheckOp(), &zk.CreateRequest{Path: path + "-after", Acl: acl})
 	assert.ErrorIs(t, err, zk.ErrNoNode, "refused once the node is gone")
 }
+
+// A grant released by a local handoff sees no later event: a revoke request
+// to the node's next local holder closes that holder's Revoked, not the
+// released grant's.
+func TestRevokeAfterLocalHandoffSparesTheReleasedGrant(t *testing.T) {
+	c := testzk.Shared(t)
+	ss := testzk.ConnectN(t, c.Servers(), 2)
+	path := testzk.Path(t, c, "lock")
+	ctx := testzk.Ctx(t, 30*time.Second)
+	m := newMutex(t, ss[0], path, lock.WithRevocable(), lock.WithLocalHandoff(10, 0))
+	first, second, release := holdAndQueue(ctx, t, m)
+	require.Equal(t, first.Path(), second.Path(), "handed on in the process")
+	firstRevoked := first.Revoked()
+
+	require.NoError(t, lock.Revoke(ctx, ss[1], second.Path()))
+	select {
+	case <-second.Revoked():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder's Revoked not closed within 10s")
+	}
+	select {
+	case <-firstRevoked:
+		t.Error("the released grant's Revoked closed by a request to the next holder")
+	default:
+	}
+	require.NoError(t, release())
+	assert.Empty(t, testzk.Children(t, ss[0], path))
+}

@@ -90,18 +90,8 @@ func TestWriteThroughOwnSession(t *testing.T) {
 			for _, times := range []int{1, 2} {
 				t.Run(fmt.Sprintf("%s/%s/%d", rec.name, wr.name, times), func(t *testing.T) {
 					ctx := locktest.Ctx(t, 60*time.Second)
-					path := locktest.UniquePath(c, "ownwrite-"+rec.name)
-					hs, ws := dial(t, c.Servers()), dial(t, c.Servers())
-					holder, err := rec.open(hs, path)
-					require.NoError(t, err)
-					waiter, err := rec.waiter(ws, path)
-					require.NoError(t, err)
-
-					hl, err := holder.Acquire(ctx)
-					require.NoError(t, err)
-					before := connlink.Of(ws).Stats().WatchesSet
-					w := acquireAsync(ctx, waiter)
-					watching(t, ws, before)
+					q := queueBehind(t, ctx, c, locktest.UniquePath(c, "ownwrite-"+rec.name), rec.open, rec.waiter)
+					hs, ws, hl, w := q.hs, q.ws, q.hl, q.w
 
 					for range times {
 						assert.ErrorIs(t, wr.write(ctx, hs, hl.Path()), wr.want, "a sealed node refuses its own session's write")
@@ -115,14 +105,8 @@ func TestWriteThroughOwnSession(t *testing.T) {
 					assert.NoError(t, hl.Err())
 					assert.False(t, w.granted(), "the waiter got in while the holder holds: %v", w.err)
 
-					require.NoError(t, holder.Release(ctx))
-					select {
-					case <-w.done:
-					case <-ctx.Done():
-						t.Fatal("the waiter was not granted after the release")
-					}
-					require.NoError(t, w.err)
-					require.NoError(t, w.Release(ctx))
+					require.NoError(t, q.holder.Release(ctx))
+					w.enters(t, ctx, "after the release")
 				})
 			}
 		}
@@ -141,19 +125,11 @@ func TestSetOwnWaitingNode(t *testing.T) {
 		t.Run(rec.name, func(t *testing.T) {
 			ctx := locktest.Ctx(t, 60*time.Second)
 			path := locktest.UniquePath(c, "ownwait-"+rec.name)
-			hs, w1s, w2s := dial(t, c.Servers()), dial(t, c.Servers()), dial(t, c.Servers())
-			holder, err := rec.open(hs, path)
-			require.NoError(t, err)
-			hl, err := holder.Acquire(ctx)
-			require.NoError(t, err)
-			first, err := rec.waiter(w1s, path)
-			require.NoError(t, err)
-			before := connlink.Of(w1s).Stats().WatchesSet
-			w1 := acquireAsync(ctx, first)
-			watching(t, w1s, before)
+			q := queueBehind(t, ctx, c, path, rec.open, rec.waiter)
+			w1s, w2s := q.ws, dial(t, c.Servers())
 			second, err := rec.waiter(w2s, path)
 			require.NoError(t, err)
-			before = connlink.Of(w2s).Stats().WatchesSet
+			before := connlink.Of(w2s).Stats().WatchesSet
 			w2 := acquireAsync(ctx, second)
 			watching(t, w2s, before)
 
@@ -162,19 +138,12 @@ func TestSetOwnWaitingNode(t *testing.T) {
 			_, err = w1s.Set(ctx, own, []byte("mine"), -1)
 			assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 
-			_, err = hl.GuardedWrite(ctx)
+			_, err = q.hl.GuardedWrite(ctx)
 			assert.NoError(t, err, "the holder still holds")
 			assert.False(t, w2.granted(), "the second waiter got in while the holder holds: %v", w2.err)
-			require.NoError(t, holder.Release(ctx))
-			for _, w := range []*pending{w1, w2} {
-				select {
-				case <-w.done:
-				case <-ctx.Done():
-					t.Fatal("a waiter was not granted after the release")
-				}
-				require.NoError(t, w.err)
-				require.NoError(t, w.Release(ctx))
-			}
+			require.NoError(t, q.holder.Release(ctx))
+			q.w.enters(t, ctx, "after the release")
+			w2.enters(t, ctx, "after the release")
 		})
 	}
 }

@@ -45,22 +45,9 @@ func TestCuratorRevoker(t *testing.T) {
 			name := rec.name + map[bool]string{false: "/sealed", true: "/revocable"}[revocable]
 			t.Run(name, func(t *testing.T) {
 				ctx := locktest.Ctx(t, 90*time.Second)
-				path := locktest.UniquePath(c, "revoker-"+rec.name)
-				hs, ws := dial(t, c.Servers()), dial(t, c.Servers())
-				holder, err := rec.open(hs, path, revocable)
-				require.NoError(t, err)
-				openWaiter := rec.open
-				if rec.openWaiter != nil {
-					openWaiter = rec.openWaiter
-				}
-				waiter, err := openWaiter(ws, path, revocable)
-				require.NoError(t, err)
-				hl, err := holder.Acquire(ctx)
-				require.NoError(t, err)
+				q := rec.queueBehind(t, ctx, c, locktest.UniquePath(c, "revoker-"+rec.name), revocable)
+				hl, ws, w, before := q.hl, q.ws, q.w, q.watches
 				lost, revoked := hl.Lost(), hl.Revoked()
-				before := connlink.Of(ws).Stats().WatchesSet
-				w := acquireAsync(ctx, waiter)
-				before = watching(t, ws, before)
 
 				out, err := exec.CommandContext(ctx, "java", append(java, "revoke", servers, hl.Path())...).CombinedOutput()
 				require.NoError(t, err, "%s", out)
@@ -78,14 +65,8 @@ func TestCuratorRevoker(t *testing.T) {
 				}
 				assert.False(t, w.granted(), "the waiter got in while the holder holds: %v", w.err)
 				assert.False(t, isClosed(lost), "the holder's lease is not lost: %v", hl.Err())
-				require.NoError(t, holder.Release(ctx))
-				select {
-				case <-w.done:
-				case <-ctx.Done():
-					t.Fatal("the waiter was not granted after the release")
-				}
-				require.NoError(t, w.err)
-				require.NoError(t, w.Release(ctx))
+				require.NoError(t, q.holder.Release(ctx))
+				w.enters(t, ctx, "after the release")
 			})
 		}
 	}
@@ -140,13 +121,7 @@ func TestRevokeCuratorHolder(t *testing.T) {
 	require.NoError(t, lock.Revoke(ctx, s, ps[0].Node))
 	assert.Equal(t, "revoke-requested", next(), "Curator's RevocationListener fired")
 	assert.Equal(t, "released", next())
-	select {
-	case <-w.done:
-	case <-ctx.Done():
-		t.Fatal("our waiter was not granted after Curator's release")
-	}
-	require.NoError(t, w.err)
-	require.NoError(t, w.Release(ctx))
+	w.enters(t, ctx, "after Curator's release")
 	require.NoError(t, cmd.Wait(), "curator: %s", stderr.String())
 }
 
@@ -198,13 +173,7 @@ func TestSemaphoreRevoke(t *testing.T) {
 			assert.False(t, w.granted(), "a third holder got in: %v", w.err)
 			assert.NoError(t, a.Err())
 			require.NoError(t, sems[0].ReturnLease(ctx, a))
-			select {
-			case <-w.done:
-			case <-ctx.Done():
-				t.Fatal("the waiter was not granted after a release")
-			}
-			require.NoError(t, w.err)
-			require.NoError(t, w.Release(ctx))
+			w.enters(t, ctx, "after a release")
 			require.NoError(t, sems[1].ReturnLease(ctx, b))
 		})
 	}

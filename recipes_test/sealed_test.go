@@ -158,6 +158,60 @@ func (p *pending) granted() bool {
 	}
 }
 
+// enters waits for the waiter's grant (failing t, "the waiter was not
+// granted" and after, if ctx ends first) and releases it.
+func (p *pending) enters(t *testing.T, ctx context.Context, after string) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		t.Fatal("the waiter was not granted " + after)
+	}
+	require.NoError(t, p.err)
+	require.NoError(t, p.Release(ctx))
+}
+
+// queue is a holder and, on another session, a waiter queued behind it.
+type queue struct {
+	hs, ws  *conn.Session
+	holder  hostileLock
+	hl      *conn.Lease
+	w       *pending
+	watches int64 // the waiter's session's confirmed watches once it watched
+}
+
+// queueBehind has a session of its own acquire the lock openHolder opens
+// on path, then a waiter, of another session, queue behind it; it returns
+// once the waiter watches.
+func queueBehind(t *testing.T, ctx context.Context, c *zktest.Cluster, path string, openHolder, openWaiter func(*conn.Session, string) (hostileLock, error)) *queue {
+	t.Helper()
+	q := &queue{hs: dial(t, c.Servers()), ws: dial(t, c.Servers())}
+	var err error
+	q.holder, err = openHolder(q.hs, path)
+	require.NoError(t, err)
+	waiter, err := openWaiter(q.ws, path)
+	require.NoError(t, err)
+	q.hl, err = q.holder.Acquire(ctx)
+	require.NoError(t, err)
+	before := connlink.Of(q.ws).Stats().WatchesSet
+	q.w = acquireAsync(ctx, waiter)
+	q.watches = watching(t, q.ws, before)
+	return q
+}
+
+// queueBehind is queueBehind with rec's handles, revocable or not.
+func (rec exclusiveRecipe) queueBehind(t *testing.T, ctx context.Context, c *zktest.Cluster, path string, revocable bool) *queue {
+	t.Helper()
+	bind := func(o func(*conn.Session, string, bool) (hostileLock, error)) func(*conn.Session, string) (hostileLock, error) {
+		return func(s *conn.Session, p string) (hostileLock, error) { return o(s, p, revocable) }
+	}
+	openWaiter := rec.open
+	if rec.openWaiter != nil {
+		openWaiter = rec.openWaiter
+	}
+	return queueBehind(t, ctx, c, path, bind(rec.open), bind(openWaiter))
+}
+
 // watching waits until the server has confirmed more watches to s than
 // before.
 func watching(t *testing.T, s *conn.Session, before int64) int64 {
@@ -191,26 +245,12 @@ func TestThirdPartyWrite(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				ctx := locktest.Ctx(t, 60*time.Second)
-				path := locktest.UniquePath(c, "thirdparty-"+rec.name)
-				hs, ws := dial(t, c.Servers()), dial(t, c.Servers())
-				holder, err := rec.open(hs, path, revocable)
-				require.NoError(t, err)
-				openWaiter := rec.open
-				if rec.openWaiter != nil {
-					openWaiter = rec.openWaiter
-				}
-				waiter, err := openWaiter(ws, path, revocable)
-				require.NoError(t, err)
-
-				hl, err := holder.Acquire(ctx)
-				require.NoError(t, err)
+				q := rec.queueBehind(t, ctx, c, locktest.UniquePath(c, "thirdparty-"+rec.name), revocable)
+				hl, ws, w, before := q.hl, q.ws, q.w, q.watches
 				lost, revoked := hl.Lost(), hl.Revoked()
-				before := connlink.Of(ws).Stats().WatchesSet
-				w := acquireAsync(ctx, waiter)
-				before = watching(t, ws, before)
 
 				for i, data := range []string{"mine now", "__REVOKE__"} {
-					_, err = raw.Set(hl.Path(), []byte(data), -1)
+					_, err := raw.Set(hl.Path(), []byte(data), -1)
 					if !revocable {
 						require.ErrorIs(t, err, zk.ErrNoAuth, "a foreign write into a sealed node")
 						continue
@@ -242,17 +282,11 @@ func TestThirdPartyWrite(t *testing.T) {
 				}
 				assert.False(t, w.granted(), "the waiter got in while the holder holds: %v", w.err)
 				assert.False(t, isClosed(lost), "the holder's lease is not lost: %v", hl.Err())
-				_, err = hl.GuardedWrite(ctx)
+				_, err := hl.GuardedWrite(ctx)
 				assert.NoError(t, err, "the holder still holds")
 
-				require.NoError(t, holder.Release(ctx))
-				select {
-				case <-w.done:
-				case <-ctx.Done():
-					t.Fatal("the waiter was not granted after the release")
-				}
-				require.NoError(t, w.err)
-				require.NoError(t, w.Release(ctx))
+				require.NoError(t, q.holder.Release(ctx))
+				w.enters(t, ctx, "after the release")
 			})
 		}
 	}
@@ -299,13 +333,7 @@ func TestForeignPredecessorDataChange(t *testing.T) {
 		assert.False(t, w.granted(), "granted on a data change of a foreign node (%q): %v", data, w.err)
 	}
 	require.NoError(t, raw.Delete(foreign[1], -1))
-	select {
-	case <-w.done:
-	case <-ctx.Done():
-		t.Fatal("not granted after the foreign node was deleted")
-	}
-	require.NoError(t, w.err)
-	require.NoError(t, w.Release(ctx))
+	w.enters(t, ctx, "after the foreign node was deleted")
 }
 
 // leakRecipe is one lock of TestNoWatchLeft, with its lease (or leases).

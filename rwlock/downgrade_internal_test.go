@@ -62,7 +62,7 @@ func TestHost(t *testing.T) {
 			t.Errorf("sanitizeHost(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if h := defaultHost(); h == "" || strings.ContainsRune(h, '/') || validateHost("/l", h) != nil {
-		t.Errorf("defaultHost() = %q is not a valid host", h)
+	if h := sanitizeHost(locknode.Hostname()); h == "" || strings.ContainsRune(h, '/') || validateHost("/l", h) != nil {
+		t.Errorf("sanitizeHost(locknode.Hostname()) = %q is not a valid host", h)
 	}
 }

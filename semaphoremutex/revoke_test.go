@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
 // lock.Revoke's documented answers to a semaphore's nodes: a path that is
@@ -60,4 +61,44 @@ func TestRevokeOwnLeaseNode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, st.Version, "nothing written into the lease node")
 	require.NoError(t, holder.ReturnLease(ctx, l))
+}
+
+// A handle released by a local handoff sees no later event: a revoke
+// request to the lease node's next local holder closes that holder's
+// Revoked, not the released handle's.
+func TestRevokeAfterLocalHandoffSparesTheReleasedHandle(t *testing.T) {
+	c := testzk.Shared(t)
+	ss := testzk.ConnectN(t, c.Servers(), 2)
+	path := testzk.Path(t, c, "mutex")
+	ctx := testzk.Ctx(t, 30*time.Second)
+	opts := []lock.Option{lock.WithRevocable(), lock.WithLocalHandoff(10, 0)}
+	m1, m2 := newMutex(t, ss[0], path, opts...), newMutex(t, ss[0], path, opts...)
+
+	l1, err := m1.Acquire(ctx)
+	require.NoError(t, err)
+	revoked1 := l1.Revoked()
+	got := make(chan *conn.Lease, 1)
+	go func() {
+		l, err := m2.Acquire(ctx)
+		assert.NoError(t, err)
+		got <- l
+	}()
+	testzk.Eventually(t, 10*time.Second, func() bool { return semaphoremutex.LocalWaiters(m1) == 1 }, "m2 does not queue")
+	require.NoError(t, m1.Release(ctx))
+	l2 := <-got
+	require.NotNil(t, l2)
+	require.Equal(t, l1.Path(), l2.Path(), "handed on in the process")
+
+	require.NoError(t, lock.Revoke(ctx, ss[1], l2.Path()))
+	select {
+	case <-l2.Revoked():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder's Revoked not closed within 10s")
+	}
+	select {
+	case <-revoked1:
+		t.Error("the released handle's Revoked closed by a request to the next holder")
+	default:
+	}
+	require.NoError(t, m2.Release(ctx))
 }

@@ -11,11 +11,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/cohort"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/internal/lockid"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/lockopt"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/queue"
 	"github.com/zkrecipes/zkrecipes/internal/report"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -119,7 +117,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 
 // metered is acquire reported as one wait to the session's Lock hook.
 func (s *Semaphore) metered(ctx context.Context, wait bool) (*conn.Lease, bool, error) {
-	if _, err := nodelabel.From(ctx); err != nil { // asks for nothing: no wait
+	if _, err := locknode.Label(ctx); err != nil { // asks for nothing: no wait
 		return nil, false, fmt.Errorf("semaphoremutex: acquire %s: %w", s.path, err)
 	}
 	done := report.Meter(s.sess, "semaphore", s.path)
@@ -254,7 +252,7 @@ type Mutex struct {
 }
 
 // lockLink is embedded unexported: it adds nothing to the mutex's API.
-type lockLink = lockid.Link
+type lockLink = connlink.Link[*conn.Session]
 
 // New returns a handle on the mutex at path; nothing is created until the
 // first acquire. It takes lock.WithRevocable and lock.WithLocalHandoff; bad
@@ -285,7 +283,7 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*Mutex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}
-	return &Mutex{lockLink: lockid.NewLink(sess), sem: s, c: c, gate: make(chan struct{}, 1)}, nil
+	return &Mutex{lockLink: connlink.NewLink(sess), sem: s, c: c, gate: make(chan struct{}, 1)}, nil
 }
 
 // Path is the mutex's path, the parent of locks/ and leases/.
@@ -311,7 +309,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (l *conn.Lease, ok bool,
 			err = fmt.Errorf("semaphoremutex: acquire %s: %w", m.Path(), err)
 		}
 	}()
-	if _, err := nodelabel.From(ctx); err != nil { // before the gate and handoff
+	if _, err := locknode.Label(ctx); err != nil { // before the gate and handoff
 		return nil, false, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -1,12 +1,13 @@
 // Package bg is the work that outlives a caller's context: it runs on an
-// epoch's context (connlink.Epoch.Context), which ends with the ZooKeeper
-// session, and the caller waits for it until Grace after its ctx ended.
+// epoch's context, and the caller waits for it until Grace after its ctx.
 package bg
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
@@ -15,40 +16,28 @@ import (
 )
 
 // Grace is how long an acquire whose ctx ended still waits for its cleanup
-// before leaving it to a goroutine bound to the epoch: every acquire
-// returns by Grace after its ctx ended, even with the connection down.
+// before leaving it to a goroutine bound to the epoch.
 const Grace = 100 * time.Millisecond
 
 // GraceContext keeps ctx's values, not its cancellation: it ends Grace
 // after ctx ends, and at the latest after limit.
 func GraceContext(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
-	if d, ok := ctx.Deadline(); ok {
-		c2, cancel2 := context.WithDeadline(c, d.Add(Grace))
-		outer := cancel
-		c, cancel = c2, func() { cancel2(); outer() }
+	end := time.Now().Add(limit)
+	if d, ok := ctx.Deadline(); ok && d.Add(Grace).Before(end) {
+		end = d.Add(Grace)
 	}
-	stop := context.AfterFunc(ctx, func() {
-		t := time.NewTimer(Grace)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			cancel()
-		case <-c.Done():
-		}
-	})
+	c, cancel := context.WithDeadline(context.WithoutCancel(ctx), end)
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(Grace, cancel) })
 	return c, func() { stop(); cancel() }
 }
 
-// CleanupContext is GraceContext bounded by the session timeout, for
-// deleting our own nodes while giving up.
+// CleanupContext is GraceContext bounded by the session timeout.
 func CleanupContext(ctx context.Context, ep *conn.Epoch) (context.Context, context.CancelFunc) {
 	return GraceContext(ctx, connlink.Of(ep).Timeout())
 }
 
-// Settle runs f, which removes what an acquire left, on a goroutine under
-// ep's context, and waits for it until Grace after ctx ended. f should
-// keep trying until done or its context ends.
+// Settle runs f, which removes what an acquire left, under ep's context,
+// waiting for it until Grace after ctx ended.
 func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context.Context) error) {
 	done := make(chan struct{}) // closed when f returns
 	go func() {
@@ -66,10 +55,9 @@ func Settle(ctx context.Context, ep *conn.Epoch, log *zap.Logger, f func(context
 	}
 }
 
-// Detach runs op, a write whose outcome must be learnt, on a goroutine
-// under ep's context (ectx), so that it is never abandoned mid-flight; op
-// checks ctx before each write. If ctx ends first, Detach returns its
-// error with detached true, and undo removes what op made once op returns.
+// Detach runs op, a write whose outcome must be learnt, under ep's context
+// (ectx), checking ctx before each write. If ctx ends first, Detach
+// returns its error with detached true, and undo removes what op made.
 func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 	op func(ctx, ectx context.Context) (T, error),
 	undo func(ectx context.Context, v T, err error) error,
@@ -107,8 +95,7 @@ func Detach[T any](ctx context.Context, ep *conn.Epoch, log *zap.Logger,
 }
 
 // RetryUntilDone calls f under ep's context, backing off up to 1 s, until
-// f returns nil or the epoch ends (what f removes went with it); it logs
-// each failure as what. Run on its own goroutine.
+// f returns nil or the epoch ends; it logs each failure as what.
 func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context.Context) error) {
 	ctx := connlink.Of(ep).Context()
 	delay := 50 * time.Millisecond
@@ -133,9 +120,8 @@ func RetryUntilDone(ep *conn.Epoch, log *zap.Logger, what string, f func(context
 	}
 }
 
-// Unresolved runs resolve on a goroutine until it succeeds or ep ends (as
-// Curator's FindAndDeleteProtectedNodeInBackground), and returns err
-// behind lock.ErrCreatePending.
+// Unresolved runs resolve in the background until it succeeds or ep ends,
+// and returns err behind lock.ErrCreatePending.
 func Unresolved(ep *conn.Epoch, log *zap.Logger, err error, resolve func(context.Context) error) error {
 	go RetryUntilDone(ep, log, "deleting the node of a create whose answer was lost", resolve)
 	return fmt.Errorf("%w: %w", lock.ErrCreatePending, err)
@@ -148,4 +134,26 @@ func CtxErr(ctx context.Context) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", err, cause)
+}
+
+// WaitEpochEnd follows zk.EventNotWatching: ep's error once it ends,
+// CtxErr(ctx) if ctx ends first, nil if ep lives on past its timeout.
+func WaitEpochEnd(ctx context.Context, ep *conn.Epoch) error {
+	t := time.NewTimer(connlink.Of(ep).Timeout())
+	defer t.Stop()
+	select {
+	case <-ep.Done():
+		return ep.Err()
+	case <-ctx.Done():
+		return CtxErr(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// Unwatch is connlink.Epoch.Unwatch without waiting for the removal.
+func Unwatch(ep *conn.Epoch, ch <-chan zk.Event) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // send, do not wait
+	_ = connlink.Of(ep).Unwatch(ctx, ch)
 }

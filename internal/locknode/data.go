@@ -1,36 +1,34 @@
 package locknode
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
 // NodeData is what the engine writes into each node it creates, as JSON:
 // who is queued or holds the lock.
 type NodeData struct {
-	ID   string `json:"id"`   // the unique acquire id (the uuid of a protected name)
-	Host string `json:"host"` // os.Hostname of the process
-	PID  int    `json:"pid"`  // process id
-	// Tag is the queue's Config.Tag: what kind of contender queued the
-	// node, for the waiter it hands over to. Empty for most recipes.
-	Tag string `json:"tag,omitempty"`
-	// Sealed says that the node was created sealed (only its creator may
-	// change it; Queue.NodeACL), so that a change of a queue node's data
-	// is its holder's release (the handover mark), and lock.Revoke refuses
-	// to write into it. False on revocable nodes and on every foreign
-	// client's node.
-	Sealed bool `json:"sealed,omitempty"`
-	// Label is the caller's label of the acquire (lock.WithLabel).
-	Label string `json:"label,omitempty"`
+	ID   string `json:"id"`            // the unique acquire id (the uuid of a protected name)
+	Host string `json:"host"`          // os.Hostname of the process
+	PID  int    `json:"pid"`           // process id
+	Tag  string `json:"tag,omitempty"` // the queue's Config.Tag, for the waiter it hands over to
+	// Sealed: only its creator may change the node, so a change of its data
+	// is its holder's release. False on revocable and foreign nodes.
+	Sealed bool   `json:"sealed,omitempty"`
+	Label  string `json:"label,omitempty"` // lock.WithLabel's
 }
 
-// local is this process, computed once, on first use (not at start-up:
-// every program that imports package lock imports this package).
+// local is this process, computed on first use, not at start-up.
 var local = sync.OnceValue(func() NodeData {
 	host, err := os.Hostname()
 	if err != nil {
@@ -53,18 +51,38 @@ func EncodeData(id, tag string, sealed bool, label string) []byte {
 	return b
 }
 
+type labelKey struct{}
+
+// WithLabel returns a copy of ctx carrying label (lock.WithLabel).
+func WithLabel(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, labelKey{}, label)
+}
+
+// Label returns the label ctx carries ("" for none), or an error matching
+// conn.ErrInvalidArgument when a node may not carry it.
+func Label(ctx context.Context) (string, error) {
+	s, _ := ctx.Value(labelKey{}).(string)
+	switch {
+	case len(s) > 256:
+		return "", fmt.Errorf("label is %d bytes, at most 256: %w", len(s), zkpath.ErrInvalid)
+	case !utf8.ValidString(s):
+		return "", fmt.Errorf("label is not valid UTF-8: %w", zkpath.ErrInvalid)
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return "", fmt.Errorf("label %q holds control characters: %w", s, zkpath.ErrInvalid)
+	}
+	return s, nil
+}
+
 // RevokeMark is what lock.Revoke writes into a holder's node to ask it to
 // release: Curator's LockInternals.REVOKE_MESSAGE.
 const RevokeMark = "__REVOKE__"
 
-// IsRevokeMark reports whether b is the revoke mark. It replaces the
-// node's data, so it says nothing of who holds the node.
+// IsRevokeMark reports whether b is the revoke mark.
 func IsRevokeMark(b []byte) bool { return string(b) == RevokeMark }
 
-// DecodeData reads node data written by the engine. Anything else is
-// described as well as it can be: Curator writes the client's IP address as
-// text by default, which becomes Host. ok is false for data that says
-// nothing useful: the revoke mark is not an owner.
+// DecodeData reads node data written by the engine; Curator's (the
+// client's IP address as text) becomes Host. ok is false for data that
+// says nothing useful, such as the revoke mark.
 func DecodeData(b []byte) (d NodeData, ok bool) {
 	if len(b) == 0 || IsRevokeMark(b) {
 		return NodeData{}, false
@@ -79,18 +97,14 @@ func DecodeData(b []byte) (d NodeData, ok bool) {
 	return NodeData{Host: s}, true
 }
 
-// Revocable reports whether name is the name of a node a revoke request
-// may go to: a contender of a mutex or of a semaphore's internal lock, a
-// semaphore's lease (ProtectedSchema "lock" and "lease", Curator's,
-// go-zookeeper's and kazoo's names included), or a reader or writer of a
-// read/write lock (HostKindSchema). An election's node, whose data is its
-// participant id, is not one.
+// Revocable reports whether name is a lock contender's or a semaphore
+// lease's, to which a revoke request may go (not an election's).
 func Revocable(name string) bool {
 	return parses(name, ProtectedSchema{Name: "lock"}, ProtectedSchema{Name: "lease"}, HostKindSchema{})
 }
 
-// Recipe reports whether name is the name of any recipe's node: a
-// Revocable one or an election's. A write into one can hand it on.
+// Recipe reports whether name is any recipe's node's, into which a write
+// can hand the lock on.
 func Recipe(name string) bool {
 	return Revocable(name) || parses(name, ProtectedSchema{Name: "latch"})
 }

@@ -1,7 +1,5 @@
 // Package lockopt is the configuration that lock.Option sets: one struct
-// for every recipe, so that the recipes share one option vocabulary. Each
-// recipe's New says which options it takes (Configure refuses the
-// others).
+// for every recipe, so that the recipes share one option vocabulary.
 package lockopt
 
 import (
@@ -38,48 +36,63 @@ func (s Set) String() string {
 	return strings.Join(n, ", ")
 }
 
-// Bound limits the in-process handoff: after MaxPasses local handoffs on a
-// node, or once Budget has passed since it was granted (<= 0: no time
-// budget), the release deletes the node instead of passing it on.
+// Bound limits the in-process handoff: after MaxPasses handoffs on a node,
+// or Budget (<= 0: none) after its grant, the release deletes it.
 type Bound struct {
 	MaxPasses int
 	Budget    time.Duration
 }
 
 // Config is what the options set. Given records which options were
-// applied, whatever their values.
+// applied; Configure derives the bools from it.
 type Config struct {
-	Given     Set
-	Revocable bool
-	Handoff   *Bound // nil: no in-process handoff
-	Host      string // rwlock's node-name identity; meaningful when Given has Host
-	Requeue   bool
-	Relist    bool
+	Given                      Set
+	Revocable, Requeue, Relist bool
+	Handoff                    *Bound // nil: no in-process handoff
+	Host                       string // rwlock's node-name identity, when Given has Host
+}
+
+// Give returns an option without a value, which sets only s.
+func Give(s Set) func(*Config) error {
+	return func(c *Config) error {
+		c.Given |= s
+		return nil
+	}
 }
 
 // Configure is the prologue of every recipe's New ("mutex.New"): it checks
-// sess, applies opts (lock.Option), refuses a nil option and any option not
-// in takes, and validates path. Its errors are prefixed with the recipe's
-// package and match conn.ErrInvalidArgument.
+// sess, applies opts, refuses a nil, a repeated or any option not in takes,
+// and validates path. Its errors match conn.ErrInvalidArgument.
 func Configure[O ~func(*Config) error](ctor string, sess *conn.Session, path string, takes Set, opts []O) (Config, error) {
 	var cfg Config
 	recipe, _, _ := strings.Cut(ctor, ".")
+	fail := func(format string, a ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%s: new %s: %s: %w", recipe, path, fmt.Sprintf(format, a...), conn.ErrInvalidArgument)
+	}
 	if sess == nil {
-		return cfg, fmt.Errorf("%s: new %s: nil session: %w", recipe, path, conn.ErrInvalidArgument)
+		return fail("nil session")
 	}
 	for _, o := range opts {
 		if o == nil {
-			return cfg, fmt.Errorf("%s: new %s: nil option: %w", recipe, path, conn.ErrInvalidArgument)
+			return fail("nil option")
 		}
-		if err := o(&cfg); err != nil {
-			return cfg, err
+		var one Config // what o alone sets
+		if err := o(&one); err != nil {
+			return Config{}, err
 		}
-	}
-	if refused := cfg.Given &^ takes; refused != 0 {
-		return cfg, fmt.Errorf("%s: new %s: %s: not an option of %s: %w", recipe, path, refused, ctor, conn.ErrInvalidArgument)
+		switch {
+		case one.Given&^takes != 0:
+			return fail("%s: not an option of %s", one.Given&^takes, ctor)
+		case one.Given&cfg.Given != 0:
+			return fail("%s given twice", one.Given)
+		}
+		_ = o(&cfg)
 	}
 	if err := zkpath.Validate(path); err != nil {
-		return cfg, fmt.Errorf("%s: new %s: %w", recipe, path, err)
+		return Config{}, fmt.Errorf("%s: new %s: %w", recipe, path, err)
 	}
+	cfg.Revocable = cfg.Given&Revocable != 0
+	cfg.Requeue = cfg.Given&Requeue != 0
+	cfg.Relist = cfg.Given&Relist != 0
 	return cfg, nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/bg"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"go.uber.org/zap"
@@ -50,7 +49,7 @@ func (q *Queue) CreateBehind(ctx, ectx context.Context, ep *conn.Epoch, id strin
 	p := zkpath.Join(q.path, q.cfg.Schema.Prefix(id))
 	data := q.cfg.Data
 	if data == nil {
-		label, err := nodelabel.From(ctx) // checked by the acquire
+		label, err := locknode.Label(ctx) // checked by the acquire
 		if err != nil {
 			return Created{}, err
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
-	"github.com/zkrecipes/zkrecipes/internal/nodelabel"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"go.uber.org/zap"
@@ -125,7 +124,7 @@ func (q *Queue) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 // Grant when not granted at once), saying how the node was granted.
 func (q *Queue) AcquireGrant(ctx context.Context, wait bool) (Grant, error) {
 	if q.cfg.Data == nil { // fixed data (a leader's id) carries no label
-		if _, err := nodelabel.From(ctx); err != nil {
+		if _, err := locknode.Label(ctx); err != nil {
 			return Grant{}, err // before anything is queued
 		}
 	}

@@ -1,5 +1,4 @@
-// Package report is how the recipes report to the session's metrics hooks
-// (conn.WithMetrics).
+// Package report is how the recipes report to conn.WithMetrics's hooks.
 package report
 
 import (
@@ -12,8 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// Lock and Leader call sess's hook (conn.WithMetrics), if set: the
-// recipes' one way to report.
+// Lock and Leader call sess's hook, if set.
 func Lock(sess *conn.Session, l metrics.Lock) {
 	if f := connlink.Of(sess).Metrics().Lock; f != nil {
 		f(l)
@@ -27,8 +25,7 @@ func Leader(sess *conn.Session, l metrics.Leader) {
 }
 
 // Meter starts the clock on one Acquire or TryAcquire of recipe on path;
-// done reports the wait and its outcome to sess's Lock hook. Each call is
-// metered once, by its outermost layer (a recipe, or its cohort.Contender).
+// done reports the wait. Each call is metered once, by its outermost layer.
 func Meter(sess *conn.Session, recipe, path string) (done func(granted bool, err error)) {
 	f := connlink.Of(sess).Metrics().Lock
 	if f == nil {

@@ -1,5 +1,4 @@
-// Package zkpath checks and takes apart absolute ZooKeeper paths, for
-// package conn and the recipes.
+// Package zkpath checks and takes apart absolute ZooKeeper paths.
 package zkpath
 
 import (
@@ -8,15 +7,11 @@ import (
 	"strings"
 )
 
-// ErrInvalid is the error of Validate. Package conn exports it as
-// conn.ErrInvalidArgument (the same value), its error for every bad input.
+// ErrInvalid is the error of Validate, exported as conn.ErrInvalidArgument.
 var ErrInvalid = errors.New("conn: invalid argument")
 
-// Validate checks that p is an absolute ZooKeeper path the server will
-// accept: not empty, starting with "/", no trailing "/" (except the root),
-// no empty, "." or ".." segment, no NUL or other character the server
-// rejects, and not in the /zookeeper tree the server reserves. Its errors
-// match ErrInvalid and say what is wrong with p.
+// Validate checks that p is an absolute path the server will accept,
+// outside its /zookeeper tree; its errors match ErrInvalid.
 func Validate(p string) error {
 	switch {
 	case p == "":

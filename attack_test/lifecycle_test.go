@@ -1,0 +1,823 @@
+package attack_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestReleaseRefusedByServerLeavesLockHeld checks lock's contract
+// (go doc ./lock): "Any other error (the server refused the delete) leaves
+// the lock held: call Release again", for every recipe, with the refusal
+// made by a bystander that takes DELETE off the lock node's parent (its ACL
+// is the world's, so anyone may), then gives it back.
+func TestReleaseRefusedByServerLeavesLockHeld(t *testing.T) {
+	f := newFixture(t)
+	s := f.Session()
+	zc := f.Raw()
+	names := []string{"mutex", "mutex-localhandoff", "rwlock-write", "rwlock-read", "semaphoremutex", "semaphore-2", "exclusive", "leader", "multilock"}
+	f.Each(t, names, func(t *testing.T, f *fixture, name string) {
+		ctx := ctxT(t, 20*time.Second)
+		recipe := strings.Replace(name, "localhandoff", "handoff", 1) // newLocker's name
+		lk := newLocker(t, recipe, s, f.Path("refused-")+name, 0)
+		l, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		parent := zkpath.Parent(l.Path())
+		_, err = zc.SetACL(parent, zk.WorldACL(zk.PermAll&^zk.PermDelete), -1)
+		require.NoError(t, err, "bystander setACL")
+		_, err = timed(ctx, 5*time.Second, lk.Release)
+		ok := exists(zc, l.Path())
+		t.Logf("refused release: err=%v; node exists: %v; lease err: %v", err, ok, l.Err())
+		switch {
+		case err == nil && ok:
+			t.Errorf("Release returned nil, but the node %s is still on the server", l.Path())
+		case err == nil:
+			t.Errorf("Release returned nil though the server refuses deletes under %s", parent)
+		case errors.Is(err, lock.ErrReleasePending):
+			t.Errorf("a refusal (known outcome) reported as ErrReleasePending: %v", err)
+		case !errors.Is(err, zk.ErrNoAuth):
+			t.Errorf("release error does not match zk.ErrNoAuth: %v", err)
+		}
+		if !ok {
+			t.Errorf("node %s gone though deletes are refused", l.Path())
+		}
+		_, err = zc.SetACL(parent, zkWorld, -1)
+		require.NoError(t, err)
+		if err := lk.Release(ctx); err != nil {
+			t.Errorf("second Release after the ACL is back: %v", err)
+		}
+		waitFor(t, 5*time.Second, "the node to be gone", func() bool { return !exists(zc, l.Path()) })
+	})
+}
+
+// TestReleaseWithoutCancelWhileBlackholedReturns checks the README's
+// own pattern, "Release even if ctx is cancelled by now: the lock node must
+// go. ... m.Release(context.WithoutCancel(ctx))", against lock's contract
+// "ErrReleasePending when the delete's outcome is unknown", with the
+// connection blackholed for good (Proxy.Blackhole, no Heal): a Release with
+// a context that never ends must still return (ErrReleasePending, or nil
+// once the epoch is taken as lost) within the session timeout (2 s here)
+// plus a margin, for every recipe, not hang.
+func TestReleaseWithoutCancelWhileBlackholedReturns(t *testing.T) {
+	newFixture(t).Each(t, []string{"mutex", "rwlock", "semaphoremutex", "semaphore-3", "exclusive", "leader", "multilock"}, func(t *testing.T, f *fixture, name string) {
+		ctx := ctxT(t, 25*time.Second)
+		px, s := f.ProxiedSession(conn.WithSessionTimeout(2 * time.Second))
+		lk := newLocker(t, name, s, f.Root()+"/rel-bh-"+name, 0)
+		_, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		px.Blackhole()
+		// Release runs on this goroutine (mutex and rwlock are owned by
+		// it); a watchdog heals the proxy after 5 s so that a hang ends.
+		healed := time.AfterFunc(5*time.Second, px.Heal)
+		start := time.Now()
+		err = lk.Release(context.WithoutCancel(ctx))
+		took := time.Since(start)
+		t.Logf("Release after %v: %v", took.Round(time.Millisecond), err)
+		if !healed.Stop() {
+			t.Fatalf("Release with a ctx that never ends ran %v into a blackhole, past the 5 s watchdog (session timeout 2 s)", took)
+		}
+		if err != nil && !errors.Is(err, lock.ErrReleasePending) {
+			t.Errorf("Release while blackholed: %v, want nil or ErrReleasePending", err)
+		}
+		px.Heal()
+	})
+}
+
+// TestReleaseWhileSuspendedReportsPendingDeletion checks mutex's
+// Release: "lock.ErrReleasePending when the node's deletion could not be
+// confirmed (the connection is down or ctx ended) while the session lives:
+// the goroutine no longer holds the mutex, but other processes may see it
+// held until the background deletion succeeds", and lock.ErrReleasePending's
+// "a release whose deletion could not be confirmed (the connection was
+// lost ...) while the session lives". The holder's connection is reset and
+// its reconnects blackholed (Suspended), then it releases; the node is
+// still on the server (a bystander sees it). With no local waiter, and with
+// a goroutine of the same session waiting in the process (WithLocalHandoff),
+// which the docs say makes the release delete the node rather than hand it
+// on, Release (300 ms deadline) must return an error matching
+// lock.ErrReleasePending. Without a deadline the release outlives the epoch
+// (ended by the quorum timer) and returns nil while the node is still on the
+// server (the doc's "A lease lost while held (the session expired) releases
+// without error" says "expired"; the ZooKeeper session has not): the node
+// must still go, with the server's expiry, within T.
+func TestReleaseWhileSuspendedReportsPendingDeletion(t *testing.T) {
+	forEach(t, []string{"alone", "local-waiter", "no-deadline-alone", "no-deadline"}, func(t *testing.T, f *fixture, name string) {
+		localWaiter, nolimit := !strings.HasSuffix(name, "alone"), strings.HasPrefix(name, "no-deadline")
+		ctx := ctxT(t, 25*time.Second)
+		path := f.Path("relsusp/lock")
+		bys := f.Raw()
+		px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
+		mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0))
+		g1 := hold(ctx, mA)
+		l1 := g1.wait(t, 10*time.Second, "G1")
+		if localWaiter {
+			hold(ctx, mA)
+			waitFor(t, 10*time.Second, "G2 waiting in the process", func() bool { return watched(f, 0, l1.Path()) })
+		}
+		ep0, err := connlink.Of(sA).Epoch(ctx)
+		require.NoError(t, err)
+		suspend(t, px, sA)
+		if !nolimit {
+			g1.relTimeout = 300 * time.Millisecond
+		}
+		t0 := time.Now()
+		err = g1.release()
+		took := time.Since(t0)
+		still := exists(bys, l1.Path())
+		state := sA.State()
+		t.Logf("release (deadline %v) while suspended took %v: %v; node still on the server: %v; A's state: %v", g1.relTimeout, took, err, still, state)
+		px.Heal()
+		if nolimit {
+			// The release outlives the epoch (the quorum timer ends it
+			// 7T/12 after the last answered sync) and returns nil, as for a
+			// lease lost while held; the ZooKeeper session has not
+			// expired and the node is still there: it must go within T.
+			if err != nil && !errors.Is(err, lock.ErrReleasePending) {
+				t.Fatalf("release: %v", err)
+			}
+			end := time.Now().Add(12 * time.Second)
+			for {
+				ok, st, err := bys.Exists(l1.Path())
+				if err == nil && !ok {
+					break
+				}
+				if time.Now().After(end) {
+					ep1, _ := connlink.Of(sA).Epoch(ctx)
+					var sid1 int64
+					if ep1 != nil {
+						sid1 = ep1.SessionID()
+					}
+					owner := int64(0)
+					if st != nil {
+						owner = st.EphemeralOwner
+					}
+					t.Fatalf("released node %s still on the server 12 s after the release (T = 8 s): its owner 0x%x, the released epoch's session 0x%x, A's current epoch's session 0x%x; nodes %v",
+						l1.Path(), owner, ep0.SessionID(), sid1, children(bys, path))
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			return
+		}
+		if still && !errors.Is(err, lock.ErrReleasePending) {
+			t.Fatalf("Release returned %v while its node is still on the server (deletion not confirmed, session alive, state %v): want lock.ErrReleasePending", err, state)
+		}
+	})
+}
+
+// TestSuspendedAsLostReleaseLeavesNode: under conn.WithSuspendedAsLost
+// a holder is told its lock is lost as soon as the connection is suspended,
+// but the ZooKeeper session survives a short cut, and with it the lock node.
+// The holder then does what package lock says: "Release after loss (Lost
+// closed) returns nil: the node went with its session, or someone deleted
+// it; there is nothing left to release, and the handle can acquire again",
+// and docs/safety.md guarantee 5, "Nothing of ours is left behind", and
+// guarantee 2 ("after any number of acquire/release cycles on an open
+// session the server holds no watch of that session on lock nodes").
+// After the Release the node must go (another session acquires), the
+// server must hold no watch of the session, the watches gauge
+// (metrics.Hooks.Watches) must be back to 0, and the loss must be counted
+// once with cause "suspended".
+func TestSuspendedAsLostReleaseLeavesNode(t *testing.T) {
+	forEach(t, []string{"mutex", "semaphoremutex", "rwlock-write", "rwlock-read", "exclusive"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 40*time.Second)
+		rec := &metricsRec{}
+		px, s := f.ProxiedSession(conn.WithSuspendedAsLost(), conn.WithMetrics(rec.Hooks()))
+		path := f.Path("susp/") + recipe
+		lk := newLocker(t, recipe, s, path, 0)
+		sid := epochOf(t, s).SessionID()
+		l, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		lost := l.Lost()
+		waitFor(t, 5*time.Second, "lease watched", func() bool { return rec.watches.Load() == 1 })
+		px.Cut()
+		recv(t, lost, 5*time.Second, "Lost not closed on suspension")
+		waitFor(t, 10*time.Second, "reconnected", func() bool { return s.State() == conn.Reconnected })
+		if got := epochOf(t, s).SessionID(); got != sid {
+			t.Fatalf("session changed (%x -> %x): the cut was too long", sid, got)
+		}
+		_, err = timed(ctx, 5*time.Second, lk.Release)
+		t.Logf("release after suspended loss: %v", err)
+
+		// Another session must get the lock (the node must go); write
+		// lock for the rwlock so that a kept read node counts too.
+		olk := newLocker(t, strings.Replace(recipe, "rwlock-read", "rwlock-write", 1), f.Session(), path, 1)
+		if _, err := timed(ctx, 6*time.Second, acquireErr(olk)); err != nil {
+			t.Errorf("another session could not acquire after the release (nodes %v): %v", children(f.Raw(), path), err)
+		} else {
+			_ = olk.Release(context.WithoutCancel(ctx))
+		}
+		noWatchesOf(t, f, sid, 3*time.Second, "the session")
+		rec.gaugeDrains(t, 3*time.Second)
+		rec.expect(t, 1, metrics.LockLost, "", metrics.CauseSuspended, "losses with cause suspended")
+	})
+}
+
+// TestCreatePendingThenReacquireKeepsNewNode checks lock's
+// ErrCreatePending: "The node, if it exists, is not left for the session's
+// life: a goroutine bound to the session keeps looking for it and deletes it
+// ... Acquire again at will", combined with an immediate re-acquire through
+// the same handle (same session): the background search for the lost node
+// by its unique id must not take the new acquire's node for it (two
+// holders), and the lost node must go. Session A (through a proxy, a
+// retry policy of one attempt) queues behind B's hold; its create's answer
+// is blackholed; once its Acquire fails, the proxy heals and A acquires
+// again while B still holds; B releases; A must get the lock, its node must
+// survive while it holds, and C, queued behind, must not enter.
+func TestCreatePendingThenReacquireKeepsNewNode(t *testing.T) {
+	f := newFixture(t, zktest.WithTickTime(2*time.Second)) // sessions up to 40 s
+	path := f.Path("pending/lock")
+	ctx := ctxT(t, 29*time.Second)
+	bys := f.Raw()
+	trace := newTraceLog()
+	defer func() {
+		if t.Failed() {
+			t.Logf("A's log and states:\n%s", trace.dump())
+		}
+	}()
+	// 30 s: A's quorum timer ends the epoch T/2 after its last answered sync, sent up to T/6 before the blackholes; at 8 s the ~3.7 s until the reconnect outlasted it.
+	px, sA := f.ProxiedSession(conn.WithSessionTimeout(30*time.Second), oneAttempt(20*time.Millisecond),
+		conn.WithLogger(trace.logger()), conn.WithMetrics(trace.hooks()))
+	mA, _ := mutex.New(sA, path)
+	mB, _ := mutex.New(f.Session(), path)
+	mC, _ := mutex.New(f.Session(), path)
+	_, err := mB.Acquire(ctx)
+	require.NoError(t, err)
+	err = createLostInBlackhole(t, ctx, px, bys, path, 2, acquireErr(mA), trace.note)
+	t.Logf("first acquire through the blackholed proxy: %v (create pending: %v)", err, errors.Is(err, lock.ErrCreatePending))
+	if !errors.Is(err, lock.ErrCreatePending) {
+		t.Fatalf("want the first acquire to end with lock.ErrCreatePending, got %v", err)
+	}
+	t.Logf("nodes after the failed acquire: %v", children(bys, path))
+	waitFor(t, 10*time.Second, "the lost node deleted in the background", func() bool {
+		return len(children(bys, path)) == 1
+	})
+	// A acquires again at once, B still holding.
+	ha := hold(ctx, mA)
+	waitFor(t, 10*time.Second, "A's new node queued", func() bool {
+		return len(children(bys, path)) >= 2 || len(ha.got) > 0 || len(ha.failed) > 0
+	})
+	t.Logf("after A's re-acquire: %v", children(bys, path))
+	// C queues behind A's new node.
+	var cIn atomic.Bool
+	cch := make(chan error, 1)
+	go func() {
+		_, err := mC.Acquire(ctx)
+		cIn.Store(err == nil)
+		if err == nil {
+			err = mC.Release(ctx)
+		}
+		cch <- err
+	}()
+	waitFor(t, 10*time.Second, "C queued", func() bool { return len(children(bys, path)) >= 3 })
+	t.Logf("queue: %v", children(bys, path))
+	trace.note("queue %v; B releases", children(bys, path))
+	require.NoError(t, mB.Release(ctx))
+	l, ok := ha.granted(t, 15*time.Second, "A's second acquire")
+	if !ok {
+		t.Fatalf("A's second acquire never granted; nodes %v, C in: %v", children(bys, path), cIn.Load())
+	}
+	t.Logf("A granted on %s (epoch 0x%x)", l.Path(), l.Epoch().SessionID())
+	trace.note("A granted on %s (epoch 0x%x)", l.Path(), l.Epoch().SessionID())
+	// Let the background search run its course while A holds.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-l.Lost():
+			trace.note("A's lease lost: %v", l.Err())
+			t.Fatalf("A's lease lost while held (its node deleted?): nodes %v; cause: %v; epoch 0x%x err %v",
+				children(bys, path), l.Err(), l.Epoch().SessionID(), l.Epoch().Err())
+		default:
+		}
+		if cIn.Load() {
+			t.Fatalf("C entered while A holds: two holders; nodes %v", children(bys, path))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("queue while A holds: %v", children(bys, path))
+	require.NoError(t, ha.release())
+	require.NoError(t, recv(t, cch, 10*time.Second, "C never granted after A's release: the lost node stayed? nodes %v", nodes{bys, path}), "C")
+	waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
+}
+
+// TestExpiryMidDrainMetrics: B holds the lock; four goroutines of
+// session A wait (each with its own handle); A's ZooKeeper session is
+// expired by the server (zktest.ExpireEpoch) while they wait, so, as package
+// lock says, "A session lost while waiting is not an error: Acquire starts
+// over in the next one". B releases, and A's goroutines are granted one
+// after the other, each watching its lease's Lost, and release.
+//
+// Checked: never two of them holding at once (docs/safety.md guarantee 1);
+// every Acquire granted; metrics.LockWait "One per call" with
+// outcome granted (4 of them, nothing else); the watches gauge back to 0
+// ("It rises with the waiters and comes back down as they are granted or
+// give up; a count that only grows is watches left behind"); and no watch
+// of A's session left on the server (guarantee 2).
+func TestExpiryMidDrainMetrics(t *testing.T) {
+	recipes := []string{"mutex", "mutex-handoff", "semaphoremutex", "semaphoremutex-handoff", "rwlock", "exclusive", "leader"}
+	forEach(t, recipes, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 60*time.Second)
+		rec := &metricsRec{}
+		sa := f.Session(conn.WithMetrics(rec.Hooks()))
+		path := f.Path("exp/") + recipe
+		bh := hold(ctx, newLocker(t, recipe, f.Session(), path, 100))
+		bh.wait(t, 60*time.Second, "bh")
+		const n = 4
+		var occ occupancy
+		var granted atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := 0; i < n; i++ {
+			lk := newLocker(t, recipe, sa, path, i)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := lk.Acquire(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				granted.Add(1)
+				occ.enter()
+				if _, ok := within(l.Lost(), 50*time.Millisecond); ok {
+					errs <- fmt.Errorf("lease lost while held: %v", l.Err())
+				}
+				occ.leave()
+				if err := lk.Release(context.WithoutCancel(ctx)); err != nil {
+					errs <- fmt.Errorf("release: %w", err)
+				}
+			}()
+		}
+		waitFor(t, 10*time.Second, "A's waiters watching", func() bool { return rec.watches.Load() >= 1 })
+		time.Sleep(200 * time.Millisecond) // not a race fix: give every waiter time to queue before the expiry
+		ep := epochOf(t, sa)
+		f.Expire(ctx, ep)
+		recv(t, ep.Done(), 10*time.Second, "epoch not ended")
+		ep2 := epochOf(t, sa)
+		waitFor(t, 10*time.Second, "A's waiters watching again", func() bool {
+			return len(sessionWatches(t, f, 0, epochOf(t, sa).SessionID())) >= 1
+		})
+		time.Sleep(200 * time.Millisecond) // not a race fix: let the waiters queue again before the handoff
+		require.NoError(t, bh.release())
+		if !doneWithin(&wg, 30*time.Second) {
+			t.Fatalf("A's waiters not all granted: %d of %d; nodes %v", granted.Load(), n, children(f.Raw(), path))
+		}
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if m := occ.peak.Load(); m > 1 {
+			t.Errorf("%d of A's goroutines held at once", m)
+		}
+		rec.expect(t, n, metrics.LockWait, "", metrics.OutcomeGranted, "waits granted")
+		rec.expect(t, n, metrics.LockWait, "", "", "waits reported, one per call,")
+		rec.gaugeDrains(t, 3*time.Second)
+		noWatchesOf(t, f, ep2.SessionID(), 3*time.Second, "A's session")
+	})
+}
+
+// TestInterleavedDrainMassCancelBystander attacks CHANGELOG's
+// "Draining one session's waiters after plain deletes ... A woken waiter now
+// decides from its session's latest listing less the nodes the session knows
+// have left": 45 waiters of three sessions, interleaved in one queue (A, B,
+// C, A, ...), each its own handle, behind a holder of a fourth session, on
+// recipes whose releases are plain deletes (revocable mutex and write lock,
+// leader's Resign) and on the sealed mutex. At once: a third of them cancel,
+// a bystander deletes a sixth of the nodes, the holder releases. Checked:
+//   - lock's "Acquire blocks until the lock is held or ctx ends; one whose ctx
+//     ends first returns an error matching ctx.Err()": every cancelled waiter
+//     fails with context.Canceled, none is granted, and every other returns;
+//   - mutual exclusion (docs/safety.md guarantee 1): no surviving grant while
+//     another survivor holds (a waiter whose node the bystander deleted is
+//     excused, as "Deleting a holder's node lets the next waiter in"; for the
+//     leader, which queues again, it is not);
+//   - FIFO (mutex: "contenders are granted in the order their nodes were
+//     created"; leader: "Participants become leader in the order they
+//     campaigned"): survivors granted in the order of their nodes;
+//   - nothing left: no node under the path, no watch of the three sessions.
+//
+// Passes 0 and 1 cancel and delete before the release; pass 2 does all
+// three at the same time (a cancelled waiter may then be granted, and is
+// then a holder like any other).
+func TestInterleavedDrainMassCancelBystander(t *testing.T) {
+	forEach(t, []string{"mutex-revocable", "leader", "rwlock-revocable", "mutex"}, func(t *testing.T, f *fixture, recipe string) {
+		ss := []*conn.Session{f.Session(), f.Session(), f.Session()}
+		hs := f.Session()
+		for pass := 0; pass < 3; pass++ {
+			path := fmt.Sprintf("%s/drain/%s-%d", f.Root(), recipe, pass)
+			ws := runDrain(t, f, recipe, path, ss, hs, 45, int64(pass+1), pass == 2)
+			var surv []*drainWaiter
+			for i, w := range ws {
+				switch w.fate {
+				case "cancelled":
+					if pass == 2 {
+						// cancelled while the release ran: granted or ctx's error
+						if w.lease == nil && !errors.Is(w.err, context.Canceled) {
+							t.Errorf("pass %d waiter %d (%s) cancelled: err %v", pass, i, w.node, w.err)
+						}
+					} else if w.lease != nil || !errors.Is(w.err, context.Canceled) {
+						t.Errorf("pass %d waiter %d (%s) cancelled before the release: lease %v err %v", pass, i, w.node, w.lease != nil, w.err)
+					}
+				case "survivor":
+					if w.err != nil || w.lease == nil {
+						t.Errorf("pass %d waiter %d (%s) survivor: err %v", pass, i, w.node, w.err)
+						continue
+					}
+					surv = append(surv, w)
+				case "deleted":
+					if recipe == "leader" && (w.err != nil || w.lease == nil) {
+						t.Errorf("pass %d waiter %d (%s) deleted, must lead later: err %v", pass, i, w.node, w.err)
+					}
+				}
+				if w.overlap != "" && !(w.fate == "deleted" && recipe != "leader") {
+					t.Errorf("pass %d: two holders: %s (%s) granted while %sheld", pass, w.node, w.fate, w.overlap)
+				}
+			}
+			byGrant := append([]*drainWaiter(nil), surv...)
+			sort.Slice(byGrant, func(i, j int) bool { return byGrant[i].grantIdx < byGrant[j].grantIdx })
+			for i := range surv {
+				if surv[i] != byGrant[i] {
+					var a, b []string
+					for j := range surv {
+						a = append(a, surv[j].node[strings.LastIndexByte(surv[j].node, '-')+1:])
+						b = append(b, byGrant[j].node[strings.LastIndexByte(byGrant[j].node, '-')+1:])
+					}
+					t.Errorf("pass %d: survivors not granted FIFO:\nqueued  %v\ngranted %v", pass, a, b)
+					break
+				}
+			}
+			waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(f.Raw(), path)) == 0 })
+			for i, s := range ss {
+				noWatchesLeft(t, f, s, 5*time.Second, fmt.Sprintf("pass %d: session %d", pass, i))
+			}
+		}
+	})
+}
+
+// TestOneAttemptDrainUnderCuts attacks the drain of one session's
+// waiters after plain deletes (CHANGELOG) with conn.WithRetry's
+// maxAttempts 1 and lost answers: session A (through a proxy, one attempt
+// per request) and session B queue 24 waiters interleaved behind a holder
+// of session D; revocable mutex and leader (plain deletes). While the queue
+// drains, new A acquires keep coming, and the proxy loses the answer of one
+// of A's next few requests (BlackholeAfterWrites) and heals once it fired,
+// five times. Checked:
+//   - never two holders (docs/safety.md guarantee 1; no session ends here);
+//   - every Acquire returns (lock: "Acquire blocks until the lock is held or
+//     ctx ends"), every B waiter is granted;
+//   - lock.ErrCreatePending and cancelled acquires leave nothing: "its node is
+//     never left in the queue for the life of the session": once all have
+//     returned and released, no node is left under the path, and neither A
+//     nor B keeps a watch on the server.
+func TestOneAttemptDrainUnderCuts(t *testing.T) {
+	forEach(t, []string{"mutex-revocable", "leader"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 120*time.Second)
+		px, sa := f.ProxiedSession(oneAttempt(50 * time.Millisecond))
+		sb := f.Session()
+		zc := f.Raw()
+		path := f.Path("one/") + recipe
+		h := hold(ctx, newLocker(t, recipe, f.Session(), path, 999))
+		h.wait(t, 60*time.Second, "h")
+		var mu sync.Mutex
+		holders := 0
+		var overlaps []string
+		var errsA []string
+		var grantedB, grantedA, failedA atomic.Int32
+		var wg sync.WaitGroup
+		waiter := func(s *conn.Session, who string, i int, wctx context.Context) {
+			defer wg.Done()
+			lk := newLocker(t, recipe, s, path, i)
+			l, err := lk.Acquire(wctx)
+			if err != nil {
+				mu.Lock()
+				if who == "B" {
+					overlaps = append(overlaps, fmt.Sprintf("B waiter %d failed: %v", i, err))
+				} else {
+					errsA = append(errsA, err.Error())
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Logf("A waiter %d: %v (ErrConnectionLoss %v, ErrCreatePending %v, ErrClosed %v)", i, err,
+							errors.Is(err, conn.ErrConnectionLoss), errors.Is(err, lock.ErrCreatePending), errors.Is(err, conn.ErrClosed))
+					}
+				}
+				mu.Unlock()
+				failedA.Add(1)
+				return
+			}
+			mu.Lock()
+			holders++
+			if holders > 1 {
+				overlaps = append(overlaps, fmt.Sprintf("%s waiter %d granted %s while %d others hold", who, i, l.Path(), holders-1))
+			}
+			mu.Unlock()
+			if who == "B" {
+				grantedB.Add(1)
+			} else {
+				grantedA.Add(1)
+			}
+			within(l.Lost(), time.Millisecond)
+			mu.Lock()
+			holders--
+			mu.Unlock()
+			_ = lk.Release(context.WithoutCancel(ctx))
+		}
+		const n = 24
+		nB := 0
+		for i := 0; i < n; i++ {
+			s, who := sa, "A"
+			if i%2 == 1 {
+				s, who = sb, "B"
+				nB++
+			}
+			before := len(children(zc, path))
+			wg.Add(1)
+			go waiter(s, who, i, ctx)
+			waitFor(t, 10*time.Second, "queued", func() bool { return len(children(zc, path)) > before })
+		}
+		// churn: new A acquires with short deadlines while the faults come
+		stop := make(chan struct{})
+		var churn sync.WaitGroup
+		churn.Add(1)
+		go func() {
+			defer churn.Done()
+			for i := 1000; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(40 * time.Millisecond):
+				}
+				wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				wg.Add(1)
+				go func(i int) { defer cancel(); waiter(sa, "A", i, wctx) }(i)
+			}
+		}()
+		require.NoError(t, h.release())
+		rng := rand.New(rand.NewSource(4))
+		for k := 0; k < 5; k++ {
+			px.BlackholeAfterWrites(1 + rng.Intn(4))
+			if !eventually(5*time.Second, px.Blackholed) {
+				px.BlackholeAfterWrites(0)
+				t.Logf("fault %d did not fire", k)
+				continue
+			}
+			px.Heal()
+			ep := epochOf(t, sa) // wait for the reconnect
+			_ = ep
+		}
+		close(stop)
+		churn.Wait()
+		if !doneWithin(&wg, 60*time.Second) {
+			t.Fatalf("acquires stuck: B granted %d of %d; nodes %v", grantedB.Load(), nB, sortedBySeq(zc, path))
+		}
+		mu.Lock()
+		for _, o := range overlaps {
+			t.Error(o)
+		}
+		kinds := map[string]int{}
+		for _, e := range errsA {
+			k := e
+			if i := strings.LastIndex(e, ": "); i >= 0 {
+				k = e[i+2:]
+			}
+			kinds[k]++
+		}
+		mu.Unlock()
+		t.Logf("A granted %d, failed %d (%v); B granted %d of %d", grantedA.Load(), failedA.Load(), kinds, grantedB.Load(), nB)
+		if !eventually(20*time.Second, func() bool { return len(children(zc, path)) == 0 }) {
+			t.Errorf("nodes left after every acquire returned and released: %v", sortedBySeq(zc, path))
+		}
+		for name, s := range map[string]*conn.Session{"A": sa, "B": sb} {
+			noWatchesLeft(t, f, s, 5*time.Second, "session "+name)
+		}
+	})
+}
+
+// TestDeadlinesKeptWhileServerPaused checks the recipes' "A deadline
+// is kept: Acquire and TryAcquire return at the latest 100 ms after ctx ends
+// (plus scheduling; the tests allow 250 ms), even when the connection is
+// blackholed" (mutex, rwlock, semaphoremutex, exclusive; multilock's "Acquire
+// returns at the latest 100 ms after ctx ended, even with the connection
+// down"; leader's "a deadline on ctx is the timeout") with the server
+// itself frozen (Pause, SIGSTOP) rather than the connection: every call
+// with a 600 ms deadline returns within 600+250 ms matching
+// DeadlineExceeded; after Resume the session is the same and none of our
+// nodes is left.
+func TestDeadlinesKeptWhileServerPaused(t *testing.T) {
+	f := newFixture(t)
+	s := f.Session(conn.WithSessionTimeout(8 * time.Second))
+	root := f.Path("paused")
+	ep, err := connlink.Of(s).Epoch(context.Background())
+	require.NoError(t, err)
+	// Create the parents first so that each call gets as far as its create.
+	warm, _ := mutex.New(s, root+"/warm")
+	_, err = warm.Acquire(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(context.Background()))
+	r := oneOfEach(s, root)
+	calls := []struct {
+		name string
+		f    func(ctx context.Context) error
+	}{
+		{"mutex.Acquire", acquireErr(r.m)},
+		{"mutex.TryAcquire", tryErr(r.m)},
+		{"rwlock.Write", acquireErr(r.rw.WriteLock())},
+		{"rwlock.ReadTry", tryErr(r.rw.ReadLock())},
+		{"semaphoremutex", acquireErr(r.sm)},
+		{"semaphore", acquireErr(r.sem)},
+		{"exclusive", acquireErr(r.x)},
+		{"leader.Campaign", func(ctx context.Context) error { _, err := r.e.Campaign(ctx); return err }},
+		{"multilock", func(ctx context.Context) error { _, err := r.ml.Acquire(ctx); return err }},
+	}
+	require.NoError(t, f.Pause(0))
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = f.Resume(0)
+		}
+	}()
+	for _, call := range calls {
+		took, err := timed(context.Background(), 600*time.Millisecond, call.f)
+		if took > 850*time.Millisecond {
+			t.Errorf("%s returned after %v (deadline 600 ms) with the server paused", call.name, took)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: %v, want DeadlineExceeded", call.name, err)
+		}
+	}
+	require.NoError(t, f.Resume(0))
+	resumed = true
+	zc := f.Raw()
+	waitFor(t, 10*time.Second, "no node of ours left", func() bool { return countNodes(zc, root) == 0 })
+	if ep.Err() != nil {
+		t.Logf("the epoch ended meanwhile: %v", ep.Err())
+	}
+}
+
+// TestDeadlinesKeptBySharedListingWaitersBlackholed checks mutex's "A
+// deadline is kept: Acquire and TryAcquire return at the latest 100 ms
+// after ctx ends (plus scheduling; the tests allow 250 ms), even when the
+// connection is blackholed before or during the create", for waiters of
+// one session sharing their listings: B holds; 20 goroutines of A (half
+// through a WithLocalHandoff handle) start acquiring with deadlines
+// staggered 150 ms – 1.1 s, and A's connection is blackholed a few ms
+// later, with creates and listings in flight. Every Acquire must return
+// within 250 ms of its deadline; after Heal no node of A's may remain.
+func TestDeadlinesKeptBySharedListingWaitersBlackholed(t *testing.T) {
+	f, ctx := setUp(t, 25*time.Second)
+	path := f.Path("deadline/lock")
+	px, sA := f.ProxiedSession(conn.WithSessionTimeout(8 * time.Second))
+	b, m1, m2 := f.heldAgainst(ctx, sA, path) // B, another session, holds
+	var mu sync.Mutex
+	worst := time.Duration(0)
+	wg := spawn(20, func(i int) {
+		m := [2]*mutex.InterProcessMutex{m1, m2}[i%2]
+		deadline := time.Now().Add(150*time.Millisecond + time.Duration(i)*50*time.Millisecond)
+		actx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		_, err := m.Acquire(actx)
+		late := time.Since(deadline)
+		if err == nil {
+			t.Errorf("w%d: granted while B holds", i)
+		}
+		mu.Lock()
+		worst = max(worst, late)
+		mu.Unlock()
+		if late > 250*time.Millisecond {
+			t.Errorf("w%d: returned %v after its deadline: %v", i, late, err)
+		}
+	})
+	time.Sleep(5 * time.Millisecond) // some requests in flight; the checks do not depend on it
+	px.Blackhole()
+	wg.Wait()
+	t.Logf("latest return: %v after the deadline", worst)
+	px.Heal()
+	waitFor(t, 15*time.Second, "only B's node left", func() bool { return len(children(f.Raw(), path)) == 1 })
+	require.NoError(t, b.release())
+}
+
+// TestGrantReadBlackholedKeepsDeadline: two goroutines of one session
+// on one lock; the second waits behind the first. Since the new drain, "A
+// grant decided on a notification of a plain deletion now first reads the
+// waiter's own node" (CHANGELOG), and a leader's Campaign "Before it returns
+// ... reads our node once". Here the holder's release (a delete) is answered
+// and the connection is blackholed right after the next request, which is
+// the waiter's read before its grant: its answer never comes. The waiter's
+// ctx ends 1 s later; docs/safety.md guarantee 6: "Every Acquire and
+// TryAcquire ... returns at the latest 100 ms after its ctx ends, plus
+// scheduling, whatever the connection does" (the suite allows 250 ms), and
+// package lock: "Acquire blocks until the lock is held or ctx ends; one whose
+// ctx ends first returns an error matching ctx.Err()". The leader is held
+// to "Campaign queues our node and blocks until we lead or ctx ends; a
+// deadline on ctx is the timeout" with the same 250 ms.
+// WithLastHeardTimer: no quorum syncs to fire the blackhole early, and the
+// epoch lives for T = 4 s, past the deadline.
+func TestGrantReadBlackholedKeepsDeadline(t *testing.T) {
+	forEach(t, []string{"mutex", "semaphoremutex", "rwlock", "leader", "exclusive"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 40*time.Second)
+		px, s := f.ProxiedSession(conn.WithLastHeardTimer())
+		path := f.Path("grantread/") + recipe
+		h := hold(ctx, newLocker(t, recipe, s, path, 1))
+		h.wait(t, 60*time.Second, "h")
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		w := hold(wctx, newLocker(t, recipe, s, path, 2))
+		waitFor(t, 10*time.Second, "waiter watching", func() bool {
+			return len(sessionWatches(t, f, 0, epochOf(t, s).SessionID())) >= 1
+		})
+		px.BlackholeAfterWrites(2)
+		if err := h.release(); err != nil {
+			t.Logf("holder's release: %v", err)
+		}
+		deadline := time.Now().Add(time.Second)
+		dctx, dcancel := context.WithDeadline(wctx, deadline)
+		defer dcancel()
+		// The waiter's own ctx is wctx; bound it by the deadline through
+		// cancelling wctx when dctx ends.
+		go func() { <-dctx.Done(); wcancel() }()
+		select {
+		case l := <-w.got:
+			t.Logf("waiter granted (blackholed: %v, Err %v)", px.Blackholed(), l.Err())
+		case err := <-w.failed:
+			late := time.Since(deadline)
+			t.Logf("waiter: %v, %v after its ctx ended (blackholed: %v)", err, late, px.Blackholed())
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("error %v does not match ctx's", err)
+			}
+			if late > 250*time.Millisecond {
+				t.Errorf("returned %v after its ctx ended, want at most 250 ms", late)
+			}
+		case <-time.After(3500 * time.Millisecond):
+			t.Errorf("waiter still blocked 2.5 s after its ctx ended (blackholed: %v)", px.Blackholed())
+		}
+		px.Heal()
+	})
+}
+
+// TestParticipantsAndFenceKeepDeadlineBlackholed: with the connection
+// blackholed, the recipes' Participants (rwlock's new one included) and a
+// local handoff's Lease.Fence return by their ctx's deadline (plus 250 ms),
+// with an error matching context.DeadlineExceeded or conn.ErrLeaseLost,
+// never a stale success for the listing.
+func TestParticipantsAndFenceKeepDeadlineBlackholed(t *testing.T) {
+	f := newFixture(t)
+	p, s := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
+	ctx := ctxT(t, 60*time.Second)
+	mpath := f.Path("m")
+	m1, err := mutex.New(s, mpath, lock.WithLocalHandoff(3, 0))
+	require.NoError(t, err)
+	m2, err := mutex.New(s, mpath, lock.WithLocalHandoff(3, 0))
+	require.NoError(t, err)
+	rw := newRW(t, s, f.Path("rw"))
+	sem, err := semaphoremutex.NewSemaphore(s, f.Path("sem"), 2)
+	require.NoError(t, err)
+	_, err = m1.Acquire(ctx)
+	require.NoError(t, err)
+	h2 := hold(ctx, m2)
+	h2.notGranted(t, 200*time.Millisecond, "m2 granted while m1 holds")
+	_, err = rw.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	_, err = sem.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m1.Release(ctx))
+	l2 := h2.wait(t, 10*time.Second, "m2 by local handoff")
+
+	p.Blackhole()
+	calls := map[string]func(context.Context) error{
+		"mutex.Participants":     func(c context.Context) error { _, err := m1.Participants(c); return err },
+		"rwlock.Participants":    func(c context.Context) error { _, err := rw.Participants(c); return err },
+		"semaphore.Participants": func(c context.Context) error { _, err := sem.Participants(c); return err },
+		"handoff Lease.Fence":    func(c context.Context) error { _, err := l2.Fence(c); return err },
+	}
+	for name, call := range calls {
+		took, err := timed(ctx, 500*time.Millisecond, call)
+		t.Logf("%s: %v after %v", name, err, took)
+		if took > 750*time.Millisecond {
+			t.Errorf("%s returned %v after its 500 ms deadline", name, took-500*time.Millisecond)
+		}
+		if strings.HasSuffix(name, "Participants") && err == nil {
+			t.Errorf("%s succeeded with the connection blackholed", name)
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, conn.ErrLeaseLost) {
+			t.Errorf("%s: %v matches neither context.DeadlineExceeded nor conn.ErrLeaseLost", name, err)
+		}
+	}
+	p.Heal()
+	require.NoError(t, h2.release())
+}
