@@ -26,9 +26,11 @@ type attempt struct {
 	// cs is the cache: the contenders of our last listing in queue order,
 	// minus those seen gone, cut to what the next decisions need (shrink).
 	// May be shared with other waiters: never modified.
-	cs        []locknode.Contender
-	part      bool   // cs may lack contenders that block us: a grant lists again
-	clearedBy string // the contender whose handover grants us even so
+	cs   []locknode.Contender
+	part bool // cs may lack contenders that block us: a grant lists again
+	// clearedBy: the contender whose handover grants us even so (at our
+	// listing, nothing after it and before ours blocked us).
+	clearedBy string
 
 	lossy bool               // a create's answer was lost: look out for a ghost of ours
 	stale bool               // the cache changed since a read showed our node: confirm
