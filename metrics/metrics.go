@@ -59,7 +59,7 @@ const (
 type Lock struct {
 	Event string // one of the Lock* constants
 	// Recipe is "mutex", "rwlock", "semaphoremutex", "semaphore", "leader"
-	// or "exclusive"; a semaphoremutex's holds and losses are reported as
+	// or "exclusive"; a semaphoremutex's holds, losses and local handoffs are reported as
 	// "semaphore".
 	Recipe   string
 	Path     string        // the lock path as the recipe was given it
