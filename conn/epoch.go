@@ -143,7 +143,7 @@ func (s *Session) keepQuorum(l *zkLink) {
 				case err == nil:
 					ep.confirm(sent)
 				case errors.Is(err, zk.ErrSessionExpired):
-					s.inbox.put(message{expired: ep})
+					s.inbox.put(message{lost: ep, cause: ErrSessionExpired})
 				}
 			}()
 			select {
@@ -167,7 +167,7 @@ func (s *Session) keepQuorum(l *zkLink) {
 				t.Reset(wait) // a sync was answered meanwhile
 				continue
 			}
-			s.inbox.put(message{quorumLost: ep})
+			s.inbox.put(message{lost: ep, cause: ErrSessionTimeout})
 			return
 		}
 	}()

@@ -1,24 +1,24 @@
 package conn
 
 // A guarded grant stands on another node of its session, its guard, until
-// unguard (rwlock's downgrade: docs/design.md, "Downgrading a write
+// Unguard (rwlock's downgrade: docs/design.md, "Downgrading a write
 // lock"). Meanwhile its check, loss and Fence Zxid are the guard's.
 
-// guardWith makes l, granted but not handed out (unarmed), stand on node
-// (czxid zxid), with pass as its Fence's Pass.
-func (l *Lease) guardWith(node string, zxid, pass int64) {
-	l.mu.Lock()
-	l.guard, l.fence = node, zxid
-	l.mu.Unlock()
-	l.pass = pass
+// Guard makes the lease, granted but not handed out (unarmed), stand on
+// node (czxid zxid), with pass as its Fence's Pass.
+func (v *leaseView) Guard(node string, zxid, pass int64) {
+	v.mu.Lock()
+	v.guard, v.fence = node, zxid
+	v.mu.Unlock()
+	v.pass = pass
 }
 
-// unguard moves the grant onto its own node (check and loss); the recipe
+// Unguard moves the grant onto its own node (check and loss); the recipe
 // calls it before it deletes the guard.
-func (l *Lease) unguard() {
-	l.mu.Lock()
-	l.guard = ""
-	l.mu.Unlock()
+func (v *leaseView) Unguard() {
+	v.mu.Lock()
+	v.guard = ""
+	v.mu.Unlock()
 }
 
 // checked is the node the grant stands on: its guard, else its own node.

@@ -69,9 +69,10 @@ type Lease struct {
 	guard  string // the node a guarded grant stands on (guard.go); "" for none
 }
 
-// newLease makes a lease for node path, held by this epoch's session (czxid
+// NewLease makes a lease for node path, held by this epoch's session (czxid
 // 0: unknown, see own). No goroutine runs until Lost or Revoked is called.
-func (e *Epoch) newLease(path string, czxid int64) *Lease {
+func (v *epochView) NewLease(path string, czxid int64) *Lease {
+	e := (*Epoch)(v)
 	l := &Lease{ep: e, path: path, czxid: czxid, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal(), granted: time.Now()}
 	linkLease(l)
 	return l
@@ -221,7 +222,7 @@ func (l *Lease) watchNode(path string, guard bool) {
 		}
 	}
 	for !l.isLost() && (!guard || l.guardedBy(path)) {
-		data, st, ch, err := l.ep.getW(l.ep.ctx, path)
+		data, st, ch, err := l.ep.view().GetW(l.ep.ctx, path)
 		switch {
 		case err != nil && l.ep.ctx.Err() != nil:
 			return // watchEpoch reports it
@@ -266,7 +267,7 @@ func (l *Lease) watchNode(path string, guard bool) {
 func unwatchNow(ep *Epoch, ch <-chan zk.Event) {
 	done, cancel := context.WithCancel(context.Background())
 	cancel() // send, do not wait
-	_ = ep.unwatch(done, ch)
+	_ = ep.view().Unwatch(done, ch)
 }
 
 // zxid is Fence's Zxid: known at the grant or read once and cached;
@@ -284,7 +285,7 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 	if z != 0 {
 		return z, nil
 	}
-	ok, st, err := l.ep.exists(ctx, l.path)
+	ok, st, err := l.ep.view().Exists(ctx, l.path)
 	if err != nil {
 		return 0, err
 	}
@@ -323,7 +324,7 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 				return nil, fmt.Errorf("a guarded write may not set the data of its own lock node %s: %w", sd.Path, ErrInvalidArgument)
 			}
 		}
-		res, err := l.ep.multi(ctx, append([]any{check}, ops...)...)
+		res, err := l.ep.view().Multi(ctx, append([]any{check}, ops...)...)
 		var oe *opError
 		switch {
 		case err == nil:
@@ -360,13 +361,6 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 // checkOp is GuardedWrite's first op: the grant's node exists, any version.
 func (l *Lease) checkOp() *zk.CheckVersionRequest {
 	return &zk.CheckVersionRequest{Path: l.checked(), Version: -1}
-}
-
-// holdWrites waits out the guarded writes through l and blocks new ones
-// until done is called; a recipe holds it while releasing a local grant.
-func (l *Lease) holdWrites() (done func()) {
-	l.writes.Lock()
-	return l.writes.Unlock
 }
 
 // revokeSeen reports whether Revoked is closed, without arming the watch.

@@ -30,15 +30,6 @@ func (e *opError) Error() string {
 // Unwrap returns the server's error.
 func (e *opError) Unwrap() error { return e.err }
 
-// failedIndex is the index of a refused multi's failing op, if err is one.
-func failedIndex(err error) (int, bool) {
-	var oe *opError
-	if errors.As(err, &oe) {
-		return oe.index, true
-	}
-	return 0, false
-}
-
 // opName names a multi op and its path, for an opError.
 func opName(op any) (string, string) {
 	switch o := op.(type) {

@@ -16,7 +16,7 @@ func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error
 	if err != nil {
 		return nil, nil, err
 	}
-	return e.get(ctx, path)
+	return e.view().Get(ctx, path)
 }
 
 // Set writes a node's data if its version matches (-1: any); retried on
@@ -32,7 +32,7 @@ func (s *Session) Set(ctx context.Context, path string, data []byte, version int
 	if err != nil {
 		return nil, err
 	}
-	return e.set(ctx, path, data, version)
+	return e.view().Set(ctx, path, data, version)
 }
 
 // Create creates a node and returns its path (with the sequence number if
@@ -42,7 +42,7 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, flags in
 	if err != nil {
 		return "", err
 	}
-	return e.create(ctx, path, data, flags, acl)
+	return e.view().Create(ctx, path, data, flags, acl)
 }
 
 // Delete deletes a node if its version matches (-1: any). Retried on
@@ -53,7 +53,7 @@ func (s *Session) Delete(ctx context.Context, path string, version int32) error 
 	if err != nil {
 		return err
 	}
-	return e.delete(ctx, path, version)
+	return e.view().Delete(ctx, path, version)
 }
 
 // Children lists a node's children (names, not paths), retrying on
@@ -63,7 +63,7 @@ func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat
 	if err != nil {
 		return nil, nil, err
 	}
-	return e.children(ctx, path)
+	return e.view().Children(ctx, path)
 }
 
 // Exists tells whether a node exists, retrying on connection loss.
@@ -72,5 +72,5 @@ func (s *Session) Exists(ctx context.Context, path string) (bool, *zk.Stat, erro
 	if err != nil {
 		return false, nil, err
 	}
-	return e.exists(ctx, path)
+	return e.view().Exists(ctx, path)
 }

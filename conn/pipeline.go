@@ -50,8 +50,8 @@ func (s *sentCreates) after() <-chan struct{} {
 	return s.next
 }
 
-// createWritten is connlink.Epoch.CreateWritten for the epoch's connection.
-func (e *Epoch) createWritten() <-chan struct{} {
+// CreateWritten is closed once the epoch's connection writes its next create.
+func (e *epochView) CreateWritten() <-chan struct{} {
 	if e.wire == nil {
 		return make(chan struct{})
 	}

@@ -32,25 +32,25 @@ type Session struct {
 	cfg     config
 	servers []string
 	creds   []string // digest "user:password" entries sent at the start of every epoch: cfg.digest, then ident
-	sealed  []zk.ACL // see sealedACL
+	sealed  []zk.ACL // the ACL of a lock node only this session may change (sealACL)
 	log     *zap.Logger
 	stats   *counters
 	shared  sync.Map // recipes' per-session state (connlink.Session.Shared); its own locking
 
-	inbox   *inbox        // events from go-zookeeper callbacks and helpers, for run
-	closing chan struct{} // closed by Close (once); run then shuts down
-	done    chan struct{} // closed by run when shutdown is complete
+	inbox   *fifo[message] // events from go-zookeeper callbacks and helpers, for run
+	closing chan struct{}  // closed by Close (once); run then shuts down
+	done    chan struct{}  // closed by run when shutdown is complete
 	once    sync.Once
 	helpers sync.WaitGroup // goroutines started by run: closers, auth, event drains
 
 	abandoning atomic.Bool // set by abandon: close without waiting for answers (abandonLink)
 
-	mu    sync.Mutex                 // guards the fields below
-	state State                      // last transition
-	cur   *Epoch                     // the live epoch, nil between epochs
-	ready chan struct{}              // closed when an epoch becomes live; replaced when it ends
-	subs  map[*subscription]struct{} // nil from the step that sent Closed on
-	fail  error                      // why the last attempt at a session failed; nil once one began
+	mu    sync.Mutex                // guards the fields below
+	state State                     // last transition
+	cur   *Epoch                    // the live epoch, nil between epochs
+	ready chan struct{}             // closed when an epoch becomes live; replaced when it ends
+	subs  map[*fifo[Event]]struct{} // Subscribe's queues; nil from the step that sent Closed on
+	fail  error                     // why the last attempt at a session failed; nil once one began
 
 	// Owned by the run goroutine.
 	active *zkLink     // the zk.Conn of the current (or next) epoch
@@ -107,11 +107,11 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		sealed:  sealACL(cfg.acl, ident),
 		log:     cfg.logger,
 		stats:   newCounters(),
-		inbox:   newInbox(),
+		inbox:   newFifo[message](),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
-		subs:    make(map[*subscription]struct{}),
+		subs:    make(map[*fifo[Event]]struct{}),
 	}
 	linkSession(s)
 	if err := s.dial(); err != nil {
@@ -145,10 +145,6 @@ func (s *Session) State() State {
 
 // acl is a copy of WithACL's ACL, for nodes other than sealed lock nodes.
 func (s *Session) acl() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
-
-// sealedACL is the ACL of a lock node only this session may change: the
-// session's ACL without WRITE and ADMIN, plus its own identity with ALL.
-func (s *Session) sealedACL() []zk.ACL { return append([]zk.ACL(nil), s.sealed...) }
 
 // identity is the session's own random digest identity; never logged.
 type identity struct{ user, password string }
@@ -255,30 +251,25 @@ type message struct {
 	l       *zkLink
 	ev      zk.Event
 	authErr error
-	authed  bool   // AddAuth finished (authErr says how)
-	authN   int    // with authed: credentials accepted
-	expired *Epoch // a request of this epoch was answered "session expired"
-	// quorumLost: the epoch's quorum timer ran out (keepQuorum).
-	quorumLost *Epoch
+	authed  bool // AddAuth finished (authErr says how)
+	authN   int  // with authed: credentials accepted
+	// lost: end this epoch with cause (ErrSessionExpired: a request was
+	// answered so; ErrSessionTimeout: its quorum timer ran out).
+	lost  *Epoch
+	cause error
 }
 
 func (s *Session) handle(m message) {
-	if ep := m.expired; ep != nil {
-		// go-zookeeper ends a session only when a handshake says so,
-		// yet a server may keep answering pings for a session closed
-		// under it: nothing else would end this epoch.
+	if ep := m.lost; ep != nil {
+		// go-zookeeper ends a session only when a handshake says so, yet a
+		// server may keep answering pings for a session closed under it.
 		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
-			s.log.Warn("a request was answered 'session expired'; taking the session as lost",
-				logfield.Session("session", ep.sessionID))
-			s.loseEpoch(ErrSessionExpired)
-		}
-		return
-	}
-	if ep := m.quorumLost; ep != nil {
-		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
-			s.log.Warn("no sync answered through the ensemble's leader within half the session timeout; taking the session as lost",
-				logfield.Session("session", ep.sessionID), zap.Duration("timeout", ep.timeout))
-			s.loseEpoch(ErrSessionTimeout)
+			why := "a request was answered 'session expired'"
+			if m.cause == ErrSessionTimeout {
+				why = "no sync answered through the ensemble's leader within half the session timeout"
+			}
+			s.log.Warn(why+"; taking the session as lost", logfield.Session("session", ep.sessionID), zap.Duration("timeout", ep.timeout))
+			s.loseEpoch(m.cause)
 		}
 		return
 	}
@@ -635,7 +626,7 @@ func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 		s.reportState(metrics.Transition{State: st.String(), SessionID: id, Err: cause, Time: ev.Time})
 	}
 	for sub := range s.subs {
-		sub.push(ev, st == Closed)
+		sub.put(ev)
 	}
 	if st == Closed {
 		s.subs = nil
@@ -646,32 +637,3 @@ func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 type zkLogger struct{ l *zap.SugaredLogger }
 
 func (z zkLogger) Printf(format string, args ...any) { z.l.Debugf("zk: "+format, args...) }
-
-// inbox is an unbounded queue: go-zookeeper's callback never blocks or drops.
-type inbox struct {
-	signal chan struct{} // capacity 1
-	mu     sync.Mutex    // guards items
-	items  []message
-}
-
-func newInbox() *inbox {
-	return &inbox{signal: make(chan struct{}, 1)}
-}
-
-func (q *inbox) put(m message) {
-	q.mu.Lock()
-	q.items = append(q.items, m)
-	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (q *inbox) drain() []message {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	items := q.items
-	q.items = nil
-	return items
-}

@@ -11,7 +11,7 @@ import (
 // ends; read it until then or cancel ctx, or its goroutine stays.
 func (s *Session) Subscribe(ctx context.Context) <-chan Event {
 	out := make(chan Event)
-	sub := &subscription{notify: make(chan struct{}, 1)}
+	sub := newFifo[Event]()
 	s.mu.Lock()
 	closed := s.subs == nil
 	if !closed {
@@ -26,18 +26,9 @@ func (s *Session) Subscribe(ctx context.Context) <-chan Event {
 	return out
 }
 
-// subscription is one Subscribe's queue, filled by transitionLocked and
-// emptied into the channel by pump.
-type subscription struct {
-	mu     sync.Mutex    // guards the fields below
-	queue  []Event       // events not yet sent
-	last   bool          // Closed is queued: nothing follows it
-	notify chan struct{} // capacity 1; signalled when queue grows
-}
-
 // pump sends sub's events to out until Closed is sent or ctx ends, then
 // closes out and forgets sub.
-func (s *Session) pump(ctx context.Context, sub *subscription, out chan<- Event) {
+func (s *Session) pump(ctx context.Context, sub *fifo[Event], out chan<- Event) {
 	defer close(out)
 	defer func() {
 		s.mu.Lock()
@@ -45,39 +36,50 @@ func (s *Session) pump(ctx context.Context, sub *subscription, out chan<- Event)
 		s.mu.Unlock()
 	}()
 	for {
-		sub.mu.Lock()
-		if len(sub.queue) == 0 {
-			last := sub.last
-			sub.mu.Unlock()
-			if last {
-				return
-			}
+		select {
+		case <-sub.signal:
+		case <-ctx.Done():
+			return
+		}
+		for _, ev := range sub.drain() {
 			select {
-			case <-sub.notify:
-				continue
+			case out <- ev:
 			case <-ctx.Done():
 				return
 			}
-		}
-		ev := sub.queue[0]
-		sub.queue[0] = Event{}
-		sub.queue = sub.queue[1:]
-		sub.mu.Unlock()
-		select {
-		case out <- ev:
-		case <-ctx.Done():
-			return
+			if ev.State == Closed {
+				return
+			}
 		}
 	}
 }
 
-func (sub *subscription) push(ev Event, last bool) {
-	sub.mu.Lock()
-	sub.queue = append(sub.queue, ev)
-	sub.last = last
-	sub.mu.Unlock()
+// fifo is an unbounded queue for one reader: put never blocks or drops,
+// and signals (capacity 1) that drain has something.
+type fifo[T any] struct {
+	signal chan struct{}
+	mu     sync.Mutex // guards items
+	items  []T
+}
+
+func newFifo[T any]() *fifo[T] {
+	return &fifo[T]{signal: make(chan struct{}, 1)}
+}
+
+func (q *fifo[T]) put(v T) {
+	q.mu.Lock()
+	q.items = append(q.items, v)
+	q.mu.Unlock()
 	select {
-	case sub.notify <- struct{}{}:
+	case q.signal <- struct{}{}:
 	default:
 	}
+}
+
+func (q *fifo[T]) drain() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
 }

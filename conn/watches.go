@@ -303,10 +303,10 @@ func (k watchKind) String() string {
 	return "data"
 }
 
-// unwatch: the watcher of ch (from GetW, ExistsW or ChildrenW) stopped. If
+// Unwatch: the watcher of ch (from GetW, ExistsW or ChildrenW) stopped. If
 // it was the last on a watch not yet fired, the server watch is removed,
 // waiting for the answer within ctx and the epoch (it is sent regardless).
-func (e *Epoch) unwatch(ctx context.Context, ch <-chan zk.Event) error {
+func (e *epochView) Unwatch(ctx context.Context, ch <-chan zk.Event) error {
 	if e.wire == nil || ch == nil {
 		return nil
 	}
@@ -334,21 +334,21 @@ func (e *Epoch) unwatch(ctx context.Context, ch <-chan zk.Event) error {
 
 // watchCall runs f, a watch-setting call, counting its watcher (watchReg).
 func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watchKind,
-	f func(*zk.Conn, string) (T, <-chan zk.Event, error)) (T, <-chan zk.Event, error) {
+	f func(*zk.Conn, string) (T, *zk.Stat, <-chan zk.Event, error)) (T, *zk.Stat, <-chan zk.Event, error) {
 	if err := zkpath.Validate(path); err != nil {
 		var zero T
-		return zero, nil, fmt.Errorf("conn: %s: %w", op, err)
+		return zero, nil, nil, fmt.Errorf("conn: %s: %w", op, err)
 	}
 	full := e.s.abs(path)
 	l := e.wire
 	r := l.register(watchKey{full, kind})
-	res, err := callAbs(ctx, e, op, full, true, func(zc *zk.Conn, p string) (res3[T, <-chan zk.Event, struct{}], error) {
-		v, zch, err := f(zc, p)
+	res, err := callAbs(ctx, e, op, full, true, func(zc *zk.Conn, p string) (result[T], error) {
+		v, st, zch, err := f(zc, p)
 		var ch <-chan zk.Event
 		if zch != nil {
 			ch = l.attach(r, zch)
 		}
-		return res3[T, <-chan zk.Event, struct{}]{v, ch, struct{}{}}, err
+		return result[T]{v, st, ch}, err
 	})
 	if err != nil {
 		// Failed, or given up while in flight: if the call still sets
@@ -356,8 +356,8 @@ func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watch
 		if rm := l.countOff(r, true); rm != nil {
 			l.kick()
 		}
-		return res.a, nil, err
+		return res.v, res.st, nil, err
 	}
 	e.s.stats.watchesSet.Add(1)
-	return res.a, res.b, nil
+	return res.v, res.st, res.ch, nil
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// checkWire runs zktest.CheckWire's checks on s, a session Connect made
+// CheckWire runs zktest.CheckWire's checks on s, a session Connect made
 // with WithPatchedZK: that the go-zookeeper the program links keeps what
 // the wire layer relies on in v1.0.4 (frames, the connect handshake,
 // watches across a reconnect, the close request). It closes s, and
 // returns nil or an error matching ErrZKVersion that lists what does not
 // hold; it creates one ephemeral node and cuts the connection once.
-func (s *Session) checkWire(ctx context.Context) error {
+func (v *sessionView) CheckWire(ctx context.Context) error {
+	s := (*Session)(v)
 	fails, err := exercise(ctx, s)
 	if ctx.Err() != nil {
 		s.abandon() // keep ctx's deadline; idempotent, like Close
@@ -36,16 +37,17 @@ func (s *Session) checkWire(ctx context.Context) error {
 	return nil
 }
 
-// exercise runs checkWire's requests on s: fails lists the assumptions
+// exercise runs CheckWire's requests on s: fails lists the assumptions
 // found broken, err a failure that is not go-zookeeper's (the server, ctx).
 func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sub := s.Subscribe(subCtx)
-	ep, err := s.epoch(ctx)
+	e, err := s.epoch(ctx)
 	if err != nil {
 		return nil, err
 	}
+	ep := e.view()
 	w := ep.wire
 	if ep.zc.SessionID() != ep.sessionID || ep.sessionID == 0 || ep.timeout <= 0 || len(ep.passwd) == 0 {
 		fails = append(fails, fmt.Sprintf("connect response not decoded as the first frame (session 0x%x, go-zookeeper's 0x%x, timeout %v, password of %d bytes)",
@@ -55,16 +57,16 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	p := "/zkrecipes-wirecheck-" + hex.EncodeToString(b[:])
-	_, err = ep.create(ctx, p, nil, zk.FlagEphemeral, s.acl())
+	_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.acl())
 	if errors.Is(err, zk.ErrNoNode) { // the namespace's root does not exist yet
-		if err = ep.createParents(ctx, p); err == nil {
-			_, err = ep.create(ctx, p, nil, zk.FlagEphemeral, s.acl())
+		if err = ep.CreateParents(ctx, p); err == nil {
+			_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.acl())
 		}
 	}
 	if err != nil {
 		return fails, err
 	}
-	if _, err := ep.set(ctx, p, []byte("1"), 0); err != nil {
+	if _, err := ep.Set(ctx, p, []byte("1"), 0); err != nil {
 		return append(fails, fmt.Sprintf("a request failed: %v", err)), nil
 	}
 	if w.lastZxid.Load() <= 0 {
@@ -72,7 +74,7 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	}
 
 	// A watch across a reconnect: go-zookeeper re-sends it (set-watches).
-	_, _, ch, err := ep.getW(ctx, p)
+	_, _, ch, err := ep.GetW(ctx, p)
 	if err != nil {
 		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
 	}
@@ -90,7 +92,7 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 			return append(fails, fmt.Sprintf("the session ended after a cut: %v", ev.Err)), nil
 		}
 	}
-	if _, err := ep.set(ctx, p, []byte("2"), 1); err != nil {
+	if _, err := ep.Set(ctx, p, []byte("2"), 1); err != nil {
 		return append(fails, fmt.Sprintf("a request after the reconnect failed: %v", err)), nil
 	}
 	select {
@@ -106,17 +108,17 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	}
 
 	// A watch removed by a request injected on the wire.
-	_, _, ch, err = ep.getW(ctx, p)
+	_, _, ch, err = ep.GetW(ctx, p)
 	if err != nil {
 		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
 	}
-	if err := ep.unwatch(ctx, ch); err != nil {
+	if err := ep.Unwatch(ctx, ch); err != nil {
 		fails = append(fails, fmt.Sprintf("removing a watch failed: %v", err))
 	}
-	if _, _, err := ep.get(ctx, p); err != nil {
+	if _, _, err := ep.Get(ctx, p); err != nil {
 		fails = append(fails, fmt.Sprintf("a request after a watch removal failed: %v", err))
 	}
-	if err := ep.delete(ctx, p, -1); err != nil {
+	if err := ep.Delete(ctx, p, -1); err != nil {
 		return fails, err
 	}
 	if err := s.Close(); err != nil {
