@@ -57,9 +57,9 @@ func (v *sessionView) FailedOp(err error) (index int, ok bool) {
 	return 0, false
 }
 
-func (v *epochView) SessionPassword() []byte        { return append([]byte(nil), v.passwd...) }
-func (v *epochView) Context() context.Context       { return v.ctx }
-func (v *epochView) Timeout() time.Duration         { return v.timeout }
+func (v *epochView) SessionPassword() []byte  { return append([]byte(nil), v.passwd...) }
+func (v *epochView) Context() context.Context { return v.ctx }
+func (v *epochView) Timeout() time.Duration   { return v.timeout }
 
 func (v *leaseView) Released()                        { (*Lease)(v).released() }
 func (v *leaseView) Local(pass int64) *Lease          { return (*Lease)(v).localView(pass) }
