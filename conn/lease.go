@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
@@ -434,4 +434,97 @@ func (l *Lease) report(reason error) func() {
 		ev = metrics.Lock{Event: metrics.LockHold, Recipe: l.recipe, Path: ev.Path, Duration: time.Since(l.granted)}
 	}
 	return func() { s.reportLock(ev) }
+}
+
+// Fence is a grant's fencing token, growing strictly with every grant of a
+// lock (in-process handoffs and rwlock downgrades included): Zxid is the
+// czxid of the node the grant stands on, Pass numbers the grants on that
+// node (0 first). A resource keeps the greatest Fence seen (Compare) and
+// refuses any below it. Zxid alone suffices only where Pass is always 0.
+type Fence struct {
+	Zxid int64
+	Pass int64
+}
+
+// Compare returns -1 if f was granted before g, 0 if they are the same
+// grant, +1 if after.
+func (f Fence) Compare(g Fence) int {
+	if c := cmp.Compare(f.Zxid, g.Zxid); c != 0 {
+		return c
+	}
+	return cmp.Compare(f.Pass, g.Pass)
+}
+
+// String is "zxid.pass", in hexadecimal as ZooKeeper prints zxids.
+func (f Fence) String() string { return fmt.Sprintf("0x%x.%d", f.Zxid, f.Pass) }
+
+// Fence returns the grant's fencing token (the czxid is read once, then
+// cached); ErrLeaseLost once the lease ended or its node is not ours.
+func (l *Lease) Fence(ctx context.Context) (Fence, error) {
+	if err := l.Err(); err != nil {
+		return Fence{}, err
+	}
+	z, err := l.zxid(ctx)
+	if err != nil {
+		return Fence{}, err
+	}
+	return Fence{Zxid: z, Pass: l.pass}, nil
+}
+
+// localView is a local grant number pass on l's node (connlink.Lease.Local):
+// a lease of its own over the same node, lost when released or when l is.
+func (l *Lease) localView(pass int64) *Lease {
+	l.shared.Store(true)
+	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: l.revoked,
+		granted: time.Now(), recipe: l.recipe, lock: l.lock}
+	linkLease(v)
+	go v.watchParent()
+	return v
+}
+
+// watchParent closes the view's Lost when its node's lease is lost.
+func (l *Lease) watchParent() {
+	select {
+	case <-l.parent.lostChan():
+		l.closeLost(l.parent.Err())
+	case <-l.lost:
+	}
+}
+
+// A guarded grant stands on another node of its session, its guard, until
+// Unguard (rwlock's downgrade: docs/design.md, "Downgrading a write
+// lock"). Meanwhile its check, loss and Fence Zxid are the guard's.
+
+// Guard makes the lease, granted but not handed out (unarmed), stand on
+// node (czxid zxid), with pass as its Fence's Pass.
+func (v *leaseView) Guard(node string, zxid, pass int64) {
+	v.mu.Lock()
+	v.guard, v.fence = node, zxid
+	v.mu.Unlock()
+	v.pass = pass
+}
+
+// Unguard moves the grant onto its own node (check and loss); the recipe
+// calls it before it deletes the guard.
+func (v *leaseView) Unguard() {
+	v.mu.Lock()
+	v.guard = ""
+	v.mu.Unlock()
+}
+
+// checked is the node the grant stands on: its guard, else its own node.
+func (l *Lease) checked() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.guard != "" {
+		return l.guard
+	}
+	return l.path
+}
+
+// guardedBy reports whether node is the grant's guard.
+func (l *Lease) guardedBy(node string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.guard != "" && l.guard == node
 }

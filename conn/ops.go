@@ -5,10 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
 	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
@@ -313,4 +317,170 @@ func (s *Session) absOp(op any) (any, error) {
 		return &c, err
 	}
 	return nil, fmt.Errorf("multi: unsupported op %T: %w", op, ErrInvalidArgument)
+}
+
+// retryPolicy is WithRetry's: backoff from BaseDelay doubling to MaxDelay,
+// full jitter, at most MaxAttempts attempts (0: ctx and the epoch bound).
+type retryPolicy struct {
+	BaseDelay   time.Duration // > 0
+	MaxDelay    time.Duration // >= BaseDelay
+	MaxAttempts int           // >= 0, the first attempt included
+}
+
+// defaultRetryPolicy: 20ms doubling up to 1s, attempts unbounded.
+func defaultRetryPolicy() retryPolicy {
+	return retryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second}
+}
+
+// delay is the pause before retry number attempt (1 = first retry).
+func (p retryPolicy) delay(attempt int) time.Duration {
+	d := p.BaseDelay
+	for i := 1; i < attempt && d < p.MaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, p.MaxDelay)
+	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+// isConnectionLoss reports whether the connection dropped under the request
+// (go-zookeeper returns raw socket errors when a write fails).
+func isConnectionLoss(err error) bool {
+	var ne net.Error
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// opError is a multi the server refused (nothing applied): it names the
+// failing op and wraps the server's error, e.g. "conn: multi: op 1
+// (set-data /stock): zk: version conflict", matching zk.ErrBadVersion.
+type opError struct {
+	// index is the failing op's place among the caller's ops (from 0).
+	index int
+	// op names the op: "create", "delete", "set-data" or "check".
+	op string
+	// path is the op's path, as the caller gave it (without namespace).
+	path string
+	// err is the server's error for that op (zk.ErrNoNode, ...).
+	err error
+
+	call string // "multi" or "guarded write", for the message
+}
+
+func (e *opError) Error() string {
+	return fmt.Sprintf("conn: %s: op %d (%s %s): %v", e.call, e.index, e.op, e.path, e.err)
+}
+
+// Unwrap returns the server's error.
+func (e *opError) Unwrap() error { return e.err }
+
+// opName names a multi op and its path, for an opError.
+func opName(op any) (string, string) {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		return "create", o.Path
+	case *zk.DeleteRequest:
+		return "delete", o.Path
+	case *zk.SetDataRequest:
+		return "set-data", o.Path
+	case *zk.CheckVersionRequest:
+		return "check", o.Path
+	}
+	return fmt.Sprintf("%T", op), ""
+}
+
+// failedOp finds the op a refused multi failed on: the first with an error
+// (the server answers ok before it, zk.ErrAPIError after); nil if err is
+// no refusal (a connection loss, the epoch's end).
+func failedOp(ops []any, res []zk.MultiResponse, err error) *opError {
+	if err == nil && len(res) == 0 || errors.Is(err, ErrConnectionLoss) || errors.Is(err, ErrEpochEnded) {
+		return nil
+	}
+	for i, r := range res {
+		if r.Error != nil && i < len(ops) {
+			name, path := opName(ops[i])
+			return &opError{index: i, op: name, path: path, err: r.Error, call: "multi"}
+		}
+	}
+	return nil
+}
+
+// describeOps names a multi's ops for an error of no single op, e.g.
+// "set-data /a/b +1 op".
+func describeOps(ops []any) string {
+	if len(ops) == 0 {
+		return "(no ops)"
+	}
+	name, path := opName(ops[0])
+	switch len(ops) {
+	case 1:
+		return name + " " + path
+	case 2:
+		return name + " " + path + " +1 op"
+	}
+	return fmt.Sprintf("%s %s +%d ops", name, path, len(ops)-1)
+}
+
+// Get reads a node's data, retrying on connection loss.
+func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.view().Get(ctx, path)
+}
+
+// Set writes a node's data if its version matches (-1: any); retried on
+// connection loss only with a real version. It refuses, with
+// ErrInvalidArgument, a node named as a lock's, a lease's or an election's
+// contender: a write there can let the next contender in while its
+// holder holds. To ask a holder to release, use lock.Revoke.
+func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	if locknode.Recipe(zkpath.Base(path)) {
+		return nil, fmt.Errorf("conn: set %s: a recipe's node: %w", path, ErrInvalidArgument)
+	}
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return e.view().Set(ctx, path, data, version)
+}
+
+// Create creates a node and returns its path (with the sequence number if
+// sequential); only non-sequential creates are retried on connection loss.
+func (s *Session) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return "", err
+	}
+	return e.view().Create(ctx, path, data, flags, acl)
+}
+
+// Delete deletes a node if its version matches (-1: any). Retried on
+// connection loss: zk.ErrNoNode may then mean it was deleted, and a retry
+// may delete a node created again at path.
+func (s *Session) Delete(ctx context.Context, path string, version int32) error {
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return err
+	}
+	return e.view().Delete(ctx, path, version)
+}
+
+// Children lists a node's children (names, not paths), retrying on
+// connection loss.
+func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.view().Children(ctx, path)
+}
+
+// Exists tells whether a node exists, retrying on connection loss.
+func (s *Session) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	return e.view().Exists(ctx, path)
 }

@@ -13,10 +13,9 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/zap"
-
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/metrics"
+	"go.uber.org/zap"
 )
 
 var errRetired = errors.New("conn: connection retired")
@@ -637,3 +636,34 @@ func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 type zkLogger struct{ l *zap.SugaredLogger }
 
 func (z zkLogger) Printf(format string, args ...any) { z.l.Debugf("zk: "+format, args...) }
+
+// hostProvider is go-zookeeper's, but the first server tried after a
+// working connection is dialed at once, not after go-zookeeper's pause of
+// a second per round, which the quorum timer can ill spare (with one
+// address, every reconnect). A server that closed the connection itself
+// still gets the pause, as does every later round.
+type hostProvider struct {
+	*zk.DNSHostProvider
+	link *link
+
+	mu    sync.Mutex
+	fresh bool // connected since the last Next
+}
+
+func (h *hostProvider) Next() (server string, retryStart bool) {
+	server, retryStart = h.DNSHostProvider.Next()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fresh && !h.link.closedByServer.Load() {
+		retryStart = false
+	}
+	h.fresh = false
+	return server, retryStart
+}
+
+func (h *hostProvider) Connected() {
+	h.DNSHostProvider.Connected()
+	h.mu.Lock()
+	h.fresh = true
+	h.mu.Unlock()
+}

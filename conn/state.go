@@ -1,7 +1,9 @@
 package conn
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -52,4 +54,83 @@ type Event struct {
 	Err error
 	// Time is when the session manager saw the transition.
 	Time time.Time
+}
+
+// Subscribe returns every state transition after the call, in order, never
+// dropping one however slowly the channel is read (they queue without bound).
+// The channel is closed after Closed (at once on a closed Session) or once ctx
+// ends; read it until then or cancel ctx, or its goroutine stays.
+func (s *Session) Subscribe(ctx context.Context) <-chan Event {
+	out := make(chan Event)
+	sub := newFifo[Event]()
+	s.mu.Lock()
+	closed := s.subs == nil
+	if !closed {
+		s.subs[sub] = struct{}{}
+	}
+	s.mu.Unlock()
+	if closed {
+		close(out)
+		return out
+	}
+	go s.pump(ctx, sub, out)
+	return out
+}
+
+// pump sends sub's events to out until Closed is sent or ctx ends, then
+// closes out and forgets sub.
+func (s *Session) pump(ctx context.Context, sub *fifo[Event], out chan<- Event) {
+	defer close(out)
+	defer func() {
+		s.mu.Lock()
+		delete(s.subs, sub) // a no-op once subs is nil
+		s.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-sub.signal:
+		case <-ctx.Done():
+			return
+		}
+		for _, ev := range sub.drain() {
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+			if ev.State == Closed {
+				return
+			}
+		}
+	}
+}
+
+// fifo is an unbounded queue for one reader: put never blocks or drops,
+// and signals (capacity 1) that drain has something.
+type fifo[T any] struct {
+	signal chan struct{}
+	mu     sync.Mutex // guards items
+	items  []T
+}
+
+func newFifo[T any]() *fifo[T] {
+	return &fifo[T]{signal: make(chan struct{}, 1)}
+}
+
+func (q *fifo[T]) put(v T) {
+	q.mu.Lock()
+	q.items = append(q.items, v)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (q *fifo[T]) drain() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
 }

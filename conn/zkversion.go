@@ -1,9 +1,15 @@
 package conn
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // The go-zookeeper module conn's wire layer (wire.go, watches.go) rewrites
@@ -94,4 +100,123 @@ func checkZKBuild(info *debug.BuildInfo) error {
 		return nil
 	}
 	return nil
+}
+
+// CheckWire runs zktest.CheckWire's checks on s, a session Connect made
+// with WithPatchedZK: that the go-zookeeper the program links keeps what
+// the wire layer relies on in v1.0.4 (frames, the connect handshake,
+// watches across a reconnect, the close request). It closes s, and
+// returns nil or an error matching ErrZKVersion that lists what does not
+// hold; it creates one ephemeral node and cuts the connection once.
+func (v *sessionView) CheckWire(ctx context.Context) error {
+	s := (*Session)(v)
+	fails, err := exercise(ctx, s)
+	if ctx.Err() != nil {
+		s.abandon() // keep ctx's deadline; idempotent, like Close
+	} else {
+		s.Close() // exercise closes it when it gets that far
+	}
+	if err != nil {
+		return err
+	}
+	if n := s.stats.splitWrites.Load(); n > 0 {
+		fails = append(fails, fmt.Sprintf("%d writes were not one whole frame (the wire layer needs one Write per frame)", n))
+	}
+	if len(fails) > 0 {
+		return fmt.Errorf("%w: go-zookeeper as linked breaks the wire layer: %w", ErrZKVersion, errors.New(strings.Join(fails, "; ")))
+	}
+	return nil
+}
+
+// exercise runs CheckWire's requests on s: fails lists the assumptions
+// found broken, err a failure that is not go-zookeeper's (the server, ctx).
+func exercise(ctx context.Context, s *Session) (fails []string, err error) {
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub := s.Subscribe(subCtx)
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ep := e.view()
+	w := ep.wire
+	if ep.zc.SessionID() != ep.sessionID || ep.sessionID == 0 || ep.timeout <= 0 || len(ep.passwd) == 0 {
+		fails = append(fails, fmt.Sprintf("connect response not decoded as the first frame (session 0x%x, go-zookeeper's 0x%x, timeout %v, password of %d bytes)",
+			ep.sessionID, ep.zc.SessionID(), ep.timeout, len(ep.passwd)))
+	}
+
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	p := "/zkrecipes-wirecheck-" + hex.EncodeToString(b[:])
+	_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.acl())
+	if errors.Is(err, zk.ErrNoNode) { // the namespace's root does not exist yet
+		if err = ep.CreateParents(ctx, p); err == nil {
+			_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.acl())
+		}
+	}
+	if err != nil {
+		return fails, err
+	}
+	if _, err := ep.Set(ctx, p, []byte("1"), 0); err != nil {
+		return append(fails, fmt.Sprintf("a request failed: %v", err)), nil
+	}
+	if w.lastZxid.Load() <= 0 {
+		fails = append(fails, "no response zxid seen on the wire")
+	}
+
+	// A watch across a reconnect: go-zookeeper re-sends it (set-watches).
+	_, _, ch, err := ep.GetW(ctx, p)
+	if err != nil {
+		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
+	}
+	sent := s.stats.setWatchesSent.Load()
+	w.closeAll()
+	for {
+		ev, ok := <-sub // closed once ctx ends
+		if !ok {
+			return append(fails, "no reconnect in the same session after a cut"), nil
+		}
+		if ev.State == Reconnected {
+			break
+		}
+		if ev.State == Lost || ev.State == Closed {
+			return append(fails, fmt.Sprintf("the session ended after a cut: %v", ev.Err)), nil
+		}
+	}
+	if _, err := ep.Set(ctx, p, []byte("2"), 1); err != nil {
+		return append(fails, fmt.Sprintf("a request after the reconnect failed: %v", err)), nil
+	}
+	select {
+	case ev := <-ch:
+		if ev.Type != zk.EventNodeDataChanged {
+			fails = append(fails, fmt.Sprintf("the watch set before a reconnect got %v, not the data change", ev.Type))
+		}
+	case <-ctx.Done():
+		fails = append(fails, "the watch set before a reconnect did not fire")
+	}
+	if s.stats.setWatchesSent.Load() == sent {
+		fails = append(fails, "no set-watches request (opcode 101) written after the reconnect")
+	}
+
+	// A watch removed by a request injected on the wire.
+	_, _, ch, err = ep.GetW(ctx, p)
+	if err != nil {
+		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
+	}
+	if err := ep.Unwatch(ctx, ch); err != nil {
+		fails = append(fails, fmt.Sprintf("removing a watch failed: %v", err))
+	}
+	if _, _, err := ep.Get(ctx, p); err != nil {
+		fails = append(fails, fmt.Sprintf("a request after a watch removal failed: %v", err))
+	}
+	if err := ep.Delete(ctx, p, -1); err != nil {
+		return fails, err
+	}
+	if err := s.Close(); err != nil {
+		return fails, err
+	}
+	if w.closeXid.Load() == 0 {
+		fails = append(fails, "no close request (opcode -11) written by Close")
+	}
+	return fails, nil
 }
