@@ -74,9 +74,7 @@ func (e *Epoch) lostSignal() <-chan struct{} {
 func (e *Epoch) suspend() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	select {
-	case <-e.unsafe:
-	default:
+	if !closed(e.unsafe) {
 		close(e.unsafe)
 	}
 }
@@ -84,10 +82,8 @@ func (e *Epoch) suspend() {
 func (e *Epoch) resume() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	select {
-	case <-e.unsafe:
+	if closed(e.unsafe) {
 		e.unsafe = make(chan struct{})
-	default:
 	}
 }
 

@@ -28,45 +28,37 @@ type Lease struct {
 	ep   *Epoch
 	path string // our node, without namespace
 
-	lost     chan struct{} // closed once by closeLost; never sent on
-	lostOnce sync.Once
-
-	revoked     chan struct{} // closed once when the node's data is revokeMessage; never sent on
+	lost        chan struct{} // closed once by closeLost
+	lostOnce    sync.Once
+	revoked     chan struct{} // closed once the node's data is revokeMessage
 	revokedOnce sync.Once
 
 	// sig is the epoch's lostSignal (nil for a local view): waited on once
 	// someone waits on Lost or Revoked (lostChan), polled until then.
 	sig       <-chan struct{}
-	sigWaiter sync.Once // starts watchEpoch
+	sigWaiter sync.Once
 
-	// parent: the node's lease, for a local grant (localView); pass: the
-	// grant's number on the node (Fence). Both immutable.
-	parent *Lease
-	pass   int64
+	parent *Lease // the node's lease, for a local grant (localView)
+	pass   int64  // the grant's number on the node (Fence)
 
-	// granted, recipe and lock ("" = the node's parent) label Lock hook reports.
-	granted time.Time
-	recipe  string
-	lock    string
-	// shared: local grants on this node report holds and losses instead.
-	shared atomic.Bool
-	// releasing: the recipe is deleting the node; its deletion is no loss.
-	releasing atomic.Bool
-	// unreported: report nothing to the Lock hook (until Label).
-	unreported atomic.Bool
+	// The Lock hook's labels; lock "" is the node's parent.
+	granted    time.Time
+	recipe     string
+	lock       string
+	shared     atomic.Bool // local grants on this node report holds and losses instead
+	releasing  atomic.Bool // the recipe is deleting the node: its deletion is no loss
+	unreported atomic.Bool // report nothing to the Lock hook (until Label)
 
 	// writes: read-held by a local grant's guarded write until answered,
-	// write-held while the grant is released (holdWrites): no write is sent
-	// after the next local grant exists.
+	// write-held while the grant is released (HoldWrites).
 	writes sync.RWMutex
 
-	mu    sync.Mutex // guards the fields below
-	czxid int64      // our node's czxid; 0 until known (see own)
-	// fence: a guarded grant's Fence Zxid (the guard's czxid), else 0.
-	fence  int64
-	armed  bool   // the node watch has been started
-	reason error  // why lost was closed
-	guard  string // the node a guarded grant stands on (guard.go); "" for none
+	mu     sync.Mutex // guards the fields below
+	czxid  int64      // our node's czxid; 0 until known (see own)
+	fence  int64      // a guarded grant's Fence Zxid (the guard's czxid), else 0
+	armed  bool       // the node watch has been started
+	reason error      // why lost was closed
+	guard  string     // the node a guarded grant stands on; "" for none
 }
 
 // NewLease makes a lease for node path, held by this epoch's session (czxid
@@ -116,23 +108,28 @@ func (l *Lease) watchEpoch() {
 
 // poll closes l.lost if the epoch's signal has come, for non-waiting callers.
 func (l *Lease) poll() {
-	if l.sig == nil {
-		return
-	}
-	select {
-	case <-l.sig:
+	if l.sig != nil && closed(l.sig) {
 		l.closeLost(l.epochLost())
-	default:
 	}
 }
 
-func (l *Lease) epochLost() error { return fmt.Errorf("%w: %w", ErrLeaseLost, l.epochReason()) }
+func (l *Lease) epochLost() error {
+	return fmt.Errorf("%w: %w", ErrLeaseLost, cmp.Or(l.ep.Err(), errSuspendedLost))
+}
 
-func (l *Lease) epochReason() error {
-	if err := l.ep.Err(); err != nil {
-		return err
+// closed reports whether ch, never sent on, is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
-	return errSuspendedLost
+}
+
+// errNodeDeleted is the loss of a lease whose node (or guard) was deleted.
+func errNodeDeleted(path string) error {
+	return causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path))
 }
 
 // errSuspendedLost: lost at a Suspended (WithSuspendedAsLost).
@@ -164,7 +161,7 @@ func (l *Lease) Revoked() <-chan struct{} {
 
 // arm starts the node watch once, unless the lease is already lost.
 func (l *Lease) arm() {
-	if l.isLost() {
+	if l.Err() != nil {
 		return
 	}
 	if l.parent != nil {
@@ -184,28 +181,16 @@ func (l *Lease) arm() {
 	}
 }
 
-func (l *Lease) isLost() bool {
-	l.poll()
-	select {
-	case <-l.lost:
-		return true
-	default:
-		return false
-	}
-}
-
 // Err is nil while the lease holds as far as this process knows (see
 // Lost), and says why once Lost is closed.
 func (l *Lease) Err() error {
 	l.poll()
-	select {
-	case <-l.lost:
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.reason
-	default:
+	if !closed(l.lost) {
 		return nil
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reason
 }
 
 // watchNode follows path with data watches until the lease is lost: our
@@ -221,13 +206,13 @@ func (l *Lease) watchNode(path string, guard bool) {
 			l.closeLost(err)
 		}
 	}
-	for !l.isLost() && (!guard || l.guardedBy(path)) {
+	for l.Err() == nil && (!guard || l.guardedBy(path)) {
 		data, st, ch, err := l.ep.view().GetW(l.ep.ctx, path)
 		switch {
 		case err != nil && l.ep.ctx.Err() != nil:
 			return // watchEpoch reports it
 		case errors.Is(err, zk.ErrNoNode):
-			gone(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
+			gone(errNodeDeleted(path))
 			return
 		case err != nil:
 			gone(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, path, err))
@@ -247,7 +232,7 @@ func (l *Lease) watchNode(path string, guard bool) {
 		select {
 		case ev := <-ch:
 			if ev.Type == zk.EventNodeDeleted {
-				gone(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
+				gone(errNodeDeleted(path))
 				return
 			}
 			// Data changed or the watch was dropped: look again.
@@ -277,10 +262,7 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 		return l.parent.zxid(ctx)
 	}
 	l.mu.Lock()
-	z := l.czxid
-	if l.fence != 0 {
-		z = l.fence
-	}
+	z := cmp.Or(l.fence, l.czxid)
 	l.mu.Unlock()
 	if z != 0 {
 		return z, nil
@@ -290,7 +272,7 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	if !ok {
-		err := causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
+		err := errNodeDeleted(l.path)
 		l.closeLost(err)
 		return 0, err
 	}
@@ -363,27 +345,14 @@ func (l *Lease) checkOp() *zk.CheckVersionRequest {
 	return &zk.CheckVersionRequest{Path: l.checked(), Version: -1}
 }
 
-// revokeSeen reports whether Revoked is closed, without arming the watch.
-func (l *Lease) revokeSeen() bool {
-	if l.parent != nil {
-		return l.parent.revokeSeen()
-	}
-	select {
-	case <-l.revoked:
-		return true
-	default:
-		return false
-	}
-}
-
 // released marks the lease released; one lost first (its epoch ended before
 // setReleasing, or its parent was lost) stays lost for the Lock hook.
 func (l *Lease) released() {
 	if !l.isReleasing() {
 		l.poll()
 	}
-	if p := l.parent; p != nil && p.isLost() {
-		if err := p.Err(); lostCause(err) != causeReleased {
+	if p := l.parent; p != nil {
+		if err := p.Err(); err != nil && lostCause(err) != causeReleased {
 			l.closeLost(err)
 		}
 	}
@@ -402,7 +371,7 @@ func (l *Lease) setReleasing(on bool) {
 // gone ends the lease as lost: its recipe found its node deleted or not ours.
 func (l *Lease) gone() {
 	l.releasing.Store(false)
-	l.closeLost(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.checked())))
+	l.closeLost(errNodeDeleted(l.checked()))
 }
 
 func (l *Lease) closeLost(reason error) {
@@ -516,10 +485,7 @@ func (v *leaseView) Unguard() {
 func (l *Lease) checked() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.guard != "" {
-		return l.guard
-	}
-	return l.path
+	return cmp.Or(l.guard, l.path)
 }
 
 // guardedBy reports whether node is the grant's guard.

@@ -63,7 +63,7 @@ func (v *epochView) Timeout() time.Duration   { return v.timeout }
 
 func (v *leaseView) Released()                        { (*Lease)(v).released() }
 func (v *leaseView) Local(pass int64) *Lease          { return (*Lease)(v).localView(pass) }
-func (v *leaseView) RevokeSeen() bool                 { return (*Lease)(v).revokeSeen() }
+func (v *leaseView) RevokeSeen() bool                 { return closed(v.revoked) }
 func (v *leaseView) CheckOp() *zk.CheckVersionRequest { return (*Lease)(v).checkOp() }
 func (v *leaseView) Unreported()                      { v.unreported.Store(true) }
 func (v *leaseView) Releasing(on bool)                { (*Lease)(v).setReleasing(on) }

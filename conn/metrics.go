@@ -18,19 +18,7 @@ func WithMetrics(h metrics.Hooks) Option {
 	}
 }
 
-// reportState, reportRequest and reportLock call the session's hook, if set.
-func (s *Session) reportState(t metrics.Transition) {
-	if f := s.cfg.hooks.State; f != nil {
-		f(t)
-	}
-}
-
-func (s *Session) reportRequest(r metrics.Request) {
-	if f := s.cfg.hooks.Request; f != nil {
-		f(r)
-	}
-}
-
+// reportLock calls the session's Lock hook, if set.
 func (s *Session) reportLock(l metrics.Lock) {
 	if f := s.cfg.hooks.Lock; f != nil {
 		f(l)

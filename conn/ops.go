@@ -132,10 +132,14 @@ func (v *epochView) CreateParents(ctx context.Context, path string) error {
 func (v *epochView) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	abs := make([]any, len(ops))
 	for i, op := range ops {
-		var err error
-		if abs[i], err = v.s.absOp(op); err != nil {
-			return nil, err
+		_, c, p := opCopy(op)
+		if c == nil {
+			return nil, fmt.Errorf("multi: unsupported op %T: %w", op, ErrInvalidArgument)
 		}
+		if err := zkpath.Validate(*p); err != nil {
+			return nil, fmt.Errorf("conn: multi: %w", err)
+		}
+		*p, abs[i] = v.s.abs(*p), c
 	}
 	res, err := callAbs(ctx, (*Epoch)(v), metrics.OpMulti, describeOps(ops), false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
 		return zc.Multi(abs...)
@@ -220,8 +224,15 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 			return fail(zero, fmt.Errorf("%w: %w", ErrConnectionLoss, err))
 		}
 		e.s.log.Sugar().Debugf("retrying %s %s after connection loss (attempt %d)", op, full, attempt)
-		if err := sleep(ctx, e.ctx, policy.delay(attempt)); err != nil {
-			return fail(zero, err)
+		t := time.NewTimer(policy.delay(attempt))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fail(zero, ctx.Err())
+		case <-e.ctx.Done():
+			t.Stop()
+			return fail(zero, fmt.Errorf("%w: %w", ErrEpochEnded, context.Cause(e.ctx)))
 		}
 	}
 }
@@ -252,20 +263,6 @@ func await[T any](ctx context.Context, e *Epoch, f func() (T, error)) (T, error)
 	}
 }
 
-// sleep waits d unless ctx or the epoch ends first.
-func sleep(ctx, epoch context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-epoch.Done():
-		return fmt.Errorf("%w: %w", ErrEpochEnded, context.Cause(epoch))
-	}
-}
-
 // abs adds the namespace to a validated path.
 func (s *Session) abs(p string) string {
 	if s.cfg.namespace == "" {
@@ -289,47 +286,11 @@ func (s *Session) strip(p string) string {
 	return rest
 }
 
-// absOp copies a multi op with its path validated and namespaced.
-func (s *Session) absOp(op any) (any, error) {
-	check := func(p string) (string, error) {
-		if err := zkpath.Validate(p); err != nil {
-			return "", fmt.Errorf("conn: multi: %w", err)
-		}
-		return s.abs(p), nil
-	}
-	var err error
-	switch o := op.(type) {
-	case *zk.CreateRequest:
-		c := *o
-		c.Path, err = check(o.Path)
-		return &c, err
-	case *zk.DeleteRequest:
-		c := *o
-		c.Path, err = check(o.Path)
-		return &c, err
-	case *zk.SetDataRequest:
-		c := *o
-		c.Path, err = check(o.Path)
-		return &c, err
-	case *zk.CheckVersionRequest:
-		c := *o
-		c.Path, err = check(o.Path)
-		return &c, err
-	}
-	return nil, fmt.Errorf("multi: unsupported op %T: %w", op, ErrInvalidArgument)
-}
-
 // retryPolicy is WithRetry's: backoff from BaseDelay doubling to MaxDelay,
 // full jitter, at most MaxAttempts attempts (0: ctx and the epoch bound).
 type retryPolicy struct {
-	BaseDelay   time.Duration // > 0
-	MaxDelay    time.Duration // >= BaseDelay
-	MaxAttempts int           // >= 0, the first attempt included
-}
-
-// defaultRetryPolicy: 20ms doubling up to 1s, attempts unbounded.
-func defaultRetryPolicy() retryPolicy {
-	return retryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second}
+	BaseDelay, MaxDelay time.Duration
+	MaxAttempts         int // the first attempt included
 }
 
 // delay is the pause before retry number attempt (1 = first retry).
@@ -354,16 +315,11 @@ func isConnectionLoss(err error) bool {
 // failing op and wraps the server's error, e.g. "conn: multi: op 1
 // (set-data /stock): zk: version conflict", matching zk.ErrBadVersion.
 type opError struct {
-	// index is the failing op's place among the caller's ops (from 0).
-	index int
-	// op names the op: "create", "delete", "set-data" or "check".
-	op string
-	// path is the op's path, as the caller gave it (without namespace).
-	path string
-	// err is the server's error for that op (zk.ErrNoNode, ...).
-	err error
-
-	call string // "multi" or "guarded write", for the message
+	index int    // the failing op's place among the caller's ops (from 0)
+	op    string // "create", "delete", "set-data" or "check"
+	path  string // as the caller gave it (without namespace)
+	err   error  // the server's error for that op (zk.ErrNoNode, ...)
+	call  string // "multi" or "guarded write", for the message
 }
 
 func (e *opError) Error() string {
@@ -373,19 +329,24 @@ func (e *opError) Error() string {
 // Unwrap returns the server's error.
 func (e *opError) Unwrap() error { return e.err }
 
-// opName names a multi op and its path, for an opError.
-func opName(op any) (string, string) {
+// opCopy copies a multi op, naming it and pointing at the copy's path;
+// nil for an op of no supported type.
+func opCopy(op any) (name string, cp any, path *string) {
 	switch o := op.(type) {
 	case *zk.CreateRequest:
-		return "create", o.Path
+		c := *o
+		return "create", &c, &c.Path
 	case *zk.DeleteRequest:
-		return "delete", o.Path
+		c := *o
+		return "delete", &c, &c.Path
 	case *zk.SetDataRequest:
-		return "set-data", o.Path
+		c := *o
+		return "set-data", &c, &c.Path
 	case *zk.CheckVersionRequest:
-		return "check", o.Path
+		c := *o
+		return "check", &c, &c.Path
 	}
-	return fmt.Sprintf("%T", op), ""
+	return fmt.Sprintf("%T", op), nil, new(string)
 }
 
 // failedOp finds the op a refused multi failed on: the first with an error
@@ -397,8 +358,8 @@ func failedOp(ops []any, res []zk.MultiResponse, err error) *opError {
 	}
 	for i, r := range res {
 		if r.Error != nil && i < len(ops) {
-			name, path := opName(ops[i])
-			return &opError{index: i, op: name, path: path, err: r.Error, call: "multi"}
+			name, _, path := opCopy(ops[i])
+			return &opError{index: i, op: name, path: *path, err: r.Error, call: "multi"}
 		}
 	}
 	return nil
@@ -410,14 +371,14 @@ func describeOps(ops []any) string {
 	if len(ops) == 0 {
 		return "(no ops)"
 	}
-	name, path := opName(ops[0])
+	name, _, path := opCopy(ops[0])
 	switch len(ops) {
 	case 1:
-		return name + " " + path
+		return name + " " + *path
 	case 2:
-		return name + " " + path + " +1 op"
+		return name + " " + *path + " +1 op"
 	}
-	return fmt.Sprintf("%s %s +%d ops", name, path, len(ops)-1)
+	return fmt.Sprintf("%s %s +%d ops", name, *path, len(ops)-1)
 }
 
 // Get reads a node's data, retrying on connection loss.

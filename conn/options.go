@@ -35,7 +35,7 @@ func defaultConfig() config {
 	return config{
 		sessionTimeout: 10 * time.Second,
 		logger:         zap.NewNop(),
-		retry:          defaultRetryPolicy(),
+		retry:          retryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second},
 		acl:            zk.WorldACL(zk.PermAll),
 		closeWait:      10 * time.Second,
 		quorumTimer:    true,

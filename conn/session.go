@@ -545,17 +545,21 @@ func (s *Session) closeLink(l *zkLink) {
 		l.zc.Close() // at most ~3s when the server is unreachable
 		l.closeAll()
 	}
-	t := time.NewTimer(time.Until(deadline))
+	if !waitFor(l.drained, time.Until(deadline)) {
+		s.log.Error("go-zookeeper's goroutines did not end after the connection was closed; leaving them behind",
+			zap.Duration("waited", s.cfg.closeWait))
+	}
+}
+
+// waitFor waits at most d for ch to close, and reports whether it did.
+func waitFor(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-l.drained:
+	case <-ch:
+		return true
 	case <-t.C:
-		select {
-		case <-l.drained: // both ready: select picked the timer
-		default:
-			s.log.Error("go-zookeeper's goroutines did not end after the connection was closed; leaving them behind",
-				zap.Duration("waited", s.cfg.closeWait))
-		}
+		return closed(ch) // both ready: select may have picked the timer
 	}
 }
 
@@ -563,31 +567,23 @@ func (s *Session) closeLink(l *zkLink) {
 // answer: closing the sockets once it is written fails it. Without a
 // session it is never written; Close then runs on in the background (≤ 3 s).
 func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
-	closed := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		defer close(closed)
+		defer close(done)
 		l.zc.Close()
 	}()
 	if l.cur.Load() != nil { // a session: the close request is written next
 		t := time.NewTimer(abandonWrite)
 		select {
 		case <-l.closeSent:
-		case <-closed:
+		case <-done:
 		case <-t.C:
 		}
 		t.Stop()
 	}
 	l.closeAll()
-	select {
-	case <-l.closeSent:
-	default:
-		return
-	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-closed:
-	case <-t.C:
+	if closed(l.closeSent) {
+		waitFor(done, time.Until(deadline))
 	}
 }
 
@@ -600,7 +596,6 @@ func (s *Session) shutdown() {
 	}
 	l := s.active
 	s.endEpoch(l, ErrClosed, Closed)
-	s.stopTimer()
 	s.closeLink(l)
 	s.helpers.Wait()
 }
@@ -617,12 +612,12 @@ func (s *Session) transition(st State, ep *Epoch, cause error) {
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
-	if s.cfg.hooks.State != nil {
+	if h := s.cfg.hooks.State; h != nil {
 		var id int64
 		if ep != nil {
 			id = ep.SessionID()
 		}
-		s.reportState(metrics.Transition{State: st.String(), SessionID: id, Err: cause, Time: ev.Time})
+		h(metrics.Transition{State: st.String(), SessionID: id, Err: cause, Time: ev.Time})
 	}
 	for sub := range s.subs {
 		sub.put(ev)
