@@ -120,51 +120,46 @@ func (e *Epoch) quorumDeadline() time.Time {
 
 // keepQuorum runs the quorum timer of l's epoch: a sync every T/12, not
 // waiting for answers (one proves the leader knew the session when it was
-// sent), and a quorumLost message to run past quorumDeadline.
+// sent), and the epoch's loss to run past quorumDeadline.
 func (s *Session) keepQuorum(l *zkLink) {
 	ep := l.epoch
-	s.helpers.Add(2)
+	sync := func() {
+		sent := time.Now()
+		s.stats.quorumSyncs.Add(1)
+		s.helpers.Add(1)
+		go func() {
+			defer s.helpers.Done()
+			_, err := l.zc.Sync("/")
+			switch {
+			case err == nil:
+				ep.confirm(sent)
+			case errors.Is(err, zk.ErrSessionExpired):
+				s.inbox.put(message{lost: ep, cause: ErrSessionExpired})
+			}
+		}()
+	}
+	s.helpers.Add(1)
 	go func() {
 		defer s.helpers.Done()
 		tick := time.NewTicker(ep.timeout / quorumPeriod)
 		defer tick.Stop()
+		t := time.NewTimer(time.Until(ep.quorumDeadline()))
+		defer t.Stop()
+		sync()
 		for {
-			sent := time.Now()
-			s.stats.quorumSyncs.Add(1)
-			s.helpers.Add(1)
-			go func() {
-				defer s.helpers.Done()
-				_, err := l.zc.Sync("/")
-				switch {
-				case err == nil:
-					ep.confirm(sent)
-				case errors.Is(err, zk.ErrSessionExpired):
-					s.inbox.put(message{lost: ep, cause: ErrSessionExpired})
-				}
-			}()
 			select {
 			case <-ep.ctx.Done():
 				return
 			case <-tick.C:
-			}
-		}
-	}()
-	go func() {
-		defer s.helpers.Done()
-		t := time.NewTimer(time.Until(ep.quorumDeadline()))
-		defer t.Stop()
-		for {
-			select {
-			case <-ep.ctx.Done():
-				return
+				sync()
 			case <-t.C:
+				if wait := time.Until(ep.quorumDeadline()); wait > 0 {
+					t.Reset(wait) // a sync was answered meanwhile
+					continue
+				}
+				s.inbox.put(message{lost: ep, cause: ErrSessionTimeout})
+				return
 			}
-			if wait := time.Until(ep.quorumDeadline()); wait > 0 {
-				t.Reset(wait) // a sync was answered meanwhile
-				continue
-			}
-			s.inbox.put(message{lost: ep, cause: ErrSessionTimeout})
-			return
 		}
 	}()
 }
