@@ -1,12 +1,14 @@
 package conn
 
+import "time"
+
 // SetWatchesSent is the number of set-watches requests session s has
 // written: go-zookeeper re-sends its watches after each reconnect.
 func SetWatchesSent(s *Session) int64 { return s.stats.setWatchesSent.Load() }
 
 // WithCloseWait sets how long closing a zk.Conn waits for go-zookeeper's
 // goroutines (default 10s).
-var WithCloseWait = withCloseWait
+func WithCloseWait(d time.Duration) Option { return option(func(c *config) { c.closeWait = d }) }
 
 // WatchesRemoved is the number of removeWatches requests session s has
 // written (see watches.go).

@@ -12,10 +12,7 @@ import (
 // WithMetrics sets the hooks the session and its recipes report to
 // (package metrics; default: none). A nil hook is skipped.
 func WithMetrics(h metrics.Hooks) Option {
-	return func(c *config) error {
-		c.hooks = h
-		return nil
-	}
+	return option(func(c *config) { c.hooks = h })
 }
 
 // reportLock calls the session's Lock hook, if set.

@@ -168,15 +168,13 @@ func (l *link) kick() {
 		l.wmu.Lock()
 		defer l.wmu.Unlock()
 		if w := l.cur.Load(); w != nil && !l.retired.Load() {
-			if err := w.flushLocked(); err != nil {
-				w.Conn.Close() // a frame may be cut: go-zookeeper reconnects
-			}
+			w.flushLocked()
 		}
 	}()
 }
 
 // flushLocked writes the queued removals on w. l.wmu held.
-func (w *wireConn) flushLocked() error {
+func (w *wireConn) flushLocked() {
 	l := w.link
 	ws := &l.watches
 	ws.mu.Lock()
@@ -188,12 +186,9 @@ func (w *wireConn) flushLocked() error {
 	}
 	ws.mu.Unlock()
 	for _, rm := range q {
-		if _, err := w.Conn.Write(encodeRemoveWatches(rm.xid, rm.key)); err != nil {
-			return err
-		}
+		w.Conn.Write(encodeRemoveWatches(rm.xid, rm.key))
 		l.stats.watchesRemoved.Add(1)
 	}
-	return nil
 }
 
 // encodeRemoveWatches is int32 length, int32 xid, int32 opcode, string

@@ -21,8 +21,8 @@ type handshake struct {
 // reader whole frames in order, responses with zxid 0 so that its racy
 // Conn.lastZxid is never written (see docs/design.md, "The last zxid").
 type wireConn struct {
-	net.Conn
-	link *link
+	net.Conn // a writeFailConn: its writes never fail
+	link     *link
 
 	// Only the reading goroutine (go-zookeeper's) touches these.
 	in     []byte // read from the network, not yet a whole frame
@@ -56,14 +56,16 @@ func (w *wireConn) Write(p []byte) (int, error) {
 	w.link.wmu.Lock()
 	defer w.link.wmu.Unlock()
 	if len(p) < 4 || int64(binary.BigEndian.Uint32(p))+4 != int64(len(p)) {
-		w.link.stats.splitWrites.Add(1) // not one whole frame: see checkWire
+		w.link.stats.splitWrites.Add(1) // not one whole frame: see CheckWire
+	}
+	var op int32 // int32 length, int32 xid, int32 opcode, ...
+	if len(p) >= 12 {
+		op = int32(binary.BigEndian.Uint32(p[8:]))
 	}
 	if w.sentConnect {
-		if err := w.flushLocked(); err != nil {
-			return 0, err
-		}
+		w.flushLocked()
 	}
-	defer w.link.creates.wrote(p)
+	defer w.link.creates.wrote(op)
 	switch {
 	case !w.sentConnect:
 		// int32 length, int32 protocolVersion, int64 lastZxidSeen, ...
@@ -75,14 +77,10 @@ func (w *wireConn) Write(p []byte) (int, error) {
 			binary.BigEndian.PutUint64(q[8:], uint64(w.link.lastZxid.Load()))
 			return w.Conn.Write(q)
 		}
-	case len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:])) == opClose:
+	case op == opClose:
 		w.link.closeXid.Store(int64(int32(binary.BigEndian.Uint32(p[4:]))) + 1)
-		n, err := w.Conn.Write(p)
-		if err == nil {
-			w.link.closeSentOnce.Do(func() { close(w.link.closeSent) })
-		}
-		return n, err
-	case len(p) >= 20 && int32(binary.BigEndian.Uint32(p[8:])) == opSetWatches:
+		defer w.link.closeSentOnce.Do(func() { close(w.link.closeSent) })
+	case op == opSetWatches && len(p) >= 20:
 		// int32 length, int32 xid, int32 opcode, int64 relativeZxid, ...
 		q := w.link.filterSetWatches(p)
 		if len(q) == len(p) {
@@ -90,9 +88,7 @@ func (w *wireConn) Write(p []byte) (int, error) {
 		}
 		binary.BigEndian.PutUint64(q[12:], uint64(w.relZxid.Load()))
 		w.link.stats.setWatchesSent.Add(1)
-		if _, err := w.Conn.Write(q); err != nil {
-			return 0, err
-		}
+		w.Conn.Write(q)
 		return len(p), nil
 	}
 	return w.Conn.Write(p)
@@ -257,7 +253,7 @@ type link struct {
 }
 
 func newLink(dial func(network, addr string, timeout time.Duration) (net.Conn, error), stats *counters, counted func(int)) *link {
-	l := &link{dial: dial, stats: stats, counted: counted, closeSent: make(chan struct{})}
+	l := &link{dial: dial, stats: stats, counted: counted, closeSent: make(chan struct{}), conns: make(map[*wireConn]struct{})}
 	l.idle.L = &l.gate
 	return l
 }
@@ -272,23 +268,18 @@ func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, er
 	}
 	w := &wireConn{Conn: writeFailConn{c}, link: l}
 	l.mu.Lock()
-	if l.conns == nil {
-		l.conns = make(map[*wireConn]struct{})
-	}
 	l.conns[w] = struct{}{}
 	l.mu.Unlock()
-	return &trackedConn{wireConn: w}, nil
+	return w, nil
 }
 
-// trackedConn removes itself from the link when go-zookeeper closes it.
-type trackedConn struct{ *wireConn }
-
-func (t *trackedConn) Close() error {
-	t.link.connGone(t.wireConn)
-	t.link.mu.Lock()
-	delete(t.link.conns, t.wireConn)
-	t.link.mu.Unlock()
-	return t.wireConn.Conn.Close()
+// Close is go-zookeeper's: the link forgets the connection.
+func (w *wireConn) Close() error {
+	w.link.connGone(w)
+	w.link.mu.Lock()
+	delete(w.link.conns, w)
+	w.link.mu.Unlock()
+	return w.Conn.Close()
 }
 
 // setHandshake records the answer to a connect request written at sent.
@@ -400,23 +391,17 @@ type sentCreates struct {
 	next chan struct{} // closed at the next create written; nil while nobody waits
 }
 
-// wrote is called by the wire for every frame go-zookeeper writes.
-func (s *sentCreates) wrote(p []byte) {
-	// int32 length, int32 xid, int32 opcode
-	if len(p) < 12 {
-		return
-	}
-	switch int32(binary.BigEndian.Uint32(p[8:])) {
+// wrote is called by the wire with the opcode of every frame go-zookeeper writes.
+func (s *sentCreates) wrote(op int32) {
+	switch op {
 	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
-	default:
-		return
+		s.mu.Lock()
+		if s.next != nil {
+			close(s.next)
+			s.next = nil
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	if s.next != nil {
-		close(s.next)
-		s.next = nil
-	}
-	s.mu.Unlock()
 }
 
 // after returns a channel closed once the next create request is written.

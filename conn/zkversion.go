@@ -12,11 +12,8 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// The go-zookeeper module conn's wire layer (wire.go, watches.go) rewrites
-// the frames of, and the one version it was checked against: the layer
-// depends on that version's internals (which requests it writes in one
-// Write, its xids, its set-watches request, its reader's and connect loop's
-// order), which no other version promises to keep.
+// The go-zookeeper module whose frames the wire layer rewrites, and the one
+// version it was checked against: it depends on that version's internals.
 const (
 	zkModule  = "github.com/go-zookeeper/zk"
 	zkVersion = "v1.0.4"
@@ -31,20 +28,16 @@ var ErrZKVersion = errors.New("conn: unsupported go-zookeeper version (conn's wi
 // which it otherwise refuses with ErrZKVersion; check the copy with
 // zktest.CheckWire. Another version stays refused.
 func WithPatchedZK() Option {
-	return func(c *config) error { c.patchedZK = true; return nil }
+	return option(func(c *config) { c.patchedZK = true })
 }
 
-// errZKPatched is checkZKBuild's error for a replacement of v1.0.4, which
-// WithPatchedZK lets through.
+// errZKPatched is checkZKBuild's error for a replacement of v1.0.4.
 var errZKPatched = errors.New("to run a patched copy of " + zkVersion +
 	", pass conn.WithPatchedZK() to Connect, and run zktest.CheckWire against a server in a test")
 
-// checkZKVersion returns ErrZKVersion, wrapped with what is linked, when
-// the program's build information names a go-zookeeper other than
-// zkVersion, unless it is a replacement of zkVersion and opts hold
-// WithPatchedZK; nil when it names zkVersion, and nil when it names none
-// (binaries built without module information, and test binaries, which
-// record no dependencies: there TestZKVersionPinned checks go.mod).
+// checkZKVersion is checkZKWith on the program's build information; nil
+// without one (and test binaries record no dependencies: there
+// TestZKVersionPinned checks go.mod).
 func checkZKVersion(opts []Option) error {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -53,29 +46,27 @@ func checkZKVersion(opts []Option) error {
 	return checkZKWith(info, opts)
 }
 
-// checkZKWith is checkZKVersion on given build information.
+// checkZKWith is checkZKBuild, letting a replaced zkVersion through if
+// opts hold WithPatchedZK.
 func checkZKWith(info *debug.BuildInfo, opts []Option) error {
 	err := checkZKBuild(info)
-	if errors.Is(err, errZKPatched) && patched(opts) {
-		return nil
+	if errors.Is(err, errZKPatched) {
+		var c config
+		for _, o := range opts {
+			if o != nil {
+				_ = o(&c) // Connect reports the errors
+			}
+		}
+		if c.patchedZK {
+			return nil
+		}
 	}
 	return err
 }
 
-// patched reports whether opts hold WithPatchedZK.
-func patched(opts []Option) bool {
-	var c config
-	for _, o := range opts {
-		if o != nil {
-			_ = o(&c) // Connect reports the errors
-		}
-	}
-	return c.patchedZK
-}
-
-// checkZKBuild is checkZKVersion on given build information, without
-// options: a replacement of zkVersion is an error matching errZKPatched
-// too.
+// checkZKBuild returns ErrZKVersion, saying what is linked, if info names a
+// go-zookeeper other than zkVersion; for a replaced zkVersion, the error
+// also matches errZKPatched.
 func checkZKBuild(info *debug.BuildInfo) error {
 	for _, m := range info.Deps {
 		if m.Path != zkModule {
@@ -85,10 +76,7 @@ func checkZKBuild(info *debug.BuildInfo) error {
 			if r.Path == zkModule && r.Version == zkVersion {
 				return nil
 			}
-			linked := r.Path
-			if r.Version != "" {
-				linked += " " + r.Version
-			}
+			linked := strings.TrimSpace(r.Path + " " + r.Version)
 			if m.Version == zkVersion {
 				return fmt.Errorf("%w: linked %s %s replaced by %s; %w", ErrZKVersion, zkModule, m.Version, linked, errZKPatched)
 			}
@@ -102,12 +90,10 @@ func checkZKBuild(info *debug.BuildInfo) error {
 	return nil
 }
 
-// CheckWire runs zktest.CheckWire's checks on s, a session Connect made
-// with WithPatchedZK: that the go-zookeeper the program links keeps what
-// the wire layer relies on in v1.0.4 (frames, the connect handshake,
-// watches across a reconnect, the close request). It closes s, and
-// returns nil or an error matching ErrZKVersion that lists what does not
-// hold; it creates one ephemeral node and cuts the connection once.
+// CheckWire checks that the go-zookeeper linked keeps what the wire layer
+// relies on in v1.0.4 (frames, the handshake, watches across a reconnect,
+// the close request), creating one ephemeral node and cutting the
+// connection once; it closes the session.
 func (v *sessionView) CheckWire(ctx context.Context) error {
 	s := (*Session)(v)
 	fails, err := exercise(ctx, s)
