@@ -38,7 +38,7 @@ func (v *sessionView) Shared() *sync.Map        { return &v.shared }
 func (v *sessionView) Closing() <-chan struct{} { return v.closing }
 func (v *sessionView) Metrics() *metrics.Hooks  { return &v.cfg.hooks }
 func (v *sessionView) Stats() connlink.Stats    { return v.stats.snapshot() }
-func (v *sessionView) ACL() []zk.ACL            { return (*Session)(v).acl() }
+func (v *sessionView) ACL() []zk.ACL            { return append([]zk.ACL(nil), v.cfg.acl...) }
 func (v *sessionView) FullPath(p string) string { return (*Session)(v).abs(p) }
 func (v *sessionView) Logger() *zap.Logger      { return v.log }
 

@@ -22,9 +22,7 @@ var errRetired = errors.New("conn: connection retired")
 
 // Session is one client of a ZooKeeper ensemble across many ZooKeeper
 // sessions (epochs): it reconnects, and opens a new session on a new
-// connection after one is lost. Its node operations run in the live epoch
-// and are never re-sent in the next: one cut by its end fails with
-// ErrEpochEnded. Safe for concurrent use.
+// connection after one is lost. Safe for concurrent use.
 type Session struct {
 	sessionLink // what the recipes reach (link.go)
 
@@ -70,10 +68,9 @@ type zkLink struct {
 	drained   chan struct{} // closed when go-zookeeper's event loop has ended
 }
 
-// Connect starts a session and waits, bounded by ctx alone, until the first
+// Connect starts a session and waits, bounded by ctx, until the first
 // ZooKeeper session is established. When ctx ends first, the error matches
-// ctx's (context.DeadlineExceeded) and names the servers; if a server
-// refused the credentials, it also matches ErrAuthFailed.
+// ctx's and names the servers (and ErrAuthFailed after a refusal).
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	if err := checkZKVersion(opts); err != nil {
 		return nil, err
@@ -95,15 +92,16 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 			return nil, err
 		}
 	}
-	ident, err := newIdentity()
-	if err != nil {
-		return nil, err
+	var b [24]byte // the session's own digest identity; never logged
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("conn: making the session's identity: %w", err)
 	}
+	user, password := "zkrecipes-"+hex.EncodeToString(b[:8]), hex.EncodeToString(b[8:])
 	s := &Session{
 		cfg:     cfg,
 		servers: append([]string(nil), servers...),
-		creds:   append(append([]string(nil), cfg.digest...), ident.user+":"+ident.password),
-		sealed:  sealACL(cfg.acl, ident),
+		creds:   append(append([]string(nil), cfg.digest...), user+":"+password),
+		sealed:  sealACL(cfg.acl, user, password),
 		log:     cfg.logger,
 		stats:   newCounters(),
 		inbox:   newFifo[message](),
@@ -142,33 +140,19 @@ func (s *Session) State() State {
 	return s.state
 }
 
-// acl is a copy of WithACL's ACL, for nodes other than sealed lock nodes.
-func (s *Session) acl() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
-
-// identity is the session's own random digest identity; never logged.
-type identity struct{ user, password string }
-
-func newIdentity() (identity, error) {
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return identity{}, fmt.Errorf("conn: making the session's identity: %w", err)
-	}
-	return identity{user: "zkrecipes-" + hex.EncodeToString(b[:8]), password: hex.EncodeToString(b[8:])}, nil
-}
-
-func sealACL(acl []zk.ACL, id identity) []zk.ACL {
+// sealACL is acl without WRITE and ADMIN, plus ALL for the digest identity.
+func sealACL(acl []zk.ACL, user, password string) []zk.ACL {
 	out := make([]zk.ACL, 0, len(acl)+1)
 	for _, a := range acl {
 		if a.Perms &^= zk.PermWrite | zk.PermAdmin; a.Perms != 0 {
 			out = append(out, a)
 		}
 	}
-	return append(out, zk.DigestACL(zk.PermAll, id.user, id.password)...)
+	return append(out, zk.DigestACL(zk.PermAll, user, password)...)
 }
 
 // epoch returns the live epoch, waiting (bounded by ctx) while there is
-// none. If ctx ends first after a failed attempt at a session, the error
-// also matches why (ErrAuthFailed). Reached through connlink.
+// none; the error says why the last attempt at a session failed.
 func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 	for {
 		s.mu.Lock()
@@ -205,8 +189,8 @@ func (s *Session) Close() error {
 	return nil
 }
 
-// abandon is Close for a caller past its deadline (a failed Connect or
-// checkWire): it does not wait for the close request's answer.
+// abandon is Close without waiting for the close request's answer, for a
+// caller past its deadline.
 func (s *Session) abandon() {
 	s.abandoning.Store(true)
 	_ = s.Close()
@@ -250,12 +234,10 @@ type message struct {
 	l       *zkLink
 	ev      zk.Event
 	authErr error
-	authed  bool // AddAuth finished (authErr says how)
-	authN   int  // with authed: credentials accepted
-	// lost: end this epoch with cause (ErrSessionExpired: a request was
-	// answered so; ErrSessionTimeout: its quorum timer ran out).
-	lost  *Epoch
-	cause error
+	authed  bool   // AddAuth finished (authErr says how)
+	authN   int    // with authed: credentials accepted
+	lost    *Epoch // end this epoch with cause: a request was answered "expired", or its quorum timer ran out
+	cause   error
 }
 
 func (s *Session) handle(m message) {
@@ -282,16 +264,14 @@ func (s *Session) handle(m message) {
 		case m.authErr == nil:
 			s.beginEpoch(l)
 		case l.epoch.ctx.Err() == nil && isConnectionLoss(m.authErr):
-			// Cut off: go-zookeeper re-sends what it accepted on reconnect;
-			// send the rest then, or now if we are not suspended.
+			// Cut off: go-zookeeper re-sends what it accepted on reconnect.
 			if l.suspended {
 				l.authWait = true
 			} else {
 				s.authenticate(l)
 			}
 		default:
-			// Refused or failed: redial after a backoff, since a refusing
-			// server refuses again (at once would be a storm of sessions).
+			// Refused: redial after a backoff, not a storm of sessions.
 			err := fmt.Errorf("conn: sending credentials: %w", m.authErr)
 			if errors.Is(m.authErr, zk.ErrAuthFailed) {
 				err = fmt.Errorf("%w (session 0x%x): %w", ErrAuthFailed, l.epoch.sessionID, m.authErr)
@@ -343,8 +323,7 @@ func (s *Session) disconnected(l *zkLink) {
 	wait := time.Until(lastHeard.Add(ep.timeout))
 	s.timer = time.NewTimer(max(wait, 0))
 	if !l.live {
-		// Cut off while authenticating: no Suspended to send, but the
-		// timer runs so that a session that cannot come back is given up.
+		// Not handed out yet: no Suspended, but the timer runs.
 		s.log.Info("disconnected while authenticating", logfield.Session("session", ep.sessionID), zap.Duration("lost_in", wait))
 		return
 	}
@@ -375,8 +354,8 @@ func (s *Session) authenticate(l *zkLink) {
 	}()
 }
 
-// confirmFresh starts the quorum timer from a sync sent now, not from a
-// connect request that may have waited long on a frozen server.
+// confirmFresh starts the quorum timer from a sync sent now (see
+// docs/design.md, "The quorum timer's numbers").
 func (s *Session) confirmFresh(l *zkLink) error {
 	sent := time.Now()
 	s.stats.quorumSyncs.Add(1)
@@ -391,8 +370,7 @@ func (s *Session) confirmFresh(l *zkLink) error {
 func (s *Session) beginEpoch(l *zkLink) {
 	l.live = true
 	s.log.Debug("session established", logfield.Session("session", l.epoch.sessionID), zap.Duration("timeout", l.epoch.timeout))
-	// One critical section: whoever sees the epoch (Epoch, State) is
-	// subscribed after its Connected event, never half-way.
+	// One critical section: who sees the epoch subscribed after Connected.
 	s.failed = 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -415,8 +393,7 @@ func (s *Session) loseEpoch(cause error) {
 	}
 }
 
-// Redial backoff: after n failed attempts in a row, wait half to all of
-// redialBase·2^(n-1), at most redialMax.
+// Redial backoff: half to all of redialBase·2^(n-1) after n failures, at most redialMax.
 const (
 	redialBase = 250 * time.Millisecond
 	redialMax  = 30 * time.Second
@@ -531,8 +508,8 @@ func (s *Session) retire(l *zkLink) {
 }
 
 // closeLink closes the session on the server if it can, then the sockets,
-// and waits at most cfg.closeWait (plus Close's ~3s) for go-zookeeper's
-// goroutines: any still stuck are left behind, so Close cannot hang.
+// and waits at most cfg.closeWait for go-zookeeper's goroutines: any still
+// stuck are left behind, so Close cannot hang.
 func (s *Session) closeLink(l *zkLink) {
 	deadline := time.Now().Add(s.cfg.closeWait)
 	l.retired.Store(true)
@@ -564,8 +541,7 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 }
 
 // abandonLink closes l's zk.Conn without waiting for the close request's
-// answer: closing the sockets once it is written fails it. Without a
-// session it is never written; Close then runs on in the background (≤ 3 s).
+// answer: it closes the sockets once the request is written.
 func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
 	done := make(chan struct{})
 	go func() {
@@ -607,8 +583,8 @@ func (s *Session) transition(st State, ep *Epoch, cause error) {
 	s.transitionLocked(st, ep, cause)
 }
 
-// transitionLocked is transition with s.mu held. The step that sends
-// Closed also sets subs nil: no subscription misses it or waits after it.
+// transitionLocked is transition with s.mu held. Sending Closed sets subs
+// nil in the same step: no subscription misses it or waits after it.
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
@@ -632,11 +608,10 @@ type zkLogger struct{ l *zap.SugaredLogger }
 
 func (z zkLogger) Printf(format string, args ...any) { z.l.Debugf("zk: "+format, args...) }
 
-// hostProvider is go-zookeeper's, but the first server tried after a
-// working connection is dialed at once, not after go-zookeeper's pause of
-// a second per round, which the quorum timer can ill spare (with one
-// address, every reconnect). A server that closed the connection itself
-// still gets the pause, as does every later round.
+// hostProvider is go-zookeeper's without its pause of a second before the
+// first server tried after a working connection (with one address, every
+// reconnect), which the quorum timer can ill spare; a server that closed
+// the connection itself still gets it.
 type hostProvider struct {
 	*zk.DNSHostProvider
 	link *link

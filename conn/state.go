@@ -64,15 +64,12 @@ func (s *Session) Subscribe(ctx context.Context) <-chan Event {
 	out := make(chan Event)
 	sub := newFifo[Event]()
 	s.mu.Lock()
-	closed := s.subs == nil
-	if !closed {
-		s.subs[sub] = struct{}{}
-	}
-	s.mu.Unlock()
-	if closed {
+	defer s.mu.Unlock()
+	if s.subs == nil {
 		close(out)
 		return out
 	}
+	s.subs[sub] = struct{}{}
 	go s.pump(ctx, sub, out)
 	return out
 }
