@@ -33,9 +33,7 @@ type Lease struct {
 	revoked     chan struct{} // closed once the node's data is revokeMessage
 	revokedOnce sync.Once
 
-	// sig is the epoch's lostSignal (nil for a local view): waited on once
-	// someone waits on Lost or Revoked (lostChan), polled until then.
-	sig       <-chan struct{}
+	sig       <-chan struct{} // the epoch's lostSignal (nil for a local view): polled until waited on (lostChan)
 	sigWaiter sync.Once
 
 	parent *Lease // the node's lease, for a local grant (localView)
@@ -49,9 +47,7 @@ type Lease struct {
 	releasing  atomic.Bool // the recipe is deleting the node: its deletion is no loss
 	unreported atomic.Bool // report nothing to the Lock hook (until Label)
 
-	// writes: read-held by a local grant's guarded write until answered,
-	// write-held while the grant is released (HoldWrites).
-	writes sync.RWMutex
+	writes sync.RWMutex // read-held by a local grant's guarded write, write-held by HoldWrites
 
 	mu     sync.Mutex // guards the fields below
 	czxid  int64      // our node's czxid; 0 until known (see own)
@@ -61,8 +57,8 @@ type Lease struct {
 	guard  string     // the node a guarded grant stands on; "" for none
 }
 
-// NewLease makes a lease for node path, held by this epoch's session (czxid
-// 0: unknown, see own). No goroutine runs until Lost or Revoked is called.
+// NewLease makes a lease for node path (czxid 0: unknown, see own). No
+// goroutine runs until Lost or Revoked is called.
 func (v *epochView) NewLease(path string, czxid int64) *Lease {
 	e := (*Epoch)(v)
 	l := &Lease{ep: e, path: path, czxid: czxid, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal(), granted: time.Now()}
@@ -72,8 +68,7 @@ func (v *epochView) NewLease(path string, czxid int64) *Lease {
 
 // own checks that st, read at the lease's path, is our node (recording its
 // czxid): another czxid, or before we know it another ephemeral owner,
-// means ours was deleted and Lost closes. Only a known czxid tells ours
-// from our session's re-creation at the path (exclusive passes it).
+// means ours was deleted and Lost closes.
 func (l *Lease) own(st *zk.Stat) error {
 	l.mu.Lock()
 	ok := l.czxid == st.Czxid || l.czxid == 0 && st.EphemeralOwner == l.ep.SessionID()
@@ -142,17 +137,16 @@ func (l *Lease) Path() string { return l.path }
 func (l *Lease) Epoch() *Epoch { return l.ep }
 
 // Lost is closed when the lease must be taken as lost: its epoch ended (or,
-// with WithSuspendedAsLost, was suspended), someone else deleted its node,
-// or it was released. The first call of Lost or Revoked watches the node;
-// until then only Fence and GuardedWrite notice a foreign delete.
+// with WithSuspendedAsLost, was suspended), its node was deleted, or it was
+// released. Until Lost or Revoked is first called, only Fence and
+// GuardedWrite notice a foreign delete.
 func (l *Lease) Lost() <-chan struct{} {
 	l.arm()
 	return l.lostChan()
 }
 
 // Revoked is closed when someone asked the holder to release (lock.Revoke,
-// or Curator's Revoker, wrote "__REVOKE__" into a revocable lock's node).
-// It is no loss: the lock stays held until released. Watches as Lost does.
+// or Curator's Revoker): no loss, the lock stays held until released.
 func (l *Lease) Revoked() <-chan struct{} {
 	l.arm()
 	l.lostChan() // watchNode waits on it
@@ -193,9 +187,8 @@ func (l *Lease) Err() error {
 	return l.reason
 }
 
-// watchNode follows path with data watches until the lease is lost: our
-// node, or (guard) the guard a grant stands on, while it does. GetW, unlike
-// an exists watch, sets nothing on a missing node; deletion consumes it.
+// watchNode follows path with data watches (none is left on a missing
+// node) until the lease is lost: our node, or the guard while it is one.
 func (l *Lease) watchNode(path string, guard bool) {
 	gone := func(err error) {
 		if l.ep.ctx.Err() != nil {
@@ -237,9 +230,8 @@ func (l *Lease) watchNode(path string, guard bool) {
 			}
 			// Data changed or the watch was dropped: look again.
 		case <-l.lost:
-			// Deletion or the session's end consumes the watch; remove
-			// it if lost at a Suspended (the node may come back) or on a
-			// guard (it can outlive the grant).
+			// Deletion or the session's end consumes the watch, not a
+			// Suspended or a guard's handover.
 			if guard || errors.Is(l.Err(), errSuspendedLost) {
 				unwatchNow(l.ep, ch)
 			}
@@ -255,8 +247,7 @@ func unwatchNow(ep *Epoch, ch <-chan zk.Event) {
 	_ = ep.view().Unwatch(done, ch)
 }
 
-// zxid is Fence's Zxid: known at the grant or read once and cached;
-// ErrLeaseLost if the node is gone or not ours.
+// zxid is Fence's Zxid: known at the grant or read once and cached.
 func (l *Lease) zxid(ctx context.Context) (int64, error) {
 	if l.parent != nil {
 		return l.parent.zxid(ctx)
@@ -283,11 +274,10 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 }
 
 // GuardedWrite runs ops (*zk.CreateRequest, *zk.DeleteRequest,
-// *zk.SetDataRequest, *zk.CheckVersionRequest) in one transaction that
-// commits only while the grant's node exists. A lost lease fails with
-// ErrLeaseLost (maybe applied if it also matches ErrConnectionLoss). A
-// refused op is named by its index and matches the server's error. Ops
-// may not set the data of the grant's own node (ErrInvalidArgument).
+// *zk.SetDataRequest, *zk.CheckVersionRequest, not setting the lock node's
+// data) in one transaction that commits only while the grant's node
+// exists. A lost lease fails with ErrLeaseLost (maybe applied if it also
+// matches ErrConnectionLoss); a refused op's error names its index.
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.parent != nil {
 		l.writes.RLock()
@@ -345,8 +335,7 @@ func (l *Lease) checkOp() *zk.CheckVersionRequest {
 	return &zk.CheckVersionRequest{Path: l.checked(), Version: -1}
 }
 
-// released marks the lease released; one lost first (its epoch ended before
-// setReleasing, or its parent was lost) stays lost for the Lock hook.
+// released marks the lease released; one lost first stays lost.
 func (l *Lease) released() {
 	if !l.isReleasing() {
 		l.poll()
@@ -359,8 +348,7 @@ func (l *Lease) released() {
 	l.closeLost(causeErr(causeReleased, fmt.Errorf("%w: released", ErrLeaseLost)))
 }
 
-// setReleasing records that the recipe begins (on) or gave up deleting the
-// node. A lease whose epoch already ended is lost, not released.
+// setReleasing: the recipe begins (on) or gave up deleting the node.
 func (l *Lease) setReleasing(on bool) {
 	if on {
 		l.poll()
@@ -379,8 +367,7 @@ func (l *Lease) closeLost(reason error) {
 		l.mu.Lock()
 		l.reason = reason
 		l.mu.Unlock()
-		// Decided before Lost closes: a Release called on seeing Lost
-		// closed must not turn the loss into a hold (isReleasing).
+		// Decided before Lost closes: a Release on seeing it is no hold.
 		report := l.report(reason)
 		close(l.lost)
 		report()
@@ -406,17 +393,15 @@ func (l *Lease) report(reason error) func() {
 }
 
 // Fence is a grant's fencing token, growing strictly with every grant of a
-// lock (in-process handoffs and rwlock downgrades included): Zxid is the
-// czxid of the node the grant stands on, Pass numbers the grants on that
-// node (0 first). A resource keeps the greatest Fence seen (Compare) and
-// refuses any below it. Zxid alone suffices only where Pass is always 0.
+// lock (in-process handoffs included): Zxid is the czxid of the node the
+// grant stands on, Pass numbers the grants on that node (0 first). A
+// resource keeps the greatest Fence seen (Compare) and refuses any below.
 type Fence struct {
 	Zxid int64
 	Pass int64
 }
 
-// Compare returns -1 if f was granted before g, 0 if they are the same
-// grant, +1 if after.
+// Compare returns -1 if f was granted before g, 0 if the same, +1 if after.
 func (f Fence) Compare(g Fence) int {
 	if c := cmp.Compare(f.Zxid, g.Zxid); c != 0 {
 		return c
@@ -427,8 +412,8 @@ func (f Fence) Compare(g Fence) int {
 // String is "zxid.pass", in hexadecimal as ZooKeeper prints zxids.
 func (f Fence) String() string { return fmt.Sprintf("0x%x.%d", f.Zxid, f.Pass) }
 
-// Fence returns the grant's fencing token (the czxid is read once, then
-// cached); ErrLeaseLost once the lease ended or its node is not ours.
+// Fence returns the grant's fencing token; ErrLeaseLost once the lease
+// ended or its node is not ours.
 func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 	if err := l.Err(); err != nil {
 		return Fence{}, err
@@ -440,8 +425,8 @@ func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 	return Fence{Zxid: z, Pass: l.pass}, nil
 }
 
-// localView is a local grant number pass on l's node (connlink.Lease.Local):
-// a lease of its own over the same node, lost when released or when l is.
+// localView is local grant number pass on l's node: a lease of its own,
+// lost when released or when l is.
 func (l *Lease) localView(pass int64) *Lease {
 	l.shared.Store(true)
 	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: l.revoked,
@@ -460,12 +445,9 @@ func (l *Lease) watchParent() {
 	}
 }
 
-// A guarded grant stands on another node of its session, its guard, until
-// Unguard (rwlock's downgrade: docs/design.md, "Downgrading a write
-// lock"). Meanwhile its check, loss and Fence Zxid are the guard's.
-
-// Guard makes the lease, granted but not handed out (unarmed), stand on
-// node (czxid zxid), with pass as its Fence's Pass.
+// Guard makes the lease, not handed out yet, stand on node (czxid zxid) of
+// its session until Unguard: its check, loss and Fence are the guard's
+// (docs/design.md, "Downgrading a write lock").
 func (v *leaseView) Guard(node string, zxid, pass int64) {
 	v.mu.Lock()
 	v.guard, v.fence = node, zxid
@@ -473,8 +455,7 @@ func (v *leaseView) Guard(node string, zxid, pass int64) {
 	v.pass = pass
 }
 
-// Unguard moves the grant onto its own node (check and loss); the recipe
-// calls it before it deletes the guard.
+// Unguard moves the grant onto its own node, before the guard's deletion.
 func (v *leaseView) Unguard() {
 	v.mu.Lock()
 	v.guard = ""

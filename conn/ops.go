@@ -17,11 +17,10 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// The epoch's node operations are methods of its view (connlink.Epoch),
-// which the package reaches through Epoch.view. They run on the epoch's own
-// connection, fail with ErrEpochEnded once it ended, and return when ctx
-// ends. Paths are absolute, validated and namespaced both ways; server
-// errors match go-zookeeper's sentinels. Reads are retried on connection loss.
+// The epoch's node operations (documented at connlink.Epoch) are methods of
+// its view. They run on the epoch's own connection, fail with ErrEpochEnded
+// once it ended, and return when ctx ends. Paths are validated and
+// namespaced both ways; server errors match go-zookeeper's.
 
 // view is the epoch as the recipes reach it, with the node operations.
 func (e *Epoch) view() *epochView { return (*epochView)(e) }
@@ -30,8 +29,6 @@ func (v *epochView) Get(ctx context.Context, path string) ([]byte, *zk.Stat, err
 	return withStat(ctx, (*Epoch)(v), metrics.OpGet, path, (*zk.Conn).Get)
 }
 
-// GetW is Get setting a data watch; its channel gets one event (change,
-// deletion, or the epoch's end), then closes.
 func (v *epochView) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 	return watchCall(ctx, (*Epoch)(v), metrics.OpGetW, path, kindData, (*zk.Conn).GetW)
 }
@@ -50,7 +47,6 @@ func (v *epochView) Children(ctx context.Context, path string) ([]string, *zk.St
 	return withStat(ctx, (*Epoch)(v), metrics.OpChildren, path, (*zk.Conn).Children)
 }
 
-// ChildrenW is Children with a child watch, as GetW. Counted as OpChildren.
 func (v *epochView) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	return watchCall(ctx, (*Epoch)(v), metrics.OpChildren, path, kindChild, (*zk.Conn).ChildrenW)
 }
@@ -59,22 +55,17 @@ func (v *epochView) Exists(ctx context.Context, path string) (bool, *zk.Stat, er
 	return withStat(ctx, (*Epoch)(v), metrics.OpExists, path, (*zk.Conn).Exists)
 }
 
-// ExistsW is Exists with a watch (created, changed or deleted).
 func (v *epochView) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
 	return watchCall(ctx, (*Epoch)(v), metrics.OpExists, path, kindData, (*zk.Conn).ExistsW)
 }
 
-// Set is retried only with a real version: an unversioned retry could
-// overwrite a later set.
+// Set is retried only with a real version: else it could overwrite a later set.
 func (v *epochView) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
 	return call(ctx, (*Epoch)(v), metrics.OpSet, path, version >= 0, func(zc *zk.Conn, p string) (*zk.Stat, error) {
 		return zc.Set(p, data, version)
 	})
 }
 
-// Delete is retried, so zk.ErrNoNode may mean the first attempt worked:
-// safe only for paths no one re-creates (sequential nodes); elsewhere use
-// a one-op Multi and read before trying again.
 func (v *epochView) Delete(ctx context.Context, path string, version int32) error {
 	_, err := call(ctx, (*Epoch)(v), metrics.OpDelete, path, true, func(zc *zk.Conn, p string) (struct{}, error) {
 		return struct{}{}, zc.Delete(p, version)
@@ -82,8 +73,6 @@ func (v *epochView) Delete(ctx context.Context, path string, version int32) erro
 	return err
 }
 
-// Create retries non-sequential creates (zk.ErrNodeExists may then be
-// ours), not sequential ones (ErrConnectionLoss: the node may exist).
 func (v *epochView) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	retry := flags&zk.FlagSequence == 0
 	created, err := call(ctx, (*Epoch)(v), metrics.OpCreate, path, retry, func(zc *zk.Conn, p string) (string, error) {
@@ -95,9 +84,8 @@ func (v *epochView) Create(ctx context.Context, path string, data []byte, flags 
 	return v.s.strip(created), err
 }
 
-// CreateParents creates path's missing ancestors (and the namespace's) as
-// containers. Existing ones are fine, also where we may not create: the
-// server checks permission first (zk.ErrNoAuth, not zk.ErrNodeExists).
+// CreateParents: existing ancestors are fine, also where we may not create
+// (the server checks permission first: zk.ErrNoAuth, not zk.ErrNodeExists).
 func (v *epochView) CreateParents(ctx context.Context, path string) error {
 	if err := zkpath.Validate(path); err != nil {
 		return err
@@ -127,8 +115,7 @@ func (v *epochView) CreateParents(ctx context.Context, path string) error {
 	return nil
 }
 
-// Multi runs ops atomically, never retried (ErrConnectionLoss: maybe
-// applied). A refusal (nothing applied) is an *opError naming the op.
+// Multi is never retried; a refusal (nothing applied) is an *opError.
 func (v *epochView) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	abs := make([]any, len(ops))
 	for i, op := range ops {
@@ -153,7 +140,6 @@ func (v *epochView) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, 
 	return res, err
 }
 
-// Sync makes the server this epoch talks to catch up with the leader.
 func (v *epochView) Sync(ctx context.Context, path string) error {
 	_, err := call(ctx, (*Epoch)(v), metrics.OpSync, path, true, (*zk.Conn).Sync)
 	return err
@@ -244,8 +230,7 @@ type outcome[T any] struct {
 }
 
 // await runs f and stops waiting when ctx or the epoch ends. Results pass
-// only through the channel, so a late f touches nothing of the caller's;
-// an epoch's end in flight matches ErrEpochEnded and ErrConnectionLoss.
+// only through the channel, so a late f touches nothing of the caller's.
 func await[T any](ctx context.Context, e *Epoch, f func() (T, error)) (T, error) {
 	res := make(chan outcome[T], 1) // buffered: f may finish after we stopped waiting
 	go func() {
@@ -286,8 +271,7 @@ func (s *Session) strip(p string) string {
 	return rest
 }
 
-// retryPolicy is WithRetry's: backoff from BaseDelay doubling to MaxDelay,
-// full jitter, at most MaxAttempts attempts (0: ctx and the epoch bound).
+// retryPolicy is WithRetry's.
 type retryPolicy struct {
 	BaseDelay, MaxDelay time.Duration
 	MaxAttempts         int // the first attempt included
@@ -311,9 +295,8 @@ func isConnectionLoss(err error) bool {
 		errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
-// opError is a multi the server refused (nothing applied): it names the
-// failing op and wraps the server's error, e.g. "conn: multi: op 1
-// (set-data /stock): zk: version conflict", matching zk.ErrBadVersion.
+// opError is a multi the server refused (nothing applied), naming the
+// failing op: "conn: multi: op 1 (set-data /stock): zk: version conflict".
 type opError struct {
 	index int    // the failing op's place among the caller's ops (from 0)
 	op    string // "create", "delete", "set-data" or "check"
@@ -326,7 +309,6 @@ func (e *opError) Error() string {
 	return fmt.Sprintf("conn: %s: op %d (%s %s): %v", e.call, e.index, e.op, e.path, e.err)
 }
 
-// Unwrap returns the server's error.
 func (e *opError) Unwrap() error { return e.err }
 
 // opCopy copies a multi op, naming it and pointing at the copy's path;
@@ -349,9 +331,8 @@ func opCopy(op any) (name string, cp any, path *string) {
 	return fmt.Sprintf("%T", op), nil, new(string)
 }
 
-// failedOp finds the op a refused multi failed on: the first with an error
-// (the server answers ok before it, zk.ErrAPIError after); nil if err is
-// no refusal (a connection loss, the epoch's end).
+// failedOp finds the op a refused multi failed on, the first with an error
+// (zk.ErrAPIError follows it); nil if err is no refusal.
 func failedOp(ops []any, res []zk.MultiResponse, err error) *opError {
 	if err == nil && len(res) == 0 || errors.Is(err, ErrConnectionLoss) || errors.Is(err, ErrEpochEnded) {
 		return nil
@@ -365,8 +346,7 @@ func failedOp(ops []any, res []zk.MultiResponse, err error) *opError {
 	return nil
 }
 
-// describeOps names a multi's ops for an error of no single op, e.g.
-// "set-data /a/b +1 op".
+// describeOps names a multi's ops: "set-data /a/b +1 op".
 func describeOps(ops []any) string {
 	if len(ops) == 0 {
 		return "(no ops)"
@@ -427,8 +407,7 @@ func (s *Session) Delete(ctx context.Context, path string, version int32) error 
 	return e.view().Delete(ctx, path, version)
 }
 
-// Children lists a node's children (names, not paths), retrying on
-// connection loss.
+// Children lists a node's children (names), retrying on connection loss.
 func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
 	e, err := s.epoch(ctx)
 	if err != nil {
