@@ -30,9 +30,7 @@ type Epoch struct {
 	mu     sync.Mutex    // guards unsafe
 	unsafe chan struct{} // see lostSignal; closed by the session's run goroutine
 
-	// confirmed: send time (unix ns) of the last request answered through
-	// the leader: the creating connect request, then each answered sync.
-	confirmed atomic.Int64
+	confirmed atomic.Int64 // send time (unix ns) of the last request answered through the leader
 }
 
 func newEpoch(s *Session, zc *zk.Conn, hs handshake) *Epoch {
@@ -46,8 +44,8 @@ func newEpoch(s *Session, zc *zk.Conn, hs handshake) *Epoch {
 // SessionID is the ZooKeeper session id.
 func (e *Epoch) SessionID() int64 { return e.sessionID }
 
-// Done is closed when the epoch ends; Err then tells why. Never nil. A lock
-// holder watches its Lease.Lost instead.
+// Done is closed when the epoch ends; Err then tells why. A lock holder
+// watches its Lease.Lost instead.
 func (e *Epoch) Done() <-chan struct{} { return e.ctx.Done() }
 
 // Err is nil while the epoch lives; after, an error matching ErrEpochEnded
@@ -118,9 +116,9 @@ func (e *Epoch) quorumDeadline() time.Time {
 	return time.Unix(0, at).Add(e.timeout * quorumLimit / quorumPeriod)
 }
 
-// keepQuorum runs the quorum timer of l's epoch: a sync every T/12, not
-// waiting for answers (one proves the leader knew the session when it was
-// sent), and the epoch's loss to run past quorumDeadline.
+// keepQuorum runs the quorum timer of l's epoch: a sync every T/12 (an
+// answer proves the leader knew the session when it was sent), and the
+// epoch's loss past quorumDeadline.
 func (s *Session) keepQuorum(l *zkLink) {
 	ep := l.epoch
 	sync := func() {

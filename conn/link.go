@@ -75,7 +75,7 @@ func (v *leaseView) Label(recipe, lock string) {
 }
 
 // HoldWrites waits out the guarded writes through the lease and blocks new
-// ones until done is called; a recipe holds it while releasing a local grant.
+// ones until done is called.
 func (v *leaseView) HoldWrites() (done func()) {
 	v.writes.Lock()
 	return v.writes.Unlock

@@ -71,12 +71,10 @@ type counters struct {
 	watchEvents atomic.Int64
 	watchesSet  atomic.Int64
 	quorumSyncs atomic.Int64
-	// set-watches requests written; not in Stats, read by tests
-	setWatchesSent atomic.Int64
-	// removeWatches requests written (watches.go); not in Stats, read by tests
-	watchesRemoved atomic.Int64
-	// go-zookeeper writes that were not one whole frame; read by checkWire
-	splitWrites atomic.Int64
+	// Not in Stats: read by tests and CheckWire.
+	setWatchesSent atomic.Int64 // set-watches requests written
+	watchesRemoved atomic.Int64 // removeWatches requests written
+	splitWrites    atomic.Int64 // go-zookeeper writes that were not one whole frame
 }
 
 func newCounters() *counters {

@@ -11,12 +11,10 @@ import (
 type State int32
 
 const (
-	// Connected: a new epoch (ZooKeeper session) has begun. Sent for the
-	// first session and for every session opened after one was lost.
+	// Connected: a new epoch (ZooKeeper session) has begun.
 	Connected State = iota + 1
 	// Suspended: the connection broke; the session may still be alive on
-	// the server. Holders keep their locks unless the error policy says
-	// otherwise (WithSuspendedAsLost).
+	// the server. Holders keep their locks (unless WithSuspendedAsLost).
 	Suspended
 	// Reconnected: the connection is back and the same session survived.
 	Reconnected
@@ -56,10 +54,10 @@ type Event struct {
 	Time time.Time
 }
 
-// Subscribe returns every state transition after the call, in order, never
-// dropping one however slowly the channel is read (they queue without bound).
-// The channel is closed after Closed (at once on a closed Session) or once ctx
-// ends; read it until then or cancel ctx, or its goroutine stays.
+// Subscribe returns every state transition after the call, in order, none
+// dropped (they queue without bound). The channel is closed after Closed
+// (at once on a closed Session) or once ctx ends; read it until then or
+// cancel ctx, or its goroutine stays.
 func (s *Session) Subscribe(ctx context.Context) <-chan Event {
 	out := make(chan Event)
 	sub := newFifo[Event]()
@@ -74,8 +72,7 @@ func (s *Session) Subscribe(ctx context.Context) <-chan Event {
 	return out
 }
 
-// pump sends sub's events to out until Closed is sent or ctx ends, then
-// closes out and forgets sub.
+// pump sends sub's events to out until Closed is sent or ctx ends.
 func (s *Session) pump(ctx context.Context, sub *fifo[Event], out chan<- Event) {
 	defer close(out)
 	defer func() {

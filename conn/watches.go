@@ -35,9 +35,8 @@ const (
 	errNoWatcher    int32 = -121
 )
 
-// Injected requests use xids in [removeXidBase-removeXidSpan+1,
-// removeXidBase]: go-zookeeper uses only xids >= 0 and -2 (ping), and the
-// server -1 for events.
+// Injected requests' xids, in (removeXidBase-removeXidSpan, removeXidBase]:
+// go-zookeeper uses only xids >= 0 and -2, and the server -1 for events.
 const (
 	removeXidBase = -0x10000000
 	removeXidSpan = 0x10000000
@@ -62,8 +61,7 @@ type removal struct {
 }
 
 // watchSet is the link's record of watchers and removals. Lock order:
-// link.wmu, then mu. live's keys are what the Watches hook counts, told
-// under mu so that the session's sum never goes below 0.
+// link.wmu, then mu. The Watches hook counts live's keys, told under mu.
 type watchSet struct {
 	mu      sync.Mutex
 	live    map[watchKey]int              // watchers not counted off, by key; no zero entries
@@ -125,8 +123,8 @@ func (l *link) attach(r *watchReg, zch <-chan zk.Event) <-chan zk.Event {
 	return out
 }
 
-// countOff counts r off; if stopped (its watcher gave up) and r was the
-// last on a set watch, it queues and returns the watch's removal.
+// countOff counts r off; if stopped and the last on a set watch, it
+// queues and returns the watch's removal.
 func (l *link) countOff(r *watchReg, stopped bool) *removal {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -161,8 +159,7 @@ func (l *link) queueRemovalLocked(key watchKey) *removal {
 	return rm
 }
 
-// kick writes the queued removals now, if a connection has a session, on
-// its own goroutine: a write to a failing connection can block.
+// kick writes the queued removals, on a goroutine: a write can block.
 func (l *link) kick() {
 	go func() {
 		l.wmu.Lock()
@@ -191,8 +188,7 @@ func (w *wireConn) flushLocked() {
 	}
 }
 
-// encodeRemoveWatches is int32 length, int32 xid, int32 opcode, string
-// path, int32 watcherType.
+// encodeRemoveWatches: int32 length, xid, opcode, string path, int32 watcherType.
 func encodeRemoveWatches(xid int32, key watchKey) []byte {
 	b := make([]byte, 4+4+4+4+len(key.path)+4)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
@@ -243,12 +239,9 @@ func (l *link) connGone(w *wireConn) {
 	}
 }
 
-// liveLocked tells whether a watcher of ours waits on key. ws.mu held.
-func (ws *watchSet) liveLocked(key watchKey) bool { return ws.live[key] > 0 }
-
 // filterSetWatches drops the paths no watcher of ours waits on from
 // set-watches request f (int32 length, xid, opcode, int64 relativeZxid,
-// data, exist and child path vectors); f itself if none or if unparsable.
+// data, exist and child path vectors); f itself if none or unparsable.
 func (l *link) filterSetWatches(f []byte) []byte {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -271,7 +264,7 @@ func (l *link) filterSetWatches(f []byte) []byte {
 			if m < 0 || len(rest) < 4+m {
 				return f
 			}
-			if ws.liveLocked(watchKey{string(rest[4 : 4+m]), kind}) {
+			if ws.live[watchKey{string(rest[4 : 4+m]), kind}] > 0 {
 				keep = append(keep, rest[:4+m])
 			} else {
 				dropped = true
@@ -298,9 +291,8 @@ func (k watchKind) String() string {
 	return "data"
 }
 
-// Unwatch: the watcher of ch (from GetW, ExistsW or ChildrenW) stopped. If
-// it was the last on a watch not yet fired, the server watch is removed,
-// waiting for the answer within ctx and the epoch (it is sent regardless).
+// Unwatch: the watcher of ch stopped. If the last on a watch not yet
+// fired, the removal is sent, its answer awaited within ctx and the epoch.
 func (e *epochView) Unwatch(ctx context.Context, ch <-chan zk.Event) error {
 	if e.wire == nil || ch == nil {
 		return nil
@@ -346,8 +338,7 @@ func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watch
 		return result[T]{v, st, ch}, err
 	})
 	if err != nil {
-		// Failed, or given up while in flight: if the call still sets
-		// its watch, attach removes it.
+		// If the call still sets its watch, attach removes it.
 		if rm := l.countOff(r, true); rm != nil {
 			l.kick()
 		}

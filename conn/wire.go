@@ -49,9 +49,8 @@ const (
 	opClose      = -11
 )
 
-// Write passes one frame on, after the queued removeWatches, with our last
-// zxid in connect and set-watches requests (which lose unwatched paths).
-// All frames are written whole under link.wmu, so none interleave.
+// Write passes one frame on, whole under link.wmu, after the queued
+// removeWatches, with our last zxid in connect and set-watches requests.
 func (w *wireConn) Write(p []byte) (int, error) {
 	w.link.wmu.Lock()
 	defer w.link.wmu.Unlock()
@@ -158,8 +157,8 @@ func (w *wireConn) nextFrame() error {
 }
 
 // frame reads f before go-zookeeper does: the connect response, then
-// responses and events (int32 length, int32 xid, int64 zxid, int32 err,
-// body; xid -1 event, -2 ping), taking their zxid. ours: an injected answer.
+// responses (int32 length, int32 xid, int64 zxid, int32 err, body), taking
+// their zxid. ours: an injected request's answer.
 func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	if !w.parsed {
 		w.parsed = true
@@ -218,24 +217,21 @@ func parseConnectResponse(b []byte) (handshake, bool) {
 // link is one zk.Conn's wire. Once retired it refuses to dial, so the
 // zk.Conn can never open a new session behind our back.
 type link struct {
-	dial      func(network, addr string, timeout time.Duration) (net.Conn, error)
-	stats     *counters
-	retired   atomic.Bool
-	lastHeard atomic.Int64 // unix nanoseconds
-	// connectSent: when the latest connect request was written (unix ns).
-	connectSent atomic.Int64
-	lastZxid    atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
-	// closedByServer: the last connection ended with EOF (hostProvider).
-	closedByServer atomic.Bool
+	dial           func(network, addr string, timeout time.Duration) (net.Conn, error)
+	stats          *counters
+	retired        atomic.Bool
+	lastHeard      atomic.Int64 // unix nanoseconds
+	connectSent    atomic.Int64 // when the latest connect request was written (unix ns)
+	lastZxid       atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
+	closedByServer atomic.Bool  // the last connection ended with EOF (hostProvider)
 
 	// Closing a zk.Conn with answers on the wire: see beginClose.
-	gate     sync.Mutex
-	idle     sync.Cond    // on gate: busy became false
-	busy     bool         // the reader has a frame it has not finished with
-	closing  bool         // beginClose was called: hand over no more answers
-	closeXid atomic.Int64 // xid of go-zookeeper's close request + 1; 0 until written
-	// closeSent is closed once the close request is written (abandonLink).
-	closeSent     chan struct{}
+	gate          sync.Mutex
+	idle          sync.Cond     // on gate: busy became false
+	busy          bool          // the reader has a frame it has not finished with
+	closing       bool          // beginClose was called: hand over no more answers
+	closeXid      atomic.Int64  // xid of go-zookeeper's close request + 1; 0 until written
+	closeSent     chan struct{} // closed once the close request is written (abandonLink)
 	closeSentOnce sync.Once
 
 	creates sentCreates // tells when a create request is written (pipeline.go)
@@ -293,7 +289,7 @@ func (l *link) setHandshake(hs handshake, sent int64) {
 }
 
 // keptSince is when the connect request last answered for session id was
-// written (unix ns; 0: none): the leader renewed the session after it.
+// written (unix ns; 0: none): the leader renewed the session after.
 func (l *link) keptSince(id int64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -310,8 +306,8 @@ func (l *link) handshake() handshake {
 }
 
 // beginClose runs right before zk.Conn.Close: from then on the reader gets
-// no answer but the close request's (see docs/design.md, "The wire"). It
-// waits, until deadline at most, for the reader to finish its frame (false: not).
+// no answer but the close request's (docs/design.md, "The wire"). It waits
+// until deadline at most for the reader to finish its frame (false: not).
 func (l *link) beginClose(deadline time.Time) bool {
 	t := time.AfterFunc(time.Until(deadline), func() {
 		l.gate.Lock()
@@ -361,11 +357,9 @@ func (l *link) closeAll() {
 }
 
 // writeFailConn reports a failed write as written and closes the
-// connection, so go-zookeeper learns of it from its reader. go-zookeeper
-// v1.0.4 answers a failed write twice (the error, then the flush of
-// pending requests), which after a reconnect's credentials re-send blocks
-// its loop forever (see docs/design.md, "The wire"). Callers see
-// zk.ErrConnectionClosed, a connection loss.
+// connection, so go-zookeeper learns of it from its reader: it answers a
+// failed write twice, which can block its loop forever (docs/design.md,
+// "The wire"). Callers see zk.ErrConnectionClosed.
 type writeFailConn struct{ net.Conn }
 
 func (c writeFailConn) Write(p []byte) (int, error) {
@@ -383,9 +377,7 @@ const (
 	opCreateTTL       = 21
 )
 
-// sentCreates tells when a create request is written: ZooKeeper answers a
-// session's requests in order, so a read queued after it is answered after
-// it (connlink.Epoch.CreateWritten).
+// sentCreates tells when a create request is written (CreateWritten).
 type sentCreates struct {
 	mu   sync.Mutex
 	next chan struct{} // closed at the next create written; nil while nobody waits
@@ -414,7 +406,6 @@ func (s *sentCreates) after() <-chan struct{} {
 	return s.next
 }
 
-// CreateWritten is closed once the epoch's connection writes its next create.
 func (e *epochView) CreateWritten() <-chan struct{} {
 	if e.wire == nil {
 		return make(chan struct{})
