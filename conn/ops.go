@@ -210,7 +210,8 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 			return fail(zero, fmt.Errorf("%w: %w", ErrConnectionLoss, err))
 		}
 		e.s.log.Sugar().Debugf("retrying %s %s after connection loss (attempt %d)", op, full, attempt)
-		t := time.NewTimer(policy.delay(attempt))
+		d := backoff(policy.BaseDelay, policy.MaxDelay, attempt)
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(d)) + 1)) // full jitter
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -277,14 +278,13 @@ type retryPolicy struct {
 	MaxAttempts         int // the first attempt included
 }
 
-// delay is the pause before retry number attempt (1 = first retry).
-func (p retryPolicy) delay(attempt int) time.Duration {
-	d := p.BaseDelay
-	for i := 1; i < attempt && d < p.MaxDelay; i++ {
+// backoff is base doubled n-1 times, at most max.
+func backoff(base, max time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
 		d *= 2
 	}
-	d = min(d, p.MaxDelay)
-	return time.Duration(rand.Int64N(int64(d)) + 1)
+	return min(d, max)
 }
 
 // isConnectionLoss reports whether the connection dropped under the request

@@ -125,10 +125,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		if cause := context.Cause(ctx); cause != ctx.Err() {
 			err = fmt.Errorf("%w (%w)", err, cause)
 		}
-		if last := s.lastFailure(); last != nil {
-			err = fmt.Errorf("%w; last attempt: %w", err, last)
-		}
-		return nil, err
+		return nil, s.withLastFailure(err)
 	}
 	return s, nil
 }
@@ -166,11 +163,7 @@ func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 		case <-s.closing:
 			return nil, ErrClosed
 		case <-ctx.Done():
-			err := fmt.Errorf("conn: waiting for a ZooKeeper session: %w", context.Cause(ctx))
-			if last := s.lastFailure(); last != nil {
-				err = fmt.Errorf("%w; last attempt: %w", err, last)
-			}
-			return nil, err
+			return nil, s.withLastFailure(fmt.Errorf("conn: waiting for a ZooKeeper session: %w", context.Cause(ctx)))
 		}
 	}
 }
@@ -285,7 +278,7 @@ func (s *Session) handle(m message) {
 	case zk.StateHasSession:
 		switch {
 		case l.epoch == nil:
-			l.epoch = newEpoch(s, l.zc, l.handshake())
+			l.epoch = newEpoch(s, l.zc, *l.hs.Load())
 			l.epoch.wire = l.link
 			l.epoch.confirmed.Store(l.connectSent.Load()) // the session's creation is the leader's
 			s.authenticate(l)
@@ -402,11 +395,7 @@ const (
 // scheduleRedial records why an attempt failed and arms the next. Run only.
 func (s *Session) scheduleRedial(why error) {
 	s.failed++
-	d := redialBase
-	for i := 1; i < s.failed && d < redialMax; i++ {
-		d *= 2
-	}
-	d = min(d, redialMax)
+	d := backoff(redialBase, redialMax, s.failed)
 	d = d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
 	s.log.Warn("no session; trying again", zap.Error(why), zap.Int("failed", s.failed), zap.Duration("in", d))
 	s.mu.Lock()
@@ -415,11 +404,14 @@ func (s *Session) scheduleRedial(why error) {
 	s.redial = time.NewTimer(d)
 }
 
-// lastFailure is why the last attempt failed; nil once an epoch began.
-func (s *Session) lastFailure() error {
+// withLastFailure adds to err why the last attempt at a session failed.
+func (s *Session) withLastFailure(err error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.fail
+	if s.fail == nil {
+		return err
+	}
+	return fmt.Errorf("%w; last attempt: %w", err, s.fail)
 }
 
 func (s *Session) endEpoch(l *zkLink, cause error, st State) {
@@ -549,7 +541,7 @@ func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
 		l.zc.Close()
 	}()
 	if l.cur.Load() != nil { // a session: the close request is written next
-		t := time.NewTimer(abandonWrite)
+		t := time.NewTimer(100 * time.Millisecond)
 		select {
 		case <-l.closeSent:
 		case <-done:
@@ -562,9 +554,6 @@ func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
 		waitFor(done, time.Until(deadline))
 	}
 }
-
-// abandonWrite bounds abandonLink's wait for the close request's write.
-const abandonWrite = 100 * time.Millisecond
 
 func (s *Session) shutdown() {
 	if s.redial != nil {

@@ -25,18 +25,11 @@ const (
 	Closed
 )
 
+var stateNames = [...]string{Connected: "Connected", Suspended: "Suspended", Reconnected: "Reconnected", Lost: "Lost", Closed: "Closed"}
+
 func (s State) String() string {
-	switch s {
-	case Connected:
-		return "Connected"
-	case Suspended:
-		return "Suspended"
-	case Reconnected:
-		return "Reconnected"
-	case Lost:
-		return "Lost"
-	case Closed:
-		return "Closed"
+	if s >= Connected && s <= Closed {
+		return stateNames[s]
 	}
 	return fmt.Sprintf("State(%d)", int32(s))
 }

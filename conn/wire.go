@@ -15,6 +15,7 @@ type handshake struct {
 	sessionID int64
 	timeout   time.Duration
 	passwd    []byte
+	sent      int64 // when its connect request was written (unix ns)
 }
 
 // wireConn is one TCP connection of a zk.Conn: it hands go-zookeeper's
@@ -166,7 +167,8 @@ func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 			if hs.sessionID == 0 {
 				w.link.lastZxid.Store(0) // expired; go-zookeeper starts over too
 			}
-			w.link.setHandshake(hs, w.connectAt.Load())
+			hs.sent = w.connectAt.Load()
+			w.link.hs.Store(&hs)
 			if hs.sessionID != 0 {
 				w.link.cur.Store(w) // removals may be written on it
 			}
@@ -236,10 +238,9 @@ type link struct {
 
 	creates sentCreates // tells when a create request is written (pipeline.go)
 
-	mu     sync.Mutex
-	hs     handshake
-	keptAt int64                  // see keptSince
-	conns  map[*wireConn]struct{} // open connections, closed by closeAll
+	hs    atomic.Pointer[handshake] // the last connect response
+	mu    sync.Mutex
+	conns map[*wireConn]struct{} // open connections, closed by closeAll
 
 	// Watch removal (watches.go).
 	wmu     sync.Mutex               // held for every frame written, go-zookeeper's and injected
@@ -251,6 +252,7 @@ type link struct {
 func newLink(dial func(network, addr string, timeout time.Duration) (net.Conn, error), stats *counters, counted func(int)) *link {
 	l := &link{dial: dial, stats: stats, counted: counted, closeSent: make(chan struct{}), conns: make(map[*wireConn]struct{})}
 	l.idle.L = &l.gate
+	l.hs.Store(&handshake{})
 	return l
 }
 
@@ -278,31 +280,13 @@ func (w *wireConn) Close() error {
 	return w.Conn.Close()
 }
 
-// setHandshake records the answer to a connect request written at sent.
-func (l *link) setHandshake(hs handshake, sent int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.hs = hs
-	if hs.sessionID != 0 && hs.timeout > 0 {
-		l.keptAt = sent
-	}
-}
-
 // keptSince is when the connect request last answered for session id was
 // written (unix ns; 0: none): the leader renewed the session after.
 func (l *link) keptSince(id int64) int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hs.sessionID != id || l.hs.timeout <= 0 {
-		return 0
+	if hs := l.hs.Load(); hs.sessionID == id && hs.timeout > 0 {
+		return hs.sent
 	}
-	return l.keptAt
-}
-
-func (l *link) handshake() handshake {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.hs
+	return 0
 }
 
 // beginClose runs right before zk.Conn.Close: from then on the reader gets
