@@ -95,14 +95,10 @@ func (l *link) attach(r *watchReg, zch <-chan zk.Event) <-chan zk.Event {
 	r.attached = true
 	if r.done {
 		// Abandoned while in flight (its caller gave up): nobody waits.
-		var rm *removal
 		if ws.live[r.key] == 0 {
-			rm = l.queueRemovalLocked(r.key)
+			l.queueRemovalLocked(r.key)
 		}
 		ws.mu.Unlock()
-		if rm != nil {
-			l.kick()
-		}
 		return nil
 	}
 	out := make(chan zk.Event, 1)
@@ -150,17 +146,13 @@ func (l *link) countOff(r *watchReg, stopped bool) *removal {
 	return nil
 }
 
-// queueRemovalLocked queues a removeWatches request for key. ws.mu held.
+// queueRemovalLocked queues a removeWatches request for key and has it
+// written on another goroutine (a write can block). ws.mu held.
 func (l *link) queueRemovalLocked(key watchKey) *removal {
 	ws := &l.watches
 	ws.next++
 	rm := &removal{key: key, xid: int32(removeXidBase - int64(ws.next%removeXidSpan)), done: make(chan struct{})}
 	ws.queue = append(ws.queue, rm)
-	return rm
-}
-
-// kick writes the queued removals, on a goroutine: a write can block.
-func (l *link) kick() {
 	go func() {
 		l.wmu.Lock()
 		defer l.wmu.Unlock()
@@ -168,6 +160,7 @@ func (l *link) kick() {
 			w.flushLocked()
 		}
 	}()
+	return rm
 }
 
 // flushLocked writes the queued removals on w. l.wmu held.
@@ -215,13 +208,9 @@ func (l *link) answered(xid int32, f []byte) {
 	if rm == nil {
 		return
 	}
-	var err error
-	switch code := int32(binary.BigEndian.Uint32(f[16:])); code {
-	case 0, errNoWatcher:
-	default:
-		err = fmt.Errorf("conn: removing the %s watch on %s: server error %d", rm.key.kind, rm.key.path, code)
+	if code := int32(binary.BigEndian.Uint32(f[16:])); code != 0 && code != errNoWatcher {
+		rm.err = fmt.Errorf("conn: removing the %s watch on %s: server error %d", rm.key.kind, rm.key.path, code)
 	}
-	rm.err = err
 	close(rm.done)
 }
 
@@ -308,7 +297,6 @@ func (e *epochView) Unwatch(ctx context.Context, ch <-chan zk.Event) error {
 	if rm == nil {
 		return nil
 	}
-	l.kick()
 	select {
 	case <-rm.done:
 		return rm.err
@@ -338,10 +326,7 @@ func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watch
 		return result[T]{v, st, ch}, err
 	})
 	if err != nil {
-		// If the call still sets its watch, attach removes it.
-		if rm := l.countOff(r, true); rm != nil {
-			l.kick()
-		}
+		l.countOff(r, true) // if the call still sets its watch, attach removes it
 		return res.v, res.st, nil, err
 	}
 	e.s.stats.watchesSet.Add(1)
