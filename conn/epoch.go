@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // Epoch is one ZooKeeper session of a Session, the one a Lease was taken
@@ -37,7 +38,7 @@ func newEpoch(s *Session, zc *zk.Conn, hs handshake) *Epoch {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	e := &Epoch{s: s, zc: zc, sessionID: hs.sessionID, timeout: hs.timeout, passwd: hs.passwd,
 		ctx: ctx, cancel: cancel, unsafe: make(chan struct{})}
-	linkEpoch(e)
+	e.epochLink = connlink.NewLink[connlink.Epoch[*Lease]]((*epochView)(e))
 	return e
 }
 

@@ -81,15 +81,7 @@ func (v *leaseView) HoldWrites() (done func()) {
 	return v.writes.Unlock
 }
 
-// linkSession, linkEpoch and linkLease set the link of a value just made.
-func linkSession(s *Session) {
-	s.sessionLink = connlink.NewLink[connlink.Session[*Epoch]]((*sessionView)(s))
-}
-
-func linkEpoch(e *Epoch) {
-	e.epochLink = connlink.NewLink[connlink.Epoch[*Lease]]((*epochView)(e))
-}
-
+// linkLease sets the link of a lease just made.
 func linkLease(l *Lease) {
 	l.leaseLink = connlink.NewLink[connlink.Lease[*Lease]]((*leaseView)(l))
 }

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"cmp"
 	"errors"
 	"path"
 	"sync/atomic"
@@ -37,12 +38,7 @@ func causeErr(cause string, err error) error { return &causeError{cause: cause, 
 const causeReleased = "released"
 
 // lockPath is the lock path its recipe gave, else the node's parent.
-func (l *Lease) lockPath() string {
-	if l.lock != "" {
-		return l.lock
-	}
-	return path.Dir(l.path)
-}
+func (l *Lease) lockPath() string { return cmp.Or(l.lock, path.Dir(l.path)) }
 
 // lostCause classifies why a lease ended: a metrics.Cause*, or causeReleased.
 func lostCause(reason error) string {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"go.uber.org/zap"
@@ -110,7 +111,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		ready:   make(chan struct{}),
 		subs:    make(map[*fifo[Event]]struct{}),
 	}
-	linkSession(s)
+	s.sessionLink = connlink.NewLink[connlink.Session[*Epoch]]((*sessionView)(s))
 	if err := s.dial(); err != nil {
 		return nil, err
 	}
