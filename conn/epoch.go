@@ -23,7 +23,7 @@ type Epoch struct {
 	sessionID int64
 	timeout   time.Duration // negotiated with the server
 	passwd    []byte
-	wire      *link // its zk.Conn's wire (watch removal: watches.go; pipelining: pipeline.go); nil in tests that make epochs by hand
+	wire      *link // its zk.Conn's wire
 
 	ctx    context.Context // cancelled, with the reason as cause, when the epoch ends
 	cancel context.CancelCauseFunc
@@ -34,10 +34,13 @@ type Epoch struct {
 	confirmed atomic.Int64 // send time (unix ns) of the last request answered through the leader
 }
 
-func newEpoch(s *Session, zc *zk.Conn, hs handshake) *Epoch {
+// newEpoch is the epoch of l's session, just established.
+func newEpoch(s *Session, l *zkLink) *Epoch {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	e := &Epoch{s: s, zc: zc, sessionID: hs.sessionID, timeout: hs.timeout, passwd: hs.passwd,
+	hs := l.hs.Load()
+	e := &Epoch{s: s, zc: l.zc, wire: l.link, sessionID: hs.sessionID, timeout: hs.timeout, passwd: hs.passwd,
 		ctx: ctx, cancel: cancel, unsafe: make(chan struct{})}
+	e.confirmed.Store(l.connectSent.Load()) // the session's creation is the leader's
 	e.epochLink = connlink.NewLink[connlink.Epoch[*Lease]]((*epochView)(e))
 	return e
 }
@@ -110,10 +113,7 @@ const (
 
 // quorumDeadline is when the epoch ends under the quorum timer.
 func (e *Epoch) quorumDeadline() time.Time {
-	at := e.confirmed.Load()
-	if e.wire != nil {
-		at = max(at, e.wire.keptSince(e.sessionID))
-	}
+	at := max(e.confirmed.Load(), e.wire.keptSince(e.sessionID))
 	return time.Unix(0, at).Add(e.timeout * quorumLimit / quorumPeriod)
 }
 

@@ -279,9 +279,7 @@ func (s *Session) handle(m message) {
 	case zk.StateHasSession:
 		switch {
 		case l.epoch == nil:
-			l.epoch = newEpoch(s, l.zc, *l.hs.Load())
-			l.epoch.wire = l.link
-			l.epoch.confirmed.Store(l.connectSent.Load()) // the session's creation is the leader's
+			l.epoch = newEpoch(s, l)
 			s.authenticate(l)
 		case l.suspended && !l.live:
 			// Reconnected while authenticating: no transition to tell.

@@ -283,7 +283,7 @@ func (k watchKind) String() string {
 // Unwatch: the watcher of ch stopped. If the last on a watch not yet
 // fired, the removal is sent, its answer awaited within ctx and the epoch.
 func (e *epochView) Unwatch(ctx context.Context, ch <-chan zk.Event) error {
-	if e.wire == nil || ch == nil {
+	if ch == nil {
 		return nil
 	}
 	l := e.wire

@@ -390,9 +390,4 @@ func (s *sentCreates) after() <-chan struct{} {
 	return s.next
 }
 
-func (e *epochView) CreateWritten() <-chan struct{} {
-	if e.wire == nil {
-		return make(chan struct{})
-	}
-	return e.wire.creates.after()
-}
+func (e *epochView) CreateWritten() <-chan struct{} { return e.wire.creates.after() }
