@@ -34,14 +34,11 @@ type wireConn struct {
 	handed bool  // a frame was handed over whole; the reader is busy with it
 
 	outHandshake bool // out is the connect response (read by go-zookeeper's connect loop)
-	outOurs      bool // out answers a request this package injected (see watches.go)
+	outOurs      bool // out answers a request this package injected
 
-	// Only the writing goroutines (go-zookeeper's, one at a time) touch it.
-	sentConnect bool // the connect request has been written
-
-	connectAt atomic.Int64 // when the connect request was written (unix nanoseconds)
-
-	relZxid atomic.Int64 // the link's last zxid when this connection's handshake was read
+	sentConnect bool         // the connect request has been written (under link.wmu)
+	connectAt   atomic.Int64 // when (unix ns)
+	relZxid     atomic.Int64 // the link's last zxid when this connection's handshake was read
 }
 
 // go-zookeeper's opcodes for set-watches and close.
@@ -194,17 +191,13 @@ func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	return false, false
 }
 
-// parseConnectResponse decodes int32 length, int32 protocolVersion,
-// int32 timeOut, int64 sessionId, buffer passwd from the start of b.
-func parseConnectResponse(b []byte) (handshake, bool) {
-	if len(b) < 4 {
+// parseConnectResponse decodes frame f: int32 length, int32
+// protocolVersion, int32 timeOut, int64 sessionId, buffer passwd.
+func parseConnectResponse(f []byte) (handshake, bool) {
+	body := f[4:]
+	if len(body) < 20 {
 		return handshake{}, false
 	}
-	n := int(binary.BigEndian.Uint32(b))
-	if len(b) < 4+n || n < 20 {
-		return handshake{}, false
-	}
-	body := b[4 : 4+n]
 	hs := handshake{
 		timeout:   time.Duration(int32(binary.BigEndian.Uint32(body[4:]))) * time.Millisecond,
 		sessionID: int64(binary.BigEndian.Uint64(body[8:])),
@@ -236,13 +229,12 @@ type link struct {
 	closeSent     chan struct{} // closed once the close request is written (abandonLink)
 	closeSentOnce sync.Once
 
-	creates sentCreates // tells when a create request is written (pipeline.go)
+	creates sentCreates
 
 	hs    atomic.Pointer[handshake] // the last connect response
 	mu    sync.Mutex
 	conns map[*wireConn]struct{} // open connections, closed by closeAll
 
-	// Watch removal (watches.go).
 	wmu     sync.Mutex               // held for every frame written, go-zookeeper's and injected
 	cur     atomic.Pointer[wireConn] // the connection with a session, nil while there is none
 	watches watchSet
