@@ -85,18 +85,19 @@ func (l *Lease) own(st *zk.Stat) error {
 	return err
 }
 
-// lostChan returns l.lost for a waiter, first starting watchEpoch (once).
+// lostChan returns l.lost for a waiter, first starting (once) to wait on sig.
 func (l *Lease) lostChan() <-chan struct{} {
 	if l.sig != nil {
-		l.sigWaiter.Do(func() { go l.watchEpoch() })
+		l.sigWaiter.Do(func() { go l.closeWith(l.sig, l.epochLost) })
 	}
 	return l.lost
 }
 
-func (l *Lease) watchEpoch() {
+// closeWith closes Lost with reason() once ch is closed, unless lost first.
+func (l *Lease) closeWith(ch <-chan struct{}, reason func() error) {
 	select {
-	case <-l.sig:
-		l.closeLost(l.epochLost())
+	case <-ch:
+		l.closeLost(reason())
 	case <-l.lost:
 	}
 }
@@ -432,17 +433,8 @@ func (l *Lease) localView(pass int64) *Lease {
 	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: l.revoked,
 		granted: time.Now(), recipe: l.recipe, lock: l.lock}
 	linkLease(v)
-	go v.watchParent()
+	go v.closeWith(l.lostChan(), l.Err)
 	return v
-}
-
-// watchParent closes the view's Lost when its node's lease is lost.
-func (l *Lease) watchParent() {
-	select {
-	case <-l.parent.lostChan():
-		l.closeLost(l.parent.Err())
-	case <-l.lost:
-	}
 }
 
 // Guard makes the lease, not handed out yet, stand on node (czxid zxid) of

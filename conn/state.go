@@ -18,8 +18,7 @@ const (
 	Suspended
 	// Reconnected: the connection is back and the same session survived.
 	Reconnected
-	// Lost: the epoch ended (expiry confirmed, or the local timer ran out);
-	// every lock of the epoch is gone.
+	// Lost: the epoch ended (expiry, or the local timer); its locks are gone.
 	Lost
 	// Closed: Close was called. Final.
 	Closed
@@ -37,14 +36,9 @@ func (s State) String() string {
 // Event is one state transition of a Session.
 type Event struct {
 	State State
-	// Epoch is the epoch the transition belongs to: the new one for
-	// Connected, the one that ended for Lost and Closed.
-	Epoch *Epoch
-	// Err says why the epoch ended, for Lost and Closed: it matches
-	// ErrSessionExpired, ErrSessionTimeout or ErrClosed.
-	Err error
-	// Time is when the session manager saw the transition.
-	Time time.Time
+	Epoch *Epoch    // the new epoch for Connected; the one that ended for Lost and Closed
+	Err   error     // why it ended, for Lost and Closed: ErrSessionExpired, ErrSessionTimeout or ErrClosed
+	Time  time.Time // when the session manager saw the transition
 }
 
 // Subscribe returns every state transition after the call, in order, none

@@ -29,11 +29,8 @@ type watchKey struct {
 	kind watchKind
 }
 
-// removeWatches' opcode, and its answer when there was nothing to remove.
-const (
-	opRemoveWatches       = 18
-	errNoWatcher    int32 = -121
-)
+// errNoWatcher is removeWatches' answer when there was nothing to remove.
+const errNoWatcher int32 = -121
 
 // Injected requests' xids, in (removeXidBase-removeXidSpan, removeXidBase]:
 // go-zookeeper uses only xids >= 0 and -2, and the server -1 for events.

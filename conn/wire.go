@@ -41,10 +41,15 @@ type wireConn struct {
 	relZxid     atomic.Int64 // the link's last zxid when this connection's handshake was read
 }
 
-// go-zookeeper's opcodes for set-watches and close.
+// The opcodes the wire looks for.
 const (
-	opSetWatches = 101
-	opClose      = -11
+	opCreate          = 1
+	opCreate2         = 15
+	opRemoveWatches   = 18
+	opCreateContainer = 19
+	opCreateTTL       = 21
+	opSetWatches      = 101
+	opClose           = -11
 )
 
 // Write passes one frame on, whole under link.wmu, after the queued
@@ -344,14 +349,6 @@ func (c writeFailConn) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// go-zookeeper's create opcodes.
-const (
-	opCreate          = 1
-	opCreate2         = 15
-	opCreateContainer = 19
-	opCreateTTL       = 21
-)
 
 // sentCreates tells when a create request is written (CreateWritten).
 type sentCreates struct {
