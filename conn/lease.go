@@ -68,7 +68,8 @@ func (v *epochView) NewLease(path string, czxid int64) *Lease {
 
 // own checks that st, read at the lease's path, is our node (recording its
 // czxid): another czxid, or before we know it another ephemeral owner,
-// means ours was deleted and Lost closes.
+// means ours was deleted and Lost closes. Only a known czxid tells ours
+// from a re-creation at the path by our own session.
 func (l *Lease) own(st *zk.Stat) error {
 	l.mu.Lock()
 	ok := l.czxid == st.Czxid || l.czxid == 0 && st.EphemeralOwner == l.ep.SessionID()

@@ -109,11 +109,8 @@ func (w *wireConn) Read(p []byte) (int, error) {
 		if err := w.nextFrame(); err != nil {
 			return 0, err
 		}
-		if w.out != nil && w.outOurs {
-			w.out = nil // the answer to an injected request: taken
-		}
-		if w.out != nil && !w.outHandshake && !w.link.hand(w.out) {
-			w.out = nil // dropped: the zk.Conn is being closed
+		if w.outOurs || !w.outHandshake && !w.link.hand(w.out) {
+			w.out = nil // an injected request's answer, taken; or dropped: the zk.Conn is closing
 		}
 	}
 	n := copy(p, w.out)
@@ -142,9 +139,6 @@ func (w *wireConn) nextFrame() error {
 		}
 		if w.rerr != nil {
 			return w.rerr
-		}
-		if w.rbuf == nil {
-			w.rbuf = make([]byte, 4096)
 		}
 		n, err := w.Conn.Read(w.rbuf)
 		if n > 0 {
@@ -261,7 +255,7 @@ func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	w := &wireConn{Conn: writeFailConn{c}, link: l}
+	w := &wireConn{Conn: writeFailConn{c}, link: l, rbuf: make([]byte, 4096)}
 	l.mu.Lock()
 	l.conns[w] = struct{}{}
 	l.mu.Unlock()
