@@ -2,6 +2,7 @@ package conn
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -35,6 +36,7 @@ func defaultConfig() config {
 	return config{
 		sessionTimeout: 10 * time.Second,
 		logger:         zap.NewNop(),
+		dialer:         net.DialTimeout,
 		retry:          retryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second},
 		acl:            zk.WorldACL(zk.PermAll),
 		closeWait:      10 * time.Second,

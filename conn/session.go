@@ -443,11 +443,7 @@ func (s *Session) stopTimer() {
 
 // dial opens a new zk.Conn; its first session will be the next epoch.
 func (s *Session) dial() error {
-	base := s.cfg.dialer
-	if base == nil {
-		base = net.DialTimeout
-	}
-	l := &zkLink{link: newLink(base, s.stats, s.cfg.hooks.Watches), drained: make(chan struct{})}
+	l := &zkLink{link: newLink(s.cfg.dialer, s.stats, s.cfg.hooks.Watches), drained: make(chan struct{})}
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithHostProvider(&hostProvider{DNSHostProvider: zk.NewDNSHostProvider(), link: l.link}),
