@@ -4,27 +4,24 @@
 //
 // A Session lives across many ZooKeeper sessions, its epochs. An epoch
 // ends exactly once: the server confirmed expiry (ErrSessionExpired), the
-// local timer ran out while the server could not tell us
-// (ErrSessionTimeout), or Close (ErrClosed). A request runs in one epoch
-// and is never sent again in the next. Subscribe gives every transition
-// (Connected, Suspended, Reconnected, Lost, Closed: Curator's names) in
+// local timer ran out (ErrSessionTimeout), or Close (ErrClosed). A request
+// runs in one epoch and is never sent again in the next. Subscribe gives
+// every transition (Connected, Suspended, Reconnected, Lost, Closed) in
 // order.
 //
 // The local timer ends an epoch before the ensemble's leader can expire
 // its session: by default it syncs every T/12 (T the session timeout) and
-// ends the epoch 7T/12 after the last sync the leader answered, at least
-// T/3 − tickTime/2 before the leader can (WithLastHeardTimer has the
-// alternative). docs/design.md gives the argument, docs/safety.md the
-// measured margins.
+// ends the epoch 7T/12 after the last sync the leader answered (see
+// WithLastHeardTimer; docs/design.md gives the argument, docs/safety.md
+// the margins).
 //
 // A Lease (a held lock node) is a lease on a session, not a promise: a
-// process paused longer than the margin may still believe it holds.
-// Only the resource can close that window: Lease.Fence gives a fencing
-// token and Lease.GuardedWrite a write the ensemble refuses once the lock
-// is gone.
+// process paused longer than the margin may still believe it holds. Only
+// the resource can close that window: Lease.Fence gives a fencing token
+// and Lease.GuardedWrite a write the ensemble refuses once the lock is gone.
 //
 // conn runs go-zookeeper v1.0.4 only (ErrZKVersion otherwise; a patched
-// copy with WithPatchedZK, checked by zktest.CheckWire). Errors are
-// compared with errors.Is; those every lock shares are package lock's, and
-// server errors match go-zookeeper's (zk.ErrNoNode, ...).
+// copy with WithPatchedZK). Errors are compared with errors.Is; those
+// every lock shares are package lock's, and server errors match
+// go-zookeeper's (zk.ErrNoNode, ...).
 package conn

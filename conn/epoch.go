@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 )
 
 // Epoch is one ZooKeeper session of a Session, the one a Lease was taken
@@ -22,7 +23,7 @@ type Epoch struct {
 	sessionID int64
 	timeout   time.Duration // negotiated with the server
 	passwd    []byte
-	wire      *link // its zk.Conn's wire (watch removal: watches.go; pipelining: pipeline.go); nil in tests that make epochs by hand
+	wire      *link // its zk.Conn's wire
 
 	ctx    context.Context // cancelled, with the reason as cause, when the epoch ends
 	cancel context.CancelCauseFunc
@@ -30,24 +31,25 @@ type Epoch struct {
 	mu     sync.Mutex    // guards unsafe
 	unsafe chan struct{} // see lostSignal; closed by the session's run goroutine
 
-	// confirmed: send time (unix ns) of the last request answered through
-	// the leader: the creating connect request, then each answered sync.
-	confirmed atomic.Int64
+	confirmed atomic.Int64 // send time (unix ns) of the last request answered through the leader
 }
 
-func newEpoch(s *Session, zc *zk.Conn, hs handshake) *Epoch {
+// newEpoch is the epoch of l's session, just established.
+func newEpoch(s *Session, l *zkLink) *Epoch {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	e := &Epoch{s: s, zc: zc, sessionID: hs.sessionID, timeout: hs.timeout, passwd: hs.passwd,
+	hs := l.hs.Load()
+	e := &Epoch{s: s, zc: l.zc, wire: l.link, sessionID: hs.sessionID, timeout: hs.timeout, passwd: hs.passwd,
 		ctx: ctx, cancel: cancel, unsafe: make(chan struct{})}
-	linkEpoch(e)
+	e.confirmed.Store(l.connectSent.Load()) // the session's creation is the leader's
+	e.epochLink = connlink.NewLink[connlink.Epoch[*Lease]]((*epochView)(e))
 	return e
 }
 
 // SessionID is the ZooKeeper session id.
 func (e *Epoch) SessionID() int64 { return e.sessionID }
 
-// Done is closed when the epoch ends; Err then tells why. Never nil. A lock
-// holder watches its Lease.Lost instead.
+// Done is closed when the epoch ends; Err then tells why. A lock holder
+// watches its Lease.Lost instead.
 func (e *Epoch) Done() <-chan struct{} { return e.ctx.Done() }
 
 // Err is nil while the epoch lives; after, an error matching ErrEpochEnded
@@ -74,9 +76,7 @@ func (e *Epoch) lostSignal() <-chan struct{} {
 func (e *Epoch) suspend() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	select {
-	case <-e.unsafe:
-	default:
+	if !closed(e.unsafe) {
 		close(e.unsafe)
 	}
 }
@@ -84,10 +84,8 @@ func (e *Epoch) suspend() {
 func (e *Epoch) resume() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	select {
-	case <-e.unsafe:
+	if closed(e.unsafe) {
 		e.unsafe = make(chan struct{})
-	default:
 	}
 }
 
@@ -115,60 +113,52 @@ const (
 
 // quorumDeadline is when the epoch ends under the quorum timer.
 func (e *Epoch) quorumDeadline() time.Time {
-	at := e.confirmed.Load()
-	if e.wire != nil {
-		at = max(at, e.wire.keptSince(e.sessionID))
-	}
+	at := max(e.confirmed.Load(), e.wire.keptSince(e.sessionID))
 	return time.Unix(0, at).Add(e.timeout * quorumLimit / quorumPeriod)
 }
 
-// keepQuorum runs the quorum timer of l's epoch: a sync every T/12, not
-// waiting for answers (one proves the leader knew the session when it was
-// sent), and a quorumLost message to run past quorumDeadline.
+// keepQuorum runs the quorum timer of l's epoch: a sync every T/12 (an
+// answer proves the leader knew the session when it was sent), and the
+// epoch's loss past quorumDeadline.
 func (s *Session) keepQuorum(l *zkLink) {
 	ep := l.epoch
-	s.helpers.Add(2)
+	sync := func() {
+		sent := time.Now()
+		s.stats.quorumSyncs.Add(1)
+		s.helpers.Add(1)
+		go func() {
+			defer s.helpers.Done()
+			_, err := l.zc.Sync("/")
+			switch {
+			case err == nil:
+				ep.confirm(sent)
+			case errors.Is(err, zk.ErrSessionExpired):
+				s.inbox.put(message{lost: ep, cause: ErrSessionExpired})
+			}
+		}()
+	}
+	s.helpers.Add(1)
 	go func() {
 		defer s.helpers.Done()
 		tick := time.NewTicker(ep.timeout / quorumPeriod)
 		defer tick.Stop()
+		t := time.NewTimer(time.Until(ep.quorumDeadline()))
+		defer t.Stop()
+		sync()
 		for {
-			sent := time.Now()
-			s.stats.quorumSyncs.Add(1)
-			s.helpers.Add(1)
-			go func() {
-				defer s.helpers.Done()
-				_, err := l.zc.Sync("/")
-				switch {
-				case err == nil:
-					ep.confirm(sent)
-				case errors.Is(err, zk.ErrSessionExpired):
-					s.inbox.put(message{expired: ep})
-				}
-			}()
 			select {
 			case <-ep.ctx.Done():
 				return
 			case <-tick.C:
-			}
-		}
-	}()
-	go func() {
-		defer s.helpers.Done()
-		t := time.NewTimer(time.Until(ep.quorumDeadline()))
-		defer t.Stop()
-		for {
-			select {
-			case <-ep.ctx.Done():
-				return
+				sync()
 			case <-t.C:
+				if wait := time.Until(ep.quorumDeadline()); wait > 0 {
+					t.Reset(wait) // a sync was answered meanwhile
+					continue
+				}
+				s.inbox.put(message{lost: ep, cause: ErrSessionTimeout})
+				return
 			}
-			if wait := time.Until(ep.quorumDeadline()); wait > 0 {
-				t.Reset(wait) // a sync was answered meanwhile
-				continue
-			}
-			s.inbox.put(message{quorumLost: ep})
-			return
 		}
 	}()
 }

@@ -30,11 +30,11 @@ var (
 	ErrConnectionLoss = errors.New("conn: connection lost; the request may or may not have been applied")
 
 	// ErrInvalidArgument: bad input the module checks (an option, a path,
-	// a nil session or option, a label, ...), from every package, in a
-	// message that says what was wrong; nothing was done. What only the
-	// server checks (create flags, ACLs, sizes) comes back as its error. A valid path is absolute, does
-	// not end with "/" (but the root), has no empty, "." or ".." segment,
-	// no character the server rejects, and is not under /zookeeper.
+	// a nil session, a label, ...), from every package; nothing was done.
+	// What only the server checks comes back as its error. A valid path is
+	// absolute, does not end with "/" (but the root), has no empty, "." or
+	// ".." segment, no character the server rejects, and is not under
+	// /zookeeper.
 	ErrInvalidArgument = zkpath.ErrInvalid
 
 	// ErrAuthFailed: a server refused the session's credentials

@@ -1,12 +1,14 @@
 package conn
 
+import "time"
+
 // SetWatchesSent is the number of set-watches requests session s has
 // written: go-zookeeper re-sends its watches after each reconnect.
 func SetWatchesSent(s *Session) int64 { return s.stats.setWatchesSent.Load() }
 
 // WithCloseWait sets how long closing a zk.Conn waits for go-zookeeper's
 // goroutines (default 10s).
-var WithCloseWait = withCloseWait
+func WithCloseWait(d time.Duration) Option { return option(func(c *config) { c.closeWait = d }) }
 
 // WatchesRemoved is the number of removeWatches requests session s has
 // written (see watches.go).
@@ -14,7 +16,7 @@ func WatchesRemoved(s *Session) int64 { return s.stats.watchesRemoved.Load() }
 
 // NewLease and Released give the tests what the recipes reach through
 // internal/connlink.
-func (e *Epoch) NewLease(path string) *Lease { return e.newLease(path, 0) }
+func (e *Epoch) NewLease(path string) *Lease { return e.view().NewLease(path, 0) }
 
 // Released marks l released (see Lease.released).
 func (l *Lease) Released() { l.released() }
@@ -24,7 +26,7 @@ func (l *Lease) Released() { l.released() }
 func LostSignal(e *Epoch) <-chan struct{} { return e.lostSignal() }
 
 // GuardWith and Unguard are connlink.Lease.Guard and Unguard.
-func (l *Lease) GuardWith(node string, zxid, pass int64) { l.guardWith(node, zxid, pass) }
+func (l *Lease) GuardWith(node string, zxid, pass int64) { (*leaseView)(l).Guard(node, zxid, pass) }
 
-// Unguard hands a guarded grant to its own node (see Lease.unguard).
-func (l *Lease) Unguard() { l.unguard() }
+// Unguard hands a guarded grant to its own node (see leaseView.Unguard).
+func (l *Lease) Unguard() { (*leaseView)(l).Unguard() }

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,50 +31,39 @@ type Lease struct {
 	ep   *Epoch
 	path string // our node, without namespace
 
-	lost     chan struct{} // closed once by closeLost; never sent on
-	lostOnce sync.Once
-
-	revoked     chan struct{} // closed once when the node's data is revokeMessage; never sent on
+	lost        chan struct{} // closed once by closeLost
+	lostOnce    sync.Once
+	revoked     chan struct{} // closed once the node's data is revokeMessage
 	revokedOnce sync.Once
 
-	// sig is the epoch's lostSignal (nil for a local view): waited on once
-	// someone waits on Lost or Revoked (lostChan), polled until then.
-	sig       <-chan struct{}
-	sigWaiter sync.Once // starts watchEpoch
+	sig       <-chan struct{} // the epoch's lostSignal (nil for a local view): polled until waited on (lostChan)
+	sigWaiter sync.Once
 
-	// parent: the node's lease, for a local grant (localView); pass: the
-	// grant's number on the node (Fence). Both immutable.
-	parent *Lease
-	pass   int64
+	parent *Lease // the node's lease, for a local grant (localView)
+	pass   int64  // the grant's number on the node (Fence)
 
-	// granted, recipe and lock ("" = the node's parent) label Lock hook reports.
-	granted time.Time
-	recipe  string
-	lock    string
-	// shared: local grants on this node report holds and losses instead.
-	shared atomic.Bool
-	// releasing: the recipe is deleting the node; its deletion is no loss.
-	releasing atomic.Bool
-	// unreported: report nothing to the Lock hook (until Label).
-	unreported atomic.Bool
+	// The Lock hook's labels; lock "" is the node's parent.
+	granted    time.Time
+	recipe     string
+	lock       string
+	shared     atomic.Bool // local grants on this node report holds and losses instead
+	releasing  atomic.Bool // the recipe is deleting the node: its deletion is no loss
+	unreported atomic.Bool // report nothing to the Lock hook (until Label)
 
-	// writes: read-held by a local grant's guarded write until answered,
-	// write-held while the grant is released (holdWrites): no write is sent
-	// after the next local grant exists.
-	writes sync.RWMutex
+	writes sync.RWMutex // read-held by a local grant's guarded write, write-held by HoldWrites
 
-	mu    sync.Mutex // guards the fields below
-	czxid int64      // our node's czxid; 0 until known (see own)
-	// fence: a guarded grant's Fence Zxid (the guard's czxid), else 0.
-	fence  int64
-	armed  bool   // the node watch has been started
-	reason error  // why lost was closed
-	guard  string // the node a guarded grant stands on (guard.go); "" for none
+	mu     sync.Mutex // guards the fields below
+	czxid  int64      // our node's czxid; 0 until known (see own)
+	fence  int64      // a guarded grant's Fence Zxid (the guard's czxid), else 0
+	armed  bool       // the node watch has been started
+	reason error      // why lost was closed
+	guard  string     // the node a guarded grant stands on; "" for none
 }
 
-// newLease makes a lease for node path, held by this epoch's session (czxid
-// 0: unknown, see own). No goroutine runs until Lost or Revoked is called.
-func (e *Epoch) newLease(path string, czxid int64) *Lease {
+// NewLease makes a lease for node path (czxid 0: unknown, see own). No
+// goroutine runs until Lost or Revoked is called.
+func (v *epochView) NewLease(path string, czxid int64) *Lease {
+	e := (*Epoch)(v)
 	l := &Lease{ep: e, path: path, czxid: czxid, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal(), granted: time.Now()}
 	linkLease(l)
 	return l
@@ -82,7 +72,7 @@ func (e *Epoch) newLease(path string, czxid int64) *Lease {
 // own checks that st, read at the lease's path, is our node (recording its
 // czxid): another czxid, or before we know it another ephemeral owner,
 // means ours was deleted and Lost closes. Only a known czxid tells ours
-// from our session's re-creation at the path (exclusive passes it).
+// from a re-creation at the path by our own session.
 func (l *Lease) own(st *zk.Stat) error {
 	l.mu.Lock()
 	ok := l.czxid == st.Czxid || l.czxid == 0 && st.EphemeralOwner == l.ep.SessionID()
@@ -99,41 +89,47 @@ func (l *Lease) own(st *zk.Stat) error {
 	return err
 }
 
-// lostChan returns l.lost for a waiter, first starting watchEpoch (once).
+// lostChan returns l.lost for a waiter, first starting (once) to wait on sig.
 func (l *Lease) lostChan() <-chan struct{} {
 	if l.sig != nil {
-		l.sigWaiter.Do(func() { go l.watchEpoch() })
+		l.sigWaiter.Do(func() { go l.closeWith(l.sig, l.epochLost) })
 	}
 	return l.lost
 }
 
-func (l *Lease) watchEpoch() {
+// closeWith closes Lost with reason() once ch is closed, unless lost first.
+func (l *Lease) closeWith(ch <-chan struct{}, reason func() error) {
 	select {
-	case <-l.sig:
-		l.closeLost(l.epochLost())
+	case <-ch:
+		l.closeLost(reason())
 	case <-l.lost:
 	}
 }
 
 // poll closes l.lost if the epoch's signal has come, for non-waiting callers.
 func (l *Lease) poll() {
-	if l.sig == nil {
-		return
-	}
-	select {
-	case <-l.sig:
+	if l.sig != nil && closed(l.sig) {
 		l.closeLost(l.epochLost())
-	default:
 	}
 }
 
-func (l *Lease) epochLost() error { return fmt.Errorf("%w: %w", ErrLeaseLost, l.epochReason()) }
+func (l *Lease) epochLost() error {
+	return fmt.Errorf("%w: %w", ErrLeaseLost, cmp.Or(l.ep.Err(), errSuspendedLost))
+}
 
-func (l *Lease) epochReason() error {
-	if err := l.ep.Err(); err != nil {
-		return err
+// closed reports whether ch, never sent on, is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
-	return errSuspendedLost
+}
+
+// errNodeDeleted is the loss of a lease whose node (or guard) was deleted.
+func errNodeDeleted(path string) error {
+	return causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path))
 }
 
 // errSuspendedLost: lost at a Suspended (WithSuspendedAsLost).
@@ -146,17 +142,16 @@ func (l *Lease) Path() string { return l.path }
 func (l *Lease) Epoch() *Epoch { return l.ep }
 
 // Lost is closed when the lease must be taken as lost: its epoch ended (or,
-// with WithSuspendedAsLost, was suspended), someone else deleted its node,
-// or it was released. The first call of Lost or Revoked watches the node;
-// until then only Fence and GuardedWrite notice a foreign delete.
+// with WithSuspendedAsLost, was suspended), its node was deleted, or it was
+// released. Until Lost or Revoked is first called, only Fence and
+// GuardedWrite notice a foreign delete.
 func (l *Lease) Lost() <-chan struct{} {
 	l.arm()
 	return l.lostChan()
 }
 
 // Revoked is closed when someone asked the holder to release (lock.Revoke,
-// or Curator's Revoker, wrote "__REVOKE__" into a revocable lock's node).
-// It is no loss: the lock stays held until released. Watches as Lost does.
+// or Curator's Revoker): no loss, the lock stays held until released.
 func (l *Lease) Revoked() <-chan struct{} {
 	l.arm()
 	l.lostChan() // watchNode waits on it
@@ -165,7 +160,7 @@ func (l *Lease) Revoked() <-chan struct{} {
 
 // arm starts the node watch once, unless the lease is already lost.
 func (l *Lease) arm() {
-	if l.isLost() {
+	if l.Err() != nil {
 		return
 	}
 	if l.parent != nil {
@@ -185,33 +180,20 @@ func (l *Lease) arm() {
 	}
 }
 
-func (l *Lease) isLost() bool {
-	l.poll()
-	select {
-	case <-l.lost:
-		return true
-	default:
-		return false
-	}
-}
-
 // Err is nil while the lease holds as far as this process knows (see
 // Lost), and says why once Lost is closed.
 func (l *Lease) Err() error {
 	l.poll()
-	select {
-	case <-l.lost:
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.reason
-	default:
+	if !closed(l.lost) {
 		return nil
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reason
 }
 
-// watchNode follows path with data watches until the lease is lost: our
-// node, or (guard) the guard a grant stands on, while it does. GetW, unlike
-// an exists watch, sets nothing on a missing node; deletion consumes it.
+// watchNode follows path with data watches (none is left on a missing
+// node) until the lease is lost: our node, or the guard while it is one.
 func (l *Lease) watchNode(path string, guard bool) {
 	gone := func(err error) {
 		if l.ep.ctx.Err() != nil {
@@ -222,13 +204,13 @@ func (l *Lease) watchNode(path string, guard bool) {
 			l.closeLost(err)
 		}
 	}
-	for !l.isLost() && (!guard || l.guardedBy(path)) {
-		data, st, ch, err := l.ep.getW(l.ep.ctx, path)
+	for l.Err() == nil && (!guard || l.guardedBy(path)) {
+		data, st, ch, err := l.ep.view().GetW(l.ep.ctx, path)
 		switch {
 		case err != nil && l.ep.ctx.Err() != nil:
 			return // watchEpoch reports it
 		case errors.Is(err, zk.ErrNoNode):
-			gone(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
+			gone(errNodeDeleted(path))
 			return
 		case err != nil:
 			gone(fmt.Errorf("%w: watching %s: %w", ErrLeaseLost, path, err))
@@ -248,14 +230,13 @@ func (l *Lease) watchNode(path string, guard bool) {
 		select {
 		case ev := <-ch:
 			if ev.Type == zk.EventNodeDeleted {
-				gone(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, path)))
+				gone(errNodeDeleted(path))
 				return
 			}
 			// Data changed or the watch was dropped: look again.
 		case <-l.lost:
-			// Deletion or the session's end consumes the watch; remove
-			// it if lost at a Suspended (the node may come back) or on a
-			// guard (it can outlive the grant).
+			// Deletion or the session's end consumes the watch, not a
+			// Suspended or a guard's handover.
 			if guard || errors.Is(l.Err(), errSuspendedLost) {
 				unwatchNow(l.ep, ch)
 			}
@@ -268,30 +249,26 @@ func (l *Lease) watchNode(path string, guard bool) {
 func unwatchNow(ep *Epoch, ch <-chan zk.Event) {
 	done, cancel := context.WithCancel(context.Background())
 	cancel() // send, do not wait
-	_ = ep.unwatch(done, ch)
+	_ = ep.view().Unwatch(done, ch)
 }
 
-// zxid is Fence's Zxid: known at the grant or read once and cached;
-// ErrLeaseLost if the node is gone or not ours.
+// zxid is Fence's Zxid: known at the grant or read once and cached.
 func (l *Lease) zxid(ctx context.Context) (int64, error) {
 	if l.parent != nil {
 		return l.parent.zxid(ctx)
 	}
 	l.mu.Lock()
-	z := l.czxid
-	if l.fence != 0 {
-		z = l.fence
-	}
+	z := cmp.Or(l.fence, l.czxid)
 	l.mu.Unlock()
 	if z != 0 {
 		return z, nil
 	}
-	ok, st, err := l.ep.exists(ctx, l.path)
+	ok, st, err := l.ep.view().Exists(ctx, l.path)
 	if err != nil {
 		return 0, err
 	}
 	if !ok {
-		err := causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.path))
+		err := errNodeDeleted(l.path)
 		l.closeLost(err)
 		return 0, err
 	}
@@ -304,10 +281,9 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 // GuardedWrite runs ops (*zk.CreateRequest, *zk.DeleteRequest,
 // *zk.SetDataRequest, *zk.CheckVersionRequest) in one transaction that
 // commits only while the grant's node exists. A lost lease fails with
-// ErrLeaseLost (maybe applied if it also matches ErrConnectionLoss). A
-// refused op is named by its index and matches the server's error. Ops
-// may not set the data of the grant's own node, nor of any node Session.Set
-// refuses (ErrInvalidArgument).
+// ErrLeaseLost (maybe applied if it also matches ErrConnectionLoss); a
+// refused op's error names its index. Ops may not set the data of the
+// grant's own node, nor of any node Session.Set refuses (ErrInvalidArgument).
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.parent != nil {
 		l.writes.RLock()
@@ -326,7 +302,7 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 				return nil, fmt.Errorf("a guarded write may not set the data of a lock node %s: %w", sd.Path, ErrInvalidArgument)
 			}
 		}
-		res, err := l.ep.multi(ctx, append([]any{check}, ops...)...)
+		res, err := l.ep.view().Multi(ctx, append([]any{check}, ops...)...)
 		var oe *opError
 		switch {
 		case err == nil:
@@ -365,42 +341,20 @@ func (l *Lease) checkOp() *zk.CheckVersionRequest {
 	return &zk.CheckVersionRequest{Path: l.checked(), Version: -1}
 }
 
-// holdWrites waits out the guarded writes through l and blocks new ones
-// until done is called; a recipe holds it while releasing a local grant.
-func (l *Lease) holdWrites() (done func()) {
-	l.writes.Lock()
-	return l.writes.Unlock
-}
-
-// revokeSeen reports whether Revoked is closed, without arming the watch.
-func (l *Lease) revokeSeen() bool {
-	if l.parent != nil {
-		return l.parent.revokeSeen()
-	}
-	select {
-	case <-l.revoked:
-		return true
-	default:
-		return false
-	}
-}
-
-// released marks the lease released; one lost first (its epoch ended before
-// setReleasing, or its parent was lost) stays lost for the Lock hook.
+// released marks the lease released; one lost first stays lost.
 func (l *Lease) released() {
 	if !l.isReleasing() {
 		l.poll()
 	}
-	if p := l.parent; p != nil && p.isLost() {
-		if err := p.Err(); lostCause(err) != causeReleased {
+	if p := l.parent; p != nil {
+		if err := p.Err(); err != nil && lostCause(err) != causeReleased {
 			l.closeLost(err)
 		}
 	}
 	l.closeLost(causeErr(causeReleased, fmt.Errorf("%w: released", ErrLeaseLost)))
 }
 
-// setReleasing records that the recipe begins (on) or gave up deleting the
-// node. A lease whose epoch already ended is lost, not released.
+// setReleasing: the recipe begins (on) or gave up deleting the node.
 func (l *Lease) setReleasing(on bool) {
 	if on {
 		l.poll()
@@ -411,7 +365,7 @@ func (l *Lease) setReleasing(on bool) {
 // gone ends the lease as lost: its recipe found its node deleted or not ours.
 func (l *Lease) gone() {
 	l.releasing.Store(false)
-	l.closeLost(causeErr(metrics.CauseNodeDeleted, fmt.Errorf("%w: node %s was deleted", ErrLeaseLost, l.checked())))
+	l.closeLost(errNodeDeleted(l.checked()))
 }
 
 func (l *Lease) closeLost(reason error) {
@@ -419,8 +373,7 @@ func (l *Lease) closeLost(reason error) {
 		l.mu.Lock()
 		l.reason = reason
 		l.mu.Unlock()
-		// Decided before Lost closes: a Release called on seeing Lost
-		// closed must not turn the loss into a hold (isReleasing).
+		// Decided before Lost closes: a Release on seeing it is no hold.
 		report := l.report(reason)
 		close(l.lost)
 		report()
@@ -443,4 +396,99 @@ func (l *Lease) report(reason error) func() {
 		ev = metrics.Lock{Event: metrics.LockHold, Recipe: l.recipe, Path: ev.Path, Duration: time.Since(l.granted)}
 	}
 	return func() { s.reportLock(ev) }
+}
+
+// Fence is a grant's fencing token, growing strictly with every grant of a
+// lock (in-process handoffs included): Zxid is the czxid of the node the
+// grant stands on, Pass numbers the grants on that node (0 first). A
+// resource keeps the greatest Fence seen (Compare) and refuses any below.
+type Fence struct {
+	Zxid int64
+	Pass int64
+}
+
+// Compare returns -1 if f was granted before g, 0 if the same, +1 if after.
+func (f Fence) Compare(g Fence) int {
+	if c := cmp.Compare(f.Zxid, g.Zxid); c != 0 {
+		return c
+	}
+	return cmp.Compare(f.Pass, g.Pass)
+}
+
+// String is "zxid.pass", in hexadecimal as ZooKeeper prints zxids.
+func (f Fence) String() string { return fmt.Sprintf("0x%x.%d", f.Zxid, f.Pass) }
+
+// Fence returns the grant's fencing token; ErrLeaseLost once the lease
+// ended or its node is not ours.
+func (l *Lease) Fence(ctx context.Context) (Fence, error) {
+	if err := l.Err(); err != nil {
+		return Fence{}, err
+	}
+	z, err := l.zxid(ctx)
+	if err != nil {
+		return Fence{}, err
+	}
+	return Fence{Zxid: z, Pass: l.pass}, nil
+}
+
+// localView is local grant number pass on l's node: a lease of its own,
+// lost when released or when l is.
+func (l *Lease) localView(pass int64) *Lease {
+	l.shared.Store(true)
+	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: make(chan struct{}),
+		granted: time.Now(), recipe: l.recipe, lock: l.lock}
+	linkLease(v)
+	go v.watchParent()
+	return v
+}
+
+// watchParent closes the view's Lost when its node's lease is lost, and its
+// Revoked on a revoke request to the node while the view holds, not after.
+func (l *Lease) watchParent() {
+	revoked := l.parent.revoked
+	for {
+		select {
+		case <-l.parent.lostChan():
+			l.closeLost(l.parent.Err())
+			return
+		case <-l.lost:
+			return
+		case <-revoked:
+			revoked = nil
+			if !closed(l.lost) {
+				close(l.revoked)
+			}
+		}
+	}
+}
+
+// Guard makes the lease, not handed out yet, stand on node (czxid zxid) of
+// its session until Unguard: its check, loss and Fence are the guard's
+// (docs/design.md, "Downgrading a write lock").
+func (v *leaseView) Guard(node string, zxid, pass int64) {
+	v.mu.Lock()
+	v.guard, v.fence = node, zxid
+	v.mu.Unlock()
+	v.pass = pass
+}
+
+// Unguard moves the grant onto its own node, before the guard's deletion.
+func (v *leaseView) Unguard() {
+	v.mu.Lock()
+	v.guard = ""
+	v.mu.Unlock()
+}
+
+// checked is the node the grant stands on: its guard, else its own node.
+func (l *Lease) checked() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return cmp.Or(l.guard, l.path)
+}
+
+// guardedBy reports whether node is the grant's guard.
+func (l *Lease) guardedBy(node string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.guard != "" && l.guard == node
 }

@@ -1,133 +1,96 @@
 package conn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
 	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// The epoch's operations run on its own connection, fail with
-// ErrEpochEnded once it ended, and return when ctx ends. Paths are
-// absolute, validated and namespaced both ways; server errors match
-// go-zookeeper's sentinels.
+// The epoch's node operations (documented at connlink.Epoch) are methods of
+// its view. They run on the epoch's own connection, fail with ErrEpochEnded
+// once it ended, and return when ctx ends. Paths are validated and
+// namespaced both ways; server errors match go-zookeeper's.
 
-// get reads a node's data. Retried on connection loss.
-func (e *Epoch) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	r, err := call(ctx, e, metrics.OpGet, path, true, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], error) {
-		data, st, err := zc.Get(p)
-		return res3[[]byte, *zk.Stat, struct{}]{data, st, struct{}{}}, err
-	})
-	return r.a, r.b, err
+// view is the epoch as the recipes reach it, with the node operations.
+func (e *Epoch) view() *epochView { return (*epochView)(e) }
+
+func (v *epochView) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	return withStat(ctx, (*Epoch)(v), metrics.OpGet, path, (*zk.Conn).Get)
 }
 
-// getW reads a node's data and sets a data watch; its channel gets one
-// event (change, deletion, or the epoch's end), then closes. Retried.
-func (e *Epoch) getW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	r, ch, err := watchCall(ctx, e, metrics.OpGetW, path, kindData, func(zc *zk.Conn, p string) (res3[[]byte, *zk.Stat, struct{}], <-chan zk.Event, error) {
-		data, st, ch, err := zc.GetW(p)
-		return res3[[]byte, *zk.Stat, struct{}]{data, st, struct{}{}}, ch, err
-	})
-	return r.a, r.b, ch, err
+func (v *epochView) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	return watchCall(ctx, (*Epoch)(v), metrics.OpGetW, path, kindData, (*zk.Conn).GetW)
 }
 
-// getACL reads a node's ACL and stat (connlink.Epoch.GetACL). Retried.
-func (e *Epoch) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error) {
-	r, err := call(ctx, e, metrics.OpGetACL, path, true, func(zc *zk.Conn, p string) (res3[[]zk.ACL, *zk.Stat, struct{}], error) {
-		acl, st, err := zc.GetACL(p)
-		return res3[[]zk.ACL, *zk.Stat, struct{}]{acl, st, struct{}{}}, err
-	})
-	return r.a, r.b, err
+func (v *epochView) GetACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error) {
+	return withStat(ctx, (*Epoch)(v), metrics.OpGetACL, path, (*zk.Conn).GetACL)
 }
 
-// setACL sets a node's ACL (connlink.Epoch.SetACL). Retried.
-func (e *Epoch) setACL(ctx context.Context, path string, acl []zk.ACL, version int32) (*zk.Stat, error) {
-	return call(ctx, e, metrics.OpSetACL, path, true, func(zc *zk.Conn, p string) (*zk.Stat, error) {
+func (v *epochView) SetACL(ctx context.Context, path string, acl []zk.ACL, version int32) (*zk.Stat, error) {
+	return call(ctx, (*Epoch)(v), metrics.OpSetACL, path, true, func(zc *zk.Conn, p string) (*zk.Stat, error) {
 		return zc.SetACL(p, acl, version)
 	})
 }
 
-// children lists a node's children (names, not paths). Retried.
-func (e *Epoch) children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	r, err := call(ctx, e, metrics.OpChildren, path, true, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], error) {
-		names, st, err := zc.Children(p)
-		return res3[[]string, *zk.Stat, struct{}]{names, st, struct{}{}}, err
-	})
-	return r.a, r.b, err
+func (v *epochView) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	return withStat(ctx, (*Epoch)(v), metrics.OpChildren, path, (*zk.Conn).Children)
 }
 
-// childrenW is children with a child watch, as getW. Counted as OpChildren.
-func (e *Epoch) childrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	r, ch, err := watchCall(ctx, e, metrics.OpChildren, path, kindChild, func(zc *zk.Conn, p string) (res3[[]string, *zk.Stat, struct{}], <-chan zk.Event, error) {
-		names, st, ch, err := zc.ChildrenW(p)
-		return res3[[]string, *zk.Stat, struct{}]{names, st, struct{}{}}, ch, err
-	})
-	return r.a, r.b, ch, err
+func (v *epochView) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	return watchCall(ctx, (*Epoch)(v), metrics.OpChildren, path, kindChild, (*zk.Conn).ChildrenW)
 }
 
-// exists tells whether a node exists. Retried.
-func (e *Epoch) exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	r, err := call(ctx, e, metrics.OpExists, path, true, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], error) {
-		ok, st, err := zc.Exists(p)
-		return res3[bool, *zk.Stat, struct{}]{ok, st, struct{}{}}, err
-	})
-	return r.a, r.b, err
+func (v *epochView) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	return withStat(ctx, (*Epoch)(v), metrics.OpExists, path, (*zk.Conn).Exists)
 }
 
-// existsW is exists with a watch (created, changed or deleted). Retried.
-func (e *Epoch) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	r, ch, err := watchCall(ctx, e, metrics.OpExists, path, kindData, func(zc *zk.Conn, p string) (res3[bool, *zk.Stat, struct{}], <-chan zk.Event, error) {
-		ok, st, ch, err := zc.ExistsW(p)
-		return res3[bool, *zk.Stat, struct{}]{ok, st, struct{}{}}, ch, err
-	})
-	return r.a, r.b, ch, err
+func (v *epochView) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	return watchCall(ctx, (*Epoch)(v), metrics.OpExists, path, kindData, (*zk.Conn).ExistsW)
 }
 
-// set writes a node's data if its version matches (-1: any). Retried only
-// with a real version: an unversioned retry could overwrite a later set.
-func (e *Epoch) set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
-	return call(ctx, e, metrics.OpSet, path, version >= 0, func(zc *zk.Conn, p string) (*zk.Stat, error) {
+// Set is retried only with a real version: else it could overwrite a later set.
+func (v *epochView) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	return call(ctx, (*Epoch)(v), metrics.OpSet, path, version >= 0, func(zc *zk.Conn, p string) (*zk.Stat, error) {
 		return zc.Set(p, data, version)
 	})
 }
 
-// delete deletes a node if its version matches (-1: any). Retried, so
-// zk.ErrNoNode may mean the first attempt worked. Safe only for paths no
-// one re-creates (sequential nodes): elsewhere a retry could delete the new
-// node; use a one-op multi (never retried) and read before trying again.
-func (e *Epoch) delete(ctx context.Context, path string, version int32) error {
-	_, err := call(ctx, e, metrics.OpDelete, path, true, func(zc *zk.Conn, p string) (struct{}, error) {
+func (v *epochView) Delete(ctx context.Context, path string, version int32) error {
+	_, err := call(ctx, (*Epoch)(v), metrics.OpDelete, path, true, func(zc *zk.Conn, p string) (struct{}, error) {
 		return struct{}{}, zc.Delete(p, version)
 	})
 	return err
 }
 
-// create creates a node and returns its path. Non-sequential creates are
-// retried (zk.ErrNodeExists may then be ours); sequential ones are not
-// (ErrConnectionLoss: the node may exist).
-func (e *Epoch) create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+func (v *epochView) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	retry := flags&zk.FlagSequence == 0
-	created, err := call(ctx, e, metrics.OpCreate, path, retry, func(zc *zk.Conn, p string) (string, error) {
+	created, err := call(ctx, (*Epoch)(v), metrics.OpCreate, path, retry, func(zc *zk.Conn, p string) (string, error) {
 		if flags == zk.FlagContainer {
 			return zc.CreateContainer(p, data, flags, acl)
 		}
 		return zc.Create(p, data, flags, acl)
 	})
-	return e.s.strip(created), err
+	return v.s.strip(created), err
 }
 
-// createParents creates path's missing ancestors (and the namespace's) as
-// containers. Existing ones are fine, also where we may not create: the
-// server checks permission first (zk.ErrNoAuth, not zk.ErrNodeExists).
-func (e *Epoch) createParents(ctx context.Context, path string) error {
+// CreateParents: existing ancestors are fine, also where we may not create
+// (the server checks permission first: zk.ErrNoAuth, not zk.ErrNodeExists).
+func (v *epochView) CreateParents(ctx context.Context, path string) error {
 	if err := zkpath.Validate(path); err != nil {
 		return err
 	}
+	e := (*Epoch)(v)
 	full := e.s.cfg.namespace + path
 	for i := 1; i < len(full); i++ {
 		if full[i] != '/' {
@@ -152,21 +115,24 @@ func (e *Epoch) createParents(ctx context.Context, path string) error {
 	return nil
 }
 
-// multi runs ops atomically, never retried (ErrConnectionLoss: maybe
-// applied). A refusal (nothing applied) is an *opError naming the op.
-func (e *Epoch) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+// Multi is never retried; a refusal (nothing applied) is an *opError.
+func (v *epochView) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	abs := make([]any, len(ops))
 	for i, op := range ops {
-		var err error
-		if abs[i], err = e.s.absOp(op); err != nil {
-			return nil, err
+		_, c, p := opCopy(op)
+		if c == nil {
+			return nil, fmt.Errorf("multi: unsupported op %T: %w", op, ErrInvalidArgument)
 		}
+		if err := zkpath.Validate(*p); err != nil {
+			return nil, fmt.Errorf("conn: multi: %w", err)
+		}
+		*p, abs[i] = v.s.abs(*p), c
 	}
-	res, err := callAbs(ctx, e, metrics.OpMulti, describeOps(ops), false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
+	res, err := callAbs(ctx, (*Epoch)(v), metrics.OpMulti, describeOps(ops), false, func(zc *zk.Conn, _ string) ([]zk.MultiResponse, error) {
 		return zc.Multi(abs...)
 	})
 	for i := range res {
-		res[i].String = e.s.strip(res[i].String)
+		res[i].String = v.s.strip(res[i].String)
 	}
 	if oe := failedOp(ops, res, err); oe != nil {
 		return res, oe
@@ -174,19 +140,25 @@ func (e *Epoch) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	return res, err
 }
 
-// sync makes the server this epoch talks to catch up with the leader.
-func (e *Epoch) sync(ctx context.Context, path string) error {
-	_, err := call(ctx, e, metrics.OpSync, path, true, func(zc *zk.Conn, p string) (string, error) {
-		return zc.Sync(p)
-	})
+func (v *epochView) Sync(ctx context.Context, path string) error {
+	_, err := call(ctx, (*Epoch)(v), metrics.OpSync, path, true, (*zk.Conn).Sync)
 	return err
 }
 
-// res3 carries up to three results of a go-zookeeper call.
-type res3[A, B, C any] struct {
-	a A
-	b B
-	c C
+// result carries a go-zookeeper call's results through await.
+type result[T any] struct {
+	v  T
+	st *zk.Stat
+	ch <-chan zk.Event
+}
+
+// withStat is call, retried, for a go-zookeeper call that returns a stat too.
+func withStat[T any](ctx context.Context, e *Epoch, op, path string, f func(*zk.Conn, string) (T, *zk.Stat, error)) (T, *zk.Stat, error) {
+	r, err := call(ctx, e, op, path, true, func(zc *zk.Conn, p string) (result[T], error) {
+		v, st, err := f(zc, p)
+		return result[T]{v: v, st: st}, err
+	})
+	return r.v, r.st, err
 }
 
 // call validates and namespaces path, then runs f under callAbs.
@@ -202,53 +174,52 @@ func call[T any](ctx context.Context, e *Epoch, op, path string, retry bool, f f
 func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
 	var zero T
 	policy := e.s.cfg.retry
+	fail := func(v T, err error) (T, error) { return v, fmt.Errorf("conn: %s %s: %w", op, full, err) }
 	for attempt := 1; ; attempt++ {
-		if err := e.Err(); err != nil {
-			return zero, fmt.Errorf("conn: %s %s: %w", op, full, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return zero, fmt.Errorf("conn: %s %s: %w", op, full, err)
+		if err := cmp.Or(e.Err(), ctx.Err()); err != nil {
+			return fail(zero, err)
 		}
 		e.s.stats.count(op)
-		var sent time.Time
-		timed := e.s.cfg.hooks.Request != nil
-		if timed {
-			sent = time.Now()
-		}
+		sent := time.Now()
 		v, err := await(ctx, e, func() (T, error) { return f(e.zc, full) })
-		if timed {
-			e.s.reportRequest(metrics.Request{Op: op, Duration: time.Since(sent), Err: err})
+		if h := e.s.cfg.hooks.Request; h != nil {
+			h(metrics.Request{Op: op, Duration: time.Since(sent), Err: err})
 		}
-		if err == nil {
+		switch {
+		case err == nil:
 			return v, nil
-		}
-		if errors.Is(err, zk.ErrSessionExpired) && e.ctx.Err() == nil {
+		case errors.Is(err, zk.ErrSessionExpired) && e.ctx.Err() == nil:
 			// The server confirms expiry: end the epoch first, so that
 			// the error matches ErrEpochEnded.
-			e.s.inbox.put(message{expired: e})
+			e.s.inbox.put(message{lost: e, cause: ErrSessionExpired})
 			t := time.NewTimer(e.timeout) // bound: the run loop ends it at once
 			defer t.Stop()
 			select {
 			case <-e.ctx.Done():
-				return v, fmt.Errorf("conn: %s %s: %w: %w", op, full, err, e.Err())
+				return fail(v, fmt.Errorf("%w: %w", err, e.Err()))
 			case <-ctx.Done():
 			case <-e.s.closing:
 			case <-t.C:
 			}
-			return v, fmt.Errorf("conn: %s %s: %w", op, full, err)
-		}
-		if !isConnectionLoss(err) || errors.Is(err, ErrEpochEnded) || ctx.Err() != nil {
-			return v, fmt.Errorf("conn: %s %s: %w", op, full, err)
-		}
-		if e.Err() != nil {
-			return zero, fmt.Errorf("conn: %s %s: %w: %w", op, full, ErrConnectionLoss, e.Err())
-		}
-		if !retry || policy.MaxAttempts > 0 && attempt >= policy.MaxAttempts {
-			return zero, fmt.Errorf("conn: %s %s: %w: %w", op, full, ErrConnectionLoss, err)
+			return fail(v, err)
+		case !isConnectionLoss(err) || errors.Is(err, ErrEpochEnded) || ctx.Err() != nil:
+			return fail(v, err)
+		case e.Err() != nil:
+			return fail(zero, fmt.Errorf("%w: %w", ErrConnectionLoss, e.Err()))
+		case !retry || policy.MaxAttempts > 0 && attempt >= policy.MaxAttempts:
+			return fail(zero, fmt.Errorf("%w: %w", ErrConnectionLoss, err))
 		}
 		e.s.log.Sugar().Debugf("retrying %s %s after connection loss (attempt %d)", op, full, attempt)
-		if err := sleep(ctx, e.ctx, policy.delay(attempt)); err != nil {
-			return zero, fmt.Errorf("conn: %s %s: %w", op, full, err)
+		d := backoff(policy.BaseDelay, policy.MaxDelay, attempt)
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(d)) + 1)) // full jitter
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fail(zero, ctx.Err())
+		case <-e.ctx.Done():
+			t.Stop()
+			return fail(zero, fmt.Errorf("%w: %w", ErrEpochEnded, context.Cause(e.ctx)))
 		}
 	}
 }
@@ -260,8 +231,7 @@ type outcome[T any] struct {
 }
 
 // await runs f and stops waiting when ctx or the epoch ends. Results pass
-// only through the channel, so a late f touches nothing of the caller's;
-// an epoch's end in flight matches ErrEpochEnded and ErrConnectionLoss.
+// only through the channel, so a late f touches nothing of the caller's.
 func await[T any](ctx context.Context, e *Epoch, f func() (T, error)) (T, error) {
 	res := make(chan outcome[T], 1) // buffered: f may finish after we stopped waiting
 	go func() {
@@ -276,20 +246,6 @@ func await[T any](ctx context.Context, e *Epoch, f func() (T, error)) (T, error)
 		return zero, ctx.Err()
 	case <-e.ctx.Done():
 		return zero, fmt.Errorf("%w: %w", ErrConnectionLoss, e.Err())
-	}
-}
-
-// sleep waits d unless ctx or the epoch ends first.
-func sleep(ctx, epoch context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-epoch.Done():
-		return fmt.Errorf("%w: %w", ErrEpochEnded, context.Cause(epoch))
 	}
 }
 
@@ -316,32 +272,155 @@ func (s *Session) strip(p string) string {
 	return rest
 }
 
-// absOp copies a multi op with its path validated and namespaced.
-func (s *Session) absOp(op any) (any, error) {
-	check := func(p string) (string, error) {
-		if err := zkpath.Validate(p); err != nil {
-			return "", fmt.Errorf("conn: multi: %w", err)
-		}
-		return s.abs(p), nil
+// retryPolicy is WithRetry's.
+type retryPolicy struct {
+	BaseDelay, MaxDelay time.Duration
+	MaxAttempts         int // the first attempt included
+}
+
+// backoff is base doubled n-1 times, at most max.
+func backoff(base, max time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
 	}
-	var err error
+	return min(d, max)
+}
+
+// isConnectionLoss reports whether the connection dropped under the request
+// (go-zookeeper returns raw socket errors when a write fails).
+func isConnectionLoss(err error) bool {
+	var ne net.Error
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// opError is a multi the server refused (nothing applied), naming the
+// failing op: "conn: multi: op 1 (set-data /stock): zk: version conflict".
+type opError struct {
+	index int    // the failing op's place among the caller's ops (from 0)
+	op    string // "create", "delete", "set-data" or "check"
+	path  string // as the caller gave it (without namespace)
+	err   error  // the server's error for that op (zk.ErrNoNode, ...)
+	call  string // "multi" or "guarded write", for the message
+}
+
+func (e *opError) Error() string {
+	return fmt.Sprintf("conn: %s: op %d (%s %s): %v", e.call, e.index, e.op, e.path, e.err)
+}
+
+func (e *opError) Unwrap() error { return e.err }
+
+// opCopy copies a multi op, naming it and pointing at the copy's path;
+// nil for an op of no supported type.
+func opCopy(op any) (name string, cp any, path *string) {
 	switch o := op.(type) {
 	case *zk.CreateRequest:
 		c := *o
-		c.Path, err = check(o.Path)
-		return &c, err
+		return "create", &c, &c.Path
 	case *zk.DeleteRequest:
 		c := *o
-		c.Path, err = check(o.Path)
-		return &c, err
+		return "delete", &c, &c.Path
 	case *zk.SetDataRequest:
 		c := *o
-		c.Path, err = check(o.Path)
-		return &c, err
+		return "set-data", &c, &c.Path
 	case *zk.CheckVersionRequest:
 		c := *o
-		c.Path, err = check(o.Path)
-		return &c, err
+		return "check", &c, &c.Path
 	}
-	return nil, fmt.Errorf("multi: unsupported op %T: %w", op, ErrInvalidArgument)
+	return fmt.Sprintf("%T", op), nil, new(string)
+}
+
+// failedOp finds the op a refused multi failed on, the first with an error
+// (zk.ErrAPIError follows it); nil if err is no refusal.
+func failedOp(ops []any, res []zk.MultiResponse, err error) *opError {
+	if err == nil && len(res) == 0 || errors.Is(err, ErrConnectionLoss) || errors.Is(err, ErrEpochEnded) {
+		return nil
+	}
+	for i, r := range res {
+		if r.Error != nil && i < len(ops) {
+			name, _, path := opCopy(ops[i])
+			return &opError{index: i, op: name, path: *path, err: r.Error, call: "multi"}
+		}
+	}
+	return nil
+}
+
+// describeOps names a multi's ops: "set-data /a/b +1 op".
+func describeOps(ops []any) string {
+	if len(ops) == 0 {
+		return "(no ops)"
+	}
+	name, _, path := opCopy(ops[0])
+	switch len(ops) {
+	case 1:
+		return name + " " + *path
+	case 2:
+		return name + " " + *path + " +1 op"
+	}
+	return fmt.Sprintf("%s %s +%d ops", name, *path, len(ops)-1)
+}
+
+// Get reads a node's data, retrying on connection loss.
+func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.view().Get(ctx, path)
+}
+
+// Set writes a node's data if its version matches (-1: any); retried on
+// connection loss only with a real version. It refuses, with
+// ErrInvalidArgument, a node named as a lock's, a lease's or an election's
+// contender: a write there can let the next contender in while its
+// holder holds. To ask a holder to release, use lock.Revoke.
+func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	if locknode.Recipe(zkpath.Base(path)) {
+		return nil, fmt.Errorf("conn: set %s: a recipe's node: %w", path, ErrInvalidArgument)
+	}
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return e.view().Set(ctx, path, data, version)
+}
+
+// Create creates a node and returns its path (with the sequence number if
+// sequential); only non-sequential creates are retried on connection loss.
+func (s *Session) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return "", err
+	}
+	return e.view().Create(ctx, path, data, flags, acl)
+}
+
+// Delete deletes a node if its version matches (-1: any). Retried on
+// connection loss: zk.ErrNoNode may then mean it was deleted, and a retry
+// may delete a node created again at path.
+func (s *Session) Delete(ctx context.Context, path string, version int32) error {
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return err
+	}
+	return e.view().Delete(ctx, path, version)
+}
+
+// Children lists a node's children (names), retrying on connection loss.
+func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.view().Children(ctx, path)
+}
+
+// Exists tells whether a node exists, retrying on connection loss.
+func (s *Session) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	return e.view().Exists(ctx, path)
 }

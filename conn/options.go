@@ -2,6 +2,7 @@ package conn
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -28,26 +29,25 @@ type config struct {
 	quorumTimer     bool
 	hooks           metrics.Hooks // WithMetrics; zero: none
 	closeWait       time.Duration // how long closing a zk.Conn waits for go-zookeeper's goroutines
-	patchedZK       bool          // WithPatchedZK (zkversion.go)
+	patchedZK       bool
 }
 
 func defaultConfig() config {
 	return config{
 		sessionTimeout: 10 * time.Second,
 		logger:         zap.NewNop(),
-		retry:          defaultRetryPolicy(),
+		dialer:         net.DialTimeout,
+		retry:          retryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second},
 		acl:            zk.WorldACL(zk.PermAll),
 		closeWait:      10 * time.Second,
 		quorumTimer:    true,
 	}
 }
 
-// withCloseWait sets how long closing a zk.Conn waits for go-zookeeper's
-// goroutines to end before it leaves them behind (default 10s; see
-// Session.closeLink). For tests.
-func withCloseWait(d time.Duration) Option {
+// option is an Option that cannot fail.
+func option(set func(*config)) Option {
 	return func(c *config) error {
-		c.closeWait = d
+		set(c)
 		return nil
 	}
 }
@@ -77,12 +77,11 @@ func WithLogger(l *zap.Logger) Option {
 	}
 }
 
-// WithDigestAuth adds digest credentials, sent at the start of every
-// ZooKeeper session before it is handed out (default: none). A refusal
-// makes the session open another after a backoff (250 ms doubling to
-// 30 s); Connect's errors, and those of node operations left waiting for
-// a session, then match ErrAuthFailed. An empty user is invalid. The
-// password is never logged.
+// WithDigestAuth adds digest credentials (default: none), sent at the start
+// of every ZooKeeper session before it is handed out. After a refusal the
+// session opens another after a backoff (250 ms doubling to 30 s), and
+// Connect's errors, and those of calls waiting for a session, match
+// ErrAuthFailed. An empty user is invalid. The password is never logged.
 func WithDigestAuth(user, password string) Option {
 	return func(c *config) error {
 		if user == "" {
@@ -106,10 +105,8 @@ func WithDialer(d zk.Dialer) Option {
 }
 
 // WithNamespace prefixes every path with ns, a chroot that callers never see
-// (default: none). ns must be a valid absolute path (as every path a
-// Session is given: see ErrInvalidArgument) other than "/" and outside
-// /zookeeper; anything else fails Connect with an error matching
-// ErrInvalidArgument.
+// (default: none). ns must be a valid path (see ErrInvalidArgument) other
+// than "/".
 func WithNamespace(ns string) Option {
 	return func(c *config) error {
 		if ns == "/" {
@@ -140,10 +137,10 @@ func WithRetry(base, max time.Duration, maxAttempts int) Option {
 }
 
 // WithACL sets the ACL of the nodes the recipes create (default
-// zk.WorldACL(zk.PermAll)). Lock nodes get it sealed unless a recipe is
-// made revocable: WRITE and ADMIN removed, plus ALL for the session's own
-// random digest identity, so only their session can change them. An empty
-// ACL is invalid.
+// zk.WorldACL(zk.PermAll)). Lock nodes, unless revocable, get it sealed:
+// without WRITE and ADMIN, plus ALL for the session's own random digest
+// identity, so that only their session can change them. An empty ACL is
+// invalid.
 func WithACL(acl []zk.ACL) Option {
 	return func(c *config) error {
 		if len(acl) == 0 {
@@ -159,22 +156,15 @@ func WithACL(acl []zk.ACL) Option {
 // only when the epoch ends (Lost), which the default quorum timer signals
 // before the server can expire the session (see WithLastHeardTimer).
 func WithSuspendedAsLost() Option {
-	return func(c *config) error {
-		c.suspendedAsLost = true
-		return nil
-	}
+	return option(func(c *config) { c.suspendedAsLost = true })
 }
 
-// WithLastHeardTimer replaces the default local timer (the quorum timer:
-// a sync every T/12, the epoch ends 7T/12 after the last one the leader
-// answered) with the last-heard timer: no syncs, and the epoch ends T after
-// the last byte heard from the server, counted while disconnected. It sends
-// nothing extra and never gives up a session the server kept, but the
-// server may expire the session first, and a server cut off from its
-// quorum that still answers pings keeps the timer from starting.
+// WithLastHeardTimer replaces the default quorum timer (a sync every T/12;
+// the epoch ends 7T/12 after the last one the leader answered) with the
+// last-heard timer: the epoch ends T after the last byte heard from the
+// server. It sends nothing extra and never gives up a session the server
+// kept, but the server may expire the session first, and a server cut off
+// from its quorum that still answers pings keeps the timer from starting.
 func WithLastHeardTimer() Option {
-	return func(c *config) error {
-		c.quorumTimer = false
-		return nil
-	}
+	return option(func(c *config) { c.quorumTimer = false })
 }

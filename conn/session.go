@@ -13,44 +13,42 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/zap"
-
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/logfield"
 	"github.com/zkrecipes/zkrecipes/metrics"
+	"go.uber.org/zap"
 )
 
 var errRetired = errors.New("conn: connection retired")
 
 // Session is one client of a ZooKeeper ensemble across many ZooKeeper
 // sessions (epochs): it reconnects, and opens a new session on a new
-// connection after one is lost. Its node operations run in the live epoch
-// and are never re-sent in the next: one cut by its end fails with
-// ErrEpochEnded. Safe for concurrent use.
+// connection after one is lost. Safe for concurrent use.
 type Session struct {
 	sessionLink // what the recipes reach (link.go)
 
 	cfg     config
 	servers []string
 	creds   []string // digest "user:password" entries sent at the start of every epoch: cfg.digest, then ident
-	sealed  []zk.ACL // see sealedACL
+	sealed  []zk.ACL // the ACL of a lock node only this session may change (sealACL)
 	log     *zap.Logger
 	stats   *counters
 	shared  sync.Map // recipes' per-session state (connlink.Session.Shared); its own locking
 
-	inbox   *inbox        // events from go-zookeeper callbacks and helpers, for run
-	closing chan struct{} // closed by Close (once); run then shuts down
-	done    chan struct{} // closed by run when shutdown is complete
+	inbox   *fifo[message] // events from go-zookeeper callbacks and helpers, for run
+	closing chan struct{}  // closed by Close (once); run then shuts down
+	done    chan struct{}  // closed by run when shutdown is complete
 	once    sync.Once
 	helpers sync.WaitGroup // goroutines started by run: closers, auth, event drains
 
 	abandoning atomic.Bool // set by abandon: close without waiting for answers (abandonLink)
 
-	mu    sync.Mutex                 // guards the fields below
-	state State                      // last transition
-	cur   *Epoch                     // the live epoch, nil between epochs
-	ready chan struct{}              // closed when an epoch becomes live; replaced when it ends
-	subs  map[*subscription]struct{} // nil from the step that sent Closed on
-	fail  error                      // why the last attempt at a session failed; nil once one began
+	mu    sync.Mutex                // guards the fields below
+	state State                     // last transition
+	cur   *Epoch                    // the live epoch, nil between epochs
+	ready chan struct{}             // closed when an epoch becomes live; replaced when it ends
+	subs  map[*fifo[Event]]struct{} // Subscribe's queues; nil from the step that sent Closed on
+	fail  error                     // why the last attempt at a session failed; nil once one began
 
 	// Owned by the run goroutine.
 	active *zkLink     // the zk.Conn of the current (or next) epoch
@@ -71,10 +69,9 @@ type zkLink struct {
 	drained   chan struct{} // closed when go-zookeeper's event loop has ended
 }
 
-// Connect starts a session and waits, bounded by ctx alone, until the first
+// Connect starts a session and waits, bounded by ctx, until the first
 // ZooKeeper session is established. When ctx ends first, the error matches
-// ctx's (context.DeadlineExceeded) and names the servers; if a server
-// refused the credentials, it also matches ErrAuthFailed.
+// ctx's and names the servers (and ErrAuthFailed after a refusal).
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	if err := checkZKVersion(opts); err != nil {
 		return nil, err
@@ -96,24 +93,25 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 			return nil, err
 		}
 	}
-	ident, err := newIdentity()
-	if err != nil {
-		return nil, err
+	var b [24]byte // the session's own digest identity; never logged
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("conn: making the session's identity: %w", err)
 	}
+	user, password := "zkrecipes-"+hex.EncodeToString(b[:8]), hex.EncodeToString(b[8:])
 	s := &Session{
 		cfg:     cfg,
 		servers: append([]string(nil), servers...),
-		creds:   append(append([]string(nil), cfg.digest...), ident.user+":"+ident.password),
-		sealed:  sealACL(cfg.acl, ident),
+		creds:   append(append([]string(nil), cfg.digest...), user+":"+password),
+		sealed:  sealACL(cfg.acl, user, password),
 		log:     cfg.logger,
 		stats:   newCounters(),
-		inbox:   newInbox(),
+		inbox:   newFifo[message](),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
-		subs:    make(map[*subscription]struct{}),
+		subs:    make(map[*fifo[Event]]struct{}),
 	}
-	linkSession(s)
+	s.sessionLink = connlink.NewLink[connlink.Session[*Epoch]]((*sessionView)(s))
 	if err := s.dial(); err != nil {
 		return nil, err
 	}
@@ -128,10 +126,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		if cause := context.Cause(ctx); cause != ctx.Err() {
 			err = fmt.Errorf("%w (%w)", err, cause)
 		}
-		if last := s.lastFailure(); last != nil {
-			err = fmt.Errorf("%w; last attempt: %w", err, last)
-		}
-		return nil, err
+		return nil, s.withLastFailure(err)
 	}
 	return s, nil
 }
@@ -143,37 +138,19 @@ func (s *Session) State() State {
 	return s.state
 }
 
-// acl is a copy of WithACL's ACL, for nodes other than sealed lock nodes.
-func (s *Session) acl() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
-
-// sealedACL is the ACL of a lock node only this session may change: the
-// session's ACL without WRITE and ADMIN, plus its own identity with ALL.
-func (s *Session) sealedACL() []zk.ACL { return append([]zk.ACL(nil), s.sealed...) }
-
-// identity is the session's own random digest identity; never logged.
-type identity struct{ user, password string }
-
-func newIdentity() (identity, error) {
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return identity{}, fmt.Errorf("conn: making the session's identity: %w", err)
-	}
-	return identity{user: "zkrecipes-" + hex.EncodeToString(b[:8]), password: hex.EncodeToString(b[8:])}, nil
-}
-
-func sealACL(acl []zk.ACL, id identity) []zk.ACL {
+// sealACL is acl without WRITE and ADMIN, plus ALL for the digest identity.
+func sealACL(acl []zk.ACL, user, password string) []zk.ACL {
 	out := make([]zk.ACL, 0, len(acl)+1)
 	for _, a := range acl {
 		if a.Perms &^= zk.PermWrite | zk.PermAdmin; a.Perms != 0 {
 			out = append(out, a)
 		}
 	}
-	return append(out, zk.DigestACL(zk.PermAll, id.user, id.password)...)
+	return append(out, zk.DigestACL(zk.PermAll, user, password)...)
 }
 
 // epoch returns the live epoch, waiting (bounded by ctx) while there is
-// none. If ctx ends first after a failed attempt at a session, the error
-// also matches why (ErrAuthFailed). Reached through connlink.
+// none; the error says why the last attempt at a session failed.
 func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 	for {
 		s.mu.Lock()
@@ -187,11 +164,7 @@ func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 		case <-s.closing:
 			return nil, ErrClosed
 		case <-ctx.Done():
-			err := fmt.Errorf("conn: waiting for a ZooKeeper session: %w", context.Cause(ctx))
-			if last := s.lastFailure(); last != nil {
-				err = fmt.Errorf("%w; last attempt: %w", err, last)
-			}
-			return nil, err
+			return nil, s.withLastFailure(fmt.Errorf("conn: waiting for a ZooKeeper session: %w", context.Cause(ctx)))
 		}
 	}
 }
@@ -210,8 +183,8 @@ func (s *Session) Close() error {
 	return nil
 }
 
-// abandon is Close for a caller past its deadline (a failed Connect or
-// checkWire): it does not wait for the close request's answer.
+// abandon is Close without waiting for the close request's answer, for a
+// caller past its deadline.
 func (s *Session) abandon() {
 	s.abandoning.Store(true)
 	_ = s.Close()
@@ -257,28 +230,21 @@ type message struct {
 	authErr error
 	authed  bool   // AddAuth finished (authErr says how)
 	authN   int    // with authed: credentials accepted
-	expired *Epoch // a request of this epoch was answered "session expired"
-	// quorumLost: the epoch's quorum timer ran out (keepQuorum).
-	quorumLost *Epoch
+	lost    *Epoch // end this epoch with cause: a request was answered "expired", or its quorum timer ran out
+	cause   error
 }
 
 func (s *Session) handle(m message) {
-	if ep := m.expired; ep != nil {
-		// go-zookeeper ends a session only when a handshake says so,
-		// yet a server may keep answering pings for a session closed
-		// under it: nothing else would end this epoch.
+	if ep := m.lost; ep != nil {
+		// go-zookeeper ends a session only when a handshake says so, yet a
+		// server may keep answering pings for a session closed under it.
 		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
-			s.log.Warn("a request was answered 'session expired'; taking the session as lost",
-				logfield.Session("session", ep.sessionID))
-			s.loseEpoch(ErrSessionExpired)
-		}
-		return
-	}
-	if ep := m.quorumLost; ep != nil {
-		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
-			s.log.Warn("no sync answered through the ensemble's leader within half the session timeout; taking the session as lost",
-				logfield.Session("session", ep.sessionID), zap.Duration("timeout", ep.timeout))
-			s.loseEpoch(ErrSessionTimeout)
+			why := "a request was answered 'session expired'"
+			if m.cause == ErrSessionTimeout {
+				why = "no sync answered through the ensemble's leader within half the session timeout"
+			}
+			s.log.Warn(why+"; taking the session as lost", logfield.Session("session", ep.sessionID), zap.Duration("timeout", ep.timeout))
+			s.loseEpoch(m.cause)
 		}
 		return
 	}
@@ -292,16 +258,14 @@ func (s *Session) handle(m message) {
 		case m.authErr == nil:
 			s.beginEpoch(l)
 		case l.epoch.ctx.Err() == nil && isConnectionLoss(m.authErr):
-			// Cut off: go-zookeeper re-sends what it accepted on reconnect;
-			// send the rest then, or now if we are not suspended.
+			// Cut off: go-zookeeper re-sends what it accepted on reconnect.
 			if l.suspended {
 				l.authWait = true
 			} else {
 				s.authenticate(l)
 			}
 		default:
-			// Refused or failed: redial after a backoff, since a refusing
-			// server refuses again (at once would be a storm of sessions).
+			// Refused: redial after a backoff, not a storm of sessions.
 			err := fmt.Errorf("conn: sending credentials: %w", m.authErr)
 			if errors.Is(m.authErr, zk.ErrAuthFailed) {
 				err = fmt.Errorf("%w (session 0x%x): %w", ErrAuthFailed, l.epoch.sessionID, m.authErr)
@@ -315,9 +279,7 @@ func (s *Session) handle(m message) {
 	case zk.StateHasSession:
 		switch {
 		case l.epoch == nil:
-			l.epoch = newEpoch(s, l.zc, l.handshake())
-			l.epoch.wire = l.link
-			l.epoch.confirmed.Store(l.connectSent.Load()) // the session's creation is the leader's
+			l.epoch = newEpoch(s, l)
 			s.authenticate(l)
 		case l.suspended && !l.live:
 			// Reconnected while authenticating: no transition to tell.
@@ -353,8 +315,7 @@ func (s *Session) disconnected(l *zkLink) {
 	wait := time.Until(lastHeard.Add(ep.timeout))
 	s.timer = time.NewTimer(max(wait, 0))
 	if !l.live {
-		// Cut off while authenticating: no Suspended to send, but the
-		// timer runs so that a session that cannot come back is given up.
+		// Not handed out yet: no Suspended, but the timer runs.
 		s.log.Info("disconnected while authenticating", logfield.Session("session", ep.sessionID), zap.Duration("lost_in", wait))
 		return
 	}
@@ -385,8 +346,8 @@ func (s *Session) authenticate(l *zkLink) {
 	}()
 }
 
-// confirmFresh starts the quorum timer from a sync sent now, not from a
-// connect request that may have waited long on a frozen server.
+// confirmFresh starts the quorum timer from a sync sent now (see
+// docs/design.md, "The quorum timer's numbers").
 func (s *Session) confirmFresh(l *zkLink) error {
 	sent := time.Now()
 	s.stats.quorumSyncs.Add(1)
@@ -401,8 +362,7 @@ func (s *Session) confirmFresh(l *zkLink) error {
 func (s *Session) beginEpoch(l *zkLink) {
 	l.live = true
 	s.log.Debug("session established", logfield.Session("session", l.epoch.sessionID), zap.Duration("timeout", l.epoch.timeout))
-	// One critical section: whoever sees the epoch (Epoch, State) is
-	// subscribed after its Connected event, never half-way.
+	// One critical section: who sees the epoch subscribed after Connected.
 	s.failed = 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -425,8 +385,7 @@ func (s *Session) loseEpoch(cause error) {
 	}
 }
 
-// Redial backoff: after n failed attempts in a row, wait half to all of
-// redialBase·2^(n-1), at most redialMax.
+// Redial backoff: half to all of redialBase·2^(n-1) after n failures, at most redialMax.
 const (
 	redialBase = 250 * time.Millisecond
 	redialMax  = 30 * time.Second
@@ -435,11 +394,7 @@ const (
 // scheduleRedial records why an attempt failed and arms the next. Run only.
 func (s *Session) scheduleRedial(why error) {
 	s.failed++
-	d := redialBase
-	for i := 1; i < s.failed && d < redialMax; i++ {
-		d *= 2
-	}
-	d = min(d, redialMax)
+	d := backoff(redialBase, redialMax, s.failed)
 	d = d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
 	s.log.Warn("no session; trying again", zap.Error(why), zap.Int("failed", s.failed), zap.Duration("in", d))
 	s.mu.Lock()
@@ -448,11 +403,14 @@ func (s *Session) scheduleRedial(why error) {
 	s.redial = time.NewTimer(d)
 }
 
-// lastFailure is why the last attempt failed; nil once an epoch began.
-func (s *Session) lastFailure() error {
+// withLastFailure adds to err why the last attempt at a session failed.
+func (s *Session) withLastFailure(err error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.fail
+	if s.fail == nil {
+		return err
+	}
+	return fmt.Errorf("%w; last attempt: %w", err, s.fail)
 }
 
 func (s *Session) endEpoch(l *zkLink, cause error, st State) {
@@ -485,11 +443,7 @@ func (s *Session) stopTimer() {
 
 // dial opens a new zk.Conn; its first session will be the next epoch.
 func (s *Session) dial() error {
-	base := s.cfg.dialer
-	if base == nil {
-		base = net.DialTimeout
-	}
-	l := &zkLink{link: newLink(base, s.stats, s.cfg.hooks.Watches), drained: make(chan struct{})}
+	l := &zkLink{link: newLink(s.cfg.dialer, s.stats, s.cfg.hooks.Watches), drained: make(chan struct{})}
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithHostProvider(&hostProvider{DNSHostProvider: zk.NewDNSHostProvider(), link: l.link}),
@@ -541,8 +495,8 @@ func (s *Session) retire(l *zkLink) {
 }
 
 // closeLink closes the session on the server if it can, then the sockets,
-// and waits at most cfg.closeWait (plus Close's ~3s) for go-zookeeper's
-// goroutines: any still stuck are left behind, so Close cannot hang.
+// and waits at most cfg.closeWait for go-zookeeper's goroutines: any still
+// stuck are left behind, so Close cannot hang.
 func (s *Session) closeLink(l *zkLink) {
 	deadline := time.Now().Add(s.cfg.closeWait)
 	l.retired.Store(true)
@@ -555,54 +509,46 @@ func (s *Session) closeLink(l *zkLink) {
 		l.zc.Close() // at most ~3s when the server is unreachable
 		l.closeAll()
 	}
-	t := time.NewTimer(time.Until(deadline))
+	if !waitFor(l.drained, time.Until(deadline)) {
+		s.log.Error("go-zookeeper's goroutines did not end after the connection was closed; leaving them behind",
+			zap.Duration("waited", s.cfg.closeWait))
+	}
+}
+
+// waitFor waits at most d for ch to close, and reports whether it did.
+func waitFor(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-l.drained:
+	case <-ch:
+		return true
 	case <-t.C:
-		select {
-		case <-l.drained: // both ready: select picked the timer
-		default:
-			s.log.Error("go-zookeeper's goroutines did not end after the connection was closed; leaving them behind",
-				zap.Duration("waited", s.cfg.closeWait))
-		}
+		return closed(ch) // both ready: select may have picked the timer
 	}
 }
 
 // abandonLink closes l's zk.Conn without waiting for the close request's
-// answer: closing the sockets once it is written fails it. Without a
-// session it is never written; Close then runs on in the background (≤ 3 s).
+// answer: it closes the sockets once the request is written.
 func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
-	closed := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		defer close(closed)
+		defer close(done)
 		l.zc.Close()
 	}()
 	if l.cur.Load() != nil { // a session: the close request is written next
-		t := time.NewTimer(abandonWrite)
+		t := time.NewTimer(100 * time.Millisecond)
 		select {
 		case <-l.closeSent:
-		case <-closed:
+		case <-done:
 		case <-t.C:
 		}
 		t.Stop()
 	}
 	l.closeAll()
-	select {
-	case <-l.closeSent:
-	default:
-		return
-	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-closed:
-	case <-t.C:
+	if closed(l.closeSent) {
+		waitFor(done, time.Until(deadline))
 	}
 }
-
-// abandonWrite bounds abandonLink's wait for the close request's write.
-const abandonWrite = 100 * time.Millisecond
 
 func (s *Session) shutdown() {
 	if s.redial != nil {
@@ -610,7 +556,6 @@ func (s *Session) shutdown() {
 	}
 	l := s.active
 	s.endEpoch(l, ErrClosed, Closed)
-	s.stopTimer()
 	s.closeLink(l)
 	s.helpers.Wait()
 }
@@ -622,20 +567,20 @@ func (s *Session) transition(st State, ep *Epoch, cause error) {
 	s.transitionLocked(st, ep, cause)
 }
 
-// transitionLocked is transition with s.mu held. The step that sends
-// Closed also sets subs nil: no subscription misses it or waits after it.
+// transitionLocked is transition with s.mu held. Sending Closed sets subs
+// nil in the same step: no subscription misses it or waits after it.
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
-	if s.cfg.hooks.State != nil {
+	if h := s.cfg.hooks.State; h != nil {
 		var id int64
 		if ep != nil {
 			id = ep.SessionID()
 		}
-		s.reportState(metrics.Transition{State: st.String(), SessionID: id, Err: cause, Time: ev.Time})
+		h(metrics.Transition{State: st.String(), SessionID: id, Err: cause, Time: ev.Time})
 	}
 	for sub := range s.subs {
-		sub.push(ev, st == Closed)
+		sub.put(ev)
 	}
 	if st == Closed {
 		s.subs = nil
@@ -647,31 +592,32 @@ type zkLogger struct{ l *zap.SugaredLogger }
 
 func (z zkLogger) Printf(format string, args ...any) { z.l.Debugf("zk: "+format, args...) }
 
-// inbox is an unbounded queue: go-zookeeper's callback never blocks or drops.
-type inbox struct {
-	signal chan struct{} // capacity 1
-	mu     sync.Mutex    // guards items
-	items  []message
+// hostProvider is go-zookeeper's without its pause of a second before the
+// first server tried after a working connection (with one address, every
+// reconnect), which the quorum timer can ill spare; a server that closed
+// the connection itself still gets it.
+type hostProvider struct {
+	*zk.DNSHostProvider
+	link *link
+
+	mu    sync.Mutex
+	fresh bool // connected since the last Next
 }
 
-func newInbox() *inbox {
-	return &inbox{signal: make(chan struct{}, 1)}
-}
-
-func (q *inbox) put(m message) {
-	q.mu.Lock()
-	q.items = append(q.items, m)
-	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
+func (h *hostProvider) Next() (server string, retryStart bool) {
+	server, retryStart = h.DNSHostProvider.Next()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fresh && !h.link.closedByServer.Load() {
+		retryStart = false
 	}
+	h.fresh = false
+	return server, retryStart
 }
 
-func (q *inbox) drain() []message {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	items := q.items
-	q.items = nil
-	return items
+func (h *hostProvider) Connected() {
+	h.DNSHostProvider.Connected()
+	h.mu.Lock()
+	h.fresh = true
+	h.mu.Unlock()
 }

@@ -29,15 +29,11 @@ type watchKey struct {
 	kind watchKind
 }
 
-// removeWatches' opcode, and its answer when there was nothing to remove.
-const (
-	opRemoveWatches       = 18
-	errNoWatcher    int32 = -121
-)
+// errNoWatcher is removeWatches' answer when there was nothing to remove.
+const errNoWatcher int32 = -121
 
-// Injected requests use xids in [removeXidBase-removeXidSpan+1,
-// removeXidBase]: go-zookeeper uses only xids >= 0 and -2 (ping), and the
-// server -1 for events.
+// Injected requests' xids, in (removeXidBase-removeXidSpan, removeXidBase]:
+// go-zookeeper uses only xids >= 0 and -2, and the server -1 for events.
 const (
 	removeXidBase = -0x10000000
 	removeXidSpan = 0x10000000
@@ -62,8 +58,7 @@ type removal struct {
 }
 
 // watchSet is the link's record of watchers and removals. Lock order:
-// link.wmu, then mu. live's keys are what the Watches hook counts, told
-// under mu so that the session's sum never goes below 0.
+// link.wmu, then mu. The Watches hook counts live's keys, told under mu.
 type watchSet struct {
 	mu      sync.Mutex
 	live    map[watchKey]int              // watchers not counted off, by key; no zero entries
@@ -97,14 +92,10 @@ func (l *link) attach(r *watchReg, zch <-chan zk.Event) <-chan zk.Event {
 	r.attached = true
 	if r.done {
 		// Abandoned while in flight (its caller gave up): nobody waits.
-		var rm *removal
 		if ws.live[r.key] == 0 {
-			rm = l.queueRemovalLocked(r.key)
+			l.queueRemovalLocked(r.key)
 		}
 		ws.mu.Unlock()
-		if rm != nil {
-			l.kick()
-		}
 		return nil
 	}
 	out := make(chan zk.Event, 1)
@@ -125,8 +116,8 @@ func (l *link) attach(r *watchReg, zch <-chan zk.Event) <-chan zk.Event {
 	return out
 }
 
-// countOff counts r off; if stopped (its watcher gave up) and r was the
-// last on a set watch, it queues and returns the watch's removal.
+// countOff counts r off; if stopped and the last on a set watch, it
+// queues and returns the watch's removal.
 func (l *link) countOff(r *watchReg, stopped bool) *removal {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -152,31 +143,25 @@ func (l *link) countOff(r *watchReg, stopped bool) *removal {
 	return nil
 }
 
-// queueRemovalLocked queues a removeWatches request for key. ws.mu held.
+// queueRemovalLocked queues a removeWatches request for key and has it
+// written on another goroutine (a write can block). ws.mu held.
 func (l *link) queueRemovalLocked(key watchKey) *removal {
 	ws := &l.watches
 	ws.next++
 	rm := &removal{key: key, xid: int32(removeXidBase - int64(ws.next%removeXidSpan)), done: make(chan struct{})}
 	ws.queue = append(ws.queue, rm)
-	return rm
-}
-
-// kick writes the queued removals now, if a connection has a session, on
-// its own goroutine: a write to a failing connection can block.
-func (l *link) kick() {
 	go func() {
 		l.wmu.Lock()
 		defer l.wmu.Unlock()
 		if w := l.cur.Load(); w != nil && !l.retired.Load() {
-			if err := w.flushLocked(); err != nil {
-				w.Conn.Close() // a frame may be cut: go-zookeeper reconnects
-			}
+			w.flushLocked()
 		}
 	}()
+	return rm
 }
 
 // flushLocked writes the queued removals on w. l.wmu held.
-func (w *wireConn) flushLocked() error {
+func (w *wireConn) flushLocked() {
 	l := w.link
 	ws := &l.watches
 	ws.mu.Lock()
@@ -188,16 +173,12 @@ func (w *wireConn) flushLocked() error {
 	}
 	ws.mu.Unlock()
 	for _, rm := range q {
-		if _, err := w.Conn.Write(encodeRemoveWatches(rm.xid, rm.key)); err != nil {
-			return err
-		}
+		w.Conn.Write(encodeRemoveWatches(rm.xid, rm.key))
 		l.stats.watchesRemoved.Add(1)
 	}
-	return nil
 }
 
-// encodeRemoveWatches is int32 length, int32 xid, int32 opcode, string
-// path, int32 watcherType.
+// encodeRemoveWatches: int32 length, xid, opcode, string path, int32 watcherType.
 func encodeRemoveWatches(xid int32, key watchKey) []byte {
 	b := make([]byte, 4+4+4+4+len(key.path)+4)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
@@ -224,13 +205,9 @@ func (l *link) answered(xid int32, f []byte) {
 	if rm == nil {
 		return
 	}
-	var err error
-	switch code := int32(binary.BigEndian.Uint32(f[16:])); code {
-	case 0, errNoWatcher:
-	default:
-		err = fmt.Errorf("conn: removing the %s watch on %s: server error %d", rm.key.kind, rm.key.path, code)
+	if code := int32(binary.BigEndian.Uint32(f[16:])); code != 0 && code != errNoWatcher {
+		rm.err = fmt.Errorf("conn: removing the %s watch on %s: server error %d", rm.key.kind, rm.key.path, code)
 	}
-	rm.err = err
 	close(rm.done)
 }
 
@@ -248,12 +225,9 @@ func (l *link) connGone(w *wireConn) {
 	}
 }
 
-// liveLocked tells whether a watcher of ours waits on key. ws.mu held.
-func (ws *watchSet) liveLocked(key watchKey) bool { return ws.live[key] > 0 }
-
 // filterSetWatches drops the paths no watcher of ours waits on from
 // set-watches request f (int32 length, xid, opcode, int64 relativeZxid,
-// data, exist and child path vectors); f itself if none or if unparsable.
+// data, exist and child path vectors); f itself if none or unparsable.
 func (l *link) filterSetWatches(f []byte) []byte {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -276,7 +250,7 @@ func (l *link) filterSetWatches(f []byte) []byte {
 			if m < 0 || len(rest) < 4+m {
 				return f
 			}
-			if ws.liveLocked(watchKey{string(rest[4 : 4+m]), kind}) {
+			if ws.live[watchKey{string(rest[4 : 4+m]), kind}] > 0 {
 				keep = append(keep, rest[:4+m])
 			} else {
 				dropped = true
@@ -303,11 +277,10 @@ func (k watchKind) String() string {
 	return "data"
 }
 
-// unwatch: the watcher of ch (from GetW, ExistsW or ChildrenW) stopped. If
-// it was the last on a watch not yet fired, the server watch is removed,
-// waiting for the answer within ctx and the epoch (it is sent regardless).
-func (e *Epoch) unwatch(ctx context.Context, ch <-chan zk.Event) error {
-	if e.wire == nil || ch == nil {
+// Unwatch: the watcher of ch stopped. If the last on a watch not yet
+// fired, the removal is sent, its answer awaited within ctx and the epoch.
+func (e *epochView) Unwatch(ctx context.Context, ch <-chan zk.Event) error {
+	if ch == nil {
 		return nil
 	}
 	l := e.wire
@@ -321,7 +294,6 @@ func (e *Epoch) unwatch(ctx context.Context, ch <-chan zk.Event) error {
 	if rm == nil {
 		return nil
 	}
-	l.kick()
 	select {
 	case <-rm.done:
 		return rm.err
@@ -334,30 +306,26 @@ func (e *Epoch) unwatch(ctx context.Context, ch <-chan zk.Event) error {
 
 // watchCall runs f, a watch-setting call, counting its watcher (watchReg).
 func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watchKind,
-	f func(*zk.Conn, string) (T, <-chan zk.Event, error)) (T, <-chan zk.Event, error) {
+	f func(*zk.Conn, string) (T, *zk.Stat, <-chan zk.Event, error)) (T, *zk.Stat, <-chan zk.Event, error) {
 	if err := zkpath.Validate(path); err != nil {
 		var zero T
-		return zero, nil, fmt.Errorf("conn: %s: %w", op, err)
+		return zero, nil, nil, fmt.Errorf("conn: %s: %w", op, err)
 	}
 	full := e.s.abs(path)
 	l := e.wire
 	r := l.register(watchKey{full, kind})
-	res, err := callAbs(ctx, e, op, full, true, func(zc *zk.Conn, p string) (res3[T, <-chan zk.Event, struct{}], error) {
-		v, zch, err := f(zc, p)
+	res, err := callAbs(ctx, e, op, full, true, func(zc *zk.Conn, p string) (result[T], error) {
+		v, st, zch, err := f(zc, p)
 		var ch <-chan zk.Event
 		if zch != nil {
 			ch = l.attach(r, zch)
 		}
-		return res3[T, <-chan zk.Event, struct{}]{v, ch, struct{}{}}, err
+		return result[T]{v, st, ch}, err
 	})
 	if err != nil {
-		// Failed, or given up while in flight: if the call still sets
-		// its watch, attach removes it.
-		if rm := l.countOff(r, true); rm != nil {
-			l.kick()
-		}
-		return res.a, nil, err
+		l.countOff(r, true) // if the call still sets its watch, attach removes it
+		return res.v, res.st, nil, err
 	}
 	e.s.stats.watchesSet.Add(1)
-	return res.a, res.b, nil
+	return res.v, res.st, res.ch, nil
 }

@@ -15,14 +15,15 @@ type handshake struct {
 	sessionID int64
 	timeout   time.Duration
 	passwd    []byte
+	sent      int64 // when its connect request was written (unix ns)
 }
 
 // wireConn is one TCP connection of a zk.Conn: it hands go-zookeeper's
 // reader whole frames in order, responses with zxid 0 so that its racy
 // Conn.lastZxid is never written (see docs/design.md, "The last zxid").
 type wireConn struct {
-	net.Conn
-	link *link
+	net.Conn // a writeFailConn: its writes never fail
+	link     *link
 
 	// Only the reading goroutine (go-zookeeper's) touches these.
 	in     []byte // read from the network, not yet a whole frame
@@ -33,37 +34,40 @@ type wireConn struct {
 	handed bool  // a frame was handed over whole; the reader is busy with it
 
 	outHandshake bool // out is the connect response (read by go-zookeeper's connect loop)
-	outOurs      bool // out answers a request this package injected (see watches.go)
+	outOurs      bool // out answers a request this package injected
 
-	// Only the writing goroutines (go-zookeeper's, one at a time) touch it.
-	sentConnect bool // the connect request has been written
-
-	connectAt atomic.Int64 // when the connect request was written (unix nanoseconds)
-
-	relZxid atomic.Int64 // the link's last zxid when this connection's handshake was read
+	sentConnect bool         // the connect request has been written (under link.wmu)
+	connectAt   atomic.Int64 // when (unix ns)
+	relZxid     atomic.Int64 // the link's last zxid when this connection's handshake was read
 }
 
-// go-zookeeper's opcodes for set-watches and close.
+// The opcodes the wire looks for.
 const (
-	opSetWatches = 101
-	opClose      = -11
+	opCreate          = 1
+	opCreate2         = 15
+	opRemoveWatches   = 18
+	opCreateContainer = 19
+	opCreateTTL       = 21
+	opSetWatches      = 101
+	opClose           = -11
 )
 
-// Write passes one frame on, after the queued removeWatches, with our last
-// zxid in connect and set-watches requests (which lose unwatched paths).
-// All frames are written whole under link.wmu, so none interleave.
+// Write passes one frame on, whole under link.wmu, after the queued
+// removeWatches, with our last zxid in connect and set-watches requests.
 func (w *wireConn) Write(p []byte) (int, error) {
 	w.link.wmu.Lock()
 	defer w.link.wmu.Unlock()
 	if len(p) < 4 || int64(binary.BigEndian.Uint32(p))+4 != int64(len(p)) {
-		w.link.stats.splitWrites.Add(1) // not one whole frame: see checkWire
+		w.link.stats.splitWrites.Add(1) // not one whole frame: see CheckWire
+	}
+	var op int32 // int32 length, int32 xid, int32 opcode, ...
+	if len(p) >= 12 {
+		op = int32(binary.BigEndian.Uint32(p[8:]))
 	}
 	if w.sentConnect {
-		if err := w.flushLocked(); err != nil {
-			return 0, err
-		}
+		w.flushLocked()
 	}
-	defer w.link.creates.wrote(p)
+	defer w.link.creates.wrote(op)
 	switch {
 	case !w.sentConnect:
 		// int32 length, int32 protocolVersion, int64 lastZxidSeen, ...
@@ -75,14 +79,10 @@ func (w *wireConn) Write(p []byte) (int, error) {
 			binary.BigEndian.PutUint64(q[8:], uint64(w.link.lastZxid.Load()))
 			return w.Conn.Write(q)
 		}
-	case len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:])) == opClose:
+	case op == opClose:
 		w.link.closeXid.Store(int64(int32(binary.BigEndian.Uint32(p[4:]))) + 1)
-		n, err := w.Conn.Write(p)
-		if err == nil {
-			w.link.closeSentOnce.Do(func() { close(w.link.closeSent) })
-		}
-		return n, err
-	case len(p) >= 20 && int32(binary.BigEndian.Uint32(p[8:])) == opSetWatches:
+		defer w.link.closeSentOnce.Do(func() { close(w.link.closeSent) })
+	case op == opSetWatches && len(p) >= 20:
 		// int32 length, int32 xid, int32 opcode, int64 relativeZxid, ...
 		q := w.link.filterSetWatches(p)
 		if len(q) == len(p) {
@@ -90,9 +90,7 @@ func (w *wireConn) Write(p []byte) (int, error) {
 		}
 		binary.BigEndian.PutUint64(q[12:], uint64(w.relZxid.Load()))
 		w.link.stats.setWatchesSent.Add(1)
-		if _, err := w.Conn.Write(q); err != nil {
-			return 0, err
-		}
+		w.Conn.Write(q)
 		return len(p), nil
 	}
 	return w.Conn.Write(p)
@@ -111,11 +109,8 @@ func (w *wireConn) Read(p []byte) (int, error) {
 		if err := w.nextFrame(); err != nil {
 			return 0, err
 		}
-		if w.out != nil && w.outOurs {
-			w.out = nil // the answer to an injected request: taken
-		}
-		if w.out != nil && !w.outHandshake && !w.link.hand(w.out) {
-			w.out = nil // dropped: the zk.Conn is being closed
+		if w.outOurs || !w.outHandshake && !w.link.hand(w.out) {
+			w.out = nil // an injected request's answer, taken; or dropped: the zk.Conn is closing
 		}
 	}
 	n := copy(p, w.out)
@@ -145,9 +140,6 @@ func (w *wireConn) nextFrame() error {
 		if w.rerr != nil {
 			return w.rerr
 		}
-		if w.rbuf == nil {
-			w.rbuf = make([]byte, 4096)
-		}
 		n, err := w.Conn.Read(w.rbuf)
 		if n > 0 {
 			w.link.lastHeard.Store(time.Now().UnixNano())
@@ -162,8 +154,8 @@ func (w *wireConn) nextFrame() error {
 }
 
 // frame reads f before go-zookeeper does: the connect response, then
-// responses and events (int32 length, int32 xid, int64 zxid, int32 err,
-// body; xid -1 event, -2 ping), taking their zxid. ours: an injected answer.
+// responses (int32 length, int32 xid, int64 zxid, int32 err, body), taking
+// their zxid. ours: an injected request's answer.
 func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	if !w.parsed {
 		w.parsed = true
@@ -171,7 +163,8 @@ func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 			if hs.sessionID == 0 {
 				w.link.lastZxid.Store(0) // expired; go-zookeeper starts over too
 			}
-			w.link.setHandshake(hs, w.connectAt.Load())
+			hs.sent = w.connectAt.Load()
+			w.link.hs.Store(&hs)
 			if hs.sessionID != 0 {
 				w.link.cur.Store(w) // removals may be written on it
 			}
@@ -197,17 +190,13 @@ func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	return false, false
 }
 
-// parseConnectResponse decodes int32 length, int32 protocolVersion,
-// int32 timeOut, int64 sessionId, buffer passwd from the start of b.
-func parseConnectResponse(b []byte) (handshake, bool) {
-	if len(b) < 4 {
+// parseConnectResponse decodes frame f: int32 length, int32
+// protocolVersion, int32 timeOut, int64 sessionId, buffer passwd.
+func parseConnectResponse(f []byte) (handshake, bool) {
+	body := f[4:]
+	if len(body) < 20 {
 		return handshake{}, false
 	}
-	n := int(binary.BigEndian.Uint32(b))
-	if len(b) < 4+n || n < 20 {
-		return handshake{}, false
-	}
-	body := b[4 : 4+n]
 	hs := handshake{
 		timeout:   time.Duration(int32(binary.BigEndian.Uint32(body[4:]))) * time.Millisecond,
 		sessionID: int64(binary.BigEndian.Uint64(body[8:])),
@@ -222,34 +211,29 @@ func parseConnectResponse(b []byte) (handshake, bool) {
 // link is one zk.Conn's wire. Once retired it refuses to dial, so the
 // zk.Conn can never open a new session behind our back.
 type link struct {
-	dial      func(network, addr string, timeout time.Duration) (net.Conn, error)
-	stats     *counters
-	retired   atomic.Bool
-	lastHeard atomic.Int64 // unix nanoseconds
-	// connectSent: when the latest connect request was written (unix ns).
-	connectSent atomic.Int64
-	lastZxid    atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
-	// closedByServer: the last connection ended with EOF (hostProvider).
-	closedByServer atomic.Bool
+	dial           func(network, addr string, timeout time.Duration) (net.Conn, error)
+	stats          *counters
+	retired        atomic.Bool
+	lastHeard      atomic.Int64 // unix nanoseconds
+	connectSent    atomic.Int64 // when the latest connect request was written (unix ns)
+	lastZxid       atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
+	closedByServer atomic.Bool  // the last connection ended with EOF (hostProvider)
 
 	// Closing a zk.Conn with answers on the wire: see beginClose.
-	gate     sync.Mutex
-	idle     sync.Cond    // on gate: busy became false
-	busy     bool         // the reader has a frame it has not finished with
-	closing  bool         // beginClose was called: hand over no more answers
-	closeXid atomic.Int64 // xid of go-zookeeper's close request + 1; 0 until written
-	// closeSent is closed once the close request is written (abandonLink).
-	closeSent     chan struct{}
+	gate          sync.Mutex
+	idle          sync.Cond     // on gate: busy became false
+	busy          bool          // the reader has a frame it has not finished with
+	closing       bool          // beginClose was called: hand over no more answers
+	closeXid      atomic.Int64  // xid of go-zookeeper's close request + 1; 0 until written
+	closeSent     chan struct{} // closed once the close request is written (abandonLink)
 	closeSentOnce sync.Once
 
-	creates sentCreates // tells when a create request is written (pipeline.go)
+	creates sentCreates
 
-	mu     sync.Mutex
-	hs     handshake
-	keptAt int64                  // see keptSince
-	conns  map[*wireConn]struct{} // open connections, closed by closeAll
+	hs    atomic.Pointer[handshake] // the last connect response
+	mu    sync.Mutex
+	conns map[*wireConn]struct{} // open connections, closed by closeAll
 
-	// Watch removal (watches.go).
 	wmu     sync.Mutex               // held for every frame written, go-zookeeper's and injected
 	cur     atomic.Pointer[wireConn] // the connection with a session, nil while there is none
 	watches watchSet
@@ -257,8 +241,9 @@ type link struct {
 }
 
 func newLink(dial func(network, addr string, timeout time.Duration) (net.Conn, error), stats *counters, counted func(int)) *link {
-	l := &link{dial: dial, stats: stats, counted: counted, closeSent: make(chan struct{})}
+	l := &link{dial: dial, stats: stats, counted: counted, closeSent: make(chan struct{}), conns: make(map[*wireConn]struct{})}
 	l.idle.L = &l.gate
+	l.hs.Store(&handshake{})
 	return l
 }
 
@@ -270,57 +255,34 @@ func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	w := &wireConn{Conn: writeFailConn{c}, link: l}
+	w := &wireConn{Conn: writeFailConn{c}, link: l, rbuf: make([]byte, 4096)}
 	l.mu.Lock()
-	if l.conns == nil {
-		l.conns = make(map[*wireConn]struct{})
-	}
 	l.conns[w] = struct{}{}
 	l.mu.Unlock()
-	return &trackedConn{wireConn: w}, nil
+	return w, nil
 }
 
-// trackedConn removes itself from the link when go-zookeeper closes it.
-type trackedConn struct{ *wireConn }
-
-func (t *trackedConn) Close() error {
-	t.link.connGone(t.wireConn)
-	t.link.mu.Lock()
-	delete(t.link.conns, t.wireConn)
-	t.link.mu.Unlock()
-	return t.wireConn.Conn.Close()
-}
-
-// setHandshake records the answer to a connect request written at sent.
-func (l *link) setHandshake(hs handshake, sent int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.hs = hs
-	if hs.sessionID != 0 && hs.timeout > 0 {
-		l.keptAt = sent
-	}
+// Close is go-zookeeper's: the link forgets the connection.
+func (w *wireConn) Close() error {
+	w.link.connGone(w)
+	w.link.mu.Lock()
+	delete(w.link.conns, w)
+	w.link.mu.Unlock()
+	return w.Conn.Close()
 }
 
 // keptSince is when the connect request last answered for session id was
-// written (unix ns; 0: none): the leader renewed the session after it.
+// written (unix ns; 0: none): the leader renewed the session after.
 func (l *link) keptSince(id int64) int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hs.sessionID != id || l.hs.timeout <= 0 {
-		return 0
+	if hs := l.hs.Load(); hs.sessionID == id && hs.timeout > 0 {
+		return hs.sent
 	}
-	return l.keptAt
-}
-
-func (l *link) handshake() handshake {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.hs
+	return 0
 }
 
 // beginClose runs right before zk.Conn.Close: from then on the reader gets
-// no answer but the close request's (see docs/design.md, "The wire"). It
-// waits, until deadline at most, for the reader to finish its frame (false: not).
+// no answer but the close request's (docs/design.md, "The wire"). It waits
+// until deadline at most for the reader to finish its frame (false: not).
 func (l *link) beginClose(deadline time.Time) bool {
 	t := time.AfterFunc(time.Until(deadline), func() {
 		l.gate.Lock()
@@ -368,3 +330,47 @@ func (l *link) closeAll() {
 		delete(l.conns, w)
 	}
 }
+
+// writeFailConn reports a failed write as written and closes the
+// connection, so go-zookeeper learns of it from its reader: it answers a
+// failed write twice, which can block its loop forever (docs/design.md,
+// "The wire"). Callers see zk.ErrConnectionClosed.
+type writeFailConn struct{ net.Conn }
+
+func (c writeFailConn) Write(p []byte) (int, error) {
+	if _, err := c.Conn.Write(p); err != nil {
+		c.Conn.Close() // go-zookeeper's reader fails on its next read
+	}
+	return len(p), nil
+}
+
+// sentCreates tells when a create request is written (CreateWritten).
+type sentCreates struct {
+	mu   sync.Mutex
+	next chan struct{} // closed at the next create written; nil while nobody waits
+}
+
+// wrote is called by the wire with the opcode of every frame go-zookeeper writes.
+func (s *sentCreates) wrote(op int32) {
+	switch op {
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
+		s.mu.Lock()
+		if s.next != nil {
+			close(s.next)
+			s.next = nil
+		}
+		s.mu.Unlock()
+	}
+}
+
+// after returns a channel closed once the next create request is written.
+func (s *sentCreates) after() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		s.next = make(chan struct{})
+	}
+	return s.next
+}
+
+func (e *epochView) CreateWritten() <-chan struct{} { return e.wire.creates.after() }

@@ -1,16 +1,19 @@
 package conn
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
 )
 
-// The go-zookeeper module conn's wire layer (wire.go, watches.go) rewrites
-// the frames of, and the one version it was checked against: the layer
-// depends on that version's internals (which requests it writes in one
-// Write, its xids, its set-watches request, its reader's and connect loop's
-// order), which no other version promises to keep.
+// The go-zookeeper module whose frames the wire layer rewrites, and the one
+// version it was checked against: it depends on that version's internals.
 const (
 	zkModule  = "github.com/go-zookeeper/zk"
 	zkVersion = "v1.0.4"
@@ -25,20 +28,16 @@ var ErrZKVersion = errors.New("conn: unsupported go-zookeeper version (conn's wi
 // which it otherwise refuses with ErrZKVersion; check the copy with
 // zktest.CheckWire. Another version stays refused.
 func WithPatchedZK() Option {
-	return func(c *config) error { c.patchedZK = true; return nil }
+	return option(func(c *config) { c.patchedZK = true })
 }
 
-// errZKPatched is checkZKBuild's error for a replacement of v1.0.4, which
-// WithPatchedZK lets through.
+// errZKPatched is checkZKBuild's error for a replacement of v1.0.4.
 var errZKPatched = errors.New("to run a patched copy of " + zkVersion +
 	", pass conn.WithPatchedZK() to Connect, and run zktest.CheckWire against a server in a test")
 
-// checkZKVersion returns ErrZKVersion, wrapped with what is linked, when
-// the program's build information names a go-zookeeper other than
-// zkVersion, unless it is a replacement of zkVersion and opts hold
-// WithPatchedZK; nil when it names zkVersion, and nil when it names none
-// (binaries built without module information, and test binaries, which
-// record no dependencies: there TestZKVersionPinned checks go.mod).
+// checkZKVersion is checkZKWith on the program's build information; nil
+// without one (and test binaries record no dependencies: there
+// TestZKVersionPinned checks go.mod).
 func checkZKVersion(opts []Option) error {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -47,29 +46,27 @@ func checkZKVersion(opts []Option) error {
 	return checkZKWith(info, opts)
 }
 
-// checkZKWith is checkZKVersion on given build information.
+// checkZKWith is checkZKBuild, letting a replaced zkVersion through if
+// opts hold WithPatchedZK.
 func checkZKWith(info *debug.BuildInfo, opts []Option) error {
 	err := checkZKBuild(info)
-	if errors.Is(err, errZKPatched) && patched(opts) {
-		return nil
+	if errors.Is(err, errZKPatched) {
+		var c config
+		for _, o := range opts {
+			if o != nil {
+				_ = o(&c) // Connect reports the errors
+			}
+		}
+		if c.patchedZK {
+			return nil
+		}
 	}
 	return err
 }
 
-// patched reports whether opts hold WithPatchedZK.
-func patched(opts []Option) bool {
-	var c config
-	for _, o := range opts {
-		if o != nil {
-			_ = o(&c) // Connect reports the errors
-		}
-	}
-	return c.patchedZK
-}
-
-// checkZKBuild is checkZKVersion on given build information, without
-// options: a replacement of zkVersion is an error matching errZKPatched
-// too.
+// checkZKBuild returns ErrZKVersion, saying what is linked, if info names a
+// go-zookeeper other than zkVersion; for a replaced zkVersion, the error
+// also matches errZKPatched.
 func checkZKBuild(info *debug.BuildInfo) error {
 	for _, m := range info.Deps {
 		if m.Path != zkModule {
@@ -79,10 +76,7 @@ func checkZKBuild(info *debug.BuildInfo) error {
 			if r.Path == zkModule && r.Version == zkVersion {
 				return nil
 			}
-			linked := r.Path
-			if r.Version != "" {
-				linked += " " + r.Version
-			}
+			linked := strings.TrimSpace(r.Path + " " + r.Version)
 			if m.Version == zkVersion {
 				return fmt.Errorf("%w: linked %s %s replaced by %s; %w", ErrZKVersion, zkModule, m.Version, linked, errZKPatched)
 			}
@@ -94,4 +88,121 @@ func checkZKBuild(info *debug.BuildInfo) error {
 		return nil
 	}
 	return nil
+}
+
+// CheckWire checks that the go-zookeeper linked keeps what the wire layer
+// relies on in v1.0.4 (frames, the handshake, watches across a reconnect,
+// the close request), creating one ephemeral node and cutting the
+// connection once; it closes the session.
+func (v *sessionView) CheckWire(ctx context.Context) error {
+	s := (*Session)(v)
+	fails, err := exercise(ctx, s)
+	if ctx.Err() != nil {
+		s.abandon() // keep ctx's deadline; idempotent, like Close
+	} else {
+		s.Close() // exercise closes it when it gets that far
+	}
+	if err != nil {
+		return err
+	}
+	if n := s.stats.splitWrites.Load(); n > 0 {
+		fails = append(fails, fmt.Sprintf("%d writes were not one whole frame (the wire layer needs one Write per frame)", n))
+	}
+	if len(fails) > 0 {
+		return fmt.Errorf("%w: go-zookeeper as linked breaks the wire layer: %w", ErrZKVersion, errors.New(strings.Join(fails, "; ")))
+	}
+	return nil
+}
+
+// exercise runs CheckWire's requests on s: fails lists the assumptions
+// found broken, err a failure that is not go-zookeeper's (the server, ctx).
+func exercise(ctx context.Context, s *Session) (fails []string, err error) {
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub := s.Subscribe(subCtx)
+	e, err := s.epoch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ep := e.view()
+	w := ep.wire
+	if ep.zc.SessionID() != ep.sessionID || ep.sessionID == 0 || ep.timeout <= 0 || len(ep.passwd) == 0 {
+		fails = append(fails, fmt.Sprintf("connect response not decoded as the first frame (session 0x%x, go-zookeeper's 0x%x, timeout %v, password of %d bytes)",
+			ep.sessionID, ep.zc.SessionID(), ep.timeout, len(ep.passwd)))
+	}
+
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	p := "/zkrecipes-wirecheck-" + hex.EncodeToString(b[:])
+	_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.cfg.acl)
+	if errors.Is(err, zk.ErrNoNode) { // the namespace's root does not exist yet
+		if err = ep.CreateParents(ctx, p); err == nil {
+			_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.cfg.acl)
+		}
+	}
+	if err != nil {
+		return fails, err
+	}
+	if _, err := ep.Set(ctx, p, []byte("1"), 0); err != nil {
+		return append(fails, fmt.Sprintf("a request failed: %v", err)), nil
+	}
+	if w.lastZxid.Load() <= 0 {
+		fails = append(fails, "no response zxid seen on the wire")
+	}
+
+	// A watch across a reconnect: go-zookeeper re-sends it (set-watches).
+	_, _, ch, err := ep.GetW(ctx, p)
+	if err != nil {
+		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
+	}
+	sent := s.stats.setWatchesSent.Load()
+	w.closeAll()
+	for {
+		ev, ok := <-sub // closed once ctx ends
+		if !ok {
+			return append(fails, "no reconnect in the same session after a cut"), nil
+		}
+		if ev.State == Reconnected {
+			break
+		}
+		if ev.State == Lost || ev.State == Closed {
+			return append(fails, fmt.Sprintf("the session ended after a cut: %v", ev.Err)), nil
+		}
+	}
+	if _, err := ep.Set(ctx, p, []byte("2"), 1); err != nil {
+		return append(fails, fmt.Sprintf("a request after the reconnect failed: %v", err)), nil
+	}
+	select {
+	case ev := <-ch:
+		if ev.Type != zk.EventNodeDataChanged {
+			fails = append(fails, fmt.Sprintf("the watch set before a reconnect got %v, not the data change", ev.Type))
+		}
+	case <-ctx.Done():
+		fails = append(fails, "the watch set before a reconnect did not fire")
+	}
+	if s.stats.setWatchesSent.Load() == sent {
+		fails = append(fails, "no set-watches request (opcode 101) written after the reconnect")
+	}
+
+	// A watch removed by a request injected on the wire.
+	_, _, ch, err = ep.GetW(ctx, p)
+	if err != nil {
+		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
+	}
+	if err := ep.Unwatch(ctx, ch); err != nil {
+		fails = append(fails, fmt.Sprintf("removing a watch failed: %v", err))
+	}
+	if _, _, err := ep.Get(ctx, p); err != nil {
+		fails = append(fails, fmt.Sprintf("a request after a watch removal failed: %v", err))
+	}
+	if err := ep.Delete(ctx, p, -1); err != nil {
+		return fails, err
+	}
+	if err := s.Close(); err != nil {
+		return fails, err
+	}
+	if w.closeXid.Load() == 0 {
+		fails = append(fails, "no close request (opcode -11) written by Close")
+	}
+	return fails, nil
 }
