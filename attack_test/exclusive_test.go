@@ -323,3 +323,46 @@ func TestExclusiveCreatePendingThenRace(t *testing.T) {
 	wg.Wait()
 	waitFor(t, 10*time.Second, "no lock node left", func() bool { return len(children(f.Raw(), path)) == 0 })
 }
+
+// TestExclusiveNodeWrittenByItsOwnSessionIsReleased: exclusive: "Never two
+// holders"; Release deletes "the lock node if it is still ours". The
+// holder's own session writes into its node (named plain "lock") by
+// Session.Set or another lease's GuardedWrite while another session waits:
+// the waiter stays out until the release and is granted after it (Release
+// knows its node by czxid, not only by the id in its data).
+func TestExclusiveNodeWrittenByItsOwnSessionIsReleased(t *testing.T) {
+	newFixture(t).Each(t, []string{"set", "guardedwrite"}, func(t *testing.T, f *fixture, how string) {
+		ctx := ctxT(t, 30*time.Second)
+		s := f.Session()
+		path := f.Path("xown-" + how + "/x")
+		x := newLocker(t, "exclusive", s, path, 0)
+		xl, err := x.Acquire(ctx)
+		require.NoError(t, err)
+		m := newLocker(t, "mutex", s, f.Path("xown-"+how+"/m"), 0)
+		ml, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		w := hold(ctx, newLocker(t, "exclusive", f.Session(), path, 1))
+		waitFor(t, 10*time.Second, "the waiter watches the lock node", func() bool { return watched(f, 0, xl.Path()) })
+		if how == "set" {
+			_, err = s.Set(ctx, xl.Path(), []byte("mine"), -1)
+			t.Logf("Session.Set on %s: %v", xl.Path(), err)
+		} else {
+			err = guardedSet(ctx, ml, xl.Path(), []byte("again"), -1)
+			t.Logf("GuardedWrite into %s: %v", xl.Path(), err)
+		}
+		w.notGranted(t, 2*time.Second, "the exclusive waiter was granted while the holder holds")
+		_, err = xl.GuardedWrite(ctx)
+		require.NoError(t, err, "the holder still holds")
+		require.NoError(t, x.Release(ctx))
+		if _, ok := w.granted(t, 5*time.Second, "waiter"); !ok {
+			_, st, err := f.Raw().Get(xl.Path())
+			var owner int64
+			if st != nil {
+				owner = st.EphemeralOwner
+			}
+			t.Errorf("the waiter is not granted 5 s after the holder's Release returned nil: the node %s (err %v, owner %x, holder's session %x) stays while the session lives",
+				xl.Path(), err, owner, xl.Epoch().SessionID())
+		}
+		require.NoError(t, m.Release(ctx))
+	})
+}

@@ -353,6 +353,14 @@ func newRW(t *testing.T, s *conn.Session, path string, opts ...lock.Option) *rwl
 	return rw
 }
 
+// electionOf is a leader.Election of participant id on path in s.
+func electionOf(t *testing.T, s *conn.Session, path, id string) *leader.Election {
+	t.Helper()
+	e, err := leader.New(s, path, id)
+	require.NoError(t, err)
+	return e
+}
+
 // holder acquires a lock on its own goroutine and holds it until release
 // (or until ctx ends).
 type holder struct {
@@ -692,17 +700,33 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// metricsRec keeps the watches gauge and every lock event its Hooks are
-// told, for the metric checks.
+// metricsRec keeps the watches gauge, every lock event and the count of
+// leader term starts and ends its Hooks are told, for the metric checks.
 type metricsRec struct {
-	watches atomic.Int64
-	mu      sync.Mutex
-	locks   []metrics.Lock
-	states  []string
+	watches      atomic.Int64
+	starts, ends atomic.Int64
+	mu           sync.Mutex
+	locks        []metrics.Lock
+	states       []string
+}
+
+// metered is a session whose Hooks report to a new metricsRec.
+func (f *fixture) metered(opts ...conn.Option) (*metricsRec, *conn.Session) {
+	f.t.Helper()
+	rec := &metricsRec{}
+	return rec, f.Session(append(opts, conn.WithMetrics(rec.Hooks()))...)
 }
 
 func (m *metricsRec) Hooks() metrics.Hooks {
-	return metrics.Hooks{State: m.State, Lock: m.Lock, Watches: m.Watches}
+	return metrics.Hooks{State: m.State, Lock: m.Lock, Watches: m.Watches, Leader: m.Leader}
+}
+
+func (m *metricsRec) Leader(l metrics.Leader) {
+	if l.Leading {
+		m.starts.Add(1)
+	} else {
+		m.ends.Add(1)
+	}
 }
 
 func (m *metricsRec) Watches(d int) { m.watches.Add(int64(d)) }

@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -174,6 +175,39 @@ func TestLocalHandoffRefusedAfterFault(t *testing.T) {
 		require.NoError(t, g2.release())
 		waitFor(t, 10*time.Second, "no node left", func() bool { return len(children(bys, path)) == 0 })
 	})
+}
+
+// TestOwnSessionDeleteOfHeldNode: Lease.Lost closes when "someone else
+// deleted its node", and under WithLocalHandoff "the node is not handed on
+// once its deletion is seen". As above, with the holder's own Session.Delete
+// as the fault: the holder is told (Lost, ErrLeaseLost, one LockLost
+// node_deleted) and G2 is not handed the deleted node while B holds.
+func TestOwnSessionDeleteOfHeldNode(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	rec, s := f.metered()
+	path := f.Path("owndel/m")
+	mA, _ := mutex.New(s, path, lock.WithLocalHandoff(3, 0))
+	mB, _ := mutex.New(f.Session(), path)
+	g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
+	fe1 := fenceOf(t, ctx, l1)
+
+	require.NoError(t, s.Delete(ctx, l1.Path(), -1), "Session.Delete of our own held node")
+	if !closesWithin(l1.Lost(), 5*time.Second) {
+		t.Fatalf("the holder was not told: Lost still open 5 s after its node was deleted (Err %v)", l1.Err())
+	}
+	_, err := l1.GuardedWrite(ctx)
+	require.ErrorIs(t, err, conn.ErrLeaseLost, "GuardedWrite after the delete")
+	lb := b.wait(t, 10*time.Second, "B, next in the queue")
+	require.NoError(t, g1.release(), "release after loss is nil")
+	if l2, ok := g2.granted(t, 2*time.Second, "G2"); ok {
+		fe := fenceOf(t, ctx, l2)
+		t.Errorf("G2 was granted (node %s, fence %v after %v) while B holds %s (Err %v)",
+			l2.Path(), fe, fe1, lb.Path(), lb.Err())
+	}
+	require.NoError(t, b.release())
+	g2.wait(t, 10*time.Second, "G2 after B")
+	rec.expect(t, 1, metrics.LockLost, "mutex", metrics.CauseNodeDeleted, "losses node_deleted")
+	rec.expect(t, 0, metrics.LockHandoff, "mutex", "", "handoffs of the deleted node")
 }
 
 // handoffBehind: G1 holds through mA, B (mB, another session) queues
@@ -373,4 +407,108 @@ func TestLocalHandoffAfterExpiryGrantsNewNode(t *testing.T) {
 			require.NoError(t, hb.release())
 		})
 	}
+}
+
+// TestLocalHandoffBoundsARemoteWaiter: lock.WithLocalHandoff: "another
+// process's contender waits for at most maxPasses+1 of these holds", for
+// mutex and semaphoremutex. Four goroutines of session A loop over take and
+// release (maxPasses 2); session B queues once: B must be granted within
+// maxPasses+1 of A's grants begun after B queued, and fences grow in order.
+func TestLocalHandoffBoundsARemoteWaiter(t *testing.T) {
+	newFixture(t).Each(t, []string{"mutex", "semaphoremutex"}, func(t *testing.T, f *fixture, recipe string) {
+		const maxPasses = 2
+		ctx := ctxT(t, 60*time.Second)
+		sA := f.Session()
+		path := f.Path("bound-" + recipe)
+		var handles []locker
+		for i := 0; i < 4; i++ {
+			if recipe == "mutex" && i > 0 {
+				handles = append(handles, handles[0])
+				continue
+			}
+			var lk locker
+			var err error
+			if recipe == "mutex" {
+				lk, err = mutex.New(sA, path, lock.WithLocalHandoff(maxPasses, 0))
+			} else {
+				lk, err = semaphoremutex.New(sA, path, lock.WithLocalHandoff(maxPasses, 0))
+			}
+			require.NoError(t, err)
+			handles = append(handles, lk)
+		}
+		var mu sync.Mutex
+		var grants []string // "A" or "B" in grant order
+		var fences []conn.Fence
+		var bQueued = -1 // len(grants) when B's node appeared
+		granted := func(who string, l *conn.Lease) {
+			fe, err := l.Fence(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("%s: fence: %v", who, err)
+				return
+			}
+			grants = append(grants, who)
+			fences = append(fences, fe)
+		}
+		stop := make(chan struct{})
+		wg := spawn(4, func(i int) {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				l, err := handles[i].Acquire(ctx)
+				if err != nil {
+					t.Errorf("A%d: %v", i, err)
+					return
+				}
+				granted("A", l)
+				time.Sleep(2 * time.Millisecond)
+				if err := handles[i].Release(ctx); err != nil {
+					t.Errorf("A%d release: %v", i, err)
+					return
+				}
+			}
+		})
+		time.Sleep(300 * time.Millisecond)
+		b := newLocker(t, recipe, f.Session(), path, 9)
+		bh := hold(ctx, b)
+		waitFor(t, 10*time.Second, "B's node", func() bool {
+			n := len(children(f.Raw(), path))
+			if recipe == "semaphoremutex" {
+				n = len(children(f.Raw(), path+"/locks"))
+			}
+			if n >= 2 {
+				mu.Lock()
+				if bQueued < 0 {
+					bQueued = len(grants)
+				}
+				mu.Unlock()
+				return true
+			}
+			return false
+		})
+		bl := bh.wait(t, 20*time.Second, "B")
+		granted("B", bl)
+		require.NoError(t, bh.release())
+		close(stop)
+		require.True(t, doneWithin(wg, 20*time.Second), "A's goroutines did not stop")
+		mu.Lock()
+		defer mu.Unlock()
+		after := 0
+		for i := bQueued; i < len(grants) && grants[i] != "B"; i++ {
+			after++
+		}
+		t.Logf("A's grants after B queued, before B's grant: %d (grants in all %d)", after, len(grants))
+		if after > maxPasses+1 {
+			t.Errorf("B waited through %d of A's grants that began after it queued, want at most maxPasses+1 = %d", after, maxPasses+1)
+		}
+		for i := 1; i < len(fences); i++ {
+			if fences[i].Compare(fences[i-1]) <= 0 {
+				t.Errorf("grant %d (%s) fence %v not after grant %d (%s) fence %v", i, grants[i], fences[i], i-1, grants[i-1], fences[i-1])
+			}
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -557,5 +558,150 @@ func TestCampaignWritesNoLabel(t *testing.T) {
 		require.Equal(t, "", ld.Label)
 		require.Equal(t, "p1", ld.ID)
 		require.NoError(t, e.Resign(ctx))
+	}
+}
+
+// TestObserveCancelledWhileBlackholedLeavesNoWatch: Observe "keeps one
+// watch on the path, removed from the server when ctx ends", and a removed
+// watch does not come back after a reconnect. Observe is cancelled while
+// blackholed (the session survives), then again after an expiry: the server
+// must keep no watch (mntr) and the Watches gauge must come back to 0.
+func TestObserveCancelledWhileBlackholedLeavesNoWatch(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	path := f.Path("obsbh/l")
+	f.leading(ctx, path)
+	rec := &metricsRec{}
+	px, s := f.ProxiedSession(conn.WithSessionTimeout(6*time.Second), conn.WithMetrics(rec.Hooks()))
+	obs := electionOf(t, s, path, "observer")
+
+	t.Run("cancel-while-blackholed", func(t *testing.T) {
+		sid := epochOf(t, s).SessionID()
+		octx, cancel := context.WithCancel(ctx)
+		ch := obs.Observe(octx)
+		recv(t, ch, 5*time.Second, "Observe gave no first value")
+		waitFor(t, 5*time.Second, "Observe's watch on the server", func() bool { return serverWatches(t, f) == 1 })
+		px.Blackhole()
+		cancel()
+		if !closesWithin(ch, 2*time.Second) {
+			t.Errorf("Observe's channel still open 2 s after its ctx was cancelled (blackholed)")
+		}
+		px.Heal()
+		waitFor(t, 10*time.Second, "reconnected", func() bool { return s.State() == conn.Reconnected })
+		require.Equal(t, sid, epochOf(t, s).SessionID(), "the session survived the blackhole")
+		if !eventually(3*time.Second, func() bool { return serverWatches(t, f) == 0 }) {
+			t.Errorf("the server keeps %d watches after Observe was cancelled while blackholed (wchc of our session: %v)", serverWatches(t, f), sessionWatches(t, f, 0, sid))
+		}
+		rec.gaugeDrains(t, 3*time.Second)
+	})
+	t.Run("cancel-after-expiry", func(t *testing.T) {
+		octx, cancel := context.WithCancel(ctx)
+		ch := obs.Observe(octx)
+		recv(t, ch, 5*time.Second, "Observe gave no first value")
+		f.Expire(ctx, epochOf(t, s))
+		waitFor(t, 10*time.Second, "a new epoch", func() bool { return s.State() == conn.Connected })
+		sid := epochOf(t, s).SessionID()
+		waitFor(t, 5*time.Second, "Observe's watch in the new epoch", func() bool { return serverWatches(t, f) == 1 })
+		cancel()
+		if !closesWithin(ch, 2*time.Second) {
+			t.Errorf("Observe's channel still open 2 s after its ctx was cancelled")
+		}
+		if !eventually(3*time.Second, func() bool { return serverWatches(t, f) == 0 }) {
+			t.Errorf("the server keeps %d watches after Observe was cancelled (session %x)", serverWatches(t, f), sid)
+		}
+		rec.gaugeDrains(t, 3*time.Second)
+	})
+}
+
+// leading has participant "leader", on a session of its own, lead the
+// election on path.
+func (f *fixture) leading(ctx context.Context, path string) *leader.Election {
+	f.t.Helper()
+	e := electionOf(f.t, f.Session(), path, "leader")
+	_, err := e.Campaign(ctx)
+	require.NoError(f.t, err)
+	return e
+}
+
+// serverWatches is server 0's zk_watch_count (mntr): every watch of every
+// session (wchc does not list the watch Observe sets).
+func serverWatches(t *testing.T, f *fixture) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	m, err := f.Mntr(ctx, 0)
+	require.NoError(t, err, "mntr")
+	n, err := strconv.Atoi(m["zk_watch_count"])
+	require.NoError(t, err, "zk_watch_count %q", m["zk_watch_count"])
+	return n
+}
+
+// TestRunWithRequeueReturnsOnClose: WithRequeue's Run "returns only when
+// its ctx ends, when the function returns a non-nil error ..."; ErrClosed
+// "is returned by every call made after Close". A leading Run with
+// WithRequeue and a ctx that never ends has its Session closed: it must
+// return within 2 s with ErrClosed, not lead again, and a waiting Campaign
+// and an Observe on the same Session must end too.
+func TestRunWithRequeueReturnsOnClose(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.Session()
+	path := f.Path("rqclose/l")
+	run := runRequeue(t, ctx, s, path)
+	if tm := run.next(t, 10*time.Second); !tm.start {
+		t.Fatalf("Run's first term event is an end (%v)", tm.cause)
+	}
+	follower := electionOf(t, s, path, "follower")
+	camp := make(chan error, 1)
+	go func() { _, err := follower.Campaign(ctx); camp <- err }()
+	waitFor(t, 5*time.Second, "the follower queued", func() bool { return len(children(f.Raw(), path)) == 2 })
+	obs := electionOf(t, s, path, "observer").Observe(ctx)
+	require.NoError(t, s.Close())
+	err := recv(t, run.err, 2*time.Second, "Run with WithRequeue still running 2 s after Close")
+	if !errors.Is(err, conn.ErrClosed) {
+		t.Errorf("Run after Close: %v, want an error matching conn.ErrClosed", err)
+	}
+	for len(run.evs) > 0 {
+		if tm := <-run.evs; tm.start {
+			t.Errorf("Run led again after Close (node %s)", tm.node)
+		}
+	}
+	err = recv(t, camp, 2*time.Second, "the follower's Campaign still waiting 2 s after Close")
+	if !errors.Is(err, conn.ErrClosed) {
+		t.Errorf("Campaign after Close: %v, want conn.ErrClosed", err)
+	}
+	if !closesWithin(obs, 2*time.Second) {
+		t.Errorf("Observe's channel open 2 s after Close")
+	}
+	waitFor(t, 5*time.Second, "no election node left", func() bool { return len(children(f.Raw(), path)) == 0 })
+}
+
+// TestLeaderFollowerDeletedByItsOwnSessionNeverLeads: "A node deleted by
+// someone else while its participant waits is never led from". Session S's
+// follower queues behind another session's leader; S deletes the
+// follower's node (Session.Delete); the leader resigns. If the follower's
+// Campaign leads, its node must exist, be first, and be named by Leader.
+func TestLeaderFollowerDeletedByItsOwnSessionNeverLeads(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	path := f.Path("folown/l")
+	ld := f.leading(ctx, path)
+	s := f.Session()
+	fe := electionOf(t, s, path, "follower")
+	h := hold(ctx, electionLocker{fe})
+	waitFor(t, 10*time.Second, "the follower queued", func() bool { return len(children(f.Raw(), path)) == 2 })
+	fNode := path + "/" + sortedBySeq(f.Raw(), path)[1]
+	require.NoError(t, s.Delete(ctx, fNode, -1))
+	require.NoError(t, ld.Resign(ctx))
+	select {
+	case l := <-h.got:
+		lead, lerr := fe.Leader(ctx)
+		if l.Path() == fNode || !exists(f.Raw(), l.Path()) || lead.Node != l.Path() {
+			t.Errorf("the follower leads from %s (its deleted node %s; exists %v; Leader %v, %v; lease Err %v)",
+				l.Path(), fNode, exists(f.Raw(), l.Path()), lead.Node, lerr, l.Err())
+		}
+		require.NoError(t, h.release())
+	case err := <-h.failed:
+		t.Logf("the follower's Campaign failed: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Errorf("the follower's Campaign neither led nor failed 10 s after the leader resigned (nodes %v)", nodes{f.Raw(), path})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
+	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -820,4 +821,243 @@ func TestParticipantsAndFenceKeepDeadlineBlackholed(t *testing.T) {
 	}
 	p.Heal()
 	require.NoError(t, h2.release())
+}
+
+// TestCloseDuringAcquireAcrossHandoffAndSharedListing: ErrClosed "is
+// returned by every call made after Close"; LockLost cause closed: "the
+// session was closed while the lease was held". One session holds a
+// local-handoff mutex while, with no deadline, a local waiter, a plain
+// handle on the same path and a multilock (behind another session) wait:
+// Close ends every wait within 2 s with ErrClosed and leaves no node of
+// ours; the holders' losses are reported as closed, the waits not granted.
+func TestCloseDuringAcquireAcrossHandoffAndSharedListing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	rec, s := f.metered()
+	path := f.Path("closeacq/m")
+	hm, err := mutex.New(s, path, lock.WithLocalHandoff(3, 0))
+	require.NoError(t, err)
+	pm, err := mutex.New(s, path)
+	require.NoError(t, err)
+	l1, err := hm.Acquire(ctx)
+	require.NoError(t, err)
+	_ = l1.Lost()
+	other := f.Session()
+	osm, _ := semaphoremutex.New(other, f.Path("closeacq/sm"))
+	_, err = osm.Acquire(ctx)
+	require.NoError(t, err)
+	sm, _ := semaphoremutex.New(s, f.Path("closeacq/sm"))
+	mm, _ := mutex.New(s, f.Path("closeacq/a"))
+	ml, err := multilock.New(sm, mm)
+	require.NoError(t, err)
+	errs := make(chan error, 3)
+	go func() { errs <- acquireErr(hm)(ctx) }()
+	go func() { errs <- acquireErr(pm)(ctx) }()
+	go func() { _, err := ml.Acquire(ctx); errs <- err }()
+	waitFor(t, 10*time.Second, "the plain handle and the multilock queued", func() bool {
+		return len(children(f.Raw(), path)) == 2 && len(watchesUnder(f, 0, f.Path("closeacq/sm"))) > 0
+	})
+	time.Sleep(200 * time.Millisecond) // the local waiter has no node to wait for: give it time to queue
+	require.NoError(t, s.Close())
+	for i := 0; i < 3; i++ {
+		err, ok := within(errs, 2*time.Second)
+		if !ok {
+			t.Fatalf("an Acquire still waits 2 s after Close (%d returned)", i)
+		}
+		if !errors.Is(err, conn.ErrClosed) {
+			t.Errorf("Acquire after Close: %v, want an error matching conn.ErrClosed", err)
+		}
+	}
+	if !closesWithin(l1.Lost(), time.Second) {
+		t.Errorf("the holder's Lost still open after Close")
+	}
+	if n := countNodes(f.Raw(), f.Path("closeacq")); n != 1 { // the other session's semaphore mutex
+		t.Errorf("%d lock nodes under the paths, want 1 (the other session's): %v", n, nodes{f.Raw(), path})
+	}
+	// Two mutex grants held at Close: goroutine 1's, and the multilock's
+	// mutex on /closeacq/a (taken first: path order) while it waits for
+	// the semaphore mutex.
+	rec.expect(t, 2, metrics.LockLost, "mutex", metrics.CauseClosed, "the holders' losses, closed")
+	rec.expect(t, 0, metrics.LockHold, "", "", "holds")
+	rec.expect(t, 0, metrics.LockHandoff, "", "", "handoffs")
+	rec.expect(t, 2, metrics.LockWait, "mutex", metrics.OutcomeGranted, "waits granted")
+	if n := rec.count(metrics.LockWait, "", "") - rec.count(metrics.LockWait, "", metrics.OutcomeGranted); n < 3 {
+		t.Errorf("waits not granted reported: %d, want at least 3 (two mutex waits, the multilock's semaphore mutex): %s", n, rec.dump())
+	}
+}
+
+// TestEveryCallKeepsItsDeadlineWhileBlackholed: "ctx bounds the wait";
+// Acquire and TryAcquire "return at most 100 ms after ctx ends"; releases
+// say ErrReleasePending rather than wait. With the connection blackholed
+// (session alive), every call below at once, each with a 300 ms deadline,
+// must return within 1 s: every recipe's release, Resign, Revoke, the
+// snapshots, Session node operations, a first Fence, a GuardedWrite and a
+// local waiter's Acquire.
+func TestEveryCallKeepsItsDeadlineWhileBlackholed(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	px, s := f.ProxiedSession(conn.WithSessionTimeout(10 * time.Second))
+	root := f.Path("bhdl")
+	f.Register(root, nil)
+	other := f.Session()
+	rv, _ := mutex.New(other, root+"/revocable", lock.WithRevocable())
+	rvl, err := rv.Acquire(ctx)
+	require.NoError(t, err)
+
+	start := make(chan struct{})
+	type result struct {
+		name string
+		d    time.Duration
+		err  error
+	}
+	results := make(chan result, 64)
+	var calls []string
+	// run starts name on a goroutine of its own: prep (before the
+	// blackhole) returns the call made after it, on the same goroutine.
+	run := func(name string, prep func() func(context.Context) error) {
+		calls = append(calls, name)
+		ready := make(chan func(context.Context) error)
+		go func() {
+			call := prep()
+			ready <- call
+			<-start
+			d, err := timed(ctx, 300*time.Millisecond, call)
+			results <- result{name, d, err}
+		}()
+		require.NotNil(t, <-ready, name)
+	}
+	acq := func(lk acquirer) *conn.Lease {
+		l, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		return l
+	}
+	hm, _ := mutex.New(s, root+"/handoff", lock.WithLocalHandoff(3, 0))
+	run("mutex.Release (local handoff, a local waiter behind)", func() func(context.Context) error {
+		acq(hm)
+		return hm.Release
+	})
+	run("mutex.Acquire (local waiter)", func() func(context.Context) error {
+		return acquireErr(hm)
+	})
+	run("rwlock read Release", func() func(context.Context) error {
+		rw := newRW(t, s, root+"/rw")
+		acq(rw.ReadLock())
+		return rw.ReadLock().Release
+	})
+	run("multilock.Release", func() func(context.Context) error {
+		a, _ := mutex.New(s, root+"/ml-a", lock.WithLocalHandoff(2, 0))
+		b := newRW(t, s, root+"/ml-b")
+		ml, err := multilock.New(a, b.ReadLock())
+		require.NoError(t, err)
+		_, err = ml.Acquire(ctx)
+		require.NoError(t, err)
+		return ml.Release
+	})
+	run("semaphore.ReturnLease", func() func(context.Context) error {
+		sem, _ := semaphoremutex.NewSemaphore(s, root+"/sem", 2)
+		l := acq(sem)
+		return func(ctx context.Context) error { return sem.ReturnLease(ctx, l) }
+	})
+	run("semaphoremutex.Release", func() func(context.Context) error {
+		sm, _ := semaphoremutex.New(s, root+"/sm", lock.WithLocalHandoff(2, 0))
+		acq(sm)
+		return sm.Release
+	})
+	e := electionOf(t, s, root+"/l", "me")
+	run("leader.Resign", func() func(context.Context) error {
+		_, err := e.Campaign(ctx)
+		require.NoError(t, err)
+		return e.Resign
+	})
+	run("leader.Leader", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, err := e.Leader(ctx); return err }
+	})
+	run("leader.Participants", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, err := e.Participants(ctx); return err }
+	})
+	run("lock.Revoke", func() func(context.Context) error {
+		return func(ctx context.Context) error { return lock.Revoke(ctx, s, rvl.Path()) }
+	})
+	run("mutex.TryAcquire", func() func(context.Context) error {
+		m, _ := mutex.New(s, root+"/revocable")
+		return tryErr(m)
+	})
+	run("first Fence", func() func(context.Context) error {
+		m, _ := mutex.New(s, root+"/fence")
+		l := acq(m)
+		return func(ctx context.Context) error { _, err := l.Fence(ctx); return err }
+	})
+	run("GuardedWrite", func() func(context.Context) error {
+		m, _ := mutex.New(s, root+"/gw")
+		l := acq(m)
+		return func(ctx context.Context) error { return guardedSet(ctx, l, root, []byte("x"), -1) }
+	})
+	run("Session.Get", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, _, err := s.Get(ctx, root); return err }
+	})
+	run("Session.Set", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, err := s.Set(ctx, root, []byte("y"), -1); return err }
+	})
+	run("Session.Create", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, err := s.Create(ctx, root+"/c", nil, 0, zkWorld); return err }
+	})
+	run("Session.Delete", func() func(context.Context) error {
+		return func(ctx context.Context) error { return s.Delete(ctx, root+"/nothing", -1) }
+	})
+	run("Session.Children", func() func(context.Context) error {
+		return func(ctx context.Context) error { _, _, err := s.Children(ctx, root); return err }
+	})
+
+	px.Blackhole()
+	close(start)
+	for range calls {
+		r, ok := within(results, 5*time.Second)
+		if !ok {
+			t.Fatalf("a call still running 5 s after its 300 ms deadline")
+		}
+		t.Logf("%s: %v: %v", r.name, r.d.Round(time.Millisecond), r.err)
+		if r.d > time.Second {
+			t.Errorf("%s returned %v after its start, 300 ms deadline: %v", r.name, r.d.Round(time.Millisecond), r.err)
+		}
+	}
+	px.Heal()
+}
+
+// TestSuspendedAsLostLeaseStaysLostAfterReconnect: WithSuspendedAsLost
+// tells a holder its lock is lost on Suspended; GuardedWrite and Fence
+// then fail with ErrLeaseLost; WithLocalHandoff hands on no lost node. A
+// local-handoff holder with a local waiter is suspended, then reconnects
+// on the same session (its node survives): GuardedWrite and a first Fence
+// still say ErrLeaseLost, and after Release the local waiter is not
+// granted on the lost grant's node.
+func TestSuspendedAsLostLeaseStaysLostAfterReconnect(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	px, s := f.ProxiedSession(conn.WithSuspendedAsLost(), conn.WithSessionTimeout(6*time.Second))
+	path := f.Path("susprec/m")
+	m, _ := mutex.New(s, path, lock.WithLocalHandoff(3, 0))
+	l1, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	local := hold(ctx, m)
+	time.Sleep(100 * time.Millisecond) // the local waiter queues in the process
+	suspend(t, px, s)
+	recv(t, l1.Lost(), 3*time.Second, "Lost did not close on Suspended")
+	sid := l1.Epoch().SessionID()
+	px.Heal()
+	waitFor(t, 10*time.Second, "reconnected", func() bool { return s.State() == conn.Reconnected })
+	require.Equal(t, sid, epochOf(t, s).SessionID(), "same session")
+	require.True(t, exists(f.Raw(), l1.Path()), "the lost grant's node survives with the session")
+	_, err = l1.GuardedWrite(ctx)
+	if !errors.Is(err, conn.ErrLeaseLost) {
+		t.Errorf("GuardedWrite of the lost lease after the reconnect: %v, want ErrLeaseLost", err)
+	}
+	if fe, err := l1.Fence(ctx); !errors.Is(err, conn.ErrLeaseLost) {
+		t.Errorf("Fence of the lost lease after the reconnect: %v, %v, want ErrLeaseLost", fe, err)
+	}
+	require.NoError(t, m.Release(ctx), "release after loss")
+	if l2, ok := local.granted(t, 3*time.Second, "local waiter"); ok {
+		if l2.Path() == l1.Path() {
+			t.Errorf("the local waiter was handed the lost grant's node %s", l1.Path())
+		}
+		require.NoError(t, local.release())
+	}
+	waitFor(t, 5*time.Second, "the lost grant's node gone", func() bool { return !exists(f.Raw(), l1.Path()) })
 }

@@ -210,13 +210,9 @@ func TestDowngradeMetrics(t *testing.T) {
 func TestReentrantAcquireIsNoWait(t *testing.T) {
 	f, ctx := setUp(t, 60*time.Second)
 	zc := f.Raw()
-	metered := func(f *fixture) (*metricsRec, *conn.Session) {
-		rec := &metricsRec{}
-		return rec, f.Session(conn.WithMetrics(rec.Hooks()))
-	}
 
 	t.Run("mutex", func(t *testing.T) {
-		rec, s := metered(f.In(t))
+		rec, s := f.In(t).metered()
 		m, err := mutex.New(s, f.Root()+"/re/m")
 		require.NoError(t, err)
 		var first *conn.Lease
@@ -240,7 +236,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 	})
 
 	t.Run("rwlock-write", func(t *testing.T) {
-		rec, s := metered(f.In(t))
+		rec, s := f.In(t).metered()
 		rw := newRW(t, s, f.Root()+"/re/rww")
 		for i := 0; i < 2; i++ {
 			_, err := rw.WriteLock().Acquire(ctx)
@@ -254,7 +250,7 @@ func TestReentrantAcquireIsNoWait(t *testing.T) {
 	})
 
 	t.Run("mutex-reentry-lost", func(t *testing.T) {
-		rec, s := metered(f.In(t))
+		rec, s := f.In(t).metered()
 		m, err := mutex.New(s, f.Path("re/lost"))
 		require.NoError(t, err)
 		l, err := m.Acquire(ctx)
@@ -481,4 +477,170 @@ func TestMultiLockLostGoroutinesEnd(t *testing.T) {
 	require.NoError(t, ml.Release(ctx))
 	recv(t, lost, 5*time.Second, "Lost open after Release")
 	waitFor(t, 10*time.Second, "goroutines back after the release", func() bool { return runtime.NumGoroutine() <= base })
+}
+
+// TestLeaderRunRequeueExpiryMetrics: metrics.Leader reports each term of
+// Run's start and end, and a grant ends "in one LockHold or one LockLost,
+// never both". Run with WithRequeue leads; term 1 ends by expiry, term 2 by
+// a bystander's delete, term 3 by Run's ctx: three starts and three ends,
+// two losses (expiry, node_deleted) and one hold.
+func TestLeaderRunRequeueExpiryMetrics(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	rec, s := f.metered()
+	path := f.Path("runm/l")
+	run := runRequeue(t, ctx, s, path)
+	run.next(t, 10*time.Second)
+	f.Expire(ctx, epochOf(t, s))
+	run.ends(t, 15*time.Second, 0, true)
+	tm2 := run.next(t, 15*time.Second)
+	_, err := f.Raw().Set(tm2.node, []byte("x"), -1) // an election's node: no effect expected
+	t.Logf("bystander set on the leader's node: %v", err)
+	require.NoError(t, f.Raw().Delete(tm2.node, -1))
+	run.ends(t, 15*time.Second, 1, true)
+	tm3 := run.next(t, 15*time.Second)
+	require.NotEqual(t, tm2.node, tm3.node)
+	run.stop()
+	run.ends(t, 5*time.Second, 2, false)
+	run.canceled(t, f, path, 5*time.Second)
+	if got := [2]int64{rec.starts.Load(), rec.ends.Load()}; got != [2]int64{3, 3} {
+		t.Errorf("leader terms reported: %d starts, %d ends, want 3 and 3", got[0], got[1])
+	}
+	rec.expect(t, 1, metrics.LockLost, "leader", metrics.CauseExpiry, "leader losses by expiry")
+	rec.expect(t, 1, metrics.LockLost, "leader", metrics.CauseNodeDeleted, "leader losses by the bystander's delete")
+	rec.expect(t, 2, metrics.LockLost, "leader", "", "leader losses")
+	rec.expect(t, 1, metrics.LockHold, "leader", "", "leader holds (term 3, resigned)")
+	rec.expect(t, 3, metrics.LockWait, "leader", metrics.OutcomeGranted, "campaigns granted")
+}
+
+// TestRevokedDowngradeThenExpiryMetrics: rwlock: "a revoke request to that
+// node [the kept write node] reaches the read lease"; LockLost "once per
+// lease". A revocable downgrade keeps its write node (a writer queued);
+// a Revoke of that node closes the read lease's Revoked, then the session
+// expires: 2 waits granted, 1 hold (write), 1 loss by expiry (read), 1
+// revoke request; the writer gets in only after the expiry.
+func TestRevokedDowngradeThenExpiryMetrics(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	rec, s := f.metered()
+	sc := writerBehindOf(t, f, ctx, ctx, s, f.Path("rdx/rw"), lock.WithRevocable())
+	waitFor(t, 10*time.Second, "the writer watches our write node", func() bool { return watched(f, 0, sc.wA.Path()) })
+	rl, err := sc.rwA.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	revoked := rl.Revoked()
+	require.NoError(t, sc.rwA.WriteLock().Release(ctx))
+	require.True(t, exists(f.Raw(), sc.wA.Path()), "the write node is kept")
+	require.NoError(t, lock.Revoke(ctx, f.Session(), sc.wA.Path()))
+	recv(t, revoked, 5*time.Second, "the read lease's Revoked did not close after a revoke of the kept write node")
+	sc.q.notGranted(t, 500*time.Millisecond, "the writer got in after a mere revoke request")
+	f.Expire(ctx, rl.Epoch())
+	recv(t, rl.Lost(), 5*time.Second, "the read lease's Lost after the expiry")
+	sc.q.wait(t, 10*time.Second, "the writer after the expiry")
+	require.NoError(t, sc.rwA.ReadLock().Release(ctx), "release after loss is nil")
+	rec.expect(t, 2, metrics.LockWait, "rwlock", metrics.OutcomeGranted, "waits granted")
+	rec.expect(t, 1, metrics.LockHold, "rwlock", "", "holds")
+	rec.expect(t, 1, metrics.LockLost, "rwlock", metrics.CauseExpiry, "losses by expiry")
+	rec.expect(t, 1, metrics.LockLost, "rwlock", "", "losses")
+	rec.expect(t, 1, metrics.LockRevokeRequest, "rwlock", "", "revoke requests")
+}
+
+// TestMultiLockMixedRecipesExpiryMetrics: multilock: "Lost closes when any
+// lease is lost", Release after a loss returns nil; LockLost "once per
+// lease". A MultiLock over a local-handoff mutex, an rwlock's write side, a
+// semaphore mutex and an exclusive lock (one lease's Lost armed) expires:
+// Lost closes, Release is nil, four losses by expiry and no hold are
+// reported, and another session then takes the same MultiLock.
+func TestMultiLockMixedRecipesExpiryMetrics(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	mk := func(s *conn.Session) *multilock.MultiLock {
+		m, _ := mutex.New(s, f.Path("mlx/a-mutex"), lock.WithLocalHandoff(2, 0))
+		rw := newRW(t, s, f.Path("mlx/b-rw"))
+		sm, _ := semaphoremutex.New(s, f.Path("mlx/c-sm"))
+		x := newLocker(t, "exclusive", s, f.Path("mlx/d-x"), 0).(lock.Locker)
+		ml, err := multilock.New(x, sm, rw.WriteLock(), m)
+		require.NoError(t, err)
+		return ml
+	}
+	rec, s := f.metered()
+	ml := mk(s)
+	ls, err := ml.Acquire(ctx)
+	require.NoError(t, err)
+	require.Len(t, ls, 4)
+	_ = ls[1].Lost()
+	lost := ml.Lost()
+	f.Expire(ctx, ls[0].Epoch())
+	recv(t, lost, 5*time.Second, "the MultiLock's Lost did not close after the expiry")
+	if err := ml.Release(ctx); err != nil {
+		t.Errorf("Release after the expiry: %v, want nil", err)
+	}
+	rec.expect(t, 4, metrics.LockLost, "", metrics.CauseExpiry, "losses by expiry")
+	rec.expect(t, 4, metrics.LockLost, "", "", "losses")
+	rec.expect(t, 0, metrics.LockHold, "", "", "holds")
+	ml2 := mk(f.Session())
+	_, err = ml2.Acquire(ctx)
+	require.NoError(t, err, "another session takes the MultiLock")
+	require.NoError(t, ml2.Release(ctx))
+	// And the expired session's MultiLock can be taken again.
+	_, err = ml.Acquire(ctx)
+	require.NoError(t, err, "the MultiLock again in the new epoch")
+	require.NoError(t, ml.Release(ctx))
+	rec.expect(t, 4, metrics.LockHold, "", "", "holds of the second grant")
+}
+
+// TestWatchesGaugeAfterCloseWithEverythingWatching: Hooks.Watches counts a
+// watch "until it fires, its last caller stops waiting, or its epoch
+// ends". One session with a held lease (Lost and Revoked armed), a waiter
+// of every queue recipe, a local waiter and an Observe is closed: the
+// gauge must come back to 0.
+func TestWatchesGaugeAfterCloseWithEverythingWatching(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	rec, s := f.metered()
+	other := f.Session()
+	root := f.Path("gclose")
+	hm, _ := mutex.New(s, root+"/held", lock.WithLocalHandoff(2, 0), lock.WithRevocable())
+	l, err := hm.Acquire(ctx)
+	require.NoError(t, err)
+	_, _ = l.Lost(), l.Revoked()
+	go func() { _, _ = hm.Acquire(ctx) }() // a local waiter
+	for _, recipe := range []string{"mutex", "rwlock-write", "semaphoremutex", "semaphore-1", "exclusive", "leader"} {
+		p := root + "/" + recipe
+		_, err := newLocker(t, recipe, other, p, 0).Acquire(ctx)
+		require.NoError(t, err)
+		lk := newLocker(t, recipe, s, p, 1)
+		go func() { _, _ = lk.Acquire(ctx) }()
+	}
+	obs := electionOf(t, s, root+"/leader", "observer").Observe(ctx)
+	waitFor(t, 10*time.Second, "every waiter watching", func() bool { return rec.watches.Load() >= 7 })
+	t.Logf("gauge before Close: %d", rec.watches.Load())
+	require.NoError(t, s.Close())
+	closesWithin(obs, 2*time.Second)
+	rec.gaugeDrains(t, 3*time.Second)
+}
+
+// TestRevokeSemaphoreLeaseMetrics: lock.Revoke asks "the holder of node";
+// a revocable holder "sees Lease.Revoked close ... keeps the lock until it
+// releases". One session holds both leases of a revocable Semaphore; one is
+// revoked from another session: only its Revoked closes, a third contender
+// waits until it is returned, and one revoke request (recipe "semaphore")
+// is reported.
+func TestRevokeSemaphoreLeaseMetrics(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	rec, s := f.metered()
+	path := f.Path("semrev/s")
+	sem, err := semaphoremutex.NewSemaphore(s, path, 2, lock.WithRevocable())
+	require.NoError(t, err)
+	l1, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	l2, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	r1, r2 := l1.Revoked(), l2.Revoked()
+	third := hold(ctx, newLocker(t, "semaphore-2", f.Session(), path, 3))
+	require.NoError(t, lock.Revoke(ctx, f.Session(), l1.Path()))
+	recv(t, r1, 5*time.Second, "the revoked lease's Revoked did not close")
+	quiet(t, r2, 500*time.Millisecond, "the other lease's Revoked closed")
+	third.notGranted(t, 500*time.Millisecond, "a third contender got a lease while both are held")
+	require.NoError(t, sem.ReturnLease(ctx, l1))
+	third.wait(t, 10*time.Second, "the third contender after the return")
+	require.NoError(t, sem.ReturnLease(ctx, l2))
+	rec.expect(t, 1, metrics.LockRevokeRequest, "semaphore", "", "revoke requests")
+	rec.expect(t, 2, metrics.LockHold, "semaphore", "", "holds")
+	rec.expect(t, 0, metrics.LockLost, "", "", "losses")
 }
