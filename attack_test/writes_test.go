@@ -166,7 +166,14 @@ func TestGuardedWriteAfterEveryKindOfEndSaysLost(t *testing.T) {
 			if end == "session-closed" {
 				require.NoError(t, s.Close())
 			} else {
+				// The client learns of the expiry when it reconnects; until
+				// then a write's fate is unknown (ErrConnectionLoss).
 				f.Expire(ctx, l.Epoch())
+				select {
+				case <-l.Lost():
+				case <-ctx.Done():
+					t.Fatal("Lost not closed after the expiry")
+				}
 			}
 			check(t, end, l)
 		})
