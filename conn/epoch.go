@@ -123,16 +123,10 @@ func (e *Epoch) quorumDeadline() time.Time {
 func (s *Session) keepQuorum(l *zkLink) {
 	ep := l.epoch
 	sync := func() {
-		sent := time.Now()
-		s.stats.quorumSyncs.Add(1)
 		s.helpers.Add(1)
 		go func() {
 			defer s.helpers.Done()
-			_, err := l.zc.Sync("/")
-			switch {
-			case err == nil:
-				ep.confirm(sent)
-			case errors.Is(err, zk.ErrSessionExpired):
+			if err := s.quorumSync(l); errors.Is(err, zk.ErrSessionExpired) {
 				s.inbox.put(message{lost: ep, cause: ErrSessionExpired})
 			}
 		}()

@@ -153,7 +153,7 @@ type result[T any] struct {
 }
 
 // withStat is call, retried, for a go-zookeeper call that returns a stat too.
-func withStat[T any](ctx context.Context, e *Epoch, op, path string, f func(*zk.Conn, string) (T, *zk.Stat, error)) (T, *zk.Stat, error) {
+func withStat[T any](ctx context.Context, e epochSource, op, path string, f func(*zk.Conn, string) (T, *zk.Stat, error)) (T, *zk.Stat, error) {
 	r, err := call(ctx, e, op, path, true, func(zc *zk.Conn, p string) (result[T], error) {
 		v, st, err := f(zc, p)
 		return result[T]{v: v, st: st}, err
@@ -161,11 +161,22 @@ func withStat[T any](ctx context.Context, e *Epoch, op, path string, f func(*zk.
 	return r.v, r.st, err
 }
 
+// epochSource is a Session (its live epoch, waited for) or an Epoch (itself).
+type epochSource interface {
+	epoch(ctx context.Context) (*Epoch, error)
+}
+
+func (e *Epoch) epoch(context.Context) (*Epoch, error) { return e, nil }
+
 // call validates and namespaces path, then runs f under callAbs.
-func call[T any](ctx context.Context, e *Epoch, op, path string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
+func call[T any](ctx context.Context, src epochSource, op, path string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
+	var zero T
 	if err := zkpath.Validate(path); err != nil {
-		var zero T
 		return zero, fmt.Errorf("conn: %s: %w", op, err)
+	}
+	e, err := src.epoch(ctx)
+	if err != nil {
+		return zero, err
 	}
 	return callAbs(ctx, e, op, e.s.abs(path), retry, f)
 }
@@ -363,11 +374,7 @@ func describeOps(ops []any) string {
 
 // Get reads a node's data, retrying on connection loss.
 func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	e, err := s.epoch(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return e.view().Get(ctx, path)
+	return withStat(ctx, s, metrics.OpGet, path, (*zk.Conn).Get)
 }
 
 // Set writes a node's data if its version matches (-1: any); retried on
@@ -409,18 +416,10 @@ func (s *Session) Delete(ctx context.Context, path string, version int32) error 
 
 // Children lists a node's children (names), retrying on connection loss.
 func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	e, err := s.epoch(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return e.view().Children(ctx, path)
+	return withStat(ctx, s, metrics.OpChildren, path, (*zk.Conn).Children)
 }
 
 // Exists tells whether a node exists, retrying on connection loss.
 func (s *Session) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	e, err := s.epoch(ctx)
-	if err != nil {
-		return false, nil, err
-	}
-	return e.view().Exists(ctx, path)
+	return withStat(ctx, s, metrics.OpExists, path, (*zk.Conn).Exists)
 }

@@ -44,37 +44,32 @@ func defaultConfig() config {
 	}
 }
 
-// option is an Option that cannot fail.
-func option(set func(*config)) Option {
+// checked is an Option that fails with ErrInvalidArgument, saying why, if
+// bad, and else runs set.
+func checked(bad bool, why string, set func(*config)) Option {
 	return func(c *config) error {
+		if bad {
+			return fmt.Errorf("%s: %w", why, ErrInvalidArgument)
+		}
 		set(c)
 		return nil
 	}
 }
 
+// option is an Option that cannot fail.
+func option(set func(*config)) Option { return checked(false, "", set) }
+
 // WithSessionTimeout sets the session timeout asked of the server (default
 // 10s). The server clamps it to [2, 20] ticks; the negotiated value is what
 // the local timer uses. Values below 100ms are invalid.
 func WithSessionTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 100*time.Millisecond {
-			return fmt.Errorf("session timeout %v is below 100ms: %w", d, ErrInvalidArgument)
-		}
-		c.sessionTimeout = d
-		return nil
-	}
+	return checked(d < 100*time.Millisecond, fmt.Sprintf("session timeout %v is below 100ms", d), func(c *config) { c.sessionTimeout = d })
 }
 
 // WithLogger sets the logger (default zap.NewNop(): silent). go-zookeeper's
 // own log lines are routed through it at Debug level. nil is invalid.
 func WithLogger(l *zap.Logger) Option {
-	return func(c *config) error {
-		if l == nil {
-			return fmt.Errorf("nil logger: %w", ErrInvalidArgument)
-		}
-		c.logger = l
-		return nil
-	}
+	return checked(l == nil, "nil logger", func(c *config) { c.logger = l })
 }
 
 // WithDigestAuth adds digest credentials (default: none), sent at the start
@@ -83,25 +78,13 @@ func WithLogger(l *zap.Logger) Option {
 // Connect's errors, and those of calls waiting for a session, match
 // ErrAuthFailed. An empty user is invalid. The password is never logged.
 func WithDigestAuth(user, password string) Option {
-	return func(c *config) error {
-		if user == "" {
-			return fmt.Errorf("digest auth needs a user name: %w", ErrInvalidArgument)
-		}
-		c.digest = append(c.digest, user+":"+password)
-		return nil
-	}
+	return checked(user == "", "digest auth needs a user name", func(c *config) { c.digest = append(c.digest, user+":"+password) })
 }
 
 // WithDialer sets how TCP connections to the servers are made, for TLS or a
 // proxy (default: net.DialTimeout). nil is invalid.
 func WithDialer(d zk.Dialer) Option {
-	return func(c *config) error {
-		if d == nil {
-			return fmt.Errorf("nil dialer: %w", ErrInvalidArgument)
-		}
-		c.dialer = d
-		return nil
-	}
+	return checked(d == nil, "nil dialer", func(c *config) { c.dialer = d })
 }
 
 // WithNamespace prefixes every path with ns, a chroot that callers never see
@@ -126,14 +109,10 @@ func WithNamespace(ns string) Option {
 // only by the context and the epoch). Sequential creates and multis are
 // never retried. Default WithRetry(20*time.Millisecond, time.Second, 0).
 func WithRetry(base, max time.Duration, maxAttempts int) Option {
-	return func(c *config) error {
-		if base <= 0 || max < base || maxAttempts < 0 {
-			return fmt.Errorf("retry: base %v, max %v, maxAttempts %d: needs 0 < base <= max and maxAttempts >= 0: %w",
-				base, max, maxAttempts, ErrInvalidArgument)
-		}
+	why := fmt.Sprintf("retry: base %v, max %v, maxAttempts %d: needs 0 < base <= max and maxAttempts >= 0", base, max, maxAttempts)
+	return checked(base <= 0 || max < base || maxAttempts < 0, why, func(c *config) {
 		c.retry = retryPolicy{BaseDelay: base, MaxDelay: max, MaxAttempts: maxAttempts}
-		return nil
-	}
+	})
 }
 
 // WithACL sets the ACL of the nodes the recipes create (default
@@ -142,13 +121,7 @@ func WithRetry(base, max time.Duration, maxAttempts int) Option {
 // identity, so that only their session can change them. An empty ACL is
 // invalid.
 func WithACL(acl []zk.ACL) Option {
-	return func(c *config) error {
-		if len(acl) == 0 {
-			return fmt.Errorf("empty ACL: %w", ErrInvalidArgument)
-		}
-		c.acl = append([]zk.ACL(nil), acl...)
-		return nil
-	}
+	return checked(len(acl) == 0, "empty ACL", func(c *config) { c.acl = append([]zk.ACL(nil), acl...) })
 }
 
 // WithSuspendedAsLost is the error policy: a lock holder is told its lock

@@ -340,15 +340,15 @@ func (s *Session) authenticate(l *zkLink) {
 			n++
 		}
 		if err == nil && s.cfg.quorumTimer {
-			err = s.confirmFresh(l)
+			err = s.quorumSync(l) // the quorum timer starts from it
 		}
 		s.inbox.put(message{l: l, authed: true, authN: n, authErr: err})
 	}()
 }
 
-// confirmFresh starts the quorum timer from a sync sent now (see
-// docs/design.md, "The quorum timer's numbers").
-func (s *Session) confirmFresh(l *zkLink) error {
+// quorumSync sends a sync; its answer confirms l's epoch from its send
+// time (docs/design.md, "The quorum timer's numbers").
+func (s *Session) quorumSync(l *zkLink) error {
 	sent := time.Now()
 	s.stats.quorumSyncs.Add(1)
 	if _, err := l.zc.Sync("/"); err != nil {
