@@ -34,7 +34,6 @@ type Epoch struct {
 	confirmed atomic.Int64 // send time (unix ns) of the last request answered through the leader
 }
 
-// newEpoch is the epoch of l's session, just established.
 func newEpoch(s *Session, l *zkLink) *Epoch {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	hs := l.hs.Load()
@@ -48,8 +47,7 @@ func newEpoch(s *Session, l *zkLink) *Epoch {
 // SessionID is the ZooKeeper session id.
 func (e *Epoch) SessionID() int64 { return e.sessionID }
 
-// Done is closed when the epoch ends; Err then tells why. A lock holder
-// watches its Lease.Lost instead.
+// Done is closed when the epoch ends; Err then tells why.
 func (e *Epoch) Done() <-chan struct{} { return e.ctx.Done() }
 
 // Err is nil while the epoch lives; after, an error matching ErrEpochEnded
@@ -117,8 +115,7 @@ func (e *Epoch) quorumDeadline() time.Time {
 	return time.Unix(0, at).Add(e.timeout * quorumLimit / quorumPeriod)
 }
 
-// keepQuorum runs the quorum timer of l's epoch: a sync every T/12 (an
-// answer proves the leader knew the session when it was sent), and the
+// keepQuorum runs l's epoch's quorum timer: a sync every T/12, and the
 // epoch's loss past quorumDeadline.
 func (s *Session) keepQuorum(l *zkLink) {
 	ep := l.epoch

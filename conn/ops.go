@@ -17,12 +17,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// The epoch's node operations (documented at connlink.Epoch) are methods of
-// its view. They run on the epoch's own connection, fail with ErrEpochEnded
-// once it ended, and return when ctx ends. Paths are validated and
-// namespaced both ways; server errors match go-zookeeper's.
-
-// view is the epoch as the recipes reach it, with the node operations.
+// view is the epoch as the recipes reach it, with the node operations
+// (documented at connlink.Epoch).
 func (e *Epoch) view() *epochView { return (*epochView)(e) }
 
 func (v *epochView) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
@@ -145,7 +141,7 @@ func (v *epochView) Sync(ctx context.Context, path string) error {
 	return err
 }
 
-// result carries a go-zookeeper call's results through await.
+// result is a go-zookeeper call's results.
 type result[T any] struct {
 	v  T
 	st *zk.Stat
@@ -235,7 +231,6 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 	}
 }
 
-// outcome is one finished go-zookeeper call.
 type outcome[T any] struct {
 	v   T
 	err error
@@ -298,16 +293,14 @@ func backoff(base, max time.Duration, n int) time.Duration {
 	return min(d, max)
 }
 
-// isConnectionLoss reports whether the connection dropped under the request
-// (go-zookeeper returns raw socket errors when a write fails).
+// isConnectionLoss: the connection dropped (go-zookeeper also returns raw socket errors).
 func isConnectionLoss(err error) bool {
 	var ne net.Error
 	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
 		errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
-// opError is a multi the server refused (nothing applied), naming the
-// failing op: "conn: multi: op 1 (set-data /stock): zk: version conflict".
+// opError is a multi the server refused (nothing applied), naming the failing op.
 type opError struct {
 	index int    // the failing op's place among the caller's ops (from 0)
 	op    string // "create", "delete", "set-data" or "check"
@@ -322,8 +315,7 @@ func (e *opError) Error() string {
 
 func (e *opError) Unwrap() error { return e.err }
 
-// opCopy copies a multi op, naming it and pointing at the copy's path;
-// nil for an op of no supported type.
+// opCopy copies a multi op, naming it and pointing at the copy's path.
 func opCopy(op any) (name string, cp any, path *string) {
 	switch o := op.(type) {
 	case *zk.CreateRequest:
@@ -342,8 +334,7 @@ func opCopy(op any) (name string, cp any, path *string) {
 	return fmt.Sprintf("%T", op), nil, new(string)
 }
 
-// failedOp finds the op a refused multi failed on, the first with an error
-// (zk.ErrAPIError follows it); nil if err is no refusal.
+// failedOp finds the op a refused multi failed on (the first with an error).
 func failedOp(ops []any, res []zk.MultiResponse, err error) *opError {
 	if err == nil && len(res) == 0 || errors.Is(err, ErrConnectionLoss) || errors.Is(err, ErrEpochEnded) {
 		return nil
@@ -378,10 +369,9 @@ func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error
 }
 
 // Set writes a node's data if its version matches (-1: any); retried on
-// connection loss only with a real version. It refuses, with
-// ErrInvalidArgument, a node named as a lock's, a lease's or an election's
-// contender: a write there can let the next contender in while its
-// holder holds. To ask a holder to release, use lock.Revoke.
+// connection loss only with a real version. A recipe's node is refused
+// (ErrInvalidArgument): a write there can let in a second holder. To ask a
+// holder to release, use lock.Revoke.
 func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
 	if locknode.Recipe(zkpath.Base(path)) {
 		return nil, fmt.Errorf("conn: set %s: a recipe's node: %w", path, ErrInvalidArgument)
@@ -403,7 +393,7 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, flags in
 	return e.view().Create(ctx, path, data, flags, acl)
 }
 
-// Delete deletes a node if its version matches (-1: any). Retried on
+// Delete deletes a node if its version matches (-1: any), retrying on
 // connection loss: zk.ErrNoNode may then mean it was deleted, and a retry
 // may delete a node created again at path.
 func (s *Session) Delete(ctx context.Context, path string, version int32) error {

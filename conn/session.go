@@ -8,6 +8,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,8 +74,10 @@ type zkLink struct {
 // ZooKeeper session is established. When ctx ends first, the error matches
 // ctx's and names the servers (and ErrAuthFailed after a refusal).
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
-	if err := checkZKVersion(opts); err != nil {
-		return nil, err
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if err := checkZKWith(info, opts); err != nil {
+			return nil, err
+		}
 	}
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("no ZooKeeper server given: %w", ErrInvalidArgument)
@@ -149,8 +152,7 @@ func sealACL(acl []zk.ACL, user, password string) []zk.ACL {
 	return append(out, zk.DigestACL(zk.PermAll, user, password)...)
 }
 
-// epoch returns the live epoch, waiting (bounded by ctx) while there is
-// none; the error says why the last attempt at a session failed.
+// epoch returns the live epoch, waiting (bounded by ctx) while there is none.
 func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 	for {
 		s.mu.Lock()
@@ -169,8 +171,7 @@ func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 	}
 }
 
-// Done is closed once Close has stopped every goroutine of the Session: its
-// final end (for the current ZooKeeper session's, see Epoch.Done).
+// Done is closed once Close has stopped the Session's goroutines.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Close ends the current epoch (its ephemeral nodes go with it) and stops
@@ -223,7 +224,6 @@ func (s *Session) run() {
 	}
 }
 
-// message is what arrives in the inbox.
 type message struct {
 	l       *zkLink
 	ev      zk.Event
@@ -494,9 +494,8 @@ func (s *Session) retire(l *zkLink) {
 	}()
 }
 
-// closeLink closes the session on the server if it can, then the sockets,
-// and waits at most cfg.closeWait for go-zookeeper's goroutines: any still
-// stuck are left behind, so Close cannot hang.
+// closeLink closes the session on the server if it can, then the sockets;
+// go-zookeeper's goroutines still stuck after cfg.closeWait are left behind.
 func (s *Session) closeLink(l *zkLink) {
 	deadline := time.Now().Add(s.cfg.closeWait)
 	l.retired.Store(true)
@@ -515,7 +514,7 @@ func (s *Session) closeLink(l *zkLink) {
 	}
 }
 
-// waitFor waits at most d for ch to close, and reports whether it did.
+// waitFor reports whether ch closed within d.
 func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -527,8 +526,7 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// abandonLink closes l's zk.Conn without waiting for the close request's
-// answer: it closes the sockets once the request is written.
+// abandonLink closes l's sockets once the close request is written.
 func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
 	done := make(chan struct{})
 	go func() {
@@ -560,15 +558,14 @@ func (s *Session) shutdown() {
 	s.helpers.Wait()
 }
 
-// transition records st and tells every subscriber.
 func (s *Session) transition(st State, ep *Epoch, cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.transitionLocked(st, ep, cause)
 }
 
-// transitionLocked is transition with s.mu held. Sending Closed sets subs
-// nil in the same step: no subscription misses it or waits after it.
+// transitionLocked records st and tells every subscriber, s.mu held. Closed
+// sets subs nil in the same step: no subscription misses it or waits after it.
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
@@ -593,9 +590,8 @@ type zkLogger struct{ l *zap.SugaredLogger }
 func (z zkLogger) Printf(format string, args ...any) { z.l.Debugf("zk: "+format, args...) }
 
 // hostProvider is go-zookeeper's without its pause of a second before the
-// first server tried after a working connection (with one address, every
-// reconnect), which the quorum timer can ill spare; a server that closed
-// the connection itself still gets it.
+// first server tried after a working connection (the quorum timer cannot
+// spare it), unless the server closed that connection.
 type hostProvider struct {
 	*zk.DNSHostProvider
 	link *link

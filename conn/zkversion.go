@@ -12,8 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// The go-zookeeper module whose frames the wire layer rewrites, and the one
-// version it was checked against: it depends on that version's internals.
+// The go-zookeeper the wire layer was checked against (it rewrites its frames).
 const (
 	zkModule  = "github.com/go-zookeeper/zk"
 	zkVersion = "v1.0.4"
@@ -25,8 +24,7 @@ var ErrZKVersion = errors.New("conn: unsupported go-zookeeper version (conn's wi
 	zkModule + " " + zkVersion + " only)")
 
 // WithPatchedZK lets Connect run a replaced (patched) go-zookeeper v1.0.4,
-// which it otherwise refuses with ErrZKVersion; check the copy with
-// zktest.CheckWire. Another version stays refused.
+// else refused with ErrZKVersion; check the copy with zktest.CheckWire.
 func WithPatchedZK() Option {
 	return option(func(c *config) { c.patchedZK = true })
 }
@@ -35,19 +33,8 @@ func WithPatchedZK() Option {
 var errZKPatched = errors.New("to run a patched copy of " + zkVersion +
 	", pass conn.WithPatchedZK() to Connect, and run zktest.CheckWire against a server in a test")
 
-// checkZKVersion is checkZKWith on the program's build information; nil
-// without one (and test binaries record no dependencies: there
-// TestZKVersionPinned checks go.mod).
-func checkZKVersion(opts []Option) error {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return nil
-	}
-	return checkZKWith(info, opts)
-}
-
-// checkZKWith is checkZKBuild, letting a replaced zkVersion through if
-// opts hold WithPatchedZK.
+// checkZKWith is checkZKBuild, letting a replaced zkVersion through with
+// WithPatchedZK. Test binaries record no dependencies (TestZKVersionPinned).
 func checkZKWith(info *debug.BuildInfo, opts []Option) error {
 	err := checkZKBuild(info)
 	if errors.Is(err, errZKPatched) {
@@ -64,9 +51,8 @@ func checkZKWith(info *debug.BuildInfo, opts []Option) error {
 	return err
 }
 
-// checkZKBuild returns ErrZKVersion, saying what is linked, if info names a
-// go-zookeeper other than zkVersion; for a replaced zkVersion, the error
-// also matches errZKPatched.
+// checkZKBuild returns ErrZKVersion, saying what is linked, for another
+// go-zookeeper than zkVersion (also errZKPatched for a replaced zkVersion).
 func checkZKBuild(info *debug.BuildInfo) error {
 	for _, m := range info.Deps {
 		if m.Path != zkModule {
@@ -91,9 +77,8 @@ func checkZKBuild(info *debug.BuildInfo) error {
 }
 
 // CheckWire checks that the go-zookeeper linked keeps what the wire layer
-// relies on in v1.0.4 (frames, the handshake, watches across a reconnect,
-// the close request), creating one ephemeral node and cutting the
-// connection once; it closes the session.
+// relies on in v1.0.4, with one ephemeral node and one cut connection; it
+// closes the session.
 func (v *sessionView) CheckWire(ctx context.Context) error {
 	s := (*Session)(v)
 	fails, err := exercise(ctx, s)
