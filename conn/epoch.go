@@ -102,8 +102,8 @@ func (e *Epoch) confirm(sent time.Time) {
 	}
 }
 
-// The quorum timer (see docs/design.md, "The quorum timer's numbers"):
-// its margin needs 1 + quorumLimit ≤ 2·quorumPeriod/3.
+// The quorum timer's margin needs 1 + quorumLimit ≤ 2·quorumPeriod/3
+// (docs/design.md, "The quorum timer's numbers").
 const (
 	quorumPeriod = 12 // a sync every T/12
 	quorumLimit  = 7  // the epoch ends 7T/12 after the last proof

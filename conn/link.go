@@ -15,8 +15,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// What the recipes reach beyond the public API (internal/connlink): Session,
-// Epoch and Lease each embed a link to a view of itself implementing it.
+// Session, Epoch and Lease each embed a link (internal/connlink) to a view
+// of itself: what the recipes reach beyond the public API.
 type (
 	sessionLink = connlink.Link[connlink.Session[*Epoch]]
 	epochLink   = connlink.Link[connlink.Epoch[*Lease]]
@@ -81,7 +81,6 @@ func (v *leaseView) HoldWrites() (done func()) {
 	return v.writes.Unlock
 }
 
-// linkLease sets the link of a lease just made.
 func linkLease(l *Lease) {
 	l.leaseLink = connlink.NewLink[connlink.Lease[*Lease]]((*leaseView)(l))
 }

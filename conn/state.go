@@ -42,9 +42,8 @@ type Event struct {
 }
 
 // Subscribe returns every state transition after the call, in order, none
-// dropped (they queue without bound). The channel is closed after Closed
-// (at once on a closed Session) or once ctx ends; read it until then or
-// cancel ctx, or its goroutine stays.
+// dropped. The channel is closed after Closed (at once on a closed Session)
+// or once ctx ends; read it until then or cancel ctx.
 func (s *Session) Subscribe(ctx context.Context) <-chan Event {
 	out := make(chan Event)
 	sub := newFifo[Event]()

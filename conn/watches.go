@@ -10,10 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
-// Watch removal (see docs/design.md, "Removing watches"): the link counts
-// the session's watchers per (path, kind); when the last one stops on a
-// set watch it writes a removeWatches request of its own, takes the answer
-// off the wire, and drops the watch from later set-watches requests.
+// Watch removal: docs/design.md, "Removing watches".
 
 // watchKind is a server watch table, numbered as removeWatches' watcherType.
 type watchKind int32
@@ -116,8 +113,7 @@ func (l *link) attach(r *watchReg, zch <-chan zk.Event) <-chan zk.Event {
 	return out
 }
 
-// countOff counts r off; if stopped and the last on a set watch, it
-// queues and returns the watch's removal.
+// countOff counts r off; the last stopped on a set watch queues its removal.
 func (l *link) countOff(r *watchReg, stopped bool) *removal {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -143,8 +139,8 @@ func (l *link) countOff(r *watchReg, stopped bool) *removal {
 	return nil
 }
 
-// queueRemovalLocked queues a removeWatches request for key and has it
-// written on another goroutine (a write can block). ws.mu held.
+// queueRemovalLocked queues a removal, written on another goroutine (a
+// write can block). ws.mu held.
 func (l *link) queueRemovalLocked(key watchKey) *removal {
 	ws := &l.watches
 	ws.next++
@@ -225,9 +221,8 @@ func (l *link) connGone(w *wireConn) {
 	}
 }
 
-// filterSetWatches drops the paths no watcher of ours waits on from
-// set-watches request f (int32 length, xid, opcode, int64 relativeZxid,
-// data, exist and child path vectors); f itself if none or unparsable.
+// filterSetWatches drops the paths no watcher waits on from set-watches
+// request f; f itself if none or unparsable.
 func (l *link) filterSetWatches(f []byte) []byte {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -280,9 +275,6 @@ func (k watchKind) String() string {
 // Unwatch: the watcher of ch stopped. If the last on a watch not yet
 // fired, the removal is sent, its answer awaited within ctx and the epoch.
 func (e *epochView) Unwatch(ctx context.Context, ch <-chan zk.Event) error {
-	if ch == nil {
-		return nil
-	}
 	l := e.wire
 	l.watches.mu.Lock()
 	r := l.watches.byCh[ch]

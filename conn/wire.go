@@ -41,7 +41,6 @@ type wireConn struct {
 	relZxid     atomic.Int64 // the link's last zxid when this connection's handshake was read
 }
 
-// The opcodes the wire looks for.
 const (
 	opCreate          = 1
 	opCreate2         = 15
@@ -153,9 +152,8 @@ func (w *wireConn) nextFrame() error {
 	}
 }
 
-// frame reads f before go-zookeeper does: the connect response, then
-// responses (int32 length, int32 xid, int64 zxid, int32 err, body), taking
-// their zxid. ours: an injected request's answer.
+// frame reads f before go-zookeeper: the connect response, then responses
+// (length, xid, zxid, err, body), taking their zxid; ours: an injected one's.
 func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	if !w.parsed {
 		w.parsed = true
@@ -262,7 +260,6 @@ func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, er
 	return w, nil
 }
 
-// Close is go-zookeeper's: the link forgets the connection.
 func (w *wireConn) Close() error {
 	w.link.connGone(w)
 	w.link.mu.Lock()
@@ -272,7 +269,7 @@ func (w *wireConn) Close() error {
 }
 
 // keptSince is when the connect request last answered for session id was
-// written (unix ns; 0: none): the leader renewed the session after.
+// written (unix ns; 0: none).
 func (l *link) keptSince(id int64) int64 {
 	if hs := l.hs.Load(); hs.sessionID == id && hs.timeout > 0 {
 		return hs.sent
@@ -331,10 +328,8 @@ func (l *link) closeAll() {
 	}
 }
 
-// writeFailConn reports a failed write as written and closes the
-// connection, so go-zookeeper learns of it from its reader: it answers a
-// failed write twice, which can block its loop forever (docs/design.md,
-// "The wire"). Callers see zk.ErrConnectionClosed.
+// writeFailConn reports a failed write as written and closes the connection:
+// go-zookeeper must learn of it from its reader (docs/design.md, "The wire").
 type writeFailConn struct{ net.Conn }
 
 func (c writeFailConn) Write(p []byte) (int, error) {
@@ -350,7 +345,7 @@ type sentCreates struct {
 	next chan struct{} // closed at the next create written; nil while nobody waits
 }
 
-// wrote is called by the wire with the opcode of every frame go-zookeeper writes.
+// wrote is told the opcode of every frame go-zookeeper writes.
 func (s *sentCreates) wrote(op int32) {
 	switch op {
 	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
