@@ -70,7 +70,7 @@ func (e *Epoch) lostSignal() <-chan struct{} {
 	return e.unsafe
 }
 
-// suspend, resume and end are called by the session's run goroutine only.
+// suspend and resume are called by the session's run goroutine only.
 func (e *Epoch) suspend() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -85,11 +85,6 @@ func (e *Epoch) resume() {
 	if closed(e.unsafe) {
 		e.unsafe = make(chan struct{})
 	}
-}
-
-func (e *Epoch) end(cause error) {
-	e.cancel(cause)
-	e.suspend()
 }
 
 // confirm records that a request sent at sent was answered via the leader.

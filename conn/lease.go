@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/metrics"
@@ -65,7 +66,7 @@ type Lease struct {
 func (v *epochView) NewLease(path string, czxid int64) *Lease {
 	e := (*Epoch)(v)
 	l := &Lease{ep: e, path: path, czxid: czxid, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal(), granted: time.Now()}
-	linkLease(l)
+	l.leaseLink = connlink.NewLink[connlink.Lease[*Lease]]((*leaseView)(l))
 	return l
 }
 
@@ -279,8 +280,7 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 // *zk.SetDataRequest, *zk.CheckVersionRequest) in one transaction that
 // commits only while the grant's node exists. A lost lease fails with
 // ErrLeaseLost (maybe applied if it also matches ErrConnectionLoss); a
-// refused op's error names its index. Ops may not set the data of the
-// grant's own node, nor of any node Session.Set refuses (ErrInvalidArgument).
+// refused op's error names its index. No op may set a lock node (ErrInvalidArgument).
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.parent != nil {
 		l.writes.RLock()
@@ -396,9 +396,9 @@ func (l *Lease) report(reason error) func() {
 }
 
 // Fence is a grant's fencing token, growing strictly with every grant of a
-// lock (in-process handoffs included): Zxid is the czxid of the node the
-// grant stands on, Pass numbers the grants on that node (0 first). A
-// resource keeps the greatest Fence seen (Compare) and refuses any below.
+// lock (in-process handoffs included): the czxid of the grant's node, and
+// its number among the grants on that node. A resource refuses any Fence
+// below the greatest it has seen (Compare).
 type Fence struct {
 	Zxid int64
 	Pass int64
@@ -427,13 +427,12 @@ func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 	return Fence{Zxid: z, Pass: l.pass}, nil
 }
 
-// localView is local grant number pass on l's node, lost when released or
-// when l is.
+// localView is local grant number pass on l's node, lost when released or l is.
 func (l *Lease) localView(pass int64) *Lease {
 	l.shared.Store(true)
 	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: make(chan struct{}),
 		granted: time.Now(), recipe: l.recipe, lock: l.lock}
-	linkLease(v)
+	v.leaseLink = connlink.NewLink[connlink.Lease[*Lease]]((*leaseView)(v))
 	go v.watchParent()
 	return v
 }
@@ -481,7 +480,6 @@ func (l *Lease) checked() string {
 	return cmp.Or(l.guard, l.path)
 }
 
-// guardedBy reports whether node is the grant's guard.
 func (l *Lease) guardedBy(node string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

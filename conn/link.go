@@ -23,8 +23,7 @@ type (
 	leaseLink   = connlink.Link[connlink.Lease[*Lease]]
 )
 
-// A view is the value's own pointer converted, so a link costs no
-// allocation, only its two words in the value.
+// A view is the value's own pointer converted: a link allocates nothing.
 type (
 	sessionView Session
 	epochView   Epoch
@@ -79,8 +78,4 @@ func (v *leaseView) Label(recipe, lock string) {
 func (v *leaseView) HoldWrites() (done func()) {
 	v.writes.Lock()
 	return v.writes.Unlock
-}
-
-func linkLease(l *Lease) {
-	l.leaseLink = connlink.NewLink[connlink.Lease[*Lease]]((*leaseView)(l))
 }

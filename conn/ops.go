@@ -17,8 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// view is the epoch as the recipes reach it, with the node operations
-// (documented at connlink.Epoch).
+// view is the epoch with the node operations the recipes reach (connlink.Epoch).
 func (e *Epoch) view() *epochView { return (*epochView)(e) }
 
 func (v *epochView) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
@@ -141,11 +140,11 @@ func (v *epochView) Sync(ctx context.Context, path string) error {
 	return err
 }
 
-// result is a go-zookeeper call's results.
 type result[T any] struct {
-	v  T
-	st *zk.Stat
-	ch <-chan zk.Event
+	v   T
+	st  *zk.Stat
+	ch  <-chan zk.Event
+	err error // through await
 }
 
 // withStat is call, retried, for a go-zookeeper call that returns a stat too.
@@ -231,18 +230,13 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 	}
 }
 
-type outcome[T any] struct {
-	v   T
-	err error
-}
-
 // await runs f and stops waiting when ctx or the epoch ends. Results pass
 // only through the channel, so a late f touches nothing of the caller's.
 func await[T any](ctx context.Context, e *Epoch, f func() (T, error)) (T, error) {
-	res := make(chan outcome[T], 1) // buffered: f may finish after we stopped waiting
+	res := make(chan result[T], 1) // buffered: f may finish after we stopped waiting
 	go func() {
 		v, err := f()
-		res <- outcome[T]{v, err}
+		res <- result[T]{v: v, err: err}
 	}()
 	var zero T
 	select {
@@ -278,13 +272,11 @@ func (s *Session) strip(p string) string {
 	return rest
 }
 
-// retryPolicy is WithRetry's.
 type retryPolicy struct {
 	BaseDelay, MaxDelay time.Duration
 	MaxAttempts         int // the first attempt included
 }
 
-// backoff is base doubled n-1 times, at most max.
 func backoff(base, max time.Duration, n int) time.Duration {
 	d := base
 	for i := 1; i < n && d < max; i++ {

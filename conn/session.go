@@ -175,17 +175,15 @@ func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Close ends the current epoch (its ephemeral nodes go with it) and stops
-// the session's goroutines. Idempotent. It returns at once when the server
-// answers or the connection is down, else after about a second (13 s at
-// worst, leaving stuck go-zookeeper goroutines behind, logged at Error).
+// the session's goroutines; idempotent. It returns when the server answers
+// or the connection is down, else within about a second (13 s at worst).
 func (s *Session) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done
 	return nil
 }
 
-// abandon is Close without waiting for the close request's answer, for a
-// caller past its deadline.
+// abandon is Close without waiting for the close request's answer.
 func (s *Session) abandon() {
 	s.abandoning.Store(true)
 	_ = s.Close()
@@ -281,20 +279,17 @@ func (s *Session) handle(m message) {
 		case l.epoch == nil:
 			l.epoch = newEpoch(s, l)
 			s.authenticate(l)
-		case l.suspended && !l.live:
-			// Reconnected while authenticating: no transition to tell.
-			l.suspended = false
-			s.stopTimer()
-			if l.authWait {
-				l.authWait = false
-				s.authenticate(l)
-			}
 		case l.suspended:
 			l.suspended = false
 			s.stopTimer()
-			l.epoch.resume()
-			s.log.Info("reconnected", logfield.Session("session", l.epoch.sessionID))
-			s.transition(Reconnected, l.epoch, nil)
+			if l.live {
+				l.epoch.resume()
+				s.log.Info("reconnected", logfield.Session("session", l.epoch.sessionID))
+				s.transition(Reconnected, l.epoch, nil)
+			} else if l.authWait { // reconnected while authenticating: no transition to tell
+				l.authWait = false
+				s.authenticate(l)
+			}
 		}
 	case zk.StateDisconnected:
 		s.disconnected(l)
@@ -422,7 +417,8 @@ func (s *Session) endEpoch(l *zkLink, cause error, st State) {
 		}
 		return
 	}
-	ep.end(cause)
+	ep.cancel(cause)
+	ep.suspend()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cur == ep {

@@ -60,11 +60,11 @@ func (s *Session) Subscribe(ctx context.Context) <-chan Event {
 
 // pump sends sub's events to out until Closed is sent or ctx ends.
 func (s *Session) pump(ctx context.Context, sub *fifo[Event], out chan<- Event) {
-	defer close(out)
 	defer func() {
 		s.mu.Lock()
 		delete(s.subs, sub) // a no-op once subs is nil
 		s.mu.Unlock()
+		close(out)
 	}()
 	for {
 		select {

@@ -186,11 +186,6 @@ func encodeRemoveWatches(xid int32, key watchKey) []byte {
 	return b
 }
 
-// isRemovalXid tells an injected request's answer.
-func isRemovalXid(xid int32) bool {
-	return xid <= removeXidBase && xid > removeXidBase-removeXidSpan
-}
-
 // answered takes an injected request's answer (length, xid, zxid, err).
 func (l *link) answered(xid int32, f []byte) {
 	ws := &l.watches
@@ -312,7 +307,7 @@ func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watch
 		if zch != nil {
 			ch = l.attach(r, zch)
 		}
-		return result[T]{v, st, ch}, err
+		return result[T]{v: v, st: st, ch: ch}, err
 	})
 	if err != nil {
 		l.countOff(r, true) // if the call still sets its watch, attach removes it

@@ -173,7 +173,7 @@ func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	if len(f) < 16 {
 		return false, false // go-zookeeper will fail on it
 	}
-	if xid := int32(binary.BigEndian.Uint32(f[4:])); isRemovalXid(xid) {
+	if xid := int32(binary.BigEndian.Uint32(f[4:])); xid <= removeXidBase && xid > removeXidBase-removeXidSpan {
 		if len(f) >= 20 {
 			w.link.answered(xid, f)
 		}
@@ -268,8 +268,7 @@ func (w *wireConn) Close() error {
 	return w.Conn.Close()
 }
 
-// keptSince is when the connect request last answered for session id was
-// written (unix ns; 0: none).
+// keptSince is when the connect request last answered for session id was written.
 func (l *link) keptSince(id int64) int64 {
 	if hs := l.hs.Load(); hs.sessionID == id && hs.timeout > 0 {
 		return hs.sent
@@ -358,7 +357,6 @@ func (s *sentCreates) wrote(op int32) {
 	}
 }
 
-// after returns a channel closed once the next create request is written.
 func (s *sentCreates) after() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -119,11 +119,8 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	p := "/zkrecipes-wirecheck-" + hex.EncodeToString(b[:])
-	_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.cfg.acl)
-	if errors.Is(err, zk.ErrNoNode) { // the namespace's root does not exist yet
-		if err = ep.CreateParents(ctx, p); err == nil {
-			_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.cfg.acl)
-		}
+	if err = ep.CreateParents(ctx, p); err == nil { // the namespace's root, if missing
+		_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.cfg.acl)
 	}
 	if err != nil {
 		return fails, err
