@@ -14,8 +14,7 @@
 // the resource can close that window: Lease.Fence gives a fencing token
 // and Lease.GuardedWrite a write the ensemble refuses once the lock is gone.
 //
-// conn runs go-zookeeper v1.0.4 only (ErrZKVersion otherwise; a patched
-// copy with WithPatchedZK). Errors are compared with errors.Is; those
-// every lock shares are package lock's, and server errors match
-// go-zookeeper's (zk.ErrNoNode, ...).
+// conn runs go-zookeeper v1.0.4 only (see WithPatchedZK). Errors are
+// compared with errors.Is; those every lock shares are package lock's, and
+// server errors match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

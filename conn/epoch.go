@@ -13,8 +13,7 @@ import (
 )
 
 // Epoch is one ZooKeeper session of a Session, the one a Lease was taken
-// in. It ends exactly once (expiry, the local timer, or Close); a request
-// of an ended epoch fails with ErrEpochEnded. Safe for concurrent use.
+// in. It ends exactly once (see Err). Safe for concurrent use.
 type Epoch struct {
 	epochLink // what the recipes reach (link.go)
 

@@ -33,7 +33,6 @@ var (
 	// the server rejects, and is not under /zookeeper.
 	ErrInvalidArgument = zkpath.ErrInvalid
 
-	// ErrAuthFailed: a server refused the session's credentials
-	// (WithDigestAuth); the session backs off and opens another.
+	// ErrAuthFailed: a server refused the credentials (WithDigestAuth).
 	ErrAuthFailed = errors.New("conn: the server refused the credentials")
 )

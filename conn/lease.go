@@ -178,8 +178,7 @@ func (l *Lease) arm() {
 	}
 }
 
-// Err is nil while the lease holds as far as this process knows, and says
-// why once Lost is closed.
+// Err is nil while the lease holds as far as this process knows, else why not.
 func (l *Lease) Err() error {
 	l.poll()
 	if !closed(l.lost) {
@@ -233,8 +232,7 @@ func (l *Lease) watchNode(path string, guard bool) {
 			}
 			// Data changed or the watch was dropped: look again.
 		case <-l.lost:
-			// Deletion or the session's end consumes the watch, not a
-			// Suspended or a guard's handover.
+			// A Suspended or a guard's handover leaves the watch set.
 			if guard || errors.Is(l.Err(), errSuspendedLost) {
 				unwatchNow(l.ep, ch)
 			}
@@ -396,9 +394,8 @@ func (l *Lease) report(reason error) func() {
 }
 
 // Fence is a grant's fencing token, growing strictly with every grant of a
-// lock (in-process handoffs included): the czxid of the grant's node, and
-// its number among the grants on that node. A resource refuses any Fence
-// below the greatest it has seen (Compare).
+// lock (in-process handoffs included): its node's czxid, then the grant's
+// number on that node. A resource refuses any below the greatest seen.
 type Fence struct {
 	Zxid int64
 	Pass int64

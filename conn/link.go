@@ -73,8 +73,7 @@ func (v *leaseView) Label(recipe, lock string) {
 	v.unreported.Store(false)
 }
 
-// HoldWrites waits out the guarded writes through the lease and blocks new
-// ones until done is called.
+// HoldWrites waits out guarded writes through the lease, blocking new ones until done.
 func (v *leaseView) HoldWrites() (done func()) {
 	v.writes.Lock()
 	return v.writes.Unlock

@@ -195,8 +195,7 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 		case err == nil:
 			return v, nil
 		case errors.Is(err, zk.ErrSessionExpired) && e.ctx.Err() == nil:
-			// The server confirms expiry: end the epoch first, so that
-			// the error matches ErrEpochEnded.
+			// Confirmed expiry: end the epoch first, so the error matches ErrEpochEnded.
 			e.s.inbox.put(message{lost: e, cause: ErrSessionExpired})
 			t := time.NewTimer(e.timeout) // bound: the run loop ends it at once
 			defer t.Stop()
@@ -360,10 +359,9 @@ func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error
 	return withStat(ctx, s, metrics.OpGet, path, (*zk.Conn).Get)
 }
 
-// Set writes a node's data if its version matches (-1: any); retried on
+// Set writes a node's data if its version matches (-1: any), retried on
 // connection loss only with a real version. A recipe's node is refused
-// (ErrInvalidArgument): a write there can let in a second holder. To ask a
-// holder to release, use lock.Revoke.
+// (ErrInvalidArgument); to ask a holder to release, use lock.Revoke.
 func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
 	if locknode.Recipe(zkpath.Base(path)) {
 		return nil, fmt.Errorf("conn: set %s: a recipe's node: %w", path, ErrInvalidArgument)

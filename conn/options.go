@@ -12,8 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// Option configures a Session. Connect rejects an invalid value with an
-// error matching ErrInvalidArgument.
+// Option configures a Session; Connect rejects invalid ones (ErrInvalidArgument).
 type Option func(*config) error
 
 type config struct {
@@ -69,10 +68,9 @@ func WithLogger(l *zap.Logger) Option {
 	return checked(l == nil, "nil logger", func(c *config) { c.logger = l })
 }
 
-// WithDigestAuth adds digest credentials, sent at the start of every
-// ZooKeeper session before it is handed out; the password is never logged.
-// After a refusal the session tries again after a backoff (250 ms doubling
-// to 30 s), and calls waiting for a session fail matching ErrAuthFailed.
+// WithDigestAuth adds digest credentials (the password is never logged),
+// sent at the start of every ZooKeeper session; after a refusal the session
+// retries with a backoff, and waiting calls fail matching ErrAuthFailed.
 func WithDigestAuth(user, password string) Option {
 	return checked(user == "", "digest auth needs a user name", func(c *config) { c.digest = append(c.digest, user+":"+password) })
 }
@@ -100,8 +98,7 @@ func WithNamespace(ns string) Option {
 
 // WithRetry sets how idempotent requests are retried on connection loss:
 // backoff from base doubling to max, with jitter, at most maxAttempts
-// attempts (0: no limit but ctx and the epoch). Sequential creates and
-// multis are never retried. Default WithRetry(20*time.Millisecond, time.Second, 0).
+// (0: no limit). Default WithRetry(20*time.Millisecond, time.Second, 0).
 func WithRetry(base, max time.Duration, maxAttempts int) Option {
 	why := fmt.Sprintf("retry: base %v, max %v, maxAttempts %d: needs 0 < base <= max and maxAttempts >= 0", base, max, maxAttempts)
 	return checked(base <= 0 || max < base || maxAttempts < 0, why, func(c *config) {
@@ -122,10 +119,9 @@ func WithSuspendedAsLost() Option {
 	return option(func(c *config) { c.suspendedAsLost = true })
 }
 
-// WithLastHeardTimer replaces the default quorum timer (a sync every T/12;
-// the epoch ends 7T/12 after the last one the leader answered) with the
-// last-heard timer: the epoch ends T after the last byte heard. It sends
-// nothing extra, but the server may expire the session first.
+// WithLastHeardTimer replaces the default quorum timer (a sync every T/12)
+// with the last-heard timer: the epoch ends T after the last byte heard. It
+// sends nothing extra, but the server may expire the session first.
 func WithLastHeardTimer() Option {
 	return option(func(c *config) { c.quorumTimer = false })
 }

@@ -22,9 +22,8 @@ import (
 
 var errRetired = errors.New("conn: connection retired")
 
-// Session is one client of a ZooKeeper ensemble across many ZooKeeper
-// sessions (epochs): it reconnects, and opens a new session on a new
-// connection after one is lost. Safe for concurrent use.
+// Session is one client of an ensemble across many ZooKeeper sessions
+// (epochs), each on a new connection. Safe for concurrent use.
 type Session struct {
 	sessionLink // what the recipes reach (link.go)
 
@@ -74,7 +73,7 @@ type zkLink struct {
 // ZooKeeper session is established. When ctx ends first, the error matches
 // ctx's and names the servers (and ErrAuthFailed after a refusal).
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
-	if info, ok := debug.ReadBuildInfo(); ok {
+	if info, ok := debug.ReadBuildInfo(); ok { // tests record no deps: TestZKVersionPinned checks go.mod
 		if err := checkZKWith(info, opts); err != nil {
 			return nil, err
 		}

@@ -139,8 +139,7 @@ func (l *link) countOff(r *watchReg, stopped bool) *removal {
 	return nil
 }
 
-// queueRemovalLocked queues a removal, written on another goroutine (a
-// write can block). ws.mu held.
+// queueRemovalLocked queues a removal for another goroutine to write. ws.mu held.
 func (l *link) queueRemovalLocked(key watchKey) *removal {
 	ws := &l.watches
 	ws.next++
@@ -216,8 +215,7 @@ func (l *link) connGone(w *wireConn) {
 	}
 }
 
-// filterSetWatches drops the paths no watcher waits on from set-watches
-// request f; f itself if none or unparsable.
+// filterSetWatches drops from set-watches request f the paths no watcher waits on.
 func (l *link) filterSetWatches(f []byte) []byte {
 	ws := &l.watches
 	ws.mu.Lock()

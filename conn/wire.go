@@ -84,7 +84,7 @@ func (w *wireConn) Write(p []byte) (int, error) {
 	case op == opSetWatches && len(p) >= 20:
 		// int32 length, int32 xid, int32 opcode, int64 relativeZxid, ...
 		q := w.link.filterSetWatches(p)
-		if len(q) == len(p) {
+		if len(q) == len(p) { // p itself: nothing dropped
 			q = append([]byte(nil), p...)
 		}
 		binary.BigEndian.PutUint64(q[12:], uint64(w.relZxid.Load()))

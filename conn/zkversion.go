@@ -33,8 +33,7 @@ func WithPatchedZK() Option {
 var errZKPatched = errors.New("to run a patched copy of " + zkVersion +
 	", pass conn.WithPatchedZK() to Connect, and run zktest.CheckWire against a server in a test")
 
-// checkZKWith is checkZKBuild, letting a replaced zkVersion through with
-// WithPatchedZK. Test binaries record no dependencies (TestZKVersionPinned).
+// checkZKWith is checkZKBuild, letting a replaced zkVersion through with WithPatchedZK.
 func checkZKWith(info *debug.BuildInfo, opts []Option) error {
 	err := checkZKBuild(info)
 	if errors.Is(err, errZKPatched) {
@@ -77,8 +76,7 @@ func checkZKBuild(info *debug.BuildInfo) error {
 }
 
 // CheckWire checks that the go-zookeeper linked keeps what the wire layer
-// relies on in v1.0.4, with one ephemeral node and one cut connection; it
-// closes the session.
+// relies on in v1.0.4, with one ephemeral node and one cut; it closes s.
 func (v *sessionView) CheckWire(ctx context.Context) error {
 	s := (*Session)(v)
 	fails, err := exercise(ctx, s)
@@ -99,8 +97,7 @@ func (v *sessionView) CheckWire(ctx context.Context) error {
 	return nil
 }
 
-// exercise runs CheckWire's requests on s: fails lists the assumptions
-// found broken, err a failure that is not go-zookeeper's (the server, ctx).
+// exercise runs CheckWire's requests: fails lists broken assumptions, err the rest.
 func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -166,7 +163,6 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 		fails = append(fails, "no set-watches request (opcode 101) written after the reconnect")
 	}
 
-	// A watch removed by a request injected on the wire.
 	_, _, ch, err = ep.GetW(ctx, p)
 	if err != nil {
 		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
