@@ -70,9 +70,8 @@ func (v *epochView) NewLease(path string, czxid int64) *Lease {
 	return l
 }
 
-// own checks that st, read at the lease's path, is our node (recording its
-// czxid), else closes Lost. Only a known czxid tells ours from a
-// re-creation at the path by our own session.
+// own checks that st, read at our path, is our node, else closes Lost. Only
+// a known czxid (recorded here) tells ours from our session's re-creation.
 func (l *Lease) own(st *zk.Stat) error {
 	l.mu.Lock()
 	ok := l.czxid == st.Czxid || l.czxid == 0 && st.EphemeralOwner == l.ep.SessionID()

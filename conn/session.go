@@ -238,7 +238,7 @@ func (s *Session) handle(m message) {
 		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
 			why := "a request was answered 'session expired'"
 			if m.cause == ErrSessionTimeout {
-				why = "no sync answered through the ensemble's leader within half the session timeout"
+				why = "no sync answered through the ensemble's leader within 7/12 of the session timeout"
 			}
 			s.log.Warn(why+"; taking the session as lost", logfield.Session("session", ep.sessionID), zap.Duration("timeout", ep.timeout))
 			s.loseEpoch(m.cause)
