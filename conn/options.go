@@ -107,8 +107,8 @@ func WithRetry(base, max time.Duration, maxAttempts int) Option {
 }
 
 // WithACL sets the ACL of the nodes the recipes create (default
-// zk.WorldACL(zk.PermAll)). Lock nodes, unless revocable, get it without
-// WRITE and ADMIN, plus ALL for the session's own digest identity.
+// zk.WorldACL(zk.PermAll)). Lock nodes, unless revocable, get it sealed so
+// that only their session can change them (WRITE and ADMIN are its own).
 func WithACL(acl []zk.ACL) Option {
 	return checked(len(acl) == 0, "empty ACL", func(c *config) { c.acl = append([]zk.ACL(nil), acl...) })
 }
@@ -121,7 +121,7 @@ func WithSuspendedAsLost() Option {
 
 // WithLastHeardTimer replaces the default quorum timer (a sync every T/12)
 // with the last-heard timer: the epoch ends T after the last byte heard. It
-// sends nothing extra, but the server may expire the session first.
+// sends nothing extra, but the server may expire the session first (docs/safety.md).
 func WithLastHeardTimer() Option {
 	return option(func(c *config) { c.quorumTimer = false })
 }
