@@ -6,22 +6,15 @@
 // ends exactly once: the server confirmed expiry (ErrSessionExpired), the
 // local timer ran out (ErrSessionTimeout), or Close (ErrClosed). A request
 // runs in one epoch and is never sent again in the next. Subscribe gives
-// every transition (Connected, Suspended, Reconnected, Lost, Closed) in
-// order.
-//
-// The local timer ends an epoch before the ensemble's leader can expire
-// its session: by default it syncs every T/12 (T the session timeout) and
-// ends the epoch 7T/12 after the last sync the leader answered (see
-// WithLastHeardTimer; docs/design.md gives the argument, docs/safety.md
-// the margins).
+// every transition in order. The local timer ends an epoch before the
+// leader can expire its session (WithLastHeardTimer; docs/safety.md).
 //
 // A Lease (a held lock node) is a lease on a session, not a promise: a
 // process paused longer than the margin may still believe it holds. Only
 // the resource can close that window: Lease.Fence gives a fencing token
 // and Lease.GuardedWrite a write the ensemble refuses once the lock is gone.
 //
-// conn runs go-zookeeper v1.0.4 only (ErrZKVersion otherwise; a patched
-// copy with WithPatchedZK). Errors are compared with errors.Is; those
-// every lock shares are package lock's, and server errors match
-// go-zookeeper's (zk.ErrNoNode, ...).
+// conn runs go-zookeeper v1.0.4 only (see WithPatchedZK). Errors are
+// compared with errors.Is; those every lock shares are package lock's, and
+// server errors match go-zookeeper's (zk.ErrNoNode, ...).
 package conn

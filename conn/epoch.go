@@ -13,8 +13,7 @@ import (
 )
 
 // Epoch is one ZooKeeper session of a Session, the one a Lease was taken
-// in. It ends exactly once (expiry, the local timer, or Close); a request
-// of an ended epoch fails with ErrEpochEnded. Safe for concurrent use.
+// in. It ends exactly once (see Err). Safe for concurrent use.
 type Epoch struct {
 	epochLink // what the recipes reach (link.go)
 
@@ -34,7 +33,6 @@ type Epoch struct {
 	confirmed atomic.Int64 // send time (unix ns) of the last request answered through the leader
 }
 
-// newEpoch is the epoch of l's session, just established.
 func newEpoch(s *Session, l *zkLink) *Epoch {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	hs := l.hs.Load()
@@ -48,8 +46,7 @@ func newEpoch(s *Session, l *zkLink) *Epoch {
 // SessionID is the ZooKeeper session id.
 func (e *Epoch) SessionID() int64 { return e.sessionID }
 
-// Done is closed when the epoch ends; Err then tells why. A lock holder
-// watches its Lease.Lost instead.
+// Done is closed when the epoch ends; Err then tells why.
 func (e *Epoch) Done() <-chan struct{} { return e.ctx.Done() }
 
 // Err is nil while the epoch lives; after, an error matching ErrEpochEnded
@@ -72,7 +69,7 @@ func (e *Epoch) lostSignal() <-chan struct{} {
 	return e.unsafe
 }
 
-// suspend, resume and end are called by the session's run goroutine only.
+// suspend and resume are called by the session's run goroutine only.
 func (e *Epoch) suspend() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -89,11 +86,6 @@ func (e *Epoch) resume() {
 	}
 }
 
-func (e *Epoch) end(cause error) {
-	e.cancel(cause)
-	e.suspend()
-}
-
 // confirm records that a request sent at sent was answered via the leader.
 func (e *Epoch) confirm(sent time.Time) {
 	for {
@@ -104,8 +96,8 @@ func (e *Epoch) confirm(sent time.Time) {
 	}
 }
 
-// The quorum timer (see docs/design.md, "The quorum timer's numbers"):
-// its margin needs 1 + quorumLimit ≤ 2·quorumPeriod/3.
+// The quorum timer's margin needs 1 + quorumLimit ≤ 2·quorumPeriod/3
+// (docs/design.md, "The quorum timer's numbers").
 const (
 	quorumPeriod = 12 // a sync every T/12
 	quorumLimit  = 7  // the epoch ends 7T/12 after the last proof
@@ -117,22 +109,15 @@ func (e *Epoch) quorumDeadline() time.Time {
 	return time.Unix(0, at).Add(e.timeout * quorumLimit / quorumPeriod)
 }
 
-// keepQuorum runs the quorum timer of l's epoch: a sync every T/12 (an
-// answer proves the leader knew the session when it was sent), and the
+// keepQuorum runs l's epoch's quorum timer: a sync every T/12, and the
 // epoch's loss past quorumDeadline.
 func (s *Session) keepQuorum(l *zkLink) {
 	ep := l.epoch
 	sync := func() {
-		sent := time.Now()
-		s.stats.quorumSyncs.Add(1)
 		s.helpers.Add(1)
 		go func() {
 			defer s.helpers.Done()
-			_, err := l.zc.Sync("/")
-			switch {
-			case err == nil:
-				ep.confirm(sent)
-			case errors.Is(err, zk.ErrSessionExpired):
+			if err := s.quorumSync(l); errors.Is(err, zk.ErrSessionExpired) {
 				s.inbox.put(message{lost: ep, cause: ErrSessionExpired})
 			}
 		}()

@@ -16,12 +16,10 @@ var (
 	// the reason (ErrSessionExpired, ErrSessionTimeout or ErrClosed).
 	ErrEpochEnded = errors.New("conn: session epoch ended")
 
-	// ErrSessionExpired: the server confirmed that the ZooKeeper session
-	// expired; its ephemeral nodes are gone.
+	// ErrSessionExpired: the server confirmed expiry; ephemeral nodes are gone.
 	ErrSessionExpired = errors.New("conn: session expired (confirmed by the server)")
 
-	// ErrSessionTimeout: the local timer ran out; the session is taken as
-	// lost although the server could not confirm it.
+	// ErrSessionTimeout: the local timer ran out; the session is taken as lost.
 	ErrSessionTimeout = errors.New("conn: session timed out on the client (local timer); session taken as lost")
 
 	// ErrConnectionLoss: the connection broke while a request was in flight
@@ -29,15 +27,12 @@ var (
 	// request whose epoch ended): it may or may not have been applied.
 	ErrConnectionLoss = errors.New("conn: connection lost; the request may or may not have been applied")
 
-	// ErrInvalidArgument: bad input the module checks (an option, a path,
-	// a nil session, a label, ...), from every package; nothing was done.
-	// What only the server checks comes back as its error. A valid path is
-	// absolute, does not end with "/" (but the root), has no empty, "." or
-	// ".." segment, no character the server rejects, and is not under
-	// /zookeeper.
+	// ErrInvalidArgument: bad input (an option, a path, a nil session, ...),
+	// from every package; nothing was done. A valid path is absolute, has no
+	// trailing "/" (but the root), no empty, "." or ".." segment, no character
+	// the server rejects, and is not under /zookeeper.
 	ErrInvalidArgument = zkpath.ErrInvalid
 
-	// ErrAuthFailed: a server refused the session's credentials
-	// (WithDigestAuth); the session backs off and opens another.
+	// ErrAuthFailed: a server refused the credentials (WithDigestAuth).
 	ErrAuthFailed = errors.New("conn: the server refused the credentials")
 )

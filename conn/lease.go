@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/locknode"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/metrics"
@@ -65,14 +66,12 @@ type Lease struct {
 func (v *epochView) NewLease(path string, czxid int64) *Lease {
 	e := (*Epoch)(v)
 	l := &Lease{ep: e, path: path, czxid: czxid, lost: make(chan struct{}), revoked: make(chan struct{}), sig: e.lostSignal(), granted: time.Now()}
-	linkLease(l)
+	l.leaseLink = connlink.NewLink[connlink.Lease[*Lease]]((*leaseView)(l))
 	return l
 }
 
-// own checks that st, read at the lease's path, is our node (recording its
-// czxid): another czxid, or before we know it another ephemeral owner,
-// means ours was deleted and Lost closes. Only a known czxid tells ours
-// from a re-creation at the path by our own session.
+// own checks that st, read at our path, is our node, else closes Lost. Only
+// a known czxid (recorded here) tells ours from our session's re-creation.
 func (l *Lease) own(st *zk.Stat) error {
 	l.mu.Lock()
 	ok := l.czxid == st.Czxid || l.czxid == 0 && st.EphemeralOwner == l.ep.SessionID()
@@ -92,18 +91,17 @@ func (l *Lease) own(st *zk.Stat) error {
 // lostChan returns l.lost for a waiter, first starting (once) to wait on sig.
 func (l *Lease) lostChan() <-chan struct{} {
 	if l.sig != nil {
-		l.sigWaiter.Do(func() { go l.closeWith(l.sig, l.epochLost) })
+		l.sigWaiter.Do(func() {
+			go func() {
+				select {
+				case <-l.sig:
+					l.closeLost(l.epochLost())
+				case <-l.lost:
+				}
+			}()
+		})
 	}
 	return l.lost
-}
-
-// closeWith closes Lost with reason() once ch is closed, unless lost first.
-func (l *Lease) closeWith(ch <-chan struct{}, reason func() error) {
-	select {
-	case <-ch:
-		l.closeLost(reason())
-	case <-l.lost:
-	}
 }
 
 // poll closes l.lost if the epoch's signal has come, for non-waiting callers.
@@ -143,8 +141,7 @@ func (l *Lease) Epoch() *Epoch { return l.ep }
 
 // Lost is closed when the lease must be taken as lost: its epoch ended (or,
 // with WithSuspendedAsLost, was suspended), its node was deleted, or it was
-// released. Until Lost or Revoked is first called, only Fence and
-// GuardedWrite notice a foreign delete.
+// released. Before Lost or Revoked, only Fence and GuardedWrite see a delete.
 func (l *Lease) Lost() <-chan struct{} {
 	l.arm()
 	return l.lostChan()
@@ -180,8 +177,7 @@ func (l *Lease) arm() {
 	}
 }
 
-// Err is nil while the lease holds as far as this process knows (see
-// Lost), and says why once Lost is closed.
+// Err is nil while the lease holds as far as this process knows, else why not.
 func (l *Lease) Err() error {
 	l.poll()
 	if !closed(l.lost) {
@@ -208,7 +204,7 @@ func (l *Lease) watchNode(path string, guard bool) {
 		data, st, ch, err := l.ep.view().GetW(l.ep.ctx, path)
 		switch {
 		case err != nil && l.ep.ctx.Err() != nil:
-			return // watchEpoch reports it
+			return // lostChan reports it
 		case errors.Is(err, zk.ErrNoNode):
 			gone(errNodeDeleted(path))
 			return
@@ -235,8 +231,7 @@ func (l *Lease) watchNode(path string, guard bool) {
 			}
 			// Data changed or the watch was dropped: look again.
 		case <-l.lost:
-			// Deletion or the session's end consumes the watch, not a
-			// Suspended or a guard's handover.
+			// A Suspended or a guard's handover leaves the watch set.
 			if guard || errors.Is(l.Err(), errSuspendedLost) {
 				unwatchNow(l.ep, ch)
 			}
@@ -282,8 +277,7 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 // *zk.SetDataRequest, *zk.CheckVersionRequest) in one transaction that
 // commits only while the grant's node exists. A lost lease fails with
 // ErrLeaseLost (maybe applied if it also matches ErrConnectionLoss); a
-// refused op's error names its index. Ops may not set the data of the
-// grant's own node, nor of any node Session.Set refuses (ErrInvalidArgument).
+// refused op's error names its index. No op may set a lock node (ErrInvalidArgument).
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.parent != nil {
 		l.writes.RLock()
@@ -399,9 +393,8 @@ func (l *Lease) report(reason error) func() {
 }
 
 // Fence is a grant's fencing token, growing strictly with every grant of a
-// lock (in-process handoffs included): Zxid is the czxid of the node the
-// grant stands on, Pass numbers the grants on that node (0 first). A
-// resource keeps the greatest Fence seen (Compare) and refuses any below.
+// lock (in-process handoffs included): its node's czxid, then the grant's
+// number on that node. A resource refuses any below the greatest seen.
 type Fence struct {
 	Zxid int64
 	Pass int64
@@ -418,8 +411,7 @@ func (f Fence) Compare(g Fence) int {
 // String is "zxid.pass", in hexadecimal as ZooKeeper prints zxids.
 func (f Fence) String() string { return fmt.Sprintf("0x%x.%d", f.Zxid, f.Pass) }
 
-// Fence returns the grant's fencing token; ErrLeaseLost once the lease
-// ended or its node is not ours.
+// Fence returns the grant's fencing token, or ErrLeaseLost.
 func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 	if err := l.Err(); err != nil {
 		return Fence{}, err
@@ -431,13 +423,12 @@ func (l *Lease) Fence(ctx context.Context) (Fence, error) {
 	return Fence{Zxid: z, Pass: l.pass}, nil
 }
 
-// localView is local grant number pass on l's node: a lease of its own,
-// lost when released or when l is.
+// localView is local grant number pass on l's node, lost when released or l is.
 func (l *Lease) localView(pass int64) *Lease {
 	l.shared.Store(true)
 	v := &Lease{ep: l.ep, path: l.path, parent: l, pass: pass, lost: make(chan struct{}), revoked: make(chan struct{}),
 		granted: time.Now(), recipe: l.recipe, lock: l.lock}
-	linkLease(v)
+	v.leaseLink = connlink.NewLink[connlink.Lease[*Lease]]((*leaseView)(v))
 	go v.watchParent()
 	return v
 }
@@ -462,9 +453,8 @@ func (l *Lease) watchParent() {
 	}
 }
 
-// Guard makes the lease, not handed out yet, stand on node (czxid zxid) of
-// its session until Unguard: its check, loss and Fence are the guard's
-// (docs/design.md, "Downgrading a write lock").
+// Guard makes the lease, not handed out yet, stand on node (czxid zxid)
+// until Unguard (docs/design.md, "Downgrading a write lock").
 func (v *leaseView) Guard(node string, zxid, pass int64) {
 	v.mu.Lock()
 	v.guard, v.fence = node, zxid
@@ -486,7 +476,6 @@ func (l *Lease) checked() string {
 	return cmp.Or(l.guard, l.path)
 }
 
-// guardedBy reports whether node is the grant's guard.
 func (l *Lease) guardedBy(node string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -15,16 +15,15 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// What the recipes reach beyond the public API (internal/connlink): Session,
-// Epoch and Lease each embed a link to a view of itself implementing it.
+// Session, Epoch and Lease each embed a link (internal/connlink) to a view
+// of itself: what the recipes reach beyond the public API.
 type (
 	sessionLink = connlink.Link[connlink.Session[*Epoch]]
 	epochLink   = connlink.Link[connlink.Epoch[*Lease]]
 	leaseLink   = connlink.Link[connlink.Lease[*Lease]]
 )
 
-// A view is the value's own pointer converted, so a link costs no
-// allocation, only its two words in the value.
+// A view is the value's own pointer converted: a link allocates nothing.
 type (
 	sessionView Session
 	epochView   Epoch
@@ -74,14 +73,8 @@ func (v *leaseView) Label(recipe, lock string) {
 	v.unreported.Store(false)
 }
 
-// HoldWrites waits out the guarded writes through the lease and blocks new
-// ones until done is called.
+// HoldWrites waits out guarded writes through the lease, blocking new ones until done.
 func (v *leaseView) HoldWrites() (done func()) {
 	v.writes.Lock()
 	return v.writes.Unlock
-}
-
-// linkLease sets the link of a lease just made.
-func linkLease(l *Lease) {
-	l.leaseLink = connlink.NewLink[connlink.Lease[*Lease]]((*leaseView)(l))
 }

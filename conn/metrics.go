@@ -16,7 +16,6 @@ func WithMetrics(h metrics.Hooks) Option {
 	return option(func(c *config) { c.hooks = h })
 }
 
-// reportLock calls the session's Lock hook, if set.
 func (s *Session) reportLock(l metrics.Lock) {
 	if f := s.cfg.hooks.Lock; f != nil {
 		f(l)

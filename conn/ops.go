@@ -17,12 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 )
 
-// The epoch's node operations (documented at connlink.Epoch) are methods of
-// its view. They run on the epoch's own connection, fail with ErrEpochEnded
-// once it ended, and return when ctx ends. Paths are validated and
-// namespaced both ways; server errors match go-zookeeper's.
-
-// view is the epoch as the recipes reach it, with the node operations.
+// view is the epoch with the node operations the recipes reach (connlink.Epoch).
 func (e *Epoch) view() *epochView { return (*epochView)(e) }
 
 func (v *epochView) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
@@ -145,15 +140,15 @@ func (v *epochView) Sync(ctx context.Context, path string) error {
 	return err
 }
 
-// result carries a go-zookeeper call's results through await.
 type result[T any] struct {
-	v  T
-	st *zk.Stat
-	ch <-chan zk.Event
+	v   T
+	st  *zk.Stat
+	ch  <-chan zk.Event
+	err error // through await
 }
 
 // withStat is call, retried, for a go-zookeeper call that returns a stat too.
-func withStat[T any](ctx context.Context, e *Epoch, op, path string, f func(*zk.Conn, string) (T, *zk.Stat, error)) (T, *zk.Stat, error) {
+func withStat[T any](ctx context.Context, e epochSource, op, path string, f func(*zk.Conn, string) (T, *zk.Stat, error)) (T, *zk.Stat, error) {
 	r, err := call(ctx, e, op, path, true, func(zc *zk.Conn, p string) (result[T], error) {
 		v, st, err := f(zc, p)
 		return result[T]{v: v, st: st}, err
@@ -161,11 +156,22 @@ func withStat[T any](ctx context.Context, e *Epoch, op, path string, f func(*zk.
 	return r.v, r.st, err
 }
 
+// epochSource is a Session (its live epoch, waited for) or an Epoch (itself).
+type epochSource interface {
+	epoch(ctx context.Context) (*Epoch, error)
+}
+
+func (e *Epoch) epoch(context.Context) (*Epoch, error) { return e, nil }
+
 // call validates and namespaces path, then runs f under callAbs.
-func call[T any](ctx context.Context, e *Epoch, op, path string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
+func call[T any](ctx context.Context, src epochSource, op, path string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
+	var zero T
 	if err := zkpath.Validate(path); err != nil {
-		var zero T
 		return zero, fmt.Errorf("conn: %s: %w", op, err)
+	}
+	e, err := src.epoch(ctx)
+	if err != nil {
+		return zero, err
 	}
 	return callAbs(ctx, e, op, e.s.abs(path), retry, f)
 }
@@ -189,8 +195,7 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 		case err == nil:
 			return v, nil
 		case errors.Is(err, zk.ErrSessionExpired) && e.ctx.Err() == nil:
-			// The server confirms expiry: end the epoch first, so that
-			// the error matches ErrEpochEnded.
+			// Confirmed expiry: end the epoch first, so the error matches ErrEpochEnded.
 			e.s.inbox.put(message{lost: e, cause: ErrSessionExpired})
 			t := time.NewTimer(e.timeout) // bound: the run loop ends it at once
 			defer t.Stop()
@@ -224,19 +229,13 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 	}
 }
 
-// outcome is one finished go-zookeeper call.
-type outcome[T any] struct {
-	v   T
-	err error
-}
-
 // await runs f and stops waiting when ctx or the epoch ends. Results pass
 // only through the channel, so a late f touches nothing of the caller's.
 func await[T any](ctx context.Context, e *Epoch, f func() (T, error)) (T, error) {
-	res := make(chan outcome[T], 1) // buffered: f may finish after we stopped waiting
+	res := make(chan result[T], 1) // buffered: f may finish after we stopped waiting
 	go func() {
 		v, err := f()
-		res <- outcome[T]{v, err}
+		res <- result[T]{v: v, err: err}
 	}()
 	var zero T
 	select {
@@ -272,13 +271,11 @@ func (s *Session) strip(p string) string {
 	return rest
 }
 
-// retryPolicy is WithRetry's.
 type retryPolicy struct {
 	BaseDelay, MaxDelay time.Duration
 	MaxAttempts         int // the first attempt included
 }
 
-// backoff is base doubled n-1 times, at most max.
 func backoff(base, max time.Duration, n int) time.Duration {
 	d := base
 	for i := 1; i < n && d < max; i++ {
@@ -287,16 +284,14 @@ func backoff(base, max time.Duration, n int) time.Duration {
 	return min(d, max)
 }
 
-// isConnectionLoss reports whether the connection dropped under the request
-// (go-zookeeper returns raw socket errors when a write fails).
+// isConnectionLoss: the connection dropped (go-zookeeper also returns raw socket errors).
 func isConnectionLoss(err error) bool {
 	var ne net.Error
 	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
 		errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
-// opError is a multi the server refused (nothing applied), naming the
-// failing op: "conn: multi: op 1 (set-data /stock): zk: version conflict".
+// opError is a multi the server refused (nothing applied), naming the failing op.
 type opError struct {
 	index int    // the failing op's place among the caller's ops (from 0)
 	op    string // "create", "delete", "set-data" or "check"
@@ -311,8 +306,7 @@ func (e *opError) Error() string {
 
 func (e *opError) Unwrap() error { return e.err }
 
-// opCopy copies a multi op, naming it and pointing at the copy's path;
-// nil for an op of no supported type.
+// opCopy copies a multi op, naming it and pointing at the copy's path.
 func opCopy(op any) (name string, cp any, path *string) {
 	switch o := op.(type) {
 	case *zk.CreateRequest:
@@ -331,8 +325,7 @@ func opCopy(op any) (name string, cp any, path *string) {
 	return fmt.Sprintf("%T", op), nil, new(string)
 }
 
-// failedOp finds the op a refused multi failed on, the first with an error
-// (zk.ErrAPIError follows it); nil if err is no refusal.
+// failedOp finds the op a refused multi failed on (the first with an error).
 func failedOp(ops []any, res []zk.MultiResponse, err error) *opError {
 	if err == nil && len(res) == 0 || errors.Is(err, ErrConnectionLoss) || errors.Is(err, ErrEpochEnded) {
 		return nil
@@ -363,18 +356,12 @@ func describeOps(ops []any) string {
 
 // Get reads a node's data, retrying on connection loss.
 func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	e, err := s.epoch(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return e.view().Get(ctx, path)
+	return withStat(ctx, s, metrics.OpGet, path, (*zk.Conn).Get)
 }
 
-// Set writes a node's data if its version matches (-1: any); retried on
-// connection loss only with a real version. It refuses, with
-// ErrInvalidArgument, a node named as a lock's, a lease's or an election's
-// contender: a write there can let the next contender in while its
-// holder holds. To ask a holder to release, use lock.Revoke.
+// Set writes a node's data if its version matches (-1: any), retried on
+// connection loss only with a real version. A recipe's node is refused
+// (ErrInvalidArgument); to ask a holder to release, use lock.Revoke.
 func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
 	if locknode.Recipe(zkpath.Base(path)) {
 		return nil, fmt.Errorf("conn: set %s: a recipe's node: %w", path, ErrInvalidArgument)
@@ -396,7 +383,7 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, flags in
 	return e.view().Create(ctx, path, data, flags, acl)
 }
 
-// Delete deletes a node if its version matches (-1: any). Retried on
+// Delete deletes a node if its version matches (-1: any), retrying on
 // connection loss: zk.ErrNoNode may then mean it was deleted, and a retry
 // may delete a node created again at path.
 func (s *Session) Delete(ctx context.Context, path string, version int32) error {
@@ -409,18 +396,10 @@ func (s *Session) Delete(ctx context.Context, path string, version int32) error 
 
 // Children lists a node's children (names), retrying on connection loss.
 func (s *Session) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	e, err := s.epoch(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return e.view().Children(ctx, path)
+	return withStat(ctx, s, metrics.OpChildren, path, (*zk.Conn).Children)
 }
 
 // Exists tells whether a node exists, retrying on connection loss.
 func (s *Session) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	e, err := s.epoch(ctx)
-	if err != nil {
-		return false, nil, err
-	}
-	return e.view().Exists(ctx, path)
+	return withStat(ctx, s, metrics.OpExists, path, (*zk.Conn).Exists)
 }

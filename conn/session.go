@@ -8,6 +8,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,9 +22,8 @@ import (
 
 var errRetired = errors.New("conn: connection retired")
 
-// Session is one client of a ZooKeeper ensemble across many ZooKeeper
-// sessions (epochs): it reconnects, and opens a new session on a new
-// connection after one is lost. Safe for concurrent use.
+// Session is one client of an ensemble across many ZooKeeper sessions
+// (epochs), each on a new connection. Safe for concurrent use.
 type Session struct {
 	sessionLink // what the recipes reach (link.go)
 
@@ -73,8 +73,10 @@ type zkLink struct {
 // ZooKeeper session is established. When ctx ends first, the error matches
 // ctx's and names the servers (and ErrAuthFailed after a refusal).
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
-	if err := checkZKVersion(opts); err != nil {
-		return nil, err
+	if info, ok := debug.ReadBuildInfo(); ok { // tests record no deps: TestZKVersionPinned checks go.mod
+		if err := checkZKWith(info, opts); err != nil {
+			return nil, err
+		}
 	}
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("no ZooKeeper server given: %w", ErrInvalidArgument)
@@ -149,8 +151,7 @@ func sealACL(acl []zk.ACL, user, password string) []zk.ACL {
 	return append(out, zk.DigestACL(zk.PermAll, user, password)...)
 }
 
-// epoch returns the live epoch, waiting (bounded by ctx) while there is
-// none; the error says why the last attempt at a session failed.
+// epoch returns the live epoch, waiting (bounded by ctx) while there is none.
 func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 	for {
 		s.mu.Lock()
@@ -169,22 +170,19 @@ func (s *Session) epoch(ctx context.Context) (*Epoch, error) {
 	}
 }
 
-// Done is closed once Close has stopped every goroutine of the Session: its
-// final end (for the current ZooKeeper session's, see Epoch.Done).
+// Done is closed once Close has stopped the Session's goroutines.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Close ends the current epoch (its ephemeral nodes go with it) and stops
-// the session's goroutines. Idempotent. It returns at once when the server
-// answers or the connection is down, else after about a second (13 s at
-// worst, leaving stuck go-zookeeper goroutines behind, logged at Error).
+// the session's goroutines; idempotent. It returns when the server answers
+// or the connection is down, else within about a second (13 s at worst).
 func (s *Session) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done
 	return nil
 }
 
-// abandon is Close without waiting for the close request's answer, for a
-// caller past its deadline.
+// abandon is Close without waiting for the close request's answer.
 func (s *Session) abandon() {
 	s.abandoning.Store(true)
 	_ = s.Close()
@@ -223,7 +221,6 @@ func (s *Session) run() {
 	}
 }
 
-// message is what arrives in the inbox.
 type message struct {
 	l       *zkLink
 	ev      zk.Event
@@ -241,7 +238,7 @@ func (s *Session) handle(m message) {
 		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
 			why := "a request was answered 'session expired'"
 			if m.cause == ErrSessionTimeout {
-				why = "no sync answered through the ensemble's leader within half the session timeout"
+				why = "no sync answered through the ensemble's leader within 7/12 of the session timeout"
 			}
 			s.log.Warn(why+"; taking the session as lost", logfield.Session("session", ep.sessionID), zap.Duration("timeout", ep.timeout))
 			s.loseEpoch(m.cause)
@@ -281,20 +278,17 @@ func (s *Session) handle(m message) {
 		case l.epoch == nil:
 			l.epoch = newEpoch(s, l)
 			s.authenticate(l)
-		case l.suspended && !l.live:
-			// Reconnected while authenticating: no transition to tell.
-			l.suspended = false
-			s.stopTimer()
-			if l.authWait {
-				l.authWait = false
-				s.authenticate(l)
-			}
 		case l.suspended:
 			l.suspended = false
 			s.stopTimer()
-			l.epoch.resume()
-			s.log.Info("reconnected", logfield.Session("session", l.epoch.sessionID))
-			s.transition(Reconnected, l.epoch, nil)
+			if l.live {
+				l.epoch.resume()
+				s.log.Info("reconnected", logfield.Session("session", l.epoch.sessionID))
+				s.transition(Reconnected, l.epoch, nil)
+			} else if l.authWait { // reconnected while authenticating: no transition to tell
+				l.authWait = false
+				s.authenticate(l)
+			}
 		}
 	case zk.StateDisconnected:
 		s.disconnected(l)
@@ -340,15 +334,15 @@ func (s *Session) authenticate(l *zkLink) {
 			n++
 		}
 		if err == nil && s.cfg.quorumTimer {
-			err = s.confirmFresh(l)
+			err = s.quorumSync(l) // the quorum timer starts from it
 		}
 		s.inbox.put(message{l: l, authed: true, authN: n, authErr: err})
 	}()
 }
 
-// confirmFresh starts the quorum timer from a sync sent now (see
-// docs/design.md, "The quorum timer's numbers").
-func (s *Session) confirmFresh(l *zkLink) error {
+// quorumSync sends a sync; its answer confirms l's epoch from its send
+// time (docs/design.md, "The quorum timer's numbers").
+func (s *Session) quorumSync(l *zkLink) error {
 	sent := time.Now()
 	s.stats.quorumSyncs.Add(1)
 	if _, err := l.zc.Sync("/"); err != nil {
@@ -422,7 +416,8 @@ func (s *Session) endEpoch(l *zkLink, cause error, st State) {
 		}
 		return
 	}
-	ep.end(cause)
+	ep.cancel(cause)
+	ep.suspend()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cur == ep {
@@ -494,9 +489,8 @@ func (s *Session) retire(l *zkLink) {
 	}()
 }
 
-// closeLink closes the session on the server if it can, then the sockets,
-// and waits at most cfg.closeWait for go-zookeeper's goroutines: any still
-// stuck are left behind, so Close cannot hang.
+// closeLink closes the session on the server if it can, then the sockets;
+// go-zookeeper's goroutines still stuck after cfg.closeWait are left behind.
 func (s *Session) closeLink(l *zkLink) {
 	deadline := time.Now().Add(s.cfg.closeWait)
 	l.retired.Store(true)
@@ -515,7 +509,7 @@ func (s *Session) closeLink(l *zkLink) {
 	}
 }
 
-// waitFor waits at most d for ch to close, and reports whether it did.
+// waitFor reports whether ch closed within d.
 func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -527,8 +521,7 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// abandonLink closes l's zk.Conn without waiting for the close request's
-// answer: it closes the sockets once the request is written.
+// abandonLink closes l's sockets once the close request is written.
 func (s *Session) abandonLink(l *zkLink, deadline time.Time) {
 	done := make(chan struct{})
 	go func() {
@@ -560,15 +553,14 @@ func (s *Session) shutdown() {
 	s.helpers.Wait()
 }
 
-// transition records st and tells every subscriber.
 func (s *Session) transition(st State, ep *Epoch, cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.transitionLocked(st, ep, cause)
 }
 
-// transitionLocked is transition with s.mu held. Sending Closed sets subs
-// nil in the same step: no subscription misses it or waits after it.
+// transitionLocked records st and tells every subscriber, s.mu held. Closed
+// sets subs nil in the same step: no subscription misses it or waits after it.
 func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 	ev := Event{State: st, Epoch: ep, Err: cause, Time: time.Now()}
 	s.state = st
@@ -593,9 +585,8 @@ type zkLogger struct{ l *zap.SugaredLogger }
 func (z zkLogger) Printf(format string, args ...any) { z.l.Debugf("zk: "+format, args...) }
 
 // hostProvider is go-zookeeper's without its pause of a second before the
-// first server tried after a working connection (with one address, every
-// reconnect), which the quorum timer can ill spare; a server that closed
-// the connection itself still gets it.
+// first server tried after a working connection (the quorum timer cannot
+// spare it), unless the server closed that connection.
 type hostProvider struct {
 	*zk.DNSHostProvider
 	link *link

@@ -42,9 +42,8 @@ type Event struct {
 }
 
 // Subscribe returns every state transition after the call, in order, none
-// dropped (they queue without bound). The channel is closed after Closed
-// (at once on a closed Session) or once ctx ends; read it until then or
-// cancel ctx, or its goroutine stays.
+// dropped. The channel is closed after Closed (at once on a closed Session)
+// or once ctx ends; read it until then or cancel ctx.
 func (s *Session) Subscribe(ctx context.Context) <-chan Event {
 	out := make(chan Event)
 	sub := newFifo[Event]()
@@ -61,11 +60,11 @@ func (s *Session) Subscribe(ctx context.Context) <-chan Event {
 
 // pump sends sub's events to out until Closed is sent or ctx ends.
 func (s *Session) pump(ctx context.Context, sub *fifo[Event], out chan<- Event) {
-	defer close(out)
 	defer func() {
 		s.mu.Lock()
 		delete(s.subs, sub) // a no-op once subs is nil
 		s.mu.Unlock()
+		close(out)
 	}()
 	for {
 		select {

@@ -10,10 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
-// Watch removal (see docs/design.md, "Removing watches"): the link counts
-// the session's watchers per (path, kind); when the last one stops on a
-// set watch it writes a removeWatches request of its own, takes the answer
-// off the wire, and drops the watch from later set-watches requests.
+// Watch removal: docs/design.md, "Removing watches".
 
 // watchKind is a server watch table, numbered as removeWatches' watcherType.
 type watchKind int32
@@ -116,8 +113,7 @@ func (l *link) attach(r *watchReg, zch <-chan zk.Event) <-chan zk.Event {
 	return out
 }
 
-// countOff counts r off; if stopped and the last on a set watch, it
-// queues and returns the watch's removal.
+// countOff counts r off; the last stopped on a set watch queues its removal.
 func (l *link) countOff(r *watchReg, stopped bool) *removal {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -143,8 +139,7 @@ func (l *link) countOff(r *watchReg, stopped bool) *removal {
 	return nil
 }
 
-// queueRemovalLocked queues a removeWatches request for key and has it
-// written on another goroutine (a write can block). ws.mu held.
+// queueRemovalLocked queues a removal for another goroutine to write. ws.mu held.
 func (l *link) queueRemovalLocked(key watchKey) *removal {
 	ws := &l.watches
 	ws.next++
@@ -190,11 +185,6 @@ func encodeRemoveWatches(xid int32, key watchKey) []byte {
 	return b
 }
 
-// isRemovalXid tells an injected request's answer.
-func isRemovalXid(xid int32) bool {
-	return xid <= removeXidBase && xid > removeXidBase-removeXidSpan
-}
-
 // answered takes an injected request's answer (length, xid, zxid, err).
 func (l *link) answered(xid int32, f []byte) {
 	ws := &l.watches
@@ -225,9 +215,7 @@ func (l *link) connGone(w *wireConn) {
 	}
 }
 
-// filterSetWatches drops the paths no watcher of ours waits on from
-// set-watches request f (int32 length, xid, opcode, int64 relativeZxid,
-// data, exist and child path vectors); f itself if none or unparsable.
+// filterSetWatches drops from set-watches request f the paths no watcher waits on.
 func (l *link) filterSetWatches(f []byte) []byte {
 	ws := &l.watches
 	ws.mu.Lock()
@@ -280,9 +268,6 @@ func (k watchKind) String() string {
 // Unwatch: the watcher of ch stopped. If the last on a watch not yet
 // fired, the removal is sent, its answer awaited within ctx and the epoch.
 func (e *epochView) Unwatch(ctx context.Context, ch <-chan zk.Event) error {
-	if ch == nil {
-		return nil
-	}
 	l := e.wire
 	l.watches.mu.Lock()
 	r := l.watches.byCh[ch]
@@ -320,7 +305,7 @@ func watchCall[T any](ctx context.Context, e *Epoch, op, path string, kind watch
 		if zch != nil {
 			ch = l.attach(r, zch)
 		}
-		return result[T]{v, st, ch}, err
+		return result[T]{v: v, st: st, ch: ch}, err
 	})
 	if err != nil {
 		l.countOff(r, true) // if the call still sets its watch, attach removes it

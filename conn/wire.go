@@ -41,7 +41,6 @@ type wireConn struct {
 	relZxid     atomic.Int64 // the link's last zxid when this connection's handshake was read
 }
 
-// The opcodes the wire looks for.
 const (
 	opCreate          = 1
 	opCreate2         = 15
@@ -85,7 +84,7 @@ func (w *wireConn) Write(p []byte) (int, error) {
 	case op == opSetWatches && len(p) >= 20:
 		// int32 length, int32 xid, int32 opcode, int64 relativeZxid, ...
 		q := w.link.filterSetWatches(p)
-		if len(q) == len(p) {
+		if len(q) == len(p) { // p itself: nothing dropped
 			q = append([]byte(nil), p...)
 		}
 		binary.BigEndian.PutUint64(q[12:], uint64(w.relZxid.Load()))
@@ -153,9 +152,8 @@ func (w *wireConn) nextFrame() error {
 	}
 }
 
-// frame reads f before go-zookeeper does: the connect response, then
-// responses (int32 length, int32 xid, int64 zxid, int32 err, body), taking
-// their zxid. ours: an injected request's answer.
+// frame reads f before go-zookeeper: the connect response, then responses
+// (length, xid, zxid, err, body), taking their zxid; ours: an injected one's.
 func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	if !w.parsed {
 		w.parsed = true
@@ -175,7 +173,7 @@ func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	if len(f) < 16 {
 		return false, false // go-zookeeper will fail on it
 	}
-	if xid := int32(binary.BigEndian.Uint32(f[4:])); isRemovalXid(xid) {
+	if xid := int32(binary.BigEndian.Uint32(f[4:])); xid <= removeXidBase && xid > removeXidBase-removeXidSpan {
 		if len(f) >= 20 {
 			w.link.answered(xid, f)
 		}
@@ -262,7 +260,6 @@ func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, er
 	return w, nil
 }
 
-// Close is go-zookeeper's: the link forgets the connection.
 func (w *wireConn) Close() error {
 	w.link.connGone(w)
 	w.link.mu.Lock()
@@ -271,8 +268,7 @@ func (w *wireConn) Close() error {
 	return w.Conn.Close()
 }
 
-// keptSince is when the connect request last answered for session id was
-// written (unix ns; 0: none): the leader renewed the session after.
+// keptSince is when the connect request last answered for session id was written.
 func (l *link) keptSince(id int64) int64 {
 	if hs := l.hs.Load(); hs.sessionID == id && hs.timeout > 0 {
 		return hs.sent
@@ -331,10 +327,8 @@ func (l *link) closeAll() {
 	}
 }
 
-// writeFailConn reports a failed write as written and closes the
-// connection, so go-zookeeper learns of it from its reader: it answers a
-// failed write twice, which can block its loop forever (docs/design.md,
-// "The wire"). Callers see zk.ErrConnectionClosed.
+// writeFailConn reports a failed write as written and closes the connection:
+// go-zookeeper must learn of it from its reader (docs/design.md, "The wire").
 type writeFailConn struct{ net.Conn }
 
 func (c writeFailConn) Write(p []byte) (int, error) {
@@ -350,7 +344,7 @@ type sentCreates struct {
 	next chan struct{} // closed at the next create written; nil while nobody waits
 }
 
-// wrote is called by the wire with the opcode of every frame go-zookeeper writes.
+// wrote is told the opcode of every frame go-zookeeper writes.
 func (s *sentCreates) wrote(op int32) {
 	switch op {
 	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
@@ -363,7 +357,6 @@ func (s *sentCreates) wrote(op int32) {
 	}
 }
 
-// after returns a channel closed once the next create request is written.
 func (s *sentCreates) after() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()

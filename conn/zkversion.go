@@ -12,8 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// The go-zookeeper module whose frames the wire layer rewrites, and the one
-// version it was checked against: it depends on that version's internals.
+// The go-zookeeper the wire layer was checked against (it rewrites its frames).
 const (
 	zkModule  = "github.com/go-zookeeper/zk"
 	zkVersion = "v1.0.4"
@@ -25,8 +24,7 @@ var ErrZKVersion = errors.New("conn: unsupported go-zookeeper version (conn's wi
 	zkModule + " " + zkVersion + " only)")
 
 // WithPatchedZK lets Connect run a replaced (patched) go-zookeeper v1.0.4,
-// which it otherwise refuses with ErrZKVersion; check the copy with
-// zktest.CheckWire. Another version stays refused.
+// else refused with ErrZKVersion; check the copy with zktest.CheckWire.
 func WithPatchedZK() Option {
 	return option(func(c *config) { c.patchedZK = true })
 }
@@ -35,19 +33,7 @@ func WithPatchedZK() Option {
 var errZKPatched = errors.New("to run a patched copy of " + zkVersion +
 	", pass conn.WithPatchedZK() to Connect, and run zktest.CheckWire against a server in a test")
 
-// checkZKVersion is checkZKWith on the program's build information; nil
-// without one (and test binaries record no dependencies: there
-// TestZKVersionPinned checks go.mod).
-func checkZKVersion(opts []Option) error {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return nil
-	}
-	return checkZKWith(info, opts)
-}
-
-// checkZKWith is checkZKBuild, letting a replaced zkVersion through if
-// opts hold WithPatchedZK.
+// checkZKWith is checkZKBuild, letting a replaced zkVersion through with WithPatchedZK.
 func checkZKWith(info *debug.BuildInfo, opts []Option) error {
 	err := checkZKBuild(info)
 	if errors.Is(err, errZKPatched) {
@@ -64,9 +50,8 @@ func checkZKWith(info *debug.BuildInfo, opts []Option) error {
 	return err
 }
 
-// checkZKBuild returns ErrZKVersion, saying what is linked, if info names a
-// go-zookeeper other than zkVersion; for a replaced zkVersion, the error
-// also matches errZKPatched.
+// checkZKBuild returns ErrZKVersion, saying what is linked, for another
+// go-zookeeper than zkVersion (also errZKPatched for a replaced zkVersion).
 func checkZKBuild(info *debug.BuildInfo) error {
 	for _, m := range info.Deps {
 		if m.Path != zkModule {
@@ -91,9 +76,7 @@ func checkZKBuild(info *debug.BuildInfo) error {
 }
 
 // CheckWire checks that the go-zookeeper linked keeps what the wire layer
-// relies on in v1.0.4 (frames, the handshake, watches across a reconnect,
-// the close request), creating one ephemeral node and cutting the
-// connection once; it closes the session.
+// relies on in v1.0.4, with one ephemeral node and one cut; it closes s.
 func (v *sessionView) CheckWire(ctx context.Context) error {
 	s := (*Session)(v)
 	fails, err := exercise(ctx, s)
@@ -114,8 +97,7 @@ func (v *sessionView) CheckWire(ctx context.Context) error {
 	return nil
 }
 
-// exercise runs CheckWire's requests on s: fails lists the assumptions
-// found broken, err a failure that is not go-zookeeper's (the server, ctx).
+// exercise runs CheckWire's requests: fails lists broken assumptions, err the rest.
 func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -134,11 +116,8 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	p := "/zkrecipes-wirecheck-" + hex.EncodeToString(b[:])
-	_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.cfg.acl)
-	if errors.Is(err, zk.ErrNoNode) { // the namespace's root does not exist yet
-		if err = ep.CreateParents(ctx, p); err == nil {
-			_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.cfg.acl)
-		}
+	if err = ep.CreateParents(ctx, p); err == nil { // the namespace's root, if missing
+		_, err = ep.Create(ctx, p, nil, zk.FlagEphemeral, s.cfg.acl)
 	}
 	if err != nil {
 		return fails, err
@@ -184,7 +163,6 @@ func exercise(ctx context.Context, s *Session) (fails []string, err error) {
 		fails = append(fails, "no set-watches request (opcode 101) written after the reconnect")
 	}
 
-	// A watch removed by a request injected on the wire.
 	_, _, ch, err = ep.GetW(ctx, p)
 	if err != nil {
 		return append(fails, fmt.Sprintf("getw failed: %v", err)), nil
