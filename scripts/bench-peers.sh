@@ -5,7 +5,8 @@
 # each round also the server's own sequential rate (bench/limit: one client,
 # set-data writes and create+delete pairs one after another). Prints every
 # result line, then the medians across rounds with the spread (min–max), the
-# ratios zkrecipes / each peer and each figure / the limit, and the
+# ratios zkrecipes / each peer (in handoffs/s, in p99 and in server CPU per
+# handoff, taken round by round) and each figure / the limit, and the
 # servers' CPU time per handoff of each run (their processes' user+system
 # time over the run, divided by its acquisitions: what a handoff costs the
 # servers, whatever else the machine does; the servers of one run all
@@ -61,6 +62,9 @@ for ((r = 1 - warmup; r <= rounds; r++)); do
   fi
   for recipe in $recipes; do
     libs=$(libs_for "$recipe" "$threads")
+    if [[ -n ${LIBS:-} ]]; then
+      libs=$(for l in $libs; do [[ " $LIBS " == *" $l "* ]] && echo "$l"; done | xargs)
+    fi
     ((r % 2)) || libs=$(tr ' ' '\n' <<<"$libs" | tac | xargs) # alternate the order
     for lib in $libs; do
       cpu0=$(server_cpu)
