@@ -29,7 +29,7 @@ func serverCPU(pids []string) (int, error) {
 }
 
 // cost runs each kind of request a handoff is made of n times in a row from
-// one client on server, three times (the kinds in turn, so that a drift of
+// one client on server, reps times (the kinds in turn, so that a drift of
 // the machine spreads over all of them), and prints the servers' CPU time
 // and the wall time per request (or group) for each; warmup passes over
 // every kind, n of each, run first and are not printed. The last kinds are
@@ -38,7 +38,7 @@ func serverCPU(pids []string) (int, error) {
 // the notification, delete; zkrecipes' mutex: sealed create, getChildren,
 // getData with a watch beside getACL, multi(mark, delete)), and idle is
 // what the servers use doing nothing, per millisecond of wall time.
-func cost(server string, pids []string, n, warmup int) error {
+func cost(server string, pids []string, n, reps, warmup int) error {
 	fmt.Printf("# warm-up: %d unrecorded pass(es) of %d requests of every kind before the measured ones\n", warmup, n)
 	c, err := connect(server)
 	if err != nil {
@@ -179,7 +179,7 @@ func cost(server string, pids []string, n, warmup int) error {
 			}
 		}
 	}
-	for r := 0; r < 3; r++ {
+	for r := 0; r < reps; r++ {
 		for _, k := range kinds {
 			c0, err := serverCPU(pids)
 			if err != nil {
