@@ -224,9 +224,11 @@ func TestSummarize(t *testing.T) {
 	require.Equal(t, 1, ee.ExitCode())
 }
 
-// TestSummarizeTailAndCPURatios: zkrecipes ÷ each library in p99 and in
-// the servers' CPU per handoff, round by round, beside the throughput
-// ratio; a library without server_cpu_ms has no CPU ratio.
+// TestSummarizeTailAndCPURatios: zkrecipes ÷ each library in p99, in the
+// servers' CPU per handoff and in that CPU without their JIT compilers',
+// round by round, beside the throughput ratio; a library without
+// server_cpu_ms has no CPU ratio, a round without server_jit_ms no ratio
+// without the JIT.
 func TestSummarizeTailAndCPURatios(t *testing.T) {
 	results := filepath.Join(t.TempDir(), "results")
 	line := func(round, lib, hps, p99, cpu string) string {
@@ -237,15 +239,17 @@ func TestSummarizeTailAndCPURatios(t *testing.T) {
 		return l + "\n"
 	}
 	content := line("1", "gozk", "200.0", "4.000", "2.000") + line("1", "zkrecipes", "300.0", "3.000", "3.000") +
-		line("2", "gozk", "200.0", "5.000", "2.000") + line("2", "zkrecipes", "300.0", "10.000", "1.000") +
+		line("2", "gozk", "200.0", "5.000", "2.000 server_jit_ms=1.000") +
+		line("2", "zkrecipes", "300.0", "10.000", "1.000 server_jit_ms=0.500") +
 		line("2", "curator", "300.0", "10.000", "")
 	require.NoError(t, os.WriteFile(results, []byte(content), 0o644))
 	out := strings.Join(output(t, exec.Command("/usr/bin/python3", "summarize.py", results)), "\n")
 	for _, want := range []string{
-		// p99 3/4 and 10/5; server CPU 3/2 and 1/2.
-		"| 2.00 (2.00–2.00) | 1.38× (0.75×–2.00×) | 1.00× (0.50×–1.50×) |",
-		"| mutex | zkrecipes | 300 (300–300) | 1.00 | 6.50 | 0 | — | — | — | 2.00 (1.00–3.00) | — | — |",
-		"| mutex | curator | 300 | 1.00 | 10.00 | 0 | 1.00× | — | — | — | 1.00× | — |",
+		// p99 3/4 and 10/5; server CPU 3/2 and 1/2; without the JIT
+		// (round 2 only) 0.5/1; the JIT's part: gozk's 1.0.
+		"| 2.00 (2.00–2.00) | 1.00 | 1.38× (0.75×–2.00×) | 1.00× (0.50×–1.50×) | 0.50× |",
+		"| mutex | zkrecipes | 300 (300–300) | 1.00 | 6.50 | 0 | — | — | — | 2.00 (1.00–3.00) | 0.50 | — | — | — |",
+		"| mutex | curator | 300 | 1.00 | 10.00 | 0 | 1.00× | — | — | — | — | 1.00× | — | — |",
 	} {
 		require.Contains(t, out, want)
 	}
