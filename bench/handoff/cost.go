@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -11,21 +12,40 @@ import (
 )
 
 // serverCPU is the CPU time (user + system, clock ticks of 10 ms) the
-// processes pids have used so far.
-func serverCPU(pids []string) (int, error) {
-	t := 0
+// processes pids have used so far, and the part of it their JIT compiler
+// threads (HotSpot's C1 and C2 CompilerThreads) used.
+func serverCPU(pids []string) (t, jit int, err error) {
 	for _, p := range pids {
-		b, err := os.ReadFile("/proc/" + p + "/stat")
+		n, err := ticks("/proc/" + p + "/stat")
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		// The command name (field 2) may hold spaces: count from its ')'.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		u, _ := strconv.Atoi(f[11])
-		s, _ := strconv.Atoi(f[12])
-		t += u + s
+		t += n
+		tasks, _ := filepath.Glob("/proc/" + p + "/task/*")
+		for _, task := range tasks {
+			comm, err := os.ReadFile(task + "/comm")
+			if err != nil || !strings.HasPrefix(string(comm), "C1 CompilerThre") && !strings.HasPrefix(string(comm), "C2 CompilerThre") {
+				continue
+			}
+			if n, err := ticks(task + "/stat"); err == nil {
+				jit += n
+			}
+		}
 	}
-	return t, nil
+	return t, jit, nil
+}
+
+// ticks reads a /proc stat file's user + system time.
+func ticks(stat string) (int, error) {
+	b, err := os.ReadFile(stat)
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: count from its ')'.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return u + s, nil
 }
 
 // cost runs each kind of request a handoff is made of n times in a row from
@@ -38,6 +58,7 @@ func serverCPU(pids []string) (int, error) {
 // the notification, delete; zkrecipes' mutex: sealed create, getChildren,
 // getData with a watch beside getACL, multi(mark, delete)), and idle is
 // what the servers use doing nothing, per millisecond of wall time.
+// jit_ms is the part of server_cpu_ms the servers' JIT compilers took.
 func cost(server string, pids []string, n, reps, warmup int) error {
 	fmt.Printf("# warm-up: %d unrecorded pass(es) of %d requests of every kind before the measured ones\n", warmup, n)
 	c, err := connect(server)
@@ -181,7 +202,7 @@ func cost(server string, pids []string, n, reps, warmup int) error {
 	}
 	for r := 0; r < reps; r++ {
 		for _, k := range kinds {
-			c0, err := serverCPU(pids)
+			c0, j0, err := serverCPU(pids)
 			if err != nil {
 				return err
 			}
@@ -192,15 +213,15 @@ func cost(server string, pids []string, n, reps, warmup int) error {
 				}
 			}
 			wall := time.Since(t0)
-			c1, err := serverCPU(pids)
+			c1, j1, err := serverCPU(pids)
 			if err != nil {
 				return err
 			}
-			cpu := float64(c1-c0) * 10 / float64(n)
+			per := float64(n)
 			if k.name == "idle(per ms)" { // per millisecond of wall time, not per call
-				cpu = float64(c1-c0) * 10 / ms(wall)
+				per = ms(wall)
 			}
-			fmt.Printf("cost %s server_cpu_ms=%.3f wall_ms=%.3f\n", k.name, cpu, ms(wall)/float64(n))
+			fmt.Printf("cost %s server_cpu_ms=%.3f jit_ms=%.3f wall_ms=%.3f\n", k.name, float64(c1-c0)*10/per, float64(j1-j0)*10/per, ms(wall)/float64(n))
 		}
 	}
 	return nil

@@ -32,12 +32,12 @@
 //
 // With -cost PIDS (the servers' process ids, on this machine), it measures
 // instead what each kind of request of a handoff costs the servers: 1,000
-// of one kind in a row from one client on the first server, -reps times (3),
-// each line the servers' CPU time per request (from /proc, all PIDS
-// summed) and the wall time, after -warmup N unrecorded passes over every
-// kind:
+// of one kind in a row from one client on the first server, -reps times
+// (3), each line the servers' CPU time per request (from /proc, all PIDS
+// summed; J of it their JIT compilers) and the wall time, after -warmup N
+// unrecorded passes over every kind:
 //
-//	cost KIND server_cpu_ms=C wall_ms=W
+//	cost KIND server_cpu_ms=C jit_ms=J wall_ms=W
 package main
 
 import (
