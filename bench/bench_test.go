@@ -224,6 +224,37 @@ func TestSummarize(t *testing.T) {
 	require.Equal(t, 1, ee.ExitCode())
 }
 
+// TestSummarizeTailAndCPURatios: zkrecipes ÷ each library in p99, in the
+// servers' CPU per handoff and in that CPU without their JIT compilers',
+// round by round, beside the throughput ratio; a library without
+// server_cpu_ms has no CPU ratio, a round without server_jit_ms no ratio
+// without the JIT.
+func TestSummarizeTailAndCPURatios(t *testing.T) {
+	results := filepath.Join(t.TempDir(), "results")
+	line := func(round, lib, hps, p99, cpu string) string {
+		l := round + " " + lib + " mutex clients=2 cycles=3 secs=1.000 handoffs_per_s=" + hps + " p50_ms=1.000 p99_ms=" + p99 + " violations=0"
+		if cpu != "" {
+			l += " server_cpu_ms=" + cpu
+		}
+		return l + "\n"
+	}
+	content := line("1", "gozk", "200.0", "4.000", "2.000") + line("1", "zkrecipes", "300.0", "3.000", "3.000") +
+		line("2", "gozk", "200.0", "5.000", "2.000 server_jit_ms=1.000") +
+		line("2", "zkrecipes", "300.0", "10.000", "1.000 server_jit_ms=0.500") +
+		line("2", "curator", "300.0", "10.000", "")
+	require.NoError(t, os.WriteFile(results, []byte(content), 0o644))
+	out := strings.Join(output(t, exec.Command("/usr/bin/python3", "summarize.py", results)), "\n")
+	for _, want := range []string{
+		// p99 3/4 and 10/5; server CPU 3/2 and 1/2; without the JIT
+		// (round 2 only) 0.5/1; the JIT's part: gozk's 1.0.
+		"| 2.00 (2.00–2.00) | 1.00 | 1.38× (0.75×–2.00×) | 1.00× (0.50×–1.50×) | 0.50× |",
+		"| mutex | zkrecipes | 300 (300–300) | 1.00 | 6.50 | 0 | — | — | — | 2.00 (1.00–3.00) | 0.50 | — | — | — |",
+		"| mutex | curator | 300 | 1.00 | 10.00 | 0 | 1.00× | — | — | — | — | 1.00× | — | — |",
+	} {
+		require.Contains(t, out, want)
+	}
+}
+
 // TestSummarizeThreads: lines of the same-process scenario (threads=T) are
 // rows of their own, compared with the same library's lines of the same T
 // only.

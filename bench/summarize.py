@@ -7,11 +7,13 @@ RESULTS has one line per run, the round number and then the program's line:
 the two limit lines of bench/limit, and the handoff lines of examples/bench
 and bench/peers. Prints two Markdown tables: the limit, and per recipe and
 library the median handoffs/s across rounds with its min–max, the medians of
-p50 and p99, the violations, the servers' CPU time per handoff (when the
-line has server_cpu_ms, which bench-peers.sh appends for servers it
-started), zkrecipes ÷ this library and this ÷ each limit
-(ratios taken round by round, then their median and min–max). Exits 1 when
-a run found a violation.
+p50 and p99, the violations, the servers' CPU time per handoff and the part
+of it their JIT compilers took (when the line has server_cpu_ms and
+server_jit_ms, which bench-peers.sh appends for servers it started),
+zkrecipes ÷ this library and this ÷ each limit, and zkrecipes ÷ this
+library in p99, in server CPU per handoff and in server CPU without the
+JIT's (lower is better for zkrecipes there; ratios taken round by round,
+then their median and min–max). Exits 1 when a run found a violation.
 """
 import re, statistics, sys
 runs, limits = {}, {}  # (recipe, library) -> {round: fields}; kind -> {round: fields}
@@ -26,8 +28,10 @@ for line in open(sys.argv[1]):
         # client) is a recipe row of its own.
         recipe = m[3] if not m[5] else "%s ×%s threads" % (m[3], m[5])
         cpu = re.search(r" server_cpu_ms=([\d.]+)", line)
+        jit = re.search(r" server_jit_ms=([\d.]+)", line)
+        cpu, jit = float(cpu[1]) if cpu else None, float(jit[1]) if jit else None
         runs.setdefault((recipe, m[2]), {})[int(m[1])] = tuple(float(x) for x in m.groups()[5:]) + (
-            float(cpu[1]) if cpu else None,)
+            cpu, jit, cpu - jit if cpu is not None and jit is not None else None)
 
 def spread(xs, fmt):
     xs = sorted(xs)
@@ -36,8 +40,8 @@ def spread(xs, fmt):
     s = fmt % statistics.median(xs)
     return s if len(xs) == 1 else "%s (%s–%s)" % (s, fmt % xs[0], fmt % xs[-1])
 
-def ratios(a, b):  # a / b per round, over the rounds both have
-    return [a[r][0] / b[r][0] for r in a if r in b and b[r][0] > 0]
+def ratios(a, b, i=0):  # a / b per round in field i, over the rounds both have
+    return [a[r][i] / b[r][i] for r in a if r in b and a[r][i] is not None and b[r][i]]
 
 names = {"setdata": "set-data writes", "createdelete": "create+delete pairs"}
 print("\nlimit: one client, each request after the previous reply; medians across rounds (min–max)\n")
@@ -50,8 +54,8 @@ for kind, rs in limits.items():
 
 writes, pairs = limits.get("setdata", {}), limits.get("createdelete", {})
 print("\nhandoffs: medians across rounds (min–max); ratios per round, then their median (min–max)\n")
-print("| recipe | library | handoffs/s | p50 ms | p99 ms | violations | zkrecipes ÷ this | ÷ limit: set-data/s | ÷ limit: create+delete pairs/s | server CPU ms/handoff |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| recipe | library | handoffs/s | p50 ms | p99 ms | violations | zkrecipes ÷ this | ÷ limit: set-data/s | ÷ limit: create+delete pairs/s | server CPU ms/handoff | of it JIT | p99: zkrecipes ÷ this | server CPU: zkrecipes ÷ this | without JIT: zkrecipes ÷ this |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 violations = 0
 for recipe in dict.fromkeys(k[0] for k in runs):
     ours = runs.get((recipe, "zkrecipes"), {})
@@ -61,9 +65,12 @@ for recipe in dict.fromkeys(k[0] for k in runs):
         v = list(rs.values())
         viol = int(sum(x[3] for x in v))
         violations += viol
-        vs = "—" if lib == "zkrecipes" else spread(ratios(ours, rs), "%.2f×")
-        print("| %s | %s | %s | %.2f | %.2f | %d | %s | %s | %s | %s |" % (
+        vs, p99, cpu, nojit = (spread(ratios(ours, rs, i), "%.2f×") for i in (0, 2, 4, 6))
+        if lib == "zkrecipes":
+            vs = p99 = cpu = nojit = "—"
+        print("| %s | %s | %s | %.2f | %.2f | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             recipe, lib, spread([x[0] for x in v], "%.0f"), statistics.median(x[1] for x in v),
             statistics.median(x[2] for x in v), viol, vs, spread(ratios(rs, writes), "%.2f"),
-            spread(ratios(rs, pairs), "%.2f"), spread([x[4] for x in v if x[4] is not None], "%.2f")))
+            spread(ratios(rs, pairs), "%.2f"), spread([x[4] for x in v if x[4] is not None], "%.2f"),
+            spread([x[5] for x in v if x[5] is not None], "%.2f"), p99, cpu, nojit))
 sys.exit(1 if violations else 0)

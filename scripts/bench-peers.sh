@@ -5,11 +5,14 @@
 # each round also the server's own sequential rate (bench/limit: one client,
 # set-data writes and create+delete pairs one after another). Prints every
 # result line, then the medians across rounds with the spread (min–max), the
-# ratios zkrecipes / each peer and each figure / the limit, and the
+# ratios zkrecipes / each peer (in handoffs/s, in p99 and in server CPU per
+# handoff, taken round by round) and each figure / the limit, and the
 # servers' CPU time per handoff of each run (their processes' user+system
 # time over the run, divided by its acquisitions: what a handoff costs the
 # servers, whatever else the machine does; the servers of one run all
-# count, so an ensemble's figure is three servers' time). Machines are
+# count, so an ensemble's figure is three servers' time), and the part of it
+# their JIT compilers took (server_jit_ms: compiling code paths not yet hot,
+# which a warm server no longer pays). Machines are
 # noisy: only ratios measured in one run mean anything.
 #
 # A fresh ZooKeeper runs its first requests slowly while its JIT compiles
@@ -61,12 +64,16 @@ for ((r = 1 - warmup; r <= rounds; r++)); do
   fi
   for recipe in $recipes; do
     libs=$(libs_for "$recipe" "$threads")
+    if [[ -n ${LIBS:-} ]]; then
+      libs=$(for l in $libs; do [[ " $LIBS " == *" $l "* ]] && echo "$l"; done | xargs)
+    fi
     ((r % 2)) || libs=$(tr ' ' '\n' <<<"$libs" | tac | xargs) # alternate the order
     for lib in $libs; do
-      cpu0=$(server_cpu)
+      cpu0=$(server_cpu) jit0=$(server_jit)
       if line=$(run_lib "$lib" "$recipe" "$clients" "$cycles" "$threads") && [[ -n $line ]]; then
         # the servers' CPU time over the run, per handoff (ms)
-        line+=" server_cpu_ms=$(awk -v t=$(($(server_cpu) - cpu0)) -v hz="$(getconf CLK_TCK)" -v n=$((clients * threads * cycles)) 'BEGIN { printf "%.3f", t * 1000 / hz / n }')"
+        per() { awk -v t="$1" -v hz="$(getconf CLK_TCK)" -v n=$((clients * threads * cycles)) 'BEGIN { printf "%.3f", t * 1000 / hz / n }'; }
+        line+=" server_cpu_ms=$(per $(($(server_cpu) - cpu0))) server_jit_ms=$(per $(($(server_jit) - jit0)))"
         echo "$tag$line"
         keep <<<"$line"
       else

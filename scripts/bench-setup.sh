@@ -11,7 +11,7 @@
 #    scripts/zk-ensemble.sh), killed with the build directory when the
 #    script exits.
 # It sets build, classpath, servers and scenario and defines run_lib,
-# run_limit, packets and server_cpu.
+# run_limit, packets, server_cpu and server_jit.
 
 # The Debian packages the peers need, and the jars Curator runs with (as
 # internal/testzk's CompileCurator).
@@ -117,6 +117,20 @@ server_cpu() {
   for p in $zk_pids; do
     read -r -a f <"/proc/$p/stat" || continue
     t=$((t + f[13] + f[14]))
+  done
+  echo "$t"
+}
+# server_jit: the part of server_cpu that the servers' JIT compiler threads
+# (HotSpot's "C1 CompilerThread" and "C2 CompilerThread") used: compiling
+# code paths the servers had not run often yet, not serving requests.
+server_jit() {
+  local p t=0 f task
+  for p in $zk_pids; do
+    for task in /proc/"$p"/task/*; do
+      [[ $(cat "$task/comm" 2>/dev/null) == C[12]\ CompilerThre* ]] || continue
+      read -r -a f <"$task/stat" 2>/dev/null || continue
+      t=$((t + f[13] + f[14]))
+    done
   done
   echo "$t"
 }

@@ -32,12 +32,12 @@
 //
 // With -cost PIDS (the servers' process ids, on this machine), it measures
 // instead what each kind of request of a handoff costs the servers: 1,000
-// of one kind in a row from one client on the first server, three times,
-// each line the servers' CPU time per request (from /proc, all PIDS
-// summed) and the wall time, after -warmup N unrecorded passes over every
-// kind:
+// of one kind in a row from one client on the first server, -reps times
+// (3), each line the servers' CPU time per request (from /proc, all PIDS
+// summed; J of it their JIT compilers) and the wall time, after -warmup N
+// unrecorded passes over every kind:
 //
-//	cost KIND server_cpu_ms=C wall_ms=W
+//	cost KIND server_cpu_ms=C jit_ms=J wall_ms=W
 package main
 
 import (
@@ -64,14 +64,15 @@ func main() {
 	rounds := flag.Int("rounds", 200, "handoffs per measurement")
 	pids := flag.String("cost", "", "server pids p1,p2,...: measure what each request costs the servers instead (see cost.go)")
 	warmup := flag.Int("warmup", 1, "unrecorded warm-up rounds of the same size on every server before the measured ones; 0: none")
+	reps := flag.Int("reps", 3, "with -cost: measured repetitions of every kind")
 	flag.Parse()
 	var err error
 	switch {
-	case *warmup < 0:
-		fmt.Fprintln(os.Stderr, "handoff: -warmup must be at least 0")
+	case *warmup < 0 || *reps < 1:
+		fmt.Fprintln(os.Stderr, "handoff: -warmup must be at least 0 and -reps at least 1")
 		os.Exit(2)
 	case *pids != "":
-		err = cost(strings.Split(*servers, ",")[0], strings.Split(*pids, ","), 1000, *warmup)
+		err = cost(strings.Split(*servers, ",")[0], strings.Split(*pids, ","), 1000, *reps, *warmup)
 	default:
 		err = run(strings.Split(*servers, ","), *rounds, *warmup)
 	}
