@@ -59,7 +59,8 @@ func option(set func(*config)) Option { return checked(false, "", set) }
 // WithSessionTimeout sets the session timeout asked of the server (default
 // 10s, at least 100ms); the server clamps it to [2, 20] ticks.
 func WithSessionTimeout(d time.Duration) Option {
-	return checked(d < 100*time.Millisecond, fmt.Sprintf("session timeout %v is below 100ms", d), func(c *config) { c.sessionTimeout = d })
+	return checked(d < 100*time.Millisecond, fmt.Sprintf("session timeout %v is below 100ms", d),
+		func(c *config) { c.sessionTimeout = d })
 }
 
 // WithLogger sets the logger (default zap.NewNop()); go-zookeeper's log
@@ -72,7 +73,8 @@ func WithLogger(l *zap.Logger) Option {
 // sent at the start of every ZooKeeper session; after a refusal the session
 // retries with a backoff, and waiting calls fail matching ErrAuthFailed.
 func WithDigestAuth(user, password string) Option {
-	return checked(user == "", "digest auth needs a user name", func(c *config) { c.digest = append(c.digest, user+":"+password) })
+	return checked(user == "", "digest auth needs a user name",
+		func(c *config) { c.digest = append(c.digest, user+":"+password) })
 }
 
 // WithDialer sets how TCP connections are made, for TLS or a proxy
