@@ -26,9 +26,23 @@ func blackholeMargin(t *testing.T, p *zktest.Proxy, s, obs *conn.Session, node s
 	ep := epoch(t, s)
 	_, err := connlink.Of(ep).Create(ctx, node, nil, zk.FlagEphemeral, connlink.Of(s).ACL())
 	require.NoError(t, err)
-	ok, _, watch, err := connlink.Of(epoch(t, obs)).ExistsW(ctx, node)
-	require.NoError(t, err)
-	require.True(t, ok)
+	// obs may read from another server, which may not have applied the
+	// create yet: its exists watch then fires on the creation.
+	var watch <-chan zk.Event
+	for {
+		ok, _, w, err := connlink.Of(epoch(t, obs)).ExistsW(ctx, node)
+		require.NoError(t, err)
+		if ok {
+			watch = w
+			break
+		}
+		select {
+		case ev := <-w:
+			require.Equal(t, zk.EventNodeCreated, ev.Type)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the observer never saw the node")
+		}
+	}
 	sub := subscribe(t, s)
 
 	cut := time.Now()
