@@ -1073,3 +1073,40 @@ func revokeKeptW(t *testing.T, f *fixture, name string) {
 	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
 	sc.q.wait(t, 10*time.Second, "Q after A's read release")
 }
+
+// TestRWLockHostsNamingTheOtherSide: rwlock.WithHost accepts any non-empty
+// host without '/' that ZooKeeper accepts, and "a writer holds it alone,
+// with no reader"; Session.Set "refuses ... a node named as a lock's
+// contender". A writer whose host itself reads like a node name of the
+// other side ("x-R-y", "-R-0000000001", ...) holds; a reader and a writer
+// of other sessions (default host) must stay out while it holds, its own
+// session's Set into its node must be refused, and both get in after.
+func TestRWLockHostsNamingTheOtherSide(t *testing.T) {
+	hosts := []string{"x-R-y", "-R-0000000001", "a-R-", "R", "h-W-0000000001-R-0000000002", "_c_0123456789abcdef0123456789abcdef-latch-"}
+	newFixture(t).Each(t, hosts, func(t *testing.T, f *fixture, host string) {
+		ctx := ctxT(t, 30*time.Second)
+		path := f.Path("oddhost/rw")
+		s := f.Session()
+		rw, err := rwlock.New(s, path, rwlock.WithHost(host))
+		if errors.Is(err, conn.ErrInvalidArgument) {
+			t.Skipf("WithHost(%q) refused: %v", host, err)
+		}
+		require.NoError(t, err)
+		wl, err := rw.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
+		t.Logf("writer's node %s", wl.Path())
+		r := hold(ctx, newRW(t, f.Session(), path).ReadLock())
+		w := hold(ctx, newRW(t, f.Session(), path).WriteLock())
+		waitFor(t, 10*time.Second, "both queued", func() bool { return len(children(f.Raw(), path)) == 3 })
+		if _, err := s.Set(ctx, wl.Path(), []byte("x"), -1); !errors.Is(err, conn.ErrInvalidArgument) {
+			t.Errorf("Session.Set into the writer's own node %s: %v, want ErrInvalidArgument", wl.Path(), err)
+		}
+		r.notGranted(t, 2*time.Second, "a reader was granted while the writer "+wl.Path()+" holds")
+		w.notGranted(t, 100*time.Millisecond, "a writer was granted while the writer "+wl.Path()+" holds")
+		require.NoError(t, rw.WriteLock().Release(ctx))
+		r.wait(t, 10*time.Second, "reader after the release")
+		require.NoError(t, r.release())
+		w.wait(t, 10*time.Second, "writer after the reader")
+		require.NoError(t, w.release())
+	})
+}
