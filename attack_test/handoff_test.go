@@ -517,39 +517,57 @@ func TestLocalHandoffBoundsARemoteWaiter(t *testing.T) {
 // lock.WithLocalHandoff and lock.WithRevocable "a revoke request closes
 // Revoked of the current local holder only" (CHANGELOG), Revoked "closed
 // when someone asked the holder to release", and metrics' LockRevokeRequest
-// is one per request. G1 (revocable handoff handle, metered session A)
-// holds and has called Revoked, G2 waits in the process, B (session of
-// its own) queues. G1 releases: G2 is handed the node; it calls Revoked
+// is one per request; a semaphore mutex's holds, losses and local handoffs
+// are reported as "semaphore", its waits as "semaphoremutex". G1
+// (revocable handoff handle, metered session A) holds and has called
+// Revoked, G2 (another such handle of A) waits in the process, B (session
+// of its own) queues. G1 releases: G2 is handed the node; it calls Revoked
 // and B revokes the node. G2's Revoked must close, G1's (released) must
 // not, before or after A's session then expires; B enters after the
-// expiry; the metrics tell one handoff, one hold, one revoke request and
-// one loss (expiry), and the watches gauge drains.
+// expiry; the metrics tell two granted waits, one handoff, one hold, one
+// revoke request and one loss (expiry), and the watches gauge drains.
 func TestRevokeAfterLocalHandoffReachesOnlyTheCurrentHolder(t *testing.T) {
-	f, ctx := setUp(t, 40*time.Second)
-	path := f.Path("revho/lock")
-	rec, sA := f.metered()
-	mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0), lock.WithRevocable())
-	sB := f.Session()
-	mB, _ := mutex.New(sB, path, lock.WithRevocable())
-	g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
-	rev1 := l1.Revoked()
-	require.NoError(t, g1.release())
-	l2 := g2.wait(t, 10*time.Second, "G2")
-	require.Equal(t, l1.Path(), l2.Path(), "G2 was not handed G1's node (B queued behind it)")
-	rev2 := l2.Revoked()
-	require.NoError(t, lock.Revoke(ctx, sB, l2.Path()), "revoke")
-	recv(t, rev2, 5*time.Second, "the current holder G2's Revoked never closed")
-	quiet(t, rev1, time.Second, "the released G1's Revoked closed on a revoke of G2's grant")
-	f.Expire(ctx, l2.Epoch())
-	recv(t, l2.Lost(), 10*time.Second, "G2's Lost not closed after the expiry")
-	b.wait(t, 10*time.Second, "B after A's expiry")
-	quiet(t, rev1, 500*time.Millisecond, "the released G1's Revoked closed after the expiry")
-	require.NoError(t, g2.release(), "release after a loss")
-	require.NoError(t, b.release())
-	rec.expect(t, 1, metrics.LockHandoff, "mutex", "", "handoffs")
-	rec.expect(t, 1, metrics.LockHold, "mutex", "", "holds (G1's, ended by the handoff)")
-	rec.expect(t, 1, metrics.LockRevokeRequest, "mutex", "", "revoke requests")
-	rec.expect(t, 1, metrics.LockLost, "mutex", metrics.CauseExpiry, "losses by expiry")
-	rec.expect(t, 1, metrics.LockLost, "", "", "losses")
-	rec.gaugeDrains(t, 3*time.Second)
+	forEach(t, []string{"mutex", "semaphoremutex"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 40*time.Second)
+		path := f.Path("revho/lock")
+		rec, sA := f.metered()
+		mk := func(s *conn.Session, opts ...lock.Option) locker {
+			if recipe == "mutex" {
+				m, _ := mutex.New(s, path, opts...)
+				return m
+			}
+			m, _ := semaphoremutex.New(s, path, opts...)
+			return m
+		}
+		sB := f.Session()
+		g1 := hold(ctx, mk(sA, lock.WithLocalHandoff(5, 0), lock.WithRevocable()))
+		l1 := g1.wait(t, 10*time.Second, "G1")
+		g2 := hold(ctx, mk(sA, lock.WithLocalHandoff(5, 0), lock.WithRevocable()))
+		b := hold(ctx, mk(sB, lock.WithRevocable())) // queued after G2 asked
+		waitFor(t, 10*time.Second, "B queued", func() bool { return countNodes(f.Raw(), path) >= 2 })
+		require.Equal(t, 2, countNodes(f.Raw(), path), "G2 queued a node of its own: %v", nodes{f.Raw(), path})
+		rev1 := l1.Revoked()
+		require.NoError(t, g1.release())
+		l2 := g2.wait(t, 10*time.Second, "G2")
+		require.Equal(t, l1.Path(), l2.Path(), "G2 was not handed G1's node (B queued behind it)")
+		rev2 := l2.Revoked()
+		require.NoError(t, lock.Revoke(ctx, sB, l2.Path()), "revoke")
+		recv(t, rev2, 5*time.Second, "the current holder G2's Revoked never closed")
+		quiet(t, rev1, time.Second, "the released G1's Revoked closed on a revoke of G2's grant")
+		f.Expire(ctx, l2.Epoch())
+		recv(t, l2.Lost(), 10*time.Second, "G2's Lost not closed after the expiry")
+		b.wait(t, 10*time.Second, "B after A's expiry")
+		quiet(t, rev1, 500*time.Millisecond, "the released G1's Revoked closed after the expiry")
+		require.NoError(t, g2.release(), "release after a loss")
+		require.NoError(t, b.release())
+		held := map[string]string{"mutex": "mutex", "semaphoremutex": "semaphore"}[recipe]
+		rec.expect(t, 2, metrics.LockWait, recipe, metrics.OutcomeGranted, "granted waits")
+		rec.expect(t, 1, metrics.LockHandoff, held, "", "handoffs")
+		rec.expect(t, 1, metrics.LockHold, held, "", "holds (G1's, ended by the handoff)")
+		rec.expect(t, 1, metrics.LockRevokeRequest, held, "", "revoke requests")
+		rec.expect(t, 1, metrics.LockLost, held, metrics.CauseExpiry, "losses by expiry")
+		rec.expect(t, 2, metrics.LockWait, "", "", "waits (of any recipe name)")
+		rec.expect(t, 1, metrics.LockLost, "", "", "losses (of any recipe name)")
+		rec.gaugeDrains(t, 3*time.Second)
+	})
 }
