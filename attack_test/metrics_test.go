@@ -644,3 +644,42 @@ func TestRevokeSemaphoreLeaseMetrics(t *testing.T) {
 	rec.expect(t, 2, metrics.LockHold, "semaphore", "", "holds")
 	rec.expect(t, 0, metrics.LockLost, "", "", "losses")
 }
+
+// TestSemaphoreMutexLocalWaitersGivingUpMetrics: metrics.Lock: a
+// semaphore mutex's waits are "semaphoremutex", its holds and local
+// handoffs "semaphore"; LockWait outcomes timeout and not_granted; Acquire
+// "returns at most 100 ms after ctx ends, holding nothing". G1 holds through
+// a handoff handle of a metered session; G2 (another handoff handle of it)
+// waits in the process with a 300 ms deadline, G3 TryAcquires, then G1
+// releases with nobody left waiting: one granted wait, one timeout, one
+// not_granted (all "semaphoremutex"), one hold and no handoff ("semaphore"),
+// no node left, the watches gauge back to 0.
+func TestSemaphoreMutexLocalWaitersGivingUpMetrics(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	rec, s := f.metered()
+	path := f.Path("smgive")
+	mk := func() *semaphoremutex.Mutex {
+		m, err := semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
+		require.NoError(t, err)
+		return m
+	}
+	g1 := mk()
+	_, err := g1.Acquire(ctx)
+	require.NoError(t, err)
+	d, err := timed(ctx, 300*time.Millisecond, acquireErr(mk()))
+	require.ErrorIs(t, err, context.DeadlineExceeded, "G2 waiting in the process")
+	require.Less(t, d, 400*time.Millisecond, "G2 returned %v after a 300 ms deadline", d)
+	_, ok, err := mk().TryAcquire(ctx)
+	require.NoError(t, err)
+	require.False(t, ok, "G3's TryAcquire while G1 holds")
+	require.NoError(t, g1.Release(ctx))
+	rec.expect(t, 1, metrics.LockWait, "semaphoremutex", metrics.OutcomeGranted, "granted waits")
+	rec.expect(t, 1, metrics.LockWait, "semaphoremutex", metrics.OutcomeTimeout, "timed-out waits")
+	rec.expect(t, 1, metrics.LockWait, "semaphoremutex", metrics.OutcomeNotGranted, "not_granted waits")
+	rec.expect(t, 3, metrics.LockWait, "", "", "waits")
+	rec.expect(t, 1, metrics.LockHold, "semaphore", "", "holds")
+	rec.expect(t, 1, metrics.LockHold, "", "", "holds (any name)")
+	rec.expect(t, 0, metrics.LockHandoff, "", "", "handoffs (nobody waited at the release)")
+	require.Equal(t, 0, countNodes(f.Raw(), path), "nodes left: %v %v", nodes{f.Raw(), path + "/locks"}, nodes{f.Raw(), path + "/leases"})
+	rec.gaugeDrains(t, 3*time.Second)
+}
