@@ -365,3 +365,46 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 		}
 	})
 }
+
+// TestMultiLockRevokedHandoffLockNotPassedOn: under WithLocalHandoff "a
+// revoke request seen on the node ... ends the handoff in the process on
+// it: the next release deletes the node, so whoever asked enters after the
+// contenders queued before it", also when the holder is a MultiLock's
+// grant. A MultiLock over a mutex and a semaphore mutex (both revocable
+// handoff handles of session S) holds; G2 (another such mutex handle of S)
+// waits in the process, C (another session) queues on the mutex and
+// revokes the MultiLock's mutex node, whose Revoked was called. After the
+// MultiLock's release C must enter before G2, and the MultiLock's Lost be
+// closed.
+func TestMultiLockRevokedHandoffLockNotPassedOn(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	s, sC := f.Session(), f.Session()
+	pa, pb := f.Path("mlrev/a"), f.Path("mlrev/b")
+	opts := []lock.Option{lock.WithLocalHandoff(3, 0), lock.WithRevocable()}
+	ma, _ := mutex.New(s, pa, opts...)
+	sb, _ := semaphoremutex.New(s, pb, opts...)
+	ml, err := multilock.New(ma, sb)
+	require.NoError(t, err)
+	ls, err := ml.Acquire(ctx)
+	require.NoError(t, err)
+	la := ls[0]
+	require.Equal(t, pa, zkpath.Parent(la.Path()), "leases in path order")
+	revA := la.Revoked()
+	m2, _ := mutex.New(s, pa, opts...)
+	g2 := hold(ctx, m2)
+	mC, _ := mutex.New(sC, pa, lock.WithRevocable())
+	c := hold(ctx, mC)
+	waitFor(t, 10*time.Second, "C queued", func() bool { return countNodes(f.Raw(), pa) >= 2 })
+	require.Equal(t, 2, countNodes(f.Raw(), pa), "G2 queued a node of its own: %v", nodes{f.Raw(), pa})
+	require.NoError(t, lock.Revoke(ctx, sC, la.Path()), "revoke")
+	recv(t, revA, 5*time.Second, "the MultiLock's mutex lease: Revoked never closed")
+	require.NoError(t, ml.Release(ctx))
+	require.True(t, closesWithin(ml.Lost(), time.Second), "the MultiLock's Lost open after its release")
+	lc := c.wait(t, 10*time.Second, "C, who asked, after the release")
+	if l2, ok := g2.granted(t, time.Second, "G2"); ok {
+		t.Errorf("G2 was granted %s while C holds %s: the revoked node was passed on", l2.Path(), lc.Path())
+	}
+	require.NoError(t, c.release())
+	g2.wait(t, 10*time.Second, "G2 after C")
+	require.NoError(t, g2.release())
+}
