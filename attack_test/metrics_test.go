@@ -593,26 +593,90 @@ func TestMultiLockMixedRecipesExpiryMetrics(t *testing.T) {
 func TestWatchesGaugeAfterCloseWithEverythingWatching(t *testing.T) {
 	f, ctx := setUp(t, 30*time.Second)
 	rec, s := f.metered()
+	w := everythingWatching(t, f, ctx, rec, s, f.Path("gclose"))
+	require.NoError(t, s.Close())
+	closesWithin(w.obs, 2*time.Second)
+	rec.gaugeDrains(t, 3*time.Second)
+}
+
+// watching is what everythingWatching set up: the held lease and its
+// handle, the others' holds, the waiters (each releases once granted) and
+// the Observe.
+type watching struct {
+	l       *conn.Lease
+	hm      *mutex.InterProcessMutex
+	holds   []locker
+	waiters *sync.WaitGroup
+	obs     <-chan lock.Participant
+}
+
+// everythingWatching has s (metered by rec) hold a revocable handoff mutex
+// (Lost and Revoked armed) with a local waiter, wait on every queue recipe
+// held by another session, and Observe an election; it returns once the
+// gauge shows them watching.
+func everythingWatching(t *testing.T, f *fixture, ctx context.Context, rec *metricsRec, s *conn.Session, root string) *watching {
+	t.Helper()
 	other := f.Session()
-	root := f.Path("gclose")
-	hm, _ := mutex.New(s, root+"/held", lock.WithLocalHandoff(2, 0), lock.WithRevocable())
-	l, err := hm.Acquire(ctx)
+	w := &watching{}
+	w.hm, _ = mutex.New(s, root+"/held", lock.WithLocalHandoff(2, 0), lock.WithRevocable())
+	var err error
+	w.l, err = w.hm.Acquire(ctx)
 	require.NoError(t, err)
-	_, _ = l.Lost(), l.Revoked()
-	go func() { _, _ = hm.Acquire(ctx) }() // a local waiter
+	_, _ = w.l.Lost(), w.l.Revoked()
+	lks := []locker{w.hm}
 	for _, recipe := range []string{"mutex", "rwlock-write", "semaphoremutex", "semaphore-1", "exclusive", "leader"} {
 		p := root + "/" + recipe
-		_, err := newLocker(t, recipe, other, p, 0).Acquire(ctx)
+		h := newLocker(t, recipe, other, p, 0)
+		_, err := h.Acquire(ctx)
 		require.NoError(t, err)
-		lk := newLocker(t, recipe, s, p, 1)
-		go func() { _, _ = lk.Acquire(ctx) }()
+		w.holds = append(w.holds, h)
+		lks = append(lks, newLocker(t, recipe, s, p, 1))
 	}
-	obs := electionOf(t, s, root+"/leader", "observer").Observe(ctx)
+	w.waiters = spawn(len(lks), func(i int) {
+		if _, err := lks[i].Acquire(ctx); err == nil {
+			_ = lks[i].Release(ctx)
+		}
+	})
+	w.obs = electionOf(t, s, root+"/leader", "observer").Observe(ctx)
 	waitFor(t, 10*time.Second, "every waiter watching", func() bool { return rec.watches.Load() >= 7 })
-	t.Logf("gauge before Close: %d", rec.watches.Load())
-	require.NoError(t, s.Close())
-	closesWithin(obs, 2*time.Second)
+	t.Logf("gauge with everything watching: %d", rec.watches.Load())
+	return w
+}
+
+// TestWatchesGaugeAfterExpiryWithEverythingWatching: Hooks.Watches is the
+// change of "the number of watches the session has on the servers", and a
+// lock's Acquire "starts over in the next" epoch after a loss. As above,
+// but the session expires: once the waiters queue again, the gauge must
+// equal the server's count of watches (zk_watch_count: the other session
+// has none); once every hold is released, every waiter granted and
+// released, and the Observe ended, it must be 0 with none on the server.
+func TestWatchesGaugeAfterExpiryWithEverythingWatching(t *testing.T) {
+	f, ctx := setUp(t, 45*time.Second)
+	rec, s := f.metered()
+	octx, stopObs := context.WithCancel(ctx)
+	w := everythingWatching(t, f, octx, rec, s, f.Path("gexp"))
+	old := w.l.Epoch().SessionID()
+	f.Expire(ctx, w.l.Epoch())
+	recv(t, w.l.Lost(), 10*time.Second, "the held lease's Lost after the expiry")
+	sid := epochOf(t, s).SessionID()
+	require.NotEqual(t, old, sid, "a new epoch")
+	if !eventually(10*time.Second, func() bool {
+		n := rec.watches.Load()
+		return n > 0 && int(n) == serverWatches(t, f)
+	}) {
+		t.Errorf("after the expiry: gauge %d, the server counts %d (data watches of the new session: %v)", rec.watches.Load(), serverWatches(t, f), sessionWatches(t, f, 0, sid))
+	}
+	require.NoError(t, w.hm.Release(ctx), "release after the loss")
+	for _, h := range w.holds {
+		require.NoError(t, h.Release(ctx))
+	}
+	require.True(t, doneWithin(w.waiters, 15*time.Second), "waiters not all granted after the holds were released")
+	stopObs()
+	closesWithin(w.obs, 2*time.Second)
 	rec.gaugeDrains(t, 3*time.Second)
+	if !eventually(3*time.Second, func() bool { return serverWatches(t, f) == 0 }) {
+		t.Errorf("the server still counts %d watches after everything ended", serverWatches(t, f))
+	}
 }
 
 // TestRevokeSemaphoreLeaseMetrics: lock.Revoke asks "the holder of node";
