@@ -1110,3 +1110,35 @@ func TestRWLockHostsNamingTheOtherSide(t *testing.T) {
 		require.NoError(t, w.release())
 	})
 }
+
+// TestRWLockHostsZooKeeperRejectsRefusedByNew: rwlock.WithHost: "non-empty,
+// no '/', only characters ZooKeeper accepts in a path, else New fails with
+// conn.ErrInvalidArgument". For hosts with characters ZooKeeper rejects
+// (controls, U+007F to U+009F, U+D800 to U+F8FF, U+FFF0 to U+FFFF) or that
+// are not UTF-8 (the server would read another name than ours), New must
+// fail so. A host New takes must make an acquire that holds, on a node
+// named with that host, and leaves nothing after the release.
+func TestRWLockHostsZooKeeperRejectsRefusedByNew(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	s := f.Session()
+	bad := []string{"", "a/b", "a\x00b", "a\nb", "a\tb", "a\u007fb", "a\u0085b", "a\ue000b", "a\uf8ffb", "a\ufff0b", "a\uffffb", "a\xffb", "\xc3"}
+	for i, host := range bad {
+		path := f.Path(fmt.Sprintf("badhost/%d", i))
+		rw, err := rwlock.New(s, path, rwlock.WithHost(host))
+		if errors.Is(err, conn.ErrInvalidArgument) {
+			continue
+		}
+		if err != nil {
+			t.Errorf("WithHost(%q): %v, want ErrInvalidArgument", host, err)
+			continue
+		}
+		d, err := timed(ctx, 3*time.Second, acquireErr(rw.WriteLock()))
+		t.Errorf("WithHost(%q) taken by New; its write acquire: %v after %v; nodes %q", host, err, d, children(f.Raw(), path))
+		if err == nil {
+			_ = rw.WriteLock().Release(ctx)
+		}
+		if n := countNodes(f.Raw(), path); n != 0 {
+			t.Errorf("WithHost(%q): %d nodes left: %q", host, n, children(f.Raw(), path))
+		}
+	}
+}
