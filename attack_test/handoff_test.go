@@ -571,3 +571,47 @@ func TestRevokeAfterLocalHandoffReachesOnlyTheCurrentHolder(t *testing.T) {
 		rec.gaugeDrains(t, 3*time.Second)
 	})
 }
+
+// TestRevokeAfterServerRestartEndsLocalHandoff: a session survives a
+// server restart within its timeout, holders "keep their locks", Revoked
+// closes "when someone asked the holder to release", a revoke request seen
+// ends the handoff in the process, and the watches gauge counts "the
+// watches the session has on the servers". G1 (revocable handoff handle,
+// metered session A) holds with Lost and Revoked armed, G2 waits in the
+// process, B (another session) queues. The server is killed and restarted:
+// both sessions survive, G1 still holds, and the gauge equals the server's
+// count. B then revokes G1's node: G1's Revoked must close, and after G1's
+// release B must enter before G2.
+func TestRevokeAfterServerRestartEndsLocalHandoff(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	path := f.Path("rstrev/lock")
+	long := conn.WithSessionTimeout(20 * time.Second)
+	rec, sA := f.metered(long)
+	sB := f.Session(long)
+	mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0), lock.WithRevocable())
+	mB, _ := mutex.New(sB, path, lock.WithRevocable())
+	g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
+	lost1, rev1 := l1.Lost(), l1.Revoked()
+	sid := l1.Epoch().SessionID()
+	require.NoError(t, f.Kill(0))
+	require.NoError(t, f.Restart(0))
+	for name, s := range map[string]*conn.Session{"A": sA, "B": sB} {
+		waitFor(t, 20*time.Second, name+" reconnected", func() bool { return s.State() == conn.Reconnected })
+	}
+	require.Equal(t, sid, epochOf(t, sA).SessionID(), "A's session survived the restart")
+	quiet(t, lost1, 500*time.Millisecond, "G1's Lost closed although its session survived")
+	if !eventually(5*time.Second, func() bool { return int(rec.watches.Load()) == len(sessionWatches(t, f, 0, sid)) }) {
+		t.Errorf("after the restart: gauge %d, the server lists for A %v", rec.watches.Load(), sessionWatches(t, f, 0, sid))
+	}
+	require.NoError(t, lock.Revoke(ctx, sB, l1.Path()), "revoke after the restart")
+	recv(t, rev1, 5*time.Second, "G1's Revoked not closed by a revoke after the restart")
+	require.NoError(t, g1.release())
+	lb := b.wait(t, 10*time.Second, "B, who asked, after G1's release")
+	if l2, ok := g2.granted(t, time.Second, "G2"); ok {
+		t.Errorf("G2 was handed %s after a seen revoke while B holds %s", l2.Path(), lb.Path())
+	}
+	require.NoError(t, b.release())
+	g2.wait(t, 10*time.Second, "G2 after B")
+	require.NoError(t, g2.release())
+	rec.gaugeDrains(t, 3*time.Second)
+}
