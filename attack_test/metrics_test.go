@@ -747,3 +747,40 @@ func TestSemaphoreMutexLocalWaitersGivingUpMetrics(t *testing.T) {
 	require.Equal(t, 0, countNodes(f.Raw(), path), "nodes left: %v %v", nodes{f.Raw(), path + "/locks"}, nodes{f.Raw(), path + "/leases"})
 	rec.gaugeDrains(t, 3*time.Second)
 }
+
+// TestRevokedAndLostFirstCalledAfterTheEndLeaveNoWatch: "Until Lost or
+// Revoked is first called, only Fence and GuardedWrite notice a foreign
+// delete": the first call arms a watch. Called for the first time on a
+// lease that already ended (released, or its node deleted by a bystander),
+// of every recipe, revocable where it can be, they must close Lost (and
+// leave Revoked open), and leave no watch: the gauge at 0 and none on the
+// server for the session (a watch on a node that is gone would stay until
+// a node of that name is created).
+func TestRevokedAndLostFirstCalledAfterTheEndLeaveNoWatch(t *testing.T) {
+	recipes := []string{"mutex-revocable", "mutex-handoff", "rwlock-revocable", "rwlock-read", "semaphore-2", "semaphoremutex", "exclusive", "leader"}
+	f := newFixture(t)
+	for _, end := range []string{"released", "deleted"} {
+		t.Run(end, func(t *testing.T) {
+			f.Each(t, recipes, func(t *testing.T, f *fixture, recipe string) {
+				ctx := ctxT(t, 20*time.Second)
+				rec, s := f.metered()
+				lk := newLocker(t, recipe, s, f.Path(end+"-"+recipe), 0)
+				l, err := lk.Acquire(ctx)
+				require.NoError(t, err)
+				if end == "released" {
+					require.NoError(t, lk.Release(ctx))
+				} else {
+					require.NoError(t, f.Raw().Delete(l.Path(), -1))
+				}
+				rev, lost := l.Revoked(), l.Lost()
+				recv(t, lost, 5*time.Second, "Lost not closed on a lease %s", end)
+				quiet(t, rev, 200*time.Millisecond, "Revoked closed on a lease %s without a revoke", end)
+				rec.gaugeDrains(t, 2*time.Second)
+				noWatchesLeft(t, f, s, 2*time.Second, "a lease "+end+" whose Lost and Revoked were first called after")
+				if end == "deleted" {
+					_ = lk.Release(ctx)
+				}
+			})
+		})
+	}
+}
