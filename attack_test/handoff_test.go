@@ -622,3 +622,33 @@ func askerFirst(t *testing.T, asker, g2 *holder) {
 	g2.wait(t, 10*time.Second, "G2 after the one who revoked")
 	require.NoError(t, g2.release())
 }
+
+// TestRevokeDuringOutageSeenAfterReconnect: Revoked closes "when someone
+// asked the holder to release"; holders keep their locks while Suspended;
+// a revoke seen ends the handoff in the process. G1 (revocable handoff
+// handle, session A through a proxy) holds with Revoked armed, G2 waits in
+// the process, B (another session, direct) queues. A's connection is cut
+// and blackholed; B revokes G1's node during the outage; the proxy heals
+// and A reconnects to the same session. G1's Revoked must close, G1's
+// Lost stay open, and after G1's release B must enter before G2; the
+// watches gauge ends at 0.
+func TestRevokeDuringOutageSeenAfterReconnect(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	path := f.Path("outrev/lock")
+	rec := &metricsRec{}
+	px, sA := f.ProxiedSession(conn.WithSessionTimeout(20*time.Second), conn.WithMetrics(rec.Hooks()))
+	sB := f.Session()
+	mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0), lock.WithRevocable())
+	mB, _ := mutex.New(sB, path, lock.WithRevocable())
+	g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
+	rev1, lost1 := l1.Revoked(), l1.Lost()
+	suspend(t, px, sA)
+	require.NoError(t, lock.Revoke(ctx, sB, l1.Path()), "revoke during A's outage")
+	px.Heal()
+	waitFor(t, 20*time.Second, "A reconnected", func() bool { return sA.State() == conn.Reconnected })
+	recv(t, rev1, 5*time.Second, "G1's Revoked not closed after the reconnect (the revoke came during the outage)")
+	quiet(t, lost1, 200*time.Millisecond, "G1's Lost closed although its session survived")
+	require.NoError(t, g1.release())
+	askerFirst(t, b, g2)
+	rec.gaugeDrains(t, 3*time.Second)
+}
