@@ -784,3 +784,46 @@ func TestRevokedAndLostFirstCalledAfterTheEndLeaveNoWatch(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletionSeenAfterExpiryCountsUnderExpiry: docs/operations.md, the
+// cause of a lost lease: "A deletion seen after the epoch ended counts
+// under the epoch's cause", and every grant "is counted once". A held
+// lease nobody looked at: a bystander deletes its node, then the server
+// expires the session; once the epoch has ended, the lease is looked at
+// for the first time (Lost, Fence, GuardedWrite, or the release), then by
+// the others: exactly one loss, cause expiry, and no hold, for every
+// recipe.
+func TestDeletionSeenAfterExpiryCountsUnderExpiry(t *testing.T) {
+	looks := map[string]func(ctx context.Context, lk locker, l *conn.Lease){
+		"lost":    func(context.Context, locker, *conn.Lease) {},
+		"fence":   func(ctx context.Context, _ locker, l *conn.Lease) { _, _ = l.Fence(ctx) },
+		"guarded": func(ctx context.Context, _ locker, l *conn.Lease) { _, _ = l.GuardedWrite(ctx) },
+		"release": func(ctx context.Context, lk locker, _ *conn.Lease) { _ = lk.Release(ctx) },
+	}
+	var names []string
+	cases := map[string][2]string{}
+	for _, recipe := range []string{"mutex", "rwlock-read", "semaphoremutex", "semaphore-2", "exclusive", "leader"} {
+		for look := range looks {
+			names = append(names, recipe+"-"+look)
+			cases[recipe+"-"+look] = [2]string{recipe, look}
+		}
+	}
+	newFixture(t).Each(t, names, func(t *testing.T, f *fixture, name string) {
+		recipe, look := cases[name][0], cases[name][1]
+		ctx := ctxT(t, 20*time.Second)
+		rec, s := f.metered()
+		lk := newLocker(t, recipe, s, f.Path(name), 0)
+		l, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, f.Raw().Delete(l.Path(), -1))
+		f.Expire(ctx, l.Epoch())
+		recv(t, l.Epoch().Done(), 10*time.Second, "the epoch did not end")
+		looks[look](ctx, lk, l)
+		recv(t, l.Lost(), 5*time.Second, "Lost open after the deletion and the expiry")
+		_, _ = l.Fence(ctx)
+		_ = lk.Release(ctx)
+		rec.expect(t, 1, metrics.LockLost, "", metrics.CauseExpiry, "losses by expiry")
+		rec.expect(t, 1, metrics.LockLost, "", "", "losses")
+		rec.expect(t, 0, metrics.LockHold, "", "", "holds")
+	})
+}
