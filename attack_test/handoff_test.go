@@ -224,6 +224,19 @@ func handoffBehind(t *testing.T, f *fixture, ctx context.Context, mA, mB *mutex.
 	return g1, l1, b, g2
 }
 
+// askerFirst: after the release of a node whose revoke was seen, asker
+// (who revoked) enters, the local waiter g2 not before asker released.
+func askerFirst(t *testing.T, asker, g2 *holder) {
+	t.Helper()
+	la := asker.wait(t, 10*time.Second, "the one who revoked, after the release")
+	if l2, ok := g2.granted(t, time.Second, "G2"); ok {
+		t.Errorf("G2 was handed %s after a seen revoke while the one who revoked holds %s", l2.Path(), la.Path())
+	}
+	require.NoError(t, asker.release())
+	g2.wait(t, 10*time.Second, "G2 after the one who revoked")
+	require.NoError(t, g2.release())
+}
+
 // TestRevokeSeenAcrossLocalHandoff checks lock.WithLocalHandoff's
 // "Once a revoke request has been seen on the node (WithRevocable: a grant's
 // Revoked closed, and Revoked was called, which starts the watch), the node
@@ -608,19 +621,6 @@ func TestRevokeAfterServerRestartEndsLocalHandoff(t *testing.T) {
 	require.NoError(t, g1.release())
 	askerFirst(t, b, g2)
 	rec.gaugeDrains(t, 3*time.Second)
-}
-
-// askerFirst: after the release of a node whose revoke was seen, asker
-// (who revoked) enters, the local waiter g2 not before asker released.
-func askerFirst(t *testing.T, asker, g2 *holder) {
-	t.Helper()
-	la := asker.wait(t, 10*time.Second, "the one who revoked, after the release")
-	if l2, ok := g2.granted(t, time.Second, "G2"); ok {
-		t.Errorf("G2 was handed %s after a seen revoke while the one who revoked holds %s", l2.Path(), la.Path())
-	}
-	require.NoError(t, asker.release())
-	g2.wait(t, 10*time.Second, "G2 after the one who revoked")
-	require.NoError(t, g2.release())
 }
 
 // TestRevokeDuringOutageSeenAfterReconnect: Revoked closes "when someone
