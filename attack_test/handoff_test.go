@@ -2,6 +2,7 @@ package attack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -651,4 +652,64 @@ func TestRevokeDuringOutageSeenAfterReconnect(t *testing.T) {
 	require.NoError(t, g1.release())
 	askerFirst(t, b, g2)
 	rec.gaugeDrains(t, 3*time.Second)
+}
+
+// TestLocalHandoffRelease_FailsDeadlineWhileGuardedWriteInFlight: README,
+// "Acquire / Release: every lock has them; ctx bounds the wait", and
+// lock.ErrReleasePending: a release whose delete cannot be confirmed
+// "counts as released". Under WithLocalHandoff "a release first waits for
+// the grant's guarded writes in flight" (docs/design.md). G1 holds through
+// a handle of a proxied session (20 s timeout), G2 waits behind; the proxy
+// is blackholed and another goroutine's GuardedWrite through G1's lease
+// (ctx 20 s) is in flight. G1's Release with a 1 s deadline must return
+// within 1.1 s; G2 must not be granted while the write is unanswered;
+// after the heal G2 gets the lock and its guarded write commits.
+// What happens: without WithLocalHandoff (mutex, semaphoremutex) Release
+// returns ErrReleasePending at 1.0 s; with it (mutex-handoff,
+// semaphoremutex-handoff) Release ignores its deadline and returns nil
+// after about 5.6 s, when the local timer ends the epoch: the wait for the
+// in-flight write is not bounded by the release's ctx. Every run.
+func TestLocalHandoffRelease_FailsDeadlineWhileGuardedWriteInFlight(t *testing.T) {
+	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff", "mutex", "semaphoremutex"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 60*time.Second)
+		res := f.Path("gwbh-res")
+		f.Register(res, nil)
+		px, s := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
+		path := f.Path("gwbh")
+		lk := newLocker(t, recipe, s, path, 0)
+		l1, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		g2 := hold(ctx, lk)
+		px.Blackhole()
+		written := make(chan error, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			written <- guardedSet(wctx, l1, res, []byte("g1"), -1)
+		}()
+		quiet(t, written, 200*time.Millisecond, "the guarded write returned while blackholed")
+		d, relErr := timed(ctx, time.Second, lk.Release)
+		t.Logf("G1's Release while its guarded write is in flight: %v after %v", relErr, d)
+		if d > 1100*time.Millisecond {
+			t.Errorf("Release took %v with a 1 s deadline", d)
+		}
+		if l2, ok := g2.granted(t, 200*time.Millisecond, "G2"); ok {
+			select {
+			case err := <-written:
+				t.Logf("write answered: %v", err)
+			default:
+				t.Errorf("G2 was granted %s while G1's guarded write was still in flight", l2.Path())
+			}
+		}
+		px.Heal()
+		wErr := recv(t, written, 25*time.Second, "the guarded write never returned")
+		t.Logf("G1's guarded write after the heal: %v", wErr)
+		if relErr != nil && !errors.Is(relErr, lock.ErrReleasePending) {
+			require.NoError(t, lk.Release(ctx), "Release again after a failed one")
+		}
+		l2 := g2.wait(t, 15*time.Second, "G2 after the heal")
+		_, err = l2.GuardedWrite(ctx)
+		require.NoError(t, err, "G2's guarded write")
+		require.NoError(t, g2.release())
+	})
 }
