@@ -713,3 +713,38 @@ func TestLocalHandoffRelease_FailsDeadlineWhileGuardedWriteInFlight(t *testing.T
 		require.NoError(t, g2.release())
 	})
 }
+
+// TestLocalWaitersKeepDeadlinesWhileReleaseWaitsForGuardedWrite: lock's
+// contract, Acquire "returns at most 100 ms after ctx ends", TryAcquire
+// "never waits". As above (WithLocalHandoff, proxied session blackholed,
+// a GuardedWrite through G1's lease in flight): while G1's Release waits
+// for that write, a local waiter's Acquire with a 500 ms deadline, and a
+// TryAcquire with one of 500 ms, must each return within 600 ms.
+func TestLocalWaitersKeepDeadlinesWhileReleaseWaitsForGuardedWrite(t *testing.T) {
+	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 60*time.Second)
+		res := f.Path("gwbhw-res")
+		f.Register(res, nil)
+		px, s := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
+		path := f.Path("gwbhw")
+		g1 := hold(ctx, newLocker(t, recipe, s, path, 0))
+		l1 := g1.wait(t, 10*time.Second, "G1")
+		px.Blackhole()
+		written := make(chan error, 1)
+		go func() { written <- guardedSet(ctx, l1, res, []byte("g1"), -1) }()
+		quiet(t, written, 200*time.Millisecond, "the guarded write returned while blackholed")
+		released := make(chan error, 1)
+		go func() { released <- g1.release() }()
+		quiet(t, released, 300*time.Millisecond, "G1's Release returned while its guarded write was unanswered")
+		other := newLocker(t, recipe, s, path, 1)
+		for name, call := range map[string]func(context.Context) error{"Acquire": acquireErr(other), "TryAcquire": tryErr(other.(tryAcquirer))} {
+			d, err := timed(ctx, 500*time.Millisecond, call)
+			t.Logf("%s while G1's release waits: %v after %v", name, err, d)
+			if d > 600*time.Millisecond {
+				t.Errorf("%s took %v with a 500 ms deadline", name, d)
+			}
+		}
+		px.Heal()
+		recv(t, released, 25*time.Second, "G1's Release never returned")
+	})
+}
