@@ -748,3 +748,48 @@ func TestLocalWaitersKeepDeadlinesWhileReleaseWaitsForGuardedWrite(t *testing.T)
 		recv(t, released, 25*time.Second, "G1's Release never returned")
 	})
 }
+
+// TestLocalHandoff_FailsStaleGuardedWriteCommitsAfterNextGrant: under
+// WithLocalHandoff "a release first waits for the grant's guarded writes in
+// flight, so that none reaches the server after the next grant exists"
+// (docs/design.md, "In-process handoff"), and "Every grant is a lease of
+// its own: released, it refuses guarded writes". G1 holds through a
+// handoff handle of a proxied session with 400 ms of latency each way, G2
+// waits in the process. A GuardedWrite through G1's lease with a 50 ms ctx
+// gives up (context deadline exceeded, not ErrConnectionLoss) while its
+// multi is still in the proxy's delay; G1 releases and G2 is handed the
+// same node at once. What happens: G1's multi reaches the server after
+// G2's grant, its check of the shared node passes, and G1's stale write
+// commits while G2 holds (mutex and semaphore mutex, every run). Without
+// local handoff the release's own request follows the multi on the same
+// connection, so the server applies the write before the next grant.
+func TestLocalHandoff_FailsStaleGuardedWriteCommitsAfterNextGrant(t *testing.T) {
+	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 30*time.Second)
+		res := f.Path("gwgave-res")
+		f.Register(res, []byte("none"))
+		px, s := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
+		path := f.Path("gwgave")
+		g1 := hold(ctx, newLocker(t, recipe, s, path, 0))
+		l1 := g1.wait(t, 10*time.Second, "G1")
+		g2 := hold(ctx, newLocker(t, recipe, s, path, 1))
+		px.SetLatency(400 * time.Millisecond)
+		d, err := timed(ctx, 50*time.Millisecond, func(ctx context.Context) error { return guardedSet(ctx, l1, res, []byte("g1"), -1) })
+		t.Logf("G1's guarded write gave up: %v after %v", err, d)
+		require.Error(t, err, "the write was answered within 50 ms through 400 ms of latency")
+		relStart := time.Now()
+		require.NoError(t, g1.release())
+		l2 := g2.wait(t, 10*time.Second, "G2")
+		atGrant := string(f.Data(res))
+		t.Logf("G2 granted %v after G1's release began, on %s (G1's %s); the resource then: %q", time.Since(relStart), l2.Path(), l1.Path(), atGrant)
+		px.SetLatency(0)
+		if !eventually(3*time.Second, func() bool { return string(f.Data(res)) != atGrant }) {
+			t.Logf("the resource stayed %q", atGrant)
+			require.NoError(t, g2.release())
+			return
+		}
+		_, gwErr := l2.GuardedWrite(ctx)
+		t.Errorf("G1's guarded write, given up before its release, committed %q after G2 was granted (resource %q at G2's grant); G2 still holds (its GuardedWrite: %v)", f.Data(res), atGrant, gwErr)
+		require.NoError(t, g2.release())
+	})
+}
