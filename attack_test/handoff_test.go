@@ -16,6 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestLocalHandoffWaitsForInFlightGuardedWrite checks
@@ -714,6 +715,26 @@ func TestLocalHandoffRelease_FailsDeadlineWhileGuardedWriteInFlight(t *testing.T
 	})
 }
 
+// releaseWaitingForWrite: G1 holds the lock of recipe at path through a
+// proxied session (20 s timeout), the proxy is blackholed, a GuardedWrite
+// through G1's lease is in flight (written) and G1's Release (ctx without
+// deadline) waits for it (released).
+func releaseWaitingForWrite(t *testing.T, f *fixture, ctx context.Context, recipe, path string) (px *zktest.Proxy, s *conn.Session, written, released chan error) {
+	t.Helper()
+	res := path + "-res"
+	f.Register(res, nil)
+	px, s = f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
+	g1 := hold(ctx, newLocker(t, recipe, s, path, 0))
+	l1 := g1.wait(t, 10*time.Second, "G1")
+	px.Blackhole()
+	written, released = make(chan error, 1), make(chan error, 1)
+	go func() { written <- guardedSet(ctx, l1, res, []byte("g1"), -1) }()
+	quiet(t, written, 200*time.Millisecond, "the guarded write returned while blackholed")
+	go func() { released <- g1.release() }()
+	quiet(t, released, 300*time.Millisecond, "G1's Release returned while its guarded write was unanswered")
+	return px, s, written, released
+}
+
 // TestLocalWaitersKeepDeadlinesWhileReleaseWaitsForGuardedWrite: lock's
 // contract, Acquire "returns at most 100 ms after ctx ends", TryAcquire
 // "never waits". As above (WithLocalHandoff, proxied session blackholed,
@@ -723,19 +744,8 @@ func TestLocalHandoffRelease_FailsDeadlineWhileGuardedWriteInFlight(t *testing.T
 func TestLocalWaitersKeepDeadlinesWhileReleaseWaitsForGuardedWrite(t *testing.T) {
 	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
 		ctx := ctxT(t, 60*time.Second)
-		res := f.Path("gwbhw-res")
-		f.Register(res, nil)
-		px, s := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
 		path := f.Path("gwbhw")
-		g1 := hold(ctx, newLocker(t, recipe, s, path, 0))
-		l1 := g1.wait(t, 10*time.Second, "G1")
-		px.Blackhole()
-		written := make(chan error, 1)
-		go func() { written <- guardedSet(ctx, l1, res, []byte("g1"), -1) }()
-		quiet(t, written, 200*time.Millisecond, "the guarded write returned while blackholed")
-		released := make(chan error, 1)
-		go func() { released <- g1.release() }()
-		quiet(t, released, 300*time.Millisecond, "G1's Release returned while its guarded write was unanswered")
+		px, s, _, released := releaseWaitingForWrite(t, f, ctx, recipe, path)
 		other := newLocker(t, recipe, s, path, 1)
 		for name, call := range map[string]func(context.Context) error{"Acquire": acquireErr(other), "TryAcquire": tryErr(other.(tryAcquirer))} {
 			d, err := timed(ctx, 500*time.Millisecond, call)
@@ -791,5 +801,27 @@ func TestLocalHandoff_FailsStaleGuardedWriteCommitsAfterNextGrant(t *testing.T) 
 		_, gwErr := l2.GuardedWrite(ctx)
 		t.Errorf("G1's guarded write, given up before its release, committed %q after G2 was granted (resource %q at G2's grant); G2 still holds (its GuardedWrite: %v)", f.Data(res), atGrant, gwErr)
 		require.NoError(t, g2.release())
+	})
+}
+
+// TestCloseWhileReleaseWaitsForGuardedWrite: Session.Close "returns at once
+// when the server answers or the connection is down, else after about a
+// second (13 s at worst ...)", and every call after Close fails with
+// ErrClosed. As in the Fails test above (WithLocalHandoff, proxied session
+// blackholed, a GuardedWrite through G1's lease in flight, G1's Release
+// waiting for it): Close must return within 2 s, and the waiting Release
+// and the write must return within 2 s of it.
+func TestCloseWhileReleaseWaitsForGuardedWrite(t *testing.T) {
+	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 60*time.Second)
+		px, s, written, released := releaseWaitingForWrite(t, f, ctx, recipe, f.Path("gwclose"))
+		d, err := timed(ctx, 10*time.Second, func(context.Context) error { return s.Close() })
+		t.Logf("Close: %v after %v", err, d)
+		if d > 2*time.Second {
+			t.Errorf("Close took %v", d)
+		}
+		t.Logf("Release after Close: %v", recv(t, released, 2*time.Second, "G1's Release still waiting 2 s after Close"))
+		t.Logf("GuardedWrite after Close: %v", recv(t, written, 2*time.Second, "the guarded write still waiting 2 s after Close"))
+		px.Heal()
 	})
 }
