@@ -173,6 +173,12 @@ func guardedCreate(ctx context.Context, l *conn.Lease, path string) error {
 	return err
 }
 
+// guardedDelete deletes path (any version) through l's GuardedWrite.
+func guardedDelete(ctx context.Context, l *conn.Lease, path string) error {
+	_, err := l.GuardedWrite(ctx, &zk.DeleteRequest{Path: path, Version: -1})
+	return err
+}
+
 // Data reads path's data through the bystander.
 func (f *fixture) Data(path string) []byte {
 	f.t.Helper()

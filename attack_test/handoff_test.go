@@ -2,6 +2,7 @@ package attack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestLocalHandoffWaitsForInFlightGuardedWrite checks
@@ -222,6 +224,19 @@ func handoffBehind(t *testing.T, f *fixture, ctx context.Context, mA, mB *mutex.
 	g2 = hold(ctx, mA)
 	waitFor(t, 10*time.Second, "G2 waiting in the process (getW on G1's node)", func() bool { return watched(f, 0, l1.Path()) })
 	return g1, l1, b, g2
+}
+
+// askerFirst: after the release of a node whose revoke was seen, asker
+// (who revoked) enters, the local waiter g2 not before asker released.
+func askerFirst(t *testing.T, asker, g2 *holder) {
+	t.Helper()
+	la := asker.wait(t, 10*time.Second, "the one who revoked, after the release")
+	if l2, ok := g2.granted(t, time.Second, "G2"); ok {
+		t.Errorf("G2 was handed %s after a seen revoke while the one who revoked holds %s", l2.Path(), la.Path())
+	}
+	require.NoError(t, asker.release())
+	g2.wait(t, 10*time.Second, "G2 after the one who revoked")
+	require.NoError(t, g2.release())
 }
 
 // TestRevokeSeenAcrossLocalHandoff checks lock.WithLocalHandoff's
@@ -510,5 +525,303 @@ func TestLocalHandoffBoundsARemoteWaiter(t *testing.T) {
 				t.Errorf("grant %d (%s) fence %v not after grant %d (%s) fence %v", i, grants[i], fences[i], i-1, grants[i-1], fences[i-1])
 			}
 		}
+	})
+}
+
+// TestRevokeAfterLocalHandoffReachesOnlyTheCurrentHolder: with
+// lock.WithLocalHandoff and lock.WithRevocable "a revoke request closes
+// Revoked of the current local holder only" (CHANGELOG), Revoked "closed
+// when someone asked the holder to release", and metrics' LockRevokeRequest
+// is one per request; a semaphore mutex's holds, losses and local handoffs
+// are reported as "semaphore", its waits as "semaphoremutex". G1
+// (revocable handoff handle, metered session A) holds and has called
+// Revoked, G2 (another such handle of A) waits in the process, B (session
+// of its own) queues. G1 releases: G2 is handed the node; it calls Revoked
+// and B revokes the node. G2's Revoked must close, G1's (released) must
+// not, before or after A's session then expires; B enters after the
+// expiry; the metrics tell two granted waits, one handoff, one hold, one
+// revoke request and one loss (expiry), and the watches gauge drains.
+func TestRevokeAfterLocalHandoffReachesOnlyTheCurrentHolder(t *testing.T) {
+	forEach(t, []string{"mutex", "semaphoremutex"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 40*time.Second)
+		path := f.Path("revho/lock")
+		rec, sA := f.metered()
+		mk := func(s *conn.Session, opts ...lock.Option) locker {
+			if recipe == "mutex" {
+				m, _ := mutex.New(s, path, opts...)
+				return m
+			}
+			m, _ := semaphoremutex.New(s, path, opts...)
+			return m
+		}
+		sB := f.Session()
+		g1 := hold(ctx, mk(sA, lock.WithLocalHandoff(5, 0), lock.WithRevocable()))
+		l1 := g1.wait(t, 10*time.Second, "G1")
+		g2 := hold(ctx, mk(sA, lock.WithLocalHandoff(5, 0), lock.WithRevocable()))
+		b := hold(ctx, mk(sB, lock.WithRevocable())) // queued after G2 asked
+		waitFor(t, 10*time.Second, "B queued", func() bool { return countNodes(f.Raw(), path) >= 2 })
+		require.Equal(t, 2, countNodes(f.Raw(), path), "G2 queued a node of its own: %v", nodes{f.Raw(), path})
+		rev1 := l1.Revoked()
+		require.NoError(t, g1.release())
+		l2 := g2.wait(t, 10*time.Second, "G2")
+		require.Equal(t, l1.Path(), l2.Path(), "G2 was not handed G1's node (B queued behind it)")
+		rev2 := l2.Revoked()
+		require.NoError(t, lock.Revoke(ctx, sB, l2.Path()), "revoke")
+		recv(t, rev2, 5*time.Second, "the current holder G2's Revoked never closed")
+		quiet(t, rev1, time.Second, "the released G1's Revoked closed on a revoke of G2's grant")
+		f.Expire(ctx, l2.Epoch())
+		recv(t, l2.Lost(), 10*time.Second, "G2's Lost not closed after the expiry")
+		b.wait(t, 10*time.Second, "B after A's expiry")
+		quiet(t, rev1, 500*time.Millisecond, "the released G1's Revoked closed after the expiry")
+		require.NoError(t, g2.release(), "release after a loss")
+		require.NoError(t, b.release())
+		held := map[string]string{"mutex": "mutex", "semaphoremutex": "semaphore"}[recipe]
+		rec.expect(t, 2, metrics.LockWait, recipe, metrics.OutcomeGranted, "granted waits")
+		rec.expect(t, 1, metrics.LockHandoff, held, "", "handoffs")
+		rec.expect(t, 1, metrics.LockHold, held, "", "holds (G1's, ended by the handoff)")
+		rec.expect(t, 1, metrics.LockRevokeRequest, held, "", "revoke requests")
+		rec.expect(t, 1, metrics.LockLost, held, metrics.CauseExpiry, "losses by expiry")
+		rec.expect(t, 2, metrics.LockWait, "", "", "waits (of any recipe name)")
+		rec.expect(t, 1, metrics.LockLost, "", "", "losses (of any recipe name)")
+		rec.gaugeDrains(t, 3*time.Second)
+	})
+}
+
+// TestRevokeAfterServerRestartEndsLocalHandoff: a session survives a
+// server restart within its timeout, holders "keep their locks", Revoked
+// closes "when someone asked the holder to release", a revoke request seen
+// ends the handoff in the process, and the watches gauge counts "the
+// watches the session has on the servers". G1 (revocable handoff handle,
+// metered session A) holds with Lost and Revoked armed, G2 waits in the
+// process, B (another session) queues. The server is killed and restarted:
+// both sessions survive, G1 still holds, and the gauge equals the server's
+// count. B then revokes G1's node: G1's Revoked must close, and after G1's
+// release B must enter before G2.
+func TestRevokeAfterServerRestartEndsLocalHandoff(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	path := f.Path("rstrev/lock")
+	long := conn.WithSessionTimeout(20 * time.Second)
+	rec, sA := f.metered(long)
+	sB := f.Session(long)
+	mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0), lock.WithRevocable())
+	mB, _ := mutex.New(sB, path, lock.WithRevocable())
+	g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
+	lost1, rev1 := l1.Lost(), l1.Revoked()
+	sid := l1.Epoch().SessionID()
+	require.NoError(t, f.Kill(0))
+	require.NoError(t, f.Restart(0))
+	for name, s := range map[string]*conn.Session{"A": sA, "B": sB} {
+		waitFor(t, 20*time.Second, name+" reconnected", func() bool { return s.State() == conn.Reconnected })
+	}
+	require.Equal(t, sid, epochOf(t, sA).SessionID(), "A's session survived the restart")
+	quiet(t, lost1, 500*time.Millisecond, "G1's Lost closed although its session survived")
+	if !eventually(5*time.Second, func() bool { return int(rec.watches.Load()) == len(sessionWatches(t, f, 0, sid)) }) {
+		t.Errorf("after the restart: gauge %d, the server lists for A %v", rec.watches.Load(), sessionWatches(t, f, 0, sid))
+	}
+	require.NoError(t, lock.Revoke(ctx, sB, l1.Path()), "revoke after the restart")
+	recv(t, rev1, 5*time.Second, "G1's Revoked not closed by a revoke after the restart")
+	require.NoError(t, g1.release())
+	askerFirst(t, b, g2)
+	rec.gaugeDrains(t, 3*time.Second)
+}
+
+// TestRevokeDuringOutageSeenAfterReconnect: Revoked closes "when someone
+// asked the holder to release"; holders keep their locks while Suspended;
+// a revoke seen ends the handoff in the process. G1 (revocable handoff
+// handle, session A through a proxy) holds with Revoked armed, G2 waits in
+// the process, B (another session, direct) queues. A's connection is cut
+// and blackholed; B revokes G1's node during the outage; the proxy heals
+// and A reconnects to the same session. G1's Revoked must close, G1's
+// Lost stay open, and after G1's release B must enter before G2; the
+// watches gauge ends at 0.
+func TestRevokeDuringOutageSeenAfterReconnect(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	path := f.Path("outrev/lock")
+	rec := &metricsRec{}
+	px, sA := f.ProxiedSession(conn.WithSessionTimeout(20*time.Second), conn.WithMetrics(rec.Hooks()))
+	sB := f.Session()
+	mA, _ := mutex.New(sA, path, lock.WithLocalHandoff(5, 0), lock.WithRevocable())
+	mB, _ := mutex.New(sB, path, lock.WithRevocable())
+	g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
+	rev1, lost1 := l1.Revoked(), l1.Lost()
+	suspend(t, px, sA)
+	require.NoError(t, lock.Revoke(ctx, sB, l1.Path()), "revoke during A's outage")
+	px.Heal()
+	waitFor(t, 20*time.Second, "A reconnected", func() bool { return sA.State() == conn.Reconnected })
+	recv(t, rev1, 5*time.Second, "G1's Revoked not closed after the reconnect (the revoke came during the outage)")
+	quiet(t, lost1, 200*time.Millisecond, "G1's Lost closed although its session survived")
+	require.NoError(t, g1.release())
+	askerFirst(t, b, g2)
+	rec.gaugeDrains(t, 3*time.Second)
+}
+
+// TestLocalHandoffRelease_FailsDeadlineWhileGuardedWriteInFlight: README,
+// "Acquire / Release: every lock has them; ctx bounds the wait", and
+// lock.ErrReleasePending: a release whose delete cannot be confirmed
+// "counts as released". Under WithLocalHandoff "a release first waits for
+// the grant's guarded writes in flight" (docs/design.md). G1 holds through
+// a handle of a proxied session (20 s timeout), G2 waits behind; the proxy
+// is blackholed and another goroutine's GuardedWrite through G1's lease
+// (ctx 20 s) is in flight. G1's Release with a 1 s deadline must return
+// within 1.1 s; G2 must not be granted while the write is unanswered;
+// after the heal G2 gets the lock and its guarded write commits.
+// What happens: without WithLocalHandoff (mutex, semaphoremutex) Release
+// returns ErrReleasePending at 1.0 s; with it (mutex-handoff,
+// semaphoremutex-handoff) Release ignores its deadline and returns nil
+// after about 5.6 s, when the local timer ends the epoch: the wait for the
+// in-flight write is not bounded by the release's ctx. Every run.
+func TestLocalHandoffRelease_FailsDeadlineWhileGuardedWriteInFlight(t *testing.T) {
+	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff", "mutex", "semaphoremutex"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 60*time.Second)
+		res := f.Path("gwbh-res")
+		f.Register(res, nil)
+		px, s := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
+		path := f.Path("gwbh")
+		lk := newLocker(t, recipe, s, path, 0)
+		l1, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		g2 := hold(ctx, lk)
+		px.Blackhole()
+		written := make(chan error, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			written <- guardedSet(wctx, l1, res, []byte("g1"), -1)
+		}()
+		quiet(t, written, 200*time.Millisecond, "the guarded write returned while blackholed")
+		d, relErr := timed(ctx, time.Second, lk.Release)
+		t.Logf("G1's Release while its guarded write is in flight: %v after %v", relErr, d)
+		if d > 1100*time.Millisecond {
+			t.Errorf("Release took %v with a 1 s deadline", d)
+		}
+		if l2, ok := g2.granted(t, 200*time.Millisecond, "G2"); ok {
+			select {
+			case err := <-written:
+				t.Logf("write answered: %v", err)
+			default:
+				t.Errorf("G2 was granted %s while G1's guarded write was still in flight", l2.Path())
+			}
+		}
+		px.Heal()
+		wErr := recv(t, written, 25*time.Second, "the guarded write never returned")
+		t.Logf("G1's guarded write after the heal: %v", wErr)
+		if relErr != nil && !errors.Is(relErr, lock.ErrReleasePending) {
+			require.NoError(t, lk.Release(ctx), "Release again after a failed one")
+		}
+		l2 := g2.wait(t, 15*time.Second, "G2 after the heal")
+		_, err = l2.GuardedWrite(ctx)
+		require.NoError(t, err, "G2's guarded write")
+		require.NoError(t, g2.release())
+	})
+}
+
+// releaseWaitingForWrite: G1 holds the lock of recipe at path through a
+// proxied session (20 s timeout), the proxy is blackholed, a GuardedWrite
+// through G1's lease is in flight (written) and G1's Release (ctx without
+// deadline) waits for it (released).
+func releaseWaitingForWrite(t *testing.T, f *fixture, ctx context.Context, recipe, path string) (px *zktest.Proxy, s *conn.Session, written, released chan error) {
+	t.Helper()
+	res := path + "-res"
+	f.Register(res, nil)
+	px, s = f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
+	g1 := hold(ctx, newLocker(t, recipe, s, path, 0))
+	l1 := g1.wait(t, 10*time.Second, "G1")
+	px.Blackhole()
+	written, released = make(chan error, 1), make(chan error, 1)
+	go func() { written <- guardedSet(ctx, l1, res, []byte("g1"), -1) }()
+	quiet(t, written, 200*time.Millisecond, "the guarded write returned while blackholed")
+	go func() { released <- g1.release() }()
+	quiet(t, released, 300*time.Millisecond, "G1's Release returned while its guarded write was unanswered")
+	return px, s, written, released
+}
+
+// TestLocalWaitersKeepDeadlinesWhileReleaseWaitsForGuardedWrite: lock's
+// contract, Acquire "returns at most 100 ms after ctx ends", TryAcquire
+// "never waits". As above (WithLocalHandoff, proxied session blackholed,
+// a GuardedWrite through G1's lease in flight): while G1's Release waits
+// for that write, a local waiter's Acquire with a 500 ms deadline, and a
+// TryAcquire with one of 500 ms, must each return within 600 ms.
+func TestLocalWaitersKeepDeadlinesWhileReleaseWaitsForGuardedWrite(t *testing.T) {
+	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 60*time.Second)
+		path := f.Path("gwbhw")
+		px, s, _, released := releaseWaitingForWrite(t, f, ctx, recipe, path)
+		other := newLocker(t, recipe, s, path, 1)
+		for name, call := range map[string]func(context.Context) error{"Acquire": acquireErr(other), "TryAcquire": tryErr(other.(tryAcquirer))} {
+			d, err := timed(ctx, 500*time.Millisecond, call)
+			t.Logf("%s while G1's release waits: %v after %v", name, err, d)
+			if d > 600*time.Millisecond {
+				t.Errorf("%s took %v with a 500 ms deadline", name, d)
+			}
+		}
+		px.Heal()
+		recv(t, released, 25*time.Second, "G1's Release never returned")
+	})
+}
+
+// TestLocalHandoff_FailsStaleGuardedWriteCommitsAfterNextGrant: under
+// WithLocalHandoff "a release first waits for the grant's guarded writes in
+// flight, so that none reaches the server after the next grant exists"
+// (docs/design.md, "In-process handoff"), and "Every grant is a lease of
+// its own: released, it refuses guarded writes". G1 holds through a
+// handoff handle of a proxied session with 400 ms of latency each way, G2
+// waits in the process. A GuardedWrite through G1's lease with a 50 ms ctx
+// gives up (context deadline exceeded, not ErrConnectionLoss) while its
+// multi is still in the proxy's delay; G1 releases and G2 is handed the
+// same node at once. What happens: G1's multi reaches the server after
+// G2's grant, its check of the shared node passes, and G1's stale write
+// commits while G2 holds (mutex and semaphore mutex, every run). Without
+// local handoff the release's own request follows the multi on the same
+// connection, so the server applies the write before the next grant.
+func TestLocalHandoff_FailsStaleGuardedWriteCommitsAfterNextGrant(t *testing.T) {
+	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 30*time.Second)
+		res := f.Path("gwgave-res")
+		f.Register(res, []byte("none"))
+		px, s := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
+		path := f.Path("gwgave")
+		g1 := hold(ctx, newLocker(t, recipe, s, path, 0))
+		l1 := g1.wait(t, 10*time.Second, "G1")
+		g2 := hold(ctx, newLocker(t, recipe, s, path, 1))
+		px.SetLatency(400 * time.Millisecond)
+		d, err := timed(ctx, 50*time.Millisecond, func(ctx context.Context) error { return guardedSet(ctx, l1, res, []byte("g1"), -1) })
+		t.Logf("G1's guarded write gave up: %v after %v", err, d)
+		require.Error(t, err, "the write was answered within 50 ms through 400 ms of latency")
+		relStart := time.Now()
+		require.NoError(t, g1.release())
+		l2 := g2.wait(t, 10*time.Second, "G2")
+		atGrant := string(f.Data(res))
+		t.Logf("G2 granted %v after G1's release began, on %s (G1's %s); the resource then: %q", time.Since(relStart), l2.Path(), l1.Path(), atGrant)
+		px.SetLatency(0)
+		if !eventually(3*time.Second, func() bool { return string(f.Data(res)) != atGrant }) {
+			t.Logf("the resource stayed %q", atGrant)
+			require.NoError(t, g2.release())
+			return
+		}
+		_, gwErr := l2.GuardedWrite(ctx)
+		t.Errorf("G1's guarded write, given up before its release, committed %q after G2 was granted (resource %q at G2's grant); G2 still holds (its GuardedWrite: %v)", f.Data(res), atGrant, gwErr)
+		require.NoError(t, g2.release())
+	})
+}
+
+// TestCloseWhileReleaseWaitsForGuardedWrite: Session.Close "returns at once
+// when the server answers or the connection is down, else after about a
+// second (13 s at worst ...)", and every call after Close fails with
+// ErrClosed. As in the Fails test above (WithLocalHandoff, proxied session
+// blackholed, a GuardedWrite through G1's lease in flight, G1's Release
+// waiting for it): Close must return within 2 s, and the waiting Release
+// and the write must return within 2 s of it.
+func TestCloseWhileReleaseWaitsForGuardedWrite(t *testing.T) {
+	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 60*time.Second)
+		px, s, written, released := releaseWaitingForWrite(t, f, ctx, recipe, f.Path("gwclose"))
+		d, err := timed(ctx, 10*time.Second, func(context.Context) error { return s.Close() })
+		t.Logf("Close: %v after %v", err, d)
+		if d > 2*time.Second {
+			t.Errorf("Close took %v", d)
+		}
+		t.Logf("Release after Close: %v", recv(t, released, 2*time.Second, "G1's Release still waiting 2 s after Close"))
+		t.Logf("GuardedWrite after Close: %v", recv(t, written, 2*time.Second, "the guarded write still waiting 2 s after Close"))
+		px.Heal()
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -704,4 +705,60 @@ func TestLeaderFollowerDeletedByItsOwnSessionNeverLeads(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Errorf("the follower's Campaign neither led nor failed 10 s after the leader resigned (nodes %v)", nodes{f.Raw(), path})
 	}
+}
+
+// TestLeaderTermNodeRefusedInANamespaceAcrossRequeue: Session.Set refuses
+// "a node named as ... an election's contender", lock.Revoke refuses an
+// election's node with conn.ErrInvalidArgument, GuardedWrite refuses the
+// grant's own node; WithNamespace is "a chroot that callers never see".
+// A Run with WithRequeue on a namespaced, metered session: in each of two
+// terms (the first ended by a bystander deleting the term's node at its
+// full path) the term's own Set, Revoke and GuardedWrite into its node are
+// refused and write nothing. Run then ends with its ctx: no node, no term
+// open in the metrics, the watches gauge back to 0.
+func TestLeaderTermNodeRefusedInANamespaceAcrossRequeue(t *testing.T) {
+	f, ctx := setUp(t, 40*time.Second)
+	ns := f.Path("ns")
+	rec, s := f.metered(conn.WithNamespace(ns))
+	e, err := leader.New(s, "/el", "me", leader.WithRequeue())
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	terms := make(chan string)
+	runDone := make(chan error, 1)
+	go func() {
+		runDone <- e.Run(runCtx, func(tctx context.Context, l *conn.Lease) error {
+			_, setErr := s.Set(tctx, l.Path(), []byte("x"), -1)
+			revErr := lock.Revoke(tctx, s, l.Path())
+			gwErr := guardedSet(tctx, l, l.Path(), []byte("x"), -1)
+			for what, err := range map[string]error{"Session.Set": setErr, "lock.Revoke": revErr, "GuardedWrite": gwErr} {
+				if !errors.Is(err, conn.ErrInvalidArgument) {
+					t.Errorf("%s into the term's node %s: %v, want ErrInvalidArgument", what, l.Path(), err)
+				}
+			}
+			select {
+			case terms <- l.Path():
+			case <-tctx.Done():
+				return nil
+			}
+			<-tctx.Done()
+			return nil
+		})
+	}()
+	first := recv(t, terms, 10*time.Second, "no first term")
+	require.False(t, strings.HasPrefix(first, ns), "Lease.Path %s shows the namespace", first)
+	_, st, err := f.Raw().Get(ns + first)
+	require.NoError(t, err, "the term's node at its full path")
+	require.Equal(t, int32(0), st.Version, "the term's node was written")
+	require.NoError(t, f.Raw().Delete(ns+first, -1))
+	second := recv(t, terms, 10*time.Second, "no second term after the bystander's delete")
+	require.NotEqual(t, first, second)
+	_, st, err = f.Raw().Get(ns + second)
+	require.NoError(t, err)
+	require.Equal(t, int32(0), st.Version, "the second term's node was written")
+	stop()
+	recv(t, runDone, 5*time.Second, "Run did not return after its ctx ended")
+	require.Equal(t, 0, countNodes(f.Raw(), ns), "nodes left: %v", nodes{f.Raw(), ns + "/el"})
+	require.Equal(t, int64(2), rec.starts.Load(), "terms started")
+	require.Equal(t, int64(2), rec.ends.Load(), "terms ended")
+	rec.gaugeDrains(t, 3*time.Second)
 }

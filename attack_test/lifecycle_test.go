@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,10 +19,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -1060,4 +1063,59 @@ func TestSuspendedAsLostLeaseStaysLostAfterReconnect(t *testing.T) {
 		require.NoError(t, local.release())
 	}
 	waitFor(t, 5*time.Second, "the lost grant's node gone", func() bool { return !exists(f.Raw(), l1.Path()) })
+}
+
+// TestRepeatedForeignAndNilOptionsRefused: lock.Option, "A recipe refuses
+// an option that does not apply to it, a nil one and a repeated one, with
+// an error matching conn.ErrInvalidArgument that names the option and the
+// recipe", across every New that takes options: the same option twice
+// (equal or different values, adjacent or not), one of another recipe, a
+// nil one. Each must be refused naming the recipe and the option (nil: the
+// word "nil"), and the valid combinations must still be taken.
+func TestRepeatedForeignAndNilOptionsRefused(t *testing.T) {
+	f := newFixture(t)
+	s := f.Session()
+	p := f.Path("opts")
+	rev, ho, host, rq := lock.WithRevocable(), lock.WithLocalHandoff(2, 0), rwlock.WithHost("h"), leader.WithRequeue()
+	news := map[string]func(opts ...lock.Option) error{
+		"mutex":          func(o ...lock.Option) error { _, err := mutex.New(s, p, o...); return err },
+		"semaphoremutex": func(o ...lock.Option) error { _, err := semaphoremutex.New(s, p, o...); return err },
+		"semaphore":      func(o ...lock.Option) error { _, err := semaphoremutex.NewSemaphore(s, p, 2, o...); return err },
+		"rwlock":         func(o ...lock.Option) error { _, err := rwlock.New(s, p, o...); return err },
+		"leader":         func(o ...lock.Option) error { _, err := leader.New(s, p, "id", o...); return err },
+	}
+	names := map[string]lock.Option{"WithRevocable": rev, "WithLocalHandoff": ho, "WithHost": host, "WithRequeue": rq}
+	takes := map[string][]string{"mutex": {"WithRevocable", "WithLocalHandoff"}, "semaphoremutex": {"WithLocalHandoff", "WithRevocable"},
+		"semaphore": {"WithRevocable"}, "rwlock": {"WithHost", "WithRevocable"}, "leader": {"WithRequeue"}}
+	for recipe, mk := range news {
+		var valid []lock.Option
+		for _, n := range takes[recipe] {
+			valid = append(valid, names[n])
+		}
+		require.NoError(t, mk(valid...), "%s: valid options %v", recipe, takes[recipe])
+		check := func(what, opt string, opts ...lock.Option) {
+			err := mk(opts...)
+			if !errors.Is(err, conn.ErrInvalidArgument) {
+				t.Errorf("%s with %s: %v, want ErrInvalidArgument", recipe, what, err)
+				return
+			}
+			if msg := err.Error(); !strings.Contains(msg, opt) || !strings.Contains(msg, strings.TrimSuffix(recipe, "mutex")) {
+				t.Errorf("%s with %s: %q does not name the option %s and the recipe", recipe, what, msg, opt)
+			}
+		}
+		for name, o := range names {
+			if slices.Contains(takes[recipe], name) {
+				check(name+" twice", name, append(append([]lock.Option{o}, valid...), o)...)
+			} else {
+				check("foreign "+name, name, o)
+			}
+		}
+		check("a nil option", "nil", append([]lock.Option{nil}, valid...)...)
+	}
+	// Two of one kind with different values.
+	_, err := rwlock.New(s, p, rwlock.WithHost("a"), rwlock.WithHost("b"))
+	require.ErrorIs(t, err, conn.ErrInvalidArgument, "WithHost twice, different hosts")
+	_, err = mutex.New(s, p, lock.WithLocalHandoff(1, 0), lock.WithLocalHandoff(5, time.Second))
+	require.ErrorIs(t, err, conn.ErrInvalidArgument, "WithLocalHandoff twice, different bounds")
+	require.False(t, exists(f.Raw(), p), "a New created %s", p)
 }

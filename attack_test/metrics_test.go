@@ -593,26 +593,90 @@ func TestMultiLockMixedRecipesExpiryMetrics(t *testing.T) {
 func TestWatchesGaugeAfterCloseWithEverythingWatching(t *testing.T) {
 	f, ctx := setUp(t, 30*time.Second)
 	rec, s := f.metered()
+	w := everythingWatching(t, f, ctx, rec, s, f.Path("gclose"))
+	require.NoError(t, s.Close())
+	closesWithin(w.obs, 2*time.Second)
+	rec.gaugeDrains(t, 3*time.Second)
+}
+
+// watching is what everythingWatching set up: the held lease and its
+// handle, the others' holds, the waiters (each releases once granted) and
+// the Observe.
+type watching struct {
+	l       *conn.Lease
+	hm      *mutex.InterProcessMutex
+	holds   []locker
+	waiters *sync.WaitGroup
+	obs     <-chan lock.Participant
+}
+
+// everythingWatching has s (metered by rec) hold a revocable handoff mutex
+// (Lost and Revoked armed) with a local waiter, wait on every queue recipe
+// held by another session, and Observe an election; it returns once the
+// gauge shows them watching.
+func everythingWatching(t *testing.T, f *fixture, ctx context.Context, rec *metricsRec, s *conn.Session, root string) *watching {
+	t.Helper()
 	other := f.Session()
-	root := f.Path("gclose")
-	hm, _ := mutex.New(s, root+"/held", lock.WithLocalHandoff(2, 0), lock.WithRevocable())
-	l, err := hm.Acquire(ctx)
+	w := &watching{}
+	w.hm, _ = mutex.New(s, root+"/held", lock.WithLocalHandoff(2, 0), lock.WithRevocable())
+	var err error
+	w.l, err = w.hm.Acquire(ctx)
 	require.NoError(t, err)
-	_, _ = l.Lost(), l.Revoked()
-	go func() { _, _ = hm.Acquire(ctx) }() // a local waiter
+	_, _ = w.l.Lost(), w.l.Revoked()
+	lks := []locker{w.hm}
 	for _, recipe := range []string{"mutex", "rwlock-write", "semaphoremutex", "semaphore-1", "exclusive", "leader"} {
 		p := root + "/" + recipe
-		_, err := newLocker(t, recipe, other, p, 0).Acquire(ctx)
+		h := newLocker(t, recipe, other, p, 0)
+		_, err := h.Acquire(ctx)
 		require.NoError(t, err)
-		lk := newLocker(t, recipe, s, p, 1)
-		go func() { _, _ = lk.Acquire(ctx) }()
+		w.holds = append(w.holds, h)
+		lks = append(lks, newLocker(t, recipe, s, p, 1))
 	}
-	obs := electionOf(t, s, root+"/leader", "observer").Observe(ctx)
+	w.waiters = spawn(len(lks), func(i int) {
+		if _, err := lks[i].Acquire(ctx); err == nil {
+			_ = lks[i].Release(ctx)
+		}
+	})
+	w.obs = electionOf(t, s, root+"/leader", "observer").Observe(ctx)
 	waitFor(t, 10*time.Second, "every waiter watching", func() bool { return rec.watches.Load() >= 7 })
-	t.Logf("gauge before Close: %d", rec.watches.Load())
-	require.NoError(t, s.Close())
-	closesWithin(obs, 2*time.Second)
+	t.Logf("gauge with everything watching: %d", rec.watches.Load())
+	return w
+}
+
+// TestWatchesGaugeAfterExpiryWithEverythingWatching: Hooks.Watches is the
+// change of "the number of watches the session has on the servers", and a
+// lock's Acquire "starts over in the next" epoch after a loss. As above,
+// but the session expires: once the waiters queue again, the gauge must
+// equal the server's count of watches (zk_watch_count: the other session
+// has none); once every hold is released, every waiter granted and
+// released, and the Observe ended, it must be 0 with none on the server.
+func TestWatchesGaugeAfterExpiryWithEverythingWatching(t *testing.T) {
+	f, ctx := setUp(t, 45*time.Second)
+	rec, s := f.metered()
+	octx, stopObs := context.WithCancel(ctx)
+	w := everythingWatching(t, f, octx, rec, s, f.Path("gexp"))
+	old := w.l.Epoch().SessionID()
+	f.Expire(ctx, w.l.Epoch())
+	recv(t, w.l.Lost(), 10*time.Second, "the held lease's Lost after the expiry")
+	sid := epochOf(t, s).SessionID()
+	require.NotEqual(t, old, sid, "a new epoch")
+	if !eventually(10*time.Second, func() bool {
+		n := rec.watches.Load()
+		return n > 0 && int(n) == serverWatches(t, f)
+	}) {
+		t.Errorf("after the expiry: gauge %d, the server counts %d (data watches of the new session: %v)", rec.watches.Load(), serverWatches(t, f), sessionWatches(t, f, 0, sid))
+	}
+	require.NoError(t, w.hm.Release(ctx), "release after the loss")
+	for _, h := range w.holds {
+		require.NoError(t, h.Release(ctx))
+	}
+	require.True(t, doneWithin(w.waiters, 15*time.Second), "waiters not all granted after the holds were released")
+	stopObs()
+	closesWithin(w.obs, 2*time.Second)
 	rec.gaugeDrains(t, 3*time.Second)
+	if !eventually(3*time.Second, func() bool { return serverWatches(t, f) == 0 }) {
+		t.Errorf("the server still counts %d watches after everything ended", serverWatches(t, f))
+	}
 }
 
 // TestRevokeSemaphoreLeaseMetrics: lock.Revoke asks "the holder of node";
@@ -643,4 +707,123 @@ func TestRevokeSemaphoreLeaseMetrics(t *testing.T) {
 	rec.expect(t, 1, metrics.LockRevokeRequest, "semaphore", "", "revoke requests")
 	rec.expect(t, 2, metrics.LockHold, "semaphore", "", "holds")
 	rec.expect(t, 0, metrics.LockLost, "", "", "losses")
+}
+
+// TestSemaphoreMutexLocalWaitersGivingUpMetrics: metrics.Lock: a
+// semaphore mutex's waits are "semaphoremutex", its holds and local
+// handoffs "semaphore"; LockWait outcomes timeout and not_granted; Acquire
+// "returns at most 100 ms after ctx ends, holding nothing". G1 holds through
+// a handoff handle of a metered session; G2 (another handoff handle of it)
+// waits in the process with a 300 ms deadline, G3 TryAcquires, then G1
+// releases with nobody left waiting: one granted wait, one timeout, one
+// not_granted (all "semaphoremutex"), one hold and no handoff ("semaphore"),
+// no node left, the watches gauge back to 0.
+func TestSemaphoreMutexLocalWaitersGivingUpMetrics(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	rec, s := f.metered()
+	path := f.Path("smgive")
+	mk := func() *semaphoremutex.Mutex {
+		m, err := semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
+		require.NoError(t, err)
+		return m
+	}
+	g1 := mk()
+	_, err := g1.Acquire(ctx)
+	require.NoError(t, err)
+	d, err := timed(ctx, 300*time.Millisecond, acquireErr(mk()))
+	require.ErrorIs(t, err, context.DeadlineExceeded, "G2 waiting in the process")
+	require.Less(t, d, 400*time.Millisecond, "G2 returned %v after a 300 ms deadline", d)
+	_, ok, err := mk().TryAcquire(ctx)
+	require.NoError(t, err)
+	require.False(t, ok, "G3's TryAcquire while G1 holds")
+	require.NoError(t, g1.Release(ctx))
+	rec.expect(t, 1, metrics.LockWait, "semaphoremutex", metrics.OutcomeGranted, "granted waits")
+	rec.expect(t, 1, metrics.LockWait, "semaphoremutex", metrics.OutcomeTimeout, "timed-out waits")
+	rec.expect(t, 1, metrics.LockWait, "semaphoremutex", metrics.OutcomeNotGranted, "not_granted waits")
+	rec.expect(t, 3, metrics.LockWait, "", "", "waits")
+	rec.expect(t, 1, metrics.LockHold, "semaphore", "", "holds")
+	rec.expect(t, 1, metrics.LockHold, "", "", "holds (any name)")
+	rec.expect(t, 0, metrics.LockHandoff, "", "", "handoffs (nobody waited at the release)")
+	require.Equal(t, 0, countNodes(f.Raw(), path), "nodes left: %v %v", nodes{f.Raw(), path + "/locks"}, nodes{f.Raw(), path + "/leases"})
+	rec.gaugeDrains(t, 3*time.Second)
+}
+
+// TestRevokedAndLostFirstCalledAfterTheEndLeaveNoWatch: "Until Lost or
+// Revoked is first called, only Fence and GuardedWrite notice a foreign
+// delete": the first call arms a watch. Called for the first time on a
+// lease that already ended (released, or its node deleted by a bystander),
+// of every recipe, revocable where it can be, they must close Lost (and
+// leave Revoked open), and leave no watch: the gauge at 0 and none on the
+// server for the session (a watch on a node that is gone would stay until
+// a node of that name is created).
+func TestRevokedAndLostFirstCalledAfterTheEndLeaveNoWatch(t *testing.T) {
+	recipes := []string{"mutex-revocable", "mutex-handoff", "rwlock-revocable", "rwlock-read", "semaphore-2", "semaphoremutex", "exclusive", "leader"}
+	f := newFixture(t)
+	for _, end := range []string{"released", "deleted"} {
+		t.Run(end, func(t *testing.T) {
+			f.Each(t, recipes, func(t *testing.T, f *fixture, recipe string) {
+				ctx := ctxT(t, 20*time.Second)
+				rec, s := f.metered()
+				lk := newLocker(t, recipe, s, f.Path(end+"-"+recipe), 0)
+				l, err := lk.Acquire(ctx)
+				require.NoError(t, err)
+				if end == "released" {
+					require.NoError(t, lk.Release(ctx))
+				} else {
+					require.NoError(t, f.Raw().Delete(l.Path(), -1))
+				}
+				rev, lost := l.Revoked(), l.Lost()
+				recv(t, lost, 5*time.Second, "Lost not closed on a lease %s", end)
+				quiet(t, rev, 200*time.Millisecond, "Revoked closed on a lease %s without a revoke", end)
+				rec.gaugeDrains(t, 2*time.Second)
+				noWatchesLeft(t, f, s, 2*time.Second, "a lease "+end+" whose Lost and Revoked were first called after")
+				if end == "deleted" {
+					_ = lk.Release(ctx)
+				}
+			})
+		})
+	}
+}
+
+// TestDeletionSeenAfterExpiryCountsUnderExpiry: docs/operations.md, the
+// cause of a lost lease: "A deletion seen after the epoch ended counts
+// under the epoch's cause", and every grant "is counted once". A held
+// lease nobody looked at: a bystander deletes its node, then the server
+// expires the session; once the epoch has ended, the lease is looked at
+// for the first time (Lost, Fence, GuardedWrite, or the release), then by
+// the others: exactly one loss, cause expiry, and no hold, for every
+// recipe.
+func TestDeletionSeenAfterExpiryCountsUnderExpiry(t *testing.T) {
+	looks := map[string]func(ctx context.Context, lk locker, l *conn.Lease){
+		"lost":    func(context.Context, locker, *conn.Lease) {},
+		"fence":   func(ctx context.Context, _ locker, l *conn.Lease) { _, _ = l.Fence(ctx) },
+		"guarded": func(ctx context.Context, _ locker, l *conn.Lease) { _, _ = l.GuardedWrite(ctx) },
+		"release": func(ctx context.Context, lk locker, _ *conn.Lease) { _ = lk.Release(ctx) },
+	}
+	var names []string
+	cases := map[string][2]string{}
+	for _, recipe := range []string{"mutex", "rwlock-read", "semaphoremutex", "semaphore-2", "exclusive", "leader"} {
+		for look := range looks {
+			names = append(names, recipe+"-"+look)
+			cases[recipe+"-"+look] = [2]string{recipe, look}
+		}
+	}
+	newFixture(t).Each(t, names, func(t *testing.T, f *fixture, name string) {
+		recipe, look := cases[name][0], cases[name][1]
+		ctx := ctxT(t, 20*time.Second)
+		rec, s := f.metered()
+		lk := newLocker(t, recipe, s, f.Path(name), 0)
+		l, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, f.Raw().Delete(l.Path(), -1))
+		f.Expire(ctx, l.Epoch())
+		recv(t, l.Epoch().Done(), 10*time.Second, "the epoch did not end")
+		looks[look](ctx, lk, l)
+		recv(t, l.Lost(), 5*time.Second, "Lost open after the deletion and the expiry")
+		_, _ = l.Fence(ctx)
+		_ = lk.Release(ctx)
+		rec.expect(t, 1, metrics.LockLost, "", metrics.CauseExpiry, "losses by expiry")
+		rec.expect(t, 1, metrics.LockLost, "", "", "losses")
+		rec.expect(t, 0, metrics.LockHold, "", "", "holds")
+	})
 }

@@ -365,3 +365,82 @@ func TestMultiLockTwoSessionsExpiryMidAcquire(t *testing.T) {
 		}
 	})
 }
+
+// TestMultiLockRevokedHandoffLockNotPassedOn: under WithLocalHandoff "a
+// revoke request seen on the node ... ends the handoff in the process on
+// it: the next release deletes the node, so whoever asked enters after the
+// contenders queued before it", also when the holder is a MultiLock's
+// grant. A MultiLock over a mutex and a semaphore mutex (both revocable
+// handoff handles of session S) holds; G2 (another such mutex handle of S)
+// waits in the process, C (another session) queues on the mutex and
+// revokes the MultiLock's mutex node, whose Revoked was called. After the
+// MultiLock's release C must enter before G2, and the MultiLock's Lost be
+// closed.
+func TestMultiLockRevokedHandoffLockNotPassedOn(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	s, sC := f.Session(), f.Session()
+	pa, pb := f.Path("mlrev/a"), f.Path("mlrev/b")
+	opts := []lock.Option{lock.WithLocalHandoff(3, 0), lock.WithRevocable()}
+	ma, _ := mutex.New(s, pa, opts...)
+	sb, _ := semaphoremutex.New(s, pb, opts...)
+	ml, err := multilock.New(ma, sb)
+	require.NoError(t, err)
+	ls, err := ml.Acquire(ctx)
+	require.NoError(t, err)
+	la := ls[0]
+	require.Equal(t, pa, zkpath.Parent(la.Path()), "leases in path order")
+	revA := la.Revoked()
+	m2, _ := mutex.New(s, pa, opts...)
+	g2 := hold(ctx, m2)
+	mC, _ := mutex.New(sC, pa, lock.WithRevocable())
+	c := hold(ctx, mC)
+	waitFor(t, 10*time.Second, "C queued", func() bool { return countNodes(f.Raw(), pa) >= 2 })
+	require.Equal(t, 2, countNodes(f.Raw(), pa), "G2 queued a node of its own: %v", nodes{f.Raw(), pa})
+	require.NoError(t, lock.Revoke(ctx, sC, la.Path()), "revoke")
+	recv(t, revA, 5*time.Second, "the MultiLock's mutex lease: Revoked never closed")
+	require.NoError(t, ml.Release(ctx))
+	require.True(t, closesWithin(ml.Lost(), time.Second), "the MultiLock's Lost open after its release")
+	askerFirst(t, c, g2)
+}
+
+// TestMultiLockOneLockThroughTwoAddressListsKeepsDeadline: multilock.New
+// refuses "two on the same full path and ensemble"; an ensemble reached
+// through two address lists (a proxy's and the servers') is not known as
+// one. Whether New refuses such a pair or not, one ctx "bounds the whole
+// acquisition, rollback included" and Acquire returns "at most 100 ms after
+// ctx ends ... leaving nothing behind". A MultiLock over one mutex path
+// through a proxied session and a direct one: if New takes it, its
+// Acquire queues behind itself; the proxy is blackholed once both nodes
+// exist. Acquire must fail within 1.5 s + 150 ms, and once the proxy
+// heals no node and no watch (gauges) is left.
+func TestMultiLockOneLockThroughTwoAddressListsKeepsDeadline(t *testing.T) {
+	f, ctx := setUp(t, 45*time.Second)
+	path := f.Path("mladdr/m")
+	recP, recD := &metricsRec{}, &metricsRec{}
+	px, sp := f.ProxiedSession(conn.WithSessionTimeout(20*time.Second), conn.WithMetrics(recP.Hooks()))
+	sd := f.Session(conn.WithMetrics(recD.Hooks()))
+	a, _ := mutex.New(sp, path)
+	b, _ := mutex.New(sd, path)
+	ml, err := multilock.New(a, b)
+	if err != nil {
+		require.ErrorIs(t, err, conn.ErrInvalidArgument)
+		t.Logf("New refused the pair: %v", err)
+		return
+	}
+	go func() {
+		waitFor(t, 10*time.Second, "both nodes queued", func() bool { return countNodes(f.Raw(), path) == 2 })
+		px.Blackhole()
+	}()
+	d, err := timed(ctx, 1500*time.Millisecond, func(ctx context.Context) error { _, err := ml.Acquire(ctx); return err })
+	t.Logf("Acquire: %v after %v", err, d)
+	require.Error(t, err, "a MultiLock over one lock twice was granted")
+	if d > 1650*time.Millisecond {
+		t.Errorf("Acquire returned %v after a 1.5 s deadline", d)
+	}
+	px.Heal()
+	if !eventually(15*time.Second, func() bool { return countNodes(f.Raw(), path) == 0 }) {
+		t.Errorf("nodes left: %v", nodes{f.Raw(), path})
+	}
+	recP.gaugeDrains(t, 5*time.Second)
+	recD.gaugeDrains(t, 5*time.Second)
+}

@@ -1073,3 +1073,72 @@ func revokeKeptW(t *testing.T, f *fixture, name string) {
 	require.NoError(t, sc.rwA.ReadLock().Release(ctx))
 	sc.q.wait(t, 10*time.Second, "Q after A's read release")
 }
+
+// TestRWLockHostsNamingTheOtherSide: rwlock.WithHost accepts any non-empty
+// host without '/' that ZooKeeper accepts, and "a writer holds it alone,
+// with no reader"; Session.Set "refuses ... a node named as a lock's
+// contender". A writer whose host itself reads like a node name of the
+// other side ("x-R-y", "-R-0000000001", ...) holds; a reader and a writer
+// of other sessions (default host) must stay out while it holds, its own
+// session's Set into its node must be refused, and both get in after.
+func TestRWLockHostsNamingTheOtherSide(t *testing.T) {
+	hosts := []string{"x-R-y", "-R-0000000001", "a-R-", "R", "h-W-0000000001-R-0000000002", "_c_0123456789abcdef0123456789abcdef-latch-"}
+	newFixture(t).Each(t, hosts, func(t *testing.T, f *fixture, host string) {
+		ctx := ctxT(t, 30*time.Second)
+		path := f.Path("oddhost/rw")
+		s := f.Session()
+		rw, err := rwlock.New(s, path, rwlock.WithHost(host))
+		if errors.Is(err, conn.ErrInvalidArgument) {
+			t.Skipf("WithHost(%q) refused: %v", host, err)
+		}
+		require.NoError(t, err)
+		wl, err := rw.WriteLock().Acquire(ctx)
+		require.NoError(t, err)
+		t.Logf("writer's node %s", wl.Path())
+		r := hold(ctx, newRW(t, f.Session(), path).ReadLock())
+		w := hold(ctx, newRW(t, f.Session(), path).WriteLock())
+		waitFor(t, 10*time.Second, "both queued", func() bool { return len(children(f.Raw(), path)) == 3 })
+		if _, err := s.Set(ctx, wl.Path(), []byte("x"), -1); !errors.Is(err, conn.ErrInvalidArgument) {
+			t.Errorf("Session.Set into the writer's own node %s: %v, want ErrInvalidArgument", wl.Path(), err)
+		}
+		r.notGranted(t, 2*time.Second, "a reader was granted while the writer "+wl.Path()+" holds")
+		w.notGranted(t, 100*time.Millisecond, "a writer was granted while the writer "+wl.Path()+" holds")
+		require.NoError(t, rw.WriteLock().Release(ctx))
+		r.wait(t, 10*time.Second, "reader after the release")
+		require.NoError(t, r.release())
+		w.wait(t, 10*time.Second, "writer after the reader")
+		require.NoError(t, w.release())
+	})
+}
+
+// TestRWLockHostsZooKeeperRejectsRefusedByNew: rwlock.WithHost: "non-empty,
+// no '/', only characters ZooKeeper accepts in a path, else New fails with
+// conn.ErrInvalidArgument". For hosts with characters ZooKeeper rejects
+// (controls, U+007F to U+009F, U+D800 to U+F8FF, U+FFF0 to U+FFFF) or that
+// are not UTF-8 (the server would read another name than ours), New must
+// fail so. A host New takes must make an acquire that holds, on a node
+// named with that host, and leaves nothing after the release.
+func TestRWLockHostsZooKeeperRejectsRefusedByNew(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	s := f.Session()
+	bad := []string{"", "a/b", "a\x00b", "a\nb", "a\tb", "a\u007fb", "a\u0085b", "a\ue000b", "a\uf8ffb", "a\ufff0b", "a\uffffb", "a\xffb", "\xc3"}
+	for i, host := range bad {
+		path := f.Path(fmt.Sprintf("badhost/%d", i))
+		rw, err := rwlock.New(s, path, rwlock.WithHost(host))
+		if errors.Is(err, conn.ErrInvalidArgument) {
+			continue
+		}
+		if err != nil {
+			t.Errorf("WithHost(%q): %v, want ErrInvalidArgument", host, err)
+			continue
+		}
+		d, err := timed(ctx, 3*time.Second, acquireErr(rw.WriteLock()))
+		t.Errorf("WithHost(%q) taken by New; its write acquire: %v after %v; nodes %q", host, err, d, children(f.Raw(), path))
+		if err == nil {
+			_ = rw.WriteLock().Release(ctx)
+		}
+		if n := countNodes(f.Raw(), path); n != 0 {
+			t.Errorf("WithHost(%q): %d nodes left: %q", host, n, children(f.Raw(), path))
+		}
+	}
+}

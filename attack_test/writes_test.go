@@ -321,3 +321,47 @@ func TestRevokeAndSetOfKeptWriteNodeAndExclusiveNodeWriteNothing(t *testing.T) {
 	require.NoError(t, x.Release(ctx))
 	xw.wait(t, 10*time.Second, "exclusive waiter after the release")
 }
+
+// TestGuardedWriteDeletingItsOwnNodeUnderLocalHandoff: under
+// WithLocalHandoff "the node is not handed on once its deletion is seen",
+// and never two holders. G1 holds through a handoff handle (nobody called
+// its Lost), B (another session) queues behind, G2 waits in the process.
+// A GuardedWrite of the same session deletes G1's node (GuardedWrite
+// refuses sets of lock nodes, not deletes): G1's own ("own"), or that of a
+// lease on another mutex ("sibling"). B enters; G1's Lost must close, and
+// G1's release must not hand the deleted node to G2 while B holds.
+func TestGuardedWriteDeletingItsOwnNodeUnderLocalHandoff(t *testing.T) {
+	newFixture(t).Each(t, []string{"own", "sibling"}, func(t *testing.T, f *fixture, name string) {
+		ctx := ctxT(t, 30*time.Second)
+		path := f.Path("gwdel-" + name)
+		s := f.Session()
+		mA, _ := mutex.New(s, path, lock.WithLocalHandoff(3, 0))
+		mB, _ := mutex.New(f.Session(), path)
+		g1, l1, b, g2 := handoffBehind(t, f, ctx, mA, mB, path)
+		writer := l1
+		if name == "sibling" {
+			var err error
+			writer, err = newLocker(t, "mutex", s, path+"-other", 0).Acquire(ctx)
+			require.NoError(t, err)
+		}
+		err := guardedDelete(ctx, writer, l1.Path())
+		t.Logf("GuardedWrite of %s deleting G1's node: %v", writer.Path(), err)
+		if err != nil {
+			require.ErrorIs(t, err, conn.ErrInvalidArgument, "a refused delete must be refused as bad input")
+			require.NoError(t, g1.release())
+			return
+		}
+		lb := b.wait(t, 10*time.Second, "B, next in the queue once G1's node is gone")
+		if !closesWithin(l1.Lost(), 5*time.Second) {
+			t.Errorf("G1 was not told: Lost still open 5 s after a guarded write of its session deleted its node (Err %v)", l1.Err())
+		}
+		require.NoError(t, g1.release(), "release after the loss is nil")
+		if l2, ok := g2.granted(t, 2*time.Second, "G2"); ok {
+			_, gwErr := l2.GuardedWrite(ctx)
+			t.Errorf("G2 was granted %s (its GuardedWrite: %v) while B holds %s (Err %v): two holders", l2.Path(), gwErr, lb.Path(), lb.Err())
+		}
+		require.NoError(t, b.release())
+		g2.wait(t, 10*time.Second, "G2 after B")
+		require.NoError(t, g2.release())
+	})
+}
