@@ -655,7 +655,7 @@ func TestRevokeDuringOutageSeenAfterReconnect(t *testing.T) {
 	rec.gaugeDrains(t, 3*time.Second)
 }
 
-// TestLocalHandoffRelease_FailsDeadlineWhileGuardedWriteInFlight: README,
+// TestLocalHandoffReleaseKeepsDeadlineWhileGuardedWriteInFlight: README,
 // "Acquire / Release: every lock has them; ctx bounds the wait", and
 // lock.ErrReleasePending: a release whose delete cannot be confirmed
 // "counts as released". Under WithLocalHandoff "a release first waits for
@@ -664,13 +664,10 @@ func TestRevokeDuringOutageSeenAfterReconnect(t *testing.T) {
 // is blackholed and another goroutine's GuardedWrite through G1's lease
 // (ctx 20 s) is in flight. G1's Release with a 1 s deadline must return
 // within 1.1 s; G2 must not be granted while the write is unanswered;
-// after the heal G2 gets the lock and its guarded write commits.
-// What happens: without WithLocalHandoff (mutex, semaphoremutex) Release
-// returns ErrReleasePending at 1.0 s; with it (mutex-handoff,
-// semaphoremutex-handoff) Release ignores its deadline and returns nil
-// after about 5.6 s, when the local timer ends the epoch: the wait for the
-// in-flight write is not bounded by the release's ctx. Every run.
-func TestLocalHandoffRelease_FailsDeadlineWhileGuardedWriteInFlight(t *testing.T) {
+// after the heal G2 gets the lock and its guarded write commits. With or
+// without WithLocalHandoff, Release returns ErrReleasePending at 1.0 s;
+// with it, the handoff is finished once the write is answered.
+func TestLocalHandoffReleaseKeepsDeadlineWhileGuardedWriteInFlight(t *testing.T) {
 	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff", "mutex", "semaphoremutex"}, func(t *testing.T, f *fixture, recipe string) {
 		ctx := ctxT(t, 60*time.Second)
 		res := f.Path("gwbh-res")
@@ -759,7 +756,7 @@ func TestLocalWaitersKeepDeadlinesWhileReleaseWaitsForGuardedWrite(t *testing.T)
 	})
 }
 
-// TestLocalHandoff_FailsStaleGuardedWriteCommitsAfterNextGrant: under
+// TestLocalHandoffGuardedWriteGivenUpStillPrecedesNextGrant: under
 // WithLocalHandoff "a release first waits for the grant's guarded writes in
 // flight, so that none reaches the server after the next grant exists"
 // (docs/design.md, "In-process handoff"), and "Every grant is a lease of
@@ -768,12 +765,11 @@ func TestLocalWaitersKeepDeadlinesWhileReleaseWaitsForGuardedWrite(t *testing.T)
 // waits in the process. A GuardedWrite through G1's lease with a 50 ms ctx
 // gives up (context deadline exceeded, not ErrConnectionLoss) while its
 // multi is still in the proxy's delay; G1 releases and G2 is handed the
-// same node at once. What happens: G1's multi reaches the server after
-// G2's grant, its check of the shared node passes, and G1's stale write
-// commits while G2 holds (mutex and semaphore mutex, every run). Without
-// local handoff the release's own request follows the multi on the same
-// connection, so the server applies the write before the next grant.
-func TestLocalHandoff_FailsStaleGuardedWriteCommitsAfterNextGrant(t *testing.T) {
+// same node only once the server has answered the multi: G1's write,
+// given up by its caller, is never applied while G2 holds. (Without local
+// handoff the release's own request follows the multi on the same
+// connection, so the server applies the write before the next grant.)
+func TestLocalHandoffGuardedWriteGivenUpStillPrecedesNextGrant(t *testing.T) {
 	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
 		ctx := ctxT(t, 30*time.Second)
 		res := f.Path("gwgave-res")
@@ -807,7 +803,7 @@ func TestLocalHandoff_FailsStaleGuardedWriteCommitsAfterNextGrant(t *testing.T) 
 // TestCloseWhileReleaseWaitsForGuardedWrite: Session.Close "returns at once
 // when the server answers or the connection is down, else after about a
 // second (13 s at worst ...)", and every call after Close fails with
-// ErrClosed. As in the Fails test above (WithLocalHandoff, proxied session
+// ErrClosed. As in the deadline test above (WithLocalHandoff, proxied session
 // blackholed, a GuardedWrite through G1's lease in flight, G1's Release
 // waiting for it): Close must return within 2 s, and the waiting Release
 // and the write must return within 2 s of it.

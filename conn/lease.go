@@ -280,14 +280,10 @@ func (l *Lease) zxid(ctx context.Context) (int64, error) {
 // refused op's error names its index. No op may set a lock node (ErrInvalidArgument).
 func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if l.parent != nil {
-		l.writes.RLock()
-		defer l.writes.RUnlock()
+		return l.viewWrite(ctx, ops)
 	}
 	if err := l.Err(); err != nil {
 		return nil, err
-	}
-	if l.parent != nil {
-		return l.parent.GuardedWrite(ctx, ops...)
 	}
 	for {
 		check := l.checkOp()
@@ -327,6 +323,33 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 			return nil, &c
 		}
 		return nil, err
+	}
+}
+
+// viewWrite is GuardedWrite through a local grant. The write holds off the
+// grant's release until the server answers it or the epoch ends, even when
+// ctx ends first: else the next local grant of the node could exist before
+// a write of this one is applied.
+func (l *Lease) viewWrite(ctx context.Context, ops []any) ([]zk.MultiResponse, error) {
+	if err := l.Err(); err != nil {
+		return nil, err // not behind a release waiting for writes
+	}
+	l.writes.RLock()
+	if err := l.Err(); err != nil {
+		l.writes.RUnlock()
+		return nil, err
+	}
+	done := make(chan result[[]zk.MultiResponse], 1)
+	go func() {
+		defer l.writes.RUnlock()
+		res, err := l.parent.GuardedWrite(context.WithoutCancel(ctx), ops...)
+		done <- result[[]zk.MultiResponse]{v: res, err: err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("conn: guarded write: %w", ctx.Err())
 	}
 }
 

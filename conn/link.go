@@ -73,8 +73,11 @@ func (v *leaseView) Label(recipe, lock string) {
 	v.unreported.Store(false)
 }
 
-// HoldWrites waits out guarded writes through the lease, blocking new ones until done.
-func (v *leaseView) HoldWrites() (done func()) {
-	v.writes.Lock()
+func (v *leaseView) HoldWrites(wait bool) (done func()) {
+	if wait {
+		v.writes.Lock()
+	} else if !v.writes.TryLock() {
+		return nil
+	}
 	return v.writes.Unlock
 }

@@ -255,14 +255,50 @@ func (c *cohort) remove(w *waiter) bool {
 
 // Release ends grant l, passing the node to the next local waiter if
 // passable, else releasing it remotely. Guarded writes through l in
-// flight are answered first; later ones are refused.
+// flight are answered first; later ones are refused. If ctx ends while
+// they are in flight, the release is finished once they are answered and
+// Release returns lock.ErrReleasePending.
 func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
-	defer connlink.Of(l).HoldWrites()()
+	c, err := h.holding(l)
+	if err != nil {
+		return err
+	}
+	if done := connlink.Of(l).HoldWrites(false); done != nil {
+		defer done()
+		return h.release(ctx, c, l)
+	}
+	held := make(chan func(), 1)
+	go func() { held <- connlink.Of(l).HoldWrites(true) }()
+	select {
+	case done := <-held:
+		defer done()
+		return h.release(ctx, c, l)
+	case <-ctx.Done():
+		connlink.Of(l).Released() // refuses new writes at once
+		go func() {
+			defer (<-held)()
+			_ = h.release(context.WithoutCancel(ctx), c, l) // bounded by the epoch
+		}()
+		return fmt.Errorf("%w: %w", lock.ErrReleasePending, ctx.Err())
+	}
+}
+
+// holding returns l's cohort if l is its holder.
+func (h *Handle) holding(l *conn.Lease) (*cohort, error) {
 	v, ok := connlink.Of(h.sess).Shared().Load(h.key)
 	if !ok {
-		return ErrNotHolder
+		return nil, ErrNotHolder
 	}
 	c := v.(*cohort)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st != held || c.holder != l {
+		return nil, ErrNotHolder
+	}
+	return c, nil
+}
+
+func (h *Handle) release(ctx context.Context, c *cohort, l *conn.Lease) error {
 	c.mu.Lock()
 	if c.st != held || c.holder != l {
 		c.mu.Unlock()

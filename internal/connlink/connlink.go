@@ -96,8 +96,10 @@ type Lease[L any] interface {
 	// Local returns a local grant on the lease's node, a lease of its own
 	// with pass as its Fence's Pass.
 	Local(pass int64) L
-	HoldWrites() (done func()) // waits out the lease's guarded writes, holds new ones until done
-	RevokeSeen() bool          // whether Revoked is closed, without starting its watch
+	// HoldWrites waits out the lease's guarded writes and holds new ones
+	// until done; without wait it returns nil if any is in flight.
+	HoldWrites(wait bool) (done func())
+	RevokeSeen() bool // whether Revoked is closed, without starting its watch
 	// Guard makes the lease stand on node (czxid zxid), for rwlock's
 	// downgrade: its checks are on node and its Fence is {zxid, pass}.
 	Guard(node string, zxid, pass int64)
