@@ -716,35 +716,42 @@ func TestLocalHandoffReleaseKeepsDeadlineWhileGuardedWriteInFlight(t *testing.T)
 // proxied session (20 s timeout), the proxy is blackholed, a GuardedWrite
 // through G1's lease is in flight (written) and G1's Release (ctx without
 // deadline) waits for it (released).
-func releaseWaitingForWrite(t *testing.T, f *fixture, ctx context.Context, recipe, path string) (px *zktest.Proxy, s *conn.Session, written, released chan error) {
+func releaseWaitingForWrite(t *testing.T, f *fixture, ctx context.Context, recipe, path string) (px *zktest.Proxy, s *conn.Session, l1 *conn.Lease, written, released chan error) {
 	t.Helper()
 	res := path + "-res"
 	f.Register(res, nil)
 	px, s = f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
 	g1 := hold(ctx, newLocker(t, recipe, s, path, 0))
-	l1 := g1.wait(t, 10*time.Second, "G1")
+	l1 = g1.wait(t, 10*time.Second, "G1")
 	px.Blackhole()
 	written, released = make(chan error, 1), make(chan error, 1)
 	go func() { written <- guardedSet(ctx, l1, res, []byte("g1"), -1) }()
 	quiet(t, written, 200*time.Millisecond, "the guarded write returned while blackholed")
 	go func() { released <- g1.release() }()
 	quiet(t, released, 300*time.Millisecond, "G1's Release returned while its guarded write was unanswered")
-	return px, s, written, released
+	return px, s, l1, written, released
 }
 
 // TestLocalWaitersKeepDeadlinesWhileReleaseWaitsForGuardedWrite: lock's
 // contract, Acquire "returns at most 100 ms after ctx ends", TryAcquire
 // "never waits". As above (WithLocalHandoff, proxied session blackholed,
 // a GuardedWrite through G1's lease in flight): while G1's Release waits
-// for that write, a local waiter's Acquire with a 500 ms deadline, and a
-// TryAcquire with one of 500 ms, must each return within 600 ms.
+// for that write, a local waiter's Acquire with a 500 ms deadline, a
+// TryAcquire with one of 500 ms, and a GuardedWrite with one of 500 ms
+// through the grant being released, must each return within 600 ms.
 func TestLocalWaitersKeepDeadlinesWhileReleaseWaitsForGuardedWrite(t *testing.T) {
 	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
 		ctx := ctxT(t, 60*time.Second)
 		path := f.Path("gwbhw")
-		px, s, _, released := releaseWaitingForWrite(t, f, ctx, recipe, path)
+		px, s, l1, _, released := releaseWaitingForWrite(t, f, ctx, recipe, path)
 		other := newLocker(t, recipe, s, path, 1)
-		for name, call := range map[string]func(context.Context) error{"Acquire": acquireErr(other), "TryAcquire": tryErr(other.(tryAcquirer))} {
+		for name, call := range map[string]func(context.Context) error{
+			"Acquire":    acquireErr(other),
+			"TryAcquire": tryErr(other.(tryAcquirer)),
+			"GuardedWrite through the grant being released": func(ctx context.Context) error {
+				return guardedSet(ctx, l1, path+"-res", []byte("again"), -1)
+			},
+		} {
 			d, err := timed(ctx, 500*time.Millisecond, call)
 			t.Logf("%s while G1's release waits: %v after %v", name, err, d)
 			if d > 600*time.Millisecond {
@@ -810,7 +817,7 @@ func TestLocalHandoffGuardedWriteGivenUpStillPrecedesNextGrant(t *testing.T) {
 func TestCloseWhileReleaseWaitsForGuardedWrite(t *testing.T) {
 	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff"}, func(t *testing.T, f *fixture, recipe string) {
 		ctx := ctxT(t, 60*time.Second)
-		px, s, written, released := releaseWaitingForWrite(t, f, ctx, recipe, f.Path("gwclose"))
+		px, s, _, written, released := releaseWaitingForWrite(t, f, ctx, recipe, f.Path("gwclose"))
 		d, err := timed(ctx, 10*time.Second, func(context.Context) error { return s.Close() })
 		t.Logf("Close: %v after %v", err, d)
 		if d > 2*time.Second {

@@ -334,7 +334,16 @@ func (l *Lease) viewWrite(ctx context.Context, ops []any) ([]zk.MultiResponse, e
 	if err := l.Err(); err != nil {
 		return nil, err // not behind a release waiting for writes
 	}
-	l.writes.RLock()
+	if !l.writes.TryRLock() { // a release waits for other writes: wait within ctx
+		got := make(chan struct{})
+		go func() { l.writes.RLock(); close(got) }()
+		select {
+		case <-got:
+		case <-ctx.Done():
+			go func() { <-got; l.writes.RUnlock() }()
+			return nil, fmt.Errorf("conn: guarded write: %w", ctx.Err())
+		}
+	}
 	if err := l.Err(); err != nil {
 		l.writes.RUnlock()
 		return nil, err
