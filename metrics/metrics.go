@@ -59,8 +59,8 @@ const (
 type Lock struct {
 	Event string // one of the Lock* constants
 	// Recipe is "mutex", "rwlock", "semaphoremutex", "semaphore", "leader"
-	// or "exclusive"; a semaphoremutex's holds, losses and local handoffs
-	// are reported as "semaphore".
+	// or "exclusive"; a semaphoremutex's events but its waits (holds,
+	// losses, revoke requests, local handoffs) are reported as "semaphore".
 	Recipe   string
 	Path     string        // the lock path as the recipe was given it
 	Outcome  string        // for LockWait: one of the Outcome* constants
