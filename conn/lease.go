@@ -326,10 +326,9 @@ func (l *Lease) GuardedWrite(ctx context.Context, ops ...any) ([]zk.MultiRespons
 	}
 }
 
-// viewWrite is GuardedWrite through a local grant. The write holds off the
-// grant's release until the server answers it or the epoch ends, even when
-// ctx ends first: else the next local grant of the node could exist before
-// a write of this one is applied.
+// viewWrite is GuardedWrite through a local grant: its request holds the
+// grant's release off until answered (or the epoch ends), even past ctx,
+// so that no write of this grant is applied after the next grant exists.
 func (l *Lease) viewWrite(ctx context.Context, ops []any) ([]zk.MultiResponse, error) {
 	if err := l.Err(); err != nil {
 		return nil, err // not behind a release waiting for writes

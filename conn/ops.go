@@ -360,8 +360,9 @@ func (s *Session) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error
 }
 
 // Set writes a node's data if its version matches (-1: any), retried on
-// connection loss only with a real version. A recipe's node is refused
-// (ErrInvalidArgument); to ask a holder to release, use lock.Revoke.
+// connection loss only with a real version. It refuses a node named as a
+// lock's, lease's or election's contender (ErrInvalidArgument): a write
+// there could let the next contender in; lock.Revoke asks a holder.
 func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
 	if locknode.Recipe(zkpath.Base(path)) {
 		return nil, fmt.Errorf("conn: set %s: a recipe's node: %w", path, ErrInvalidArgument)

@@ -177,9 +177,8 @@ func (l *Lock) grant(ctx context.Context, ep *conn.Epoch, id string, st *zk.Stat
 	return g.lease, nil
 }
 
-// ours reports whether the node read as data and st is the one the Acquire
-// call with id created in ep: by its id, or by its czxid when known (a
-// write by its own session may have replaced the id).
+// ours: the node read as data and st is the one Acquire call id created in
+// ep, known by id or (if not 0) by czxid, which a write cannot change.
 func ours(ep *conn.Epoch, data []byte, st *zk.Stat, id string, czxid int64) bool {
 	d, _ := locknode.DecodeData(data)
 	return st.EphemeralOwner == ep.SessionID() && (d.ID == id || czxid != 0 && st.Czxid == czxid)

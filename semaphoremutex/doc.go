@@ -45,8 +45,6 @@
 //
 // # Errors
 //
-// Package lock's errors, wrapped ("semaphoremutex: release <path>: lock: not
-// held"): lock.ErrNotHeld and lock.ErrReleasePending; conn.ErrInvalidArgument
-// for bad input to New or NewSemaphore. Errors of ctx and of the session
-// are wrapped.
+// Package lock's, conn's and ctx's errors, wrapped with the call and path
+// ("semaphoremutex: release <path>: lock: not held").
 package semaphoremutex

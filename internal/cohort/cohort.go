@@ -254,10 +254,9 @@ func (c *cohort) remove(w *waiter) bool {
 }
 
 // Release ends grant l, passing the node to the next local waiter if
-// passable, else releasing it remotely. Guarded writes through l in
-// flight are answered first; later ones are refused. If ctx ends while
-// they are in flight, the release is finished once they are answered and
-// Release returns lock.ErrReleasePending.
+// passable, else releasing it remotely, once l's guarded writes in flight
+// are answered (later ones are refused). If ctx ends first, it finishes
+// then and Release returns lock.ErrReleasePending.
 func (h *Handle) Release(ctx context.Context, l *conn.Lease) error {
 	c, err := h.holding(l)
 	if err != nil {
