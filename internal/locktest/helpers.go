@@ -100,15 +100,23 @@ func Ephemerals(ctx context.Context, s *conn.Session, path string) (map[string]i
 		return nil, err
 	}
 	out := make(map[string]int64)
+	return out, Walk(ctx, ep, path, func(p string, st *zk.Stat) {
+		if st.EphemeralOwner != 0 {
+			out[p] = st.EphemeralOwner
+		}
+	})
+}
+
+// Walk calls visit for root and every node under it, parents first; nodes
+// deleted meanwhile are skipped.
+func Walk(ctx context.Context, ep *conn.Epoch, root string, visit func(p string, st *zk.Stat)) error {
 	var walk func(p string) error
 	walk = func(p string) error {
 		ok, st, err := connlink.Of(ep).Exists(ctx, p)
 		if err != nil || !ok {
 			return err
 		}
-		if st.EphemeralOwner != 0 {
-			out[p] = st.EphemeralOwner
-		}
+		visit(p, st)
 		if st.NumChildren == 0 {
 			return nil
 		}
@@ -126,7 +134,7 @@ func Ephemerals(ctx context.Context, s *conn.Session, path string) (map[string]i
 		}
 		return nil
 	}
-	return out, walk(path)
+	return walk(root)
 }
 
 // OwnedBy returns the nodes of m (from Ephemerals) owned by session id.

@@ -2,7 +2,6 @@ package fault
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -245,12 +244,7 @@ func leftovers(ctx context.Context, ep *conn.Epoch, root string, want []string) 
 			allowed[p] = true
 		}
 	}
-	var walk func(p string) error
-	walk = func(p string) error {
-		ok, st, err := connlink.Of(ep).Exists(ctx, p)
-		if err != nil || !ok {
-			return err
-		}
+	err = locktest.Walk(ctx, ep, root, func(p string, st *zk.Stat) {
 		switch {
 		case st.EphemeralOwner != 0:
 			left = append(left, fmt.Sprintf("%s (ephemeral node of session 0x%x)", p, st.EphemeralOwner))
@@ -259,24 +253,8 @@ func leftovers(ctx context.Context, ep *conn.Epoch, root string, want []string) 
 		default:
 			found++
 		}
-		if st.NumChildren == 0 {
-			return nil
-		}
-		kids, _, err := connlink.Of(ep).Children(ctx, p)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		for _, k := range kids {
-			if err := walk(zkpath.Join(p, k)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return left, found, walk(root)
+	})
+	return left, found, err
 }
 
 // hygiene: once every client has released and closed, nothing of the run
