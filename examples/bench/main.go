@@ -40,6 +40,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
@@ -118,6 +120,13 @@ func run(cfg config) error {
 		}
 		defer s.Close()
 		sessions[i] = s
+		if i == 0 {
+			// The lock path exists before the clients start, as in the
+			// peer benchmarks: no run pays for creating it.
+			if _, err := s.Create(ctx, path, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil {
+				return err
+			}
+		}
 		for range cfg.goroutines {
 			l, err := mk(s)
 			if err != nil {
