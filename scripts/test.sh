@@ -19,7 +19,9 @@
 # then the fault run and the chaos run (local), each on its own, with its
 # own timeout (the chaos run: 2 minutes of actors and faults, about 3 minutes
 # in all; ZKRECIPES_CHAOS_DURATION and ZKRECIPES_CHAOS_SEED change it, see
-# docs/safety.md). (The fault run used to run without -race because of go-zookeeper
+# docs/safety.md). Last, alone on the machine, the client CPU guard
+# (bench TestClientCPUPerHandoffGuard, about a minute): other tests running
+# beside it move its ratio by a quarter either way. (The fault run used to run without -race because of go-zookeeper
 # v1.0.4's lastZxid race; conn/wire.go now makes that race impossible, see
 # conn's TestReconnectWithWatchesIsRaceFree.)
 set -euo pipefail
@@ -66,9 +68,10 @@ timed() {
 )
 echo "=== test.sh: go test"
 cd "$(dirname "$0")/.."
-ZK_BACKEND=$backend go test -race -count=1 -timeout 45m -skip '^(TestFaultRun|TestChaos)$' "$@" "$all_packages"
+ZK_BACKEND=$backend go test -race -count=1 -timeout 45m -skip '^(TestFaultRun|TestChaos|TestClientCPUPerHandoffGuard)$' "$@" "$all_packages"
 if [[ $# -eq 0 ]]; then # not in a focused run
   timed env ZK_BACKEND=docker go test -race -count=1 -timeout 20m -skip "$docker_skip" ./recipes_test/
 fi
 ZK_BACKEND=$backend go test -race -count=1 -timeout 30m -run '^TestFaultRun$' "$@" ./recipes_test/
 ZK_BACKEND=$backend go test -race -count=1 -timeout 30m -run '^TestChaos$' "$@" ./recipes_test/
+ZK_BACKEND=$backend go test -race -count=1 -timeout 10m -run '^TestClientCPUPerHandoffGuard$' "$@" ./bench/

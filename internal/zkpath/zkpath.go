@@ -23,7 +23,8 @@ func Validate(p string) error {
 	case strings.HasSuffix(p, "/"):
 		return fmt.Errorf("path %q ends with /: %w", p, ErrInvalid)
 	}
-	for _, seg := range strings.Split(p[1:], "/") {
+	for seg, rest, more := "", p[1:], true; more; {
+		seg, rest, more = strings.Cut(rest, "/")
 		switch seg {
 		case "":
 			return fmt.Errorf("path %q has an empty segment (//): %w", p, ErrInvalid)
