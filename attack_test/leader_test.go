@@ -762,3 +762,66 @@ func TestLeaderTermNodeRefusedInANamespaceAcrossRequeue(t *testing.T) {
 	require.Equal(t, int64(2), rec.ends.Load(), "terms ended")
 	rec.gaugeDrains(t, 3*time.Second)
 }
+
+// TestObserveAfterElectionPathDeleted: Observe (go doc ./leader
+// Election.Observe) "returns a channel of leader changes: the current
+// leader, then each new one (the zero Participant for none)". The election
+// path is a container (docs/leader.md); once empty it may go (the server's
+// container reaper, or an operator). A leader that campaigns after the path
+// was deleted and made again must still be observed.
+func TestObserveAfterElectionPathDeleted(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	zc := f.Raw()
+	path := f.Path("obs-del")
+	obs := electionOf(t, f.Session(), path, "observer")
+	octx, ocancel := context.WithCancel(ctx)
+	defer ocancel()
+	ch := obs.Observe(octx)
+	observeUntil(t, ch, 5*time.Second, "", "first value not the zero Participant")
+
+	a := electionOf(t, f.Session(), path, "a")
+	la, err := a.Campaign(ctx)
+	require.NoError(t, err)
+	observeUntil(t, ch, 5*time.Second, la.Path(), "Observe did not see a lead")
+	require.NoError(t, a.Resign(ctx))
+	observeUntil(t, ch, 5*time.Second, "", "Observe did not see nobody lead")
+
+	// The empty election path goes (as the container reaper would do it).
+	require.NoError(t, zc.Delete(path, -1))
+
+	b := electionOf(t, f.Session(), path, "b")
+	lb, err := b.Campaign(ctx)
+	require.NoError(t, err)
+	observeUntil(t, ch, 5*time.Second, lb.Path(), "Observe did not see b lead (%s) on the path made again", lb.Path())
+	require.NoError(t, b.Resign(ctx))
+	observeUntil(t, ch, 5*time.Second, "", "Observe did not see nobody lead after b")
+}
+
+// TestRunRequeueAfterResignFromAnotherGoroutine: WithRequeue "makes
+// Run campaign again after a term that fn ended with nil or that was lost";
+// docs/leader.md lists "a Resign from another goroutine" among the ways a
+// term ends (fn's ctx cancelled with ErrLeadershipLost). Such a term is
+// lost, fn returns nil: Run must campaign again, not return.
+func TestRunRequeueAfterResignFromAnotherGoroutine(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	path := f.Path("requeue-resign")
+	r := runRequeue(t, ctx, f.Session(), path)
+	if ev := r.next(t, 10*time.Second); !ev.start {
+		t.Fatalf("first event not a start")
+	}
+	require.NoError(t, r.e.Resign(ctx), "Resign from another goroutine")
+	r.ends(t, 5*time.Second, 1, true)
+	select {
+	case ev := <-r.evs:
+		if !ev.start {
+			t.Fatalf("second event not a start")
+		}
+	case err := <-r.err:
+		t.Fatalf("Run returned after a Resign from another goroutine instead of campaigning again: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no second term within 5 s after the Resign")
+	}
+	r.stop()
+	r.ends(t, 5*time.Second, 2, false)
+	r.canceled(t, f, path, 5*time.Second)
+}

@@ -827,3 +827,40 @@ func TestDeletionSeenAfterExpiryCountsUnderExpiry(t *testing.T) {
 		rec.expect(t, 0, metrics.LockHold, "", "", "holds")
 	})
 }
+
+// TestStateHookMatchesSubscribe: the metrics State hook gets "every
+// state transition"; Subscribe "every state transition after the call, in
+// order": under cuts and an expiry, both must tell the same story.
+func TestStateHookMatchesSubscribe(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	rec := &metricsRec{}
+	px, s := f.ProxiedSession(conn.WithLastHeardTimer(), conn.WithMetrics(rec.Hooks()))
+	rec.mu.Lock()
+	before := len(rec.states)
+	rec.mu.Unlock()
+	ch := s.Subscribe(ctx)
+	var seen []string
+	wait := func(st conn.State) {
+		for {
+			ev := recv(t, ch, 10*time.Second, "waiting for %v (seen %v)", st, seen)
+			seen = append(seen, ev.State.String())
+			if ev.State == st {
+				return
+			}
+		}
+	}
+	for i := 0; i < 3; i++ {
+		px.Cut()
+		wait(conn.Reconnected)
+	}
+	f.Expire(ctx, epochOf(t, s))
+	wait(conn.Connected)
+	require.NoError(t, s.Close())
+	wait(conn.Closed)
+	rec.mu.Lock()
+	hooked := append([]string(nil), rec.states[before:]...)
+	rec.mu.Unlock()
+	if fmt.Sprint(hooked) != fmt.Sprint(seen) {
+		t.Errorf("State hook saw %v, Subscribe %v", hooked, seen)
+	}
+}

@@ -2,8 +2,11 @@ package attack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
+	"runtime/pprof"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,4 +200,173 @@ func TestSemaphoreWaiterCountedAsLost(t *testing.T) {
 	require.NoError(t, m.Release(ctx))
 	t.Logf("lock events: %s", rec.dump())
 	rec.expect(t, 0, metrics.LockLost, "", "", "LockLost reports (no held lease was lost)")
+}
+
+// TestSemaphoreWaiterLeavesNoWatchOnOtherLeases: a semaphore waiter
+// "keeps a data watch on N of them" (docs/design.md, "The semaphore's wait
+// for a lease"); docs/safety.md: "after any number of acquire/release cycles
+// on an open session the server holds no watch of that session on lock
+// nodes", and a waiter that gives up leaves no watch either. Three leases,
+// three holders on sessions of their own; a waiter on a fourth session is
+// granted when one holder returns its lease (granted) or gives up
+// (timeout): its session must keep no watch on the other holders' lease
+// nodes.
+func TestSemaphoreWaiterLeavesNoWatchOnOtherLeases(t *testing.T) {
+	f, ctx := setUp(t, 40*time.Second)
+	for _, how := range []string{"granted", "timeout"} {
+		t.Run(how, func(t *testing.T) {
+			f := f.In(t)
+			path := f.Path("sem-w-" + how)
+			var hs []*semaphoremutex.Semaphore
+			var ls []*conn.Lease
+			for i := 0; i < 3; i++ {
+				sem, err := semaphoremutex.NewSemaphore(f.Session(), path, 3)
+				require.NoError(t, err)
+				l, err := sem.Acquire(ctx)
+				require.NoError(t, err)
+				hs = append(hs, sem)
+				ls = append(ls, l)
+			}
+			rec, sw := f.metered()
+			w, err := semaphoremutex.NewSemaphore(sw, path, 3)
+			require.NoError(t, err)
+			sid := epochOf(t, sw).SessionID()
+			// Warm-up of the waiter's session: a semaphore of its own.
+			warm, _ := semaphoremutex.NewSemaphore(sw, path+"-warm", 3)
+			wl, err := warm.Acquire(ctx)
+			require.NoError(t, err)
+			require.NoError(t, warm.ReturnLease(ctx, wl))
+			base := steadyGoroutines(t)
+			wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			got := make(chan *conn.Lease, 1)
+			failed := make(chan error, 1)
+			go func() {
+				l, err := w.Acquire(wctx)
+				if err != nil {
+					failed <- err
+					return
+				}
+				got <- l
+			}()
+			waitFor(t, 5*time.Second, "the waiter's watches on the lease nodes", func() bool {
+				return len(sessionWatches(t, f, 0, sid)) >= 3
+			})
+			t.Logf("waiting: %v", sessionWatches(t, f, 0, sid))
+			if how == "granted" {
+				require.NoError(t, hs[0].ReturnLease(ctx, ls[0]))
+				l := recv(t, got, 5*time.Second, "waiter not granted")
+				if !eventually(3*time.Second, func() bool { return len(sessionWatches(t, f, 0, sid)) == 0 }) {
+					t.Errorf("granted waiter (nobody watches its lease) keeps watches: %v", sessionWatches(t, f, 0, sid))
+				}
+				require.NoError(t, w.ReturnLease(ctx, l))
+				t.Logf("after ReturnLease: watches gauge %d, server %v", rec.watches.Load(), sessionWatches(t, f, 0, sid))
+				if now := steadyGoroutines(t); now > base {
+					t.Errorf("goroutines: %d before the waiter queued, %d after its grant and ReturnLease", base, now)
+				}
+				// The other two holders still hold: their lease nodes stay.
+			} else {
+				err := recv(t, failed, 5*time.Second, "waiter did not time out")
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("waiter: %v", err)
+				}
+			}
+			noWatchesOf(t, f, sid, 3*time.Second, "the semaphore waiter's session")
+			if g, n := rec.watches.Load(), len(sessionWatches(t, f, 0, sid)); g != int64(n) {
+				t.Errorf("watches gauge %d, but the server lists %d watches of the session", g, n)
+			}
+			for _, p := range sessionWatches(t, f, 0, sid) {
+				if strings.HasPrefix(p, path) {
+					t.Logf("left: %s", p)
+				}
+			}
+		})
+	}
+}
+
+// goroutineDump is the process's goroutine profile, one entry per stack.
+func goroutineDump() map[string]int {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+	out := map[string]int{}
+	text := b.String()
+	if i := strings.Index(text, "\n"); i >= 0 {
+		text = text[i+1:] // the header line
+	}
+	for _, e := range strings.Split(text, "\n\n") {
+		var n int
+		fmt.Sscanf(e, "%d @", &n)
+		if i := strings.Index(e, "\n"); i >= 0 {
+			out[e[i+1:]] += n
+		}
+	}
+	return out
+}
+
+// newStacks lists the stacks more goroutines run in after than before.
+func newStacks(before, after map[string]int) string {
+	var b strings.Builder
+	for st, n := range after {
+		if n > before[st] {
+			fmt.Fprintf(&b, "+%d\n%s\n", n-before[st], st)
+		}
+	}
+	return b.String()
+}
+
+// TestSemaphoreWaiterWatchesDoNotAccumulate: the leak above, repeated: two
+// holders keep their leases of three while the third lease passes from H
+// to the waiter W (its wait watches the three lease nodes) and back, five
+// times. Watches and goroutines of W's session must not grow with the
+// cycles (docs/safety.md: "after any number of acquire/release cycles on
+// an open session the server holds no watch of that session on lock
+// nodes").
+func TestSemaphoreWaiterWatchesDoNotAccumulate(t *testing.T) {
+	f, ctx := setUp(t, 60*time.Second)
+	path := f.Path("sem-acc")
+	for i := 0; i < 2; i++ {
+		sem, _ := semaphoremutex.NewSemaphore(f.Session(), path, 3)
+		_, err := sem.Acquire(ctx)
+		require.NoError(t, err)
+	}
+	h, _ := semaphoremutex.NewSemaphore(f.Session(), path, 3)
+	rec, sw := f.metered()
+	w, _ := semaphoremutex.NewSemaphore(sw, path, 3)
+	sid := epochOf(t, sw).SessionID()
+	warm, _ := semaphoremutex.NewSemaphore(sw, path+"-warm", 3)
+	wl, err := warm.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, warm.ReturnLease(ctx, wl))
+	base := steadyGoroutines(t)
+	before := goroutineDump()
+	const cycles = 5
+	for i := 0; i < cycles; i++ {
+		hl, err := h.Acquire(ctx)
+		require.NoError(t, err)
+		got := make(chan *conn.Lease, 1)
+		go func() {
+			l, err := w.Acquire(ctx)
+			if err != nil {
+				t.Errorf("W: %v", err)
+				close(got)
+				return
+			}
+			got <- l
+		}()
+		// W is waiting once the lease nodes are watched; the wait only
+		// shapes the scenario.
+		waitFor(t, 5*time.Second, "W watching the lease nodes", func() bool {
+			return len(sessionWatches(t, f, 0, sid)) >= 3
+		})
+		require.NoError(t, h.ReturnLease(ctx, hl))
+		l := recv(t, got, 5*time.Second, "W not granted")
+		require.NotNil(t, l)
+		require.NoError(t, w.ReturnLease(ctx, l))
+	}
+	now := steadyGoroutines(t)
+	ws := sessionWatches(t, f, 0, sid)
+	t.Logf("after %d cycles: goroutines %d -> %d, watches gauge %d, server watches of W's session %d", cycles, base, now, rec.watches.Load(), len(ws))
+	if now > base || len(ws) > 0 || rec.watches.Load() != 0 {
+		t.Errorf("after %d wait/grant/return cycles with the session open: %d goroutines more, %d watches on the server, gauge %d; want none; new stacks:\n%s", cycles, now-base, len(ws), rec.watches.Load(), newStacks(before, goroutineDump()))
+	}
 }

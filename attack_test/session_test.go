@@ -970,3 +970,146 @@ func checkWire(p *zktest.Proxy) func(context.Context) error {
 		return zktest.CheckWire(ctx, p.Addrs(), conn.WithSessionTimeout(4*time.Second))
 	}
 }
+
+// TestSubscribeCloseAfterLost: Subscribe's channel "is closed after
+// Closed"; Event.Err is "why it ended, for Lost and Closed:
+// ErrSessionExpired, ErrSessionTimeout or ErrClosed"; Close "returns when
+// the server answers or the connection is down". The standalone server is
+// killed, the local timer ends the epoch (Lost), then Close: a Closed event
+// with ErrClosed, the channel closed, Done closed.
+func TestSubscribeCloseAfterLost(t *testing.T) {
+	f, ctx := setUp(t, 30*time.Second)
+	s := f.Session()
+	ch := s.Subscribe(ctx)
+	require.NoError(t, f.Kill(0))
+	var seen []conn.Event
+	for {
+		ev, ok := within(ch, 10*time.Second)
+		if !ok {
+			t.Fatalf("no Lost within 10 s of the kill: %s", transitions(seen...))
+		}
+		seen = append(seen, ev)
+		if ev.State == conn.Lost {
+			if !errors.Is(ev.Err, conn.ErrSessionTimeout) {
+				t.Errorf("Lost's Err = %v, want ErrSessionTimeout", ev.Err)
+			}
+			if ev.Epoch == nil || ev.Epoch.Err() == nil {
+				t.Errorf("Lost's Epoch %v: want the ended epoch, its Err set", ev.Epoch)
+			}
+			break
+		}
+	}
+	start := time.Now()
+	require.NoError(t, s.Close())
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Close took %v with the connection down", d)
+	}
+	var closed *conn.Event
+	for {
+		ev, ok := within(ch, 5*time.Second)
+		if !ok {
+			t.Fatalf("channel neither closed nor yielding 5 s after Close: %s", transitions(seen...))
+		}
+		if ev.State == 0 {
+			break // closed
+		}
+		seen = append(seen, ev)
+		if ev.State == conn.Closed {
+			e := ev
+			closed = &e
+		}
+	}
+	if closed == nil {
+		t.Fatalf("no Closed event before the channel closed: %s", transitions(seen...))
+	}
+	if !errors.Is(closed.Err, conn.ErrClosed) {
+		t.Errorf("Closed's Err = %v, want ErrClosed (%s)", closed.Err, transitions(seen...))
+	}
+	if _, ok := within(s.Done(), 3*time.Second); !ok {
+		t.Errorf("Done not closed")
+	}
+	t.Logf("events: %s", transitions(seen...))
+}
+
+// TestSessionWriteWithLostAnswer: Session.Create "only non-sequential
+// creates are retried on connection loss"; Session.Set "retried on
+// connection loss only with a real version"; conn's ErrConnectionLoss: "the
+// request may or may not have been applied". Delete's doc warns that a
+// retry's zk.ErrNoNode "may then mean it was deleted"; Create's and Set's
+// say nothing alike. The answer of each write is lost once (the server
+// applies it): what the caller is told must not say that the write failed
+// when it was applied by this very call.
+func TestSessionWriteWithLostAnswer(t *testing.T) {
+	f, ctx := setUp(t, 40*time.Second)
+	zc := f.Raw()
+	root := f.Path("lost-answer")
+	f.Register(root, nil)
+	// The last-heard timer: no sync that could take the armed cut.
+	px, s := f.ProxiedSession(conn.WithLastHeardTimer())
+	// armed arms the lost answer once the session is connected again (a
+	// reconnect's handshake would take the cut instead).
+	armed := func(t *testing.T) {
+		t.Helper()
+		waitFor(t, 10*time.Second, "connected", func() bool {
+			st := s.State()
+			return st == conn.Connected || st == conn.Reconnected
+		})
+		_, _, err := s.Exists(ctx, root)
+		require.NoError(t, err)
+		px.CutAfterNextWrite()
+	}
+	t.Run("create", func(t *testing.T) {
+		p := root + "/created"
+		armed(t)
+		got, err := s.Create(ctx, p, []byte("x"), 0, zkWorld)
+		t.Logf("Create: %q, %v; node exists: %v", got, err, exists(zc, p))
+		require.True(t, exists(zc, p), "the lost create was applied")
+		if err != nil && !(errors.Is(err, conn.ErrConnectionLoss) && errors.Is(err, zk.ErrNodeExists)) {
+			t.Errorf("Create applied its create (the node is there, made by this call) but returned %v, which neither is nil nor matches ErrConnectionLoss and zk.ErrNodeExists", err)
+		}
+	})
+	t.Run("set-version", func(t *testing.T) {
+		p := root + "/set"
+		_, err := zc.Create(p, []byte("0"), 0, zkWorld)
+		require.NoError(t, err)
+		armed(t)
+		st, err := s.Set(ctx, p, []byte("1"), 0)
+		data := f.Data(p)
+		t.Logf("Set(version 0): %v, %v; data now %q", st, err, data)
+		require.Equal(t, "1", string(data), "the lost set was applied")
+		if err != nil && !errors.Is(err, conn.ErrConnectionLoss) {
+			t.Errorf("Set applied its write (data %q) but returned %v, which neither is nil nor matches ErrConnectionLoss: a compare-and-set caller takes it as refused and reads and writes again", data, err)
+		}
+	})
+	t.Run("delete", func(t *testing.T) {
+		p := root + "/deleted"
+		_, err := zc.Create(p, nil, 0, zkWorld)
+		require.NoError(t, err)
+		armed(t)
+		err = s.Delete(ctx, p, -1)
+		t.Logf("Delete: %v; node exists: %v", err, exists(zc, p))
+		require.False(t, exists(zc, p), "the lost delete was applied")
+		if err != nil && !(errors.Is(err, conn.ErrConnectionLoss) && errors.Is(err, zk.ErrNoNode)) {
+			t.Errorf("Delete applied its delete but returned %v, which neither is nil nor matches ErrConnectionLoss and zk.ErrNoNode", err)
+		}
+	})
+	t.Run("set-any", func(t *testing.T) {
+		p := root + "/set-any"
+		_, err := zc.Create(p, []byte("0"), 0, zkWorld)
+		require.NoError(t, err)
+		armed(t)
+		_, err = s.Set(ctx, p, []byte("1"), -1)
+		t.Logf("Set(-1): %v; data now %q", err, f.Data(p))
+		if err != nil && !errors.Is(err, conn.ErrConnectionLoss) {
+			t.Errorf("Set(-1) with its answer lost: %v, want ErrConnectionLoss (not retried)", err)
+		}
+	})
+	t.Run("create-seq", func(t *testing.T) {
+		armed(t)
+		got, err := s.Create(ctx, root+"/seq-", nil, zk.FlagSequence, zkWorld)
+		t.Logf("Create(seq): %q, %v", got, err)
+		if err == nil || !errors.Is(err, conn.ErrConnectionLoss) {
+			t.Errorf("sequential Create with its answer lost: %q, %v, want ErrConnectionLoss", got, err)
+		}
+	})
+}

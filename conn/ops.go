@@ -180,7 +180,14 @@ func call[T any](ctx context.Context, src epochSource, op, path string, retry bo
 func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
 	var zero T
 	policy := e.s.cfg.retry
-	fail := func(v T, err error) (T, error) { return v, fmt.Errorf("conn: %s %s: %w", op, full, err) }
+	lost := false // a try's answer was lost: a retry may meet its work (ErrConnectionLoss)
+	fail := func(v T, err error) (T, error) {
+		if lost && (op == metrics.OpCreate && errors.Is(err, zk.ErrNodeExists) ||
+			op == metrics.OpSet && errors.Is(err, zk.ErrBadVersion) || op == metrics.OpDelete && errors.Is(err, zk.ErrNoNode)) {
+			err = fmt.Errorf("%w: %w", ErrConnectionLoss, err)
+		}
+		return v, fmt.Errorf("conn: %s %s: %w", op, full, err)
+	}
 	for attempt := 1; ; attempt++ {
 		if err := cmp.Or(e.Err(), ctx.Err()); err != nil {
 			return fail(zero, err)
@@ -214,6 +221,7 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 		case !retry || policy.MaxAttempts > 0 && attempt >= policy.MaxAttempts:
 			return fail(zero, fmt.Errorf("%w: %w", ErrConnectionLoss, err))
 		}
+		lost = true
 		e.s.log.Sugar().Debugf("retrying %s %s after connection loss (attempt %d)", op, full, attempt)
 		d := backoff(policy.BaseDelay, policy.MaxDelay, attempt)
 		t := time.NewTimer(time.Duration(rand.Int64N(int64(d)) + 1)) // full jitter
@@ -385,8 +393,7 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, flags in
 }
 
 // Delete deletes a node if its version matches (-1: any), retrying on
-// connection loss: zk.ErrNoNode may then mean it was deleted, and a retry
-// may delete a node created again at path.
+// connection loss: a retry may delete a node created again at path.
 func (s *Session) Delete(ctx context.Context, path string, version int32) error {
 	e, err := s.epoch(ctx)
 	if err != nil {

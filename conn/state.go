@@ -36,7 +36,7 @@ func (s State) String() string {
 // Event is one state transition of a Session.
 type Event struct {
 	State State
-	Epoch *Epoch    // the new epoch for Connected; the one that ended for Lost and Closed
+	Epoch *Epoch    // the new epoch for Connected; the one that ended for Lost and Closed (nil if none was live)
 	Err   error     // why it ended, for Lost and Closed: ErrSessionExpired, ErrSessionTimeout or ErrClosed
 	Time  time.Time // when the session manager saw the transition
 }

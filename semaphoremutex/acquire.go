@@ -39,6 +39,7 @@ type attempt struct {
 // run takes a lease (with wait false only if one is free now) and releases
 // the internal lock. Errors: errRestart, or nothing of ours is left.
 func (a *attempt) run(ctx context.Context, wait bool) (*conn.Lease, error) {
+	defer a.unwatch() // once admitted, the others' leases need no watching
 	if !a.free {
 		if err := a.list(ctx); err != nil {
 			return nil, a.abort(ctx, err)
@@ -196,16 +197,21 @@ func (a *attempt) forget(name string) {
 	a.before = slices.DeleteFunc(a.before, func(c locknode.Contender) bool { return c.Name == name })
 }
 
+// unwatch removes the watches still set.
+func (a *attempt) unwatch() {
+	for name, ch := range a.watches {
+		bg.Unwatch(a.ep, ch)
+		delete(a.watches, name)
+	}
+}
+
 // abort ends a failed attempt: errRestart if the epoch ended, else it
 // releases what we hold and returns err.
 func (a *attempt) abort(ctx context.Context, err error) error {
 	if a.ep.Err() != nil {
 		return errRestart
 	}
-	for name, ch := range a.watches {
-		bg.Unwatch(a.ep, ch)
-		delete(a.watches, name)
-	}
+	a.unwatch()
 	if a.node != "" { // ctx may be why we give up: bg.Settle
 		node := a.node
 		a.node = ""

@@ -280,7 +280,7 @@ func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error,
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
 		q.lists(false).left(ep, zkpath.Base(p))
-		return true, err != nil, nil
+		return true, err != nil && !unknown, nil // unknown: a retry found our lost try's work
 	case ep.Err() != nil:
 		return true, false, nil // ephemeral: it goes with the session
 	case unknown || ctx.Err() != nil:
