@@ -9,19 +9,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
@@ -591,4 +595,164 @@ func cliStatus(t *testing.T, f *fixture, path string) map[string]string {
 		}
 	}
 	return m
+}
+
+type zkrJSON struct {
+	Path   string `json:"path"`
+	Queues []struct {
+		Path   string `json:"path"`
+		Recipe string `json:"recipe"`
+		Nodes  []struct {
+			Name   string `json:"name"`
+			Kind   string `json:"kind"`
+			Status string `json:"status"`
+			Owner  struct {
+				Client string `json:"client"`
+				Label  string `json:"label"`
+			} `json:"owner"`
+		} `json:"nodes"`
+	} `json:"queues"`
+}
+
+// TestCommandInNamespaceWithDigestACL: every recipe used through
+// sessions with WithNamespace, WithDigestAuth and a digest-only WithACL;
+// the zkrecipes command given the same -namespace and -auth shows every
+// queue with the statuses the recipes grant (operations.md, "What it
+// prints").
+func TestCommandInNamespaceWithDigestACL(t *testing.T) {
+	bin := zkrecipesBin(t)
+	f, ctx := setUp(t, 60*time.Second)
+	ns := f.Root() + "/ns"
+	acl := zk.DigestACL(zk.PermAll, "u", "p")
+	opts := []conn.Option{conn.WithNamespace(ns), conn.WithDigestAuth("u", "p"), conn.WithACL(acl)}
+	sA, sB, sC := f.Session(opts...), f.Session(opts...), f.Session(opts...)
+	// bystander creates the namespace root (the chroot must exist?)
+	ensure(t, f.Raw(), zkWorld, f.Root())
+	require.NoError(t, f.Raw().AddAuth("digest", []byte("u:p")))
+
+	hold1 := func(lk locker, label string) *holder {
+		c := ctx
+		if label != "" {
+			c = lock.WithLabel(ctx, label)
+		}
+		return hold(c, lk)
+	}
+	// mutex: A holds, B waits with a label
+	mA, _ := mutex.New(sA, "/app/m")
+	mB, _ := mutex.New(sB, "/app/m")
+	hold1(mA, "a").wait(t, 10*time.Second, "mA")
+	hB := hold1(mB, "req-1")
+	hB.notGranted(t, 100*time.Millisecond, "mB")
+	// rwlock: A writes, C queues a write, A downgrades and releases the write: kept
+	rwA, _ := rwlock.New(sA, "/app/rw", rwlock.WithHost("a"))
+	rwC, _ := rwlock.New(sC, "/app/rw", rwlock.WithHost("c"))
+	rwB, _ := rwlock.New(sB, "/app/rw", rwlock.WithHost("b"))
+	downgraded := make(chan error, 1)
+	release := make(chan struct{})
+	go func() {
+		if _, err := rwA.WriteLock().Acquire(ctx); err != nil {
+			downgraded <- err
+			return
+		}
+		hc := hold(ctx, rwC.WriteLock())
+		_ = hc
+		waitFor(t, 5*time.Second, "C queued", func() bool { return len(children(f.Raw(), ns+"/app/rw")) == 2 })
+		if _, err := rwA.ReadLock().Acquire(ctx); err != nil {
+			downgraded <- err
+			return
+		}
+		downgraded <- rwA.WriteLock().Release(ctx)
+		<-release
+		_ = rwA.ReadLock().Release(context.WithoutCancel(ctx))
+	}()
+	require.NoError(t, recv(t, downgraded, 10*time.Second, "downgrade"))
+	hold(ctx, rwB.ReadLock()).notGranted(t, 100*time.Millisecond, "reader behind the kept node")
+	// semaphore of 2: A and B hold, C is next
+	semA, _ := semaphoremutex.NewSemaphore(sA, "/app/sem", 2)
+	semB, _ := semaphoremutex.NewSemaphore(sB, "/app/sem", 2)
+	semC, _ := semaphoremutex.NewSemaphore(sC, "/app/sem", 2)
+	_, err := semA.Acquire(ctx)
+	require.NoError(t, err)
+	_, err = semB.Acquire(ctx)
+	require.NoError(t, err)
+	hold(ctx, &semLocker{sem: semC}).notGranted(t, 200*time.Millisecond, "semC")
+	// semaphore mutex: A holds, B waits
+	smA, _ := semaphoremutex.New(sA, "/app/sm")
+	smB, _ := semaphoremutex.New(sB, "/app/sm")
+	hold(ctx, smA).wait(t, 5*time.Second, "smA")
+	hold(ctx, smB).notGranted(t, 200*time.Millisecond, "smB")
+	// election: A leads, B follows
+	eA, _ := leader.New(sA, "/app/e", "alpha")
+	eB, _ := leader.New(sB, "/app/e", "beta")
+	_, err = eA.Campaign(ctx)
+	require.NoError(t, err)
+	hold(ctx, electionLocker{eB}).notGranted(t, 200*time.Millisecond, "eB")
+
+	run := func(args ...string) (string, int) {
+		c, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(c, bin, append([]string{"-servers", strings.Join(f.Servers(), ","), "-namespace", ns, "-auth", "u:p"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		return string(out), code
+	}
+	out, code := run("-json", "locks", "/app")
+	require.Equal(t, 0, code, out)
+	var doc zkrJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	got := map[string][]string{}
+	for _, q := range doc.Queues {
+		var st []string
+		for _, n := range q.Nodes {
+			st = append(st, n.Status+"/"+n.Kind+"/"+n.Owner.Label)
+		}
+		got[q.Path+" ("+q.Recipe+")"] = st
+	}
+	keys := make([]string, 0, len(got))
+	for k := range got {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Logf("%s: %v", k, got[k])
+	}
+	want := map[string][]string{
+		"/app/m (mutex)":       {"holds/mutex/a", "waits/mutex/req-1"},
+		"/app/rw (rwlock)":     {"kept/write/", "waits/write/", "holds/read/", "waits/read/"},
+		"/app/sem (semaphore)": {"holds/semaphore lease/", "holds/semaphore lease/", "next/semaphore lock/"},
+		"/app/sm (semaphore)":  {"holds/semaphore lock/", "waits/semaphore lock/"},
+		"/app/e (leader)":      {"leads/leader/", "follows/leader/"},
+	}
+	for k, w := range want {
+		if strings.Join(got[k], " ") != strings.Join(w, " ") {
+			t.Errorf("%s: %v, want %v", k, got[k], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("queues %v, want %d", keys, len(want))
+	}
+	out, code = run("leader", "/app/e")
+	t.Logf("leader: %d %s", code, out)
+	if code != 0 || !strings.Contains(out, "alpha") || !strings.Contains(out, "beta") {
+		t.Errorf("leader output: %d %s", code, out)
+	}
+	// without -auth, status 5
+	c2, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	o2, err := exec.CommandContext(c2, bin, "-servers", strings.Join(f.Servers(), ","), "-namespace", ns, "locks", "/app").CombinedOutput()
+	ee, _ := err.(*exec.ExitError)
+	if ee == nil || ee.ExitCode() != 5 {
+		t.Errorf("without -auth: %v %s, want exit 5", err, o2)
+	}
+	// no such path: 3
+	out, code = run("locks", "/nope")
+	if code != 3 {
+		t.Errorf("no such path: %d %s", code, out)
+	}
+	close(release)
 }

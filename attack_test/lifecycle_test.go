@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -1118,4 +1119,187 @@ func TestRepeatedForeignAndNilOptionsRefused(t *testing.T) {
 	_, err = mutex.New(s, p, lock.WithLocalHandoff(1, 0), lock.WithLocalHandoff(5, time.Second))
 	require.ErrorIs(t, err, conn.ErrInvalidArgument, "WithLocalHandoff twice, different bounds")
 	require.False(t, exists(f.Raw(), p), "a New created %s", p)
+}
+
+// TestCloseWhileWaitingForOwnHandle: a second Acquire, without
+// deadline, of a handle-owned lock that its handle holds ("a second
+// Acquire waits"), when the Session is closed. conn: "ErrClosed is
+// returned by every call made after Close"; the suite's own
+// TestCloseDuringAcquireAcrossHandoffAndSharedListing holds every wait
+// in flight (a local waiter behind a held node included) to end within
+// 2 s of Close with ErrClosed: the semaphore mutex's wait for its own
+// handle's hold too, and exclusive.Lock's.
+func TestCloseWhileWaitingForOwnHandle(t *testing.T) {
+	for _, name := range []string{"semaphoremutex", "semaphoremutex-handoff", "semaphoremutex-handoff-other-handle", "exclusive"} {
+		t.Run(name, func(t *testing.T) {
+			f, ctx := setUp(t, 30*time.Second)
+			s := f.Session()
+			path := f.Path("cw")
+			var lk, second locker
+			switch name {
+			case "exclusive":
+				lk, _ = exclusive.New(s, path)
+				second = lk
+			case "semaphoremutex":
+				lk, _ = semaphoremutex.New(s, path)
+				second = lk
+			case "semaphoremutex-handoff":
+				lk, _ = semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
+				second = lk
+			case "semaphoremutex-handoff-other-handle":
+				lk, _ = semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
+				second, _ = semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
+			}
+			_, err := lk.Acquire(ctx)
+			require.NoError(t, err)
+			errc := make(chan error, 1)
+			go func() { _, err := second.Acquire(context.WithoutCancel(ctx)); errc <- err }()
+			time.Sleep(200 * time.Millisecond) // shapes: the second Acquire waits
+			require.NoError(t, s.Close())
+			err, ok := within(errc, 2*time.Second)
+			t.Logf("waiting acquire after Close: %v (returned: %v)", err, ok)
+			if !ok {
+				t.Errorf("a waiting Acquire (no deadline) still waits 2 s after Close")
+				_ = lk.Release(ctx)
+				err, ok = within(errc, 2*time.Second)
+				t.Logf("after the holder's Release: %v (returned: %v)", err, ok)
+			} else if !errors.Is(err, conn.ErrClosed) {
+				t.Errorf("waiting acquire: %v, want ErrClosed", err)
+			}
+		})
+	}
+}
+
+var probe2Recipes = []string{"mutex", "mutex-handoff", "semaphoremutex", "semaphoremutex-handoff", "rwlock-write", "rwlock-read", "semaphore-2", "multilock", "exclusive", "leader"}
+
+// TestReleaseAnswerLost: every recipe's Release whose delete answer
+// is lost (CutAfterNextWrite) returns nil or ErrReleasePending, and nothing
+// is left on the server; the session keeps no watch; another session gets
+// the lock.
+func TestReleaseAnswerLost(t *testing.T) {
+	f := newFixture(t)
+	f.Each(t, probe2Recipes, func(t *testing.T, f *fixture, name string) {
+		ctx := ctxT(t, 30*time.Second)
+		mrec := &metricsRec{}
+		px, s := f.ProxiedSession(conn.WithLastHeardTimer(), conn.WithMetrics(mrec.Hooks()))
+		root := f.Path("rel-" + name)
+		path := root + "/lk"
+		lk := newLocker(t, name, s, path, 1)
+		l, err := lk.Acquire(ctx)
+		require.NoError(t, err)
+		_ = l.Lost() // arm its watch
+		px.CutAfterNextWrite()
+		d, err := timed(ctx, 8*time.Second, lk.Release)
+		t.Logf("release with lost answer: %v after %v; lease err %v", err, d, l.Err())
+		if err != nil && !errors.Is(err, lock.ErrReleasePending) {
+			t.Errorf("release: %v, want nil or ErrReleasePending", err)
+		}
+		if !eventually(10*time.Second, func() bool { return countNodes(f.Raw(), root) == 0 && countNodes(f.Raw(), root+"/lk-other") == 0 }) {
+			t.Errorf("nodes left: %v", children(f.Raw(), path))
+		}
+		select {
+		case <-l.Lost():
+		default:
+			t.Errorf("lease Lost not closed after release")
+		}
+		// another session gets it at once
+		lk2 := newLocker(t, name, f.Session(), path, 2)
+		_, err = timed(ctx, 5*time.Second, func(c context.Context) error { _, err := lk2.Acquire(c); return err })
+		if err != nil {
+			t.Errorf("other session acquire: %v", err)
+		}
+		noWatchesLeft(t, f, s, 5*time.Second, name)
+		mrec.gaugeDrains(t, 5*time.Second)
+		ends := mrec.count("hold", "", "") + mrec.count("lost", "", "")
+		want := 1
+		if name == "multilock" {
+			want = 2
+		}
+		if !eventually(3*time.Second, func() bool { mrec.mu.Lock(); defer mrec.mu.Unlock(); return len(mrec.states) > 1 }) {
+			t.Errorf("no cut seen: states %v", mrec.states)
+		}
+		t.Logf("states %v, events %s", mrec.states, mrec.dump())
+		if ends != want {
+			t.Errorf("grant ended %d times in metrics: %s", ends, mrec.dump())
+		}
+		// Release again: not held
+		if err := lk.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("second release: %v, want ErrNotHeld", err)
+		}
+	})
+}
+
+// TestMultiLockSecondCreateLostSearchCut: a multilock whose second
+// lock's create answer is lost, and the search for it cut too, on a
+// one-attempt session: Acquire fails with ErrCreatePending (safety.md's
+// fault table), the first lock is rolled back, and nothing is left once
+// the connection is back: another session takes both locks.
+func TestMultiLockSecondCreateLostSearchCut(t *testing.T) {
+	for _, second := range []string{"semaphoremutex", "rwlock-write", "mutex"} {
+		t.Run(second, func(t *testing.T) {
+			f, ctx := setUp(t, 60*time.Second)
+			px, s := f.ProxiedSession(oneAttempt(200*time.Millisecond), conn.WithSessionTimeout(8*time.Second))
+			root := f.Path("mlc")
+			a := newLocker(t, "mutex", s, root+"/a", 0)
+			b := newLocker(t, second, s, root+"/b", 0)
+			ml, err := multilock.New(a.(lock.Locker), b.(lock.Locker))
+			require.NoError(t, err)
+			_, err = ml.Acquire(ctx)
+			require.NoError(t, err)
+			require.NoError(t, ml.Release(ctx))
+			require.True(t, eventually(5*time.Second, func() bool { return countNodes(f.Raw(), root) == 0 }))
+
+			px.BlackholeAfterNextOpOn(root + "/b")
+			ech := make(chan error, 1)
+			go func() {
+				_, err := timed(ctx, 6*time.Second, func(c context.Context) error { _, err := ml.Acquire(c); return err })
+				ech <- err
+			}()
+			waitFor(t, 10*time.Second, "b's node on the server", func() bool { return countNodes(f.Raw(), root+"/b") >= 1 })
+			t.Logf("nodes: %v", ephemeralsUnder(f.Raw(), root))
+			px.BlackholeAfterNextOpOn(root + "/b")
+			px.Heal()
+			var err2 error
+			select {
+			case err2 = <-ech:
+			case <-time.After(3 * time.Second):
+				px.Heal()
+				px.BlackholeAfterWrites(0)
+				err2 = <-ech
+			}
+			px.Heal()
+			px.BlackholeAfterWrites(0)
+			t.Logf("acquire: %v", err2)
+			if err2 == nil {
+				t.Logf("granted after all")
+				require.NoError(t, ml.Release(ctx))
+			} else if !errors.Is(err2, lock.ErrCreatePending) {
+				t.Errorf("acquire: %v, want ErrCreatePending", err2)
+			}
+			if !eventually(10*time.Second, func() bool { return countNodes(f.Raw(), root) == 0 }) {
+				t.Errorf("nodes left: %v", ephemeralsUnder(f.Raw(), root))
+			}
+			other := f.Session()
+			ml2, err := multilock.New(newLocker(t, "mutex", other, root+"/a", 1).(lock.Locker), newLocker(t, second, other, root+"/b", 1).(lock.Locker))
+			require.NoError(t, err)
+			d, err := timed(ctx, 5*time.Second, func(c context.Context) error { _, err := ml2.Acquire(c); return err })
+			if err != nil {
+				t.Errorf("other session: %v after %v", err, d)
+			}
+			noWatchesLeft(t, f, s, 5*time.Second, "s")
+		})
+	}
+}
+
+// ephemeralsUnder lists the ephemeral nodes under path with their owners.
+func ephemeralsUnder(zc *zk.Conn, path string) []string {
+	var out []string
+	for _, ch := range children(zc, path) {
+		p := path + "/" + ch
+		if _, st, err := zc.Get(p); err == nil && st.EphemeralOwner != 0 {
+			out = append(out, fmt.Sprintf("%s@0x%x(czxid 0x%x)", p, st.EphemeralOwner, st.Czxid))
+		}
+		out = append(out, ephemeralsUnder(zc, p)...)
+	}
+	return out
 }

@@ -581,3 +581,107 @@ func TestOddChildrenUnderLockPathsAreIgnored(t *testing.T) {
 		})
 	}
 }
+
+// TestReentryLostAfterExpiry: a goroutine holding the mutex twice
+// (with and without local handoff) whose session expires: its re-entrant
+// Acquire fails with ErrLeaseLost, two Releases return nil, a third
+// ErrNotHeld, and a new Acquire gets a new lease; a local waiter queued
+// meanwhile is granted only once the lock is free and never on the lost
+// node.
+func TestReentryLostAfterExpiry(t *testing.T) {
+	for _, handoff := range []bool{false, true} {
+		name := "plain"
+		if handoff {
+			name = "handoff"
+		}
+		t.Run(name, func(t *testing.T) {
+			f, ctx := setUp(t, 40*time.Second)
+			s := f.Session()
+			path := f.Path("rexp")
+			var opts []lock.Option
+			if handoff {
+				opts = append(opts, lock.WithLocalHandoff(3, 0))
+			}
+			m, err := mutex.New(s, path, opts...)
+			require.NoError(t, err)
+			results := make(chan string, 16)
+			step := make(chan struct{})
+			step2 := make(chan struct{})
+			var l1 *conn.Lease
+			go func() {
+				defer close(results)
+				var err error
+				l1, err = m.Acquire(ctx)
+				if err != nil {
+					results <- "acquire: " + err.Error()
+					return
+				}
+				if _, err := m.Acquire(ctx); err != nil {
+					results <- "reenter: " + err.Error()
+					return
+				}
+				results <- "held"
+				<-step // the test expires the session
+				<-l1.Lost()
+				_, err = m.Acquire(ctx)
+				if !errors.Is(err, conn.ErrLeaseLost) {
+					results <- "re-entry after loss: " + errString(err) + " (want ErrLeaseLost)"
+				}
+				n := 0
+				for i := 0; i < 4; i++ {
+					err := m.Release(ctx)
+					if err == nil {
+						n++
+						continue
+					}
+					if !errors.Is(err, lock.ErrNotHeld) {
+						results <- "release: " + err.Error()
+					}
+					break
+				}
+				if n != 2 {
+					results <- "releases that returned nil: " + strconv.Itoa(n) + " (want 2)"
+				}
+				results <- "released"
+				<-step2 // G2 was granted and released
+				l3, err := m.Acquire(ctx)
+				if err != nil {
+					results <- "fresh acquire: " + err.Error()
+					return
+				}
+				if l3 == l1 || l3.Err() != nil {
+					results <- "fresh acquire gave the lost lease"
+				}
+				if err := m.Release(ctx); err != nil {
+					results <- "fresh release: " + err.Error()
+				}
+				results <- "end"
+			}()
+			require.Equal(t, "held", <-results)
+			// a local waiter (handoff) or another contender of the session
+			h2 := hold(ctx, m)
+			h2.notGranted(t, 200*time.Millisecond, "G2 granted while G1 holds")
+			f.Expire(ctx, l1.Epoch())
+			close(step)
+			for r := range results {
+				if r == "released" {
+					l2 := h2.wait(t, 10*time.Second, "G2")
+					if l2.Epoch() == l1.Epoch() || l2.Err() != nil {
+						t.Errorf("G2 granted in the expired epoch (or lost): %v", l2.Err())
+					}
+					require.NoError(t, h2.release())
+					close(step2)
+					continue
+				}
+				if r != "end" {
+					t.Error(r)
+				}
+			}
+			if !eventually(5*time.Second, func() bool { return countNodes(f.Raw(), path) == 0 }) {
+				t.Errorf("nodes left: %v", children(f.Raw(), path))
+			}
+		})
+	}
+}
+
+var _ = context.Background

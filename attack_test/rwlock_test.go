@@ -1142,3 +1142,64 @@ func TestRWLockHostsZooKeeperRejectsRefusedByNew(t *testing.T) {
 		}
 	}
 }
+
+// TestDowngradeWriteReleaseAnswersLost: A holds the write lock and
+// downgrades, with (between) or without (alone) a writer C queued between
+// its write and read nodes; the answer of the n-th request of A's write
+// release is lost. Design ("Downgrading a write lock"): C must not get in
+// while A reads; the read lease stays held; after A's read release C gets
+// in and nothing of A's is left.
+func TestDowngradeWriteReleaseAnswersLost(t *testing.T) {
+	for _, between := range []bool{true, false} {
+		for n := 1; n <= 3; n++ {
+			name := "alone"
+			if between {
+				name = "between"
+			}
+			t.Run(name+"-"+string(rune('0'+n)), func(t *testing.T) {
+				f, ctx := setUp(t, 40*time.Second)
+				px, sA := f.ProxiedSession(conn.WithLastHeardTimer())
+				path := f.Path("dgcut")
+				rwA := newRW(t, sA, path)
+				wA, err := rwA.WriteLock().Acquire(ctx)
+				require.NoError(t, err)
+				var q *holder
+				if between {
+					q = hold(ctx, newRW(t, f.Session(), path).WriteLock())
+					waitFor(t, 5*time.Second, "C queued", func() bool { return len(children(f.Raw(), path)) == 2 })
+				}
+				rA, err := rwA.ReadLock().Acquire(ctx)
+				require.NoError(t, err)
+				_ = rA.Lost()
+				px.BlackholeAfterWrites(n)
+				go func() {
+					// shapes: give the release time to send its requests
+					time.Sleep(300 * time.Millisecond)
+					px.Heal()
+					px.BlackholeAfterWrites(0)
+				}()
+				_, err = timed(ctx, 15*time.Second, rwA.WriteLock().Release)
+				t.Logf("write release: %v; nodes %v; read lease %v; W lease %v", err, children(f.Raw(), path), rA.Err(), wA.Err())
+				if err != nil && !errors.Is(err, lock.ErrReleasePending) {
+					t.Errorf("write release: %v", err)
+				}
+				if rA.Err() != nil {
+					t.Errorf("read lease lost by the write release: %v", rA.Err())
+				}
+				if q != nil {
+					q.notGranted(t, 1500*time.Millisecond, "C entered while A reads")
+				}
+				// another reader of another session may come in only if no W is before it
+				require.NoError(t, rwA.ReadLock().Release(ctx))
+				if q != nil {
+					q.wait(t, 5*time.Second, "C after A's read release")
+					require.NoError(t, q.release())
+				}
+				if !eventually(10*time.Second, func() bool { return countNodes(f.Raw(), path) == 0 }) {
+					t.Errorf("nodes left: %v", ephemeralsUnder(f.Raw(), path))
+				}
+				noWatchesLeft(t, f, sA, 5*time.Second, "A")
+			})
+		}
+	}
+}

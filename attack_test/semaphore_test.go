@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -314,7 +316,7 @@ func newStacks(before, after map[string]int) string {
 	return b.String()
 }
 
-// TestSemaphoreWaiterWatchesDoNotAccumulate: the leak above, repeated: two
+// TestSemaphoreWaiterWatchesDoNotAccumulate: the test above, repeated: two
 // holders keep their leases of three while the third lease passes from H
 // to the waiter W (its wait watches the three lease nodes) and back, five
 // times. Watches and goroutines of W's session must not grow with the
@@ -368,5 +370,81 @@ func TestSemaphoreWaiterWatchesDoNotAccumulate(t *testing.T) {
 	t.Logf("after %d cycles: goroutines %d -> %d, watches gauge %d, server watches of W's session %d", cycles, base, now, rec.watches.Load(), len(ws))
 	if now > base || len(ws) > 0 || rec.watches.Load() != 0 {
 		t.Errorf("after %d wait/grant/return cycles with the session open: %d goroutines more, %d watches on the server, gauge %d; want none; new stacks:\n%s", cycles, now-base, len(ws), rec.watches.Load(), newStacks(before, goroutineDump()))
+	}
+}
+
+// TestSecondAcquireOfHoldingHandleTimeoutCounted: a handle-owned
+// lock (semaphoremutex.Mutex, exclusive.Lock: "not reentrant: a second
+// Acquire waits") whose second Acquire, from another goroutine, waits for
+// the handle's own hold until its deadline. metrics.LockWait is "an
+// Acquire or TryAcquire ... returned after Duration, with an Outcome (a
+// re-entry is not reported)", and operations.md's "Waits time out" alert
+// counts outcome="timeout": that wait must be reported as a timeout. The
+// hold must not be disturbed. And one granted after waiting 300 ms for
+// the handle's hold reports a wait (Duration) of at least 300 ms, and a
+// TryAcquire of the holding handle is reported with outcome not_granted.
+func TestSecondAcquireOfHoldingHandleTimeoutCounted(t *testing.T) {
+	for _, name := range []string{"semaphoremutex", "semaphoremutex-handoff", "exclusive"} {
+		t.Run(name, func(t *testing.T) {
+			f, ctx := setUp(t, 30*time.Second)
+			rec, s := f.metered()
+			path := f.Path("second")
+			var lk interface {
+				locker
+				TryAcquire(context.Context) (*conn.Lease, bool, error)
+			}
+			switch name {
+			case "semaphoremutex":
+				lk, _ = semaphoremutex.New(s, path)
+			case "semaphoremutex-handoff":
+				lk, _ = semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
+			case "exclusive":
+				lk, _ = exclusive.New(s, path)
+			}
+			l1, err := lk.Acquire(ctx)
+			require.NoError(t, err)
+			errc := make(chan error, 1)
+			go func() {
+				c, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				defer cancel()
+				_, err := lk.Acquire(c)
+				errc <- err
+			}()
+			err = recv(t, errc, 2*time.Second, "second acquire stuck")
+			t.Logf("second acquire: %v", err)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("second acquire: %v", err)
+			}
+			if _, ok, err := lk.TryAcquire(ctx); ok || err != nil {
+				t.Errorf("TryAcquire of the holding handle: %v %v", ok, err)
+			}
+			if l1.Err() != nil {
+				t.Errorf("hold disturbed: %v", l1.Err())
+			}
+			// a second Acquire that waits 300 ms for the handle's own
+			// hold, then is granted: its wait lasted at least 300 ms
+			go func() {
+				_, err := lk.Acquire(ctx)
+				errc <- err
+			}()
+			time.Sleep(300 * time.Millisecond) // shapes: the second Acquire waits this long
+			require.NoError(t, lk.Release(ctx))
+			require.NoError(t, recv(t, errc, 5*time.Second, "third acquire not granted"))
+			require.NoError(t, lk.Release(ctx))
+			rec.mu.Lock()
+			var last metrics.Lock
+			for _, l := range rec.locks {
+				if l.Event == metrics.LockWait && l.Outcome == metrics.OutcomeGranted {
+					last = l
+				}
+			}
+			rec.mu.Unlock()
+			if last.Duration < 300*time.Millisecond {
+				t.Errorf("an Acquire that waited 300 ms for the handle's hold reported a wait of %v", last.Duration)
+			}
+			t.Logf("events %s", rec.dump())
+			rec.expect(t, 1, metrics.LockWait, "", metrics.OutcomeTimeout, "timed-out waits")
+			rec.expect(t, 1, metrics.LockWait, "", metrics.OutcomeNotGranted, "TryAcquires not granted")
+		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -1033,12 +1034,11 @@ func TestSubscribeCloseAfterLost(t *testing.T) {
 
 // TestSessionWriteWithLostAnswer: Session.Create "only non-sequential
 // creates are retried on connection loss"; Session.Set "retried on
-// connection loss only with a real version"; conn's ErrConnectionLoss: "the
-// request may or may not have been applied". Delete's doc warns that a
-// retry's zk.ErrNoNode "may then mean it was deleted"; Create's and Set's
-// say nothing alike. The answer of each write is lost once (the server
-// applies it): what the caller is told must not say that the write failed
-// when it was applied by this very call.
+// connection loss only with a real version"; conn's ErrConnectionLoss: "it
+// may or may not have been applied. A retried write whose retry may have
+// met its own lost try's work matches it too". The answer of each write is
+// lost once (the server applies it): what the caller is told must not say
+// that the write failed when it was applied by this very call.
 func TestSessionWriteWithLostAnswer(t *testing.T) {
 	f, ctx := setUp(t, 40*time.Second)
 	zc := f.Raw()
@@ -1111,5 +1111,94 @@ func TestSessionWriteWithLostAnswer(t *testing.T) {
 		if err == nil || !errors.Is(err, conn.ErrConnectionLoss) {
 			t.Errorf("sequential Create with its answer lost: %q, %v, want ErrConnectionLoss", got, err)
 		}
+	})
+}
+
+// TestNamespaceNotInErrors: conn.WithNamespace is "a chroot that
+// callers never see": paths handed back and errors name the caller's
+// paths.
+func TestNamespaceNotInErrors(t *testing.T) {
+	f, ctx := setUp(t, 20*time.Second)
+	ns := f.Path("ns")
+	s := f.Session(conn.WithNamespace(ns))
+	ensure(t, f.Raw(), zkWorld, f.Root(), ns)
+	p, err := s.Create(ctx, "/seq-", nil, zk.FlagSequence, zkWorld)
+	require.NoError(t, err)
+	t.Logf("create returned %q", p)
+	if strings.HasPrefix(p, ns) {
+		t.Errorf("Create returned the namespaced path %q", p)
+	}
+	m, _ := mutex.New(s, "/m")
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	rs, err := l.GuardedWrite(ctx, &zk.CreateRequest{Path: "/gw-", Flags: zk.FlagSequence, Acl: zkWorld})
+	require.NoError(t, err)
+	for _, r := range rs {
+		t.Logf("guarded create: %+v", r)
+		if strings.HasPrefix(r.String, ns) {
+			t.Errorf("GuardedWrite's create response names the namespaced path %q", r.String)
+		}
+		if ok, _, _ := s.Exists(ctx, r.String); !ok {
+			t.Errorf("GuardedWrite's created path %q not found through the session", r.String)
+		}
+	}
+	_, err = l.GuardedWrite(ctx, &zk.SetDataRequest{Path: "/missing", Version: -1})
+	t.Logf("guarded set of a missing node: %v", err)
+	_, _, err = s.Get(ctx, "/missing")
+	t.Logf("get: %v", err)
+	if err != nil && strings.Contains(err.Error(), ns) {
+		t.Errorf("Session.Get's error names the namespaced path: %v", err)
+	}
+}
+
+// TestSuspendedAsLostReleaseOtherRecipes: TestSuspendedAsLostReleaseLeavesNode
+// for the recipes it leaves out (local handoff, with a local waiter
+// behind; semaphore of 2; multilock; leader): after a loss by suspension
+// on a session that survives, Release (Resign, ReturnLease) must still
+// delete the node: another session acquires, no watch is left, the loss
+// is counted once.
+func TestSuspendedAsLostReleaseOtherRecipes(t *testing.T) {
+	forEach(t, []string{"mutex-handoff", "semaphoremutex-handoff", "semaphore-2", "multilock", "leader"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 40*time.Second)
+		rec := &metricsRec{}
+		px, s := f.ProxiedSession(conn.WithSuspendedAsLost(), conn.WithMetrics(rec.Hooks()))
+		path := f.Path("susp/") + recipe
+		lk := newLocker(t, recipe, s, path, 0)
+		sid := epochOf(t, s).SessionID()
+		h := hold(ctx, lk)
+		l := h.wait(t, 5*time.Second, "holder")
+		lost := l.Lost()
+		var local *holder
+		if strings.HasSuffix(recipe, "-handoff") {
+			local = hold(ctx, newLocker(t, recipe, s, path, 1))
+			local.notGranted(t, 200*time.Millisecond, "local waiter granted while held")
+		}
+		px.Cut()
+		recv(t, lost, 5*time.Second, "Lost not closed on suspension")
+		waitFor(t, 10*time.Second, "reconnected", func() bool { return s.State() == conn.Reconnected })
+		if got := epochOf(t, s).SessionID(); got != sid {
+			t.Fatalf("session changed (%x -> %x): the cut was too long", sid, got)
+		}
+		err := h.release()
+		t.Logf("release after suspended loss: %v", err)
+		if local != nil {
+			l2 := local.wait(t, 5*time.Second, "local waiter")
+			t.Logf("local waiter: %s (holder's %s), err %v", l2.Path(), l.Path(), l2.Err())
+			require.NoError(t, local.release())
+		}
+		olk := newLocker(t, strings.TrimSuffix(recipe, "-handoff"), f.Session(), path, 2)
+		if _, err := timed(ctx, 6*time.Second, acquireErr(olk)); err != nil {
+			t.Errorf("another session could not acquire after the release (nodes %v): %v", ephemeralsUnder(f.Raw(), f.Path("susp")), err)
+		} else {
+			_ = olk.Release(context.WithoutCancel(ctx))
+		}
+		noWatchesOf(t, f, sid, 3*time.Second, "the session")
+		rec.gaugeDrains(t, 3*time.Second)
+		want := 1
+		if recipe == "multilock" {
+			want = 2
+		}
+		rec.expect(t, want, metrics.LockLost, "", metrics.CauseSuspended, "losses with cause suspended")
+		t.Logf("events %s", rec.dump())
 	})
 }

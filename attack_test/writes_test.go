@@ -365,3 +365,52 @@ func TestGuardedWriteDeletingItsOwnNodeUnderLocalHandoff(t *testing.T) {
 		require.NoError(t, g2.release())
 	})
 }
+
+// TestFenceSeesDelete: conn.Lease.Lost: "Before Lost or Revoked,
+// only Fence and GuardedWrite see a delete"; Fence "returns the grant's
+// fencing token, or ErrLeaseLost"; safety.md's fault table, "lock node
+// deleted by an operator": "Fence and GuardedWrite fail with
+// ErrLeaseLost"; operations.md counts the loss when "Fence or GuardedWrite
+// looks at it". A holder whose node a bystander deleted (and, for
+// exclusive-replaced, another session re-created), which never called
+// Lost: Fence must fail with ErrLeaseLost, whether it is the first Fence
+// of the grant or a Fence called before the delete too.
+func TestFenceSeesDelete(t *testing.T) {
+	f := newFixture(t)
+	names := append(append([]string{}, probe2Recipes...), "exclusive-replaced")
+	for _, fenceFirst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "first-fence-after-delete", true: "fence-before-and-after"}[fenceFirst], func(t *testing.T) {
+			f.Each(t, names, func(t *testing.T, f *fixture, name string) {
+				ctx := ctxT(t, 20*time.Second)
+				recipe := name
+				if name == "exclusive-replaced" {
+					recipe = "exclusive"
+				}
+				path := f.Path("fd-" + name)
+				lk := newLocker(t, recipe, f.Session(), path, 0)
+				l, err := lk.Acquire(ctx)
+				require.NoError(t, err)
+				var fe0 conn.Fence
+				if fenceFirst {
+					fe0, err = l.Fence(ctx)
+					require.NoError(t, err)
+				}
+				require.NoError(t, f.Raw().Delete(l.Path(), -1))
+				if name == "exclusive-replaced" {
+					_, err := newLocker(t, "exclusive", f.Session(), path, 1).Acquire(ctx)
+					require.NoError(t, err)
+				}
+				if fenceFirst {
+					time.Sleep(500 * time.Millisecond) // shapes: past any watch event of the delete
+				}
+				fe, err := l.Fence(ctx)
+				t.Logf("fence before %v, after the delete: %v %v; lease err %v", fe0, fe, err, l.Err())
+				if !errors.Is(err, conn.ErrLeaseLost) {
+					t.Errorf("Fence after its node was deleted: %v, %v; want ErrLeaseLost", fe, err)
+					// GuardedWrite, by contrast, sees it
+					t.Logf("GuardedWrite meanwhile: %v", guardedCreate(ctx, l, path+"-res"))
+				}
+			})
+		})
+	}
+}

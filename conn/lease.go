@@ -247,25 +247,32 @@ func unwatchNow(ep *Epoch, ch <-chan zk.Event) {
 	_ = ep.view().Unwatch(done, ch)
 }
 
-// zxid is Fence's Zxid: known at the grant or read once and cached.
-func (l *Lease) zxid(ctx context.Context) (int64, error) {
+// zxid is Fence's Zxid: known at the grant or read once. With check, the
+// node the grant stands on is read anyway, and found gone the lease is lost.
+func (l *Lease) zxid(ctx context.Context, check bool) (int64, error) {
+	if err := l.Err(); err != nil {
+		return 0, err
+	}
 	if l.parent != nil {
-		return l.parent.zxid(ctx)
+		return l.parent.zxid(ctx, check)
 	}
 	l.mu.Lock()
-	z := cmp.Or(l.fence, l.czxid)
+	z, guard := cmp.Or(l.fence, l.czxid), l.guard
 	l.mu.Unlock()
-	if z != 0 {
+	if z != 0 && !check {
 		return z, nil
 	}
-	ok, st, err := l.ep.view().Exists(ctx, l.path)
-	if err != nil {
+	p := cmp.Or(guard, l.path)
+	ok, st, err := l.ep.view().Exists(ctx, p)
+	switch {
+	case err != nil:
 		return 0, err
-	}
-	if !ok {
-		err := errNodeDeleted(l.path)
+	case !ok || guard != "" && st.Czxid != z:
+		err := errNodeDeleted(p)
 		l.closeLost(err)
 		return 0, err
+	case guard != "":
+		return z, nil
 	}
 	if err := l.own(st); err != nil {
 		return 0, err
@@ -442,12 +449,10 @@ func (f Fence) Compare(g Fence) int {
 // String is "zxid.pass", in hexadecimal as ZooKeeper prints zxids.
 func (f Fence) String() string { return fmt.Sprintf("0x%x.%d", f.Zxid, f.Pass) }
 
-// Fence returns the grant's fencing token, or ErrLeaseLost.
+// Fence returns the grant's fencing token, or ErrLeaseLost; it reads the
+// lock node, so it sees a delete before Lost does.
 func (l *Lease) Fence(ctx context.Context) (Fence, error) {
-	if err := l.Err(); err != nil {
-		return Fence{}, err
-	}
-	z, err := l.zxid(ctx)
+	z, err := l.zxid(ctx, true)
 	if err != nil {
 		return Fence{}, err
 	}

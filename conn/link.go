@@ -60,13 +60,14 @@ func (v *epochView) SessionPassword() []byte  { return append([]byte(nil), v.pas
 func (v *epochView) Context() context.Context { return v.ctx }
 func (v *epochView) Timeout() time.Duration   { return v.timeout }
 
-func (v *leaseView) Released()                        { (*Lease)(v).released() }
-func (v *leaseView) Local(pass int64) *Lease          { return (*Lease)(v).localView(pass) }
-func (v *leaseView) RevokeSeen() bool                 { return closed(v.revoked) }
-func (v *leaseView) CheckOp() *zk.CheckVersionRequest { return (*Lease)(v).checkOp() }
-func (v *leaseView) Unreported()                      { v.unreported.Store(true) }
-func (v *leaseView) Releasing(on bool)                { (*Lease)(v).setReleasing(on) }
-func (v *leaseView) Gone()                            { (*Lease)(v).gone() }
+func (v *leaseView) Released()                               { (*Lease)(v).released() }
+func (v *leaseView) Local(pass int64) *Lease                 { return (*Lease)(v).localView(pass) }
+func (v *leaseView) RevokeSeen() bool                        { return closed(v.revoked) }
+func (v *leaseView) CheckOp() *zk.CheckVersionRequest        { return (*Lease)(v).checkOp() }
+func (v *leaseView) Unreported()                             { v.unreported.Store(true) }
+func (v *leaseView) Releasing(on bool)                       { (*Lease)(v).setReleasing(on) }
+func (v *leaseView) Gone()                                   { (*Lease)(v).gone() }
+func (v *leaseView) Zxid(ctx context.Context) (int64, error) { return (*Lease)(v).zxid(ctx, false) }
 
 func (v *leaseView) Label(recipe, lock string) {
 	v.recipe, v.lock = recipe, lock

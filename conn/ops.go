@@ -186,7 +186,7 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 			op == metrics.OpSet && errors.Is(err, zk.ErrBadVersion) || op == metrics.OpDelete && errors.Is(err, zk.ErrNoNode)) {
 			err = fmt.Errorf("%w: %w", ErrConnectionLoss, err)
 		}
-		return v, fmt.Errorf("conn: %s %s: %w", op, full, err)
+		return v, fmt.Errorf("conn: %s %s: %w", op, e.s.strip(full), err) // the caller's path
 	}
 	for attempt := 1; ; attempt++ {
 		if err := cmp.Or(e.Err(), ctx.Err()); err != nil {

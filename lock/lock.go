@@ -127,9 +127,11 @@ func WithLocalHandoff(maxPasses int, budget time.Duration) Option {
 
 // Revoke asks the holder of node (a Participant.Node or Lease.Path) to
 // release, as Curator's Revoker.attemptRevoke does: its Lease.Revoked
-// closes. A sealed node (the default), or one s may not write, fails with
-// ErrNotRevocable; a name not a lock contender's with
-// conn.ErrInvalidArgument; a node that is gone is nil.
+// closes. A waiter's node keeps the request until its grant, except a
+// semaphore's of more than one lease (its lease is another node). A sealed
+// node (the default), or one s may not write, fails with ErrNotRevocable; a
+// name not a lock contender's with conn.ErrInvalidArgument; a node that is
+// gone is nil.
 func Revoke(ctx context.Context, s *conn.Session, node string) error {
 	if err := revoke(ctx, s, node); err != nil {
 		return fmt.Errorf("lock: revoke %s: %w", node, err)

@@ -94,7 +94,7 @@ func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 	if a.free {
 		return true, nil
 	}
-	f, err := a.lk.Fence(ctx)
+	z, err := connlink.Of(a.lk).Zxid(ctx)
 	if errors.Is(err, conn.ErrLeaseLost) {
 		return false, errRestart // our internal lock node is gone
 	}
@@ -112,7 +112,7 @@ func (a *attempt) soleLeaseFresh(ctx context.Context) (bool, error) {
 		}
 		pzxid = st.Pzxid
 	}
-	return pzxid < f.Zxid, nil
+	return pzxid < z, nil
 }
 
 // list lists the lease nodes once.

@@ -315,6 +315,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (l *conn.Lease, ok bool,
 	if err := ctx.Err(); err != nil {
 		return nil, false, bg.CtxErr(ctx)
 	}
+	done := report.Meter(m.sem.sess, "semaphoremutex", m.Path()) // the wait for this handle's hold too
+	defer func() { done(ok, err) }()
 	select {
 	case m.gate <- struct{}{}:
 	default:
@@ -325,13 +327,15 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (l *conn.Lease, ok bool,
 		case m.gate <- struct{}{}:
 		case <-ctx.Done():
 			return nil, false, fmt.Errorf("waiting for this handle's release: %w", bg.CtxErr(ctx))
+		case <-m.sem.sess.Done():
+			return nil, false, conn.ErrClosed
 		}
 	}
 	if wait {
-		l, err = m.c.Acquire(ctx)
+		l, err = m.c.Unmetered().Acquire(ctx)
 		ok = l != nil
 	} else {
-		l, ok, err = m.c.TryAcquire(ctx)
+		l, ok, err = m.c.Unmetered().TryAcquire(ctx)
 	}
 	if err != nil || !ok {
 		<-m.gate

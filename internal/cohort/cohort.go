@@ -389,6 +389,10 @@ func (c Contender) TryAcquire(ctx context.Context) (*conn.Lease, bool, error) {
 	return l, ok, err
 }
 
+// Unmetered is c's Acquire and TryAcquire unreported, for a recipe that
+// reports a longer wait itself.
+func (c Contender) Unmetered() Remote { return c.via }
+
 // Release ends grant l: ErrNotHolder if not the cohort's current grant.
 func (c Contender) Release(ctx context.Context, l *conn.Lease) error {
 	return c.via.Release(ctx, l)

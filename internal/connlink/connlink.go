@@ -107,9 +107,10 @@ type Lease[L any] interface {
 	// CheckOp returns GuardedWrite's check, which passes for a released
 	// local grant while its node stays.
 	CheckOp() *zk.CheckVersionRequest
-	Label(recipe, lock string) // what its hold and loss are reported under; undoes Unreported
-	Unreported()               // report neither hold nor loss until Label: a recipe's internal lock
-	Releasing(on bool)         // the recipe deletes the node (on), so its deletion is no loss; or gave up
+	Label(recipe, lock string)               // what its hold and loss are reported under; undoes Unreported
+	Zxid(ctx context.Context) (int64, error) // Fence's Zxid, without reading the node once known
+	Unreported()                             // report neither hold nor loss until Label: a recipe's internal lock
+	Releasing(on bool)                       // the recipe deletes the node (on), so its deletion is no loss; or gave up
 	// Gone: the recipe found the node gone before its own delete; the lease
 	// ends as lost, and a later Released changes nothing.
 	Gone()
