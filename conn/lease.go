@@ -277,7 +277,7 @@ func (l *Lease) zxid(ctx context.Context, check bool) (int64, error) {
 	if err := l.own(st); err != nil {
 		return 0, err
 	}
-	return st.Czxid, nil
+	return cmp.Or(z, st.Czxid), nil // z: a downgrade's token stays its write node's
 }
 
 // GuardedWrite runs ops (*zk.CreateRequest, *zk.DeleteRequest,
