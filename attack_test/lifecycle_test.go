@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -1135,20 +1134,11 @@ func TestCloseWhileWaitingForOwnHandle(t *testing.T) {
 			f, ctx := setUp(t, 30*time.Second)
 			s := f.Session()
 			path := f.Path("cw")
-			var lk, second locker
-			switch name {
-			case "exclusive":
-				lk, _ = exclusive.New(s, path)
-				second = lk
-			case "semaphoremutex":
-				lk, _ = semaphoremutex.New(s, path)
-				second = lk
-			case "semaphoremutex-handoff":
-				lk, _ = semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
-				second = lk
-			case "semaphoremutex-handoff-other-handle":
-				lk, _ = semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
-				second, _ = semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
+			recipe, other := strings.CutSuffix(name, "-other-handle")
+			lk := newLocker(t, recipe, s, path, 0)
+			second := lk
+			if other {
+				second = newLocker(t, recipe, s, path, 0)
 			}
 			_, err := lk.Acquire(ctx)
 			require.NoError(t, err)

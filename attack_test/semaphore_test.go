@@ -14,9 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
-	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
-	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -389,18 +387,10 @@ func TestSecondAcquireOfHoldingHandleTimeoutCounted(t *testing.T) {
 			f, ctx := setUp(t, 30*time.Second)
 			rec, s := f.metered()
 			path := f.Path("second")
-			var lk interface {
+			lk := newLocker(t, name, s, path, 0).(interface {
 				locker
 				TryAcquire(context.Context) (*conn.Lease, bool, error)
-			}
-			switch name {
-			case "semaphoremutex":
-				lk, _ = semaphoremutex.New(s, path)
-			case "semaphoremutex-handoff":
-				lk, _ = semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
-			case "exclusive":
-				lk, _ = exclusive.New(s, path)
-			}
+			})
 			l1, err := lk.Acquire(ctx)
 			require.NoError(t, err)
 			errc := make(chan error, 1)
