@@ -28,8 +28,11 @@ import (
 // waiter of an in-process handoff included"): a grant passed in the
 // process is the one whose Fence has Pass > 0 (conn.Fence: "Pass numbers
 // the grants made on that node: 0 for the grant that created it, 1, 2, ...
-// for each local handoff on it"), so the handoffs counted must equal the grants seen with Pass > 0,
-// and the granted waits the grants. Fences must grow strictly in grant order
+// for each local handoff on it"), so the handoffs counted must equal the
+// grants passed in the process. A pass is told by its node, not by Fence
+// (which reads the node the bystander may have deleted): a grant on a node
+// an earlier grant of the session held, and its Fence, where it succeeds,
+// has Pass > 0. The granted waits must equal the grants. Fences must grow strictly in grant order
 // (each grant checks against the greatest seen so far, under a lock that
 // the holders take while they hold). At the end the watches gauge is 0.
 func TestHandoffMetricsMatchFences(t *testing.T) {
@@ -47,6 +50,8 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 			backwards []string
 			deleted   int
 			userLost  int
+			seen      = map[string]bool{} // the nodes A's grants stood on
+			fenced    int                 // A's grants whose Fence succeeded
 		)
 		const perG, gs = 12, 3
 		var wg sync.WaitGroup
@@ -67,9 +72,17 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 					f, ferr := l.Fence(ctx)
 					mu.Lock()
 					grants++
+					// A new node has a new sequence number: a node seen
+					// before is a pass, whether or not Fence could read it.
+					pass := seen[l.Path()]
+					seen[l.Path()] = true
+					if pass {
+						passes++
+					}
 					if ferr == nil {
-						if f.Pass > 0 {
-							passes++
+						fenced++
+						if pass != (f.Pass > 0) {
+							t.Errorf("grant on %s: Fence %s, but the node was seen before: %v", l.Path(), f, pass)
 						}
 						if f.Compare(best) <= 0 {
 							backwards = append(backwards, f.String()+" after "+best.String())
@@ -158,8 +171,8 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 		wg.Wait()
 		mu.Lock()
 		defer mu.Unlock()
-		t.Logf("bystander deletes %d (nodes now %v %v); grants %d, with Pass > 0: %d; metrics: handoffs %d, granted waits %d, holds %d, lost %d",
-			deleted, children(zc, path), children(zc, path+"/leases"), grants, passes, rec.count(metrics.LockHandoff, "", ""), rec.count(metrics.LockWait, "", metrics.OutcomeGranted),
+		t.Logf("bystander deletes %d (nodes now %v %v); grants %d (fenced %d), passed: %d; metrics: handoffs %d, granted waits %d, holds %d, lost %d",
+			deleted, children(zc, path), children(zc, path+"/leases"), grants, fenced, passes, rec.count(metrics.LockHandoff, "", ""), rec.count(metrics.LockWait, "", metrics.OutcomeGranted),
 			rec.count(metrics.LockHold, "", ""), rec.count(metrics.LockLost, "", ""))
 		t.Logf("grants whose Err was set at release: %d", userLost)
 		for _, r := range []string{"mutex", "semaphoremutex", "semaphore", "semaphore-lock"} {
@@ -169,7 +182,7 @@ func TestHandoffMetricsMatchFences(t *testing.T) {
 		for _, b := range backwards {
 			t.Errorf("fence not above the greatest seen: %s", b)
 		}
-		rec.expect(t, passes, metrics.LockHandoff, "", "", "handoffs counted (want the grants with Pass > 0)")
+		rec.expect(t, passes, metrics.LockHandoff, "", "", "handoffs counted (want the grants passed in the process)")
 		rec.expect(t, grants, metrics.LockWait, "", metrics.OutcomeGranted, "granted waits counted (want the grants)")
 		rec.gaugeDrains(t, 3*time.Second)
 	})
