@@ -21,12 +21,26 @@ import (
 // the greatest fencing token a write has carried) and a row per item sold
 // in orders. Each of the three runs is a sale of its own (shops.id).
 type store struct {
-	db        *sql.DB
+	db        handle
 	kind      string // "SQLite" or "PostgreSQL"
 	name      string // kind, and its version or file
 	isolation string // the database's default isolation level, which every transaction runs at
 	postgres  bool
 	close     func() error
+}
+
+// handle is what the store runs its statements on: the database (a pool),
+// or one connection of it, as a worker process of its own would have.
+type handle interface {
+	rowQuerier
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// rowQuerier is a handle or a transaction, for a read of one row.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // openStore opens the database dsn names: "" is a new SQLite file in a
@@ -134,7 +148,7 @@ func (st *store) sell(ctx context.Context, shop string, left int, worker string)
 	})
 }
 
-// fencedError is a write refused for its fencing token.
+// fencedError is a claim or a write refused for its fencing token.
 type fencedError struct {
 	token, seen conn.Fence
 }
@@ -143,30 +157,61 @@ func (e *fencedError) Error() string {
 	return fmt.Sprintf("refused: fencing token %v is older than %v, the greatest the row has seen", e.token, e.seen)
 }
 
-// sellFenced is sell for the holder of the grant token: the row keeps the
-// greatest token a write has carried, and the update takes effect only if
-// token is not older (the same grant may write again), in the same
-// statement, so no other write comes between the check and the update.
-// A refused sale changes nothing and returns a *fencedError.
+// notOlder is the fencing condition: the row has seen no token newer than
+// the one bound to its three placeholders (zxid, zxid, pass); an equal one
+// is the same grant again.
+const notOlder = `(fence_zxid < ? OR (fence_zxid = ? AND fence_pass <= ?))`
+
+// claim registers the grant token on the sale's row and reads the stock,
+// in one statement, before the holder works from what it read: from then
+// on the row refuses every older token, so a holder that paused and lost
+// its lock cannot write after a newer one has read. A refused claim
+// returns a *fencedError.
+func (st *store) claim(ctx context.Context, shop string, token conn.Fence) (left int, err error) {
+	err = st.db.QueryRowContext(ctx, st.q(`UPDATE shops SET fence_zxid = ?, fence_pass = ?
+		WHERE id = ? AND `+notOlder+` RETURNING stock`),
+		token.Zxid, token.Pass, shop, token.Zxid, token.Zxid, token.Pass).Scan(&left)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, st.refused(ctx, st.db, shop, token)
+	}
+	return left, err
+}
+
+// sellFenced is sell for the holder of the grant token, under the fencing
+// condition in the same statement (no other write comes between the check
+// and the update). It is safe only after claim: checked on the write
+// alone, the condition refuses a stale holder only if a newer one has
+// already written (see TestFenceInterleavings). A refused sale changes
+// nothing and returns a *fencedError.
 func (st *store) sellFenced(ctx context.Context, shop string, left int, worker string, token conn.Fence) error {
-	return st.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, st.q(`UPDATE shops SET stock = ?, fence_zxid = ?, fence_pass = ?
-			WHERE id = ? AND (fence_zxid < ? OR (fence_zxid = ? AND fence_pass <= ?))`),
-			left-1, token.Zxid, token.Pass, shop, token.Zxid, token.Zxid, token.Pass)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			e := &fencedError{token: token}
-			if err := tx.QueryRowContext(ctx, st.q(`SELECT fence_zxid, fence_pass FROM shops WHERE id = ?`), shop).Scan(&e.seen.Zxid, &e.seen.Pass); err != nil {
-				return err
-			}
-			return e
-		}
-		return st.order(ctx, tx, shop, left, worker, token)
-	})
+	return st.inTx(ctx, func(tx *sql.Tx) error { return st.sellFencedTx(ctx, tx, shop, left, worker, token) })
+}
+
+// sellFencedTx is sellFenced in the transaction tx, which the caller
+// commits.
+func (st *store) sellFencedTx(ctx context.Context, tx *sql.Tx, shop string, left int, worker string, token conn.Fence) error {
+	res, err := tx.ExecContext(ctx, st.q(`UPDATE shops SET stock = ?, fence_zxid = ?, fence_pass = ?
+		WHERE id = ? AND `+notOlder),
+		left-1, token.Zxid, token.Pass, shop, token.Zxid, token.Zxid, token.Pass)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return st.refused(ctx, tx, shop, token)
+	}
+	return st.order(ctx, tx, shop, left, worker, token)
+}
+
+// refused is the *fencedError for token, with the greatest token the row
+// has seen.
+func (st *store) refused(ctx context.Context, q rowQuerier, shop string, token conn.Fence) error {
+	e := &fencedError{token: token}
+	if err := q.QueryRowContext(ctx, st.q(`SELECT fence_zxid, fence_pass FROM shops WHERE id = ?`), shop).Scan(&e.seen.Zxid, &e.seen.Pass); err != nil {
+		return err
+	}
+	return e
 }
 
 // order records the sale of item by worker, with the fencing token its
