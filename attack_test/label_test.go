@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -755,4 +757,88 @@ func TestCommandInNamespaceWithDigestACL(t *testing.T) {
 		t.Errorf("no such path: %d %s", code, out)
 	}
 	close(release)
+}
+
+// TestLabelAfterLocalHandoffNamesFirstHolder: with lock.WithLocalHandoff,
+// req-1 acquires and releases, and req-2, waiting in the same session, is
+// passed the node without a write. The view must not present req-1 as the
+// holder: Participants marks the holder LocalHandoff (lock.Participant:
+// its ID and Label are the node's first holder's), and `zkrecipes locks`
+// says so beside the label, in text and JSON. Writing req-2's label into
+// the node instead would cost a write per pass: the pass costs none.
+func TestLabelAfterLocalHandoffNamesFirstHolder(t *testing.T) {
+	forEach(t, []string{"mutex", "semaphoremutex"}, func(t *testing.T, f *fixture, recipe string) {
+		ctx := ctxT(t, 30*time.Second)
+		var writes atomic.Int64
+		s := f.Session(conn.WithMetrics(metrics.Hooks{Request: func(r metrics.Request) {
+			switch r.Op {
+			case metrics.OpCreate, metrics.OpDelete, metrics.OpSet, metrics.OpMulti, metrics.OpSetACL:
+				writes.Add(1)
+			}
+		}}))
+		path := f.Path("lh/") + recipe
+		type handle interface {
+			locker
+			Participants(context.Context) ([]lock.Participant, error)
+		}
+		newHandle := func() handle {
+			var h handle
+			var err error
+			if recipe == "mutex" {
+				h, err = mutex.New(s, path, lock.WithLocalHandoff(3, 0))
+			} else {
+				h, err = semaphoremutex.New(s, path, lock.WithLocalHandoff(3, 0))
+			}
+			require.NoError(t, err)
+			return h
+		}
+		a, b := newHandle(), newHandle()
+		_, err := a.Acquire(lock.WithLabel(ctx, "req-1"))
+		require.NoError(t, err)
+		hb := hold(lock.WithLabel(ctx, "req-2"), b)
+		hb.notGranted(t, 300*time.Millisecond, "req-2 granted while req-1 holds")
+		before := writes.Load()
+		require.NoError(t, a.Release(ctx))
+		lb := hb.wait(t, 10*time.Second, "req-2")
+		require.Equal(t, int64(0), writes.Load()-before, "writes from req-1's release to req-2's grant")
+		require.Equal(t, int64(1), fenceOf(t, ctx, lb).Pass, "req-2 was not passed the node locally")
+		ps, err := b.Participants(ctx)
+		require.NoError(t, err)
+		require.NotEmpty(t, ps)
+		if h := ps[0]; !h.Holding || h.Label != "req-1" || !h.LocalHandoff {
+			t.Errorf("Participants' holder %+v: want Holding, Label req-1 (the node's first holder) and LocalHandoff", h)
+		}
+
+		doc, out, ok := f.locksJSON(t, path)
+		if !ok {
+			t.Skip("no zkrecipes binary")
+		}
+		var raw struct {
+			Queues []struct {
+				Nodes []struct {
+					Status string
+					Owner  map[string]any
+				}
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &raw))
+		held := 0
+		for _, q := range raw.Queues {
+			for _, n := range q.Nodes {
+				if n.Status != "holds" {
+					continue
+				}
+				held++
+				if n.Owner["label"] != "req-1" || n.Owner["handoff"] != true {
+					t.Errorf("zkrecipes locks -json: holder's owner %v, want label req-1 with handoff true (the label is its first holder's)", n.Owner)
+				}
+			}
+		}
+		require.Equal(t, 1, held, "holders listed: %v", doc)
+		text, _ := f.zkrecipes(t, "locks", path)
+		if !strings.Contains(text, `label="req-1" (local handoff: id and label are the node's first holder's)`) {
+			t.Errorf("zkrecipes locks prints req-1's label as the holder's:\n%s", text)
+		}
+		require.NoError(t, hb.release())
+	})
 }

@@ -67,8 +67,9 @@ var (
 )
 
 // WithLabel returns a copy of ctx carrying label (a request id, a job
-// name), which Acquire and TryAcquire write into their node for
-// Participants to show. A label over 256 bytes, not UTF-8 or with control
+// name), which Acquire and TryAcquire write into the node they create for
+// Participants to show; a node passed on by WithLocalHandoff keeps its
+// first holder's (Participant.LocalHandoff). A label over 256 bytes, not UTF-8 or with control
 // characters fails with conn.ErrInvalidArgument.
 func WithLabel(ctx context.Context, label string) context.Context {
 	return locknode.WithLabel(ctx, label)
@@ -97,7 +98,11 @@ type Participant struct {
 	// Known is false when the node's data does not say which process
 	// queued it; then only Node, Holding, Seq and ID are set.
 	Known bool
-	Label string // the acquire's WithLabel, "" for none or once revoked
+	Label string // WithLabel of the acquire that created the node, "" for none or once revoked
+	// LocalHandoff: the node's handle passes it between the goroutines of
+	// its process without a write (WithLocalHandoff), so ID and Label are
+	// its first holder's; the goroutine holding it now may be another.
+	LocalHandoff bool
 }
 
 // Option configures a recipe's New. A recipe refuses an option that does

@@ -48,7 +48,7 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*InterProcessMut
 		return nil, err
 	}
 	q, err := queue.New(sess, path, queue.Config{Schema: locknode.ProtectedSchema{Name: "lock"}, Predicate: queue.First},
-		queue.Options{Recipe: "mutex", Revocable: cfg.Revocable, Relist: cfg.Relist}) // the Contender reports the waits
+		queue.Options{Recipe: "mutex", Revocable: cfg.Revocable, Relist: cfg.Relist, LocalHandoff: cfg.Handoff != nil}) // the Contender reports the waits
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}

@@ -80,11 +80,11 @@ func newSemaphore(sess *conn.Session, path string, leases int, cfg lockopt.Confi
 	}
 	// No Recipe: the lock is no holder's work; its wait is the semaphore's.
 	lock, err1 := queue.New(sess, zkpath.Join(path, locksDir), queue.Config{Schema: lockSchema, Predicate: queue.First, Tag: tag},
-		queue.Options{Revocable: cfg.Revocable})
+		queue.Options{Revocable: cfg.Revocable, LocalHandoff: cfg.Handoff != nil})
 	leasesPath := zkpath.Join(path, leasesDir)
 	// The lease queue grants nothing: First's order without its handover
 	// mark, which no release of a lease node may leave.
-	lq, err2 := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Predicate: queue.Predicate{Decide: queue.First.Decide}}, queue.Options{Revocable: cfg.Revocable})
+	lq, err2 := queue.New(sess, leasesPath, queue.Config{Schema: leaseSchema, Predicate: queue.Predicate{Decide: queue.First.Decide}}, queue.Options{Revocable: cfg.Revocable, LocalHandoff: cfg.Handoff != nil})
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, fmt.Errorf("semaphoremutex: %w", err)
 	}

@@ -29,7 +29,10 @@
 // leader), name, session id (the node's ephemeralOwner, in hex), age (from
 // its ctime, the server's clock) and the owner its data names, recognised
 // and never guessed: this library's data (host, pid, acquire id, and the
-// label the acquire carried, lock.WithLabel, printed as label=); Curator's
+// label the acquire carried, lock.WithLabel, printed as label=; both are
+// the acquire's that created the node, and a node that lock.WithLocalHandoff
+// passes between goroutines without a write says so: "local handoff: id
+// and label are the node's first holder's"); Curator's
 // default data, the client's IP address, on a Curator-named node; kazoo's
 // identifier on a kazoo-named node; go-zookeeper's empty data on its names;
 // a LeaderLatch participant id; the revoke mark ("revoke requested": a

@@ -13,7 +13,9 @@ import (
 // Owner is who a node's data says queued it. Client is one of:
 //
 //   - "zkrecipes": this library's node data (host, pid, acquire id, and
-//     the caller's label if any);
+//     the caller's label if any; with Handoff, the id and label are the
+//     node's first holder's: lock.WithLocalHandoff passes a node between
+//     the goroutines of its process without writing it);
 //   - "curator": a Curator-named node ("_c_<uuid>-...") whose data is an IP
 //     address, Curator's default node data (the client's address);
 //   - "kazoo": a kazoo-named node ("<32hex>__lock__<seq>"), whose data is
@@ -32,7 +34,8 @@ type Owner struct {
 	Host       string `json:"host,omitempty"`
 	PID        int    `json:"pid,omitempty"`
 	ID         string `json:"id,omitempty"`
-	Label      string `json:"label,omitempty"` // zkrecipes: the caller's label (lock.WithLabel)
+	Label      string `json:"label,omitempty"`   // zkrecipes: the caller's label (lock.WithLabel)
+	Handoff    bool   `json:"handoff,omitempty"` // zkrecipes: ID and Label are the node's first holder's
 	Address    string `json:"address,omitempty"`
 	Identifier string `json:"identifier,omitempty"`
 	Bytes      int    `json:"bytes,omitempty"` // unknown: the data's length
@@ -55,7 +58,7 @@ func ownerOf(kind string, c locknode.Contender, data []byte) Owner {
 		if id == "" {
 			id = d.ID
 		}
-		return Owner{Client: "zkrecipes", Host: d.Host, PID: d.PID, ID: id, Label: d.Label}
+		return Owner{Client: "zkrecipes", Host: d.Host, PID: d.PID, ID: id, Label: d.Label, Handoff: d.Handoff}
 	}
 	text, ok := printable(data)
 	switch {
@@ -98,6 +101,9 @@ func (o Owner) String() string {
 		s := fmt.Sprintf("zkrecipes host=%s pid=%d id=%s", o.Host, o.PID, o.ID)
 		if o.Label != "" {
 			s += fmt.Sprintf(" label=%q", o.Label)
+		}
+		if o.Handoff {
+			s += " (local handoff: id and label are the node's first holder's)"
 		}
 		return s
 	case "curator":

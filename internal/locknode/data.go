@@ -26,6 +26,10 @@ type NodeData struct {
 	// is its holder's release. False on revocable and foreign nodes.
 	Sealed bool   `json:"sealed,omitempty"`
 	Label  string `json:"label,omitempty"` // lock.WithLabel's
+	// Handoff: the node may be passed between goroutines of its process
+	// (lock.WithLocalHandoff) without a write, so ID and Label are those of
+	// the acquire that created it, not necessarily of its holder.
+	Handoff bool `json:"handoff,omitempty"`
 }
 
 // local is this process, computed on first use, not at start-up.
@@ -45,9 +49,13 @@ func NewID() string { return uuid.NewString() }
 
 // EncodeData is the data the engine writes into a node (see NodeData).
 func EncodeData(id, tag string, sealed bool, label string) []byte {
-	d := local()
-	d.ID, d.Tag, d.Sealed, d.Label = id, tag, sealed, label
-	b, _ := json.Marshal(d) // cannot fail: strings and an int
+	return Encode(NodeData{ID: id, Tag: tag, Sealed: sealed, Label: label})
+}
+
+// Encode is d as node data, with this process's Host and PID.
+func Encode(d NodeData) []byte {
+	d.Host, d.PID = local().Host, local().PID
+	b, _ := json.Marshal(d) // cannot fail: strings, bools and an int
 	return b
 }
 

@@ -53,7 +53,7 @@ func (q *Queue) CreateBehind(ctx, ectx context.Context, ep *conn.Epoch, id strin
 		if err != nil {
 			return Created{}, err
 		}
-		data = locknode.EncodeData(id, q.cfg.Tag, q.Sealed(), label)
+		data = locknode.Encode(locknode.NodeData{ID: id, Tag: q.cfg.Tag, Sealed: q.Sealed(), Label: label, Handoff: q.opt.LocalHandoff})
 	}
 	create := &zk.CreateRequest{Path: p, Data: data, Acl: q.NodeACL(), Flags: zk.FlagEphemeral | zk.FlagSequence}
 	var c Created

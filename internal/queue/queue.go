@@ -49,6 +49,9 @@ type Options struct {
 	// so that lock.Revoke can write into them; release is a plain delete.
 	Revocable bool
 	Relist    bool // list again after every notification, as Curator does: for the benchmarks
+	// LocalHandoff marks the nodes' data as passed on in the process
+	// without a write (lock.WithLocalHandoff), for Participants.
+	LocalHandoff bool
 }
 
 // Grant is a granted node; HandedOver by a First holder's release of the
@@ -192,7 +195,7 @@ func remove(cs []locknode.Contender, name string) []locknode.Contender {
 }
 
 // Participant is one contender as Participants reports it; Known (and Tag,
-// Label, Host, PID) when the data is this engine's.
+// Label, Handoff, Host, PID) when the data is this engine's.
 type Participant struct {
 	locknode.Contender
 	Host       string
@@ -200,6 +203,7 @@ type Participant struct {
 	Known      bool
 	Tag        string
 	Label      string
+	Handoff    bool  // the data's: ID and Label are the node's first holder's
 	Session    int64 // the ephemeralOwner
 	ACLVersion int32
 }
@@ -207,7 +211,7 @@ type Participant struct {
 // Public is p as a recipe reports it: its node under dir, holding or not.
 func (p Participant) Public(dir string, holding bool) lock.Participant {
 	return lock.Participant{Node: zkpath.Join(dir, p.Name), Holding: holding, Seq: p.Seq, ID: p.ID,
-		Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label}
+		Host: p.Host, PID: p.PID, Known: p.Known, Label: p.Label, LocalHandoff: p.Handoff}
 }
 
 // Participants lists the contenders in queue order with who they are;
@@ -236,7 +240,7 @@ func (q *Queue) Participants(ctx context.Context) ([]Participant, error) {
 		}
 		p := Participant{Contender: c, Session: st.EphemeralOwner, ACLVersion: st.Aversion}
 		if d, ok := locknode.DecodeData(b); ok {
-			p.Host, p.PID, p.Known, p.Tag, p.Label = d.Host, d.PID, true, d.Tag, d.Label
+			p.Host, p.PID, p.Known, p.Tag, p.Label, p.Handoff = d.Host, d.PID, true, d.Tag, d.Label, d.Handoff
 			if p.ID == "" { // the name's uuid is the id; data can be copied
 				p.ID = d.ID
 			}
