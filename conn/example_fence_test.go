@@ -2,6 +2,7 @@ package conn_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"sync"
@@ -13,34 +14,52 @@ import (
 )
 
 // stockRow stands for a row of a database outside ZooKeeper that checks
-// fencing tokens: it keeps the greatest token a write has carried and
-// takes a write only if its token is not older, in the same step as the
-// write. In SQL that is one conditional update, as examples/seckill does:
+// fencing tokens. It keeps the greatest token it has seen and refuses an
+// older one, on the read and on the write: a holder claims the row with
+// its token as it reads what it will write from, so a stale holder cannot
+// write once a newer one has read. In SQL, as examples/seckill does, the
+// claim is
 //
-//	UPDATE shops SET stock = $1, fence_zxid = $2, fence_pass = $3
-//	WHERE id = $4 AND (fence_zxid < $2 OR (fence_zxid = $2 AND fence_pass <= $3))
+//	UPDATE shops SET fence_zxid = $1, fence_pass = $2
+//	WHERE id = $3 AND (fence_zxid < $1 OR (fence_zxid = $1 AND fence_pass <= $2))
+//	RETURNING stock
 //
-// and no row updated means refused.
+// and the write carries the same condition; no row means refused. Checked
+// on the write alone, the condition would accept alice's write below (bob
+// has read but not yet written), and bob's write would then overwrite it.
 type stockRow struct {
 	mu    sync.Mutex // guards the fields below
 	stock int
-	fence conn.Fence // the greatest token a write has carried
+	fence conn.Fence // the greatest token the row has seen
 }
 
-func (r *stockRow) sell(token conn.Fence) error {
+// claim registers token and returns the stock.
+func (r *stockRow) claim(token conn.Fence) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if token.Compare(r.fence) < 0 {
-		return fmt.Errorf("refused: a later holder has written")
+		return 0, errors.New("refused: a later holder has claimed the row")
 	}
-	r.stock, r.fence = r.stock-1, token
+	r.fence = token
+	return r.stock, nil
+}
+
+// sell writes stock read-1 under the same condition.
+func (r *stockRow) sell(token conn.Fence, read int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if token.Compare(r.fence) < 0 {
+		return errors.New("refused: a later holder has claimed the row")
+	}
+	r.stock, r.fence = read-1, token
 	return nil
 }
 
 // A holder that pauses past its session (a GC pause, a stopped VM) wakes
 // up still believing it holds the lock; meanwhile the server has expired
 // its session and granted the lock to another. Only the store can stop
-// its write: by the lease's fencing token.
+// its write: by the lease's fencing token, registered on the row before
+// the holder reads from it.
 func ExampleLease_Fence() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -71,6 +90,8 @@ func ExampleLease_Fence() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	aliceRead, err := row.claim(token)
+	fmt.Println("alice reads:", aliceRead, err)
 	// Alice pauses here; the server expires her session.
 	if err := zktest.ExpireEpoch(ctx, zk.Servers()[0], lease.Epoch()); err != nil {
 		log.Fatal(err)
@@ -85,16 +106,20 @@ func ExampleLease_Fence() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("bob sells:", row.sell(bobToken))
+	bobRead, err := row.claim(bobToken)
+	fmt.Println("bob reads:", bobRead, err)
 
-	// Alice wakes and writes, with the token of her grant.
-	fmt.Println("alice sells:", row.sell(token))
+	// Alice wakes and writes, with the token of her grant, before bob.
+	fmt.Println("alice sells:", row.sell(token, aliceRead))
+	fmt.Println("bob sells:", row.sell(bobToken, bobRead))
 	fmt.Println("stock:", row.stock)
 
 	_ = aliceLock.Release(ctx) // a lost lease: nothing to release
 	_ = bobLock.Release(ctx)
 	// Output:
+	// alice reads: 10 <nil>
+	// bob reads: 10 <nil>
+	// alice sells: refused: a later holder has claimed the row
 	// bob sells: <nil>
-	// alice sells: refused: a later holder has written
 	// stock: 9
 }

@@ -8,7 +8,7 @@
 // as in the tutorials: inside it, SQLite (whose transactions here take the
 // write lock when they begin) would run the sales one at a time, a lock of
 // the database's own, while PostgreSQL at read committed would still lose
-// updates. Three sales, side by side:
+// updates. Four sales, side by side:
 //
 //  1. Without a lock, workers that read the same stock sell the same item:
 //     the shop sells more than it has (oversold, printed).
@@ -19,10 +19,21 @@
 //     item the frozen one had read. The frozen worker then wakes and
 //     writes: an item is sold twice, even with a lock. A lock alone cannot
 //     stop a write its holder had already decided on.
-//  3. The same, with each write carrying the lease's fencing token
-//     (Lease.Fence): the stock row keeps the greatest token it has seen and
-//     the update is conditional on it, so the woken worker's write is
-//     refused (printed) and the shop sells exactly its stock.
+//  3. The same, with the lease's fencing token (Lease.Fence) claiming the
+//     stock row as the sale reads it: one UPDATE sets the row's token and
+//     returns the stock, only if the row has seen no newer token, and the
+//     write is conditional in the same way. Two workers freeze in turn:
+//     while the first is frozen the next holder sells; while the second
+//     is, the next holder reads and then waits for the frozen one's
+//     write. Both woken writes are refused (printed), and the shop sells
+//     exactly its stock.
+//  4. The token checked on the write alone (read, work, then a
+//     conditional UPDATE), as tutorials teach it: the first woken write is
+//     refused, but the second, made after the next holder read, is
+//     accepted, and the next holder's write then overwrites it: an item
+//     sold twice (printed). Such a check refuses a stale holder only once
+//     a newer one has written; the token must reach the row before the
+//     holder reads what it will write from.
 //
 // Run it with
 //
@@ -49,7 +60,8 @@ import (
 // what is the summary -h prints.
 const what = "The flash sale (秒杀) against a SQL database: without a lock the workers oversell; with\n" +
 	"the mutex alone a holder frozen past its session sells an item twice; with the mutex and\n" +
-	"its fencing token checked by the database, the frozen holder's write is refused."
+	"its fencing token claiming the row before the read, the frozen holder's write is refused;\n" +
+	"with the token checked on the write alone, an update is lost again."
 
 func main() {
 	fs := demo.Flags("seckill", what)

@@ -41,9 +41,9 @@ func TestRunPostgres(t *testing.T) {
 	testRun(t, dsn)
 }
 
-// testRun runs the three sales against a fresh ZooKeeper and the database
-// dsn, within 2 minutes (two of the sales wait for a session to expire),
-// logs what they printed and fails t on run's error.
+// testRun runs the four sales against a fresh ZooKeeper and the database
+// dsn, within 2 minutes (three of the sales wait for sessions to expire,
+// five in all), logs what they printed and fails t on run's error.
 func testRun(t *testing.T, dsn string) {
 	c := zktest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
