@@ -685,3 +685,22 @@ func TestReentryLostAfterExpiry(t *testing.T) {
 }
 
 var _ = context.Background
+
+// TestMutexReleaseErrorsSayPathOnce: mutex's Release errors say "mutex:
+// release <path>: " and then the cause, the path once (package lock),
+// with and without lock.WithLocalHandoff, with a guarded write in flight
+// when the release's delete cannot be confirmed (lock.ErrReleasePending).
+func TestMutexReleaseErrorsSayPathOnce(t *testing.T) {
+	for _, c := range []struct {
+		recipe   string
+		inflight bool
+	}{{"mutex", false}, {"mutex", true}, {"mutex-handoff", false}, {"mutex-handoff", true}} {
+		t.Run(fmt.Sprintf("%s/inflight=%v", c.recipe, c.inflight), func(t *testing.T) {
+			f := newFixture(t)
+			path := f.Path("errs")
+			err := pendingRelease(t, f, c.recipe, path, c.inflight)
+			t.Logf("%v", err)
+			releaseErrSaysPathOnce(t, err, "mutex", path, lock.ErrReleasePending)
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
 	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
@@ -437,4 +439,92 @@ func TestSecondAcquireOfHoldingHandleTimeoutCounted(t *testing.T) {
 			rec.expect(t, 1, metrics.LockWait, "", metrics.OutcomeNotGranted, "TryAcquires not granted")
 		})
 	}
+}
+
+// releaseErrSaysPathOnce checks package lock's "Errors say the recipe, the
+// operation and the lock's path once, then the cause" on err, a release
+// of the lock at path by recipe, that must match want.
+func releaseErrSaysPathOnce(t *testing.T, err error, recipe, path string, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("release: %v, want %v", err, want)
+		return
+	}
+	// The cause may name a node below path (the node a delete is pending
+	// for), not path itself again, nor the recipe.
+	msg, prefix := err.Error(), recipe+": release "+path+": "
+	rest, ok := strings.CutPrefix(msg, prefix)
+	if !ok || strings.Count(rest, path) != strings.Count(rest, path+"/") || strings.Contains(rest, recipe+": ") {
+		t.Errorf("release error %q: want %q once, then the cause", msg, prefix)
+	}
+}
+
+// pendingRelease returns the error of a release of recipe's lock at path
+// whose delete cannot be confirmed: its session's connection blackholed,
+// and, with inflight, a guarded write of the holder in flight (a local
+// handoff's release waits for it). The connection is healed after.
+func pendingRelease(t *testing.T, f *fixture, recipe, path string, inflight bool) error {
+	t.Helper()
+	ctx := ctxT(t, 40*time.Second)
+	px, s := f.ProxiedSession(conn.WithSessionTimeout(20 * time.Second))
+	lk := newLocker(t, recipe, s, path, 0)
+	l, err := lk.Acquire(ctx)
+	require.NoError(t, err)
+	res := path + "-res"
+	f.Register(res, nil)
+	written := make(chan error, 1)
+	px.Blackhole()
+	if inflight {
+		go func() { written <- guardedSet(ctx, l, res, []byte("w"), -1) }()
+		quiet(t, written, 200*time.Millisecond, "the guarded write returned while blackholed")
+	} else {
+		written <- nil
+	}
+	_, err = timed(ctx, 500*time.Millisecond, lk.Release)
+	px.Heal()
+	recv(t, written, 25*time.Second, "the guarded write never returned")
+	return err
+}
+
+// TestSemaphoreMutexErrorsSayRecipeAndPathOnce: semaphoremutex's Release
+// and ReturnLease errors say "semaphoremutex: release <the lock's path>: "
+// and then the cause, naming neither again (a node below the path may be
+// named by the cause): a release whose delete is unconfirmed (lock.ErrReleasePending),
+// with and without lock.WithLocalHandoff, with a guarded write in flight,
+// and a lease returned twice (lock.ErrNotHeld).
+func TestSemaphoreMutexErrorsSayRecipeAndPathOnce(t *testing.T) {
+	for _, c := range []struct {
+		recipe   string
+		inflight bool
+	}{
+		{"semaphoremutex", false}, {"semaphoremutex-handoff", false}, {"semaphoremutex-handoff", true},
+		{"semaphore-1", false}, {"semaphore-3", false},
+	} {
+		t.Run(fmt.Sprintf("%s/inflight=%v", c.recipe, c.inflight), func(t *testing.T) {
+			f := newFixture(t)
+			path := f.Path("errs")
+			err := pendingRelease(t, f, c.recipe, path, c.inflight)
+			t.Logf("%v", err)
+			releaseErrSaysPathOnce(t, err, "semaphoremutex", path, lock.ErrReleasePending)
+		})
+	}
+	t.Run("ReturnLease twice", func(t *testing.T) {
+		f := newFixture(t)
+		ctx := ctxT(t, 20*time.Second)
+		path := f.Path("twice")
+		for _, n := range []int{1, 3} {
+			sem, err := semaphoremutex.NewSemaphore(f.Session(), path+strconv.Itoa(n), n)
+			require.NoError(t, err)
+			l, err := sem.Acquire(ctx)
+			require.NoError(t, err)
+			require.NoError(t, sem.ReturnLease(ctx, l))
+			err = sem.ReturnLease(ctx, l)
+			t.Logf("%v", err)
+			releaseErrSaysPathOnce(t, err, "semaphoremutex", path+strconv.Itoa(n), lock.ErrNotHeld)
+		}
+		m, err := semaphoremutex.New(f.Session(), path+"m")
+		require.NoError(t, err)
+		err = m.Release(ctx)
+		releaseErrSaysPathOnce(t, err, "semaphoremutex", path+"m", lock.ErrNotHeld)
+	})
 }

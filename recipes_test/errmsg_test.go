@@ -32,7 +32,7 @@ func TestErrorMessages(t *testing.T) {
 			"rwlock: release write lock {P}: " + pending + ": conn: multi set-data {N} +1 op: context canceled"},
 		{"semmutex", "semaphoremutex: release {P}: lock: not held",
 			"semaphoremutex: acquire {P}: context deadline exceeded",
-			"semaphoremutex: release {N}: " + pending + ": conn: multi set-data {N} +1 op: context canceled"},
+			"semaphoremutex: release {P}: " + pending + ": conn: multi set-data {N} +1 op: context canceled"},
 		{"exclusive", "exclusive: release {P}: lock: not held",
 			"exclusive: acquire {P}: context deadline exceeded",
 			"exclusive: release {P}: " + pending + ": conn: get {N}: context canceled"}, // Release reads its node first

@@ -133,31 +133,35 @@ func (s *Semaphore) metered(ctx context.Context, wait bool) (*conn.Lease, bool, 
 // lock.ErrNotHeld when it is nil, not this handle's or already returned;
 // lock.ErrReleasePending counts as returned; any other error leaves it held.
 func (s *Semaphore) ReturnLease(ctx context.Context, lease *conn.Lease) error {
+	if err := s.returnLease(ctx, lease); err != nil {
+		return fmt.Errorf("semaphoremutex: release %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// returnLease is ReturnLease, its error not naming the semaphore.
+func (s *Semaphore) returnLease(ctx context.Context, lease *conn.Lease) error {
 	if lease == nil {
-		return fmt.Errorf("semaphoremutex: release %s: nil lease: %w", s.path, lock.ErrNotHeld)
+		return fmt.Errorf("nil lease: %w", lock.ErrNotHeld)
 	}
 	s.mu.Lock()
 	_, ok := s.held[lease]
 	delete(s.held, lease)
 	s.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("semaphoremutex: release %s: not granted by this handle, or already released: %w",
-			lease.Path(), lock.ErrNotHeld)
+		return fmt.Errorf("lease not granted by this handle, or already released: %w", lock.ErrNotHeld)
 	}
 	release := s.leases.Withdraw // a lease node: a plain delete
 	if s.max == 1 && !strings.HasPrefix(lease.Path(), s.leasesPath+"/") {
 		release = s.lock.Release // the lease is the internal lock node: hand it over
 	}
 	err := release(ctx, lease)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, lock.ErrReleasePending) {
+	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		s.mu.Lock()
 		s.held[lease] = struct{}{}
 		s.mu.Unlock()
 	}
-	return fmt.Errorf("semaphoremutex: release %s: %w", lease.Path(), err)
+	return err
 }
 
 // acquire takes the internal lock, then a lease under it, and releases the
@@ -277,7 +281,7 @@ func New(sess *conn.Session, path string, opts ...lock.Option) (*Mutex, error) {
 			l, err := s.acquire(ctx, false)
 			return l, l != nil, err
 		},
-		Release: s.ReturnLease,
+		Release: s.returnLease, // Mutex.Release names the mutex
 		Holds:   holdsRecipe,
 	})
 	if err != nil {
@@ -363,10 +367,13 @@ func (m *Mutex) Release(ctx context.Context) error {
 		m.mu.Lock()
 		m.lease = l
 		m.mu.Unlock()
-		return err
+	} else {
+		<-m.gate
 	}
-	<-m.gate
-	return err
+	if err != nil {
+		return fmt.Errorf("semaphoremutex: release %s: %w", m.Path(), err)
+	}
+	return nil
 }
 
 // Participants lists the holder, if any, then the waiters in the order
