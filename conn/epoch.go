@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/logfield"
 )
 
 // Epoch is one ZooKeeper session of a Session, the one a Lease was taken
@@ -31,13 +34,18 @@ type Epoch struct {
 	unsafe chan struct{} // see lostSignal; closed by the session's run goroutine
 
 	confirmed atomic.Int64 // send time (unix ns) of the last request answered through the leader
+
+	inFlight chan struct{} // a token per request in flight (await)
 }
+
+// maxInFlight bounds an epoch's requests in flight (see await).
+const maxInFlight = 64
 
 func newEpoch(s *Session, l *zkLink) *Epoch {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	hs := l.hs.Load()
 	e := &Epoch{s: s, zc: l.zc, wire: l.link, sessionID: hs.sessionID, timeout: hs.timeout, passwd: hs.passwd,
-		ctx: ctx, cancel: cancel, unsafe: make(chan struct{})}
+		ctx: ctx, cancel: cancel, unsafe: make(chan struct{}), inFlight: make(chan struct{}, maxInFlight)}
 	e.confirmed.Store(l.connectSent.Load()) // the session's creation is the leader's
 	e.epochLink = connlink.NewLink[connlink.Epoch[*Lease]]((*epochView)(e))
 	return e
@@ -101,6 +109,7 @@ func (e *Epoch) confirm(sent time.Time) {
 const (
 	quorumPeriod = 12 // a sync every T/12
 	quorumLimit  = 7  // the epoch ends 7T/12 after the last proof
+	quorumLeave  = 4  // a server silent for 4T/12 is left for the next one
 )
 
 // quorumDeadline is when the epoch ends under the quorum timer.
@@ -130,20 +139,51 @@ func (s *Session) keepQuorum(l *zkLink) {
 		t := time.NewTimer(time.Until(ep.quorumDeadline()))
 		defer t.Stop()
 		sync()
+		quiet := ep.timeout * quorumLeave / quorumPeriod
+		last, wasLate := time.Now(), false // the last tick, and whether it came late: this process was paused
 		for {
 			select {
 			case <-ep.ctx.Done():
 				return
 			case <-tick.C:
+				if late := time.Since(last); late > quiet {
+					wasLate = true
+					s.log.Warn("this process was paused (its timer ran late)", logfield.Session("session", ep.sessionID), zap.Duration("for", late))
+				} else {
+					wasLate = false
+					s.leaveSilent(l)
+				}
+				last = time.Now()
 				sync()
 			case <-t.C:
 				if wait := time.Until(ep.quorumDeadline()); wait > 0 {
 					t.Reset(wait) // a sync was answered meanwhile
 					continue
 				}
-				s.inbox.put(message{lost: ep, cause: ErrSessionTimeout})
+				s.inbox.put(message{lost: ep, cause: ErrSessionTimeout, paused: wasLate || time.Since(last) > quiet})
 				return
 			}
 		}
 	}()
+}
+
+// leaveSilent drops l's connection when its server has sent nothing and
+// proved nothing for 4T/12 and there is another server to try: go-zookeeper
+// then tries the next one, early enough for a proof from there before the
+// quorum deadline (go-zookeeper alone would wait 2T/3 for the silence to end).
+func (s *Session) leaveSilent(l *zkLink) {
+	if len(s.servers) < 2 {
+		return // redialing the same address would cut the requests in flight for nothing
+	}
+	ep := l.epoch
+	quiet := ep.timeout * quorumLeave / quorumPeriod
+	proof := time.Unix(0, max(ep.confirmed.Load(), ep.wire.keptSince(ep.sessionID)))
+	if time.Since(proof) < quiet || time.Since(time.Unix(0, l.lastHeard.Load())) < quiet {
+		return
+	}
+	if addr, ok := l.drop(); ok {
+		s.stats.serversLeft.Add(1)
+		s.log.Info("server silent; trying the next one", logfield.Session("session", ep.sessionID),
+			zap.String("server", addr), zap.Duration("silent", time.Since(proof)))
+	}
 }

@@ -8,7 +8,9 @@ func SetWatchesSent(s *Session) int64 { return s.stats.setWatchesSent.Load() }
 
 // WithCloseWait sets how long closing a zk.Conn waits for go-zookeeper's
 // goroutines (default 10s).
-func WithCloseWait(d time.Duration) Option { return option(func(c *config) { c.closeWait = d }) }
+func WithCloseWait(d time.Duration) Option {
+	return option("conn.WithCloseWait", func(c *config) { c.closeWait = d })
+}
 
 // WatchesRemoved is the number of removeWatches requests session s has
 // written (see watches.go).
@@ -30,3 +32,21 @@ func (l *Lease) GuardWith(node string, zxid, pass int64) { (*leaseView)(l).Guard
 
 // Unguard hands a guarded grant to its own node (see leaseView.Unguard).
 func (l *Lease) Unguard() { (*leaseView)(l).Unguard() }
+
+// ServerOf is the address of the server s's live connection talks to
+// ("" between connections).
+func ServerOf(s *Session) string {
+	s.mu.Lock()
+	ep := s.cur
+	s.mu.Unlock()
+	if ep == nil {
+		return ""
+	}
+	if w := ep.wire.cur.Load(); w != nil {
+		return w.RemoteAddr().String()
+	}
+	return ""
+}
+
+// ServersLeft is how many times s left a silent server (leaveSilent).
+func ServersLeft(s *Session) int64 { return s.stats.serversLeft.Load() }

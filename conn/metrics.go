@@ -13,7 +13,7 @@ import (
 // WithMetrics sets the hooks the session and its recipes report to
 // (package metrics; default: none). A nil hook is skipped.
 func WithMetrics(h metrics.Hooks) Option {
-	return option(func(c *config) { c.hooks = h })
+	return option("conn.WithMetrics", func(c *config) { c.hooks = h })
 }
 
 func (s *Session) reportLock(l metrics.Lock) {
@@ -70,6 +70,8 @@ type counters struct {
 	setWatchesSent atomic.Int64 // set-watches requests written
 	watchesRemoved atomic.Int64 // removeWatches requests written
 	splitWrites    atomic.Int64 // go-zookeeper writes that were not one whole frame
+	handshakesCut  atomic.Int64 // connections dropped for an unanswered connect request
+	serversLeft    atomic.Int64 // connections dropped for a silent server (leaveSilent)
 }
 
 func newCounters() *counters {

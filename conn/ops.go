@@ -239,13 +239,24 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 
 // await runs f and stops waiting when ctx or the epoch ends. Results pass
 // only through the channel, so a late f touches nothing of the caller's.
+// At most maxInFlight run at once per epoch, so that the quorum timer's
+// sync never waits behind more than that many of the session's own
+// requests (docs/design.md, "The quorum timer's numbers").
 func await[T any](ctx context.Context, e *Epoch, f func() (T, error)) (T, error) {
+	var zero T
+	select {
+	case e.inFlight <- struct{}{}:
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-e.ctx.Done():
+		return zero, fmt.Errorf("%w: %w", ErrConnectionLoss, e.Err())
+	}
 	res := make(chan result[T], 1) // buffered: f may finish after we stopped waiting
 	go func() {
 		v, err := f()
+		<-e.inFlight
 		res <- result[T]{v: v, err: err}
 	}()
-	var zero T
 	select {
 	case r := <-res:
 		return r.v, r.err

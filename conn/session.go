@@ -229,6 +229,7 @@ type message struct {
 	authN   int    // with authed: credentials accepted
 	lost    *Epoch // end this epoch with cause: a request was answered "expired", or its quorum timer ran out
 	cause   error
+	paused  bool // with lost: this process was paused when the quorum timer ran out
 }
 
 func (s *Session) handle(m message) {
@@ -237,7 +238,10 @@ func (s *Session) handle(m message) {
 		// server may keep answering pings for a session closed under it.
 		if l := s.active; l != nil && l.epoch == ep && l.live && ep.ctx.Err() == nil {
 			why := "a request was answered 'session expired'"
-			if m.cause == ErrSessionTimeout {
+			switch {
+			case m.cause == ErrSessionTimeout && m.paused:
+				why = "this process was paused past 7/12 of the session timeout"
+			case m.cause == ErrSessionTimeout:
 				why = "no sync answered through the ensemble's leader within 7/12 of the session timeout"
 			}
 			s.log.Warn(why+"; taking the session as lost", logfield.Session("session", ep.sessionID), zap.Duration("timeout", ep.timeout))
@@ -308,6 +312,9 @@ func (s *Session) disconnected(l *zkLink) {
 	lastHeard := time.Unix(0, l.lastHeard.Load())
 	wait := time.Until(lastHeard.Add(ep.timeout))
 	s.timer = time.NewTimer(max(wait, 0))
+	if l.live && s.cfg.quorumTimer {
+		wait = min(wait, time.Until(ep.quorumDeadline())) // the deadline in force
+	}
 	if !l.live {
 		// Not handed out yet: no Suspended, but the timer runs.
 		s.log.Info("disconnected while authenticating", logfield.Session("session", ep.sessionID), zap.Duration("lost_in", wait))
@@ -345,7 +352,11 @@ func (s *Session) authenticate(l *zkLink) {
 func (s *Session) quorumSync(l *zkLink) error {
 	sent := time.Now()
 	s.stats.quorumSyncs.Add(1)
-	if _, err := l.zc.Sync("/"); err != nil {
+	_, err := l.zc.Sync("/")
+	if h := s.cfg.hooks.Request; h != nil {
+		h(metrics.Request{Op: metrics.OpSync, Duration: time.Since(sent), Err: err})
+	}
+	if err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
 	l.epoch.confirm(sent)
@@ -374,6 +385,9 @@ func (s *Session) loseEpoch(cause error) {
 	l := s.active
 	s.endEpoch(l, cause, Lost)
 	s.retire(l)
+	if cause == ErrSessionTimeout && l.epoch != nil {
+		s.closeGivenUp(l.epoch)
+	}
 	if err := s.dial(); err != nil {
 		s.scheduleRedial(err)
 	}
@@ -439,6 +453,7 @@ func (s *Session) stopTimer() {
 // dial opens a new zk.Conn; its first session will be the next epoch.
 func (s *Session) dial() error {
 	l := &zkLink{link: newLink(s.cfg.dialer, s.stats, s.cfg.hooks.Watches), drained: make(chan struct{})}
+	l.handshakeWait = s.handshakeWait()
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithHostProvider(&hostProvider{DNSHostProvider: zk.NewDNSHostProvider(), link: l.link}),
@@ -459,6 +474,15 @@ func (s *Session) dial() error {
 	}()
 	return nil
 }
+
+// handshakeWait is how long one server may leave a connect request
+// unanswered: as ZooKeeper's Java client, the session timeout shared among
+// the servers, but at least minHandshakeWait.
+func (s *Session) handshakeWait() time.Duration {
+	return max(s.cfg.sessionTimeout/time.Duration(len(s.servers)), minHandshakeWait)
+}
+
+const minHandshakeWait = 500 * time.Millisecond
 
 // onEvent runs on go-zookeeper's goroutine and must not block.
 func (s *Session) onEvent(l *zkLink, ev zk.Event) {

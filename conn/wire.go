@@ -39,6 +39,7 @@ type wireConn struct {
 	sentConnect bool         // the connect request has been written (under link.wmu)
 	connectAt   atomic.Int64 // when (unix ns)
 	relZxid     atomic.Int64 // the link's last zxid when this connection's handshake was read
+	answered    atomic.Bool  // the connect response has been read
 }
 
 const (
@@ -73,6 +74,7 @@ func (w *wireConn) Write(p []byte) (int, error) {
 		w.sentConnect = true
 		w.connectAt.Store(time.Now().UnixNano())
 		w.link.connectSent.Store(w.connectAt.Load())
+		w.boundHandshake()
 		if len(p) >= 16 {
 			q := append([]byte(nil), p...)
 			binary.BigEndian.PutUint64(q[8:], uint64(w.link.lastZxid.Load()))
@@ -157,6 +159,7 @@ func (w *wireConn) nextFrame() error {
 func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	if !w.parsed {
 		w.parsed = true
+		w.answered.Store(true)
 		if hs, ok := parseConnectResponse(f); ok {
 			if hs.sessionID == 0 {
 				w.link.lastZxid.Store(0) // expired; go-zookeeper starts over too
@@ -188,6 +191,31 @@ func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	return false, false
 }
 
+// boundHandshake drops the connection if its connect request is not
+// answered within link.handshakeWait, so that go-zookeeper tries the next
+// server instead of waiting 20 read timeouts on a silent one.
+func (w *wireConn) boundHandshake() {
+	if w.link.handshakeWait <= 0 {
+		return
+	}
+	time.AfterFunc(w.link.handshakeWait, func() {
+		if !w.answered.Load() {
+			w.link.stats.handshakesCut.Add(1)
+			w.Conn.Close() // go-zookeeper's reader fails and moves on
+		}
+	})
+}
+
+// drop closes the connection that has the session, if any: go-zookeeper
+// reconnects to the next server (Session.leaveSilent).
+func (l *link) drop() (server string, ok bool) {
+	if w := l.cur.Load(); w != nil {
+		w.Conn.Close()
+		return w.RemoteAddr().String(), true
+	}
+	return "", false
+}
+
 // parseConnectResponse decodes frame f: int32 length, int32
 // protocolVersion, int32 timeOut, int64 sessionId, buffer passwd.
 func parseConnectResponse(f []byte) (handshake, bool) {
@@ -212,10 +240,11 @@ type link struct {
 	dial           func(network, addr string, timeout time.Duration) (net.Conn, error)
 	stats          *counters
 	retired        atomic.Bool
-	lastHeard      atomic.Int64 // unix nanoseconds
-	connectSent    atomic.Int64 // when the latest connect request was written (unix ns)
-	lastZxid       atomic.Int64 // of the last response handed to go-zookeeper (see wireConn)
-	closedByServer atomic.Bool  // the last connection ended with EOF (hostProvider)
+	lastHeard      atomic.Int64  // unix nanoseconds
+	handshakeWait  time.Duration // how long a connect request may go unanswered (boundHandshake); 0: go-zookeeper's own bound
+	connectSent    atomic.Int64  // when the latest connect request was written (unix ns)
+	lastZxid       atomic.Int64  // of the last response handed to go-zookeeper (see wireConn)
+	closedByServer atomic.Bool   // the last connection ended with EOF (hostProvider)
 
 	// Closing a zk.Conn with answers on the wire: see beginClose.
 	gate          sync.Mutex

@@ -1,51 +1,18 @@
 package zktest
 
 import (
-	"bytes"
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/sessionclose"
 )
-
-func TestEncodeConnectRequest(t *testing.T) {
-	got := encodeConnectRequest(0x0102030405060708, []byte{0xAA, 0xBB})
-	want := []byte{
-		0, 0, 0, 31, // length of what follows
-		0, 0, 0, 0, // protocolVersion
-		0, 0, 0, 0, 0, 0, 0, 0, // lastZxidSeen
-		0, 0, 0x27, 0x10, // timeOut 10000
-		1, 2, 3, 4, 5, 6, 7, 8, // sessionId
-		0, 0, 0, 2, 0xAA, 0xBB, // passwd
-		0, // readOnly
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("encodeConnectRequest =\n% x\nwant\n% x", got, want)
-	}
-}
-
-func TestEncodeCloseRequest(t *testing.T) {
-	want := []byte{0, 0, 0, 8, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xf5} // xid 1, type -11
-	if got := encodeCloseRequest(); !bytes.Equal(got, want) {
-		t.Fatalf("encodeCloseRequest = % x, want % x", got, want)
-	}
-}
-
-func TestDecodeConnectResponse(t *testing.T) {
-	frame := []byte{0, 0, 0, 0, 0, 0, 0x0f, 0xa0, 0, 0, 0, 0, 0, 0, 0, 42, 0, 0, 0, 0}
-	timeout, sid, err := decodeConnectResponse(frame)
-	if err != nil || timeout != 4000 || sid != 42 {
-		t.Fatalf("decodeConnectResponse = %d, %d, %v; want 4000, 42", timeout, sid, err)
-	}
-	if _, _, err := decodeConnectResponse(frame[:10]); err == nil {
-		t.Fatal("short frame accepted")
-	}
-}
 
 func TestIsPing(t *testing.T) {
 	ping := []byte{0, 0, 0, 8, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 11}
 	if !isPing(ping) {
 		t.Error("ping not recognised")
 	}
-	if isPing(append(ping, 0)) || isPing(encodeCloseRequest()) {
+	if isPing(append(ping, 0)) || isPing(sessionclose.CloseRequest()) {
 		t.Error("non-ping recognised as ping")
 	}
 }
