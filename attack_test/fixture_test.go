@@ -25,6 +25,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/exclusive"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/internal/testzk"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/lock"
@@ -278,8 +279,7 @@ func session(t *testing.T, servers []string, opts ...conn.Option) *conn.Session 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	opts = append([]conn.Option{conn.WithSessionTimeout(4 * time.Second)}, opts...)
-	s, err := conn.Connect(ctx, servers, opts...)
+	s, err := conn.Connect(ctx, servers, testzk.WithDefault(conn.WithSessionTimeout(4*time.Second), opts)...)
 	require.NoError(t, err, "connect")
 	t.Cleanup(func() { _ = s.Close() })
 	return s

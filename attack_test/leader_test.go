@@ -825,3 +825,17 @@ func TestRunRequeueAfterResignFromAnotherGoroutine(t *testing.T) {
 	r.ends(t, 5*time.Second, 2, false)
 	r.canceled(t, f, path, 5*time.Second)
 }
+
+// TestLeaderRunNilFunctionIsInvalidArgument: docs/api.md, "Bad input of
+// any kind is one error": Run with a nil function fails at once with
+// conn.ErrInvalidArgument, saying so, and campaigns for nothing.
+func TestLeaderRunNilFunctionIsInvalidArgument(t *testing.T) {
+	f, ctx := setUp(t, 20*time.Second)
+	path := f.Path("run-nil")
+	e, err := leader.New(f.Session(), path, "p1")
+	require.NoError(t, err)
+	err = e.Run(ctx, nil)
+	require.ErrorIs(t, err, conn.ErrInvalidArgument)
+	require.ErrorContains(t, err, "leader: run "+path+": nil function")
+	require.Empty(t, children(f.Raw(), path), "nodes queued by a refused Run")
+}

@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
@@ -1201,4 +1204,51 @@ func TestSuspendedAsLostReleaseOtherRecipes(t *testing.T) {
 		rec.expect(t, want, metrics.LockLost, "", metrics.CauseSuspended, "losses with cause suspended")
 		t.Logf("events %s", rec.dump())
 	})
+}
+
+// TestConnectRefusesAnOptionGivenTwice: docs/api.md, "Bad input of any kind
+// is one error", and conn.Option: Connect refuses an option given twice
+// with conn.ErrInvalidArgument naming it, as every recipe refuses a
+// repeated lock.Option, instead of letting the last one win (two
+// WithMetrics: one adapter silently dropped). The same Option value twice
+// is refused too; WithDigestAuth adds one identity per user, so two users
+// connect and the same user twice is refused.
+func TestConnectRefusesAnOptionGivenTwice(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxT(t, 30*time.Second)
+	var hooksA, hooksB atomic.Int64
+	a := metrics.Hooks{State: func(metrics.Transition) { hooksA.Add(1) }}
+	b := metrics.Hooks{State: func(metrics.Transition) { hooksB.Add(1) }}
+	acl := zk.WorldACL(zk.PermAll)
+	for name, opts := range map[string][]conn.Option{
+		"WithMetrics":         {conn.WithMetrics(a), conn.WithMetrics(b)},
+		"WithSessionTimeout":  {conn.WithSessionTimeout(4 * time.Second), conn.WithSessionTimeout(9 * time.Second)},
+		"WithNamespace":       {conn.WithNamespace("/a"), conn.WithNamespace("/b")},
+		"WithLogger":          {conn.WithLogger(zap.NewNop()), conn.WithLogger(zap.NewNop())},
+		"WithDialer":          {conn.WithDialer(net.DialTimeout), conn.WithDialer(net.DialTimeout)},
+		"WithRetry":           {conn.WithRetry(time.Millisecond, time.Second, 0), conn.WithRetry(time.Millisecond, time.Second, 1)},
+		"WithACL":             {conn.WithACL(acl), conn.WithACL(acl)},
+		"WithSuspendedAsLost": {conn.WithSuspendedAsLost(), conn.WithSuspendedAsLost()},
+		"WithLastHeardTimer":  {conn.WithLastHeardTimer(), conn.WithLastHeardTimer()},
+		"WithPatchedZK":       {conn.WithPatchedZK(), conn.WithPatchedZK()},
+		"WithDigestAuth":      {conn.WithDigestAuth("u", "p"), conn.WithDigestAuth("u", "q")},
+		"one value twice":     func() []conn.Option { o := conn.WithMetrics(a); return []conn.Option{o, o} }(),
+	} {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s, err := conn.Connect(cctx, f.Servers(), opts...)
+		cancel()
+		if err == nil {
+			_ = s.Close()
+			t.Errorf("%s given twice: Connect accepted it", name)
+			continue
+		}
+		if !errors.Is(err, conn.ErrInvalidArgument) || !strings.Contains(err.Error(), "given twice") {
+			t.Errorf("%s given twice: %v, want conn.ErrInvalidArgument saying it was given twice", name, err)
+		}
+	}
+	if n := hooksA.Load() + hooksB.Load(); n != 0 {
+		t.Errorf("a refused Connect reported %d transitions", n)
+	}
+	s := f.Session(conn.WithDigestAuth("u", "p"), conn.WithDigestAuth("v", "p"))
+	require.Equal(t, conn.Connected, s.State(), "two users' credentials")
 }

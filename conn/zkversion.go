@@ -26,7 +26,7 @@ var ErrZKVersion = errors.New("conn: unsupported go-zookeeper version (conn's wi
 // WithPatchedZK lets Connect run a replaced (patched) go-zookeeper v1.0.4,
 // else refused with ErrZKVersion; check the copy with zktest.CheckWire.
 func WithPatchedZK() Option {
-	return option(func(c *config) { c.patchedZK = true })
+	return option("conn.WithPatchedZK", func(c *config) { c.patchedZK = true })
 }
 
 // errZKPatched is checkZKBuild's error for a replacement of v1.0.4.

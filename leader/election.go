@@ -261,10 +261,11 @@ func (e *Election) read(ctx context.Context, ep *conn.Epoch, names []string, n i
 // when Run's ctx ends or, with a cause matching ErrLeadershipLost, when the
 // lease is lost. When fn returns, Run resigns and returns: the campaign's
 // error if we never led; ErrLeadershipLost if the term was lost; else fn's
-// error joined with the resign's. WithRequeue campaigns again instead.
+// error joined with the resign's. WithRequeue campaigns again instead. A
+// nil fn fails with conn.ErrInvalidArgument.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, lease *conn.Lease) error) error {
 	if fn == nil {
-		return fmt.Errorf("leader: run %s: nil function", e.path())
+		return fmt.Errorf("leader: run %s: nil function: %w", e.path(), conn.ErrInvalidArgument)
 	}
 	for {
 		l, err := e.Campaign(ctx)

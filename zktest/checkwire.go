@@ -3,6 +3,7 @@ package zktest
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
@@ -16,7 +17,10 @@ import (
 // conn.ErrZKVersion that lists what does not hold; it creates one ephemeral
 // node and cuts the connection once. ctx bounds it all, the connect too.
 func CheckWire(ctx context.Context, servers []string, opts ...conn.Option) error {
-	s, err := conn.Connect(ctx, servers, append(opts[:len(opts):len(opts)], conn.WithPatchedZK())...)
+	if !slices.ContainsFunc(opts, func(o conn.Option) bool { return connlink.OptionName(o) == "conn.WithPatchedZK" }) {
+		opts = append(opts[:len(opts):len(opts)], conn.WithPatchedZK())
+	}
+	s, err := conn.Connect(ctx, servers, opts...)
 	if err != nil {
 		return fmt.Errorf("zktest: check wire: %w", err)
 	}

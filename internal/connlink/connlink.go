@@ -147,3 +147,8 @@ func (s Stats) Sub(earlier Stats) Stats {
 	}
 	return d
 }
+
+// OptionName names what a conn.Option sets ("conn.WithSessionTimeout"; ""
+// for an invalid one), so that a test helper's default gives way to the
+// caller's: Connect refuses an option given twice. Set by package conn.
+var OptionName func(opt any) string

@@ -3,6 +3,7 @@ package testzk
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,8 +25,7 @@ func Connect(t testing.TB, servers []string, opts ...conn.Option) *conn.Session 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts = append([]conn.Option{conn.WithSessionTimeout(SessionTimeout)}, opts...)
-	s, err := conn.Connect(ctx, servers, opts...)
+	s, err := conn.Connect(ctx, servers, WithDefault(conn.WithSessionTimeout(SessionTimeout), opts)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
@@ -39,7 +39,7 @@ func ConnectN(t testing.TB, servers []string, n int, opts ...conn.Option) []*con
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts = append([]conn.Option{conn.WithSessionTimeout(SessionTimeout)}, opts...)
+	opts = WithDefault(conn.WithSessionTimeout(SessionTimeout), opts)
 	for i := range out {
 		wg.Add(1)
 		go func() {
@@ -95,4 +95,16 @@ func WatchesSet(s *conn.Session) int64 { return connlink.Of(s).Stats().WatchesSe
 func Watching(t testing.TB, s *conn.Session, before int64) {
 	t.Helper()
 	Eventually(t, 10*time.Second, func() bool { return WatchesSet(s) > before }, "waiter watching")
+}
+
+// WithDefault is def, then opts, unless opts set what def sets (Connect
+// refuses an option given twice): then opts alone. A new slice.
+func WithDefault(def conn.Option, opts []conn.Option) []conn.Option {
+	name := connlink.OptionName(def)
+	for _, o := range opts {
+		if name != "" && connlink.OptionName(o) == name {
+			return slices.Clone(opts)
+		}
+	}
+	return append([]conn.Option{def}, opts...)
 }
