@@ -52,7 +52,7 @@ func TestFenceInterleavings(t *testing.T) {
 					rule := map[bool]string{false: "check on write", true: "claim"}[claim]
 					t.Run(il+"/"+rule, func(t *testing.T) {
 						lost, log := interleave(ctx, t, c, st, il, claim)
-						t.Log("\n   " + strings.Join(log, "\n   "))
+						t.Logf("%s, %s, %s:\n   %s", db, il, rule, strings.Join(log, "\n   "))
 						switch {
 						case !claim && !lost:
 							t.Error("the check on the write alone did not lose the update: the interleaving was not forced")
