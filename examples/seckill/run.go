@@ -187,15 +187,14 @@ type sale struct {
 // victim's write: the victim arms it, the next holder to read takes it.
 type waiter struct {
 	taken   bool          // guarded by sale.mu
-	read    chan readBy   // the next holder's read; buffered
+	read    chan readBy   // the next holder, once it has read; buffered
 	written chan struct{} // closed once the victim has written
 }
 
-// readBy is what the next holder read, and with which token.
+// readBy is the next holder, and its token.
 type readBy struct {
 	name  string
 	token conn.Fence
-	left  int
 }
 
 // run opens the sale, runs sell for every worker at once and returns the
@@ -292,7 +291,7 @@ func (s *sale) sellOne(ctx context.Context, m *mutex.InterProcessMutex, w *worke
 	}
 	wt := s.takeWaiter()
 	if wt != nil {
-		wt.read <- readBy{w.name, token, left}
+		wt.read <- readBy{w.name, token}
 		select {
 		case <-wt.written:
 		case <-ctx.Done():
