@@ -330,7 +330,8 @@ func TestRunNilFunction(t *testing.T) {
 	ctx := testzk.Ctx(t, 10*time.Second)
 	var err error
 	require.NotPanics(t, func() { err = e.Run(ctx, nil) })
-	assert.EqualError(t, err, "leader: run "+path+": nil function")
+	assert.EqualError(t, err, "leader: run "+path+": nil function: conn: invalid argument")
+	assert.ErrorIs(t, err, conn.ErrInvalidArgument)
 	assert.Empty(t, testzk.Children(t, s, path), "nothing queued")
 	assert.ErrorIs(t, e.Resign(ctx), lock.ErrNotHeld, "not leading")
 }
