@@ -236,3 +236,63 @@ func TestOwnTrafficKeepsEpoch(t *testing.T) {
 	default:
 	}
 }
+
+// TestLeaderPauseWorkResumes freezes the ensemble's leader while one
+// session holds a mutex and another waits for it. The election outlasts
+// 7T/12, so the quorum timer ends both epochs, as safety needs: but the
+// holder's given-up session is closed on the server as soon as the new
+// leader serves, and the waiter, queued again in its new epoch, holds the
+// mutex within a second of the election (not when the server expires the
+// old session, nor after go-zookeeper's 6.7 T wait on the frozen leader).
+func TestLeaderPauseWorkResumes(t *testing.T) {
+	const timeout = 4 * time.Second
+	c := zktest.New(t, zktest.WithServers(3))
+	require.NoError(t, c.WaitServing(context.Background()))
+	leader, err := c.Leader()
+	require.NoError(t, err)
+	a := connect(t, c.Servers(), conn.WithSessionTimeout(timeout))
+	b := connect(t, c.Servers(), conn.WithSessionTimeout(timeout))
+	path := c.Root() + "/lock"
+	ma, err := mutex.New(a, path)
+	require.NoError(t, err)
+	la, err := ma.Acquire(context.Background())
+	require.NoError(t, err)
+	mb, err := mutex.New(b, path)
+	require.NoError(t, err)
+	granted := make(chan time.Time, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() {
+		if _, err := mb.Acquire(ctx); err == nil {
+			granted <- time.Now()
+			assert.NoError(t, mb.Release(context.Background()))
+		}
+		close(granted)
+	}()
+	waitUntil(t, 10*time.Second, "b queued", func() bool {
+		kids, _, err := a.Children(context.Background(), path)
+		return err == nil && len(kids) == 2
+	})
+
+	paused := time.Now()
+	require.NoError(t, c.Pause(leader))
+	t.Cleanup(func() { _ = c.Resume(leader) })
+	var elected time.Time
+	for elected.IsZero() {
+		if i, err := c.Leader(); err == nil && i != leader {
+			elected = time.Now()
+		}
+		require.Less(t, time.Since(paused), 30*time.Second, "no new leader")
+		time.Sleep(20 * time.Millisecond) // polling the servers' mode
+	}
+	var at time.Time
+	select {
+	case at = <-granted:
+	case <-time.After(30 * time.Second):
+	}
+	require.False(t, at.IsZero(), "b never held the mutex")
+	<-la.Lost()
+	t.Logf("T %v: leader paused; new leader after %v; the waiter held the mutex %v after the election (holder's lease lost: %v)",
+		timeout, elected.Sub(paused).Round(time.Millisecond), at.Sub(elected).Round(time.Millisecond), la.Err())
+	assert.Less(t, at.Sub(elected), 1500*time.Millisecond, "work resumes within the election and a second")
+}

@@ -43,7 +43,7 @@ func ServerOf(s *Session) string {
 		return ""
 	}
 	if w := ep.wire.cur.Load(); w != nil {
-		return w.RemoteAddr().String()
+		return w.addr
 	}
 	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"time"
 
 	"go.uber.org/zap"
@@ -56,9 +57,11 @@ func (s *Session) closeGivenUp(ep *Epoch) {
 	}()
 }
 
-// closeOn attaches to ep's session on server srv and closes it.
+// closeOn attaches to ep's session on server srv and closes it, within
+// T/12 (at least 250 ms): a server that has just elected a leader may
+// still be syncing with it, and another try soon beats a long wait.
 func (s *Session) closeOn(ctx context.Context, srv string, ep *Epoch) error {
-	wait := s.handshakeWait()
+	wait := max(ep.timeout/quorumPeriod, 250*time.Millisecond)
 	c, err := s.cfg.dialer("tcp", srv, wait)
 	if err != nil {
 		return err
@@ -69,5 +72,13 @@ func (s *Session) closeOn(ctx context.Context, srv string, ep *Epoch) error {
 	if err := c.SetDeadline(time.Now().Add(wait)); err != nil {
 		return err
 	}
-	return sessionclose.Close(c, ep.sessionID, ep.passwd)
+	err = sessionclose.Close(c, ep.sessionID, ep.passwd)
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		s.silent.add(srv)
+	case !errors.Is(err, net.ErrClosed):
+		s.silent.heard(srv)
+	}
+	return err
 }

@@ -33,7 +33,8 @@ type Session struct {
 	sealed  []zk.ACL // the ACL of a lock node only this session may change (sealACL)
 	log     *zap.Logger
 	stats   *counters
-	shared  sync.Map // recipes' per-session state (connlink.Session.Shared); its own locking
+	silent  *silentSet // servers found silent lately, skipped by new connections while others answer
+	shared  sync.Map   // recipes' per-session state (connlink.Session.Shared); its own locking
 
 	inbox   *fifo[message] // events from go-zookeeper callbacks and helpers, for run
 	closing chan struct{}  // closed by Close (once); run then shuts down
@@ -107,6 +108,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		sealed:  sealACL(cfg.acl, user, password),
 		log:     cfg.logger,
 		stats:   newCounters(),
+		silent:  newSilentSet(cfg.sessionTimeout),
 		inbox:   newFifo[message](),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -454,6 +456,7 @@ func (s *Session) stopTimer() {
 func (s *Session) dial() error {
 	l := &zkLink{link: newLink(s.cfg.dialer, s.stats, s.cfg.hooks.Watches), drained: make(chan struct{})}
 	l.handshakeWait = s.handshakeWait()
+	l.silent = s.silent
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithHostProvider(&hostProvider{DNSHostProvider: zk.NewDNSHostProvider(), link: l.link}),
@@ -607,32 +610,3 @@ func (s *Session) transitionLocked(st State, ep *Epoch, cause error) {
 type zkLogger struct{ l *zap.SugaredLogger }
 
 func (z zkLogger) Printf(format string, args ...any) { z.l.Debugf("zk: "+format, args...) }
-
-// hostProvider is go-zookeeper's without its pause of a second before the
-// first server tried after a working connection (the quorum timer cannot
-// spare it), unless the server closed that connection.
-type hostProvider struct {
-	*zk.DNSHostProvider
-	link *link
-
-	mu    sync.Mutex
-	fresh bool // connected since the last Next
-}
-
-func (h *hostProvider) Next() (server string, retryStart bool) {
-	server, retryStart = h.DNSHostProvider.Next()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fresh && !h.link.closedByServer.Load() {
-		retryStart = false
-	}
-	h.fresh = false
-	return server, retryStart
-}
-
-func (h *hostProvider) Connected() {
-	h.DNSHostProvider.Connected()
-	h.mu.Lock()
-	h.fresh = true
-	h.mu.Unlock()
-}

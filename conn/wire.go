@@ -24,6 +24,7 @@ type handshake struct {
 type wireConn struct {
 	net.Conn // a writeFailConn: its writes never fail
 	link     *link
+	addr     string // the server as go-zookeeper named it
 
 	// Only the reading goroutine (go-zookeeper's) touches these.
 	in     []byte // read from the network, not yet a whole frame
@@ -149,6 +150,10 @@ func (w *wireConn) nextFrame() error {
 		if err != nil {
 			w.rerr = err
 			w.link.closedByServer.Store(errors.Is(err, io.EOF))
+			w.link.silent.done(w)
+			if errors.Is(err, io.EOF) {
+				w.link.silent.heard(w.addr) // it answers, if only by closing
+			}
 			w.link.connGone(w)
 		}
 	}
@@ -160,6 +165,8 @@ func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 	if !w.parsed {
 		w.parsed = true
 		w.answered.Store(true)
+		w.link.silent.done(w)
+		w.link.silent.heard(w.addr)
 		if hs, ok := parseConnectResponse(f); ok {
 			if hs.sessionID == 0 {
 				w.link.lastZxid.Store(0) // expired; go-zookeeper starts over too
@@ -198,10 +205,11 @@ func (w *wireConn) boundHandshake() {
 	if w.link.handshakeWait <= 0 {
 		return
 	}
+	w.link.silent.wait(w)
 	time.AfterFunc(w.link.handshakeWait, func() {
 		if !w.answered.Load() {
 			w.link.stats.handshakesCut.Add(1)
-			w.Conn.Close() // go-zookeeper's reader fails and moves on
+			w.link.silent.add(w.addr) // cuts w
 		}
 	})
 }
@@ -211,7 +219,8 @@ func (w *wireConn) boundHandshake() {
 func (l *link) drop() (server string, ok bool) {
 	if w := l.cur.Load(); w != nil {
 		w.Conn.Close()
-		return w.RemoteAddr().String(), true
+		l.silent.add(w.addr)
+		return w.addr, true
 	}
 	return "", false
 }
@@ -242,6 +251,7 @@ type link struct {
 	retired        atomic.Bool
 	lastHeard      atomic.Int64  // unix nanoseconds
 	handshakeWait  time.Duration // how long a connect request may go unanswered (boundHandshake); 0: go-zookeeper's own bound
+	silent         *silentSet    // the Session's
 	connectSent    atomic.Int64  // when the latest connect request was written (unix ns)
 	lastZxid       atomic.Int64  // of the last response handed to go-zookeeper (see wireConn)
 	closedByServer atomic.Bool   // the last connection ended with EOF (hostProvider)
@@ -282,7 +292,7 @@ func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	w := &wireConn{Conn: writeFailConn{c}, link: l, rbuf: make([]byte, 4096)}
+	w := &wireConn{Conn: writeFailConn{c}, link: l, addr: addr, rbuf: make([]byte, 4096)}
 	l.mu.Lock()
 	l.conns[w] = struct{}{}
 	l.mu.Unlock()
@@ -290,6 +300,7 @@ func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, er
 }
 
 func (w *wireConn) Close() error {
+	w.link.silent.done(w)
 	w.link.connGone(w)
 	w.link.mu.Lock()
 	delete(w.link.conns, w)
