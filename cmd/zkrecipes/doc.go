@@ -63,7 +63,9 @@
 //
 //	0  ok (also when no lock is under PATH, or nobody campaigns)
 //	1  any other error
-//	2  bad usage (-h prints the usage and exits 0)
+//	2  bad usage (-h prints the usage and exits 0; also leader on a PATH
+//	   that holds no election's node but a mutex's, a read/write lock's or
+//	   a semaphore's: the error says which)
 //	3  no such path
 //	4  no server reachable within -timeout
 //	5  authentication refused (NOAUTH or AUTH_FAILED)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/conn"
 	"github.com/zkrecipes/zkrecipes/internal/connlink"
 	"github.com/zkrecipes/zkrecipes/internal/testzk"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 )
 
 // TestHelp: -h prints the commands, every flag, the exit codes and the
@@ -82,4 +87,45 @@ func TestExitCodes(t *testing.T) {
 	t.Setenv("ZK_SERVERS", servers(c.Servers()))
 	_, stderr, code = command(t, "locks", "/"+rest)
 	assert.Equal(t, exitOK, code, "from the environment: %s", stderr)
+}
+
+// TestLeaderOnAnotherRecipesPath: `zkrecipes leader` on a path that holds
+// a mutex's, a read/write lock's or a semaphore's nodes and no election's
+// says which recipe's they are and exits 2 (bad usage), in text, JSON and
+// -watch, instead of "no leader"; an empty path is still "no leader", 0.
+func TestLeaderOnAnotherRecipesPath(t *testing.T) {
+	c := testzk.Shared(t)
+	srv := "-servers=" + servers(c.Servers())
+	root := testzk.Path(t, c, "notleader")
+	s := testzk.Connect(t, c.Servers())
+	ctx := testzk.Ctx(t, time.Minute)
+	m, err := mutex.New(s, root+"/m")
+	require.NoError(t, err)
+	_, err = m.Acquire(ctx)
+	require.NoError(t, err)
+	rw, err := rwlock.New(s, root+"/rw")
+	require.NoError(t, err)
+	_, err = rw.ReadLock().Acquire(ctx)
+	require.NoError(t, err)
+	sem, err := semaphoremutex.NewSemaphore(s, root+"/sem", 2)
+	require.NoError(t, err)
+	_, err = sem.Acquire(ctx)
+	require.NoError(t, err)
+	for p, what := range map[string]string{root + "/m": "mutex", root + "/rw": "read/write lock", root + "/sem": "semaphore"} {
+		for _, args := range [][]string{{"leader", p}, {"-json", "leader", p}} {
+			stdout, stderr, code := command(t, append([]string{srv}, args...)...)
+			assert.Equal(t, exitUsage, code, "%q: stdout %s, stderr %s", args, stdout, stderr)
+			assert.Contains(t, stderr, p+" holds a "+what+"'s nodes, not an election's", "%q", args)
+			assert.NotContains(t, stdout, "no leader", "%q", args)
+		}
+	}
+	ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var wout, werr bytes.Buffer
+	code := run(ectx, []string{srv, "-watch", "leader", root + "/m"}, &wout, &werr, false)
+	assert.Equal(t, exitUsage, code, "-watch: %s %s", wout.String(), werr.String())
+	require.NoError(t, connlink.Of(testzk.Epoch(t, s)).CreateParents(ctx, root+"/empty/x"))
+	stdout, stderr, code := command(t, srv, "leader", root+"/empty")
+	assert.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "no leader")
 }

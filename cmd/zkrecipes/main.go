@@ -47,7 +47,7 @@ const exitHelp = `
 exit status:
   0  ok (also: no lock under PATH, no leader)
   1  any other error
-  2  bad usage (-h: 0)
+  2  bad usage (-h: 0; also: leader on a PATH that holds a lock's nodes)
   3  no such path
   4  no server reachable (within -timeout)
   5  authentication refused (ZooKeeper answered NOAUTH or AUTH_FAILED: see -auth)
@@ -229,7 +229,7 @@ func fail(stderr io.Writer, err error) int {
 		return exitAuth
 	case errors.Is(err, errNoServer):
 		return exitNoServer
-	case errors.Is(err, conn.ErrInvalidArgument):
+	case errors.Is(err, conn.ErrInvalidArgument), errors.Is(err, errOtherRecipe):
 		return exitUsage
 	}
 	return exitError

@@ -87,6 +87,31 @@ type scanner struct {
 // errNoPath is a root that does not exist.
 var errNoPath = errors.New("no such path")
 
+// errOtherRecipe: leader on a path that holds another recipe's queue.
+var errOtherRecipe = errors.New("not an election")
+
+// notElection returns errOtherRecipe if p, with no election's node, holds
+// another recipe's contenders (a mutex's are also Curator's LeaderSelector's).
+func (s *scanner) notElection(ctx context.Context, p string, names []string) error {
+	what := ""
+	switch {
+	case len(locknode.Parse(lockSchema, names)) > 0:
+		what = "mutex"
+	case len(locknode.Parse(rwSchema, names)) > 0:
+		what = "read/write lock"
+	default:
+		if _, ok, err := s.semaphore(ctx, p, names); err != nil {
+			return err
+		} else if ok {
+			what = "semaphore"
+		}
+	}
+	if what == "" {
+		return nil
+	}
+	return fmt.Errorf("%s holds a %s's nodes, not an election's (zkrecipes locks %s shows them): %w", p, what, p, errOtherRecipe)
+}
+
 // scan returns every queue under root (root included), sorted by path.
 func (s *scanner) scan(ctx context.Context, root string) ([]Queue, error) {
 	names, err := s.children(ctx, root)
@@ -132,10 +157,14 @@ func (s *scanner) walk(ctx context.Context, p string, names []string, out *[]Que
 	if s.leader {
 		cs := locknode.Parse(latchSchema, names)
 		nodes, err := s.read(ctx, p, cs)
-		if err == nil && len(nodes) > 0 {
-			*out = append(*out, decide(p, "leader", nodes))
+		if err != nil {
+			return err
 		}
-		return err
+		if len(nodes) > 0 {
+			*out = append(*out, decide(p, "leader", nodes))
+			return nil
+		}
+		return s.notElection(ctx, p, names)
 	}
 	if q, ok, err := s.semaphore(ctx, p, names); err != nil {
 		return err
