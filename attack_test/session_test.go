@@ -1252,3 +1252,36 @@ func TestConnectRefusesAnOptionGivenTwice(t *testing.T) {
 	s := f.Session(conn.WithDigestAuth("u", "p"), conn.WithDigestAuth("v", "p"))
 	require.Equal(t, conn.Connected, s.State(), "two users' credentials")
 }
+
+// TestSessionReadWithLostAnswerSaysNoApply: a read whose answer is lost
+// with the connection (retries off) fails matching conn.ErrConnectionLoss,
+// but, unlike a write, it applies nothing: its error must not say "the
+// request may or may not have been applied".
+func TestSessionReadWithLostAnswerSaysNoApply(t *testing.T) {
+	f, ctx := setUp(t, 40*time.Second)
+	p := f.Path("lost-read")
+	f.Register(p, []byte("x"))
+	px, s := f.ProxiedSession(conn.WithLastHeardTimer(), oneAttempt(20*time.Millisecond))
+	for name, read := range map[string]func() error{
+		"get":      func() error { _, _, err := s.Get(ctx, p); return err },
+		"children": func() error { _, _, err := s.Children(ctx, p); return err },
+		"exists":   func() error { _, _, err := s.Exists(ctx, p); return err },
+	} {
+		waitFor(t, 10*time.Second, "connected", func() bool {
+			st := s.State()
+			return st == conn.Connected || st == conn.Reconnected
+		})
+		_, _, err := s.Exists(ctx, p)
+		require.NoError(t, err)
+		px.CutAfterNextWrite()
+		err = read()
+		t.Logf("%s: %v", name, err)
+		if !errors.Is(err, conn.ErrConnectionLoss) {
+			t.Errorf("%s with its answer lost: %v, want conn.ErrConnectionLoss", name, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "applied") || !strings.Contains(err.Error(), "conn: "+name+" "+p+": ") {
+			t.Errorf("%s with its answer lost: %q, want the read and its path, and nothing of applying", name, err)
+		}
+	}
+}

@@ -24,7 +24,8 @@ var (
 
 	// ErrConnectionLoss: the connection broke while a request was in flight
 	// and it could not be retried (a sequential create, a multi, or any
-	// request whose epoch ended): it may or may not have been applied. A
+	// request whose epoch ended): a write may or may not have been applied
+	// (a read's error says it changed nothing). A
 	// retried write whose retry may have met its own lost try's work matches
 	// it too: a create's zk.ErrNodeExists, a versioned set's
 	// zk.ErrBadVersion, a delete's zk.ErrNoNode.

@@ -180,6 +180,7 @@ func call[T any](ctx context.Context, src epochSource, op, path string, retry bo
 func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, f func(*zk.Conn, string) (T, error)) (T, error) {
 	var zero T
 	policy := e.s.cfg.retry
+	loss := lossOf(op)
 	lost := false // a try's answer was lost: a retry may meet its work (ErrConnectionLoss)
 	fail := func(v T, err error) (T, error) {
 		if lost && (op == metrics.OpCreate && errors.Is(err, zk.ErrNodeExists) ||
@@ -194,7 +195,7 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 		}
 		e.s.stats.count(op)
 		sent := time.Now()
-		v, err := await(ctx, e, func() (T, error) { return f(e.zc, full) })
+		v, err := await(ctx, e, loss, func() (T, error) { return f(e.zc, full) })
 		if h := e.s.cfg.hooks.Request; h != nil {
 			h(metrics.Request{Op: op, Duration: time.Since(sent), Err: err})
 		}
@@ -217,9 +218,9 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 		case !isConnectionLoss(err) || errors.Is(err, ErrEpochEnded) || ctx.Err() != nil:
 			return fail(v, err)
 		case e.Err() != nil:
-			return fail(zero, fmt.Errorf("%w: %w", ErrConnectionLoss, e.Err()))
+			return fail(zero, fmt.Errorf("%w: %w", loss, e.Err()))
 		case !retry || policy.MaxAttempts > 0 && attempt >= policy.MaxAttempts:
-			return fail(zero, fmt.Errorf("%w: %w", ErrConnectionLoss, err))
+			return fail(zero, fmt.Errorf("%w: %w", loss, err))
 		}
 		lost = true
 		e.s.log.Sugar().Debugf("retrying %s %s after connection loss (attempt %d)", op, full, attempt)
@@ -237,19 +238,37 @@ func callAbs[T any](ctx context.Context, e *Epoch, op, full string, retry bool, 
 	}
 }
 
-// await runs f and stops waiting when ctx or the epoch ends. Results pass
-// only through the channel, so a late f touches nothing of the caller's.
-// At most maxInFlight run at once per epoch, so that the quorum timer's
-// sync never waits behind more than that many of the session's own
-// requests (docs/design.md, "The quorum timer's numbers").
-func await[T any](ctx context.Context, e *Epoch, f func() (T, error)) (T, error) {
+// lostRead is ErrConnectionLoss for a read, which applies nothing.
+type lostRead struct{}
+
+func (lostRead) Error() string {
+	return "conn: connection lost before the answer (a read: nothing was changed)"
+}
+func (lostRead) Is(target error) bool { return target == ErrConnectionLoss }
+
+// lossOf is what a lost answer to op matches: ErrConnectionLoss, saying
+// for a write that it may have been applied.
+func lossOf(op string) error {
+	switch op {
+	case metrics.OpGet, metrics.OpGetW, metrics.OpChildren, metrics.OpExists, metrics.OpGetACL, metrics.OpSync:
+		return lostRead{}
+	}
+	return ErrConnectionLoss
+}
+
+// await runs f and stops waiting when ctx or the epoch ends (then failing
+// with loss). Results pass only through the channel, so a late f touches
+// nothing of the caller's. At most maxInFlight run at once per epoch, so
+// that the quorum timer's sync never waits behind more than that many of
+// the session's own requests (docs/design.md, "The quorum timer's numbers").
+func await[T any](ctx context.Context, e *Epoch, loss error, f func() (T, error)) (T, error) {
 	var zero T
 	select {
 	case e.inFlight <- struct{}{}:
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	case <-e.ctx.Done():
-		return zero, fmt.Errorf("%w: %w", ErrConnectionLoss, e.Err())
+		return zero, fmt.Errorf("%w: %w", loss, e.Err())
 	}
 	res := make(chan result[T], 1) // buffered: f may finish after we stopped waiting
 	go func() {
@@ -263,7 +282,7 @@ func await[T any](ctx context.Context, e *Epoch, f func() (T, error)) (T, error)
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	case <-e.ctx.Done():
-		return zero, fmt.Errorf("%w: %w", ErrConnectionLoss, e.Err())
+		return zero, fmt.Errorf("%w: %w", loss, e.Err())
 	}
 }
 
