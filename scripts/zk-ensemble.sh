@@ -9,9 +9,18 @@
 #
 # The same settings as scripts/zk-standalone.sh (tickTime 500 ms, no limit
 # on sessions from one host, sessions up to 60 s) and every probe bounded.
+# Each server logs to its directory's server.log, through SLF4J's simple
+# binding (Debian's libslf4j-java, which the zookeeper package pulls in;
+# without it SLF4J logs nothing), with the time of each line.
 set -euo pipefail
 port=${1:?usage: zk-ensemble.sh PORT}
 dir=$(mktemp -d "/tmp/zk-ensemble-$port-XXXX")
+cp=/usr/share/java/zookeeper.jar
+log=()
+if [[ -f /usr/share/java/slf4j-simple.jar ]]; then
+  cp+=:/usr/share/java/slf4j-simple.jar
+  log=(-Dorg.slf4j.simpleLogger.showDateTime=true "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd HH:mm:ss.SSS")
+fi
 pids=()
 stop() { ((${#pids[@]})) && kill -9 "${pids[@]}" 2>/dev/null || true; }
 trap 'stop; exit 1' INT TERM
@@ -35,7 +44,7 @@ CFG
       echo "server.$m=127.0.0.1:$((port + 8 + 2 * m)):$((port + 9 + 2 * m))"
     done
   } >"$dir/q$n/zoo.cfg"
-  java -Xms64m -Xmx512m -cp /usr/share/java/zookeeper.jar org.apache.zookeeper.server.quorum.QuorumPeerMain \
+  java -Xms64m -Xmx512m "${log[@]}" -cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain \
     "$dir/q$n/zoo.cfg" >"$dir/q$n/server.log" 2>&1 </dev/null &
   pids+=($!)
 done
