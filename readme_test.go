@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -205,4 +206,71 @@ func TestDocsReferOnlyToWhatUsersCanFollow(t *testing.T) {
 	if len(hits) > 0 {
 		t.Errorf("%d references a user cannot follow; say what they mean instead:\n%s", len(hits), strings.Join(hits, "\n"))
 	}
+}
+
+// TestReadmeInstallFromClone: before the first release no module proxy
+// serves the module, so README.md says how to use a clone; its commands
+// (the sh block with "go mod edit", the clone made a link to this one) run
+// in a new module that imports a recipe and the Prometheus adapter, and it
+// builds. README still names the go get line for when it is published.
+func TestReadmeInstallFromClone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go mod tidy and go build")
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "go get github.com/zkrecipes/zkrecipes ") {
+		t.Error("README.md lost the go get line")
+	}
+	var block string
+	for _, b := range strings.Split(string(readme), "```sh\n")[1:] {
+		b, _, _ = strings.Cut(b, "```\n")
+		if strings.Contains(b, "go mod edit") {
+			block = b
+			break
+		}
+	}
+	if block == "" {
+		t.Fatal("README.md has no sh block saying how to use a clone (go mod edit -replace)")
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := t.TempDir()
+	svc := filepath.Join(top, "service")
+	if err := os.Symlink(root, filepath.Join(top, "zkrecipes")); err != nil { // the clone
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(svc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	main := "package main\n\nimport (\n\t_ \"github.com/zkrecipes/zkrecipes/metrics/prometheus\"\n\t_ \"github.com/zkrecipes/zkrecipes/mutex\"\n)\n\nfunc main() {}\n"
+	if err := os.WriteFile(filepath.Join(svc, "main.go"), []byte(main), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(line string) {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", line)
+		cmd.Dir = svc
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+	}
+	run("go mod init example.com/service")
+	ran := 0
+	for _, line := range strings.Split(block, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "go ") {
+			run(line)
+			ran++
+		}
+	}
+	if ran < 2 {
+		t.Fatalf("README.md's clone block has %d go commands:\n%s", ran, block)
+	}
+	run("go build -o /dev/null .")
 }

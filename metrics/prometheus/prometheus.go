@@ -1,6 +1,7 @@
 // Package prometheus exports what a zkrecipes session and its recipes
 // report (package metrics) as Prometheus metrics. It is a module of its
-// own, so that the library needs no Prometheus dependency:
+// own, so that the library needs no Prometheus dependency, and keeps the
+// library's Go 1.22 (client_golang v1.22.0 or newer; v1.25 needs Go 1.26):
 //
 //	hooks, err := prometheus.New(prom.DefaultRegisterer)
 //	sess, err := conn.Connect(ctx, servers, conn.WithMetrics(hooks))

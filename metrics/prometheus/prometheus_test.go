@@ -2,8 +2,13 @@ package prometheus_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -33,10 +37,19 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	require.NoError(t, err)
-	return fams
+	// A decoder, not a TextParser: the same call in every client_golang
+	// from the module's floor (v1.22) up.
+	dec := expfmt.NewDecoder(resp.Body, expfmt.NewFormat(expfmt.TypeTextPlain))
+	fams := map[string]*dto.MetricFamily{}
+	for {
+		f := &dto.MetricFamily{}
+		err := dec.Decode(f)
+		if errors.Is(err, io.EOF) {
+			return fams
+		}
+		require.NoError(t, err)
+		fams[f.GetName()] = f
+	}
 }
 
 // find returns the metric of family name whose labels include want, nil if
@@ -177,4 +190,40 @@ func TestWatchesGauge(t *testing.T) {
 	require.ErrorIs(t, <-errc, context.Canceled)
 	testzk.Eventually(t, 10*time.Second, func() bool { return gauge() == 0 }, "the gauge does not go back to 0")
 	require.NoError(t, holder.Release(ctx))
+}
+
+// TestUserModuleKeepsGoFloor: a service on Go 1.22, the library's floor,
+// can take the adapter without its go line being raised: a module outside
+// the repository that requires the adapter (through replaces to this
+// clone, as before the first release) keeps "go 1.22.0" through go mod
+// tidy, and builds.
+func TestUserModuleKeepsGoFloor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go mod tidy and go build")
+	}
+	adapter, err := os.Getwd() // the test runs in the adapter's directory
+	require.NoError(t, err)
+	root := filepath.Dir(filepath.Dir(adapter))
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module example.com/service\n\ngo 1.22.0\n\n" +
+			"require github.com/zkrecipes/zkrecipes/metrics/prometheus v0.0.0-00010101000000-000000000000\n\n" +
+			"replace github.com/zkrecipes/zkrecipes => " + root + "\n\n" +
+			"replace github.com/zkrecipes/zkrecipes/metrics/prometheus => " + adapter + "\n",
+		"main.go": "package main\n\nimport _ \"github.com/zkrecipes/zkrecipes/metrics/prometheus\"\n\nfunc main() {}\n",
+	}
+	for name, body := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	for _, args := range [][]string{{"mod", "tidy"}, {"build", "-o", os.DevNull, "."}} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		// Outside the workspace; -mod=mod lets go mod tidy write go.sum.
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go %v: %s", args, out)
+	}
+	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	require.NoError(t, err)
+	assert.Contains(t, string(mod), "\ngo 1.22.0\n", "the service's go.mod after go mod tidy:\n%s", mod)
 }
