@@ -14,7 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkrecipes/zkrecipes/conn"
+	"github.com/zkrecipes/zkrecipes/internal/connlink"
+	"github.com/zkrecipes/zkrecipes/lock"
+	"github.com/zkrecipes/zkrecipes/metrics"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/semaphoremutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -302,5 +306,454 @@ func TestConnectDeadlineWhileEveryServerPaused(t *testing.T) {
 	if n, g := settlesTo(base, 3*time.Second); n > base {
 		t.Errorf("%d goroutines of conn/go-zookeeper left 3 s after the failed Connects (%d before); design.md: \"go-zookeeper's "+
 			"goroutines end at once, except its Close, which may wait on in the background for up to a second\"; e.g.:\n%s", n, base, g)
+	}
+}
+
+// TestLeaderPauseElectionWithinMarginKeepsEverything attacks the implied
+// other side of "the leader paused, election longer than 7T/12: lease lost"
+// (safety.md, "What a fault costs") and "leader killed, election within
+// 7T/12: keeps its lease": the leader is frozen for 8 s with T = 10 s, the
+// election (about 3 s) well within 7T/12 (5.8 s). A holder on the frozen
+// leader itself, a waiter and a leader-election term on other sessions must
+// all survive; the waiter enters only after the release, with a greater fence.
+func TestLeaderPauseElectionWithinMarginKeepsEverything(t *testing.T) {
+	const T = 10 * time.Second
+	f := newFixture(t, zktest.WithServers(3))
+	ld, _ := followerIdx(t, f)
+	ctx := ctxT(t, 90*time.Second)
+	// A session on the leader itself: connect until go-zookeeper's shuffle
+	// puts one there.
+	var sA *conn.Session
+	for i := 0; i < 12 && sA == nil; i++ {
+		s, err := conn.Connect(ctx, f.Servers(), conn.WithSessionTimeout(T))
+		require.NoError(t, err)
+		var sid int64
+		waitFor(t, 5*time.Second, "an epoch", func() bool { return s.State() == conn.Connected })
+		m, _ := mutex.New(s, f.Path("probe"))
+		l, err := m.Acquire(ctx)
+		require.NoError(t, err)
+		sid = l.Epoch().SessionID()
+		require.NoError(t, m.Release(ctx))
+		if serverOf(f, sid) == ld {
+			sA = s
+			t.Cleanup(func() { _ = s.Close() })
+		} else {
+			_ = s.Close()
+		}
+	}
+	if sA == nil {
+		t.Skip("no session landed on the leader in 12 tries")
+	}
+	sB := f.Session(conn.WithSessionTimeout(T))
+	sC := f.Session(conn.WithSessionTimeout(T))
+	logs := []*stateLog{logStates(ctx, sA), logStates(ctx, sB), logStates(ctx, sC)}
+	path := f.Path("ldpause/lock")
+	mA, _ := mutex.New(sA, path)
+	mB, _ := mutex.New(sB, path)
+	la, err := mA.Acquire(ctx)
+	require.NoError(t, err)
+	fa := fenceOf(t, ctx, la)
+	b := hold(ctx, mB)
+	waitFor(t, 10*time.Second, "B queued", func() bool { return len(children(f.Raw(), path)) == 2 })
+	e := electionOf(t, sC, f.Path("ldpause/election"), "c")
+	leading := make(chan struct{})
+	termEnded := make(chan error, 1)
+	go func() {
+		termEnded <- e.Run(ctx, func(fctx context.Context, _ *conn.Lease) error {
+			close(leading)
+			<-fctx.Done()
+			return context.Cause(fctx)
+		})
+	}()
+	recv(t, leading, 10*time.Second, "C never led")
+
+	paused := time.Now()
+	require.NoError(t, f.Pause(ld))
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = f.Resume(ld)
+		}
+	}()
+	var elected time.Duration
+	for elected == 0 && time.Since(paused) < 20*time.Second {
+		if i, err := f.Leader(); err == nil && i != ld {
+			elected = time.Since(paused)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the servers' mode
+	}
+	require.NotZero(t, elected, "no new leader")
+	if rest := 8*time.Second - time.Since(paused); rest > 0 {
+		time.Sleep(rest) // the fault's length
+	}
+	require.NoError(t, f.Resume(ld))
+	resumed = true
+	t.Logf("leader %d paused 8 s; new leader after %v; A: %s; B: %s; C: %s", ld, elected.Round(time.Millisecond), logs[0], logs[1], logs[2])
+	for i, lg := range logs {
+		if ev, lost := lg.first(conn.Lost); lost {
+			t.Errorf("session %c lost its epoch %v after the leader's pause (%v), the election having taken %v < 7T/12 = %v; "+
+				"safety.md: \"leader killed, election within 7T/12: keeps its lease\" and \"server process paused ... a connection whose server "+
+				"has sent nothing and proved nothing for 4T/12 is left for the next server\"",
+				"ABC"[i], ev.Time.Sub(paused).Round(time.Millisecond), ev.Err, elected.Round(time.Millisecond), 7*T/12)
+		}
+	}
+	if la.Err() != nil {
+		t.Errorf("holder's lease lost: %v", la.Err())
+	}
+	select {
+	case err := <-termEnded:
+		t.Errorf("C's term ended: %v", err)
+	default:
+	}
+	b.notGranted(t, 100*time.Millisecond, "B granted (or failed) while A holds")
+	if t.Failed() {
+		return
+	}
+	require.NoError(t, mA.Release(ctx))
+	lb := b.wait(t, 10*time.Second, "B")
+	if fb := fenceOf(t, ctx, lb); fb.Compare(fa) <= 0 {
+		t.Errorf("B's fence %v not above A's %v", fb, fa)
+	}
+}
+
+// TestFollowerPauseUnderOwnBurst attacks "at most 64 requests of a session
+// are in flight" and "follower paused: kept" together: 1,000 waiters of one
+// session (T = 4 s) are queued behind another session's holder when the
+// follower it is on freezes past T. The reconnect must carry the waiters'
+// watches and the retried requests without the epoch ending; the waiters
+// keep their places; 200 readers loop meanwhile.
+func TestFollowerPauseUnderOwnBurst(t *testing.T) {
+	const T = 4 * time.Second
+	const waiters = 1000
+	f := newFixture(t, zktest.WithServers(3))
+	_, fs := followerIdx(t, f)
+	ctx := ctxT(t, 120*time.Second)
+	srv := f.Servers()
+	s := f.SessionAt([]string{srv[fs[0]], srv[fs[1]]}, conn.WithSessionTimeout(T))
+	log := logStates(ctx, s)
+	path := f.Path("burst/lock")
+	hb := f.mutexHeld(ctx, path)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, waiters)
+	wg := spawn(waiters, func(int) {
+		m, err := mutex.New(s, path)
+		if err != nil {
+			errs <- err
+			return
+		}
+		if _, err := m.Acquire(wctx); err != nil && wctx.Err() == nil {
+			errs <- err
+		}
+	})
+	waitFor(t, 90*time.Second, "every waiter queued", func() bool { return len(children(f.Raw(), path)) == waiters+1 })
+	ep, err := connlink.Of(s).Epoch(ctx)
+	require.NoError(t, err)
+	on := serverOf(f, ep.SessionID())
+	require.True(t, on == fs[0] || on == fs[1], "the waiters' session on a follower")
+	// And 200 goroutines reading in a loop, so that requests are in flight
+	// and retried across the pause.
+	stopReads := make(chan struct{})
+	reads := spawn(200, func(int) {
+		for {
+			select {
+			case <-stopReads:
+				return
+			default:
+			}
+			_, _, _ = s.Get(wctx, path)
+		}
+	})
+	paused := time.Now()
+	require.NoError(t, f.Pause(on))
+	defer func() { _ = f.Resume(on) }()
+	time.Sleep(T + time.Second) // the fault's length
+	require.NoError(t, f.Resume(on))
+	close(stopReads)
+	if !doneWithin(reads, 30*time.Second) {
+		t.Fatal("readers did not stop 30 s after the pause")
+	}
+	if ev, lost := log.first(conn.Lost); lost {
+		t.Fatalf("with %d waiters queued and 200 readers, follower %d paused: epoch lost %v after the pause (%v) while the server keeps the session "+
+			"(T = %v); safety.md: \"follower paused: **kept**\", \"at most 64 requests of a session are in flight, so the quorum timer's sync "+
+			"never waits behind thousands\"; states: %s", waiters, on, ev.Time.Sub(paused).Round(time.Millisecond), ev.Err, T, log)
+	}
+	if _, ok := log.first(conn.Reconnected); !ok {
+		t.Fatalf("no Reconnected: %s", log)
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("a waiter failed across the pause: %v", err)
+	default:
+	}
+	if n := len(children(f.Raw(), path)); n != waiters+1 {
+		t.Errorf("%d nodes in the queue after the pause, want %d", n, waiters+1)
+	}
+	require.NoError(t, hb.release())
+	waitFor(t, 30*time.Second, "a waiter granted", func() bool {
+		kids := children(f.Raw(), path)
+		return len(kids) == waiters
+	})
+	cancel()
+	if !doneWithin(wg, 60*time.Second) {
+		t.Fatal("waiters did not return 60 s after cancel")
+	}
+	t.Logf("states: %s", log)
+}
+
+// transRec records a session's metrics: transitions with their session,
+// lock events, leader terms.
+type transRec struct {
+	mu     sync.Mutex
+	states []metrics.Transition
+	locks  []metrics.Lock
+	terms  []metrics.Leader
+}
+
+func (r *transRec) hooks() metrics.Hooks {
+	return metrics.Hooks{
+		State:  func(tr metrics.Transition) { r.mu.Lock(); r.states = append(r.states, tr); r.mu.Unlock() },
+		Lock:   func(l metrics.Lock) { r.mu.Lock(); r.locks = append(r.locks, l); r.mu.Unlock() },
+		Leader: func(l metrics.Leader) { r.mu.Lock(); r.terms = append(r.terms, l); r.mu.Unlock() },
+	}
+}
+
+func (r *transRec) count(ev, recipe, cause string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, l := range r.locks {
+		if l.Event == ev && (recipe == "" || l.Recipe == recipe) && (cause == "" || l.Cause == cause) {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *transRec) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	for _, s := range r.states {
+		fmt.Fprintf(&b, "%s(0x%x) ", s.State, s.SessionID)
+	}
+	b.WriteString("| ")
+	for _, l := range r.locks {
+		fmt.Fprintf(&b, "%s/%s/%s%s ", l.Event, l.Recipe, l.Outcome, l.Cause)
+	}
+	fmt.Fprintf(&b, "| terms %d", len(r.terms))
+	return b.String()
+}
+
+// TestGivenUpSemaphoreLeasesCountedAndClosed attacks metrics.Lock's "A
+// grant ends in one LockHold or one LockLost, never both", LockLost's
+// "once" and "The client closes the old session on the server as soon as
+// any server answers", with several kinds of grant in one session (two
+// leases of a semaphore, a revocable mutex, a leader term) when the quorum
+// timer gives the session up: one LockLost (local_timer) per grant, no
+// LockHold at the late release, one term end, the State hook as
+// Subscribe, and every node of the old
+// session gone within a second and a half of the heal.
+func TestGivenUpSemaphoreLeasesCountedAndClosed(t *testing.T) {
+	const T = 8 * time.Second
+	f, ctx := setUp(t, 60*time.Second)
+	zc := f.Raw()
+	rec := &transRec{}
+	px := f.Proxy()
+	s := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(T), conn.WithMetrics(rec.hooks()))
+	log := logStates(ctx, s)
+	root := f.Path("gu-sem")
+	sem, err := semaphoremutex.NewSemaphore(s, root+"/sem", 3)
+	require.NoError(t, err)
+	l1, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	l2, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	m, err := mutex.New(s, root+"/mutex", lock.WithRevocable())
+	require.NoError(t, err)
+	lm, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	e := electionOf(t, s, root+"/election", "me")
+	leading := make(chan struct{})
+	ran := make(chan error, 1)
+	go func() {
+		ran <- e.Run(ctx, func(fctx context.Context, _ *conn.Lease) error { close(leading); <-fctx.Done(); return nil })
+	}()
+	recv(t, leading, 10*time.Second, "never led")
+	for _, l := range []*conn.Lease{l1, l2, lm} {
+		_ = l.Lost() // watched from the grant on
+	}
+	sid := l1.Epoch().SessionID()
+	require.Equal(t, 4, countNodes(zc, root), "nodes held")
+	cut := time.Now()
+	px.Blackhole()
+	for _, l := range []*conn.Lease{l1, l2, lm} {
+		recv(t, l.Lost(), T, "a lease not lost %v after the cut", T)
+	}
+	recv(t, ran, 5*time.Second, "Run did not return after the epoch ended")
+	px.Heal()
+	healed := time.Now()
+	waitFor(t, 2*T, "the old session's nodes gone", func() bool { return countNodes(zc, root) == 0 })
+	gone := time.Since(healed)
+	t.Logf("lost %v after the cut; nodes gone %v after the heal", time.Since(cut)-gone, gone.Round(time.Millisecond))
+	if gone > 1500*time.Millisecond {
+		t.Errorf("the given-up session 0x%x's nodes went %v after the heal; safety.md: \"The client closes the old session on the "+
+			"server as soon as any server answers\"", sid, gone.Round(time.Millisecond))
+	}
+	_ = sem.ReturnLease(ctx, l1)
+	_ = sem.ReturnLease(ctx, l2)
+	_ = m.Release(ctx)
+	waitFor(t, 10*time.Second, "the new epoch", func() bool { return s.State() == conn.Connected })
+	if n := rec.count(metrics.LockLost, "semaphore", metrics.CauseLocalTimer); n != 2 {
+		t.Errorf("semaphore: %d LockLost(local_timer) for two leases the local timer ended, want 2: %s", n, rec)
+	}
+	if n := rec.count(metrics.LockLost, "mutex", metrics.CauseLocalTimer); n != 1 {
+		t.Errorf("mutex: %d LockLost(local_timer), want 1: %s", n, rec)
+	}
+	if n := rec.count(metrics.LockLost, "leader", ""); n != 1 {
+		t.Errorf("leader: %d LockLost, want 1: %s", n, rec)
+	}
+	if n := rec.count(metrics.LockLost, "", ""); n != 4 {
+		t.Errorf("%d LockLost in all, want 4 (\"LockLost: a held lease was found lost, with a Cause, once\"): %s", n, rec)
+	}
+	if n := rec.count(metrics.LockHold, "", ""); n != 0 {
+		t.Errorf("%d LockHold for grants already lost (\"A grant ends in one LockHold or one LockLost, never both\"): %s", n, rec)
+	}
+	rec.mu.Lock()
+	terms := len(rec.terms)
+	var lostSID int64
+	var order []string
+	for _, st := range rec.states {
+		order = append(order, st.State)
+		if st.State == "Lost" {
+			lostSID = st.SessionID
+		}
+	}
+	rec.mu.Unlock()
+	if terms != 2 {
+		t.Errorf("%d leader term events, want a start and an end: %s", terms, rec)
+	}
+	if lostSID != sid {
+		t.Errorf("Transition Lost reports session 0x%x, want the ended epoch's 0x%x (\"for Lost and Closed, the one ended\")", lostSID, sid)
+	}
+	var subscribed []string
+	log.mu.Lock()
+	for _, ev := range log.evs {
+		subscribed = append(subscribed, ev.State.String())
+	}
+	log.mu.Unlock()
+	if got, want := strings.Join(order, ","), "Connected,"+strings.Join(subscribed, ","); got != want {
+		t.Errorf("State hook saw %s, Subscribe %s", got, want)
+	}
+}
+
+// TestOwnWriteBurstKeepsEpoch attacks "at most 64 requests of a session
+// are in flight ... so the quorum timer's sync never waits behind
+// thousands" (safety.md, "What a fault costs") with writes, not waits: 128
+// goroutines of one session (T = 4 s) set 100 KB nodes as fast as they
+// can for 3T, no fault. The server keeps the session throughout; the
+// epoch must live too.
+func TestOwnWriteBurstKeepsEpoch(t *testing.T) {
+	const T = 4 * time.Second
+	f, ctx := setUp(t, 90*time.Second)
+	s := f.Session(conn.WithSessionTimeout(T))
+	log := logStates(ctx, s)
+	root := f.Path("wburst")
+	f.Register(root, nil)
+	data := make([]byte, 100<<10)
+	for i := range 64 {
+		_, err := s.Create(ctx, fmt.Sprintf("%s/n%02d", root, i), nil, 0, zkWorld)
+		require.NoError(t, err)
+	}
+	ep, err := connlink.Of(s).Epoch(ctx)
+	require.NoError(t, err)
+	stop := time.Now().Add(3 * T)
+	var mu sync.Mutex
+	writes, fails := 0, 0
+	var firstErr error
+	wg := spawn(128, func(i int) {
+		for time.Now().Before(stop) && ep.Err() == nil {
+			_, err := s.Set(ctx, fmt.Sprintf("%s/n%02d", root, i%64), data, -1)
+			mu.Lock()
+			if err != nil {
+				fails++
+				if firstErr == nil {
+					firstErr = err
+				}
+			} else {
+				writes++
+			}
+			mu.Unlock()
+		}
+	})
+	if !doneWithin(wg, 60*time.Second) {
+		t.Fatal("writers did not stop")
+	}
+	t.Logf("%d writes of 100 KB in 3T (%d failed: %v); states: %s", writes, fails, firstErr, log)
+	if ev, lost := log.first(conn.Lost); lost {
+		t.Fatalf("the session's own burst of %d writes ended its epoch (%v) while the server kept it (no fault, the server "+
+			"hears from it all along); safety.md: \"at most 64 requests of a session are in flight, so the quorum timer's sync never "+
+			"waits behind thousands\" (no epoch ends); states: %s", writes, ev.Err, log)
+	}
+}
+
+// TestFollowerPauseLastHeardTimerLeavesEarly attacks "server process
+// paused ... with more than one server address, a connection whose server
+// has sent nothing and proved nothing for 4T/12 is left for the next
+// server" (safety.md, "Fault by fault") with conn.WithLastHeardTimer, which
+// sends no syncs: the session on a frozen follower must still be Suspended
+// within 5T/12 (plus scheduling) and Reconnected on the other follower,
+// keeping its lease.
+func TestFollowerPauseLastHeardTimerLeavesEarly(t *testing.T) {
+	const T = 4 * time.Second
+	f := newFixture(t, zktest.WithServers(3))
+	_, fs := followerIdx(t, f)
+	srv := f.Servers()
+	s := f.SessionAt([]string{srv[fs[0]], srv[fs[1]]}, conn.WithSessionTimeout(T), conn.WithLastHeardTimer())
+	ctx := ctxT(t, 60*time.Second)
+	log := logStates(ctx, s)
+	m, _ := mutex.New(s, f.Path("lh/lock"))
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	on := serverOf(f, l.Epoch().SessionID())
+	require.True(t, on == fs[0] || on == fs[1])
+	paused := time.Now()
+	require.NoError(t, f.Pause(on))
+	defer func() { _ = f.Resume(on) }()
+	waitFor(t, 2*T, "Reconnected", func() bool { _, ok := log.first(conn.Reconnected); return ok })
+	ev, _ := log.first(conn.Suspended)
+	took := ev.Time.Sub(paused)
+	t.Logf("last-heard timer: Suspended %v after the pause; states: %s", took.Round(time.Millisecond), log)
+	if took > 5*T/12+300*time.Millisecond {
+		t.Errorf("with WithLastHeardTimer the frozen follower was left %v after the pause, not within 4T/12 of silence (5T/12 = %v "+
+			"at worst); safety.md, \"Fault by fault\": \"a connection whose server has sent nothing and proved nothing for 4T/12 is left "+
+			"for the next server\"", took.Round(time.Millisecond), 5*T/12)
+	}
+	require.NoError(t, l.Err(), "lease lost")
+}
+
+// TestConnectWhileFollowerPausedLastHeardTimer attacks "a connect request
+// unanswered for T/n (n addresses, at least 500 ms) is given up" with
+// conn.WithLastHeardTimer: Connect to [frozen follower, live follower]
+// must succeed within T, each of 6 tries.
+func TestConnectWhileFollowerPausedLastHeardTimer(t *testing.T) {
+	const T = 3 * time.Second
+	f := newFixture(t, zktest.WithServers(3))
+	_, fs := followerIdx(t, f)
+	require.NoError(t, f.Pause(fs[0]))
+	defer func() { _ = f.Resume(fs[0]) }()
+	for i := range 6 {
+		took, err := timed(context.Background(), T, func(ctx context.Context) error {
+			s, err := conn.Connect(ctx, []string{f.Servers()[fs[0]], f.Servers()[fs[1]]}, conn.WithSessionTimeout(T), conn.WithLastHeardTimer())
+			if s != nil {
+				_ = s.Close()
+			}
+			return err
+		})
+		t.Logf("try %d: %v after %v", i, err, took.Round(time.Millisecond))
+		if err != nil {
+			t.Fatalf("try %d: with WithLastHeardTimer, Connect to a frozen and a live follower failed within T = %v: %v; safety.md: "+
+				"\"a connect request unanswered for T/n (n addresses, at least 500 ms) is given up\"", i, T, err)
+		}
 	}
 }
