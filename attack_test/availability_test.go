@@ -757,3 +757,123 @@ func TestConnectWhileFollowerPausedLastHeardTimer(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadlinesAndCloseDuringLeaderPause attacks safety.md's "A deadline
+// is kept ... whatever the connection does" and Close's "returns when the
+// server answers or the connection is down, else within about a second
+// (13 s at worst)" while the ensemble's leader is frozen and connections
+// are being left for silent servers: every recipe's Acquire with a 600 ms
+// deadline returns within 850 ms; Close mid-election is bounded; after the
+// election no node of ours is left.
+func TestDeadlinesAndCloseDuringLeaderPause(t *testing.T) {
+	const T = 8 * time.Second
+	f := newFixture(t, zktest.WithServers(3))
+	ld, _ := followerIdx(t, f)
+	ctx := ctxT(t, 90*time.Second)
+	s := f.Session(conn.WithSessionTimeout(T))
+	sc := f.Session(conn.WithSessionTimeout(T))
+	log := logStates(ctx, s)
+	root := f.Path("ldl")
+	warm, _ := mutex.New(s, root+"/warm")
+	_, err := warm.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(ctx))
+	mc, _ := mutex.New(sc, root+"/closed")
+	_, err = mc.Acquire(ctx)
+	require.NoError(t, err)
+	r := oneOfEach(s, root)
+	// What a call was granted is released by the test's goroutine (the
+	// mutexes are reentrant per goroutine) once the call is timed.
+	var pending []func()
+	grantThenRelease := func(acq func(context.Context) (*conn.Lease, error), rel func(context.Context, *conn.Lease) error) func(context.Context) error {
+		return func(actx context.Context) error {
+			l, err := acq(actx)
+			if err == nil {
+				pending = append(pending, func() { _ = rel(ctx, l) })
+			}
+			return err
+		}
+	}
+	releaser := func(lk locker) func(context.Context, *conn.Lease) error {
+		return func(c context.Context, _ *conn.Lease) error { return lk.Release(c) }
+	}
+	calls := []struct {
+		name string
+		f    func(ctx context.Context) error
+	}{
+		{"mutex.Acquire", grantThenRelease(r.m.Acquire, releaser(r.m))},
+		{"rwlock.Write", grantThenRelease(r.rw.WriteLock().Acquire, releaser(r.rw.WriteLock()))},
+		{"semaphoremutex", grantThenRelease(r.sm.Acquire, releaser(r.sm))},
+		{"semaphore", grantThenRelease(r.sem.Acquire, r.sem.ReturnLease)},
+		{"exclusive", grantThenRelease(r.x.Acquire, releaser(r.x))},
+		{"leader.Campaign", grantThenRelease(r.e.Campaign, func(c context.Context, _ *conn.Lease) error { return r.e.Resign(c) })},
+		{"multilock", func(actx context.Context) error {
+			_, err := r.ml.Acquire(actx)
+			if err == nil {
+				pending = append(pending, func() { _ = r.ml.Release(ctx) })
+			}
+			return err
+		}},
+	}
+	paused := time.Now()
+	require.NoError(t, f.Pause(ld))
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = f.Resume(ld)
+		}
+	}()
+	closed := make(chan time.Duration, 1)
+	go func() {
+		time.Sleep(1500 * time.Millisecond) // Close mid-election
+		start := time.Now()
+		_ = sc.Close()
+		closed <- time.Since(start)
+	}()
+	for round := 0; round < 3; round++ {
+		for _, call := range calls {
+			took, err := timed(ctx, 600*time.Millisecond, call.f)
+			if took > 850*time.Millisecond {
+				t.Errorf("%v after the leader's pause: %s returned %v after its 600 ms deadline (safety.md: \"returns at the latest "+
+					"100 ms after its ctx ends, plus scheduling, whatever the connection does\")",
+					time.Since(paused).Round(time.Millisecond), call.name, took-600*time.Millisecond)
+			}
+			if err == nil {
+				t.Logf("%s granted %v after the pause", call.name, time.Since(paused).Round(time.Millisecond))
+			}
+			for _, rel := range pending {
+				rel()
+			}
+			pending = nil
+		}
+	}
+	tc := recv(t, closed, 15*time.Second, "Close mid-election did not return within 15 s (\"13 s at worst\")")
+	t.Logf("Close mid-election took %v", tc.Round(time.Millisecond))
+	if tc > 13*time.Second {
+		t.Errorf("Close took %v mid-election", tc)
+	}
+	require.NoError(t, f.Resume(ld))
+	resumed = true
+	require.NoError(t, f.WaitServing(ctx))
+	zc := f.Raw()
+	// Whatever the timed-out calls left must go (their session may have
+	// been lost too, or kept; either way nothing stays).
+	if !eventually(3*T, func() bool { return countNodes(zc, root) == 0 }) {
+		ep, _ := connlink.Of(s).Epoch(ctx)
+		t.Errorf("nodes left 3T after the leader's resume (safety.md: \"No node is left once the connection recovers\"): %v; "+
+			"the session's epoch now 0x%x, states %s", ephemerals(zc, root), ep.SessionID(), log)
+	}
+}
+
+// ephemerals lists the ephemeral nodes under path with their owners.
+func ephemerals(zc *zk.Conn, path string) []string {
+	var out []string
+	for _, ch := range children(zc, path) {
+		p := path + "/" + ch
+		if _, st, err := zc.Get(p); err == nil && st.EphemeralOwner != 0 {
+			out = append(out, fmt.Sprintf("%s(0x%x, czxid 0x%x)", p, st.EphemeralOwner, st.Czxid))
+		}
+		out = append(out, ephemerals(zc, p)...)
+	}
+	return out
+}
