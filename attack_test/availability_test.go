@@ -191,7 +191,6 @@ func TestGivenUpSessionClosedThroughTheDialer(t *testing.T) {
 	}
 }
 
-
 // libGoroutines counts the goroutines whose stack runs code of conn,
 // the recipes' internals or go-zookeeper, and returns one such stack.
 func libGoroutines() (int, string) {
