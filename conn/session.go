@@ -354,7 +354,7 @@ func (s *Session) authenticate(l *zkLink) {
 func (s *Session) quorumSync(l *zkLink) error {
 	sent := time.Now()
 	s.stats.quorumSyncs.Add(1)
-	_, err := l.zc.Sync("/")
+	err := l.link.sync(l.epoch.ctx.Done())
 	if h := s.cfg.hooks.Request; h != nil {
 		h(metrics.Request{Op: metrics.OpSync, Duration: time.Since(sent), Err: err})
 	}

@@ -62,6 +62,7 @@ type watchSet struct {
 	byCh    map[<-chan zk.Event]*watchReg // attached, not counted off, by the channel handed out
 	queue   []*removal                    // not written yet
 	pending map[int32]*removal            // written, answer not read
+	syncs   map[int32]*pendingSync        // quorum syncs written, answer not read (quorumsync.go)
 	next    uint32                        // xid counter
 }
 
@@ -191,7 +192,12 @@ func (l *link) answered(xid int32, f []byte) {
 	ws.mu.Lock()
 	rm := ws.pending[xid]
 	delete(ws.pending, xid)
+	ps := ws.syncs[xid]
+	delete(ws.syncs, xid)
 	ws.mu.Unlock()
+	if ps != nil {
+		ps.answer(int32(binary.BigEndian.Uint32(f[16:])))
+	}
 	if rm == nil {
 		return
 	}
@@ -211,6 +217,13 @@ func (l *link) connGone(w *wireConn) {
 		if rm.on == w {
 			delete(ws.pending, xid)
 			close(rm.done)
+		}
+	}
+	for xid, ps := range ws.syncs {
+		if ps.on == w {
+			delete(ws.syncs, xid)
+			ps.err = zk.ErrConnectionClosed
+			close(ps.done)
 		}
 	}
 }

@@ -26,16 +26,18 @@ type wireConn struct {
 	link     *link
 	addr     string // the server as go-zookeeper named it
 
-	// Only the reading goroutine (go-zookeeper's) touches these.
-	in     []byte // read from the network, not yet a whole frame
+	// Filled by readAhead, emptied by Read.
+	rmu   sync.Mutex
+	rcond sync.Cond // on rmu: a frame or the error came in
+	ready [][]byte  // whole frames for go-zookeeper, in order
+	rerr  error     // the network's read error, returned once ready is empty
+
+	// Only go-zookeeper's reading goroutine touches these.
 	out    []byte // the frame being handed to the reader
-	rbuf   []byte
-	rerr   error // the network's read error, returned once in is empty
-	parsed bool  // the connect response has been read
-	handed bool  // a frame was handed over whole; the reader is busy with it
+	parsed bool   // the connect response has been read
+	handed bool   // a frame was handed over whole; the reader is busy with it
 
 	outHandshake bool // out is the connect response (read by go-zookeeper's connect loop)
-	outOurs      bool // out answers a request this package injected
 
 	sentConnect bool         // the connect request has been written (under link.wmu)
 	connectAt   atomic.Int64 // when (unix ns)
@@ -108,11 +110,14 @@ func (w *wireConn) Read(p []byte) (int, error) {
 		w.link.readerBack() // done with the last frame
 	}
 	for len(w.out) == 0 {
-		if err := w.nextFrame(); err != nil {
+		f, err := w.nextFrame()
+		if err != nil {
 			return 0, err
 		}
-		if w.outOurs || !w.outHandshake && !w.link.hand(w.out) {
-			w.out = nil // an injected request's answer, taken; or dropped: the zk.Conn is closing
+		w.outHandshake = w.frame(f)
+		w.out = f
+		if !w.outHandshake && !w.link.hand(w.out) {
+			w.out = nil // dropped: the zk.Conn is closing
 		}
 	}
 	n := copy(p, w.out)
@@ -123,45 +128,78 @@ func (w *wireConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// nextFrame reads until a whole frame is in, and makes it out.
-func (w *wireConn) nextFrame() error {
+// nextFrame waits for the next frame readAhead kept for go-zookeeper.
+func (w *wireConn) nextFrame() ([]byte, error) {
+	w.rmu.Lock()
+	defer w.rmu.Unlock()
+	for len(w.ready) == 0 && w.rerr == nil {
+		w.rcond.Wait()
+	}
+	if len(w.ready) == 0 {
+		return nil, w.rerr
+	}
+	f := w.ready[0]
+	w.ready[0] = nil
+	w.ready = w.ready[1:]
+	return f, nil
+}
+
+// readAhead reads the network on its own goroutine, so that the answers
+// of our own requests (the quorum timer's syncs, removeWatches) are taken
+// as they arrive, not once go-zookeeper's reader has decoded everything
+// before them (a session with thousands of waiters keeps it busy). The
+// read deadlines go-zookeeper sets apply to these reads, as before.
+func (w *wireConn) readAhead() {
+	var in []byte // read from the network, not yet a whole frame
+	buf := make([]byte, 4096)
+	first := true // the connect response, which has no xid
 	for {
-		if len(w.in) >= 4 {
-			size := 4 + int64(binary.BigEndian.Uint32(w.in))
-			if int64(len(w.in)) >= size {
-				f := w.in[:size:size]
-				w.in = w.in[size:]
-				if len(w.in) == 0 {
-					w.in = nil
-				}
-				w.outHandshake, w.outOurs = w.frame(f)
-				w.out = f
-				return nil
-			}
-		}
-		if w.rerr != nil {
-			return w.rerr
-		}
-		n, err := w.Conn.Read(w.rbuf)
+		n, err := w.Conn.Read(buf)
 		if n > 0 {
 			w.link.lastHeard.Store(time.Now().UnixNano())
-			w.in = append(w.in, w.rbuf[:n]...)
+			in = append(in, buf[:n]...)
+			var frames [][]byte
+			for len(in) >= 4 {
+				size := 4 + int64(binary.BigEndian.Uint32(in))
+				if int64(len(in)) < size {
+					break
+				}
+				f := in[:size:size]
+				in = in[size:]
+				if first || !w.link.takeInjected(f) {
+					frames = append(frames, f)
+				}
+				first = false
+			}
+			if len(in) == 0 {
+				in = nil
+			}
+			if len(frames) > 0 {
+				w.rmu.Lock()
+				w.ready = append(w.ready, frames...)
+				w.rcond.Signal()
+				w.rmu.Unlock()
+			}
 		}
 		if err != nil {
-			w.rerr = err
 			w.link.closedByServer.Store(errors.Is(err, io.EOF))
 			w.link.silent.done(w)
 			if errors.Is(err, io.EOF) {
 				w.link.silent.heard(w.addr) // it answers, if only by closing
 			}
 			w.link.connGone(w)
+			w.rmu.Lock()
+			w.rerr = err
+			w.rcond.Signal()
+			w.rmu.Unlock()
+			return
 		}
 	}
 }
 
 // frame reads f before go-zookeeper: the connect response, then responses
-// (length, xid, zxid, err, body), taking their zxid; ours: an injected one's.
-func (w *wireConn) frame(f []byte) (handshake, ours bool) {
+// (length, xid, zxid, err, body), taking their zxid.
+func (w *wireConn) frame(f []byte) (handshake bool) {
 	if !w.parsed {
 		w.parsed = true
 		w.answered.Store(true)
@@ -178,24 +216,31 @@ func (w *wireConn) frame(f []byte) (handshake, ours bool) {
 			}
 		}
 		w.relZxid.Store(w.link.lastZxid.Load())
-		return true, false
+		return true
 	}
-	if len(f) < 16 {
-		return false, false // go-zookeeper will fail on it
-	}
-	if xid := int32(binary.BigEndian.Uint32(f[4:])); xid <= removeXidBase && xid > removeXidBase-removeXidSpan {
-		if len(f) >= 20 {
-			w.link.answered(xid, f)
-		}
-		return false, true
-	} else if xid < 0 {
-		return false, false // go-zookeeper ignores the zxid of events and pings
+	if len(f) < 16 || int32(binary.BigEndian.Uint32(f[4:])) < 0 {
+		return false // go-zookeeper fails on a short one, and ignores the zxid of events and pings
 	}
 	if zxid := int64(binary.BigEndian.Uint64(f[8:])); zxid > 0 {
 		w.link.lastZxid.Store(zxid)
 		binary.BigEndian.PutUint64(f[8:], 0)
 	}
-	return false, false
+	return false
+}
+
+// takeInjected takes f if it answers a request this package injected.
+func (l *link) takeInjected(f []byte) bool {
+	if len(f) < 8 {
+		return false
+	}
+	xid := int32(binary.BigEndian.Uint32(f[4:]))
+	if xid > removeXidBase || xid <= removeXidBase-removeXidSpan {
+		return false
+	}
+	if len(f) >= 20 {
+		l.answered(xid, f)
+	}
+	return true
 }
 
 // boundHandshake drops the connection if its connect request is not
@@ -292,10 +337,12 @@ func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	w := &wireConn{Conn: writeFailConn{c}, link: l, addr: addr, rbuf: make([]byte, 4096)}
+	w := &wireConn{Conn: writeFailConn{c}, link: l, addr: addr}
+	w.rcond.L = &w.rmu
 	l.mu.Lock()
 	l.conns[w] = struct{}{}
 	l.mu.Unlock()
+	go w.readAhead() // ends when the connection is closed
 	return w, nil
 }
 

@@ -16,7 +16,7 @@ import "time"
 // A nil hook is skipped: set only those you export. Fields may be added.
 type Hooks struct {
 	State   func(Transition) // every state transition; "Connected" is a new epoch
-	Request func(Request)    // every request attempt, retries included
+	Request func(Request)    // every request attempt, retries and the quorum timer's syncs included
 	Lock    func(Lock)       // one event of a lock or election (the Lock* events)
 	Leader  func(Leader)     // the start or end of a term of leader.Election.Run
 	// Watches is a change (+1 or -1) of the number of watches the session

@@ -178,10 +178,10 @@ func (q *Queue) ours(ctx context.Context, ep *conn.Epoch, id, prefix, name strin
 // dropGhosts deletes any other node of our acquire id (a lost create
 // applied after all): queueing behind it would wait for our session's end.
 func (a *attempt) dropGhosts(ctx context.Context) error {
-	prefix := a.q.cfg.Schema.Prefix(a.id)
-	if !a.lossy && !strings.Contains(prefix, a.id) {
-		return nil // the id is in the data: read only after a lost answer
+	if !a.lossy {
+		return nil // the id is new to this attempt: only a create whose answer was lost can leave a ghost
 	}
+	prefix := a.q.cfg.Schema.Prefix(a.id)
 	for _, c := range a.cs { // remove below makes a new a.cs: cs may be shared
 		if c.Name == a.node {
 			continue

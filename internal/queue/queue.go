@@ -183,6 +183,15 @@ func NoneBefore(kind string) Predicate {
 
 // index returns the position of the contender named name, or -1.
 func index(cs []locknode.Contender, name string) int {
+	// A listing is in queue order: search it, so that thousands of waiters
+	// sharing one listing do not scan it each (a cut-down cache may not be
+	// in order: the scan below finds what the search missed).
+	if _, seq, ok := locknode.SplitSeq(name); ok && len(cs) > 16 {
+		i, _ := slices.BinarySearchFunc(cs, locknode.Contender{Name: name, Seq: seq}, locknode.Compare)
+		if i < len(cs) && cs[i].Name == name {
+			return i
+		}
+	}
 	return slices.IndexFunc(cs, func(c locknode.Contender) bool { return c.Name == name })
 }
 
