@@ -34,6 +34,7 @@ type Epoch struct {
 	unsafe chan struct{} // see lostSignal; closed by the session's run goroutine
 
 	confirmed atomic.Int64 // send time (unix ns) of the last request answered through the leader
+	rtt       atomic.Int64 // the last quorum sync's round trip (ns)
 
 	inFlight chan struct{} // a token per request in flight (await)
 }
@@ -109,7 +110,7 @@ func (e *Epoch) confirm(sent time.Time) {
 const (
 	quorumPeriod = 12 // a sync every T/12
 	quorumLimit  = 7  // the epoch ends 7T/12 after the last proof
-	quorumLeave  = 4  // a server silent for 4T/12 is left for the next one
+	quorumLate   = 4  // a tick 4T/12 late says this process was paused
 )
 
 // quorumDeadline is when the epoch ends under the quorum timer.
@@ -139,7 +140,7 @@ func (s *Session) keepQuorum(l *zkLink) {
 		t := time.NewTimer(time.Until(ep.quorumDeadline()))
 		defer t.Stop()
 		sync()
-		quiet := ep.timeout * quorumLeave / quorumPeriod
+		quiet := ep.timeout * quorumLate / quorumPeriod
 		last, wasLate := time.Now(), false // the last tick, and whether it came late: this process was paused
 		for {
 			select {
@@ -167,23 +168,25 @@ func (s *Session) keepQuorum(l *zkLink) {
 	}()
 }
 
-// leaveSilent drops l's connection when its server has sent nothing and
-// proved nothing for 4T/12 and there is another server to try: go-zookeeper
-// then tries the next one, early enough for a proof from there before the
-// quorum deadline (go-zookeeper alone would wait 2T/3 for the silence to end).
+// leaveSilent drops l's connection when its server has sent nothing for
+// 2T/12 (two sync periods) and the quorum deadline is nearer than what a
+// reconnect elsewhere needs, T/6 plus four of the last sync's round trips,
+// and there is another server to try: go-zookeeper then tries the next
+// one while a proof from there can still come in time (go-zookeeper alone
+// waits 2T/3 for a silence to end).
 func (s *Session) leaveSilent(l *zkLink) {
 	if len(s.servers) < 2 {
 		return // redialing the same address would cut the requests in flight for nothing
 	}
 	ep := l.epoch
-	quiet := ep.timeout * quorumLeave / quorumPeriod
-	proof := time.Unix(0, max(ep.confirmed.Load(), ep.wire.keptSince(ep.sessionID)))
-	if time.Since(proof) < quiet || time.Since(time.Unix(0, l.lastHeard.Load())) < quiet {
+	silent := time.Since(time.Unix(0, l.lastHeard.Load()))
+	need := ep.timeout/6 + 4*time.Duration(ep.rtt.Load())
+	if silent < 2*ep.timeout/quorumPeriod || time.Until(ep.quorumDeadline()) > need {
 		return
 	}
 	if addr, ok := l.drop(); ok {
 		s.stats.serversLeft.Add(1)
 		s.log.Info("server silent; trying the next one", logfield.Session("session", ep.sessionID),
-			zap.String("server", addr), zap.Duration("silent", time.Since(proof)))
+			zap.String("server", addr), zap.Duration("silent", silent))
 	}
 }

@@ -178,6 +178,8 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // Close ends the current epoch (its ephemeral nodes go with it) and stops
 // the session's goroutines; idempotent. It returns when the server answers
 // or the connection is down, else within about a second (13 s at worst).
+// A session the server may still keep (no server answered the close, or
+// the local timer gave it up before) is left to the server's expiry.
 func (s *Session) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done
@@ -361,6 +363,7 @@ func (s *Session) quorumSync(l *zkLink) error {
 	if err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
+	l.epoch.rtt.Store(int64(time.Since(sent)))
 	l.epoch.confirm(sent)
 	return nil
 }
