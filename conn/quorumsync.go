@@ -3,6 +3,7 @@ package conn
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -20,32 +21,55 @@ const (
 
 // pendingSync is one injected sync, written and not answered.
 type pendingSync struct {
-	on   *wireConn     // written on it
+	on   *wireConn // written on it; set under watchSet.mu
+	once sync.Once
 	done chan struct{} // closed with err set
 	err  error
+}
+
+// end ends ps with err (nil: answered) the first time.
+func (ps *pendingSync) end(err error) {
+	ps.once.Do(func() {
+		ps.err = err
+		close(ps.done)
+	})
 }
 
 func (ps *pendingSync) answer(code int32) {
 	switch code {
 	case 0:
+		ps.end(nil)
 	case errSessionExpired:
-		ps.err = zk.ErrSessionExpired
+		ps.end(zk.ErrSessionExpired)
 	case errSessionMoved:
-		ps.err = zk.ErrSessionMoved
+		ps.end(zk.ErrSessionMoved)
 	default:
-		ps.err = fmt.Errorf("server error %d", code)
+		ps.end(fmt.Errorf("server error %d", code))
 	}
-	close(ps.done)
 }
 
 // sync writes a sync of "/" on the connection that has the session and
-// waits for its answer, the connection's end or stop.
+// waits for its answer, the connection's end or stop. The write runs on a
+// goroutine of its own, not waited for: a dialer's Write may never return.
 func (l *link) sync(stop <-chan struct{}) error {
+	ps := &pendingSync{done: make(chan struct{})}
+	go l.writeSync(ps)
+	select {
+	case <-ps.done:
+		return ps.err
+	case <-stop:
+		ps.end(zk.ErrClosing)
+		return zk.ErrClosing
+	}
+}
+
+func (l *link) writeSync(ps *pendingSync) {
 	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	w := l.cur.Load()
 	if w == nil || l.retired.Load() {
-		l.wmu.Unlock()
-		return zk.ErrConnectionClosed
+		ps.end(zk.ErrConnectionClosed)
+		return
 	}
 	w.flushLocked()
 	ws := &l.watches
@@ -55,20 +79,10 @@ func (l *link) sync(stop <-chan struct{}) error {
 	}
 	ws.next++
 	xid := int32(removeXidBase - int64(ws.next%removeXidSpan))
-	ps := &pendingSync{on: w, done: make(chan struct{})}
-	ws.syncs[xid] = ps
+	ps.on = w
+	ws.syncs[xid] = ps // until answered or the connection is gone (connGone)
 	ws.mu.Unlock()
 	w.Conn.Write(encodeSync(xid))
-	l.wmu.Unlock()
-	select {
-	case <-ps.done:
-		return ps.err
-	case <-stop:
-		ws.mu.Lock()
-		delete(ws.syncs, xid)
-		ws.mu.Unlock()
-		return zk.ErrClosing
-	}
 }
 
 // encodeSync: int32 length, xid, opcode, string path "/".

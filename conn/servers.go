@@ -8,10 +8,13 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// hostProvider is go-zookeeper's with a pause of 100–300 ms between rounds
-// of the server list instead of its second (the quorum timer cannot spare
-// it, nor a new session during an election), and none before the first
-// server tried after a working connection, unless the server closed it.
+// hostProvider is go-zookeeper's with two changes. No pause before the
+// first server tried after a working connection (the quorum timer cannot
+// spare go-zookeeper's second), unless the server closed it. And while no
+// session is open yet, a pause of 100–300 ms between rounds of the server
+// list instead of the second: a new session during an election would pay
+// it on every round (with a session, the round's end also fails the
+// requests queued meanwhile, which go-zookeeper does only with its pause).
 type hostProvider struct {
 	*zk.DNSHostProvider
 	link *link
@@ -26,13 +29,22 @@ func (h *hostProvider) Next() (server string, retryStart bool) {
 	fresh := h.fresh
 	h.fresh = false
 	h.mu.Unlock()
-	if !retryStart || h.link.retired.Load() { // retired: go-zookeeper's pause ends at once as its Conn closes
-		return server, retryStart
-	}
-	if !fresh || h.link.closedByServer.Load() {
+	switch {
+	case !retryStart || h.link.retired.Load(): // retired: go-zookeeper's pause ends at once as its Conn closes
+	case fresh && !h.link.closedByServer.Load():
+		retryStart = false
+	case h.link.hs.Load().sessionID == 0:
 		time.Sleep(roundPause/2 + mrand.N(roundPause))
+		retryStart = false
 	}
-	return server, false
+	return server, retryStart
+}
+
+func (h *hostProvider) Connected() {
+	h.DNSHostProvider.Connected()
+	h.mu.Lock()
+	h.fresh = true
+	h.mu.Unlock()
 }
 
 const roundPause = 200 * time.Millisecond

@@ -222,8 +222,7 @@ func (l *link) connGone(w *wireConn) {
 	for xid, ps := range ws.syncs {
 		if ps.on == w {
 			delete(ws.syncs, xid)
-			ps.err = zk.ErrConnectionClosed
-			close(ps.done)
+			ps.end(zk.ErrConnectionClosed)
 		}
 	}
 }

@@ -488,10 +488,15 @@ func (l *link) frames(chunk []byte, visit func(frame []byte, first bool) bool) (
 // isSetUp reports whether frame is a request a client sends to set up a
 // connection after its handshake: its xid is negative (authentication -4,
 // set-watches -8; a ping, -2, is one too), or it is an authentication
-// (type 100), which go-zookeeper's AddAuth sends with an ordinary xid.
+// (type 100), which go-zookeeper's AddAuth sends with an ordinary xid. A
+// sync (type 9) is an operation whatever its xid: conn writes the quorum
+// timer's syncs with xids of its own.
 func isSetUp(frame []byte) bool {
-	return len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:8])) < 0 ||
-		len(frame) >= 12 && binary.BigEndian.Uint32(frame[8:12]) == 100
+	if len(frame) < 12 {
+		return len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:8])) < 0
+	}
+	op := binary.BigEndian.Uint32(frame[8:12])
+	return int32(binary.BigEndian.Uint32(frame[4:8])) < 0 && op != 9 || op == 100
 }
 
 // isOpOn reports whether frame is a whole request on path or on a node
