@@ -123,6 +123,7 @@ func (e *Epoch) quorumDeadline() time.Time {
 // epoch's loss past quorumDeadline.
 func (s *Session) keepQuorum(l *zkLink) {
 	ep := l.epoch
+	l.quorum.Store(ep)
 	sync := func() {
 		s.helpers.Add(1)
 		go func() {

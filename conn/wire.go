@@ -244,14 +244,21 @@ func (l *link) takeInjected(f []byte) bool {
 }
 
 // boundHandshake drops the connection if its connect request is not
-// answered within link.handshakeWait, so that go-zookeeper tries the next
-// server instead of waiting 20 read timeouts on a silent one.
+// answered within link.handshakeWait (less for a reconnect), so that
+// go-zookeeper tries the next server instead of waiting 20 read timeouts
+// on a silent one.
 func (w *wireConn) boundHandshake() {
-	if w.link.handshakeWait <= 0 {
+	d := w.link.handshakeWait
+	if d <= 0 {
 		return
 	}
+	if ep := w.link.quorum.Load(); ep != nil && ep.ctx.Err() == nil {
+		// A reconnect: half what the quorum timer has left, so that the
+		// next server gets a chance too.
+		d = min(d, max(time.Until(ep.quorumDeadline())/2, minHandshakeWait/2))
+	}
 	w.link.silent.wait(w)
-	time.AfterFunc(w.link.handshakeWait, func() {
+	time.AfterFunc(d, func() {
 		if !w.answered.Load() {
 			w.link.stats.handshakesCut.Add(1)
 			w.link.silent.add(w.addr) // cuts w
@@ -294,12 +301,13 @@ type link struct {
 	dial           func(network, addr string, timeout time.Duration) (net.Conn, error)
 	stats          *counters
 	retired        atomic.Bool
-	lastHeard      atomic.Int64  // unix nanoseconds
-	handshakeWait  time.Duration // how long a connect request may go unanswered (boundHandshake); 0: go-zookeeper's own bound
-	silent         *silentSet    // the Session's
-	connectSent    atomic.Int64  // when the latest connect request was written (unix ns)
-	lastZxid       atomic.Int64  // of the last response handed to go-zookeeper (see wireConn)
-	closedByServer atomic.Bool   // the last connection ended with EOF (hostProvider)
+	lastHeard      atomic.Int64          // unix nanoseconds
+	handshakeWait  time.Duration         // how long a connect request may go unanswered (boundHandshake); 0: go-zookeeper's own bound
+	silent         *silentSet            // the Session's
+	quorum         atomic.Pointer[Epoch] // the epoch whose quorum timer runs on this zk.Conn, if any (boundHandshake)
+	connectSent    atomic.Int64          // when the latest connect request was written (unix ns)
+	lastZxid       atomic.Int64          // of the last response handed to go-zookeeper (see wireConn)
+	closedByServer atomic.Bool           // the last connection ended with EOF (hostProvider)
 
 	// Closing a zk.Conn with answers on the wire: see beginClose.
 	gate          sync.Mutex
