@@ -238,7 +238,10 @@ func increment(ctx context.Context, w *worker, counter string) (err error) {
 
 // fencedStore stands for any system outside ZooKeeper (a database, a file
 // service) that checks fencing tokens: it refuses a write with a lower
-// token than one it has already accepted.
+// token than one it has already accepted. A check on the write alone is
+// enough here because each write replaces the value without reading it; a
+// holder that reads what it writes from must register its token first
+// (docs/safety.md, "A pause after the check").
 type fencedStore struct {
 	mu      sync.Mutex // guards the fields below
 	highest conn.Fence
