@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -14,7 +15,10 @@ import (
 // open runs once per process: one Session (close it on exit), and the
 // lock every request shares.
 func open(ctx context.Context, servers []string) (*conn.Session, *mutex.InterProcessMutex, error) {
-	sess, err := conn.Connect(ctx, servers)
+	// Connect waits for a first session as long as its ctx lets it.
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sess, err := conn.Connect(cctx, servers)
 	if err != nil {
 		return nil, nil, err
 	}

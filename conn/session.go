@@ -135,6 +135,19 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	return s, nil
 }
 
+// SessionID is the live epoch's ZooKeeper session id, 0 while there is
+// none (between a Lost and the next Connected, or after Close): what a
+// service logs at start-up, since the first Connected comes before any
+// Subscribe can see it.
+func (s *Session) SessionID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil || s.cur.ctx.Err() != nil {
+		return 0
+	}
+	return s.cur.sessionID
+}
+
 // State is the last transition.
 func (s *Session) State() State {
 	s.mu.Lock()
@@ -416,6 +429,16 @@ func (s *Session) scheduleRedial(why error) {
 	s.redial = time.NewTimer(d)
 }
 
+// attemptFailed records why a try at a server failed, while no epoch is
+// live: Connect's and a waiting call's error then say it.
+func (s *Session) attemptFailed(why error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		s.fail = why
+	}
+}
+
 // withLastFailure adds to err why the last attempt at a session failed.
 func (s *Session) withLastFailure(err error) error {
 	s.mu.Lock()
@@ -460,6 +483,7 @@ func (s *Session) dial() error {
 	l := &zkLink{link: newLink(s.cfg.dialer, s.stats, s.cfg.hooks.Watches), drained: make(chan struct{})}
 	l.handshakeWait = s.handshakeWait()
 	l.silent = s.silent
+	l.failed = s.attemptFailed
 	zc, events, err := zk.Connect(s.servers, s.cfg.sessionTimeout,
 		zk.WithDialer(l.dialer),
 		zk.WithHostProvider(&hostProvider{DNSHostProvider: zk.NewDNSHostProvider(), link: l.link}),

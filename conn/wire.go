@@ -3,6 +3,7 @@ package conn
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -182,6 +183,9 @@ func (w *wireConn) readAhead() {
 			}
 		}
 		if err != nil {
+			if !w.answered.Load() && !errors.Is(err, net.ErrClosed) {
+				w.link.failed(fmt.Errorf("%s closed the connection before answering the connect request: %w", w.addr, err))
+			}
 			w.link.closedByServer.Store(errors.Is(err, io.EOF))
 			w.link.silent.done(w)
 			if errors.Is(err, io.EOF) {
@@ -261,6 +265,7 @@ func (w *wireConn) boundHandshake() {
 	time.AfterFunc(d, func() {
 		if !w.answered.Load() {
 			w.link.stats.handshakesCut.Add(1)
+			w.link.failed(fmt.Errorf("%s did not answer the connect request within %v", w.addr, d))
 			w.link.silent.add(w.addr) // cuts w
 		}
 	})
@@ -305,6 +310,7 @@ type link struct {
 	handshakeWait  time.Duration         // how long a connect request may go unanswered (boundHandshake); 0: go-zookeeper's own bound
 	silent         *silentSet            // the Session's
 	quorum         atomic.Pointer[Epoch] // the epoch whose quorum timer runs on this zk.Conn, if any (boundHandshake)
+	failed         func(error)           // told why a try at a server failed (Session.attemptFailed)
 	connectSent    atomic.Int64          // when the latest connect request was written (unix ns)
 	lastZxid       atomic.Int64          // of the last response handed to go-zookeeper (see wireConn)
 	closedByServer atomic.Bool           // the last connection ended with EOF (hostProvider)
@@ -343,6 +349,7 @@ func (l *link) dialer(network, addr string, timeout time.Duration) (net.Conn, er
 	}
 	c, err := l.dial(network, addr, timeout)
 	if err != nil {
+		l.failed(fmt.Errorf("dialing %s: %w", addr, err))
 		return nil, err
 	}
 	w := &wireConn{Conn: writeFailConn{c}, link: l, addr: addr}
