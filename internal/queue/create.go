@@ -226,6 +226,12 @@ func (q *Queue) release(ctx context.Context, l *conn.Lease, mark bool) error {
 		del = q.handOver
 	}
 	gone, err := del(ctx, l.Epoch(), l.Path())
+	if errors.Is(err, errWithSession) {
+		// Not released on the server before the epoch ended: a loss with the
+		// epoch's cause, not a hold (Released below finds the epoch ended).
+		connlink.Of(l).Releasing(false)
+		err = nil
+	}
 	if err != nil && !errors.Is(err, lock.ErrReleasePending) {
 		connlink.Of(l).Releasing(false)
 		return err
@@ -282,7 +288,7 @@ func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error,
 		q.lists(false).left(ep, zkpath.Base(p))
 		return true, err != nil && !unknown, nil // unknown: a retry found our lost try's work
 	case ep.Err() != nil:
-		return true, false, nil // ephemeral: it goes with the session
+		return true, false, errWithSession // ephemeral: it goes with the session
 	case unknown || ctx.Err() != nil:
 		go bg.RetryUntilDone(ep, q.log.With(zap.String("node", p)), "pending delete", func(ctx context.Context) error {
 			if err := connlink.Of(ep).Delete(ctx, p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -298,5 +304,12 @@ func (q *Queue) settle(ctx context.Context, ep *conn.Epoch, p string, err error,
 // Delete deletes our child name that no lease stands for, with Release's errors.
 func (q *Queue) Delete(ctx context.Context, ep *conn.Epoch, name string) error {
 	_, err := q.deleteOwn(ctx, ep, zkpath.Join(q.path, name))
+	if errors.Is(err, errWithSession) {
+		return nil
+	}
 	return err
 }
+
+// errWithSession: the epoch ended before the delete was confirmed; the node
+// goes with the session (Release and Delete return nil for it).
+var errWithSession = errors.New("queue: the node goes with the session")
