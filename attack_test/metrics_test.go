@@ -878,28 +878,32 @@ func TestStateHookMatchesSubscribe(t *testing.T) {
 	}
 }
 
-// TestReleaseUnderWayAtEpochEndCountedAsLoss: a semaphore lease whose
-// ReturnLease is under way (the path blackholed) when the quorum timer ends
-// the epoch was not released on the server: docs/operations.md counts it
-// as a loss with the epoch's cause, not as a hold of the blackhole's length.
+// TestReleaseUnderWayAtEpochEndCountedAsLoss: a release under way (the
+// path blackholed) when the quorum timer ends the epoch was not confirmed by
+// the server: docs/operations.md counts it as a loss with the epoch's
+// cause, not as a hold of the blackhole's length; with local handoff, a
+// revocable node, a read lock and a semaphore lease too.
 func TestReleaseUnderWayAtEpochEndCountedAsLoss(t *testing.T) {
 	const T = 4 * time.Second
-	f, ctx := setUp(t, 60*time.Second)
-	rec := &transRec{}
-	px := f.Proxy()
-	s := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(T), conn.WithMetrics(rec.hooks()))
-	sem, err := semaphoremutex.NewSemaphore(s, f.Path("pending-release/sem"), 2)
-	require.NoError(t, err)
-	l, err := sem.Acquire(ctx)
-	require.NoError(t, err)
-	px.Blackhole()
-	rctx, cancel := context.WithTimeout(ctx, 2*T) // outlasts the epoch (7T/12)
-	defer cancel()
-	err = sem.ReturnLease(rctx, l)
-	t.Logf("ReturnLease under the blackhole: %v", err)
-	require.Error(t, l.Epoch().Err(), "the epoch ended while the release was under way")
-	px.Heal()
-	waitFor(t, 10*time.Second, "the loss counted", func() bool { return rec.count(metrics.LockLost, "", "") > 0 })
-	require.Equal(t, 1, rec.count(metrics.LockLost, "semaphore", metrics.CauseLocalTimer), "one LockLost(local_timer): %s", rec)
-	require.Zero(t, rec.count(metrics.LockHold, "", ""), "no LockHold for a release the server never confirmed: %s", rec)
+	for _, recipe := range []string{"semaphore-2", "mutex", "mutex-handoff", "mutex-revocable", "semaphoremutex-handoff", "rwlock-read", "rwlock-write"} {
+		t.Run(recipe, func(t *testing.T) {
+			f, ctx := setUp(t, 60*time.Second)
+			rec := &transRec{}
+			px := f.Proxy()
+			s := f.SessionAt(px.Addrs(), conn.WithSessionTimeout(T), conn.WithMetrics(rec.hooks()))
+			lk := newLocker(t, recipe, s, f.Path("pending-release/lock"), 0)
+			l, err := lk.Acquire(ctx)
+			require.NoError(t, err)
+			px.Blackhole()
+			rctx, cancel := context.WithTimeout(ctx, 2*T) // outlasts the epoch (7T/12)
+			defer cancel()
+			err = lk.Release(rctx)
+			t.Logf("Release under the blackhole: %v", err)
+			require.Error(t, l.Epoch().Err(), "the epoch ended while the release was under way")
+			px.Heal()
+			waitFor(t, 10*time.Second, "the loss counted", func() bool { return rec.count(metrics.LockLost, "", "") > 0 })
+			require.Equal(t, 1, rec.count(metrics.LockLost, "", metrics.CauseLocalTimer), "one LockLost(local_timer): %s", rec)
+			require.Zero(t, rec.count(metrics.LockHold, "", ""), "no LockHold for a release the server never confirmed: %s", rec)
+		})
+	}
 }
