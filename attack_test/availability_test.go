@@ -229,6 +229,8 @@ func TestCloseAfterGiveUpLeavesSessionToServer(t *testing.T) {
 	const T = 10 * time.Second
 	f, ctx := setUp(t, 60*time.Second)
 	zc := f.Raw()
+	_, _, err := zc.Exists("/") // the raw connection's goroutines run before the count
+	require.NoError(t, err)
 	base, _ := libGoroutines()
 	px := f.Proxy()
 	s, err := conn.Connect(ctx, px.Addrs(), conn.WithSessionTimeout(T))
