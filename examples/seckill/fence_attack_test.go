@@ -16,23 +16,22 @@ const (
 	docClaim = `UPDATE accounts SET fence_zxid = $1, fence_pass = $2
   WHERE id = $3 AND (fence_zxid < $1 OR (fence_zxid = $1 AND fence_pass <= $2))
   RETURNING balance`
-	docWrite = `UPDATE accounts SET balance = $4
+	docWrite = `UPDATE accounts SET balance = $4, fence_zxid = $1, fence_pass = $2
   WHERE id = $3 AND (fence_zxid < $1 OR (fence_zxid = $1 AND fence_pass <= $2))`
-	// "one conditional statement that reads and writes (`SET balance =
-	// balance + $4 WHERE ...` the same condition)"
-	docOneStatement = `UPDATE accounts SET balance = balance + $4
+	// "one conditional statement that reads, writes and records the token
+	// (`SET balance = balance + $4, fence_zxid = $1, fence_pass = $2 WHERE
+	// ...` the same condition)"
+	docOneStatement = `UPDATE accounts SET balance = balance + $4, fence_zxid = $1, fence_pass = $2
   WHERE id = $3 AND (fence_zxid < $1 OR (fence_zxid = $1 AND fence_pass <= $2))`
 )
 
 // TestFenceAttackOneStatementForm: docs/safety.md offers, "when the work
-// fits in SQL", one conditional statement that "does both at once" (the
-// claim and the write), and shows it as `SET balance = balance + $4 WHERE
-// ...` the same condition. Written so, it checks the token but does not
-// record it: the row never learns that a newer holder has been there, so a
-// stale holder that claimed the row before it still writes, over the newer
-// holder's update. With literal tokens: b (6.0) claims and reads 100, is
-// frozen past its session; c (7.0), the next holder, deposits 50 with the
-// one statement; b wakes and writes 100-10.
+// fits in SQL", one conditional statement that reads, writes and records
+// the token. A statement that only checked the token would let a stale
+// holder that claimed the row earlier write over the newer holder's update:
+// b (6.0) claims and reads 100, is frozen past its session; c (7.0), the
+// next holder, deposits 50 with the one statement; b wakes and writes
+// 100-10, which the row must refuse.
 func TestFenceAttackOneStatementForm(t *testing.T) {
 	for _, db := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(db, func(t *testing.T) {
@@ -90,11 +89,7 @@ func TestFenceAttackOneStatementForm(t *testing.T) {
 			if n != 0 || bal != 150 {
 				t.Errorf("%s: the stale holder b (%v) wrote after the newer holder c (%v): balance %d, want 150 (b refused, c's deposit kept); "+
 					"the row's greatest token is %#x.%d, c's was never recorded.\n"+
-					"docs/safety.md: \"When the work fits in SQL, one conditional statement that reads and writes "+
-					"(`SET balance = balance + $4 WHERE ...` the same condition) does both at once.\" "+
-					"It does not claim: the statement must also SET fence_zxid = $1, fence_pass = $2, or "+
-					"\"the resource keeps the greatest token it has seen, from reads as from writes, and refuses an older one\" does not hold "+
-					"(examples/seckill/README.md says the same of `SET stock = stock - 1 WHERE ...`)",
+					"docs/safety.md: \"the resource keeps the greatest token it has seen, from reads as from writes, and refuses an older one\"",
 					db, b, c, bal, fz, fp)
 			}
 		})
