@@ -265,6 +265,8 @@ func (l *Lease) zxid(ctx context.Context, check bool) (int64, error) {
 	p := cmp.Or(guard, l.path)
 	ok, st, err := l.ep.view().Exists(ctx, p)
 	switch {
+	case err != nil && l.ep.Err() != nil:
+		return 0, cmp.Or(l.Err(), l.epochLost()) // the epoch ended during the read: the lease with it
 	case err != nil:
 		return 0, err
 	case !ok || guard != "" && st.Czxid != z:

@@ -94,3 +94,23 @@ func TestLeaseNodeCreatedAgainIsNotOurs(t *testing.T) {
 		assert.ErrorIs(t, err, conn.ErrLeaseLost)
 	}
 }
+
+// TestFenceCutByEpochEndIsLeaseLost: a Fence whose read of the node is cut
+// by the end of the epoch (the quorum timer, the path blackholed) fails
+// with ErrLeaseLost, as a lost lease's Fence does: a leader's campaign takes
+// that as "campaign again", not as an error to return.
+func TestFenceCutByEpochEndIsLeaseLost(t *testing.T) {
+	c := zktest.New(t)
+	ctx := context.Background()
+	p := zktest.NewProxy(t, c.Servers())
+	s := connect(t, p.Addrs(), conn.WithSessionTimeout(2*time.Second))
+	ep := epoch(t, s)
+	node, err := s.Create(ctx, c.Root()+"-fenced", nil, zk.FlagEphemeral, connlink.Of(s).ACL())
+	require.NoError(t, err)
+	l := ep.NewLease(node)
+	p.Blackhole()
+	_, err = l.Fence(ctx)
+	require.Error(t, ep.Err(), "the epoch ended during the read")
+	assert.ErrorIs(t, err, conn.ErrLeaseLost)
+	assert.ErrorIs(t, err, conn.ErrSessionTimeout)
+}
