@@ -117,7 +117,9 @@ func heapPerWaiter(t *testing.T, c *zktest.Cluster, hcfg, cfg Config, n int) (he
 		return WatchesSet(ws)-watches >= int64(n)
 	}, "every waiter watching")
 	queued := time.Since(start)
-	heap = float64(liveHeap()-before) / float64(n)
+	// Signed: garbage of the run before (a closed session's last goroutines)
+	// may be freed meanwhile, and a wrapped difference is no measurement.
+	heap = float64(int64(liveHeap())-int64(before)) / float64(n)
 	listings = float64(connlink.Of(ws).Stats().Requests[metrics.OpChildren]-lists) / float64(n)
 	t.Logf("%d waiters: queued in %v, %.0f bytes of heap and %.3f listings per waiter", n, queued.Round(time.Millisecond), heap, listings)
 	return heap, listings
