@@ -854,19 +854,6 @@ func TestDeadlinesAndCloseDuringLeaderPause(t *testing.T) {
 	if !eventually(3*T, func() bool { return countNodes(zc, root) == 0 }) {
 		ep, _ := connlink.Of(s).Epoch(ctx)
 		t.Errorf("nodes left 3T after the leader's resume (safety.md: \"No node is left once the connection recovers\"): %v; "+
-			"the session's epoch now 0x%x, states %s", ephemerals(zc, root), ep.SessionID(), log)
+			"the session's epoch now 0x%x, states %s", ephemeralsUnder(zc, root), ep.SessionID(), log)
 	}
-}
-
-// ephemerals lists the ephemeral nodes under path with their owners.
-func ephemerals(zc *zk.Conn, path string) []string {
-	var out []string
-	for _, ch := range children(zc, path) {
-		p := path + "/" + ch
-		if _, st, err := zc.Get(p); err == nil && st.EphemeralOwner != 0 {
-			out = append(out, fmt.Sprintf("%s(0x%x, czxid 0x%x)", p, st.EphemeralOwner, st.Czxid))
-		}
-		out = append(out, ephemerals(zc, p)...)
-	}
-	return out
 }
