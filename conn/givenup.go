@@ -67,12 +67,9 @@ func (s *Session) closeOn(ctx context.Context, srv string, ep *Epoch) error {
 		return err
 	}
 	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	if err := c.SetDeadline(time.Now().Add(wait)); err != nil {
-		return err
-	}
-	err = sessionclose.Close(c, ep.sessionID, ep.passwd)
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	err = sessionclose.CloseConn(ctx, c, ep.sessionID, ep.passwd)
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout():

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
@@ -76,16 +75,11 @@ func expireOnce(ctx context.Context, server string, sessionID int64, passwd []by
 		return err
 	}
 	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	if deadline, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(deadline)
-	}
-	return expire(conn, sessionID, passwd)
+	return expire(ctx, conn, sessionID, passwd)
 }
 
-func expire(conn io.ReadWriter, sessionID int64, passwd []byte) error {
-	switch err := sessionclose.Close(conn, sessionID, passwd); {
+func expire(ctx context.Context, conn net.Conn, sessionID int64, passwd []byte) error {
+	switch err := sessionclose.CloseConn(ctx, conn, sessionID, passwd); {
 	case errors.Is(err, sessionclose.ErrTakenBack):
 		return errTakenBack
 	case errors.Is(err, sessionclose.ErrRefused):

@@ -6,10 +6,12 @@
 package sessionclose
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"syscall"
 )
 
@@ -29,6 +31,19 @@ var (
 	// the close (the session's owner reconnected and took it back).
 	ErrTakenBack = errors.New("the server closed the connection")
 )
+
+// CloseConn is Close on a network connection, bounded by ctx: its deadline
+// is the connection's, and its end closes the connection.
+func CloseConn(ctx context.Context, c net.Conn, id int64, passwd []byte) error {
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	if deadline, ok := ctx.Deadline(); ok {
+		if err := c.SetDeadline(deadline); err != nil {
+			return err
+		}
+	}
+	return Close(c, id, passwd)
+}
 
 // Close attaches to session id on c and closes it. nil: the close was
 // committed. The close is written right behind the handshake, so the
